@@ -1,0 +1,685 @@
+/* SPDX-License-Identifier: (GPL-2.0-or-later OR BSD-2-Clause) */
+/*
+ * rdma-session adapter: the hardware ABI.
+ *
+ * The one description of every layout that the QEMU device model, the
+ * qtests, the Linux driver and the rdma-core provider share.  It must stay
+ * self-contained C99: no QEMU, kernel or libc headers beyond fixed-width
+ * integer types.  docs/specs/rdma-session.rst explains it; the two change
+ * together.
+ *
+ * Everything the device reads from or writes to guest memory is
+ * little-endian.  Structures are naturally aligned and padded by hand; the
+ * RS_ABI_SIZE() checks at the bottom pin their sizes.
+ */
+#ifndef HW_RDMA_SESSION_ABI_H
+#define HW_RDMA_SESSION_ABI_H
+
+#if defined(__KERNEL__)
+#include <linux/types.h>
+#else
+#include <stdint.h>
+#endif
+
+/*
+ * Register field declarations use QEMU's registerfields.h names
+ * (A_<reg> byte offset, R_<reg>_<field>_SHIFT/_LENGTH/_MASK).  Outside QEMU
+ * the two macros are defined here with the same expansion.
+ */
+#ifndef REG32
+#define REG32(reg, addr)                                          \
+    enum { A_ ## reg = (addr) };                                  \
+    enum { R_ ## reg = (addr) / 4 };
+#endif
+#ifndef FIELD
+#define FIELD(reg, field, shift, length)                          \
+    enum { R_ ## reg ## _ ## field ## _SHIFT = (shift) };         \
+    enum { R_ ## reg ## _ ## field ## _LENGTH = (length) };       \
+    enum { R_ ## reg ## _ ## field ## _MASK =                     \
+           (int)((~0U >> (32 - (length))) << (shift)) };
+#endif
+
+/* ------------------------------------------------------------------ */
+/* PCI identity and BARs                                              */
+/* ------------------------------------------------------------------ */
+
+#define RS_PCI_VENDOR_ID        0x1af4
+#define RS_PCI_DEVICE_ID        0x10f0
+#define RS_PCI_REVISION         0x01
+#define RS_PCI_CLASS            0x0207  /* network: InfiniBand-class RDMA */
+
+#define RS_ABI_VERSION_MAJOR    1
+#define RS_ABI_VERSION_MINOR    0
+
+#define RS_BAR_REGS             0       /* registers, RS_REGS_SIZE bytes */
+#define RS_BAR_MSIX             1       /* MSI-X table and PBA */
+#define RS_BAR_DOORBELL         2       /* doorbell pages, 64-bit BAR */
+
+#define RS_REGS_SIZE            0x1000
+#define RS_DB_PAGE_SHIFT        12
+#define RS_DB_PAGE_SIZE         (1u << RS_DB_PAGE_SHIFT)
+
+/* MSI-X vector 0 serves the admin completion queue and async events. */
+#define RS_MSIX_ADMIN_VECTOR    0
+#define RS_MSIX_COMP_VECTOR0    1
+
+#define RS_MAGIC                0x53444d52u     /* "RMDS" in memory */
+
+/* ------------------------------------------------------------------ */
+/* Register BAR (BAR 0).  32-bit accesses only.                        */
+/* ------------------------------------------------------------------ */
+
+REG32(RS_MAGIC, 0x000)
+REG32(RS_VERSION, 0x004)
+    FIELD(RS_VERSION, MINOR, 0, 16)
+    FIELD(RS_VERSION, MAJOR, 16, 16)
+REG32(RS_CAPS, 0x008)                   /* RS_CAP_* feature bits */
+REG32(RS_DB_PAGES, 0x00c)               /* number of doorbell pages */
+REG32(RS_CTRL, 0x010)
+    FIELD(RS_CTRL, ENABLE, 0, 1)
+    FIELD(RS_CTRL, RESET, 1, 1)         /* write 1: full function reset */
+REG32(RS_STATUS, 0x014)
+    FIELD(RS_STATUS, READY, 0, 1)
+    FIELD(RS_STATUS, FATAL, 1, 1)
+    FIELD(RS_STATUS, AEQ_OVERFLOW, 2, 1)
+    FIELD(RS_STATUS, LINK_UP, 3, 1)
+REG32(RS_FATAL_CODE, 0x018)             /* enum rs_fatal */
+REG32(RS_NUM_MSIX, 0x01c)
+REG32(RS_ADMQ_BASE_LO, 0x020)
+REG32(RS_ADMQ_BASE_HI, 0x024)
+REG32(RS_ADMQ_CFG, 0x028)
+    FIELD(RS_ADMQ_CFG, LOG_SIZE, 0, 5)
+REG32(RS_ADMQ_CI, 0x02c)                /* read-only: commands consumed */
+REG32(RS_ACQ_BASE_LO, 0x030)
+REG32(RS_ACQ_BASE_HI, 0x034)
+REG32(RS_ACQ_CFG, 0x038)                /* ACQ has the ADMQ's size */
+    FIELD(RS_ACQ_CFG, VECTOR, 0, 11)
+REG32(RS_AEQ_BASE_LO, 0x040)
+REG32(RS_AEQ_BASE_HI, 0x044)
+REG32(RS_AEQ_CFG, 0x048)
+    FIELD(RS_AEQ_CFG, LOG_SIZE, 0, 5)
+    FIELD(RS_AEQ_CFG, VECTOR, 8, 11)
+REG32(RS_AEQ_CI, 0x04c)                 /* driver: events consumed */
+REG32(RS_MAC_LO, 0x050)                 /* MAC bytes 0-3 */
+REG32(RS_MAC_HI, 0x054)                 /* MAC bytes 4-5 */
+REG32(RS_ADMQ_DB, 0x100)                /* write: admin producer index */
+
+#define RS_CAP_RC               (1u << 0)
+#define RS_CAP_UC               (1u << 1)
+#define RS_CAP_UD               (1u << 2)
+#define RS_CAP_SESSION_GROUPS   (1u << 3)
+#define RS_CAP_NETID_MKEYS      (1u << 4)  /* per network identity tables */
+#define RS_CAP_DC               (1u << 8)  /* reserved: not yet offered */
+#define RS_CAP_INDIRECT_MKEY    (1u << 9)  /* reserved: not yet offered */
+#define RS_CAP_PATTERN_MKEY     (1u << 10) /* reserved: not yet offered */
+#define RS_CAP_ODP              (1u << 11) /* reserved: not yet offered */
+
+enum rs_fatal {
+    RS_FATAL_NONE = 0,
+    RS_FATAL_BAD_RING_CONFIG = 1,   /* enable with an invalid ring layout */
+    RS_FATAL_DMA = 2,               /* a ring became unreachable */
+};
+
+/* Admin and event rings hold 2^1 .. 2^RS_MAX_RING_LOG entries. */
+#define RS_MAX_ADMQ_LOG         12
+#define RS_MAX_AEQ_LOG          12
+#define RS_MAX_CQ_LOG           16
+#define RS_MAX_WQ_LOG           15
+#define RS_RING_ALIGN           64
+
+/* ------------------------------------------------------------------ */
+/* Doorbell BAR (BAR 2): one RS_DB_PAGE_SIZE page per user context     */
+/* ("UAR"); page 0 belongs to the kernel.  32-bit writes.               */
+/* ------------------------------------------------------------------ */
+
+#define RS_DB_SQ                0x00    /* QP index | SQ producer << 16 */
+#define RS_DB_RQ                0x08    /* QP index | RQ producer << 16 */
+#define RS_DB_CQ_CI             0x10    /* CQ index | consumer << 16 */
+#define RS_DB_CQ_ARM            0x18    /* CQ index | RS_DB_CQ_ARM_* */
+#define RS_DB_SRQ               0x20    /* reserved: SRQ index | producer */
+
+#define RS_DB_INDEX_MASK        0xffffu
+#define RS_DB_VALUE_SHIFT       16
+#define RS_DB_CQ_ARM_NEXT       (1u << 16)
+#define RS_DB_CQ_ARM_SOLICITED  (1u << 17)
+
+/* ------------------------------------------------------------------ */
+/* Handles and keys                                                   */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Object handles carry a generation in bits 24-31 so that a handle kept
+ * after destroy is refused instead of reaching the slot's next owner.  For
+ * QPs the index (bits 0-23) is the QP number on the wire.
+ */
+#define RS_HANDLE_INDEX_MASK    0x00ffffffu
+#define RS_HANDLE_GEN_SHIFT     24
+
+/* lkey/rkey: MR index in bits 8-31, a per-registration tag in bits 0-7. */
+#define RS_MKEY_INDEX_SHIFT     8
+#define RS_MKEY_TAG_MASK        0xffu
+
+#define RS_GSI_QPN              1
+
+/* ------------------------------------------------------------------ */
+/* Admin queue                                                        */
+/* ------------------------------------------------------------------ */
+
+enum rs_admin_opcode {
+    RS_CMD_QUERY_DEVICE = 0x01,
+    RS_CMD_QUERY_PORT = 0x02,
+    RS_CMD_CREATE_PD = 0x03,
+    RS_CMD_DESTROY_PD = 0x04,
+    RS_CMD_CREATE_CQ = 0x05,
+    RS_CMD_DESTROY_CQ = 0x06,
+    RS_CMD_RESIZE_CQ = 0x07,
+    RS_CMD_CREATE_QP = 0x08,
+    RS_CMD_MODIFY_QP = 0x09,
+    RS_CMD_QUERY_QP = 0x0a,
+    RS_CMD_DESTROY_QP = 0x0b,
+    RS_CMD_REG_MR = 0x0c,
+    RS_CMD_DEREG_MR = 0x0d,
+    RS_CMD_CREATE_AH = 0x0e,
+    RS_CMD_DESTROY_AH = 0x0f,
+    RS_CMD_CREATE_SESSION = 0x10,
+    RS_CMD_DESTROY_SESSION = 0x11,
+    RS_CMD_CREATE_SESSION_GROUP = 0x12,
+    RS_CMD_DESTROY_SESSION_GROUP = 0x13,
+    RS_CMD_ADD_GID = 0x14,
+    RS_CMD_DEL_GID = 0x15,
+    /* Reserved for later features: answered with RS_STATUS_NOT_SUPPORTED. */
+    RS_CMD_CREATE_SRQ = 0x20,
+    RS_CMD_MODIFY_SRQ = 0x21,
+    RS_CMD_DESTROY_SRQ = 0x22,
+    RS_CMD_CREATE_DCT = 0x23,
+    RS_CMD_DESTROY_DCT = 0x24,
+    RS_CMD_REG_INDIRECT_MKEY = 0x25,
+    RS_CMD_REG_PATTERN_MKEY = 0x26,
+    RS_CMD_ODP_RESOLVE = 0x27,
+    RS_CMD_MAX = 0x28,
+};
+
+enum rs_status {
+    RS_STATUS_OK = 0x00,
+    RS_STATUS_BAD_OPCODE = 0x01,    /* unknown admin opcode */
+    RS_STATUS_BAD_HANDLE = 0x02,    /* out of range, free or stale handle */
+    RS_STATUS_BAD_PARAM = 0x03,     /* a field out of its documented range */
+    RS_STATUS_NO_RESOURCES = 0x04,  /* object table full */
+    RS_STATUS_BUSY = 0x05,          /* object still referenced */
+    RS_STATUS_BAD_STATE = 0x06,     /* illegal QP state transition */
+    RS_STATUS_BAD_ATTR_MASK = 0x07, /* required attr missing / not allowed */
+    RS_STATUS_BAD_ADDR = 0x08,      /* DMA range not in guest RAM or in BARs */
+    RS_STATUS_BAD_ALIGN = 0x09,     /* misaligned DMA address */
+    RS_STATUS_BAD_SIZE = 0x0a,      /* ring/list size 0, not 2^n, too big */
+    RS_STATUS_BAD_ACCESS = 0x0b,    /* unknown or inconsistent access flags */
+    RS_STATUS_BAD_PD = 0x0c,        /* objects from different PDs */
+    RS_STATUS_DMA_ERROR = 0x0d,     /* reading the command's buffer failed */
+    RS_STATUS_NOT_SUPPORTED = 0x0e, /* reserved opcode or feature */
+    RS_STATUS_BAD_NETID = 0x0f,     /* GID index not populated */
+    RS_STATUS_EXISTS = 0x10,        /* GID slot already populated */
+};
+
+/* Command: 64 bytes. */
+struct rs_cmd_hdr {
+    uint8_t opcode;
+    uint8_t rsvd0;
+    uint16_t cmd_id;                /* echoed in the completion */
+    uint32_t rsvd1;
+};
+
+struct rs_cmd_query {               /* QUERY_DEVICE, QUERY_PORT, QUERY_QP */
+    uint64_t resp_addr;             /* rs_device_attr / rs_port_attr / */
+    uint32_t resp_len;              /* rs_qp_attr, RS_RING_ALIGN aligned */
+    uint32_t handle;                /* QUERY_PORT: port (1); QP: handle */
+};
+
+struct rs_cmd_destroy {             /* every DESTROY_*, DEREG_MR, DEL_GID */
+    uint32_t handle;                /* DEREG_MR: lkey; DEL_GID: index */
+    uint32_t rsvd;
+};
+
+struct rs_cmd_create_cq {
+    uint64_t ring_addr;             /* RS_RING_ALIGN aligned */
+    uint8_t log_size;               /* 1 .. RS_MAX_CQ_LOG */
+    uint8_t rsvd0;
+    uint16_t comp_vector;           /* < device's comp vectors */
+    uint32_t uar;                   /* doorbell page that may ring it */
+};
+
+struct rs_cmd_resize_cq {
+    uint64_t ring_addr;
+    uint32_t handle;
+    uint8_t log_size;
+    uint8_t rsvd0;
+    uint16_t rsvd1;
+    uint32_t consumer_index;        /* entries the driver has polled */
+    uint32_t rsvd2;
+};
+
+enum rs_qp_type {
+    RS_QPT_RC = 0,
+    RS_QPT_UC = 1,
+    RS_QPT_UD = 2,
+    RS_QPT_GSI = 3,
+    RS_QPT_DCI = 4,                 /* reserved */
+    RS_QPT_DCT = 5,                 /* reserved */
+};
+
+struct rs_cmd_create_qp {
+    uint64_t sq_addr;               /* RS_RING_ALIGN aligned */
+    uint64_t rq_addr;               /* 0 when the QP uses an SRQ */
+    uint32_t pd;
+    uint32_t send_cq;
+    uint32_t recv_cq;
+    uint32_t srq;                   /* reserved: must be 0 */
+    uint8_t qp_type;                /* enum rs_qp_type */
+    uint8_t sq_log_size;            /* 1 .. RS_MAX_WQ_LOG */
+    uint8_t rq_log_size;
+    uint8_t max_send_sge;           /* <= RS_MAX_SGE */
+    uint8_t max_recv_sge;
+    uint8_t flags;                  /* RS_QP_F_* */
+    uint16_t max_inline;            /* <= RS_MAX_INLINE */
+    uint32_t uar;
+    uint32_t session_group;         /* 0: the QP's default session */
+};
+
+#define RS_QP_F_SIGNAL_ALL      (1u << 0)
+
+struct rs_cmd_modify_qp {           /* also carries QUERY_QP's handle */
+    uint64_t attr_addr;             /* struct rs_qp_attr */
+    uint32_t handle;
+    uint32_t attr_mask;             /* RS_QP_ATTR_* */
+};
+
+enum rs_access {
+    RS_ACCESS_LOCAL_WRITE = 1 << 0,
+    RS_ACCESS_REMOTE_WRITE = 1 << 1,
+    RS_ACCESS_REMOTE_READ = 1 << 2,
+    RS_ACCESS_REMOTE_ATOMIC = 1 << 3,
+    RS_ACCESS_MW_BIND = 1 << 4,
+    RS_ACCESS_ALL = 0x1f,
+};
+
+/* MR translation: page list levels. */
+#define RS_MR_F_PBL_INDIRECT    (1u << 0)  /* list of 4 KiB pages of PAs */
+#define RS_MR_F_ODP             (1u << 1)  /* reserved */
+#define RS_MR_MIN_PAGE_SHIFT    12
+#define RS_MR_MAX_PAGE_SHIFT    30
+#define RS_PBL_CHUNK_ENTRIES    512     /* PAs per indirect chunk page */
+
+struct rs_cmd_reg_mr {
+    uint64_t iova;
+    uint64_t length;
+    uint64_t pbl_addr;              /* 8-byte aligned */
+    uint32_t npages;                /* pages the range [iova, +length) spans */
+    uint32_t pd;
+    uint8_t page_shift;
+    uint8_t flags;                  /* RS_MR_F_* */
+    uint16_t access;                /* enum rs_access */
+    uint32_t gid_index;             /* network identity the keys live in */
+};
+
+struct rs_cmd_create_ah {
+    uint8_t dgid[16];
+    uint8_t dmac[6];
+    uint8_t hop_limit;
+    uint8_t traffic_class;
+    uint32_t pd;
+    uint32_t flow_label;            /* 20 bits */
+    uint32_t gid_index;             /* source network identity */
+    uint32_t rsvd;
+};
+
+struct rs_cmd_create_session {
+    uint8_t dst_ip[16];             /* IPv4 as ::ffff:a.b.c.d */
+    uint8_t dmac[6];
+    uint16_t src_port;              /* UDP source port, >= 1024 */
+    uint16_t dst_port;              /* 4791 for RoCEv2 */
+    uint16_t rsvd0;
+    uint32_t gid_index;             /* source IP = that GID */
+    uint32_t rsvd1;
+};
+
+#define RS_MAX_GROUP_SESSIONS   8
+
+struct rs_cmd_create_session_group {
+    uint32_t session[RS_MAX_GROUP_SESSIONS];
+    uint8_t nsessions;              /* 1 .. RS_MAX_GROUP_SESSIONS */
+    uint8_t policy;                 /* enum rs_group_policy */
+    uint16_t rsvd0;
+    uint32_t rsvd1;
+};
+
+enum rs_group_policy {
+    RS_GROUP_ROUND_ROBIN = 0,       /* spread messages over the sessions */
+    RS_GROUP_ACTIVE_BACKUP = 1,
+};
+
+enum rs_gid_type {
+    RS_GID_ROCE_V2_IPV4 = 0,
+    RS_GID_ROCE_V2_IPV6 = 1,
+};
+
+struct rs_cmd_add_gid {
+    uint8_t gid[16];
+    uint32_t index;                 /* < max GIDs */
+    uint8_t type;                   /* enum rs_gid_type */
+    uint8_t rsvd0[3];
+    uint32_t vni;                   /* network identifier, 24 bits */
+    uint32_t rsvd1;
+};
+
+struct rs_admin_cmd {
+    struct rs_cmd_hdr hdr;
+    union {
+        struct rs_cmd_query query;
+        struct rs_cmd_destroy destroy;
+        struct rs_cmd_create_cq create_cq;
+        struct rs_cmd_resize_cq resize_cq;
+        struct rs_cmd_create_qp create_qp;
+        struct rs_cmd_modify_qp modify_qp;
+        struct rs_cmd_reg_mr reg_mr;
+        struct rs_cmd_create_ah create_ah;
+        struct rs_cmd_create_session create_session;
+        struct rs_cmd_create_session_group create_group;
+        struct rs_cmd_add_gid add_gid;
+        uint8_t raw[56];
+    };
+};
+
+/* Admin completion: 16 bytes; the owner bit flips on every ring wrap. */
+#define RS_ACQE_PHASE           (1u << 0)
+
+struct rs_admin_cqe {
+    uint16_t cmd_id;
+    uint8_t status;                 /* enum rs_status */
+    uint8_t flags;                  /* RS_ACQE_PHASE */
+    uint32_t handle;                /* created object, or lkey for REG_MR */
+    uint32_t result1;               /* REG_MR: rkey; CREATE_QP: QP number */
+    uint32_t rsvd;
+};
+
+/* ------------------------------------------------------------------ */
+/* Attributes returned by QUERY_* and passed to MODIFY_QP             */
+/* ------------------------------------------------------------------ */
+
+struct rs_device_attr {
+    uint64_t max_mr_size;
+    uint64_t page_size_cap;
+    uint32_t abi_version;
+    uint32_t caps;                  /* RS_CAP_* */
+    uint32_t max_qp;
+    uint32_t max_qp_wr;
+    uint32_t max_sge;
+    uint32_t max_cq;
+    uint32_t max_cqe;
+    uint32_t max_mr;
+    uint32_t max_pd;
+    uint32_t max_ah;
+    uint32_t max_qp_rd_atom;
+    uint32_t max_sessions;
+    uint32_t max_session_groups;
+    uint32_t max_gids;
+    uint32_t max_msg_size;
+    uint32_t max_inline;
+    uint32_t num_comp_vectors;
+    uint32_t num_db_pages;
+    uint8_t mac[6];
+    uint16_t rsvd0;
+    uint32_t rsvd[8];
+};
+
+enum rs_port_state {
+    RS_PORT_DOWN = 1,
+    RS_PORT_INIT = 2,
+    RS_PORT_ARMED = 3,
+    RS_PORT_ACTIVE = 4,
+};
+
+enum rs_mtu {
+    RS_MTU_256 = 1,
+    RS_MTU_512 = 2,
+    RS_MTU_1024 = 3,
+    RS_MTU_2048 = 4,
+    RS_MTU_4096 = 5,
+};
+
+struct rs_port_attr {
+    uint8_t state;                  /* enum rs_port_state */
+    uint8_t max_mtu;                /* enum rs_mtu */
+    uint8_t active_mtu;
+    uint8_t phys_state;             /* 5 = LinkUp, 3 = Disabled */
+    uint32_t gid_tbl_len;
+    uint32_t pkey_tbl_len;
+    uint32_t active_speed_mbps;
+    uint32_t rsvd[12];
+};
+
+enum rs_qp_state {
+    RS_QPS_RESET = 0,
+    RS_QPS_INIT = 1,
+    RS_QPS_RTR = 2,
+    RS_QPS_RTS = 3,
+    RS_QPS_SQD = 4,
+    RS_QPS_SQE = 5,
+    RS_QPS_ERR = 6,
+};
+
+/* MODIFY_QP attribute mask: the IBTA/ib_verbs bits, plus our own. */
+enum rs_qp_attr_mask {
+    RS_QP_ATTR_STATE = 1 << 0,
+    RS_QP_ATTR_CUR_STATE = 1 << 1,
+    RS_QP_ATTR_EN_SQD_ASYNC_NOTIFY = 1 << 2,
+    RS_QP_ATTR_ACCESS_FLAGS = 1 << 3,
+    RS_QP_ATTR_PKEY_INDEX = 1 << 4,
+    RS_QP_ATTR_PORT = 1 << 5,
+    RS_QP_ATTR_QKEY = 1 << 6,
+    RS_QP_ATTR_AV = 1 << 7,
+    RS_QP_ATTR_PATH_MTU = 1 << 8,
+    RS_QP_ATTR_TIMEOUT = 1 << 9,
+    RS_QP_ATTR_RETRY_CNT = 1 << 10,
+    RS_QP_ATTR_RNR_RETRY = 1 << 11,
+    RS_QP_ATTR_RQ_PSN = 1 << 12,
+    RS_QP_ATTR_MAX_QP_RD_ATOMIC = 1 << 13,
+    RS_QP_ATTR_ALT_PATH = 1 << 14,
+    RS_QP_ATTR_MIN_RNR_TIMER = 1 << 15,
+    RS_QP_ATTR_SQ_PSN = 1 << 16,
+    RS_QP_ATTR_MAX_DEST_RD_ATOMIC = 1 << 17,
+    RS_QP_ATTR_PATH_MIG_STATE = 1 << 18,
+    RS_QP_ATTR_CAP = 1 << 19,
+    RS_QP_ATTR_DEST_QPN = 1 << 20,
+    RS_QP_ATTR_SESSION_GROUP = 1 << 28,
+};
+
+struct rs_ah_attr {
+    uint8_t dgid[16];
+    uint8_t dmac[6];
+    uint8_t hop_limit;
+    uint8_t traffic_class;
+    uint32_t flow_label;
+    uint32_t gid_index;
+};
+
+struct rs_qp_attr {
+    uint8_t qp_state;               /* enum rs_qp_state */
+    uint8_t cur_qp_state;
+    uint8_t path_mtu;               /* enum rs_mtu */
+    uint8_t port_num;               /* 1 */
+    uint32_t qkey;
+    uint32_t rq_psn;                /* 24 bits */
+    uint32_t sq_psn;                /* 24 bits */
+    uint32_t dest_qp_num;           /* 24 bits */
+    uint16_t access_flags;          /* enum rs_access */
+    uint16_t pkey_index;            /* 0 */
+    uint8_t max_rd_atomic;
+    uint8_t max_dest_rd_atomic;
+    uint8_t min_rnr_timer;          /* 0 .. 31 */
+    uint8_t timeout;                /* 0 .. 31 */
+    uint8_t retry_cnt;              /* 0 .. 7 */
+    uint8_t rnr_retry;              /* 0 .. 7 */
+    uint8_t sq_draining;            /* query only */
+    uint8_t en_sqd_async_notify;
+    uint32_t session_group;
+    struct rs_ah_attr ah;
+    uint32_t qp_type;               /* query only */
+    uint32_t rsvd[6];
+};
+
+#define RS_MAX_RD_ATOMIC        16
+#define RS_MAX_SGE              16
+#define RS_MAX_INLINE           256
+
+/* ------------------------------------------------------------------ */
+/* Asynchronous event queue                                           */
+/* ------------------------------------------------------------------ */
+
+enum rs_event_type {
+    RS_EV_QP_FATAL = 0x01,
+    RS_EV_QP_REQ_ERR = 0x02,
+    RS_EV_QP_ACCESS_ERR = 0x03,
+    RS_EV_QP_COMM_EST = 0x04,
+    RS_EV_QP_SQ_DRAINED = 0x05,
+    RS_EV_QP_LAST_WQE_REACHED = 0x06,
+    RS_EV_CQ_ERR = 0x07,            /* CQ overflow or unreachable ring */
+    RS_EV_PORT_ACTIVE = 0x08,
+    RS_EV_PORT_ERR = 0x09,
+    RS_EV_DEVICE_FATAL = 0x0a,
+    /* Raised by later features. */
+    RS_EV_ODP_PAGE_FAULT = 0x10,    /* data: faulting IOVA; aux: lkey */
+    RS_EV_MIGRATION_NOTICE = 0x11,
+    RS_EV_DCT_KEY_VIOLATION = 0x12,
+};
+
+#define RS_EQE_PHASE            (1u << 0)
+
+struct rs_event {
+    uint8_t type;                   /* enum rs_event_type */
+    uint8_t flags;                  /* RS_EQE_PHASE */
+    uint16_t rsvd;
+    uint32_t handle;                /* QP / CQ handle, port number */
+    uint64_t data;
+};
+
+/* ------------------------------------------------------------------ */
+/* Completion queue entries and work queue entries (data path)        */
+/* ------------------------------------------------------------------ */
+
+#define RS_CQE_OWNER            (1u << 0)
+
+enum rs_wc_status {
+    RS_WC_SUCCESS = 0,
+    RS_WC_LOC_LEN_ERR = 1,
+    RS_WC_LOC_QP_OP_ERR = 2,
+    RS_WC_LOC_PROT_ERR = 4,
+    RS_WC_WR_FLUSH_ERR = 5,
+    RS_WC_BAD_RESP_ERR = 7,
+    RS_WC_LOC_ACCESS_ERR = 8,
+    RS_WC_REM_INV_REQ_ERR = 9,
+    RS_WC_REM_ACCESS_ERR = 10,
+    RS_WC_REM_OP_ERR = 11,
+    RS_WC_RETRY_EXC_ERR = 12,
+    RS_WC_RNR_RETRY_EXC_ERR = 13,
+    RS_WC_GENERAL_ERR = 21,
+};
+
+struct rs_cqe {                     /* 32 bytes */
+    uint64_t wr_id;
+    uint32_t byte_len;
+    uint32_t imm_or_inv;
+    uint32_t qpn;
+    uint32_t src_qp;                /* UD */
+    uint8_t opcode;                 /* enum rs_wr_opcode, RECV for RQ */
+    uint8_t status;                 /* enum rs_wc_status */
+    uint8_t wc_flags;               /* RS_WC_F_* */
+    uint8_t owner;                  /* RS_CQE_OWNER, flips per wrap */
+    uint32_t rsvd;
+};
+
+#define RS_WC_F_IMM             (1u << 0)
+#define RS_WC_F_INV             (1u << 1)
+#define RS_WC_F_GRH             (1u << 2)
+
+enum rs_wr_opcode {
+    RS_WR_SEND = 0x00,
+    RS_WR_SEND_IMM = 0x01,
+    RS_WR_SEND_INV = 0x02,
+    RS_WR_RDMA_WRITE = 0x03,
+    RS_WR_RDMA_WRITE_IMM = 0x04,
+    RS_WR_RDMA_READ = 0x05,
+    RS_WR_ATOMIC_CMP_SWP = 0x06,
+    RS_WR_ATOMIC_FETCH_ADD = 0x07,
+    RS_WR_LOCAL_INV = 0x08,
+    RS_WR_REG_MR = 0x09,
+    RS_WR_RECV = 0x80,              /* completion opcode of a receive */
+    RS_WR_RECV_RDMA_IMM = 0x81,
+};
+
+#define RS_WQE_F_SIGNALED       (1u << 0)
+#define RS_WQE_F_SOLICITED      (1u << 1)
+#define RS_WQE_F_FENCE          (1u << 2)
+#define RS_WQE_F_INLINE         (1u << 3)
+
+struct rs_sge {                     /* 16 bytes */
+    uint64_t addr;
+    uint32_t length;
+    uint32_t lkey;
+};
+
+/* Pattern (strided) gather entry, reserved: block_len bytes every stride. */
+struct rs_pattern_sge {
+    uint64_t addr;
+    uint32_t lkey;
+    uint32_t block_len;
+    uint32_t stride;
+    uint32_t count;
+};
+
+/*
+ * Send WQE: 64-byte control segment followed by max_send_sge rs_sge (or
+ * inline data); the stride is a power of two chosen at CREATE_QP.
+ */
+struct rs_send_wqe_ctrl {
+    uint64_t wr_id;
+    uint8_t opcode;                 /* enum rs_wr_opcode */
+    uint8_t flags;                  /* RS_WQE_F_* */
+    uint8_t num_sge;
+    uint8_t rsvd0;
+    uint32_t imm_or_inv;
+    uint64_t remote_addr;
+    uint32_t rkey;
+    uint32_t inline_len;
+    uint64_t compare_add;           /* atomics */
+    uint64_t swap;
+    uint32_t ah;                    /* UD: AH handle */
+    uint32_t remote_qpn;            /* UD */
+    uint32_t remote_qkey;           /* UD */
+    uint32_t rsvd1;
+};
+
+struct rs_recv_wqe_ctrl {
+    uint64_t wr_id;
+    uint8_t num_sge;
+    uint8_t rsvd[7];
+};
+
+#ifdef __cplusplus
+#define RS_ABI_SIZE(type, size) static_assert(sizeof(type) == (size), #type)
+#else
+#define RS_ABI_SIZE(type, size) _Static_assert(sizeof(type) == (size), #type)
+#endif
+
+RS_ABI_SIZE(struct rs_cmd_hdr, 8);
+RS_ABI_SIZE(struct rs_admin_cmd, 64);
+RS_ABI_SIZE(struct rs_admin_cqe, 16);
+RS_ABI_SIZE(struct rs_event, 16);
+RS_ABI_SIZE(struct rs_cqe, 32);
+RS_ABI_SIZE(struct rs_sge, 16);
+RS_ABI_SIZE(struct rs_pattern_sge, 24);
+RS_ABI_SIZE(struct rs_send_wqe_ctrl, 64);
+RS_ABI_SIZE(struct rs_recv_wqe_ctrl, 16);
+RS_ABI_SIZE(struct rs_device_attr, 128);
+RS_ABI_SIZE(struct rs_port_attr, 64);
+RS_ABI_SIZE(struct rs_ah_attr, 32);
+RS_ABI_SIZE(struct rs_qp_attr, 96);
+
+#endif /* HW_RDMA_SESSION_ABI_H */

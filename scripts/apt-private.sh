@@ -1,0 +1,80 @@
+#!/bin/bash
+# Private apt configuration: Debian bookworm, bookworm-backports and trixie
+# (binary and source) in a state directory of our own, so the machine's
+# /etc/apt/sources.list* stay untouched.  Source this file, then use
+# "apt_priv <apt-get args>".
+#
+# Pinning keeps trixie from being picked for anything we did not ask for
+# with -t.
+
+: "${RS_CACHE:=${XDG_CACHE_HOME:-$HOME/.cache}/rdma-session}"
+RS_APT="$RS_CACHE/apt"
+
+apt_priv_setup()
+{
+    local mirror=${RS_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+    mkdir -p "$RS_APT/lists/partial" "$RS_APT/archives/partial" \
+             "$RS_APT/etc/preferences.d"
+    cat > "$RS_APT/etc/sources.list" <<EOS
+deb $mirror bookworm main
+deb $mirror bookworm-updates main
+deb http://deb.debian.org/debian-security bookworm-security main
+deb $mirror bookworm-backports main
+deb $mirror trixie main
+deb-src $mirror bookworm-backports main
+deb-src $mirror trixie main
+EOS
+    cat > "$RS_APT/etc/preferences" <<EOS
+Package: *
+Pin: release n=trixie
+Pin-Priority: 100
+
+Package: *
+Pin: release n=bookworm-backports
+Pin-Priority: 100
+EOS
+    cat > "$RS_APT/apt.conf" <<EOS
+Dir::Etc::SourceList "$RS_APT/etc/sources.list";
+Dir::Etc::SourceParts "$RS_APT/etc/sources.list.d";
+Dir::Etc::Preferences "$RS_APT/etc/preferences";
+Dir::Etc::PreferencesParts "$RS_APT/etc/preferences.d";
+Dir::State::Lists "$RS_APT/lists";
+Dir::Cache::Archives "$RS_APT/archives";
+Dir::Cache::pkgcache "$RS_APT/pkgcache.bin";
+Dir::Cache::srcpkgcache "$RS_APT/srcpkgcache.bin";
+APT::Get::Assume-Yes "true";
+APT::Sandbox::User "root";
+Acquire::Retries "3";
+EOS
+    mkdir -p "$RS_APT/etc/sources.list.d"
+    local stamp="$RS_APT/lists/.updated"
+    if [ ! -e "$stamp" ] || [ -n "$(find "$stamp" -mmin +1440)" ]; then
+        APT_CONFIG="$RS_APT/apt.conf" apt-get -q update >&2 ||
+            { echo "apt-get update (private sources) failed" >&2; return 1; }
+        touch "$stamp"
+    fi
+}
+
+apt_priv()
+{
+    DEBIAN_FRONTEND=noninteractive APT_CONFIG="$RS_APT/apt.conf" apt-get "$@"
+}
+
+# apt_need SUITE PKG...: install packages not yet installed; SUITE may be
+# "" for the default release.
+apt_need()
+{
+    local suite=$1; shift
+    local missing=() p
+    for p in "$@"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+            missing+=("$p")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    apt_priv_setup || return 1
+    echo "installing ${missing[*]}${suite:+ from $suite}" >&2
+    if ! apt_priv install -q --no-install-recommends ${suite:+-t "$suite"} "${missing[@]}" >&2; then
+        echo "error: cannot install ${missing[*]} from Debian ${suite:-bookworm}" >&2
+        return 1
+    fi
+}

@@ -1,0 +1,98 @@
+#!/bin/bash
+# Build QEMU 10.0.x from Debian's source package with the rdma-session tree
+# overlaid.  Idempotent: the source is fetched and configured once; later
+# runs copy only changed files and let ninja rebuild what they touch.
+#
+# Usage: scripts/build-qemu.sh [ninja targets...]
+# Environment: RS_BUILD (default <repo>/build), RS_CACHE (download cache).
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+: "${RS_BUILD:=$top/build}"
+. "$top/scripts/apt-private.sh"
+
+log() { printf '[build-qemu] %s\n' "$*" >&2; }
+die() { printf '[build-qemu] error: %s\n' "$*" >&2; exit 1; }
+
+# Host packages QEMU needs.  meson >= 1.5 only exists in bookworm-backports.
+need_host_packages()
+{
+    if ! meson --version 2>/dev/null | awk -F. '{exit !($1 > 1 || $2 >= 5)}'; then
+        apt_need bookworm-backports meson ||
+            die "meson >= 1.5 is needed: package 'meson' from suite bookworm-backports could not be installed"
+    fi
+    apt_need "" ninja-build python3-venv python3-pycotap pkg-config gcc \
+        libglib2.0-dev libpixman-1-dev libslirp-dev zlib1g-dev libfdt-dev \
+        flex bison bzip2 rsync seabios qemu-system-data ipxe-qemu ||
+        die "could not install QEMU's build dependencies from Debian bookworm (see apt output above)"
+}
+
+# Find or download the QEMU 10.0.x orig tarball; prints its path.
+fetch_qemu_source()
+{
+    local dir="$RS_CACHE/src" t v suite
+    mkdir -p "$dir"
+    t=$(ls -1 "$dir"/qemu_10.0.*+ds.orig.tar.xz 2>/dev/null | sort -V | tail -n 1 || true)
+    if [ -n "$t" ]; then echo "$t"; return; fi
+    apt_priv_setup || die "apt-get update with the private sources failed"
+    for suite in trixie bookworm-backports; do
+        v=$(APT_CONFIG="$RS_APT/apt.conf" apt-cache showsrc qemu 2>/dev/null |
+            awk '/^Version: 1:10\.0\./ {print $2}' | sort -V | tail -n 1)
+        [ -n "$v" ] || continue
+        log "fetching source package qemu=$v"
+        if (cd "$dir" && apt_priv source -q --download-only "qemu=$v" >&2); then
+            t=$(ls -1 "$dir"/qemu_10.0.*+ds.orig.tar.xz 2>/dev/null | sort -V | tail -n 1 || true)
+            [ -n "$t" ] && { echo "$t"; return; }
+        fi
+        log "source package qemu=$v from $suite could not be downloaded"
+    done
+    die "no QEMU 10.0.x source: 'apt-get source qemu' from suites trixie and bookworm-backports (deb-src) both failed"
+}
+
+need_host_packages
+tarball=$(fetch_qemu_source)
+ver=$(basename "$tarball" | sed -E 's/^qemu_([0-9.]+)\+ds.*/\1/')
+src="$RS_BUILD/qemu-$ver"
+bld="$src/build"
+
+if [ ! -e "$src/.rs-unpacked" ]; then
+    log "unpacking $(basename "$tarball")"
+    rm -rf "$src"
+    mkdir -p "$RS_BUILD"
+    tar -C "$RS_BUILD" -xf "$tarball"
+    [ -d "$src" ] || die "unexpected tarball layout in $tarball"
+    (cd "$src" && patch -p1 --quiet < "$top/scripts/qemu-integration.patch") ||
+        die "scripts/qemu-integration.patch does not apply to QEMU $ver"
+    cat "$top/Kconfig" >> "$src/Kconfig"
+    cat "$top/MAINTAINERS" >> "$src/MAINTAINERS"
+    touch "$src/.rs-unpacked"
+fi
+
+# Overlay: --checksum rewrites only files whose content changed, so ninja
+# sees an untouched mtime on everything else.
+rsync -r --checksum --exclude='*~' \
+    --include='/hw/***' --include='/include/***' --include='/tests/***' \
+    --include='/docs/***' --include='/configs/***' --exclude='*' \
+    "$top/" "$src/"
+
+cfg=(--target-list=x86_64-softmmu --python=/usr/bin/python3
+     --without-default-features --without-default-devices
+     --with-devices-x86_64=rdma-session
+     --enable-slirp --enable-tcg --enable-kvm --enable-fdt=system
+     --disable-docs --disable-install-blobs --disable-werror
+     --enable-trace-backends=log)
+cfgsum=$(printf '%s\n' "${cfg[@]}" | sha1sum | cut -c1-12)
+if [ "$(cat "$bld/.rs-config" 2>/dev/null)" != "$cfgsum" ]; then
+    log "configuring QEMU $ver"
+    rm -rf "$bld"
+    mkdir -p "$bld"
+    (cd "$bld" && ../configure "${cfg[@]}" >config.out 2>&1) ||
+        { tail -n 30 "$bld/config.out" >&2; die "QEMU configure failed ($bld/config.out)"; }
+    echo "$cfgsum" > "$bld/.rs-config"
+fi
+
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(qemu-system-x86_64 tests/qtest/qos-test)
+log "ninja ${targets[*]}"
+ninja -C "$bld" "${targets[@]}"
+ln -sfn "$bld" "$RS_BUILD/qemu"
