@@ -1,1 +1,262 @@
+/*
+ * rdma-session adapter: PCI/QOM glue.
+ *
+ * Realizes the BARs, MSI-X and PCIe capability, the network backend and
+ * the QOM properties, and forwards MMIO, reset and link events to the
+ * device core, which knows nothing about PCI.
+ *
+ * Copyright (c) 2026 rdma-session developers
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
 #include "qemu/osdep.h"
+#include "qemu/log.h"
+#include "qemu/module.h"
+#include "qapi/error.h"
+#include "hw/pci/pci_device.h"
+#include "hw/pci/pcie.h"
+#include "hw/pci/msix.h"
+#include "hw/qdev-properties.h"
+#include "migration/vmstate.h"
+#include "net/net.h"
+#include "rdma-session-core.h"
+#include "trace.h"
+
+#define TYPE_RDMA_SESSION "rdma-session"
+OBJECT_DECLARE_SIMPLE_TYPE(RSState, RDMA_SESSION)
+
+struct RSState {
+    PCIDevice parent_obj;
+
+    MemoryRegion regs;
+    MemoryRegion doorbells;
+    NICConf conf;
+    NICState *nic;
+
+    RSCore core;
+};
+
+static uint64_t rs_regs_read(void *opaque, hwaddr addr, unsigned size)
+{
+    RSState *s = opaque;
+
+    return rs_core_reg_read(&s->core, addr);
+}
+
+static void rs_regs_write(void *opaque, hwaddr addr, uint64_t val,
+                          unsigned size)
+{
+    RSState *s = opaque;
+
+    rs_core_reg_write(&s->core, addr, val);
+}
+
+static const MemoryRegionOps rs_regs_ops = {
+    .read = rs_regs_read,
+    .write = rs_regs_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    .valid = {
+        .min_access_size = 4,
+        .max_access_size = 4,
+    },
+};
+
+static uint64_t rs_db_read(void *opaque, hwaddr addr, unsigned size)
+{
+    RS_GUEST_ERR(rdma_session_err_doorbell_read, "read of write-only "
+                 "doorbell 0x%" HWADDR_PRIx, addr);
+    return 0;
+}
+
+static void rs_db_write(void *opaque, hwaddr addr, uint64_t val,
+                        unsigned size)
+{
+    RSState *s = opaque;
+
+    rs_core_db_write(&s->core, addr, val);
+}
+
+static const MemoryRegionOps rs_db_ops = {
+    .read = rs_db_read,
+    .write = rs_db_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    .valid = {
+        .min_access_size = 4,
+        .max_access_size = 4,
+    },
+};
+
+static void rs_notify(void *owner, unsigned vector)
+{
+    PCIDevice *pci_dev = owner;
+
+    if (vector >= pci_dev->msix_entries_nr) {
+        return;
+    }
+    if (msix_enabled(pci_dev)) {
+        trace_rdma_session_irq(vector);
+        msix_notify(pci_dev, vector);
+    }
+}
+
+/* The LAN path arrives with the guest driver; until then frames are dropped. */
+static ssize_t rs_nc_receive(NetClientState *nc, const uint8_t *buf,
+                             size_t size)
+{
+    trace_rdma_session_rx_drop(size);
+    return size;
+}
+
+static void rs_nc_link_status_changed(NetClientState *nc)
+{
+    RSState *s = qemu_get_nic_opaque(nc);
+
+    rs_core_set_link(&s->core, !nc->link_down);
+}
+
+static NetClientInfo rs_net_info = {
+    .type = NET_CLIENT_DRIVER_NIC,
+    .size = sizeof(NICState),
+    .receive = rs_nc_receive,
+    .link_status_changed = rs_nc_link_status_changed,
+};
+
+static void rs_pci_realize(PCIDevice *pci_dev, Error **errp)
+{
+    RSState *s = RDMA_SESSION(pci_dev);
+    DeviceState *dev = DEVICE(pci_dev);
+    RSCore *c = &s->core;
+    uint32_t nvec = c->p.num_comp_vectors + 1;
+
+    c->owner = pci_dev;
+    c->as = pci_get_address_space(pci_dev);
+    c->notify = rs_notify;
+    c->guard = &dev->mem_reentrancy_guard;
+    if (!rs_core_realize(c, errp)) {
+        return;
+    }
+
+    pci_dev->config[PCI_INTERRUPT_PIN] = 0;
+    memory_region_init_io(&s->regs, OBJECT(s), &rs_regs_ops, s,
+                          "rdma-session-regs", RS_REGS_SIZE);
+    pci_register_bar(pci_dev, RS_BAR_REGS, PCI_BASE_ADDRESS_SPACE_MEMORY,
+                     &s->regs);
+    memory_region_init_io(&s->doorbells, OBJECT(s), &rs_db_ops, s,
+                          "rdma-session-doorbells",
+                          (uint64_t)c->p.db_pages * RS_DB_PAGE_SIZE);
+    pci_register_bar(pci_dev, RS_BAR_DOORBELL,
+                     PCI_BASE_ADDRESS_SPACE_MEMORY |
+                     PCI_BASE_ADDRESS_MEM_TYPE_64, &s->doorbells);
+
+    if (msix_init_exclusive_bar(pci_dev, nvec, RS_BAR_MSIX, errp)) {
+        rs_core_unrealize(c);
+        return;
+    }
+    for (uint32_t i = 0; i < nvec; i++) {
+        msix_vector_use(pci_dev, i);
+    }
+    if (pcie_endpoint_cap_init(pci_dev, 0x80) < 0) {
+        error_setg(errp, "rdma-session: cannot add the PCIe capability");
+        msix_uninit_exclusive_bar(pci_dev);
+        rs_core_unrealize(c);
+        return;
+    }
+
+    qemu_macaddr_default_if_unset(&s->conf.macaddr);
+    c->mac = s->conf.macaddr;
+    s->nic = qemu_new_nic(&rs_net_info, &s->conf,
+                          object_get_typename(OBJECT(s)), dev->id,
+                          &dev->mem_reentrancy_guard, s);
+    qemu_format_nic_info_str(qemu_get_queue(s->nic), c->mac.a);
+    c->link_up = !qemu_get_queue(s->nic)->link_down;
+    rs_core_reset(c);
+}
+
+static void rs_pci_exit(PCIDevice *pci_dev)
+{
+    RSState *s = RDMA_SESSION(pci_dev);
+
+    qemu_del_nic(s->nic);
+    msix_uninit_exclusive_bar(pci_dev);
+    rs_core_unrealize(&s->core);
+}
+
+static void rs_reset_hold(Object *obj, ResetType type)
+{
+    RSState *s = RDMA_SESSION(obj);
+
+    rs_core_reset(&s->core);
+}
+
+static const VMStateDescription vmstate_rdma_session = {
+    .name = "rdma-session",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_PCI_DEVICE(parent_obj, RSState),
+        VMSTATE_MSIX(parent_obj, RSState),
+        VMSTATE_STRUCT(core, RSState, 1, vmstate_rs_core, RSCore),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static const Property rs_properties[] = {
+    DEFINE_NIC_PROPERTIES(RSState, conf),
+    DEFINE_PROP_UINT32("max-qps", RSState, core.p.max_qps, 256),
+    DEFINE_PROP_UINT32("max-cqs", RSState, core.p.max_cqs, 256),
+    DEFINE_PROP_UINT32("max-mrs", RSState, core.p.max_mrs, 1024),
+    DEFINE_PROP_UINT32("max-pds", RSState, core.p.max_pds, 256),
+    DEFINE_PROP_UINT32("max-ahs", RSState, core.p.max_ahs, 256),
+    DEFINE_PROP_UINT32("max-sessions", RSState, core.p.max_sessions, 256),
+    DEFINE_PROP_UINT32("max-session-groups", RSState, core.p.max_groups, 64),
+    DEFINE_PROP_UINT32("max-gids", RSState, core.p.max_gids, 16),
+    DEFINE_PROP_UINT32("max-msg-size", RSState, core.p.max_msg_size,
+                       0x80000000u),
+    DEFINE_PROP_UINT32("mtu", RSState, core.p.mtu, 4096),
+    DEFINE_PROP_UINT32("num-comp-vectors", RSState, core.p.num_comp_vectors,
+                       4),
+    DEFINE_PROP_UINT32("db-pages", RSState, core.p.db_pages, 64),
+    DEFINE_PROP_UINT32("max-mr-pages", RSState, core.p.max_mr_pages,
+                       262144),
+};
+
+static void rs_class_init(ObjectClass *klass, void *data)
+{
+    DeviceClass *dc = DEVICE_CLASS(klass);
+    ResettableClass *rc = RESETTABLE_CLASS(klass);
+    PCIDeviceClass *pc = PCI_DEVICE_CLASS(klass);
+
+    pc->realize = rs_pci_realize;
+    pc->exit = rs_pci_exit;
+    pc->vendor_id = RS_PCI_VENDOR_ID;
+    pc->device_id = RS_PCI_DEVICE_ID;
+    pc->revision = RS_PCI_REVISION;
+    pc->class_id = RS_PCI_CLASS;
+    pc->subsystem_vendor_id = RS_PCI_VENDOR_ID;
+    pc->subsystem_id = RS_PCI_DEVICE_ID;
+
+    dc->desc = "rdma-session RoCEv2 RDMA adapter";
+    dc->vmsd = &vmstate_rdma_session;
+    rc->phases.hold = rs_reset_hold;
+    device_class_set_props(dc, rs_properties);
+    set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
+}
+
+static const TypeInfo rs_info = {
+    .name = TYPE_RDMA_SESSION,
+    .parent = TYPE_PCI_DEVICE,
+    .instance_size = sizeof(RSState),
+    .class_init = rs_class_init,
+    .interfaces = (InterfaceInfo[]) {
+        { INTERFACE_PCIE_DEVICE },
+        { }
+    },
+};
+
+static void rs_register_types(void)
+{
+    type_register_static(&rs_info);
+}
+
+type_init(rs_register_types)

@@ -46,7 +46,7 @@
 #define RS_PCI_VENDOR_ID        0x1af4
 #define RS_PCI_DEVICE_ID        0x10f0
 #define RS_PCI_REVISION         0x01
-#define RS_PCI_CLASS            0x0207  /* network: InfiniBand-class RDMA */
+#define RS_PCI_CLASS            0x0200  /* Ethernet: RoCE rides the LAN port */
 
 #define RS_ABI_VERSION_MAJOR    1
 #define RS_ABI_VERSION_MINOR    0

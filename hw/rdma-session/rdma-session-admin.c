@@ -1,0 +1,204 @@
+/*
+ * rdma-session adapter: admin queue and command dispatch.
+ *
+ * Commands are read from the guest ring in a bottom half, dispatched
+ * through a table indexed by a validated opcode, and completed with a
+ * phase bit.  Handlers return an rs_status; a non-zero status is reported
+ * to the guest in the completion and logged here, in one place.
+ *
+ * Copyright (c) 2026 rdma-session developers
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/log.h"
+#include "qemu/main-loop.h"
+#include "rdma-session-core.h"
+#include "trace.h"
+
+/* Bounded work per bottom-half run so a vCPU is never held for long. */
+#define RS_ADMIN_BATCH 64
+
+static uint8_t rs_write_resp(RSCore *c, const struct rs_cmd_query *q,
+                             const void *resp, size_t len)
+{
+    uint64_t addr = le64_to_cpu(q->resp_addr);
+
+    if (le32_to_cpu(q->resp_len) < len) {
+        return RS_STATUS_BAD_SIZE;
+    }
+    if (addr & 7) {
+        return RS_STATUS_BAD_ALIGN;
+    }
+    return rs_dma_write(c, addr, resp, len);
+}
+
+static uint8_t rs_cmd_query_device(RSCore *c, const struct rs_admin_cmd *cmd,
+                                   struct rs_admin_cqe *cqe)
+{
+    const RSParams *p = &c->p;
+    struct rs_device_attr a = {
+        .max_mr_size = cpu_to_le64((uint64_t)p->max_mr_pages <<
+                                   RS_MR_MIN_PAGE_SHIFT),
+        .page_size_cap = cpu_to_le64(MAKE_64BIT_MASK(RS_MR_MIN_PAGE_SHIFT,
+                                     RS_MR_MAX_PAGE_SHIFT -
+                                     RS_MR_MIN_PAGE_SHIFT + 1)),
+        .abi_version = cpu_to_le32(rs_core_reg_read(c, A_RS_VERSION)),
+        .caps = cpu_to_le32(rs_core_reg_read(c, A_RS_CAPS)),
+        .max_qp = cpu_to_le32(p->max_qps),
+        .max_qp_wr = cpu_to_le32(1u << RS_MAX_WQ_LOG),
+        .max_sge = cpu_to_le32(RS_MAX_SGE),
+        .max_cq = cpu_to_le32(p->max_cqs),
+        .max_cqe = cpu_to_le32(1u << RS_MAX_CQ_LOG),
+        .max_mr = cpu_to_le32(p->max_mrs),
+        .max_pd = cpu_to_le32(p->max_pds),
+        .max_ah = cpu_to_le32(p->max_ahs),
+        .max_qp_rd_atom = cpu_to_le32(RS_MAX_RD_ATOMIC),
+        .max_sessions = cpu_to_le32(p->max_sessions),
+        .max_session_groups = cpu_to_le32(p->max_groups),
+        .max_gids = cpu_to_le32(p->max_gids),
+        .max_msg_size = cpu_to_le32(p->max_msg_size),
+        .max_inline = cpu_to_le32(RS_MAX_INLINE),
+        .num_comp_vectors = cpu_to_le32(p->num_comp_vectors),
+        .num_db_pages = cpu_to_le32(p->db_pages),
+    };
+
+    memcpy(a.mac, c->mac.a, sizeof(a.mac));
+    return rs_write_resp(c, &cmd->query, &a, sizeof(a));
+}
+
+static uint8_t rs_cmd_query_port(RSCore *c, const struct rs_admin_cmd *cmd,
+                                 struct rs_admin_cqe *cqe)
+{
+    bool active = rs_port_active(c);
+    uint8_t mtu = ctz32(c->p.mtu) - 7;
+    struct rs_port_attr a = {
+        .state = active ? RS_PORT_ACTIVE : RS_PORT_DOWN,
+        .max_mtu = mtu,
+        .active_mtu = mtu,
+        .phys_state = c->link_up ? 5 : 3,
+        .gid_tbl_len = cpu_to_le32(c->p.max_gids),
+        .pkey_tbl_len = cpu_to_le32(1),
+        .active_speed_mbps = cpu_to_le32(100000),
+    };
+
+    if (le32_to_cpu(cmd->query.handle) != 1) {
+        return RS_STATUS_BAD_PARAM;
+    }
+    return rs_write_resp(c, &cmd->query, &a, sizeof(a));
+}
+
+static uint8_t rs_cmd_reserved(RSCore *c, const struct rs_admin_cmd *cmd,
+                               struct rs_admin_cqe *cqe)
+{
+    return RS_STATUS_NOT_SUPPORTED;
+}
+
+static const struct {
+    const char *name;
+    RSCmdFn fn;
+} rs_cmd_table[RS_CMD_MAX] = {
+    [RS_CMD_QUERY_DEVICE] = { "QUERY_DEVICE", rs_cmd_query_device },
+    [RS_CMD_QUERY_PORT] = { "QUERY_PORT", rs_cmd_query_port },
+    [RS_CMD_CREATE_PD] = { "CREATE_PD", rs_cmd_create_pd },
+    [RS_CMD_DESTROY_PD] = { "DESTROY_PD", rs_cmd_destroy_pd },
+    [RS_CMD_CREATE_CQ] = { "CREATE_CQ", rs_cmd_create_cq },
+    [RS_CMD_DESTROY_CQ] = { "DESTROY_CQ", rs_cmd_destroy_cq },
+    [RS_CMD_RESIZE_CQ] = { "RESIZE_CQ", rs_cmd_resize_cq },
+    [RS_CMD_CREATE_QP] = { "CREATE_QP", rs_cmd_create_qp },
+    [RS_CMD_MODIFY_QP] = { "MODIFY_QP", rs_cmd_modify_qp },
+    [RS_CMD_QUERY_QP] = { "QUERY_QP", rs_cmd_query_qp },
+    [RS_CMD_DESTROY_QP] = { "DESTROY_QP", rs_cmd_destroy_qp },
+    [RS_CMD_REG_MR] = { "REG_MR", rs_cmd_reg_mr },
+    [RS_CMD_DEREG_MR] = { "DEREG_MR", rs_cmd_dereg_mr },
+    [RS_CMD_CREATE_AH] = { "CREATE_AH", rs_cmd_create_ah },
+    [RS_CMD_DESTROY_AH] = { "DESTROY_AH", rs_cmd_destroy_ah },
+    [RS_CMD_CREATE_SESSION] = { "CREATE_SESSION", rs_cmd_create_session },
+    [RS_CMD_DESTROY_SESSION] = { "DESTROY_SESSION", rs_cmd_destroy_session },
+    [RS_CMD_CREATE_SESSION_GROUP] = { "CREATE_SESSION_GROUP",
+                                      rs_cmd_create_group },
+    [RS_CMD_DESTROY_SESSION_GROUP] = { "DESTROY_SESSION_GROUP",
+                                       rs_cmd_destroy_group },
+    [RS_CMD_ADD_GID] = { "ADD_GID", rs_cmd_add_gid },
+    [RS_CMD_DEL_GID] = { "DEL_GID", rs_cmd_del_gid },
+    [RS_CMD_CREATE_SRQ] = { "CREATE_SRQ", rs_cmd_reserved },
+    [RS_CMD_MODIFY_SRQ] = { "MODIFY_SRQ", rs_cmd_reserved },
+    [RS_CMD_DESTROY_SRQ] = { "DESTROY_SRQ", rs_cmd_reserved },
+    [RS_CMD_CREATE_DCT] = { "CREATE_DCT", rs_cmd_reserved },
+    [RS_CMD_DESTROY_DCT] = { "DESTROY_DCT", rs_cmd_reserved },
+    [RS_CMD_REG_INDIRECT_MKEY] = { "REG_INDIRECT_MKEY", rs_cmd_reserved },
+    [RS_CMD_REG_PATTERN_MKEY] = { "REG_PATTERN_MKEY", rs_cmd_reserved },
+    [RS_CMD_ODP_RESOLVE] = { "ODP_RESOLVE", rs_cmd_reserved },
+};
+
+static void rs_admin_exec(RSCore *c, const struct rs_admin_cmd *cmd,
+                          struct rs_admin_cqe *cqe)
+{
+    uint8_t op = cmd->hdr.opcode;
+    const char *name = op < RS_CMD_MAX ? rs_cmd_table[op].name : NULL;
+    uint8_t st;
+
+    if (!name) {
+        RS_GUEST_ERR(rdma_session_err_opcode, "unknown admin opcode 0x%x",
+                     op);
+        cqe->status = RS_STATUS_BAD_OPCODE;
+        return;
+    }
+    st = rs_cmd_table[op].fn(c, cmd, cqe);
+    if (st != RS_STATUS_OK) {
+        RS_GUEST_ERR(rdma_session_err_cmd, "%s failed with status 0x%x",
+                     name, st);
+        cqe->handle = 0;
+        cqe->result1 = 0;
+    }
+    trace_rdma_session_cmd(name, le16_to_cpu(cmd->hdr.cmd_id), st,
+                           le32_to_cpu(cqe->handle));
+    cqe->status = st;
+}
+
+static void rs_admin_fatal(RSCore *c)
+{
+    RS_GUEST_ERR(rdma_session_err_admin_dma, "admin ring at 0x%" PRIx64
+                 " unreachable", c->admq_base);
+    c->status |= R_RS_STATUS_FATAL_MASK;
+    c->status &= ~R_RS_STATUS_READY_MASK;
+    c->fatal_code = RS_FATAL_DMA;
+}
+
+void rs_admin_process(void *opaque)
+{
+    RSCore *c = opaque;
+    unsigned log = FIELD_EX32(c->admq_cfg, RS_ADMQ_CFG, LOG_SIZE);
+    uint32_t mask = (1u << log) - 1;
+    unsigned done = 0;
+
+    while ((c->status & R_RS_STATUS_READY_MASK) && c->admq_ci != c->admq_pi) {
+        struct rs_admin_cmd cmd;
+        struct rs_admin_cqe cqe = { 0 };
+        uint32_t slot = c->admq_ci & mask;
+
+        if (done == RS_ADMIN_BATCH) {
+            qemu_bh_schedule(c->admin_bh);
+            break;
+        }
+        if (rs_dma_read(c, c->admq_base + (uint64_t)slot * sizeof(cmd),
+                        &cmd, sizeof(cmd))) {
+            rs_admin_fatal(c);
+            break;
+        }
+        cqe.cmd_id = cmd.hdr.cmd_id;
+        rs_admin_exec(c, &cmd, &cqe);
+        cqe.flags = ((c->admq_ci >> log) & 1) ? 0 : RS_ACQE_PHASE;
+        if (rs_dma_write(c, c->acq_base + (uint64_t)slot * sizeof(cqe),
+                         &cqe, sizeof(cqe))) {
+            rs_admin_fatal(c);
+            break;
+        }
+        c->admq_ci++;
+        done++;
+    }
+    if (done) {
+        c->notify(c->owner, FIELD_EX32(c->acq_cfg, RS_ACQ_CFG, VECTOR));
+    }
+}

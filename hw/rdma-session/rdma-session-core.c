@@ -1,0 +1,516 @@
+/*
+ * rdma-session adapter: registers, doorbells, events, guest DMA.
+ *
+ * Copyright (c) 2026 rdma-session developers
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/log.h"
+#include "qemu/main-loop.h"
+#include "qapi/error.h"
+#include "system/dma.h"
+#include "rdma-session-core.h"
+#include "trace.h"
+
+/*
+ * Every DMA the guest can steer goes through here.  The whole range must be
+ * guest RAM as seen through the device's bus-master address space: that
+ * refuses wrap-around, unassigned space, other devices' MMIO and our own
+ * BARs (which would re-enter the device), and it fails when bus mastering
+ * is off.
+ */
+uint8_t rs_dma_check(RSCore *c, uint64_t addr, uint64_t len, bool write)
+{
+    if (len == 0) {
+        return RS_STATUS_OK;
+    }
+    if (addr + len < addr) {
+        return RS_STATUS_BAD_ADDR;
+    }
+
+    RCU_READ_LOCK_GUARD();
+    while (len) {
+        hwaddr xlat, l = len;
+        MemoryRegion *mr = address_space_translate(c->as, addr, &xlat, &l,
+                                                   write,
+                                                   MEMTXATTRS_UNSPECIFIED);
+        if (!memory_region_is_ram(mr) || memory_region_is_ram_device(mr) ||
+            (write && mr->readonly) || l == 0) {
+            trace_rdma_session_dma_refused(addr, len, write);
+            return RS_STATUS_BAD_ADDR;
+        }
+        addr += l;
+        len -= l;
+    }
+    return RS_STATUS_OK;
+}
+
+uint8_t rs_dma_read(RSCore *c, uint64_t addr, void *buf, uint64_t len)
+{
+    uint8_t st = rs_dma_check(c, addr, len, false);
+
+    if (st == RS_STATUS_OK &&
+        dma_memory_read(c->as, addr, buf, len, MEMTXATTRS_UNSPECIFIED)) {
+        st = RS_STATUS_BAD_ADDR;
+    }
+    return st;
+}
+
+uint8_t rs_dma_write(RSCore *c, uint64_t addr, const void *buf,
+                     uint64_t len)
+{
+    uint8_t st = rs_dma_check(c, addr, len, true);
+
+    if (st == RS_STATUS_OK &&
+        dma_memory_write(c->as, addr, buf, len, MEMTXATTRS_UNSPECIFIED)) {
+        st = RS_STATUS_BAD_ADDR;
+    }
+    return st;
+}
+
+/* A ring of 2^log_size entries in guest memory, as every queue uses. */
+uint8_t rs_check_ring(RSCore *c, uint64_t addr, unsigned log_size,
+                      unsigned max_log, size_t entry_size)
+{
+    if (log_size < 1 || log_size > max_log) {
+        return RS_STATUS_BAD_SIZE;
+    }
+    if (addr == 0) {
+        return RS_STATUS_BAD_ADDR;
+    }
+    if (addr & (RS_RING_ALIGN - 1)) {
+        return RS_STATUS_BAD_ALIGN;
+    }
+    return rs_dma_check(c, addr, (uint64_t)entry_size << log_size, true);
+}
+
+static void rs_free_tables(RSCore *c)
+{
+    for (uint32_t i = 0; i < c->p.max_mrs; i++) {
+        g_free(c->mrs[i].pages);
+    }
+}
+
+static void rs_clear_tables(RSCore *c)
+{
+    rs_free_tables(c);
+    memset(c->pds, 0, sizeof(*c->pds) * c->p.max_pds);
+    memset(c->cqs, 0, sizeof(*c->cqs) * c->p.max_cqs);
+    memset(c->qps, 0, sizeof(*c->qps) * c->p.max_qps);
+    memset(c->mrs, 0, sizeof(*c->mrs) * c->p.max_mrs);
+    memset(c->ahs, 0, sizeof(*c->ahs) * c->p.max_ahs);
+    memset(c->sessions, 0, sizeof(*c->sessions) * c->p.max_sessions);
+    memset(c->groups, 0, sizeof(*c->groups) * c->p.max_groups);
+    memset(c->gids, 0, sizeof(*c->gids) * c->p.max_gids);
+    c->mr_pages_used = 0;
+}
+
+void rs_core_reset(RSCore *c)
+{
+    trace_rdma_session_reset();
+    qemu_bh_cancel(c->admin_bh);
+    rs_clear_tables(c);
+    c->ctrl = 0;
+    c->status = c->link_up ? R_RS_STATUS_LINK_UP_MASK : 0;
+    c->fatal_code = RS_FATAL_NONE;
+    c->admq_base = c->acq_base = c->aeq_base = 0;
+    c->admq_cfg = c->acq_cfg = c->aeq_cfg = 0;
+    c->admq_pi = c->admq_ci = 0;
+    c->aeq_pi = c->aeq_ci = 0;
+}
+
+bool rs_core_realize(RSCore *c, Error **errp)
+{
+    const RSParams *p = &c->p;
+
+    if (p->max_qps < 2 || p->max_qps > 65536 || p->max_cqs < 2 ||
+        p->max_cqs > 65536 || p->max_pds < 2 || p->max_pds > 65536 ||
+        p->max_ahs < 2 || p->max_ahs > 65536 || p->max_mrs < 2 ||
+        p->max_mrs > (1u << 20) || p->max_sessions < 2 ||
+        p->max_sessions > 65536 || p->max_groups < 2 ||
+        p->max_groups > 65536) {
+        error_setg(errp, "rdma-session: object counts must be 2..65536 "
+                   "(max-mrs up to 1048576)");
+        return false;
+    }
+    if (p->max_gids < 1 || p->max_gids > 256) {
+        error_setg(errp, "rdma-session: max-gids must be 1..256");
+        return false;
+    }
+    if (p->mtu != 256 && p->mtu != 512 && p->mtu != 1024 && p->mtu != 2048 &&
+        p->mtu != 4096) {
+        error_setg(errp, "rdma-session: mtu must be 256, 512, 1024, 2048 "
+                   "or 4096");
+        return false;
+    }
+    if (p->num_comp_vectors < 1 || p->num_comp_vectors > 64) {
+        error_setg(errp, "rdma-session: num-comp-vectors must be 1..64");
+        return false;
+    }
+    if (p->db_pages < 1 || p->db_pages > 1024 || !is_power_of_2(p->db_pages)) {
+        error_setg(errp, "rdma-session: db-pages must be a power of two "
+                   "in 1..1024");
+        return false;
+    }
+    if (p->max_mr_pages < 1 || p->max_mr_pages > (1u << 24)) {
+        error_setg(errp, "rdma-session: max-mr-pages must be 1..16777216");
+        return false;
+    }
+    if (p->max_msg_size < 1 || p->max_msg_size > 0x80000000u) {
+        error_setg(errp, "rdma-session: max-msg-size must be 1..2147483648");
+        return false;
+    }
+
+    c->pds = g_new0(RSPd, p->max_pds);
+    c->cqs = g_new0(RSCq, p->max_cqs);
+    c->qps = g_new0(RSQp, p->max_qps);
+    c->mrs = g_new0(RSMr, p->max_mrs);
+    c->ahs = g_new0(RSAh, p->max_ahs);
+    c->sessions = g_new0(RSSession, p->max_sessions);
+    c->groups = g_new0(RSSessionGroup, p->max_groups);
+    c->gids = g_new0(RSGid, p->max_gids);
+    c->admin_bh = qemu_bh_new_guarded(rs_admin_process, c, c->guard);
+    return true;
+}
+
+void rs_core_unrealize(RSCore *c)
+{
+    qemu_bh_delete(c->admin_bh);
+    rs_free_tables(c);
+    g_free(c->pds);
+    g_free(c->cqs);
+    g_free(c->qps);
+    g_free(c->mrs);
+    g_free(c->ahs);
+    g_free(c->sessions);
+    g_free(c->groups);
+    g_free(c->gids);
+}
+
+void rs_core_raise_event(RSCore *c, uint8_t type, uint32_t handle,
+                         uint64_t data)
+{
+    unsigned log = FIELD_EX32(c->aeq_cfg, RS_AEQ_CFG, LOG_SIZE);
+    struct rs_event ev = {
+        .type = type,
+        .handle = cpu_to_le32(handle),
+        .data = cpu_to_le64(data),
+    };
+
+    if (!(c->status & R_RS_STATUS_READY_MASK) || !c->aeq_base) {
+        return;
+    }
+    if (c->aeq_pi - c->aeq_ci >= (1u << log)) {
+        trace_rdma_session_event_overflow(type, handle);
+        c->status |= R_RS_STATUS_AEQ_OVERFLOW_MASK;
+        return;
+    }
+    ev.flags = ((c->aeq_pi >> log) & 1) ? 0 : RS_EQE_PHASE;
+    if (rs_dma_write(c, c->aeq_base +
+                     (uint64_t)(c->aeq_pi & ((1u << log) - 1)) * sizeof(ev),
+                     &ev, sizeof(ev)) != RS_STATUS_OK) {
+        c->status |= R_RS_STATUS_FATAL_MASK;
+        c->status &= ~R_RS_STATUS_READY_MASK;
+        c->fatal_code = RS_FATAL_DMA;
+        return;
+    }
+    trace_rdma_session_event(type, handle, data, c->aeq_pi);
+    c->aeq_pi++;
+    c->notify(c->owner, FIELD_EX32(c->aeq_cfg, RS_AEQ_CFG, VECTOR));
+}
+
+void rs_core_set_link(RSCore *c, bool up)
+{
+    if (c->link_up == up) {
+        return;
+    }
+    c->link_up = up;
+    c->status = FIELD_DP32(c->status, RS_STATUS, LINK_UP, up);
+    trace_rdma_session_link(up);
+    rs_core_raise_event(c, up ? RS_EV_PORT_ACTIVE : RS_EV_PORT_ERR, 1, 0);
+}
+
+static bool rs_rings_valid(RSCore *c)
+{
+    unsigned log = FIELD_EX32(c->admq_cfg, RS_ADMQ_CFG, LOG_SIZE);
+    uint32_t nvec = c->p.num_comp_vectors + 1;
+
+    if (rs_check_ring(c, c->admq_base, log, RS_MAX_ADMQ_LOG,
+                      sizeof(struct rs_admin_cmd)) ||
+        rs_check_ring(c, c->acq_base, log, RS_MAX_ADMQ_LOG,
+                      sizeof(struct rs_admin_cqe)) ||
+        FIELD_EX32(c->acq_cfg, RS_ACQ_CFG, VECTOR) >= nvec) {
+        return false;
+    }
+    if (c->aeq_base == 0) {
+        return true;
+    }
+    return !rs_check_ring(c, c->aeq_base,
+                          FIELD_EX32(c->aeq_cfg, RS_AEQ_CFG, LOG_SIZE),
+                          RS_MAX_AEQ_LOG, sizeof(struct rs_event)) &&
+           FIELD_EX32(c->aeq_cfg, RS_AEQ_CFG, VECTOR) < nvec;
+}
+
+static void rs_write_ctrl(RSCore *c, uint32_t val)
+{
+    bool was = c->ctrl & R_RS_CTRL_ENABLE_MASK;
+    bool en = val & R_RS_CTRL_ENABLE_MASK;
+
+    if ((val & R_RS_CTRL_RESET_MASK) || (was && !en)) {
+        rs_core_reset(c);
+        return;
+    }
+    if (was || !en) {
+        return;
+    }
+    c->ctrl = R_RS_CTRL_ENABLE_MASK;
+    if (!rs_rings_valid(c)) {
+        RS_GUEST_ERR(rdma_session_err_ring_config,
+                     "enable with invalid ring configuration "
+                     "admq 0x%" PRIx64 " acq 0x%" PRIx64 " aeq 0x%" PRIx64,
+                     c->admq_base, c->acq_base, c->aeq_base);
+        c->status |= R_RS_STATUS_FATAL_MASK;
+        c->fatal_code = RS_FATAL_BAD_RING_CONFIG;
+        return;
+    }
+    c->status |= R_RS_STATUS_READY_MASK;
+    c->admq_ci = c->admq_pi = 0;
+    c->aeq_pi = c->aeq_ci = 0;
+    trace_rdma_session_enable();
+    if (c->link_up) {
+        rs_core_raise_event(c, RS_EV_PORT_ACTIVE, 1, 0);
+    }
+}
+
+static void rs_write_admq_db(RSCore *c, uint32_t val)
+{
+    uint32_t size = 1u << FIELD_EX32(c->admq_cfg, RS_ADMQ_CFG, LOG_SIZE);
+
+    if (!(c->status & R_RS_STATUS_READY_MASK)) {
+        RS_GUEST_ERR(rdma_session_err_admin_db_not_ready, "admin doorbell 0x%x while "
+                     "the device is not ready", val);
+        return;
+    }
+    if (val - c->admq_ci > size) {
+        RS_GUEST_ERR(rdma_session_err_admin_db_range, "admin producer index 0x%x "
+                     "more than the ring ahead of the consumer", val);
+        return;
+    }
+    c->admq_pi = val;
+    qemu_bh_schedule(c->admin_bh);
+}
+
+uint64_t rs_core_reg_read(RSCore *c, hwaddr addr)
+{
+    uint64_t val = 0;
+
+    switch (addr) {
+    case A_RS_MAGIC:
+        val = RS_MAGIC;
+        break;
+    case A_RS_VERSION:
+        val = (RS_ABI_VERSION_MAJOR << R_RS_VERSION_MAJOR_SHIFT) |
+              RS_ABI_VERSION_MINOR;
+        break;
+    case A_RS_CAPS:
+        val = RS_CAP_RC | RS_CAP_UC | RS_CAP_UD | RS_CAP_SESSION_GROUPS |
+              RS_CAP_NETID_MKEYS;
+        break;
+    case A_RS_DB_PAGES:
+        val = c->p.db_pages;
+        break;
+    case A_RS_CTRL:
+        val = c->ctrl;
+        break;
+    case A_RS_STATUS:
+        val = c->status;
+        break;
+    case A_RS_FATAL_CODE:
+        val = c->fatal_code;
+        break;
+    case A_RS_NUM_MSIX:
+        val = c->p.num_comp_vectors + 1;
+        break;
+    case A_RS_ADMQ_BASE_LO:
+        val = (uint32_t)c->admq_base;
+        break;
+    case A_RS_ADMQ_BASE_HI:
+        val = c->admq_base >> 32;
+        break;
+    case A_RS_ADMQ_CFG:
+        val = c->admq_cfg;
+        break;
+    case A_RS_ADMQ_CI:
+        val = c->admq_ci;
+        break;
+    case A_RS_ACQ_BASE_LO:
+        val = (uint32_t)c->acq_base;
+        break;
+    case A_RS_ACQ_BASE_HI:
+        val = c->acq_base >> 32;
+        break;
+    case A_RS_ACQ_CFG:
+        val = c->acq_cfg;
+        break;
+    case A_RS_AEQ_BASE_LO:
+        val = (uint32_t)c->aeq_base;
+        break;
+    case A_RS_AEQ_BASE_HI:
+        val = c->aeq_base >> 32;
+        break;
+    case A_RS_AEQ_CFG:
+        val = c->aeq_cfg;
+        break;
+    case A_RS_AEQ_CI:
+        val = c->aeq_ci;
+        break;
+    case A_RS_MAC_LO:
+        val = ldl_le_p(c->mac.a);
+        break;
+    case A_RS_MAC_HI:
+        val = lduw_le_p(c->mac.a + 4);
+        break;
+    default:
+        RS_GUEST_ERR(rdma_session_err_reg_read, "read of unknown register 0x%"
+                     HWADDR_PRIx, addr);
+        break;
+    }
+    trace_rdma_session_reg_read(addr, val);
+    return val;
+}
+
+/* Ring layout registers can only change while the function is disabled. */
+static bool rs_ring_reg_writable(RSCore *c, hwaddr addr)
+{
+    if (c->ctrl & R_RS_CTRL_ENABLE_MASK) {
+        RS_GUEST_ERR(rdma_session_err_ring_reg_enabled, "write to ring register 0x%"
+                     HWADDR_PRIx " while enabled", addr);
+        return false;
+    }
+    return true;
+}
+
+void rs_core_reg_write(RSCore *c, hwaddr addr, uint32_t val)
+{
+    trace_rdma_session_reg_write(addr, val);
+
+    switch (addr) {
+    case A_RS_CTRL:
+        rs_write_ctrl(c, val);
+        return;
+    case A_RS_ADMQ_DB:
+        rs_write_admq_db(c, val);
+        return;
+    case A_RS_AEQ_CI:
+        if (c->aeq_pi - val > (1u << FIELD_EX32(c->aeq_cfg, RS_AEQ_CFG,
+                                                 LOG_SIZE))) {
+            RS_GUEST_ERR(rdma_session_err_aeq_ci, "event consumer index 0x%x "
+                         "outside the ring", val);
+            return;
+        }
+        c->aeq_ci = val;
+        return;
+    case A_RS_ADMQ_BASE_LO:
+    case A_RS_ADMQ_BASE_HI:
+    case A_RS_ADMQ_CFG:
+    case A_RS_ACQ_BASE_LO:
+    case A_RS_ACQ_BASE_HI:
+    case A_RS_ACQ_CFG:
+    case A_RS_AEQ_BASE_LO:
+    case A_RS_AEQ_BASE_HI:
+    case A_RS_AEQ_CFG:
+        if (!rs_ring_reg_writable(c, addr)) {
+            return;
+        }
+        break;
+    default:
+        RS_GUEST_ERR(rdma_session_err_reg_write, "write 0x%x to read-only or "
+                     "unknown register 0x%" HWADDR_PRIx, val, addr);
+        return;
+    }
+
+    switch (addr) {
+    case A_RS_ADMQ_BASE_LO:
+        c->admq_base = deposit64(c->admq_base, 0, 32, val);
+        break;
+    case A_RS_ADMQ_BASE_HI:
+        c->admq_base = deposit64(c->admq_base, 32, 32, val);
+        break;
+    case A_RS_ADMQ_CFG:
+        c->admq_cfg = val & R_RS_ADMQ_CFG_LOG_SIZE_MASK;
+        break;
+    case A_RS_ACQ_BASE_LO:
+        c->acq_base = deposit64(c->acq_base, 0, 32, val);
+        break;
+    case A_RS_ACQ_BASE_HI:
+        c->acq_base = deposit64(c->acq_base, 32, 32, val);
+        break;
+    case A_RS_ACQ_CFG:
+        c->acq_cfg = val & R_RS_ACQ_CFG_VECTOR_MASK;
+        break;
+    case A_RS_AEQ_BASE_LO:
+        c->aeq_base = deposit64(c->aeq_base, 0, 32, val);
+        break;
+    case A_RS_AEQ_BASE_HI:
+        c->aeq_base = deposit64(c->aeq_base, 32, 32, val);
+        break;
+    case A_RS_AEQ_CFG:
+        c->aeq_cfg = val & (R_RS_AEQ_CFG_LOG_SIZE_MASK |
+                            R_RS_AEQ_CFG_VECTOR_MASK);
+        break;
+    }
+}
+
+/*
+ * Doorbell page p may only ring objects created with uar == p, so one user
+ * context cannot drive another's queues.  The data path arrives with the
+ * transport engine; for now the indices are recorded.
+ */
+void rs_core_db_write(RSCore *c, hwaddr addr, uint32_t val)
+{
+    uint32_t page = addr >> RS_DB_PAGE_SHIFT;
+    uint32_t reg = addr & (RS_DB_PAGE_SIZE - 1);
+    uint32_t idx = val & RS_DB_INDEX_MASK;
+    uint16_t value = val >> RS_DB_VALUE_SHIFT;
+
+    trace_rdma_session_doorbell(page, reg, val);
+    if (!(c->status & R_RS_STATUS_READY_MASK)) {
+        RS_GUEST_ERR(rdma_session_err_db_not_ready, "doorbell 0x%x while the "
+                     "device is not ready", val);
+        return;
+    }
+    switch (reg) {
+    case RS_DB_SQ:
+    case RS_DB_RQ:
+        if (idx >= c->p.max_qps || !c->qps[idx].valid ||
+            c->qps[idx].uar != page) {
+            break;
+        }
+        if (reg == RS_DB_SQ) {
+            c->qps[idx].sq_pi = value;
+        } else {
+            c->qps[idx].rq_pi = value;
+        }
+        return;
+    case RS_DB_CQ_CI:
+    case RS_DB_CQ_ARM:
+        if (idx >= c->p.max_cqs || !c->cqs[idx].valid ||
+            c->cqs[idx].uar != page) {
+            break;
+        }
+        if (reg == RS_DB_CQ_CI) {
+            c->cqs[idx].ci = value;
+        } else {
+            c->cqs[idx].arm = value & 3;
+        }
+        return;
+    default:
+        RS_GUEST_ERR(rdma_session_err_db_offset, "write 0x%x to unknown "
+                     "doorbell offset 0x%x of page %u", val, reg, page);
+        return;
+    }
+    RS_GUEST_ERR(rdma_session_err_db_owner, "doorbell 0x%x at offset 0x%x "
+                 "names an object that page %u does not own", val, reg, page);
+}

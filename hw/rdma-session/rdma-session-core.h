@@ -1,0 +1,322 @@
+/*
+ * rdma-session adapter: device core shared by all roles.
+ *
+ * The core never includes PCI headers: the PCI/QOM glue
+ * (rdma-session-pci.c) hands it an address space for DMA and a callback
+ * for interrupts, as e1000e's core/glue split does.
+ *
+ * Copyright (c) 2026 rdma-session developers
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#ifndef HW_RDMA_SESSION_CORE_H
+#define HW_RDMA_SESSION_CORE_H
+
+#include "exec/memory.h"
+#include "hw/registerfields.h"
+#include "net/net.h"
+#include "hw/rdma-session/rdma-session-abi.h"
+
+#define RS_INVALID_INDEX    0
+
+/* User-sizable capabilities: kept apart from runtime state (nvme style). */
+typedef struct RSParams {
+    uint32_t max_qps;
+    uint32_t max_cqs;
+    uint32_t max_mrs;
+    uint32_t max_pds;
+    uint32_t max_ahs;
+    uint32_t max_sessions;
+    uint32_t max_groups;
+    uint32_t max_gids;
+    uint32_t max_msg_size;
+    uint32_t mtu;
+    uint32_t num_comp_vectors;
+    uint32_t db_pages;
+    uint32_t max_mr_pages;
+} RSParams;
+
+typedef struct RSPd {
+    bool valid;
+    uint8_t gen;
+    uint32_t refs;
+} RSPd;
+
+typedef struct RSCq {
+    bool valid;
+    uint8_t gen;
+    uint8_t log_size;
+    uint8_t arm;                /* RS_DB_CQ_ARM_* >> 16 */
+    uint16_t vector;
+    uint32_t uar;
+    uint64_t ring;
+    uint32_t pi;                /* device producer (free running) */
+    uint32_t ci;                /* last consumer index from the driver */
+    uint32_t refs;
+} RSCq;
+
+typedef struct RSAv {
+    uint8_t dgid[16];
+    uint8_t dmac[6];
+    uint8_t hop_limit;
+    uint8_t traffic_class;
+    uint32_t flow_label;
+    uint32_t gid_index;
+} RSAv;
+
+typedef struct RSQp {
+    bool valid;
+    bool has_av;
+    uint8_t gen;
+    uint8_t type;
+    uint8_t state;
+    uint8_t sq_log;
+    uint8_t rq_log;
+    uint8_t max_send_sge;
+    uint8_t max_recv_sge;
+    uint8_t flags;
+    uint16_t max_inline;
+    uint32_t pd;                /* indices, not handles */
+    uint32_t send_cq;
+    uint32_t recv_cq;
+    uint32_t uar;
+    uint32_t group;             /* 0: default session */
+    uint64_t sq_addr;
+    uint64_t rq_addr;
+    uint32_t sq_pi;
+    uint32_t rq_pi;
+    /* IBTA attributes */
+    uint32_t qkey;
+    uint32_t rq_psn;
+    uint32_t sq_psn;
+    uint32_t dest_qpn;
+    uint16_t access;
+    uint8_t path_mtu;
+    uint8_t max_rd_atomic;
+    uint8_t max_dest_rd_atomic;
+    uint8_t min_rnr_timer;
+    uint8_t timeout;
+    uint8_t retry_cnt;
+    uint8_t rnr_retry;
+    uint8_t en_sqd_async;
+    RSAv av;
+} RSQp;
+
+/*
+ * A memory region and its translation table.  Each MR lives in the table
+ * of one network identity (gid_index); rs_mkey_lookup() resolves a key
+ * only through that identity.
+ */
+typedef struct RSMr {
+    bool valid;
+    uint8_t tag;
+    uint8_t page_shift;
+    uint8_t flags;
+    uint16_t access;
+    uint32_t pd;
+    uint32_t gid_index;
+    uint64_t iova;
+    uint64_t length;
+    uint32_t npages;
+    uint64_t *pages;            /* guest physical address of each page */
+} RSMr;
+
+typedef struct RSAh {
+    bool valid;
+    uint8_t gen;
+    uint32_t pd;
+    RSAv av;
+} RSAh;
+
+typedef struct RSSession {
+    bool valid;
+    uint8_t gen;
+    uint8_t dmac[6];
+    uint8_t dst_ip[16];
+    uint16_t src_port;
+    uint16_t dst_port;
+    uint32_t gid_index;
+    uint32_t refs;
+} RSSession;
+
+typedef struct RSSessionGroup {
+    bool valid;
+    uint8_t gen;
+    uint8_t nsessions;
+    uint8_t policy;
+    uint32_t session[RS_MAX_GROUP_SESSIONS];
+    uint32_t refs;
+} RSSessionGroup;
+
+typedef struct RSGid {
+    bool valid;
+    uint8_t type;
+    uint8_t gid[16];
+    uint32_t vni;
+    uint32_t refs;
+} RSGid;
+
+typedef struct RSCore RSCore;
+typedef void (*RSNotifyFn)(void *owner, unsigned vector);
+
+struct RSCore {
+    RSParams p;
+
+    /* Set by the glue at realize. */
+    void *owner;
+    AddressSpace *as;
+    RSNotifyFn notify;
+    MemReentrancyGuard *guard;
+    MACAddr mac;
+
+    QEMUBH *admin_bh;
+
+    /* Registers */
+    uint32_t ctrl;
+    uint32_t status;
+    uint32_t fatal_code;
+    uint64_t admq_base;
+    uint32_t admq_cfg;
+    uint64_t acq_base;
+    uint32_t acq_cfg;
+    uint64_t aeq_base;
+    uint32_t aeq_cfg;
+    uint32_t admq_pi;
+    uint32_t admq_ci;
+    uint32_t aeq_pi;
+    uint32_t aeq_ci;
+    bool link_up;
+
+    /* Object tables, sized from RSParams at realize. */
+    RSPd *pds;
+    RSCq *cqs;
+    RSQp *qps;
+    RSMr *mrs;
+    RSAh *ahs;
+    RSSession *sessions;
+    RSSessionGroup *groups;
+    RSGid *gids;
+    uint32_t mr_pages_used;
+};
+
+/* rdma-session-core.c */
+bool rs_core_realize(RSCore *c, Error **errp);
+void rs_core_unrealize(RSCore *c);
+void rs_core_reset(RSCore *c);
+uint64_t rs_core_reg_read(RSCore *c, hwaddr addr);
+void rs_core_reg_write(RSCore *c, hwaddr addr, uint32_t val);
+void rs_core_db_write(RSCore *c, hwaddr addr, uint32_t val);
+void rs_core_set_link(RSCore *c, bool up);
+void rs_core_raise_event(RSCore *c, uint8_t type, uint32_t handle,
+                         uint64_t data);
+uint8_t rs_dma_check(RSCore *c, uint64_t addr, uint64_t len, bool write);
+uint8_t rs_dma_read(RSCore *c, uint64_t addr, void *buf, uint64_t len);
+uint8_t rs_dma_write(RSCore *c, uint64_t addr, const void *buf,
+                     uint64_t len);
+uint8_t rs_check_ring(RSCore *c, uint64_t addr, unsigned log_size,
+                      unsigned max_log, size_t entry_size);
+
+static inline bool rs_port_active(RSCore *c)
+{
+    return c->link_up && (c->status & R_RS_STATUS_READY_MASK);
+}
+
+static inline uint32_t rs_handle(uint32_t index, uint8_t gen)
+{
+    return ((uint32_t)gen << RS_HANDLE_GEN_SHIFT) | index;
+}
+
+/*
+ * Resolve a guest handle to a table index: 0 when it is out of range, free
+ * or stale.  Every object table starts with bool valid, uint8_t gen.
+ */
+#define RS_LOOKUP(table, max, handle) ({                                   \
+    uint32_t idx_ = (handle) & RS_HANDLE_INDEX_MASK;                       \
+    (idx_ != 0 && idx_ < (max) && (table)[idx_].valid &&                   \
+     (table)[idx_].gen == (handle) >> RS_HANDLE_GEN_SHIFT) ? idx_ : 0; })
+
+/* Lowest free slot at or above first, 0 when the table is full. */
+#define RS_ALLOC(table, max, first) ({                                     \
+    uint32_t i_, r_ = 0;                                                   \
+    for (i_ = (first); i_ < (max); i_++) {                                 \
+        if (!(table)[i_].valid) {                                          \
+            r_ = i_;                                                       \
+            break;                                                         \
+        }                                                                  \
+    }                                                                      \
+    r_; })
+
+/* Admin command handlers, one per opcode, grouped by role. */
+typedef uint8_t (*RSCmdFn)(RSCore *c, const struct rs_admin_cmd *cmd,
+                           struct rs_admin_cqe *cqe);
+
+/* rdma-session-admin.c: queue, dispatch, device-level commands */
+void rs_admin_process(void *opaque);
+
+/* rdma-session-verbs.c: PD, CQ, AH */
+uint8_t rs_cmd_create_pd(RSCore *c, const struct rs_admin_cmd *cmd,
+                         struct rs_admin_cqe *cqe);
+uint8_t rs_cmd_destroy_pd(RSCore *c, const struct rs_admin_cmd *cmd,
+                          struct rs_admin_cqe *cqe);
+uint8_t rs_cmd_create_cq(RSCore *c, const struct rs_admin_cmd *cmd,
+                         struct rs_admin_cqe *cqe);
+uint8_t rs_cmd_destroy_cq(RSCore *c, const struct rs_admin_cmd *cmd,
+                          struct rs_admin_cqe *cqe);
+uint8_t rs_cmd_resize_cq(RSCore *c, const struct rs_admin_cmd *cmd,
+                         struct rs_admin_cqe *cqe);
+uint8_t rs_cmd_create_ah(RSCore *c, const struct rs_admin_cmd *cmd,
+                         struct rs_admin_cqe *cqe);
+uint8_t rs_cmd_destroy_ah(RSCore *c, const struct rs_admin_cmd *cmd,
+                          struct rs_admin_cqe *cqe);
+uint8_t rs_check_av(RSCore *c, const RSAv *av);
+
+/* rdma-session-qp.c: QPs and their state machine */
+uint8_t rs_cmd_create_qp(RSCore *c, const struct rs_admin_cmd *cmd,
+                         struct rs_admin_cqe *cqe);
+uint8_t rs_cmd_modify_qp(RSCore *c, const struct rs_admin_cmd *cmd,
+                         struct rs_admin_cqe *cqe);
+uint8_t rs_cmd_query_qp(RSCore *c, const struct rs_admin_cmd *cmd,
+                        struct rs_admin_cqe *cqe);
+uint8_t rs_cmd_destroy_qp(RSCore *c, const struct rs_admin_cmd *cmd,
+                          struct rs_admin_cqe *cqe);
+void rs_qp_release(RSCore *c, uint32_t idx);
+
+/* rdma-session-mkey.c: memory keys and translation tables */
+uint8_t rs_cmd_reg_mr(RSCore *c, const struct rs_admin_cmd *cmd,
+                      struct rs_admin_cqe *cqe);
+uint8_t rs_cmd_dereg_mr(RSCore *c, const struct rs_admin_cmd *cmd,
+                        struct rs_admin_cqe *cqe);
+RSMr *rs_mkey_lookup(RSCore *c, uint32_t gid_index, uint32_t key);
+void rs_mr_free(RSCore *c, uint32_t idx);
+
+/* rdma-session-session.c: UDP sessions, session groups, GIDs */
+uint8_t rs_cmd_create_session(RSCore *c, const struct rs_admin_cmd *cmd,
+                              struct rs_admin_cqe *cqe);
+uint8_t rs_cmd_destroy_session(RSCore *c, const struct rs_admin_cmd *cmd,
+                               struct rs_admin_cqe *cqe);
+uint8_t rs_cmd_create_group(RSCore *c, const struct rs_admin_cmd *cmd,
+                            struct rs_admin_cqe *cqe);
+uint8_t rs_cmd_destroy_group(RSCore *c, const struct rs_admin_cmd *cmd,
+                             struct rs_admin_cqe *cqe);
+uint8_t rs_cmd_add_gid(RSCore *c, const struct rs_admin_cmd *cmd,
+                       struct rs_admin_cqe *cqe);
+uint8_t rs_cmd_del_gid(RSCore *c, const struct rs_admin_cmd *cmd,
+                       struct rs_admin_cqe *cqe);
+bool rs_gid_valid(RSCore *c, uint32_t gid_index);
+
+/* rdma-session-migration.c */
+extern const VMStateDescription vmstate_rs_core;
+
+/*
+ * A guest mistake: trace event plus LOG_GUEST_ERROR (nvme's
+ * NVME_GUEST_ERR), so a guest cannot flood stderr by default.
+ */
+#define RS_GUEST_ERR(trace, fmt, ...)                                      \
+    do {                                                                   \
+        (trace_##trace)(__VA_ARGS__);                                      \
+        qemu_log_mask(LOG_GUEST_ERROR, #trace ": " fmt "\n",               \
+                      ## __VA_ARGS__);                                     \
+    } while (0)
+
+#endif

@@ -1,0 +1,358 @@
+/*
+ * rdma-session adapter: migration state.
+ *
+ * Everything the device knows lives in the tables described here: the
+ * registers and rings, every object table and each MR's translation table,
+ * so keys, QP state and sessions move with the VM (seed 002).  The object
+ * table sizes are part of the device's configuration and must match on
+ * both sides.  post_load checks every cross-reference before the device
+ * follows it, so a corrupt stream fails the migration instead of sending
+ * the device out of its tables.
+ *
+ * Copyright (c) 2026 rdma-session developers
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/main-loop.h"
+#include "migration/vmstate.h"
+#include "rdma-session-core.h"
+#include "trace.h"
+
+static const VMStateDescription vmstate_rs_pd = {
+    .name = "rdma-session/pd",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(valid, RSPd),
+        VMSTATE_UINT8(gen, RSPd),
+        VMSTATE_UINT32(refs, RSPd),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static const VMStateDescription vmstate_rs_cq = {
+    .name = "rdma-session/cq",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(valid, RSCq),
+        VMSTATE_UINT8(gen, RSCq),
+        VMSTATE_UINT8(log_size, RSCq),
+        VMSTATE_UINT8(arm, RSCq),
+        VMSTATE_UINT16(vector, RSCq),
+        VMSTATE_UINT32(uar, RSCq),
+        VMSTATE_UINT64(ring, RSCq),
+        VMSTATE_UINT32(pi, RSCq),
+        VMSTATE_UINT32(ci, RSCq),
+        VMSTATE_UINT32(refs, RSCq),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static const VMStateDescription vmstate_rs_av = {
+    .name = "rdma-session/av",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT8_ARRAY(dgid, RSAv, 16),
+        VMSTATE_UINT8_ARRAY(dmac, RSAv, 6),
+        VMSTATE_UINT8(hop_limit, RSAv),
+        VMSTATE_UINT8(traffic_class, RSAv),
+        VMSTATE_UINT32(flow_label, RSAv),
+        VMSTATE_UINT32(gid_index, RSAv),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static const VMStateDescription vmstate_rs_qp = {
+    .name = "rdma-session/qp",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(valid, RSQp),
+        VMSTATE_BOOL(has_av, RSQp),
+        VMSTATE_UINT8(gen, RSQp),
+        VMSTATE_UINT8(type, RSQp),
+        VMSTATE_UINT8(state, RSQp),
+        VMSTATE_UINT8(sq_log, RSQp),
+        VMSTATE_UINT8(rq_log, RSQp),
+        VMSTATE_UINT8(max_send_sge, RSQp),
+        VMSTATE_UINT8(max_recv_sge, RSQp),
+        VMSTATE_UINT8(flags, RSQp),
+        VMSTATE_UINT16(max_inline, RSQp),
+        VMSTATE_UINT32(pd, RSQp),
+        VMSTATE_UINT32(send_cq, RSQp),
+        VMSTATE_UINT32(recv_cq, RSQp),
+        VMSTATE_UINT32(uar, RSQp),
+        VMSTATE_UINT32(group, RSQp),
+        VMSTATE_UINT64(sq_addr, RSQp),
+        VMSTATE_UINT64(rq_addr, RSQp),
+        VMSTATE_UINT32(sq_pi, RSQp),
+        VMSTATE_UINT32(rq_pi, RSQp),
+        VMSTATE_UINT32(qkey, RSQp),
+        VMSTATE_UINT32(rq_psn, RSQp),
+        VMSTATE_UINT32(sq_psn, RSQp),
+        VMSTATE_UINT32(dest_qpn, RSQp),
+        VMSTATE_UINT16(access, RSQp),
+        VMSTATE_UINT8(path_mtu, RSQp),
+        VMSTATE_UINT8(max_rd_atomic, RSQp),
+        VMSTATE_UINT8(max_dest_rd_atomic, RSQp),
+        VMSTATE_UINT8(min_rnr_timer, RSQp),
+        VMSTATE_UINT8(timeout, RSQp),
+        VMSTATE_UINT8(retry_cnt, RSQp),
+        VMSTATE_UINT8(rnr_retry, RSQp),
+        VMSTATE_UINT8(en_sqd_async, RSQp),
+        VMSTATE_STRUCT(av, RSQp, 1, vmstate_rs_av, RSAv),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static const VMStateDescription vmstate_rs_mr = {
+    .name = "rdma-session/mr",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(valid, RSMr),
+        VMSTATE_UINT8(tag, RSMr),
+        VMSTATE_UINT8(page_shift, RSMr),
+        VMSTATE_UINT8(flags, RSMr),
+        VMSTATE_UINT16(access, RSMr),
+        VMSTATE_UINT32(pd, RSMr),
+        VMSTATE_UINT32(gid_index, RSMr),
+        VMSTATE_UINT64(iova, RSMr),
+        VMSTATE_UINT64(length, RSMr),
+        VMSTATE_UINT32(npages, RSMr),
+        VMSTATE_VARRAY_UINT32_ALLOC(pages, RSMr, npages, 0,
+                                    vmstate_info_uint64, uint64_t),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static const VMStateDescription vmstate_rs_ah = {
+    .name = "rdma-session/ah",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(valid, RSAh),
+        VMSTATE_UINT8(gen, RSAh),
+        VMSTATE_UINT32(pd, RSAh),
+        VMSTATE_STRUCT(av, RSAh, 1, vmstate_rs_av, RSAv),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static const VMStateDescription vmstate_rs_session = {
+    .name = "rdma-session/session",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(valid, RSSession),
+        VMSTATE_UINT8(gen, RSSession),
+        VMSTATE_UINT8_ARRAY(dmac, RSSession, 6),
+        VMSTATE_UINT8_ARRAY(dst_ip, RSSession, 16),
+        VMSTATE_UINT16(src_port, RSSession),
+        VMSTATE_UINT16(dst_port, RSSession),
+        VMSTATE_UINT32(gid_index, RSSession),
+        VMSTATE_UINT32(refs, RSSession),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static const VMStateDescription vmstate_rs_group = {
+    .name = "rdma-session/session-group",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(valid, RSSessionGroup),
+        VMSTATE_UINT8(gen, RSSessionGroup),
+        VMSTATE_UINT8(nsessions, RSSessionGroup),
+        VMSTATE_UINT8(policy, RSSessionGroup),
+        VMSTATE_UINT32_ARRAY(session, RSSessionGroup, RS_MAX_GROUP_SESSIONS),
+        VMSTATE_UINT32(refs, RSSessionGroup),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static const VMStateDescription vmstate_rs_gid = {
+    .name = "rdma-session/gid",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(valid, RSGid),
+        VMSTATE_UINT8(type, RSGid),
+        VMSTATE_UINT8_ARRAY(gid, RSGid, 16),
+        VMSTATE_UINT32(vni, RSGid),
+        VMSTATE_UINT32(refs, RSGid),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static int rs_core_pre_load(void *opaque)
+{
+    RSCore *c = opaque;
+
+    /* Loading over a live device (loadvm): drop its translation tables. */
+    for (uint32_t i = 0; i < c->p.max_mrs; i++) {
+        g_free(c->mrs[i].pages);
+        c->mrs[i].pages = NULL;
+        c->mrs[i].npages = 0;
+    }
+    return 0;
+}
+
+#define RS_REF_OK(c, table, max, idx) ((idx) < (max) && (c)->table[idx].valid)
+
+static bool rs_core_state_valid(RSCore *c)
+{
+    const RSParams *p = &c->p;
+    uint64_t pages = 0;
+    uint32_t i, j;
+
+    if (FIELD_EX32(c->admq_cfg, RS_ADMQ_CFG, LOG_SIZE) > RS_MAX_ADMQ_LOG ||
+        FIELD_EX32(c->aeq_cfg, RS_AEQ_CFG, LOG_SIZE) > RS_MAX_AEQ_LOG) {
+        return false;
+    }
+    for (i = 0; i < p->max_cqs; i++) {
+        if (c->cqs[i].valid && (c->cqs[i].log_size > RS_MAX_CQ_LOG ||
+                                c->cqs[i].uar >= p->db_pages)) {
+            return false;
+        }
+    }
+    for (i = 0; i < p->max_qps; i++) {
+        RSQp *qp = &c->qps[i];
+
+        if (!qp->valid) {
+            continue;
+        }
+        if (qp->type > RS_QPT_GSI || qp->state > RS_QPS_ERR ||
+            !RS_REF_OK(c, pds, p->max_pds, qp->pd) ||
+            !RS_REF_OK(c, cqs, p->max_cqs, qp->send_cq) ||
+            !RS_REF_OK(c, cqs, p->max_cqs, qp->recv_cq) ||
+            (qp->group && !RS_REF_OK(c, groups, p->max_groups, qp->group)) ||
+            (qp->has_av && !rs_gid_valid(c, qp->av.gid_index))) {
+            return false;
+        }
+    }
+    for (i = 0; i < p->max_mrs; i++) {
+        RSMr *mr = &c->mrs[i];
+
+        if (!mr->valid) {
+            if (mr->npages) {
+                return false;
+            }
+            continue;
+        }
+        if (!RS_REF_OK(c, pds, p->max_pds, mr->pd) ||
+            !rs_gid_valid(c, mr->gid_index) || !mr->npages ||
+            mr->page_shift < RS_MR_MIN_PAGE_SHIFT ||
+            mr->page_shift > RS_MR_MAX_PAGE_SHIFT) {
+            return false;
+        }
+        pages += mr->npages;
+    }
+    if (pages != c->mr_pages_used || pages > p->max_mr_pages) {
+        return false;
+    }
+    for (i = 0; i < p->max_ahs; i++) {
+        if (c->ahs[i].valid &&
+            (!RS_REF_OK(c, pds, p->max_pds, c->ahs[i].pd) ||
+             !rs_gid_valid(c, c->ahs[i].av.gid_index))) {
+            return false;
+        }
+    }
+    for (i = 0; i < p->max_sessions; i++) {
+        if (c->sessions[i].valid &&
+            !rs_gid_valid(c, c->sessions[i].gid_index)) {
+            return false;
+        }
+    }
+    for (i = 0; i < p->max_groups; i++) {
+        RSSessionGroup *g = &c->groups[i];
+
+        if (!g->valid) {
+            continue;
+        }
+        if (g->nsessions < 1 || g->nsessions > RS_MAX_GROUP_SESSIONS) {
+            return false;
+        }
+        for (j = 0; j < g->nsessions; j++) {
+            if (!RS_REF_OK(c, sessions, p->max_sessions, g->session[j])) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+static int rs_core_post_load(void *opaque, int version_id)
+{
+    RSCore *c = opaque;
+
+    if (!rs_core_state_valid(c)) {
+        trace_rdma_session_migration_invalid();
+        return -EINVAL;
+    }
+    /* The link is the destination backend's, not the source's. */
+    c->status = FIELD_DP32(c->status, RS_STATUS, LINK_UP, c->link_up);
+    if (c->admq_ci != c->admq_pi) {
+        qemu_bh_schedule(c->admin_bh);
+    }
+    return 0;
+}
+
+const VMStateDescription vmstate_rs_core = {
+    .name = "rdma-session/core",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .pre_load = rs_core_pre_load,
+    .post_load = rs_core_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32_EQUAL(p.max_qps, RSCore, NULL),
+        VMSTATE_UINT32_EQUAL(p.max_cqs, RSCore, NULL),
+        VMSTATE_UINT32_EQUAL(p.max_mrs, RSCore, NULL),
+        VMSTATE_UINT32_EQUAL(p.max_pds, RSCore, NULL),
+        VMSTATE_UINT32_EQUAL(p.max_ahs, RSCore, NULL),
+        VMSTATE_UINT32_EQUAL(p.max_sessions, RSCore, NULL),
+        VMSTATE_UINT32_EQUAL(p.max_groups, RSCore, NULL),
+        VMSTATE_UINT32_EQUAL(p.max_gids, RSCore, NULL),
+        VMSTATE_UINT32_EQUAL(p.max_mr_pages, RSCore, NULL),
+        VMSTATE_UINT32_EQUAL(p.db_pages, RSCore, NULL),
+        VMSTATE_UINT32_EQUAL(p.num_comp_vectors, RSCore, NULL),
+        VMSTATE_UINT32_EQUAL(p.mtu, RSCore, NULL),
+        VMSTATE_UINT32(ctrl, RSCore),
+        VMSTATE_UINT32(status, RSCore),
+        VMSTATE_UINT32(fatal_code, RSCore),
+        VMSTATE_UINT64(admq_base, RSCore),
+        VMSTATE_UINT32(admq_cfg, RSCore),
+        VMSTATE_UINT64(acq_base, RSCore),
+        VMSTATE_UINT32(acq_cfg, RSCore),
+        VMSTATE_UINT64(aeq_base, RSCore),
+        VMSTATE_UINT32(aeq_cfg, RSCore),
+        VMSTATE_UINT32(admq_pi, RSCore),
+        VMSTATE_UINT32(admq_ci, RSCore),
+        VMSTATE_UINT32(aeq_pi, RSCore),
+        VMSTATE_UINT32(aeq_ci, RSCore),
+        VMSTATE_UINT32(mr_pages_used, RSCore),
+        VMSTATE_STRUCT_VARRAY_POINTER_UINT32(pds, RSCore, p.max_pds,
+                                             vmstate_rs_pd, RSPd),
+        VMSTATE_STRUCT_VARRAY_POINTER_UINT32(cqs, RSCore, p.max_cqs,
+                                             vmstate_rs_cq, RSCq),
+        VMSTATE_STRUCT_VARRAY_POINTER_UINT32(gids, RSCore, p.max_gids,
+                                             vmstate_rs_gid, RSGid),
+        VMSTATE_STRUCT_VARRAY_POINTER_UINT32(sessions, RSCore,
+                                             p.max_sessions,
+                                             vmstate_rs_session, RSSession),
+        VMSTATE_STRUCT_VARRAY_POINTER_UINT32(groups, RSCore, p.max_groups,
+                                             vmstate_rs_group,
+                                             RSSessionGroup),
+        VMSTATE_STRUCT_VARRAY_POINTER_UINT32(qps, RSCore, p.max_qps,
+                                             vmstate_rs_qp, RSQp),
+        VMSTATE_STRUCT_VARRAY_POINTER_UINT32(mrs, RSCore, p.max_mrs,
+                                             vmstate_rs_mr, RSMr),
+        VMSTATE_STRUCT_VARRAY_POINTER_UINT32(ahs, RSCore, p.max_ahs,
+                                             vmstate_rs_ah, RSAh),
+        VMSTATE_END_OF_LIST()
+    },
+};

@@ -1,0 +1,197 @@
+/*
+ * rdma-session adapter: memory keys and their translation tables.
+ *
+ * REG_MR hands the device a page list; the device copies it into its own
+ * table (IOVA page -> guest physical page) after checking every entry, so
+ * nothing the guest changes later in the list can redirect a key.  Each
+ * region belongs to the key table of one network identity (GID index):
+ * a key used through another identity does not resolve (seed 002).
+ *
+ * Copyright (c) 2026 rdma-session developers
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "rdma-session-core.h"
+#include "trace.h"
+
+#define RS_MR_F_KNOWN   (RS_MR_F_PBL_INDIRECT | RS_MR_F_ODP)
+
+RSMr *rs_mkey_lookup(RSCore *c, uint32_t gid_index, uint32_t key)
+{
+    uint32_t idx = key >> RS_MKEY_INDEX_SHIFT;
+    RSMr *mr;
+
+    if (idx == 0 || idx >= c->p.max_mrs) {
+        return NULL;
+    }
+    mr = &c->mrs[idx];
+    if (!mr->valid || mr->tag != (key & RS_MKEY_TAG_MASK) ||
+        mr->gid_index != gid_index) {
+        return NULL;
+    }
+    return mr;
+}
+
+static uint8_t rs_mr_check_access(uint16_t access)
+{
+    if (access & ~RS_ACCESS_ALL) {
+        return RS_STATUS_BAD_ACCESS;
+    }
+    /* IBTA 10.6.3.1: remote write or atomic needs local write. */
+    if ((access & (RS_ACCESS_REMOTE_WRITE | RS_ACCESS_REMOTE_ATOMIC)) &&
+        !(access & RS_ACCESS_LOCAL_WRITE)) {
+        return RS_STATUS_BAD_ACCESS;
+    }
+    return RS_STATUS_OK;
+}
+
+/* Read npages entries into pages[], validating each page as guest RAM. */
+static uint8_t rs_mr_read_pbl(RSCore *c, const struct rs_cmd_reg_mr *r,
+                              uint32_t npages, uint64_t *pages)
+{
+    uint64_t pbl = le64_to_cpu(r->pbl_addr);
+    uint64_t page_size = 1ull << r->page_shift;
+    uint32_t i;
+    uint8_t st;
+
+    if (pbl & 7) {
+        return RS_STATUS_BAD_ALIGN;
+    }
+    if (!(r->flags & RS_MR_F_PBL_INDIRECT)) {
+        st = rs_dma_read(c, pbl, pages, (uint64_t)npages * sizeof(*pages));
+    } else {
+        uint32_t nchunks = DIV_ROUND_UP(npages, RS_PBL_CHUNK_ENTRIES);
+        g_autofree uint64_t *chunks = g_new(uint64_t, nchunks);
+
+        st = rs_dma_read(c, pbl, chunks, (uint64_t)nchunks * sizeof(*chunks));
+        for (i = 0; !st && i < nchunks; i++) {
+            uint64_t chunk = le64_to_cpu(chunks[i]);
+            uint32_t n = MIN(npages - i * RS_PBL_CHUNK_ENTRIES,
+                             RS_PBL_CHUNK_ENTRIES);
+
+            if (chunk & (RS_DB_PAGE_SIZE - 1)) {
+                return RS_STATUS_BAD_ALIGN;
+            }
+            st = rs_dma_read(c, chunk, pages + i * RS_PBL_CHUNK_ENTRIES,
+                             n * sizeof(*pages));
+        }
+    }
+    if (st) {
+        return st;
+    }
+    for (i = 0; i < npages; i++) {
+        pages[i] = le64_to_cpu(pages[i]);
+        if (pages[i] & (page_size - 1)) {
+            return RS_STATUS_BAD_ALIGN;
+        }
+        st = rs_dma_check(c, pages[i], page_size, false);
+        if (st) {
+            return st;
+        }
+    }
+    return RS_STATUS_OK;
+}
+
+uint8_t rs_cmd_reg_mr(RSCore *c, const struct rs_admin_cmd *cmd,
+                      struct rs_admin_cqe *cqe)
+{
+    const struct rs_cmd_reg_mr *r = &cmd->reg_mr;
+    uint32_t pd = RS_LOOKUP(c->pds, c->p.max_pds, le32_to_cpu(r->pd));
+    uint32_t gid = le32_to_cpu(r->gid_index);
+    uint16_t access = le16_to_cpu(r->access);
+    uint64_t iova = le64_to_cpu(r->iova);
+    uint64_t len = le64_to_cpu(r->length);
+    uint32_t npages = le32_to_cpu(r->npages);
+    g_autofree uint64_t *pages = NULL;
+    uint32_t idx, key;
+    uint8_t st;
+    RSMr *mr;
+
+    if (!pd) {
+        return RS_STATUS_BAD_HANDLE;
+    }
+    if (!rs_gid_valid(c, gid)) {
+        return RS_STATUS_BAD_NETID;
+    }
+    st = rs_mr_check_access(access);
+    if (st) {
+        return st;
+    }
+    if (r->flags & RS_MR_F_ODP) {
+        return RS_STATUS_NOT_SUPPORTED;
+    }
+    if ((r->flags & ~RS_MR_F_KNOWN) || r->page_shift < RS_MR_MIN_PAGE_SHIFT ||
+        r->page_shift > RS_MR_MAX_PAGE_SHIFT) {
+        return RS_STATUS_BAD_PARAM;
+    }
+    if (len == 0 || iova + len < iova ||
+        npages != ((iova + len - 1) >> r->page_shift) -
+                  (iova >> r->page_shift) + 1) {
+        return RS_STATUS_BAD_SIZE;
+    }
+    if (npages > c->p.max_mr_pages - c->mr_pages_used) {
+        return RS_STATUS_NO_RESOURCES;
+    }
+    idx = RS_ALLOC(c->mrs, c->p.max_mrs, 1);
+    if (!idx) {
+        return RS_STATUS_NO_RESOURCES;
+    }
+    pages = g_try_new(uint64_t, npages);
+    if (!pages) {
+        return RS_STATUS_NO_RESOURCES;
+    }
+    st = rs_mr_read_pbl(c, r, npages, pages);
+    if (st) {
+        return st;
+    }
+
+    mr = &c->mrs[idx];
+    mr->valid = true;
+    mr->tag++;
+    mr->page_shift = r->page_shift;
+    mr->flags = r->flags;
+    mr->access = access;
+    mr->pd = pd;
+    mr->gid_index = gid;
+    mr->iova = iova;
+    mr->length = len;
+    mr->npages = npages;
+    mr->pages = g_steal_pointer(&pages);
+    c->mr_pages_used += npages;
+    c->pds[pd].refs++;
+    c->gids[gid].refs++;
+    key = (idx << RS_MKEY_INDEX_SHIFT) | mr->tag;
+    trace_rdma_session_mr_reg(key, iova, len, npages, gid);
+    cqe->handle = cpu_to_le32(key);
+    cqe->result1 = cpu_to_le32(key);
+    return RS_STATUS_OK;
+}
+
+void rs_mr_free(RSCore *c, uint32_t idx)
+{
+    RSMr *mr = &c->mrs[idx];
+
+    c->pds[mr->pd].refs--;
+    c->gids[mr->gid_index].refs--;
+    c->mr_pages_used -= mr->npages;
+    g_free(mr->pages);
+    mr->pages = NULL;
+    mr->npages = 0;
+    mr->valid = false;
+}
+
+uint8_t rs_cmd_dereg_mr(RSCore *c, const struct rs_admin_cmd *cmd,
+                        struct rs_admin_cqe *cqe)
+{
+    uint32_t key = le32_to_cpu(cmd->destroy.handle);
+    uint32_t idx = key >> RS_MKEY_INDEX_SHIFT;
+
+    if (idx == 0 || idx >= c->p.max_mrs || !c->mrs[idx].valid ||
+        c->mrs[idx].tag != (key & RS_MKEY_TAG_MASK)) {
+        return RS_STATUS_BAD_HANDLE;
+    }
+    rs_mr_free(c, idx);
+    return RS_STATUS_OK;
+}

@@ -1,0 +1,593 @@
+/*
+ * rdma-session adapter: queue pairs and the IBTA QP state machine.
+ *
+ * The transition table follows IBTA vol. 1 section 11.2.4.2 (and Linux's
+ * qp_state_table in drivers/infiniband/core/verbs.c, which the kernel
+ * driver checks against too): for each (current, next) state a transition
+ * is either absent or lists, per QP type, the attributes it requires and
+ * those it allows.
+ *
+ * Copyright (c) 2026 rdma-session developers
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "rdma-session-core.h"
+#include "trace.h"
+
+#define RS_QPT_NUM      4       /* RC, UC, UD, GSI */
+#define RS_QPS_NUM      (RS_QPS_ERR + 1)
+
+enum {
+    A_STATE = RS_QP_ATTR_STATE,
+    A_CUR = RS_QP_ATTR_CUR_STATE,
+    A_SQD_ASYNC = RS_QP_ATTR_EN_SQD_ASYNC_NOTIFY,
+    A_ACCESS = RS_QP_ATTR_ACCESS_FLAGS,
+    A_PKEY = RS_QP_ATTR_PKEY_INDEX,
+    A_PORT = RS_QP_ATTR_PORT,
+    A_QKEY = RS_QP_ATTR_QKEY,
+    A_AV = RS_QP_ATTR_AV,
+    A_MTU = RS_QP_ATTR_PATH_MTU,
+    A_TIMEOUT = RS_QP_ATTR_TIMEOUT,
+    A_RETRY = RS_QP_ATTR_RETRY_CNT,
+    A_RNR_RETRY = RS_QP_ATTR_RNR_RETRY,
+    A_RQ_PSN = RS_QP_ATTR_RQ_PSN,
+    A_RD_ATOMIC = RS_QP_ATTR_MAX_QP_RD_ATOMIC,
+    A_ALT = RS_QP_ATTR_ALT_PATH,
+    A_RNR_TIMER = RS_QP_ATTR_MIN_RNR_TIMER,
+    A_SQ_PSN = RS_QP_ATTR_SQ_PSN,
+    A_DEST_RD_ATOMIC = RS_QP_ATTR_MAX_DEST_RD_ATOMIC,
+    A_MIG = RS_QP_ATTR_PATH_MIG_STATE,
+    A_DQPN = RS_QP_ATTR_DEST_QPN,
+    A_GROUP = RS_QP_ATTR_SESSION_GROUP,
+};
+
+#define RS_QP_ATTR_KNOWN (MAKE_64BIT_MASK(0, 21) | A_GROUP)
+
+typedef struct RSQpTransition {
+    bool valid;
+    uint32_t req[RS_QPT_NUM];
+    uint32_t opt[RS_QPT_NUM];
+} RSQpTransition;
+
+#define RC RS_QPT_RC
+#define UC RS_QPT_UC
+#define UD RS_QPT_UD
+#define GSI RS_QPT_GSI
+
+static const RSQpTransition rs_qp_table[RS_QPS_NUM][RS_QPS_NUM] = {
+    [RS_QPS_RESET] = {
+        [RS_QPS_RESET] = { .valid = true },
+        [RS_QPS_INIT] = {
+            .valid = true,
+            .req = {
+                [UD] = A_PKEY | A_PORT | A_QKEY,
+                [UC] = A_PKEY | A_PORT | A_ACCESS,
+                [RC] = A_PKEY | A_PORT | A_ACCESS,
+                [GSI] = A_QKEY,
+            },
+            .opt = { [UD] = A_GROUP, [UC] = A_GROUP, [RC] = A_GROUP },
+        },
+    },
+    [RS_QPS_INIT] = {
+        [RS_QPS_RESET] = { .valid = true },
+        [RS_QPS_ERR] = { .valid = true },
+        [RS_QPS_INIT] = {
+            .valid = true,
+            .opt = {
+                [UD] = A_PKEY | A_PORT | A_QKEY | A_GROUP,
+                [UC] = A_PKEY | A_PORT | A_ACCESS | A_GROUP,
+                [RC] = A_PKEY | A_PORT | A_ACCESS | A_GROUP,
+                [GSI] = A_QKEY,
+            },
+        },
+        [RS_QPS_RTR] = {
+            .valid = true,
+            .req = {
+                [UC] = A_AV | A_MTU | A_DQPN | A_RQ_PSN,
+                [RC] = A_AV | A_MTU | A_DQPN | A_RQ_PSN | A_DEST_RD_ATOMIC |
+                       A_RNR_TIMER,
+            },
+            .opt = {
+                [UD] = A_PKEY | A_QKEY | A_GROUP,
+                [UC] = A_ALT | A_ACCESS | A_PKEY | A_GROUP,
+                [RC] = A_ALT | A_ACCESS | A_PKEY | A_GROUP,
+                [GSI] = A_QKEY,
+            },
+        },
+    },
+    [RS_QPS_RTR] = {
+        [RS_QPS_RESET] = { .valid = true },
+        [RS_QPS_ERR] = { .valid = true },
+        [RS_QPS_RTS] = {
+            .valid = true,
+            .req = {
+                [UD] = A_SQ_PSN,
+                [UC] = A_SQ_PSN,
+                [RC] = A_TIMEOUT | A_RETRY | A_RNR_RETRY | A_SQ_PSN |
+                       A_RD_ATOMIC,
+                [GSI] = A_SQ_PSN,
+            },
+            .opt = {
+                [UD] = A_CUR | A_QKEY | A_GROUP,
+                [UC] = A_CUR | A_ALT | A_ACCESS | A_MIG | A_GROUP,
+                [RC] = A_CUR | A_ALT | A_ACCESS | A_RNR_TIMER | A_MIG |
+                       A_GROUP,
+                [GSI] = A_CUR | A_QKEY,
+            },
+        },
+    },
+    [RS_QPS_RTS] = {
+        [RS_QPS_RESET] = { .valid = true },
+        [RS_QPS_ERR] = { .valid = true },
+        [RS_QPS_RTS] = {
+            .valid = true,
+            .opt = {
+                [UD] = A_CUR | A_QKEY | A_GROUP,
+                [UC] = A_CUR | A_ACCESS | A_ALT | A_MIG | A_GROUP,
+                [RC] = A_CUR | A_ACCESS | A_ALT | A_MIG | A_RNR_TIMER |
+                       A_GROUP,
+                [GSI] = A_CUR | A_QKEY,
+            },
+        },
+        [RS_QPS_SQD] = {
+            .valid = true,
+            .opt = {
+                [UD] = A_SQD_ASYNC, [UC] = A_SQD_ASYNC,
+                [RC] = A_SQD_ASYNC, [GSI] = A_SQD_ASYNC,
+            },
+        },
+    },
+    [RS_QPS_SQD] = {
+        [RS_QPS_RESET] = { .valid = true },
+        [RS_QPS_ERR] = { .valid = true },
+        [RS_QPS_RTS] = {
+            .valid = true,
+            .opt = {
+                [UD] = A_CUR | A_QKEY | A_GROUP,
+                [UC] = A_CUR | A_ALT | A_ACCESS | A_MIG | A_GROUP,
+                [RC] = A_CUR | A_ALT | A_ACCESS | A_RNR_TIMER | A_MIG |
+                       A_GROUP,
+                [GSI] = A_CUR | A_QKEY,
+            },
+        },
+        [RS_QPS_SQD] = {
+            .valid = true,
+            .opt = {
+                [UD] = A_PKEY | A_QKEY | A_GROUP,
+                [UC] = A_AV | A_ALT | A_ACCESS | A_PKEY | A_MIG | A_GROUP,
+                [RC] = A_PORT | A_AV | A_TIMEOUT | A_RETRY | A_RNR_RETRY |
+                       A_RD_ATOMIC | A_DEST_RD_ATOMIC | A_ALT | A_ACCESS |
+                       A_PKEY | A_RNR_TIMER | A_MIG | A_GROUP,
+                [GSI] = A_PKEY | A_QKEY,
+            },
+        },
+    },
+    [RS_QPS_SQE] = {
+        [RS_QPS_RESET] = { .valid = true },
+        [RS_QPS_ERR] = { .valid = true },
+        [RS_QPS_RTS] = {
+            .valid = true,
+            .opt = {
+                [UD] = A_CUR | A_QKEY,
+                [UC] = A_CUR | A_ACCESS,
+                [GSI] = A_CUR | A_QKEY,
+            },
+        },
+    },
+    [RS_QPS_ERR] = {
+        [RS_QPS_RESET] = { .valid = true },
+        [RS_QPS_ERR] = { .valid = true },
+    },
+};
+
+#undef RC
+#undef UC
+#undef UD
+#undef GSI
+
+/* SQE->RTS is the one transition some types lack: RC cannot recover. */
+static bool rs_qp_transition_ok(uint8_t type, uint8_t cur, uint8_t next)
+{
+    const RSQpTransition *t = &rs_qp_table[cur][next];
+
+    if (!t->valid) {
+        return false;
+    }
+    return !(cur == RS_QPS_SQE && next == RS_QPS_RTS && type == RS_QPT_RC);
+}
+
+static uint32_t rs_sq_stride(uint8_t max_sge, uint16_t max_inline)
+{
+    return pow2ceil(sizeof(struct rs_send_wqe_ctrl) +
+                    MAX(max_sge * sizeof(struct rs_sge), max_inline));
+}
+
+static uint32_t rs_rq_stride(uint8_t max_sge)
+{
+    return pow2ceil(sizeof(struct rs_recv_wqe_ctrl) +
+                    max_sge * sizeof(struct rs_sge));
+}
+
+static uint8_t rs_check_wq(RSCore *c, uint64_t addr, uint8_t log,
+                           uint32_t stride)
+{
+    if (log < 1 || log > RS_MAX_WQ_LOG) {
+        return RS_STATUS_BAD_SIZE;
+    }
+    if (addr == 0) {
+        return RS_STATUS_BAD_ADDR;
+    }
+    if (addr & (RS_RING_ALIGN - 1)) {
+        return RS_STATUS_BAD_ALIGN;
+    }
+    return rs_dma_check(c, addr, (uint64_t)stride << log, true);
+}
+
+uint8_t rs_cmd_create_qp(RSCore *c, const struct rs_admin_cmd *cmd,
+                         struct rs_admin_cqe *cqe)
+{
+    const struct rs_cmd_create_qp *cq = &cmd->create_qp;
+    uint32_t pd, scq, rcq, group = 0, idx;
+    uint32_t uar = le32_to_cpu(cq->uar);
+    uint32_t gh = le32_to_cpu(cq->session_group);
+    uint64_t sq_addr = le64_to_cpu(cq->sq_addr);
+    uint64_t rq_addr = le64_to_cpu(cq->rq_addr);
+    uint16_t max_inline = le16_to_cpu(cq->max_inline);
+    uint8_t st;
+    RSQp *qp;
+
+    if (cq->qp_type == RS_QPT_DCI || cq->qp_type == RS_QPT_DCT) {
+        return RS_STATUS_NOT_SUPPORTED;
+    }
+    if (cq->qp_type > RS_QPT_DCT) {
+        return RS_STATUS_BAD_PARAM;
+    }
+    pd = RS_LOOKUP(c->pds, c->p.max_pds, le32_to_cpu(cq->pd));
+    scq = RS_LOOKUP(c->cqs, c->p.max_cqs, le32_to_cpu(cq->send_cq));
+    rcq = RS_LOOKUP(c->cqs, c->p.max_cqs, le32_to_cpu(cq->recv_cq));
+    if (!pd || !scq || !rcq) {
+        return RS_STATUS_BAD_HANDLE;
+    }
+    if (cq->srq) {
+        return RS_STATUS_NOT_SUPPORTED;
+    }
+    if (cq->sq_log_size < 1 || cq->sq_log_size > RS_MAX_WQ_LOG ||
+        cq->rq_log_size < 1 || cq->rq_log_size > RS_MAX_WQ_LOG) {
+        return RS_STATUS_BAD_SIZE;
+    }
+    if (cq->max_send_sge < 1 || cq->max_send_sge > RS_MAX_SGE ||
+        cq->max_recv_sge < 1 || cq->max_recv_sge > RS_MAX_SGE ||
+        max_inline > RS_MAX_INLINE || uar >= c->p.db_pages ||
+        (cq->flags & ~RS_QP_F_SIGNAL_ALL)) {
+        return RS_STATUS_BAD_PARAM;
+    }
+    if (gh) {
+        group = RS_LOOKUP(c->groups, c->p.max_groups, gh);
+        if (!group) {
+            return RS_STATUS_BAD_HANDLE;
+        }
+    }
+    st = rs_check_wq(c, sq_addr, cq->sq_log_size,
+                     rs_sq_stride(cq->max_send_sge, max_inline));
+    if (!st) {
+        st = rs_check_wq(c, rq_addr, cq->rq_log_size,
+                         rs_rq_stride(cq->max_recv_sge));
+    }
+    if (st) {
+        return st;
+    }
+    if (cq->qp_type == RS_QPT_GSI) {
+        if (c->qps[RS_GSI_QPN].valid) {
+            return RS_STATUS_EXISTS;
+        }
+        idx = RS_GSI_QPN;
+    } else {
+        idx = RS_ALLOC(c->qps, c->p.max_qps, RS_GSI_QPN + 1);
+        if (!idx) {
+            return RS_STATUS_NO_RESOURCES;
+        }
+    }
+
+    qp = &c->qps[idx];
+    *qp = (RSQp) { .gen = qp->gen };
+    qp->valid = true;
+    qp->type = cq->qp_type;
+    qp->state = RS_QPS_RESET;
+    qp->sq_log = cq->sq_log_size;
+    qp->rq_log = cq->rq_log_size;
+    qp->max_send_sge = cq->max_send_sge;
+    qp->max_recv_sge = cq->max_recv_sge;
+    qp->flags = cq->flags;
+    qp->max_inline = max_inline;
+    qp->pd = pd;
+    qp->send_cq = scq;
+    qp->recv_cq = rcq;
+    qp->uar = uar;
+    qp->group = group;
+    qp->sq_addr = sq_addr;
+    qp->rq_addr = rq_addr;
+    qp->path_mtu = ctz32(c->p.mtu) - 7;
+    c->pds[pd].refs++;
+    c->cqs[scq].refs++;
+    c->cqs[rcq].refs++;
+    if (group) {
+        c->groups[group].refs++;
+    }
+    cqe->handle = cpu_to_le32(rs_handle(idx, qp->gen));
+    cqe->result1 = cpu_to_le32(idx);
+    return RS_STATUS_OK;
+}
+
+static uint8_t rs_qp_check_values(RSCore *c, const RSQp *qp,
+                                  const struct rs_qp_attr *a, uint32_t mask,
+                                  uint32_t *group)
+{
+    if (((mask & A_PORT) && a->port_num != 1) ||
+        ((mask & A_PKEY) && le16_to_cpu(a->pkey_index) != 0) ||
+        ((mask & A_MTU) && (a->path_mtu < RS_MTU_256 ||
+                            a->path_mtu > ctz32(c->p.mtu) - 7)) ||
+        ((mask & A_RQ_PSN) && le32_to_cpu(a->rq_psn) >= (1u << 24)) ||
+        ((mask & A_SQ_PSN) && le32_to_cpu(a->sq_psn) >= (1u << 24)) ||
+        ((mask & A_DQPN) && le32_to_cpu(a->dest_qp_num) >= (1u << 24)) ||
+        ((mask & A_TIMEOUT) && a->timeout > 31) ||
+        ((mask & A_RETRY) && a->retry_cnt > 7) ||
+        ((mask & A_RNR_RETRY) && a->rnr_retry > 7) ||
+        ((mask & A_RNR_TIMER) && a->min_rnr_timer > 31) ||
+        ((mask & A_RD_ATOMIC) && a->max_rd_atomic > RS_MAX_RD_ATOMIC) ||
+        ((mask & A_DEST_RD_ATOMIC) &&
+         a->max_dest_rd_atomic > RS_MAX_RD_ATOMIC)) {
+        return RS_STATUS_BAD_PARAM;
+    }
+    if ((mask & A_ACCESS) && (le16_to_cpu(a->access_flags) & ~RS_ACCESS_ALL)) {
+        return RS_STATUS_BAD_ACCESS;
+    }
+    if (mask & A_AV) {
+        RSAv av = {
+            .flow_label = le32_to_cpu(a->ah.flow_label),
+            .gid_index = le32_to_cpu(a->ah.gid_index),
+        };
+        uint8_t st = rs_check_av(c, &av);
+
+        if (st) {
+            return st;
+        }
+    }
+    *group = 0;
+    if ((mask & A_GROUP) && a->session_group) {
+        *group = RS_LOOKUP(c->groups, c->p.max_groups,
+                           le32_to_cpu(a->session_group));
+        if (!*group) {
+            return RS_STATUS_BAD_HANDLE;
+        }
+    }
+    return RS_STATUS_OK;
+}
+
+static void rs_qp_set_av(RSCore *c, RSQp *qp, const RSAv *av)
+{
+    if (qp->has_av) {
+        c->gids[qp->av.gid_index].refs--;
+    }
+    qp->has_av = av != NULL;
+    if (av) {
+        qp->av = *av;
+        c->gids[av->gid_index].refs++;
+    } else {
+        memset(&qp->av, 0, sizeof(qp->av));
+    }
+}
+
+static void rs_qp_set_group(RSCore *c, RSQp *qp, uint32_t group)
+{
+    if (qp->group) {
+        c->groups[qp->group].refs--;
+    }
+    qp->group = group;
+    if (group) {
+        c->groups[group].refs++;
+    }
+}
+
+static void rs_qp_apply(RSCore *c, RSQp *qp, const struct rs_qp_attr *a,
+                        uint32_t mask, uint32_t group)
+{
+    if (mask & A_ACCESS) {
+        qp->access = le16_to_cpu(a->access_flags);
+    }
+    if (mask & A_QKEY) {
+        qp->qkey = le32_to_cpu(a->qkey);
+    }
+    if (mask & A_MTU) {
+        qp->path_mtu = a->path_mtu;
+    }
+    if (mask & A_TIMEOUT) {
+        qp->timeout = a->timeout;
+    }
+    if (mask & A_RETRY) {
+        qp->retry_cnt = a->retry_cnt;
+    }
+    if (mask & A_RNR_RETRY) {
+        qp->rnr_retry = a->rnr_retry;
+    }
+    if (mask & A_RQ_PSN) {
+        qp->rq_psn = le32_to_cpu(a->rq_psn);
+    }
+    if (mask & A_SQ_PSN) {
+        qp->sq_psn = le32_to_cpu(a->sq_psn);
+    }
+    if (mask & A_RD_ATOMIC) {
+        qp->max_rd_atomic = a->max_rd_atomic;
+    }
+    if (mask & A_DEST_RD_ATOMIC) {
+        qp->max_dest_rd_atomic = a->max_dest_rd_atomic;
+    }
+    if (mask & A_RNR_TIMER) {
+        qp->min_rnr_timer = a->min_rnr_timer;
+    }
+    if (mask & A_DQPN) {
+        qp->dest_qpn = le32_to_cpu(a->dest_qp_num);
+    }
+    if (mask & A_SQD_ASYNC) {
+        qp->en_sqd_async = a->en_sqd_async_notify;
+    }
+    if (mask & A_AV) {
+        RSAv av = {
+            .hop_limit = a->ah.hop_limit,
+            .traffic_class = a->ah.traffic_class,
+            .flow_label = le32_to_cpu(a->ah.flow_label),
+            .gid_index = le32_to_cpu(a->ah.gid_index),
+        };
+
+        memcpy(av.dgid, a->ah.dgid, sizeof(av.dgid));
+        memcpy(av.dmac, a->ah.dmac, sizeof(av.dmac));
+        rs_qp_set_av(c, qp, &av);
+    }
+    if (mask & A_GROUP) {
+        rs_qp_set_group(c, qp, group);
+    }
+}
+
+uint8_t rs_cmd_modify_qp(RSCore *c, const struct rs_admin_cmd *cmd,
+                         struct rs_admin_cqe *cqe)
+{
+    const struct rs_cmd_modify_qp *m = &cmd->modify_qp;
+    uint32_t idx = RS_LOOKUP(c->qps, c->p.max_qps, le32_to_cpu(m->handle));
+    uint32_t mask = le32_to_cpu(m->attr_mask);
+    uint64_t addr = le64_to_cpu(m->attr_addr);
+    const RSQpTransition *t;
+    struct rs_qp_attr a;
+    uint32_t group;
+    uint8_t next, st;
+    RSQp *qp;
+
+    if (!idx) {
+        return RS_STATUS_BAD_HANDLE;
+    }
+    qp = &c->qps[idx];
+    if (addr & 7) {
+        return RS_STATUS_BAD_ALIGN;
+    }
+    st = rs_dma_read(c, addr, &a, sizeof(a));
+    if (st) {
+        return st;
+    }
+    if (mask & ~RS_QP_ATTR_KNOWN) {
+        return RS_STATUS_BAD_ATTR_MASK;
+    }
+    if ((mask & A_CUR) && a.cur_qp_state != qp->state) {
+        return RS_STATUS_BAD_STATE;
+    }
+    next = (mask & A_STATE) ? a.qp_state : qp->state;
+    if (next > RS_QPS_ERR) {
+        return RS_STATUS_BAD_PARAM;
+    }
+    if (!rs_qp_transition_ok(qp->type, qp->state, next)) {
+        return RS_STATUS_BAD_STATE;
+    }
+    t = &rs_qp_table[qp->state][next];
+    mask &= ~A_STATE;
+    if ((mask & t->req[qp->type]) != t->req[qp->type] ||
+        (mask & ~(t->req[qp->type] | t->opt[qp->type]))) {
+        return RS_STATUS_BAD_ATTR_MASK;
+    }
+    st = rs_qp_check_values(c, qp, &a, mask, &group);
+    if (st) {
+        return st;
+    }
+
+    trace_rdma_session_qp_state(idx, qp->state, next);
+    if (next == RS_QPS_RESET) {
+        /* Back to the state CREATE_QP left it in, keeping the queues. */
+        rs_qp_set_av(c, qp, NULL);
+        qp->sq_pi = qp->rq_pi = 0;
+        qp->qkey = qp->rq_psn = qp->sq_psn = qp->dest_qpn = 0;
+        qp->access = 0;
+        qp->path_mtu = ctz32(c->p.mtu) - 7;
+        qp->max_rd_atomic = qp->max_dest_rd_atomic = 0;
+        qp->min_rnr_timer = qp->timeout = 0;
+        qp->retry_cnt = qp->rnr_retry = qp->en_sqd_async = 0;
+    } else if (next != RS_QPS_ERR) {
+        rs_qp_apply(c, qp, &a, mask, group);
+    }
+    qp->state = next;
+    cqe->handle = m->handle;
+    return RS_STATUS_OK;
+}
+
+uint8_t rs_cmd_query_qp(RSCore *c, const struct rs_admin_cmd *cmd,
+                        struct rs_admin_cqe *cqe)
+{
+    const struct rs_cmd_query *q = &cmd->query;
+    uint32_t idx = RS_LOOKUP(c->qps, c->p.max_qps, le32_to_cpu(q->handle));
+    uint64_t addr = le64_to_cpu(q->resp_addr);
+    struct rs_qp_attr a = { 0 };
+    RSQp *qp;
+
+    if (!idx) {
+        return RS_STATUS_BAD_HANDLE;
+    }
+    if (le32_to_cpu(q->resp_len) < sizeof(a)) {
+        return RS_STATUS_BAD_SIZE;
+    }
+    if (addr & 7) {
+        return RS_STATUS_BAD_ALIGN;
+    }
+    qp = &c->qps[idx];
+    a.qp_state = a.cur_qp_state = qp->state;
+    a.path_mtu = qp->path_mtu;
+    a.port_num = 1;
+    a.qkey = cpu_to_le32(qp->qkey);
+    a.rq_psn = cpu_to_le32(qp->rq_psn);
+    a.sq_psn = cpu_to_le32(qp->sq_psn);
+    a.dest_qp_num = cpu_to_le32(qp->dest_qpn);
+    a.access_flags = cpu_to_le16(qp->access);
+    a.max_rd_atomic = qp->max_rd_atomic;
+    a.max_dest_rd_atomic = qp->max_dest_rd_atomic;
+    a.min_rnr_timer = qp->min_rnr_timer;
+    a.timeout = qp->timeout;
+    a.retry_cnt = qp->retry_cnt;
+    a.rnr_retry = qp->rnr_retry;
+    a.sq_draining = 0;
+    a.en_sqd_async_notify = qp->en_sqd_async;
+    if (qp->group) {
+        a.session_group = cpu_to_le32(rs_handle(qp->group,
+                                                c->groups[qp->group].gen));
+    }
+    memcpy(a.ah.dgid, qp->av.dgid, sizeof(a.ah.dgid));
+    memcpy(a.ah.dmac, qp->av.dmac, sizeof(a.ah.dmac));
+    a.ah.hop_limit = qp->av.hop_limit;
+    a.ah.traffic_class = qp->av.traffic_class;
+    a.ah.flow_label = cpu_to_le32(qp->av.flow_label);
+    a.ah.gid_index = cpu_to_le32(qp->av.gid_index);
+    a.qp_type = cpu_to_le32(qp->type);
+    cqe->handle = q->handle;
+    return rs_dma_write(c, addr, &a, sizeof(a));
+}
+
+void rs_qp_release(RSCore *c, uint32_t idx)
+{
+    RSQp *qp = &c->qps[idx];
+
+    rs_qp_set_av(c, qp, NULL);
+    rs_qp_set_group(c, qp, 0);
+    c->pds[qp->pd].refs--;
+    c->cqs[qp->send_cq].refs--;
+    c->cqs[qp->recv_cq].refs--;
+    qp->valid = false;
+    qp->gen++;
+}
+
+uint8_t rs_cmd_destroy_qp(RSCore *c, const struct rs_admin_cmd *cmd,
+                          struct rs_admin_cqe *cqe)
+{
+    uint32_t idx = RS_LOOKUP(c->qps, c->p.max_qps,
+                             le32_to_cpu(cmd->destroy.handle));
+
+    if (!idx) {
+        return RS_STATUS_BAD_HANDLE;
+    }
+    rs_qp_release(c, idx);
+    return RS_STATUS_OK;
+}

@@ -1,0 +1,194 @@
+/*
+ * rdma-session adapter: network identities (GIDs), UDP sessions and
+ * session groups.
+ *
+ * The guest kernel owns the session table (seed 000): it assigns each
+ * session's UDP 5-tuple, and user space only picks among groups the kernel
+ * bound to its QPs.  Source address and port come from the GID the session
+ * is created on; the device enforces that a 5-tuple exists once.
+ *
+ * Copyright (c) 2026 rdma-session developers
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "rdma-session-core.h"
+#include "trace.h"
+
+bool rs_gid_valid(RSCore *c, uint32_t gid_index)
+{
+    return gid_index < c->p.max_gids && c->gids[gid_index].valid;
+}
+
+uint8_t rs_cmd_add_gid(RSCore *c, const struct rs_admin_cmd *cmd,
+                       struct rs_admin_cqe *cqe)
+{
+    static const uint8_t v4_prefix[12] = {
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff
+    };
+    const struct rs_cmd_add_gid *g = &cmd->add_gid;
+    uint32_t idx = le32_to_cpu(g->index);
+    uint32_t vni = le32_to_cpu(g->vni);
+    RSGid *gid;
+
+    if (idx >= c->p.max_gids || g->type > RS_GID_ROCE_V2_IPV6 ||
+        vni >= (1u << 24) ||
+        (g->type == RS_GID_ROCE_V2_IPV4 &&
+         memcmp(g->gid, v4_prefix, sizeof(v4_prefix)))) {
+        return RS_STATUS_BAD_PARAM;
+    }
+    gid = &c->gids[idx];
+    if (gid->valid) {
+        return RS_STATUS_EXISTS;
+    }
+    gid->valid = true;
+    gid->type = g->type;
+    gid->vni = vni;
+    gid->refs = 0;
+    memcpy(gid->gid, g->gid, sizeof(gid->gid));
+    trace_rdma_session_gid(idx, true);
+    cqe->handle = cpu_to_le32(idx);
+    return RS_STATUS_OK;
+}
+
+uint8_t rs_cmd_del_gid(RSCore *c, const struct rs_admin_cmd *cmd,
+                       struct rs_admin_cqe *cqe)
+{
+    uint32_t idx = le32_to_cpu(cmd->destroy.handle);
+
+    if (!rs_gid_valid(c, idx)) {
+        return RS_STATUS_BAD_HANDLE;
+    }
+    if (c->gids[idx].refs) {
+        return RS_STATUS_BUSY;
+    }
+    c->gids[idx].valid = false;
+    trace_rdma_session_gid(idx, false);
+    return RS_STATUS_OK;
+}
+
+uint8_t rs_cmd_create_session(RSCore *c, const struct rs_admin_cmd *cmd,
+                              struct rs_admin_cqe *cqe)
+{
+    const struct rs_cmd_create_session *cs = &cmd->create_session;
+    uint32_t gid = le32_to_cpu(cs->gid_index);
+    uint16_t sport = le16_to_cpu(cs->src_port);
+    uint16_t dport = le16_to_cpu(cs->dst_port);
+    RSSession *s;
+    uint32_t i, idx;
+
+    if (!rs_gid_valid(c, gid)) {
+        return RS_STATUS_BAD_NETID;
+    }
+    if (sport < 1024 || dport == 0 || (cs->dmac[0] & 1)) {
+        return RS_STATUS_BAD_PARAM;
+    }
+    for (i = 1; i < c->p.max_sessions; i++) {
+        s = &c->sessions[i];
+        if (s->valid && s->gid_index == gid && s->src_port == sport &&
+            s->dst_port == dport && !memcmp(s->dst_ip, cs->dst_ip, 16)) {
+            return RS_STATUS_EXISTS;
+        }
+    }
+    idx = RS_ALLOC(c->sessions, c->p.max_sessions, 1);
+    if (!idx) {
+        return RS_STATUS_NO_RESOURCES;
+    }
+    s = &c->sessions[idx];
+    s->valid = true;
+    s->gid_index = gid;
+    s->src_port = sport;
+    s->dst_port = dport;
+    s->refs = 0;
+    memcpy(s->dst_ip, cs->dst_ip, sizeof(s->dst_ip));
+    memcpy(s->dmac, cs->dmac, sizeof(s->dmac));
+    c->gids[gid].refs++;
+    trace_rdma_session_session(idx, gid, sport, dport);
+    cqe->handle = cpu_to_le32(rs_handle(idx, s->gen));
+    return RS_STATUS_OK;
+}
+
+uint8_t rs_cmd_destroy_session(RSCore *c, const struct rs_admin_cmd *cmd,
+                               struct rs_admin_cqe *cqe)
+{
+    uint32_t idx = RS_LOOKUP(c->sessions, c->p.max_sessions,
+                             le32_to_cpu(cmd->destroy.handle));
+    RSSession *s = &c->sessions[idx];
+
+    if (!idx) {
+        return RS_STATUS_BAD_HANDLE;
+    }
+    if (s->refs) {
+        return RS_STATUS_BUSY;
+    }
+    c->gids[s->gid_index].refs--;
+    s->valid = false;
+    s->gen++;
+    return RS_STATUS_OK;
+}
+
+uint8_t rs_cmd_create_group(RSCore *c, const struct rs_admin_cmd *cmd,
+                            struct rs_admin_cqe *cqe)
+{
+    const struct rs_cmd_create_session_group *cg = &cmd->create_group;
+    uint32_t members[RS_MAX_GROUP_SESSIONS];
+    RSSessionGroup *g;
+    uint32_t i, idx;
+
+    if (cg->nsessions < 1 || cg->nsessions > RS_MAX_GROUP_SESSIONS ||
+        cg->policy > RS_GROUP_ACTIVE_BACKUP) {
+        return RS_STATUS_BAD_PARAM;
+    }
+    for (i = 0; i < cg->nsessions; i++) {
+        members[i] = RS_LOOKUP(c->sessions, c->p.max_sessions,
+                               le32_to_cpu(cg->session[i]));
+        if (!members[i]) {
+            return RS_STATUS_BAD_HANDLE;
+        }
+    }
+    for (i = 1; i < cg->nsessions; i++) {
+        if (c->sessions[members[i]].gid_index !=
+            c->sessions[members[0]].gid_index) {
+            return RS_STATUS_BAD_PARAM;
+        }
+    }
+    idx = RS_ALLOC(c->groups, c->p.max_groups, 1);
+    if (!idx) {
+        return RS_STATUS_NO_RESOURCES;
+    }
+    g = &c->groups[idx];
+    g->valid = true;
+    g->nsessions = cg->nsessions;
+    g->policy = cg->policy;
+    g->refs = 0;
+    memset(g->session, 0, sizeof(g->session));
+    for (i = 0; i < cg->nsessions; i++) {
+        g->session[i] = members[i];
+        c->sessions[members[i]].refs++;
+    }
+    cqe->handle = cpu_to_le32(rs_handle(idx, g->gen));
+    return RS_STATUS_OK;
+}
+
+uint8_t rs_cmd_destroy_group(RSCore *c, const struct rs_admin_cmd *cmd,
+                             struct rs_admin_cqe *cqe)
+{
+    uint32_t idx = RS_LOOKUP(c->groups, c->p.max_groups,
+                             le32_to_cpu(cmd->destroy.handle));
+    RSSessionGroup *g = &c->groups[idx];
+    uint32_t i;
+
+    if (!idx) {
+        return RS_STATUS_BAD_HANDLE;
+    }
+    if (g->refs) {
+        return RS_STATUS_BUSY;
+    }
+    for (i = 0; i < g->nsessions; i++) {
+        c->sessions[g->session[i]].refs--;
+    }
+    g->valid = false;
+    g->gen++;
+    return RS_STATUS_OK;
+}

@@ -1,0 +1,218 @@
+/*
+ * rdma-session adapter: protection domains, completion queues and address
+ * handles.
+ *
+ * Copyright (c) 2026 rdma-session developers
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "rdma-session-core.h"
+#include "trace.h"
+
+uint8_t rs_cmd_create_pd(RSCore *c, const struct rs_admin_cmd *cmd,
+                         struct rs_admin_cqe *cqe)
+{
+    uint32_t idx = RS_ALLOC(c->pds, c->p.max_pds, 1);
+
+    if (!idx) {
+        return RS_STATUS_NO_RESOURCES;
+    }
+    c->pds[idx].valid = true;
+    c->pds[idx].refs = 0;
+    cqe->handle = cpu_to_le32(rs_handle(idx, c->pds[idx].gen));
+    return RS_STATUS_OK;
+}
+
+uint8_t rs_cmd_destroy_pd(RSCore *c, const struct rs_admin_cmd *cmd,
+                          struct rs_admin_cqe *cqe)
+{
+    uint32_t idx = RS_LOOKUP(c->pds, c->p.max_pds,
+                             le32_to_cpu(cmd->destroy.handle));
+
+    if (!idx) {
+        return RS_STATUS_BAD_HANDLE;
+    }
+    if (c->pds[idx].refs) {
+        return RS_STATUS_BUSY;
+    }
+    c->pds[idx].valid = false;
+    c->pds[idx].gen++;
+    return RS_STATUS_OK;
+}
+
+static uint8_t rs_cq_check_ring(RSCore *c, uint64_t addr, unsigned log)
+{
+    return rs_check_ring(c, addr, log, RS_MAX_CQ_LOG, sizeof(struct rs_cqe));
+}
+
+uint8_t rs_cmd_create_cq(RSCore *c, const struct rs_admin_cmd *cmd,
+                         struct rs_admin_cqe *cqe)
+{
+    const struct rs_cmd_create_cq *cc = &cmd->create_cq;
+    uint64_t ring = le64_to_cpu(cc->ring_addr);
+    uint16_t vector = le16_to_cpu(cc->comp_vector);
+    uint32_t uar = le32_to_cpu(cc->uar);
+    uint32_t idx;
+    uint8_t st;
+    RSCq *cq;
+
+    st = rs_cq_check_ring(c, ring, cc->log_size);
+    if (st) {
+        return st;
+    }
+    if (vector >= c->p.num_comp_vectors || uar >= c->p.db_pages) {
+        return RS_STATUS_BAD_PARAM;
+    }
+    idx = RS_ALLOC(c->cqs, c->p.max_cqs, 1);
+    if (!idx) {
+        return RS_STATUS_NO_RESOURCES;
+    }
+    cq = &c->cqs[idx];
+    cq->valid = true;
+    cq->log_size = cc->log_size;
+    cq->vector = vector;
+    cq->uar = uar;
+    cq->ring = ring;
+    cq->pi = cq->ci = 0;
+    cq->arm = 0;
+    cq->refs = 0;
+    cqe->handle = cpu_to_le32(rs_handle(idx, cq->gen));
+    return RS_STATUS_OK;
+}
+
+uint8_t rs_cmd_destroy_cq(RSCore *c, const struct rs_admin_cmd *cmd,
+                          struct rs_admin_cqe *cqe)
+{
+    uint32_t idx = RS_LOOKUP(c->cqs, c->p.max_cqs,
+                             le32_to_cpu(cmd->destroy.handle));
+
+    if (!idx) {
+        return RS_STATUS_BAD_HANDLE;
+    }
+    if (c->cqs[idx].refs) {
+        return RS_STATUS_BUSY;
+    }
+    c->cqs[idx].valid = false;
+    c->cqs[idx].gen++;
+    return RS_STATUS_OK;
+}
+
+/*
+ * Move the entries the driver has not polled yet into the new ring, with
+ * owner bits for their new positions, then switch rings.
+ */
+uint8_t rs_cmd_resize_cq(RSCore *c, const struct rs_admin_cmd *cmd,
+                         struct rs_admin_cqe *cqe)
+{
+    const struct rs_cmd_resize_cq *rc = &cmd->resize_cq;
+    uint32_t idx = RS_LOOKUP(c->cqs, c->p.max_cqs, le32_to_cpu(rc->handle));
+    uint64_t ring = le64_to_cpu(rc->ring_addr);
+    uint32_t ci = le32_to_cpu(rc->consumer_index);
+    uint32_t n, i;
+    uint8_t st;
+    RSCq *cq;
+
+    if (!idx) {
+        return RS_STATUS_BAD_HANDLE;
+    }
+    cq = &c->cqs[idx];
+    st = rs_cq_check_ring(c, ring, rc->log_size);
+    if (st) {
+        return st;
+    }
+    n = cq->pi - ci;
+    if (n > cq->pi - cq->ci || n > (1u << rc->log_size)) {
+        return RS_STATUS_BAD_SIZE;
+    }
+    for (i = 0; i < n; i++) {
+        uint32_t from = ci + i;
+        struct rs_cqe e;
+
+        st = rs_dma_read(c, cq->ring + (uint64_t)(from &
+                         ((1u << cq->log_size) - 1)) * sizeof(e),
+                         &e, sizeof(e));
+        if (st) {
+            return st;
+        }
+        e.owner = ((i >> rc->log_size) & 1) ? 0 : RS_CQE_OWNER;
+        st = rs_dma_write(c, ring + (uint64_t)i * sizeof(e), &e, sizeof(e));
+        if (st) {
+            return st;
+        }
+    }
+    cq->ring = ring;
+    cq->log_size = rc->log_size;
+    cq->pi = n;
+    cq->ci = 0;
+    cqe->handle = rc->handle;
+    return RS_STATUS_OK;
+}
+
+/* Address vector checks shared by AHs and connected QPs. */
+uint8_t rs_check_av(RSCore *c, const RSAv *av)
+{
+    if (!rs_gid_valid(c, av->gid_index)) {
+        return RS_STATUS_BAD_NETID;
+    }
+    if (av->flow_label >= (1u << 20)) {
+        return RS_STATUS_BAD_PARAM;
+    }
+    return RS_STATUS_OK;
+}
+
+uint8_t rs_cmd_create_ah(RSCore *c, const struct rs_admin_cmd *cmd,
+                         struct rs_admin_cqe *cqe)
+{
+    const struct rs_cmd_create_ah *ca = &cmd->create_ah;
+    uint32_t pd = RS_LOOKUP(c->pds, c->p.max_pds, le32_to_cpu(ca->pd));
+    RSAv av = {
+        .hop_limit = ca->hop_limit,
+        .traffic_class = ca->traffic_class,
+        .flow_label = le32_to_cpu(ca->flow_label),
+        .gid_index = le32_to_cpu(ca->gid_index),
+    };
+    uint32_t idx;
+    uint8_t st;
+    RSAh *ah;
+
+    if (!pd) {
+        return RS_STATUS_BAD_HANDLE;
+    }
+    memcpy(av.dgid, ca->dgid, sizeof(av.dgid));
+    memcpy(av.dmac, ca->dmac, sizeof(av.dmac));
+    st = rs_check_av(c, &av);
+    if (st) {
+        return st;
+    }
+    idx = RS_ALLOC(c->ahs, c->p.max_ahs, 1);
+    if (!idx) {
+        return RS_STATUS_NO_RESOURCES;
+    }
+    ah = &c->ahs[idx];
+    ah->valid = true;
+    ah->pd = pd;
+    ah->av = av;
+    c->pds[pd].refs++;
+    c->gids[av.gid_index].refs++;
+    cqe->handle = cpu_to_le32(rs_handle(idx, ah->gen));
+    return RS_STATUS_OK;
+}
+
+uint8_t rs_cmd_destroy_ah(RSCore *c, const struct rs_admin_cmd *cmd,
+                          struct rs_admin_cqe *cqe)
+{
+    uint32_t idx = RS_LOOKUP(c->ahs, c->p.max_ahs,
+                             le32_to_cpu(cmd->destroy.handle));
+    RSAh *ah = &c->ahs[idx];
+
+    if (!idx) {
+        return RS_STATUS_BAD_HANDLE;
+    }
+    c->pds[ah->pd].refs--;
+    c->gids[ah->av.gid_index].refs--;
+    ah->valid = false;
+    ah->gen++;
+    return RS_STATUS_OK;
+}
