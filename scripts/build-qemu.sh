@@ -50,6 +50,10 @@ fetch_qemu_source()
 }
 
 need_host_packages
+# Serialise concurrent builds sharing one tree.
+mkdir -p "$RS_BUILD"
+exec 9>"$RS_BUILD/.lock"
+flock 9
 tarball=$(fetch_qemu_source)
 ver=$(basename "$tarball" | sed -E 's/^qemu_([0-9.]+)\+ds.*/\1/')
 src="$RS_BUILD/qemu-$ver"

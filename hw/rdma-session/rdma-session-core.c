@@ -289,13 +289,13 @@ static void rs_write_admq_db(RSCore *c, uint32_t val)
     uint32_t size = 1u << FIELD_EX32(c->admq_cfg, RS_ADMQ_CFG, LOG_SIZE);
 
     if (!(c->status & R_RS_STATUS_READY_MASK)) {
-        RS_GUEST_ERR(rdma_session_err_admin_db_not_ready, "admin doorbell 0x%x while "
-                     "the device is not ready", val);
+        RS_GUEST_ERR(rdma_session_err_admin_db_not_ready,
+                     "admin doorbell 0x%x while the device is not ready", val);
         return;
     }
     if (val - c->admq_ci > size) {
-        RS_GUEST_ERR(rdma_session_err_admin_db_range, "admin producer index 0x%x "
-                     "more than the ring ahead of the consumer", val);
+        RS_GUEST_ERR(rdma_session_err_admin_db_range, "admin producer index "
+                     "0x%x more than the ring ahead of the consumer", val);
         return;
     }
     c->admq_pi = val;
@@ -385,8 +385,8 @@ uint64_t rs_core_reg_read(RSCore *c, hwaddr addr)
 static bool rs_ring_reg_writable(RSCore *c, hwaddr addr)
 {
     if (c->ctrl & R_RS_CTRL_ENABLE_MASK) {
-        RS_GUEST_ERR(rdma_session_err_ring_reg_enabled, "write to ring register 0x%"
-                     HWADDR_PRIx " while enabled", addr);
+        RS_GUEST_ERR(rdma_session_err_ring_reg_enabled, "write to ring "
+                     "register 0x%" HWADDR_PRIx " while enabled", addr);
         return false;
     }
     return true;
