@@ -1,0 +1,381 @@
+/* SPDX-License-Identifier: (GPL-2.0-or-later OR BSD-2-Clause) */
+/*
+ * rdma-session ABI guard.
+ *
+ * The QEMU device, the Linux driver and the rdma-core provider all compile
+ * include/hw/rdma-session/rdma-session-abi.h.  This program pins what they
+ * must agree on, with values written down by hand (not copied from the
+ * compiler): the byte offset of every field of every structure that
+ * crosses guest memory or the admin queue, that no structure has implicit
+ * padding (so a 32-bit or differently aligned compiler lays it out the
+ * same), and the register offsets.  The header's own _Static_asserts pin
+ * the sizes; a layout change must update this file, the header and
+ * docs/specs/rdma-session.rst together.
+ *
+ * Output is TAP.  The header is included first to prove it is
+ * self-contained.
+ */
+#include "hw/rdma-session/rdma-session-abi.h"
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+
+struct field {
+    const char *name;
+    size_t off;     /* offsetof() as compiled */
+    size_t size;    /* sizeof the member */
+    size_t want;    /* offset from the specification */
+};
+
+#define F(type, member, want) \
+    { #member, offsetof(struct type, member), \
+      sizeof(((struct type *)0)->member), (want) }
+
+static int tests;
+static int failures;
+
+/* One TAP line; "got" and "want" are shown when the check fails. */
+static void result(int ok, unsigned long got, unsigned long want,
+                   const char *fmt, ...)
+{
+    va_list ap;
+
+    tests++;
+    if (!ok) {
+        failures++;
+    }
+    printf("%s %d - ", ok ? "ok" : "not ok", tests);
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    if (!ok) {
+        printf(" (got %lu, expected %lu)", got, want);
+    }
+    printf("\n");
+}
+
+/*
+ * Check each field's offset, then that the fields, in declaration order,
+ * tile the structure with no gap: each starts where the previous ended and
+ * the last ends at sizeof.
+ */
+static void check_struct(const char *type, size_t size, size_t want_size,
+                         const struct field *f, size_t n)
+{
+    size_t i, end = 0, gap_at = 0, gap_want = 0;
+    const char *hole = NULL;
+
+    result(size == want_size, (unsigned long)size, (unsigned long)want_size,
+           "sizeof(struct %s)", type);
+    for (i = 0; i < n; i++) {
+        result(f[i].off == f[i].want, (unsigned long)f[i].off,
+               (unsigned long)f[i].want, "offsetof(struct %s, %s)", type,
+               f[i].name);
+        if (f[i].off != end && !hole) {
+            hole = f[i].name;
+            gap_at = f[i].off;
+            gap_want = end;
+        }
+        end = f[i].off + f[i].size;
+    }
+    if (!hole && end != size) {
+        hole = "the end";
+        gap_at = size;
+        gap_want = end;
+    }
+    if (hole) {
+        result(0, (unsigned long)gap_at, (unsigned long)gap_want,
+               "struct %s has no implicit padding: gap before %s", type, hole);
+    } else {
+        result(1, 0, 0, "struct %s has no implicit padding", type);
+    }
+}
+
+#define CHECK_STRUCT(type, want_size, ...) do {                          \
+        static const struct field f_[] = { __VA_ARGS__ };                \
+        check_struct(#type, sizeof(struct type), (want_size), f_,        \
+                     sizeof(f_) / sizeof(f_[0]));                        \
+    } while (0)
+
+static void check_value(const char *name, unsigned long got, unsigned long want)
+{
+    result(got == want, got, want, "%s", name);
+}
+
+#define CHECK_VALUE(name, want) check_value(#name, (unsigned long)(name), (want))
+
+/* A command body lives at byte 8 of the 64-byte admin command. */
+#define CHECK_CMD_BODY(member, type) do {                                 \
+        check_value("offsetof(struct rs_admin_cmd, " #member ")",         \
+                    (unsigned long)offsetof(struct rs_admin_cmd, member), 8); \
+        result(sizeof(struct type) <= 56, (unsigned long)sizeof(struct type), \
+               56, "struct %s fits the 56-byte command body", #type);     \
+    } while (0)
+
+int main(void)
+{
+    /* Admin queue: commands. */
+    CHECK_STRUCT(rs_cmd_hdr, 8,
+        F(rs_cmd_hdr, opcode, 0),
+        F(rs_cmd_hdr, rsvd0, 1),
+        F(rs_cmd_hdr, cmd_id, 2),
+        F(rs_cmd_hdr, rsvd1, 4));
+    CHECK_STRUCT(rs_cmd_query, 16,
+        F(rs_cmd_query, resp_addr, 0),
+        F(rs_cmd_query, resp_len, 8),
+        F(rs_cmd_query, handle, 12));
+    CHECK_STRUCT(rs_cmd_destroy, 8,
+        F(rs_cmd_destroy, handle, 0),
+        F(rs_cmd_destroy, rsvd, 4));
+    CHECK_STRUCT(rs_cmd_create_cq, 16,
+        F(rs_cmd_create_cq, ring_addr, 0),
+        F(rs_cmd_create_cq, log_size, 8),
+        F(rs_cmd_create_cq, rsvd0, 9),
+        F(rs_cmd_create_cq, comp_vector, 10),
+        F(rs_cmd_create_cq, uar, 12));
+    CHECK_STRUCT(rs_cmd_resize_cq, 24,
+        F(rs_cmd_resize_cq, ring_addr, 0),
+        F(rs_cmd_resize_cq, handle, 8),
+        F(rs_cmd_resize_cq, log_size, 12),
+        F(rs_cmd_resize_cq, rsvd0, 13),
+        F(rs_cmd_resize_cq, rsvd1, 14),
+        F(rs_cmd_resize_cq, consumer_index, 16),
+        F(rs_cmd_resize_cq, rsvd2, 20));
+    CHECK_STRUCT(rs_cmd_create_qp, 48,
+        F(rs_cmd_create_qp, sq_addr, 0),
+        F(rs_cmd_create_qp, rq_addr, 8),
+        F(rs_cmd_create_qp, pd, 16),
+        F(rs_cmd_create_qp, send_cq, 20),
+        F(rs_cmd_create_qp, recv_cq, 24),
+        F(rs_cmd_create_qp, srq, 28),
+        F(rs_cmd_create_qp, qp_type, 32),
+        F(rs_cmd_create_qp, sq_log_size, 33),
+        F(rs_cmd_create_qp, rq_log_size, 34),
+        F(rs_cmd_create_qp, max_send_sge, 35),
+        F(rs_cmd_create_qp, max_recv_sge, 36),
+        F(rs_cmd_create_qp, flags, 37),
+        F(rs_cmd_create_qp, max_inline, 38),
+        F(rs_cmd_create_qp, uar, 40),
+        F(rs_cmd_create_qp, session_group, 44));
+    CHECK_STRUCT(rs_cmd_modify_qp, 16,
+        F(rs_cmd_modify_qp, attr_addr, 0),
+        F(rs_cmd_modify_qp, handle, 8),
+        F(rs_cmd_modify_qp, attr_mask, 12));
+    CHECK_STRUCT(rs_cmd_reg_mr, 40,
+        F(rs_cmd_reg_mr, iova, 0),
+        F(rs_cmd_reg_mr, length, 8),
+        F(rs_cmd_reg_mr, pbl_addr, 16),
+        F(rs_cmd_reg_mr, npages, 24),
+        F(rs_cmd_reg_mr, pd, 28),
+        F(rs_cmd_reg_mr, page_shift, 32),
+        F(rs_cmd_reg_mr, flags, 33),
+        F(rs_cmd_reg_mr, access, 34),
+        F(rs_cmd_reg_mr, gid_index, 36));
+    CHECK_STRUCT(rs_cmd_create_ah, 40,
+        F(rs_cmd_create_ah, dgid, 0),
+        F(rs_cmd_create_ah, dmac, 16),
+        F(rs_cmd_create_ah, hop_limit, 22),
+        F(rs_cmd_create_ah, traffic_class, 23),
+        F(rs_cmd_create_ah, pd, 24),
+        F(rs_cmd_create_ah, flow_label, 28),
+        F(rs_cmd_create_ah, gid_index, 32),
+        F(rs_cmd_create_ah, rsvd, 36));
+    CHECK_STRUCT(rs_cmd_create_session, 36,
+        F(rs_cmd_create_session, dst_ip, 0),
+        F(rs_cmd_create_session, dmac, 16),
+        F(rs_cmd_create_session, src_port, 22),
+        F(rs_cmd_create_session, dst_port, 24),
+        F(rs_cmd_create_session, rsvd0, 26),
+        F(rs_cmd_create_session, gid_index, 28),
+        F(rs_cmd_create_session, rsvd1, 32));
+    CHECK_STRUCT(rs_cmd_create_session_group, 40,
+        F(rs_cmd_create_session_group, session, 0),
+        F(rs_cmd_create_session_group, nsessions, 32),
+        F(rs_cmd_create_session_group, policy, 33),
+        F(rs_cmd_create_session_group, rsvd0, 34),
+        F(rs_cmd_create_session_group, rsvd1, 36));
+    CHECK_STRUCT(rs_cmd_add_gid, 32,
+        F(rs_cmd_add_gid, gid, 0),
+        F(rs_cmd_add_gid, index, 16),
+        F(rs_cmd_add_gid, type, 20),
+        F(rs_cmd_add_gid, rsvd0, 21),
+        F(rs_cmd_add_gid, vni, 24),
+        F(rs_cmd_add_gid, rsvd1, 28));
+    CHECK_STRUCT(rs_admin_cmd, 64,
+        F(rs_admin_cmd, hdr, 0),
+        F(rs_admin_cmd, raw, 8));
+    CHECK_CMD_BODY(query, rs_cmd_query);
+    CHECK_CMD_BODY(destroy, rs_cmd_destroy);
+    CHECK_CMD_BODY(create_cq, rs_cmd_create_cq);
+    CHECK_CMD_BODY(resize_cq, rs_cmd_resize_cq);
+    CHECK_CMD_BODY(create_qp, rs_cmd_create_qp);
+    CHECK_CMD_BODY(modify_qp, rs_cmd_modify_qp);
+    CHECK_CMD_BODY(reg_mr, rs_cmd_reg_mr);
+    CHECK_CMD_BODY(create_ah, rs_cmd_create_ah);
+    CHECK_CMD_BODY(create_session, rs_cmd_create_session);
+    CHECK_CMD_BODY(create_group, rs_cmd_create_session_group);
+    CHECK_CMD_BODY(add_gid, rs_cmd_add_gid);
+
+    /* Admin queue: completions; async events. */
+    CHECK_STRUCT(rs_admin_cqe, 16,
+        F(rs_admin_cqe, cmd_id, 0),
+        F(rs_admin_cqe, status, 2),
+        F(rs_admin_cqe, flags, 3),
+        F(rs_admin_cqe, handle, 4),
+        F(rs_admin_cqe, result1, 8),
+        F(rs_admin_cqe, rsvd, 12));
+    CHECK_STRUCT(rs_event, 16,
+        F(rs_event, type, 0),
+        F(rs_event, flags, 1),
+        F(rs_event, rsvd, 2),
+        F(rs_event, handle, 4),
+        F(rs_event, data, 8));
+
+    /* Attributes (QUERY_* responses, MODIFY_QP input). */
+    CHECK_STRUCT(rs_device_attr, 128,
+        F(rs_device_attr, max_mr_size, 0),
+        F(rs_device_attr, page_size_cap, 8),
+        F(rs_device_attr, abi_version, 16),
+        F(rs_device_attr, caps, 20),
+        F(rs_device_attr, max_qp, 24),
+        F(rs_device_attr, max_qp_wr, 28),
+        F(rs_device_attr, max_sge, 32),
+        F(rs_device_attr, max_cq, 36),
+        F(rs_device_attr, max_cqe, 40),
+        F(rs_device_attr, max_mr, 44),
+        F(rs_device_attr, max_pd, 48),
+        F(rs_device_attr, max_ah, 52),
+        F(rs_device_attr, max_qp_rd_atom, 56),
+        F(rs_device_attr, max_sessions, 60),
+        F(rs_device_attr, max_session_groups, 64),
+        F(rs_device_attr, max_gids, 68),
+        F(rs_device_attr, max_msg_size, 72),
+        F(rs_device_attr, max_inline, 76),
+        F(rs_device_attr, num_comp_vectors, 80),
+        F(rs_device_attr, num_db_pages, 84),
+        F(rs_device_attr, mac, 88),
+        F(rs_device_attr, rsvd0, 94),
+        F(rs_device_attr, rsvd, 96));
+    CHECK_STRUCT(rs_port_attr, 64,
+        F(rs_port_attr, state, 0),
+        F(rs_port_attr, max_mtu, 1),
+        F(rs_port_attr, active_mtu, 2),
+        F(rs_port_attr, phys_state, 3),
+        F(rs_port_attr, gid_tbl_len, 4),
+        F(rs_port_attr, pkey_tbl_len, 8),
+        F(rs_port_attr, active_speed_mbps, 12),
+        F(rs_port_attr, rsvd, 16));
+    CHECK_STRUCT(rs_ah_attr, 32,
+        F(rs_ah_attr, dgid, 0),
+        F(rs_ah_attr, dmac, 16),
+        F(rs_ah_attr, hop_limit, 22),
+        F(rs_ah_attr, traffic_class, 23),
+        F(rs_ah_attr, flow_label, 24),
+        F(rs_ah_attr, gid_index, 28));
+    CHECK_STRUCT(rs_qp_attr, 96,
+        F(rs_qp_attr, qp_state, 0),
+        F(rs_qp_attr, cur_qp_state, 1),
+        F(rs_qp_attr, path_mtu, 2),
+        F(rs_qp_attr, port_num, 3),
+        F(rs_qp_attr, qkey, 4),
+        F(rs_qp_attr, rq_psn, 8),
+        F(rs_qp_attr, sq_psn, 12),
+        F(rs_qp_attr, dest_qp_num, 16),
+        F(rs_qp_attr, access_flags, 20),
+        F(rs_qp_attr, pkey_index, 22),
+        F(rs_qp_attr, max_rd_atomic, 24),
+        F(rs_qp_attr, max_dest_rd_atomic, 25),
+        F(rs_qp_attr, min_rnr_timer, 26),
+        F(rs_qp_attr, timeout, 27),
+        F(rs_qp_attr, retry_cnt, 28),
+        F(rs_qp_attr, rnr_retry, 29),
+        F(rs_qp_attr, sq_draining, 30),
+        F(rs_qp_attr, en_sqd_async_notify, 31),
+        F(rs_qp_attr, session_group, 32),
+        F(rs_qp_attr, ah, 36),
+        F(rs_qp_attr, qp_type, 68),
+        F(rs_qp_attr, rsvd, 72));
+
+    /* Data path: completions, scatter/gather entries, work requests. */
+    CHECK_STRUCT(rs_cqe, 32,
+        F(rs_cqe, wr_id, 0),
+        F(rs_cqe, byte_len, 8),
+        F(rs_cqe, imm_or_inv, 12),
+        F(rs_cqe, qpn, 16),
+        F(rs_cqe, src_qp, 20),
+        F(rs_cqe, opcode, 24),
+        F(rs_cqe, status, 25),
+        F(rs_cqe, wc_flags, 26),
+        F(rs_cqe, owner, 27),
+        F(rs_cqe, rsvd, 28));
+    CHECK_STRUCT(rs_sge, 16,
+        F(rs_sge, addr, 0),
+        F(rs_sge, length, 8),
+        F(rs_sge, lkey, 12));
+    CHECK_STRUCT(rs_pattern_sge, 24,
+        F(rs_pattern_sge, addr, 0),
+        F(rs_pattern_sge, lkey, 8),
+        F(rs_pattern_sge, block_len, 12),
+        F(rs_pattern_sge, stride, 16),
+        F(rs_pattern_sge, count, 20));
+    CHECK_STRUCT(rs_send_wqe_ctrl, 64,
+        F(rs_send_wqe_ctrl, wr_id, 0),
+        F(rs_send_wqe_ctrl, opcode, 8),
+        F(rs_send_wqe_ctrl, flags, 9),
+        F(rs_send_wqe_ctrl, num_sge, 10),
+        F(rs_send_wqe_ctrl, rsvd0, 11),
+        F(rs_send_wqe_ctrl, imm_or_inv, 12),
+        F(rs_send_wqe_ctrl, remote_addr, 16),
+        F(rs_send_wqe_ctrl, rkey, 24),
+        F(rs_send_wqe_ctrl, inline_len, 28),
+        F(rs_send_wqe_ctrl, compare_add, 32),
+        F(rs_send_wqe_ctrl, swap, 40),
+        F(rs_send_wqe_ctrl, ah, 48),
+        F(rs_send_wqe_ctrl, remote_qpn, 52),
+        F(rs_send_wqe_ctrl, remote_qkey, 56),
+        F(rs_send_wqe_ctrl, rsvd1, 60));
+    CHECK_STRUCT(rs_recv_wqe_ctrl, 16,
+        F(rs_recv_wqe_ctrl, wr_id, 0),
+        F(rs_recv_wqe_ctrl, num_sge, 8),
+        F(rs_recv_wqe_ctrl, rsvd, 9));
+
+    /* PCI identity and register map (BAR 0) and doorbells (BAR 2). */
+    CHECK_VALUE(RS_PCI_VENDOR_ID, 0x1af4);
+    CHECK_VALUE(RS_PCI_DEVICE_ID, 0x10f0);
+    CHECK_VALUE(RS_REGS_SIZE, 0x1000);
+    CHECK_VALUE(RS_DB_PAGE_SIZE, 0x1000);
+    CHECK_VALUE(A_RS_MAGIC, 0x000);
+    CHECK_VALUE(A_RS_VERSION, 0x004);
+    CHECK_VALUE(A_RS_CAPS, 0x008);
+    CHECK_VALUE(A_RS_DB_PAGES, 0x00c);
+    CHECK_VALUE(A_RS_CTRL, 0x010);
+    CHECK_VALUE(A_RS_STATUS, 0x014);
+    CHECK_VALUE(A_RS_FATAL_CODE, 0x018);
+    CHECK_VALUE(A_RS_NUM_MSIX, 0x01c);
+    CHECK_VALUE(A_RS_ADMQ_BASE_LO, 0x020);
+    CHECK_VALUE(A_RS_ADMQ_BASE_HI, 0x024);
+    CHECK_VALUE(A_RS_ADMQ_CFG, 0x028);
+    CHECK_VALUE(A_RS_ADMQ_CI, 0x02c);
+    CHECK_VALUE(A_RS_ACQ_BASE_LO, 0x030);
+    CHECK_VALUE(A_RS_ACQ_BASE_HI, 0x034);
+    CHECK_VALUE(A_RS_ACQ_CFG, 0x038);
+    CHECK_VALUE(A_RS_AEQ_BASE_LO, 0x040);
+    CHECK_VALUE(A_RS_AEQ_BASE_HI, 0x044);
+    CHECK_VALUE(A_RS_AEQ_CFG, 0x048);
+    CHECK_VALUE(A_RS_AEQ_CI, 0x04c);
+    CHECK_VALUE(A_RS_MAC_LO, 0x050);
+    CHECK_VALUE(A_RS_MAC_HI, 0x054);
+    CHECK_VALUE(A_RS_ADMQ_DB, 0x100);
+    CHECK_VALUE(RS_DB_SQ, 0x00);
+    CHECK_VALUE(RS_DB_RQ, 0x08);
+    CHECK_VALUE(RS_DB_CQ_CI, 0x10);
+    CHECK_VALUE(RS_DB_CQ_ARM, 0x18);
+
+    printf("1..%d\n", tests);
+    if (failures) {
+        printf("# %d of %d ABI checks failed: the header, the device, the "
+               "driver and the provider no longer agree\n", failures, tests);
+    }
+    return failures ? 1 : 0;
+}
