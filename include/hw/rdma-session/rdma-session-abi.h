@@ -4,8 +4,8 @@
  *
  * The one description of every layout that the QEMU device model, the
  * qtests, the Linux driver and the rdma-core provider share.  It must stay
- * self-contained C99: no QEMU, kernel or libc headers beyond fixed-width
- * integer types.  docs/specs/rdma-session.rst explains it; the two change
+ * self-contained C11: no QEMU, kernel or libc headers beyond fixed-width
+ * integer types (C11: anonymous unions).  docs/specs/rdma-session.rst explains it; the two change
  * together.
  *
  * Everything the device reads from or writes to guest memory is
@@ -59,7 +59,10 @@
 #define RS_DB_PAGE_SHIFT        12
 #define RS_DB_PAGE_SIZE         (1u << RS_DB_PAGE_SHIFT)
 
-/* MSI-X vector 0 serves the admin completion queue and async events. */
+/*
+ * By convention the driver points ACQ_CFG.VECTOR and AEQ_CFG.VECTOR at
+ * vector 0; completion vector n of a CQ is MSI-X vector 1 + n.
+ */
 #define RS_MSIX_ADMIN_VECTOR    0
 #define RS_MSIX_COMP_VECTOR0    1
 
@@ -120,7 +123,7 @@ enum rs_fatal {
     RS_FATAL_DMA = 2,               /* a ring became unreachable */
 };
 
-/* Admin and event rings hold 2^1 .. 2^RS_MAX_RING_LOG entries. */
+/* Rings hold 2^1 .. 2^RS_MAX_*_LOG entries. */
 #define RS_MAX_ADMQ_LOG         12
 #define RS_MAX_AEQ_LOG          12
 #define RS_MAX_CQ_LOG           16
@@ -210,13 +213,13 @@ enum rs_status {
     RS_STATUS_BAD_ATTR_MASK = 0x07, /* required attr missing / not allowed */
     RS_STATUS_BAD_ADDR = 0x08,      /* DMA range not in guest RAM or in BARs */
     RS_STATUS_BAD_ALIGN = 0x09,     /* misaligned DMA address */
-    RS_STATUS_BAD_SIZE = 0x0a,      /* ring/list size 0, not 2^n, too big */
+    RS_STATUS_BAD_SIZE = 0x0a,      /* ring size, buffer or MR length */
     RS_STATUS_BAD_ACCESS = 0x0b,    /* unknown or inconsistent access flags */
-    RS_STATUS_BAD_PD = 0x0c,        /* objects from different PDs */
-    RS_STATUS_DMA_ERROR = 0x0d,     /* reading the command's buffer failed */
+    RS_STATUS_BAD_PD = 0x0c,        /* reserved: cross-PD checks */
+    RS_STATUS_DMA_ERROR = 0x0d,     /* reserved */
     RS_STATUS_NOT_SUPPORTED = 0x0e, /* reserved opcode or feature */
     RS_STATUS_BAD_NETID = 0x0f,     /* GID index not populated */
-    RS_STATUS_EXISTS = 0x10,        /* GID slot already populated */
+    RS_STATUS_EXISTS = 0x10,        /* GID slot, GSI QP or 5-tuple taken */
 };
 
 /* Command: 64 bytes. */
@@ -229,7 +232,7 @@ struct rs_cmd_hdr {
 
 struct rs_cmd_query {               /* QUERY_DEVICE, QUERY_PORT, QUERY_QP */
     uint64_t resp_addr;             /* rs_device_attr / rs_port_attr / */
-    uint32_t resp_len;              /* rs_qp_attr, RS_RING_ALIGN aligned */
+    uint32_t resp_len;              /* rs_qp_attr; 8-byte aligned */
     uint32_t handle;                /* QUERY_PORT: port (1); QP: handle */
 };
 
@@ -271,7 +274,7 @@ struct rs_cmd_create_qp {
     uint32_t pd;
     uint32_t send_cq;
     uint32_t recv_cq;
-    uint32_t srq;                   /* reserved: must be 0 */
+    uint32_t srq;                   /* reserved: non-zero: NOT_SUPPORTED */
     uint8_t qp_type;                /* enum rs_qp_type */
     uint8_t sq_log_size;            /* 1 .. RS_MAX_WQ_LOG */
     uint8_t rq_log_size;
@@ -280,12 +283,12 @@ struct rs_cmd_create_qp {
     uint8_t flags;                  /* RS_QP_F_* */
     uint16_t max_inline;            /* <= RS_MAX_INLINE */
     uint32_t uar;
-    uint32_t session_group;         /* 0: the QP's default session */
+    uint32_t session_group;         /* 0: none (QP's own session) */
 };
 
 #define RS_QP_F_SIGNAL_ALL      (1u << 0)
 
-struct rs_cmd_modify_qp {           /* also carries QUERY_QP's handle */
+struct rs_cmd_modify_qp {
     uint64_t attr_addr;             /* struct rs_qp_attr */
     uint32_t handle;
     uint32_t attr_mask;             /* RS_QP_ATTR_* */
@@ -545,7 +548,7 @@ enum rs_event_type {
     RS_EV_PORT_ERR = 0x09,
     RS_EV_DEVICE_FATAL = 0x0a,
     /* Raised by later features. */
-    RS_EV_ODP_PAGE_FAULT = 0x10,    /* data: faulting IOVA; aux: lkey */
+    RS_EV_ODP_PAGE_FAULT = 0x10,    /* handle: lkey; data: faulting IOVA */
     RS_EV_MIGRATION_NOTICE = 0x11,
     RS_EV_DCT_KEY_VIOLATION = 0x12,
 };
