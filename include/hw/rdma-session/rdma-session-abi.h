@@ -5,7 +5,7 @@
  * The one description of every layout that the QEMU device model, the
  * qtests, the Linux driver and the rdma-core provider share.  It must stay
  * self-contained C11: no QEMU, kernel or libc headers beyond fixed-width
- * integer types (C11: anonymous unions).  docs/specs/rdma-session.rst explains it; the two change
+ * integer types.  docs/specs/rdma-session.rst explains it; the two change
  * together.
  *
  * Everything the device reads from or writes to guest memory is
