@@ -1,8 +1,8 @@
 #!/bin/bash
 # The demo: build QEMU with the rdma-session adapter and the guest image,
 # boot a q35 guest with the adapter and show the guest's PCI listing.
-# Exits 0 when the guest saw the adapter (PCI 1af4:10f0), 1 when it did
-# not, 2 on a setup error.  Never hangs: the VM is killed after
+# Exits 0 when the guest saw the adapter (PCI 1af4:10f0) and powered off
+# cleanly, 1 when it did not, 2 on a setup error.  Never hangs: the VM is killed after
 # RS_DEMO_TIMEOUT seconds.
 #
 # Usage: scripts/run-demo.sh [--shell] [-- extra QEMU arguments...]
@@ -109,11 +109,13 @@ hit=$(tr -d '\r' < "$serlog" |
       grep -E '^[0-9a-f]{2}:[0-9a-f]{2}\.[0-7] [0-9a-f]{4}: 1af4:10f0( |$)' | head -n 1)
 awk -v a="$t0" -v b="$t1" -v c="$t2" \
     'BEGIN { printf "[run-demo] build %.1f s, boot to power-off %.1f s\n", b - a, c - b }' >&2
-if [ -n "$hit" ]; then
+if [ -n "$hit" ] && [ $rc = 0 ]; then
     echo "demo: PASS: the guest lists the rdma-session adapter: $hit"
     exit 0
 fi
-if ! grep -q 'rs-init: end of PCI devices' "$serlog"; then
+if [ -n "$hit" ]; then
+    echo "demo: FAIL: the guest listed the adapter ($hit), but QEMU did not end cleanly (status $rc, see $serlog)"
+elif ! grep -q 'rs-init: end of PCI devices' "$serlog"; then
     echo "demo: FAIL: the guest did not get to its PCI listing (see $serlog)"
 else
     echo "demo: FAIL: the guest's PCI listing has no 1af4:10f0 device (see $serlog)"
