@@ -12,7 +12,7 @@
 # failure.  A successful build is not counted.  Logs go to build/test-logs/.
 #
 # Environment: RS_BUILD, RS_CACHE (see scripts/build-qemu.sh),
-#   RS_QTEST_TIMEOUT (seconds for qos-test, default 900),
+#   RS_QTEST_TIMEOUT (seconds for each qos-test run, default 300),
 #   RS_DEMO_TIMEOUT (seconds for the demo VM, default 120).
 set -uo pipefail
 
@@ -116,28 +116,41 @@ else
     export QTEST_QEMU_BINARY=./qemu-system-x86_64
     # "qos-test -l" lists full paths such as
     # /x86_64/pc/i440FX-pcihost/pci-bus-pc/pci-bus/rdma-session/...; -p
-    # takes exact paths (GLib's -p does not recurse), one per test.
+    # takes exact paths (GLib's -p does not recurse).  One qos-test run per
+    # path, so that a test that aborts does not hide the others.
     mapfile -t paths < <(./tests/qtest/qos-test -l 2>/dev/null | grep -E '^/.*/rdma-session(/|$)')
     if [ ${#paths[@]} -eq 0 ]; then
         report qtest 0 1 "qos-test lists no rdma-session test"
     else
-        pargs=()
-        for p in "${paths[@]}"; do pargs+=(-p "$p"); done
-        timeout -k 10 "${RS_QTEST_TIMEOUT:-900}" \
-            ./tests/qtest/qos-test -m quick --tap "${pargs[@]}" \
-            > "$logs/qtest.tap" 2> "$logs/qtest.stderr"
-        qrc=$?
-        read -r p f s < <(tap_count "$logs/qtest.tap")
-        if [ "$qrc" != 0 ] && [ "$f" = 0 ]; then
-            f=1
-            tail -n 20 "$logs/qtest.stderr"
-        fi
-        grep -E '^(not ok|Bail out)' "$logs/qtest.tap" | head -n 20
-        [ "$qrc" = 124 ] && echo "qos-test timed out after ${RS_QTEST_TIMEOUT:-900} s"
+        : > "$logs/qtest.tap"
+        : > "$logs/qtest.stderr"
+        qp=0 qf=0 qs=0 crashed=0
+        for path in "${paths[@]}"; do
+            # (the subshell keeps bash's "Aborted" notices out of the output)
+            ( timeout -k 10 "${RS_QTEST_TIMEOUT:-300}" \
+                ./tests/qtest/qos-test -m quick --tap -p "$path"; exit $? ) \
+                > "$logs/qtest.one" 2> "$logs/qtest.one.err"
+            qrc=$?
+            cat "$logs/qtest.one" >> "$logs/qtest.tap"
+            cat "$logs/qtest.one.err" >> "$logs/qtest.stderr"
+            read -r p f s < <(tap_count "$logs/qtest.one")
+            if [ "$qrc" != 0 ] && [ "$f" = 0 ]; then
+                f=1
+                crashed=$((crashed + 1))
+                why="exit status $qrc"
+                [ "$qrc" = 124 ] && why="timed out after ${RS_QTEST_TIMEOUT:-300} s"
+                echo "not ok - $path ($why)"
+                grep -hE '^(Bail out|\*\*)|ERROR' "$logs/qtest.one" "$logs/qtest.one.err" |
+                    head -n 3 | sed 's/^/#   /'
+            fi
+            grep '^not ok' "$logs/qtest.one" | sed "s|^|$path: |"
+            qp=$((qp + p)) qf=$((qf + f)) qs=$((qs + s))
+        done
+        rm -f "$logs/qtest.one" "$logs/qtest.one.err"
         note="${#paths[@]} paths"
-        [ "$s" = 0 ] || note+=", $s skipped"
-        [ "$qrc" = 0 ] || note+=", qos-test exit status $qrc, see $logs/qtest.stderr"
-        report qtest "$p" "$f" "$note, $(( $(stamp) - t )) s"
+        [ "$qs" = 0 ] || note+=", $qs skipped"
+        [ "$crashed" = 0 ] || note+=", $crashed runs ended abnormally, see $logs/qtest.stderr"
+        report qtest "$qp" "$qf" "$note, $(( $(stamp) - t )) s"
     fi
     cd "$top" || exit 1
 fi
