@@ -1,1 +1,3838 @@
+/*
+ * QTest testcases for the rdma-session RDMA adapter
+ *
+ * The expected values come from the device's behaviour notes
+ * (docs/specs/rdma-session.rst) and the shared ABI header.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
 #include "qemu/osdep.h"
+#include "qemu/bswap.h"
+#include "qemu/module.h"
+#include "qemu/units.h"
+#include "hw/pci/pci_ids.h"
+#include "hw/pci/pci_regs.h"
+#include "libqtest.h"
+#include "qobject/qdict.h"
+#include "libqos/qgraph.h"
+#include "libqos/pci.h"
+#include "libqos/pci-pc.h"
+#include "libqos/libqos-malloc.h"
+#include "libqos/rdma-session.h"
+
+/* Property defaults. */
+#define DEF_MAX_QPS             256
+#define DEF_MAX_CQS             256
+#define DEF_MAX_MRS             1024
+#define DEF_MAX_PDS             256
+#define DEF_MAX_AHS             256
+#define DEF_MAX_SESSIONS        256
+#define DEF_MAX_GROUPS          64
+#define DEF_MAX_GIDS            16
+#define DEF_MAX_MSG_SIZE        0x80000000u
+#define DEF_COMP_VECTORS        4
+#define DEF_DB_PAGES            64
+#define DEF_MAX_MR_PAGES        262144
+#define DEF_NUM_MSIX            (1 + DEF_COMP_VECTORS)
+
+/*
+ * QUERY_DEVICE reports usable objects: a table of max-* slots never uses
+ * slot 0.
+ */
+#define USABLE(max)             ((max) - 1)
+
+/* Addresses that are never guest RAM. */
+#define FAR_ADDR                0xfffff0000000ull
+
+#define PAGE                    4096u
+
+#define RS_ASSERT_STATUS(expr, expected)                                  \
+    g_assert_cmpstr(rs_status_name(expr), ==, rs_status_name(expected))
+#define RS_ASSERT_OK(expr) RS_ASSERT_STATUS(expr, RS_STATUS_OK)
+
+#define HANDLE(gen, index)  (((uint32_t)(gen) << RS_HANDLE_GEN_SHIFT) | (index))
+#define HINDEX(h)           ((h) & RS_HANDLE_INDEX_MASK)
+
+/* Canonical QP attribute values used by the state walks. */
+#define STD_QKEY                0x11111111u
+#define STD_RQ_PSN              0xabcdefu
+#define STD_SQ_PSN              0x654321u
+#define STD_DEST_QPN            0x123456u
+#define STD_FLOW_LABEL          0x12345u
+#define STD_ACCESS              (RS_ACCESS_LOCAL_WRITE |                  \
+                                 RS_ACCESS_REMOTE_WRITE |                 \
+                                 RS_ACCESS_REMOTE_READ)
+
+#define RC_INIT_MASK    (RS_QP_ATTR_STATE | RS_QP_ATTR_PKEY_INDEX |        \
+                         RS_QP_ATTR_PORT | RS_QP_ATTR_ACCESS_FLAGS)
+#define UD_INIT_MASK    (RS_QP_ATTR_STATE | RS_QP_ATTR_PKEY_INDEX |        \
+                         RS_QP_ATTR_PORT | RS_QP_ATTR_QKEY)
+#define GSI_INIT_MASK   (RS_QP_ATTR_STATE | RS_QP_ATTR_PKEY_INDEX |        \
+                         RS_QP_ATTR_QKEY)
+#define UC_RTR_MASK     (RS_QP_ATTR_STATE | RS_QP_ATTR_AV |                \
+                         RS_QP_ATTR_PATH_MTU | RS_QP_ATTR_DEST_QPN |       \
+                         RS_QP_ATTR_RQ_PSN)
+#define RC_RTR_MASK     (UC_RTR_MASK | RS_QP_ATTR_MAX_DEST_RD_ATOMIC |     \
+                         RS_QP_ATTR_MIN_RNR_TIMER)
+#define UD_RTS_MASK     (RS_QP_ATTR_STATE | RS_QP_ATTR_SQ_PSN)
+#define RC_RTS_MASK     (UD_RTS_MASK | RS_QP_ATTR_TIMEOUT |                \
+                         RS_QP_ATTR_RETRY_CNT | RS_QP_ATTR_RNR_RETRY |     \
+                         RS_QP_ATTR_MAX_QP_RD_ATOMIC)
+
+static const uint8_t qos_mac[6] = RS_QOS_MAC;
+
+/* ------------------------------------------------------------------ */
+/* Helpers                                                             */
+/* ------------------------------------------------------------------ */
+
+/*
+ * On the pc machine RAM sits below the PCI hole; the libqos allocator
+ * covers it up to its end, and nothing is mapped right after it.
+ */
+static uint64_t ram_end(QRdmaSession *d)
+{
+    g_assert_cmphex(d->alloc->end, <, 0xe0000000ull);
+    return d->alloc->end;
+}
+
+static uint64_t msix_table_addr(QRdmaSession *d)
+{
+    g_assert_true(d->dev.msix_enabled);
+    return d->dev.msix_table_bar.addr + d->dev.msix_table_off;
+}
+
+static void wait_aeq_port_active(QRdmaSession *d)
+{
+    struct rs_event ev;
+
+    g_assert_true(rs_aeq_poll(d, &ev, RS_QOS_TIMEOUT_US));
+    g_assert_cmpuint(ev.type, ==, RS_EV_PORT_ACTIVE);
+    g_assert_cmpuint(ev.handle, ==, 1);
+}
+
+/* Enable the admin queue with the default sizes; eat the port event. */
+static QRdmaSession *rs_setup(void *obj)
+{
+    QRdmaSession *d = obj;
+
+    rs_admin_init(d, RS_QOS_ADMQ_LOG, RS_QOS_AEQ_LOG);
+    wait_aeq_port_active(d);
+    return d;
+}
+
+static void fill(QRdmaSession *d, uint64_t addr, uint8_t pattern, size_t len)
+{
+    qtest_memset(rs_qts(d), addr, pattern, len);
+}
+
+/* True when [addr, addr + len) holds only @pattern. */
+static bool is_filled(QRdmaSession *d, uint64_t addr, uint8_t pattern,
+                      size_t len)
+{
+    g_autofree uint8_t *buf = g_malloc(len);
+    size_t i;
+
+    qtest_memread(rs_qts(d), addr, buf, len);
+    for (i = 0; i < len; i++) {
+        if (buf[i] != pattern) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static void cmd_init(struct rs_admin_cmd *cmd, uint8_t opcode)
+{
+    memset(cmd, 0, sizeof(*cmd));
+    cmd->hdr.opcode = opcode;
+}
+
+/* QUERY_DEVICE/PORT/QP with an arbitrary response buffer. */
+static uint8_t query_at(QRdmaSession *d, uint8_t opcode, uint32_t handle,
+                        uint64_t addr, uint32_t len)
+{
+    struct rs_admin_cmd cmd;
+
+    cmd_init(&cmd, opcode);
+    cmd.query.resp_addr = addr;
+    cmd.query.resp_len = len;
+    cmd.query.handle = handle;
+    return rs_admin_exec(d, &cmd, NULL);
+}
+
+static void gid_v4(uint8_t gid[16], uint8_t a, uint8_t b, uint8_t c,
+                   uint8_t e)
+{
+    memset(gid, 0, 16);
+    gid[10] = 0xff;
+    gid[11] = 0xff;
+    gid[12] = a;
+    gid[13] = b;
+    gid[14] = c;
+    gid[15] = e;
+}
+
+static void add_gid_v4(QRdmaSession *d, uint32_t index, uint8_t host)
+{
+    struct rs_cmd_add_gid c = {
+        .index = index,
+        .type = RS_GID_ROCE_V2_IPV4,
+        .vni = index,
+    };
+    uint32_t got = ~0u;
+
+    gid_v4(c.gid, 10, 0, index, host);
+    RS_ASSERT_OK(rs_add_gid(d, &c, &got));
+    g_assert_cmpuint(got, ==, index);
+}
+
+static uint32_t new_pd(QRdmaSession *d)
+{
+    uint32_t h = 0;
+
+    RS_ASSERT_OK(rs_create_pd(d, &h));
+    return h;
+}
+
+static uint32_t new_cq(QRdmaSession *d, uint8_t log_size)
+{
+    uint64_t ring = rs_alloc_zeroed(d, sizeof(struct rs_cqe) << log_size);
+    uint32_t h = 0;
+
+    RS_ASSERT_OK(rs_create_cq(d, ring, log_size, 0, 0, &h));
+    return h;
+}
+
+static void qp_template(QRdmaSession *d, struct rs_cmd_create_qp *c,
+                        uint8_t type, uint32_t pd, uint32_t send_cq,
+                        uint32_t recv_cq)
+{
+    memset(c, 0, sizeof(*c));
+    c->qp_type = type;
+    c->pd = pd;
+    c->send_cq = send_cq;
+    c->recv_cq = recv_cq;
+    c->sq_log_size = 4;
+    c->rq_log_size = 4;
+    c->max_send_sge = 2;
+    c->max_recv_sge = 2;
+    c->max_inline = 64;
+    c->sq_addr = rs_alloc_zeroed(d, rs_qp_sq_bytes(c));
+    c->rq_addr = rs_alloc_zeroed(d, rs_qp_rq_bytes(c));
+}
+
+static uint32_t new_qp(QRdmaSession *d, const struct rs_cmd_create_qp *c)
+{
+    uint32_t h = 0, qpn = 0;
+
+    RS_ASSERT_OK(rs_create_qp(d, c, &h, &qpn));
+    g_assert_cmphex(qpn, ==, HINDEX(h));
+    return h;
+}
+
+static void std_ah(struct rs_ah_attr *ah, uint32_t gid_index)
+{
+    memset(ah, 0, sizeof(*ah));
+    gid_v4(ah->dgid, 10, 0, 0, 2);
+    ah->dmac[0] = 0x02;
+    ah->dmac[5] = 0x02;
+    ah->hop_limit = 64;
+    ah->traffic_class = 0x28;
+    ah->flow_label = STD_FLOW_LABEL;
+    ah->gid_index = gid_index;
+}
+
+/* Valid values for every attribute; @from/@to fill the two states. */
+static void std_attr(struct rs_qp_attr *a, uint8_t from, uint8_t to)
+{
+    memset(a, 0, sizeof(*a));
+    a->qp_state = to;
+    a->cur_qp_state = from;
+    a->path_mtu = RS_MTU_1024;
+    a->port_num = 1;
+    a->qkey = STD_QKEY;
+    a->rq_psn = STD_RQ_PSN;
+    a->sq_psn = STD_SQ_PSN;
+    a->dest_qp_num = STD_DEST_QPN;
+    a->access_flags = STD_ACCESS;
+    a->pkey_index = 0;
+    a->max_rd_atomic = 4;
+    a->max_dest_rd_atomic = 8;
+    a->min_rnr_timer = 12;
+    a->timeout = 14;
+    a->retry_cnt = 7;
+    a->rnr_retry = 6;
+    std_ah(&a->ah, 0);
+}
+
+/* The required attribute mask of each transition of the walk. */
+static uint32_t std_mask(uint8_t type, uint8_t from, uint8_t to)
+{
+    bool connected = type == RS_QPT_RC || type == RS_QPT_UC;
+
+    if (from == RS_QPS_RESET && to == RS_QPS_INIT) {
+        return connected ? RC_INIT_MASK :
+               type == RS_QPT_UD ? UD_INIT_MASK : GSI_INIT_MASK;
+    }
+    if (from == RS_QPS_INIT && to == RS_QPS_RTR) {
+        return type == RS_QPT_RC ? RC_RTR_MASK :
+               type == RS_QPT_UC ? UC_RTR_MASK : RS_QP_ATTR_STATE;
+    }
+    if (from == RS_QPS_RTR && to == RS_QPS_RTS) {
+        return type == RS_QPT_RC ? RC_RTS_MASK : UD_RTS_MASK;
+    }
+    return RS_QP_ATTR_STATE;
+}
+
+/* Move a QP in RESET to @target with the canonical attributes. */
+static void qp_walk(QRdmaSession *d, uint32_t qp, uint8_t type,
+                    uint8_t target)
+{
+    static const uint8_t path[] = {
+        RS_QPS_RESET, RS_QPS_INIT, RS_QPS_RTR, RS_QPS_RTS, RS_QPS_SQD,
+    };
+    struct rs_qp_attr a;
+    int i;
+
+    if (target == RS_QPS_ERR) {
+        qp_walk(d, qp, type, RS_QPS_INIT);
+        std_attr(&a, RS_QPS_INIT, RS_QPS_ERR);
+        RS_ASSERT_OK(rs_modify_qp(d, qp, &a, RS_QP_ATTR_STATE));
+        return;
+    }
+    for (i = 1; i < ARRAY_SIZE(path) && path[i - 1] != target; i++) {
+        std_attr(&a, path[i - 1], path[i]);
+        RS_ASSERT_OK(rs_modify_qp(d, qp, &a,
+                                  std_mask(type, path[i - 1], path[i])));
+    }
+}
+
+static uint8_t qp_state(QRdmaSession *d, uint32_t qp)
+{
+    struct rs_qp_attr a;
+
+    RS_ASSERT_OK(rs_query_qp(d, qp, &a));
+    g_assert_cmpuint(a.cur_qp_state, ==, a.qp_state);
+    return a.qp_state;
+}
+
+/* Read the register block (0x000 .. 0x058). */
+#define NREGS   (0x58 / 4)
+static void dump_regs(QRdmaSession *d, uint32_t *regs)
+{
+    int i;
+
+    for (i = 0; i < NREGS; i++) {
+        regs[i] = rs_readl(d, i * 4);
+    }
+}
+
+static void assert_regs_equal(const uint32_t *a, const uint32_t *b)
+{
+    int i;
+
+    for (i = 0; i < NREGS; i++) {
+        if (a[i] != b[i]) {
+            g_error("register 0x%03x changed: 0x%08x -> 0x%08x",
+                    i * 4, a[i], b[i]);
+        }
+    }
+}
+
+/* Registers after power-on / reset (admin queue not configured). */
+static void assert_power_on_regs(QRdmaSession *d, uint32_t db_pages,
+                                 uint32_t num_msix)
+{
+    g_assert_cmphex(rs_readl(d, A_RS_MAGIC), ==, RS_MAGIC);
+    g_assert_cmphex(rs_readl(d, A_RS_VERSION), ==,
+                    (RS_ABI_VERSION_MAJOR << R_RS_VERSION_MAJOR_SHIFT) |
+                    RS_ABI_VERSION_MINOR);
+    g_assert_cmphex(rs_readl(d, A_RS_CAPS), ==,
+                    RS_CAP_RC | RS_CAP_UC | RS_CAP_UD |
+                    RS_CAP_SESSION_GROUPS | RS_CAP_NETID_MKEYS);
+    g_assert_cmpuint(rs_readl(d, A_RS_DB_PAGES), ==, db_pages);
+    g_assert_cmphex(rs_readl(d, A_RS_CTRL), ==, 0);
+    g_assert_cmphex(rs_readl(d, A_RS_STATUS), ==, R_RS_STATUS_LINK_UP_MASK);
+    g_assert_cmphex(rs_readl(d, A_RS_FATAL_CODE), ==, RS_FATAL_NONE);
+    g_assert_cmpuint(rs_readl(d, A_RS_NUM_MSIX), ==, num_msix);
+    g_assert_cmphex(rs_readl(d, A_RS_ADMQ_BASE_LO), ==, 0);
+    g_assert_cmphex(rs_readl(d, A_RS_ADMQ_BASE_HI), ==, 0);
+    g_assert_cmphex(rs_readl(d, A_RS_ADMQ_CFG), ==, 0);
+    g_assert_cmphex(rs_readl(d, A_RS_ADMQ_CI), ==, 0);
+    g_assert_cmphex(rs_readl(d, A_RS_ACQ_BASE_LO), ==, 0);
+    g_assert_cmphex(rs_readl(d, A_RS_ACQ_BASE_HI), ==, 0);
+    g_assert_cmphex(rs_readl(d, A_RS_ACQ_CFG), ==, 0);
+    g_assert_cmphex(rs_readl(d, A_RS_AEQ_BASE_LO), ==, 0);
+    g_assert_cmphex(rs_readl(d, A_RS_AEQ_BASE_HI), ==, 0);
+    g_assert_cmphex(rs_readl(d, A_RS_AEQ_CFG), ==, 0);
+    g_assert_cmphex(rs_readl(d, A_RS_AEQ_CI), ==, 0);
+    g_assert_cmphex(rs_readl(d, A_RS_MAC_LO), ==,
+                    qos_mac[0] | qos_mac[1] << 8 | qos_mac[2] << 16 |
+                    (uint32_t)qos_mac[3] << 24);
+    g_assert_cmphex(rs_readl(d, A_RS_MAC_HI), ==,
+                    qos_mac[4] | qos_mac[5] << 8);
+}
+
+/* The device still executes commands after a rejected one. */
+static bool device_alive(QRdmaSession *d, GString *why)
+{
+    struct rs_admin_cmd cmd;
+    struct rs_admin_cqe cqe;
+    struct rs_device_attr attr;
+    uint32_t status = rs_readl(d, A_RS_STATUS);
+    uint32_t index, pd;
+
+    if ((status & (R_RS_STATUS_READY_MASK | R_RS_STATUS_FATAL_MASK)) !=
+        R_RS_STATUS_READY_MASK) {
+        g_string_append_printf(why, "STATUS=0x%x FATAL_CODE=%u", status,
+                               rs_readl(d, A_RS_FATAL_CODE));
+        return false;
+    }
+    cmd_init(&cmd, RS_CMD_CREATE_PD);
+    index = rs_admin_submit(d, &cmd);
+    if (!rs_admin_poll(d, index, &cqe, RS_QOS_TIMEOUT_US)) {
+        g_string_append(why, "CREATE_PD timed out");
+        return false;
+    }
+    if (cqe.status != RS_STATUS_OK) {
+        g_string_append_printf(why, "CREATE_PD: %s",
+                               rs_status_name(cqe.status));
+        return false;
+    }
+    pd = cqe.handle;
+    cmd_init(&cmd, RS_CMD_DESTROY_PD);
+    cmd.destroy.handle = pd;
+    index = rs_admin_submit(d, &cmd);
+    if (!rs_admin_poll(d, index, &cqe, RS_QOS_TIMEOUT_US) ||
+        cqe.status != RS_STATUS_OK) {
+        g_string_append(why, "DESTROY_PD of a new PD failed");
+        return false;
+    }
+    if (rs_query_device(d, &attr) != RS_STATUS_OK ||
+        attr.abi_version != rs_readl(d, A_RS_VERSION)) {
+        g_string_append(why, "QUERY_DEVICE failed");
+        return false;
+    }
+    return true;
+}
+
+static void assert_alive(QRdmaSession *d)
+{
+    g_autoptr(GString) why = g_string_new("");
+
+    if (!device_alive(d, why)) {
+        g_error("device no longer works: %s", why->str);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Identity, registers, admin queue                                    */
+/* ------------------------------------------------------------------ */
+
+static void test_probe(void *obj, void *data, QGuestAllocator *alloc)
+{
+    QRdmaSession *d = obj;
+    QPCIDevice *dev = &d->dev;
+    uint32_t bar;
+    uint8_t cap;
+
+    g_assert_cmphex(qpci_config_readw(dev, PCI_VENDOR_ID), ==,
+                    RS_PCI_VENDOR_ID);
+    g_assert_cmphex(qpci_config_readw(dev, PCI_DEVICE_ID), ==,
+                    RS_PCI_DEVICE_ID);
+    /* An Ethernet controller: the RoCE port is also the LAN NIC. */
+    g_assert_cmphex(qpci_config_readw(dev, PCI_CLASS_DEVICE), ==,
+                    PCI_CLASS_NETWORK_ETHERNET);
+    g_assert_cmphex(RS_PCI_CLASS, ==, PCI_CLASS_NETWORK_ETHERNET);
+    g_assert_cmphex(qpci_config_readb(dev, PCI_REVISION_ID), ==,
+                    RS_PCI_REVISION);
+    g_assert_cmphex(qpci_config_readb(dev, PCI_HEADER_TYPE) & 0x7f, ==,
+                    PCI_HEADER_TYPE_NORMAL);
+
+    /* BAR0: 4 KiB of registers, memory space. */
+    g_assert_cmphex(d->bar0_size, ==, RS_REGS_SIZE);
+    bar = qpci_config_readl(dev, PCI_BASE_ADDRESS_0);
+    g_assert_cmphex(bar & PCI_BASE_ADDRESS_SPACE, ==,
+                    PCI_BASE_ADDRESS_SPACE_MEMORY);
+    g_assert_cmphex(bar & PCI_BASE_ADDRESS_MEM_MASK, ==, d->bar0.addr);
+
+    /* BAR2: db-pages doorbell pages, 64-bit, not prefetchable. */
+    g_assert_cmphex(d->bar2_size, ==, DEF_DB_PAGES * RS_DB_PAGE_SIZE);
+    bar = qpci_config_readl(dev, PCI_BASE_ADDRESS_2);
+    g_assert_cmphex(bar & PCI_BASE_ADDRESS_SPACE, ==,
+                    PCI_BASE_ADDRESS_SPACE_MEMORY);
+    g_assert_cmphex(bar & PCI_BASE_ADDRESS_MEM_TYPE_MASK, ==,
+                    PCI_BASE_ADDRESS_MEM_TYPE_64);
+    g_assert_cmphex(bar & PCI_BASE_ADDRESS_MEM_PREFETCH, ==, 0);
+
+    /* MSI-X: 1 + num-comp-vectors vectors, table and PBA in BAR1. */
+    cap = qpci_find_capability(dev, PCI_CAP_ID_MSIX, 0);
+    g_assert_cmphex(cap, !=, 0);
+    g_assert_cmpuint(qpci_msix_table_size(dev), ==, DEF_NUM_MSIX);
+    g_assert_cmpuint(qpci_config_readl(dev, cap + PCI_MSIX_TABLE) &
+                     PCI_MSIX_FLAGS_BIRMASK, ==, RS_BAR_MSIX);
+    g_assert_cmpuint(qpci_config_readl(dev, cap + PCI_MSIX_PBA) &
+                     PCI_MSIX_FLAGS_BIRMASK, ==, RS_BAR_MSIX);
+
+    /* Registers at power-on. */
+    assert_power_on_regs(d, DEF_DB_PAGES, DEF_NUM_MSIX);
+    g_assert_cmpuint((rs_readl(d, A_RS_VERSION) &
+                      (uint32_t)R_RS_VERSION_MAJOR_MASK) >>
+                     R_RS_VERSION_MAJOR_SHIFT, ==, RS_ABI_VERSION_MAJOR);
+}
+
+static void test_registers(void *obj, void *data, QGuestAllocator *alloc)
+{
+    QRdmaSession *d = obj;
+    static const uint32_t ro_regs[] = {
+        A_RS_MAGIC, A_RS_VERSION, A_RS_CAPS, A_RS_DB_PAGES, A_RS_STATUS,
+        A_RS_FATAL_CODE, A_RS_NUM_MSIX, A_RS_ADMQ_CI, A_RS_MAC_LO,
+        A_RS_MAC_HI,
+    };
+    static const uint32_t unknown[] = {
+        0x058, 0x05c, 0x080, 0x0fc, 0x104, 0x200, 0x800, 0xffc,
+    };
+    static const struct {
+        uint32_t reg;
+        uint32_t val;
+    } ring_regs[] = {
+        { A_RS_ADMQ_BASE_LO, 0x12345640 },
+        { A_RS_ADMQ_BASE_HI, 0x00000009 },
+        { A_RS_ADMQ_CFG, 7 },
+        { A_RS_ACQ_BASE_LO, 0x2345c000 },
+        { A_RS_ACQ_BASE_HI, 0x0000000a },
+        { A_RS_ACQ_CFG, 3 },
+        { A_RS_AEQ_BASE_LO, 0x3456f080 },
+        { A_RS_AEQ_BASE_HI, 0x0000000b },
+        { A_RS_AEQ_CFG, (2 << R_RS_AEQ_CFG_VECTOR_SHIFT) | 6 },
+    };
+    uint32_t before[NREGS], after[NREGS];
+    uint32_t saved[ARRAY_SIZE(ring_regs)];
+    struct rs_device_attr attr;
+    int i;
+
+    /* Unknown offsets read as zero. */
+    for (i = 0; i < ARRAY_SIZE(unknown); i++) {
+        g_assert_cmphex(rs_readl(d, unknown[i]), ==, 0);
+    }
+
+    /* Read-only registers ignore writes. */
+    dump_regs(d, before);
+    for (i = 0; i < ARRAY_SIZE(ro_regs); i++) {
+        rs_writel(d, ro_regs[i], 0xffffffff);
+        rs_writel(d, ro_regs[i], 0);
+    }
+    dump_regs(d, after);
+    assert_regs_equal(before, after);
+
+    /* Ring registers read back what was written while disabled. */
+    for (i = 0; i < ARRAY_SIZE(ring_regs); i++) {
+        rs_writel(d, ring_regs[i].reg, ring_regs[i].val);
+    }
+    for (i = 0; i < ARRAY_SIZE(ring_regs); i++) {
+        g_assert_cmphex(rs_readl(d, ring_regs[i].reg), ==, ring_regs[i].val);
+    }
+    g_assert_cmphex(rs_readl(d, A_RS_CTRL), ==, 0);
+    g_assert_cmphex(rs_readl(d, A_RS_STATUS), ==, R_RS_STATUS_LINK_UP_MASK);
+
+    /* Only 32-bit accesses reach the registers. */
+    g_assert_cmphex(qpci_io_readw(&d->dev, d->bar0, A_RS_MAGIC), ==, 0);
+    g_assert_cmphex(qpci_io_readb(&d->dev, d->bar0, A_RS_MAGIC), ==, 0);
+    g_assert_cmphex(qpci_io_readw(&d->dev, d->bar0, A_RS_ADMQ_CFG), ==, 0);
+    qpci_io_writeb(&d->dev, d->bar0, A_RS_CTRL, R_RS_CTRL_ENABLE_MASK);
+    qpci_io_writew(&d->dev, d->bar0, A_RS_CTRL, R_RS_CTRL_ENABLE_MASK);
+    qpci_io_writew(&d->dev, d->bar0, A_RS_ADMQ_CFG, 2);
+    g_assert_cmphex(rs_readl(d, A_RS_CTRL), ==, 0);
+    g_assert_cmphex(rs_readl(d, A_RS_STATUS), ==, R_RS_STATUS_LINK_UP_MASK);
+    g_assert_cmphex(rs_readl(d, A_RS_ADMQ_CFG), ==, 7);
+
+    /* While enabled the ring registers ignore writes. */
+    rs_setup(d);
+    for (i = 0; i < ARRAY_SIZE(ring_regs); i++) {
+        saved[i] = rs_readl(d, ring_regs[i].reg);
+    }
+    g_assert_cmphex(saved[0], ==, d->admq & 0xffffffffu);
+    g_assert_cmphex(saved[1], ==, d->admq >> 32);
+    g_assert_cmphex(saved[2], ==, RS_QOS_ADMQ_LOG);
+    g_assert_cmphex(saved[3], ==, d->acq & 0xffffffffu);
+    g_assert_cmphex(saved[6], ==, d->aeq & 0xffffffffu);
+    g_assert_cmphex(saved[8], ==, RS_QOS_AEQ_LOG);
+    for (i = 0; i < ARRAY_SIZE(ring_regs); i++) {
+        rs_writel(d, ring_regs[i].reg, ring_regs[i].val);
+    }
+    for (i = 0; i < ARRAY_SIZE(ring_regs); i++) {
+        g_assert_cmphex(rs_readl(d, ring_regs[i].reg), ==, saved[i]);
+    }
+    RS_ASSERT_OK(rs_query_device(d, &attr));
+    RS_ASSERT_OK(rs_query_device(d, &attr));
+    g_assert_cmpuint(rs_readl(d, A_RS_ADMQ_CI), ==, 2);
+
+    /* Writing ENABLE=1 again is not a 0->1 edge: nothing restarts. */
+    rs_writel(d, A_RS_CTRL, R_RS_CTRL_ENABLE_MASK);
+    g_assert_cmpuint(rs_readl(d, A_RS_ADMQ_CI), ==, 2);
+    g_assert_cmphex(rs_readl(d, A_RS_STATUS), ==,
+                    R_RS_STATUS_READY_MASK | R_RS_STATUS_LINK_UP_MASK);
+    assert_alive(d);
+}
+
+/* Write a command into its ring slot without ringing the doorbell. */
+static void admq_put(QRdmaSession *d, uint32_t index, uint8_t opcode,
+                     uint16_t cmd_id)
+{
+    struct rs_admin_cmd cmd;
+
+    cmd_init(&cmd, opcode);
+    cmd.hdr.cmd_id = cmd_id;
+    if (opcode == RS_CMD_QUERY_DEVICE) {
+        cmd.query.resp_addr = d->scratch;
+        cmd.query.resp_len = sizeof(struct rs_device_attr);
+    }
+    rs_cmd_to_le(&cmd);
+    qtest_memwrite(rs_qts(d),
+                   d->admq + (index & ((1u << d->admq_log) - 1)) *
+                   sizeof(cmd), &cmd, sizeof(cmd));
+}
+
+static bool acq_slot_idle(QRdmaSession *d, uint32_t index)
+{
+    struct rs_admin_cqe cqe;
+
+    return !rs_admin_poll(d, index, &cqe, G_USEC_PER_SEC / 5);
+}
+
+static void test_admin_queue(void *obj, void *data, QGuestAllocator *alloc)
+{
+    QRdmaSession *d = obj;
+    struct rs_admin_cqe cqe;
+    struct rs_event ev;
+    struct rs_device_attr attr;
+    uint64_t end = ram_end(d);
+    uint32_t base, i;
+
+    /* Two-entry ring, no event queue. */
+    rs_admin_configure(d, 1, 0, 0, 0);
+    g_assert_cmphex(rs_readl(d, A_RS_AEQ_BASE_LO), ==, 0);
+
+    /* A doorbell before READY is ignored. */
+    admq_put(d, 0, RS_CMD_CREATE_PD, 0x7777);
+    rs_writel(d, A_RS_ADMQ_DB, 1);
+    rs_admin_enable(d);
+    g_assert_true(acq_slot_idle(d, 0));
+    g_assert_cmpuint(rs_readl(d, A_RS_ADMQ_CI), ==, 0);
+
+    /* Wrap the ring several times; check the phase of every slot. */
+    for (i = 0; i < 7; i++) {
+        struct rs_admin_cmd cmd;
+        uint32_t index;
+
+        cmd_init(&cmd, RS_CMD_QUERY_PORT);
+        cmd.query.resp_addr = d->scratch;
+        cmd.query.resp_len = sizeof(struct rs_port_attr);
+        cmd.query.handle = 1;
+        index = rs_admin_submit(d, &cmd);
+        g_assert_cmpuint(index, ==, i);
+        rs_admin_wait(d, index, &cqe);
+        RS_ASSERT_OK(cqe.status);
+        g_assert_cmpuint(cqe.flags & RS_ACQE_PHASE, ==, ((i >> 1) & 1) ^ 1);
+        g_assert_cmpuint(cqe.cmd_id, ==, (uint16_t)(d->next_cmd_id - 1));
+        g_assert_cmpuint(rs_readl(d, A_RS_ADMQ_CI), ==, i + 1);
+    }
+
+    /* Two commands with one doorbell write. */
+    base = d->admq_pi;
+    admq_put(d, base, RS_CMD_QUERY_DEVICE, 0x1001);
+    admq_put(d, base + 1, RS_CMD_CREATE_PD, 0x1002);
+    rs_writel(d, A_RS_ADMQ_DB, base + 2);
+    rs_admin_wait(d, base, &cqe);
+    RS_ASSERT_OK(cqe.status);
+    g_assert_cmphex(cqe.cmd_id, ==, 0x1001);
+    rs_admin_wait(d, base + 1, &cqe);
+    RS_ASSERT_OK(cqe.status);
+    g_assert_cmphex(cqe.cmd_id, ==, 0x1002);
+    g_assert_cmphex(cqe.handle, ==, HANDLE(0, 1));
+    d->admq_pi = base + 2;
+    g_assert_cmpuint(rs_readl(d, A_RS_ADMQ_CI), ==, base + 2);
+
+    /* A producer index more than a ring ahead, or behind, is ignored. */
+    base = d->admq_pi;
+    admq_put(d, base, RS_CMD_CREATE_PD, 0x2001);
+    admq_put(d, base + 1, RS_CMD_CREATE_PD, 0x2002);
+    rs_writel(d, A_RS_ADMQ_DB, base + 3);
+    g_assert_true(acq_slot_idle(d, base));
+    g_assert_cmpuint(rs_readl(d, A_RS_ADMQ_CI), ==, base);
+    rs_writel(d, A_RS_ADMQ_DB, base - 1);
+    g_assert_true(acq_slot_idle(d, base));
+    g_assert_cmpuint(rs_readl(d, A_RS_ADMQ_CI), ==, base);
+    /* Exactly one ring ahead is fine. */
+    rs_writel(d, A_RS_ADMQ_DB, base + 2);
+    rs_admin_wait(d, base, &cqe);
+    RS_ASSERT_OK(cqe.status);
+    g_assert_cmphex(cqe.cmd_id, ==, 0x2001);
+    g_assert_cmphex(cqe.handle, ==, HANDLE(0, 2));
+    rs_admin_wait(d, base + 1, &cqe);
+    RS_ASSERT_OK(cqe.status);
+    g_assert_cmphex(cqe.cmd_id, ==, 0x2002);
+    g_assert_cmphex(cqe.handle, ==, HANDLE(0, 3));
+    d->admq_pi = base + 2;
+    g_assert_cmpuint(rs_readl(d, A_RS_ADMQ_CI), ==, base + 2);
+
+    /* Largest ring, with an event queue: PORT_ACTIVE in slot 0. */
+    rs_reset(d);
+    rs_admin_configure(d, RS_MAX_ADMQ_LOG, RS_MAX_AEQ_LOG, 0, 0);
+    rs_admin_enable(d);
+    g_assert_true(rs_aeq_poll(d, &ev, RS_QOS_TIMEOUT_US));
+    g_assert_cmpuint(ev.type, ==, RS_EV_PORT_ACTIVE);
+    g_assert_cmpuint(ev.flags & RS_EQE_PHASE, ==, 1);
+    g_assert_cmpuint(ev.handle, ==, 1);
+    g_assert_false(rs_aeq_poll(d, &ev, G_USEC_PER_SEC / 10));
+    RS_ASSERT_OK(rs_query_device(d, &attr));
+    g_assert_cmpuint(attr.max_qp, ==, USABLE(DEF_MAX_QPS));
+
+    /* Rings that end exactly at the end of RAM are valid. */
+    rs_reset(d);
+    d->admq_log = 1;
+    d->aeq_log = 1;
+    d->admq = end - (sizeof(struct rs_admin_cmd) << 1);
+    d->acq = d->admq - 64;
+    d->aeq = d->acq - 64;
+    fill(d, d->aeq, 0, 3 * 64 + 64);
+    rs_writel(d, A_RS_ADMQ_BASE_LO, d->admq);
+    rs_writel(d, A_RS_ADMQ_BASE_HI, d->admq >> 32);
+    rs_writel(d, A_RS_ADMQ_CFG, 1);
+    rs_writel(d, A_RS_ACQ_BASE_LO, d->acq);
+    rs_writel(d, A_RS_ACQ_BASE_HI, d->acq >> 32);
+    rs_writel(d, A_RS_ACQ_CFG, 0);
+    rs_writel(d, A_RS_AEQ_BASE_LO, d->aeq);
+    rs_writel(d, A_RS_AEQ_BASE_HI, d->aeq >> 32);
+    rs_writel(d, A_RS_AEQ_CFG, 1);
+    rs_admin_enable(d);
+    wait_aeq_port_active(d);
+    for (i = 0; i < 5; i++) {
+        RS_ASSERT_OK(rs_query_device(d, &attr));
+        g_assert_cmpuint(attr.max_qp, ==, USABLE(DEF_MAX_QPS));
+    }
+    rs_reset(d);
+}
+
+/* Wait for an MSI-X message (a 32-bit write) to land at @addr. */
+static void wait_msg(QRdmaSession *d, uint64_t addr, uint32_t data)
+{
+    int64_t end = g_get_monotonic_time() + RS_QOS_TIMEOUT_US;
+
+    while (qtest_readl(rs_qts(d), addr) != data) {
+        if (g_get_monotonic_time() > end) {
+            g_error("no MSI-X message 0x%x at 0x%" PRIx64 " (got 0x%x)",
+                    data, addr, qtest_readl(rs_qts(d), addr));
+        }
+    }
+}
+
+static void test_msix(void *obj, void *data, QGuestAllocator *alloc)
+{
+    QRdmaSession *d = obj;
+    QTestState *qts = rs_qts(d);
+    uint64_t msg = rs_alloc_zeroed(d, PAGE);
+    struct rs_device_attr attr;
+    int v;
+
+    g_assert_cmpuint(qpci_msix_table_size(&d->dev), ==, DEF_NUM_MSIX);
+    for (v = 0; v < DEF_NUM_MSIX; v++) {
+        rs_msix_set_vector(d, v, msg + v * 4, 0xcafe0000 + v, false);
+    }
+
+    /* The port event goes to the AEQ vector, completions to the ACQ's. */
+    rs_admin_configure(d, RS_QOS_ADMQ_LOG, RS_QOS_AEQ_LOG, 2, 3);
+    rs_admin_enable(d);
+    wait_aeq_port_active(d);
+    wait_msg(d, msg + 3 * 4, 0xcafe0003);
+    g_assert_cmphex(qtest_readl(qts, msg + 2 * 4), ==, 0);
+    RS_ASSERT_OK(rs_query_device(d, &attr));
+    wait_msg(d, msg + 2 * 4, 0xcafe0002);
+    g_assert_cmphex(qtest_readl(qts, msg + 0 * 4), ==, 0);
+    g_assert_cmphex(qtest_readl(qts, msg + 1 * 4), ==, 0);
+    g_assert_cmphex(qtest_readl(qts, msg + 4 * 4), ==, 0);
+
+    /* Default vector 0; a masked vector sends nothing. */
+    rs_reset(d);
+    fill(d, msg, 0, PAGE);
+    rs_admin_init(d, RS_QOS_ADMQ_LOG, 0);
+    RS_ASSERT_OK(rs_query_device(d, &attr));
+    wait_msg(d, msg, 0xcafe0000);
+    qtest_writel(qts, msg, 0);
+    rs_msix_set_vector(d, 0, msg, 0xcafe0000, true);
+    RS_ASSERT_OK(rs_query_device(d, &attr));
+    g_assert_cmphex(qtest_readl(qts, msg), ==, 0);
+    g_assert_true(is_filled(d, msg + 4, 0, 4 * 4));
+    rs_reset(d);
+}
+
+static void test_query(void *obj, void *data, QGuestAllocator *alloc)
+{
+    QRdmaSession *d = rs_setup(obj);
+    struct rs_device_attr a;
+    struct rs_port_attr p;
+
+    RS_ASSERT_OK(rs_query_device(d, &a));
+    g_assert_cmphex(a.max_mr_size, ==, (uint64_t)DEF_MAX_MR_PAGES << 12);
+    g_assert_cmphex(a.page_size_cap, ==, 0x7ffff000ull);
+    g_assert_cmphex(a.abi_version, ==, rs_readl(d, A_RS_VERSION));
+    g_assert_cmphex(a.abi_version, ==, 0x10000);
+    g_assert_cmphex(a.caps, ==, rs_readl(d, A_RS_CAPS));
+    g_assert_cmpuint(a.max_qp, ==, USABLE(DEF_MAX_QPS));
+    g_assert_cmpuint(a.max_qp_wr, ==, 1u << RS_MAX_WQ_LOG);
+    g_assert_cmpuint(a.max_sge, ==, RS_MAX_SGE);
+    g_assert_cmpuint(a.max_cq, ==, USABLE(DEF_MAX_CQS));
+    g_assert_cmpuint(a.max_cqe, ==, 1u << RS_MAX_CQ_LOG);
+    g_assert_cmpuint(a.max_mr, ==, USABLE(DEF_MAX_MRS));
+    g_assert_cmpuint(a.max_pd, ==, USABLE(DEF_MAX_PDS));
+    g_assert_cmpuint(a.max_ah, ==, USABLE(DEF_MAX_AHS));
+    g_assert_cmpuint(a.max_qp_rd_atom, ==, RS_MAX_RD_ATOMIC);
+    g_assert_cmpuint(a.max_sessions, ==, USABLE(DEF_MAX_SESSIONS));
+    g_assert_cmpuint(a.max_session_groups, ==, USABLE(DEF_MAX_GROUPS));
+    g_assert_cmpuint(a.max_gids, ==, DEF_MAX_GIDS);
+    g_assert_cmphex(a.max_msg_size, ==, DEF_MAX_MSG_SIZE);
+    g_assert_cmpuint(a.max_inline, ==, RS_MAX_INLINE);
+    g_assert_cmpuint(a.num_comp_vectors, ==, DEF_COMP_VECTORS);
+    g_assert_cmpuint(a.num_db_pages, ==, DEF_DB_PAGES);
+    g_assert_cmpmem(a.mac, 6, qos_mac, 6);
+
+    RS_ASSERT_OK(rs_query_port(d, 1, &p));
+    g_assert_cmpuint(p.state, ==, RS_PORT_ACTIVE);
+    g_assert_cmpuint(p.max_mtu, ==, RS_MTU_4096);
+    g_assert_cmpuint(p.active_mtu, ==, RS_MTU_4096);
+    g_assert_cmpuint(p.phys_state, ==, 5);
+    g_assert_cmpuint(p.gid_tbl_len, ==, DEF_MAX_GIDS);
+    g_assert_cmpuint(p.pkey_tbl_len, ==, 1);
+    g_assert_cmpuint(p.active_speed_mbps, ==, 100000);
+
+    /* A response buffer larger than the structure is fine. */
+    fill(d, d->scratch, 0xa5, PAGE);
+    RS_ASSERT_OK(query_at(d, RS_CMD_QUERY_DEVICE, 0, d->scratch, PAGE));
+    g_assert_cmphex(qtest_readl(rs_qts(d), d->scratch +
+                                offsetof(struct rs_device_attr, max_qp)),
+                    ==, cpu_to_le32(USABLE(DEF_MAX_QPS)));
+    g_assert_true(is_filled(d, d->scratch + sizeof(a), 0xa5,
+                            PAGE - sizeof(a)));
+}
+
+/* ------------------------------------------------------------------ */
+/* Objects: success paths                                              */
+/* ------------------------------------------------------------------ */
+
+static void test_pd(void *obj, void *data, QGuestAllocator *alloc)
+{
+    QRdmaSession *d = rs_setup(obj);
+    uint32_t pd[3], h, h2;
+    int i;
+
+    for (i = 0; i < 3; i++) {
+        pd[i] = new_pd(d);
+        g_assert_cmphex(pd[i], ==, HANDLE(0, i + 1));
+    }
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_PD, pd[1]));
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_PD, pd[1]),
+                     RS_STATUS_BAD_HANDLE);
+
+    /* Lowest free index, next generation; the old handle stays dead. */
+    h = new_pd(d);
+    g_assert_cmphex(h, ==, HANDLE(1, 2));
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_PD, pd[1]),
+                     RS_STATUS_BAD_HANDLE);
+    h2 = new_pd(d);
+    g_assert_cmphex(h2, ==, HANDLE(0, 4));
+
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_PD, h));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_PD, pd[0]));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_PD, pd[2]));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_PD, h2));
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_PD, 0),
+                     RS_STATUS_BAD_HANDLE);
+
+    /* The generation of slot 1 counts frees modulo 256. */
+    for (i = 1; i <= 256; i++) {
+        h = new_pd(d);
+        g_assert_cmphex(h, ==, HANDLE(i & 0xff, 1));
+        RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_PD, h));
+    }
+    assert_alive(d);
+}
+
+static void test_cq(void *obj, void *data, QGuestAllocator *alloc)
+{
+    QRdmaSession *d = rs_setup(obj);
+    uint64_t r1 = rs_alloc_zeroed(d, sizeof(struct rs_cqe) << 1);
+    uint64_t r2 = rs_alloc_zeroed(d, sizeof(struct rs_cqe) << RS_MAX_CQ_LOG);
+    uint64_t r3 = rs_alloc_zeroed(d, sizeof(struct rs_cqe) << 6);
+    uint32_t h1, h2, h3;
+
+    RS_ASSERT_OK(rs_create_cq(d, r1, 1, 0, 0, &h1));
+    g_assert_cmphex(h1, ==, HANDLE(0, 1));
+    RS_ASSERT_OK(rs_create_cq(d, r2, RS_MAX_CQ_LOG, DEF_COMP_VECTORS - 1,
+                              DEF_DB_PAGES - 1, &h2));
+    g_assert_cmphex(h2, ==, HANDLE(0, 2));
+
+    /* Resize up, down and back, with nothing to carry over. */
+    RS_ASSERT_OK(rs_resize_cq(d, h1, r3, 6, 0));
+    RS_ASSERT_OK(rs_resize_cq(d, h1, r1, 1, 0));
+    RS_ASSERT_OK(rs_resize_cq(d, h2, r3, 6, 0));
+    RS_ASSERT_OK(rs_resize_cq(d, h2, r2, RS_MAX_CQ_LOG, 0));
+
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_CQ, h1));
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_CQ, h1),
+                     RS_STATUS_BAD_HANDLE);
+    RS_ASSERT_STATUS(rs_resize_cq(d, h1, r3, 6, 0), RS_STATUS_BAD_HANDLE);
+    RS_ASSERT_OK(rs_create_cq(d, r1, 1, 0, 0, &h3));
+    g_assert_cmphex(h3, ==, HANDLE(1, 1));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_CQ, h3));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_CQ, h2));
+    assert_alive(d);
+}
+
+static void assert_ah_equal(const struct rs_ah_attr *a,
+                            const struct rs_ah_attr *b)
+{
+    g_assert_cmpmem(a->dgid, 16, b->dgid, 16);
+    g_assert_cmpmem(a->dmac, 6, b->dmac, 6);
+    g_assert_cmpuint(a->hop_limit, ==, b->hop_limit);
+    g_assert_cmpuint(a->traffic_class, ==, b->traffic_class);
+    g_assert_cmphex(a->flow_label, ==, b->flow_label);
+    g_assert_cmpuint(a->gid_index, ==, b->gid_index);
+}
+
+static void test_qp(void *obj, void *data, QGuestAllocator *alloc)
+{
+    uint8_t type = *(uint8_t *)data;
+    bool rc = type == RS_QPT_RC, uc = type == RS_QPT_UC;
+    bool gsi = type == RS_QPT_GSI, connected = rc || uc;
+    uint32_t first = gsi ? RS_GSI_QPN : 2;
+    QRdmaSession *d = rs_setup(obj);
+    struct rs_cmd_create_qp c;
+    struct rs_qp_attr a, q;
+    uint32_t pd, scq, rcq, qp, qpn, h, h2;
+    uint32_t mask;
+
+    add_gid_v4(d, 0, 1);
+    pd = new_pd(d);
+    scq = new_cq(d, 4);
+    rcq = new_cq(d, 5);
+
+    /* Largest SGE and inline sizes, last doorbell page. */
+    qp_template(d, &c, type, pd, scq, rcq);
+    c.max_send_sge = RS_MAX_SGE;
+    c.max_recv_sge = RS_MAX_SGE;
+    c.max_inline = RS_MAX_INLINE;
+    c.sq_log_size = 1;
+    c.rq_log_size = 3;
+    c.uar = DEF_DB_PAGES - 1;
+    c.flags = RS_QP_F_SIGNAL_ALL;
+    g_assert_cmpuint(rs_qp_sq_bytes(&c), ==, 512 << 1);
+    g_assert_cmpuint(rs_qp_rq_bytes(&c), ==, 512 << 3);
+    c.sq_addr = rs_alloc_zeroed(d, rs_qp_sq_bytes(&c));
+    c.rq_addr = rs_alloc_zeroed(d, rs_qp_rq_bytes(&c));
+    RS_ASSERT_OK(rs_create_qp(d, &c, &qp, &qpn));
+    g_assert_cmphex(qp, ==, HANDLE(0, first));
+    g_assert_cmpuint(qpn, ==, first);
+
+    RS_ASSERT_OK(rs_query_qp(d, qp, &q));
+    g_assert_cmpuint(q.qp_state, ==, RS_QPS_RESET);
+    g_assert_cmpuint(q.cur_qp_state, ==, RS_QPS_RESET);
+    g_assert_cmpuint(q.qp_type, ==, type);
+
+    /* RESET -> RESET */
+    std_attr(&a, RS_QPS_RESET, RS_QPS_RESET);
+    RS_ASSERT_OK(rs_modify_qp(d, qp, &a, RS_QP_ATTR_STATE));
+    g_assert_cmpuint(qp_state(d, qp), ==, RS_QPS_RESET);
+
+    /* RESET -> INIT */
+    std_attr(&a, RS_QPS_RESET, RS_QPS_INIT);
+    a.access_flags = rc ? RS_ACCESS_ALL :
+                     RS_ACCESS_LOCAL_WRITE | RS_ACCESS_REMOTE_WRITE;
+    a.qkey = 0x80010000;
+    RS_ASSERT_OK(rs_modify_qp(d, qp, &a,
+                              std_mask(type, RS_QPS_RESET, RS_QPS_INIT)));
+    RS_ASSERT_OK(rs_query_qp(d, qp, &q));
+    g_assert_cmpuint(q.qp_state, ==, RS_QPS_INIT);
+    g_assert_cmpuint(q.cur_qp_state, ==, RS_QPS_INIT);
+    g_assert_cmpuint(q.qp_type, ==, type);
+    if (connected) {
+        g_assert_cmpuint(q.port_num, ==, 1);
+        g_assert_cmpuint(q.pkey_index, ==, 0);
+        g_assert_cmphex(q.access_flags, ==, a.access_flags);
+    } else {
+        g_assert_cmphex(q.qkey, ==, 0x80010000);
+        g_assert_cmpuint(q.pkey_index, ==, 0);
+        if (!gsi) {
+            g_assert_cmpuint(q.port_num, ==, 1);
+        }
+    }
+
+    /* INIT -> INIT: optional attributes only, STATE left out. */
+    if (connected) {
+        a.access_flags = RS_ACCESS_LOCAL_WRITE;
+        mask = RS_QP_ATTR_ACCESS_FLAGS;
+    } else {
+        a.qkey = 0x22222222;
+        mask = RS_QP_ATTR_QKEY;
+    }
+    RS_ASSERT_OK(rs_modify_qp(d, qp, &a, mask));
+    RS_ASSERT_OK(rs_query_qp(d, qp, &q));
+    g_assert_cmpuint(q.qp_state, ==, RS_QPS_INIT);
+    if (connected) {
+        g_assert_cmphex(q.access_flags, ==, RS_ACCESS_LOCAL_WRITE);
+    } else {
+        g_assert_cmphex(q.qkey, ==, 0x22222222);
+    }
+
+    /* INIT -> RTR, boundary values */
+    std_attr(&a, RS_QPS_INIT, RS_QPS_RTR);
+    a.path_mtu = RS_MTU_4096;
+    a.dest_qp_num = 0xffffff;
+    a.rq_psn = 0xffffff;
+    a.max_dest_rd_atomic = RS_MAX_RD_ATOMIC;
+    a.min_rnr_timer = 31;
+    a.ah.flow_label = 0xfffff;
+    a.ah.hop_limit = 255;
+    a.ah.traffic_class = 0xb8;
+    a.qkey = 0x33333333;
+    mask = std_mask(type, RS_QPS_INIT, RS_QPS_RTR);
+    if (!connected) {
+        mask |= RS_QP_ATTR_QKEY;
+    }
+    RS_ASSERT_OK(rs_modify_qp(d, qp, &a, mask));
+    RS_ASSERT_OK(rs_query_qp(d, qp, &q));
+    g_assert_cmpuint(q.qp_state, ==, RS_QPS_RTR);
+    g_assert_cmpuint(q.cur_qp_state, ==, RS_QPS_RTR);
+    if (connected) {
+        g_assert_cmpuint(q.path_mtu, ==, RS_MTU_4096);
+        g_assert_cmphex(q.dest_qp_num, ==, 0xffffff);
+        g_assert_cmphex(q.rq_psn, ==, 0xffffff);
+        assert_ah_equal(&q.ah, &a.ah);
+    } else {
+        g_assert_cmphex(q.qkey, ==, 0x33333333);
+    }
+    if (rc) {
+        g_assert_cmpuint(q.max_dest_rd_atomic, ==, RS_MAX_RD_ATOMIC);
+        g_assert_cmpuint(q.min_rnr_timer, ==, 31);
+    }
+
+    /* RTR -> RTS, with the optional CUR_STATE */
+    std_attr(&a, RS_QPS_RTR, RS_QPS_RTS);
+    a.sq_psn = 0xfffffe;
+    a.timeout = 31;
+    a.retry_cnt = 7;
+    a.rnr_retry = 7;
+    a.max_rd_atomic = RS_MAX_RD_ATOMIC;
+    RS_ASSERT_OK(rs_modify_qp(d, qp, &a,
+                              std_mask(type, RS_QPS_RTR, RS_QPS_RTS) |
+                              RS_QP_ATTR_CUR_STATE));
+    RS_ASSERT_OK(rs_query_qp(d, qp, &q));
+    g_assert_cmpuint(q.qp_state, ==, RS_QPS_RTS);
+    g_assert_cmpuint(q.cur_qp_state, ==, RS_QPS_RTS);
+    g_assert_cmphex(q.sq_psn, ==, 0xfffffe);
+    if (rc) {
+        g_assert_cmpuint(q.timeout, ==, 31);
+        g_assert_cmpuint(q.retry_cnt, ==, 7);
+        g_assert_cmpuint(q.rnr_retry, ==, 7);
+        g_assert_cmpuint(q.max_rd_atomic, ==, RS_MAX_RD_ATOMIC);
+        g_assert_cmpuint(q.min_rnr_timer, ==, 31);
+    }
+    if (connected) {
+        /* Attributes of earlier transitions are kept. */
+        g_assert_cmphex(q.rq_psn, ==, 0xffffff);
+        g_assert_cmphex(q.dest_qp_num, ==, 0xffffff);
+        g_assert_cmphex(q.access_flags, ==, RS_ACCESS_LOCAL_WRITE);
+        g_assert_cmpuint(q.path_mtu, ==, RS_MTU_4096);
+    }
+
+    /* RTS -> RTS */
+    std_attr(&a, RS_QPS_RTS, RS_QPS_RTS);
+    if (rc) {
+        a.min_rnr_timer = 5;
+        mask = RS_QP_ATTR_MIN_RNR_TIMER;
+    } else if (uc) {
+        a.access_flags = RS_ACCESS_LOCAL_WRITE | RS_ACCESS_REMOTE_WRITE;
+        mask = RS_QP_ATTR_ACCESS_FLAGS;
+    } else {
+        a.qkey = 0x44444444;
+        mask = RS_QP_ATTR_QKEY;
+    }
+    RS_ASSERT_OK(rs_modify_qp(d, qp, &a, RS_QP_ATTR_STATE | mask));
+    RS_ASSERT_OK(rs_query_qp(d, qp, &q));
+    g_assert_cmpuint(q.qp_state, ==, RS_QPS_RTS);
+    if (rc) {
+        g_assert_cmpuint(q.min_rnr_timer, ==, 5);
+    } else if (uc) {
+        g_assert_cmphex(q.access_flags, ==,
+                        RS_ACCESS_LOCAL_WRITE | RS_ACCESS_REMOTE_WRITE);
+    } else {
+        g_assert_cmphex(q.qkey, ==, 0x44444444);
+    }
+
+    /* RTS -> SQD with async notification, SQD -> SQD, SQD -> RTS */
+    std_attr(&a, RS_QPS_RTS, RS_QPS_SQD);
+    a.en_sqd_async_notify = 1;
+    RS_ASSERT_OK(rs_modify_qp(d, qp, &a, RS_QP_ATTR_STATE |
+                              RS_QP_ATTR_EN_SQD_ASYNC_NOTIFY));
+    RS_ASSERT_OK(rs_query_qp(d, qp, &q));
+    g_assert_cmpuint(q.qp_state, ==, RS_QPS_SQD);
+    g_assert_cmpuint(q.en_sqd_async_notify, ==, 1);
+
+    std_attr(&a, RS_QPS_SQD, RS_QPS_SQD);
+    if (rc) {
+        a.timeout = 20;
+        mask = RS_QP_ATTR_TIMEOUT;
+    } else if (uc) {
+        mask = 0;
+    } else {
+        a.qkey = 0x55555555;
+        mask = RS_QP_ATTR_QKEY;
+    }
+    RS_ASSERT_OK(rs_modify_qp(d, qp, &a, RS_QP_ATTR_STATE | mask));
+    RS_ASSERT_OK(rs_query_qp(d, qp, &q));
+    g_assert_cmpuint(q.qp_state, ==, RS_QPS_SQD);
+    if (rc) {
+        g_assert_cmpuint(q.timeout, ==, 20);
+    } else if (!uc) {
+        g_assert_cmphex(q.qkey, ==, 0x55555555);
+    }
+
+    std_attr(&a, RS_QPS_SQD, RS_QPS_RTS);
+    RS_ASSERT_OK(rs_modify_qp(d, qp, &a, RS_QP_ATTR_STATE));
+    g_assert_cmpuint(qp_state(d, qp), ==, RS_QPS_RTS);
+
+    /* RTS -> ERR -> RESET -> INIT */
+    std_attr(&a, RS_QPS_RTS, RS_QPS_ERR);
+    RS_ASSERT_OK(rs_modify_qp(d, qp, &a, RS_QP_ATTR_STATE));
+    g_assert_cmpuint(qp_state(d, qp), ==, RS_QPS_ERR);
+    std_attr(&a, RS_QPS_ERR, RS_QPS_ERR);
+    RS_ASSERT_OK(rs_modify_qp(d, qp, &a, RS_QP_ATTR_STATE));
+    g_assert_cmpuint(qp_state(d, qp), ==, RS_QPS_ERR);
+    std_attr(&a, RS_QPS_ERR, RS_QPS_RESET);
+    RS_ASSERT_OK(rs_modify_qp(d, qp, &a, RS_QP_ATTR_STATE));
+    g_assert_cmpuint(qp_state(d, qp), ==, RS_QPS_RESET);
+    qp_walk(d, qp, type, RS_QPS_INIT);
+    g_assert_cmpuint(qp_state(d, qp), ==, RS_QPS_INIT);
+
+    /* The QP holds its PD and CQs. */
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_PD, pd), RS_STATUS_BUSY);
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_CQ, scq), RS_STATUS_BUSY);
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_CQ, rcq), RS_STATUS_BUSY);
+
+    /* Destroy; the handle dies, the slot returns with the next gen. */
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_QP, qp));
+    RS_ASSERT_STATUS(rs_query_qp(d, qp, &q), RS_STATUS_BAD_HANDLE);
+    RS_ASSERT_STATUS(rs_modify_qp(d, qp, &a, RS_QP_ATTR_STATE),
+                     RS_STATUS_BAD_HANDLE);
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_QP, qp),
+                     RS_STATUS_BAD_HANDLE);
+    h = new_qp(d, &c);
+    g_assert_cmphex(h, ==, HANDLE(1, first));
+    if (gsi) {
+        RS_ASSERT_STATUS(rs_create_qp(d, &c, &h2, NULL), RS_STATUS_EXISTS);
+        qp_template(d, &c, RS_QPT_RC, pd, scq, rcq);
+        h2 = new_qp(d, &c);
+        g_assert_cmphex(h2, ==, HANDLE(0, 2));
+    } else {
+        h2 = new_qp(d, &c);
+        g_assert_cmphex(h2, ==, HANDLE(0, 3));
+    }
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_QP, h));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_QP, h2));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_CQ, scq));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_CQ, rcq));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_PD, pd));
+    assert_alive(d);
+}
+
+/* A page list of @npages pages starting at @base, @stride apart. */
+static uint64_t make_pbl(QRdmaSession *d, uint64_t base, uint64_t stride,
+                         uint32_t npages)
+{
+    uint64_t pbl = rs_alloc_zeroed(d, MAX(npages * 8, 8));
+    uint32_t i;
+
+    for (i = 0; i < npages; i++) {
+        qtest_writeq(rs_qts(d), pbl + i * 8, base + i * stride);
+    }
+    return pbl;
+}
+
+/* Indirect page list: chunk pages of 512 addresses, and their list. */
+static uint64_t make_indirect_pbl(QRdmaSession *d, uint64_t base,
+                                  uint32_t npages)
+{
+    uint32_t nchunks = DIV_ROUND_UP(npages, RS_PBL_CHUNK_ENTRIES);
+    uint64_t list = rs_alloc_zeroed(d, nchunks * 8);
+    uint32_t i;
+
+    for (i = 0; i < nchunks; i++) {
+        uint32_t n = MIN(npages - i * RS_PBL_CHUNK_ENTRIES,
+                         RS_PBL_CHUNK_ENTRIES);
+        uint64_t chunk = rs_alloc_zeroed(d, PAGE);
+        uint32_t j;
+
+        for (j = 0; j < n; j++) {
+            qtest_writeq(rs_qts(d), chunk + j * 8,
+                         base + (uint64_t)(i * RS_PBL_CHUNK_ENTRIES + j) *
+                         PAGE);
+        }
+        qtest_writeq(rs_qts(d), list + i * 8, chunk);
+    }
+    return list;
+}
+
+static uint32_t reg_mr_ok(QRdmaSession *d, const struct rs_cmd_reg_mr *c)
+{
+    uint32_t lkey = 0, rkey = 0;
+
+    RS_ASSERT_OK(rs_reg_mr(d, c, &lkey, &rkey));
+    g_assert_cmphex(lkey, ==, rkey);
+    return lkey;
+}
+
+static void test_mr(void *obj, void *data, QGuestAllocator *alloc)
+{
+    QRdmaSession *d = rs_setup(obj);
+    uint64_t buf = rs_alloc_zeroed(d, 3 * PAGE);
+    uint64_t big = guest_alloc(alloc, 4 * MiB);
+    uint64_t big_aligned = ROUND_UP(big, 2 * MiB);
+    uint64_t many = guest_alloc(alloc, 600 * PAGE);
+    struct rs_cmd_reg_mr c = { 0 }, c2, c3, c4, c5;
+    uint32_t pd, k1, k2, k3, k4, k5, k1b;
+
+    g_assert(big && many);
+    add_gid_v4(d, 0, 1);
+    add_gid_v4(d, 1, 2);
+    pd = new_pd(d);
+
+    /* Direct page list, three 4 KiB pages. */
+    c.iova = 0x7f0000000000ull;
+    c.length = 3 * PAGE;
+    c.pbl_addr = make_pbl(d, buf, PAGE, 3);
+    c.npages = 3;
+    c.pd = pd;
+    c.page_shift = 12;
+    c.access = STD_ACCESS;
+    c.gid_index = 0;
+    k1 = reg_mr_ok(d, &c);
+    g_assert_cmphex(k1 >> RS_MKEY_INDEX_SHIFT, ==, 1);
+
+    /* IOVA in the middle of a page: two pages spanned. */
+    c2 = c;
+    c2.iova = 0x1800;
+    c2.length = PAGE;
+    c2.npages = 2;
+    c2.access = RS_ACCESS_ALL;
+    c2.gid_index = 1;
+    k2 = reg_mr_ok(d, &c2);
+    g_assert_cmphex(k2 >> RS_MKEY_INDEX_SHIFT, ==, 2);
+
+    /* Local read only, one byte. */
+    c3 = c;
+    c3.length = 1;
+    c3.npages = 1;
+    c3.access = 0;
+    k3 = reg_mr_ok(d, &c3);
+    g_assert_cmphex(k3 >> RS_MKEY_INDEX_SHIFT, ==, 3);
+
+    /* 2 MiB pages. */
+    c4 = c;
+    c4.iova = 0x40000000;
+    c4.length = 2 * MiB;
+    c4.npages = 1;
+    c4.page_shift = 21;
+    c4.pbl_addr = make_pbl(d, big_aligned, 2 * MiB, 1);
+    k4 = reg_mr_ok(d, &c4);
+    g_assert_cmphex(k4 >> RS_MKEY_INDEX_SHIFT, ==, 4);
+
+    /* Indirect page list: 600 pages in two chunks. */
+    c5 = c;
+    c5.iova = 0;
+    c5.length = 600 * PAGE;
+    c5.npages = 600;
+    c5.flags = RS_MR_F_PBL_INDIRECT;
+    c5.pbl_addr = make_indirect_pbl(d, many, 600);
+    k5 = reg_mr_ok(d, &c5);
+    g_assert_cmphex(k5 >> RS_MKEY_INDEX_SHIFT, ==, 5);
+
+    /* The MRs hold their PD and GIDs. */
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_PD, pd), RS_STATUS_BUSY);
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DEL_GID, 1), RS_STATUS_BUSY);
+
+    /* Re-registering a slot gives a new tag; the old key is dead. */
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEREG_MR, k1));
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DEREG_MR, k1),
+                     RS_STATUS_BAD_HANDLE);
+    k1b = reg_mr_ok(d, &c);
+    g_assert_cmphex(k1b >> RS_MKEY_INDEX_SHIFT, ==, 1);
+    g_assert_cmphex(k1b & RS_MKEY_TAG_MASK, ==,
+                    (k1 + 1) & RS_MKEY_TAG_MASK);
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DEREG_MR, k1),
+                     RS_STATUS_BAD_HANDLE);
+
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEREG_MR, k1b));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEREG_MR, k2));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEREG_MR, k3));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEREG_MR, k4));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEREG_MR, k5));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEL_GID, 1));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_PD, pd));
+    assert_alive(d);
+}
+
+static void ah_template(struct rs_cmd_create_ah *c, uint32_t pd,
+                        uint32_t gid_index)
+{
+    memset(c, 0, sizeof(*c));
+    gid_v4(c->dgid, 10, 0, 0, 2);
+    c->dmac[0] = 0x02;
+    c->dmac[5] = 0x02;
+    c->hop_limit = 64;
+    c->pd = pd;
+    c->gid_index = gid_index;
+}
+
+static void test_ah(void *obj, void *data, QGuestAllocator *alloc)
+{
+    QRdmaSession *d = rs_setup(obj);
+    struct rs_cmd_create_ah c;
+    uint32_t pd, h1, h2, h3;
+
+    add_gid_v4(d, 0, 1);
+    pd = new_pd(d);
+    ah_template(&c, pd, 0);
+    RS_ASSERT_OK(rs_create_ah(d, &c, &h1));
+    g_assert_cmphex(h1, ==, HANDLE(0, 1));
+    c.flow_label = 0xfffff;
+    c.traffic_class = 0xff;
+    c.hop_limit = 255;
+    RS_ASSERT_OK(rs_create_ah(d, &c, &h2));
+    g_assert_cmphex(h2, ==, HANDLE(0, 2));
+
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_PD, pd), RS_STATUS_BUSY);
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DEL_GID, 0), RS_STATUS_BUSY);
+
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_AH, h1));
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_AH, h1),
+                     RS_STATUS_BAD_HANDLE);
+    RS_ASSERT_OK(rs_create_ah(d, &c, &h3));
+    g_assert_cmphex(h3, ==, HANDLE(1, 1));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_AH, h2));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_AH, h3));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_PD, pd));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEL_GID, 0));
+    assert_alive(d);
+}
+
+static void session_template(struct rs_cmd_create_session *c,
+                             uint32_t gid_index, uint16_t src_port)
+{
+    memset(c, 0, sizeof(*c));
+    gid_v4(c->dst_ip, 10, 0, 0, 2);
+    c->dmac[0] = 0x02;
+    c->dmac[5] = 0x02;
+    c->src_port = src_port;
+    c->dst_port = 4791;
+    c->gid_index = gid_index;
+}
+
+static uint32_t new_session(QRdmaSession *d, uint32_t gid_index,
+                            uint16_t src_port)
+{
+    struct rs_cmd_create_session c;
+    uint32_t h = 0;
+
+    session_template(&c, gid_index, src_port);
+    RS_ASSERT_OK(rs_create_session(d, &c, &h));
+    return h;
+}
+
+static uint32_t new_group(QRdmaSession *d, uint8_t policy, uint32_t s0,
+                          uint32_t s1)
+{
+    struct rs_cmd_create_session_group c = { 0 };
+    uint32_t h = 0;
+
+    c.session[0] = s0;
+    c.session[1] = s1;
+    c.nsessions = s1 ? 2 : 1;
+    c.policy = policy;
+    RS_ASSERT_OK(rs_create_session_group(d, &c, &h));
+    return h;
+}
+
+static void test_session(void *obj, void *data, QGuestAllocator *alloc)
+{
+    QRdmaSession *d = rs_setup(obj);
+    struct rs_cmd_create_session_group gc = { 0 };
+    struct rs_cmd_create_session sc;
+    struct rs_cmd_create_qp c;
+    struct rs_qp_attr a, q;
+    uint32_t s[RS_MAX_GROUP_SESSIONS], g1, g2, g3, pd, cq, qp, ud, h;
+    int i;
+
+    add_gid_v4(d, 0, 1);
+    add_gid_v4(d, 1, 2);
+    for (i = 0; i < RS_MAX_GROUP_SESSIONS; i++) {
+        s[i] = new_session(d, 0, 49152 + i);
+        g_assert_cmphex(s[i], ==, HANDLE(0, i + 1));
+    }
+
+    /* Group of the largest size, and two small ones. */
+    memcpy(gc.session, s, sizeof(s));
+    gc.nsessions = RS_MAX_GROUP_SESSIONS;
+    gc.policy = RS_GROUP_ROUND_ROBIN;
+    RS_ASSERT_OK(rs_create_session_group(d, &gc, &g1));
+    g_assert_cmphex(g1, ==, HANDLE(0, 1));
+    h = new_session(d, 1, 1024);
+    g_assert_cmphex(h, ==, HANDLE(0, 9));
+    g2 = new_group(d, RS_GROUP_ACTIVE_BACKUP, h, 0);
+    g_assert_cmphex(g2, ==, HANDLE(0, 2));
+
+    /* A QP created in a group; rebinding with MODIFY_QP. */
+    pd = new_pd(d);
+    cq = new_cq(d, 4);
+    qp_template(d, &c, RS_QPT_RC, pd, cq, cq);
+    c.session_group = g1;
+    qp = new_qp(d, &c);
+    RS_ASSERT_OK(rs_query_qp(d, qp, &q));
+    g_assert_cmphex(q.session_group, ==, g1);
+
+    std_attr(&a, RS_QPS_RESET, RS_QPS_INIT);
+    a.session_group = g2;
+    RS_ASSERT_OK(rs_modify_qp(d, qp, &a, RC_INIT_MASK |
+                              RS_QP_ATTR_SESSION_GROUP));
+    RS_ASSERT_OK(rs_query_qp(d, qp, &q));
+    g_assert_cmpuint(q.qp_state, ==, RS_QPS_INIT);
+    g_assert_cmphex(q.session_group, ==, g2);
+    /* g1 is no longer bound. */
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_SESSION_GROUP, g1));
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_SESSION_GROUP, g1),
+                     RS_STATUS_BAD_HANDLE);
+    g3 = new_group(d, RS_GROUP_ROUND_ROBIN, s[0], s[1]);
+    g_assert_cmphex(g3, ==, HANDLE(1, 1));
+
+    /* INIT -> RTR -> RTS, rebinding to g3 on the way to RTS. */
+    std_attr(&a, RS_QPS_INIT, RS_QPS_RTR);
+    RS_ASSERT_OK(rs_modify_qp(d, qp, &a, RC_RTR_MASK));
+    std_attr(&a, RS_QPS_RTR, RS_QPS_RTS);
+    a.session_group = g3;
+    RS_ASSERT_OK(rs_modify_qp(d, qp, &a, RC_RTS_MASK |
+                              RS_QP_ATTR_SESSION_GROUP));
+    RS_ASSERT_OK(rs_query_qp(d, qp, &q));
+    g_assert_cmpuint(q.qp_state, ==, RS_QPS_RTS);
+    g_assert_cmphex(q.session_group, ==, g3);
+    /* RTS -> RTS back to g2. */
+    std_attr(&a, RS_QPS_RTS, RS_QPS_RTS);
+    a.session_group = g2;
+    RS_ASSERT_OK(rs_modify_qp(d, qp, &a, RS_QP_ATTR_SESSION_GROUP));
+    RS_ASSERT_OK(rs_query_qp(d, qp, &q));
+    g_assert_cmphex(q.session_group, ==, g2);
+
+    /* A UD QP bound at RESET -> INIT. */
+    qp_template(d, &c, RS_QPT_UD, pd, cq, cq);
+    ud = new_qp(d, &c);
+    std_attr(&a, RS_QPS_RESET, RS_QPS_INIT);
+    a.session_group = g3;
+    RS_ASSERT_OK(rs_modify_qp(d, ud, &a, UD_INIT_MASK |
+                              RS_QP_ATTR_SESSION_GROUP));
+    RS_ASSERT_OK(rs_query_qp(d, ud, &q));
+    g_assert_cmphex(q.session_group, ==, g3);
+
+    /* References: group bound to a QP, session member of a group. */
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_SESSION_GROUP, g2),
+                     RS_STATUS_BUSY);
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_SESSION_GROUP, g3),
+                     RS_STATUS_BUSY);
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_SESSION, h),
+                     RS_STATUS_BUSY);
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_SESSION, s[0]),
+                     RS_STATUS_BUSY);
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DEL_GID, 1), RS_STATUS_BUSY);
+    /* s[2] was only in g1, which is gone. */
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_SESSION, s[2]));
+
+    /* The same tuple can be created again once destroyed. */
+    session_template(&sc, 0, 49152 + 2);
+    RS_ASSERT_OK(rs_create_session(d, &sc, &s[2]));
+    g_assert_cmphex(s[2], ==, HANDLE(1, 3));
+
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_QP, qp));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_SESSION_GROUP, g2));
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_SESSION_GROUP, g3),
+                     RS_STATUS_BUSY);
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_QP, ud));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_SESSION_GROUP, g3));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_SESSION, h));
+    for (i = 0; i < RS_MAX_GROUP_SESSIONS; i++) {
+        RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_SESSION, s[i]));
+    }
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_SESSION, s[0]),
+                     RS_STATUS_BAD_HANDLE);
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEL_GID, 1));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEL_GID, 0));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_CQ, cq));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_PD, pd));
+    assert_alive(d);
+}
+
+static void test_gid(void *obj, void *data, QGuestAllocator *alloc)
+{
+    QRdmaSession *d = rs_setup(obj);
+    struct rs_cmd_add_gid g = { 0 };
+    struct rs_cmd_create_qp c;
+    struct rs_qp_attr a;
+    uint32_t index, pd, cq, qp;
+
+    gid_v4(g.gid, 192, 168, 1, 1);
+    g.index = 0;
+    g.type = RS_GID_ROCE_V2_IPV4;
+    RS_ASSERT_OK(rs_add_gid(d, &g, &index));
+    g_assert_cmpuint(index, ==, 0);
+
+    /* IPv6 GID in the last slot with the largest VNI. */
+    memset(g.gid, 0, sizeof(g.gid));
+    g.gid[0] = 0xfd;
+    g.gid[15] = 1;
+    g.index = DEF_MAX_GIDS - 1;
+    g.type = RS_GID_ROCE_V2_IPV6;
+    g.vni = 0xffffff;
+    RS_ASSERT_OK(rs_add_gid(d, &g, &index));
+    g_assert_cmpuint(index, ==, DEF_MAX_GIDS - 1);
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEL_GID, DEF_MAX_GIDS - 1));
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DEL_GID, DEF_MAX_GIDS - 1),
+                     RS_STATUS_BAD_HANDLE);
+    RS_ASSERT_OK(rs_add_gid(d, &g, &index));
+    g_assert_cmpuint(index, ==, DEF_MAX_GIDS - 1);
+
+    /* A QP's address vector holds its source GID. */
+    pd = new_pd(d);
+    cq = new_cq(d, 4);
+    qp_template(d, &c, RS_QPT_RC, pd, cq, cq);
+    qp = new_qp(d, &c);
+    qp_walk(d, qp, RS_QPT_RC, RS_QPS_INIT);
+    std_attr(&a, RS_QPS_INIT, RS_QPS_RTR);
+    a.ah.gid_index = DEF_MAX_GIDS - 1;
+    RS_ASSERT_OK(rs_modify_qp(d, qp, &a, RC_RTR_MASK));
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DEL_GID, DEF_MAX_GIDS - 1),
+                     RS_STATUS_BUSY);
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_QP, qp));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEL_GID, DEF_MAX_GIDS - 1));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEL_GID, 0));
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DEL_GID, 0), RS_STATUS_BAD_HANDLE);
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_CQ, cq));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_PD, pd));
+    assert_alive(d);
+}
+
+/* ------------------------------------------------------------------ */
+/* Bad input: table driven                                             */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Row values either are literals or name something of the fixture
+ * (TOK(id, offset)): an address, a handle, ...
+ */
+#define TOK_MARK        0x7a5a000000000000ull
+#define TOK_MARK_MASK   0xffff000000000000ull
+#define TOK(t, off)     (TOK_MARK | ((uint64_t)(t) << 32) | \
+                         (uint32_t)(int32_t)(off))
+
+enum {
+    T_NONE,
+    /* addresses */
+    T_BAR0, T_BAR1, T_BAR2, T_RAM_END, T_SCRATCH, T_ATTR,
+    T_CQ_RING, T_CQ_RING2, T_SQ, T_RQ,
+    T_PBL, T_PBL_MISALIGNED, T_PBL_FAR, T_PBL_BAR0, T_PBL_RAM_END,
+    T_IPBL, T_IPBL_MISALIGNED, T_IPBL_FAR, T_IPBL_BAR0,
+    T_RING_ADMQ, T_RING_ACQ, T_RING_AEQ,
+    /* handles */
+    T_PD, T_PD_MR, T_PD_AH, T_PD_STALE,
+    T_CQ, T_CQ_SEND, T_CQ_RECV, T_CQ_FREE, T_CQ_STALE,
+    T_QP, T_QP_STALE,
+    T_MR, T_MR_STALE,
+    T_AH, T_AH_STALE,
+    T_SESS, T_SESS_GID1, T_SESS_FREE1, T_SESS_FREE2, T_SESS_STALE,
+    T_GROUP, T_GROUP_STALE,
+    T_COUNT
+};
+
+typedef struct BadPatch {
+    uint16_t off;
+    uint8_t size;
+    uint64_t value;
+} BadPatch;
+
+typedef struct BadFixture {
+    QRdmaSession *d;
+    uint64_t tok[T_COUNT];
+    struct rs_cmd_create_qp qp_tmpl;
+} BadFixture;
+
+static uint64_t resolve(BadFixture *f, uint64_t v)
+{
+    unsigned t;
+
+    if ((v & TOK_MARK_MASK) != TOK_MARK) {
+        return v;
+    }
+    t = (v >> 32) & 0xffff;
+    g_assert_cmpuint(t, >, T_NONE);
+    g_assert_cmpuint(t, <, T_COUNT);
+    return f->tok[t] + (int64_t)(int32_t)(uint32_t)v;
+}
+
+static void apply_patches(BadFixture *f, void *obj, size_t obj_size,
+                          const BadPatch *p, int n)
+{
+    int i;
+
+    for (i = 0; i < n && p[i].size; i++) {
+        uint64_t v = resolve(f, p[i].value);
+        uint8_t *dst = (uint8_t *)obj + p[i].off;
+        uint8_t v8 = v;
+        uint16_t v16 = v;
+        uint32_t v32 = v;
+
+        g_assert_cmpuint(p[i].off + p[i].size, <=, obj_size);
+        switch (p[i].size) {
+        case 1:
+            memcpy(dst, &v8, 1);
+            break;
+        case 2:
+            memcpy(dst, &v16, 2);
+            break;
+        case 4:
+            memcpy(dst, &v32, 4);
+            break;
+        case 8:
+            memcpy(dst, &v, 8);
+            break;
+        default:
+            g_assert_not_reached();
+        }
+    }
+}
+
+/* Guest memory of the fixture: allocated once per test. */
+static void bad_fixture_memory(QRdmaSession *d, BadFixture *f)
+{
+    uint64_t *t = f->tok;
+    uint64_t buf = rs_alloc_zeroed(d, 3 * PAGE);
+    uint64_t many = guest_alloc(d->alloc, 600 * PAGE);
+    uint64_t c0 = rs_alloc_zeroed(d, PAGE), c1 = rs_alloc_zeroed(d, PAGE);
+    struct rs_qp_attr a;
+    uint32_t i;
+
+    g_assert(many);
+    memset(f, 0, sizeof(*f));
+    f->d = d;
+    t[T_BAR0] = d->bar0.addr;
+    t[T_BAR1] = d->dev.msix_table_bar.addr;
+    t[T_BAR2] = d->bar2.addr;
+    t[T_RAM_END] = ram_end(d);
+    t[T_SCRATCH] = rs_alloc_zeroed(d, PAGE);
+    t[T_ATTR] = rs_alloc_zeroed(d, PAGE);
+    std_attr(&a, RS_QPS_RESET, RS_QPS_RESET);
+    rs_qp_attr_to_le(&a);
+    qtest_memwrite(rs_qts(d), t[T_ATTR], &a, sizeof(a));
+    t[T_CQ_RING] = rs_alloc_zeroed(d, sizeof(struct rs_cqe) << 4);
+    t[T_CQ_RING2] = rs_alloc_zeroed(d, sizeof(struct rs_cqe) << 5);
+
+    /* Page lists of three pages: a good one and one bad entry each. */
+    t[T_PBL] = make_pbl(d, buf, PAGE, 3);
+    t[T_PBL_MISALIGNED] = make_pbl(d, buf, PAGE, 3);
+    qtest_writeq(rs_qts(d), t[T_PBL_MISALIGNED] + 8, buf + PAGE + 0x800);
+    t[T_PBL_FAR] = make_pbl(d, buf, PAGE, 3);
+    qtest_writeq(rs_qts(d), t[T_PBL_FAR] + 16, FAR_ADDR);
+    t[T_PBL_BAR0] = make_pbl(d, buf, PAGE, 3);
+    qtest_writeq(rs_qts(d), t[T_PBL_BAR0] + 8, d->bar0.addr);
+    t[T_PBL_RAM_END] = make_pbl(d, buf, PAGE, 3);
+    qtest_writeq(rs_qts(d), t[T_PBL_RAM_END] + 16, t[T_RAM_END]);
+
+    /* Indirect lists for 600 pages: two chunks. */
+    for (i = 0; i < 600; i++) {
+        qtest_writeq(rs_qts(d), (i < 512 ? c0 : c1) + (i % 512) * 8,
+                     many + i * PAGE);
+    }
+    t[T_IPBL] = make_pbl(d, c0, c1 - c0, 2);
+    t[T_IPBL_MISALIGNED] = make_pbl(d, c0, c1 - c0, 2);
+    qtest_writeq(rs_qts(d), t[T_IPBL_MISALIGNED] + 8, c1 + 0x800);
+    t[T_IPBL_FAR] = make_pbl(d, c0, c1 - c0, 2);
+    qtest_writeq(rs_qts(d), t[T_IPBL_FAR] + 8, FAR_ADDR);
+    t[T_IPBL_BAR0] = make_pbl(d, c0, c1 - c0, 2);
+    qtest_writeq(rs_qts(d), t[T_IPBL_BAR0] + 8, d->bar0.addr);
+}
+
+/*
+ * Objects of the fixture:
+ *   GIDs 0 (sessions), 1 (one session), 2 (an MR), 4 (an AH), 5 (a QP AV)
+ *   PD: QPs; PD_MR: an MR only; PD_AH: an AH only
+ *   CQ: QPs; CQ_SEND/CQ_RECV: the send/recv CQ of one UD QP; CQ_FREE
+ *   QP: an RC QP in RESET; a UD QP bound to GROUP; a GSI QP
+ *   GROUP = { SESS, another }; SESS_FREE1/2 in no group
+ *   *_STALE: created and destroyed again
+ */
+static void bad_fixture_objects(BadFixture *f)
+{
+    QRdmaSession *d = f->d;
+    uint64_t *t = f->tok;
+    struct rs_cmd_create_qp c;
+    struct rs_cmd_reg_mr mr = { 0 };
+    struct rs_cmd_create_ah ah;
+    struct rs_qp_attr a;
+    uint32_t qp_av, h;
+
+    add_gid_v4(d, 0, 1);
+    add_gid_v4(d, 1, 1);
+    add_gid_v4(d, 2, 1);
+    add_gid_v4(d, 4, 1);
+    add_gid_v4(d, 5, 1);
+
+    t[T_PD] = new_pd(d);
+    t[T_PD_MR] = new_pd(d);
+    t[T_PD_AH] = new_pd(d);
+    t[T_PD_STALE] = new_pd(d);
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_PD, t[T_PD_STALE]));
+
+    t[T_CQ] = new_cq(d, 4);
+    t[T_CQ_SEND] = new_cq(d, 4);
+    t[T_CQ_RECV] = new_cq(d, 4);
+    t[T_CQ_FREE] = new_cq(d, 4);
+    t[T_CQ_STALE] = new_cq(d, 4);
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_CQ, t[T_CQ_STALE]));
+
+    t[T_SESS] = new_session(d, 0, 49152);
+    h = new_session(d, 0, 49153);
+    t[T_SESS_FREE1] = new_session(d, 0, 49154);
+    t[T_SESS_FREE2] = new_session(d, 0, 49155);
+    t[T_SESS_GID1] = new_session(d, 1, 49152);
+    t[T_SESS_STALE] = new_session(d, 0, 49160);
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_SESSION, t[T_SESS_STALE]));
+    t[T_GROUP] = new_group(d, RS_GROUP_ROUND_ROBIN, t[T_SESS], h);
+    t[T_GROUP_STALE] = new_group(d, RS_GROUP_ROUND_ROBIN,
+                                 t[T_SESS_FREE1], 0);
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_SESSION_GROUP,
+                            t[T_GROUP_STALE]));
+
+    qp_template(d, &f->qp_tmpl, RS_QPT_RC, t[T_PD], t[T_CQ], t[T_CQ]);
+    t[T_SQ] = f->qp_tmpl.sq_addr;
+    t[T_RQ] = f->qp_tmpl.rq_addr;
+    t[T_QP] = new_qp(d, &f->qp_tmpl);
+    t[T_QP_STALE] = new_qp(d, &f->qp_tmpl);
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_QP, t[T_QP_STALE]));
+
+    qp_template(d, &c, RS_QPT_RC, t[T_PD], t[T_CQ], t[T_CQ]);
+    qp_av = new_qp(d, &c);
+    qp_walk(d, qp_av, RS_QPT_RC, RS_QPS_INIT);
+    std_attr(&a, RS_QPS_INIT, RS_QPS_RTR);
+    a.ah.gid_index = 5;
+    RS_ASSERT_OK(rs_modify_qp(d, qp_av, &a, RC_RTR_MASK));
+
+    qp_template(d, &c, RS_QPT_UD, t[T_PD], t[T_CQ_SEND], t[T_CQ_RECV]);
+    c.session_group = t[T_GROUP];
+    new_qp(d, &c);
+    qp_template(d, &c, RS_QPT_GSI, t[T_PD], t[T_CQ], t[T_CQ]);
+    new_qp(d, &c);
+
+    mr.iova = 0x10000;
+    mr.length = PAGE;
+    mr.pbl_addr = t[T_PBL];
+    mr.npages = 1;
+    mr.pd = t[T_PD_MR];
+    mr.page_shift = 12;
+    mr.access = STD_ACCESS;
+    mr.gid_index = 2;
+    t[T_MR] = reg_mr_ok(d, &mr);
+    mr.pd = t[T_PD];
+    mr.gid_index = 0;
+    t[T_MR_STALE] = reg_mr_ok(d, &mr);
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEREG_MR, t[T_MR_STALE]));
+
+    ah_template(&ah, t[T_PD_AH], 4);
+    RS_ASSERT_OK(rs_create_ah(d, &ah, &h));
+    t[T_AH] = h;
+    RS_ASSERT_OK(rs_create_ah(d, &ah, &h));
+    t[T_AH_STALE] = h;
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_AH, h));
+}
+
+/* A valid command of each kind, built from the fixture. */
+static void bad_template(BadFixture *f, uint8_t opcode, uint8_t variant,
+                         struct rs_admin_cmd *cmd)
+{
+    uint64_t *t = f->tok;
+
+    cmd_init(cmd, opcode);
+    switch (opcode) {
+    case RS_CMD_QUERY_DEVICE:
+        cmd->query.resp_addr = t[T_SCRATCH];
+        cmd->query.resp_len = sizeof(struct rs_device_attr);
+        break;
+    case RS_CMD_QUERY_PORT:
+        cmd->query.resp_addr = t[T_SCRATCH];
+        cmd->query.resp_len = sizeof(struct rs_port_attr);
+        cmd->query.handle = 1;
+        break;
+    case RS_CMD_QUERY_QP:
+        cmd->query.resp_addr = t[T_SCRATCH];
+        cmd->query.resp_len = sizeof(struct rs_qp_attr);
+        cmd->query.handle = t[T_QP];
+        break;
+    case RS_CMD_CREATE_CQ:
+        cmd->create_cq.ring_addr = t[T_CQ_RING];
+        cmd->create_cq.log_size = 4;
+        break;
+    case RS_CMD_RESIZE_CQ:
+        cmd->resize_cq.ring_addr = t[T_CQ_RING2];
+        cmd->resize_cq.handle = t[T_CQ_FREE];
+        cmd->resize_cq.log_size = 5;
+        break;
+    case RS_CMD_CREATE_QP:
+        cmd->create_qp = f->qp_tmpl;
+        break;
+    case RS_CMD_MODIFY_QP:
+        cmd->modify_qp.attr_addr = t[T_ATTR];
+        cmd->modify_qp.handle = t[T_QP];
+        cmd->modify_qp.attr_mask = RS_QP_ATTR_STATE;
+        break;
+    case RS_CMD_REG_MR:
+        cmd->reg_mr.pd = t[T_PD];
+        cmd->reg_mr.page_shift = 12;
+        cmd->reg_mr.access = STD_ACCESS;
+        cmd->reg_mr.gid_index = 0;
+        if (variant) {
+            cmd->reg_mr.iova = 0;
+            cmd->reg_mr.length = 600 * PAGE;
+            cmd->reg_mr.npages = 600;
+            cmd->reg_mr.pbl_addr = t[T_IPBL];
+            cmd->reg_mr.flags = RS_MR_F_PBL_INDIRECT;
+        } else {
+            cmd->reg_mr.iova = 0x10000;
+            cmd->reg_mr.length = 3 * PAGE;
+            cmd->reg_mr.npages = 3;
+            cmd->reg_mr.pbl_addr = t[T_PBL];
+        }
+        break;
+    case RS_CMD_CREATE_AH:
+        ah_template(&cmd->create_ah, t[T_PD], 0);
+        break;
+    case RS_CMD_CREATE_SESSION:
+        session_template(&cmd->create_session, 0, 50000);
+        break;
+    case RS_CMD_CREATE_SESSION_GROUP:
+        cmd->create_group.session[0] = t[T_SESS_FREE1];
+        cmd->create_group.session[1] = t[T_SESS_FREE2];
+        cmd->create_group.nsessions = 2;
+        cmd->create_group.policy = RS_GROUP_ROUND_ROBIN;
+        break;
+    case RS_CMD_ADD_GID:
+        gid_v4(cmd->add_gid.gid, 10, 0, 3, 9);
+        cmd->add_gid.index = 3;
+        cmd->add_gid.type = RS_GID_ROCE_V2_IPV4;
+        cmd->add_gid.vni = 100;
+        break;
+    default:
+        /* Destroy commands and unknown opcodes: rows set the rest. */
+        break;
+    }
+}
+
+typedef struct BadCmdRow {
+    const char *name;
+    uint8_t opcode;
+    uint8_t variant;            /* REG_MR: 1 = indirect page list */
+    uint8_t status;
+    BadPatch patch[4];
+} BadCmdRow;
+
+#define CF(f)   offsetof(struct rs_admin_cmd, f), \
+                sizeof(((struct rs_admin_cmd *)NULL)->f)
+#define P(f, v) { CF(f), (v) }
+#define ROW(name, op, st, ...) \
+    { name, RS_CMD_##op, 0, RS_STATUS_##st, { __VA_ARGS__ } }
+#define ROWV(name, op, var, st, ...) \
+    { name, RS_CMD_##op, var, RS_STATUS_##st, { __VA_ARGS__ } }
+#define RAW(name, opcode, st) \
+    { name, opcode, 0, RS_STATUS_##st, { { 0 } } }
+#define DESTROY(name, op, h, st) \
+    ROW(name, op, st, P(destroy.handle, h))
+
+#define MR_PAGES_OVER   (DEF_MAX_MR_PAGES + 1ull)
+
+static const BadCmdRow bad_cmd_rows[] = {
+    /* Opcodes */
+    RAW("opcode 0x00", 0x00, BAD_OPCODE),
+    RAW("opcode 0x16", 0x16, BAD_OPCODE),
+    RAW("opcode 0x17", 0x17, BAD_OPCODE),
+    RAW("opcode 0x1f", 0x1f, BAD_OPCODE),
+    RAW("opcode 0x28", 0x28, BAD_OPCODE),
+    RAW("opcode 0x80", 0x80, BAD_OPCODE),
+    RAW("opcode 0xff", 0xff, BAD_OPCODE),
+    RAW("reserved CREATE_SRQ", RS_CMD_CREATE_SRQ, NOT_SUPPORTED),
+    RAW("reserved MODIFY_SRQ", RS_CMD_MODIFY_SRQ, NOT_SUPPORTED),
+    RAW("reserved DESTROY_SRQ", RS_CMD_DESTROY_SRQ, NOT_SUPPORTED),
+    RAW("reserved CREATE_DCT", RS_CMD_CREATE_DCT, NOT_SUPPORTED),
+    RAW("reserved DESTROY_DCT", RS_CMD_DESTROY_DCT, NOT_SUPPORTED),
+    RAW("reserved REG_INDIRECT_MKEY", RS_CMD_REG_INDIRECT_MKEY,
+        NOT_SUPPORTED),
+    RAW("reserved REG_PATTERN_MKEY", RS_CMD_REG_PATTERN_MKEY,
+        NOT_SUPPORTED),
+    RAW("reserved ODP_RESOLVE", RS_CMD_ODP_RESOLVE, NOT_SUPPORTED),
+
+    /* QUERY_DEVICE */
+    ROW("QUERY_DEVICE resp_len 0", QUERY_DEVICE, BAD_SIZE,
+        P(query.resp_len, 0)),
+    ROW("QUERY_DEVICE resp_len 127", QUERY_DEVICE, BAD_SIZE,
+        P(query.resp_len, 127)),
+    ROW("QUERY_DEVICE resp_addr +4", QUERY_DEVICE, BAD_ALIGN,
+        P(query.resp_addr, TOK(T_SCRATCH, 4))),
+    ROW("QUERY_DEVICE resp_addr +1", QUERY_DEVICE, BAD_ALIGN,
+        P(query.resp_addr, TOK(T_SCRATCH, 1))),
+    ROW("QUERY_DEVICE resp_addr in BAR0", QUERY_DEVICE, BAD_ADDR,
+        P(query.resp_addr, TOK(T_BAR0, 0))),
+    ROW("QUERY_DEVICE resp_addr in MSI-X BAR", QUERY_DEVICE, BAD_ADDR,
+        P(query.resp_addr, TOK(T_BAR1, 0))),
+    ROW("QUERY_DEVICE resp_addr in BAR2", QUERY_DEVICE, BAD_ADDR,
+        P(query.resp_addr, TOK(T_BAR2, 0))),
+    ROW("QUERY_DEVICE resp_addr at end of RAM", QUERY_DEVICE, BAD_ADDR,
+        P(query.resp_addr, TOK(T_RAM_END, 0))),
+    ROW("QUERY_DEVICE resp straddles end of RAM", QUERY_DEVICE, BAD_ADDR,
+        P(query.resp_addr, TOK(T_RAM_END, -64))),
+    ROW("QUERY_DEVICE resp_addr far", QUERY_DEVICE, BAD_ADDR,
+        P(query.resp_addr, FAR_ADDR)),
+    ROW("QUERY_DEVICE resp_addr wraps", QUERY_DEVICE, BAD_ADDR,
+        P(query.resp_addr, 0xffffffffffffffc0ull)),
+
+    /* QUERY_PORT */
+    ROW("QUERY_PORT port 0", QUERY_PORT, BAD_PARAM, P(query.handle, 0)),
+    ROW("QUERY_PORT port 2", QUERY_PORT, BAD_PARAM, P(query.handle, 2)),
+    ROW("QUERY_PORT resp_len 63", QUERY_PORT, BAD_SIZE,
+        P(query.resp_len, 63)),
+    ROW("QUERY_PORT resp_addr in BAR0", QUERY_PORT, BAD_ADDR,
+        P(query.resp_addr, TOK(T_BAR0, 0))),
+    ROW("QUERY_PORT resp_addr +4", QUERY_PORT, BAD_ALIGN,
+        P(query.resp_addr, TOK(T_SCRATCH, 4))),
+
+    /* QUERY_QP */
+    ROW("QUERY_QP stale handle", QUERY_QP, BAD_HANDLE,
+        P(query.handle, TOK(T_QP_STALE, 0))),
+    ROW("QUERY_QP handle 0", QUERY_QP, BAD_HANDLE, P(query.handle, 0)),
+    ROW("QUERY_QP wrong generation", QUERY_QP, BAD_HANDLE,
+        P(query.handle, TOK(T_QP, 1 << RS_HANDLE_GEN_SHIFT))),
+    ROW("QUERY_QP index out of range", QUERY_QP, BAD_HANDLE,
+        P(query.handle, 0x00fffffe)),
+    ROW("QUERY_QP resp_len 95", QUERY_QP, BAD_SIZE, P(query.resp_len, 95)),
+    ROW("QUERY_QP resp straddles end of RAM", QUERY_QP, BAD_ADDR,
+        P(query.resp_addr, TOK(T_RAM_END, -32))),
+    ROW("QUERY_QP resp_addr +4", QUERY_QP, BAD_ALIGN,
+        P(query.resp_addr, TOK(T_SCRATCH, 4))),
+
+    /* CREATE_PD / DESTROY_PD */
+    DESTROY("DESTROY_PD handle 0", DESTROY_PD, 0, BAD_HANDLE),
+    DESTROY("DESTROY_PD twice (stale)", DESTROY_PD, TOK(T_PD_STALE, 0),
+            BAD_HANDLE),
+    DESTROY("DESTROY_PD wrong generation", DESTROY_PD,
+            TOK(T_PD, 1 << RS_HANDLE_GEN_SHIFT), BAD_HANDLE),
+    DESTROY("DESTROY_PD free slot", DESTROY_PD, 200, BAD_HANDLE),
+    DESTROY("DESTROY_PD index max-pds", DESTROY_PD, DEF_MAX_PDS,
+            BAD_HANDLE),
+    DESTROY("DESTROY_PD index out of range", DESTROY_PD, 0x00ffffff,
+            BAD_HANDLE),
+    DESTROY("DESTROY_PD used by QPs", DESTROY_PD, TOK(T_PD, 0), BUSY),
+    DESTROY("DESTROY_PD used by an MR", DESTROY_PD, TOK(T_PD_MR, 0), BUSY),
+    DESTROY("DESTROY_PD used by an AH", DESTROY_PD, TOK(T_PD_AH, 0), BUSY),
+
+    /* CREATE_CQ */
+    ROW("CREATE_CQ log_size 0", CREATE_CQ, BAD_SIZE,
+        P(create_cq.log_size, 0)),
+    ROW("CREATE_CQ log_size 17", CREATE_CQ, BAD_SIZE,
+        P(create_cq.log_size, RS_MAX_CQ_LOG + 1)),
+    ROW("CREATE_CQ ring 0", CREATE_CQ, BAD_ADDR, P(create_cq.ring_addr, 0)),
+    ROW("CREATE_CQ ring +32", CREATE_CQ, BAD_ALIGN,
+        P(create_cq.ring_addr, TOK(T_CQ_RING, 32))),
+    ROW("CREATE_CQ ring +8", CREATE_CQ, BAD_ALIGN,
+        P(create_cq.ring_addr, TOK(T_CQ_RING, 8))),
+    ROW("CREATE_CQ ring in BAR0", CREATE_CQ, BAD_ADDR,
+        P(create_cq.ring_addr, TOK(T_BAR0, 0))),
+    ROW("CREATE_CQ ring straddles end of RAM", CREATE_CQ, BAD_ADDR,
+        P(create_cq.ring_addr, TOK(T_RAM_END, -256))),
+    ROW("CREATE_CQ ring far", CREATE_CQ, BAD_ADDR,
+        P(create_cq.ring_addr, FAR_ADDR)),
+    ROW("CREATE_CQ comp_vector 4", CREATE_CQ, BAD_PARAM,
+        P(create_cq.comp_vector, DEF_COMP_VECTORS)),
+    ROW("CREATE_CQ comp_vector 0xffff", CREATE_CQ, BAD_PARAM,
+        P(create_cq.comp_vector, 0xffff)),
+    ROW("CREATE_CQ uar 64", CREATE_CQ, BAD_PARAM,
+        P(create_cq.uar, DEF_DB_PAGES)),
+    ROW("CREATE_CQ uar 0xffffffff", CREATE_CQ, BAD_PARAM,
+        P(create_cq.uar, 0xffffffff)),
+
+    /* DESTROY_CQ */
+    DESTROY("DESTROY_CQ handle 0", DESTROY_CQ, 0, BAD_HANDLE),
+    DESTROY("DESTROY_CQ twice (stale)", DESTROY_CQ, TOK(T_CQ_STALE, 0),
+            BAD_HANDLE),
+    DESTROY("DESTROY_CQ index out of range", DESTROY_CQ, 0x00fffffe,
+            BAD_HANDLE),
+    DESTROY("DESTROY_CQ used by QPs", DESTROY_CQ, TOK(T_CQ, 0), BUSY),
+    DESTROY("DESTROY_CQ send CQ of a QP", DESTROY_CQ, TOK(T_CQ_SEND, 0),
+            BUSY),
+    DESTROY("DESTROY_CQ recv CQ of a QP", DESTROY_CQ, TOK(T_CQ_RECV, 0),
+            BUSY),
+
+    /* RESIZE_CQ */
+    ROW("RESIZE_CQ stale handle", RESIZE_CQ, BAD_HANDLE,
+        P(resize_cq.handle, TOK(T_CQ_STALE, 0))),
+    ROW("RESIZE_CQ handle 0", RESIZE_CQ, BAD_HANDLE, P(resize_cq.handle, 0)),
+    ROW("RESIZE_CQ log_size 0", RESIZE_CQ, BAD_SIZE,
+        P(resize_cq.log_size, 0)),
+    ROW("RESIZE_CQ log_size 17", RESIZE_CQ, BAD_SIZE,
+        P(resize_cq.log_size, RS_MAX_CQ_LOG + 1)),
+    ROW("RESIZE_CQ ring 0", RESIZE_CQ, BAD_ADDR, P(resize_cq.ring_addr, 0)),
+    ROW("RESIZE_CQ ring +32", RESIZE_CQ, BAD_ALIGN,
+        P(resize_cq.ring_addr, TOK(T_CQ_RING2, 32))),
+    ROW("RESIZE_CQ ring in BAR0", RESIZE_CQ, BAD_ADDR,
+        P(resize_cq.ring_addr, TOK(T_BAR0, 0))),
+    ROW("RESIZE_CQ ring at end of RAM", RESIZE_CQ, BAD_ADDR,
+        P(resize_cq.ring_addr, TOK(T_RAM_END, 0))),
+    ROW("RESIZE_CQ consumer_index beyond producer", RESIZE_CQ, BAD_SIZE,
+        P(resize_cq.consumer_index, 1)),
+    ROW("RESIZE_CQ consumer_index behind", RESIZE_CQ, BAD_SIZE,
+        P(resize_cq.consumer_index, 0xffffffff)),
+
+    /* CREATE_QP */
+    ROW("CREATE_QP type DCI", CREATE_QP, NOT_SUPPORTED,
+        P(create_qp.qp_type, RS_QPT_DCI)),
+    ROW("CREATE_QP type DCT", CREATE_QP, NOT_SUPPORTED,
+        P(create_qp.qp_type, RS_QPT_DCT)),
+    ROW("CREATE_QP type 6", CREATE_QP, BAD_PARAM, P(create_qp.qp_type, 6)),
+    ROW("CREATE_QP type 0xff", CREATE_QP, BAD_PARAM,
+        P(create_qp.qp_type, 0xff)),
+    ROW("CREATE_QP pd 0", CREATE_QP, BAD_HANDLE, P(create_qp.pd, 0)),
+    ROW("CREATE_QP stale pd", CREATE_QP, BAD_HANDLE,
+        P(create_qp.pd, TOK(T_PD_STALE, 0))),
+    ROW("CREATE_QP stale send_cq", CREATE_QP, BAD_HANDLE,
+        P(create_qp.send_cq, TOK(T_CQ_STALE, 0))),
+    ROW("CREATE_QP send_cq 0", CREATE_QP, BAD_HANDLE,
+        P(create_qp.send_cq, 0)),
+    ROW("CREATE_QP stale recv_cq", CREATE_QP, BAD_HANDLE,
+        P(create_qp.recv_cq, TOK(T_CQ_STALE, 0))),
+    ROW("CREATE_QP srq 1", CREATE_QP, NOT_SUPPORTED, P(create_qp.srq, 1)),
+    ROW("CREATE_QP sq_log_size 0", CREATE_QP, BAD_SIZE,
+        P(create_qp.sq_log_size, 0)),
+    ROW("CREATE_QP sq_log_size 16", CREATE_QP, BAD_SIZE,
+        P(create_qp.sq_log_size, RS_MAX_WQ_LOG + 1)),
+    ROW("CREATE_QP rq_log_size 0", CREATE_QP, BAD_SIZE,
+        P(create_qp.rq_log_size, 0)),
+    ROW("CREATE_QP rq_log_size 16", CREATE_QP, BAD_SIZE,
+        P(create_qp.rq_log_size, RS_MAX_WQ_LOG + 1)),
+    ROW("CREATE_QP max_send_sge 0", CREATE_QP, BAD_PARAM,
+        P(create_qp.max_send_sge, 0)),
+    ROW("CREATE_QP max_send_sge 17", CREATE_QP, BAD_PARAM,
+        P(create_qp.max_send_sge, RS_MAX_SGE + 1)),
+    ROW("CREATE_QP max_recv_sge 0", CREATE_QP, BAD_PARAM,
+        P(create_qp.max_recv_sge, 0)),
+    ROW("CREATE_QP max_recv_sge 17", CREATE_QP, BAD_PARAM,
+        P(create_qp.max_recv_sge, RS_MAX_SGE + 1)),
+    ROW("CREATE_QP max_inline 257", CREATE_QP, BAD_PARAM,
+        P(create_qp.max_inline, RS_MAX_INLINE + 1)),
+    ROW("CREATE_QP max_inline 0xffff", CREATE_QP, BAD_PARAM,
+        P(create_qp.max_inline, 0xffff)),
+    ROW("CREATE_QP uar 64", CREATE_QP, BAD_PARAM,
+        P(create_qp.uar, DEF_DB_PAGES)),
+    ROW("CREATE_QP flags 0x02", CREATE_QP, BAD_PARAM,
+        P(create_qp.flags, 0x02)),
+    ROW("CREATE_QP flags 0x80", CREATE_QP, BAD_PARAM,
+        P(create_qp.flags, 0x80)),
+    ROW("CREATE_QP stale session_group", CREATE_QP, BAD_HANDLE,
+        P(create_qp.session_group, TOK(T_GROUP_STALE, 0))),
+    ROW("CREATE_QP session_group out of range", CREATE_QP, BAD_HANDLE,
+        P(create_qp.session_group, 0x00fffffe)),
+    ROW("CREATE_QP sq_addr 0", CREATE_QP, BAD_ADDR, P(create_qp.sq_addr, 0)),
+    ROW("CREATE_QP sq_addr +32", CREATE_QP, BAD_ALIGN,
+        P(create_qp.sq_addr, TOK(T_SQ, 32))),
+    ROW("CREATE_QP sq_addr in BAR0", CREATE_QP, BAD_ADDR,
+        P(create_qp.sq_addr, TOK(T_BAR0, 0))),
+    ROW("CREATE_QP SQ straddles end of RAM", CREATE_QP, BAD_ADDR,
+        P(create_qp.sq_addr, TOK(T_RAM_END, -1024))),
+    ROW("CREATE_QP sq_addr far", CREATE_QP, BAD_ADDR,
+        P(create_qp.sq_addr, FAR_ADDR)),
+    ROW("CREATE_QP rq_addr 0", CREATE_QP, BAD_ADDR, P(create_qp.rq_addr, 0)),
+    ROW("CREATE_QP rq_addr +8", CREATE_QP, BAD_ALIGN,
+        P(create_qp.rq_addr, TOK(T_RQ, 8))),
+    ROW("CREATE_QP rq_addr in BAR2", CREATE_QP, BAD_ADDR,
+        P(create_qp.rq_addr, TOK(T_BAR2, 0))),
+    ROW("CREATE_QP RQ straddles end of RAM", CREATE_QP, BAD_ADDR,
+        P(create_qp.rq_addr, TOK(T_RAM_END, -512))),
+    ROW("CREATE_QP second GSI QP", CREATE_QP, EXISTS,
+        P(create_qp.qp_type, RS_QPT_GSI)),
+
+    /* MODIFY_QP (command level; the state machine has its own table) */
+    ROW("MODIFY_QP stale handle", MODIFY_QP, BAD_HANDLE,
+        P(modify_qp.handle, TOK(T_QP_STALE, 0))),
+    ROW("MODIFY_QP handle 0", MODIFY_QP, BAD_HANDLE,
+        P(modify_qp.handle, 0)),
+    ROW("MODIFY_QP attr_addr +4", MODIFY_QP, BAD_ALIGN,
+        P(modify_qp.attr_addr, TOK(T_ATTR, 4))),
+    ROW("MODIFY_QP attr_addr in BAR0", MODIFY_QP, BAD_ADDR,
+        P(modify_qp.attr_addr, TOK(T_BAR0, 0))),
+    ROW("MODIFY_QP attr straddles end of RAM", MODIFY_QP, BAD_ADDR,
+        P(modify_qp.attr_addr, TOK(T_RAM_END, -32))),
+    ROW("MODIFY_QP attr_addr far", MODIFY_QP, BAD_ADDR,
+        P(modify_qp.attr_addr, FAR_ADDR)),
+    ROW("MODIFY_QP attr_mask bit 21", MODIFY_QP, BAD_ATTR_MASK,
+        P(modify_qp.attr_mask, RS_QP_ATTR_STATE | 1u << 21)),
+    ROW("MODIFY_QP attr_mask bit 31", MODIFY_QP, BAD_ATTR_MASK,
+        P(modify_qp.attr_mask, RS_QP_ATTR_STATE | 1u << 31)),
+
+    /* DESTROY_QP */
+    DESTROY("DESTROY_QP twice (stale)", DESTROY_QP, TOK(T_QP_STALE, 0),
+            BAD_HANDLE),
+    DESTROY("DESTROY_QP handle 0", DESTROY_QP, 0, BAD_HANDLE),
+    DESTROY("DESTROY_QP index out of range", DESTROY_QP, 0x00fffffe,
+            BAD_HANDLE),
+
+    /* REG_MR */
+    ROW("REG_MR stale pd", REG_MR, BAD_HANDLE,
+        P(reg_mr.pd, TOK(T_PD_STALE, 0))),
+    ROW("REG_MR pd 0", REG_MR, BAD_HANDLE, P(reg_mr.pd, 0)),
+    ROW("REG_MR empty gid_index", REG_MR, BAD_NETID,
+        P(reg_mr.gid_index, 3)),
+    ROW("REG_MR gid_index out of range", REG_MR, BAD_NETID,
+        P(reg_mr.gid_index, DEF_MAX_GIDS)),
+    ROW("REG_MR access 0x20", REG_MR, BAD_ACCESS, P(reg_mr.access, 0x20)),
+    ROW("REG_MR access 0xffff", REG_MR, BAD_ACCESS,
+        P(reg_mr.access, 0xffff)),
+    ROW("REG_MR REMOTE_WRITE without LOCAL_WRITE", REG_MR, BAD_ACCESS,
+        P(reg_mr.access, RS_ACCESS_REMOTE_WRITE)),
+    ROW("REG_MR REMOTE_ATOMIC without LOCAL_WRITE", REG_MR, BAD_ACCESS,
+        P(reg_mr.access, RS_ACCESS_REMOTE_ATOMIC | RS_ACCESS_REMOTE_READ)),
+    ROW("REG_MR flags ODP", REG_MR, NOT_SUPPORTED,
+        P(reg_mr.flags, RS_MR_F_ODP)),
+    ROW("REG_MR flags 0x04", REG_MR, BAD_PARAM, P(reg_mr.flags, 0x04)),
+    ROW("REG_MR flags 0x80", REG_MR, BAD_PARAM, P(reg_mr.flags, 0x80)),
+    ROW("REG_MR page_shift 0", REG_MR, BAD_PARAM, P(reg_mr.page_shift, 0)),
+    ROW("REG_MR page_shift 11", REG_MR, BAD_PARAM,
+        P(reg_mr.page_shift, 11)),
+    ROW("REG_MR page_shift 31", REG_MR, BAD_PARAM,
+        P(reg_mr.page_shift, 31)),
+    ROW("REG_MR length 0", REG_MR, BAD_SIZE, P(reg_mr.length, 0)),
+    ROW("REG_MR iova + length overflows", REG_MR, BAD_SIZE,
+        P(reg_mr.iova, 0xfffffffffffff000ull)),
+    ROW("REG_MR npages too small", REG_MR, BAD_SIZE, P(reg_mr.npages, 2)),
+    ROW("REG_MR npages too large", REG_MR, BAD_SIZE, P(reg_mr.npages, 4)),
+    ROW("REG_MR npages 0", REG_MR, BAD_SIZE, P(reg_mr.npages, 0)),
+    ROW("REG_MR npages 0xffffffff", REG_MR, BAD_SIZE,
+        P(reg_mr.npages, 0xffffffff)),
+    ROW("REG_MR unaligned iova spans 4 pages", REG_MR, BAD_SIZE,
+        P(reg_mr.iova, 0x10800)),
+    ROW("REG_MR more pages than max-mr-pages", REG_MR, NO_RESOURCES,
+        P(reg_mr.length, MR_PAGES_OVER * PAGE),
+        P(reg_mr.npages, MR_PAGES_OVER)),
+    ROW("REG_MR npages * 8 overflows 32 bits", REG_MR, NO_RESOURCES,
+        P(reg_mr.length, 0x20000001ull * PAGE),
+        P(reg_mr.npages, 0x20000001)),
+    ROW("REG_MR pbl_addr +4", REG_MR, BAD_ALIGN,
+        P(reg_mr.pbl_addr, TOK(T_PBL, 4))),
+    ROW("REG_MR pbl_addr in BAR0", REG_MR, BAD_ADDR,
+        P(reg_mr.pbl_addr, TOK(T_BAR0, 0))),
+    ROW("REG_MR page list straddles end of RAM", REG_MR, BAD_ADDR,
+        P(reg_mr.pbl_addr, TOK(T_RAM_END, -8))),
+    ROW("REG_MR pbl_addr far", REG_MR, BAD_ADDR,
+        P(reg_mr.pbl_addr, FAR_ADDR)),
+    ROW("REG_MR page misaligned", REG_MR, BAD_ALIGN,
+        P(reg_mr.pbl_addr, TOK(T_PBL_MISALIGNED, 0))),
+    ROW("REG_MR page far", REG_MR, BAD_ADDR,
+        P(reg_mr.pbl_addr, TOK(T_PBL_FAR, 0))),
+    ROW("REG_MR page in BAR0", REG_MR, BAD_ADDR,
+        P(reg_mr.pbl_addr, TOK(T_PBL_BAR0, 0))),
+    ROW("REG_MR page at end of RAM", REG_MR, BAD_ADDR,
+        P(reg_mr.pbl_addr, TOK(T_PBL_RAM_END, 0))),
+    ROW("REG_MR 4 KiB pages for page_shift 21", REG_MR, BAD_ALIGN,
+        P(reg_mr.page_shift, 21), P(reg_mr.iova, 0),
+        P(reg_mr.length, 3 * 2 * MiB)),
+    ROWV("REG_MR indirect: list in BAR0", REG_MR, 1, BAD_ADDR,
+         P(reg_mr.pbl_addr, TOK(T_BAR0, 0))),
+    ROWV("REG_MR indirect: list +4", REG_MR, 1, BAD_ALIGN,
+         P(reg_mr.pbl_addr, TOK(T_IPBL, 4))),
+    ROWV("REG_MR indirect: chunk misaligned", REG_MR, 1, BAD_ALIGN,
+         P(reg_mr.pbl_addr, TOK(T_IPBL_MISALIGNED, 0))),
+    ROWV("REG_MR indirect: chunk far", REG_MR, 1, BAD_ADDR,
+         P(reg_mr.pbl_addr, TOK(T_IPBL_FAR, 0))),
+    ROWV("REG_MR indirect: chunk in BAR0", REG_MR, 1, BAD_ADDR,
+         P(reg_mr.pbl_addr, TOK(T_IPBL_BAR0, 0))),
+    ROWV("REG_MR indirect: npages mismatch", REG_MR, 1, BAD_SIZE,
+         P(reg_mr.npages, 599)),
+
+    /* DEREG_MR */
+    DESTROY("DEREG_MR lkey 0", DEREG_MR, 0, BAD_HANDLE),
+    DESTROY("DEREG_MR twice (stale)", DEREG_MR, TOK(T_MR_STALE, 0),
+            BAD_HANDLE),
+    DESTROY("DEREG_MR wrong tag", DEREG_MR, TOK(T_MR, 1), BAD_HANDLE),
+    DESTROY("DEREG_MR index max-mrs", DEREG_MR,
+            DEF_MAX_MRS << RS_MKEY_INDEX_SHIFT, BAD_HANDLE),
+    DESTROY("DEREG_MR index out of range", DEREG_MR, 0xffffff00,
+            BAD_HANDLE),
+
+    /* CREATE_AH / DESTROY_AH */
+    ROW("CREATE_AH stale pd", CREATE_AH, BAD_HANDLE,
+        P(create_ah.pd, TOK(T_PD_STALE, 0))),
+    ROW("CREATE_AH empty gid_index", CREATE_AH, BAD_NETID,
+        P(create_ah.gid_index, 3)),
+    ROW("CREATE_AH gid_index out of range", CREATE_AH, BAD_NETID,
+        P(create_ah.gid_index, 0xffffffff)),
+    ROW("CREATE_AH flow_label 1 << 20", CREATE_AH, BAD_PARAM,
+        P(create_ah.flow_label, 1 << 20)),
+    ROW("CREATE_AH flow_label 0xffffffff", CREATE_AH, BAD_PARAM,
+        P(create_ah.flow_label, 0xffffffff)),
+    DESTROY("DESTROY_AH twice (stale)", DESTROY_AH, TOK(T_AH_STALE, 0),
+            BAD_HANDLE),
+    DESTROY("DESTROY_AH handle 0", DESTROY_AH, 0, BAD_HANDLE),
+
+    /* CREATE_SESSION / DESTROY_SESSION */
+    ROW("CREATE_SESSION empty gid_index", CREATE_SESSION, BAD_NETID,
+        P(create_session.gid_index, 3)),
+    ROW("CREATE_SESSION src_port 1023", CREATE_SESSION, BAD_PARAM,
+        P(create_session.src_port, 1023)),
+    ROW("CREATE_SESSION src_port 0", CREATE_SESSION, BAD_PARAM,
+        P(create_session.src_port, 0)),
+    ROW("CREATE_SESSION dst_port 0", CREATE_SESSION, BAD_PARAM,
+        P(create_session.dst_port, 0)),
+    ROW("CREATE_SESSION multicast dmac", CREATE_SESSION, BAD_PARAM,
+        P(create_session.dmac[0], 0x01)),
+    ROW("CREATE_SESSION broadcast dmac", CREATE_SESSION, BAD_PARAM,
+        P(create_session.dmac[0], 0xff)),
+    ROW("CREATE_SESSION duplicate tuple", CREATE_SESSION, EXISTS,
+        P(create_session.src_port, 49152)),
+    ROW("CREATE_SESSION duplicate tuple, other dmac", CREATE_SESSION,
+        EXISTS, P(create_session.src_port, 49152),
+        P(create_session.dmac[5], 0x77)),
+    DESTROY("DESTROY_SESSION twice (stale)", DESTROY_SESSION,
+            TOK(T_SESS_STALE, 0), BAD_HANDLE),
+    DESTROY("DESTROY_SESSION in a group", DESTROY_SESSION, TOK(T_SESS, 0),
+            BUSY),
+
+    /* CREATE_SESSION_GROUP / DESTROY_SESSION_GROUP */
+    ROW("CREATE_SESSION_GROUP nsessions 0", CREATE_SESSION_GROUP, BAD_PARAM,
+        P(create_group.nsessions, 0)),
+    ROW("CREATE_SESSION_GROUP nsessions 9", CREATE_SESSION_GROUP, BAD_PARAM,
+        P(create_group.nsessions, RS_MAX_GROUP_SESSIONS + 1)),
+    ROW("CREATE_SESSION_GROUP policy 2", CREATE_SESSION_GROUP, BAD_PARAM,
+        P(create_group.policy, 2)),
+    ROW("CREATE_SESSION_GROUP stale session", CREATE_SESSION_GROUP,
+        BAD_HANDLE, P(create_group.session[1], TOK(T_SESS_STALE, 0))),
+    ROW("CREATE_SESSION_GROUP session 0", CREATE_SESSION_GROUP, BAD_HANDLE,
+        P(create_group.session[0], 0)),
+    ROW("CREATE_SESSION_GROUP sessions of two GIDs", CREATE_SESSION_GROUP,
+        BAD_PARAM, P(create_group.session[1], TOK(T_SESS_GID1, 0))),
+    DESTROY("DESTROY_SESSION_GROUP twice (stale)", DESTROY_SESSION_GROUP,
+            TOK(T_GROUP_STALE, 0), BAD_HANDLE),
+    DESTROY("DESTROY_SESSION_GROUP bound to a QP", DESTROY_SESSION_GROUP,
+            TOK(T_GROUP, 0), BUSY),
+
+    /* ADD_GID / DEL_GID */
+    ROW("ADD_GID index 16", ADD_GID, BAD_PARAM,
+        P(add_gid.index, DEF_MAX_GIDS)),
+    ROW("ADD_GID index 0xffffffff", ADD_GID, BAD_PARAM,
+        P(add_gid.index, 0xffffffff)),
+    ROW("ADD_GID type 2", ADD_GID, BAD_PARAM, P(add_gid.type, 2)),
+    ROW("ADD_GID vni 1 << 24", ADD_GID, BAD_PARAM,
+        P(add_gid.vni, 1 << 24)),
+    ROW("ADD_GID IPv4 type, not v4-mapped", ADD_GID, BAD_PARAM,
+        P(add_gid.gid[0], 0xfe)),
+    ROW("ADD_GID IPv4 type, ::0:a.b.c.d", ADD_GID, BAD_PARAM,
+        P(add_gid.gid[10], 0)),
+    ROW("ADD_GID populated slot", ADD_GID, EXISTS, P(add_gid.index, 0)),
+    DESTROY("DEL_GID index 16", DEL_GID, DEF_MAX_GIDS, BAD_HANDLE),
+    DESTROY("DEL_GID empty slot", DEL_GID, 3, BAD_HANDLE),
+    DESTROY("DEL_GID used by sessions", DEL_GID, 0, BUSY),
+    DESTROY("DEL_GID used by one session", DEL_GID, 1, BUSY),
+    DESTROY("DEL_GID used by an MR", DEL_GID, 2, BUSY),
+    DESTROY("DEL_GID used by an AH", DEL_GID, 4, BUSY),
+    DESTROY("DEL_GID used by a QP address vector", DEL_GID, 5, BUSY),
+};
+
+/* Run one command, compare the status; false with a reason if wrong. */
+static bool bad_cmd_run(BadFixture *f, const BadCmdRow *row, GString *why)
+{
+    QRdmaSession *d = f->d;
+    struct rs_admin_cmd cmd;
+    struct rs_admin_cqe cqe;
+    uint32_t index;
+
+    bad_template(f, row->opcode, row->variant, &cmd);
+    apply_patches(f, &cmd, sizeof(cmd), row->patch, ARRAY_SIZE(row->patch));
+    index = rs_admin_submit(d, &cmd);
+    if (!rs_admin_poll(d, index, &cqe, RS_QOS_TIMEOUT_US)) {
+        g_string_append(why, "no completion");
+        return false;
+    }
+    if (cqe.status != row->status) {
+        g_string_append_printf(why, "expected %s, got %s",
+                               rs_status_name(row->status),
+                               rs_status_name(cqe.status));
+        return false;
+    }
+    return true;
+}
+
+/* After a failed row: start over from a clean device. */
+static void bad_fixture_rebuild(BadFixture *f)
+{
+    rs_reset(f->d);
+    rs_setup(f->d);
+    bad_fixture_objects(f);
+}
+
+static void test_bad_input(void *obj, void *data, QGuestAllocator *alloc)
+{
+    QRdmaSession *d = rs_setup(obj);
+    g_autoptr(GString) failures = g_string_new("");
+    BadFixture f;
+    int i, nfail = 0;
+
+    bad_fixture_memory(d, &f);
+    bad_fixture_objects(&f);
+    for (i = 0; i < ARRAY_SIZE(bad_cmd_rows); i++) {
+        const BadCmdRow *row = &bad_cmd_rows[i];
+        g_autoptr(GString) why = g_string_new("");
+        bool ok = bad_cmd_run(&f, row, why);
+
+        if (ok && !device_alive(d, why)) {
+            g_string_prepend(why, "device broken afterwards: ");
+            ok = false;
+        }
+        if (!ok) {
+            nfail++;
+            g_string_append_printf(failures, "  %s: %s\n", row->name,
+                                   why->str);
+            bad_fixture_rebuild(&f);
+        }
+    }
+    g_test_message("bad-input: %d rows, %d failed", i, nfail);
+    g_assert_cmpstr(failures->str, ==, "");
+}
+
+/* ------------------------------------------------------------------ */
+/* Bad input: the QP state machine                                     */
+/* ------------------------------------------------------------------ */
+
+typedef struct BadModifyRow {
+    const char *name;
+    uint8_t qp_type;
+    uint8_t from;               /* a fresh QP is walked there first */
+    uint8_t to;                 /* attr.qp_state */
+    uint32_t mask;
+    uint8_t status;
+    BadPatch patch[2];          /* on struct rs_qp_attr */
+} BadModifyRow;
+
+#define AF(f)   offsetof(struct rs_qp_attr, f), \
+                sizeof(((struct rs_qp_attr *)NULL)->f)
+#define A(f, v) { AF(f), (v) }
+#define MROW(name, type, from, to, mask, st, ...)                          \
+    { name, RS_QPT_##type, RS_QPS_##from, RS_QPS_##to, mask,              \
+      RS_STATUS_##st, { __VA_ARGS__ } }
+
+#define ST      RS_QP_ATTR_STATE
+#define SG      RS_QP_ATTR_SESSION_GROUP
+
+static const BadModifyRow bad_modify_rows[] = {
+    /* Transitions the IBTA table does not allow */
+    MROW("RC RESET->RTR", RC, RESET, RTR, RC_RTR_MASK, BAD_STATE),
+    MROW("RC RESET->RTS", RC, RESET, RTS, RC_RTS_MASK, BAD_STATE),
+    MROW("RC RESET->SQD", RC, RESET, SQD, ST, BAD_STATE),
+    MROW("RC RESET->SQE", RC, RESET, SQE, ST, BAD_STATE),
+    MROW("RC INIT->RTS", RC, INIT, RTS, RC_RTS_MASK, BAD_STATE),
+    MROW("RC INIT->SQD", RC, INIT, SQD, ST, BAD_STATE),
+    MROW("RC RTR->INIT", RC, RTR, INIT, ST, BAD_STATE),
+    MROW("RC RTR->RTR", RC, RTR, RTR, ST, BAD_STATE),
+    MROW("RC RTR->RTR (no STATE in mask)", RC, RTR, RTR, 0, BAD_STATE),
+    MROW("RC RTR->SQD", RC, RTR, SQD, ST, BAD_STATE),
+    MROW("RC RTS->INIT", RC, RTS, INIT, ST, BAD_STATE),
+    MROW("RC RTS->RTR", RC, RTS, RTR, RC_RTR_MASK, BAD_STATE),
+    MROW("RC RTS->SQE", RC, RTS, SQE, ST, BAD_STATE),
+    MROW("RC SQD->INIT", RC, SQD, INIT, ST, BAD_STATE),
+    MROW("RC SQD->RTR", RC, SQD, RTR, ST, BAD_STATE),
+    MROW("RC ERR->INIT", RC, ERR, INIT, RC_INIT_MASK, BAD_STATE),
+    MROW("RC ERR->RTS", RC, ERR, RTS, RC_RTS_MASK, BAD_STATE),
+    MROW("RC ERR->SQD", RC, ERR, SQD, ST, BAD_STATE),
+    MROW("UC RTR->INIT", UC, RTR, INIT, ST, BAD_STATE),
+    MROW("UD RESET->RTS", UD, RESET, RTS, UD_RTS_MASK, BAD_STATE),
+    MROW("UD ERR->RTS", UD, ERR, RTS, UD_RTS_MASK, BAD_STATE),
+    MROW("GSI INIT->RTS", GSI, INIT, RTS, UD_RTS_MASK, BAD_STATE),
+    MROW("RC CUR_STATE mismatch (RESET->INIT)", RC, RESET, INIT,
+         RC_INIT_MASK | RS_QP_ATTR_CUR_STATE, BAD_STATE,
+         A(cur_qp_state, RS_QPS_INIT)),
+    MROW("RC CUR_STATE mismatch (RTR->RTS)", RC, RTR, RTS,
+         RC_RTS_MASK | RS_QP_ATTR_CUR_STATE, BAD_STATE,
+         A(cur_qp_state, RS_QPS_RTS)),
+    MROW("UD CUR_STATE mismatch (RTS->RTS)", UD, RTS, RTS,
+         ST | RS_QP_ATTR_CUR_STATE, BAD_STATE, A(cur_qp_state, RS_QPS_SQD)),
+
+    /* Target state out of range */
+    MROW("RC qp_state 7", RC, RESET, RESET, ST, BAD_PARAM,
+         A(qp_state, 7)),
+    MROW("RC qp_state 0xff", RC, INIT, INIT, ST, BAD_PARAM,
+         A(qp_state, 0xff)),
+
+    /* Attribute masks */
+    MROW("RC unknown mask bit 21", RC, RESET, INIT,
+         RC_INIT_MASK | 1u << 21, BAD_ATTR_MASK),
+    MROW("RC unknown mask bit 31", RC, RESET, INIT,
+         RC_INIT_MASK | 1u << 31, BAD_ATTR_MASK),
+    MROW("RC RESET->INIT without ACCESS_FLAGS", RC, RESET, INIT,
+         RC_INIT_MASK & ~RS_QP_ATTR_ACCESS_FLAGS, BAD_ATTR_MASK),
+    MROW("RC RESET->INIT without PORT", RC, RESET, INIT,
+         RC_INIT_MASK & ~RS_QP_ATTR_PORT, BAD_ATTR_MASK),
+    MROW("RC RESET->INIT without PKEY_INDEX", RC, RESET, INIT,
+         RC_INIT_MASK & ~RS_QP_ATTR_PKEY_INDEX, BAD_ATTR_MASK),
+    MROW("RC RESET->INIT with QKEY", RC, RESET, INIT,
+         RC_INIT_MASK | RS_QP_ATTR_QKEY, BAD_ATTR_MASK),
+    MROW("RC RESET->INIT with AV", RC, RESET, INIT,
+         RC_INIT_MASK | RS_QP_ATTR_AV, BAD_ATTR_MASK),
+    MROW("RC RESET->INIT with SQ_PSN", RC, RESET, INIT,
+         RC_INIT_MASK | RS_QP_ATTR_SQ_PSN, BAD_ATTR_MASK),
+    MROW("UC RESET->INIT with QKEY", UC, RESET, INIT,
+         RC_INIT_MASK | RS_QP_ATTR_QKEY, BAD_ATTR_MASK),
+    MROW("UD RESET->INIT without QKEY", UD, RESET, INIT,
+         UD_INIT_MASK & ~RS_QP_ATTR_QKEY, BAD_ATTR_MASK),
+    MROW("UD RESET->INIT with ACCESS_FLAGS", UD, RESET, INIT,
+         UD_INIT_MASK | RS_QP_ATTR_ACCESS_FLAGS, BAD_ATTR_MASK),
+    MROW("GSI RESET->INIT without QKEY", GSI, RESET, INIT,
+         GSI_INIT_MASK & ~RS_QP_ATTR_QKEY, BAD_ATTR_MASK),
+    MROW("GSI RESET->INIT without PKEY_INDEX", GSI, RESET, INIT,
+         GSI_INIT_MASK & ~RS_QP_ATTR_PKEY_INDEX, BAD_ATTR_MASK),
+    MROW("GSI RESET->INIT with PORT", GSI, RESET, INIT,
+         GSI_INIT_MASK | RS_QP_ATTR_PORT, BAD_ATTR_MASK),
+    MROW("GSI RESET->INIT with ACCESS_FLAGS", GSI, RESET, INIT,
+         GSI_INIT_MASK | RS_QP_ATTR_ACCESS_FLAGS, BAD_ATTR_MASK),
+    MROW("GSI RESET->INIT with SESSION_GROUP", GSI, RESET, INIT,
+         GSI_INIT_MASK | SG, BAD_ATTR_MASK),
+    MROW("RC INIT->RTR without AV", RC, INIT, RTR,
+         RC_RTR_MASK & ~RS_QP_ATTR_AV, BAD_ATTR_MASK),
+    MROW("RC INIT->RTR without MAX_DEST_RD_ATOMIC", RC, INIT, RTR,
+         RC_RTR_MASK & ~RS_QP_ATTR_MAX_DEST_RD_ATOMIC, BAD_ATTR_MASK),
+    MROW("RC INIT->RTR without MIN_RNR_TIMER", RC, INIT, RTR,
+         RC_RTR_MASK & ~RS_QP_ATTR_MIN_RNR_TIMER, BAD_ATTR_MASK),
+    MROW("UC INIT->RTR without DEST_QPN", UC, INIT, RTR,
+         UC_RTR_MASK & ~RS_QP_ATTR_DEST_QPN, BAD_ATTR_MASK),
+    MROW("UC INIT->RTR with MAX_DEST_RD_ATOMIC", UC, INIT, RTR,
+         UC_RTR_MASK | RS_QP_ATTR_MAX_DEST_RD_ATOMIC, BAD_ATTR_MASK),
+    MROW("UD INIT->RTR with AV", UD, INIT, RTR, ST | RS_QP_ATTR_AV,
+         BAD_ATTR_MASK),
+    MROW("RC RTR->RTS without SQ_PSN", RC, RTR, RTS,
+         RC_RTS_MASK & ~RS_QP_ATTR_SQ_PSN, BAD_ATTR_MASK),
+    MROW("RC RTR->RTS without TIMEOUT", RC, RTR, RTS,
+         RC_RTS_MASK & ~RS_QP_ATTR_TIMEOUT, BAD_ATTR_MASK),
+    MROW("RC RTR->RTS without RETRY_CNT", RC, RTR, RTS,
+         RC_RTS_MASK & ~RS_QP_ATTR_RETRY_CNT, BAD_ATTR_MASK),
+    MROW("RC RTR->RTS without RNR_RETRY", RC, RTR, RTS,
+         RC_RTS_MASK & ~RS_QP_ATTR_RNR_RETRY, BAD_ATTR_MASK),
+    MROW("RC RTR->RTS without MAX_QP_RD_ATOMIC", RC, RTR, RTS,
+         RC_RTS_MASK & ~RS_QP_ATTR_MAX_QP_RD_ATOMIC, BAD_ATTR_MASK),
+    MROW("UC RTR->RTS with TIMEOUT", UC, RTR, RTS,
+         UD_RTS_MASK | RS_QP_ATTR_TIMEOUT, BAD_ATTR_MASK),
+    MROW("UD RTR->RTS without SQ_PSN", UD, RTR, RTS, ST, BAD_ATTR_MASK),
+    MROW("RC RTS->RTS with AV", RC, RTS, RTS, ST | RS_QP_ATTR_AV,
+         BAD_ATTR_MASK),
+    MROW("RC RTS->SQD with SESSION_GROUP", RC, RTS, SQD, ST | SG,
+         BAD_ATTR_MASK),
+    MROW("RC RTS->ERR with ACCESS_FLAGS", RC, RTS, ERR,
+         ST | RS_QP_ATTR_ACCESS_FLAGS, BAD_ATTR_MASK),
+    MROW("RC INIT->RESET with QKEY", RC, INIT, RESET,
+         ST | RS_QP_ATTR_QKEY, BAD_ATTR_MASK),
+
+    /* Attribute values */
+    MROW("RC port_num 0", RC, RESET, INIT, RC_INIT_MASK, BAD_PARAM,
+         A(port_num, 0)),
+    MROW("RC port_num 2", RC, RESET, INIT, RC_INIT_MASK, BAD_PARAM,
+         A(port_num, 2)),
+    MROW("RC pkey_index 1", RC, RESET, INIT, RC_INIT_MASK, BAD_PARAM,
+         A(pkey_index, 1)),
+    MROW("UD port_num 2", UD, RESET, INIT, UD_INIT_MASK, BAD_PARAM,
+         A(port_num, 2)),
+    MROW("RC path_mtu 0", RC, INIT, RTR, RC_RTR_MASK, BAD_PARAM,
+         A(path_mtu, 0)),
+    MROW("RC path_mtu 6", RC, INIT, RTR, RC_RTR_MASK, BAD_PARAM,
+         A(path_mtu, 6)),
+    MROW("RC rq_psn 1 << 24", RC, INIT, RTR, RC_RTR_MASK, BAD_PARAM,
+         A(rq_psn, 1 << 24)),
+    MROW("RC dest_qp_num 1 << 24", RC, INIT, RTR, RC_RTR_MASK, BAD_PARAM,
+         A(dest_qp_num, 1 << 24)),
+    MROW("RC max_dest_rd_atomic 17", RC, INIT, RTR, RC_RTR_MASK, BAD_PARAM,
+         A(max_dest_rd_atomic, RS_MAX_RD_ATOMIC + 1)),
+    MROW("RC min_rnr_timer 32", RC, INIT, RTR, RC_RTR_MASK, BAD_PARAM,
+         A(min_rnr_timer, 32)),
+    MROW("RC ah.flow_label 1 << 20", RC, INIT, RTR, RC_RTR_MASK, BAD_PARAM,
+         A(ah.flow_label, 1 << 20)),
+    MROW("UC path_mtu 0xff", UC, INIT, RTR, UC_RTR_MASK, BAD_PARAM,
+         A(path_mtu, 0xff)),
+    MROW("RC sq_psn 1 << 24", RC, RTR, RTS, RC_RTS_MASK, BAD_PARAM,
+         A(sq_psn, 1 << 24)),
+    MROW("RC timeout 32", RC, RTR, RTS, RC_RTS_MASK, BAD_PARAM,
+         A(timeout, 32)),
+    MROW("RC retry_cnt 8", RC, RTR, RTS, RC_RTS_MASK, BAD_PARAM,
+         A(retry_cnt, 8)),
+    MROW("RC rnr_retry 8", RC, RTR, RTS, RC_RTS_MASK, BAD_PARAM,
+         A(rnr_retry, 8)),
+    MROW("RC max_rd_atomic 17", RC, RTR, RTS, RC_RTS_MASK, BAD_PARAM,
+         A(max_rd_atomic, RS_MAX_RD_ATOMIC + 1)),
+    MROW("UD sq_psn 0xffffffff", UD, RTR, RTS, UD_RTS_MASK, BAD_PARAM,
+         A(sq_psn, 0xffffffff)),
+    MROW("RC access_flags 0x20", RC, RESET, INIT, RC_INIT_MASK, BAD_ACCESS,
+         A(access_flags, 0x20)),
+    MROW("RC access_flags 0xffff", RC, RESET, INIT, RC_INIT_MASK,
+         BAD_ACCESS, A(access_flags, 0xffff)),
+    MROW("RC INIT->INIT access_flags 0x40", RC, INIT, INIT,
+         RS_QP_ATTR_ACCESS_FLAGS, BAD_ACCESS, A(access_flags, 0x40)),
+    MROW("RC ah.gid_index empty", RC, INIT, RTR, RC_RTR_MASK, BAD_NETID,
+         A(ah.gid_index, 3)),
+    MROW("UC ah.gid_index out of range", UC, INIT, RTR, UC_RTR_MASK,
+         BAD_NETID, A(ah.gid_index, DEF_MAX_GIDS)),
+    MROW("RC stale session_group", RC, RESET, INIT, RC_INIT_MASK | SG,
+         BAD_HANDLE, A(session_group, TOK(T_GROUP_STALE, 0))),
+    MROW("UD session_group out of range", UD, RTS, RTS, ST | SG,
+         BAD_HANDLE, A(session_group, 0x00fffffe)),
+};
+
+static bool bad_modify_run(BadFixture *f, const BadModifyRow *row,
+                           GString *why)
+{
+    QRdmaSession *d = f->d;
+    struct rs_cmd_create_qp c = f->qp_tmpl;
+    struct rs_admin_cmd cmd;
+    struct rs_admin_cqe cqe;
+    struct rs_qp_attr a;
+    uint32_t qp, index;
+    uint8_t expect = row->from;
+    bool ok = true;
+
+    c.qp_type = row->qp_type;
+    qp = new_qp(d, &c);
+    qp_walk(d, qp, row->qp_type, row->from);
+
+    std_attr(&a, row->from, row->to);
+    apply_patches(f, &a, sizeof(a), row->patch, ARRAY_SIZE(row->patch));
+    rs_qp_attr_to_le(&a);
+    qtest_memwrite(rs_qts(d), f->tok[T_ATTR], &a, sizeof(a));
+    cmd_init(&cmd, RS_CMD_MODIFY_QP);
+    cmd.modify_qp.attr_addr = f->tok[T_ATTR];
+    cmd.modify_qp.handle = qp;
+    cmd.modify_qp.attr_mask = row->mask;
+    index = rs_admin_submit(d, &cmd);
+    if (!rs_admin_poll(d, index, &cqe, RS_QOS_TIMEOUT_US)) {
+        g_string_append(why, "no completion");
+        return false;
+    }
+    if (cqe.status != row->status) {
+        g_string_append_printf(why, "expected %s, got %s",
+                               rs_status_name(row->status),
+                               rs_status_name(cqe.status));
+        ok = false;
+    }
+    /* A refused MODIFY_QP leaves the QP where it was. */
+    if (row->status == RS_STATUS_OK && (row->mask & RS_QP_ATTR_STATE)) {
+        expect = row->to;
+    }
+    if (rs_query_qp(d, qp, &a) != RS_STATUS_OK || a.qp_state != expect) {
+        g_string_append_printf(why, "%sQP state %u afterwards, not %u",
+                               ok ? "" : "; ", a.qp_state, expect);
+        ok = false;
+    }
+    if (rs_destroy(d, RS_CMD_DESTROY_QP, qp) != RS_STATUS_OK) {
+        g_string_append(why, "; DESTROY_QP failed");
+        ok = false;
+    }
+    return ok;
+}
+
+/* PD, CQ, GID 0 and a session group; no GSI QP so rows may create one. */
+static void bad_modify_fixture(QRdmaSession *d, BadFixture *f)
+{
+    uint64_t *t = f->tok;
+    uint32_t s;
+
+    add_gid_v4(d, 0, 1);
+    t[T_PD] = new_pd(d);
+    t[T_CQ] = new_cq(d, 4);
+    s = new_session(d, 0, 49152);
+    t[T_GROUP] = new_group(d, RS_GROUP_ROUND_ROBIN, s, 0);
+    t[T_GROUP_STALE] = new_group(d, RS_GROUP_ROUND_ROBIN, s, 0);
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_SESSION_GROUP,
+                            t[T_GROUP_STALE]));
+    qp_template(d, &f->qp_tmpl, RS_QPT_RC, t[T_PD], t[T_CQ], t[T_CQ]);
+}
+
+/* Run @rows on fresh QPs; returns the failures, one line each. */
+static int run_modify_rows(QRdmaSession *d, BadFixture *f,
+                           const BadModifyRow *rows, int n,
+                           GString *failures)
+{
+    int i, nfail = 0;
+
+    for (i = 0; i < n; i++) {
+        g_autoptr(GString) why = g_string_new("");
+        bool ok = bad_modify_run(f, &rows[i], why);
+
+        if (ok && !device_alive(d, why)) {
+            g_string_prepend(why, "device broken afterwards: ");
+            ok = false;
+        }
+        if (!ok) {
+            nfail++;
+            g_string_append_printf(failures, "  %s: %s\n", rows[i].name,
+                                   why->str);
+            rs_reset(d);
+            rs_setup(d);
+            bad_modify_fixture(d, f);
+        }
+    }
+    return nfail;
+}
+
+static void modify_fixture_init(QRdmaSession *d, BadFixture *f)
+{
+    memset(f, 0, sizeof(*f));
+    f->d = d;
+    f->tok[T_ATTR] = rs_alloc_zeroed(d, PAGE);
+    bad_modify_fixture(d, f);
+}
+
+static void test_bad_qp_modify(void *obj, void *data,
+                               QGuestAllocator *alloc)
+{
+    QRdmaSession *d = rs_setup(obj);
+    g_autoptr(GString) failures = g_string_new("");
+    BadFixture f;
+    int nfail;
+
+    modify_fixture_init(d, &f);
+    nfail = run_modify_rows(d, &f, bad_modify_rows,
+                            ARRAY_SIZE(bad_modify_rows), failures);
+    g_test_message("bad-qp-modify: %d rows, %d failed",
+                   (int)ARRAY_SIZE(bad_modify_rows), nfail);
+    g_assert_cmpstr(failures->str, ==, "");
+}
+
+/* Allowed transitions, for every QP type. */
+static const struct {
+    uint8_t from, to;
+} good_transitions[] = {
+    { RS_QPS_RESET, RS_QPS_RESET }, { RS_QPS_RESET, RS_QPS_INIT },
+    { RS_QPS_RESET, RS_QPS_ERR }, { RS_QPS_INIT, RS_QPS_INIT },
+    { RS_QPS_INIT, RS_QPS_RTR }, { RS_QPS_INIT, RS_QPS_RESET },
+    { RS_QPS_INIT, RS_QPS_ERR }, { RS_QPS_RTR, RS_QPS_RTS },
+    { RS_QPS_RTR, RS_QPS_RESET }, { RS_QPS_RTR, RS_QPS_ERR },
+    { RS_QPS_RTS, RS_QPS_RTS }, { RS_QPS_RTS, RS_QPS_SQD },
+    { RS_QPS_RTS, RS_QPS_RESET }, { RS_QPS_RTS, RS_QPS_ERR },
+    { RS_QPS_SQD, RS_QPS_RTS }, { RS_QPS_SQD, RS_QPS_SQD },
+    { RS_QPS_SQD, RS_QPS_RESET }, { RS_QPS_SQD, RS_QPS_ERR },
+    { RS_QPS_ERR, RS_QPS_RESET }, { RS_QPS_ERR, RS_QPS_ERR },
+};
+
+#define PK      RS_QP_ATTR_PKEY_INDEX
+#define QK      RS_QP_ATTR_QKEY
+#define AC      RS_QP_ATTR_ACCESS_FLAGS
+#define CS      RS_QP_ATTR_CUR_STATE
+#define RNR     RS_QP_ATTR_MIN_RNR_TIMER
+
+/* Optional attributes (Linux's qp_state_table, plus SESSION_GROUP). */
+static const BadModifyRow good_optional_rows[] = {
+    MROW("RC INIT->INIT PKEY_INDEX|PORT|ACCESS_FLAGS", RC, INIT, INIT,
+         ST | PK | RS_QP_ATTR_PORT | AC, OK),
+    MROW("UD INIT->INIT PKEY_INDEX|PORT|QKEY", UD, INIT, INIT,
+         ST | PK | RS_QP_ATTR_PORT | QK, OK),
+    MROW("GSI INIT->INIT PKEY_INDEX|QKEY", GSI, INIT, INIT, ST | PK | QK,
+         OK),
+    MROW("RC INIT->RTR + ACCESS_FLAGS|PKEY_INDEX", RC, INIT, RTR,
+         RC_RTR_MASK | AC | PK, OK),
+    MROW("UC INIT->RTR + ACCESS_FLAGS|PKEY_INDEX", UC, INIT, RTR,
+         UC_RTR_MASK | AC | PK, OK),
+    MROW("UD INIT->RTR PKEY_INDEX|QKEY", UD, INIT, RTR, ST | PK | QK, OK),
+    MROW("GSI INIT->RTR PKEY_INDEX|QKEY", GSI, INIT, RTR, ST | PK | QK, OK),
+    MROW("RC RTR->RTS + CUR_STATE|ACCESS_FLAGS|MIN_RNR_TIMER", RC, RTR,
+         RTS, RC_RTS_MASK | CS | AC | RNR, OK),
+    MROW("UC RTR->RTS + CUR_STATE|ACCESS_FLAGS", UC, RTR, RTS,
+         UD_RTS_MASK | CS | AC, OK),
+    MROW("UD RTR->RTS + CUR_STATE|QKEY", UD, RTR, RTS,
+         UD_RTS_MASK | CS | QK, OK),
+    MROW("GSI RTR->RTS + CUR_STATE|QKEY", GSI, RTR, RTS,
+         UD_RTS_MASK | CS | QK, OK),
+    MROW("RC RTS->RTS CUR_STATE|ACCESS_FLAGS|MIN_RNR_TIMER", RC, RTS, RTS,
+         ST | CS | AC | RNR, OK),
+    MROW("UC RTS->RTS CUR_STATE|ACCESS_FLAGS", UC, RTS, RTS, ST | CS | AC,
+         OK),
+    MROW("UD RTS->RTS CUR_STATE|QKEY", UD, RTS, RTS, ST | CS | QK, OK),
+    MROW("RC RTS->SQD EN_SQD_ASYNC_NOTIFY", RC, RTS, SQD,
+         ST | RS_QP_ATTR_EN_SQD_ASYNC_NOTIFY, OK),
+    MROW("UC RTS->SQD EN_SQD_ASYNC_NOTIFY", UC, RTS, SQD,
+         ST | RS_QP_ATTR_EN_SQD_ASYNC_NOTIFY, OK),
+    MROW("UD RTS->SQD EN_SQD_ASYNC_NOTIFY", UD, RTS, SQD,
+         ST | RS_QP_ATTR_EN_SQD_ASYNC_NOTIFY, OK),
+    MROW("GSI RTS->SQD EN_SQD_ASYNC_NOTIFY", GSI, RTS, SQD,
+         ST | RS_QP_ATTR_EN_SQD_ASYNC_NOTIFY, OK),
+    MROW("RC SQD->RTS CUR_STATE|ACCESS_FLAGS|MIN_RNR_TIMER", RC, SQD, RTS,
+         ST | CS | AC | RNR, OK),
+    MROW("UD SQD->RTS CUR_STATE|QKEY", UD, SQD, RTS, ST | CS | QK, OK),
+    MROW("RC SQD->SQD path and limits", RC, SQD, SQD,
+         ST | RS_QP_ATTR_PORT | RS_QP_ATTR_AV | RS_QP_ATTR_TIMEOUT |
+         RS_QP_ATTR_RETRY_CNT | RS_QP_ATTR_RNR_RETRY |
+         RS_QP_ATTR_MAX_QP_RD_ATOMIC | RS_QP_ATTR_MAX_DEST_RD_ATOMIC |
+         AC | PK | RNR, OK),
+    MROW("UC SQD->SQD AV|ACCESS_FLAGS|PKEY_INDEX", UC, SQD, SQD,
+         ST | RS_QP_ATTR_AV | AC | PK, OK),
+    MROW("UD SQD->SQD PKEY_INDEX|QKEY", UD, SQD, SQD, ST | PK | QK, OK),
+    MROW("GSI SQD->SQD PKEY_INDEX|QKEY", GSI, SQD, SQD, ST | PK | QK, OK),
+    MROW("RC RESET->INIT + SESSION_GROUP", RC, RESET, INIT,
+         RC_INIT_MASK | SG, OK, A(session_group, TOK(T_GROUP, 0))),
+    MROW("UC INIT->INIT SESSION_GROUP", UC, INIT, INIT, SG, OK,
+         A(session_group, TOK(T_GROUP, 0))),
+    MROW("UD INIT->RTR + SESSION_GROUP", UD, INIT, RTR, ST | SG, OK,
+         A(session_group, TOK(T_GROUP, 0))),
+    MROW("RC RTR->RTS + SESSION_GROUP", RC, RTR, RTS, RC_RTS_MASK | SG, OK,
+         A(session_group, TOK(T_GROUP, 0))),
+    MROW("UD RTS->RTS SESSION_GROUP", UD, RTS, RTS, ST | SG, OK,
+         A(session_group, TOK(T_GROUP, 0))),
+    MROW("RC SQD->RTS + SESSION_GROUP", RC, SQD, RTS, ST | SG, OK,
+         A(session_group, TOK(T_GROUP, 0))),
+    MROW("UC SQD->SQD SESSION_GROUP", UC, SQD, SQD, ST | SG, OK,
+         A(session_group, TOK(T_GROUP, 0))),
+};
+
+static void test_qp_transitions(void *obj, void *data,
+                                QGuestAllocator *alloc)
+{
+    static const char *const type_names[] = { "RC", "UC", "UD", "GSI" };
+    static const char *const state_names[] = {
+        "RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR",
+    };
+    QRdmaSession *d = rs_setup(obj);
+    g_autoptr(GString) failures = g_string_new("");
+    g_autoptr(GPtrArray) names = g_ptr_array_new_with_free_func(g_free);
+    int ntypes = ARRAY_SIZE(type_names);
+    int n = ntypes * ARRAY_SIZE(good_transitions);
+    g_autofree BadModifyRow *rows = g_new0(BadModifyRow, n);
+    BadFixture f;
+    int t, i, nfail;
+
+    for (t = 0; t < ntypes; t++) {
+        for (i = 0; i < ARRAY_SIZE(good_transitions); i++) {
+            BadModifyRow *r = &rows[t * ARRAY_SIZE(good_transitions) + i];
+            uint8_t from = good_transitions[i].from;
+            uint8_t to = good_transitions[i].to;
+            char *name = g_strdup_printf("%s %s->%s", type_names[t],
+                                         state_names[from],
+                                         state_names[to]);
+
+            g_ptr_array_add(names, name);
+            r->name = name;
+            r->qp_type = t;
+            r->from = from;
+            r->to = to;
+            r->mask = std_mask(t, from, to);
+            r->status = RS_STATUS_OK;
+        }
+    }
+
+    modify_fixture_init(d, &f);
+    nfail = run_modify_rows(d, &f, rows, n, failures);
+    nfail += run_modify_rows(d, &f, good_optional_rows,
+                             ARRAY_SIZE(good_optional_rows), failures);
+    g_test_message("qp-transitions: %d rows, %d failed",
+                   n + (int)ARRAY_SIZE(good_optional_rows), nfail);
+    g_assert_cmpstr(failures->str, ==, "");
+}
+
+/* ------------------------------------------------------------------ */
+/* Bad ring configurations at enable time                              */
+/* ------------------------------------------------------------------ */
+
+typedef struct BadRingRow {
+    const char *name;
+    uint32_t reg;               /* *_BASE_LO: a 64-bit base, else a CFG */
+    uint64_t value;
+} BadRingRow;
+
+static const BadRingRow bad_ring_rows[] = {
+    { "ADMQ base 0", A_RS_ADMQ_BASE_LO, 0 },
+    { "ADMQ base +32", A_RS_ADMQ_BASE_LO, TOK(T_RING_ADMQ, 32) },
+    { "ADMQ base +8", A_RS_ADMQ_BASE_LO, TOK(T_RING_ADMQ, 8) },
+    { "ADMQ log 0", A_RS_ADMQ_CFG, 0 },
+    { "ADMQ log 13", A_RS_ADMQ_CFG, RS_MAX_ADMQ_LOG + 1 },
+    { "ADMQ log 31", A_RS_ADMQ_CFG, 31 },
+    { "ADMQ in BAR0", A_RS_ADMQ_BASE_LO, TOK(T_BAR0, 0) },
+    { "ADMQ in BAR2", A_RS_ADMQ_BASE_LO, TOK(T_BAR2, 0) },
+    { "ADMQ at end of RAM", A_RS_ADMQ_BASE_LO, TOK(T_RAM_END, 0) },
+    { "ADMQ straddles end of RAM", A_RS_ADMQ_BASE_LO,
+      TOK(T_RAM_END, -1024) },
+    { "ADMQ far", A_RS_ADMQ_BASE_LO, FAR_ADDR },
+    { "ADMQ above 4 GiB", A_RS_ADMQ_BASE_LO, 0x100100000ull },
+    { "ACQ base +16", A_RS_ACQ_BASE_LO, TOK(T_RING_ACQ, 16) },
+    { "ACQ in BAR0", A_RS_ACQ_BASE_LO, TOK(T_BAR0, 0) },
+    { "ACQ straddles end of RAM", A_RS_ACQ_BASE_LO, TOK(T_RAM_END, -256) },
+    { "ACQ far", A_RS_ACQ_BASE_LO, FAR_ADDR },
+    { "ACQ vector 5", A_RS_ACQ_CFG, DEF_NUM_MSIX },
+    { "ACQ vector 0x7ff", A_RS_ACQ_CFG, 0x7ff },
+    { "AEQ base +32", A_RS_AEQ_BASE_LO, TOK(T_RING_AEQ, 32) },
+    { "AEQ log 0", A_RS_AEQ_CFG, 0 },
+    { "AEQ log 13", A_RS_AEQ_CFG, RS_MAX_AEQ_LOG + 1 },
+    { "AEQ in BAR2", A_RS_AEQ_BASE_LO, TOK(T_BAR2, 0) },
+    { "AEQ at end of RAM", A_RS_AEQ_BASE_LO, TOK(T_RAM_END, 0) },
+    { "AEQ straddles end of RAM", A_RS_AEQ_BASE_LO, TOK(T_RAM_END, -128) },
+    { "AEQ vector 5", A_RS_AEQ_CFG,
+      RS_QOS_AEQ_LOG | DEF_NUM_MSIX << R_RS_AEQ_CFG_VECTOR_SHIFT },
+    { "AEQ vector 0x7ff", A_RS_AEQ_CFG,
+      RS_QOS_AEQ_LOG | 0x7ff << R_RS_AEQ_CFG_VECTOR_SHIFT },
+};
+
+static void test_bad_ring_config(void *obj, void *data,
+                                 QGuestAllocator *alloc)
+{
+    QRdmaSession *d = obj;
+    g_autoptr(GString) failures = g_string_new("");
+    BadFixture f;
+    int i;
+
+    memset(&f, 0, sizeof(f));
+    f.d = d;
+    f.tok[T_BAR0] = d->bar0.addr;
+    f.tok[T_BAR2] = d->bar2.addr;
+    f.tok[T_RAM_END] = ram_end(d);
+
+    for (i = 0; i < ARRAY_SIZE(bad_ring_rows); i++) {
+        const BadRingRow *row = &bad_ring_rows[i];
+        uint32_t status, code;
+        uint64_t v;
+
+        rs_admin_configure(d, RS_QOS_ADMQ_LOG, RS_QOS_AEQ_LOG, 0, 0);
+        f.tok[T_RING_ADMQ] = d->admq;
+        f.tok[T_RING_ACQ] = d->acq;
+        f.tok[T_RING_AEQ] = d->aeq;
+        v = resolve(&f, row->value);
+        if (row->reg == A_RS_ADMQ_BASE_LO || row->reg == A_RS_ACQ_BASE_LO ||
+            row->reg == A_RS_AEQ_BASE_LO) {
+            rs_writel(d, row->reg, v & 0xffffffffu);
+            rs_writel(d, row->reg + 4, v >> 32);
+        } else {
+            rs_writel(d, row->reg, v);
+        }
+        rs_writel(d, A_RS_CTRL, R_RS_CTRL_ENABLE_MASK);
+
+        status = rs_readl(d, A_RS_STATUS);
+        code = rs_readl(d, A_RS_FATAL_CODE);
+        if ((status & (R_RS_STATUS_FATAL_MASK | R_RS_STATUS_READY_MASK)) !=
+            R_RS_STATUS_FATAL_MASK || code != RS_FATAL_BAD_RING_CONFIG) {
+            g_string_append_printf(failures,
+                                   "  %s: STATUS=0x%x FATAL_CODE=%u\n",
+                                   row->name, status, code);
+        } else {
+            /* Not READY: the doorbell is ignored. */
+            rs_writel(d, A_RS_ADMQ_DB, 1);
+            if (rs_readl(d, A_RS_ADMQ_CI) != 0) {
+                g_string_append_printf(failures,
+                                       "  %s: ADMQ_CI moved while FATAL\n",
+                                       row->name);
+            }
+        }
+
+        /* Cleared by CTRL.RESET or by writing ENABLE=0 (alternating). */
+        rs_writel(d, A_RS_CTRL, i & 1 ? R_RS_CTRL_RESET_MASK : 0);
+        g_assert_cmphex(rs_readl(d, A_RS_CTRL), ==, 0);
+        g_assert_cmphex(rs_readl(d, A_RS_STATUS), ==,
+                        R_RS_STATUS_LINK_UP_MASK);
+        g_assert_cmphex(rs_readl(d, A_RS_FATAL_CODE), ==, RS_FATAL_NONE);
+        rs_setup(d);
+        assert_alive(d);
+        rs_reset(d);
+    }
+    g_test_message("bad-ring-config: %d rows", i);
+    g_assert_cmpstr(failures->str, ==, "");
+}
+
+/* ------------------------------------------------------------------ */
+/* Doorbells                                                           */
+/* ------------------------------------------------------------------ */
+
+static void test_doorbells(void *obj, void *data, QGuestAllocator *alloc)
+{
+    QRdmaSession *d = rs_setup(obj);
+    struct rs_cmd_create_qp c;
+    struct rs_event ev;
+    uint64_t ring = rs_alloc_zeroed(d, sizeof(struct rs_cqe) << 4);
+    uint32_t pd, cq, qp, qi, ci, ci_before;
+    static const uint32_t offs[] = {
+        RS_DB_SQ, RS_DB_RQ, RS_DB_CQ_CI, RS_DB_CQ_ARM, RS_DB_SRQ,
+    };
+    static const uint32_t pages[] = { 0, 1, 2, DEF_DB_PAGES - 1 };
+    int i, j;
+
+    add_gid_v4(d, 0, 1);
+    pd = new_pd(d);
+    RS_ASSERT_OK(rs_create_cq(d, ring, 4, 0, 1, &cq));
+    qp_template(d, &c, RS_QPT_RC, pd, cq, cq);
+    c.uar = 1;
+    qp = new_qp(d, &c);
+    qp_walk(d, qp, RS_QPT_RC, RS_QPS_RTS);
+    qi = HINDEX(qp);
+    ci = HINDEX(cq);
+
+    /* No data path: doorbells write nothing to guest memory. */
+    fill(d, ring, 0x5a, sizeof(struct rs_cqe) << 4);
+    fill(d, c.sq_addr, 0x5a, rs_qp_sq_bytes(&c));
+    fill(d, c.rq_addr, 0x5a, rs_qp_rq_bytes(&c));
+    ci_before = rs_readl(d, A_RS_ADMQ_CI);
+
+    for (i = 0; i < ARRAY_SIZE(pages); i++) {
+        for (j = 0; j < ARRAY_SIZE(offs); j++) {
+            bool cqdb = offs[j] == RS_DB_CQ_CI || offs[j] == RS_DB_CQ_ARM;
+            uint32_t idx = cqdb ? ci : qi;
+
+            /* the object's own page and index, then wrong indices */
+            rs_db_writel(d, pages[i], offs[j], idx | 1 << 16);
+            rs_db_writel(d, pages[i], offs[j], idx | RS_DB_CQ_ARM_NEXT |
+                         RS_DB_CQ_ARM_SOLICITED);
+            rs_db_writel(d, pages[i], offs[j], RS_DB_INDEX_MASK | 5 << 16);
+            rs_db_writel(d, pages[i], offs[j], 0);
+            rs_db_writel(d, pages[i], offs[j], 0xffffffff);
+        }
+        rs_db_writel(d, pages[i], 0xffc, 0xffffffff);
+    }
+
+    g_assert_cmphex(rs_readl(d, A_RS_STATUS), ==,
+                    R_RS_STATUS_READY_MASK | R_RS_STATUS_LINK_UP_MASK);
+    g_assert_cmpuint(rs_readl(d, A_RS_ADMQ_CI), ==, ci_before);
+    g_assert_true(is_filled(d, ring, 0x5a, sizeof(struct rs_cqe) << 4));
+    g_assert_true(is_filled(d, c.sq_addr, 0x5a, rs_qp_sq_bytes(&c)));
+    g_assert_true(is_filled(d, c.rq_addr, 0x5a, rs_qp_rq_bytes(&c)));
+    g_assert_false(rs_aeq_poll(d, &ev, G_USEC_PER_SEC / 10));
+    g_assert_cmpuint(qp_state(d, qp), ==, RS_QPS_RTS);
+    assert_alive(d);
+
+    /* Doorbells of a disabled device are ignored too. */
+    rs_reset(d);
+    rs_db_writel(d, 1, RS_DB_SQ, qi | 1 << 16);
+    rs_db_writel(d, 1, RS_DB_CQ_ARM, ci | RS_DB_CQ_ARM_NEXT);
+    assert_power_on_regs(d, DEF_DB_PAGES, DEF_NUM_MSIX);
+}
+
+/* ------------------------------------------------------------------ */
+/* Reset                                                               */
+/* ------------------------------------------------------------------ */
+
+typedef struct ResetObjects {
+    uint32_t pd, cq, qp, lkey, ah, session, group;
+} ResetObjects;
+
+static void reset_make_objects(QRdmaSession *d, ResetObjects *o)
+{
+    struct rs_cmd_create_qp c;
+    struct rs_cmd_reg_mr mr = { 0 };
+    struct rs_cmd_create_ah ah;
+    uint64_t page = rs_alloc_zeroed(d, PAGE);
+
+    add_gid_v4(d, 0, 1);
+    o->pd = new_pd(d);
+    g_assert_cmphex(o->pd, ==, HANDLE(0, 1));
+    o->cq = new_cq(d, 4);
+    g_assert_cmphex(o->cq, ==, HANDLE(0, 1));
+    o->session = new_session(d, 0, 49152);
+    g_assert_cmphex(o->session, ==, HANDLE(0, 1));
+    o->group = new_group(d, RS_GROUP_ROUND_ROBIN, o->session, 0);
+    g_assert_cmphex(o->group, ==, HANDLE(0, 1));
+    qp_template(d, &c, RS_QPT_RC, o->pd, o->cq, o->cq);
+    c.session_group = o->group;
+    o->qp = new_qp(d, &c);
+    g_assert_cmphex(o->qp, ==, HANDLE(0, 2));
+    qp_walk(d, o->qp, RS_QPT_RC, RS_QPS_RTS);
+    mr.length = PAGE;
+    mr.npages = 1;
+    mr.pbl_addr = make_pbl(d, page, PAGE, 1);
+    mr.pd = o->pd;
+    mr.page_shift = 12;
+    mr.access = STD_ACCESS;
+    o->lkey = reg_mr_ok(d, &mr);
+    g_assert_cmphex(o->lkey >> RS_MKEY_INDEX_SHIFT, ==, 1);
+    ah_template(&ah, o->pd, 0);
+    RS_ASSERT_OK(rs_create_ah(d, &ah, &o->ah));
+    g_assert_cmphex(o->ah, ==, HANDLE(0, 1));
+}
+
+static void reset_check_gone(QRdmaSession *d, ResetObjects *o)
+{
+    struct rs_qp_attr a;
+
+    RS_ASSERT_STATUS(rs_query_qp(d, o->qp, &a), RS_STATUS_BAD_HANDLE);
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_QP, o->qp),
+                     RS_STATUS_BAD_HANDLE);
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DEREG_MR, o->lkey),
+                     RS_STATUS_BAD_HANDLE);
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_AH, o->ah),
+                     RS_STATUS_BAD_HANDLE);
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_SESSION_GROUP, o->group),
+                     RS_STATUS_BAD_HANDLE);
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_SESSION, o->session),
+                     RS_STATUS_BAD_HANDLE);
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_CQ, o->cq),
+                     RS_STATUS_BAD_HANDLE);
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_PD, o->pd),
+                     RS_STATUS_BAD_HANDLE);
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DEL_GID, 0), RS_STATUS_BAD_HANDLE);
+
+    /* Tables are back at power-on: first index, generation 0. */
+    g_assert_cmphex(new_pd(d), ==, HANDLE(0, 1));
+    add_gid_v4(d, 0, 1);
+}
+
+static void test_reset(void *obj, void *data, QGuestAllocator *alloc)
+{
+    QRdmaSession *d = rs_setup(obj);
+    QTestState *qts = rs_qts(d);
+    ResetObjects o;
+    int how;
+
+    for (how = 0; how < 3; how++) {
+        reset_make_objects(d, &o);
+        switch (how) {
+        case 0:
+            rs_writel(d, A_RS_CTRL, R_RS_CTRL_RESET_MASK);
+            break;
+        case 1:
+            rs_writel(d, A_RS_CTRL, 0);
+            break;
+        case 2:
+            /* System reset: config space is reset, map the BARs again. */
+            qtest_system_reset(qts);
+            d->bar0 = qpci_iomap(&d->dev, RS_BAR_REGS, NULL);
+            d->bar2 = qpci_iomap(&d->dev, RS_BAR_DOORBELL, NULL);
+            qpci_device_enable(&d->dev);
+            qpci_msix_enable(&d->dev);
+            break;
+        }
+        assert_power_on_regs(d, DEF_DB_PAGES, DEF_NUM_MSIX);
+        rs_setup(d);
+        reset_check_gone(d, &o);
+        rs_reset(d);
+        assert_power_on_regs(d, DEF_DB_PAGES, DEF_NUM_MSIX);
+        rs_setup(d);
+    }
+    assert_alive(d);
+}
+
+/* ------------------------------------------------------------------ */
+/* DMA containment                                                     */
+/* ------------------------------------------------------------------ */
+
+static void test_dma_containment(void *obj, void *data,
+                                 QGuestAllocator *alloc)
+{
+    QRdmaSession *d = rs_setup(obj);
+    QTestState *qts = rs_qts(d);
+    uint64_t end = ram_end(d);
+    uint64_t buf = rs_alloc_zeroed(d, PAGE);
+    uint64_t msix = msix_table_addr(d);
+    uint8_t msix_before[DEF_NUM_MSIX * PCI_MSIX_ENTRY_SIZE];
+    uint8_t msix_after[sizeof(msix_before)];
+    uint32_t before[NREGS], after[NREGS];
+    struct rs_cmd_create_qp c;
+    struct rs_cmd_reg_mr mr = { 0 };
+    struct rs_admin_cmd cmd;
+    struct rs_admin_cqe cqe, acq_before, acq_after;
+    struct rs_qp_attr a;
+    uint32_t pd, cq, qp, index, ci;
+    uint16_t pci_cmd;
+
+    add_gid_v4(d, 0, 1);
+    pd = new_pd(d);
+    cq = new_cq(d, 4);
+    qp_template(d, &c, RS_QPT_RC, pd, cq, cq);
+    qp = new_qp(d, &c);
+    qp_walk(d, qp, RS_QPT_RC, RS_QPS_INIT);
+
+    /* A good response lands exactly where it was asked to. */
+    fill(d, buf, 0xa5, PAGE);
+    RS_ASSERT_OK(query_at(d, RS_CMD_QUERY_DEVICE, 0, buf + 64, 256));
+    g_assert_true(is_filled(d, buf, 0xa5, 64));
+    g_assert_true(is_filled(d, buf + 64 + sizeof(struct rs_device_attr),
+                            0xa5, PAGE - 64 - sizeof(struct rs_device_attr)));
+    g_assert_cmphex(qtest_readl(qts, buf + 64 +
+                                offsetof(struct rs_device_attr, max_qp)),
+                    ==, cpu_to_le32(USABLE(DEF_MAX_QPS)));
+
+    /* Refused responses write nothing. */
+    fill(d, buf, 0xa5, PAGE);
+    RS_ASSERT_STATUS(query_at(d, RS_CMD_QUERY_DEVICE, 0, buf + 64, 64),
+                     RS_STATUS_BAD_SIZE);
+    RS_ASSERT_STATUS(query_at(d, RS_CMD_QUERY_DEVICE, 0, buf + 68, 128),
+                     RS_STATUS_BAD_ALIGN);
+    RS_ASSERT_STATUS(query_at(d, RS_CMD_QUERY_PORT, 2, buf + 64, 64),
+                     RS_STATUS_BAD_PARAM);
+    RS_ASSERT_STATUS(query_at(d, RS_CMD_QUERY_QP, qp + (1 << 24), buf + 64,
+                              sizeof(struct rs_qp_attr)),
+                     RS_STATUS_BAD_HANDLE);
+    g_assert_true(is_filled(d, buf, 0xa5, PAGE));
+
+    /* Straddling the end of RAM: not even the part in RAM is written. */
+    fill(d, end - 64, 0x5a, 64);
+    RS_ASSERT_STATUS(query_at(d, RS_CMD_QUERY_DEVICE, 0, end - 64,
+                              sizeof(struct rs_device_attr)),
+                     RS_STATUS_BAD_ADDR);
+    RS_ASSERT_STATUS(query_at(d, RS_CMD_QUERY_QP, qp, end - 64,
+                              sizeof(struct rs_qp_attr)),
+                     RS_STATUS_BAD_ADDR);
+    g_assert_true(is_filled(d, end - 64, 0x5a, 64));
+
+    /* The device's own registers are not memory. */
+    dump_regs(d, before);
+    RS_ASSERT_STATUS(query_at(d, RS_CMD_QUERY_DEVICE, 0, d->bar0.addr,
+                              sizeof(struct rs_device_attr)),
+                     RS_STATUS_BAD_ADDR);
+    RS_ASSERT_STATUS(query_at(d, RS_CMD_QUERY_DEVICE, 0,
+                              d->bar0.addr + A_RS_CTRL,
+                              sizeof(struct rs_device_attr)),
+                     RS_STATUS_BAD_ADDR);
+    RS_ASSERT_STATUS(query_at(d, RS_CMD_QUERY_PORT, 1,
+                              d->bar0.addr + A_RS_ADMQ_BASE_LO,
+                              sizeof(struct rs_port_attr)),
+                     RS_STATUS_BAD_ADDR);
+    RS_ASSERT_STATUS(query_at(d, RS_CMD_QUERY_QP, qp,
+                              d->bar0.addr + A_RS_ADMQ_DB,
+                              sizeof(struct rs_qp_attr)),
+                     RS_STATUS_BAD_ADDR);
+    dump_regs(d, after);
+    /* ADMQ_CI moved by the four commands, nothing else. */
+    g_assert_cmpuint(after[A_RS_ADMQ_CI / 4], ==,
+                     before[A_RS_ADMQ_CI / 4] + 4);
+    after[A_RS_ADMQ_CI / 4] = before[A_RS_ADMQ_CI / 4];
+    assert_regs_equal(before, after);
+
+    /* Nor are the MSI-X table and the doorbell BAR. */
+    qtest_memread(qts, msix, msix_before, sizeof(msix_before));
+    RS_ASSERT_STATUS(query_at(d, RS_CMD_QUERY_DEVICE, 0, msix,
+                              sizeof(struct rs_device_attr)),
+                     RS_STATUS_BAD_ADDR);
+    qtest_memread(qts, msix, msix_after, sizeof(msix_after));
+    g_assert_cmpmem(msix_before, sizeof(msix_before), msix_after,
+                    sizeof(msix_after));
+    RS_ASSERT_STATUS(query_at(d, RS_CMD_QUERY_DEVICE, 0, d->bar2.addr,
+                              sizeof(struct rs_device_attr)),
+                     RS_STATUS_BAD_ADDR);
+    RS_ASSERT_STATUS(query_at(d, RS_CMD_QUERY_DEVICE, 0, FAR_ADDR,
+                              sizeof(struct rs_device_attr)),
+                     RS_STATUS_BAD_ADDR);
+
+    /* Reads: MODIFY_QP attributes from BAR0, MR pages in BAR0. */
+    cmd_init(&cmd, RS_CMD_MODIFY_QP);
+    cmd.modify_qp.attr_addr = d->bar0.addr;
+    cmd.modify_qp.handle = qp;
+    cmd.modify_qp.attr_mask = RS_QP_ATTR_STATE;
+    RS_ASSERT_STATUS(rs_admin_exec(d, &cmd, NULL), RS_STATUS_BAD_ADDR);
+    g_assert_cmpuint(qp_state(d, qp), ==, RS_QPS_INIT);
+    mr.length = 2 * PAGE;
+    mr.npages = 2;
+    mr.pbl_addr = make_pbl(d, d->bar0.addr, 0, 2);
+    mr.pd = pd;
+    mr.page_shift = 12;
+    mr.access = STD_ACCESS;
+    RS_ASSERT_STATUS(rs_reg_mr(d, &mr, NULL, NULL), RS_STATUS_BAD_ADDR);
+    mr.pbl_addr = make_pbl(d, d->bar2.addr, PAGE, 2);
+    RS_ASSERT_STATUS(rs_reg_mr(d, &mr, NULL, NULL), RS_STATUS_BAD_ADDR);
+    RS_ASSERT_STATUS(rs_create_cq(d, msix & ~63ull, 1, 0, 0, NULL),
+                     RS_STATUS_BAD_ADDR);
+    dump_regs(d, after);
+    g_assert_cmphex(after[A_RS_CTRL / 4], ==, R_RS_CTRL_ENABLE_MASK);
+    g_assert_cmphex(after[A_RS_STATUS / 4], ==,
+                    R_RS_STATUS_READY_MASK | R_RS_STATUS_LINK_UP_MASK);
+    assert_alive(d);
+
+    /*
+     * Bus mastering off: the device cannot read the command, so it
+     * writes neither a response nor a completion.
+     */
+    fill(d, buf, 0xa5, PAGE);
+    ci = rs_readl(d, A_RS_ADMQ_CI);
+    g_assert_cmpuint(ci, ==, d->admq_pi);
+    qtest_memread(qts, d->acq + (ci & ((1u << d->admq_log) - 1)) *
+                  sizeof(cqe), &acq_before, sizeof(acq_before));
+    pci_cmd = qpci_config_readw(&d->dev, PCI_COMMAND);
+    qpci_config_writew(&d->dev, PCI_COMMAND, pci_cmd & ~PCI_COMMAND_MASTER);
+    cmd_init(&cmd, RS_CMD_QUERY_DEVICE);
+    cmd.query.resp_addr = buf;
+    cmd.query.resp_len = sizeof(struct rs_device_attr);
+    index = rs_admin_submit(d, &cmd);
+    g_assert_false(rs_admin_poll(d, index, &cqe, G_USEC_PER_SEC / 2));
+    qtest_memread(qts, d->acq + (ci & ((1u << d->admq_log) - 1)) *
+                  sizeof(cqe), &acq_after, sizeof(acq_after));
+    g_assert_cmpmem(&acq_before, sizeof(acq_before), &acq_after,
+                    sizeof(acq_after));
+    g_assert_true(is_filled(d, buf, 0xa5, PAGE));
+    g_assert_cmpuint(rs_readl(d, A_RS_ADMQ_CI), ==, ci);
+    /* Failing to read a command is a DMA fatal error. */
+    g_assert_cmphex(rs_readl(d, A_RS_STATUS) & R_RS_STATUS_FATAL_MASK, ==,
+                    R_RS_STATUS_FATAL_MASK);
+    g_assert_cmpuint(rs_readl(d, A_RS_FATAL_CODE), ==, RS_FATAL_DMA);
+
+    /* Bus mastering back on: the fatal state stays until a reset. */
+    qpci_config_writew(&d->dev, PCI_COMMAND, pci_cmd);
+    g_assert_cmpuint(rs_readl(d, A_RS_FATAL_CODE), ==, RS_FATAL_DMA);
+    g_assert_true(is_filled(d, buf, 0xa5, PAGE));
+    rs_reset(d);
+    assert_power_on_regs(d, DEF_DB_PAGES, DEF_NUM_MSIX);
+    rs_setup(d);
+    RS_ASSERT_STATUS(rs_query_qp(d, qp, &a), RS_STATUS_BAD_HANDLE);
+    assert_alive(d);
+}
+
+/* ------------------------------------------------------------------ */
+/* Small tables: properties and NO_RESOURCES                           */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Object tables have max-* slots; slot 0 is never used, and for QPs
+ * slot 1 belongs to the GSI QP.
+ */
+#define LIM_QPS         4
+#define LIM_CQS         3
+#define LIM_MRS         3
+#define LIM_PDS         3
+#define LIM_AHS         2
+#define LIM_SESSIONS    3
+#define LIM_GROUPS      2
+#define LIM_GIDS        2
+#define LIM_MSG_SIZE    65536
+#define LIM_VECTORS     2
+#define LIM_DB_PAGES    4
+#define LIM_MR_PAGES    8
+
+static void *limits_before(GString *cmd_line, void *arg)
+{
+    g_string_append_printf(cmd_line,
+        " -global rdma-session.max-qps=%d"
+        " -global rdma-session.max-cqs=%d"
+        " -global rdma-session.max-mrs=%d"
+        " -global rdma-session.max-pds=%d"
+        " -global rdma-session.max-ahs=%d"
+        " -global rdma-session.max-sessions=%d"
+        " -global rdma-session.max-session-groups=%d"
+        " -global rdma-session.max-gids=%d"
+        " -global rdma-session.max-msg-size=%d"
+        " -global rdma-session.mtu=1024"
+        " -global rdma-session.num-comp-vectors=%d"
+        " -global rdma-session.db-pages=%d"
+        " -global rdma-session.max-mr-pages=%d ",
+        LIM_QPS, LIM_CQS, LIM_MRS, LIM_PDS, LIM_AHS, LIM_SESSIONS,
+        LIM_GROUPS, LIM_GIDS, LIM_MSG_SIZE, LIM_VECTORS, LIM_DB_PAGES,
+        LIM_MR_PAGES);
+    return arg;
+}
+
+static uint8_t reg_pages(QRdmaSession *d, uint32_t pd, uint64_t pages,
+                         uint32_t npages, uint32_t *lkey)
+{
+    struct rs_cmd_reg_mr c = { 0 };
+
+    c.length = (uint64_t)npages * PAGE;
+    c.npages = npages;
+    c.pbl_addr = make_pbl(d, pages, PAGE, npages);
+    c.pd = pd;
+    c.page_shift = 12;
+    c.access = RS_ACCESS_LOCAL_WRITE;
+    return rs_reg_mr(d, &c, lkey, NULL);
+}
+
+static void test_limits(void *obj, void *data, QGuestAllocator *alloc)
+{
+    QRdmaSession *d = obj;
+    uint64_t pages = rs_alloc_zeroed(d, LIM_MR_PAGES * PAGE);
+    uint64_t ring = rs_alloc_zeroed(d, sizeof(struct rs_cqe) << 4);
+    struct rs_device_attr a;
+    struct rs_port_attr p;
+    struct rs_cmd_create_qp c;
+    struct rs_cmd_create_ah ah;
+    struct rs_cmd_create_session sc;
+    struct rs_cmd_create_session_group gc = { 0 };
+    struct rs_cmd_add_gid g = { 0 };
+    struct rs_qp_attr attr;
+    uint32_t h[8], k1, k2, k3, k4, pd, cq, qp, s1;
+    int i;
+
+    /* Identity follows the properties. */
+    g_assert_cmpuint(rs_readl(d, A_RS_DB_PAGES), ==, LIM_DB_PAGES);
+    g_assert_cmpuint(rs_readl(d, A_RS_NUM_MSIX), ==, 1 + LIM_VECTORS);
+    g_assert_cmpuint(qpci_msix_table_size(&d->dev), ==, 1 + LIM_VECTORS);
+    g_assert_cmphex(d->bar2_size, ==, LIM_DB_PAGES * RS_DB_PAGE_SIZE);
+
+    rs_setup(d);
+    RS_ASSERT_OK(rs_query_device(d, &a));
+    g_assert_cmpuint(a.max_qp, ==, USABLE(LIM_QPS));
+    g_assert_cmpuint(a.max_cq, ==, USABLE(LIM_CQS));
+    g_assert_cmpuint(a.max_mr, ==, USABLE(LIM_MRS));
+    g_assert_cmpuint(a.max_pd, ==, USABLE(LIM_PDS));
+    g_assert_cmpuint(a.max_ah, ==, USABLE(LIM_AHS));
+    g_assert_cmpuint(a.max_sessions, ==, USABLE(LIM_SESSIONS));
+    g_assert_cmpuint(a.max_session_groups, ==, USABLE(LIM_GROUPS));
+    g_assert_cmpuint(a.max_gids, ==, LIM_GIDS);
+    g_assert_cmpuint(a.max_msg_size, ==, LIM_MSG_SIZE);
+    g_assert_cmpuint(a.num_comp_vectors, ==, LIM_VECTORS);
+    g_assert_cmpuint(a.num_db_pages, ==, LIM_DB_PAGES);
+    g_assert_cmphex(a.max_mr_size, ==, (uint64_t)LIM_MR_PAGES << 12);
+    RS_ASSERT_OK(rs_query_port(d, 1, &p));
+    g_assert_cmpuint(p.max_mtu, ==, RS_MTU_1024);
+    g_assert_cmpuint(p.active_mtu, ==, RS_MTU_1024);
+    g_assert_cmpuint(p.gid_tbl_len, ==, LIM_GIDS);
+
+    /* GIDs: the index is the slot, beyond max-gids is a bad parameter. */
+    add_gid_v4(d, 0, 1);
+    add_gid_v4(d, LIM_GIDS - 1, 2);
+    gid_v4(g.gid, 10, 0, 9, 9);
+    g.index = LIM_GIDS;
+    RS_ASSERT_STATUS(rs_add_gid(d, &g, NULL), RS_STATUS_BAD_PARAM);
+
+    /* PDs */
+    for (i = 1; i < LIM_PDS; i++) {
+        h[i] = new_pd(d);
+        g_assert_cmphex(h[i], ==, HANDLE(0, i));
+    }
+    RS_ASSERT_STATUS(rs_create_pd(d, NULL), RS_STATUS_NO_RESOURCES);
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_PD, h[1]));
+    g_assert_cmphex(new_pd(d), ==, HANDLE(1, 1));
+    RS_ASSERT_STATUS(rs_create_pd(d, NULL), RS_STATUS_NO_RESOURCES);
+    pd = h[2];
+
+    /* CQs, comp vectors and doorbell pages */
+    RS_ASSERT_STATUS(rs_create_cq(d, ring, 4, LIM_VECTORS, 0, NULL),
+                     RS_STATUS_BAD_PARAM);
+    RS_ASSERT_STATUS(rs_create_cq(d, ring, 4, 0, LIM_DB_PAGES, NULL),
+                     RS_STATUS_BAD_PARAM);
+    for (i = 1; i < LIM_CQS; i++) {
+        RS_ASSERT_OK(rs_create_cq(d, ring, 4, LIM_VECTORS - 1,
+                                  LIM_DB_PAGES - 1, &h[i]));
+        g_assert_cmphex(h[i], ==, HANDLE(0, i));
+    }
+    RS_ASSERT_STATUS(rs_create_cq(d, ring, 4, 0, 0, NULL),
+                     RS_STATUS_NO_RESOURCES);
+    cq = h[1];
+
+    /* QPs: slot 1 stays for the GSI QP. */
+    qp_template(d, &c, RS_QPT_RC, pd, cq, cq);
+    for (i = 2; i < LIM_QPS; i++) {
+        h[i] = new_qp(d, &c);
+        g_assert_cmphex(h[i], ==, HANDLE(0, i));
+    }
+    RS_ASSERT_STATUS(rs_create_qp(d, &c, NULL, NULL), RS_STATUS_NO_RESOURCES);
+    c.qp_type = RS_QPT_GSI;
+    g_assert_cmphex(new_qp(d, &c), ==, HANDLE(0, RS_GSI_QPN));
+    RS_ASSERT_STATUS(rs_create_qp(d, &c, NULL, NULL), RS_STATUS_EXISTS);
+    c.qp_type = RS_QPT_UD;
+    c.uar = LIM_DB_PAGES;
+    RS_ASSERT_STATUS(rs_create_qp(d, &c, NULL, NULL), RS_STATUS_BAD_PARAM);
+
+    /* The path MTU is limited by the device's mtu property. */
+    qp = h[2];
+    qp_walk(d, qp, RS_QPT_RC, RS_QPS_INIT);
+    std_attr(&attr, RS_QPS_INIT, RS_QPS_RTR);
+    attr.path_mtu = RS_MTU_2048;
+    RS_ASSERT_STATUS(rs_modify_qp(d, qp, &attr, RC_RTR_MASK),
+                     RS_STATUS_BAD_PARAM);
+    attr.path_mtu = RS_MTU_4096;
+    RS_ASSERT_STATUS(rs_modify_qp(d, qp, &attr, RC_RTR_MASK),
+                     RS_STATUS_BAD_PARAM);
+    attr.path_mtu = RS_MTU_1024;
+    RS_ASSERT_OK(rs_modify_qp(d, qp, &attr, RC_RTR_MASK));
+
+    /* MR translation entries, then MR slots. */
+    RS_ASSERT_OK(reg_pages(d, pd, pages, 5, &k1));
+    RS_ASSERT_STATUS(reg_pages(d, pd, pages, 4, NULL),
+                     RS_STATUS_NO_RESOURCES);
+    RS_ASSERT_OK(reg_pages(d, pd, pages, 3, &k2));
+    RS_ASSERT_STATUS(reg_pages(d, pd, pages, 1, NULL),
+                     RS_STATUS_NO_RESOURCES);
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEREG_MR, k1));
+    RS_ASSERT_OK(reg_pages(d, pd, pages, 1, &k3));
+    g_assert_cmphex(k3 >> RS_MKEY_INDEX_SHIFT, ==, 1);
+    /* 4 entries free, but both MR slots are taken. */
+    RS_ASSERT_STATUS(reg_pages(d, pd, pages, 1, NULL),
+                     RS_STATUS_NO_RESOURCES);
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEREG_MR, k2));
+    RS_ASSERT_OK(reg_pages(d, pd, pages, LIM_MR_PAGES - 1, &k4));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEREG_MR, k3));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEREG_MR, k4));
+    RS_ASSERT_STATUS(reg_pages(d, pd, pages, LIM_MR_PAGES + 1, NULL),
+                     RS_STATUS_NO_RESOURCES);
+    RS_ASSERT_OK(reg_pages(d, pd, pages, LIM_MR_PAGES, &k1));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEREG_MR, k1));
+
+    /* AHs */
+    ah_template(&ah, pd, 0);
+    for (i = 1; i < LIM_AHS; i++) {
+        RS_ASSERT_OK(rs_create_ah(d, &ah, &h[i]));
+        g_assert_cmphex(h[i], ==, HANDLE(0, i));
+    }
+    RS_ASSERT_STATUS(rs_create_ah(d, &ah, NULL), RS_STATUS_NO_RESOURCES);
+
+    /* Sessions and groups */
+    for (i = 1; i < LIM_SESSIONS; i++) {
+        h[i] = new_session(d, 0, 2000 + i);
+        g_assert_cmphex(h[i], ==, HANDLE(0, i));
+    }
+    s1 = h[1];
+    session_template(&sc, 0, 3000);
+    RS_ASSERT_STATUS(rs_create_session(d, &sc, NULL),
+                     RS_STATUS_NO_RESOURCES);
+    for (i = 1; i < LIM_GROUPS; i++) {
+        h[i] = new_group(d, RS_GROUP_ACTIVE_BACKUP, s1, 0);
+        g_assert_cmphex(h[i], ==, HANDLE(0, i));
+    }
+    gc.session[0] = s1;
+    gc.nsessions = 1;
+    RS_ASSERT_STATUS(rs_create_session_group(d, &gc, NULL),
+                     RS_STATUS_NO_RESOURCES);
+
+    /* Full tables are not an error state. */
+    g_assert_cmphex(rs_readl(d, A_RS_STATUS), ==,
+                    R_RS_STATUS_READY_MASK | R_RS_STATUS_LINK_UP_MASK);
+    RS_ASSERT_OK(rs_query_device(d, &a));
+    g_assert_cmpuint(a.max_qp, ==, USABLE(LIM_QPS));
+}
+
+/* ------------------------------------------------------------------ */
+/* Invalid properties fail realize                                     */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Start QEMU with one property value and return its exit status.  The
+ * monitor reads "quit" from stdin, so a QEMU that starts does exit.
+ */
+static int run_qemu_with(const char *prop, char **err_out)
+{
+    const char *qemu = getenv("QTEST_QEMU_BINARY");
+    g_autofree char *dev = g_strdup_printf("rdma-session,netdev=n0%s%s",
+                                           *prop ? "," : "", prop);
+    const char *argv[] = {
+        qemu, "-M", "pc,accel=qtest", "-display", "none", "-nodefaults",
+        "-S", "-monitor", "stdio", "-netdev", "user,id=n0",
+        "-device", dev, NULL,
+    };
+    g_autoptr(GError) err = NULL;
+    g_autofree char *out = NULL;
+    int in_fd, out_fd, err_fd, status;
+    GPid pid;
+    GString *errs = g_string_new("");
+    char chunk[256];
+    ssize_t n;
+
+    g_assert_nonnull(qemu);
+    g_assert_true(g_spawn_async_with_pipes(NULL, (char **)argv, NULL,
+                                           G_SPAWN_DO_NOT_REAP_CHILD,
+                                           NULL, NULL, &pid, &in_fd,
+                                           &out_fd, &err_fd, &err));
+    g_assert_cmpint(write(in_fd, "quit\n", 5), ==, 5);
+    close(in_fd);
+    while ((n = read(err_fd, chunk, sizeof(chunk))) > 0) {
+        g_string_append_len(errs, chunk, n);
+    }
+    close(err_fd);
+    while (read(out_fd, chunk, sizeof(chunk)) > 0) {
+        /* drain the monitor output */
+    }
+    close(out_fd);
+    g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+    g_spawn_close_pid(pid);
+    *err_out = g_string_free(errs, false);
+    g_assert_true(WIFEXITED(status));
+    return WEXITSTATUS(status);
+}
+
+static void test_bad_properties(void)
+{
+    static const char *const bad[] = {
+        "max-qps=1", "max-qps=65537", "max-cqs=0", "max-cqs=65537",
+        "max-mrs=0", "max-mrs=1048577", "max-gids=0", "max-gids=257",
+        "mtu=0", "mtu=300", "mtu=8192", "num-comp-vectors=0",
+        "num-comp-vectors=65", "db-pages=0", "db-pages=3",
+        "db-pages=2048",
+    };
+    static const char *const good[] = {
+        "", "max-qps=2,max-cqs=2,max-mrs=2,max-pds=2,max-ahs=2,"
+        "max-sessions=2,max-session-groups=2,max-gids=1,mtu=256,"
+        "num-comp-vectors=1,db-pages=1,max-mr-pages=1",
+        "max-qps=65536,max-cqs=65536,max-gids=256,mtu=4096,"
+        "num-comp-vectors=64,db-pages=1024",
+    };
+    int i;
+
+    for (i = 0; i < ARRAY_SIZE(good); i++) {
+        g_autofree char *err = NULL;
+        int rc = run_qemu_with(good[i], &err);
+
+        if (rc != 0) {
+            g_error("'%s' was refused (exit %d): %s", good[i], rc, err);
+        }
+    }
+    for (i = 0; i < ARRAY_SIZE(bad); i++) {
+        g_autofree char *err = NULL;
+        int rc = run_qemu_with(bad[i], &err);
+
+        if (rc != 1 || !strstr(err, "rdma-session")) {
+            g_error("'%s': expected a realize error, got exit %d: %s",
+                    bad[i], rc, err);
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Migration                                                           */
+/* ------------------------------------------------------------------ */
+
+static void wait_migration_done(QTestState *qts)
+{
+    int64_t end = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+
+    for (;;) {
+        QDict *rsp = qtest_qmp_assert_success_ref(qts,
+                                    "{ 'execute': 'query-migrate' }");
+        const char *status = qdict_get_try_str(rsp, "status");
+        bool done = status && !strcmp(status, "completed");
+
+        if (status && !strcmp(status, "failed")) {
+            g_error("migration failed: %s",
+                    qdict_get_try_str(rsp, "error-desc") ?: "?");
+        }
+        qobject_unref(rsp);
+        if (done) {
+            return;
+        }
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        g_usleep(10 * 1000);
+    }
+}
+
+typedef struct MigObjects {
+    uint32_t pd1, pd2_dead, pd3;
+    uint32_t cq1, cq2;
+    uint32_t gsi, rc, ud, qp_dead;
+    uint32_t mr1, mr2_dead, mr3;
+    uint32_t ah;
+    uint32_t s1, s2, group;
+    struct rs_cmd_create_qp tmpl;
+    struct rs_cmd_reg_mr mr_cmd;
+    uint64_t msi;
+} MigObjects;
+
+static void mig_build(QRdmaSession *d, MigObjects *m)
+{
+    struct rs_cmd_create_qp c;
+    struct rs_cmd_reg_mr mr = { 0 };
+    struct rs_cmd_create_ah ah;
+    struct rs_cmd_add_gid g = { 0 };
+    struct rs_qp_attr a;
+    uint64_t pages = rs_alloc_zeroed(d, 4 * PAGE);
+    uint64_t many = guest_alloc(d->alloc, 520 * PAGE);
+
+    g_assert(many);
+    add_gid_v4(d, 0, 1);
+    memset(g.gid, 0, sizeof(g.gid));
+    g.gid[0] = 0xfd;
+    g.gid[15] = 7;
+    g.index = 1;
+    g.type = RS_GID_ROCE_V2_IPV6;
+    g.vni = 0x123456;
+    RS_ASSERT_OK(rs_add_gid(d, &g, NULL));
+
+    m->pd1 = new_pd(d);
+    m->pd2_dead = new_pd(d);
+    m->pd3 = new_pd(d);
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_PD, m->pd2_dead));
+
+    m->cq1 = new_cq(d, 4);
+    RS_ASSERT_OK(rs_create_cq(d, rs_alloc_zeroed(d, 32 << 6), 6, 3, 2,
+                              &m->cq2));
+
+    qp_template(d, &c, RS_QPT_GSI, m->pd1, m->cq1, m->cq2);
+    m->gsi = new_qp(d, &c);
+    qp_walk(d, m->gsi, RS_QPT_GSI, RS_QPS_RTS);
+    c.qp_type = RS_QPT_RC;
+    m->rc = new_qp(d, &c);
+    c.qp_type = RS_QPT_UD;
+    m->ud = new_qp(d, &c);
+    m->qp_dead = new_qp(d, &c);
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_QP, m->qp_dead));
+    m->tmpl = c;
+
+    /* RC: distinctive attributes; UD in RTS. */
+    qp_walk(d, m->rc, RS_QPT_RC, RS_QPS_INIT);
+    std_attr(&a, RS_QPS_INIT, RS_QPS_RTR);
+    a.ah.gid_index = 1;
+    a.dest_qp_num = 0x00abcd;
+    a.path_mtu = RS_MTU_2048;
+    RS_ASSERT_OK(rs_modify_qp(d, m->rc, &a, RC_RTR_MASK));
+    std_attr(&a, RS_QPS_RTR, RS_QPS_RTS);
+    a.sq_psn = 0x777777;
+    a.timeout = 19;
+    RS_ASSERT_OK(rs_modify_qp(d, m->rc, &a, RC_RTS_MASK));
+    qp_walk(d, m->ud, RS_QPT_UD, RS_QPS_RTS);
+
+    /* MRs: a direct one, a dead slot (tag state), an indirect one. */
+    mr.iova = 0x5000;
+    mr.length = 4 * PAGE;
+    mr.npages = 4;
+    mr.pbl_addr = make_pbl(d, pages, PAGE, 4);
+    mr.pd = m->pd3;
+    mr.page_shift = 12;
+    mr.access = STD_ACCESS;
+    mr.gid_index = 0;
+    m->mr1 = reg_mr_ok(d, &mr);
+    mr.gid_index = 1;
+    m->mr2_dead = reg_mr_ok(d, &mr);
+    m->mr_cmd = mr;
+    mr.iova = 0;
+    mr.length = 520 * PAGE;
+    mr.npages = 520;
+    mr.flags = RS_MR_F_PBL_INDIRECT;
+    mr.pbl_addr = make_indirect_pbl(d, many, 520);
+    mr.pd = m->pd1;
+    m->mr3 = reg_mr_ok(d, &mr);
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEREG_MR, m->mr2_dead));
+
+    ah_template(&ah, m->pd1, 1);
+    RS_ASSERT_OK(rs_create_ah(d, &ah, &m->ah));
+
+    m->s1 = new_session(d, 0, 40000);
+    m->s2 = new_session(d, 0, 40001);
+    m->group = new_group(d, RS_GROUP_ACTIVE_BACKUP, m->s1, m->s2);
+    std_attr(&a, RS_QPS_RTS, RS_QPS_RTS);
+    a.session_group = m->group;
+    RS_ASSERT_OK(rs_modify_qp(d, m->ud, &a, RS_QP_ATTR_SESSION_GROUP));
+
+    /* Vector 0 unmasked, pointing at guest memory. */
+    m->msi = rs_alloc_zeroed(d, PAGE);
+    rs_msix_set_vector(d, 0, m->msi, 0x5eed0000, false);
+}
+
+static void test_migrate(void *obj, void *data, QGuestAllocator *alloc)
+{
+    QRdmaSession *src = obj;
+    QTestState *from = rs_qts(src);
+    g_autofree char *tmpdir = g_dir_make_tmp("rdma-session-mig-XXXXXX",
+                                             NULL);
+    g_autofree char *path = g_strdup_printf("%s/state", tmpdir);
+    g_autofree char *uri = g_strdup_printf("file:%s", path);
+    uint32_t regs_src[NREGS], regs_dst[NREGS];
+    struct rs_qp_attr q_src[3], q_dst[3], q;
+    struct rs_admin_cmd cmd;
+    struct rs_admin_cqe cqe;
+    struct rs_device_attr attr;
+    struct rs_cmd_add_gid g = { 0 };
+    QRdmaSession *d;
+    QTestState *to;
+    QPCIBus *bus;
+    MigObjects m;
+    uint32_t qps[3], h, lkey, index;
+    int i;
+
+    /* Small admin ring so that it has wrapped before migrating. */
+    rs_admin_init(src, 3, RS_QOS_AEQ_LOG);
+    wait_aeq_port_active(src);
+    mig_build(src, &m);
+    qps[0] = m.gsi;
+    qps[1] = m.rc;
+    qps[2] = m.ud;
+    for (i = 0; i < 3; i++) {
+        RS_ASSERT_OK(rs_query_qp(src, qps[i], &q_src[i]));
+    }
+    g_assert_cmpuint(q_src[0].qp_state, ==, RS_QPS_RTS);
+    g_assert_cmpuint(q_src[1].qp_state, ==, RS_QPS_RTS);
+    g_assert_cmpuint(q_src[2].qp_state, ==, RS_QPS_RTS);
+    g_assert_cmphex(q_src[2].session_group, ==, m.group);
+    /* Stop where the next command is on an odd pass (phase 0). */
+    while ((src->admq_pi & 15) != 13 || src->admq_pi < 40) {
+        RS_ASSERT_OK(rs_query_device(src, &attr));
+    }
+    dump_regs(src, regs_src);
+    g_assert_cmpuint(regs_src[A_RS_ADMQ_CI / 4], ==, src->admq_pi);
+    g_assert_cmphex(qtest_readl(from, m.msi), ==, 0x5eed0000);
+    qtest_writel(from, m.msi, 0);
+
+    /* Save to a file and load into a second QEMU. */
+    qtest_qmp_assert_success(from, "{ 'execute': 'stop' }");
+    qtest_qmp_assert_success(from, "{ 'execute': 'migrate',"
+                             "  'arguments': { 'uri': %s } }", uri);
+    wait_migration_done(from);
+
+    to = qtest_initf("%s -incoming defer", qos_get_current_command_line());
+    qtest_qmp_assert_success(to, "{ 'execute': 'migrate-incoming',"
+                             "  'arguments': { 'uri': %s } }", uri);
+    wait_migration_done(to);
+    qtest_qmp_assert_success(to, "{ 'execute': 'cont' }");
+
+    bus = qpci_new_pc(to, NULL);
+    d = g_new0(QRdmaSession, 1);
+    rs_attach_existing(d, bus, src->dev.devfn, src->alloc);
+    g_assert_cmphex(qpci_config_readw(&d->dev, PCI_VENDOR_ID), ==,
+                    RS_PCI_VENDOR_ID);
+    g_assert_cmphex(d->bar0.addr, ==, src->bar0.addr);
+    g_assert_cmphex(d->bar2.addr, ==, src->bar2.addr);
+    g_assert_cmphex(qpci_config_readw(&d->dev, PCI_COMMAND) &
+                    PCI_COMMAND_MASTER, ==, PCI_COMMAND_MASTER);
+    d->dev.msix_enabled = true;
+    d->dev.msix_table_bar = src->dev.msix_table_bar;
+    d->dev.msix_table_off = src->dev.msix_table_off;
+    d->dev.msix_pba_bar = src->dev.msix_pba_bar;
+    d->dev.msix_pba_off = src->dev.msix_pba_off;
+    d->admq = src->admq;
+    d->acq = src->acq;
+    d->aeq = src->aeq;
+    d->admq_log = src->admq_log;
+    d->aeq_log = src->aeq_log;
+    d->admq_pi = src->admq_pi;
+    d->aeq_ci = src->aeq_ci;
+    d->next_cmd_id = src->next_cmd_id;
+    d->scratch = src->scratch;
+
+    /* Registers */
+    dump_regs(d, regs_dst);
+    assert_regs_equal(regs_src, regs_dst);
+
+    /* The admin queue continues at the right index with the right phase. */
+    index = d->admq_pi;
+    g_assert_cmpuint(rs_ring_phase(index, 3), ==, 0);
+    cmd_init(&cmd, RS_CMD_QUERY_QP);
+    cmd.query.resp_addr = d->scratch;
+    cmd.query.resp_len = sizeof(struct rs_qp_attr);
+    cmd.query.handle = m.rc;
+    RS_ASSERT_OK(rs_admin_exec(d, &cmd, &cqe));
+    g_assert_cmpuint(cqe.flags & RS_ACQE_PHASE, ==, 0);
+    g_assert_cmpuint(rs_readl(d, A_RS_ADMQ_CI), ==, index + 1);
+    /* ... and raises its interrupt through the migrated MSI-X table. */
+    g_assert_cmphex(qtest_readl(to, m.msi), ==, 0x5eed0000);
+
+    /* QP attributes */
+    for (i = 0; i < 3; i++) {
+        RS_ASSERT_OK(rs_query_qp(d, qps[i], &q_dst[i]));
+        g_assert_cmpmem(&q_src[i], sizeof(q_src[i]), &q_dst[i],
+                        sizeof(q_dst[i]));
+    }
+
+    /* Old handles resolve; references are still counted. */
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_PD, m.pd1),
+                     RS_STATUS_BUSY);
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_PD, m.pd3),
+                     RS_STATUS_BUSY);
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_CQ, m.cq1),
+                     RS_STATUS_BUSY);
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_CQ, m.cq2),
+                     RS_STATUS_BUSY);
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_SESSION, m.s1),
+                     RS_STATUS_BUSY);
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_SESSION_GROUP, m.group),
+                     RS_STATUS_BUSY);
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DEL_GID, 0), RS_STATUS_BUSY);
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DEL_GID, 1), RS_STATUS_BUSY);
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_PD, m.pd2_dead),
+                     RS_STATUS_BAD_HANDLE);
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_QP, m.qp_dead),
+                     RS_STATUS_BAD_HANDLE);
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DEREG_MR, m.mr2_dead),
+                     RS_STATUS_BAD_HANDLE);
+
+    /* New objects take the next free index with the next generation. */
+    h = new_pd(d);
+    g_assert_cmphex(h, ==, HANDLE(1, HINDEX(m.pd2_dead)));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_PD, h));
+    h = new_qp(d, &m.tmpl);
+    g_assert_cmphex(h, ==, HANDLE(1, HINDEX(m.qp_dead)));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_QP, h));
+    lkey = reg_mr_ok(d, &m.mr_cmd);
+    g_assert_cmphex(lkey, ==, (m.mr2_dead & ~RS_MKEY_TAG_MASK) |
+                    ((m.mr2_dead + 1) & RS_MKEY_TAG_MASK));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEREG_MR, lkey));
+    h = new_cq(d, 4);
+    g_assert_cmphex(h, ==, HANDLE(0, 3));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_CQ, h));
+    h = new_session(d, 1, 40000);
+    g_assert_cmphex(h, ==, HANDLE(0, 3));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_SESSION, h));
+    g.index = 0;
+    gid_v4(g.gid, 10, 0, 0, 1);
+    RS_ASSERT_STATUS(rs_add_gid(d, &g, NULL), RS_STATUS_EXISTS);
+    add_gid_v4(d, 2, 3);
+
+    /* Tear down in dependency order. */
+    for (i = 0; i < 3; i++) {
+        RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_QP, qps[i]));
+        RS_ASSERT_STATUS(rs_query_qp(d, qps[i], &q), RS_STATUS_BAD_HANDLE);
+    }
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_SESSION_GROUP, m.group));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_SESSION, m.s1));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_SESSION, m.s2));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEREG_MR, m.mr1));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEREG_MR, m.mr3));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_AH, m.ah));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_CQ, m.cq1));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_CQ, m.cq2));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_PD, m.pd1));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_PD, m.pd3));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEL_GID, 0));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEL_GID, 1));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEL_GID, 2));
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_PD, m.pd1),
+                     RS_STATUS_BAD_HANDLE);
+    g_assert_cmphex(rs_readl(d, A_RS_STATUS), ==,
+                    R_RS_STATUS_READY_MASK | R_RS_STATUS_LINK_UP_MASK);
+
+    g_free(d);
+    qpci_free_pc(bus);
+    qtest_quit(to);
+    unlink(path);
+    rmdir(tmpdir);
+    /* The source QEMU is stopped: start the next test with a new one. */
+    qos_invalidate_command_line();
+}
+
+/* ------------------------------------------------------------------ */
+/* Registration                                                        */
+/* ------------------------------------------------------------------ */
+
+static uint8_t qp_types[] = { RS_QPT_RC, RS_QPT_UC, RS_QPT_UD, RS_QPT_GSI };
+
+static void register_rdma_session_test(void)
+{
+    QOSGraphTestOptions limits = { .before = limits_before };
+    QOSGraphTestOptions qp[ARRAY_SIZE(qp_types)];
+    static const char *const qp_names[] = {
+        "qp-rc", "qp-uc", "qp-ud", "qp-gsi",
+    };
+    int i;
+
+    qos_add_test("probe", "rdma-session", test_probe, NULL);
+    qos_add_test("registers", "rdma-session", test_registers, NULL);
+    qos_add_test("admin-queue", "rdma-session", test_admin_queue, NULL);
+    qos_add_test("msix", "rdma-session", test_msix, NULL);
+    qos_add_test("query", "rdma-session", test_query, NULL);
+    qos_add_test("pd", "rdma-session", test_pd, NULL);
+    qos_add_test("cq", "rdma-session", test_cq, NULL);
+    for (i = 0; i < ARRAY_SIZE(qp_types); i++) {
+        qp[i] = (QOSGraphTestOptions) { .arg = &qp_types[i] };
+        qos_add_test(qp_names[i], "rdma-session", test_qp, &qp[i]);
+    }
+    qos_add_test("mr", "rdma-session", test_mr, NULL);
+    qos_add_test("ah", "rdma-session", test_ah, NULL);
+    qos_add_test("session", "rdma-session", test_session, NULL);
+    qos_add_test("gid", "rdma-session", test_gid, NULL);
+    qos_add_test("reset", "rdma-session", test_reset, NULL);
+    qos_add_test("doorbells", "rdma-session", test_doorbells, NULL);
+    qos_add_test("bad-ring-config", "rdma-session", test_bad_ring_config,
+                 NULL);
+    qos_add_test("bad-input", "rdma-session", test_bad_input, NULL);
+    qos_add_test("bad-qp-modify", "rdma-session", test_bad_qp_modify, NULL);
+    qos_add_test("qp-transitions", "rdma-session", test_qp_transitions,
+                 NULL);
+    qos_add_test("dma-containment", "rdma-session", test_dma_containment,
+                 NULL);
+    qos_add_test("limits", "rdma-session", test_limits, &limits);
+    qos_add_test("migrate", "rdma-session", test_migrate, NULL);
+    qtest_add_func("rdma-session/bad-properties", test_bad_properties);
+}
+
+libqos_init(register_rdma_session_test);

@@ -1,0 +1,160 @@
+/*
+ * libqos driver for the rdma-session RDMA adapter
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#ifndef LIBQOS_RDMA_SESSION_H
+#define LIBQOS_RDMA_SESSION_H
+
+#include "qgraph.h"
+#include "pci.h"
+#include "libqos-malloc.h"
+#include "hw/rdma-session/rdma-session-abi.h"
+
+/* The netdev the qos graph attaches the adapter to, and its MAC. */
+#define RS_QOS_NETDEV_ID        "rsnet0"
+#define RS_QOS_MAC_STR          "52:54:00:12:34:70"
+#define RS_QOS_MAC              { 0x52, 0x54, 0x00, 0x12, 0x34, 0x70 }
+#define RS_QOS_DEVICE_OPTS      "netdev=" RS_QOS_NETDEV_ID ",mac=" RS_QOS_MAC_STR
+#define RS_QOS_NETDEV_OPTS      " -netdev user,id=" RS_QOS_NETDEV_ID " "
+
+/* Default ring sizes of rs_admin_init(). */
+#define RS_QOS_ADMQ_LOG         5
+#define RS_QOS_AEQ_LOG          4
+
+/* How long rs_admin_wait() and rs_aeq_wait() poll before failing. */
+#define RS_QOS_TIMEOUT_US       (5 * G_USEC_PER_SEC)
+
+/* Size of the per-device scratch buffer used for responses/attributes. */
+#define RS_QOS_SCRATCH_SIZE     4096
+
+typedef struct QRdmaSession QRdmaSession;
+
+struct QRdmaSession {
+    QOSGraphObject obj;
+    QPCIDevice dev;
+    QPCIBar bar0;                   /* registers */
+    QPCIBar bar2;                   /* doorbell pages */
+    uint64_t bar0_size;
+    uint64_t bar2_size;
+    QGuestAllocator *alloc;
+
+    /* Admin queue as the driver sees it. */
+    uint64_t admq;                  /* 64 << admq_log bytes */
+    uint64_t acq;                   /* 16 << admq_log bytes */
+    uint64_t aeq;                   /* 16 << aeq_log bytes, 0: no AEQ */
+    uint32_t admq_log;
+    uint32_t aeq_log;
+    uint32_t admq_pi;               /* free-running producer index */
+    uint32_t aeq_ci;                /* free-running consumer index */
+    uint16_t next_cmd_id;
+
+    uint64_t scratch;               /* RS_QOS_SCRATCH_SIZE bytes */
+};
+
+static inline QTestState *rs_qts(QRdmaSession *d)
+{
+    return d->dev.bus->qts;
+}
+
+/* Register and doorbell access. */
+uint32_t rs_readl(QRdmaSession *d, uint32_t reg);
+void rs_writel(QRdmaSession *d, uint32_t reg, uint32_t val);
+void rs_db_writel(QRdmaSession *d, uint32_t page, uint32_t off, uint32_t val);
+
+/*
+ * Attach @d to an already configured device (BARs assigned, e.g. after an
+ * incoming migration): reads the BAR addresses from config space instead
+ * of assigning new ones.
+ */
+void rs_attach_existing(QRdmaSession *d, QPCIBus *bus, int devfn,
+                        QGuestAllocator *alloc);
+
+/* MSI-X: point table entry @vector at guest address @addr with @data. */
+void rs_msix_set_vector(QRdmaSession *d, uint16_t vector, uint64_t addr,
+                        uint32_t data, bool masked);
+
+/*
+ * Admin queue bring-up.  rs_admin_configure() allocates and clears the
+ * rings and programs the ring registers (aeq_log == 0: no event queue);
+ * rs_admin_enable() sets CTRL.ENABLE and asserts STATUS.READY.
+ */
+void rs_admin_configure(QRdmaSession *d, uint32_t admq_log, uint32_t aeq_log,
+                        uint32_t acq_vector, uint32_t aeq_vector);
+void rs_admin_enable(QRdmaSession *d);
+void rs_admin_init(QRdmaSession *d, uint32_t admq_log, uint32_t aeq_log);
+/* CTRL.RESET and check the power-on register state. */
+void rs_reset(QRdmaSession *d);
+
+/* Phase bit the device writes for ring position @index. */
+static inline uint8_t rs_ring_phase(uint32_t index, uint32_t log)
+{
+    return ((index >> log) & 1) ^ 1;
+}
+
+/*
+ * Queue one command and ring the doorbell; returns its ring index.  The
+ * command id is assigned here.  Structures are converted to little endian.
+ */
+uint32_t rs_admin_submit(QRdmaSession *d, const struct rs_admin_cmd *cmd);
+/* Poll the ACQ slot of @index for its phase bit; false on timeout. */
+bool rs_admin_poll(QRdmaSession *d, uint32_t index, struct rs_admin_cqe *cqe,
+                   int64_t timeout_us);
+/* Like rs_admin_poll but fails the test on a timeout. */
+void rs_admin_wait(QRdmaSession *d, uint32_t index, struct rs_admin_cqe *cqe);
+/* Submit + wait; checks cmd_id; returns the status. */
+uint8_t rs_admin_exec(QRdmaSession *d, const struct rs_admin_cmd *cmd,
+                      struct rs_admin_cqe *cqe);
+
+/* Read the next event from the AEQ (waits up to @timeout_us). */
+bool rs_aeq_poll(QRdmaSession *d, struct rs_event *ev, int64_t timeout_us);
+
+/* Commands.  Each returns the completion status. */
+uint8_t rs_query_device(QRdmaSession *d, struct rs_device_attr *attr);
+uint8_t rs_query_port(QRdmaSession *d, uint32_t port,
+                      struct rs_port_attr *attr);
+uint8_t rs_create_pd(QRdmaSession *d, uint32_t *handle);
+uint8_t rs_destroy(QRdmaSession *d, uint8_t opcode, uint32_t handle);
+uint8_t rs_create_cq(QRdmaSession *d, uint64_t ring, uint8_t log_size,
+                     uint16_t comp_vector, uint32_t uar, uint32_t *handle);
+uint8_t rs_resize_cq(QRdmaSession *d, uint32_t handle, uint64_t ring,
+                     uint8_t log_size, uint32_t consumer_index);
+uint8_t rs_create_qp(QRdmaSession *d, const struct rs_cmd_create_qp *c,
+                     uint32_t *handle, uint32_t *qpn);
+uint8_t rs_modify_qp(QRdmaSession *d, uint32_t handle,
+                     const struct rs_qp_attr *attr, uint32_t mask);
+uint8_t rs_query_qp(QRdmaSession *d, uint32_t handle,
+                    struct rs_qp_attr *attr);
+uint8_t rs_reg_mr(QRdmaSession *d, const struct rs_cmd_reg_mr *c,
+                  uint32_t *lkey, uint32_t *rkey);
+uint8_t rs_create_ah(QRdmaSession *d, const struct rs_cmd_create_ah *c,
+                     uint32_t *handle);
+uint8_t rs_create_session(QRdmaSession *d,
+                          const struct rs_cmd_create_session *c,
+                          uint32_t *handle);
+uint8_t rs_create_session_group(QRdmaSession *d,
+                                const struct rs_cmd_create_session_group *c,
+                                uint32_t *handle);
+uint8_t rs_add_gid(QRdmaSession *d, const struct rs_cmd_add_gid *c,
+                   uint32_t *index);
+
+/* Ring sizes of a QP as the device computes them. */
+uint64_t rs_qp_sq_bytes(const struct rs_cmd_create_qp *c);
+uint64_t rs_qp_rq_bytes(const struct rs_cmd_create_qp *c);
+
+/* Guest memory helpers. */
+uint64_t rs_alloc_zeroed(QRdmaSession *d, size_t size);
+
+/* Byte order of the structures in guest memory. */
+void rs_cmd_to_le(struct rs_admin_cmd *cmd);
+void rs_cqe_from_le(struct rs_admin_cqe *cqe);
+void rs_event_from_le(struct rs_event *ev);
+void rs_device_attr_from_le(struct rs_device_attr *a);
+void rs_port_attr_from_le(struct rs_port_attr *a);
+void rs_qp_attr_to_le(struct rs_qp_attr *a);
+void rs_qp_attr_from_le(struct rs_qp_attr *a);
+
+const char *rs_status_name(uint8_t status);
+
+#endif
