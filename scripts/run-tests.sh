@@ -63,6 +63,12 @@ else
     report build 0 1 "see $logs/build.log"
 fi
 qbuild="$RS_BUILD/qemu"
+# Hold scripts/build-qemu.sh's lock (shared) while the tests use the build,
+# so that a concurrent build does not relink the binaries under them.
+if [ $built = 1 ]; then
+    exec 8>"$RS_BUILD/.lock"
+    flock -s 8
+fi
 
 # --- abi ---------------------------------------------------------------------
 echo "== abi: meson project rdma-session-abi (meson $(meson --version 2>/dev/null || echo missing))"
