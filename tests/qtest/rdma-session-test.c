@@ -816,6 +816,52 @@ static void test_query(void *obj, void *data, QGuestAllocator *alloc)
                             PAGE - sizeof(a)));
 }
 
+static void set_link(QRdmaSession *d, bool up)
+{
+    qtest_qmp_assert_success(rs_qts(d), "{ 'execute': 'set_link',"
+                             "  'arguments': { 'name': %s, 'up': %i } }",
+                             RS_QOS_NETDEV_ID, up);
+}
+
+static void test_link(void *obj, void *data, QGuestAllocator *alloc)
+{
+    QRdmaSession *d = obj;
+    struct rs_port_attr p;
+    struct rs_event ev;
+
+    /* Link down: STATUS.LINK_UP follows, no PORT_ACTIVE on enable. */
+    set_link(d, false);
+    g_assert_cmphex(rs_readl(d, A_RS_STATUS), ==, 0);
+    rs_admin_init(d, RS_QOS_ADMQ_LOG, RS_QOS_AEQ_LOG);
+    g_assert_cmphex(rs_readl(d, A_RS_STATUS), ==, R_RS_STATUS_READY_MASK);
+    g_assert_false(rs_aeq_poll(d, &ev, G_USEC_PER_SEC / 5));
+    RS_ASSERT_OK(rs_query_port(d, 1, &p));
+    g_assert_cmpuint(p.state, ==, RS_PORT_DOWN);
+    g_assert_cmpuint(p.phys_state, ==, 3);
+    g_assert_cmpuint(p.max_mtu, ==, RS_MTU_4096);
+
+    /* Link up while enabled: the port is active. */
+    set_link(d, true);
+    g_assert_cmphex(rs_readl(d, A_RS_STATUS), ==,
+                    R_RS_STATUS_READY_MASK | R_RS_STATUS_LINK_UP_MASK);
+    RS_ASSERT_OK(rs_query_port(d, 1, &p));
+    g_assert_cmpuint(p.state, ==, RS_PORT_ACTIVE);
+    g_assert_cmpuint(p.phys_state, ==, 5);
+
+    /* A reset keeps the link state; enabling with the link up posts. */
+    set_link(d, false);
+    rs_reset(d);
+    g_assert_cmphex(rs_readl(d, A_RS_STATUS), ==, 0);
+    set_link(d, true);
+    g_assert_cmphex(rs_readl(d, A_RS_STATUS), ==, R_RS_STATUS_LINK_UP_MASK);
+    rs_setup(d);
+    RS_ASSERT_OK(rs_query_port(d, 1, &p));
+    g_assert_cmpuint(p.state, ==, RS_PORT_ACTIVE);
+    assert_alive(d);
+    /* Do not hand a QEMU with a toggled link to the next test. */
+    qos_invalidate_command_line();
+}
+
 /* ------------------------------------------------------------------ */
 /* Objects: success paths                                              */
 /* ------------------------------------------------------------------ */
@@ -1847,9 +1893,8 @@ typedef struct BadCmdRow {
     BadPatch patch[4];
 } BadCmdRow;
 
-#define CF(f)   offsetof(struct rs_admin_cmd, f), \
-                sizeof(((struct rs_admin_cmd *)NULL)->f)
-#define P(f, v) { CF(f), (v) }
+#define P(f, v) { offsetof(struct rs_admin_cmd, f),                       \
+                  sizeof(((struct rs_admin_cmd *)NULL)->f), (v) }
 #define ROW(name, op, st, ...) \
     { name, RS_CMD_##op, 0, RS_STATUS_##st, { __VA_ARGS__ } }
 #define ROWV(name, op, var, st, ...) \
@@ -2328,9 +2373,8 @@ typedef struct BadModifyRow {
     BadPatch patch[2];          /* on struct rs_qp_attr */
 } BadModifyRow;
 
-#define AF(f)   offsetof(struct rs_qp_attr, f), \
-                sizeof(((struct rs_qp_attr *)NULL)->f)
-#define A(f, v) { AF(f), (v) }
+#define A(f, v) { offsetof(struct rs_qp_attr, f),                         \
+                  sizeof(((struct rs_qp_attr *)NULL)->f), (v) }
 #define MROW(name, type, from, to, mask, st, ...)                          \
     { name, RS_QPT_##type, RS_QPS_##from, RS_QPS_##to, mask,              \
       RS_STATUS_##st, { __VA_ARGS__ } }
@@ -3810,6 +3854,7 @@ static void register_rdma_session_test(void)
     qos_add_test("admin-queue", "rdma-session", test_admin_queue, NULL);
     qos_add_test("msix", "rdma-session", test_msix, NULL);
     qos_add_test("query", "rdma-session", test_query, NULL);
+    qos_add_test("link", "rdma-session", test_link, NULL);
     qos_add_test("pd", "rdma-session", test_pd, NULL);
     qos_add_test("cq", "rdma-session", test_cq, NULL);
     for (i = 0; i < ARRAY_SIZE(qp_types); i++) {
