@@ -2,8 +2,8 @@
 # The demo: build QEMU with the rdma-session adapter and the guest image,
 # boot a q35 guest with the adapter and show the guest's PCI listing.
 # Exits 0 when the guest saw the adapter (PCI 1af4:10f0) and powered off
-# cleanly, 1 when it did not, 2 on a setup error.  Never hangs: the VM is killed after
-# RS_DEMO_TIMEOUT seconds.
+# cleanly, 1 when it did not, 2 on a setup error.  Never hangs: the VM is
+# killed after RS_DEMO_TIMEOUT seconds.
 #
 # Usage: scripts/run-demo.sh [--shell] [-- extra QEMU arguments...]
 #   --shell         give an interactive guest shell after the listing
