@@ -95,10 +95,10 @@ memo="$gdir/.resolved-$( { stat -c %Y "$RS_APT/lists/.updated" 2>/dev/null
     echo "${RS_KERNEL_PKG:-}"
     dpkg-query -W -f='${Package} ${Version} ${Status}\n' 'linux-headers-6.12*' 2>/dev/null || true
   } | sha1sum | cut -c1-12)"
-kdeb= bdeb=
+kdeb='' bdeb=''
 if [ -s "$memo" ]; then
     { read -r kdeb; read -r bdeb; } < "$memo" || true
-    [ -s "$kdeb" ] && [ -s "$bdeb" ] || kdeb= bdeb=
+    [ -s "$kdeb" ] && [ -s "$bdeb" ] || kdeb='' bdeb=''
 fi
 if [ -z "$kdeb" ]; then
     kpkg=$(kernel_pkg)
