@@ -811,7 +811,7 @@ static void test_query(void *obj, void *data, QGuestAllocator *alloc)
     RS_ASSERT_OK(query_at(d, RS_CMD_QUERY_DEVICE, 0, d->scratch, PAGE));
     g_assert_cmphex(qtest_readl(rs_qts(d), d->scratch +
                                 offsetof(struct rs_device_attr, max_qp)),
-                    ==, cpu_to_le32(USABLE(DEF_MAX_QPS)));
+                    ==, USABLE(DEF_MAX_QPS));
     g_assert_true(is_filled(d, d->scratch + sizeof(a), 0xa5,
                             PAGE - sizeof(a)));
 }
@@ -1246,6 +1246,7 @@ static void test_mr(void *obj, void *data, QGuestAllocator *alloc)
     uint64_t many = guest_alloc(alloc, 600 * PAGE);
     struct rs_cmd_reg_mr c = { 0 }, c2, c3, c4, c5;
     uint32_t pd, k1, k2, k3, k4, k5, k1b;
+    int i;
 
     g_assert(big && many);
     add_gid_v4(d, 0, 1);
@@ -1316,6 +1317,14 @@ static void test_mr(void *obj, void *data, QGuestAllocator *alloc)
                     (k1 + 1) & RS_MKEY_TAG_MASK);
     RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DEREG_MR, k1),
                      RS_STATUS_BAD_HANDLE);
+
+    /* The tag counts registrations of the slot modulo 256. */
+    for (i = 1; i <= 256; i++) {
+        RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEREG_MR, k1b));
+        k1b = reg_mr_ok(d, &c3);
+        g_assert_cmphex(k1b, ==, (1 << RS_MKEY_INDEX_SHIFT) |
+                        ((k1 + 1 + i) & RS_MKEY_TAG_MASK));
+    }
 
     RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEREG_MR, k1b));
     RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEREG_MR, k2));
@@ -2296,6 +2305,83 @@ static const BadCmdRow bad_cmd_rows[] = {
     DESTROY("DEL_GID used by an MR", DEL_GID, 2, BUSY),
     DESTROY("DEL_GID used by an AH", DEL_GID, 4, BUSY),
     DESTROY("DEL_GID used by a QP address vector", DEL_GID, 5, BUSY),
+
+    /* Two faults: the check listed first wins. */
+    ROW("order: QUERY_DEVICE short resp_len before BAR0 address",
+        QUERY_DEVICE, BAD_SIZE, P(query.resp_len, 64),
+        P(query.resp_addr, TOK(T_BAR0, 0))),
+    ROW("order: QUERY_DEVICE short resp_len before alignment",
+        QUERY_DEVICE, BAD_SIZE, P(query.resp_len, 8),
+        P(query.resp_addr, TOK(T_SCRATCH, 4))),
+    ROW("order: QUERY_DEVICE alignment before RAM", QUERY_DEVICE, BAD_ALIGN,
+        P(query.resp_addr, TOK(T_BAR0, 4))),
+    ROW("order: CREATE_CQ log_size before ring 0", CREATE_CQ, BAD_SIZE,
+        P(create_cq.log_size, 0), P(create_cq.ring_addr, 0)),
+    ROW("order: CREATE_CQ alignment before RAM", CREATE_CQ, BAD_ALIGN,
+        P(create_cq.ring_addr, TOK(T_BAR0, 32))),
+    ROW("order: CREATE_CQ ring before comp_vector", CREATE_CQ, BAD_ADDR,
+        P(create_cq.ring_addr, TOK(T_BAR0, 0)),
+        P(create_cq.comp_vector, 0xffff)),
+    ROW("order: CREATE_CQ comp_vector before uar", CREATE_CQ, BAD_PARAM,
+        P(create_cq.comp_vector, 0xffff), P(create_cq.uar, 0xffff)),
+    ROW("order: RESIZE_CQ handle before log_size", RESIZE_CQ, BAD_HANDLE,
+        P(resize_cq.handle, TOK(T_CQ_STALE, 0)), P(resize_cq.log_size, 0)),
+    ROW("order: RESIZE_CQ ring before consumer_index", RESIZE_CQ, BAD_ADDR,
+        P(resize_cq.ring_addr, TOK(T_BAR0, 0)),
+        P(resize_cq.consumer_index, 1)),
+    ROW("order: CREATE_QP type DCI before pd", CREATE_QP, NOT_SUPPORTED,
+        P(create_qp.qp_type, RS_QPT_DCI), P(create_qp.pd, 0)),
+    ROW("order: CREATE_QP pd before srq", CREATE_QP, BAD_HANDLE,
+        P(create_qp.pd, TOK(T_PD_STALE, 0)), P(create_qp.srq, 1)),
+    ROW("order: CREATE_QP srq before sq_log_size", CREATE_QP, NOT_SUPPORTED,
+        P(create_qp.srq, 1), P(create_qp.sq_log_size, 0)),
+    ROW("order: CREATE_QP sq_log_size before max_send_sge", CREATE_QP,
+        BAD_SIZE, P(create_qp.sq_log_size, 0), P(create_qp.max_send_sge, 0)),
+    ROW("order: CREATE_QP flags before session_group", CREATE_QP, BAD_PARAM,
+        P(create_qp.flags, 0x80),
+        P(create_qp.session_group, TOK(T_GROUP_STALE, 0))),
+    ROW("order: CREATE_QP session_group before sq_addr", CREATE_QP,
+        BAD_HANDLE, P(create_qp.session_group, TOK(T_GROUP_STALE, 0)),
+        P(create_qp.sq_addr, 0)),
+    ROW("order: CREATE_QP sq_addr before GSI exists", CREATE_QP, BAD_ADDR,
+        P(create_qp.sq_addr, TOK(T_BAR0, 0)),
+        P(create_qp.qp_type, RS_QPT_GSI)),
+    ROW("order: REG_MR pd before gid_index", REG_MR, BAD_HANDLE,
+        P(reg_mr.pd, TOK(T_PD_STALE, 0)), P(reg_mr.gid_index, 3)),
+    ROW("order: REG_MR gid_index before access", REG_MR, BAD_NETID,
+        P(reg_mr.gid_index, 3), P(reg_mr.access, 0x20)),
+    ROW("order: REG_MR access before ODP", REG_MR, BAD_ACCESS,
+        P(reg_mr.access, 0x20), P(reg_mr.flags, RS_MR_F_ODP)),
+    ROW("order: REG_MR ODP before page_shift", REG_MR, NOT_SUPPORTED,
+        P(reg_mr.flags, RS_MR_F_ODP), P(reg_mr.page_shift, 11)),
+    ROW("order: REG_MR page_shift before length", REG_MR, BAD_PARAM,
+        P(reg_mr.page_shift, 11), P(reg_mr.length, 0)),
+    ROW("order: REG_MR npages before the page list", REG_MR, BAD_SIZE,
+        P(reg_mr.npages, 2), P(reg_mr.pbl_addr, TOK(T_BAR0, 0))),
+    ROW("order: REG_MR translation entries before pbl_addr", REG_MR,
+        NO_RESOURCES, P(reg_mr.length, MR_PAGES_OVER * PAGE),
+        P(reg_mr.npages, MR_PAGES_OVER), P(reg_mr.pbl_addr, TOK(T_PBL, 4))),
+    ROW("order: REG_MR pbl alignment before RAM", REG_MR, BAD_ALIGN,
+        P(reg_mr.pbl_addr, TOK(T_BAR0, 4))),
+    ROW("order: CREATE_AH pd before gid_index", CREATE_AH, BAD_HANDLE,
+        P(create_ah.pd, TOK(T_PD_STALE, 0)), P(create_ah.gid_index, 3)),
+    ROW("order: CREATE_AH gid_index before flow_label", CREATE_AH, BAD_NETID,
+        P(create_ah.gid_index, 3), P(create_ah.flow_label, 1 << 20)),
+    ROW("order: CREATE_SESSION gid_index before src_port", CREATE_SESSION,
+        BAD_NETID, P(create_session.gid_index, 3),
+        P(create_session.src_port, 0)),
+    ROW("order: CREATE_SESSION dmac before duplicate", CREATE_SESSION,
+        BAD_PARAM, P(create_session.dmac[0], 0x01),
+        P(create_session.src_port, 49152)),
+    ROW("order: CREATE_SESSION_GROUP nsessions before sessions",
+        CREATE_SESSION_GROUP, BAD_PARAM, P(create_group.nsessions, 0),
+        P(create_group.session[0], 0)),
+    ROW("order: CREATE_SESSION_GROUP session before GID mix",
+        CREATE_SESSION_GROUP, BAD_HANDLE,
+        P(create_group.session[0], TOK(T_SESS_STALE, 0)),
+        P(create_group.session[1], TOK(T_SESS_GID1, 0))),
+    ROW("order: ADD_GID type before populated slot", ADD_GID, BAD_PARAM,
+        P(add_gid.type, 2), P(add_gid.index, 0)),
 };
 
 /* Run one command, compare the status; false with a reason if wrong. */
@@ -2539,6 +2625,29 @@ static const BadModifyRow bad_modify_rows[] = {
          BAD_HANDLE, A(session_group, TOK(T_GROUP_STALE, 0))),
     MROW("UD session_group out of range", UD, RTS, RTS, ST | SG,
          BAD_HANDLE, A(session_group, 0x00fffffe)),
+
+    /* Two faults: the check listed first wins. */
+    MROW("order: unknown mask bit before CUR_STATE", RC, RESET, INIT,
+         RC_INIT_MASK | RS_QP_ATTR_CUR_STATE | 1u << 22, BAD_ATTR_MASK,
+         A(cur_qp_state, RS_QPS_RTS)),
+    MROW("order: CUR_STATE before target state", RC, RESET, INIT,
+         ST | RS_QP_ATTR_CUR_STATE, BAD_STATE,
+         A(cur_qp_state, RS_QPS_RTS), A(qp_state, 9)),
+    MROW("order: target state before transition", RC, RTS, RTS, ST,
+         BAD_PARAM, A(qp_state, 7)),
+    MROW("order: transition before attribute mask", RC, RESET, RTS, ST,
+         BAD_STATE),
+    MROW("order: attribute mask before values", RC, RESET, INIT,
+         RC_INIT_MASK & ~RS_QP_ATTR_PORT, BAD_ATTR_MASK,
+         A(pkey_index, 5)),
+    MROW("order: BAD_PARAM values before access flags", RC, RESET, INIT,
+         RC_INIT_MASK, BAD_PARAM, A(port_num, 2), A(access_flags, 0x20)),
+    MROW("order: access flags before session group", RC, RESET, INIT,
+         RC_INIT_MASK | SG, BAD_ACCESS, A(access_flags, 0x20),
+         A(session_group, TOK(T_GROUP_STALE, 0))),
+    MROW("order: GID before session group", RC, INIT, RTR,
+         RC_RTR_MASK | SG, BAD_NETID, A(ah.gid_index, 3),
+         A(session_group, TOK(T_GROUP_STALE, 0))),
 };
 
 static bool bad_modify_run(BadFixture *f, const BadModifyRow *row,
@@ -3102,7 +3211,7 @@ static void test_dma_containment(void *obj, void *data,
                             0xa5, PAGE - 64 - sizeof(struct rs_device_attr)));
     g_assert_cmphex(qtest_readl(qts, buf + 64 +
                                 offsetof(struct rs_device_attr, max_qp)),
-                    ==, cpu_to_le32(USABLE(DEF_MAX_QPS)));
+                    ==, USABLE(DEF_MAX_QPS));
 
     /* Refused responses write nothing. */
     fill(d, buf, 0xa5, PAGE);
