@@ -2474,6 +2474,10 @@ static const BadModifyRow bad_modify_rows[] = {
     MROW("RC RESET->RTS", RC, RESET, RTS, RC_RTS_MASK, BAD_STATE),
     MROW("RC RESET->SQD", RC, RESET, SQD, ST, BAD_STATE),
     MROW("RC RESET->SQE", RC, RESET, SQE, ST, BAD_STATE),
+    MROW("RC RESET->ERR", RC, RESET, ERR, ST, BAD_STATE),
+    MROW("UC RESET->ERR", UC, RESET, ERR, ST, BAD_STATE),
+    MROW("UD RESET->ERR", UD, RESET, ERR, ST, BAD_STATE),
+    MROW("GSI RESET->ERR", GSI, RESET, ERR, ST, BAD_STATE),
     MROW("RC INIT->RTS", RC, INIT, RTS, RC_RTS_MASK, BAD_STATE),
     MROW("RC INIT->SQD", RC, INIT, SQD, ST, BAD_STATE),
     MROW("RC RTR->INIT", RC, RTR, INIT, ST, BAD_STATE),
@@ -2769,12 +2773,12 @@ static void test_bad_qp_modify(void *obj, void *data,
     g_assert_cmpstr(failures->str, ==, "");
 }
 
-/* Allowed transitions, for every QP type. */
+/* Allowed transitions, for every QP type (RESET -> ERR is not one). */
 static const struct {
     uint8_t from, to;
 } good_transitions[] = {
     { RS_QPS_RESET, RS_QPS_RESET }, { RS_QPS_RESET, RS_QPS_INIT },
-    { RS_QPS_RESET, RS_QPS_ERR }, { RS_QPS_INIT, RS_QPS_INIT },
+    { RS_QPS_INIT, RS_QPS_INIT },
     { RS_QPS_INIT, RS_QPS_RTR }, { RS_QPS_INIT, RS_QPS_RESET },
     { RS_QPS_INIT, RS_QPS_ERR }, { RS_QPS_RTR, RS_QPS_RTS },
     { RS_QPS_RTR, RS_QPS_RESET }, { RS_QPS_RTR, RS_QPS_ERR },
