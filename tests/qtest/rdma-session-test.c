@@ -3610,8 +3610,8 @@ static void test_bad_properties(void)
         { "", true },
         /* the documented lower bounds */
         { "max-qps=2", true },
-        { "max-cqs=1", true },
-        { "max-mrs=1", true },
+        { "max-cqs=2", true },
+        { "max-mrs=2", true },
         { "max-gids=1,mtu=256,num-comp-vectors=1,db-pages=1", true },
         { "max-pds=2,max-ahs=2,max-sessions=2,max-session-groups=2", true },
         /* the documented upper bounds */
@@ -3624,6 +3624,11 @@ static void test_bad_properties(void)
         { "max-qps=1", false },
         { "max-qps=65537", false },
         { "max-cqs=0", false },
+        { "max-cqs=1", false },
+        { "max-mrs=1", false },
+        { "max-pds=1", false },
+        { "max-mr-pages=0", false },
+        { "max-msg-size=0", false },
         { "max-cqs=65537", false },
         { "max-mrs=0", false },
         { "max-mrs=1048577", false },
