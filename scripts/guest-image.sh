@@ -26,6 +26,8 @@
 #   RS_GUEST_MODULES   kernel modules to put into the image and load at boot,
 #                      space separated; dependencies are added (default none)
 #   RS_GUEST_EXTRA     a directory copied over the initramfs root (optional)
+#   RS_EXTRA_MODULES   out-of-tree .ko files (paths, space separated) copied
+#                      into the image and loaded after RS_GUEST_MODULES
 #
 # Guest kernel command line understood by /init:
 #   rs.cmd=WORD or rs.cmd="several words"   run it with sh -c, then power off
@@ -113,11 +115,20 @@ fi
 modules=${RS_GUEST_MODULES:-}
 extra=${RS_GUEST_EXTRA:-}
 extrasum=none
+extramods=${RS_EXTRA_MODULES:-}
+extramodsum=none
+if [ -n "$extramods" ]; then
+    for f in $extramods; do
+        [ -f "$f" ] || die "RS_EXTRA_MODULES: $f is not a file"
+    done
+    extramodsum=$(for f in $extramods; do basename "$f"; sha1sum < "$f"; done | sha1sum | cut -c1-40)
+fi
 if [ -n "$extra" ]; then
     [ -d "$extra" ] || die "RS_GUEST_EXTRA=$extra is not a directory"
     extrasum=$(cd "$extra" && tar --sort=name --mtime=@0 --owner=0 --group=0 -cf - . | sha1sum | cut -c1-40)
 fi
 key=$( { basename "$kdeb"; basename "$bdeb"; echo "$modules"; echo "$extrasum"
+         [ "$extramodsum" = none ] || echo "extramods $extramodsum"
          sha1sum < "$0"; } | sha1sum | cut -c1-16)
 out="$gdir/$key"
 if [ -s "$out/vmlinuz" ] && [ -s "$out/initramfs.cpio.gz" ] && [ -s "$out/kver" ]; then
@@ -177,6 +188,11 @@ addmod()
     order+=("$m")
 }
 for m in $modules; do addmod "$m"; done
+for f in $extramods; do
+    m=$(basename "$f" .ko)
+    cp "$f" "$root/lib/modules/$kver/$m.ko"
+    order+=("$m")
+done
 printf '%s\n' "${order[@]+"${order[@]}"}" | sed '/^$/d' > "$root/lib/modules/$kver/load.order"
 [ ${#order[@]} -eq 0 ] || log "modules: ${order[*]}"
 

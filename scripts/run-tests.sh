@@ -5,6 +5,8 @@
 #   qtest  the device's qtests: every qos-test path naming rdma-session
 #   demo   scripts/run-demo.sh as a smoke test: the guest must list the
 #          adapter (PCI 1af4:10f0)
+#   guest-driver  scripts/test-guest-driver.sh: build rdma_session.ko, load
+#          it in the guest and check its probe line and kernel log
 # Each suite prints "<suite>: N passed, N failed"; the last line is the
 # total "N passed, N failed".  Exit status 0 only if nothing failed.
 # Passes and failures are counted from TAP output (one per test case); a
@@ -172,6 +174,19 @@ elif RS_DEMO_NO_BUILD=1 "$top/scripts/run-demo.sh" > "$logs/demo.log" 2>&1; then
 else
     tail -n 30 "$logs/demo.log"
     report demo 0 1 "see $logs/demo.log and $RS_BUILD/demo/serial.log"
+fi
+
+# --- guest-driver ------------------------------------------------------------
+echo "== guest-driver: scripts/test-guest-driver.sh"
+t=$(stamp)
+if [ $built != 1 ]; then
+    report guest-driver 0 1 "not run: the build failed"
+elif RS_DEMO_NO_BUILD=1 "$top/scripts/test-guest-driver.sh" > "$logs/guest-driver.log" 2>&1; then
+    grep '^guest-driver:' "$logs/guest-driver.log"
+    report guest-driver 1 0 "$(( $(stamp) - t )) s"
+else
+    tail -n 30 "$logs/guest-driver.log"
+    report guest-driver 0 1 "see $logs/guest-driver.log and $RS_BUILD/guest-driver/"
 fi
 
 echo "$pass passed, $fail failed"

@@ -1,0 +1,230 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * rdma-session adapter (PCI 1af4:10f0): PCI probe and remove.
+ *
+ * This first brick brings the function up, runs QUERY_DEVICE and
+ * QUERY_PORT, checks the admin command path with CREATE_PD/DESTROY_PD
+ * and reports what it found.  No ib_device or net_device yet.
+ */
+#include <linux/bitfield.h>
+#include <linux/dma-mapping.h>
+#include <linux/interrupt.h>
+#include <linux/module.h>
+#include <linux/pci.h>
+
+#include "rdma_session.h"
+
+static const char *const rs_port_state_names[] = {
+	[RS_PORT_DOWN] = "DOWN",
+	[RS_PORT_INIT] = "INIT",
+	[RS_PORT_ARMED] = "ARMED",
+	[RS_PORT_ACTIVE] = "ACTIVE",
+};
+
+static const char *rs_port_state_str(u8 state)
+{
+	if (state < ARRAY_SIZE(rs_port_state_names) && rs_port_state_names[state])
+		return rs_port_state_names[state];
+	return "UNKNOWN";
+}
+
+static irqreturn_t rs_admin_irq(int irq, void *data)
+{
+	struct rs_dev *rdev = data;
+
+	/* Admin completions are polled; drain the async events here. */
+	rs_admin_aeq_poll(rdev);
+	return IRQ_HANDLED;
+}
+
+struct rs_probe_buf {
+	struct rs_device_attr dev;
+	struct rs_port_attr port;
+};
+
+static int rs_query_and_selftest(struct rs_dev *rdev)
+{
+	struct device *dev = &rdev->pdev->dev;
+	struct rs_probe_buf *buf;
+	dma_addr_t dma;
+	u32 pd;
+	int err;
+
+	buf = dma_alloc_coherent(dev, sizeof(*buf), &dma, GFP_KERNEL);
+	if (!buf)
+		return -ENOMEM;
+
+	err = rs_cmd_query(rdev, RS_CMD_QUERY_DEVICE, 0,
+			   dma + offsetof(struct rs_probe_buf, dev), sizeof(buf->dev));
+	if (err) {
+		dev_err(dev, "QUERY_DEVICE failed: %d\n", err);
+		goto out;
+	}
+	err = rs_cmd_query(rdev, RS_CMD_QUERY_PORT, 1,
+			   dma + offsetof(struct rs_probe_buf, port), sizeof(buf->port));
+	if (err) {
+		dev_err(dev, "QUERY_PORT failed: %d\n", err);
+		goto out;
+	}
+
+	err = rs_cmd_create_pd(rdev, &pd);
+	if (err) {
+		dev_err(dev, "self-test: CREATE_PD failed: %d\n", err);
+		goto out;
+	}
+	err = rs_cmd_destroy(rdev, RS_CMD_DESTROY_PD, pd);
+	if (err) {
+		dev_err(dev, "self-test: DESTROY_PD %#x failed: %d\n", pd, err);
+		goto out;
+	}
+
+	dev_info(dev, "rdma-session: ABI %u.%u, max_qp %u, max_cq %u, max_mr %u, max_gids %u, MAC %pM, port %s, %d MSI-X vectors\n",
+		 FIELD_GET(R_RS_VERSION_MAJOR_MASK, rdev->version),
+		 FIELD_GET(R_RS_VERSION_MINOR_MASK, rdev->version),
+		 buf->dev.max_qp, buf->dev.max_cq, buf->dev.max_mr,
+		 buf->dev.max_gids, buf->dev.mac,
+		 rs_port_state_str(buf->port.state), rdev->nvecs);
+out:
+	dma_free_coherent(dev, sizeof(*buf), buf, dma);
+	return err;
+}
+
+static int rs_probe(struct pci_dev *pdev, const struct pci_device_id *id)
+{
+	struct device *dev = &pdev->dev;
+	struct rs_dev *rdev;
+	u32 magic;
+	int err;
+
+	rdev = devm_kzalloc(dev, sizeof(*rdev), GFP_KERNEL);
+	if (!rdev)
+		return -ENOMEM;
+	rdev->pdev = pdev;
+	pci_set_drvdata(pdev, rdev);
+
+	err = pci_enable_device_mem(pdev);
+	if (err) {
+		dev_err(dev, "pci_enable_device_mem failed: %d\n", err);
+		return err;
+	}
+	pci_set_master(pdev);
+
+	err = dma_set_mask_and_coherent(dev, DMA_BIT_MASK(64));
+	if (err) {
+		dev_err(dev, "no usable 64-bit DMA: %d\n", err);
+		goto err_disable;
+	}
+
+	err = pci_request_mem_regions(pdev, RS_DRV_NAME);
+	if (err) {
+		dev_err(dev, "cannot claim the BARs: %d\n", err);
+		goto err_disable;
+	}
+
+	rdev->regs = pci_iomap(pdev, RS_BAR_REGS, RS_REGS_SIZE);
+	if (!rdev->regs) {
+		dev_err(dev, "cannot map BAR %d\n", RS_BAR_REGS);
+		err = -ENOMEM;
+		goto err_release;
+	}
+
+	magic = rs_rd32(rdev, A_RS_MAGIC);
+	rdev->version = rs_rd32(rdev, A_RS_VERSION);
+	if (magic != RS_MAGIC) {
+		dev_err(dev, "bad magic %#x (expected %#x)\n", magic, RS_MAGIC);
+		err = -ENODEV;
+		goto err_unmap;
+	}
+	if (FIELD_GET(R_RS_VERSION_MAJOR_MASK, rdev->version) != RS_ABI_VERSION_MAJOR) {
+		dev_err(dev, "unsupported ABI version %u.%u (driver: %u.x)\n",
+			FIELD_GET(R_RS_VERSION_MAJOR_MASK, rdev->version),
+			FIELD_GET(R_RS_VERSION_MINOR_MASK, rdev->version),
+			RS_ABI_VERSION_MAJOR);
+		err = -ENODEV;
+		goto err_unmap;
+	}
+	rdev->caps = rs_rd32(rdev, A_RS_CAPS);
+	rdev->num_msix = rs_rd32(rdev, A_RS_NUM_MSIX);
+	if (!rdev->num_msix) {
+		dev_err(dev, "device reports no MSI-X vectors\n");
+		err = -ENODEV;
+		goto err_unmap;
+	}
+
+	rdev->nvecs = pci_alloc_irq_vectors(pdev, 1, rdev->num_msix, PCI_IRQ_MSIX);
+	if (rdev->nvecs < 0) {
+		err = rdev->nvecs;
+		dev_err(dev, "cannot allocate MSI-X vectors: %d\n", err);
+		goto err_unmap;
+	}
+
+	err = request_irq(pci_irq_vector(pdev, RS_MSIX_ADMIN_VECTOR), rs_admin_irq, 0,
+			  RS_DRV_NAME "-admin", rdev);
+	if (err) {
+		dev_err(dev, "cannot request the admin IRQ: %d\n", err);
+		goto err_vectors;
+	}
+	rdev->admin_irq = true;
+
+	err = rs_admin_init(rdev);
+	if (err) {
+		dev_err(dev, "admin queue bring-up failed: %d\n", err);
+		goto err_irq;
+	}
+
+	err = rs_query_and_selftest(rdev);
+	if (err)
+		goto err_admin;
+	return 0;
+
+err_admin:
+	rs_wr32(rdev, A_RS_CTRL, 0);
+	free_irq(pci_irq_vector(pdev, RS_MSIX_ADMIN_VECTOR), rdev);
+	rdev->admin_irq = false;
+	rs_admin_destroy(rdev);
+err_irq:
+	if (rdev->admin_irq)
+		free_irq(pci_irq_vector(pdev, RS_MSIX_ADMIN_VECTOR), rdev);
+err_vectors:
+	pci_free_irq_vectors(pdev);
+err_unmap:
+	pci_iounmap(pdev, rdev->regs);
+err_release:
+	pci_release_mem_regions(pdev);
+err_disable:
+	pci_clear_master(pdev);
+	pci_disable_device(pdev);
+	return err;
+}
+
+static void rs_remove(struct pci_dev *pdev)
+{
+	struct rs_dev *rdev = pci_get_drvdata(pdev);
+
+	/* CTRL = 0: the function resets and stops using the rings. */
+	rs_wr32(rdev, A_RS_CTRL, 0);
+	free_irq(pci_irq_vector(pdev, RS_MSIX_ADMIN_VECTOR), rdev);
+	rs_admin_destroy(rdev);
+	pci_free_irq_vectors(pdev);
+	pci_iounmap(pdev, rdev->regs);
+	pci_release_mem_regions(pdev);
+	pci_clear_master(pdev);
+	pci_disable_device(pdev);
+}
+
+static const struct pci_device_id rs_pci_ids[] = {
+	{ PCI_DEVICE(RS_PCI_VENDOR_ID, RS_PCI_DEVICE_ID) },
+	{ }
+};
+MODULE_DEVICE_TABLE(pci, rs_pci_ids);
+
+static struct pci_driver rs_pci_driver = {
+	.name = RS_DRV_NAME,
+	.id_table = rs_pci_ids,
+	.probe = rs_probe,
+	.remove = rs_remove,
+};
+module_pci_driver(rs_pci_driver);
+
+MODULE_DESCRIPTION("rdma-session RDMA adapter");
+MODULE_LICENSE("GPL");
