@@ -112,6 +112,7 @@ REG32(RS_ADMQ_DB, 0x100)                /* write: admin producer index */
 #define RS_CAP_UD               (1u << 2)
 #define RS_CAP_SESSION_GROUPS   (1u << 3)
 #define RS_CAP_NETID_MKEYS      (1u << 4)  /* per network identity tables */
+#define RS_CAP_LAN              (1u << 5)  /* Ethernet TX/RX rings */
 #define RS_CAP_DC               (1u << 8)  /* reserved: not yet offered */
 #define RS_CAP_INDIRECT_MKEY    (1u << 9)  /* reserved: not yet offered */
 #define RS_CAP_PATTERN_MKEY     (1u << 10) /* reserved: not yet offered */
@@ -128,6 +129,7 @@ enum rs_fatal {
 #define RS_MAX_AEQ_LOG          12
 #define RS_MAX_CQ_LOG           16
 #define RS_MAX_WQ_LOG           15
+#define RS_MAX_LAN_LOG          12
 #define RS_RING_ALIGN           64
 
 /* ------------------------------------------------------------------ */
@@ -140,6 +142,8 @@ enum rs_fatal {
 #define RS_DB_CQ_CI             0x10    /* CQ index | consumer << 16 */
 #define RS_DB_CQ_ARM            0x18    /* CQ index | RS_DB_CQ_ARM_* */
 #define RS_DB_SRQ               0x20    /* reserved: SRQ index | producer */
+#define RS_DB_LAN_TX            0x40    /* page 0 only: TX producer index */
+#define RS_DB_LAN_RX            0x48    /* page 0 only: RX producer index */
 
 #define RS_DB_INDEX_MASK        0xffffu
 #define RS_DB_VALUE_SHIFT       16
@@ -190,6 +194,9 @@ enum rs_admin_opcode {
     RS_CMD_DESTROY_SESSION_GROUP = 0x13,
     RS_CMD_ADD_GID = 0x14,
     RS_CMD_DEL_GID = 0x15,
+    RS_CMD_CREATE_LAN_QUEUE = 0x16,
+    RS_CMD_DESTROY_LAN_QUEUE = 0x17,
+    RS_CMD_SET_LAN_RX_MODE = 0x18,
     /* Reserved for later features: answered with RS_STATUS_NOT_SUPPORTED. */
     RS_CMD_CREATE_SRQ = 0x20,
     RS_CMD_MODIFY_SRQ = 0x21,
@@ -372,6 +379,35 @@ struct rs_cmd_add_gid {
     uint32_t rsvd1;
 };
 
+/*
+ * LAN path: the adapter is also an Ethernet NIC (seed 001).  One TX and one
+ * RX ring of rs_lan_desc; the driver posts descriptors and writes the
+ * producer index to RS_DB_LAN_TX / RS_DB_LAN_RX of doorbell page 0; the
+ * device writes each descriptor back with the phase bit when done and
+ * signals the ring's MSI-X vector.
+ */
+enum rs_lan_queue_type {
+    RS_LAN_TXQ = 0,
+    RS_LAN_RXQ = 1,
+};
+
+struct rs_cmd_create_lan_queue {
+    uint64_t ring_addr;             /* RS_RING_ALIGN aligned */
+    uint8_t type;                   /* enum rs_lan_queue_type */
+    uint8_t log_size;               /* 1 .. RS_MAX_LAN_LOG */
+    uint16_t vector;                /* MSI-X vector, < NUM_MSIX */
+    uint32_t rsvd;
+};
+
+#define RS_LAN_RX_PROMISC       (1u << 0)
+#define RS_LAN_RX_ALLMULTI      (1u << 1)
+#define RS_LAN_RX_BROADCAST     (1u << 2)
+
+struct rs_cmd_set_lan_rx_mode {
+    uint32_t flags;                 /* RS_LAN_RX_* */
+    uint32_t rsvd;
+};
+
 struct rs_admin_cmd {
     struct rs_cmd_hdr hdr;
     union {
@@ -386,6 +422,8 @@ struct rs_admin_cmd {
         struct rs_cmd_create_session create_session;
         struct rs_cmd_create_session_group create_group;
         struct rs_cmd_add_gid add_gid;
+        struct rs_cmd_create_lan_queue create_lan_queue;
+        struct rs_cmd_set_lan_rx_mode set_lan_rx_mode;
         uint8_t raw[56];
     };
 };
@@ -665,6 +703,24 @@ struct rs_recv_wqe_ctrl {
     uint8_t rsvd[7];
 };
 
+/* ------------------------------------------------------------------ */
+/* LAN descriptors                                                    */
+/* ------------------------------------------------------------------ */
+
+#define RS_LAN_F_MORE           (1u << 0)  /* TX: frame continues */
+#define RS_LAN_S_PHASE          (1u << 0)  /* written back: done, this lap */
+#define RS_LAN_S_ERR            (1u << 1)  /* buffer unreachable / too big */
+#define RS_LAN_MAX_FRAME        65535      /* TX frame across descriptors */
+#define RS_LAN_MAX_FRAGS        32
+
+struct rs_lan_desc {                /* 16 bytes */
+    uint64_t addr;
+    uint16_t len;                   /* TX: bytes; RX: buffer size, then frame */
+    uint8_t flags;                  /* RS_LAN_F_* (TX) */
+    uint8_t status;                 /* RS_LAN_S_*, written by the device */
+    uint32_t rsvd;
+};
+
 #ifdef __cplusplus
 #define RS_ABI_SIZE(type, size) static_assert(sizeof(type) == (size), #type)
 #else
@@ -680,6 +736,8 @@ RS_ABI_SIZE(struct rs_sge, 16);
 RS_ABI_SIZE(struct rs_pattern_sge, 24);
 RS_ABI_SIZE(struct rs_send_wqe_ctrl, 64);
 RS_ABI_SIZE(struct rs_recv_wqe_ctrl, 16);
+RS_ABI_SIZE(struct rs_lan_desc, 16);
+RS_ABI_SIZE(struct rs_cmd_create_lan_queue, 16);
 RS_ABI_SIZE(struct rs_device_attr, 128);
 RS_ABI_SIZE(struct rs_port_attr, 64);
 RS_ABI_SIZE(struct rs_ah_attr, 32);
