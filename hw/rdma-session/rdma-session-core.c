@@ -119,6 +119,7 @@ void rs_core_reset(RSCore *c)
     c->admq_cfg = c->acq_cfg = c->aeq_cfg = 0;
     c->admq_pi = c->admq_ci = 0;
     c->aeq_pi = c->aeq_ci = 0;
+    rs_lan_reset(c);
 }
 
 bool rs_core_realize(RSCore *c, Error **errp)
@@ -172,12 +173,14 @@ bool rs_core_realize(RSCore *c, Error **errp)
     c->groups = g_new0(RSSessionGroup, p->max_groups);
     c->gids = g_new0(RSGid, p->max_gids);
     c->admin_bh = qemu_bh_new_guarded(rs_admin_process, c, c->guard);
+    rs_lan_realize(c);
     return true;
 }
 
 void rs_core_unrealize(RSCore *c)
 {
     qemu_bh_delete(c->admin_bh);
+    rs_lan_unrealize(c);
     rs_free_tables(c);
     g_free(c->pds);
     g_free(c->cqs);
@@ -316,7 +319,7 @@ uint64_t rs_core_reg_read(RSCore *c, hwaddr addr)
         break;
     case A_RS_CAPS:
         val = RS_CAP_RC | RS_CAP_UC | RS_CAP_UD | RS_CAP_SESSION_GROUPS |
-              RS_CAP_NETID_MKEYS;
+              RS_CAP_NETID_MKEYS | RS_CAP_LAN;
         break;
     case A_RS_DB_PAGES:
         val = c->p.db_pages;
@@ -465,8 +468,9 @@ void rs_core_reg_write(RSCore *c, hwaddr addr, uint32_t val)
 
 /*
  * Doorbell page p may only ring objects created with uar == p, so one user
- * context cannot drive another's queues.  The data path arrives with the
- * transport engine; for now the indices are recorded.
+ * context cannot drive another's queues; the LAN rings belong to page 0.
+ * The RDMA data path arrives with the transport engine; for now its
+ * indices are recorded.
  */
 void rs_core_db_write(RSCore *c, hwaddr addr, uint32_t val)
 {
@@ -505,6 +509,10 @@ void rs_core_db_write(RSCore *c, hwaddr addr, uint32_t val)
         } else {
             c->cqs[idx].arm = value & 3;
         }
+        return;
+    case RS_DB_LAN_TX:
+    case RS_DB_LAN_RX:
+        rs_lan_db_write(c, page, reg, val);
         return;
     default:
         RS_GUEST_ERR(rdma_session_err_db_offset, "write 0x%x to unknown "

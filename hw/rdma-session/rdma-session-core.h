@@ -157,8 +157,22 @@ typedef struct RSGid {
     uint32_t refs;
 } RSGid;
 
+/* One LAN ring (TX or RX); indices are free running 16-bit counters. */
+typedef struct RSLanQueue {
+    bool valid;
+    uint8_t log_size;
+    uint16_t vector;            /* MSI-X vector */
+    uint64_t ring;
+    uint32_t pi;                /* producer: last doorbell value */
+    uint32_t ci;                /* consumer: descriptors done */
+} RSLanQueue;
+
 typedef struct RSCore RSCore;
 typedef void (*RSNotifyFn)(void *owner, unsigned vector);
+/* Transmit one frame on the NIC's queue. */
+typedef void (*RSSendFn)(void *owner, const struct iovec *iov, int iovcnt);
+/* Deliver frames the network layer held while the device could not. */
+typedef void (*RSFlushFn)(void *owner);
 
 struct RSCore {
     RSParams p;
@@ -167,10 +181,14 @@ struct RSCore {
     void *owner;
     AddressSpace *as;
     RSNotifyFn notify;
+    RSSendFn send;
+    RSFlushFn flush;
     MemReentrancyGuard *guard;
     MACAddr mac;
 
     QEMUBH *admin_bh;
+    QEMUBH *lan_bh;
+    uint8_t *lan_tx_buf;        /* RS_LAN_MAX_FRAME bytes, from realize */
 
     /* Registers */
     uint32_t ctrl;
@@ -198,6 +216,11 @@ struct RSCore {
     RSSessionGroup *groups;
     RSGid *gids;
     uint32_t mr_pages_used;
+
+    /* LAN path: indexed by enum rs_lan_queue_type. */
+    RSLanQueue lanq[2];
+    uint32_t lan_rx_mode;       /* RS_LAN_RX_* */
+    bool lan_flush_pending;     /* lan_bh: flush held RX frames */
 };
 
 /* rdma-session-core.c */
@@ -304,6 +327,25 @@ uint8_t rs_cmd_add_gid(RSCore *c, const struct rs_admin_cmd *cmd,
 uint8_t rs_cmd_del_gid(RSCore *c, const struct rs_admin_cmd *cmd,
                        struct rs_admin_cqe *cqe);
 bool rs_gid_valid(RSCore *c, uint32_t gid_index);
+
+/* rdma-session-lan.c: the Ethernet path */
+uint8_t rs_cmd_create_lan_queue(RSCore *c, const struct rs_admin_cmd *cmd,
+                                struct rs_admin_cqe *cqe);
+uint8_t rs_cmd_destroy_lan_queue(RSCore *c, const struct rs_admin_cmd *cmd,
+                                 struct rs_admin_cqe *cqe);
+uint8_t rs_cmd_set_lan_rx_mode(RSCore *c, const struct rs_admin_cmd *cmd,
+                               struct rs_admin_cqe *cqe);
+void rs_lan_realize(RSCore *c);
+void rs_lan_unrealize(RSCore *c);
+void rs_lan_reset(RSCore *c);
+void rs_lan_db_write(RSCore *c, uint32_t page, uint32_t reg, uint32_t val);
+bool rs_lan_can_receive(RSCore *c);
+ssize_t rs_lan_receive_iov(RSCore *c, const struct iovec *iov, int iovcnt);
+bool rs_lan_state_valid(RSCore *c);
+void rs_lan_post_load(RSCore *c);
+
+#define RS_LAN_RX_ALL   (RS_LAN_RX_PROMISC | RS_LAN_RX_ALLMULTI |          \
+                         RS_LAN_RX_BROADCAST)
 
 /* rdma-session-migration.c */
 extern const VMStateDescription vmstate_rs_core;

@@ -189,6 +189,21 @@ static const VMStateDescription vmstate_rs_gid = {
     },
 };
 
+static const VMStateDescription vmstate_rs_lan_queue = {
+    .name = "rdma-session/lan-queue",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(valid, RSLanQueue),
+        VMSTATE_UINT8(log_size, RSLanQueue),
+        VMSTATE_UINT16(vector, RSLanQueue),
+        VMSTATE_UINT64(ring, RSLanQueue),
+        VMSTATE_UINT32(pi, RSLanQueue),
+        VMSTATE_UINT32(ci, RSLanQueue),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
 static int rs_core_pre_load(void *opaque)
 {
     RSCore *c = opaque;
@@ -283,7 +298,7 @@ static bool rs_core_state_valid(RSCore *c)
             }
         }
     }
-    return true;
+    return rs_lan_state_valid(c);
 }
 
 static int rs_core_post_load(void *opaque, int version_id)
@@ -299,6 +314,7 @@ static int rs_core_post_load(void *opaque, int version_id)
     if (c->admq_ci != c->admq_pi) {
         qemu_bh_schedule(c->admin_bh);
     }
+    rs_lan_post_load(c);
     return 0;
 }
 
@@ -353,6 +369,9 @@ const VMStateDescription vmstate_rs_core = {
                                              vmstate_rs_mr, RSMr),
         VMSTATE_STRUCT_VARRAY_POINTER_UINT32(ahs, RSCore, p.max_ahs,
                                              vmstate_rs_ah, RSAh),
+        VMSTATE_STRUCT_ARRAY(lanq, RSCore, 2, 1, vmstate_rs_lan_queue,
+                             RSLanQueue),
+        VMSTATE_UINT32(lan_rx_mode, RSCore),
         VMSTATE_END_OF_LIST()
     },
 };

@@ -2,8 +2,9 @@
  * rdma-session adapter: PCI/QOM glue.
  *
  * Realizes the BARs, MSI-X and PCIe capability, the network backend and
- * the QOM properties, and forwards MMIO, reset and link events to the
- * device core, which knows nothing about PCI.
+ * the QOM properties, and forwards MMIO, reset, link events and received
+ * frames to the device core, which knows nothing about PCI; the core
+ * transmits through rs_send().
  *
  * Copyright (c) 2026 rdma-session developers
  *
@@ -100,12 +101,44 @@ static void rs_notify(void *owner, unsigned vector)
     }
 }
 
-/* The LAN path arrives with the guest driver; until then frames are dropped. */
+static void rs_send(void *owner, const struct iovec *iov, int iovcnt)
+{
+    RSState *s = RDMA_SESSION(owner);
+
+    qemu_sendv_packet(qemu_get_queue(s->nic), iov, iovcnt);
+}
+
+static void rs_flush(void *owner)
+{
+    RSState *s = RDMA_SESSION(owner);
+
+    qemu_flush_queued_packets(qemu_get_queue(s->nic));
+}
+
+static bool rs_nc_can_receive(NetClientState *nc)
+{
+    RSState *s = qemu_get_nic_opaque(nc);
+
+    return rs_lan_can_receive(&s->core);
+}
+
+static ssize_t rs_nc_receive_iov(NetClientState *nc, const struct iovec *iov,
+                                 int iovcnt)
+{
+    RSState *s = qemu_get_nic_opaque(nc);
+
+    return rs_lan_receive_iov(&s->core, iov, iovcnt);
+}
+
 static ssize_t rs_nc_receive(NetClientState *nc, const uint8_t *buf,
                              size_t size)
 {
-    trace_rdma_session_rx_drop(size);
-    return size;
+    const struct iovec iov = {
+        .iov_base = (uint8_t *)buf,
+        .iov_len = size,
+    };
+
+    return rs_nc_receive_iov(nc, &iov, 1);
 }
 
 static void rs_nc_link_status_changed(NetClientState *nc)
@@ -118,7 +151,9 @@ static void rs_nc_link_status_changed(NetClientState *nc)
 static NetClientInfo rs_net_info = {
     .type = NET_CLIENT_DRIVER_NIC,
     .size = sizeof(NICState),
+    .can_receive = rs_nc_can_receive,
     .receive = rs_nc_receive,
+    .receive_iov = rs_nc_receive_iov,
     .link_status_changed = rs_nc_link_status_changed,
 };
 
@@ -132,6 +167,8 @@ static void rs_pci_realize(PCIDevice *pci_dev, Error **errp)
     c->owner = pci_dev;
     c->as = pci_get_address_space(pci_dev);
     c->notify = rs_notify;
+    c->send = rs_send;
+    c->flush = rs_flush;
     c->guard = &dev->mem_reentrancy_guard;
     if (!rs_core_realize(c, errp)) {
         return;

@@ -350,7 +350,8 @@ static void assert_power_on_regs(QRdmaSession *d, uint32_t db_pages,
                     RS_ABI_VERSION_MINOR);
     g_assert_cmphex(rs_readl(d, A_RS_CAPS), ==,
                     RS_CAP_RC | RS_CAP_UC | RS_CAP_UD |
-                    RS_CAP_SESSION_GROUPS | RS_CAP_NETID_MKEYS);
+                    RS_CAP_SESSION_GROUPS | RS_CAP_NETID_MKEYS |
+                    RS_CAP_LAN);
     g_assert_cmpuint(rs_readl(d, A_RS_DB_PAGES), ==, db_pages);
     g_assert_cmphex(rs_readl(d, A_RS_CTRL), ==, 0);
     g_assert_cmphex(rs_readl(d, A_RS_STATUS), ==, R_RS_STATUS_LINK_UP_MASK);
@@ -1918,8 +1919,8 @@ typedef struct BadCmdRow {
 static const BadCmdRow bad_cmd_rows[] = {
     /* Opcodes */
     RAW("opcode 0x00", 0x00, BAD_OPCODE),
-    RAW("opcode 0x16", 0x16, BAD_OPCODE),
-    RAW("opcode 0x17", 0x17, BAD_OPCODE),
+    RAW("opcode 0x19", 0x19, BAD_OPCODE),
+    RAW("opcode 0x1a", 0x1a, BAD_OPCODE),
     RAW("opcode 0x1f", 0x1f, BAD_OPCODE),
     RAW("opcode 0x28", 0x28, BAD_OPCODE),
     RAW("opcode 0x80", 0x80, BAD_OPCODE),
