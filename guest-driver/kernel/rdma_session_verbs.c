@@ -1,0 +1,2133 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * rdma-session adapter: the ib_device (RoCEv2, one port on the LAN
+ * net_device) and its verbs, backed by admin commands
+ * (docs/specs/rdma-session.rst, "Admin commands").
+ *
+ * - The port is bound to rdev->netdev with ib_device_set_netdev(): the RDMA
+ *   core builds the GID table from the interface's addresses and calls
+ *   add_gid/del_gid, which mirror the RoCEv2 entries into the device's
+ *   network identities (ADD_GID/DEL_GID, same index).
+ * - Queues (CQ rings, SQ/RQ rings) live in kernel memory (page allocations,
+ *   DMA-mapped) and are mapped into user space with rdma_user_mmap_entry
+ *   and vm_insert_page, as efa does: the pages are reference counted, so a
+ *   ring freed at destroy time stays valid memory for a process that still
+ *   maps it.  Each user context gets its own doorbell page (BAR 2 page
+ *   1 .. db_pages - 1); page 0 is the kernel's.
+ * - Sessions: when an RC/UC QP gets a primary path (AV) the driver derives
+ *   the RoCEv2 UDP 5-tuple (source port from the flow label, as
+ *   rdma_get_udp_sport() does; destination port 4791), creates the session
+ *   and a one-session group in the device and binds the group to the QP in
+ *   the same MODIFY_QP.  QPs with the same 5-tuple share the session and
+ *   group (refcounted).  User space never supplies a 5-tuple.
+ * - Memory keys live in a network identity: every MR is registered in the
+ *   "default identity", the lowest RoCEv2 GID index present in the device.
+ * - Kernel QPs/CQs (the MAD stack's QP1 and in-kernel consumers) use
+ *   doorbell page 0.  The device has no data path yet (ABI 1.0), so
+ *   posted WQEs are never executed and poll_cq finds no CQE.
+ * - There is no all-memory key in ABI 1.0: the driver advertises
+ *   local_dma_lkey 0 (MR index 0 is never a registered region) for kernel
+ *   consumers; the data path will have to give lkey 0 the meaning "DMA
+ *   address".  get_dma_mr and fast-registration MRs are not supported.
+ */
+#include <linux/bitfield.h>
+#include <linux/bitmap.h>
+#include <linux/dma-mapping.h>
+#include <linux/etherdevice.h>
+#include <linux/log2.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/netdevice.h>
+#include <linux/refcount.h>
+#include <linux/slab.h>
+#include <linux/xarray.h>
+#include <net/addrconf.h>
+#include <net/ipv6.h>
+
+#include <rdma/ib_addr.h>
+#include <rdma/ib_cache.h>
+#include <rdma/ib_mad.h>
+#include <rdma/ib_umem.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/iter.h>
+#include <rdma/uverbs_ioctl.h>
+
+#include "rdma_session.h"
+#include "hw/rdma-session/rdma-session-uverbs.h"
+
+#define RS_ROCE_V2_PORT		4791
+#define RS_PORT_NUM		1
+
+enum rs_ib_counter {
+	RS_CNT_ADMIN_CMDS,
+	RS_CNT_ADMIN_ERRS,
+	RS_CNT_SESSIONS,
+	RS_CNT_QP_CREATED,
+	RS_CNT_MR_REGISTERED,
+	RS_CNT_TX_PACKETS,
+	RS_CNT_RX_PACKETS,
+	RS_CNT_TX_BYTES,
+	RS_CNT_RX_BYTES,
+	RS_CNT_NUM,
+};
+
+static const struct rdma_stat_desc rs_ib_stat_descs[RS_CNT_NUM] = {
+	[RS_CNT_ADMIN_CMDS].name = "admin_cmds",
+	[RS_CNT_ADMIN_ERRS].name = "admin_errors",
+	[RS_CNT_SESSIONS].name = "sessions_created",
+	[RS_CNT_QP_CREATED].name = "qps_created",
+	[RS_CNT_MR_REGISTERED].name = "mrs_registered",
+	[RS_CNT_TX_PACKETS].name = "lan_tx_packets",
+	[RS_CNT_RX_PACKETS].name = "lan_rx_packets",
+	[RS_CNT_TX_BYTES].name = "lan_tx_bytes",
+	[RS_CNT_RX_BYTES].name = "lan_rx_bytes",
+};
+
+struct rs_ibdev {
+	struct ib_device ibdev;
+	struct rs_dev *rdev;
+	void __iomem *kdb;		/* doorbell page 0 */
+	u32 db_pages;
+	spinlock_t uar_lock;
+	unsigned long *uar_map;		/* doorbell pages in use */
+	struct xarray qps;		/* QP number -> rs_qp */
+	struct xarray cqs;		/* CQ index -> rs_cq */
+	struct mutex gid_lock;
+	unsigned long *gid_map;		/* RoCEv2 GIDs present in the device */
+	u32 max_gids;
+	struct mutex sess_lock;
+	struct list_head sessions;	/* rs_session, by 5-tuple */
+	atomic64_t cnt[RS_CNT_NUM];
+	struct workqueue_struct *wq;	/* deferred admin commands */
+};
+
+struct rs_ucontext {
+	struct ib_ucontext ibuc;
+	u32 uar;
+	struct rdma_user_mmap_entry *db_entry;
+};
+
+enum rs_mmap_type {
+	RS_MMAP_DB,
+	RS_MMAP_MEM,
+};
+
+struct rs_mmap_entry {
+	struct rdma_user_mmap_entry rdma;
+	struct rs_ibdev *dev;
+	u64 address;			/* physical (DB) or kernel VA (MEM) */
+	u32 uar;			/* RS_MMAP_DB: page to release */
+	u8 type;
+};
+
+struct rs_pd {
+	struct ib_pd ibpd;
+	u32 handle;
+};
+
+/* Queue memory: whole pages, DMA-mapped; mappable with vm_insert_page. */
+struct rs_buf {
+	void *va;
+	dma_addr_t dma;
+	size_t size;
+	bool mapped;
+};
+
+struct rs_cq {
+	struct ib_cq ibcq;
+	u32 handle;
+	u32 log;
+	struct rs_buf ring;
+	struct rdma_user_mmap_entry *mentry;
+	spinlock_t lock;		/* kernel CQ consumer */
+	u32 ci;
+	bool user;
+};
+
+struct rs_wq {
+	struct rs_buf ring;
+	struct rdma_user_mmap_entry *mentry;
+	u32 log;
+	u32 stride;
+	u32 max_sge;
+	spinlock_t lock;		/* kernel QPs: producer */
+	u32 pi;
+	u32 ci;
+	u8 *signaled;			/* SQ of kernel QPs: per slot */
+};
+
+/* A device session and its one-session group, shared by 5-tuple. */
+struct rs_session {
+	struct list_head node;
+	refcount_t refs;
+	u32 session;
+	u32 group;
+	u8 dst_ip[16];
+	u16 src_port;
+	u32 gid_index;
+};
+
+struct rs_qp {
+	struct ib_qp ibqp;
+	u32 handle;
+	u32 qpn;
+	u8 rs_type;
+	enum ib_qp_state state;
+	bool user;
+	bool sig_all;
+	u32 max_inline;
+	struct rs_wq sq;
+	struct rs_wq rq;
+	struct rs_session *sess;
+	u32 dest_qpn;
+	bool has_av;
+	struct rdma_ah_attr av;		/* for query_qp */
+	struct ib_qp_cap cap;
+};
+
+/*
+ * An AH created in atomic context: CREATE_AH and DESTROY_AH run from the
+ * device's ordered workqueue; handle is 0 until CREATE_AH completed.
+ */
+struct rs_ah_pend {
+	struct work_struct create_work;
+	struct work_struct destroy_work;
+	struct rs_ibdev *dev;
+	struct rs_admin_cmd cmd;
+	refcount_t refs;
+	u32 handle;
+};
+
+struct rs_ah {
+	struct ib_ah ibah;
+	u32 handle;
+	struct rs_ah_pend *pend;
+};
+
+static inline u32 rs_ah_handle(struct rs_ah *ah)
+{
+	return ah->pend ? READ_ONCE(ah->pend->handle) : ah->handle;
+}
+
+struct rs_mr {
+	struct ib_mr ibmr;
+	struct ib_umem *umem;
+};
+
+static inline struct rs_ibdev *to_rsdev(struct ib_device *ibdev)
+{
+	return container_of(ibdev, struct rs_ibdev, ibdev);
+}
+
+static inline struct rs_ucontext *to_rsuc(struct ib_ucontext *uc)
+{
+	return container_of(uc, struct rs_ucontext, ibuc);
+}
+
+static inline struct rs_pd *to_rspd(struct ib_pd *pd)
+{
+	return container_of(pd, struct rs_pd, ibpd);
+}
+
+static inline struct rs_cq *to_rscq(struct ib_cq *cq)
+{
+	return container_of(cq, struct rs_cq, ibcq);
+}
+
+static inline struct rs_qp *to_rsqp(struct ib_qp *qp)
+{
+	return container_of(qp, struct rs_qp, ibqp);
+}
+
+static inline struct rs_ah *to_rsah(struct ib_ah *ah)
+{
+	return container_of(ah, struct rs_ah, ibah);
+}
+
+static inline struct rs_mr *to_rsmr(struct ib_mr *mr)
+{
+	return container_of(mr, struct rs_mr, ibmr);
+}
+
+static inline struct rs_mmap_entry *to_rsmmap(struct rdma_user_mmap_entry *e)
+{
+	return container_of(e, struct rs_mmap_entry, rdma);
+}
+
+static inline struct device *rs_dma_dev(struct rs_ibdev *dev)
+{
+	return &dev->rdev->pdev->dev;
+}
+
+/* ------------------------------------------------------------------ */
+/* Admin command helpers                                              */
+/* ------------------------------------------------------------------ */
+
+static int rs_exec(struct rs_ibdev *dev, struct rs_admin_cmd *cmd,
+		   struct rs_admin_cqe *cqe)
+{
+	int err;
+
+	atomic64_inc(&dev->cnt[RS_CNT_ADMIN_CMDS]);
+	err = rs_admin_exec(dev->rdev, cmd, cqe);
+	if (err) {
+		atomic64_inc(&dev->cnt[RS_CNT_ADMIN_ERRS]);
+		ibdev_dbg(&dev->ibdev, "admin command %#x: %d\n",
+			  cmd->hdr.opcode, err);
+	}
+	return err;
+}
+
+/*
+ * Destroy a device object.  A dead admin queue (-EIO: timeout, device
+ * reset or removal) means the device no longer holds the object, so the
+ * driver side is released anyway and the verb succeeds.
+ */
+static int rs_destroy(struct rs_ibdev *dev, u8 opcode, u32 handle)
+{
+	struct rs_admin_cmd cmd = {};
+	int err;
+
+	cmd.hdr.opcode = opcode;
+	cmd.destroy.handle = handle;
+	err = rs_exec(dev, &cmd, NULL);
+	if (err == -EIO)
+		return 0;
+	if (err)
+		ibdev_warn(&dev->ibdev, "destroy (opcode %#x) of %#x failed: %d\n",
+			   opcode, handle, err);
+	return err;
+}
+
+/* ------------------------------------------------------------------ */
+/* Queue memory and mmap entries                                      */
+/* ------------------------------------------------------------------ */
+
+static int rs_buf_alloc(struct rs_ibdev *dev, struct rs_buf *b, size_t size)
+{
+	b->size = PAGE_ALIGN(size);
+	b->va = alloc_pages_exact(b->size, GFP_KERNEL | __GFP_ZERO);
+	if (!b->va)
+		return -ENOMEM;
+	b->dma = dma_map_single(rs_dma_dev(dev), b->va, b->size, DMA_BIDIRECTIONAL);
+	if (dma_mapping_error(rs_dma_dev(dev), b->dma)) {
+		free_pages_exact(b->va, b->size);
+		b->va = NULL;
+		return -ENOMEM;
+	}
+	b->mapped = true;
+	return 0;
+}
+
+static void rs_buf_free(struct rs_ibdev *dev, struct rs_buf *b)
+{
+	if (!b->va)
+		return;
+	if (b->mapped)
+		dma_unmap_single(rs_dma_dev(dev), b->dma, b->size, DMA_BIDIRECTIONAL);
+	/* Pages still mapped by a process keep their own reference. */
+	free_pages_exact(b->va, b->size);
+	b->va = NULL;
+}
+
+static struct rdma_user_mmap_entry *
+rs_mmap_insert(struct rs_ibdev *dev, struct ib_ucontext *uc, u8 type,
+	       u64 address, size_t length, u32 uar, u64 *key)
+{
+	struct rs_mmap_entry *e;
+	int err;
+
+	e = kzalloc(sizeof(*e), GFP_KERNEL);
+	if (!e)
+		return ERR_PTR(-ENOMEM);
+	e->dev = dev;
+	e->type = type;
+	e->address = address;
+	e->uar = uar;
+	err = rdma_user_mmap_entry_insert(uc, &e->rdma, length);
+	if (err) {
+		kfree(e);
+		return ERR_PTR(err);
+	}
+	*key = rdma_user_mmap_get_offset(&e->rdma);
+	return &e->rdma;
+}
+
+static void rs_mmap_remove(struct rdma_user_mmap_entry **e)
+{
+	if (*e) {
+		rdma_user_mmap_entry_remove(*e);
+		*e = NULL;
+	}
+}
+
+static int rs_mmap(struct ib_ucontext *uc, struct vm_area_struct *vma)
+{
+	struct rs_ibdev *dev = to_rsdev(uc->device);
+	struct rdma_user_mmap_entry *re;
+	struct rs_mmap_entry *e;
+	unsigned long va, pfn;
+	int err = 0;
+
+	if (vma->vm_flags & VM_EXEC)
+		return -EPERM;
+	if (!(vma->vm_flags & VM_SHARED))
+		return -EINVAL;
+
+	re = rdma_user_mmap_entry_get(uc, vma);
+	if (!re)
+		return -EINVAL;
+	e = to_rsmmap(re);
+
+	switch (e->type) {
+	case RS_MMAP_DB:
+		err = rdma_user_mmap_io(uc, vma, PHYS_PFN(e->address), PAGE_SIZE,
+					pgprot_noncached(vma->vm_page_prot), re);
+		break;
+	case RS_MMAP_MEM:
+		vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
+		pfn = PHYS_PFN(virt_to_phys((void *)(uintptr_t)e->address));
+		for (va = vma->vm_start; va < vma->vm_end; va += PAGE_SIZE, pfn++) {
+			err = vm_insert_page(vma, va, pfn_to_page(pfn));
+			if (err)
+				break;
+		}
+		break;
+	default:
+		err = -EINVAL;
+	}
+	if (err)
+		ibdev_dbg(&dev->ibdev, "mmap type %u failed: %d\n", e->type, err);
+	rdma_user_mmap_entry_put(re);
+	return err;
+}
+
+static void rs_mmap_free(struct rdma_user_mmap_entry *re)
+{
+	struct rs_mmap_entry *e = to_rsmmap(re);
+	struct rs_ibdev *dev = e->dev;
+
+	/* The doorbell page is reused only once no process maps it. */
+	if (e->type == RS_MMAP_DB) {
+		spin_lock(&dev->uar_lock);
+		clear_bit(e->uar, dev->uar_map);
+		spin_unlock(&dev->uar_lock);
+	}
+	kfree(e);
+}
+
+/* ------------------------------------------------------------------ */
+/* Device and port                                                    */
+/* ------------------------------------------------------------------ */
+
+static int rs_query_device(struct ib_device *ibdev, struct ib_device_attr *a,
+			   struct ib_udata *udata)
+{
+	struct rs_ibdev *dev = to_rsdev(ibdev);
+	const struct rs_device_attr *da = &dev->rdev->attr;
+
+	if (udata && udata->inlen &&
+	    !ib_is_udata_cleared(udata, 0, udata->inlen))
+		return -EINVAL;
+
+	memset(a, 0, sizeof(*a));
+	a->fw_ver = da->abi_version;
+	a->sys_image_guid = ibdev->node_guid;
+	a->max_mr_size = da->max_mr_size;
+	a->page_size_cap = da->page_size_cap;
+	a->vendor_id = RS_PCI_VENDOR_ID;
+	a->vendor_part_id = RS_PCI_DEVICE_ID;
+	a->hw_ver = dev->rdev->pdev->revision;
+	a->max_qp = da->max_qp;
+	a->max_qp_wr = da->max_qp_wr;
+	a->device_cap_flags = IB_DEVICE_PORT_ACTIVE_EVENT |
+			      IB_DEVICE_RC_RNR_NAK_GEN;
+	a->kernel_cap_flags = IBK_LOCAL_DMA_LKEY;
+	a->max_send_sge = da->max_sge;
+	a->max_recv_sge = da->max_sge;
+	a->max_sge_rd = da->max_sge;
+	a->max_cq = da->max_cq;
+	/* A CQ of n entries holds n - 1 completions (power-of-two ring). */
+	a->max_cqe = da->max_cqe - 1;
+	a->max_mr = da->max_mr;
+	a->max_pd = da->max_pd;
+	a->max_qp_rd_atom = da->max_qp_rd_atom;
+	a->max_qp_init_rd_atom = da->max_qp_rd_atom;
+	a->max_res_rd_atom = da->max_qp_rd_atom * da->max_qp;
+	a->atomic_cap = IB_ATOMIC_NONE;
+	a->max_ah = da->max_ah;
+	a->max_srq = 0;
+	a->max_pkeys = 1;
+	a->local_ca_ack_delay = 16;
+	a->max_fast_reg_page_list_len = 0;
+	return 0;
+}
+
+static bool rs_port_up(struct rs_ibdev *dev)
+{
+	struct net_device *nd = dev->rdev->netdev;
+
+	if (nd)
+		return netif_running(nd) && netif_carrier_ok(nd);
+	return dev->rdev->port_attr.state == RS_PORT_ACTIVE;
+}
+
+static int rs_query_port(struct ib_device *ibdev, u32 port,
+			 struct ib_port_attr *pa)
+{
+	struct rs_ibdev *dev = to_rsdev(ibdev);
+	const struct rs_port_attr *p = &dev->rdev->port_attr;
+	struct net_device *nd = dev->rdev->netdev;
+	enum ib_mtu max_mtu = p->max_mtu ? (enum ib_mtu)p->max_mtu : IB_MTU_4096;
+	bool up = rs_port_up(dev);
+
+	/* The core zeroes *pa before calling. */
+	pa->max_mtu = max_mtu;
+	pa->active_mtu = nd ? min(iboe_get_mtu(nd->mtu), max_mtu) : max_mtu;
+	pa->state = up ? IB_PORT_ACTIVE : IB_PORT_DOWN;
+	pa->phys_state = up ? IB_PORT_PHYS_STATE_LINK_UP :
+			      IB_PORT_PHYS_STATE_DISABLED;
+	pa->gid_tbl_len = dev->max_gids;
+	pa->pkey_tbl_len = 1;
+	pa->port_cap_flags = IB_PORT_CM_SUP;
+	pa->max_msg_sz = dev->rdev->attr.max_msg_size;
+	pa->ip_gids = true;
+	/* 100 Gb/s as 4x EDR. */
+	pa->active_speed = IB_SPEED_EDR;
+	pa->active_width = IB_WIDTH_4X;
+	pa->max_vl_num = 1;
+	return 0;
+}
+
+static int rs_get_port_immutable(struct ib_device *ibdev, u32 port,
+				 struct ib_port_immutable *im)
+{
+	struct ib_port_attr pa = {};
+	int err;
+
+	err = ib_query_port(ibdev, port, &pa);
+	if (err)
+		return err;
+	im->pkey_tbl_len = pa.pkey_tbl_len;
+	im->gid_tbl_len = pa.gid_tbl_len;
+	im->core_cap_flags = RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
+	im->max_mad_size = IB_MGMT_MAD_SIZE;
+	return 0;
+}
+
+static enum rdma_link_layer rs_get_link_layer(struct ib_device *ibdev, u32 port)
+{
+	return IB_LINK_LAYER_ETHERNET;
+}
+
+static int rs_query_pkey(struct ib_device *ibdev, u32 port, u16 index, u16 *pkey)
+{
+	if (index > 0)
+		return -EINVAL;
+	*pkey = IB_DEFAULT_PKEY_FULL;
+	return 0;
+}
+
+static void rs_get_dev_fw_str(struct ib_device *ibdev, char *str)
+{
+	u32 v = to_rsdev(ibdev)->rdev->version;
+
+	snprintf(str, IB_FW_VERSION_NAME_MAX, "ABI %u.%u",
+		 FIELD_GET(R_RS_VERSION_MAJOR_MASK, v),
+		 FIELD_GET(R_RS_VERSION_MINOR_MASK, v));
+}
+
+/* ------------------------------------------------------------------ */
+/* GIDs: the device's network identities                              */
+/* ------------------------------------------------------------------ */
+
+static int rs_cmd_add_gid(struct rs_ibdev *dev, const struct ib_gid_attr *attr)
+{
+	struct rs_admin_cmd cmd = {};
+
+	cmd.hdr.opcode = RS_CMD_ADD_GID;
+	memcpy(cmd.add_gid.gid, attr->gid.raw, sizeof(cmd.add_gid.gid));
+	cmd.add_gid.index = attr->index;
+	cmd.add_gid.type = ipv6_addr_v4mapped((const struct in6_addr *)attr->gid.raw) ?
+			   RS_GID_ROCE_V2_IPV4 : RS_GID_ROCE_V2_IPV6;
+	cmd.add_gid.vni = 0;
+	return rs_exec(dev, &cmd, NULL);
+}
+
+static int rs_add_gid(const struct ib_gid_attr *attr, void **context)
+{
+	struct rs_ibdev *dev = to_rsdev(attr->device);
+	int err;
+
+	/* Only RoCEv2 entries are network identities of the device. */
+	if (attr->gid_type != IB_GID_TYPE_ROCE_UDP_ENCAP)
+		return 0;
+	if (attr->index >= dev->max_gids)
+		return -EINVAL;
+
+	mutex_lock(&dev->gid_lock);
+	err = rs_cmd_add_gid(dev, attr);
+	if (err == -EEXIST) {
+		/* A slot left behind by a refused DEL_GID: replace it. */
+		if (!rs_destroy(dev, RS_CMD_DEL_GID, attr->index))
+			err = rs_cmd_add_gid(dev, attr);
+	}
+	if (!err)
+		set_bit(attr->index, dev->gid_map);
+	mutex_unlock(&dev->gid_lock);
+	if (err)
+		ibdev_warn(&dev->ibdev, "ADD_GID %u (%pI6) failed: %d\n",
+			   attr->index, attr->gid.raw, err);
+	return err;
+}
+
+static int rs_del_gid(const struct ib_gid_attr *attr, void **context)
+{
+	struct rs_ibdev *dev = to_rsdev(attr->device);
+	int err;
+
+	if (attr->gid_type != IB_GID_TYPE_ROCE_UDP_ENCAP)
+		return 0;
+	if (attr->index >= dev->max_gids)
+		return -EINVAL;
+
+	mutex_lock(&dev->gid_lock);
+	err = rs_destroy(dev, RS_CMD_DEL_GID, attr->index);
+	if (!err || err == -EINVAL)
+		clear_bit(attr->index, dev->gid_map);
+	mutex_unlock(&dev->gid_lock);
+	return err == -EINVAL ? 0 : err;
+}
+
+/* The identity MRs are registered in: the lowest RoCEv2 GID index. */
+static int rs_default_netid(struct rs_ibdev *dev, u32 *index)
+{
+	unsigned long i;
+
+	mutex_lock(&dev->gid_lock);
+	i = find_first_bit(dev->gid_map, dev->max_gids);
+	mutex_unlock(&dev->gid_lock);
+	if (i >= dev->max_gids)
+		return -EAGAIN;
+	*index = i;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* User contexts, PDs                                                 */
+/* ------------------------------------------------------------------ */
+
+static int rs_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata)
+{
+	struct rs_ibdev *dev = to_rsdev(ibuc->device);
+	struct rs_ucontext *uc = to_rsuc(ibuc);
+	struct rs_uverbs_alloc_ucontext_resp resp = {};
+	unsigned long uar;
+	int err;
+
+	spin_lock(&dev->uar_lock);
+	uar = find_next_zero_bit(dev->uar_map, dev->db_pages, 1);
+	if (uar < dev->db_pages)
+		set_bit(uar, dev->uar_map);
+	spin_unlock(&dev->uar_lock);
+	if (uar >= dev->db_pages)
+		return -ENOMEM;
+	uc->uar = uar;
+
+	/* From here on the page is released by rs_mmap_free(). */
+	uc->db_entry = rs_mmap_insert(dev, ibuc, RS_MMAP_DB,
+				      dev->rdev->db_phys + (u64)uar * RS_DB_PAGE_SIZE,
+				      PAGE_SIZE, uar, &resp.db_mmap_key);
+	if (IS_ERR(uc->db_entry)) {
+		err = PTR_ERR(uc->db_entry);
+		uc->db_entry = NULL;
+		spin_lock(&dev->uar_lock);
+		clear_bit(uar, dev->uar_map);
+		spin_unlock(&dev->uar_lock);
+		return err;
+	}
+
+	resp.uar = uar;
+	resp.db_page_size = RS_DB_PAGE_SIZE;
+	resp.max_send_sge = dev->rdev->attr.max_sge;
+	resp.max_recv_sge = dev->rdev->attr.max_sge;
+	resp.max_inline = dev->rdev->attr.max_inline;
+	err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
+	if (err) {
+		rs_mmap_remove(&uc->db_entry);
+		return err;
+	}
+	return 0;
+}
+
+static void rs_dealloc_ucontext(struct ib_ucontext *ibuc)
+{
+	rs_mmap_remove(&to_rsuc(ibuc)->db_entry);
+}
+
+static void rs_disassociate_ucontext(struct ib_ucontext *ibuc)
+{
+	/*
+	 * The core zaps the doorbell mappings (rdma_user_mmap_io); ring pages
+	 * are ordinary reference-counted pages and may stay mapped.
+	 */
+}
+
+static int rs_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	struct rs_ibdev *dev = to_rsdev(ibpd->device);
+	struct rs_pd *pd = to_rspd(ibpd);
+	struct rs_uverbs_alloc_pd_resp resp = {};
+	struct rs_admin_cmd cmd = {};
+	struct rs_admin_cqe cqe;
+	int err;
+
+	cmd.hdr.opcode = RS_CMD_CREATE_PD;
+	err = rs_exec(dev, &cmd, &cqe);
+	if (err)
+		return err;
+	pd->handle = cqe.handle;
+
+	if (udata) {
+		resp.pdn = pd->handle;
+		err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
+		if (err) {
+			rs_destroy(dev, RS_CMD_DESTROY_PD, pd->handle);
+			return err;
+		}
+	}
+	return 0;
+}
+
+static int rs_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+{
+	return rs_destroy(to_rsdev(ibpd->device), RS_CMD_DESTROY_PD,
+			  to_rspd(ibpd)->handle);
+}
+
+/* ------------------------------------------------------------------ */
+/* CQs                                                                */
+/* ------------------------------------------------------------------ */
+
+static void rs_ring_db(struct rs_ibdev *dev, u32 off, u32 val)
+{
+	/* writel() orders the ring's stores before the doorbell. */
+	writel(val, dev->kdb + off);
+}
+
+static int rs_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+			struct uverbs_attr_bundle *attrs)
+{
+	struct ib_udata *udata = attrs ? &attrs->driver_udata : NULL;
+	struct rs_ibdev *dev = to_rsdev(ibcq->device);
+	struct rs_ucontext *uc =
+		rdma_udata_to_drv_context(udata, struct rs_ucontext, ibuc);
+	struct rs_cq *cq = to_rscq(ibcq);
+	struct rs_uverbs_create_cq_resp resp = {};
+	struct rs_admin_cmd cmd = {};
+	struct rs_admin_cqe cqe;
+	u32 entries;
+	int err;
+
+	if (attr->flags)
+		return -EOPNOTSUPP;
+	if (attr->cqe < 1 || attr->cqe > dev->ibdev.attrs.max_cqe)
+		return -EINVAL;
+	if (attr->comp_vector >= dev->ibdev.num_comp_vectors)
+		return -EINVAL;
+
+	entries = roundup_pow_of_two(attr->cqe + 1);
+	cq->log = ilog2(entries);
+	cq->user = !!udata;
+	spin_lock_init(&cq->lock);
+	err = rs_buf_alloc(dev, &cq->ring, sizeof(struct rs_cqe) << cq->log);
+	if (err)
+		return err;
+
+	cmd.hdr.opcode = RS_CMD_CREATE_CQ;
+	cmd.create_cq.ring_addr = cq->ring.dma;
+	cmd.create_cq.log_size = cq->log;
+	cmd.create_cq.comp_vector = attr->comp_vector;
+	cmd.create_cq.uar = uc ? uc->uar : 0;
+	err = rs_exec(dev, &cmd, &cqe);
+	if (err)
+		goto err_free;
+	cq->handle = cqe.handle;
+	ibcq->cqe = entries - 1;
+
+	err = xa_err(xa_store_irq(&dev->cqs, cq->handle & RS_HANDLE_INDEX_MASK,
+				  cq, GFP_KERNEL));
+	if (err)
+		goto err_destroy;
+
+	if (udata) {
+		cq->mentry = rs_mmap_insert(dev, &uc->ibuc, RS_MMAP_MEM,
+					    (u64)(uintptr_t)cq->ring.va,
+					    cq->ring.size, 0, &resp.ring_mmap_key);
+		if (IS_ERR(cq->mentry)) {
+			err = PTR_ERR(cq->mentry);
+			cq->mentry = NULL;
+			goto err_xa;
+		}
+		resp.ring_bytes = cq->ring.size;
+		resp.cq_index = cq->handle & RS_DB_INDEX_MASK;
+		resp.log_size = cq->log;
+		err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
+		if (err)
+			goto err_mmap;
+	}
+	return 0;
+
+err_mmap:
+	rs_mmap_remove(&cq->mentry);
+err_xa:
+	xa_erase_irq(&dev->cqs, cq->handle & RS_HANDLE_INDEX_MASK);
+err_destroy:
+	rs_destroy(dev, RS_CMD_DESTROY_CQ, cq->handle);
+err_free:
+	rs_buf_free(dev, &cq->ring);
+	return err;
+}
+
+static int rs_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
+{
+	struct rs_ibdev *dev = to_rsdev(ibcq->device);
+	struct rs_cq *cq = to_rscq(ibcq);
+	int err;
+
+	err = rs_destroy(dev, RS_CMD_DESTROY_CQ, cq->handle);
+	if (err)
+		return err;
+	xa_erase_irq(&dev->cqs, cq->handle & RS_HANDLE_INDEX_MASK);
+	rs_mmap_remove(&cq->mentry);
+	rs_buf_free(dev, &cq->ring);
+	return 0;
+}
+
+static struct rs_cqe *rs_cq_next(struct rs_cq *cq)
+{
+	struct rs_cqe *e = (struct rs_cqe *)cq->ring.va + (cq->ci & ((1u << cq->log) - 1));
+	u8 phase = ((cq->ci >> cq->log) & 1) ^ 1;
+
+	if ((READ_ONCE(e->owner) & RS_CQE_OWNER) != phase)
+		return NULL;
+	/* Read the entry only after its owner bit. */
+	dma_rmb();
+	return e;
+}
+
+static const enum ib_wc_opcode rs_wc_opcode[] = {
+	[RS_WR_SEND] = IB_WC_SEND,
+	[RS_WR_SEND_IMM] = IB_WC_SEND,
+	[RS_WR_SEND_INV] = IB_WC_SEND,
+	[RS_WR_RDMA_WRITE] = IB_WC_RDMA_WRITE,
+	[RS_WR_RDMA_WRITE_IMM] = IB_WC_RDMA_WRITE,
+	[RS_WR_RDMA_READ] = IB_WC_RDMA_READ,
+	[RS_WR_ATOMIC_CMP_SWP] = IB_WC_COMP_SWAP,
+	[RS_WR_ATOMIC_FETCH_ADD] = IB_WC_FETCH_ADD,
+	[RS_WR_LOCAL_INV] = IB_WC_LOCAL_INV,
+	[RS_WR_REG_MR] = IB_WC_REG_MR,
+};
+
+static void rs_wq_consume_send(struct rs_qp *qp)
+{
+	struct rs_wq *wq = &qp->sq;
+	u32 mask = (1u << wq->log) - 1;
+
+	/* Completions are in order: retire up to the next signaled WQE. */
+	spin_lock(&wq->lock);
+	while (wq->ci != wq->pi) {
+		bool sig = wq->signaled[wq->ci & mask];
+
+		wq->ci++;
+		if (sig)
+			break;
+	}
+	spin_unlock(&wq->lock);
+}
+
+static int rs_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
+{
+	struct rs_ibdev *dev = to_rsdev(ibcq->device);
+	struct rs_cq *cq = to_rscq(ibcq);
+	unsigned long flags;
+	struct rs_cqe *e;
+	struct rs_qp *qp;
+	int n = 0;
+
+	spin_lock_irqsave(&cq->lock, flags);
+	while (n < num && (e = rs_cq_next(cq))) {
+		struct ib_wc *w = &wc[n];
+
+		memset(w, 0, sizeof(*w));
+		w->wr_id = e->wr_id;
+		w->status = (enum ib_wc_status)e->status;
+		w->byte_len = e->byte_len;
+		w->src_qp = e->src_qp;
+		w->port_num = RS_PORT_NUM;
+		w->pkey_index = 0;
+		xa_lock(&dev->qps);
+		qp = xa_load(&dev->qps, e->qpn);
+		if (qp) {
+			w->qp = &qp->ibqp;
+			if (e->opcode & RS_WR_RECV) {
+				qp->rq.ci++;
+			} else {
+				rs_wq_consume_send(qp);
+			}
+		}
+		xa_unlock(&dev->qps);
+		if (e->opcode == RS_WR_RECV)
+			w->opcode = IB_WC_RECV;
+		else if (e->opcode == RS_WR_RECV_RDMA_IMM)
+			w->opcode = IB_WC_RECV_RDMA_WITH_IMM;
+		else if (e->opcode < ARRAY_SIZE(rs_wc_opcode))
+			w->opcode = rs_wc_opcode[e->opcode];
+		if (e->wc_flags & RS_WC_F_IMM) {
+			w->wc_flags |= IB_WC_WITH_IMM;
+			w->ex.imm_data = cpu_to_be32(e->imm_or_inv);
+		} else if (e->wc_flags & RS_WC_F_INV) {
+			w->wc_flags |= IB_WC_WITH_INVALIDATE;
+			w->ex.invalidate_rkey = e->imm_or_inv;
+		}
+		if (e->wc_flags & RS_WC_F_GRH)
+			w->wc_flags |= IB_WC_GRH;
+		if (!qp)
+			ibdev_warn_ratelimited(&dev->ibdev, "CQE for unknown QP %u\n",
+					       e->qpn);
+		cq->ci++;
+		n++;
+	}
+	if (n)
+		rs_ring_db(dev, RS_DB_CQ_CI, (cq->handle & RS_DB_INDEX_MASK) |
+			   ((cq->ci & 0xffff) << RS_DB_VALUE_SHIFT));
+	spin_unlock_irqrestore(&cq->lock, flags);
+	return n;
+}
+
+static int rs_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
+{
+	struct rs_ibdev *dev = to_rsdev(ibcq->device);
+	struct rs_cq *cq = to_rscq(ibcq);
+	unsigned long irqf;
+	u32 val = cq->handle & RS_DB_INDEX_MASK;
+	int ret = 0;
+
+	val |= (flags & IB_CQ_SOLICITED_MASK) == IB_CQ_SOLICITED ?
+	       RS_DB_CQ_ARM_SOLICITED : RS_DB_CQ_ARM_NEXT;
+	rs_ring_db(dev, RS_DB_CQ_ARM, val);
+	if (flags & IB_CQ_REPORT_MISSED_EVENTS) {
+		spin_lock_irqsave(&cq->lock, irqf);
+		ret = rs_cq_next(cq) ? 1 : 0;
+		spin_unlock_irqrestore(&cq->lock, irqf);
+	}
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* Sessions                                                           */
+/* ------------------------------------------------------------------ */
+
+static void rs_session_put(struct rs_ibdev *dev, struct rs_session *s)
+{
+	if (!s)
+		return;
+	mutex_lock(&dev->sess_lock);
+	if (refcount_dec_and_test(&s->refs)) {
+		list_del(&s->node);
+		rs_destroy(dev, RS_CMD_DESTROY_SESSION_GROUP, s->group);
+		rs_destroy(dev, RS_CMD_DESTROY_SESSION, s->session);
+		kfree(s);
+	}
+	mutex_unlock(&dev->sess_lock);
+}
+
+/*
+ * The session (and its one-session group) for the RoCEv2 5-tuple of an
+ * RC/UC QP's primary path: source IP = the SGID, destination IP = the
+ * DGID, UDP source port from the flow label (rdma_get_udp_sport()),
+ * destination port 4791.
+ */
+static struct rs_session *rs_session_get(struct rs_ibdev *dev,
+					 const struct rdma_ah_attr *ah,
+					 u32 lqpn, u32 rqpn)
+{
+	const struct ib_global_route *grh = rdma_ah_read_grh(ah);
+	struct rs_admin_cmd cmd = {};
+	struct rs_admin_cqe cqe;
+	struct rs_session *s;
+	u16 sport;
+	int err;
+
+	sport = rdma_get_udp_sport(grh->flow_label, lqpn, rqpn);
+
+	mutex_lock(&dev->sess_lock);
+	list_for_each_entry(s, &dev->sessions, node) {
+		if (s->gid_index == grh->sgid_index && s->src_port == sport &&
+		    !memcmp(s->dst_ip, grh->dgid.raw, sizeof(s->dst_ip))) {
+			refcount_inc(&s->refs);
+			goto out;
+		}
+	}
+
+	s = kzalloc(sizeof(*s), GFP_KERNEL);
+	if (!s) {
+		s = ERR_PTR(-ENOMEM);
+		goto out;
+	}
+	memcpy(s->dst_ip, grh->dgid.raw, sizeof(s->dst_ip));
+	s->src_port = sport;
+	s->gid_index = grh->sgid_index;
+
+	cmd.hdr.opcode = RS_CMD_CREATE_SESSION;
+	memcpy(cmd.create_session.dst_ip, grh->dgid.raw, 16);
+	memcpy(cmd.create_session.dmac, ah->roce.dmac, ETH_ALEN);
+	cmd.create_session.src_port = sport;
+	cmd.create_session.dst_port = RS_ROCE_V2_PORT;
+	cmd.create_session.gid_index = grh->sgid_index;
+	err = rs_exec(dev, &cmd, &cqe);
+	if (err)
+		goto err_free;
+	s->session = cqe.handle;
+
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.hdr.opcode = RS_CMD_CREATE_SESSION_GROUP;
+	cmd.create_group.session[0] = s->session;
+	cmd.create_group.nsessions = 1;
+	cmd.create_group.policy = RS_GROUP_ROUND_ROBIN;
+	err = rs_exec(dev, &cmd, &cqe);
+	if (err)
+		goto err_session;
+	s->group = cqe.handle;
+	refcount_set(&s->refs, 1);
+	list_add(&s->node, &dev->sessions);
+	atomic64_inc(&dev->cnt[RS_CNT_SESSIONS]);
+	goto out;
+
+err_session:
+	rs_destroy(dev, RS_CMD_DESTROY_SESSION, s->session);
+err_free:
+	kfree(s);
+	s = ERR_PTR(err);
+out:
+	mutex_unlock(&dev->sess_lock);
+	return s;
+}
+
+/* ------------------------------------------------------------------ */
+/* QPs                                                                */
+/* ------------------------------------------------------------------ */
+
+static int rs_qp_type(enum ib_qp_type t)
+{
+	switch (t) {
+	case IB_QPT_RC:
+		return RS_QPT_RC;
+	case IB_QPT_UC:
+		return RS_QPT_UC;
+	case IB_QPT_UD:
+		return RS_QPT_UD;
+	case IB_QPT_GSI:
+		return RS_QPT_GSI;
+	default:
+		return -EOPNOTSUPP;
+	}
+}
+
+static void rs_wq_free(struct rs_ibdev *dev, struct rs_wq *wq)
+{
+	rs_mmap_remove(&wq->mentry);
+	rs_buf_free(dev, &wq->ring);
+	kfree(wq->signaled);
+	wq->signaled = NULL;
+}
+
+static int rs_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+			struct ib_udata *udata)
+{
+	struct rs_ibdev *dev = to_rsdev(ibqp->device);
+	const struct rs_device_attr *da = &dev->rdev->attr;
+	struct rs_ucontext *uc =
+		rdma_udata_to_drv_context(udata, struct rs_ucontext, ibuc);
+	struct rs_qp *qp = to_rsqp(ibqp);
+	struct rs_uverbs_create_qp_resp resp = {};
+	struct ib_qp_cap *cap = &init->cap;
+	struct rs_admin_cmd cmd = {};
+	struct rs_admin_cqe cqe;
+	u32 sq_n, rq_n, ssge, rsge, inl;
+	int type, err;
+
+	type = rs_qp_type(init->qp_type);
+	if (type < 0)
+		return type;
+	if (init->srq || init->create_flags)
+		return -EOPNOTSUPP;
+	if (type == RS_QPT_GSI && udata)
+		return -EINVAL;
+	if (cap->max_send_wr > da->max_qp_wr || cap->max_recv_wr > da->max_qp_wr ||
+	    cap->max_send_sge > da->max_sge || cap->max_recv_sge > da->max_sge ||
+	    cap->max_inline_data > da->max_inline)
+		return -EINVAL;
+
+	sq_n = roundup_pow_of_two(max(cap->max_send_wr, 2u));
+	rq_n = roundup_pow_of_two(max(cap->max_recv_wr, 2u));
+	ssge = max(cap->max_send_sge, 1u);
+	rsge = max(cap->max_recv_sge, 1u);
+	inl = cap->max_inline_data;
+
+	qp->rs_type = type;
+	qp->user = !!udata;
+	qp->state = IB_QPS_RESET;
+	qp->sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
+	qp->max_inline = inl;
+	qp->sq.log = ilog2(sq_n);
+	qp->rq.log = ilog2(rq_n);
+	qp->sq.max_sge = ssge;
+	qp->rq.max_sge = rsge;
+	/* The device's strides (spec, "Work queues"). */
+	qp->sq.stride = roundup_pow_of_two(sizeof(struct rs_send_wqe_ctrl) +
+					   max(ssge * (u32)sizeof(struct rs_sge), inl));
+	qp->rq.stride = roundup_pow_of_two(sizeof(struct rs_recv_wqe_ctrl) +
+					   rsge * (u32)sizeof(struct rs_sge));
+	spin_lock_init(&qp->sq.lock);
+	spin_lock_init(&qp->rq.lock);
+
+	err = rs_buf_alloc(dev, &qp->sq.ring, (size_t)qp->sq.stride << qp->sq.log);
+	if (err)
+		return err;
+	err = rs_buf_alloc(dev, &qp->rq.ring, (size_t)qp->rq.stride << qp->rq.log);
+	if (err)
+		goto err_free;
+	if (!udata) {
+		qp->sq.signaled = kcalloc(sq_n, sizeof(u8), GFP_KERNEL);
+		if (!qp->sq.signaled) {
+			err = -ENOMEM;
+			goto err_free;
+		}
+	}
+
+	cmd.hdr.opcode = RS_CMD_CREATE_QP;
+	cmd.create_qp.sq_addr = qp->sq.ring.dma;
+	cmd.create_qp.rq_addr = qp->rq.ring.dma;
+	cmd.create_qp.pd = to_rspd(ibqp->pd)->handle;
+	cmd.create_qp.send_cq = to_rscq(init->send_cq)->handle;
+	cmd.create_qp.recv_cq = to_rscq(init->recv_cq)->handle;
+	cmd.create_qp.qp_type = type;
+	cmd.create_qp.sq_log_size = qp->sq.log;
+	cmd.create_qp.rq_log_size = qp->rq.log;
+	cmd.create_qp.max_send_sge = ssge;
+	cmd.create_qp.max_recv_sge = rsge;
+	cmd.create_qp.flags = qp->sig_all ? RS_QP_F_SIGNAL_ALL : 0;
+	cmd.create_qp.max_inline = inl;
+	cmd.create_qp.uar = uc ? uc->uar : 0;
+	err = rs_exec(dev, &cmd, &cqe);
+	if (err)
+		goto err_free;
+	qp->handle = cqe.handle;
+	qp->qpn = cqe.result1;
+	ibqp->qp_num = qp->qpn;
+
+	err = xa_err(xa_store_irq(&dev->qps, qp->qpn, qp, GFP_KERNEL));
+	if (err)
+		goto err_destroy;
+
+	cap->max_send_wr = sq_n;
+	cap->max_recv_wr = rq_n;
+	cap->max_send_sge = ssge;
+	cap->max_recv_sge = rsge;
+	cap->max_inline_data = inl;
+	qp->cap = *cap;
+
+	if (udata) {
+		qp->sq.mentry = rs_mmap_insert(dev, &uc->ibuc, RS_MMAP_MEM,
+					       (u64)(uintptr_t)qp->sq.ring.va,
+					       qp->sq.ring.size, 0, &resp.sq_mmap_key);
+		if (IS_ERR(qp->sq.mentry)) {
+			err = PTR_ERR(qp->sq.mentry);
+			qp->sq.mentry = NULL;
+			goto err_xa;
+		}
+		qp->rq.mentry = rs_mmap_insert(dev, &uc->ibuc, RS_MMAP_MEM,
+					       (u64)(uintptr_t)qp->rq.ring.va,
+					       qp->rq.ring.size, 0, &resp.rq_mmap_key);
+		if (IS_ERR(qp->rq.mentry)) {
+			err = PTR_ERR(qp->rq.mentry);
+			qp->rq.mentry = NULL;
+			goto err_xa;
+		}
+		resp.sq_bytes = qp->sq.ring.size;
+		resp.rq_bytes = qp->rq.ring.size;
+		resp.qpn = qp->qpn;
+		resp.sq_log_size = qp->sq.log;
+		resp.rq_log_size = qp->rq.log;
+		resp.sq_stride = qp->sq.stride;
+		resp.rq_stride = qp->rq.stride;
+		resp.max_inline = inl;
+		err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
+		if (err)
+			goto err_xa;
+	}
+	atomic64_inc(&dev->cnt[RS_CNT_QP_CREATED]);
+	return 0;
+
+err_xa:
+	xa_erase_irq(&dev->qps, qp->qpn);
+err_destroy:
+	rs_destroy(dev, RS_CMD_DESTROY_QP, qp->handle);
+err_free:
+	rs_wq_free(dev, &qp->rq);
+	rs_wq_free(dev, &qp->sq);
+	return err;
+}
+
+static int rs_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
+{
+	struct rs_ibdev *dev = to_rsdev(ibqp->device);
+	struct rs_qp *qp = to_rsqp(ibqp);
+	int err;
+
+	err = rs_destroy(dev, RS_CMD_DESTROY_QP, qp->handle);
+	if (err)
+		return err;
+	xa_erase_irq(&dev->qps, qp->qpn);
+	/* The QP no longer holds its group: release the session. */
+	rs_session_put(dev, qp->sess);
+	qp->sess = NULL;
+	rs_wq_free(dev, &qp->rq);
+	rs_wq_free(dev, &qp->sq);
+	return 0;
+}
+
+/* Bits 0-20 of enum ib_qp_attr_mask are the device's bits. */
+#define RS_IB_QP_ATTR_MASK	(IB_QP_DEST_QPN * 2 - 1)
+
+static int rs_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+			struct ib_udata *udata)
+{
+	struct rs_ibdev *dev = to_rsdev(ibqp->device);
+	struct rs_qp *qp = to_rsqp(ibqp);
+	struct rs_session *sess = NULL;
+	enum ib_qp_state cur, next;
+	struct rs_admin_cmd cmd = {};
+	struct rs_qp_attr *a;
+	dma_addr_t dma;
+	u32 dmask;
+	int err;
+
+	if (mask & ~RS_IB_QP_ATTR_MASK)
+		return -EOPNOTSUPP;
+	if (udata && udata->inlen &&
+	    !ib_is_udata_cleared(udata, 0, udata->inlen))
+		return -EINVAL;
+
+	cur = (mask & IB_QP_CUR_STATE) ? attr->cur_qp_state : qp->state;
+	next = (mask & IB_QP_STATE) ? attr->qp_state : cur;
+	if (!ib_modify_qp_is_ok(cur, next, ibqp->qp_type, mask)) {
+		ibdev_dbg(&dev->ibdev, "QP %u: bad modify %d -> %d mask %#x\n",
+			  qp->qpn, cur, next, mask);
+		return -EINVAL;
+	}
+	if ((mask & IB_QP_PORT) && attr->port_num != RS_PORT_NUM)
+		return -EINVAL;
+	if ((mask & IB_QP_AV) &&
+	    attr->ah_attr.type != RDMA_AH_ATTR_TYPE_ROCE)
+		return -EINVAL;
+
+	a = dma_alloc_coherent(rs_dma_dev(dev), sizeof(*a), &dma, GFP_KERNEL);
+	if (!a)
+		return -ENOMEM;
+
+	dmask = mask & RS_IB_QP_ATTR_MASK;
+	a->qp_state = next;
+	a->cur_qp_state = cur;
+	a->path_mtu = attr->path_mtu;
+	a->port_num = RS_PORT_NUM;
+	a->qkey = attr->qkey;
+	a->rq_psn = attr->rq_psn;
+	a->sq_psn = attr->sq_psn;
+	a->dest_qp_num = attr->dest_qp_num;
+	a->access_flags = attr->qp_access_flags & RS_ACCESS_ALL;
+	a->pkey_index = attr->pkey_index;
+	a->max_rd_atomic = attr->max_rd_atomic;
+	a->max_dest_rd_atomic = attr->max_dest_rd_atomic;
+	a->min_rnr_timer = attr->min_rnr_timer;
+	a->timeout = attr->timeout;
+	a->retry_cnt = attr->retry_cnt;
+	a->rnr_retry = attr->rnr_retry;
+	a->en_sqd_async_notify = attr->en_sqd_async_notify;
+
+	if (mask & IB_QP_AV) {
+		const struct ib_global_route *grh = rdma_ah_read_grh(&attr->ah_attr);
+
+		memcpy(a->ah.dgid, grh->dgid.raw, sizeof(a->ah.dgid));
+		memcpy(a->ah.dmac, attr->ah_attr.roce.dmac, ETH_ALEN);
+		a->ah.hop_limit = grh->hop_limit;
+		a->ah.traffic_class = grh->traffic_class;
+		a->ah.flow_label = grh->flow_label;
+		a->ah.gid_index = grh->sgid_index;
+
+		/* A new primary path of a connected QP: its session. */
+		if (qp->rs_type == RS_QPT_RC || qp->rs_type == RS_QPT_UC) {
+			u32 rqpn = (mask & IB_QP_DEST_QPN) ? attr->dest_qp_num :
+							     qp->dest_qpn;
+
+			sess = rs_session_get(dev, &attr->ah_attr, qp->qpn, rqpn);
+			if (IS_ERR(sess)) {
+				err = PTR_ERR(sess);
+				sess = NULL;
+				goto out;
+			}
+			a->session_group = sess->group;
+			dmask |= RS_QP_ATTR_SESSION_GROUP;
+		}
+	}
+
+	cmd.hdr.opcode = RS_CMD_MODIFY_QP;
+	cmd.modify_qp.attr_addr = dma;
+	cmd.modify_qp.handle = qp->handle;
+	cmd.modify_qp.attr_mask = dmask;
+	err = rs_exec(dev, &cmd, NULL);
+	if (err) {
+		rs_session_put(dev, sess);
+		goto out;
+	}
+
+	qp->state = next;
+	if (mask & IB_QP_DEST_QPN)
+		qp->dest_qpn = attr->dest_qp_num;
+	if (sess) {
+		/* The old group is no longer bound to this QP. */
+		rs_session_put(dev, qp->sess);
+		qp->sess = sess;
+	}
+	if (mask & IB_QP_AV) {
+		qp->av = attr->ah_attr;
+		qp->av.grh.sgid_attr = NULL;
+		qp->has_av = true;
+	}
+	if (next == IB_QPS_RESET) {
+		qp->has_av = false;
+		if (!qp->user) {
+			qp->sq.pi = qp->sq.ci = 0;
+			qp->rq.pi = qp->rq.ci = 0;
+			memset(qp->sq.ring.va, 0, qp->sq.ring.size);
+			memset(qp->rq.ring.va, 0, qp->rq.ring.size);
+		}
+	}
+out:
+	dma_free_coherent(rs_dma_dev(dev), sizeof(*a), a, dma);
+	return err;
+}
+
+static int rs_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		       struct ib_qp_init_attr *init)
+{
+	struct rs_ibdev *dev = to_rsdev(ibqp->device);
+	struct rs_qp *qp = to_rsqp(ibqp);
+	struct rs_admin_cmd cmd = {};
+	struct rs_qp_attr *a;
+	dma_addr_t dma;
+	int err;
+
+	a = dma_alloc_coherent(rs_dma_dev(dev), sizeof(*a), &dma, GFP_KERNEL);
+	if (!a)
+		return -ENOMEM;
+	cmd.hdr.opcode = RS_CMD_QUERY_QP;
+	cmd.query.resp_addr = dma;
+	cmd.query.resp_len = sizeof(*a);
+	cmd.query.handle = qp->handle;
+	err = rs_exec(dev, &cmd, NULL);
+	if (err)
+		goto out;
+
+	memset(attr, 0, sizeof(*attr));
+	memset(init, 0, sizeof(*init));
+	attr->qp_state = a->qp_state;
+	attr->cur_qp_state = a->cur_qp_state;
+	attr->path_mtu = a->path_mtu;
+	attr->path_mig_state = IB_MIG_MIGRATED;
+	attr->qkey = a->qkey;
+	attr->rq_psn = a->rq_psn;
+	attr->sq_psn = a->sq_psn;
+	attr->dest_qp_num = a->dest_qp_num;
+	attr->qp_access_flags = a->access_flags;
+	attr->pkey_index = a->pkey_index;
+	attr->port_num = RS_PORT_NUM;
+	attr->max_rd_atomic = a->max_rd_atomic;
+	attr->max_dest_rd_atomic = a->max_dest_rd_atomic;
+	attr->min_rnr_timer = a->min_rnr_timer;
+	attr->timeout = a->timeout;
+	attr->retry_cnt = a->retry_cnt;
+	attr->rnr_retry = a->rnr_retry;
+	attr->sq_draining = a->sq_draining;
+	attr->en_sqd_async_notify = a->en_sqd_async_notify;
+	attr->cap = qp->cap;
+	if (qp->has_av)
+		attr->ah_attr = qp->av;
+
+	init->qp_type = ibqp->qp_type;
+	init->send_cq = ibqp->send_cq;
+	init->recv_cq = ibqp->recv_cq;
+	init->cap = qp->cap;
+	init->sq_sig_type = qp->sig_all ? IB_SIGNAL_ALL_WR : IB_SIGNAL_REQ_WR;
+	init->port_num = RS_PORT_NUM;
+out:
+	dma_free_coherent(rs_dma_dev(dev), sizeof(*a), a, dma);
+	return err;
+}
+
+/* Kernel QPs: WQEs into the rings, doorbells through page 0. */
+
+static int rs_wr_opcode(enum ib_wr_opcode op)
+{
+	switch (op) {
+	case IB_WR_SEND:
+		return RS_WR_SEND;
+	case IB_WR_SEND_WITH_IMM:
+		return RS_WR_SEND_IMM;
+	case IB_WR_SEND_WITH_INV:
+		return RS_WR_SEND_INV;
+	case IB_WR_RDMA_WRITE:
+		return RS_WR_RDMA_WRITE;
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+		return RS_WR_RDMA_WRITE_IMM;
+	case IB_WR_RDMA_READ:
+		return RS_WR_RDMA_READ;
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+		return RS_WR_ATOMIC_CMP_SWP;
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		return RS_WR_ATOMIC_FETCH_ADD;
+	case IB_WR_LOCAL_INV:
+		return RS_WR_LOCAL_INV;
+	default:
+		/* IB_WR_REG_MR: no fast-registration MRs. */
+		return -EOPNOTSUPP;
+	}
+}
+
+static int rs_build_send(struct rs_qp *qp, const struct ib_send_wr *wr, void *slot)
+{
+	struct rs_send_wqe_ctrl *c = slot;
+	struct rs_sge *sg = (struct rs_sge *)(c + 1);
+	int op = rs_wr_opcode(wr->opcode);
+	int i;
+
+	if (op < 0)
+		return op;
+	if (wr->num_sge > qp->sq.max_sge)
+		return -EINVAL;
+
+	memset(slot, 0, qp->sq.stride);
+	c->wr_id = wr->wr_id;
+	c->opcode = op;
+	if ((wr->send_flags & IB_SEND_SIGNALED) || qp->sig_all)
+		c->flags |= RS_WQE_F_SIGNALED;
+	if (wr->send_flags & IB_SEND_SOLICITED)
+		c->flags |= RS_WQE_F_SOLICITED;
+	if (wr->send_flags & IB_SEND_FENCE)
+		c->flags |= RS_WQE_F_FENCE;
+
+	switch (wr->opcode) {
+	case IB_WR_SEND_WITH_IMM:
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+		c->imm_or_inv = be32_to_cpu(wr->ex.imm_data);
+		break;
+	case IB_WR_SEND_WITH_INV:
+	case IB_WR_LOCAL_INV:
+		c->imm_or_inv = wr->ex.invalidate_rkey;
+		break;
+	default:
+		break;
+	}
+	switch (wr->opcode) {
+	case IB_WR_RDMA_WRITE:
+	case IB_WR_RDMA_WRITE_WITH_IMM:
+	case IB_WR_RDMA_READ:
+		c->remote_addr = rdma_wr(wr)->remote_addr;
+		c->rkey = rdma_wr(wr)->rkey;
+		break;
+	case IB_WR_ATOMIC_CMP_AND_SWP:
+	case IB_WR_ATOMIC_FETCH_AND_ADD:
+		c->remote_addr = atomic_wr(wr)->remote_addr;
+		c->rkey = atomic_wr(wr)->rkey;
+		c->compare_add = atomic_wr(wr)->compare_add;
+		c->swap = atomic_wr(wr)->swap;
+		break;
+	default:
+		break;
+	}
+	if (qp->rs_type == RS_QPT_UD || qp->rs_type == RS_QPT_GSI) {
+		c->ah = rs_ah_handle(to_rsah(ud_wr(wr)->ah));
+		c->remote_qpn = ud_wr(wr)->remote_qpn;
+		c->remote_qkey = ud_wr(wr)->remote_qkey;
+	}
+
+	if (wr->send_flags & IB_SEND_INLINE) {
+		u8 *p = (u8 *)(c + 1);
+		u32 len = 0;
+
+		for (i = 0; i < wr->num_sge; i++) {
+			if (len + wr->sg_list[i].length > qp->max_inline)
+				return -EINVAL;
+			memcpy(p + len, (void *)(uintptr_t)wr->sg_list[i].addr,
+			       wr->sg_list[i].length);
+			len += wr->sg_list[i].length;
+		}
+		c->flags |= RS_WQE_F_INLINE;
+		c->inline_len = len;
+	} else {
+		for (i = 0; i < wr->num_sge; i++) {
+			sg[i].addr = wr->sg_list[i].addr;
+			sg[i].length = wr->sg_list[i].length;
+			sg[i].lkey = wr->sg_list[i].lkey;
+		}
+		c->num_sge = wr->num_sge;
+	}
+	return 0;
+}
+
+static int rs_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+			const struct ib_send_wr **bad)
+{
+	struct rs_ibdev *dev = to_rsdev(ibqp->device);
+	struct rs_qp *qp = to_rsqp(ibqp);
+	struct rs_wq *wq = &qp->sq;
+	u32 mask = (1u << wq->log) - 1;
+	unsigned long flags;
+	int err = 0, n = 0;
+
+	if (qp->user)
+		return -EINVAL;
+	spin_lock_irqsave(&wq->lock, flags);
+	if (qp->state < IB_QPS_RTS || qp->state == IB_QPS_ERR) {
+		err = -EINVAL;
+		*bad = wr;
+		goto out;
+	}
+	for (; wr; wr = wr->next) {
+		void *slot;
+
+		if (wq->pi - wq->ci >= (1u << wq->log)) {
+			err = -ENOMEM;
+			break;
+		}
+		slot = wq->ring.va + (size_t)(wq->pi & mask) * wq->stride;
+		err = rs_build_send(qp, wr, slot);
+		if (err)
+			break;
+		wq->signaled[wq->pi & mask] =
+			!!(((struct rs_send_wqe_ctrl *)slot)->flags & RS_WQE_F_SIGNALED);
+		wq->pi++;
+		n++;
+	}
+	if (err)
+		*bad = wr;
+	if (n)
+		rs_ring_db(dev, RS_DB_SQ, (qp->qpn & RS_DB_INDEX_MASK) |
+			   ((wq->pi & 0xffff) << RS_DB_VALUE_SHIFT));
+out:
+	spin_unlock_irqrestore(&wq->lock, flags);
+	return err;
+}
+
+static int rs_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+			const struct ib_recv_wr **bad)
+{
+	struct rs_ibdev *dev = to_rsdev(ibqp->device);
+	struct rs_qp *qp = to_rsqp(ibqp);
+	struct rs_wq *wq = &qp->rq;
+	u32 mask = (1u << wq->log) - 1;
+	unsigned long flags;
+	int err = 0, n = 0, i;
+
+	if (qp->user)
+		return -EINVAL;
+	spin_lock_irqsave(&wq->lock, flags);
+	if (qp->state == IB_QPS_RESET || qp->state == IB_QPS_ERR) {
+		err = -EINVAL;
+		*bad = wr;
+		goto out;
+	}
+	for (; wr; wr = wr->next) {
+		struct rs_recv_wqe_ctrl *c;
+		struct rs_sge *sg;
+
+		if (wq->pi - wq->ci >= (1u << wq->log)) {
+			err = -ENOMEM;
+			break;
+		}
+		if (wr->num_sge > wq->max_sge) {
+			err = -EINVAL;
+			break;
+		}
+		c = wq->ring.va + (size_t)(wq->pi & mask) * wq->stride;
+		sg = (struct rs_sge *)(c + 1);
+		memset(c, 0, wq->stride);
+		c->wr_id = wr->wr_id;
+		c->num_sge = wr->num_sge;
+		for (i = 0; i < wr->num_sge; i++) {
+			sg[i].addr = wr->sg_list[i].addr;
+			sg[i].length = wr->sg_list[i].length;
+			sg[i].lkey = wr->sg_list[i].lkey;
+		}
+		wq->pi++;
+		n++;
+	}
+	if (err)
+		*bad = wr;
+	if (n)
+		rs_ring_db(dev, RS_DB_RQ, (qp->qpn & RS_DB_INDEX_MASK) |
+			   ((wq->pi & 0xffff) << RS_DB_VALUE_SHIFT));
+out:
+	spin_unlock_irqrestore(&wq->lock, flags);
+	return err;
+}
+
+/* ------------------------------------------------------------------ */
+/* Address handles                                                    */
+/* ------------------------------------------------------------------ */
+
+static void rs_ah_pend_put(struct rs_ah_pend *p)
+{
+	if (refcount_dec_and_test(&p->refs))
+		kfree(p);
+}
+
+static void rs_ah_create_fn(struct work_struct *w)
+{
+	struct rs_ah_pend *p = container_of(w, struct rs_ah_pend, create_work);
+	struct rs_admin_cqe cqe;
+
+	if (!rs_exec(p->dev, &p->cmd, &cqe))
+		WRITE_ONCE(p->handle, cqe.handle);
+	rs_ah_pend_put(p);
+}
+
+static void rs_ah_destroy_fn(struct work_struct *w)
+{
+	struct rs_ah_pend *p = container_of(w, struct rs_ah_pend, destroy_work);
+
+	if (p->handle)
+		rs_destroy(p->dev, RS_CMD_DESTROY_AH, p->handle);
+	rs_ah_pend_put(p);
+}
+
+struct rs_ah_destroy_work {
+	struct work_struct work;
+	struct rs_ibdev *dev;
+	u32 handle;
+};
+
+static void rs_ah_destroy_handle_fn(struct work_struct *w)
+{
+	struct rs_ah_destroy_work *dw = container_of(w, struct rs_ah_destroy_work, work);
+
+	rs_destroy(dw->dev, RS_CMD_DESTROY_AH, dw->handle);
+	kfree(dw);
+}
+
+static int rs_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
+			struct ib_udata *udata)
+{
+	struct rs_ibdev *dev = to_rsdev(ibah->device);
+	struct rdma_ah_attr *ah_attr = init->ah_attr;
+	const struct ib_global_route *grh = rdma_ah_read_grh(ah_attr);
+	struct rs_uverbs_create_ah_resp resp = {};
+	struct rs_ah *ah = to_rsah(ibah);
+	struct rs_admin_cmd cmd = {};
+	struct rs_admin_cqe cqe;
+	int err;
+
+	if (ah_attr->type != RDMA_AH_ATTR_TYPE_ROCE)
+		return -EINVAL;
+
+	cmd.hdr.opcode = RS_CMD_CREATE_AH;
+	memcpy(cmd.create_ah.dgid, grh->dgid.raw, sizeof(cmd.create_ah.dgid));
+	memcpy(cmd.create_ah.dmac, ah_attr->roce.dmac, ETH_ALEN);
+	cmd.create_ah.hop_limit = grh->hop_limit;
+	cmd.create_ah.traffic_class = grh->traffic_class;
+	cmd.create_ah.pd = to_rspd(ibah->pd)->handle;
+	cmd.create_ah.flow_label = grh->flow_label;
+	cmd.create_ah.gid_index = grh->sgid_index;
+
+	/*
+	 * Admin commands sleep.  Kernel callers in atomic context (ib_cm
+	 * allocates its MADs' AHs under a spinlock) get an AH whose device
+	 * handle is created from the workqueue.
+	 */
+	if (!(init->flags & RDMA_CREATE_AH_SLEEPABLE)) {
+		struct rs_ah_pend *p = kzalloc(sizeof(*p), GFP_ATOMIC);
+
+		if (!p)
+			return -ENOMEM;
+		INIT_WORK(&p->create_work, rs_ah_create_fn);
+		INIT_WORK(&p->destroy_work, rs_ah_destroy_fn);
+		p->dev = dev;
+		p->cmd = cmd;
+		refcount_set(&p->refs, 2);	/* the AH and the create work */
+		ah->pend = p;
+		queue_work(dev->wq, &p->create_work);
+		return 0;
+	}
+	err = rs_exec(dev, &cmd, &cqe);
+	if (err)
+		return err;
+	ah->handle = cqe.handle;
+
+	if (udata) {
+		resp.ah_handle = ah->handle;
+		err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
+		if (err) {
+			rs_destroy(dev, RS_CMD_DESTROY_AH, ah->handle);
+			return err;
+		}
+	}
+	return 0;
+}
+
+static int rs_destroy_ah(struct ib_ah *ibah, u32 flags)
+{
+	struct rs_ibdev *dev = to_rsdev(ibah->device);
+	struct rs_ah *ah = to_rsah(ibah);
+	struct rs_ah_destroy_work *dw;
+
+	if (ah->pend) {
+		/* Ordered workqueue: runs after the CREATE_AH work. */
+		queue_work(dev->wq, &ah->pend->destroy_work);
+		ah->pend = NULL;
+		return 0;
+	}
+	if (flags & RDMA_DESTROY_AH_SLEEPABLE)
+		return rs_destroy(dev, RS_CMD_DESTROY_AH, ah->handle);
+	/* Atomic context: DESTROY_AH (by handle) from the workqueue. */
+	dw = kzalloc(sizeof(*dw), GFP_ATOMIC);
+	if (!dw)
+		return -ENOMEM;
+	INIT_WORK(&dw->work, rs_ah_destroy_handle_fn);
+	dw->dev = dev;
+	dw->handle = ah->handle;
+	queue_work(dev->wq, &dw->work);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Memory regions                                                     */
+/* ------------------------------------------------------------------ */
+
+struct rs_pbl {
+	u64 *top;			/* page addresses or chunk addresses */
+	dma_addr_t top_dma;
+	size_t top_size;
+	u64 **chunk;			/* indirect: 4 KiB chunks */
+	dma_addr_t *chunk_dma;
+	u32 nchunks;
+};
+
+static void rs_pbl_free(struct rs_ibdev *dev, struct rs_pbl *pbl)
+{
+	struct device *d = rs_dma_dev(dev);
+	u32 i;
+
+	for (i = 0; i < pbl->nchunks; i++)
+		if (pbl->chunk[i])
+			dma_free_coherent(d, RS_DB_PAGE_SIZE, pbl->chunk[i],
+					  pbl->chunk_dma[i]);
+	kfree(pbl->chunk);
+	kfree(pbl->chunk_dma);
+	if (pbl->top)
+		dma_free_coherent(d, pbl->top_size, pbl->top, pbl->top_dma);
+}
+
+static int rs_pbl_build(struct rs_ibdev *dev, struct rs_pbl *pbl,
+			struct ib_umem *umem, unsigned long pgsz, u32 npages,
+			bool *indirect)
+{
+	struct device *d = rs_dma_dev(dev);
+	struct ib_block_iter it;
+	u32 i = 0;
+
+	memset(pbl, 0, sizeof(*pbl));
+	*indirect = npages > RS_PBL_CHUNK_ENTRIES;
+	if (!*indirect) {
+		pbl->top_size = npages * sizeof(u64);
+		pbl->top = dma_alloc_coherent(d, pbl->top_size, &pbl->top_dma, GFP_KERNEL);
+		if (!pbl->top)
+			return -ENOMEM;
+		rdma_umem_for_each_dma_block(umem, &it, pgsz) {
+			if (i >= npages)
+				return -EINVAL;
+			pbl->top[i++] = rdma_block_iter_dma_address(&it);
+		}
+		return i == npages ? 0 : -EINVAL;
+	}
+
+	pbl->nchunks = DIV_ROUND_UP(npages, RS_PBL_CHUNK_ENTRIES);
+	pbl->chunk = kcalloc(pbl->nchunks, sizeof(*pbl->chunk), GFP_KERNEL);
+	pbl->chunk_dma = kcalloc(pbl->nchunks, sizeof(*pbl->chunk_dma), GFP_KERNEL);
+	pbl->top_size = pbl->nchunks * sizeof(u64);
+	pbl->top = dma_alloc_coherent(d, pbl->top_size, &pbl->top_dma, GFP_KERNEL);
+	if (!pbl->chunk || !pbl->chunk_dma || !pbl->top)
+		return -ENOMEM;
+	for (i = 0; i < pbl->nchunks; i++) {
+		pbl->chunk[i] = dma_alloc_coherent(d, RS_DB_PAGE_SIZE,
+						   &pbl->chunk_dma[i], GFP_KERNEL);
+		if (!pbl->chunk[i])
+			return -ENOMEM;
+		pbl->top[i] = pbl->chunk_dma[i];
+	}
+	i = 0;
+	rdma_umem_for_each_dma_block(umem, &it, pgsz) {
+		if (i >= npages)
+			return -EINVAL;
+		pbl->chunk[i / RS_PBL_CHUNK_ENTRIES][i % RS_PBL_CHUNK_ENTRIES] =
+			rdma_block_iter_dma_address(&it);
+		i++;
+	}
+	return i == npages ? 0 : -EINVAL;
+}
+
+#define RS_IB_ACCESS_SUPPORTED	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
+				 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC | \
+				 IB_ACCESS_MW_BIND | IB_ACCESS_OPTIONAL)
+
+static struct ib_mr *rs_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+				    u64 iova, int access, struct ib_udata *udata)
+{
+	struct rs_ibdev *dev = to_rsdev(ibpd->device);
+	struct rs_admin_cmd cmd = {};
+	struct rs_admin_cqe cqe;
+	unsigned long pgsz;
+	struct rs_pbl pbl;
+	bool indirect;
+	struct rs_mr *mr;
+	u32 npages, netid;
+	int err;
+
+	if (access & ~RS_IB_ACCESS_SUPPORTED)
+		return ERR_PTR(-EOPNOTSUPP);
+	if (!length || length > dev->rdev->attr.max_mr_size)
+		return ERR_PTR(-EINVAL);
+	err = rs_default_netid(dev, &netid);
+	if (err) {
+		ibdev_dbg(&dev->ibdev, "reg_mr: no network identity (GID) yet\n");
+		return ERR_PTR(err);
+	}
+
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	mr->umem = ib_umem_get(ibpd->device, start, length, access);
+	if (IS_ERR(mr->umem)) {
+		err = PTR_ERR(mr->umem);
+		goto err_mr;
+	}
+	pgsz = ib_umem_find_best_pgsz(mr->umem, dev->rdev->attr.page_size_cap, iova);
+	if (!pgsz) {
+		err = -EINVAL;
+		goto err_umem;
+	}
+	npages = ib_umem_num_dma_blocks(mr->umem, pgsz);
+
+	err = rs_pbl_build(dev, &pbl, mr->umem, pgsz, npages, &indirect);
+	if (err)
+		goto err_pbl;
+
+	cmd.hdr.opcode = RS_CMD_REG_MR;
+	cmd.reg_mr.iova = iova;
+	cmd.reg_mr.length = length;
+	cmd.reg_mr.pbl_addr = pbl.top_dma;
+	cmd.reg_mr.npages = npages;
+	cmd.reg_mr.pd = to_rspd(ibpd)->handle;
+	cmd.reg_mr.page_shift = order_base_2(pgsz);
+	cmd.reg_mr.flags = indirect ? RS_MR_F_PBL_INDIRECT : 0;
+	cmd.reg_mr.access = access & RS_ACCESS_ALL;
+	cmd.reg_mr.gid_index = netid;
+	err = rs_exec(dev, &cmd, &cqe);
+	/* The device copied the translation: the page list can go. */
+	rs_pbl_free(dev, &pbl);
+	if (err)
+		goto err_umem;
+
+	mr->ibmr.lkey = cqe.handle;
+	mr->ibmr.rkey = cqe.result1;
+	mr->ibmr.iova = iova;
+	mr->ibmr.length = length;
+	mr->ibmr.page_size = pgsz;
+	atomic64_inc(&dev->cnt[RS_CNT_MR_REGISTERED]);
+	return &mr->ibmr;
+
+err_pbl:
+	rs_pbl_free(dev, &pbl);
+err_umem:
+	ib_umem_release(mr->umem);
+err_mr:
+	kfree(mr);
+	return ERR_PTR(err);
+}
+
+static int rs_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
+{
+	struct rs_ibdev *dev = to_rsdev(ibmr->device);
+	struct rs_mr *mr = to_rsmr(ibmr);
+	int err;
+
+	err = rs_destroy(dev, RS_CMD_DEREG_MR, ibmr->lkey);
+	if (err)
+		return err;
+	ib_umem_release(mr->umem);
+	kfree(mr);
+	return 0;
+}
+
+static struct ib_mr *rs_get_dma_mr(struct ib_pd *ibpd, int access)
+{
+	/* ABI 1.0 has no all-memory key; kernel users get local_dma_lkey. */
+	return ERR_PTR(-EOPNOTSUPP);
+}
+
+/* ------------------------------------------------------------------ */
+/* Counters                                                           */
+/* ------------------------------------------------------------------ */
+
+static struct rdma_hw_stats *rs_alloc_hw_port_stats(struct ib_device *ibdev,
+						    u32 port)
+{
+	return rdma_alloc_hw_stats_struct(rs_ib_stat_descs, RS_CNT_NUM,
+					  RDMA_HW_STATS_DEFAULT_LIFESPAN);
+}
+
+static int rs_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
+			   u32 port, int index)
+{
+	struct rs_ibdev *dev = to_rsdev(ibdev);
+	struct net_device *nd = dev->rdev->netdev;
+	struct rtnl_link_stats64 ns = {};
+	int i;
+
+	for (i = 0; i < RS_CNT_TX_PACKETS; i++)
+		stats->value[i] = atomic64_read(&dev->cnt[i]);
+	if (nd)
+		dev_get_stats(nd, &ns);
+	stats->value[RS_CNT_TX_PACKETS] = ns.tx_packets;
+	stats->value[RS_CNT_RX_PACKETS] = ns.rx_packets;
+	stats->value[RS_CNT_TX_BYTES] = ns.tx_bytes;
+	stats->value[RS_CNT_RX_BYTES] = ns.rx_bytes;
+	return RS_CNT_NUM;
+}
+
+/* ------------------------------------------------------------------ */
+/* Registration                                                       */
+/* ------------------------------------------------------------------ */
+
+static const struct ib_device_ops rs_ib_ops = {
+	.owner = THIS_MODULE,
+	.driver_id = RDMA_DRIVER_UNKNOWN,
+	.uverbs_abi_ver = RS_UVERBS_ABI_VERSION,
+
+	.alloc_hw_port_stats = rs_alloc_hw_port_stats,
+	.alloc_pd = rs_alloc_pd,
+	.alloc_ucontext = rs_alloc_ucontext,
+	.add_gid = rs_add_gid,
+	.create_ah = rs_create_ah,
+	.create_user_ah = rs_create_ah,
+	.create_cq = rs_create_cq,
+	.create_qp = rs_create_qp,
+	.dealloc_pd = rs_dealloc_pd,
+	.dealloc_ucontext = rs_dealloc_ucontext,
+	.del_gid = rs_del_gid,
+	.dereg_mr = rs_dereg_mr,
+	.destroy_ah = rs_destroy_ah,
+	.destroy_cq = rs_destroy_cq,
+	.destroy_qp = rs_destroy_qp,
+	.disassociate_ucontext = rs_disassociate_ucontext,
+	.get_dev_fw_str = rs_get_dev_fw_str,
+	.get_dma_mr = rs_get_dma_mr,
+	.get_hw_stats = rs_get_hw_stats,
+	.get_link_layer = rs_get_link_layer,
+	.get_port_immutable = rs_get_port_immutable,
+	.mmap = rs_mmap,
+	.mmap_free = rs_mmap_free,
+	.modify_qp = rs_modify_qp,
+	.poll_cq = rs_poll_cq,
+	.post_recv = rs_post_recv,
+	.post_send = rs_post_send,
+	.query_device = rs_query_device,
+	.query_pkey = rs_query_pkey,
+	.query_port = rs_query_port,
+	.query_qp = rs_query_qp,
+	.reg_user_mr = rs_reg_user_mr,
+	.req_notify_cq = rs_req_notify_cq,
+
+	INIT_RDMA_OBJ_SIZE(ib_ah, rs_ah, ibah),
+	INIT_RDMA_OBJ_SIZE(ib_cq, rs_cq, ibcq),
+	INIT_RDMA_OBJ_SIZE(ib_pd, rs_pd, ibpd),
+	INIT_RDMA_OBJ_SIZE(ib_qp, rs_qp, ibqp),
+	INIT_RDMA_OBJ_SIZE(ib_ucontext, rs_ucontext, ibuc),
+};
+
+int rs_ib_register(struct rs_dev *rdev)
+{
+	struct device *pdev = &rdev->pdev->dev;
+	const struct rs_device_attr *da = &rdev->attr;
+	unsigned long flags;
+	struct rs_ibdev *dev;
+	int err;
+
+	if (!rdev->db || !rdev->netdev) {
+		dev_err(pdev, "no doorbell page or net_device: no RDMA device\n");
+		return -ENODEV;
+	}
+
+	dev = ib_alloc_device(rs_ibdev, ibdev);
+	if (!dev)
+		return -ENOMEM;
+	dev->rdev = rdev;
+	dev->kdb = rdev->db;
+	dev->db_pages = min_t(u64, da->num_db_pages, rdev->db_len / RS_DB_PAGE_SIZE);
+	dev->max_gids = da->max_gids ? da->max_gids : rdev->port_attr.gid_tbl_len;
+	spin_lock_init(&dev->uar_lock);
+	xa_init_flags(&dev->qps, XA_FLAGS_LOCK_IRQ);
+	xa_init_flags(&dev->cqs, XA_FLAGS_LOCK_IRQ);
+	mutex_init(&dev->gid_lock);
+	mutex_init(&dev->sess_lock);
+	INIT_LIST_HEAD(&dev->sessions);
+
+	err = -ENOMEM;
+	dev->uar_map = bitmap_zalloc(max(dev->db_pages, 1u), GFP_KERNEL);
+	dev->gid_map = bitmap_zalloc(max(dev->max_gids, 1u), GFP_KERNEL);
+	dev->wq = alloc_ordered_workqueue("rs_ib", 0);
+	if (!dev->uar_map || !dev->gid_map || !dev->wq)
+		goto err_free;
+	set_bit(0, dev->uar_map);	/* page 0: the kernel's */
+
+	addrconf_addr_eui48((u8 *)&dev->ibdev.node_guid, rdev->netdev->dev_addr);
+	dev->ibdev.node_type = RDMA_NODE_IB_CA;
+	dev->ibdev.phys_port_cnt = 1;
+	dev->ibdev.num_comp_vectors = max(1u, da->num_comp_vectors);
+	dev->ibdev.local_dma_lkey = 0;
+	dev->ibdev.dev.parent = pdev;
+	strscpy(dev->ibdev.node_desc, "rdma-session RoCEv2 adapter",
+		sizeof(dev->ibdev.node_desc));
+	ib_set_device_ops(&dev->ibdev, &rs_ib_ops);
+
+	err = ib_device_set_netdev(&dev->ibdev, rdev->netdev, RS_PORT_NUM);
+	if (err) {
+		dev_err(pdev, "ib_device_set_netdev failed: %d\n", err);
+		goto err_free;
+	}
+
+	err = ib_register_device(&dev->ibdev, "rsess%d", pdev);
+	if (err) {
+		dev_err(pdev, "ib_register_device failed: %d\n", err);
+		goto err_free;
+	}
+	spin_lock_irqsave(&rdev->admin.aeq_lock, flags);
+	rdev->ib = dev;
+	spin_unlock_irqrestore(&rdev->admin.aeq_lock, flags);
+	dev_info(pdev, "RDMA device %s on %s\n", dev_name(&dev->ibdev.dev),
+		 netdev_name(rdev->netdev));
+	return 0;
+
+err_free:
+	if (dev->wq)
+		destroy_workqueue(dev->wq);
+	bitmap_free(dev->gid_map);
+	bitmap_free(dev->uar_map);
+	ib_dealloc_device(&dev->ibdev);
+	return err;
+}
+
+void rs_ib_unregister(struct rs_dev *rdev)
+{
+	struct rs_ibdev *dev = rdev->ib;
+	unsigned long flags;
+
+	if (!dev)
+		return;
+	spin_lock_irqsave(&rdev->admin.aeq_lock, flags);
+	rdev->ib = NULL;
+	spin_unlock_irqrestore(&rdev->admin.aeq_lock, flags);
+	/* Destroys every object, user contexts included (disassociate). */
+	ib_unregister_device(&dev->ibdev);
+	destroy_workqueue(dev->wq);
+	if (!xa_empty(&dev->qps) || !xa_empty(&dev->cqs) ||
+	    !list_empty(&dev->sessions))
+		dev_warn(&rdev->pdev->dev, "RDMA objects left at unregister\n");
+	xa_destroy(&dev->qps);
+	xa_destroy(&dev->cqs);
+	bitmap_free(dev->gid_map);
+	bitmap_free(dev->uar_map);
+	ib_dealloc_device(&dev->ibdev);
+}
+
+static const enum ib_event_type rs_qp_ev[] = {
+	[RS_EV_QP_FATAL] = IB_EVENT_QP_FATAL,
+	[RS_EV_QP_REQ_ERR] = IB_EVENT_QP_REQ_ERR,
+	[RS_EV_QP_ACCESS_ERR] = IB_EVENT_QP_ACCESS_ERR,
+	[RS_EV_QP_COMM_EST] = IB_EVENT_COMM_EST,
+	[RS_EV_QP_SQ_DRAINED] = IB_EVENT_SQ_DRAINED,
+	[RS_EV_QP_LAST_WQE_REACHED] = IB_EVENT_QP_LAST_WQE_REACHED,
+};
+
+/*
+ * An async event from the AEQ, in hard IRQ context with admin.aeq_lock
+ * held (which also orders it against rs_ib_unregister()).
+ */
+void rs_ib_event(struct rs_dev *rdev, const struct rs_event *ev)
+{
+	struct rs_ibdev *dev = rdev->ib;
+	struct ib_event ie = {};
+	unsigned long flags;
+	struct rs_qp *qp;
+	struct rs_cq *cq;
+	u32 idx;
+
+	if (!dev)
+		return;
+	ie.device = &dev->ibdev;
+	idx = ev->handle & RS_HANDLE_INDEX_MASK;
+
+	switch (ev->type) {
+	case RS_EV_QP_FATAL:
+	case RS_EV_QP_REQ_ERR:
+	case RS_EV_QP_ACCESS_ERR:
+	case RS_EV_QP_COMM_EST:
+	case RS_EV_QP_SQ_DRAINED:
+	case RS_EV_QP_LAST_WQE_REACHED:
+		xa_lock_irqsave(&dev->qps, flags);
+		qp = xa_load(&dev->qps, idx);
+		if (qp && qp->handle == ev->handle && qp->ibqp.event_handler) {
+			ie.event = rs_qp_ev[ev->type];
+			ie.element.qp = &qp->ibqp;
+			if (ev->type == RS_EV_QP_FATAL)
+				qp->state = IB_QPS_ERR;
+			qp->ibqp.event_handler(&ie, qp->ibqp.qp_context);
+		}
+		xa_unlock_irqrestore(&dev->qps, flags);
+		break;
+	case RS_EV_CQ_ERR:
+		xa_lock_irqsave(&dev->cqs, flags);
+		cq = xa_load(&dev->cqs, idx);
+		if (cq && cq->handle == ev->handle && cq->ibcq.event_handler) {
+			ie.event = IB_EVENT_CQ_ERR;
+			ie.element.cq = &cq->ibcq;
+			cq->ibcq.event_handler(&ie, cq->ibcq.cq_context);
+		}
+		xa_unlock_irqrestore(&dev->cqs, flags);
+		break;
+	case RS_EV_PORT_ACTIVE:
+	case RS_EV_PORT_ERR:
+		ie.event = ev->type == RS_EV_PORT_ACTIVE ? IB_EVENT_PORT_ACTIVE :
+							   IB_EVENT_PORT_ERR;
+		ie.element.port_num = RS_PORT_NUM;
+		ib_dispatch_event(&ie);	/* deferred to a work item */
+		break;
+	case RS_EV_DEVICE_FATAL:
+		ie.event = IB_EVENT_DEVICE_FATAL;
+		ie.element.port_num = RS_PORT_NUM;
+		ib_dispatch_event(&ie);
+		break;
+	default:
+		break;
+	}
+}
