@@ -34,6 +34,7 @@
 #include <linux/bitmap.h>
 #include <linux/dma-mapping.h>
 #include <linux/etherdevice.h>
+#include <linux/interrupt.h>
 #include <linux/log2.h>
 #include <linux/mm.h>
 #include <linux/module.h>
@@ -99,6 +100,16 @@ struct rs_ibdev {
 	struct list_head sessions;	/* rs_session, by 5-tuple */
 	atomic64_t cnt[RS_CNT_NUM];
 	struct workqueue_struct *wq;	/* deferred admin commands */
+	struct rs_comp_vec *vecs;	/* completion vector IRQs */
+	u32 nvecs;
+};
+
+/* Completion vector n: MSI-X vector RS_MSIX_COMP_VECTOR0 + n (shared). */
+struct rs_comp_vec {
+	struct rs_ibdev *dev;
+	u32 vector;
+	bool requested;
+	char name[32];
 };
 
 struct rs_ucontext {
@@ -141,6 +152,8 @@ struct rs_cq {
 	struct rdma_user_mmap_entry *mentry;
 	spinlock_t lock;		/* kernel CQ consumer */
 	u32 ci;
+	u16 vector;			/* completion vector */
+	bool armed;			/* kernel CQs: req_notify_cq done */
 	bool user;
 };
 
@@ -739,6 +752,7 @@ static int rs_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	entries = roundup_pow_of_two(attr->cqe + 1);
 	cq->log = ilog2(entries);
 	cq->user = !!udata;
+	cq->vector = attr->comp_vector;
 	spin_lock_init(&cq->lock);
 	err = rs_buf_alloc(dev, &cq->ring, sizeof(struct rs_cqe) << cq->log);
 	if (err)
@@ -915,6 +929,7 @@ static int rs_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 
 	val |= (flags & IB_CQ_SOLICITED_MASK) == IB_CQ_SOLICITED ?
 	       RS_DB_CQ_ARM_SOLICITED : RS_DB_CQ_ARM_NEXT;
+	WRITE_ONCE(cq->armed, true);
 	rs_ring_db(dev, RS_DB_CQ_ARM, val);
 	if (flags & IB_CQ_REPORT_MISSED_EVENTS) {
 		spin_lock_irqsave(&cq->lock, irqf);
@@ -922,6 +937,85 @@ static int rs_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 		spin_unlock_irqrestore(&cq->lock, irqf);
 	}
 	return ret;
+}
+
+/*
+ * A completion interrupt names no CQ (ABI 1.0 has no completion event
+ * queue): the handler calls the completion handler of every armed kernel
+ * CQ of the vector that has a new CQE, and of every user CQ of the vector
+ * (user space arms its CQs itself, so this may be a spurious event for
+ * some of them; a consumer polls, finds nothing and re-arms).
+ */
+static irqreturn_t rs_comp_irq(int irq, void *data)
+{
+	struct rs_comp_vec *cv = data;
+	struct rs_ibdev *dev = cv->dev;
+	unsigned long idx;
+	struct rs_cq *cq;
+	bool any = false;
+
+	xa_lock(&dev->cqs);
+	xa_for_each(&dev->cqs, idx, cq) {
+		if (cq->vector != cv->vector)
+			continue;
+		if (!cq->user) {
+			bool ready;
+
+			if (!READ_ONCE(cq->armed))
+				continue;
+			spin_lock(&cq->lock);
+			ready = rs_cq_next(cq);
+			spin_unlock(&cq->lock);
+			if (!ready)
+				continue;
+			WRITE_ONCE(cq->armed, false);
+		}
+		any = true;
+		if (cq->ibcq.comp_handler)
+			cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
+	}
+	xa_unlock(&dev->cqs);
+	return any ? IRQ_HANDLED : IRQ_NONE;
+}
+
+static void rs_comp_irqs_free(struct rs_ibdev *dev)
+{
+	u32 i;
+
+	if (!dev->vecs)
+		return;
+	for (i = 0; i < dev->nvecs; i++)
+		if (dev->vecs[i].requested)
+			free_irq(pci_irq_vector(dev->rdev->pdev,
+						RS_MSIX_COMP_VECTOR0 + i), &dev->vecs[i]);
+	kfree(dev->vecs);
+	dev->vecs = NULL;
+}
+
+static int rs_comp_irqs_request(struct rs_ibdev *dev)
+{
+	struct pci_dev *pdev = dev->rdev->pdev;
+	u32 i;
+	int err;
+
+	dev->vecs = kcalloc(dev->nvecs, sizeof(*dev->vecs), GFP_KERNEL);
+	if (!dev->vecs)
+		return -ENOMEM;
+	for (i = 0; i < dev->nvecs; i++) {
+		struct rs_comp_vec *cv = &dev->vecs[i];
+
+		cv->dev = dev;
+		cv->vector = i;
+		snprintf(cv->name, sizeof(cv->name), "%s-comp%u", RS_DRV_NAME, i);
+		err = request_irq(pci_irq_vector(pdev, RS_MSIX_COMP_VECTOR0 + i),
+				  rs_comp_irq, IRQF_SHARED, cv->name, cv);
+		if (err) {
+			rs_comp_irqs_free(dev);
+			return err;
+		}
+		cv->requested = true;
+	}
+	return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -2003,12 +2097,21 @@ int rs_ib_register(struct rs_dev *rdev)
 	addrconf_addr_eui48((u8 *)&dev->ibdev.node_guid, rdev->netdev->dev_addr);
 	dev->ibdev.node_type = RDMA_NODE_IB_CA;
 	dev->ibdev.phys_port_cnt = 1;
-	dev->ibdev.num_comp_vectors = max(1u, da->num_comp_vectors);
+	/* Completion vector n is MSI-X vector 1 + n, if it was allocated. */
+	dev->nvecs = min_t(u32, da->num_comp_vectors,
+			   rdev->nvecs > 1 ? rdev->nvecs - 1 : 0);
+	dev->ibdev.num_comp_vectors = max(1u, dev->nvecs);
 	dev->ibdev.local_dma_lkey = 0;
 	dev->ibdev.dev.parent = pdev;
 	strscpy(dev->ibdev.node_desc, "rdma-session RoCEv2 adapter",
 		sizeof(dev->ibdev.node_desc));
 	ib_set_device_ops(&dev->ibdev, &rs_ib_ops);
+
+	err = rs_comp_irqs_request(dev);
+	if (err) {
+		dev_err(pdev, "cannot request the completion IRQs: %d\n", err);
+		goto err_free;
+	}
 
 	err = ib_device_set_netdev(&dev->ibdev, rdev->netdev, RS_PORT_NUM);
 	if (err) {
@@ -2029,6 +2132,7 @@ int rs_ib_register(struct rs_dev *rdev)
 	return 0;
 
 err_free:
+	rs_comp_irqs_free(dev);
 	if (dev->wq)
 		destroy_workqueue(dev->wq);
 	bitmap_free(dev->gid_map);
@@ -2049,6 +2153,7 @@ void rs_ib_unregister(struct rs_dev *rdev)
 	spin_unlock_irqrestore(&rdev->admin.aeq_lock, flags);
 	/* Destroys every object, user contexts included (disassociate). */
 	ib_unregister_device(&dev->ibdev);
+	rs_comp_irqs_free(dev);
 	destroy_workqueue(dev->wq);
 	if (!xa_empty(&dev->qps) || !xa_empty(&dev->cqs) ||
 	    !list_empty(&dev->sessions))
