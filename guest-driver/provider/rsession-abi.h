@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * rdma-session provider: the uverbs commands with their driver data.
+ *
+ * rdma-core's providers get these from kernel-headers/rdma/<driver>-abi.h
+ * through a generated kernel-abi/<driver>-abi.h.  Our driver data lives in
+ * the project's own header (abi/rdma-session-uverbs.h, copied from
+ * include/hw/rdma-session/ at build time), so the generated _STRUCT_
+ * helpers are empty and the driver data is reached as drv_payload.
+ */
+#ifndef RSESSION_ABI_H
+#define RSESSION_ABI_H
+
+#include <infiniband/kern-abi.h>
+#include "abi/rdma-session-uverbs.h"
+
+#define _STRUCT_rs_uverbs_alloc_ucontext_resp struct {}
+#define _STRUCT_rs_uverbs_alloc_pd_resp struct {}
+#define _STRUCT_rs_uverbs_create_cq_resp struct {}
+#define _STRUCT_rs_uverbs_create_qp_resp struct {}
+#define _STRUCT_rs_uverbs_create_ah_resp struct {}
+
+DECLARE_DRV_CMD(rs_alloc_ucontext, IB_USER_VERBS_CMD_GET_CONTEXT, empty,
+		rs_uverbs_alloc_ucontext_resp);
+DECLARE_DRV_CMD(rs_alloc_pd, IB_USER_VERBS_CMD_ALLOC_PD, empty,
+		rs_uverbs_alloc_pd_resp);
+DECLARE_DRV_CMD(rs_create_cq, IB_USER_VERBS_EX_CMD_CREATE_CQ, empty,
+		rs_uverbs_create_cq_resp);
+DECLARE_DRV_CMD(rs_create_qp, IB_USER_VERBS_CMD_CREATE_QP, empty,
+		rs_uverbs_create_qp_resp);
+DECLARE_DRV_CMD(rs_create_ah, IB_USER_VERBS_CMD_CREATE_AH, empty,
+		rs_uverbs_create_ah_resp);
+
+#endif /* RSESSION_ABI_H */

@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * rdma-core provider for the rdma-session adapter (PCI 1af4:10f0).
+ *
+ * Work queues, completion queues and the context's doorbell page ("UAR")
+ * are allocated by the kernel driver and mapped into the process; the data
+ * path below touches them without system calls.  Layouts come from
+ * abi/rdma-session-abi.h (include/hw/rdma-session/ in the project).
+ */
+#ifndef RSESSION_H
+#define RSESSION_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+#include <pthread.h>
+
+#include <infiniband/driver.h>
+#include <util/mmio.h>
+#include <util/udma_barrier.h>
+#include <util/util.h>
+
+#include "abi/rdma-session-abi.h"
+#include "rsession-abi.h"
+
+struct rs_device {
+	struct verbs_device vdev;
+	size_t page_size;
+};
+
+struct rs_context {
+	struct verbs_context ibvctx;
+	void *db;			/* doorbell page, write-only */
+	size_t db_map_len;
+	uint32_t uar;
+	uint32_t max_send_sge;
+	uint32_t max_recv_sge;
+	uint32_t max_inline;
+
+	/* qpn -> QP, for completions; grown on demand. */
+	pthread_spinlock_t qp_table_lock;
+	struct rs_qp **qp_table;
+	uint32_t qp_table_size;
+};
+
+struct rs_pd {
+	struct ibv_pd ibvpd;
+	uint32_t pdn;
+};
+
+struct rs_cq {
+	struct verbs_cq vcq;
+	pthread_spinlock_t lock;
+	struct rs_cqe *ring;		/* mapped read-only */
+	size_t ring_len;
+	uint32_t cq_index;		/* RS_DB_CQ_* index */
+	uint32_t log_size;
+	uint32_t ci;			/* free-running consumer index */
+	bool ci_dirty;			/* ci not yet reported to the device */
+	struct rs_qp *last_qp;		/* lookup cache, under lock */
+	/* Extended polling: the completion being read. */
+	struct rs_cqe cur;
+	struct rs_qp *cur_qp;
+};
+
+struct rs_wq {
+	uint8_t *buf;			/* mapped ring */
+	size_t buf_len;
+	uint32_t wqe_cnt;		/* power of two */
+	uint32_t stride;
+	uint32_t max_sge;
+	uint32_t pi;			/* free-running producer index */
+	uint32_t ci;			/* free-running consumer index */
+	pthread_spinlock_t lock;
+};
+
+struct rs_qp {
+	struct verbs_qp vqp;
+	struct rs_wq sq;
+	struct rs_wq rq;
+	uint8_t *sq_signaled;		/* per SQ slot: WQE asked for a CQE */
+	uint32_t qpn;
+	uint32_t max_inline;
+	bool sq_sig_all;
+
+	/* ibv_wr_* session state, under sq.lock */
+	struct rs_send_wqe_ctrl *cur_wqe;
+	uint32_t wr_start_pi;
+	int wr_err;
+};
+
+struct rs_ah {
+	struct ibv_ah ibvah;
+	uint32_t handle;
+};
+
+struct rs_mr {
+	struct verbs_mr vmr;
+};
+
+static inline struct rs_device *to_rs_dev(struct ibv_device *ibdev)
+{
+	return container_of(ibdev, struct rs_device, vdev.device);
+}
+
+static inline struct rs_context *to_rs_ctx(struct ibv_context *ibctx)
+{
+	return container_of(ibctx, struct rs_context, ibvctx.context);
+}
+
+static inline struct rs_pd *to_rs_pd(struct ibv_pd *ibpd)
+{
+	return container_of(ibpd, struct rs_pd, ibvpd);
+}
+
+static inline struct rs_cq *to_rs_cq(struct ibv_cq *ibcq)
+{
+	return container_of(ibcq, struct rs_cq, vcq.cq);
+}
+
+static inline struct rs_cq *to_rs_cq_ex(struct ibv_cq_ex *ibcqx)
+{
+	return container_of(ibcqx, struct rs_cq, vcq.cq_ex);
+}
+
+static inline struct rs_qp *to_rs_qp(struct ibv_qp *ibqp)
+{
+	return container_of(ibqp, struct rs_qp, vqp.qp);
+}
+
+static inline struct rs_qp *to_rs_qp_ex(struct ibv_qp_ex *ibqpx)
+{
+	return container_of(ibqpx, struct rs_qp, vqp.qp_ex);
+}
+
+static inline struct rs_ah *to_rs_ah(struct ibv_ah *ibah)
+{
+	return container_of(ibah, struct rs_ah, ibvah);
+}
+
+/* A 32-bit doorbell write on the context's page (uncached mapping). */
+static inline void rs_ring_db(struct rs_context *ctx, unsigned int offset,
+			      uint32_t value)
+{
+	mmio_write32_le((uint8_t *)ctx->db + offset, htole32(value));
+}
+
+int rs_query_device_ex(struct ibv_context *context,
+		       const struct ibv_query_device_ex_input *input,
+		       struct ibv_device_attr_ex *attr, size_t attr_size);
+int rs_query_port(struct ibv_context *context, uint8_t port,
+		  struct ibv_port_attr *attr);
+
+struct ibv_pd *rs_alloc_pd(struct ibv_context *context);
+int rs_dealloc_pd(struct ibv_pd *pd);
+
+struct ibv_mr *rs_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
+			 uint64_t hca_va, int access);
+int rs_dereg_mr(struct verbs_mr *vmr);
+
+struct ibv_cq *rs_create_cq(struct ibv_context *context, int cqe,
+			    struct ibv_comp_channel *channel, int comp_vector);
+struct ibv_cq_ex *rs_create_cq_ex(struct ibv_context *context,
+				  struct ibv_cq_init_attr_ex *attr);
+int rs_poll_cq(struct ibv_cq *cq, int ne, struct ibv_wc *wc);
+int rs_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+int rs_destroy_cq(struct ibv_cq *cq);
+
+struct ibv_qp *rs_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
+struct ibv_qp *rs_create_qp_ex(struct ibv_context *context,
+			       struct ibv_qp_init_attr_ex *attr);
+int rs_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
+		struct ibv_qp_init_attr *init_attr);
+int rs_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask);
+int rs_destroy_qp(struct ibv_qp *qp);
+int rs_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
+		 struct ibv_send_wr **bad_wr);
+int rs_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+		 struct ibv_recv_wr **bad_wr);
+
+struct ibv_ah *rs_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
+int rs_destroy_ah(struct ibv_ah *ah);
+
+#endif /* RSESSION_H */

@@ -1,0 +1,377 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Host-side check of the provider's data path without a kernel or device:
+ * rings and the doorbell page are plain memory; the test plays the device
+ * by reading WQEs and doorbell values and writing CQEs with owner bits.
+ * Built and run by scripts/build-rdma-core.sh against the rdma-core build
+ * tree (it includes verbs.c to reach its static functions).
+ */
+#include "../verbs.c"
+
+#include <stdio.h>
+
+static int failures;
+
+#define CHECK(cond)                                                        \
+	do {                                                               \
+		if (!(cond)) {                                             \
+			fprintf(stderr, "FAIL %s:%d: %s\n", __FILE__,      \
+				__LINE__, #cond);                          \
+			failures++;                                        \
+		}                                                          \
+	} while (0)
+
+static uint32_t db_read(struct rs_context *ctx, unsigned int off)
+{
+	uint32_t v;
+
+	memcpy(&v, (uint8_t *)ctx->db + off, sizeof(v));
+	return le32toh(v);
+}
+
+static void *zalloc_aligned(size_t n)
+{
+	void *p = aligned_alloc(4096, align(n, 4096));
+
+	if (!p)
+		abort();
+	memset(p, 0, align(n, 4096));
+	return p;
+}
+
+static struct rs_context *make_ctx(void)
+{
+	struct rs_context *ctx = calloc(1, sizeof(*ctx));
+
+	ctx->db = zalloc_aligned(RS_DB_PAGE_SIZE);
+	ctx->max_send_sge = 4;
+	ctx->max_recv_sge = 2;
+	ctx->max_inline = 64;
+	pthread_spin_init(&ctx->qp_table_lock, PTHREAD_PROCESS_PRIVATE);
+	return ctx;
+}
+
+static struct rs_cq *make_cq(struct rs_context *ctx, uint32_t index,
+			     uint32_t log)
+{
+	struct ibv_cq_init_attr_ex attr = { .wc_flags = IBV_WC_STANDARD_FLAGS };
+	struct rs_cq *cq = calloc(1, sizeof(*cq));
+
+	cq->vcq.cq.context = &ctx->ibvctx.context;
+	cq->ring = zalloc_aligned(sizeof(struct rs_cqe) << log);
+	cq->ring_len = sizeof(struct rs_cqe) << log;
+	cq->log_size = log;
+	cq->cq_index = index;
+	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	rs_cq_fill_pfns(cq, &attr);
+	return cq;
+}
+
+static struct rs_qp *make_qp(struct rs_context *ctx, struct rs_cq *cq,
+			     enum ibv_qp_type type, uint32_t qpn)
+{
+	struct ibv_qp_init_attr_ex attr = {
+		.comp_mask = IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.send_ops_flags = RS_SEND_OPS,
+	};
+	struct rs_qp *qp = calloc(1, sizeof(*qp));
+
+	qp->vqp.qp.context = &ctx->ibvctx.context;
+	qp->vqp.qp.qp_type = type;
+	qp->vqp.qp.qp_num = qpn;
+	qp->vqp.qp.send_cq = &cq->vcq.cq;
+	qp->vqp.qp.recv_cq = &cq->vcq.cq;
+	qp->qpn = qpn;
+	qp->max_inline = 64;
+	pthread_spin_init(&qp->sq.lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_spin_init(&qp->rq.lock, PTHREAD_PROCESS_PRIVATE);
+	qp->sq.wqe_cnt = 8;
+	qp->sq.stride = 128;	/* pow2ceil(64 + max(16 * 4, 64)) */
+	qp->sq.max_sge = 4;
+	qp->sq.buf = zalloc_aligned(8 * 128);
+	qp->rq.wqe_cnt = 8;
+	qp->rq.stride = 64;	/* pow2ceil(16 + 16 * 2) */
+	qp->rq.max_sge = 2;
+	qp->rq.buf = zalloc_aligned(8 * 64);
+	qp->sq_signaled = calloc(8, 1);
+	if (rs_qp_table_insert(ctx, qp))
+		abort();
+	rs_qp_fill_wr_pfns(qp, &attr);
+	qp->vqp.comp_mask |= VERBS_QP_EX;
+	return qp;
+}
+
+/* The device's side: complete the next CQE slot of a CQ. */
+static uint32_t dev_cq_pi;
+
+static void dev_cqe(struct rs_cq *cq, uint64_t wr_id, uint32_t qpn,
+		    uint8_t opcode, uint8_t status, uint8_t flags,
+		    uint32_t byte_len, uint32_t imm)
+{
+	struct rs_cqe *e = &cq->ring[dev_cq_pi & ((1u << cq->log_size) - 1)];
+	struct rs_cqe v = {
+		.wr_id = htole64(wr_id),
+		.byte_len = htole32(byte_len),
+		.imm_or_inv = htole32(imm),
+		.qpn = htole32(qpn),
+		.opcode = opcode,
+		.status = status,
+		.wc_flags = flags,
+	};
+
+	memcpy(e, &v, offsetof(struct rs_cqe, owner));
+	udma_to_device_barrier();
+	e->owner = ((dev_cq_pi >> cq->log_size) & 1) ? 0 : RS_CQE_OWNER;
+	dev_cq_pi++;
+}
+
+static struct rs_send_wqe_ctrl *sq_wqe(struct rs_qp *qp, uint32_t i)
+{
+	return rs_wqe(&qp->sq, i);
+}
+
+int main(void)
+{
+	struct rs_context *ctx = make_ctx();
+	struct rs_cq *cq = make_cq(ctx, 7, 3);
+	struct rs_qp *qp = make_qp(ctx, cq, IBV_QPT_RC, 0x12345);
+	struct ibv_qp *ibqp = &qp->vqp.qp;
+	struct ibv_qp_ex *qpx = &qp->vqp.qp_ex;
+	struct ibv_cq_ex *cqx = &cq->vcq.cq_ex;
+	struct ibv_poll_cq_attr pattr = {};
+	struct ibv_send_wr swr[8], *bad;
+	struct ibv_recv_wr rwr[2], *rbad;
+	struct ibv_sge sg[3] = {
+		{ .addr = 0x1000, .length = 100, .lkey = 0x101 },
+		{ .addr = 0x2000, .length = 200, .lkey = 0x202 },
+		{ .addr = 0x3000, .length = 300, .lkey = 0x303 },
+	};
+	char inl[10] = "inlinedat";
+	struct ibv_wc wc[4];
+	struct rs_send_wqe_ctrl *c;
+	struct rs_recv_wqe_ctrl *r;
+	struct rs_sge *s;
+	int i, n;
+
+	/* post_recv: two WQEs, one doorbell. */
+	memset(rwr, 0, sizeof(rwr));
+	rwr[0].wr_id = 11;
+	rwr[0].sg_list = sg;
+	rwr[0].num_sge = 2;
+	rwr[0].next = &rwr[1];
+	rwr[1].wr_id = 12;
+	rwr[1].sg_list = &sg[2];
+	rwr[1].num_sge = 1;
+	CHECK(rs_post_recv(ibqp, rwr, &rbad) == 0);
+	r = rs_wqe(&qp->rq, 0);
+	s = (struct rs_sge *)(r + 1);
+	CHECK(le64toh(r->wr_id) == 11 && r->num_sge == 2);
+	CHECK(le64toh(s[1].addr) == 0x2000 && le32toh(s[1].lkey) == 0x202);
+	CHECK(db_read(ctx, RS_DB_RQ) == (0x2345 | 2u << 16));
+	rwr[1].num_sge = 3;	/* more than max_recv_sge */
+	rwr[1].next = NULL;
+	CHECK(rs_post_recv(ibqp, &rwr[1], &rbad) == EINVAL && rbad == &rwr[1]);
+	CHECK(qp->rq.pi == 2);
+
+	/* post_send: four WQEs of different kinds. */
+	memset(swr, 0, sizeof(swr));
+	swr[0].wr_id = 100;
+	swr[0].opcode = IBV_WR_SEND;
+	swr[0].send_flags = IBV_SEND_SIGNALED;
+	swr[0].sg_list = sg;
+	swr[0].num_sge = 2;
+	swr[0].next = &swr[1];
+	swr[1].wr_id = 101;
+	swr[1].opcode = IBV_WR_RDMA_WRITE;
+	swr[1].sg_list = sg;
+	swr[1].num_sge = 1;
+	swr[1].wr.rdma.remote_addr = 0xabc000;
+	swr[1].wr.rdma.rkey = 0x4242;
+	swr[1].next = &swr[2];
+	swr[2].wr_id = 102;
+	swr[2].opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+	swr[2].send_flags = IBV_SEND_SIGNALED | IBV_SEND_SOLICITED;
+	swr[2].imm_data = htobe32(0xdeadbeef);
+	swr[2].wr.rdma.remote_addr = 0xabd000;
+	swr[2].wr.rdma.rkey = 0x4343;
+	swr[2].next = &swr[3];
+	sg[2].addr = (uintptr_t)inl;
+	sg[2].length = sizeof(inl);
+	swr[3].wr_id = 103;
+	swr[3].opcode = IBV_WR_SEND;
+	swr[3].send_flags = IBV_SEND_INLINE | IBV_SEND_FENCE;
+	swr[3].sg_list = &sg[2];
+	swr[3].num_sge = 1;
+	CHECK(rs_post_send(ibqp, swr, &bad) == 0);
+	CHECK(db_read(ctx, RS_DB_SQ) == (0x2345 | 4u << 16));
+	c = sq_wqe(qp, 0);
+	s = (struct rs_sge *)(c + 1);
+	CHECK(le64toh(c->wr_id) == 100 && c->opcode == RS_WR_SEND &&
+	      c->flags == RS_WQE_F_SIGNALED && c->num_sge == 2);
+	CHECK(le64toh(s[0].addr) == 0x1000 && le32toh(s[0].length) == 100 &&
+	      le32toh(s[1].lkey) == 0x202);
+	c = sq_wqe(qp, 1);
+	CHECK(c->opcode == RS_WR_RDMA_WRITE && c->flags == 0 &&
+	      le64toh(c->remote_addr) == 0xabc000 && le32toh(c->rkey) == 0x4242);
+	c = sq_wqe(qp, 2);
+	CHECK(c->opcode == RS_WR_RDMA_WRITE_IMM &&
+	      c->flags == (RS_WQE_F_SIGNALED | RS_WQE_F_SOLICITED) &&
+	      le32toh(c->imm_or_inv) == 0xdeadbeef && c->num_sge == 0);
+	c = sq_wqe(qp, 3);
+	CHECK(c->flags == (RS_WQE_F_INLINE | RS_WQE_F_FENCE) &&
+	      le32toh(c->inline_len) == sizeof(inl) && c->num_sge == 0 &&
+	      !memcmp(c + 1, inl, sizeof(inl)));
+
+	/* Bad requests: RDMA read is fine on RC, too many SGEs is not. */
+	swr[4] = swr[0];
+	swr[4].num_sge = 5;
+	swr[4].next = NULL;
+	CHECK(rs_post_send(ibqp, &swr[4], &bad) == EINVAL && bad == &swr[4]);
+	CHECK(qp->sq.pi == 4);
+
+	/* Ring full: 4 free slots of 8. */
+	for (i = 0; i < 5; i++) {
+		swr[i] = swr[1];
+		swr[i].next = i < 4 ? &swr[i + 1] : NULL;
+	}
+	CHECK(rs_post_send(ibqp, swr, &bad) == ENOMEM && bad == &swr[4]);
+	CHECK(qp->sq.pi == 8);
+	CHECK(db_read(ctx, RS_DB_SQ) == (0x2345 | 8u << 16));
+
+	/* Nothing completed yet. */
+	CHECK(rs_poll_cq(&cq->vcq.cq, 4, wc) == 0);
+
+	/* Send #0 completes: retires one; #2 completes: retires #1 too. */
+	dev_cqe(cq, 100, 0x12345, RS_WR_SEND, RS_WC_SUCCESS, 0, 300, 0);
+	dev_cqe(cq, 102, 0x12345, RS_WR_RDMA_WRITE_IMM, RS_WC_SUCCESS, 0, 0, 0);
+	dev_cqe(cq, 11, 0x12345, RS_WR_RECV_RDMA_IMM, RS_WC_SUCCESS,
+		RS_WC_F_IMM, 64, 0xdeadbeef);
+	n = rs_poll_cq(&cq->vcq.cq, 4, wc);
+	CHECK(n == 3);
+	CHECK(wc[0].wr_id == 100 && wc[0].opcode == IBV_WC_SEND &&
+	      wc[0].status == IBV_WC_SUCCESS && wc[0].qp_num == 0x12345 &&
+	      wc[0].byte_len == 300);
+	CHECK(wc[1].wr_id == 102 && wc[1].opcode == IBV_WC_RDMA_WRITE);
+	CHECK(wc[2].wr_id == 11 && wc[2].opcode == IBV_WC_RECV_RDMA_WITH_IMM &&
+	      (wc[2].wc_flags & IBV_WC_WITH_IMM) &&
+	      wc[2].imm_data == htobe32(0xdeadbeef));
+	CHECK(qp->sq.ci == 3 && qp->rq.ci == 1);
+	CHECK(db_read(ctx, RS_DB_CQ_CI) == (7 | 3u << 16));
+
+	/* Error completions retire one WQE each (#3 flushed, unsignalled). */
+	dev_cqe(cq, 103, 0x12345, RS_WR_SEND, RS_WC_WR_FLUSH_ERR, 0, 0, 0);
+	dev_cqe(cq, 12, 0x12345, RS_WR_RECV, RS_WC_WR_FLUSH_ERR, 0, 0, 0);
+	/* A CQE of an unknown QP is dropped. */
+	dev_cqe(cq, 999, 0x777, RS_WR_SEND, RS_WC_SUCCESS, 0, 0, 0);
+	dev_cqe(cq, 101, 0x12345, RS_WR_RDMA_WRITE, RS_WC_REM_ACCESS_ERR, 0, 0, 0);
+	n = rs_poll_cq(&cq->vcq.cq, 4, wc);
+	CHECK(n == 3);
+	CHECK(wc[0].wr_id == 103 && wc[0].status == IBV_WC_WR_FLUSH_ERR);
+	CHECK(wc[1].wr_id == 12 && wc[1].opcode == IBV_WC_RECV);
+	CHECK(wc[2].wr_id == 101 && wc[2].status == IBV_WC_REM_ACCESS_ERR);
+	CHECK(qp->sq.ci == 5 && qp->rq.ci == 2);
+	/* The ring wrapped (7 CQEs in 8 slots, then more on the 2nd pass). */
+	CHECK(cq->ci == 7);
+
+	/* Extended polling across the wrap; owner bit now clear. */
+	dev_cqe(cq, 104, 0x12345, RS_WR_RDMA_WRITE, RS_WC_SUCCESS, 0, 0, 0);
+	dev_cqe(cq, 105, 0x12345, RS_WR_RDMA_WRITE, RS_WC_SUCCESS, 0, 0, 0);
+	qp->sq_signaled[5] = qp->sq_signaled[6] = 1;
+	CHECK(cq->ring[0].owner == 0 && cq->ring[7].owner == RS_CQE_OWNER);
+	CHECK(ibv_start_poll(cqx, &pattr) == 0);
+	CHECK(cqx->wr_id == 104 && cqx->status == IBV_WC_SUCCESS &&
+	      ibv_wc_read_opcode(cqx) == IBV_WC_RDMA_WRITE &&
+	      ibv_wc_read_qp_num(cqx) == 0x12345);
+	CHECK(ibv_next_poll(cqx) == 0 && cqx->wr_id == 105);
+	CHECK(ibv_next_poll(cqx) == ENOENT);
+	ibv_end_poll(cqx);
+	CHECK(ibv_start_poll(cqx, &pattr) == ENOENT);
+	CHECK(db_read(ctx, RS_DB_CQ_CI) == (7 | 9u << 16));
+	CHECK(qp->sq.ci == 7);
+
+	/* Arming. */
+	CHECK(rs_req_notify_cq(&cq->vcq.cq, 0) == 0);
+	CHECK(db_read(ctx, RS_DB_CQ_ARM) == (7 | RS_DB_CQ_ARM_NEXT));
+	CHECK(rs_req_notify_cq(&cq->vcq.cq, 1) == 0);
+	CHECK(db_read(ctx, RS_DB_CQ_ARM) == (7 | RS_DB_CQ_ARM_SOLICITED));
+
+	/* ibv_wr_*: read + atomic in one batch. */
+	ibv_wr_start(qpx);
+	qpx->wr_id = 200;
+	qpx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_rdma_read(qpx, 0x5555, 0xfeed000);
+	ibv_wr_set_sge(qpx, 0x606, 0x6000, 64);
+	qpx->wr_id = 201;
+	qpx->wr_flags = 0;
+	ibv_wr_atomic_fetch_add(qpx, 0x7777, 0xbeef00, 5);
+	ibv_wr_set_sge(qpx, 0x707, 0x7000, 8);
+	CHECK(ibv_wr_complete(qpx) == 0);
+	CHECK(qp->sq.pi == 10);
+	CHECK(db_read(ctx, RS_DB_SQ) == (0x2345 | 10u << 16));
+	c = sq_wqe(qp, 8);
+	s = (struct rs_sge *)(c + 1);
+	CHECK(le64toh(c->wr_id) == 200 && c->opcode == RS_WR_RDMA_READ &&
+	      c->flags == RS_WQE_F_SIGNALED && le32toh(c->rkey) == 0x5555 &&
+	      le64toh(c->remote_addr) == 0xfeed000 && c->num_sge == 1 &&
+	      le32toh(s[0].lkey) == 0x606);
+	c = sq_wqe(qp, 9);
+	CHECK(c->opcode == RS_WR_ATOMIC_FETCH_ADD &&
+	      le64toh(c->compare_add) == 5 && c->flags == 0);
+
+	/* ibv_wr_*: an error anywhere drops the whole batch. */
+	ibv_wr_start(qpx);
+	qpx->wr_id = 300;
+	qpx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send_imm(qpx, htobe32(1));
+	ibv_wr_set_inline_data(qpx, inl, sizeof(inl));
+	ibv_wr_send(qpx);
+	ibv_wr_set_inline_data(qpx, zalloc_aligned(100), 100);	/* > 64 */
+	CHECK(ibv_wr_complete(qpx) == EINVAL);
+	CHECK(qp->sq.pi == 10);
+	CHECK(db_read(ctx, RS_DB_SQ) == (0x2345 | 10u << 16));
+	ibv_wr_start(qpx);
+	ibv_wr_send(qpx);
+	ibv_wr_abort(qpx);
+	CHECK(qp->sq.pi == 10);
+
+	/* UD: address in the WQE, no RDMA. */
+	{
+		struct rs_qp *ud = make_qp(ctx, cq, IBV_QPT_UD, 0x20001);
+		struct rs_ah ah = { .handle = 0x0300002a };
+		struct ibv_send_wr w = {
+			.wr_id = 1, .opcode = IBV_WR_SEND, .sg_list = sg,
+			.num_sge = 1,
+		};
+
+		w.wr.ud.ah = &ah.ibvah;
+		w.wr.ud.remote_qpn = 0x99;
+		w.wr.ud.remote_qkey = 0x11111111;
+		CHECK(rs_post_send(&ud->vqp.qp, &w, &bad) == 0);
+		c = sq_wqe(ud, 0);
+		CHECK(le32toh(c->ah) == 0x0300002a &&
+		      le32toh(c->remote_qpn) == 0x99 &&
+		      le32toh(c->remote_qkey) == 0x11111111);
+		CHECK(db_read(ctx, RS_DB_SQ) == (0x0001 | 1u << 16));
+		w.opcode = IBV_WR_RDMA_WRITE;
+		CHECK(rs_post_send(&ud->vqp.qp, &w, &bad) == EINVAL);
+		ibv_wr_start(&ud->vqp.qp_ex);
+		ibv_wr_send(&ud->vqp.qp_ex);
+		ibv_wr_set_ud_addr(&ud->vqp.qp_ex, &ah.ibvah, 0x98, 0x22);
+		ibv_wr_set_sge(&ud->vqp.qp_ex, 1, 2, 3);
+		CHECK(ibv_wr_complete(&ud->vqp.qp_ex) == 0);
+		c = sq_wqe(ud, 1);
+		CHECK(le32toh(c->remote_qpn) == 0x98 &&
+		      le32toh(c->remote_qkey) == 0x22);
+		ibv_wr_start(&ud->vqp.qp_ex);
+		ibv_wr_rdma_write(&ud->vqp.qp_ex, 1, 2);
+		CHECK(ibv_wr_complete(&ud->vqp.qp_ex) == EINVAL);
+	}
+
+	if (failures) {
+		fprintf(stderr, "rs-datapath-test: %d check(s) failed\n",
+			failures);
+		return 1;
+	}
+	printf("rs-datapath-test: all checks passed\n");
+	return 0;
+}

@@ -1,0 +1,1413 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * rdma-core provider for the rdma-session adapter: verbs and data path.
+ *
+ * Control path: every object is created by the kernel driver (ibv_cmd_*);
+ * the driver data in the responses (abi/rdma-session-uverbs.h) gives the
+ * mmap keys and geometry of the rings it allocated.
+ *
+ * Data path (docs/specs/rdma-session.rst, "Work queues", "Completion
+ * queues", "Doorbell pages"):
+ *  - post_send/post_recv write WQEs at producer index & mask, then
+ *    udma_to_device_barrier() and one 32-bit doorbell write of
+ *    QP index | producer << 16 (RS_DB_SQ / RS_DB_RQ).
+ *  - poll_cq reads 32-byte CQEs whose owner bit is set on even passes of
+ *    the ring and clear on odd ones, then udma_from_device_barrier()
+ *    before the other fields; the consumer index goes back to the device
+ *    with RS_DB_CQ_CI, and req_notify_cq writes RS_DB_CQ_ARM.
+ *  - Send queue slots are freed from the completions: the device completes
+ *    send WQEs in order; a successful completion is written only for a
+ *    signalled WQE and retires every WQE up to it, an error or flush
+ *    completion is written for each WQE and retires one.  Every receive
+ *    WQE gets a completion.
+ *  - imm_or_inv in WQEs and CQEs is a little-endian number: the immediate
+ *    as the 32-bit big-endian value of the wire, the rkey as is.
+ */
+#include <config.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include <ccan/minmax.h>
+#include <util/util.h>
+
+#include "rsession.h"
+
+/* ------------------------------------------------------------------ */
+/* Device, port, PD, MR, AH                                           */
+/* ------------------------------------------------------------------ */
+
+int rs_query_device_ex(struct ibv_context *context,
+		       const struct ibv_query_device_ex_input *input,
+		       struct ibv_device_attr_ex *attr, size_t attr_size)
+{
+	struct ib_uverbs_ex_query_device_resp resp = {};
+	size_t resp_size = sizeof(resp);
+	uint64_t fw;
+	int err;
+
+	err = ibv_cmd_query_device_any(context, input, attr, attr_size, &resp,
+				       &resp_size);
+	if (err)
+		return err;
+
+	/* The kernel reports the RS_VERSION register: major << 16 | minor. */
+	fw = resp.base.fw_ver;
+	snprintf(attr->orig_attr.fw_ver, sizeof(attr->orig_attr.fw_ver),
+		 "%u.%u", (unsigned int)(fw >> 16) & 0xffff,
+		 (unsigned int)fw & 0xffff);
+	return 0;
+}
+
+int rs_query_port(struct ibv_context *context, uint8_t port,
+		  struct ibv_port_attr *attr)
+{
+	struct ibv_query_port cmd;
+
+	return ibv_cmd_query_port(context, port, attr, &cmd, sizeof(cmd));
+}
+
+struct ibv_pd *rs_alloc_pd(struct ibv_context *context)
+{
+	struct rs_alloc_pd_resp resp = {};
+	struct ibv_alloc_pd cmd;
+	struct rs_pd *pd;
+	int err;
+
+	pd = calloc(1, sizeof(*pd));
+	if (!pd)
+		return NULL;
+
+	err = ibv_cmd_alloc_pd(context, &pd->ibvpd, &cmd, sizeof(cmd),
+			       &resp.ibv_resp, sizeof(resp));
+	if (err) {
+		free(pd);
+		errno = err;
+		return NULL;
+	}
+	pd->pdn = resp.drv_payload.pdn;
+	return &pd->ibvpd;
+}
+
+int rs_dealloc_pd(struct ibv_pd *ibpd)
+{
+	int err;
+
+	err = ibv_cmd_dealloc_pd(ibpd);
+	if (err)
+		return err;
+	free(to_rs_pd(ibpd));
+	return 0;
+}
+
+struct ibv_mr *rs_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
+			 uint64_t hca_va, int access)
+{
+	struct ib_uverbs_reg_mr_resp resp;
+	struct ibv_reg_mr cmd;
+	struct rs_mr *mr;
+	int err;
+
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return NULL;
+
+	err = ibv_cmd_reg_mr(pd, addr, length, hca_va, access, &mr->vmr, &cmd,
+			     sizeof(cmd), &resp, sizeof(resp));
+	if (err) {
+		free(mr);
+		errno = err;
+		return NULL;
+	}
+	return &mr->vmr.ibv_mr;
+}
+
+int rs_dereg_mr(struct verbs_mr *vmr)
+{
+	int err;
+
+	err = ibv_cmd_dereg_mr(vmr);
+	if (err)
+		return err;
+	free(container_of(vmr, struct rs_mr, vmr));
+	return 0;
+}
+
+struct ibv_ah *rs_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
+{
+	struct rs_create_ah_resp resp = {};
+	struct rs_ah *ah;
+	int err;
+
+	ah = calloc(1, sizeof(*ah));
+	if (!ah)
+		return NULL;
+
+	err = ibv_cmd_create_ah(pd, &ah->ibvah, attr, &resp.ibv_resp,
+				sizeof(resp));
+	if (err) {
+		free(ah);
+		errno = err;
+		return NULL;
+	}
+	ah->handle = resp.drv_payload.ah_handle;
+	return &ah->ibvah;
+}
+
+int rs_destroy_ah(struct ibv_ah *ibah)
+{
+	int err;
+
+	err = ibv_cmd_destroy_ah(ibah);
+	if (err)
+		return err;
+	free(to_rs_ah(ibah));
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* QP table: qpn -> QP for the completion path                        */
+/* ------------------------------------------------------------------ */
+
+static int rs_qp_table_insert(struct rs_context *ctx, struct rs_qp *qp)
+{
+	int err = 0;
+
+	pthread_spin_lock(&ctx->qp_table_lock);
+	if (qp->qpn >= ctx->qp_table_size) {
+		uint32_t n = roundup_pow_of_two((uint64_t)qp->qpn + 1);
+		struct rs_qp **t;
+
+		if (n < 64)
+			n = 64;
+		t = realloc(ctx->qp_table, n * sizeof(*t));
+		if (!t) {
+			err = ENOMEM;
+			goto out;
+		}
+		memset(t + ctx->qp_table_size, 0,
+		       (n - ctx->qp_table_size) * sizeof(*t));
+		ctx->qp_table = t;
+		ctx->qp_table_size = n;
+	}
+	if (ctx->qp_table[qp->qpn])
+		err = EEXIST;
+	else
+		ctx->qp_table[qp->qpn] = qp;
+out:
+	pthread_spin_unlock(&ctx->qp_table_lock);
+	return err;
+}
+
+static void rs_qp_table_remove(struct rs_context *ctx, struct rs_qp *qp)
+{
+	pthread_spin_lock(&ctx->qp_table_lock);
+	if (qp->qpn < ctx->qp_table_size && ctx->qp_table[qp->qpn] == qp)
+		ctx->qp_table[qp->qpn] = NULL;
+	pthread_spin_unlock(&ctx->qp_table_lock);
+}
+
+static struct rs_qp *rs_qp_lookup(struct rs_context *ctx, struct rs_cq *cq,
+				  uint32_t qpn)
+{
+	struct rs_qp *qp = NULL;
+
+	if (cq->last_qp && cq->last_qp->qpn == qpn)
+		return cq->last_qp;
+	pthread_spin_lock(&ctx->qp_table_lock);
+	if (qpn < ctx->qp_table_size)
+		qp = ctx->qp_table[qpn];
+	pthread_spin_unlock(&ctx->qp_table_lock);
+	if (qp)
+		cq->last_qp = qp;
+	return qp;
+}
+
+/* ------------------------------------------------------------------ */
+/* Completion queues                                                  */
+/* ------------------------------------------------------------------ */
+
+static enum ibv_wc_opcode rs_wc_opcode(uint8_t op)
+{
+	switch (op) {
+	case RS_WR_SEND:
+	case RS_WR_SEND_IMM:
+	case RS_WR_SEND_INV:
+		return IBV_WC_SEND;
+	case RS_WR_RDMA_WRITE:
+	case RS_WR_RDMA_WRITE_IMM:
+		return IBV_WC_RDMA_WRITE;
+	case RS_WR_RDMA_READ:
+		return IBV_WC_RDMA_READ;
+	case RS_WR_ATOMIC_CMP_SWP:
+		return IBV_WC_COMP_SWAP;
+	case RS_WR_ATOMIC_FETCH_ADD:
+		return IBV_WC_FETCH_ADD;
+	case RS_WR_LOCAL_INV:
+		return IBV_WC_LOCAL_INV;
+	case RS_WR_RECV_RDMA_IMM:
+		return IBV_WC_RECV_RDMA_WITH_IMM;
+	case RS_WR_RECV:
+	default:
+		return IBV_WC_RECV;
+	}
+}
+
+static enum ibv_wc_status rs_wc_status(uint8_t st)
+{
+	switch (st) {
+	case RS_WC_SUCCESS:
+	case RS_WC_LOC_LEN_ERR:
+	case RS_WC_LOC_QP_OP_ERR:
+	case RS_WC_LOC_PROT_ERR:
+	case RS_WC_WR_FLUSH_ERR:
+	case RS_WC_BAD_RESP_ERR:
+	case RS_WC_LOC_ACCESS_ERR:
+	case RS_WC_REM_INV_REQ_ERR:
+	case RS_WC_REM_ACCESS_ERR:
+	case RS_WC_REM_OP_ERR:
+	case RS_WC_RETRY_EXC_ERR:
+	case RS_WC_RNR_RETRY_EXC_ERR:
+		/* enum rs_wc_status uses the ib_wc_status values. */
+		return (enum ibv_wc_status)st;
+	default:
+		return IBV_WC_GENERAL_ERR;
+	}
+}
+
+static unsigned int rs_wc_flags(const struct rs_cqe *cqe)
+{
+	unsigned int f = 0;
+
+	if (cqe->wc_flags & RS_WC_F_IMM)
+		f |= IBV_WC_WITH_IMM;
+	if (cqe->wc_flags & RS_WC_F_INV)
+		f |= IBV_WC_WITH_INV;
+	if (cqe->wc_flags & RS_WC_F_GRH)
+		f |= IBV_WC_GRH;
+	return f;
+}
+
+static __be32 rs_wc_imm(const struct rs_cqe *cqe)
+{
+	uint32_t v = le32toh(cqe->imm_or_inv);
+
+	/* IBV_WC_WITH_INV reports the rkey in host order in the same field. */
+	if (cqe->wc_flags & RS_WC_F_INV)
+		return (__force __be32)v;
+	return htobe32(v);
+}
+
+/*
+ * Take the next valid CQE into *out (copied, so the ring slot can be
+ * reused as soon as the consumer index is reported) and retire the work
+ * request it completes.  Returns the QP, or NULL when the CQ is empty.
+ * CQEs of QPs destroyed meanwhile are dropped.  Called with cq->lock.
+ */
+static int rs_next_cqe(struct rs_cq *cq, struct rs_cqe *out,
+		       struct rs_qp **qpp)
+{
+	struct rs_context *ctx = to_rs_ctx(cq->vcq.cq.context);
+	uint32_t mask = (1u << cq->log_size) - 1;
+	struct rs_cqe *cqe;
+	struct rs_qp *qp;
+	uint8_t phase;
+
+	for (;;) {
+		cqe = &cq->ring[cq->ci & mask];
+		/* Owner bit is 1 on the first pass, 0 on the second, ... */
+		phase = !((cq->ci >> cq->log_size) & 1);
+		if ((__atomic_load_n(&cqe->owner, __ATOMIC_RELAXED) &
+		     RS_CQE_OWNER) != phase)
+			return ENOENT;
+		udma_from_device_barrier();
+		memcpy(out, cqe, sizeof(*out));
+		cq->ci++;
+		cq->ci_dirty = true;
+
+		qp = rs_qp_lookup(ctx, cq, le32toh(out->qpn) & RS_HANDLE_INDEX_MASK);
+		if (!qp)
+			continue;
+
+		if (out->opcode & RS_WR_RECV) {
+			/* Receive completions: one per WQE, in order. */
+			__atomic_store_n(&qp->rq.ci, qp->rq.ci + 1,
+					 __ATOMIC_RELEASE);
+		} else {
+			struct rs_wq *sq = &qp->sq;
+			uint32_t ci = sq->ci;
+			uint32_t pi = __atomic_load_n(&sq->pi, __ATOMIC_ACQUIRE);
+
+			if (out->status == RS_WC_SUCCESS) {
+				/* Retire unsignalled WQEs up to the signalled one. */
+				while (ci != pi &&
+				       !qp->sq_signaled[ci & (sq->wqe_cnt - 1)])
+					ci++;
+			}
+			if (ci != pi)
+				ci++;
+			__atomic_store_n(&sq->ci, ci, __ATOMIC_RELEASE);
+		}
+		*qpp = qp;
+		return 0;
+	}
+}
+
+static void rs_update_ci(struct rs_cq *cq)
+{
+	if (!cq->ci_dirty)
+		return;
+	cq->ci_dirty = false;
+	rs_ring_db(to_rs_ctx(cq->vcq.cq.context), RS_DB_CQ_CI,
+		   (cq->cq_index & RS_DB_INDEX_MASK) |
+		   (cq->ci << RS_DB_VALUE_SHIFT));
+}
+
+static void rs_cqe_to_wc(const struct rs_cqe *cqe, struct ibv_wc *wc)
+{
+	memset(wc, 0, sizeof(*wc));
+	wc->wr_id = le64toh(cqe->wr_id);
+	wc->status = rs_wc_status(cqe->status);
+	wc->opcode = rs_wc_opcode(cqe->opcode);
+	wc->vendor_err = wc->status == IBV_WC_GENERAL_ERR ? cqe->status : 0;
+	wc->byte_len = le32toh(cqe->byte_len);
+	wc->qp_num = le32toh(cqe->qpn);
+	wc->src_qp = le32toh(cqe->src_qp);
+	wc->wc_flags = rs_wc_flags(cqe);
+	if (wc->wc_flags & (IBV_WC_WITH_IMM | IBV_WC_WITH_INV))
+		wc->imm_data = rs_wc_imm(cqe);
+}
+
+int rs_poll_cq(struct ibv_cq *ibcq, int ne, struct ibv_wc *wc)
+{
+	struct rs_cq *cq = to_rs_cq(ibcq);
+	struct rs_cqe cqe;
+	struct rs_qp *qp;
+	int n = 0;
+
+	pthread_spin_lock(&cq->lock);
+	while (n < ne && rs_next_cqe(cq, &cqe, &qp) == 0)
+		rs_cqe_to_wc(&cqe, &wc[n++]);
+	rs_update_ci(cq);
+	pthread_spin_unlock(&cq->lock);
+	return n;
+}
+
+static void rs_cq_ex_load(struct rs_cq *cq)
+{
+	struct ibv_cq_ex *cqx = &cq->vcq.cq_ex;
+
+	cqx->wr_id = le64toh(cq->cur.wr_id);
+	cqx->status = rs_wc_status(cq->cur.status);
+}
+
+static int rs_start_poll(struct ibv_cq_ex *cqx, struct ibv_poll_cq_attr *attr)
+{
+	struct rs_cq *cq = to_rs_cq_ex(cqx);
+	int err;
+
+	if (attr->comp_mask)
+		return EINVAL;
+	pthread_spin_lock(&cq->lock);
+	err = rs_next_cqe(cq, &cq->cur, &cq->cur_qp);
+	if (err) {
+		pthread_spin_unlock(&cq->lock);
+		return err;
+	}
+	rs_cq_ex_load(cq);
+	return 0;
+}
+
+static int rs_next_poll(struct ibv_cq_ex *cqx)
+{
+	struct rs_cq *cq = to_rs_cq_ex(cqx);
+	int err;
+
+	err = rs_next_cqe(cq, &cq->cur, &cq->cur_qp);
+	if (err)
+		return err;
+	rs_cq_ex_load(cq);
+	return 0;
+}
+
+static void rs_end_poll(struct ibv_cq_ex *cqx)
+{
+	struct rs_cq *cq = to_rs_cq_ex(cqx);
+
+	rs_update_ci(cq);
+	pthread_spin_unlock(&cq->lock);
+}
+
+static enum ibv_wc_opcode rs_read_opcode(struct ibv_cq_ex *cqx)
+{
+	return rs_wc_opcode(to_rs_cq_ex(cqx)->cur.opcode);
+}
+
+static uint32_t rs_read_vendor_err(struct ibv_cq_ex *cqx)
+{
+	struct rs_cq *cq = to_rs_cq_ex(cqx);
+
+	return rs_wc_status(cq->cur.status) == IBV_WC_GENERAL_ERR ?
+		cq->cur.status : 0;
+}
+
+static uint32_t rs_read_byte_len(struct ibv_cq_ex *cqx)
+{
+	return le32toh(to_rs_cq_ex(cqx)->cur.byte_len);
+}
+
+static __be32 rs_read_imm_data(struct ibv_cq_ex *cqx)
+{
+	return rs_wc_imm(&to_rs_cq_ex(cqx)->cur);
+}
+
+static uint32_t rs_read_qp_num(struct ibv_cq_ex *cqx)
+{
+	return le32toh(to_rs_cq_ex(cqx)->cur.qpn);
+}
+
+static uint32_t rs_read_src_qp(struct ibv_cq_ex *cqx)
+{
+	return le32toh(to_rs_cq_ex(cqx)->cur.src_qp);
+}
+
+static unsigned int rs_read_wc_flags(struct ibv_cq_ex *cqx)
+{
+	return rs_wc_flags(&to_rs_cq_ex(cqx)->cur);
+}
+
+static uint32_t rs_read_slid(struct ibv_cq_ex *cqx)
+{
+	return 0;	/* RoCE: no LIDs */
+}
+
+static uint8_t rs_read_sl(struct ibv_cq_ex *cqx)
+{
+	return 0;
+}
+
+static uint8_t rs_read_dlid_path_bits(struct ibv_cq_ex *cqx)
+{
+	return 0;
+}
+
+static void rs_cq_fill_pfns(struct rs_cq *cq,
+			    const struct ibv_cq_init_attr_ex *attr)
+{
+	struct ibv_cq_ex *cqx = &cq->vcq.cq_ex;
+
+	cqx->start_poll = rs_start_poll;
+	cqx->next_poll = rs_next_poll;
+	cqx->end_poll = rs_end_poll;
+	cqx->read_opcode = rs_read_opcode;
+	cqx->read_vendor_err = rs_read_vendor_err;
+	cqx->read_wc_flags = rs_read_wc_flags;
+	if (attr->wc_flags & IBV_WC_EX_WITH_BYTE_LEN)
+		cqx->read_byte_len = rs_read_byte_len;
+	if (attr->wc_flags & IBV_WC_EX_WITH_IMM)
+		cqx->read_imm_data = rs_read_imm_data;
+	if (attr->wc_flags & IBV_WC_EX_WITH_QP_NUM)
+		cqx->read_qp_num = rs_read_qp_num;
+	if (attr->wc_flags & IBV_WC_EX_WITH_SRC_QP)
+		cqx->read_src_qp = rs_read_src_qp;
+	if (attr->wc_flags & IBV_WC_EX_WITH_SLID)
+		cqx->read_slid = rs_read_slid;
+	if (attr->wc_flags & IBV_WC_EX_WITH_SL)
+		cqx->read_sl = rs_read_sl;
+	if (attr->wc_flags & IBV_WC_EX_WITH_DLID_PATH_BITS)
+		cqx->read_dlid_path_bits = rs_read_dlid_path_bits;
+}
+
+static struct ibv_cq_ex *rs_create_cq_common(struct ibv_context *context,
+					     struct ibv_cq_init_attr_ex *attr)
+{
+	struct rs_create_cq_resp resp = {};
+	struct rs_uverbs_create_cq_resp *drv = &resp.drv_payload;
+	struct rs_create_cq cmd = {};
+	struct rs_cq *cq;
+	int err;
+
+	if (!check_comp_mask(attr->comp_mask, IBV_CQ_INIT_ATTR_MASK_FLAGS) ||
+	    !check_comp_mask(attr->wc_flags, IBV_WC_STANDARD_FLAGS) ||
+	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) && attr->flags)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (!attr->cqe || attr->cqe > (1u << RS_MAX_CQ_LOG) - 1) {
+		errno = EINVAL;
+		return NULL;
+	}
+
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return NULL;
+
+	err = ibv_cmd_create_cq_ex(context, attr, &cq->vcq, &cmd.ibv_cmd,
+				   sizeof(cmd), &resp.ibv_resp, sizeof(resp), 0);
+	if (err) {
+		errno = err;
+		goto err_free;
+	}
+
+	cq->cq_index = drv->cq_index;
+	cq->log_size = drv->log_size;
+	cq->ring_len = drv->ring_bytes;
+	if (cq->log_size < 1 || cq->log_size > RS_MAX_CQ_LOG ||
+	    cq->ring_len < (sizeof(struct rs_cqe) << cq->log_size)) {
+		verbs_err(verbs_get_ctx(context),
+			  "rdma_session: bad CQ geometry from the kernel (log %u, %zu bytes)\n",
+			  cq->log_size, cq->ring_len);
+		errno = EINVAL;
+		goto err_destroy;
+	}
+	cq->ring = mmap(NULL, cq->ring_len, PROT_READ, MAP_SHARED,
+			context->cmd_fd, drv->ring_mmap_key);
+	if (cq->ring == MAP_FAILED)
+		goto err_destroy;
+
+	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	rs_cq_fill_pfns(cq, attr);
+	return &cq->vcq.cq_ex;
+
+err_destroy:
+	err = errno;
+	ibv_cmd_destroy_cq(&cq->vcq.cq);
+	errno = err;
+err_free:
+	free(cq);
+	return NULL;
+}
+
+struct ibv_cq *rs_create_cq(struct ibv_context *context, int cqe,
+			    struct ibv_comp_channel *channel, int comp_vector)
+{
+	struct ibv_cq_init_attr_ex attr = {
+		.cqe = cqe,
+		.channel = channel,
+		.comp_vector = comp_vector,
+		.wc_flags = IBV_WC_STANDARD_FLAGS,
+	};
+	struct ibv_cq_ex *cqx;
+
+	if (cqe <= 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	cqx = rs_create_cq_common(context, &attr);
+	return cqx ? ibv_cq_ex_to_cq(cqx) : NULL;
+}
+
+struct ibv_cq_ex *rs_create_cq_ex(struct ibv_context *context,
+				  struct ibv_cq_init_attr_ex *attr)
+{
+	return rs_create_cq_common(context, attr);
+}
+
+int rs_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
+{
+	struct rs_cq *cq = to_rs_cq(ibcq);
+
+	rs_ring_db(to_rs_ctx(ibcq->context), RS_DB_CQ_ARM,
+		   (cq->cq_index & RS_DB_INDEX_MASK) |
+		   (solicited_only ? RS_DB_CQ_ARM_SOLICITED : RS_DB_CQ_ARM_NEXT));
+	return 0;
+}
+
+int rs_destroy_cq(struct ibv_cq *ibcq)
+{
+	struct rs_cq *cq = to_rs_cq(ibcq);
+	int err;
+
+	err = ibv_cmd_destroy_cq(ibcq);
+	if (err)
+		return err;
+	munmap(cq->ring, cq->ring_len);
+	pthread_spin_destroy(&cq->lock);
+	free(cq);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Queue pairs                                                        */
+/* ------------------------------------------------------------------ */
+
+#define RS_SEND_OPS (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | \
+		     IBV_QP_EX_WITH_SEND_WITH_INV |                          \
+		     IBV_QP_EX_WITH_RDMA_WRITE |                             \
+		     IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |                    \
+		     IBV_QP_EX_WITH_RDMA_READ |                              \
+		     IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |                     \
+		     IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |                   \
+		     IBV_QP_EX_WITH_LOCAL_INV)
+
+static void rs_qp_fill_wr_pfns(struct rs_qp *qp,
+			       const struct ibv_qp_init_attr_ex *attr);
+
+static int rs_map_wq(struct ibv_context *context, struct rs_wq *wq,
+		     uint64_t key, uint32_t bytes, uint32_t log_size,
+		     uint32_t stride, uint32_t hdr, uint32_t max_sge)
+{
+	pthread_spin_init(&wq->lock, PTHREAD_PROCESS_PRIVATE);
+	/* A queue the kernel did not allocate: always full. */
+	if (!bytes && !log_size)
+		return 0;
+	if (log_size < 1 || log_size > RS_MAX_WQ_LOG || stride < hdr ||
+	    (stride & (stride - 1)) || (uint64_t)stride << log_size > bytes)
+		return EINVAL;
+	wq->wqe_cnt = 1u << log_size;
+	wq->stride = stride;
+	wq->max_sge = min_t(uint32_t, max_sge,
+			    (stride - hdr) / sizeof(struct rs_sge));
+	wq->buf_len = bytes;
+	wq->buf = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+		       context->cmd_fd, key);
+	if (wq->buf == MAP_FAILED) {
+		wq->buf = NULL;
+		return errno;
+	}
+	return 0;
+}
+
+static void rs_unmap_wq(struct rs_wq *wq)
+{
+	if (wq->buf)
+		munmap(wq->buf, wq->buf_len);
+	wq->buf = NULL;
+}
+
+static struct ibv_qp *rs_create_qp_common(struct ibv_context *context,
+					  struct ibv_qp_init_attr_ex *attr)
+{
+	struct rs_context *ctx = to_rs_ctx(context);
+	struct rs_create_qp_resp resp = {};
+	struct rs_uverbs_create_qp_resp *drv = &resp.drv_payload;
+	struct rs_create_qp cmd = {};
+	struct rs_qp *qp;
+	int err;
+
+	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
+	    attr->qp_type != IBV_QPT_UD) {
+		err = EOPNOTSUPP;
+		goto err_out;
+	}
+	if (!check_comp_mask(attr->comp_mask, IBV_QP_INIT_ATTR_PD |
+					      IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) ||
+	    attr->srq ||
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+	     !check_comp_mask(attr->send_ops_flags, RS_SEND_OPS))) {
+		err = EOPNOTSUPP;
+		goto err_out;
+	}
+	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->send_cq ||
+	    !attr->recv_cq ||
+	    attr->cap.max_send_sge > ctx->max_send_sge ||
+	    attr->cap.max_recv_sge > ctx->max_recv_sge ||
+	    attr->cap.max_inline_data > ctx->max_inline ||
+	    attr->cap.max_send_wr > (1u << RS_MAX_WQ_LOG) ||
+	    attr->cap.max_recv_wr > (1u << RS_MAX_WQ_LOG)) {
+		err = EINVAL;
+		goto err_out;
+	}
+
+	qp = calloc(1, sizeof(*qp));
+	if (!qp) {
+		err = ENOMEM;
+		goto err_out;
+	}
+
+	err = ibv_cmd_create_qp_ex(context, &qp->vqp, attr, &cmd.ibv_cmd,
+				   sizeof(cmd), &resp.ibv_resp, sizeof(resp));
+	if (err)
+		goto err_free;
+
+	qp->qpn = drv->qpn & RS_HANDLE_INDEX_MASK;
+	qp->max_inline = drv->max_inline;
+	qp->sq_sig_all = attr->sq_sig_all;
+	if (qp->max_inline > drv->sq_stride - sizeof(struct rs_send_wqe_ctrl))
+		qp->max_inline = drv->sq_stride - sizeof(struct rs_send_wqe_ctrl);
+
+	err = rs_map_wq(context, &qp->sq, drv->sq_mmap_key, drv->sq_bytes,
+			drv->sq_log_size, drv->sq_stride,
+			sizeof(struct rs_send_wqe_ctrl),
+			attr->cap.max_send_sge);
+	if (err)
+		goto err_destroy;
+	err = rs_map_wq(context, &qp->rq, drv->rq_mmap_key, drv->rq_bytes,
+			drv->rq_log_size, drv->rq_stride,
+			sizeof(struct rs_recv_wqe_ctrl),
+			attr->cap.max_recv_sge);
+	if (err)
+		goto err_unmap;
+	qp->sq_signaled = calloc(qp->sq.wqe_cnt ? qp->sq.wqe_cnt : 1, 1);
+	if (!qp->sq_signaled) {
+		err = ENOMEM;
+		goto err_unmap;
+	}
+
+	err = rs_qp_table_insert(ctx, qp);
+	if (err)
+		goto err_unmap;
+
+	/* What the rings really hold. */
+	attr->cap.max_send_wr = qp->sq.wqe_cnt;
+	attr->cap.max_recv_wr = qp->rq.wqe_cnt;
+	attr->cap.max_send_sge = qp->sq.max_sge;
+	attr->cap.max_recv_sge = qp->rq.max_sge;
+	attr->cap.max_inline_data = qp->max_inline;
+
+	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
+		rs_qp_fill_wr_pfns(qp, attr);
+		qp->vqp.comp_mask |= VERBS_QP_EX;
+	}
+	return &qp->vqp.qp;
+
+err_unmap:
+	free(qp->sq_signaled);
+	rs_unmap_wq(&qp->rq);
+	rs_unmap_wq(&qp->sq);
+err_destroy:
+	ibv_cmd_destroy_qp(&qp->vqp.qp);
+err_free:
+	free(qp);
+err_out:
+	verbs_err(verbs_get_ctx(context), "rdma_session: create QP failed: %s\n",
+		  strerror(err));
+	errno = err;
+	return NULL;
+}
+
+struct ibv_qp *rs_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+	struct ibv_qp_init_attr_ex attr_ex = {};
+	struct ibv_qp *qp;
+
+	memcpy(&attr_ex, attr, sizeof(*attr));
+	attr_ex.comp_mask = IBV_QP_INIT_ATTR_PD;
+	attr_ex.pd = pd;
+	qp = rs_create_qp_common(pd->context, &attr_ex);
+	if (qp)
+		memcpy(attr, &attr_ex, sizeof(*attr));
+	return qp;
+}
+
+struct ibv_qp *rs_create_qp_ex(struct ibv_context *context,
+			       struct ibv_qp_init_attr_ex *attr)
+{
+	return rs_create_qp_common(context, attr);
+}
+
+int rs_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
+		struct ibv_qp_init_attr *init_attr)
+{
+	struct rs_qp *qp = to_rs_qp(ibqp);
+	struct ibv_query_qp cmd;
+	int err;
+
+	err = ibv_cmd_query_qp(ibqp, attr, attr_mask, init_attr, &cmd,
+			       sizeof(cmd));
+	if (err)
+		return err;
+	attr->cap.max_send_wr = qp->sq.wqe_cnt;
+	attr->cap.max_recv_wr = qp->rq.wqe_cnt;
+	attr->cap.max_send_sge = qp->sq.max_sge;
+	attr->cap.max_recv_sge = qp->rq.max_sge;
+	attr->cap.max_inline_data = qp->max_inline;
+	init_attr->cap = attr->cap;
+	return 0;
+}
+
+int rs_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
+{
+	struct rs_qp *qp = to_rs_qp(ibqp);
+	struct ibv_modify_qp cmd;
+	int err;
+
+	err = ibv_cmd_modify_qp(ibqp, attr, attr_mask, &cmd, sizeof(cmd));
+	if (err)
+		return err;
+
+	/* A QP back in RESET starts its rings over, as the device does. */
+	if ((attr_mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET) {
+		pthread_spin_lock(&qp->sq.lock);
+		qp->sq.pi = qp->sq.ci = 0;
+		memset(qp->sq_signaled, 0, qp->sq.wqe_cnt);
+		pthread_spin_unlock(&qp->sq.lock);
+		pthread_spin_lock(&qp->rq.lock);
+		qp->rq.pi = qp->rq.ci = 0;
+		pthread_spin_unlock(&qp->rq.lock);
+	}
+	return 0;
+}
+
+static void rs_cq_forget_qp(struct ibv_cq *ibcq, struct rs_qp *qp)
+{
+	struct rs_cq *cq;
+
+	if (!ibcq)
+		return;
+	cq = to_rs_cq(ibcq);
+	pthread_spin_lock(&cq->lock);
+	if (cq->last_qp == qp)
+		cq->last_qp = NULL;
+	if (cq->cur_qp == qp)
+		cq->cur_qp = NULL;
+	pthread_spin_unlock(&cq->lock);
+}
+
+int rs_destroy_qp(struct ibv_qp *ibqp)
+{
+	struct rs_context *ctx = to_rs_ctx(ibqp->context);
+	struct rs_qp *qp = to_rs_qp(ibqp);
+	int err;
+
+	err = ibv_cmd_destroy_qp(ibqp);
+	if (err)
+		return err;
+
+	rs_qp_table_remove(ctx, qp);
+	rs_cq_forget_qp(ibqp->send_cq, qp);
+	if (ibqp->recv_cq != ibqp->send_cq)
+		rs_cq_forget_qp(ibqp->recv_cq, qp);
+	rs_unmap_wq(&qp->sq);
+	rs_unmap_wq(&qp->rq);
+	pthread_spin_destroy(&qp->sq.lock);
+	pthread_spin_destroy(&qp->rq.lock);
+	free(qp->sq_signaled);
+	free(qp);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Posting work requests                                              */
+/* ------------------------------------------------------------------ */
+
+static inline bool rs_wq_full(const struct rs_wq *wq)
+{
+	return wq->pi - __atomic_load_n(&wq->ci, __ATOMIC_ACQUIRE) >=
+	       wq->wqe_cnt;
+}
+
+static inline void *rs_wqe(const struct rs_wq *wq, uint32_t idx)
+{
+	return wq->buf + (size_t)(idx & (wq->wqe_cnt - 1)) * wq->stride;
+}
+
+static uint8_t rs_wqe_flags(const struct rs_qp *qp, unsigned int send_flags)
+{
+	uint8_t f = 0;
+
+	if ((send_flags & IBV_SEND_SIGNALED) || qp->sq_sig_all)
+		f |= RS_WQE_F_SIGNALED;
+	if (send_flags & IBV_SEND_SOLICITED)
+		f |= RS_WQE_F_SOLICITED;
+	if (send_flags & IBV_SEND_FENCE)
+		f |= RS_WQE_F_FENCE;
+	return f;
+}
+
+/* Which opcodes a QP type accepts (IBTA: UD sends only, UC no reads). */
+static bool rs_opcode_ok(enum ibv_qp_type type, uint8_t op)
+{
+	switch (op) {
+	case RS_WR_SEND:
+	case RS_WR_SEND_IMM:
+		return true;
+	case RS_WR_RDMA_WRITE:
+	case RS_WR_RDMA_WRITE_IMM:
+	case RS_WR_SEND_INV:
+	case RS_WR_LOCAL_INV:
+		return type != IBV_QPT_UD;
+	case RS_WR_RDMA_READ:
+	case RS_WR_ATOMIC_CMP_SWP:
+	case RS_WR_ATOMIC_FETCH_ADD:
+		return type == IBV_QPT_RC;
+	default:
+		return false;
+	}
+}
+
+static int rs_ibv_opcode(enum ibv_wr_opcode op, uint8_t *out)
+{
+	switch (op) {
+	case IBV_WR_SEND:
+		*out = RS_WR_SEND;
+		return 0;
+	case IBV_WR_SEND_WITH_IMM:
+		*out = RS_WR_SEND_IMM;
+		return 0;
+	case IBV_WR_SEND_WITH_INV:
+		*out = RS_WR_SEND_INV;
+		return 0;
+	case IBV_WR_RDMA_WRITE:
+		*out = RS_WR_RDMA_WRITE;
+		return 0;
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		*out = RS_WR_RDMA_WRITE_IMM;
+		return 0;
+	case IBV_WR_RDMA_READ:
+		*out = RS_WR_RDMA_READ;
+		return 0;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		*out = RS_WR_ATOMIC_CMP_SWP;
+		return 0;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		*out = RS_WR_ATOMIC_FETCH_ADD;
+		return 0;
+	case IBV_WR_LOCAL_INV:
+		*out = RS_WR_LOCAL_INV;
+		return 0;
+	default:
+		return EINVAL;
+	}
+}
+
+static void rs_set_sges(struct rs_send_wqe_ctrl *ctrl, const struct ibv_sge *sg,
+			size_t n)
+{
+	struct rs_sge *dst = (struct rs_sge *)(ctrl + 1);
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		dst[i].addr = htole64(sg[i].addr);
+		dst[i].length = htole32(sg[i].length);
+		dst[i].lkey = htole32(sg[i].lkey);
+	}
+	ctrl->num_sge = n;
+}
+
+/* Copy inline data behind the control segment; EINVAL if too long. */
+static int rs_set_inline(struct rs_qp *qp, struct rs_send_wqe_ctrl *ctrl,
+			 const struct ibv_data_buf *bufs, size_t n)
+{
+	uint8_t *dst = (uint8_t *)(ctrl + 1);
+	size_t len = 0, i;
+
+	for (i = 0; i < n; i++) {
+		if (bufs[i].length > qp->max_inline - len)
+			return EINVAL;
+		memcpy(dst + len, bufs[i].addr, bufs[i].length);
+		len += bufs[i].length;
+	}
+	ctrl->flags |= RS_WQE_F_INLINE;
+	ctrl->num_sge = 0;
+	ctrl->inline_len = htole32(len);
+	return 0;
+}
+
+static inline void rs_sq_doorbell(struct rs_qp *qp)
+{
+	udma_to_device_barrier();
+	rs_ring_db(to_rs_ctx(qp->vqp.qp.context), RS_DB_SQ,
+		   (qp->qpn & RS_DB_INDEX_MASK) | (qp->sq.pi << RS_DB_VALUE_SHIFT));
+}
+
+/* Start a send WQE in the next slot (sq.lock held, room checked). */
+static struct rs_send_wqe_ctrl *rs_sq_begin(struct rs_qp *qp, uint64_t wr_id,
+					    uint8_t opcode, uint8_t flags)
+{
+	struct rs_send_wqe_ctrl *ctrl = rs_wqe(&qp->sq, qp->sq.pi);
+
+	memset(ctrl, 0, sizeof(*ctrl));
+	ctrl->wr_id = htole64(wr_id);
+	ctrl->opcode = opcode;
+	ctrl->flags = flags;
+	qp->sq_signaled[qp->sq.pi & (qp->sq.wqe_cnt - 1)] =
+		!!(flags & RS_WQE_F_SIGNALED);
+	return ctrl;
+}
+
+int rs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+		 struct ibv_send_wr **bad_wr)
+{
+	struct rs_qp *qp = to_rs_qp(ibqp);
+	struct rs_send_wqe_ctrl *ctrl;
+	uint32_t start;
+	uint8_t opcode;
+	int err = 0;
+	int i;
+
+	pthread_spin_lock(&qp->sq.lock);
+	start = qp->sq.pi;
+	for (; wr; wr = wr->next) {
+		if (rs_wq_full(&qp->sq)) {
+			err = ENOMEM;
+			break;
+		}
+		if (rs_ibv_opcode(wr->opcode, &opcode) ||
+		    !rs_opcode_ok(ibqp->qp_type, opcode) || wr->num_sge < 0 ||
+		    (!(wr->send_flags & IBV_SEND_INLINE) &&
+		     (uint32_t)wr->num_sge > qp->sq.max_sge)) {
+			err = EINVAL;
+			break;
+		}
+
+		ctrl = rs_sq_begin(qp, wr->wr_id, opcode,
+				   rs_wqe_flags(qp, wr->send_flags));
+		switch (opcode) {
+		case RS_WR_SEND_IMM:
+		case RS_WR_RDMA_WRITE_IMM:
+			ctrl->imm_or_inv = htole32(be32toh(wr->imm_data));
+			break;
+		case RS_WR_SEND_INV:
+			ctrl->imm_or_inv = htole32(wr->invalidate_rkey);
+			break;
+		case RS_WR_LOCAL_INV:
+			ctrl->imm_or_inv = htole32(wr->invalidate_rkey);
+			break;
+		default:
+			break;
+		}
+		switch (opcode) {
+		case RS_WR_RDMA_WRITE:
+		case RS_WR_RDMA_WRITE_IMM:
+		case RS_WR_RDMA_READ:
+			ctrl->remote_addr = htole64(wr->wr.rdma.remote_addr);
+			ctrl->rkey = htole32(wr->wr.rdma.rkey);
+			break;
+		case RS_WR_ATOMIC_CMP_SWP:
+		case RS_WR_ATOMIC_FETCH_ADD:
+			ctrl->remote_addr = htole64(wr->wr.atomic.remote_addr);
+			ctrl->rkey = htole32(wr->wr.atomic.rkey);
+			ctrl->compare_add = htole64(wr->wr.atomic.compare_add);
+			ctrl->swap = htole64(wr->wr.atomic.swap);
+			break;
+		default:
+			break;
+		}
+		if (ibqp->qp_type == IBV_QPT_UD) {
+			if (!wr->wr.ud.ah) {
+				err = EINVAL;
+				break;
+			}
+			ctrl->ah = htole32(to_rs_ah(wr->wr.ud.ah)->handle);
+			ctrl->remote_qpn = htole32(wr->wr.ud.remote_qpn);
+			ctrl->remote_qkey = htole32(wr->wr.ud.remote_qkey);
+		}
+
+		if ((wr->send_flags & IBV_SEND_INLINE) && wr->num_sge &&
+		    opcode != RS_WR_RDMA_READ && opcode != RS_WR_ATOMIC_CMP_SWP &&
+		    opcode != RS_WR_ATOMIC_FETCH_ADD) {
+			struct ibv_data_buf bufs[RS_MAX_SGE];
+
+			if (wr->num_sge > RS_MAX_SGE) {
+				err = EINVAL;
+				break;
+			}
+			for (i = 0; i < wr->num_sge; i++) {
+				bufs[i].addr = (void *)(uintptr_t)wr->sg_list[i].addr;
+				bufs[i].length = wr->sg_list[i].length;
+			}
+			err = rs_set_inline(qp, ctrl, bufs, wr->num_sge);
+			if (err)
+				break;
+		} else {
+			if ((uint32_t)wr->num_sge > qp->sq.max_sge) {
+				err = EINVAL;
+				break;
+			}
+			rs_set_sges(ctrl, wr->sg_list, wr->num_sge);
+		}
+		/* Publish the slot's signalled flag before the index. */
+		__atomic_store_n(&qp->sq.pi, qp->sq.pi + 1, __ATOMIC_RELEASE);
+	}
+	if (err)
+		*bad_wr = wr;
+	if (qp->sq.pi != start)
+		rs_sq_doorbell(qp);
+	pthread_spin_unlock(&qp->sq.lock);
+	return err;
+}
+
+int rs_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+		 struct ibv_recv_wr **bad_wr)
+{
+	struct rs_qp *qp = to_rs_qp(ibqp);
+	struct rs_recv_wqe_ctrl *ctrl;
+	struct rs_sge *sge;
+	uint32_t start;
+	int err = 0;
+	int i;
+
+	pthread_spin_lock(&qp->rq.lock);
+	start = qp->rq.pi;
+	for (; wr; wr = wr->next) {
+		if (rs_wq_full(&qp->rq)) {
+			err = ENOMEM;
+			break;
+		}
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->rq.max_sge) {
+			err = EINVAL;
+			break;
+		}
+		ctrl = rs_wqe(&qp->rq, qp->rq.pi);
+		memset(ctrl, 0, sizeof(*ctrl));
+		ctrl->wr_id = htole64(wr->wr_id);
+		ctrl->num_sge = wr->num_sge;
+		sge = (struct rs_sge *)(ctrl + 1);
+		for (i = 0; i < wr->num_sge; i++) {
+			sge[i].addr = htole64(wr->sg_list[i].addr);
+			sge[i].length = htole32(wr->sg_list[i].length);
+			sge[i].lkey = htole32(wr->sg_list[i].lkey);
+		}
+		qp->rq.pi++;
+	}
+	if (err)
+		*bad_wr = wr;
+	if (qp->rq.pi != start) {
+		udma_to_device_barrier();
+		rs_ring_db(to_rs_ctx(ibqp->context), RS_DB_RQ,
+			   (qp->qpn & RS_DB_INDEX_MASK) |
+			   (qp->rq.pi << RS_DB_VALUE_SHIFT));
+	}
+	pthread_spin_unlock(&qp->rq.lock);
+	return err;
+}
+
+/* ------------------------------------------------------------------ */
+/* Extended send API (ibv_wr_*)                                        */
+/* ------------------------------------------------------------------ */
+
+static void rs_wr_start(struct ibv_qp_ex *qpx)
+{
+	struct rs_qp *qp = to_rs_qp_ex(qpx);
+
+	pthread_spin_lock(&qp->sq.lock);
+	qp->wr_start_pi = qp->sq.pi;
+	qp->wr_err = 0;
+	qp->cur_wqe = NULL;
+}
+
+static int rs_wr_complete(struct ibv_qp_ex *qpx)
+{
+	struct rs_qp *qp = to_rs_qp_ex(qpx);
+	int err = qp->wr_err;
+
+	if (err)
+		qp->sq.pi = qp->wr_start_pi;
+	else if (qp->sq.pi != qp->wr_start_pi)
+		rs_sq_doorbell(qp);
+	qp->cur_wqe = NULL;
+	pthread_spin_unlock(&qp->sq.lock);
+	return err;
+}
+
+static void rs_wr_abort(struct ibv_qp_ex *qpx)
+{
+	struct rs_qp *qp = to_rs_qp_ex(qpx);
+
+	qp->sq.pi = qp->wr_start_pi;
+	qp->cur_wqe = NULL;
+	pthread_spin_unlock(&qp->sq.lock);
+}
+
+/* Open the next WQE for an ibv_wr_<op>() call; NULL after an error. */
+static struct rs_send_wqe_ctrl *rs_wr_new(struct ibv_qp_ex *qpx, uint8_t opcode)
+{
+	struct rs_qp *qp = to_rs_qp_ex(qpx);
+	struct rs_send_wqe_ctrl *ctrl;
+
+	qp->cur_wqe = NULL;
+	if (qp->wr_err)
+		return NULL;
+	if (rs_wq_full(&qp->sq)) {
+		qp->wr_err = ENOMEM;
+		return NULL;
+	}
+	if (!rs_opcode_ok(qpx->qp_base.qp_type, opcode)) {
+		qp->wr_err = EINVAL;
+		return NULL;
+	}
+	ctrl = rs_sq_begin(qp, qpx->wr_id, opcode, rs_wqe_flags(qp, qpx->wr_flags));
+	__atomic_store_n(&qp->sq.pi, qp->sq.pi + 1, __ATOMIC_RELEASE);
+	qp->cur_wqe = ctrl;
+	return ctrl;
+}
+
+static void rs_wr_send(struct ibv_qp_ex *qpx)
+{
+	rs_wr_new(qpx, RS_WR_SEND);
+}
+
+static void rs_wr_send_imm(struct ibv_qp_ex *qpx, __be32 imm_data)
+{
+	struct rs_send_wqe_ctrl *c = rs_wr_new(qpx, RS_WR_SEND_IMM);
+
+	if (c)
+		c->imm_or_inv = htole32(be32toh(imm_data));
+}
+
+static void rs_wr_send_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
+{
+	struct rs_send_wqe_ctrl *c = rs_wr_new(qpx, RS_WR_SEND_INV);
+
+	if (c)
+		c->imm_or_inv = htole32(invalidate_rkey);
+}
+
+static void rs_wr_local_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
+{
+	struct rs_send_wqe_ctrl *c = rs_wr_new(qpx, RS_WR_LOCAL_INV);
+
+	if (c)
+		c->imm_or_inv = htole32(invalidate_rkey);
+}
+
+static struct rs_send_wqe_ctrl *rs_wr_rdma(struct ibv_qp_ex *qpx, uint8_t op,
+					   uint32_t rkey, uint64_t remote_addr)
+{
+	struct rs_send_wqe_ctrl *c = rs_wr_new(qpx, op);
+
+	if (c) {
+		c->rkey = htole32(rkey);
+		c->remote_addr = htole64(remote_addr);
+	}
+	return c;
+}
+
+static void rs_wr_rdma_write(struct ibv_qp_ex *qpx, uint32_t rkey,
+			     uint64_t remote_addr)
+{
+	rs_wr_rdma(qpx, RS_WR_RDMA_WRITE, rkey, remote_addr);
+}
+
+static void rs_wr_rdma_write_imm(struct ibv_qp_ex *qpx, uint32_t rkey,
+				 uint64_t remote_addr, __be32 imm_data)
+{
+	struct rs_send_wqe_ctrl *c =
+		rs_wr_rdma(qpx, RS_WR_RDMA_WRITE_IMM, rkey, remote_addr);
+
+	if (c)
+		c->imm_or_inv = htole32(be32toh(imm_data));
+}
+
+static void rs_wr_rdma_read(struct ibv_qp_ex *qpx, uint32_t rkey,
+			    uint64_t remote_addr)
+{
+	rs_wr_rdma(qpx, RS_WR_RDMA_READ, rkey, remote_addr);
+}
+
+static void rs_wr_atomic_cmp_swp(struct ibv_qp_ex *qpx, uint32_t rkey,
+				 uint64_t remote_addr, uint64_t compare,
+				 uint64_t swap)
+{
+	struct rs_send_wqe_ctrl *c =
+		rs_wr_rdma(qpx, RS_WR_ATOMIC_CMP_SWP, rkey, remote_addr);
+
+	if (c) {
+		c->compare_add = htole64(compare);
+		c->swap = htole64(swap);
+	}
+}
+
+static void rs_wr_atomic_fetch_add(struct ibv_qp_ex *qpx, uint32_t rkey,
+				   uint64_t remote_addr, uint64_t add)
+{
+	struct rs_send_wqe_ctrl *c =
+		rs_wr_rdma(qpx, RS_WR_ATOMIC_FETCH_ADD, rkey, remote_addr);
+
+	if (c)
+		c->compare_add = htole64(add);
+}
+
+static void rs_wr_set_sge(struct ibv_qp_ex *qpx, uint32_t lkey, uint64_t addr,
+			  uint32_t length)
+{
+	struct rs_qp *qp = to_rs_qp_ex(qpx);
+	struct ibv_sge sge = { .addr = addr, .length = length, .lkey = lkey };
+
+	if (!qp->cur_wqe)
+		return;
+	if (qp->sq.max_sge < 1) {
+		qp->wr_err = EINVAL;
+		return;
+	}
+	rs_set_sges(qp->cur_wqe, &sge, 1);
+}
+
+static void rs_wr_set_sge_list(struct ibv_qp_ex *qpx, size_t num_sge,
+			       const struct ibv_sge *sg_list)
+{
+	struct rs_qp *qp = to_rs_qp_ex(qpx);
+
+	if (!qp->cur_wqe)
+		return;
+	if (num_sge > qp->sq.max_sge) {
+		qp->wr_err = EINVAL;
+		return;
+	}
+	rs_set_sges(qp->cur_wqe, sg_list, num_sge);
+}
+
+static void rs_wr_set_inline_data_list(struct ibv_qp_ex *qpx, size_t num_buf,
+				       const struct ibv_data_buf *buf_list)
+{
+	struct rs_qp *qp = to_rs_qp_ex(qpx);
+	int err;
+
+	if (!qp->cur_wqe)
+		return;
+	err = rs_set_inline(qp, qp->cur_wqe, buf_list, num_buf);
+	if (err)
+		qp->wr_err = err;
+}
+
+static void rs_wr_set_inline_data(struct ibv_qp_ex *qpx, void *addr,
+				  size_t length)
+{
+	struct ibv_data_buf buf = { .addr = addr, .length = length };
+
+	rs_wr_set_inline_data_list(qpx, 1, &buf);
+}
+
+static void rs_wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah,
+			      uint32_t remote_qpn, uint32_t remote_qkey)
+{
+	struct rs_qp *qp = to_rs_qp_ex(qpx);
+	struct rs_send_wqe_ctrl *c = qp->cur_wqe;
+
+	if (!c)
+		return;
+	if (!ah) {
+		qp->wr_err = EINVAL;
+		return;
+	}
+	c->ah = htole32(to_rs_ah(ah)->handle);
+	c->remote_qpn = htole32(remote_qpn);
+	c->remote_qkey = htole32(remote_qkey);
+}
+
+static void rs_qp_fill_wr_pfns(struct rs_qp *qp,
+			       const struct ibv_qp_init_attr_ex *attr)
+{
+	struct ibv_qp_ex *qpx = &qp->vqp.qp_ex;
+	uint64_t ops = attr->send_ops_flags;
+
+	qpx->wr_start = rs_wr_start;
+	qpx->wr_complete = rs_wr_complete;
+	qpx->wr_abort = rs_wr_abort;
+	if (ops & IBV_QP_EX_WITH_SEND)
+		qpx->wr_send = rs_wr_send;
+	if (ops & IBV_QP_EX_WITH_SEND_WITH_IMM)
+		qpx->wr_send_imm = rs_wr_send_imm;
+	if (ops & IBV_QP_EX_WITH_SEND_WITH_INV)
+		qpx->wr_send_inv = rs_wr_send_inv;
+	if (ops & IBV_QP_EX_WITH_RDMA_WRITE)
+		qpx->wr_rdma_write = rs_wr_rdma_write;
+	if (ops & IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM)
+		qpx->wr_rdma_write_imm = rs_wr_rdma_write_imm;
+	if (ops & IBV_QP_EX_WITH_RDMA_READ)
+		qpx->wr_rdma_read = rs_wr_rdma_read;
+	if (ops & IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP)
+		qpx->wr_atomic_cmp_swp = rs_wr_atomic_cmp_swp;
+	if (ops & IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+		qpx->wr_atomic_fetch_add = rs_wr_atomic_fetch_add;
+	if (ops & IBV_QP_EX_WITH_LOCAL_INV)
+		qpx->wr_local_inv = rs_wr_local_inv;
+	qpx->wr_set_sge = rs_wr_set_sge;
+	qpx->wr_set_sge_list = rs_wr_set_sge_list;
+	qpx->wr_set_inline_data = rs_wr_set_inline_data;
+	qpx->wr_set_inline_data_list = rs_wr_set_inline_data_list;
+	qpx->wr_set_ud_addr = rs_wr_set_ud_addr;
+}
