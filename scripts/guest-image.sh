@@ -1,14 +1,25 @@
 #!/bin/bash
 # Build the demo/test guest: Debian's 6.12 kernel from bookworm-backports
-# and a busybox initramfs whose /init lists the PCI devices, runs the
-# command given as rs.cmd= on the kernel command line (or starts a shell)
-# and powers the VM off.
+# and a busybox initramfs with the RDMA stack: the guest kernel's RDMA
+# modules (ib_core, ib_uverbs, ib_umad, ib_cm, iw_cm, rdma_cm, rdma_ucm with
+# their dependencies; crc32_generic and rdma_rxe for soft-RoCE peers, not
+# loaded by default), our rdma_session.ko (scripts/build-guest-module.sh),
+# rdma-core userspace (libibverbs, librdmacm, providers, ibv_* utilities,
+# rping, ucmatose) from build/rdma-core-stage (scripts/build-rdma-core.sh)
+# when it exists, else Debian bookworm's packages, perftest from Debian,
+# iproute2's ip and rdma, every shared library they need, and a udhcpc
+# script.  /init loads the modules, brings the network interface up,
+# prints "rs-init: ready", runs the command given on the kernel command
+# line (or over the second serial port) or starts a shell, and powers the
+# VM off.
 #
-# Nothing is installed on the host: the .deb packages are fetched with the
-# private apt configuration (scripts/apt-private.sh) into
-# $RS_CACHE/guest/debs and unpacked with dpkg-deb.  The result is cached in
+# Nothing is installed on the host except the kernel headers the module
+# build needs: the .deb packages are fetched with the private apt
+# configuration (scripts/apt-private.sh) into $RS_CACHE/guest/debs and
+# unpacked with dpkg-deb.  The result is cached in
 # $RS_CACHE/guest/<hash of the inputs>/ and only rebuilt when an input
-# changes (package versions, module list, extra files, this script).
+# changes (package versions, the module, the rdma-core staging tree,
+# module list, extra files, this script).
 #
 # Usage: scripts/guest-image.sh
 # Prints on stdout, in a form that "eval" accepts:
@@ -19,21 +30,38 @@
 #
 # Environment:
 #   RS_CACHE           cache directory (default ~/.cache/rdma-session)
+#   RS_BUILD           build directory (default build/): rdma-core-stage,
+#                      guest-module
 #   RS_KERNEL_PKG      kernel package to use instead of the default
 #                      (the linux-image-6.12.*-amd64 that bookworm-backports'
 #                      linux-image-amd64 depends on, or the one matching an
 #                      installed linux-headers-6.12.*-amd64)
-#   RS_GUEST_MODULES   kernel modules to put into the image and load at boot,
-#                      space separated; dependencies are added (default none)
+#   RS_GUEST_MODULES   more kernel modules to put into the image and load at
+#                      boot, space separated; dependencies are added
 #   RS_GUEST_EXTRA     a directory copied over the initramfs root (optional)
 #   RS_EXTRA_MODULES   out-of-tree .ko files (paths, space separated) copied
-#                      into the image and loaded after RS_GUEST_MODULES
+#                      into the image and loaded after RS_GUEST_MODULES; an
+#                      rdma_session.ko given here replaces the built one
+#   RS_GUEST_DRIVER=0  no rdma_session.ko (default: build it)
+#   RS_GUEST_KO        use this rdma_session.ko instead of building it
+#   RS_RDMA_CORE_STAGE rdma-core DESTDIR tree (default
+#                      $RS_BUILD/rdma-core-stage; used only if it has
+#                      usr/bin/ibv_devinfo); RS_RDMA_CORE_STAGE=none uses
+#                      Debian's rdma-core 44 packages
 #
 # Guest kernel command line understood by /init:
 #   rs.cmd=WORD or rs.cmd="several words"   run it with sh -c, then power off
 #   rs.cmd64=BASE64                          the same, base64 encoded
-#   rs.shell=1                               shell after the command
-#   (no rs.cmd: an interactive shell; exiting it powers the VM off)
+#   rs.go=ttyS1       after "ready", read "go BASE64" from /dev/ttyS1 and run
+#                     the decoded script (scripts/launch-vms.sh)
+#   rs.shell=1        shell after the command
+#   rs.ip=A.B.C.D/N   address of the network interface
+#   rs.dhcp=1         configure the interface with udhcpc instead
+#   rs.if=NAME        the interface (default: the first one that is not lo)
+#   rs.modules=a,b    load these modules too (modprobe; e.g. crc32_generic,rdma_rxe)
+#   rs.skip=a,b       do not load these modules of the default list
+#   rs.name=NAME      host name
+#   (no command: an interactive shell; exiting it powers the VM off)
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -91,24 +119,71 @@ fetch()
     echo "$f"
 }
 
+# Debian packages of the guest userspace.  rdma-core's come from here only
+# when there is no rdma-core staging tree; perftest links against
+# libibverbs.so.1 and librdmacm.so.1, which either provides.  The library
+# packages are what the binaries need (DT_NEEDED, resolved below); the
+# host's own libraries (the same Debian release) are the fallback.
+user_pkgs="ibverbs-utils rdmacm-utils libibverbs1 librdmacm1 ibverbs-providers
+    libibumad3 perftest iproute2"
+lib_pkgs="libc6 libnl-3-200 libnl-route-3-200 libpci3 libudev1 libmnl0 libelf1
+    libbpf1 libcap2 libbsd0 libmd0 zlib1g libzstd1"
+
 # Resolving versions with apt-cache takes seconds; remember the answer
 # until the package lists are refreshed or the choice inputs change.
 memo="$gdir/.resolved-$( { stat -c %Y "$RS_APT/lists/.updated" 2>/dev/null
-    echo "${RS_KERNEL_PKG:-}"
+    echo "${RS_KERNEL_PKG:-}" $user_pkgs $lib_pkgs
     dpkg-query -W -f='${Package} ${Version} ${Status}\n' 'linux-headers-6.12*' 2>/dev/null || true
   } | sha1sum | cut -c1-12)"
-kdeb='' bdeb=''
-if [ -s "$memo" ]; then
-    { read -r kdeb; read -r bdeb; } < "$memo" || true
-    [ -s "$kdeb" ] && [ -s "$bdeb" ] || kdeb='' bdeb=''
+
+# The module first: building it may install the kernel headers, which
+# decide the guest kernel.
+ko=''
+if [ -n "${RS_GUEST_KO:-}" ]; then
+    [ -s "$RS_GUEST_KO" ] || die "RS_GUEST_KO=$RS_GUEST_KO is not a file"
+    ko=$RS_GUEST_KO
+elif [ "${RS_GUEST_DRIVER:-1}" != 0 ]; then
+    case " ${RS_EXTRA_MODULES:-} " in
+    *'/rdma_session.ko '*|*' rdma_session.ko '*) ;;
+    *) ko=$("$top/scripts/build-guest-module.sh") ||
+           die "rdma_session.ko does not build (scripts/build-guest-module.sh; RS_GUEST_DRIVER=0 builds the image without it)" ;;
+    esac
 fi
-if [ -z "$kdeb" ]; then
+
+declare -A deb=()
+if [ -s "$memo" ]; then
+    while read -r name path; do
+        [ -s "$path" ] || { deb=(); break; }
+        deb[$name]=$path
+    done < "$memo"
+fi
+if [ -z "${deb[kernel]:-}" ] || [ -z "${deb[busybox-static]:-}" ]; then
+    deb=()
     kpkg=$(kernel_pkg)
     [ -n "$kpkg" ] || die "could not determine the guest kernel package"
-    kdeb=$(fetch "$kpkg")
-    bdeb=$(fetch busybox-static)
+    deb[kernel]=$(fetch "$kpkg")
+    for p in busybox-static $user_pkgs $lib_pkgs; do
+        deb[$p]=$(fetch "$p")
+    done
     rm -f "$gdir"/.resolved-*
-    printf '%s\n%s\n' "$kdeb" "$bdeb" > "$memo"
+    for p in "${!deb[@]}"; do echo "$p ${deb[$p]}"; done | sort > "$memo"
+fi
+kdeb=${deb[kernel]}
+bdeb=${deb[busybox-static]}
+
+# rdma-core with our provider (scripts/build-rdma-core.sh, incremental)
+# once that script is part of the repository.
+if [ -z "${RS_RDMA_CORE_STAGE:-}" ] && [ -x "$top/scripts/build-rdma-core.sh" ] &&
+   { ! git -C "$top" rev-parse --git-dir >/dev/null 2>&1 ||
+     git -C "$top" ls-files --error-unmatch scripts/build-rdma-core.sh >/dev/null 2>&1; }; then
+    log "building rdma-core (scripts/build-rdma-core.sh)"
+    "$top/scripts/build-rdma-core.sh" > "${RS_BUILD:-$top/build}/rdma-core-build.log" 2>&1 ||
+        { tail -n 20 "${RS_BUILD:-$top/build}/rdma-core-build.log" >&2
+          die "rdma-core build failed (scripts/build-rdma-core.sh, log in ${RS_BUILD:-$top/build}/rdma-core-build.log)"; }
+fi
+stage=${RS_RDMA_CORE_STAGE:-${RS_BUILD:-$top/build}/rdma-core-stage}
+if [ "$stage" = none ] || [ ! -x "$stage/usr/bin/ibv_devinfo" ]; then
+    stage=''
 fi
 
 # --- Cache key -------------------------------------------------------------
@@ -127,8 +202,15 @@ if [ -n "$extra" ]; then
     [ -d "$extra" ] || die "RS_GUEST_EXTRA=$extra is not a directory"
     extrasum=$(cd "$extra" && tar --sort=name --mtime=@0 --owner=0 --group=0 -cf - . | sha1sum | cut -c1-40)
 fi
-key=$( { basename "$kdeb"; basename "$bdeb"; echo "$modules"; echo "$extrasum"
+stagesum=none
+[ -z "$stage" ] ||
+    stagesum=$(cd "$stage" && find . \( -type f -o -type l \) -printf '%p %s %T@\n' | LC_ALL=C sort | sha1sum | cut -c1-40)
+kosum=none
+[ -z "$ko" ] || kosum=$(sha1sum < "$ko" | cut -c1-40)
+key=$( { for p in "${!deb[@]}"; do basename "${deb[$p]}"; done | LC_ALL=C sort
+         echo "$modules"; echo "$extrasum"
          [ "$extramodsum" = none ] || echo "extramods $extramodsum"
+         echo "stage $stagesum ko $kosum"
          sha1sum < "$0"; } | sha1sum | cut -c1-16)
 out="$gdir/$key"
 if [ -s "$out/vmlinuz" ] && [ -s "$out/initramfs.cpio.gz" ] && [ -s "$out/kver" ]; then
@@ -139,12 +221,13 @@ if [ -s "$out/vmlinuz" ] && [ -s "$out/initramfs.cpio.gz" ] && [ -s "$out/kver" 
 fi
 
 # --- Build -----------------------------------------------------------------
-log "building guest image $key ($(basename "$kdeb"), $(basename "$bdeb"))"
+tb=$(date +%s.%N)
+log "building guest image $key ($(basename "$kdeb"), rdma-core from ${stage:-the Debian packages})"
 work=$(mktemp -d "$gdir/.work.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 dpkg-deb -x "$kdeb" "$work/k"
 dpkg-deb -x "$bdeb" "$work/bb"
-vmlinuz=$(ls -1 "$work"/k/boot/vmlinuz-* 2>/dev/null | head -n 1)
+vmlinuz=$(ls -1 "$work"/k/boot/vmlinuz-* 2>/dev/null | head -n 1 || true)
 [ -n "$vmlinuz" ] || die "$(basename "$kdeb") contains no /boot/vmlinuz-*"
 kver=${vmlinuz##*/vmlinuz-}
 moddir=$(ls -d "$work"/k/lib/modules/"$kver" "$work"/k/usr/lib/modules/"$kver" 2>/dev/null | head -n 1 || true)
@@ -152,14 +235,16 @@ bb="$work/bb/bin/busybox"
 [ -x "$bb" ] || die "$(basename "$bdeb") contains no bin/busybox"
 
 root="$work/root"
-mkdir -p "$root"/{bin,sbin,dev,proc,sys,tmp,run,root,etc,lib/modules/"$kver"}
+mkdir -p "$root"/{bin,sbin,dev,proc,sys,tmp,run,root,etc,usr/bin,usr/sbin,lib/modules/"$kver"}
+mkdir -p "$root"/{lib/x86_64-linux-gnu,usr/lib/x86_64-linux-gnu,lib64,usr/share/udhcpc,etc/libibverbs.d}
 cp "$bb" "$root/bin/busybox"
 for a in $("$bb" --list); do
     [ "$a" = busybox ] || [ -e "$root/bin/$a" ] || ln -s busybox "$root/bin/$a"
 done
 
 # Kernel modules: resolve "depends=" from each module's .modinfo, copy them
-# uncompressed (busybox insmod cannot read .ko.xz) and write the load order.
+# uncompressed (busybox insmod cannot read .ko.xz) and write the load order;
+# depmod writes modules.dep for busybox's modprobe.
 declare -A seen=()
 order=()
 modfile()   # name -> path of the .ko[.xz] in the package, or empty
@@ -168,7 +253,7 @@ modfile()   # name -> path of the .ko[.xz] in the package, or empty
     find "$moddir/kernel" \( -name "$n.ko*" -o -name "$alt.ko*" \) 2>/dev/null | head -n 1
 }
 modcat() { case $1 in *.xz) xz -dc "$1";; *.zst) zstd -qdc "$1";; *.gz) gzip -dc "$1";; *) cat "$1";; esac; }
-addmod()
+addmod()    # name [noload]
 {
     local m=${1//-/_} f deps d
     [ -z "${seen[$m]:-}" ] || return 0
@@ -183,19 +268,147 @@ addmod()
     fi
     modcat "$f" > "$work/m.ko"
     deps=$(tr '\0' '\n' < "$work/m.ko" | sed -n 's/^depends=//p' | head -n 1)
-    for d in ${deps//,/ }; do addmod "$d"; done
+    for d in ${deps//,/ }; do addmod "$d" "${2:-}"; done
     modcat "$f" > "$root/lib/modules/$kver/$m.ko"
-    order+=("$m")
+    [ -n "${2:-}" ] || order+=("$m")
 }
-for m in $modules; do addmod "$m"; done
-for f in $extramods; do
+# Kernel modules the out-of-tree ones need, from their .modinfo.
+ko_deps() { tr '\0' '\n' < "$1" | sed -n 's/^depends=//p' | head -n 1 | tr , ' '; }
+for m in ib_core ib_uverbs ib_umad ib_cm iw_cm rdma_cm rdma_ucm $modules; do addmod "$m"; done
+for m in crc32_generic rdma_rxe; do addmod "$m" noload; done
+outoftree=()
+[ -z "$ko" ] || outoftree+=("$ko")
+for f in $extramods; do outoftree+=("$f"); done
+for f in "${outoftree[@]+"${outoftree[@]}"}"; do
     m=$(basename "$f" .ko)
+    [ -z "${seen[$m]:-}" ] || [ "$f" != "$ko" ] || continue   # RS_EXTRA_MODULES wins
+    for d in $(ko_deps "$f"); do
+        [ -n "${seen[$d]:-}" ] || [ -e "$root/lib/modules/$kver/$d.ko" ] || addmod "$d"
+    done
+    seen[$m]=1
     cp "$f" "$root/lib/modules/$kver/$m.ko"
     order+=("$m")
 done
 printf '%s\n' "${order[@]+"${order[@]}"}" | sed '/^$/d' > "$root/lib/modules/$kver/load.order"
-[ ${#order[@]} -eq 0 ] || log "modules: ${order[*]}"
+cp "$moddir/modules.builtin" "$moddir/modules.order" "$root/lib/modules/$kver/" 2>/dev/null || true
+depmod -b "$root" "$kver" 2>"$work/depmod.err" ||
+    { cat "$work/depmod.err" >&2; die "depmod failed"; }
+log "modules loaded at boot: ${order[*]}"
 
+# --- User space -------------------------------------------------------------
+deb_tree="$work/debs"
+mkdir -p "$deb_tree"
+for p in $user_pkgs $lib_pkgs; do
+    dpkg-deb -x "${deb[$p]}" "$deb_tree"
+done
+bins="ibv_devices ibv_devinfo ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong
+      ibv_srq_pingpong ibv_xsrq_pingpong ibv_asyncwatch rping ucmatose udaddy
+      mckey rdma_client rdma_server rdma_xclient rdma_xserver rstream riostream
+      cmtime"
+if [ -n "$stage" ]; then
+    uroot=$stage
+    # Libraries and providers with their symbolic links, the provider
+    # configuration, no headers, static or pkg-config files.
+    (cd "$stage" && find . \( -path './usr/lib*' -o -path './lib*' \) \
+        \( -name '*.so' -o -name '*.so.*' \) \( -type f -o -type l \) ! -path '*/pkgconfig/*' -print0 |
+        xargs -0r cp -a --parents -t "$root")
+    cp -a "$stage"/etc/libibverbs.d/. "$root/etc/libibverbs.d/" 2>/dev/null || true
+else
+    uroot=$deb_tree
+    (cd "$deb_tree" && find . -path '*/libibverbs/*.so' -print0 | xargs -0r cp -a --parents -t "$root")
+    cp -a "$deb_tree"/etc/libibverbs.d/. "$root/etc/libibverbs.d/"
+fi
+for b in $bins; do
+    f=$(ls "$uroot/usr/bin/$b" 2>/dev/null | head -n 1 || true)
+    [ -n "$f" ] || { log "no $b in ${stage:-the Debian packages}"; continue; }
+    cp -L "$f" "$root/usr/bin/"
+done
+[ -x "$root/usr/bin/ibv_devinfo" ] || die "no ibv_devinfo in ${stage:-the Debian packages}"
+# perftest: every ib_* / raw_ethernet_* test.
+for f in "$deb_tree"/usr/bin/ib_* "$deb_tree"/usr/bin/raw_ethernet_*; do
+    [ -e "$f" ] && cp -L "$f" "$root/usr/bin/"
+done
+# iproute2: ip (busybox's lacks -details, -json and rdma-related bits), rdma.
+for b in ip rdma; do
+    f=$(ls "$deb_tree"/bin/$b "$deb_tree"/sbin/$b "$deb_tree"/usr/bin/$b "$deb_tree"/usr/sbin/$b 2>/dev/null | head -n 1 || true)
+    [ -n "$f" ] || die "iproute2 has no $b"
+    cp -L "$f" "$root/usr/bin/$b"
+done
+
+# Shared libraries: everything the ELF files above need (DT_NEEDED),
+# transitively, from the image itself, then the unpacked Debian packages,
+# then the host (Debian 12 too).
+elf() { [ "$(head -c 4 "$1" 2>/dev/null | tr -d '\0')" = $'\x7fELF' ]; }
+libdirs=("$deb_tree/lib/x86_64-linux-gnu" "$deb_tree/usr/lib/x86_64-linux-gnu"
+         /lib/x86_64-linux-gnu /usr/lib/x86_64-linux-gnu)
+declare -A have=()
+while IFS= read -r -d '' f; do have[${f##*/}]=1; done < <(find "$root" \( -type f -o -type l \) -name '*.so*' -print0)
+queue=()
+while IFS= read -r -d '' f; do
+    elf "$f" && queue+=("$f")
+done < <(find "$root/usr" "$root/lib/x86_64-linux-gnu" -type f -print0)
+missing=()
+while [ ${#queue[@]} -gt 0 ]; do
+    f=${queue[0]}; queue=("${queue[@]:1}")
+    for n in $(readelf -d "$f" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+        [ -z "${have[$n]:-}" ] || continue
+        have[$n]=1
+        src=''
+        for d in "${libdirs[@]}"; do
+            [ -e "$d/$n" ] && { src="$d/$n"; break; }
+        done
+        if [ -z "$src" ]; then
+            missing+=("$n (needed by ${f#$root})")
+            continue
+        fi
+        cp -L "$src" "$root/lib/x86_64-linux-gnu/$n"
+        queue+=("$root/lib/x86_64-linux-gnu/$n")
+    done
+done
+[ ${#missing[@]} -eq 0 ] || die "shared libraries not found in the Debian packages or on the host: ${missing[*]}"
+[ -e "$root/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2" ] || {
+    src=''
+    for d in "${libdirs[@]}"; do [ -e "$d/ld-linux-x86-64.so.2" ] && { src="$d/ld-linux-x86-64.so.2"; break; }; done
+    [ -n "$src" ] || die "no dynamic loader ld-linux-x86-64.so.2"
+    cp -L "$src" "$root/lib/x86_64-linux-gnu/"
+}
+ln -sf ../lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 "$root/lib64/ld-linux-x86-64.so.2"
+# Debug information out (the staging tree is built with it).
+find "$root/usr" "$root/lib/x86_64-linux-gnu" -type f \( -name '*.so*' -o -path '*/bin/*' \) \
+    -exec strip --strip-unneeded {} + 2>/dev/null || true
+printf '/lib/x86_64-linux-gnu\n/usr/lib/x86_64-linux-gnu\n' > "$root/etc/ld.so.conf"
+ldconfig -r "$root" 2>/dev/null || log "ldconfig -r failed (the loader's default paths still work)"
+printf 'root:x:0:0:root:/root:/bin/sh\n' > "$root/etc/passwd"
+printf 'root:x:0:\n' > "$root/etc/group"
+printf '127.0.0.1 localhost\n' > "$root/etc/hosts"
+
+# udhcpc's script: address, default route, resolv.conf.
+cat > "$root/usr/share/udhcpc/default.script" <<'EOF'
+#!/bin/sh
+# udhcpc event script (scripts/guest-image.sh)
+case $1 in
+deconfig)
+    ip -4 addr flush dev "$interface"
+    ip link set "$interface" up
+    ;;
+bound|renew)
+    ip -4 addr flush dev "$interface"
+    ip addr add "$ip/${mask:-24}" dev "$interface"
+    if [ -n "$router" ]; then
+        ip route del default 2>/dev/null
+        for r in $router; do ip route add default via "$r" dev "$interface"; break; done
+    fi
+    : > /etc/resolv.conf
+    for d in $dns; do echo "nameserver $d" >> /etc/resolv.conf; done
+    echo "udhcpc: $interface: $ip/${mask:-24}${router:+ router $router}"
+    ;;
+esac
+exit 0
+EOF
+chmod 755 "$root/usr/share/udhcpc/default.script"
+# Debian's busybox looks for it in /etc/udhcpc.
+mkdir -p "$root/etc/udhcpc"
+ln -s /usr/share/udhcpc/default.script "$root/etc/udhcpc/default.script"
 # PCI listing without pciutils: "BB:DD.F CCCC: VVVV:DDDD (rev RR)" like
 # "lspci -n"; -v adds the BARs and the IRQ, -d VVVV:DDDD filters.
 cat > "$root/bin/lspci" <<'EOF'
@@ -248,7 +461,9 @@ chmod 755 "$root/bin/lspci"
 cat > "$root/init" <<'EOF'
 #!/bin/sh
 # rdma-session guest init (scripts/guest-image.sh)
-export PATH=/bin:/sbin HOME=/root TERM=${TERM:-linux}
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TERM=${TERM:-linux}
+# busybox's shell runs its own applets before $PATH: use iproute2's ip.
+ip() { /usr/bin/ip "$@"; }
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
@@ -258,30 +473,91 @@ mount -t tmpfs tmpfs /tmp
 mount -t tmpfs tmpfs /run
 exec </dev/console >/dev/console 2>&1
 echo 0 > /proc/sys/kernel/printk 2>/dev/null
-hostname rs-guest
 ip link set lo up 2>/dev/null
+
+cmdline=$(cat /proc/cmdline)
+# arg NAME: the value of NAME=VALUE on the kernel command line
+arg()
+{
+    case " $cmdline " in
+    *" $1="*) v=${cmdline#*"$1="}; echo "${v%% *}" ;;
+    esac
+}
+name=$(arg rs.name)
+hostname "${name:-rs-guest}"
+# The launcher's control port: open it (and make it raw) now, so that what
+# the launcher sends after "ready" is buffered, not dropped.
+go=$(arg rs.go)
+if [ -n "$go" ] && [ -c "/dev/$go" ]; then
+    exec 3<>"/dev/$go"
+    stty -F "/dev/$go" raw -echo 2>/dev/null
+else
+    go=
+fi
 
 kver=$(uname -r)
 echo "rs-init: Linux $kver, uptime $(cut -d' ' -f1 /proc/uptime) s"
+skip=" $(arg rs.skip | tr , ' ') "
 while read -r m; do
     [ -n "$m" ] || continue
-    insmod "/lib/modules/$kver/$m.ko" || echo "rs-init: insmod $m failed"
+    case $skip in *" $m "*) continue ;; esac
+    modprobe "$m" || insmod "/lib/modules/$kver/$m.ko" || echo "rs-init: loading $m failed"
 done < "/lib/modules/$kver/load.order"
+for m in $(arg rs.modules | tr , ' '); do
+    modprobe "$m" || echo "rs-init: modprobe $m failed"
+done
 
 echo "rs-init: PCI devices:"
 lspci
 echo "rs-init: end of PCI devices"
 
-cmdline=$(cat /proc/cmdline)
+# Network: the interface named by rs.if, else the first that is not lo.
+ifc=$(arg rs.if)
+if [ -z "$ifc" ]; then
+    for i in 1 2 3 4 5 6 7 8 9 10; do
+        for d in /sys/class/net/*; do
+            [ -e "$d" ] && [ "${d##*/}" != lo ] && { ifc=${d##*/}; break; }
+        done
+        [ -n "$ifc" ] && break
+        # no interface yet: give a driver that registers late a moment
+        [ -z "$(ls /sys/bus/pci/devices/*/net 2>/dev/null)" ] && [ $i -ge 2 ] && break
+        sleep 0.2
+    done
+fi
+if [ -n "$ifc" ] && [ -e "/sys/class/net/$ifc" ]; then
+    ip link set "$ifc" up
+    a=$(arg rs.ip)
+    [ -z "$a" ] || ip addr add "$a" dev "$ifc" || echo "rs-init: ip addr add $a dev $ifc failed"
+    if [ "$(arg rs.dhcp)" = 1 ]; then
+        udhcpc -i "$ifc" -s /usr/share/udhcpc/default.script -n -q -t 10 -T 1 -A 1 || echo "rs-init: no DHCP lease on $ifc"
+    fi
+    drv=$(basename "$(readlink "/sys/class/net/$ifc/device/driver" 2>/dev/null)" 2>/dev/null)
+    echo "rs-init: $ifc (${drv:-no driver}) $(cat "/sys/class/net/$ifc/address") $(ip -4 -o addr show dev "$ifc" | awk '{print $4}' | tr '\n' ' ')"
+else
+    echo "rs-init: no network interface"
+fi
+echo "rs-init: RDMA devices: $(ls /sys/class/infiniband 2>/dev/null | tr '\n' ' ')"
+echo "rs-init: ready"
+
 cmd= shell=0
 case " $cmdline " in
 *' rs.cmd="'*) cmd=${cmdline#*rs.cmd=\"}; cmd=${cmd%%\"*} ;;
-*' rs.cmd='*)  cmd=${cmdline#*rs.cmd=}; cmd=${cmd%% *} ;;
-*' rs.cmd64='*) cmd=${cmdline#*rs.cmd64=}; cmd=$(echo "${cmd%% *}" | base64 -d) ;;
+*' rs.cmd='*)  cmd=$(arg rs.cmd) ;;
+*' rs.cmd64='*) cmd=$(arg rs.cmd64 | base64 -d) ;;
 esac
 case " $cmdline " in *' rs.shell=1 '*) shell=1 ;; esac
-
-if [ -n "$cmd" ]; then
+if [ -n "$go" ]; then
+    # The launcher sends one line "go BASE64-SCRIPT" once every VM is ready.
+    line=
+    while [ "${line%% *}" != go ]; do
+        read -r line <&3 || sleep 0.2
+    done
+    exec 3<&-
+    cmd=$(echo "${line#go }" | base64 -d)
+    echo "rs-init: running the launcher's command"
+    sh -c "$cmd" </dev/null
+    echo "rs-init: command exit status $?"
+elif [ -n "$cmd" ]; then
     echo "rs-init: running: $cmd"
     sh -c "$cmd"
     echo "rs-init: command exit status $?"
@@ -297,7 +573,11 @@ sync
 poweroff -f
 EOF
 chmod 755 "$root/init"
-echo 'PS1="rs-guest:\w# "' > "$root/etc/profile"
+cat > "$root/etc/profile" <<'EOF'
+PS1="$(hostname):\w# "
+# busybox's shell runs its own applets before $PATH: use iproute2's ip.
+ip() { /usr/bin/ip "$@"; }
+EOF
 
 if [ -n "$extra" ]; then
     cp -a "$extra/." "$root/"
@@ -305,12 +585,12 @@ fi
 
 mkdir -p "$work/out"
 (cd "$root" && find . | LC_ALL=C sort | "$bb" cpio -o -H newc -R 0:0 2>/dev/null) |
-    gzip -9 > "$work/out/initramfs.cpio.gz"
+    gzip -6 > "$work/out/initramfs.cpio.gz"
 cp "$vmlinuz" "$work/out/vmlinuz"
 echo "$kver" > "$work/out/kver"
 rm -rf "$out"
 mv "$work/out" "$out"
-log "built $out: kernel $kver, initramfs $(du -k "$out/initramfs.cpio.gz" | cut -f1) KiB"
+log "built $out in $(awk -v a="$tb" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s: kernel $kver, initramfs $(du -k "$out/initramfs.cpio.gz" | cut -f1) KiB ($(du -sk "$root" | cut -f1) KiB unpacked), rdma-core from ${stage:-Debian}"
 
 # Keep the three most recent images.
 find "$gdir" -mindepth 1 -maxdepth 1 -type d -regextype posix-extended \
