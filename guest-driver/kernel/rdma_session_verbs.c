@@ -101,10 +101,17 @@ struct rs_ibdev {
 	atomic64_t cnt[RS_CNT_NUM];
 	struct workqueue_struct *wq;	/* deferred admin commands */
 	struct rs_comp_vec *vecs;	/* completion vector IRQs */
-	u32 nvecs;
+	u32 nvecs;			/* ib completion vectors */
+	u32 vec_base;			/* ib vector i = device vector base + i */
 };
 
-/* Completion vector n: MSI-X vector RS_MSIX_COMP_VECTOR0 + n (shared). */
+/*
+ * ib completion vector i is the device's completion vector vec_base + i,
+ * MSI-X vector RS_MSIX_COMP_VECTOR0 + vec_base + i.  The LAN queues use
+ * RS_LAN_VECTOR (the device's completion vector 0): when the device has
+ * more than one completion vector, the CQs stay off it (vec_base 1), so
+ * that LAN interrupts do not become completion events.
+ */
 struct rs_comp_vec {
 	struct rs_ibdev *dev;
 	u32 vector;
@@ -761,7 +768,7 @@ static int rs_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	cmd.hdr.opcode = RS_CMD_CREATE_CQ;
 	cmd.create_cq.ring_addr = cq->ring.dma;
 	cmd.create_cq.log_size = cq->log;
-	cmd.create_cq.comp_vector = attr->comp_vector;
+	cmd.create_cq.comp_vector = dev->vec_base + attr->comp_vector;
 	cmd.create_cq.uar = uc ? uc->uar : 0;
 	err = rs_exec(dev, &cmd, &cqe);
 	if (err)
@@ -986,8 +993,8 @@ static void rs_comp_irqs_free(struct rs_ibdev *dev)
 		return;
 	for (i = 0; i < dev->nvecs; i++)
 		if (dev->vecs[i].requested)
-			free_irq(pci_irq_vector(dev->rdev->pdev,
-						RS_MSIX_COMP_VECTOR0 + i), &dev->vecs[i]);
+			free_irq(pci_irq_vector(dev->rdev->pdev, RS_MSIX_COMP_VECTOR0 +
+						dev->vec_base + i), &dev->vecs[i]);
 	kfree(dev->vecs);
 	dev->vecs = NULL;
 }
@@ -1007,7 +1014,8 @@ static int rs_comp_irqs_request(struct rs_ibdev *dev)
 		cv->dev = dev;
 		cv->vector = i;
 		snprintf(cv->name, sizeof(cv->name), "%s-comp%u", RS_DRV_NAME, i);
-		err = request_irq(pci_irq_vector(pdev, RS_MSIX_COMP_VECTOR0 + i),
+		err = request_irq(pci_irq_vector(pdev, RS_MSIX_COMP_VECTOR0 +
+						 dev->vec_base + i),
 				  rs_comp_irq, IRQF_SHARED, cv->name, cv);
 		if (err) {
 			rs_comp_irqs_free(dev);
@@ -2097,9 +2105,13 @@ int rs_ib_register(struct rs_dev *rdev)
 	addrconf_addr_eui48((u8 *)&dev->ibdev.node_guid, rdev->netdev->dev_addr);
 	dev->ibdev.node_type = RDMA_NODE_IB_CA;
 	dev->ibdev.phys_port_cnt = 1;
-	/* Completion vector n is MSI-X vector 1 + n, if it was allocated. */
+	/* Device completion vector n is MSI-X vector 1 + n, if allocated. */
 	dev->nvecs = min_t(u32, da->num_comp_vectors,
 			   rdev->nvecs > 1 ? rdev->nvecs - 1 : 0);
+	if (dev->nvecs > 1 && RS_LAN_VECTOR == RS_MSIX_COMP_VECTOR0) {
+		dev->vec_base = 1;
+		dev->nvecs--;
+	}
 	dev->ibdev.num_comp_vectors = max(1u, dev->nvecs);
 	dev->ibdev.local_dma_lkey = 0;
 	dev->ibdev.dev.parent = pdev;
