@@ -1,10 +1,20 @@
 #!/bin/bash
 # Guest driver test: build guest-driver/kernel (rdma_session.ko) against the
-# headers of the guest kernel, boot the guest image with the module loaded
-# at boot (scripts/guest-image.sh, RS_EXTRA_MODULES) and check the guest's
-# kernel log: the probe line with ABI 1.0, max_qp 255, max_cq 255 and port
-# ACTIVE; rmmod and a second insmod work; no WARNING, BUG, Oops or call
-# trace.  Exits 0 on success, 1 on a failed check, 2 on a setup error.
+# headers of the guest kernel (also with W=1: no warnings either way), boot
+# the guest image with the module loaded at boot (scripts/guest-image.sh,
+# RS_EXTRA_MODULES) and check:
+#  - one VM on -netdev user (scripts/run-demo.sh): the probe line with ABI
+#    1.0, max_qp 255, max_cq 255 and port ACTIVE, the eth0 line with link
+#    up; udhcpc gets a lease from slirp through the adapter and the slirp
+#    gateway 10.0.2.2 answers ping; MTU 9000 works; rmmod while the
+#    interface is up and a second insmod work, and the gateway answers
+#    again after the reload;
+#  - two VMs on one segment (-netdev socket,mcast=230.0.0.1:<port> on
+#    127.0.0.1) with 10.77.0.1/24 and 10.77.0.2/24 ping each other, also
+#    with 8000-byte (jumbo) and 30000-byte (fragmented) datagrams; the
+#    carrier of VM 1 goes off and on with HMP set_link (port events);
+#  - no WARNING, BUG, Oops or call trace in any guest's kernel log.
+# Exits 0 on success, 1 on a failed check, 2 on a setup error.
 #
 # The headers: linux-headers-amd64 from bookworm-backports is installed if
 # no linux-headers-6.12.*-amd64 is (scripts/apt-private.sh, apt_need);
@@ -67,15 +77,41 @@ if grep -E 'warning:|error:' "$out/build.log"; then
     echo "guest-driver: FAIL: the module build has warnings (see $out/build.log)"
     exit 1
 fi
+# The same sources with W=1 (extra warnings), in a second copy.
+srcw="$out/kmod-w1"
+rm -rf "$srcw"
+cp -r "$src" "$srcw"
+make -C "$kdir" M="$srcw" RS_ABI_INCLUDE="$top/include" W=1 clean > /dev/null 2>&1
+if ! make -C "$kdir" M="$srcw" RS_ABI_INCLUDE="$top/include" W=1 modules \
+        > "$out/build-w1.log" 2>&1 || grep -E 'warning:|error:' "$out/build-w1.log"; then
+    echo "guest-driver: FAIL: the module build with W=1 fails or warns (see $out/build-w1.log)"
+    exit 1
+fi
 ko="$src/rdma_session.ko"
 [ -s "$ko" ] || die "the build left no $ko"
 t1=$(date +%s)
 
-# --- Boot ---------------------------------------------------------------------
-# /init loads the module before the command; the command unloads and
-# reloads it (remove path, second enable after a disable) and prints the
-# kernel log between markers.
-gcmd='rmmod rdma_session && echo RS-RMMOD-OK; insmod /lib/modules/$(uname -r)/rdma_session.ko && echo RS-INSMOD-OK; echo RS-DMESG-BEGIN; dmesg; echo RS-DMESG-END'
+# --- One VM on -netdev user -------------------------------------------------
+# /init loads the module before the command.  The command gets a DHCP lease
+# (busybox udhcpc with its own script), pings the slirp gateway, runs at
+# MTU 9000, unloads the module with the interface up and reloads it
+# (remove path, second enable after a disable), pings again with a static
+# address and prints the kernel log between markers.
+gcmd=$(cat <<'EOS'
+printf '#!/bin/sh\ncase "$1" in bound|renew) ip addr flush dev "$interface"; ip addr add "$ip/${mask:-24}" dev "$interface"; echo "RS-DHCP-LEASE $ip from $serverid";; esac\n' > /tmp/rs-udhcpc.sh
+chmod +x /tmp/rs-udhcpc.sh
+ip addr flush dev eth0; ip link set eth0 up
+udhcpc -i eth0 -s /tmp/rs-udhcpc.sh -n -q -t 5 -T 2
+ping -c 3 -W 5 10.0.2.2 && echo RS-PING-GW-OK
+ip link set eth0 mtu 9000 && ping -c 2 -W 5 -s 1400 10.0.2.2 && echo RS-MTU9000-OK
+ip link set eth0 mtu 1500
+rmmod rdma_session && echo RS-RMMOD-OK
+insmod /lib/modules/$(uname -r)/rdma_session.ko && echo RS-INSMOD-OK
+ip addr add 10.0.2.15/24 dev eth0; ip link set eth0 up
+ping -c 3 -W 5 10.0.2.2 && echo RS-PING-RELOAD-OK
+echo RS-DMESG-BEGIN; dmesg; echo RS-DMESG-END
+EOS
+)
 RS_EXTRA_MODULES="$ko" RS_DEMO_CMD="$gcmd" RS_DEMO_TIMEOUT="${RS_DEMO_TIMEOUT:-180}" \
     "$top/scripts/run-demo.sh" > "$out/demo.log" 2>&1
 drc=$?
@@ -84,21 +120,111 @@ t2=$(date +%s)
 [ $drc = 2 ] && { tail -n 20 "$out/demo.log"; die "scripts/run-demo.sh could not run (see $out/demo.log)"; }
 
 tr -d '\r' < "$out/serial.log" | sed -n '/^RS-DMESG-BEGIN$/,/^RS-DMESG-END$/p' > "$out/dmesg.log"
+
+# --- Two VMs on one segment ---------------------------------------------------
+# QEMU's own multicast socket backend on the loopback interface is the
+# switch.  Each VM pings the other until it answers (at most 30 tries),
+# then checks plain, jumbo and fragmented pings, stays up a while for the
+# peer and prints its kernel log.
+eval "$(RS_EXTRA_MODULES="$ko" "$top/scripts/guest-image.sh" 2>> "$out/demo.log")" ||
+    die "guest image build failed (scripts/guest-image.sh)"
+qemu="$RS_BUILD/qemu/qemu-system-x86_64"
+fw=()
+for d in /usr/share/seabios /usr/share/qemu /usr/lib/ipxe/qemu; do
+    [ -d "$d" ] && fw+=(-L "$d")
+done
+port=$(( 20000 + ($$ + RANDOM) % 20000 ))
+pids=()
+for n in 1 2; do
+    peer=$((3 - n))
+    vcmd="ip addr flush dev eth0; ip link set eth0 mtu 9000; ip addr add 10.77.0.$n/24 dev eth0; ip link set eth0 up
+i=0; while [ \$i -lt 30 ] && ! ping -c 1 -W 1 10.77.0.$peer > /dev/null 2>&1; do i=\$((i + 1)); done
+ping -c 3 -W 5 10.77.0.$peer && echo RS-PEER-PING-OK
+ping -c 2 -W 5 -s 8000 10.77.0.$peer && echo RS-PEER-JUMBO-OK
+ping -c 2 -W 5 -s 30000 10.77.0.$peer && echo RS-PEER-FRAG-OK
+sleep 5
+if [ $n = 1 ]; then
+    echo RS-LINK-TEST
+    i=0; while [ \$i -lt 30 ] && [ \$(cat /sys/class/net/eth0/carrier) = 1 ]; do sleep 0.5; i=\$((i + 1)); done
+    [ \$(cat /sys/class/net/eth0/carrier) = 0 ] && echo RS-CARRIER-DOWN-OK
+    i=0; while [ \$i -lt 30 ] && [ \$(cat /sys/class/net/eth0/carrier) = 0 ]; do sleep 0.5; i=\$((i + 1)); done
+    [ \$(cat /sys/class/net/eth0/carrier) = 1 ] && echo RS-CARRIER-UP-OK
+fi
+echo RS-DMESG-BEGIN; dmesg; echo RS-DMESG-END"
+    : > "$out/vm$n.serial.log"
+    timeout -k 5 "${RS_DEMO_TIMEOUT:-180}" "$qemu" -machine q35 -accel tcg -m 512 -smp 1 \
+        -nodefaults -display none -no-reboot "${fw[@]}" \
+        -kernel "$RS_KERNEL" -initrd "$RS_INITRD" \
+        -append "console=ttyS0 panic=-1 quiet rs.cmd64=$(printf '%s' "$vcmd" | base64 -w0)" \
+        -netdev "socket,id=n0,mcast=230.0.0.1:$port,localaddr=127.0.0.1" \
+        -device "rdma-session,netdev=n0,mac=52:54:00:77:00:0$n" \
+        -chardev "file,id=con,path=$out/vm$n.serial.log" -serial chardev:con \
+        -monitor "unix:$out/vm$n.mon,server=on,wait=off" \
+        < /dev/null > "$out/vm$n.qemu.log" 2>&1 &
+    pids+=($!)
+done
+# Link state: when VM 1 says RS-LINK-TEST, take its link down for 3 s
+# (HMP set_link); the guest must see carrier off, then on again.
+py=/usr/bin/python3
+[ -x "$py" ] || py=python3
+for _ in $(seq 1 "${RS_DEMO_TIMEOUT:-180}"); do
+    grep -q '^RS-LINK-TEST' "$out/vm1.serial.log" 2>/dev/null && break
+    kill -0 "${pids[0]}" 2>/dev/null || break
+    sleep 1
+done
+if grep -q '^RS-LINK-TEST' "$out/vm1.serial.log" 2>/dev/null; then
+    "$py" - "$out/vm1.mon" <<'EOP' >> "$out/vm1.qemu.log" 2>&1
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(b"set_link n0 off\n")
+time.sleep(3)
+s.sendall(b"set_link n0 on\n")
+time.sleep(0.5)
+s.close()
+EOP
+fi
+vmrc=()
+for p in "${pids[@]}"; do
+    wait "$p"
+    vmrc+=($?)
+done
+t3=$(date +%s)
+
 probe_re='rdma_session [0-9a-f:.]+: rdma-session: ABI 1\.0, max_qp 255, max_cq 255, max_mr [0-9]+, max_gids [0-9]+, MAC ([0-9a-f]{2}:){5}[0-9a-f]{2}, port ACTIVE'
 fails=()
 [ $drc = 0 ] || fails+=("the demo boot failed (status $drc, see $out/demo.log)")
 grep -q '^RS-DMESG-END$' "$out/dmesg.log" || fails+=("the guest did not print its kernel log")
 nprobe=$(grep -cE "$probe_re" "$out/dmesg.log")
 [ "$nprobe" = 2 ] || fails+=("$nprobe probe lines with the expected values, expected 2 (boot and reload)")
-grep -q '^RS-RMMOD-OK' "$out/serial.log" || fails+=("rmmod rdma_session failed")
-grep -q '^RS-INSMOD-OK' "$out/serial.log" || fails+=("insmod after rmmod failed")
+nlan=$(grep -cE 'rdma_session [0-9a-f:.]+ eth0: rdma-session LAN port, MAC ([0-9a-f]{2}:){5}[0-9a-f]{2}, link up' "$out/dmesg.log")
+[ "$nlan" = 2 ] || fails+=("$nlan eth0 lines with link up, expected 2 (boot and reload)")
+for m in RS-DHCP-LEASE RS-PING-GW-OK RS-MTU9000-OK RS-RMMOD-OK RS-INSMOD-OK RS-PING-RELOAD-OK; do
+    grep -q "^$m" "$out/serial.log" || fails+=("user-net VM: no $m")
+done
 bad=$(grep -E 'WARNING|BUG|Oops|Call Trace|rdma_session .*(failed|timed out|fatal)' "$out/dmesg.log" | head -n 5)
 [ -z "$bad" ] || fails+=("the kernel log has: $bad")
 
+for n in 1 2; do
+    s="$out/vm$n.serial.log"
+    [ "${vmrc[$((n - 1))]}" = 0 ] || fails+=("two-VM test: VM $n: QEMU status ${vmrc[$((n - 1))]} (see $s, $out/vm$n.qemu.log)")
+    marks=(RS-PEER-PING-OK RS-PEER-JUMBO-OK RS-PEER-FRAG-OK RS-DMESG-END)
+    [ $n = 1 ] && marks+=(RS-CARRIER-DOWN-OK RS-CARRIER-UP-OK)
+    for m in "${marks[@]}"; do
+        grep -q "^$m" "$s" || fails+=("two-VM test: VM $n: no $m (see $s)")
+    done
+    bad=$(tr -d '\r' < "$s" | sed -n '/^RS-DMESG-BEGIN$/,/^RS-DMESG-END$/p' |
+          grep -E 'WARNING|BUG|Oops|Call Trace|rdma_session .*(failed|timed out|fatal)' | head -n 5)
+    [ -z "$bad" ] || fails+=("two-VM test: VM $n: the kernel log has: $bad")
+done
+
 line=$(grep -E "$probe_re" "$out/dmesg.log" | head -n 1)
-log "module build $((t1 - t0)) s, image + boot $((t2 - t1)) s; logs in $out"
+lease=$(tr -d '\r' < "$out/serial.log" | grep -m1 '^RS-DHCP-LEASE' | sed 's/^RS-DHCP-LEASE //')
+log "module build $((t1 - t0)) s, image + user-net VM $((t2 - t1)) s, two VMs $((t3 - t2)) s; logs in $out"
 if [ ${#fails[@]} -eq 0 ]; then
     echo "guest-driver: PASS: ${line}"
+    echo "guest-driver: PASS: eth0 link up; DHCP lease $lease; slirp gateway ping; MTU 9000; rmmod with the interface up and insmod"
+    echo "guest-driver: PASS: two VMs (10.77.0.1, 10.77.0.2) ping each other: plain, 8000-byte and 30000-byte datagrams; carrier follows set_link off/on"
     exit 0
 fi
 for f in "${fails[@]}"; do echo "guest-driver: FAIL: $f"; done

@@ -5,6 +5,7 @@
 #ifndef RDMA_SESSION_H
 #define RDMA_SESSION_H
 
+#include <linux/netdevice.h>
 #include <linux/pci.h>
 #include <linux/mutex.h>
 #include <linux/spinlock.h>
@@ -38,15 +39,36 @@ struct rs_admin {
 	spinlock_t aeq_lock;		/* AEQ consumer */
 };
 
+/*
+ * One per PCI function.  What the ib_device side (rdma_session_verbs.c)
+ * uses: pdev, netdev, attr/port_attr (QUERY_DEVICE/QUERY_PORT at probe),
+ * db/db_phys/db_len (doorbell BAR), nvecs, rs_admin_exec().
+ */
 struct rs_dev {
 	struct pci_dev *pdev;
-	void __iomem *regs;
+	void __iomem *regs;		/* BAR 0 */
 	u32 version;
-	u32 caps;
-	u32 num_msix;
-	int nvecs;
+	u32 caps;			/* RS_CAPS register */
+	u32 num_msix;			/* NUM_MSIX register */
+	int nvecs;			/* MSI-X vectors allocated */
 	bool admin_irq;
 	struct rs_admin admin;
+
+	/*
+	 * Doorbell BAR (BAR 2): db maps page 0 (the kernel's page: LAN
+	 * doorbells and the doorbells of kernel QPs/CQs); db_phys/db_len
+	 * describe the whole BAR, RS_DB_PAGE_SIZE per user context page.
+	 */
+	void __iomem *db;
+	phys_addr_t db_phys;
+	resource_size_t db_len;
+
+	struct rs_device_attr attr;	/* QUERY_DEVICE at probe */
+	struct rs_port_attr port_attr;	/* QUERY_PORT (port 1) at probe */
+
+	struct net_device *netdev;	/* the LAN function, eth%d */
+
+	void *ib;			/* owned by rdma_session_verbs.c */
 };
 
 static inline u32 rs_rd32(struct rs_dev *rdev, u32 off)
@@ -70,5 +92,30 @@ int rs_cmd_query(struct rs_dev *rdev, u8 opcode, u32 handle,
 		 dma_addr_t resp, u32 len);
 int rs_cmd_create_pd(struct rs_dev *rdev, u32 *pd);
 int rs_cmd_destroy(struct rs_dev *rdev, u8 opcode, u32 handle);
+
+/*
+ * The LAN queues' interrupts: MSI-X vector RS_LAN_VECTOR (= completion
+ * vector 0 of the CQs, so the IRQ is requested with IRQF_SHARED; a CQ
+ * handler on the same vector must be IRQF_SHARED too).
+ */
+#define RS_LAN_VECTOR		RS_MSIX_COMP_VECTOR0
+
+/* rdma_session_netdev.c */
+int rs_netdev_probe(struct rs_dev *rdev);
+void rs_netdev_remove(struct rs_dev *rdev);
+void rs_netdev_link_event(struct rs_dev *rdev, bool up);
+
+/* rdma_session_main.c: an async event, in hard IRQ context. */
+void rs_dispatch_event(struct rs_dev *rdev, const struct rs_event *ev);
+
+/*
+ * The ib_device (rdma_session_verbs.c).  probe calls rs_ib_register()
+ * after the net_device is registered; remove calls rs_ib_unregister()
+ * first.  rs_ib_event() gets every async event (QP, CQ, port, device)
+ * in hard IRQ context, after the port events updated the carrier.
+ */
+int rs_ib_register(struct rs_dev *rdev);
+void rs_ib_unregister(struct rs_dev *rdev);
+void rs_ib_event(struct rs_dev *rdev, const struct rs_event *ev);
 
 #endif /* RDMA_SESSION_H */

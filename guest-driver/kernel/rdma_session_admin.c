@@ -223,13 +223,16 @@ out:
 	return err;
 }
 
-/* Drain the async event queue; called from the admin IRQ handler. */
+/*
+ * Drain the async event queue; called from the admin IRQ handler.  Each
+ * event goes to rs_dispatch_event() (hard IRQ context, aeq_lock held).
+ */
 void rs_admin_aeq_poll(struct rs_dev *rdev)
 {
 	struct rs_admin *a = &rdev->admin;
 	u32 mask = a->aeq_depth - 1;
 	unsigned long flags;
-	struct rs_event *e;
+	struct rs_event *e, ev;
 	bool any = false;
 	u8 phase;
 
@@ -242,10 +245,12 @@ void rs_admin_aeq_poll(struct rs_dev *rdev)
 		if ((READ_ONCE(e->flags) & RS_EQE_PHASE) != phase)
 			break;
 		dma_rmb();
-		dev_dbg(&rdev->pdev->dev, "async event %#x handle %#x data %#llx\n",
-			e->type, e->handle, (unsigned long long)e->data);
+		ev = *e;
 		a->aeq_ci++;
 		any = true;
+		dev_dbg(&rdev->pdev->dev, "async event %#x handle %#x data %#llx\n",
+			ev.type, ev.handle, (unsigned long long)ev.data);
+		rs_dispatch_event(rdev, &ev);
 	}
 	if (any)
 		rs_wr32(rdev, A_RS_AEQ_CI, a->aeq_ci);

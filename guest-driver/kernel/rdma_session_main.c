@@ -2,9 +2,11 @@
 /*
  * rdma-session adapter (PCI 1af4:10f0): PCI probe and remove.
  *
- * This first brick brings the function up, runs QUERY_DEVICE and
- * QUERY_PORT, checks the admin command path with CREATE_PD/DESTROY_PD
- * and reports what it found.  No ib_device or net_device yet.
+ * Probe brings the function up (admin queue, async event queue), runs
+ * QUERY_DEVICE and QUERY_PORT, checks the admin command path with
+ * CREATE_PD/DESTROY_PD, then registers the net_device
+ * (rdma_session_netdev.c) and the ib_device (rs_ib_register()).  Remove
+ * undoes it in the opposite order.
  */
 #include <linux/bitfield.h>
 #include <linux/dma-mapping.h>
@@ -26,6 +28,27 @@ static const char *rs_port_state_str(u8 state)
 	if (state < ARRAY_SIZE(rs_port_state_names) && rs_port_state_names[state])
 		return rs_port_state_names[state];
 	return "UNKNOWN";
+}
+
+/* Async events (hard IRQ context): port events drive the carrier. */
+void rs_dispatch_event(struct rs_dev *rdev, const struct rs_event *ev)
+{
+	switch (ev->type) {
+	case RS_EV_PORT_ACTIVE:
+		rs_netdev_link_event(rdev, true);
+		break;
+	case RS_EV_PORT_ERR:
+		rs_netdev_link_event(rdev, false);
+		break;
+	case RS_EV_DEVICE_FATAL:
+		dev_err(&rdev->pdev->dev, "device fatal error (code %u)\n",
+			rs_rd32(rdev, A_RS_FATAL_CODE));
+		rs_netdev_link_event(rdev, false);
+		break;
+	default:
+		break;
+	}
+	rs_ib_event(rdev, ev);
 }
 
 static irqreturn_t rs_admin_irq(int irq, void *data)
@@ -78,6 +101,8 @@ static int rs_query_and_selftest(struct rs_dev *rdev)
 		goto out;
 	}
 
+	rdev->attr = buf->dev;
+	rdev->port_attr = buf->port;
 	dev_info(dev, "rdma-session: ABI %u.%u, max_qp %u, max_cq %u, max_mr %u, max_gids %u, MAC %pM, port %s, %d MSI-X vectors\n",
 		 FIELD_GET(R_RS_VERSION_MAJOR_MASK, rdev->version),
 		 FIELD_GET(R_RS_VERSION_MINOR_MASK, rdev->version),
@@ -128,6 +153,21 @@ static int rs_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		goto err_release;
 	}
 
+	rdev->db_phys = pci_resource_start(pdev, RS_BAR_DOORBELL);
+	rdev->db_len = pci_resource_len(pdev, RS_BAR_DOORBELL);
+	if (rdev->db_len < RS_DB_PAGE_SIZE) {
+		dev_err(dev, "doorbell BAR %d too small (%pa bytes)\n", RS_BAR_DOORBELL,
+			&rdev->db_len);
+		err = -ENODEV;
+		goto err_unmap;
+	}
+	rdev->db = pci_iomap(pdev, RS_BAR_DOORBELL, RS_DB_PAGE_SIZE);
+	if (!rdev->db) {
+		dev_err(dev, "cannot map BAR %d\n", RS_BAR_DOORBELL);
+		err = -ENOMEM;
+		goto err_unmap;
+	}
+
 	magic = rs_rd32(rdev, A_RS_MAGIC);
 	rdev->version = rs_rd32(rdev, A_RS_VERSION);
 	if (magic != RS_MAGIC) {
@@ -175,8 +215,22 @@ static int rs_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	err = rs_query_and_selftest(rdev);
 	if (err)
 		goto err_admin;
+
+	err = rs_netdev_probe(rdev);
+	if (err) {
+		dev_err(dev, "net_device registration failed: %d\n", err);
+		goto err_admin;
+	}
+
+	err = rs_ib_register(rdev);
+	if (err) {
+		dev_err(dev, "ib_device registration failed: %d\n", err);
+		goto err_netdev;
+	}
 	return 0;
 
+err_netdev:
+	rs_netdev_remove(rdev);
 err_admin:
 	rs_wr32(rdev, A_RS_CTRL, 0);
 	free_irq(pci_irq_vector(pdev, RS_MSIX_ADMIN_VECTOR), rdev);
@@ -188,6 +242,8 @@ err_irq:
 err_vectors:
 	pci_free_irq_vectors(pdev);
 err_unmap:
+	if (rdev->db)
+		pci_iounmap(pdev, rdev->db);
 	pci_iounmap(pdev, rdev->regs);
 err_release:
 	pci_release_mem_regions(pdev);
@@ -201,11 +257,16 @@ static void rs_remove(struct pci_dev *pdev)
 {
 	struct rs_dev *rdev = pci_get_drvdata(pdev);
 
+	rs_ib_unregister(rdev);
+	/* Closes the interface: the LAN queues are destroyed. */
+	rs_netdev_remove(rdev);
+
 	/* CTRL = 0: the function resets and stops using the rings. */
 	rs_wr32(rdev, A_RS_CTRL, 0);
 	free_irq(pci_irq_vector(pdev, RS_MSIX_ADMIN_VECTOR), rdev);
 	rs_admin_destroy(rdev);
 	pci_free_irq_vectors(pdev);
+	pci_iounmap(pdev, rdev->db);
 	pci_iounmap(pdev, rdev->regs);
 	pci_release_mem_regions(pdev);
 	pci_clear_master(pdev);
