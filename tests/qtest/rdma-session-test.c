@@ -11,6 +11,8 @@
 #include "qemu/bswap.h"
 #include "qemu/module.h"
 #include "qemu/units.h"
+#include "qemu/iov.h"
+#include "qemu/sockets.h"
 #include "hw/pci/pci_ids.h"
 #include "hw/pci/pci_regs.h"
 #include "libqtest.h"
@@ -3974,6 +3976,944 @@ static void test_migrate(void *obj, void *data, QGuestAllocator *alloc)
 }
 
 /* ------------------------------------------------------------------ */
+/* LAN path                                                            */
+/* ------------------------------------------------------------------ */
+
+/*
+ * These tests attach the adapter to "-netdev socket" on one end of a
+ * socketpair; the test reads and writes frames on the other end, each
+ * with a 4-byte big-endian length prefix.
+ */
+#define LAN_TX_VECTOR   2
+#define LAN_RX_VECTOR   3
+#define LAN_BUF_SIZE    2048
+/* How long "nothing happens" is watched for. */
+#define LAN_QUIET_US    (G_USEC_PER_SEC / 5)
+
+typedef struct LanRing {
+    uint64_t ring;
+    uint8_t type;
+    uint8_t log;
+    uint32_t pi;                /* free running, as the driver keeps it */
+} LanRing;
+
+typedef struct LanEnv {
+    QRdmaSession *d;
+    int fd;                     /* the test's end of the socketpair */
+    uint64_t msi;               /* MSI-X vector v writes msi + 4 v */
+    LanRing tx, rx;
+} LanEnv;
+
+static void lan_sockets_free(void *p)
+{
+    int *sv = p;
+
+    close(sv[0]);
+    close(sv[1]);
+    g_free(sv);
+}
+
+static void *lan_before(GString *cmd_line, void *arg)
+{
+    int *sv = g_new(int, 2);
+
+    g_assert_cmpint(socketpair(PF_UNIX, SOCK_STREAM, 0, sv), ==, 0);
+    rs_qos_socket_netdev(cmd_line, sv[1]);
+    g_test_queue_destroy(lan_sockets_free, sv);
+    /*
+     * The fd number may be the previous test's: make sure QEMU restarts
+     * with this socket instead of keeping the old one.
+     */
+    qos_invalidate_command_line();
+    return sv;
+}
+
+static void lan_sock_send(int fd, const void *frame, uint32_t len)
+{
+    uint32_t be = cpu_to_be32(len);
+    struct iovec iov[2] = {
+        { .iov_base = &be, .iov_len = sizeof(be) },
+        { .iov_base = (void *)frame, .iov_len = len },
+    };
+
+    g_assert_cmpint(iov_send(fd, iov, 2, 0, sizeof(be) + len), ==,
+                    sizeof(be) + len);
+}
+
+/*
+ * One frame from the wire: its length, or -1 if none came in time.  The
+ * RARP frames QEMU sends to announce a migrated NIC are skipped.
+ */
+static ssize_t lan_sock_recv(int fd, uint8_t *buf, size_t max,
+                             int64_t timeout_us)
+{
+    int64_t end = g_get_monotonic_time() + timeout_us;
+    GPollFD pfd = { .fd = fd, .events = G_IO_IN };
+    uint32_t be;
+    size_t len;
+
+    do {
+        int64_t left = end - g_get_monotonic_time();
+
+        if (left < 0 || g_poll(&pfd, 1, left / 1000) != 1) {
+            return -1;
+        }
+        g_assert_cmpint(recv(fd, &be, sizeof(be), MSG_WAITALL), ==,
+                        sizeof(be));
+        len = be32_to_cpu(be);
+        g_assert_cmpuint(len, <=, max);
+        g_assert_cmpint(recv(fd, buf, len, MSG_WAITALL), ==, len);
+    } while (len >= 14 && buf[12] == 0x80 && buf[13] == 0x35);
+    return len;
+}
+
+/* The next frame on the wire must be @len bytes of @expect. */
+static void lan_expect_frame(LanEnv *e, const uint8_t *expect, size_t len)
+{
+    g_autofree uint8_t *buf = g_malloc(RS_LAN_MAX_FRAME);
+    ssize_t got = lan_sock_recv(e->fd, buf, RS_LAN_MAX_FRAME,
+                                RS_QOS_TIMEOUT_US);
+
+    g_assert_cmpint(got, ==, len);
+    g_assert_cmpmem(buf, got, expect, len);
+}
+
+static void lan_expect_quiet(LanEnv *e)
+{
+    uint8_t buf[RS_LAN_MAX_FRAME];
+
+    g_assert_cmpint(lan_sock_recv(e->fd, buf, sizeof(buf), LAN_QUIET_US),
+                    ==, -1);
+}
+
+/* An Ethernet frame: @dst, the adapter's MAC as source, @seed payload. */
+static void lan_make_frame(uint8_t *f, size_t len, const uint8_t *dst,
+                           uint8_t seed)
+{
+    size_t i;
+
+    g_assert_cmpuint(len, >=, 14);
+    memcpy(f, dst, 6);
+    memcpy(f + 6, qos_mac, 6);
+    f[12] = 0x88;
+    f[13] = 0xb5;               /* local experimental ethertype */
+    for (i = 14; i < len; i++) {
+        f[i] = seed + i * 7 + (i >> 8);
+    }
+}
+
+static void lan_ring_init(LanEnv *e, LanRing *r, uint8_t type, uint8_t log,
+                          uint16_t vector)
+{
+    uint32_t h = ~0u;
+
+    r->ring = rs_alloc_zeroed(e->d, sizeof(struct rs_lan_desc) << log);
+    r->type = type;
+    r->log = log;
+    r->pi = 0;
+    RS_ASSERT_OK(rs_create_lan_queue(e->d, type, r->ring, log, vector, &h));
+    g_assert_cmpuint(h, ==, type);
+}
+
+static uint64_t lan_desc_addr(const LanRing *r, uint32_t index)
+{
+    return r->ring + (uint64_t)(index & ((1u << r->log) - 1)) *
+                     sizeof(struct rs_lan_desc);
+}
+
+/*
+ * Post one descriptor (not yet announced).  Its status keeps the phase of
+ * the previous lap, so that the device's write-back stands out.
+ */
+static uint32_t lan_post(LanEnv *e, LanRing *r, uint64_t addr, uint16_t len,
+                         uint8_t flags)
+{
+    struct rs_lan_desc desc = {
+        .addr = cpu_to_le64(addr),
+        .len = cpu_to_le16(len),
+        .flags = flags,
+        .status = rs_ring_phase(r->pi, r->log) ^ RS_LAN_S_PHASE,
+    };
+
+    qtest_memwrite(rs_qts(e->d), lan_desc_addr(r, r->pi), &desc,
+                   sizeof(desc));
+    return r->pi++;
+}
+
+static void lan_doorbell(LanEnv *e, LanRing *r)
+{
+    rs_db_writel(e->d, 0, r->type == RS_LAN_TXQ ? RS_DB_LAN_TX :
+                 RS_DB_LAN_RX, r->pi & RS_DB_INDEX_MASK);
+}
+
+static void lan_read_desc(LanEnv *e, LanRing *r, uint32_t index,
+                          struct rs_lan_desc *desc)
+{
+    qtest_memread(rs_qts(e->d), lan_desc_addr(r, index), desc,
+                  sizeof(*desc));
+    desc->addr = le64_to_cpu(desc->addr);
+    desc->len = le16_to_cpu(desc->len);
+}
+
+static bool lan_done(LanEnv *e, LanRing *r, uint32_t index)
+{
+    struct rs_lan_desc desc;
+
+    lan_read_desc(e, r, index, &desc);
+    return (desc.status & RS_LAN_S_PHASE) == rs_ring_phase(index, r->log);
+}
+
+/* Wait for the write-back of descriptor @index; returns the descriptor. */
+static struct rs_lan_desc lan_wait(LanEnv *e, LanRing *r, uint32_t index)
+{
+    int64_t end = g_get_monotonic_time() + RS_QOS_TIMEOUT_US;
+    struct rs_lan_desc desc;
+
+    while (!lan_done(e, r, index)) {
+        if (g_get_monotonic_time() > end) {
+            g_error("%s descriptor %u not written back",
+                    r->type == RS_LAN_TXQ ? "TX" : "RX", index);
+        }
+        g_usleep(1000);
+    }
+    lan_read_desc(e, r, index, &desc);
+    return desc;
+}
+
+static uint8_t lan_status(LanEnv *e, LanRing *r, uint32_t index)
+{
+    return lan_wait(e, r, index).status;
+}
+
+static uint8_t lan_ok(LanRing *r, uint32_t index)
+{
+    return rs_ring_phase(index, r->log);
+}
+
+static uint8_t lan_err(LanRing *r, uint32_t index)
+{
+    return rs_ring_phase(index, r->log) | RS_LAN_S_ERR;
+}
+
+/* Admin queue up, MSI-X vectors pointing at e->msi, rings created. */
+static void lan_setup(LanEnv *e, void *obj, void *data, uint8_t tx_log,
+                      uint8_t rx_log)
+{
+    QRdmaSession *d = rs_setup(obj);
+    int v;
+
+    memset(e, 0, sizeof(*e));
+    e->d = d;
+    e->fd = ((int *)data)[0];
+    e->msi = rs_alloc_zeroed(d, PAGE);
+    for (v = 0; v < DEF_NUM_MSIX; v++) {
+        rs_msix_set_vector(d, v, e->msi + v * 4, 0x1a40000 + v, false);
+    }
+    if (tx_log) {
+        lan_ring_init(e, &e->tx, RS_LAN_TXQ, tx_log, LAN_TX_VECTOR);
+    }
+    if (rx_log) {
+        lan_ring_init(e, &e->rx, RS_LAN_RXQ, rx_log, LAN_RX_VECTOR);
+    }
+}
+
+/* Send one frame from @buf in fragments of the given sizes. */
+static uint32_t lan_tx_frags(LanEnv *e, uint64_t buf, const uint16_t *frag,
+                             int n)
+{
+    uint32_t first = e->tx.pi, off = 0;
+    int i;
+
+    for (i = 0; i < n; i++) {
+        lan_post(e, &e->tx, buf + off, frag[i],
+                 i < n - 1 ? RS_LAN_F_MORE : 0);
+        off += frag[i];
+    }
+    lan_doorbell(e, &e->tx);
+    return first;
+}
+
+static void test_lan_tx(void *obj, void *data, QGuestAllocator *alloc)
+{
+    LanEnv e;
+    QTestState *qts;
+    uint64_t buf;
+    g_autofree uint8_t *f = g_malloc(RS_LAN_MAX_FRAME);
+    static const uint16_t three[] = { 14, 100, 1386 };
+    uint16_t frags[RS_LAN_MAX_FRAGS];
+    uint32_t first, i;
+    size_t len;
+
+    lan_setup(&e, obj, data, 4, 0);
+    qts = rs_qts(e.d);
+    g_assert_cmphex(rs_readl(e.d, A_RS_CAPS) & RS_CAP_LAN, ==, RS_CAP_LAN);
+    buf = rs_alloc_zeroed(e.d, RS_LAN_MAX_FRAME + PAGE);
+
+    /* One descriptor, one frame; the TX vector fires. */
+    lan_make_frame(f, 60, qos_mac, 1);
+    qtest_memwrite(qts, buf, f, 60);
+    first = lan_post(&e, &e.tx, buf, 60, 0);
+    lan_doorbell(&e, &e.tx);
+    lan_expect_frame(&e, f, 60);
+    g_assert_cmphex(lan_status(&e, &e.tx, first), ==, lan_ok(&e.tx, first));
+    wait_msg(e.d, e.msi + LAN_TX_VECTOR * 4, 0x1a40000 + LAN_TX_VECTOR);
+    g_assert_cmphex(qtest_readl(qts, e.msi + LAN_RX_VECTOR * 4), ==, 0);
+
+    /* Three fragments: one frame, byte exact; every descriptor done. */
+    len = 14 + 100 + 1386;
+    lan_make_frame(f, len, qos_mac, 2);
+    qtest_memwrite(qts, buf, f, len);
+    first = lan_tx_frags(&e, buf, three, 3);
+    lan_expect_frame(&e, f, len);
+    for (i = 0; i < 3; i++) {
+        g_assert_cmphex(lan_status(&e, &e.tx, first + i), ==,
+                        lan_ok(&e.tx, first + i));
+    }
+
+    /* RS_LAN_MAX_FRAGS fragments of different sizes, 65535 bytes. */
+    lan_make_frame(f, RS_LAN_MAX_FRAME, qos_mac, 3);
+    qtest_memwrite(qts, buf, f, RS_LAN_MAX_FRAME);
+    len = 0;
+    for (i = 0; i < RS_LAN_MAX_FRAGS - 1; i++) {
+        frags[i] = 1000 + i * 37;
+        len += frags[i];
+    }
+    frags[i] = RS_LAN_MAX_FRAME - len;
+    /* the ring has 16 entries: use a bigger one from here on */
+    RS_ASSERT_OK(rs_destroy(e.d, RS_CMD_DESTROY_LAN_QUEUE, RS_LAN_TXQ));
+    lan_ring_init(&e, &e.tx, RS_LAN_TXQ, 7, LAN_TX_VECTOR);
+    first = lan_tx_frags(&e, buf, frags, RS_LAN_MAX_FRAGS);
+    lan_expect_frame(&e, f, RS_LAN_MAX_FRAME);
+    for (i = 0; i < RS_LAN_MAX_FRAGS; i++) {
+        g_assert_cmphex(lan_status(&e, &e.tx, first + i), ==,
+                        lan_ok(&e.tx, first + i));
+    }
+
+    /*
+     * 100 frames behind one doorbell, more than a bottom-half batch, and
+     * across the end of the 128-entry ring: they leave in order, and the
+     * phase bit is 0 on the second lap.
+     */
+    for (i = 0; i < 100; i++) {
+        lan_make_frame(f, 60 + i, qos_mac, i);
+        qtest_memwrite(qts, buf + i * 256, f, 60 + i);
+        lan_post(&e, &e.tx, buf + i * 256, 60 + i, 0);
+    }
+    lan_doorbell(&e, &e.tx);
+    for (i = 0; i < 100; i++) {
+        lan_make_frame(f, 60 + i, qos_mac, i);
+        lan_expect_frame(&e, f, 60 + i);
+    }
+    first += RS_LAN_MAX_FRAGS;
+    g_assert_cmpuint(first + 99, >=, 128);
+    for (i = 0; i < 100; i++) {
+        g_assert_cmphex(lan_status(&e, &e.tx, first + i), ==,
+                        lan_ok(&e.tx, first + i));
+    }
+    g_assert_cmphex(lan_ok(&e.tx, first + 99), ==, 0);
+    lan_expect_quiet(&e);
+    assert_alive(e.d);
+}
+
+/* RX: the posted buffer of descriptor @index must hold exactly @f. */
+static void lan_expect_rx(LanEnv *e, uint32_t index, uint64_t buf,
+                          size_t bufsize, const uint8_t *f, size_t len)
+{
+    struct rs_lan_desc desc = lan_wait(e, &e->rx, index);
+    g_autofree uint8_t *got = g_malloc(bufsize);
+
+    g_assert_cmphex(desc.status, ==, lan_ok(&e->rx, index));
+    g_assert_cmpuint(desc.len, ==, len);
+    g_assert_cmphex(desc.addr, ==, buf);
+    g_assert_cmphex(desc.flags, ==, 0);
+    qtest_memread(rs_qts(e->d), buf, got, bufsize);
+    g_assert_cmpmem(got, len, f, len);
+    /* the rest of the buffer is untouched */
+    g_assert_true(is_filled(e->d, buf + len, 0xee, bufsize - len));
+}
+
+static uint64_t lan_rx_buf(LanEnv *e, size_t size)
+{
+    uint64_t buf = rs_alloc_zeroed(e->d, size);
+
+    fill(e->d, buf, 0xee, size);
+    return buf;
+}
+
+static const uint8_t lan_bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+
+static void test_lan_rx(void *obj, void *data, QGuestAllocator *alloc)
+{
+    LanEnv e;
+    QTestState *qts;
+    uint8_t f[LAN_BUF_SIZE + 100];
+    uint64_t bufs[12];
+    uint32_t idx, i;
+
+    lan_setup(&e, obj, data, 0, 3);
+    qts = rs_qts(e.d);
+    for (i = 0; i < ARRAY_SIZE(bufs); i++) {
+        bufs[i] = lan_rx_buf(&e, LAN_BUF_SIZE);
+    }
+
+    /* A frame for our MAC lands byte exact; the RX vector fires. */
+    idx = lan_post(&e, &e.rx, bufs[0], LAN_BUF_SIZE, 0);
+    lan_post(&e, &e.rx, bufs[1], LAN_BUF_SIZE, 0);
+    lan_doorbell(&e, &e.rx);
+    lan_make_frame(f, 60, qos_mac, 0x10);
+    lan_sock_send(e.fd, f, 60);
+    lan_expect_rx(&e, idx, bufs[0], LAN_BUF_SIZE, f, 60);
+    wait_msg(e.d, e.msi + LAN_RX_VECTOR * 4, 0x1a40000 + LAN_RX_VECTOR);
+    g_assert_cmphex(qtest_readl(qts, e.msi + LAN_TX_VECTOR * 4), ==, 0);
+    /* The second descriptor is still the driver's. */
+    g_usleep(LAN_QUIET_US);
+    g_assert_false(lan_done(&e, &e.rx, idx + 1));
+
+    /* A full-size frame, exactly the buffer's size. */
+    lan_make_frame(f, LAN_BUF_SIZE, qos_mac, 0x11);
+    lan_sock_send(e.fd, f, LAN_BUF_SIZE);
+    lan_expect_rx(&e, idx + 1, bufs[1], LAN_BUF_SIZE, f, LAN_BUF_SIZE);
+
+    /*
+     * No descriptor posted: the frame waits in QEMU and arrives when the
+     * doorbell announces a buffer.
+     */
+    lan_make_frame(f, 100, qos_mac, 0x12);
+    lan_sock_send(e.fd, f, 100);
+    lan_make_frame(f + 200, 101, qos_mac, 0x13);
+    lan_sock_send(e.fd, f + 200, 101);
+    g_usleep(LAN_QUIET_US);
+    idx = lan_post(&e, &e.rx, bufs[2], LAN_BUF_SIZE, 0);
+    g_assert_false(lan_done(&e, &e.rx, idx));
+    lan_doorbell(&e, &e.rx);
+    lan_expect_rx(&e, idx, bufs[2], LAN_BUF_SIZE, f, 100);
+    g_usleep(LAN_QUIET_US);
+    lan_post(&e, &e.rx, bufs[3], LAN_BUF_SIZE, 0);
+    lan_doorbell(&e, &e.rx);
+    lan_expect_rx(&e, idx + 1, bufs[3], LAN_BUF_SIZE, f + 200, 101);
+
+    /* Larger than its buffer: ERR, length 0, buffer untouched, next OK. */
+    idx = lan_post(&e, &e.rx, bufs[4], 200, 0);
+    lan_post(&e, &e.rx, bufs[5], LAN_BUF_SIZE, 0);
+    lan_doorbell(&e, &e.rx);
+    lan_make_frame(f, 201, qos_mac, 0x14);
+    lan_sock_send(e.fd, f, 201);
+    lan_make_frame(f, 64, qos_mac, 0x15);
+    lan_sock_send(e.fd, f, 64);
+    lan_expect_rx(&e, idx + 1, bufs[5], LAN_BUF_SIZE, f, 64);
+    g_assert_cmphex(lan_status(&e, &e.rx, idx), ==, lan_err(&e.rx, idx));
+    g_assert_cmpuint(lan_wait(&e, &e.rx, idx).len, ==, 0);
+    g_assert_true(is_filled(e.d, bufs[4], 0xee, LAN_BUF_SIZE));
+
+    /* Around the 8-entry ring: the phase is 0 on the second lap. */
+    for (i = 0; i < 6; i++) {
+        fill(e.d, bufs[6 + i], 0xee, LAN_BUF_SIZE);
+        idx = lan_post(&e, &e.rx, bufs[6 + i], LAN_BUF_SIZE, 0);
+        lan_doorbell(&e, &e.rx);
+        lan_make_frame(f, 70 + i, lan_bcast, 0x20 + i);
+        lan_sock_send(e.fd, f, 70 + i);
+        lan_expect_rx(&e, idx, bufs[6 + i], LAN_BUF_SIZE, f, 70 + i);
+    }
+    g_assert_cmpuint(idx, ==, 11);
+    g_assert_cmphex(lan_ok(&e.rx, idx), ==, 0);
+    assert_alive(e.d);
+}
+
+/*
+ * Send frames to the listed destinations with descriptors posted for all
+ * of them, then a marker frame to our MAC: the accepted ones, and then
+ * the marker, must land in order.
+ */
+static void lan_filter_check(LanEnv *e, uint64_t *bufs,
+                             const uint8_t (*dst)[6], const bool *accept,
+                             int n)
+{
+    uint8_t f[8][128];
+    uint32_t first = e->rx.pi;
+    int i, k = 0;
+
+    g_assert_cmpint(n, <, 8);
+    for (i = 0; i <= n; i++) {
+        fill(e->d, bufs[i], 0xee, LAN_BUF_SIZE);
+        lan_post(e, &e->rx, bufs[i], LAN_BUF_SIZE, 0);
+    }
+    lan_doorbell(e, &e->rx);
+    for (i = 0; i < n; i++) {
+        lan_make_frame(f[i], 64 + i, dst[i], 0x40 + i);
+        lan_sock_send(e->fd, f[i], 64 + i);
+    }
+    lan_make_frame(f[n], 90, qos_mac, 0x4f);
+    lan_sock_send(e->fd, f[n], 90);
+    for (i = 0; i < n; i++) {
+        if (accept[i]) {
+            lan_expect_rx(e, first + k, bufs[k], LAN_BUF_SIZE, f[i], 64 + i);
+            k++;
+        }
+    }
+    lan_expect_rx(e, first + k, bufs[k], LAN_BUF_SIZE, f[n], 90);
+    /* Hand the unused descriptors back: destroy and recreate the ring. */
+    RS_ASSERT_OK(rs_destroy(e->d, RS_CMD_DESTROY_LAN_QUEUE, RS_LAN_RXQ));
+    lan_ring_init(e, &e->rx, RS_LAN_RXQ, 4, LAN_RX_VECTOR);
+}
+
+static void test_lan_rx_filter(void *obj, void *data,
+                               QGuestAllocator *alloc)
+{
+    static const uint8_t dst[5][6] = {
+        { 0x52, 0x54, 0x00, 0x12, 0x34, 0x71 },     /* another station */
+        { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff },     /* broadcast */
+        { 0x01, 0x00, 0x5e, 0x00, 0x00, 0xfb },     /* IPv4 multicast */
+        { 0x33, 0x33, 0x00, 0x00, 0x00, 0x01 },     /* IPv6 multicast */
+        { 0x52, 0x54, 0x00, 0x12, 0x34, 0x70 },     /* ours */
+    };
+    static const struct {
+        uint32_t mode;              /* ~0: the default after reset */
+        bool accept[5];
+    } rows[] = {
+        { ~0u, { false, true, false, false, true } },
+        { 0, { false, false, false, false, true } },
+        { RS_LAN_RX_BROADCAST, { false, true, false, false, true } },
+        { RS_LAN_RX_ALLMULTI, { false, false, true, true, true } },
+        { RS_LAN_RX_ALLMULTI | RS_LAN_RX_BROADCAST,
+          { false, true, true, true, true } },
+        { RS_LAN_RX_PROMISC, { true, true, true, true, true } },
+        { RS_LAN_RX_PROMISC | RS_LAN_RX_ALLMULTI | RS_LAN_RX_BROADCAST,
+          { true, true, true, true, true } },
+    };
+    LanEnv e;
+    uint64_t bufs[8];
+    uint8_t runt[13];
+    uint8_t f[64];
+    uint32_t idx;
+    int i;
+
+    lan_setup(&e, obj, data, 0, 4);
+    g_assert_cmpmem(dst[4], 6, qos_mac, 6);
+    for (i = 0; i < ARRAY_SIZE(bufs); i++) {
+        bufs[i] = lan_rx_buf(&e, LAN_BUF_SIZE);
+    }
+    for (i = 0; i < ARRAY_SIZE(rows); i++) {
+        g_test_message("rx mode 0x%x", rows[i].mode);
+        if (rows[i].mode != ~0u) {
+            RS_ASSERT_OK(rs_set_lan_rx_mode(e.d, rows[i].mode));
+        }
+        lan_filter_check(&e, bufs, dst, rows[i].accept, 5);
+    }
+
+    /* Runts (shorter than an Ethernet header) are dropped. */
+    memcpy(runt, qos_mac, 6);
+    memset(runt + 6, 0x77, sizeof(runt) - 6);
+    idx = lan_post(&e, &e.rx, bufs[0], LAN_BUF_SIZE, 0);
+    fill(e.d, bufs[0], 0xee, LAN_BUF_SIZE);
+    lan_doorbell(&e, &e.rx);
+    lan_sock_send(e.fd, runt, sizeof(runt));
+    lan_make_frame(f, 64, qos_mac, 0x60);
+    lan_sock_send(e.fd, f, 64);
+    lan_expect_rx(&e, idx, bufs[0], LAN_BUF_SIZE, f, 64);
+
+    /* A reset brings the default mode back. */
+    rs_reset(e.d);
+    rs_setup(e.d);
+    lan_ring_init(&e, &e.rx, RS_LAN_RXQ, 4, LAN_RX_VECTOR);
+    lan_filter_check(&e, bufs, dst, rows[0].accept, 5);
+    assert_alive(e.d);
+}
+
+/* Admin commands of the LAN path: each bad field with its status. */
+static void lan_bad_commands(LanEnv *e)
+{
+    QRdmaSession *d = e->d;
+    uint64_t ring = rs_alloc_zeroed(d, PAGE);
+    uint64_t end = ram_end(d);
+    struct rs_admin_cmd cmd;
+    uint32_t h;
+    static const struct {
+        const char *name;
+        uint8_t type, log;
+        int64_t ring_off;       /* from the good ring; INT64_MIN: 0 */
+        uint16_t vector;
+        uint8_t status;
+    } rows[] = {
+        { "type 2", 2, 4, 0, 0, RS_STATUS_BAD_PARAM },
+        { "type 0xff", 0xff, 4, 0, 0, RS_STATUS_BAD_PARAM },
+        { "log_size 0", RS_LAN_TXQ, 0, 0, 0, RS_STATUS_BAD_SIZE },
+        { "log_size 13", RS_LAN_TXQ, RS_MAX_LAN_LOG + 1, 0, 0,
+          RS_STATUS_BAD_SIZE },
+        { "log_size 0xff", RS_LAN_RXQ, 0xff, 0, 0, RS_STATUS_BAD_SIZE },
+        { "ring 0", RS_LAN_TXQ, 4, INT64_MIN, 0, RS_STATUS_BAD_ADDR },
+        { "ring +16", RS_LAN_TXQ, 4, 16, 0, RS_STATUS_BAD_ALIGN },
+        { "ring +32", RS_LAN_RXQ, 4, 32, 0, RS_STATUS_BAD_ALIGN },
+        { "vector NUM_MSIX", RS_LAN_TXQ, 4, 0, DEF_NUM_MSIX,
+          RS_STATUS_BAD_PARAM },
+        { "vector 0xffff", RS_LAN_RXQ, 4, 0, 0xffff, RS_STATUS_BAD_PARAM },
+        { "type before log_size", 2, 0, 0, 0, RS_STATUS_BAD_PARAM },
+        { "log_size before ring", RS_LAN_TXQ, 0, 16, 0, RS_STATUS_BAD_SIZE },
+        { "ring before vector", RS_LAN_TXQ, 4, 16, 0xffff,
+          RS_STATUS_BAD_ALIGN },
+    };
+    int i;
+
+    for (i = 0; i < ARRAY_SIZE(rows); i++) {
+        uint64_t r = rows[i].ring_off == INT64_MIN ? 0 :
+                     ring + rows[i].ring_off;
+
+        g_test_message("CREATE_LAN_QUEUE %s", rows[i].name);
+        RS_ASSERT_STATUS(rs_create_lan_queue(d, rows[i].type, r,
+                                             rows[i].log, rows[i].vector,
+                                             NULL), rows[i].status);
+    }
+    /* Rings outside guest RAM, in the BARs, straddling the end of RAM. */
+    RS_ASSERT_STATUS(rs_create_lan_queue(d, RS_LAN_TXQ, FAR_ADDR, 4, 0,
+                                         NULL), RS_STATUS_BAD_ADDR);
+    RS_ASSERT_STATUS(rs_create_lan_queue(d, RS_LAN_TXQ, d->bar0.addr, 4, 0,
+                                         NULL), RS_STATUS_BAD_ADDR);
+    RS_ASSERT_STATUS(rs_create_lan_queue(d, RS_LAN_RXQ, d->bar2.addr, 4, 0,
+                                         NULL), RS_STATUS_BAD_ADDR);
+    RS_ASSERT_STATUS(rs_create_lan_queue(d, RS_LAN_RXQ, end - 128, 4, 0,
+                                         NULL), RS_STATUS_BAD_ADDR);
+    RS_ASSERT_STATUS(rs_create_lan_queue(d, RS_LAN_RXQ,
+                                         0xffffffffffffffc0ull, 1, 0, NULL),
+                     RS_STATUS_BAD_ADDR);
+
+    /* Destroying what does not exist. */
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_LAN_QUEUE, RS_LAN_TXQ),
+                     RS_STATUS_BAD_HANDLE);
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_LAN_QUEUE, RS_LAN_RXQ),
+                     RS_STATUS_BAD_HANDLE);
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_LAN_QUEUE, 2),
+                     RS_STATUS_BAD_HANDLE);
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_LAN_QUEUE, 0x01000000),
+                     RS_STATUS_BAD_HANDLE);
+
+    /* Good bounds: smallest and largest ring, last vector; then EXISTS. */
+    RS_ASSERT_OK(rs_create_lan_queue(d, RS_LAN_TXQ, ring, 1,
+                                     DEF_NUM_MSIX - 1, &h));
+    g_assert_cmpuint(h, ==, RS_LAN_TXQ);
+    RS_ASSERT_STATUS(rs_create_lan_queue(d, RS_LAN_TXQ, ring, 4, 0, NULL),
+                     RS_STATUS_EXISTS);
+    RS_ASSERT_OK(rs_create_lan_queue(d, RS_LAN_RXQ,
+                                     rs_alloc_zeroed(d, 16 << RS_MAX_LAN_LOG),
+                                     RS_MAX_LAN_LOG, 0, &h));
+    g_assert_cmpuint(h, ==, RS_LAN_RXQ);
+    RS_ASSERT_STATUS(rs_create_lan_queue(d, RS_LAN_RXQ, ring, 4, 0, NULL),
+                     RS_STATUS_EXISTS);
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_LAN_QUEUE,
+                                RS_LAN_RXQ | 0x100), RS_STATUS_BAD_HANDLE);
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_LAN_QUEUE, RS_LAN_TXQ));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_LAN_QUEUE, RS_LAN_RXQ));
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_LAN_QUEUE, RS_LAN_TXQ),
+                     RS_STATUS_BAD_HANDLE);
+
+    /* Unknown rx-mode flags. */
+    RS_ASSERT_STATUS(rs_set_lan_rx_mode(d, 1u << 3), RS_STATUS_BAD_PARAM);
+    RS_ASSERT_STATUS(rs_set_lan_rx_mode(d, RS_LAN_RX_PROMISC | 1u << 31),
+                     RS_STATUS_BAD_PARAM);
+    RS_ASSERT_STATUS(rs_set_lan_rx_mode(d, ~0u), RS_STATUS_BAD_PARAM);
+    RS_ASSERT_OK(rs_set_lan_rx_mode(d, RS_LAN_RX_BROADCAST));
+    /* reserved fields are ignored */
+    cmd_init(&cmd, RS_CMD_SET_LAN_RX_MODE);
+    cmd.set_lan_rx_mode.flags = RS_LAN_RX_BROADCAST;
+    cmd.set_lan_rx_mode.rsvd = 0xffffffff;
+    RS_ASSERT_OK(rs_admin_exec(d, &cmd, NULL));
+}
+
+static void test_lan_bad_input(void *obj, void *data,
+                               QGuestAllocator *alloc)
+{
+    LanEnv e;
+    QTestState *qts;
+    uint64_t buf, big, rxbuf;
+    uint8_t f[256], g[256];
+    uint32_t idx, i;
+
+    lan_setup(&e, obj, data, 0, 0);
+    qts = rs_qts(e.d);
+    lan_bad_commands(&e);
+
+    lan_ring_init(&e, &e.tx, RS_LAN_TXQ, 6, LAN_TX_VECTOR);
+    buf = rs_alloc_zeroed(e.d, PAGE);
+    big = rs_alloc_zeroed(e.d, 40000);
+    lan_make_frame(f, 80, lan_bcast, 0x70);
+    qtest_memwrite(qts, buf, f, 80);
+    lan_make_frame(g, 90, lan_bcast, 0x71);
+    qtest_memwrite(qts, buf + 128, g, 90);
+
+    /* Doorbells the device ignores: nothing goes out. */
+    idx = lan_post(&e, &e.tx, buf, 80, 0);
+    rs_db_writel(e.d, 1, RS_DB_LAN_TX, e.tx.pi);
+    rs_db_writel(e.d, DEF_DB_PAGES - 1, RS_DB_LAN_TX, e.tx.pi);
+    rs_db_writel(e.d, 0, RS_DB_LAN_TX, e.tx.pi | 1u << 16);
+    rs_db_writel(e.d, 0, RS_DB_LAN_TX, 65);     /* > ring size ahead */
+    rs_db_writel(e.d, 0, RS_DB_LAN_TX, 0xffff);
+    rs_db_writel(e.d, 0, RS_DB_LAN_RX, 1);      /* no RX queue */
+    rs_db_writel(e.d, 1, RS_DB_LAN_RX, 1);
+    lan_expect_quiet(&e);
+    g_assert_false(lan_done(&e, &e.tx, idx));
+    /* ... and then the right one. */
+    lan_doorbell(&e, &e.tx);
+    lan_expect_frame(&e, f, 80);
+    g_assert_cmphex(lan_status(&e, &e.tx, idx), ==, lan_ok(&e.tx, idx));
+
+    /*
+     * Bad descriptors: the frame is dropped, every descriptor of it is
+     * completed with ERR, and the next frame still goes out.
+     */
+    {
+        static const struct {
+            const char *name;
+            int n;              /* descriptors */
+            int bad;            /* which one is bad, -1: the length */
+            uint64_t addr;      /* 0: good buffer; 1: BAR0; 2: RAM end */
+            uint16_t len;
+            uint8_t flags;
+        } rows[] = {
+            { "len 0", 1, 0, 0, 0, 0 },
+            { "len 0 in a chain", 3, 1, 0, 0, 0 },
+            { "address far", 1, 0, FAR_ADDR, 80, 0 },
+            { "address in BAR0", 1, 0, 1, 80, 0 },
+            { "straddles the end of RAM", 2, 1, 2, 80, 0 },
+            { "address wraps", 1, 0, 0xfffffffffffffff0ull, 80, 0 },
+            { "unknown flag", 1, 0, 0, 80, 0x2 },
+            { "chain too long", RS_LAN_MAX_FRAGS + 1, -1, 0, 0, 0 },
+            { "frame too long", 2, -2, 0, 0, 0 },
+        };
+        int r;
+
+        for (r = 0; r < ARRAY_SIZE(rows); r++) {
+            uint32_t first = e.tx.pi;
+            int n = rows[r].n, k;
+
+            g_test_message("TX %s", rows[r].name);
+            for (k = 0; k < n; k++) {
+                uint64_t addr = buf;
+                uint16_t len = 10;
+                uint8_t flags = k < n - 1 ? RS_LAN_F_MORE : 0;
+
+                if (rows[r].bad == -2) {
+                    addr = big;
+                    len = 40000;        /* two of them: > 65535 */
+                } else if (k == rows[r].bad) {
+                    addr = rows[r].addr == 0 ? buf :
+                           rows[r].addr == 1 ? e.d->bar0.addr :
+                           rows[r].addr == 2 ? ram_end(e.d) - 40 :
+                           rows[r].addr;
+                    len = rows[r].len;
+                    flags |= rows[r].flags;
+                }
+                lan_post(&e, &e.tx, addr, len, flags);
+            }
+            idx = lan_post(&e, &e.tx, buf + 128, 90, 0);
+            lan_doorbell(&e, &e.tx);
+            lan_expect_frame(&e, g, 90);
+            for (k = 0; k < n; k++) {
+                g_assert_cmphex(lan_status(&e, &e.tx, first + k), ==,
+                                lan_err(&e.tx, first + k));
+            }
+            g_assert_cmphex(lan_status(&e, &e.tx, idx), ==,
+                            lan_ok(&e.tx, idx));
+        }
+    }
+    lan_expect_quiet(&e);
+
+    /*
+     * A frame whose end is not posted yet waits; a chain that fills the
+     * whole ring can never end and is dropped.
+     */
+    idx = lan_post(&e, &e.tx, buf, 14, RS_LAN_F_MORE);
+    lan_doorbell(&e, &e.tx);
+    lan_expect_quiet(&e);
+    g_assert_false(lan_done(&e, &e.tx, idx));
+    lan_post(&e, &e.tx, buf + 14, 66, 0);
+    lan_doorbell(&e, &e.tx);
+    lan_expect_frame(&e, f, 80);
+    g_assert_cmphex(lan_status(&e, &e.tx, idx), ==, lan_ok(&e.tx, idx));
+    idx = e.tx.pi;
+    for (i = 0; i < 64; i++) {
+        lan_post(&e, &e.tx, buf, 14, RS_LAN_F_MORE);
+    }
+    lan_doorbell(&e, &e.tx);
+    for (i = 0; i < 64; i++) {
+        g_assert_cmphex(lan_status(&e, &e.tx, idx + i), ==,
+                        lan_err(&e.tx, idx + i));
+    }
+    idx = lan_post(&e, &e.tx, buf + 128, 90, 0);
+    lan_doorbell(&e, &e.tx);
+    lan_expect_frame(&e, g, 90);
+    g_assert_cmphex(lan_status(&e, &e.tx, idx), ==, lan_ok(&e.tx, idx));
+
+    /* RX: a buffer outside guest RAM or too small: ERR, then the next. */
+    lan_ring_init(&e, &e.rx, RS_LAN_RXQ, 3, LAN_RX_VECTOR);
+    rxbuf = lan_rx_buf(&e, LAN_BUF_SIZE);
+    idx = lan_post(&e, &e.rx, FAR_ADDR, LAN_BUF_SIZE, 0);
+    lan_post(&e, &e.rx, e.d->bar0.addr, LAN_BUF_SIZE, 0);
+    lan_post(&e, &e.rx, ram_end(e.d) - 64, LAN_BUF_SIZE, 0);
+    lan_post(&e, &e.rx, rxbuf, 79, 0);
+    lan_post(&e, &e.rx, rxbuf, LAN_BUF_SIZE, 0);
+    lan_doorbell(&e, &e.rx);
+    for (i = 0; i < 5; i++) {
+        lan_sock_send(e.fd, f, 80);
+    }
+    lan_expect_rx(&e, idx + 4, rxbuf, LAN_BUF_SIZE, f, 80);
+    for (i = 0; i < 4; i++) {
+        struct rs_lan_desc desc = lan_wait(&e, &e.rx, idx + i);
+
+        g_assert_cmphex(desc.status, ==, lan_err(&e.rx, idx + i));
+        g_assert_cmpuint(desc.len, ==, 0);
+    }
+    /* RX doorbell beyond the ring, or from another page: ignored. */
+    rs_db_writel(e.d, 0, RS_DB_LAN_RX, (e.rx.pi + 9) & 0xffff);
+    rs_db_writel(e.d, 2, RS_DB_LAN_RX, e.rx.pi + 1);
+    lan_sock_send(e.fd, f, 80);
+    g_usleep(LAN_QUIET_US);
+    g_assert_false(lan_done(&e, &e.rx, e.rx.pi));
+    fill(e.d, rxbuf, 0xee, LAN_BUF_SIZE);
+    idx = lan_post(&e, &e.rx, rxbuf, LAN_BUF_SIZE, 0);
+    lan_doorbell(&e, &e.rx);
+    lan_expect_rx(&e, idx, rxbuf, LAN_BUF_SIZE, f, 80);
+
+    g_assert_cmphex(rs_readl(e.d, A_RS_STATUS), ==,
+                    R_RS_STATUS_READY_MASK | R_RS_STATUS_LINK_UP_MASK);
+    assert_alive(e.d);
+
+    /* A reset forgets the queues. */
+    rs_reset(e.d);
+    rs_db_writel(e.d, 0, RS_DB_LAN_TX, 1);
+    rs_setup(e.d);
+    RS_ASSERT_STATUS(rs_destroy(e.d, RS_CMD_DESTROY_LAN_QUEUE, RS_LAN_TXQ),
+                     RS_STATUS_BAD_HANDLE);
+    RS_ASSERT_STATUS(rs_destroy(e.d, RS_CMD_DESTROY_LAN_QUEUE, RS_LAN_RXQ),
+                     RS_STATUS_BAD_HANDLE);
+    lan_expect_quiet(&e);
+}
+
+/*
+ * LAN queue state survives migration: after loading, the TX ring goes on
+ * at its index and phase, the RX ring at its own, with the rx mode kept.
+ */
+static void test_lan_migrate(void *obj, void *data, QGuestAllocator *alloc)
+{
+    LanEnv e, *src = &e;
+    QTestState *from, *to;
+    g_autofree char *tmpdir = g_dir_make_tmp("rdma-session-lan-XXXXXX",
+                                             NULL);
+    g_autofree char *path = g_strdup_printf("%s/state", tmpdir);
+    g_autofree char *uri = g_strdup_printf("file:%s", path);
+    g_autoptr(GString) cmd_line = g_string_new("");
+    uint64_t buf, rxbuf[4];
+    int sv[2];
+    uint8_t f[128];
+    QRdmaSession *d;
+    QPCIBus *bus;
+    LanEnv de;
+    uint32_t idx, i;
+
+    lan_setup(src, obj, data, 2, 2);
+    from = rs_qts(src->d);
+    buf = rs_alloc_zeroed(src->d, PAGE);
+    for (i = 0; i < ARRAY_SIZE(rxbuf); i++) {
+        rxbuf[i] = lan_rx_buf(src, LAN_BUF_SIZE);
+    }
+    RS_ASSERT_OK(rs_set_lan_rx_mode(src->d, RS_LAN_RX_ALLMULTI));
+
+    /* TX: 5 frames through the 4-entry ring, next one on lap 2. */
+    for (i = 0; i < 5; i++) {
+        lan_make_frame(f, 64 + i, lan_bcast, 0x80 + i);
+        qtest_memwrite(from, buf, f, 64 + i);
+        idx = lan_post(src, &src->tx, buf, 64 + i, 0);
+        lan_doorbell(src, &src->tx);
+        lan_expect_frame(src, f, 64 + i);
+        g_assert_cmphex(lan_status(src, &src->tx, idx), ==,
+                        lan_ok(&src->tx, idx));
+    }
+    /* TX work posted but not announced; RX: one frame in, one posted. */
+    lan_make_frame(f, 100, lan_bcast, 0x90);
+    qtest_memwrite(from, buf + 256, f, 100);
+    idx = lan_post(src, &src->tx, buf + 256, 100, 0);
+    lan_post(src, &src->rx, rxbuf[0], LAN_BUF_SIZE, 0);
+    lan_post(src, &src->rx, rxbuf[1], LAN_BUF_SIZE, 0);
+    lan_doorbell(src, &src->rx);
+    lan_make_frame(f, 70, qos_mac, 0x91);
+    lan_sock_send(src->fd, f, 70);
+    lan_expect_rx(src, 0, rxbuf[0], LAN_BUF_SIZE, f, 70);
+
+    qtest_qmp_assert_success(from, "{ 'execute': 'stop' }");
+    qtest_qmp_assert_success(from, "{ 'execute': 'migrate',"
+                             "  'arguments': { 'uri': %s } }", uri);
+    wait_migration_done(from);
+
+    /*
+     * The destination gets a socket of its own: the stopped source still
+     * reads the old one (the current command line is the one from before
+     * lan_before()).
+     */
+    g_assert_cmpint(socketpair(PF_UNIX, SOCK_STREAM, 0, sv), ==, 0);
+    g_string_append(cmd_line, qos_get_current_command_line());
+    rs_qos_socket_netdev(cmd_line, sv[1]);
+    to = qtest_initf("%s -incoming defer", cmd_line->str);
+    qtest_qmp_assert_success(to, "{ 'execute': 'migrate-incoming',"
+                             "  'arguments': { 'uri': %s } }", uri);
+    wait_migration_done(to);
+    qtest_qmp_assert_success(to, "{ 'execute': 'cont' }");
+
+    bus = qpci_new_pc(to, NULL);
+    d = g_new0(QRdmaSession, 1);
+    rs_attach_existing(d, bus, src->d->dev.devfn, src->d->alloc);
+    d->admq = src->d->admq;
+    d->acq = src->d->acq;
+    d->aeq = src->d->aeq;
+    d->admq_log = src->d->admq_log;
+    d->aeq_log = src->d->aeq_log;
+    d->admq_pi = src->d->admq_pi;
+    d->aeq_ci = src->d->aeq_ci;
+    d->next_cmd_id = src->d->next_cmd_id;
+    d->scratch = src->d->scratch;
+    de = *src;
+    de.d = d;
+    de.fd = sv[0];
+
+    /* TX: the posted frame goes out at index 5, on the second lap. */
+    g_assert_cmpuint(idx, ==, 5);
+    lan_doorbell(&de, &de.tx);
+    lan_make_frame(f, 100, lan_bcast, 0x90);
+    lan_expect_frame(&de, f, 100);
+    g_assert_cmphex(lan_status(&de, &de.tx, idx), ==, 0);
+    wait_msg(d, de.msi + LAN_TX_VECTOR * 4, 0x1a40000 + LAN_TX_VECTOR);
+
+    /* RX: the second posted buffer takes the next frame; ALLMULTI kept. */
+    lan_make_frame(f, 72, lan_bcast, 0x92);
+    lan_sock_send(de.fd, f, 72);            /* no BROADCAST: dropped */
+    lan_make_frame(f, 73, (const uint8_t[6]) { 0x01, 0, 0x5e, 0, 0, 1 },
+                   0x93);
+    lan_sock_send(de.fd, f, 73);
+    lan_expect_rx(&de, 1, rxbuf[1], LAN_BUF_SIZE, f, 73);
+    /* ... and the ring goes on across its end. */
+    fill(d, rxbuf[0], 0xee, LAN_BUF_SIZE);
+    for (i = 2; i < 5; i++) {
+        lan_post(&de, &de.rx, rxbuf[i % 4], LAN_BUF_SIZE, 0);
+    }
+    lan_doorbell(&de, &de.rx);
+    for (i = 2; i < 5; i++) {
+        lan_make_frame(f, 72 + i, qos_mac, 0x94 + i);
+        lan_sock_send(de.fd, f, 72 + i);
+        lan_expect_rx(&de, i, rxbuf[i % 4], LAN_BUF_SIZE, f, 72 + i);
+    }
+    g_assert_cmphex(lan_ok(&de.rx, 4), ==, 0);
+    RS_ASSERT_STATUS(rs_create_lan_queue(d, RS_LAN_TXQ, de.tx.ring, 2, 0,
+                                         NULL), RS_STATUS_EXISTS);
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_LAN_QUEUE, RS_LAN_TXQ));
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_LAN_QUEUE, RS_LAN_RXQ));
+
+    g_free(d);
+    qpci_free_pc(bus);
+    qtest_quit(to);
+    close(sv[0]);
+    close(sv[1]);
+    unlink(path);
+    rmdir(tmpdir);
+    qos_invalidate_command_line();
+}
+
+/* ------------------------------------------------------------------ */
 /* Registration                                                        */
 /* ------------------------------------------------------------------ */
 
@@ -3982,6 +4922,7 @@ static uint8_t qp_types[] = { RS_QPT_RC, RS_QPT_UC, RS_QPT_UD, RS_QPT_GSI };
 static void register_rdma_session_test(void)
 {
     QOSGraphTestOptions limits = { .before = limits_before };
+    QOSGraphTestOptions lan = { .before = lan_before };
     QOSGraphTestOptions qp[ARRAY_SIZE(qp_types)];
     static const char *const qp_names[] = {
         "qp-rc", "qp-uc", "qp-ud", "qp-gsi",
@@ -4016,6 +4957,11 @@ static void register_rdma_session_test(void)
                  NULL);
     qos_add_test("limits", "rdma-session", test_limits, &limits);
     qos_add_test("migrate", "rdma-session", test_migrate, NULL);
+    qos_add_test("lan-tx", "rdma-session", test_lan_tx, &lan);
+    qos_add_test("lan-rx", "rdma-session", test_lan_rx, &lan);
+    qos_add_test("lan-rx-filter", "rdma-session", test_lan_rx_filter, &lan);
+    qos_add_test("lan-bad-input", "rdma-session", test_lan_bad_input, &lan);
+    qos_add_test("lan-migrate", "rdma-session", test_lan_migrate, &lan);
     qtest_add_func("rdma-session/bad-properties", test_bad_properties);
 }
 

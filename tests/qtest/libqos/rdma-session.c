@@ -56,6 +56,7 @@ void rs_cmd_to_le(struct rs_admin_cmd *cmd)
     case RS_CMD_DESTROY_SESSION:
     case RS_CMD_DESTROY_SESSION_GROUP:
     case RS_CMD_DEL_GID:
+    case RS_CMD_DESTROY_LAN_QUEUE:
         SW32(cmd->destroy.handle);
         SW32(cmd->destroy.rsvd);
         break;
@@ -112,6 +113,15 @@ void rs_cmd_to_le(struct rs_admin_cmd *cmd)
     case RS_CMD_ADD_GID:
         SW32(cmd->add_gid.index);
         SW32(cmd->add_gid.vni);
+        break;
+    case RS_CMD_CREATE_LAN_QUEUE:
+        SW64(cmd->create_lan_queue.ring_addr);
+        SW16(cmd->create_lan_queue.vector);
+        SW32(cmd->create_lan_queue.rsvd);
+        break;
+    case RS_CMD_SET_LAN_RX_MODE:
+        SW32(cmd->set_lan_rx_mode.flags);
+        SW32(cmd->set_lan_rx_mode.rsvd);
         break;
     default:
         break;
@@ -462,6 +472,47 @@ uint8_t rs_destroy(QRdmaSession *d, uint8_t opcode, uint32_t handle)
     rs_cmd_init(&cmd, opcode);
     cmd.destroy.handle = handle;
     return rs_admin_exec(d, &cmd, NULL);
+}
+
+uint8_t rs_create_lan_queue(QRdmaSession *d, uint8_t type, uint64_t ring,
+                            uint8_t log_size, uint16_t vector,
+                            uint32_t *handle)
+{
+    struct rs_admin_cmd cmd;
+    struct rs_admin_cqe cqe;
+    uint8_t status;
+
+    rs_cmd_init(&cmd, RS_CMD_CREATE_LAN_QUEUE);
+    cmd.create_lan_queue.ring_addr = ring;
+    cmd.create_lan_queue.type = type;
+    cmd.create_lan_queue.log_size = log_size;
+    cmd.create_lan_queue.vector = vector;
+    status = rs_admin_exec(d, &cmd, &cqe);
+    if (handle) {
+        *handle = cqe.handle;
+    }
+    return status;
+}
+
+uint8_t rs_set_lan_rx_mode(QRdmaSession *d, uint32_t flags)
+{
+    struct rs_admin_cmd cmd;
+
+    rs_cmd_init(&cmd, RS_CMD_SET_LAN_RX_MODE);
+    cmd.set_lan_rx_mode.flags = flags;
+    return rs_admin_exec(d, &cmd, NULL);
+}
+
+void rs_qos_socket_netdev(GString *cmd_line, int fd)
+{
+    static const char user[] = RS_QOS_NETDEV_OPTS;
+    g_autofree char *sock = g_strdup_printf(" -netdev socket,fd=%d,id="
+                                            RS_QOS_NETDEV_ID " ", fd);
+    const char *at = strstr(cmd_line->str, user);
+
+    g_assert_nonnull(at);
+    g_string_erase(cmd_line, at - cmd_line->str, strlen(user));
+    g_string_insert(cmd_line, at - cmd_line->str, sock);
 }
 
 uint8_t rs_create_cq(QRdmaSession *d, uint64_t ring, uint8_t log_size,

@@ -20,6 +20,14 @@
     "netdev=" RS_QOS_NETDEV_ID ",mac=" RS_QOS_MAC_STR
 #define RS_QOS_NETDEV_OPTS      " -netdev user,id=" RS_QOS_NETDEV_ID " "
 
+/*
+ * For a test's QOSGraphTestOptions.before: attach the adapter to a
+ * "-netdev socket,fd=@fd" backend (one end of a socketpair the test keeps
+ * the other end of) instead of the user-mode network.  Frames on the
+ * socket carry a 4-byte big-endian length prefix.
+ */
+void rs_qos_socket_netdev(GString *cmd_line, int fd);
+
 /* Default ring sizes of rs_admin_init(). */
 #define RS_QOS_ADMQ_LOG         5
 #define RS_QOS_AEQ_LOG          4
@@ -117,6 +125,10 @@ uint8_t rs_query_port(QRdmaSession *d, uint32_t port,
                       struct rs_port_attr *attr);
 uint8_t rs_create_pd(QRdmaSession *d, uint32_t *handle);
 uint8_t rs_destroy(QRdmaSession *d, uint8_t opcode, uint32_t handle);
+uint8_t rs_create_lan_queue(QRdmaSession *d, uint8_t type, uint64_t ring,
+                            uint8_t log_size, uint16_t vector,
+                            uint32_t *handle);
+uint8_t rs_set_lan_rx_mode(QRdmaSession *d, uint32_t flags);
 uint8_t rs_create_cq(QRdmaSession *d, uint64_t ring, uint8_t log_size,
                      uint16_t comp_vector, uint32_t uar, uint32_t *handle);
 uint8_t rs_resize_cq(QRdmaSession *d, uint32_t handle, uint64_t ring,
