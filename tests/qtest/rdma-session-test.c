@@ -4420,6 +4420,68 @@ static void test_lan_rx(void *obj, void *data, QGuestAllocator *alloc)
 }
 
 /*
+ * A guest that posts no receive buffers does not make QEMU buffer frames
+ * without bound: the network layer holds one frame, the socket backend
+ * stops reading, and the sender sees its socket fill up.  Once buffers are
+ * posted the held frames arrive, in order.
+ */
+static void test_lan_rx_backpressure(void *obj, void *data,
+                                     QGuestAllocator *alloc)
+{
+    enum { FRAME = 1514, TRIES = 4000 };
+    LanEnv e;
+    uint8_t f[FRAME];
+    uint64_t bufs[16];
+    int sent, i;
+
+    lan_setup(&e, obj, data, 0, 0);
+    for (sent = 0; sent < TRIES; sent++) {
+        uint32_t be = cpu_to_be32(FRAME);
+        struct iovec iov[2] = {
+            { .iov_base = &be, .iov_len = sizeof(be) },
+            { .iov_base = f, .iov_len = FRAME },
+        };
+        struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2 };
+        ssize_t n;
+
+        lan_make_frame(f, FRAME, qos_mac, sent);
+        n = sendmsg(e.fd, &msg, MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            break;
+        }
+        g_assert_cmpint(n, >, 0);
+        if (n < sizeof(be) + FRAME) {
+            break;          /* the socket is full in the middle of it */
+        }
+        if (sent % 64 == 0) {
+            g_usleep(10 * 1000);        /* give QEMU time to read */
+        }
+    }
+    g_test_message("socket full after %d frames of %d bytes", sent, FRAME);
+    /* 4000 frames would be 6 MB held in QEMU. */
+    g_assert_cmpint(sent, <, TRIES);
+    g_assert_cmpint(sent, >, ARRAY_SIZE(bufs));
+
+    /* With an RX ring but no buffer posted, nothing lands either. */
+    lan_ring_init(&e, &e.rx, RS_LAN_RXQ, 4, LAN_RX_VECTOR);
+    for (i = 0; i < ARRAY_SIZE(bufs); i++) {
+        bufs[i] = lan_rx_buf(&e, LAN_BUF_SIZE);
+    }
+    g_usleep(LAN_QUIET_US);
+    lan_post(&e, &e.rx, bufs[0], LAN_BUF_SIZE, 0);
+    g_assert_false(lan_done(&e, &e.rx, 0));
+    for (i = 1; i < ARRAY_SIZE(bufs); i++) {
+        lan_post(&e, &e.rx, bufs[i], LAN_BUF_SIZE, 0);
+    }
+    lan_doorbell(&e, &e.rx);
+    for (i = 0; i < ARRAY_SIZE(bufs); i++) {
+        lan_make_frame(f, FRAME, qos_mac, i);
+        lan_expect_rx(&e, i, bufs[i], LAN_BUF_SIZE, f, FRAME);
+    }
+    assert_alive(e.d);
+}
+
+/*
  * Send frames to the listed destinations with descriptors posted for all
  * of them, then a marker frame to our MAC: the accepted ones, and then
  * the marker, must land in order.
@@ -4960,6 +5022,8 @@ static void register_rdma_session_test(void)
     qos_add_test("lan-tx", "rdma-session", test_lan_tx, &lan);
     qos_add_test("lan-rx", "rdma-session", test_lan_rx, &lan);
     qos_add_test("lan-rx-filter", "rdma-session", test_lan_rx_filter, &lan);
+    qos_add_test("lan-rx-backpressure", "rdma-session",
+                 test_lan_rx_backpressure, &lan);
     qos_add_test("lan-bad-input", "rdma-session", test_lan_bad_input, &lan);
     qos_add_test("lan-migrate", "rdma-session", test_lan_migrate, &lan);
     qtest_add_func("rdma-session/bad-properties", test_bad_properties);
