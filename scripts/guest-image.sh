@@ -3,7 +3,7 @@
 # and a busybox initramfs with the RDMA stack: the guest kernel's RDMA
 # modules (ib_core, ib_uverbs, ib_umad, ib_cm, iw_cm, rdma_cm, rdma_ucm with
 # their dependencies; crc32_generic and rdma_rxe for soft-RoCE peers, not
-# loaded by default), our rdma_session.ko (scripts/build-guest-module.sh),
+# loaded by default; virtio_net too), our rdma_session.ko (scripts/build-guest-module.sh),
 # rdma-core userspace (libibverbs, librdmacm, providers, ibv_* utilities,
 # rping, ucmatose) from build/rdma-core-stage (scripts/build-rdma-core.sh)
 # when it exists, else Debian bookworm's packages, perftest from Debian,
@@ -76,6 +76,14 @@ mkdir -p "$debs"
 export APT_CONFIG="$RS_APT/apt.conf"
 
 command -v dpkg-deb >/dev/null || die "dpkg-deb not found (this script needs Debian)"
+# Host tools: depmod (kmod), xz (the kernel's modules are .ko.xz),
+# readelf and strip (binutils).
+need=()
+command -v depmod >/dev/null || [ -x /usr/sbin/depmod ] || [ -x /sbin/depmod ] || need+=(kmod)
+command -v xz >/dev/null || need+=(xz-utils)
+command -v readelf >/dev/null && command -v strip >/dev/null || need+=(binutils)
+[ ${#need[@]} -eq 0 ] || apt_need "" "${need[@]}" || die "cannot install ${need[*]}"
+PATH=$PATH:/usr/sbin:/sbin
 apt_priv_setup || die "apt-get update with the private sources failed"
 
 # --- Which kernel package ------------------------------------------------
@@ -275,7 +283,7 @@ addmod()    # name [noload]
 # Kernel modules the out-of-tree ones need, from their .modinfo.
 ko_deps() { tr '\0' '\n' < "$1" | sed -n 's/^depends=//p' | head -n 1 | tr , ' '; }
 for m in ib_core ib_uverbs ib_umad ib_cm iw_cm rdma_cm rdma_ucm $modules; do addmod "$m"; done
-for m in crc32_generic rdma_rxe; do addmod "$m" noload; done
+for m in virtio_net crc32_generic rdma_rxe; do addmod "$m" noload; done
 outoftree=()
 [ -z "$ko" ] || outoftree+=("$ko")
 for f in $extramods; do outoftree+=("$f"); done

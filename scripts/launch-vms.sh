@@ -55,13 +55,13 @@ log() { [ "$quiet" = 1 ] || printf '[launch-vms] %s\n' "$*" >&2; }
 die() { printf '[launch-vms] error: %s\n' "$*" >&2; exit 2; }
 
 n=2 cmd='ibv_devinfo; ip -4 addr' tmo=120 btmo=120 user=0 softall=0 shellvm=0
-device=rdma-session mem=512 build=1 quiet=0
+device=rdma-session mem=512 build=1 quiet=0 cmd_given=0
 [ "${RS_NO_BUILD:-0}" = 1 ] && build=0
 declare -A vmcmd=() soft=()
 while [ $# -gt 0 ]; do
     case $1 in
     -n) n=${2:?}; shift ;;
-    --cmd) cmd=${2?}; shift ;;
+    --cmd) cmd=${2?}; cmd_given=1; shift ;;
     --vm-cmd) vmcmd[${2:?}]=${3?}; shift 2 ;;
     --timeout) tmo=${2:?}; shift ;;
     --boot-timeout) btmo=${2:?}; shift ;;
@@ -164,7 +164,7 @@ start_vm()  # index
     fi
     if is_soft "$i"; then
         dev="virtio-net-pci,netdev=n0,mac=$mac"
-        append+=" rs.modules=crc32_generic,rdma_rxe rs.skip=rdma_session"
+        append+=" rs.modules=virtio_net,crc32_generic,rdma_rxe rs.skip=rdma_session"
     else
         dev="$device,netdev=n0,mac=$mac"
     fi
@@ -256,7 +256,8 @@ wait_ready()
 if [ "$shellvm" != 0 ]; then
     # The others run --cmd (if any) in the background; the shell VM gets the
     # terminal.  Its console is also logged.
-    if [ ${#pid[@]} -gt 0 ] && wait_ready; then
+    # (without --cmd they stay up, idle, until the shell VM powers off)
+    if [ ${#pid[@]} -gt 0 ] && wait_ready && { [ $cmd_given = 1 ] || [ ${#vmcmd[@]} -gt 0 ]; }; then
         for i in "${!pid[@]}"; do
             s=$(script_for "$i" | base64 -w0)
             printf 'go %s\n' "$s" 1<>"$run/vm$i/ctl.in"

@@ -318,15 +318,20 @@ if [ $built != 1 ]; then
     report guest-stack 0 1 "not run: the build failed"
 else
     gp=0 gf=0 notcounted=()
-    : > "$logs/guest-stack.log"
+    # A directory of its own: several test runs may share build/.
+    gsdir=$(mktemp -d "$logs/guest-stack.XXXXXX")
+    find "$logs" -mindepth 1 -maxdepth 1 -type d -name 'guest-stack.*' -printf '%T@ %p\n' |
+        sort -rn | tail -n +4 | cut -d' ' -f2- | xargs -r rm -rf
+    ln -sfn "${gsdir##*/}" "$logs/guest-stack.last"
+    : > "$gsdir/guest-stack.log"
     gs_run()    # name, expected "vm:check ..." list, launch-vms arguments...
     {
-        local name=$1 expect=$2 out="$logs/guest-stack-$1.log" lrc e vm c line res
+        local name=$1 expect=$2 out="$gsdir/$1.log" lrc e vm c line res
         shift 2
-        RS_NO_BUILD=1 RS_VMS_LOGDIR="$RS_BUILD/test-logs/vms-$name" \
+        RS_NO_BUILD=1 RS_VMS_LOGDIR="$gsdir/vms-$name" \
             "$top/scripts/launch-vms.sh" -q "$@" > "$out" 2>&1
         lrc=$?
-        cat "$out" >> "$logs/guest-stack.log"
+        cat "$out" >> "$gsdir/guest-stack.log"
         for e in $expect; do
             vm=${e%%:*} c=${e#*:}
             if ! gated_in "$c"; then
@@ -364,7 +369,7 @@ $gs_user"
     if [ ${#notcounted[@]} -gt 0 ]; then
         note+=", not counted until their parts land: $(printf '%s\n' "${notcounted[@]}" | sort -u | tr '\n' ' ' | sed 's/ $//')"
     fi
-    grep -h '^\[vm[0-9]*\] CHECK ' "$logs"/guest-stack-*.log > "$logs/guest-stack.checks"
+    grep -h '^\[vm[0-9]*\] CHECK ' "$gsdir"/pair.log "$gsdir"/user.log > "$gsdir/checks"
     report guest-stack "$gp" "$gf" "$note"
 fi
 
