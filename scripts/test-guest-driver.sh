@@ -37,6 +37,10 @@ die() { printf '[test-guest-driver] error: %s\n' "$*" >&2; echo "guest-driver: F
 t0=$(date +%s)
 out="$RS_BUILD/guest-driver"
 mkdir -p "$out"
+# One run at a time per build directory: the runs share $out (module
+# copies, logs, monitor sockets).
+exec 8> "$out/.lock"
+flock 8 || die "cannot lock $out/.lock"
 
 # --- Headers matching the guest kernel ---------------------------------------
 installed_kver()
@@ -145,7 +149,7 @@ ping -c 2 -W 5 -s 30000 10.77.0.$peer && echo RS-PEER-FRAG-OK
 sleep 5
 if [ $n = 1 ]; then
     echo RS-LINK-TEST
-    i=0; while [ \$i -lt 30 ] && [ \$(cat /sys/class/net/eth0/carrier) = 1 ]; do sleep 0.5; i=\$((i + 1)); done
+    i=0; while [ \$i -lt 60 ] && [ \$(cat /sys/class/net/eth0/carrier) = 1 ]; do sleep 0.5; i=\$((i + 1)); done
     [ \$(cat /sys/class/net/eth0/carrier) = 0 ] && echo RS-CARRIER-DOWN-OK
     i=0; while [ \$i -lt 30 ] && [ \$(cat /sys/class/net/eth0/carrier) = 0 ]; do sleep 0.5; i=\$((i + 1)); done
     [ \$(cat /sys/class/net/eth0/carrier) = 1 ] && echo RS-CARRIER-UP-OK
@@ -176,11 +180,22 @@ if grep -q '^RS-LINK-TEST' "$out/vm1.serial.log" 2>/dev/null; then
     "$py" - "$out/vm1.mon" <<'EOP' >> "$out/vm1.qemu.log" 2>&1
 import socket, sys, time
 s = socket.socket(socket.AF_UNIX)
+s.settimeout(30)
 s.connect(sys.argv[1])
+def prompt():
+    buf = b""
+    while not buf.endswith(b"(qemu) "):
+        data = s.recv(4096)
+        if not data:
+            sys.exit("monitor closed")
+        buf += data
+    return buf
+prompt()
 s.sendall(b"set_link n0 off\n")
+print(prompt().decode(errors="replace"))
 time.sleep(3)
 s.sendall(b"set_link n0 on\n")
-time.sleep(0.5)
+print(prompt().decode(errors="replace"))
 s.close()
 EOP
 fi

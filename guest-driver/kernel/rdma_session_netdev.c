@@ -384,8 +384,12 @@ static void rs_tx_clean(struct rs_ndev *nd, int budget)
 	struct net_device *netdev = nd->netdev;
 	struct rs_lan_ring *r = &nd->tx;
 	u32 pkts = 0, bytes = 0, errs = 0;
-	u32 ci = r->ci, pi = smp_load_acquire(&r->pi);
+	u32 ci = r->ci;
+	u32 pi;
 	u8 st;
+
+	/* Pairs with the release in rs_start_xmit(): descriptors before pi. */
+	pi = smp_load_acquire(&r->pi);
 
 	while (ci != pi && rs_lan_done(r, ci, &st)) {
 		struct rs_tx_buf *b = &nd->tx_buf[ci & (r->size - 1)];
@@ -414,6 +418,7 @@ static void rs_tx_clean(struct rs_ndev *nd, int budget)
 
 	/* Free the slots before looking at the queue state. */
 	smp_store_release(&r->ci, ci);
+	/* Pairs with the barrier after netif_stop_queue() in rs_start_xmit(). */
 	smp_mb();
 	if (unlikely(netif_queue_stopped(netdev)) &&
 	    rs_tx_free(nd) >= RS_LAN_TX_MAX_DESC) {
