@@ -169,8 +169,11 @@ typedef struct RSLanQueue {
 
 typedef struct RSCore RSCore;
 typedef void (*RSNotifyFn)(void *owner, unsigned vector);
-/* Transmit one frame on the NIC's queue. */
-typedef void (*RSSendFn)(void *owner, const struct iovec *iov, int iovcnt);
+/*
+ * Transmit one frame on the NIC's queue.  False: the backend is busy and
+ * holds the frame; the glue calls rs_lan_tx_resume() once it is sent.
+ */
+typedef bool (*RSSendFn)(void *owner, const struct iovec *iov, int iovcnt);
 /* Deliver frames the network layer held while the device could not. */
 typedef void (*RSFlushFn)(void *owner);
 
@@ -221,6 +224,7 @@ struct RSCore {
     RSLanQueue lanq[2];
     uint32_t lan_rx_mode;       /* RS_LAN_RX_* */
     bool lan_flush_pending;     /* lan_bh: flush held RX frames */
+    bool lan_tx_waiting;        /* the backend holds our last frame */
 };
 
 /* rdma-session-core.c */
@@ -339,6 +343,7 @@ void rs_lan_realize(RSCore *c);
 void rs_lan_unrealize(RSCore *c);
 void rs_lan_reset(RSCore *c);
 void rs_lan_db_write(RSCore *c, uint32_t page, uint32_t reg, uint32_t val);
+void rs_lan_tx_resume(RSCore *c);
 bool rs_lan_can_receive(RSCore *c);
 ssize_t rs_lan_receive_iov(RSCore *c, const struct iovec *iov, int iovcnt);
 bool rs_lan_state_valid(RSCore *c);

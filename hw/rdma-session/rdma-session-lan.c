@@ -8,7 +8,10 @@
  * ring's MSI-X vector.
  *
  * TX runs in a bottom half, a bounded batch of frames per run, gathering
- * each frame into a buffer allocated once at realize.  RX is driven by the
+ * each frame into a buffer allocated once at realize.  When the backend
+ * cannot take a frame it keeps it (one frame) and TX pauses until the
+ * backend has sent it, so a stalled backend costs no memory and the guest
+ * sees its ring stop.  RX is driven by the
  * network layer: while no descriptor is posted can_receive is false and
  * the layer holds the frames (its queue is bounded: a backend with a
  * completion callback stops reading, the others drop past the queue
@@ -216,7 +219,7 @@ static void rs_lan_tx(RSCore *c)
     unsigned frames = 0;
 
     while ((c->status & R_RS_STATUS_READY_MASK) && q->valid &&
-           rs_lan_pending(q)) {
+           rs_lan_pending(q) && !c->lan_tx_waiting) {
         uint32_t len = 0;
         bool err = false;
         int n, i;
@@ -236,7 +239,7 @@ static void rs_lan_tx(RSCore *c)
         if (!err) {
             struct iovec iov = { .iov_base = c->lan_tx_buf, .iov_len = len };
 
-            c->send(c->owner, &iov, 1);
+            c->lan_tx_waiting = !c->send(c->owner, &iov, 1);
         }
         trace_rdma_session_lan_tx(q->ci, n, len, err);
         for (i = 0; i < n; i++) {
@@ -254,6 +257,14 @@ static void rs_lan_tx(RSCore *c)
     if (frames) {
         c->notify(c->owner, q->vector);
     }
+}
+
+/* The backend has sent the frame it held: go on with the ring. */
+void rs_lan_tx_resume(RSCore *c)
+{
+    c->lan_tx_waiting = false;
+    trace_rdma_session_lan_tx_resume();
+    qemu_bh_schedule(c->lan_bh);
 }
 
 static void rs_lan_bh(void *opaque)
@@ -426,6 +437,8 @@ void rs_lan_reset(RSCore *c)
     memset(c->lanq, 0, sizeof(c->lanq));
     c->lan_rx_mode = RS_LAN_RX_BROADCAST;
     c->lan_flush_pending = false;
+    /* A frame the backend still holds is sent; its callback is harmless. */
+    c->lan_tx_waiting = false;
 }
 
 bool rs_lan_state_valid(RSCore *c)

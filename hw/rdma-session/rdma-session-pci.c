@@ -101,11 +101,19 @@ static void rs_notify(void *owner, unsigned vector)
     }
 }
 
-static void rs_send(void *owner, const struct iovec *iov, int iovcnt)
+static void rs_sent(NetClientState *nc, ssize_t len)
+{
+    RSState *s = qemu_get_nic_opaque(nc);
+
+    rs_lan_tx_resume(&s->core);
+}
+
+static bool rs_send(void *owner, const struct iovec *iov, int iovcnt)
 {
     RSState *s = RDMA_SESSION(owner);
 
-    qemu_sendv_packet(qemu_get_queue(s->nic), iov, iovcnt);
+    return qemu_sendv_packet_async(qemu_get_queue(s->nic), iov, iovcnt,
+                                   rs_sent) != 0;
 }
 
 static void rs_flush(void *owner)

@@ -4315,6 +4315,59 @@ static void test_lan_tx(void *obj, void *data, QGuestAllocator *alloc)
     assert_alive(e.d);
 }
 
+static const uint8_t lan_bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+
+/*
+ * A backend that does not take frames stops the TX ring instead of making
+ * QEMU buffer them: while the test does not read its socket only a few
+ * frames complete; then every frame arrives, in order, none lost.
+ */
+static void test_lan_tx_backpressure(void *obj, void *data,
+                                     QGuestAllocator *alloc)
+{
+    enum { FRAMES = 100, BODY = 30000, HDR = 14 };
+    LanEnv e;
+    QTestState *qts;
+    g_autofree uint8_t *f = g_malloc(HDR + BODY);
+    uint64_t hdrs, body;
+    uint32_t done = 0, i;
+
+    lan_setup(&e, obj, data, 8, 0);         /* 2 descriptors a frame */
+    qts = rs_qts(e.d);
+    hdrs = rs_alloc_zeroed(e.d, FRAMES * 64);
+    body = rs_alloc_zeroed(e.d, BODY);
+    lan_make_frame(f, HDR + BODY, lan_bcast, 0);
+    qtest_memwrite(qts, body, f + HDR, BODY);
+    for (i = 0; i < FRAMES; i++) {
+        /* each frame: its own header (source MAC low byte = i), one body */
+        lan_make_frame(f, HDR, lan_bcast, 0);
+        f[11] = i;
+        qtest_memwrite(qts, hdrs + i * 64, f, HDR);
+        lan_post(&e, &e.tx, hdrs + i * 64, HDR, RS_LAN_F_MORE);
+        lan_post(&e, &e.tx, body, BODY, 0);
+    }
+    lan_doorbell(&e, &e.tx);
+    g_usleep(2 * LAN_QUIET_US);
+    while (done < FRAMES && lan_done(&e, &e.tx, 2 * done + 1)) {
+        done++;
+    }
+    g_test_message("%u of %u frames of %u bytes completed while the "
+                   "socket is not read", done, FRAMES, HDR + BODY);
+    g_assert_cmpuint(done, >, 0);
+    g_assert_cmpuint(done, <, FRAMES / 2);
+
+    for (i = 0; i < FRAMES; i++) {
+        lan_make_frame(f, HDR + BODY, lan_bcast, 0);
+        f[11] = i;
+        lan_expect_frame(&e, f, HDR + BODY);
+    }
+    for (i = 0; i < 2 * FRAMES; i++) {
+        g_assert_cmphex(lan_status(&e, &e.tx, i), ==, lan_ok(&e.tx, i));
+    }
+    lan_expect_quiet(&e);
+    assert_alive(e.d);
+}
+
 /* RX: the posted buffer of descriptor @index must hold exactly @f. */
 static void lan_expect_rx(LanEnv *e, uint32_t index, uint64_t buf,
                           size_t bufsize, const uint8_t *f, size_t len)
@@ -4340,7 +4393,6 @@ static uint64_t lan_rx_buf(LanEnv *e, size_t size)
     return buf;
 }
 
-static const uint8_t lan_bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
 
 static void test_lan_rx(void *obj, void *data, QGuestAllocator *alloc)
 {
@@ -5020,6 +5072,8 @@ static void register_rdma_session_test(void)
     qos_add_test("limits", "rdma-session", test_limits, &limits);
     qos_add_test("migrate", "rdma-session", test_migrate, NULL);
     qos_add_test("lan-tx", "rdma-session", test_lan_tx, &lan);
+    qos_add_test("lan-tx-backpressure", "rdma-session",
+                 test_lan_tx_backpressure, &lan);
     qos_add_test("lan-rx", "rdma-session", test_lan_rx, &lan);
     qos_add_test("lan-rx-filter", "rdma-session", test_lan_rx_filter, &lan);
     qos_add_test("lan-rx-backpressure", "rdma-session",
