@@ -64,6 +64,7 @@ echo "--- ibv_devices"
 ibv_devices
 echo "--- ibv_devinfo"
 ibv_devinfo
+[ -z "$ndev" ] || { echo "--- GIDs (ibv_devinfo -v)"; ibv_devinfo -v -d "$ndev" 2>/dev/null | grep -E 'GID\['; }
 if [ -z "$ndev" ]; then
     step "rdma-device n/a the kernel driver registers no RDMA device yet"
 elif ibv_devinfo -d "$ndev" 2>/dev/null | grep -q PORT_ACTIVE; then
