@@ -4900,6 +4900,43 @@ static void test_lan_bad_input(void *obj, void *data,
     lan_expect_quiet(&e);
 }
 
+/* Link down: TX completes and is discarded, RX frames are dropped. */
+static void test_lan_link(void *obj, void *data, QGuestAllocator *alloc)
+{
+    LanEnv e;
+    uint64_t buf, rxbuf;
+    uint8_t f[100], g[100];
+    uint32_t idx, rx;
+
+    lan_setup(&e, obj, data, 4, 3);
+    buf = rs_alloc_zeroed(e.d, PAGE);
+    rxbuf = lan_rx_buf(&e, LAN_BUF_SIZE);
+    lan_make_frame(f, 100, lan_bcast, 0xa0);
+    qtest_memwrite(rs_qts(e.d), buf, f, 100);
+    rx = lan_post(&e, &e.rx, rxbuf, LAN_BUF_SIZE, 0);
+    lan_doorbell(&e, &e.rx);
+
+    set_link(e.d, false);
+    idx = lan_post(&e, &e.tx, buf, 100, 0);
+    lan_doorbell(&e, &e.tx);
+    g_assert_cmphex(lan_status(&e, &e.tx, idx), ==, lan_ok(&e.tx, idx));
+    lan_expect_quiet(&e);
+    lan_make_frame(g, 90, qos_mac, 0xa1);
+    lan_sock_send(e.fd, g, 90);
+    g_usleep(LAN_QUIET_US);
+    g_assert_false(lan_done(&e, &e.rx, rx));
+
+    set_link(e.d, true);
+    lan_make_frame(g, 91, qos_mac, 0xa2);
+    lan_sock_send(e.fd, g, 91);
+    lan_expect_rx(&e, rx, rxbuf, LAN_BUF_SIZE, g, 91);
+    idx = lan_post(&e, &e.tx, buf, 100, 0);
+    lan_doorbell(&e, &e.tx);
+    lan_expect_frame(&e, f, 100);
+    g_assert_cmphex(lan_status(&e, &e.tx, idx), ==, lan_ok(&e.tx, idx));
+    assert_alive(e.d);
+}
+
 /*
  * LAN queue state survives migration: after loading, the TX ring goes on
  * at its index and phase, the RX ring at its own, with the rx mode kept.
@@ -5079,6 +5116,7 @@ static void register_rdma_session_test(void)
     qos_add_test("lan-rx-backpressure", "rdma-session",
                  test_lan_rx_backpressure, &lan);
     qos_add_test("lan-bad-input", "rdma-session", test_lan_bad_input, &lan);
+    qos_add_test("lan-link", "rdma-session", test_lan_link, &lan);
     qos_add_test("lan-migrate", "rdma-session", test_lan_migrate, &lan);
     qtest_add_func("rdma-session/bad-properties", test_bad_properties);
 }
