@@ -596,8 +596,14 @@ mkdir -p "$work/out"
     gzip -6 > "$work/out/initramfs.cpio.gz"
 cp "$vmlinuz" "$work/out/vmlinuz"
 echo "$kver" > "$work/out/kver"
-rm -rf "$out"
-mv "$work/out" "$out"
+# Another build of the same inputs may have finished meanwhile (several
+# test runs can share the cache): keep its result, which may be in use.
+if [ -s "$out/vmlinuz" ] && [ -s "$out/initramfs.cpio.gz" ] && [ -s "$out/kver" ]; then
+    rm -rf "$work/out"
+else
+    rm -rf "$out"
+    mv "$work/out" "$out"
+fi
 log "built $out in $(awk -v a="$tb" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s: kernel $kver, initramfs $(du -k "$out/initramfs.cpio.gz" | cut -f1) KiB ($(du -sk "$root" | cut -f1) KiB unpacked), rdma-core from ${stage:-Debian}"
 
 # Keep the three most recent images.
