@@ -104,9 +104,9 @@ typedef struct RSQp {
 } RSQp;
 
 /*
- * A memory region and its translation table.  Each MR lives in the table
- * of one network identity (gid_index); rs_mkey_lookup() resolves a key
- * only through that identity.
+ * A memory region and its translation table.  It is registered through a
+ * GID (gid_index) and lives in the key table of that GID's VNI;
+ * rs_mkey_lookup() resolves a key only through a GID of the same VNI.
  */
 typedef struct RSMr {
     bool valid;

@@ -3,9 +3,10 @@
  *
  * REG_MR hands the device a page list; the device copies it into its own
  * table (IOVA page -> guest physical page) after checking every entry, so
- * nothing the guest changes later in the list can redirect a key.  Each
- * region belongs to the key table of one network identity (GID index):
- * a key used through another identity does not resolve (seed 002).
+ * nothing the guest changes later in the list can redirect a key.  Keys
+ * live in one table per network identifier (VNI, seed 002): a region is
+ * registered through a GID into that GID's VNI, and a key used through a
+ * GID of another VNI does not resolve.
  *
  * Copyright (c) 2026 rdma-session developers
  *
@@ -28,7 +29,8 @@ RSMr *rs_mkey_lookup(RSCore *c, uint32_t gid_index, uint32_t key)
     }
     mr = &c->mrs[idx];
     if (!mr->valid || mr->tag != (key & RS_MKEY_TAG_MASK) ||
-        mr->gid_index != gid_index) {
+        !rs_gid_valid(c, gid_index) ||
+        c->gids[mr->gid_index].vni != c->gids[gid_index].vni) {
         return NULL;
     }
     return mr;
