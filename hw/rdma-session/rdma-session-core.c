@@ -174,6 +174,7 @@ bool rs_core_realize(RSCore *c, Error **errp)
     c->gids = g_new0(RSGid, p->max_gids);
     c->admin_bh = qemu_bh_new_guarded(rs_admin_process, c, c->guard);
     rs_lan_realize(c);
+    rs_engine_realize(c);
     return true;
 }
 
@@ -181,6 +182,7 @@ void rs_core_unrealize(RSCore *c)
 {
     qemu_bh_delete(c->admin_bh);
     rs_lan_unrealize(c);
+    rs_engine_unrealize(c);
     rs_free_tables(c);
     g_free(c->pds);
     g_free(c->cqs);
@@ -494,6 +496,7 @@ void rs_core_db_write(RSCore *c, hwaddr addr, uint32_t val)
         }
         if (reg == RS_DB_SQ) {
             c->qps[idx].sq_pi = value;
+            rs_req_kick(c);
         } else {
             c->qps[idx].rq_pi = value;
         }

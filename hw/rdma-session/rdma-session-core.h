@@ -101,7 +101,23 @@ typedef struct RSQp {
     uint8_t rnr_retry;
     uint8_t en_sqd_async;
     RSAv av;
+    /*
+     * Transport engine.  sq_psn is the requester's next PSN and rq_psn the
+     * responder's expected PSN once the QP runs; indices are free running.
+     */
+    uint32_t sq_ci;             /* requester: next WQE to transmit */
+    uint32_t sq_comp;           /* completer: oldest WQE not completed */
+    uint32_t comp_psn;          /* first PSN of the WQE at sq_comp */
+    uint32_t rq_ci;             /* responder: next receive WQE */
+    uint32_t msn;               /* responder: messages completed */
+    uint8_t resp_op;            /* RS_RESP_* message in progress */
+    uint32_t resp_off;          /* bytes of it received so far */
+    uint64_t resp_va;           /* WRITE in progress: next address */
+    uint32_t resp_rkey;
+    uint32_t resp_left;         /* WRITE: bytes the RETH still allows */
 } RSQp;
+
+enum { RS_RESP_NONE = 0, RS_RESP_SEND = 1, RS_RESP_WRITE = 2 };
 
 /*
  * A memory region and its translation table.  It is registered through a
@@ -192,6 +208,10 @@ struct RSCore {
     QEMUBH *admin_bh;
     QEMUBH *lan_bh;
     uint8_t *lan_tx_buf;        /* RS_LAN_MAX_FRAME bytes, from realize */
+    QEMUBH *req_bh;             /* requester: runs the send queues */
+    uint8_t *req_buf;           /* frame the requester builds */
+    uint8_t *resp_buf;          /* frame the responder builds (ACK, READ) */
+    uint8_t *rx_buf;            /* received RoCE frame, linearized */
 
     /* Registers */
     uint32_t ctrl;
@@ -351,6 +371,34 @@ void rs_lan_post_load(RSCore *c);
 
 #define RS_LAN_RX_ALL   (RS_LAN_RX_PROMISC | RS_LAN_RX_ALLMULTI |          \
                          RS_LAN_RX_BROADCAST)
+
+/* Transport engine: rdma-session-{req,resp,comp}.c, wire format in -wire.c */
+uint32_t rs_sq_stride(uint8_t max_sge, uint16_t max_inline);
+uint32_t rs_rq_stride(uint8_t max_sge);
+void rs_engine_realize(RSCore *c);
+void rs_engine_unrealize(RSCore *c);
+void rs_req_process(void *opaque);
+void rs_req_kick(RSCore *c);
+void rs_roce_xmit(RSCore *c, uint8_t *frame, size_t len, uint32_t dip);
+bool rs_resp_divert(RSCore *c, const struct iovec *iov, int iovcnt);
+void rs_roce_input(RSCore *c, const uint8_t *frame, size_t len);
+int rs_gid_by_ip4(RSCore *c, uint32_t ip);
+struct RSPkt;
+bool rs_qp_tuple(RSCore *c, RSQp *qp, uint32_t qpn, const RSAv *ud_av,
+                 struct RSPkt *pkt);
+void rs_comp_receive(RSCore *c, uint32_t qpn, const struct RSPkt *pkt);
+void rs_cq_post(RSCore *c, uint32_t cq, struct rs_cqe *cqe, bool solicited);
+void rs_send_cqe(RSCore *c, uint32_t qpn, const struct rs_send_wqe_ctrl *w,
+                 uint8_t status, uint32_t byte_len);
+void rs_qp_to_err(RSCore *c, uint32_t qpn);
+uint8_t rs_sge_check(RSCore *c, const RSQp *qp, uint32_t gid_index,
+                     const struct rs_sge *sge, unsigned n, uint16_t access,
+                     uint64_t *total);
+uint8_t rs_sge_copy(RSCore *c, const RSQp *qp, uint32_t gid_index,
+                    const struct rs_sge *sge, unsigned n, uint64_t off,
+                    void *buf, uint32_t len, bool to_mem);
+uint8_t rs_mr_rw(RSCore *c, const RSMr *mr, uint64_t va, void *buf,
+                 uint32_t len, bool write);
 
 /* rdma-session-migration.c */
 extern const VMStateDescription vmstate_rs_core;

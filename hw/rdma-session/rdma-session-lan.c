@@ -328,6 +328,9 @@ ssize_t rs_lan_receive_iov(RSCore *c, const struct iovec *iov, int iovcnt)
     uint16_t buflen, len = 0;
     uint8_t status;
 
+    if (rs_port_active(c) && rs_resp_divert(c, iov, iovcnt)) {
+        return size;        /* RoCEv2 to one of our GIDs: the engine's */
+    }
     if (!rs_lan_can_receive(c)) {
         return 0;           /* the network layer holds it */
     }

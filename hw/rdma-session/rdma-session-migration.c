@@ -68,7 +68,7 @@ static const VMStateDescription vmstate_rs_av = {
 
 static const VMStateDescription vmstate_rs_qp = {
     .name = "rdma-session/qp",
-    .version_id = 1,
+    .version_id = 2,
     .minimum_version_id = 1,
     .fields = (const VMStateField[]) {
         VMSTATE_BOOL(valid, RSQp),
@@ -105,6 +105,17 @@ static const VMStateDescription vmstate_rs_qp = {
         VMSTATE_UINT8(rnr_retry, RSQp),
         VMSTATE_UINT8(en_sqd_async, RSQp),
         VMSTATE_STRUCT(av, RSQp, 1, vmstate_rs_av, RSAv),
+        /* version 2: the transport engine */
+        VMSTATE_UINT32_V(sq_ci, RSQp, 2),
+        VMSTATE_UINT32_V(sq_comp, RSQp, 2),
+        VMSTATE_UINT32_V(comp_psn, RSQp, 2),
+        VMSTATE_UINT32_V(rq_ci, RSQp, 2),
+        VMSTATE_UINT32_V(msn, RSQp, 2),
+        VMSTATE_UINT8_V(resp_op, RSQp, 2),
+        VMSTATE_UINT32_V(resp_off, RSQp, 2),
+        VMSTATE_UINT64_V(resp_va, RSQp, 2),
+        VMSTATE_UINT32_V(resp_rkey, RSQp, 2),
+        VMSTATE_UINT32_V(resp_left, RSQp, 2),
         VMSTATE_END_OF_LIST()
     },
 };
@@ -247,6 +258,17 @@ static bool rs_core_state_valid(RSCore *c)
             !RS_REF_OK(c, cqs, p->max_cqs, qp->recv_cq) ||
             (qp->group && !RS_REF_OK(c, groups, p->max_groups, qp->group)) ||
             (qp->has_av && !rs_gid_valid(c, qp->av.gid_index))) {
+            return false;
+        }
+        /* Engine state: in-flight WQEs fit the ring, PSNs are 24 bits. */
+        if (qp->sq_log < 1 || qp->sq_log > RS_MAX_WQ_LOG ||
+            qp->rq_log < 1 || qp->rq_log > RS_MAX_WQ_LOG ||
+            qp->sq_ci - qp->sq_comp > (1u << qp->sq_log) ||
+            qp->resp_op > RS_RESP_WRITE ||
+            qp->max_send_sge > RS_MAX_SGE || qp->max_recv_sge > RS_MAX_SGE ||
+            qp->max_inline > RS_MAX_INLINE ||
+            qp->path_mtu < RS_MTU_256 || qp->path_mtu > RS_MTU_4096 ||
+            (qp->sq_psn | qp->rq_psn | qp->comp_psn | qp->msn) >> 24) {
             return false;
         }
     }

@@ -197,3 +197,134 @@ uint8_t rs_cmd_dereg_mr(RSCore *c, const struct rs_admin_cmd *cmd,
     rs_mr_free(c, idx);
     return RS_STATUS_OK;
 }
+
+/*
+ * Data path: move len bytes between buf and the MR's range at va, page by
+ * page through its translation table.  The caller checked the bounds.
+ */
+uint8_t rs_mr_rw(RSCore *c, const RSMr *mr, uint64_t va, void *buf,
+                 uint32_t len, bool write)
+{
+    uint64_t psize = 1ull << mr->page_shift;
+    uint8_t *p = buf;
+
+    while (len) {
+        uint64_t idx = (va >> mr->page_shift) - (mr->iova >> mr->page_shift);
+        uint64_t in = va & (psize - 1);
+        uint32_t n = MIN((uint64_t)len, psize - in);
+        uint64_t pa;
+        uint8_t st;
+
+        if (idx >= mr->npages) {
+            return RS_STATUS_BAD_ADDR;
+        }
+        pa = (mr->pages[idx] & ~(psize - 1)) + in;
+        st = write ? rs_dma_write(c, pa, p, n) : rs_dma_read(c, pa, p, n);
+        if (st) {
+            return st;
+        }
+        va += n;
+        p += n;
+        len -= n;
+    }
+    return RS_STATUS_OK;
+}
+
+/*
+ * Resolve one local SGE: NULL *mr with RS_WC_SUCCESS means "a DMA address"
+ * (lkey 0 on a kernel QP, the driver's local_dma_lkey).  The PD must be
+ * the QP's, the range inside the MR and the access allowed.
+ */
+static uint8_t rs_sge_map(RSCore *c, const RSQp *qp, uint32_t gid_index,
+                          const struct rs_sge *sge, uint16_t access,
+                          RSMr **mrp)
+{
+    uint64_t addr = le64_to_cpu(sge->addr);
+    uint32_t len = le32_to_cpu(sge->length);
+    uint32_t lkey = le32_to_cpu(sge->lkey);
+    RSMr *mr;
+
+    *mrp = NULL;
+    if (lkey == 0 && qp->uar == 0) {
+        return rs_dma_check(c, addr, len, access & RS_ACCESS_LOCAL_WRITE) ?
+               RS_WC_LOC_PROT_ERR : RS_WC_SUCCESS;
+    }
+    mr = rs_mkey_lookup(c, gid_index, lkey);
+    if (!mr || mr->pd != qp->pd) {
+        return RS_WC_LOC_PROT_ERR;
+    }
+    if ((access & RS_ACCESS_LOCAL_WRITE) &&
+        !(mr->access & RS_ACCESS_LOCAL_WRITE)) {
+        return RS_WC_LOC_PROT_ERR;
+    }
+    if (addr < mr->iova || addr + len < addr ||
+        addr + len > mr->iova + mr->length) {
+        return RS_WC_LOC_PROT_ERR;
+    }
+    *mrp = mr;
+    return RS_WC_SUCCESS;
+}
+
+/* Check a whole SGE list before any byte moves; *total: its length. */
+uint8_t rs_sge_check(RSCore *c, const RSQp *qp, uint32_t gid_index,
+                     const struct rs_sge *sge, unsigned n, uint16_t access,
+                     uint64_t *total)
+{
+    unsigned i;
+    RSMr *mr;
+    uint8_t st;
+
+    *total = 0;
+    for (i = 0; i < n; i++) {
+        if (!le32_to_cpu(sge[i].length)) {
+            continue;
+        }
+        st = rs_sge_map(c, qp, gid_index, &sge[i], access, &mr);
+        if (st) {
+            return st;
+        }
+        *total += le32_to_cpu(sge[i].length);
+    }
+    return RS_WC_SUCCESS;
+}
+
+/* Copy len bytes at byte offset off of the SGE list to or from buf. */
+uint8_t rs_sge_copy(RSCore *c, const RSQp *qp, uint32_t gid_index,
+                    const struct rs_sge *sge, unsigned n, uint64_t off,
+                    void *buf, uint32_t len, bool to_mem)
+{
+    uint8_t *p = buf;
+    unsigned i;
+
+    for (i = 0; i < n && len; i++) {
+        uint32_t slen = le32_to_cpu(sge[i].length);
+        uint64_t addr = le64_to_cpu(sge[i].addr);
+        uint32_t chunk;
+        RSMr *mr;
+        uint8_t st;
+
+        if (off >= slen) {
+            off -= slen;
+            continue;
+        }
+        chunk = MIN(slen - off, len);
+        st = rs_sge_map(c, qp, gid_index, &sge[i],
+                        to_mem ? RS_ACCESS_LOCAL_WRITE : 0, &mr);
+        if (st) {
+            return st;
+        }
+        if (mr) {
+            st = rs_mr_rw(c, mr, addr + off, p, chunk, to_mem);
+        } else {
+            st = to_mem ? rs_dma_write(c, addr + off, p, chunk) :
+                          rs_dma_read(c, addr + off, p, chunk);
+        }
+        if (st) {
+            return RS_WC_LOC_PROT_ERR;
+        }
+        p += chunk;
+        len -= chunk;
+        off = 0;
+    }
+    return len ? RS_WC_LOC_LEN_ERR : RS_WC_SUCCESS;
+}

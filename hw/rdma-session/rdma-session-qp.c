@@ -198,13 +198,13 @@ static bool rs_qp_transition_ok(uint8_t type, uint8_t cur, uint8_t next)
     return !(cur == RS_QPS_SQE && next == RS_QPS_RTS && type == RS_QPT_RC);
 }
 
-static uint32_t rs_sq_stride(uint8_t max_sge, uint16_t max_inline)
+uint32_t rs_sq_stride(uint8_t max_sge, uint16_t max_inline)
 {
     return pow2ceil(sizeof(struct rs_send_wqe_ctrl) +
                     MAX(max_sge * sizeof(struct rs_sge), max_inline));
 }
 
-static uint32_t rs_rq_stride(uint8_t max_sge)
+uint32_t rs_rq_stride(uint8_t max_sge)
 {
     return pow2ceil(sizeof(struct rs_recv_wqe_ctrl) +
                     max_sge * sizeof(struct rs_sge));
@@ -416,6 +416,7 @@ static void rs_qp_apply(RSCore *c, RSQp *qp, const struct rs_qp_attr *a,
     }
     if (mask & A_SQ_PSN) {
         qp->sq_psn = le32_to_cpu(a->sq_psn);
+        qp->comp_psn = qp->sq_psn;
     }
     if (mask & A_RD_ATOMIC) {
         qp->max_rd_atomic = a->max_rd_atomic;
@@ -502,6 +503,10 @@ uint8_t rs_cmd_modify_qp(RSCore *c, const struct rs_admin_cmd *cmd,
         /* Back to the state CREATE_QP left it in, keeping the queues. */
         rs_qp_set_av(c, qp, NULL);
         qp->sq_pi = qp->rq_pi = 0;
+        qp->sq_ci = qp->sq_comp = qp->rq_ci = qp->comp_psn = qp->msn = 0;
+        qp->resp_op = RS_RESP_NONE;
+        qp->resp_off = qp->resp_left = qp->resp_rkey = 0;
+        qp->resp_va = 0;
         qp->qkey = qp->rq_psn = qp->sq_psn = qp->dest_qpn = 0;
         qp->access = 0;
         qp->path_mtu = ctz32(c->p.mtu) - 7;
@@ -512,6 +517,9 @@ uint8_t rs_cmd_modify_qp(RSCore *c, const struct rs_admin_cmd *cmd,
         rs_qp_apply(c, qp, &a, mask, group);
     }
     qp->state = next;
+    if (next == RS_QPS_RTS) {
+        rs_req_kick(c);
+    }
     cqe->handle = m->handle;
     return RS_STATUS_OK;
 }

@@ -3034,11 +3034,14 @@ static void test_doorbells(void *obj, void *data, QGuestAllocator *alloc)
     qp_template(d, &c, RS_QPT_RC, pd, cq, cq);
     c.uar = 1;
     qp = new_qp(d, &c);
-    qp_walk(d, qp, RS_QPT_RC, RS_QPS_RTS);
+    qp_walk(d, qp, RS_QPT_RC, RS_QPS_RTR);
     qi = HINDEX(qp);
     ci = HINDEX(cq);
 
-    /* No data path: doorbells write nothing to guest memory. */
+    /*
+     * Doorbells only record indices: in RTR the requester does not run
+     * and no packet arrives, so nothing is written to guest memory.
+     */
     fill(d, ring, 0x5a, sizeof(struct rs_cqe) << 4);
     fill(d, c.sq_addr, 0x5a, rs_qp_sq_bytes(&c));
     fill(d, c.rq_addr, 0x5a, rs_qp_rq_bytes(&c));
@@ -3067,7 +3070,7 @@ static void test_doorbells(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_true(is_filled(d, c.sq_addr, 0x5a, rs_qp_sq_bytes(&c)));
     g_assert_true(is_filled(d, c.rq_addr, 0x5a, rs_qp_rq_bytes(&c)));
     g_assert_false(rs_aeq_poll(d, &ev, G_USEC_PER_SEC / 10));
-    g_assert_cmpuint(qp_state(d, qp), ==, RS_QPS_RTS);
+    g_assert_cmpuint(qp_state(d, qp), ==, RS_QPS_RTR);
     assert_alive(d);
 
     /* Doorbells of a disabled device are ignored too. */
@@ -3075,6 +3078,267 @@ static void test_doorbells(void *obj, void *data, QGuestAllocator *alloc)
     rs_db_writel(d, 1, RS_DB_SQ, qi | 1 << 16);
     rs_db_writel(d, 1, RS_DB_CQ_ARM, ci | RS_DB_CQ_ARM_NEXT);
     assert_power_on_regs(d, DEF_DB_PAGES, DEF_NUM_MSIX);
+}
+
+/* ------------------------------------------------------------------ */
+/* Transport engine: two RC QPs of one adapter over loopback           */
+/* ------------------------------------------------------------------ */
+
+typedef struct LoopQp {
+    struct rs_cmd_create_qp c;
+    uint32_t h, qpn, sq_pi, rq_pi;
+} LoopQp;
+
+typedef struct Loop {
+    QRdmaSession *d;
+    uint64_t cq_ring;
+    uint32_t cq, cq_ci, pd, group;
+    LoopQp a, b;
+    uint64_t src, dst;          /* page-aligned buffers, LOOP_BUF bytes */
+    uint32_t src_key, dst_key;
+} Loop;
+
+#define LOOP_BUF    (4 * PAGE)
+#define LOOP_CQ_LOG 5
+#define LOOP_PSN    0x100
+
+static uint64_t loop_buf(QRdmaSession *d, uint32_t len)
+{
+    uint64_t a = rs_alloc_zeroed(d, len + PAGE);
+
+    return (a + PAGE - 1) & ~(uint64_t)(PAGE - 1);
+}
+
+static uint32_t loop_mr(Loop *l, uint64_t base, uint32_t len)
+{
+    struct rs_cmd_reg_mr c = {
+        .iova = base,
+        .length = len,
+        .npages = len / PAGE,
+        .pd = l->pd,
+        .page_shift = 12,
+        .access = RS_ACCESS_LOCAL_WRITE | RS_ACCESS_REMOTE_WRITE |
+                  RS_ACCESS_REMOTE_READ,
+        .gid_index = 0,
+    };
+
+    c.pbl_addr = make_pbl(l->d, base, PAGE, len / PAGE);
+    return reg_mr_ok(l->d, &c);
+}
+
+static void loop_connect(Loop *l, LoopQp *q, uint32_t peer)
+{
+    static const uint8_t path[] = {
+        RS_QPS_RESET, RS_QPS_INIT, RS_QPS_RTR, RS_QPS_RTS,
+    };
+    struct rs_qp_attr a;
+    int i;
+
+    for (i = 1; i < ARRAY_SIZE(path); i++) {
+        uint32_t mask = std_mask(RS_QPT_RC, path[i - 1], path[i]);
+
+        std_attr(&a, path[i - 1], path[i]);
+        gid_v4(a.ah.dgid, 10, 0, 0, 1);
+        a.dest_qp_num = peer;
+        a.rq_psn = a.sq_psn = LOOP_PSN;
+        if (path[i] == RS_QPS_RTR) {
+            a.session_group = l->group;
+            mask |= RS_QP_ATTR_SESSION_GROUP;
+        }
+        RS_ASSERT_OK(rs_modify_qp(l->d, q->h, &a, mask));
+    }
+}
+
+static void loop_setup(Loop *l, void *obj)
+{
+    struct rs_cmd_create_session sc;
+    uint32_t s = 0;
+
+    memset(l, 0, sizeof(*l));
+    l->d = rs_setup(obj);
+    add_gid_v4(l->d, 0, 1);                     /* 10.0.0.1 */
+    l->pd = new_pd(l->d);
+    l->cq_ring = rs_alloc_zeroed(l->d, sizeof(struct rs_cqe) << LOOP_CQ_LOG);
+    RS_ASSERT_OK(rs_create_cq(l->d, l->cq_ring, LOOP_CQ_LOG, 0, 0, &l->cq));
+    session_template(&sc, 0, 49152);
+    gid_v4(sc.dst_ip, 10, 0, 0, 1);             /* ourselves: loopback */
+    RS_ASSERT_OK(rs_create_session(l->d, &sc, &s));
+    l->group = new_group(l->d, RS_GROUP_ROUND_ROBIN, s, 0);
+    qp_template(l->d, &l->a.c, RS_QPT_RC, l->pd, l->cq, l->cq);
+    qp_template(l->d, &l->b.c, RS_QPT_RC, l->pd, l->cq, l->cq);
+    l->a.h = new_qp(l->d, &l->a.c);
+    l->b.h = new_qp(l->d, &l->b.c);
+    l->a.qpn = HINDEX(l->a.h);
+    l->b.qpn = HINDEX(l->b.h);
+    loop_connect(l, &l->a, l->b.qpn);
+    loop_connect(l, &l->b, l->a.qpn);
+    l->src = loop_buf(l->d, LOOP_BUF);
+    l->dst = loop_buf(l->d, LOOP_BUF);
+    l->src_key = loop_mr(l, l->src, LOOP_BUF);
+    l->dst_key = loop_mr(l, l->dst, LOOP_BUF);
+}
+
+static void loop_post_recv(Loop *l, LoopQp *q, uint64_t wr_id,
+                           uint64_t addr, uint32_t len, uint32_t lkey)
+{
+    struct rs_recv_wqe_ctrl w = { .wr_id = wr_id, .num_sge = 1 };
+    struct rs_sge sge = { .addr = addr, .length = len, .lkey = lkey };
+    uint64_t slot = q->c.rq_addr +
+        (uint64_t)(q->rq_pi & ((1u << q->c.rq_log_size) - 1)) *
+        (rs_qp_rq_bytes(&q->c) >> q->c.rq_log_size);
+
+    qtest_memwrite(rs_qts(l->d), slot, &w, sizeof(w));
+    qtest_memwrite(rs_qts(l->d), slot + sizeof(w), &sge, sizeof(sge));
+    q->rq_pi++;
+    rs_db_writel(l->d, 0, RS_DB_RQ, q->qpn | (q->rq_pi & 0xffff) << 16);
+}
+
+static void loop_post_send(Loop *l, LoopQp *q,
+                           const struct rs_send_wqe_ctrl *w,
+                           uint64_t addr, uint32_t len, uint32_t lkey)
+{
+    struct rs_sge sge = { .addr = addr, .length = len, .lkey = lkey };
+    uint64_t slot = q->c.sq_addr +
+        (uint64_t)(q->sq_pi & ((1u << q->c.sq_log_size) - 1)) *
+        (rs_qp_sq_bytes(&q->c) >> q->c.sq_log_size);
+
+    qtest_memwrite(rs_qts(l->d), slot, w, sizeof(*w));
+    qtest_memwrite(rs_qts(l->d), slot + sizeof(*w), &sge, sizeof(sge));
+    q->sq_pi++;
+    rs_db_writel(l->d, 0, RS_DB_SQ, q->qpn | (q->sq_pi & 0xffff) << 16);
+}
+
+/* The next CQE (owner bit of this lap), waiting for the engine's BH. */
+static void loop_poll(Loop *l, struct rs_cqe *cqe)
+{
+    uint32_t mask = (1u << LOOP_CQ_LOG) - 1;
+    uint64_t addr = l->cq_ring + (uint64_t)(l->cq_ci & mask) * sizeof(*cqe);
+    uint8_t phase = !((l->cq_ci >> LOOP_CQ_LOG) & 1);
+    gint64 end = g_get_monotonic_time() + RS_QOS_TIMEOUT_US;
+
+    for (;;) {
+        qtest_memread(rs_qts(l->d), addr, cqe, sizeof(*cqe));
+        if ((cqe->owner & RS_CQE_OWNER) == phase) {
+            break;
+        }
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        qtest_clock_step(rs_qts(l->d), 1000);
+    }
+    l->cq_ci++;
+    rs_db_writel(l->d, 0, RS_DB_CQ_CI, HINDEX(l->cq) | (l->cq_ci & 0xffff) << 16);
+}
+
+static void loop_pattern(Loop *l, uint64_t addr, uint32_t len, uint8_t seed)
+{
+    g_autofree uint8_t *buf = g_malloc(len);
+    uint32_t i;
+
+    for (i = 0; i < len; i++) {
+        buf[i] = seed + i * 7 + (i >> 8);
+    }
+    qtest_memwrite(rs_qts(l->d), addr, buf, len);
+}
+
+static void loop_assert_same(Loop *l, uint64_t a, uint64_t b, uint32_t len)
+{
+    g_autofree uint8_t *x = g_malloc(len);
+    g_autofree uint8_t *y = g_malloc(len);
+    uint32_t i;
+
+    qtest_memread(rs_qts(l->d), a, x, len);
+    qtest_memread(rs_qts(l->d), b, y, len);
+    for (i = 0; i < len; i++) {
+        g_assert_cmphex(x[i], ==, y[i]);
+    }
+}
+
+static void test_engine_loopback(void *obj, void *data,
+                                 QGuestAllocator *alloc)
+{
+    Loop l;
+    struct rs_send_wqe_ctrl w;
+    struct rs_cqe cqe;
+
+    loop_setup(&l, obj);
+
+    /* RC SEND of 3000 bytes: three packets at MTU 1024. */
+    loop_pattern(&l, l.src, 3000, 0x11);
+    fill(l.d, l.dst, 0xee, LOOP_BUF);
+    loop_post_recv(&l, &l.b, 0xb0, l.dst, LOOP_BUF, l.dst_key);
+    memset(&w, 0, sizeof(w));
+    w.wr_id = 0xa0;
+    w.opcode = RS_WR_SEND_IMM;
+    w.flags = RS_WQE_F_SIGNALED;
+    w.num_sge = 1;
+    w.imm_or_inv = 0x01020304;
+    loop_post_send(&l, &l.a, &w, l.src, 3000, l.src_key);
+    loop_poll(&l, &cqe);                /* the receive completes first */
+    g_assert_cmphex(cqe.wr_id, ==, 0xb0);
+    g_assert_cmpuint(cqe.status, ==, RS_WC_SUCCESS);
+    g_assert_cmphex(cqe.opcode, ==, RS_WR_RECV);
+    g_assert_cmpuint(cqe.byte_len, ==, 3000);
+    g_assert_cmpuint(cqe.qpn, ==, l.b.qpn);
+    g_assert_cmphex(cqe.imm_or_inv, ==, 0x01020304);
+    g_assert_true(cqe.wc_flags & RS_WC_F_IMM);
+    loop_poll(&l, &cqe);
+    g_assert_cmphex(cqe.wr_id, ==, 0xa0);
+    g_assert_cmpuint(cqe.status, ==, RS_WC_SUCCESS);
+    g_assert_cmphex(cqe.opcode, ==, RS_WR_SEND_IMM);
+    g_assert_cmpuint(cqe.qpn, ==, l.a.qpn);
+    loop_assert_same(&l, l.src, l.dst, 3000);
+    g_assert_true(is_filled(l.d, l.dst + 3000, 0xee, LOOP_BUF - 3000));
+
+    /* RDMA WRITE of 5000 bytes at an unaligned offset. */
+    loop_pattern(&l, l.src, 5000, 0x5c);
+    fill(l.d, l.dst, 0xee, LOOP_BUF);
+    memset(&w, 0, sizeof(w));
+    w.wr_id = 0xa1;
+    w.opcode = RS_WR_RDMA_WRITE;
+    w.flags = RS_WQE_F_SIGNALED;
+    w.num_sge = 1;
+    w.remote_addr = l.dst + 100;
+    w.rkey = l.dst_key;
+    loop_post_send(&l, &l.a, &w, l.src, 5000, l.src_key);
+    loop_poll(&l, &cqe);
+    g_assert_cmphex(cqe.wr_id, ==, 0xa1);
+    g_assert_cmpuint(cqe.status, ==, RS_WC_SUCCESS);
+    loop_assert_same(&l, l.src, l.dst + 100, 5000);
+    g_assert_true(is_filled(l.d, l.dst, 0xee, 100));
+    g_assert_true(is_filled(l.d, l.dst + 5100, 0xee, LOOP_BUF - 5100));
+
+    /* RDMA READ back into the source buffer. */
+    fill(l.d, l.src, 0, LOOP_BUF);
+    memset(&w, 0, sizeof(w));
+    w.wr_id = 0xa2;
+    w.opcode = RS_WR_RDMA_READ;
+    w.flags = RS_WQE_F_SIGNALED;
+    w.num_sge = 1;
+    w.remote_addr = l.dst + 100;
+    w.rkey = l.dst_key;
+    loop_post_send(&l, &l.a, &w, l.src, 5000, l.src_key);
+    loop_poll(&l, &cqe);
+    g_assert_cmphex(cqe.wr_id, ==, 0xa2);
+    g_assert_cmpuint(cqe.status, ==, RS_WC_SUCCESS);
+    g_assert_cmpuint(cqe.byte_len, ==, 5000);
+    loop_assert_same(&l, l.src, l.dst + 100, 5000);
+
+    /* A bad rkey: remote access NAK, error completion, memory intact. */
+    fill(l.d, l.dst, 0xee, LOOP_BUF);
+    memset(&w, 0, sizeof(w));
+    w.wr_id = 0xa3;
+    w.opcode = RS_WR_RDMA_WRITE;
+    w.flags = RS_WQE_F_SIGNALED;
+    w.num_sge = 1;
+    w.remote_addr = l.dst;
+    w.rkey = l.dst_key ^ 0x40;
+    loop_post_send(&l, &l.a, &w, l.src, 2000, l.src_key);
+    loop_poll(&l, &cqe);
+    g_assert_cmphex(cqe.wr_id, ==, 0xa3);
+    g_assert_cmpuint(cqe.status, ==, RS_WC_REM_ACCESS_ERR);
+    g_assert_true(is_filled(l.d, l.dst, 0xee, LOOP_BUF));
+    g_assert_cmpuint(qp_state(l.d, l.a.h), ==, RS_QPS_ERR);
+    g_assert_cmpuint(qp_state(l.d, l.b.h), ==, RS_QPS_ERR);
+    assert_alive(l.d);
 }
 
 /* ------------------------------------------------------------------ */
@@ -5118,6 +5382,8 @@ static void register_rdma_session_test(void)
     qos_add_test("lan-bad-input", "rdma-session", test_lan_bad_input, &lan);
     qos_add_test("lan-link", "rdma-session", test_lan_link, &lan);
     qos_add_test("lan-migrate", "rdma-session", test_lan_migrate, &lan);
+    qos_add_test("engine-loopback", "rdma-session", test_engine_loopback,
+                 NULL);
     qtest_add_func("rdma-session/bad-properties", test_bad_properties);
 }
 

@@ -1,0 +1,231 @@
+/*
+ * rdma-session adapter: the completer (rxe_comp.c's role) and CQ writes.
+ *
+ * ACKs, NAKs and READ responses from the peer's responder retire the send
+ * WQEs between sq_comp and sq_ci in order.  The completer keeps no copy of
+ * a WQE: it re-reads it from the send queue and derives its PSN span from
+ * its length and the path MTU, so its whole state is sq_comp and comp_psn
+ * (both in the QP's VMState).
+ *
+ * Copyright (c) 2026 rdma-session developers
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/log.h"
+#include "rdma-session-core.h"
+#include "rdma-session-wire.h"
+#include "trace.h"
+
+/*
+ * Write one CQE at the CQ's producer index with this lap's owner bit
+ * (1 on the first lap), written last; interrupt if the CQ is armed.
+ */
+void rs_cq_post(RSCore *c, uint32_t idx, struct rs_cqe *cqe, bool solicited)
+{
+    RSCq *cq = &c->cqs[idx];
+    uint32_t size = 1u << cq->log_size;
+    uint64_t addr;
+
+    if (!cq->valid) {
+        return;
+    }
+    if (cq->log_size < 16 && ((cq->pi - cq->ci) & 0xffff) >= size) {
+        trace_rdma_session_cq_overflow(idx);
+        rs_core_raise_event(c, RS_EV_CQ_ERR,
+                            rs_handle(idx, cq->gen), cq->pi);
+        return;
+    }
+    addr = cq->ring + (uint64_t)(cq->pi & (size - 1)) * sizeof(*cqe);
+    cqe->owner = ((cq->pi >> cq->log_size) & 1) ? 0 : RS_CQE_OWNER;
+    if (rs_dma_write(c, addr, cqe, offsetof(struct rs_cqe, owner)) ||
+        rs_dma_write(c, addr + offsetof(struct rs_cqe, rsvd), &cqe->rsvd,
+                     sizeof(cqe->rsvd))) {
+        rs_core_raise_event(c, RS_EV_CQ_ERR, rs_handle(idx, cq->gen),
+                            cq->pi);
+        return;
+    }
+    smp_wmb();
+    rs_dma_write(c, addr + offsetof(struct rs_cqe, owner), &cqe->owner, 1);
+    trace_rdma_session_cqe(idx, cq->pi, le32_to_cpu(cqe->qpn), cqe->opcode,
+                           cqe->status, le32_to_cpu(cqe->byte_len));
+    cq->pi++;
+    if ((cq->arm & (RS_DB_CQ_ARM_NEXT >> RS_DB_VALUE_SHIFT)) ||
+        ((cq->arm & (RS_DB_CQ_ARM_SOLICITED >> RS_DB_VALUE_SHIFT)) &&
+         (solicited || cqe->status != RS_WC_SUCCESS))) {
+        cq->arm = 0;
+        c->notify(c->owner, RS_MSIX_COMP_VECTOR0 + cq->vector);
+    }
+}
+
+void rs_send_cqe(RSCore *c, uint32_t qpn, const struct rs_send_wqe_ctrl *w,
+                 uint8_t status, uint32_t byte_len)
+{
+    RSQp *qp = &c->qps[qpn];
+    struct rs_cqe cqe = {
+        .wr_id = w->wr_id,
+        .byte_len = cpu_to_le32(byte_len),
+        .qpn = cpu_to_le32(qpn),
+        .opcode = w->opcode,
+        .status = status,
+    };
+
+    if (status == RS_WC_SUCCESS && !(w->flags & RS_WQE_F_SIGNALED) &&
+        !(qp->flags & RS_QP_F_SIGNAL_ALL)) {
+        return;
+    }
+    rs_cq_post(c, qp->send_cq, &cqe, false);
+}
+
+void rs_qp_to_err(RSCore *c, uint32_t qpn)
+{
+    RSQp *qp = &c->qps[qpn];
+
+    if (qp->state != RS_QPS_ERR) {
+        trace_rdma_session_qp_state(qpn, qp->state, RS_QPS_ERR);
+        qp->state = RS_QPS_ERR;
+    }
+}
+
+static uint8_t rs_nak_status(uint8_t syndrome)
+{
+    switch (syndrome) {
+    case RS_AETH_NAK_INV_REQ:
+        return RS_WC_REM_INV_REQ_ERR;
+    case RS_AETH_NAK_REM_ACCESS:
+        return RS_WC_REM_ACCESS_ERR;
+    case RS_AETH_NAK_REM_OP:
+        return RS_WC_REM_OP_ERR;
+    default:
+        return RS_WC_BAD_RESP_ERR;
+    }
+}
+
+typedef struct RSCompWqe {
+    struct rs_send_wqe_ctrl w;
+    struct rs_sge sge[RS_MAX_SGE];
+    unsigned nsge;
+    uint64_t len;
+    uint32_t npkts;
+} RSCompWqe;
+
+static bool rs_comp_read_wqe(RSCore *c, RSQp *qp, RSCompWqe *e)
+{
+    uint32_t stride = rs_sq_stride(qp->max_send_sge, qp->max_inline);
+    uint64_t addr = qp->sq_addr +
+        (uint64_t)(qp->sq_comp & ((1u << qp->sq_log) - 1)) * stride;
+    uint32_t mtu = 128u << qp->path_mtu;
+    unsigned i;
+
+    if (rs_dma_read(c, addr, &e->w, sizeof(e->w))) {
+        return false;
+    }
+    e->len = 0;
+    e->nsge = 0;
+    if (e->w.flags & RS_WQE_F_INLINE) {
+        e->len = MIN(le32_to_cpu(e->w.inline_len), qp->max_inline);
+    } else {
+        e->nsge = MIN(e->w.num_sge, qp->max_send_sge);
+        if (rs_dma_read(c, addr + sizeof(e->w), e->sge,
+                        e->nsge * sizeof(struct rs_sge))) {
+            return false;
+        }
+        for (i = 0; i < e->nsge; i++) {
+            e->len += le32_to_cpu(e->sge[i].length);
+        }
+    }
+    e->npkts = e->len ? DIV_ROUND_UP(e->len, mtu) : 1;
+    return true;
+}
+
+/* An ACK, NAK or READ response for RC QP qpn. */
+void rs_comp_receive(RSCore *c, uint32_t qpn, const RSPkt *pkt)
+{
+    const RSOpcodeInfo *oi = &rs_opcode[pkt->opcode];
+    RSQp *qp = &c->qps[qpn];
+    uint32_t mtu = 128u << qp->path_mtu;
+    bool nak = (oi->flags & RS_OPF_AETH) &&
+               (pkt->syndrome & RS_AETH_TYPE_MASK) != RS_AETH_TYPE_ACK;
+    bool is_rresp = pkt->opcode >= RS_OP_READ_RESP_FIRST &&
+                    pkt->opcode <= RS_OP_READ_RESP_ONLY;
+    RSCompWqe e;
+
+    if (qp->type != RS_QPT_RC ||
+        (qp->state != RS_QPS_RTS && qp->state != RS_QPS_SQD)) {
+        trace_rdma_session_comp_drop(qpn, pkt->psn, "QP not sending");
+        return;
+    }
+    if (nak && (pkt->syndrome & RS_AETH_TYPE_MASK) == RS_AETH_TYPE_RNR) {
+        /* No RNR retry in this slice: the request stays outstanding. */
+        trace_rdma_session_comp_drop(qpn, pkt->psn, "RNR NAK");
+        return;
+    }
+    while (qp->sq_comp != qp->sq_ci) {
+        uint32_t first = qp->comp_psn;
+        uint32_t last;
+        int32_t d;
+
+        if (!rs_comp_read_wqe(c, qp, &e)) {
+            rs_qp_to_err(c, qpn);
+            return;
+        }
+        last = (first + e.npkts - 1) & RS_PSN_MASK;
+        d = rs_psn_diff(pkt->psn, first);
+        if (nak && d >= 0 && rs_psn_diff(pkt->psn, last) <= 0) {
+            if (pkt->syndrome == RS_AETH_NAK_PSN_SEQ) {
+                /* No retransmission yet: the WQE stays outstanding. */
+                trace_rdma_session_comp_drop(qpn, pkt->psn, "sequence NAK");
+                return;
+            }
+            trace_rdma_session_comp_nak(qpn, pkt->psn, pkt->syndrome);
+            rs_send_cqe(c, qpn, &e.w, rs_nak_status(pkt->syndrome), 0);
+            qp->sq_comp++;
+            qp->comp_psn = (last + 1) & RS_PSN_MASK;
+            rs_qp_to_err(c, qpn);
+            return;
+        }
+        if (e.w.opcode == RS_WR_RDMA_READ) {
+            uint64_t off;
+            uint8_t st;
+
+            if (!is_rresp || d < 0 || rs_psn_diff(pkt->psn, last) > 0) {
+                /* Responses for this READ must come first. */
+                return;
+            }
+            off = (uint64_t)d * mtu;
+            if (pkt->paylen > mtu || off + pkt->paylen > e.len ||
+                (pkt->psn != last && pkt->paylen != mtu) ||
+                (pkt->psn == last && off + pkt->paylen != e.len)) {
+                trace_rdma_session_comp_drop(qpn, pkt->psn,
+                                             "READ response length");
+                rs_send_cqe(c, qpn, &e.w, RS_WC_BAD_RESP_ERR, 0);
+                qp->sq_comp++;
+                rs_qp_to_err(c, qpn);
+                return;
+            }
+            st = rs_sge_copy(c, qp, qp->av.gid_index, e.sge, e.nsge, off,
+                             (void *)pkt->payload, pkt->paylen, true);
+            if (st) {
+                rs_send_cqe(c, qpn, &e.w, st, 0);
+                qp->sq_comp++;
+                rs_qp_to_err(c, qpn);
+                return;
+            }
+            if (pkt->psn != last) {
+                return;
+            }
+            rs_send_cqe(c, qpn, &e.w, RS_WC_SUCCESS, e.len);
+            qp->sq_comp++;
+            qp->comp_psn = (last + 1) & RS_PSN_MASK;
+            return;
+        }
+        if (rs_psn_diff(pkt->psn, last) < (nak ? 1 : 0)) {
+            return;             /* does not cover this WQE yet */
+        }
+        rs_send_cqe(c, qpn, &e.w, RS_WC_SUCCESS, e.len);
+        qp->sq_comp++;
+        qp->comp_psn = (last + 1) & RS_PSN_MASK;
+    }
+    rs_req_kick(c);
+}

@@ -1,0 +1,367 @@
+/*
+ * rdma-session adapter: the requester (rxe_req.c's role).
+ *
+ * An SQ doorbell only records the producer index and kicks req_bh; the
+ * bottom half reads WQEs at each QP's sq_ci, checks them and their local
+ * keys, segments the message by the path MTU and puts the packets on the
+ * wire with the UDP 5-tuple of a session of the QP's group.  UD work
+ * requests complete once sent; RC ones when the completer sees the ACK.
+ *
+ * This slice has no retransmit timer: a lost RC packet stalls the QP.
+ *
+ * Copyright (c) 2026 rdma-session developers
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/log.h"
+#include "qemu/main-loop.h"
+#include "rdma-session-core.h"
+#include "rdma-session-wire.h"
+#include "trace.h"
+
+#define RS_REQ_BUDGET   64      /* WQEs per QP per bottom-half run */
+
+void rs_req_kick(RSCore *c)
+{
+    if (c->req_bh) {
+        qemu_bh_schedule(c->req_bh);
+    }
+}
+
+void rs_roce_xmit(RSCore *c, uint8_t *frame, size_t len, uint32_t dip)
+{
+    struct iovec iov = { .iov_base = frame, .iov_len = len };
+
+    trace_rdma_session_roce_tx(frame[RS_BTH_OFF], len, dip);
+    if (rs_gid_by_ip4(c, dip) >= 0) {
+        rs_roce_input(c, frame, len);       /* loopback */
+        return;
+    }
+    if (!c->link_up) {
+        return;
+    }
+    c->send(c->owner, &iov, 1);
+}
+
+/*
+ * L2-L4 addressing of a packet: UD from the AH's vector, connected QPs
+ * from the first session of their group (the QP's own AV without one).
+ */
+bool rs_qp_tuple(RSCore *c, RSQp *qp, uint32_t qpn, const RSAv *ud_av,
+                 RSPkt *pkt)
+{
+    const uint8_t *dgid;
+    uint32_t gid_index;
+
+    if (ud_av || !qp->group) {
+        const RSAv *av = ud_av ? ud_av : &qp->av;
+
+        if (!ud_av && !qp->has_av) {
+            return false;
+        }
+        dgid = av->dgid;
+        memcpy(pkt->dmac, av->dmac, 6);
+        gid_index = av->gid_index;
+        pkt->sport = 0xc000 | (qpn & 0x3fff);
+        pkt->dport = RS_ROCE_UDP_PORT;
+        pkt->tos = av->traffic_class;
+        pkt->ttl = av->hop_limit;
+    } else {
+        RSSessionGroup *g = &c->groups[qp->group];
+        RSSession *s;
+
+        if (!g->valid || !g->nsessions || !g->session[0] ||
+            g->session[0] >= c->p.max_sessions) {
+            return false;
+        }
+        s = &c->sessions[g->session[0]];
+        if (!s->valid) {
+            return false;
+        }
+        dgid = s->dst_ip;
+        memcpy(pkt->dmac, s->dmac, 6);
+        gid_index = s->gid_index;
+        pkt->sport = s->src_port;
+        pkt->dport = s->dst_port;
+        pkt->tos = qp->av.traffic_class;
+        pkt->ttl = qp->av.hop_limit;
+    }
+    if (!rs_gid_valid(c, gid_index) ||
+        !rs_gid_to_ip4(c->gids[gid_index].gid, &pkt->sip) ||
+        !rs_gid_to_ip4(dgid, &pkt->dip)) {
+        return false;           /* IPv6 GIDs: not in this slice */
+    }
+    memcpy(pkt->smac, c->mac.a, 6);
+    return true;
+}
+
+static bool rs_req_opcode_ok(uint8_t qpt, uint8_t op)
+{
+    switch (op) {
+    case RS_WR_SEND:
+    case RS_WR_SEND_IMM:
+        return true;
+    case RS_WR_SEND_INV:
+    case RS_WR_RDMA_WRITE:
+    case RS_WR_RDMA_WRITE_IMM:
+    case RS_WR_RDMA_READ:
+        return qpt == RS_QPT_RC;
+    default:
+        return false;
+    }
+}
+
+/* The wire opcode of packet i (of n) of a message. */
+static uint8_t rs_req_wire_op(uint8_t qpt, uint8_t wr_op, uint32_t i,
+                              uint32_t n)
+{
+    bool first = i == 0, last = i == n - 1;
+
+    if (qpt == RS_QPT_UD || qpt == RS_QPT_GSI) {
+        return wr_op == RS_WR_SEND_IMM ? 0x65 : 0x64;
+    }
+    switch (wr_op) {
+    case RS_WR_SEND:
+    case RS_WR_SEND_IMM:
+    case RS_WR_SEND_INV:
+        if (!last) {
+            return first ? RS_OP_SEND_FIRST : RS_OP_SEND_MIDDLE;
+        }
+        if (wr_op == RS_WR_SEND_IMM) {
+            return first ? RS_OP_SEND_ONLY_IMM : RS_OP_SEND_LAST_IMM;
+        }
+        if (wr_op == RS_WR_SEND_INV) {
+            return first ? RS_OP_SEND_ONLY_INV : RS_OP_SEND_LAST_INV;
+        }
+        return first ? RS_OP_SEND_ONLY : RS_OP_SEND_LAST;
+    case RS_WR_RDMA_WRITE:
+    case RS_WR_RDMA_WRITE_IMM:
+        if (!last) {
+            return first ? RS_OP_WRITE_FIRST : RS_OP_WRITE_MIDDLE;
+        }
+        if (wr_op == RS_WR_RDMA_WRITE_IMM) {
+            return first ? RS_OP_WRITE_ONLY_IMM : RS_OP_WRITE_LAST_IMM;
+        }
+        return first ? RS_OP_WRITE_ONLY : RS_OP_WRITE_LAST;
+    default:
+        return RS_OP_READ_REQ;
+    }
+}
+
+/* A WQE that cannot be executed: error completion, QP to ERR. */
+static void rs_req_fail(RSCore *c, uint32_t qpn, RSQp *qp,
+                        const struct rs_send_wqe_ctrl *w, uint8_t status)
+{
+    RS_GUEST_ERR(rdma_session_err_wqe, "QP %u send WQE %u: completion "
+                 "status %u", qpn, qp->sq_ci, status);
+    rs_send_cqe(c, qpn, w, status, 0);
+    qp->sq_ci++;
+    qp->sq_comp = qp->sq_ci;
+    rs_qp_to_err(c, qpn);
+}
+
+/* Execute the WQE at sq_ci.  False: stop working on this QP for now. */
+static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp)
+{
+    uint32_t stride = rs_sq_stride(qp->max_send_sge, qp->max_inline);
+    uint64_t addr = qp->sq_addr +
+        (uint64_t)(qp->sq_ci & ((1u << qp->sq_log) - 1)) * stride;
+    bool ud = qp->type == RS_QPT_UD || qp->type == RS_QPT_GSI;
+    uint32_t mtu = 128u << qp->path_mtu;
+    struct rs_send_wqe_ctrl w;
+    struct rs_sge sge[RS_MAX_SGE];
+    RSAv *ud_av = NULL;
+    uint32_t gid_index, npkts, first_psn, i;
+    uint64_t total = 0;
+    bool is_inline;
+    RSPkt pkt;
+    uint8_t st;
+
+    if (rs_dma_read(c, addr, &w, sizeof(w))) {
+        memset(&w, 0, sizeof(w));
+        rs_req_fail(c, qpn, qp, &w, RS_WC_LOC_QP_OP_ERR);
+        return false;
+    }
+    trace_rdma_session_req_wqe(qpn, qp->sq_ci, w.opcode, w.flags,
+                               w.num_sge);
+    if (!rs_req_opcode_ok(qp->type, w.opcode)) {
+        rs_req_fail(c, qpn, qp, &w, RS_WC_LOC_QP_OP_ERR);
+        return false;
+    }
+    memset(&pkt, 0, sizeof(pkt));
+    if (ud) {
+        uint32_t ah = RS_LOOKUP(c->ahs, c->p.max_ahs, le32_to_cpu(w.ah));
+
+        if (!ah || c->ahs[ah].pd != qp->pd) {
+            rs_req_fail(c, qpn, qp, &w, RS_WC_LOC_QP_OP_ERR);
+            return false;
+        }
+        ud_av = &c->ahs[ah].av;
+        gid_index = ud_av->gid_index;
+    } else {
+        gid_index = qp->av.gid_index;
+    }
+    if (!rs_qp_tuple(c, qp, qpn, ud_av, &pkt)) {
+        rs_req_fail(c, qpn, qp, &w, RS_WC_LOC_QP_OP_ERR);
+        return false;
+    }
+
+    is_inline = (w.flags & RS_WQE_F_INLINE) && w.opcode != RS_WR_RDMA_READ;
+    if (is_inline) {
+        total = le32_to_cpu(w.inline_len);
+        if (total > qp->max_inline) {
+            rs_req_fail(c, qpn, qp, &w, RS_WC_LOC_LEN_ERR);
+            return false;
+        }
+    } else {
+        if (w.num_sge > qp->max_send_sge ||
+            rs_dma_read(c, addr + sizeof(w), sge,
+                        w.num_sge * sizeof(struct rs_sge))) {
+            rs_req_fail(c, qpn, qp, &w, RS_WC_LOC_QP_OP_ERR);
+            return false;
+        }
+        st = rs_sge_check(c, qp, gid_index, sge, w.num_sge,
+                          w.opcode == RS_WR_RDMA_READ ?
+                          RS_ACCESS_LOCAL_WRITE : 0, &total);
+        if (st) {
+            rs_req_fail(c, qpn, qp, &w, st);
+            return false;
+        }
+    }
+    if (total > c->p.max_msg_size || (ud && total > mtu)) {
+        rs_req_fail(c, qpn, qp, &w, RS_WC_LOC_LEN_ERR);
+        return false;
+    }
+
+    npkts = total ? DIV_ROUND_UP(total, mtu) : 1;
+    pkt.dqpn = ud ? le32_to_cpu(w.remote_qpn) : qp->dest_qpn;
+    pkt.pkey = 0xffff;
+    if (ud) {
+        uint32_t qkey = le32_to_cpu(w.remote_qkey);
+
+        pkt.qkey = (qkey & 0x80000000u) ? qp->qkey : qkey;
+        pkt.sqpn = qpn;
+    }
+    pkt.imm = le32_to_cpu(w.imm_or_inv);
+    pkt.ieth = le32_to_cpu(w.imm_or_inv);
+    pkt.va = le64_to_cpu(w.remote_addr);
+    pkt.rkey = le32_to_cpu(w.rkey);
+    pkt.dmalen = total;
+
+    if (w.opcode == RS_WR_RDMA_READ) {
+        size_t len;
+
+        pkt.opcode = RS_OP_READ_REQ;
+        pkt.psn = qp->sq_psn;
+        pkt.ackreq = true;
+        len = rs_wire_build(c->req_buf, &pkt, 0);
+        qp->sq_psn = (qp->sq_psn + npkts) & RS_PSN_MASK;
+        qp->sq_ci++;
+        rs_roce_xmit(c, c->req_buf, len, pkt.dip);
+        return true;
+    }
+
+    /*
+     * Account for the whole message before the first packet leaves: over
+     * loopback its ACK or NAK reaches the completer while we still send.
+     */
+    first_psn = qp->sq_psn;
+    qp->sq_psn = (qp->sq_psn + (ud ? 1 : npkts)) & RS_PSN_MASK;
+    qp->sq_ci++;
+    for (i = 0; i < npkts; i++) {
+        uint32_t off = i * mtu;
+        uint32_t n = MIN((uint64_t)mtu, total - off);
+        uint8_t *payload;
+        size_t len;
+
+        if (qp->state != RS_QPS_RTS) {
+            return false;       /* a NAK ended the connection meanwhile */
+        }
+        pkt.opcode = rs_req_wire_op(qp->type, w.opcode, i, npkts);
+        payload = c->req_buf + rs_wire_payload_off(pkt.opcode);
+        if (is_inline) {
+            st = rs_dma_read(c, addr + sizeof(w) + off, payload, n) ?
+                 RS_WC_LOC_PROT_ERR : RS_WC_SUCCESS;
+        } else {
+            st = rs_sge_copy(c, qp, gid_index, sge, w.num_sge, off,
+                             payload, n, false);
+        }
+        if (st) {
+            /* Packets already sent: the peer sees a truncated message. */
+            RS_GUEST_ERR(rdma_session_err_wqe, "QP %u send WQE %u: "
+                         "completion status %u", qpn, qp->sq_ci - 1, st);
+            rs_send_cqe(c, qpn, &w, st, 0);
+            qp->sq_comp = qp->sq_ci;
+            rs_qp_to_err(c, qpn);
+            return false;
+        }
+        pkt.psn = ud ? first_psn : (first_psn + i) & RS_PSN_MASK;
+        pkt.ackreq = !ud && i == npkts - 1;
+        pkt.se = i == npkts - 1 && (w.flags & RS_WQE_F_SOLICITED);
+        len = rs_wire_build(c->req_buf, &pkt, n);
+        rs_roce_xmit(c, c->req_buf, len, pkt.dip);
+    }
+    if (ud) {
+        rs_send_cqe(c, qpn, &w, RS_WC_SUCCESS, total);
+        qp->sq_comp++;
+    }
+    return true;
+}
+
+void rs_req_process(void *opaque)
+{
+    RSCore *c = opaque;
+    bool more = false;
+    uint32_t qpn;
+
+    if (!rs_port_active(c)) {
+        return;
+    }
+    for (qpn = 1; qpn < c->p.max_qps; qpn++) {
+        RSQp *qp = &c->qps[qpn];
+        unsigned budget = RS_REQ_BUDGET;
+
+        if (!qp->valid || qp->state != RS_QPS_RTS) {
+            continue;
+        }
+        if ((uint16_t)(qp->sq_pi - qp->sq_ci) > (1u << qp->sq_log)) {
+            RS_GUEST_ERR(rdma_session_err_sq_overrun, "QP %u: SQ producer "
+                         "%u is more than a ring ahead of %u", qpn,
+                         qp->sq_pi, qp->sq_ci & 0xffff);
+            rs_qp_to_err(c, qpn);
+            continue;
+        }
+        while ((uint16_t)(qp->sq_pi - qp->sq_ci) && qp->valid &&
+               qp->state == RS_QPS_RTS) {
+            if (!budget--) {
+                more = true;
+                break;
+            }
+            if (!rs_req_wqe(c, qpn, qp)) {
+                break;
+            }
+        }
+    }
+    if (more) {
+        rs_req_kick(c);
+    }
+}
+
+void rs_engine_realize(RSCore *c)
+{
+    c->req_bh = qemu_bh_new_guarded(rs_req_process, c, c->guard);
+    c->req_buf = g_malloc0(RS_WIRE_MAX_FRAME);
+    c->resp_buf = g_malloc0(RS_WIRE_MAX_FRAME);
+    c->rx_buf = g_malloc0(RS_WIRE_MAX_FRAME);
+}
+
+void rs_engine_unrealize(RSCore *c)
+{
+    qemu_bh_delete(c->req_bh);
+    c->req_bh = NULL;
+    g_free(c->req_buf);
+    g_free(c->resp_buf);
+    g_free(c->rx_buf);
+}

@@ -1,0 +1,449 @@
+/*
+ * rdma-session adapter: the responder (rxe_resp.c's role) and the RoCE
+ * receive path.
+ *
+ * The LAN receive path hands over every IPv4/UDP frame for port 4791 that
+ * is addressed to one of our GIDs (rs_resp_divert); the requester's frames
+ * to our own GIDs come here directly (loopback).  Requests go to the
+ * responder below, ACKs and READ responses to the completer.  Remote keys
+ * resolve in the key table of the VNI of the GID the packet arrived on.
+ *
+ * Copyright (c) 2026 rdma-session developers
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/log.h"
+#include "qemu/iov.h"
+#include "rdma-session-core.h"
+#include "rdma-session-wire.h"
+#include "trace.h"
+
+int rs_gid_by_ip4(RSCore *c, uint32_t ip)
+{
+    uint32_t i, a;
+
+    for (i = 0; i < c->p.max_gids; i++) {
+        if (c->gids[i].valid && rs_gid_to_ip4(c->gids[i].gid, &a) &&
+            a == ip) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+bool rs_resp_divert(RSCore *c, const struct iovec *iov, int iovcnt)
+{
+    uint8_t hdr[RS_BTH_OFF];
+    size_t size, n = iov_to_buf(iov, iovcnt, 0, hdr, sizeof(hdr));
+    uint32_t dip;
+
+    if (!rs_wire_is_roce(hdr, n, &dip) || rs_gid_by_ip4(c, dip) < 0) {
+        return false;
+    }
+    size = iov_size(iov, iovcnt);
+    if (size > RS_WIRE_MAX_FRAME) {
+        trace_rdma_session_roce_drop(size, "larger than the path MTU allows");
+        return true;
+    }
+    iov_to_buf(iov, iovcnt, 0, c->rx_buf, size);
+    rs_roce_input(c, c->rx_buf, size);
+    return true;
+}
+
+/* Send an ACK/NAK (AETH syndrome) for PSN psn to the QP's peer. */
+static void rs_resp_ack(RSCore *c, uint32_t qpn, RSQp *qp, uint8_t syndrome,
+                        uint32_t psn)
+{
+    RSPkt a;
+    size_t len;
+
+    memset(&a, 0, sizeof(a));
+    if (!rs_qp_tuple(c, qp, qpn, NULL, &a)) {
+        return;
+    }
+    a.opcode = RS_OP_ACK;
+    a.dqpn = qp->dest_qpn;
+    a.psn = psn;
+    a.syndrome = syndrome;
+    a.msn = qp->msn;
+    trace_rdma_session_resp_ack(qpn, psn, syndrome);
+    len = rs_wire_build(c->resp_buf, &a, 0);
+    rs_roce_xmit(c, c->resp_buf, len, a.dip);
+}
+
+/* NAK that ends the connection: the responder's QP goes to ERR. */
+static void rs_resp_nak_fatal(RSCore *c, uint32_t qpn, RSQp *qp,
+                              uint8_t syndrome, uint32_t psn,
+                              const char *why)
+{
+    trace_rdma_session_resp_nak(qpn, psn, syndrome, why);
+    rs_resp_ack(c, qpn, qp, syndrome, psn);
+    qp->resp_op = RS_RESP_NONE;
+    rs_qp_to_err(c, qpn);
+}
+
+typedef struct RSRecvWqe {
+    struct rs_recv_wqe_ctrl w;
+    struct rs_sge sge[RS_MAX_SGE];
+    unsigned nsge;
+    uint64_t total;
+} RSRecvWqe;
+
+/* The receive WQE at rq_ci; RS_WC_* status. */
+static uint8_t rs_resp_get_rwqe(RSCore *c, RSQp *qp, uint32_t gid,
+                                RSRecvWqe *r)
+{
+    uint64_t addr = qp->rq_addr + (uint64_t)(qp->rq_ci &
+        ((1u << qp->rq_log) - 1)) * rs_rq_stride(qp->max_recv_sge);
+
+    memset(r, 0, sizeof(*r));
+    if (rs_dma_read(c, addr, &r->w, sizeof(r->w))) {
+        return RS_WC_LOC_QP_OP_ERR;
+    }
+    if (r->w.num_sge > qp->max_recv_sge) {
+        return RS_WC_LOC_LEN_ERR;
+    }
+    r->nsge = r->w.num_sge;
+    if (rs_dma_read(c, addr + sizeof(r->w), r->sge,
+                    r->nsge * sizeof(struct rs_sge))) {
+        return RS_WC_LOC_QP_OP_ERR;
+    }
+    return rs_sge_check(c, qp, gid, r->sge, r->nsge, RS_ACCESS_LOCAL_WRITE,
+                        &r->total);
+}
+
+static bool rs_rq_empty(RSQp *qp)
+{
+    return !(uint16_t)(qp->rq_pi - qp->rq_ci);
+}
+
+static void rs_recv_cqe(RSCore *c, uint32_t qpn, RSQp *qp,
+                        const RSRecvWqe *r, const RSPkt *pkt,
+                        uint8_t status, uint32_t byte_len, uint8_t opcode)
+{
+    const RSOpcodeInfo *oi = &rs_opcode[pkt->opcode];
+    struct rs_cqe cqe = {
+        .wr_id = r->w.wr_id,
+        .byte_len = cpu_to_le32(byte_len),
+        .qpn = cpu_to_le32(qpn),
+        .opcode = opcode,
+        .status = status,
+    };
+
+    if (oi->flags & RS_OPF_IMM) {
+        cqe.imm_or_inv = cpu_to_le32(pkt->imm);
+        cqe.wc_flags |= RS_WC_F_IMM;
+    } else if (oi->flags & RS_OPF_IETH) {
+        cqe.imm_or_inv = cpu_to_le32(pkt->ieth);
+        cqe.wc_flags |= RS_WC_F_INV;
+    }
+    if (oi->flags & RS_OPF_DETH) {
+        cqe.src_qp = cpu_to_le32(pkt->sqpn);
+        cqe.wc_flags |= RS_WC_F_GRH;
+    }
+    qp->rq_ci++;
+    rs_cq_post(c, qp->recv_cq, &cqe, pkt->se);
+}
+
+static void rs_resp_ud(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
+                       const RSPkt *pkt)
+{
+    uint8_t grh[RS_GRH_LEN] = { 0 };
+    RSRecvWqe r;
+    uint8_t st;
+
+    if (qp->state != RS_QPS_RTR && qp->state != RS_QPS_RTS &&
+        qp->state != RS_QPS_SQD) {
+        trace_rdma_session_resp_drop(qpn, pkt->psn, "QP not receiving");
+        return;
+    }
+    if (pkt->qkey != qp->qkey) {
+        trace_rdma_session_resp_drop(qpn, pkt->psn, "Q_Key mismatch");
+        return;
+    }
+    if (pkt->paylen > (128u << qp->path_mtu) || rs_rq_empty(qp)) {
+        trace_rdma_session_resp_drop(qpn, pkt->psn,
+                                     "too long or no receive WQE");
+        return;
+    }
+    st = rs_resp_get_rwqe(c, qp, gid, &r);
+    if (!st && r.total < RS_GRH_LEN + pkt->paylen) {
+        st = RS_WC_LOC_LEN_ERR;
+    }
+    if (!st) {
+        /* RoCEv2 over IPv4: the IPv4 header in the GRH's last 20 bytes. */
+        memcpy(grh + 20, pkt->l3, RS_IP4_HLEN);
+        st = rs_sge_copy(c, qp, gid, r.sge, r.nsge, 0, grh, sizeof(grh),
+                         true);
+    }
+    if (!st) {
+        st = rs_sge_copy(c, qp, gid, r.sge, r.nsge, RS_GRH_LEN,
+                         (void *)pkt->payload, pkt->paylen, true);
+    }
+    rs_recv_cqe(c, qpn, qp, &r, pkt, st, RS_GRH_LEN + pkt->paylen,
+                RS_WR_RECV);
+}
+
+/* READ request: stream the responses from the local MR. */
+static void rs_resp_read(RSCore *c, uint32_t qpn, RSQp *qp, RSMr *mr,
+                         const RSPkt *req)
+{
+    uint32_t mtu = 128u << qp->path_mtu;
+    uint32_t npkts = req->dmalen ? DIV_ROUND_UP(req->dmalen, mtu) : 1;
+    uint32_t i;
+    RSPkt p;
+
+    memset(&p, 0, sizeof(p));
+    if (!rs_qp_tuple(c, qp, qpn, NULL, &p)) {
+        return;
+    }
+    p.dqpn = qp->dest_qpn;
+    p.syndrome = RS_AETH_ACK;
+    qp->msn++;
+    p.msn = qp->msn;
+    for (i = 0; i < npkts; i++) {
+        uint32_t off = i * mtu;
+        uint32_t n = MIN(mtu, req->dmalen - off);
+        size_t len;
+
+        if (npkts == 1) {
+            p.opcode = RS_OP_READ_RESP_ONLY;
+        } else if (i == 0) {
+            p.opcode = RS_OP_READ_RESP_FIRST;
+        } else if (i == npkts - 1) {
+            p.opcode = RS_OP_READ_RESP_LAST;
+        } else {
+            p.opcode = RS_OP_READ_RESP_MIDDLE;
+        }
+        if (n && rs_mr_rw(c, mr, req->va + off,
+                          c->resp_buf + rs_wire_payload_off(p.opcode), n,
+                          false)) {
+            rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_REM_OP,
+                              (req->psn + i) & RS_PSN_MASK, "READ DMA");
+            return;
+        }
+        p.psn = (req->psn + i) & RS_PSN_MASK;
+        len = rs_wire_build(c->resp_buf, &p, n);
+        rs_roce_xmit(c, c->resp_buf, len, p.dip);
+    }
+}
+
+/* rkey check for RDMA WRITE/READ: PD, QP and MR rights, bounds. */
+static RSMr *rs_resp_rkey(RSCore *c, RSQp *qp, uint32_t gid, uint32_t rkey,
+                          uint64_t va, uint32_t len, uint16_t right)
+{
+    RSMr *mr = rs_mkey_lookup(c, gid, rkey);
+
+    if (!mr || mr->pd != qp->pd || !(mr->access & right) ||
+        !(qp->access & right) || va < mr->iova || va + len < va ||
+        va + len > mr->iova + mr->length) {
+        return NULL;
+    }
+    return mr;
+}
+
+static void rs_resp_rc(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
+                       const RSPkt *pkt)
+{
+    const RSOpcodeInfo *oi = &rs_opcode[pkt->opcode];
+    uint32_t mtu = 128u << qp->path_mtu;
+    uint32_t f = oi->flags;
+    int32_t d;
+    RSRecvWqe r;
+    RSMr *mr;
+    uint8_t st;
+
+    if (qp->state != RS_QPS_RTR && qp->state != RS_QPS_RTS &&
+        qp->state != RS_QPS_SQD) {
+        trace_rdma_session_resp_drop(qpn, pkt->psn, "QP not receiving");
+        return;
+    }
+    d = rs_psn_diff(pkt->psn, qp->rq_psn);
+    if (d < 0) {
+        /* Duplicate: acknowledge what we have (READs are not replayed). */
+        trace_rdma_session_resp_drop(qpn, pkt->psn, "duplicate");
+        rs_resp_ack(c, qpn, qp, RS_AETH_ACK,
+                    (qp->rq_psn - 1) & RS_PSN_MASK);
+        return;
+    }
+    if (d > 0) {
+        trace_rdma_session_resp_nak(qpn, pkt->psn, RS_AETH_NAK_PSN_SEQ,
+                                    "PSN sequence error");
+        rs_resp_ack(c, qpn, qp, RS_AETH_NAK_PSN_SEQ, qp->rq_psn);
+        return;
+    }
+
+    /* Message sequencing: FIRST/ONLY start one, MIDDLE/LAST continue. */
+    if ((qp->resp_op == RS_RESP_NONE && !(f & RS_OPF_FIRST)) ||
+        (qp->resp_op == RS_RESP_SEND &&
+         ((f & RS_OPF_FIRST) || !(f & RS_OPF_SEND))) ||
+        (qp->resp_op == RS_RESP_WRITE &&
+         ((f & RS_OPF_FIRST) || !(f & RS_OPF_WRITE)))) {
+        rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_INV_REQ, pkt->psn,
+                          "opcode out of sequence");
+        return;
+    }
+    if (pkt->paylen > mtu ||
+        (!(f & RS_OPF_LAST) && (f & RS_OPF_PAYLOAD) && pkt->paylen != mtu)) {
+        rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_INV_REQ, pkt->psn,
+                          "payload length");
+        return;
+    }
+
+    if (f & RS_OPF_READ) {
+        mr = rs_resp_rkey(c, qp, gid, pkt->rkey, pkt->va, pkt->dmalen,
+                          RS_ACCESS_REMOTE_READ);
+        if (!mr || pkt->dmalen > c->p.max_msg_size) {
+            rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_REM_ACCESS, pkt->psn,
+                              "READ rkey, rights or bounds");
+            return;
+        }
+        qp->rq_psn = (qp->rq_psn +
+                      (pkt->dmalen ? DIV_ROUND_UP(pkt->dmalen, mtu) : 1)) &
+                     RS_PSN_MASK;
+        rs_resp_read(c, qpn, qp, mr, pkt);
+        return;
+    }
+    if (f & RS_OPF_ATOMIC) {
+        rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_INV_REQ, pkt->psn,
+                          "atomics not supported yet");
+        return;
+    }
+
+    /* Everything that consumes a receive WQE needs one before any write. */
+    if (((f & RS_OPF_SEND) && (f & RS_OPF_FIRST)) ||
+        ((f & RS_OPF_WRITE) && (f & RS_OPF_IMM))) {
+        if (rs_rq_empty(qp)) {
+            /* RNR NAK; the requester has no RNR retry yet. */
+            trace_rdma_session_resp_nak(qpn, pkt->psn, RS_AETH_TYPE_RNR,
+                                        "no receive WQE");
+            rs_resp_ack(c, qpn, qp, RS_AETH_TYPE_RNR | qp->min_rnr_timer,
+                        pkt->psn);
+            return;
+        }
+    }
+
+    if (f & RS_OPF_SEND) {
+        st = rs_resp_get_rwqe(c, qp, gid, &r);
+        if (!st && qp->resp_off + pkt->paylen > r.total) {
+            st = RS_WC_LOC_LEN_ERR;
+        }
+        if (!st) {
+            st = rs_sge_copy(c, qp, gid, r.sge, r.nsge, qp->resp_off,
+                             (void *)pkt->payload, pkt->paylen, true);
+        }
+        if (st) {
+            rs_recv_cqe(c, qpn, qp, &r, pkt, st, 0, RS_WR_RECV);
+            rs_resp_nak_fatal(c, qpn, qp, st == RS_WC_LOC_LEN_ERR ?
+                              RS_AETH_NAK_INV_REQ : RS_AETH_NAK_REM_OP,
+                              pkt->psn, "receive WQE");
+            return;
+        }
+        qp->resp_off += pkt->paylen;
+        if (f & RS_OPF_LAST) {
+            rs_recv_cqe(c, qpn, qp, &r, pkt, RS_WC_SUCCESS, qp->resp_off,
+                        RS_WR_RECV);
+            qp->resp_op = RS_RESP_NONE;
+            qp->resp_off = 0;
+            qp->msn++;
+        } else {
+            qp->resp_op = RS_RESP_SEND;
+        }
+    } else {                            /* RDMA WRITE */
+        if (f & RS_OPF_FIRST) {
+            if (!rs_resp_rkey(c, qp, gid, pkt->rkey, pkt->va, pkt->dmalen,
+                              RS_ACCESS_REMOTE_WRITE) ||
+                pkt->dmalen > c->p.max_msg_size) {
+                rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_REM_ACCESS,
+                                  pkt->psn, "WRITE rkey, rights or bounds");
+                return;
+            }
+            qp->resp_va = pkt->va;
+            qp->resp_rkey = pkt->rkey;
+            qp->resp_left = pkt->dmalen;
+            qp->resp_off = 0;
+        }
+        if (pkt->paylen > qp->resp_left ||
+        ((f & RS_OPF_LAST) && pkt->paylen != qp->resp_left)) {
+            rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_INV_REQ, pkt->psn,
+                              "WRITE longer or shorter than its RETH");
+            return;
+        }
+        if (pkt->paylen) {
+            mr = rs_resp_rkey(c, qp, gid, qp->resp_rkey, qp->resp_va,
+                              pkt->paylen, RS_ACCESS_REMOTE_WRITE);
+            if (!mr) {
+                rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_REM_ACCESS,
+                                  pkt->psn, "WRITE rkey gone");
+                return;
+            }
+            if (rs_mr_rw(c, mr, qp->resp_va, (void *)pkt->payload,
+                         pkt->paylen, true)) {
+                rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_REM_OP, pkt->psn,
+                                  "WRITE DMA");
+                return;
+            }
+        }
+        qp->resp_va += pkt->paylen;
+        qp->resp_left -= pkt->paylen;
+        qp->resp_off += pkt->paylen;
+        if (f & RS_OPF_LAST) {
+            if (f & RS_OPF_IMM) {
+                st = rs_resp_get_rwqe(c, qp, gid, &r);
+                rs_recv_cqe(c, qpn, qp, &r, pkt, st, qp->resp_off,
+                            RS_WR_RECV_RDMA_IMM);
+            }
+            qp->resp_op = RS_RESP_NONE;
+            qp->resp_off = 0;
+            qp->msn++;
+        } else {
+            qp->resp_op = RS_RESP_WRITE;
+        }
+    }
+    qp->rq_psn = (pkt->psn + 1) & RS_PSN_MASK;
+    if (pkt->ackreq) {
+        rs_resp_ack(c, qpn, qp, RS_AETH_ACK, pkt->psn);
+    }
+}
+
+void rs_roce_input(RSCore *c, const uint8_t *frame, size_t len)
+{
+    const char *why = NULL;
+    RSPkt pkt;
+    uint32_t qpn;
+    RSQp *qp;
+    int gid;
+
+    if (!rs_port_active(c)) {
+        trace_rdma_session_roce_drop(len, "port not active");
+        return;
+    }
+    if (!rs_wire_parse(frame, len, &pkt, &why)) {
+        trace_rdma_session_roce_drop(len, why);
+        return;
+    }
+    gid = rs_gid_by_ip4(c, pkt.dip);
+    qpn = pkt.dqpn;
+    trace_rdma_session_roce_rx(rs_opcode[pkt.opcode].name, qpn, pkt.psn,
+                               pkt.paylen);
+    if (gid < 0 || qpn == 0 || qpn >= c->p.max_qps || !c->qps[qpn].valid) {
+        trace_rdma_session_roce_drop(len, "no such GID or QP");
+        return;
+    }
+    qp = &c->qps[qpn];
+    if (!(rs_opcode[pkt.opcode].qpt_mask & (1u << qp->type))) {
+        trace_rdma_session_roce_drop(len, "opcode not for this QP type");
+        return;
+    }
+    if (rs_opcode[pkt.opcode].flags & RS_OPF_RESP) {
+        rs_comp_receive(c, qpn, &pkt);
+    } else if (qp->type == RS_QPT_UD || qp->type == RS_QPT_GSI) {
+        rs_resp_ud(c, qpn, qp, gid, &pkt);
+    } else if (qp->type == RS_QPT_RC) {
+        rs_resp_rc(c, qpn, qp, gid, &pkt);
+    } else {
+        trace_rdma_session_roce_drop(len, "UC not supported yet");
+    }
+}

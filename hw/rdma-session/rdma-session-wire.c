@@ -1,0 +1,334 @@
+/*
+ * rdma-session adapter: RoCEv2 wire format (IBTA Annex A17).
+ *
+ * The opcode table, header encode/decode with all byte-order conversion,
+ * the ICRC (computed as Linux rxe does, with zlib's crc32()) and the IPv4
+ * header checksum.
+ *
+ * Copyright (c) 2026 rdma-session developers
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/bswap.h"
+#include "net/eth.h"
+#include <zlib.h>
+#include "rdma-session-core.h"
+#include "rdma-session-wire.h"
+
+#define Q_RC    (1u << RS_QPT_RC)
+#define Q_UC    (1u << RS_QPT_UC)
+#define Q_UD    ((1u << RS_QPT_UD) | (1u << RS_QPT_GSI))
+
+#define HL(f) (RS_BTH_LEN +                                         \
+               (((f) & RS_OPF_DETH) ? RS_DETH_LEN : 0) +            \
+               (((f) & RS_OPF_RETH) ? RS_RETH_LEN : 0) +            \
+               (((f) & RS_OPF_ATMETH) ? RS_ATMETH_LEN : 0) +        \
+               (((f) & RS_OPF_AETH) ? RS_AETH_LEN : 0) +            \
+               (((f) & RS_OPF_ATMACK) ? RS_ATMACK_LEN : 0) +        \
+               (((f) & RS_OPF_IMM) ? RS_IMM_LEN : 0) +              \
+               (((f) & RS_OPF_IETH) ? RS_IETH_LEN : 0))
+
+#define OP(code, nm, f, q) \
+    [code] = { .name = nm, .flags = (f), .qpt_mask = (q), .hdr_len = HL(f) }
+
+#define SND (RS_OPF_SEND | RS_OPF_REQ | RS_OPF_PAYLOAD)
+#define WRT (RS_OPF_WRITE | RS_OPF_REQ | RS_OPF_PAYLOAD)
+#define RRS (RS_OPF_RESP | RS_OPF_PAYLOAD)
+
+const RSOpcodeInfo rs_opcode[256] = {
+    /* RC */
+    OP(0x00, "RC_SEND_FIRST", SND | RS_OPF_FIRST, Q_RC),
+    OP(0x01, "RC_SEND_MIDDLE", SND | RS_OPF_MIDDLE, Q_RC),
+    OP(0x02, "RC_SEND_LAST", SND | RS_OPF_LAST, Q_RC),
+    OP(0x03, "RC_SEND_LAST_IMM", SND | RS_OPF_LAST | RS_OPF_IMM, Q_RC),
+    OP(0x04, "RC_SEND_ONLY", SND | RS_OPF_ONLY, Q_RC),
+    OP(0x05, "RC_SEND_ONLY_IMM", SND | RS_OPF_ONLY | RS_OPF_IMM, Q_RC),
+    OP(0x06, "RC_WRITE_FIRST", WRT | RS_OPF_FIRST | RS_OPF_RETH, Q_RC),
+    OP(0x07, "RC_WRITE_MIDDLE", WRT | RS_OPF_MIDDLE, Q_RC),
+    OP(0x08, "RC_WRITE_LAST", WRT | RS_OPF_LAST, Q_RC),
+    OP(0x09, "RC_WRITE_LAST_IMM", WRT | RS_OPF_LAST | RS_OPF_IMM, Q_RC),
+    OP(0x0a, "RC_WRITE_ONLY", WRT | RS_OPF_ONLY | RS_OPF_RETH, Q_RC),
+    OP(0x0b, "RC_WRITE_ONLY_IMM",
+       WRT | RS_OPF_ONLY | RS_OPF_RETH | RS_OPF_IMM, Q_RC),
+    OP(0x0c, "RC_READ_REQUEST",
+       RS_OPF_READ | RS_OPF_REQ | RS_OPF_ONLY | RS_OPF_RETH, Q_RC),
+    OP(0x0d, "RC_READ_RESPONSE_FIRST", RRS | RS_OPF_FIRST | RS_OPF_AETH,
+       Q_RC),
+    OP(0x0e, "RC_READ_RESPONSE_MIDDLE", RRS | RS_OPF_MIDDLE, Q_RC),
+    OP(0x0f, "RC_READ_RESPONSE_LAST", RRS | RS_OPF_LAST | RS_OPF_AETH,
+       Q_RC),
+    OP(0x10, "RC_READ_RESPONSE_ONLY", RRS | RS_OPF_ONLY | RS_OPF_AETH,
+       Q_RC),
+    OP(0x11, "RC_ACK", RS_OPF_RESP | RS_OPF_ONLY | RS_OPF_AETH, Q_RC),
+    OP(0x12, "RC_ATOMIC_ACK",
+       RS_OPF_RESP | RS_OPF_ONLY | RS_OPF_AETH | RS_OPF_ATMACK, Q_RC),
+    OP(0x13, "RC_COMPARE_SWAP",
+       RS_OPF_ATOMIC | RS_OPF_REQ | RS_OPF_ONLY | RS_OPF_ATMETH, Q_RC),
+    OP(0x14, "RC_FETCH_ADD",
+       RS_OPF_ATOMIC | RS_OPF_REQ | RS_OPF_ONLY | RS_OPF_ATMETH, Q_RC),
+    OP(0x16, "RC_SEND_LAST_INV", SND | RS_OPF_LAST | RS_OPF_IETH, Q_RC),
+    OP(0x17, "RC_SEND_ONLY_INV", SND | RS_OPF_ONLY | RS_OPF_IETH, Q_RC),
+    /* UC */
+    OP(0x20, "UC_SEND_FIRST", SND | RS_OPF_FIRST, Q_UC),
+    OP(0x21, "UC_SEND_MIDDLE", SND | RS_OPF_MIDDLE, Q_UC),
+    OP(0x22, "UC_SEND_LAST", SND | RS_OPF_LAST, Q_UC),
+    OP(0x23, "UC_SEND_LAST_IMM", SND | RS_OPF_LAST | RS_OPF_IMM, Q_UC),
+    OP(0x24, "UC_SEND_ONLY", SND | RS_OPF_ONLY, Q_UC),
+    OP(0x25, "UC_SEND_ONLY_IMM", SND | RS_OPF_ONLY | RS_OPF_IMM, Q_UC),
+    OP(0x26, "UC_WRITE_FIRST", WRT | RS_OPF_FIRST | RS_OPF_RETH, Q_UC),
+    OP(0x27, "UC_WRITE_MIDDLE", WRT | RS_OPF_MIDDLE, Q_UC),
+    OP(0x28, "UC_WRITE_LAST", WRT | RS_OPF_LAST, Q_UC),
+    OP(0x29, "UC_WRITE_LAST_IMM", WRT | RS_OPF_LAST | RS_OPF_IMM, Q_UC),
+    OP(0x2a, "UC_WRITE_ONLY", WRT | RS_OPF_ONLY | RS_OPF_RETH, Q_UC),
+    OP(0x2b, "UC_WRITE_ONLY_IMM",
+       WRT | RS_OPF_ONLY | RS_OPF_RETH | RS_OPF_IMM, Q_UC),
+    /* UD */
+    OP(0x64, "UD_SEND_ONLY", SND | RS_OPF_ONLY | RS_OPF_DETH, Q_UD),
+    OP(0x65, "UD_SEND_ONLY_IMM",
+       SND | RS_OPF_ONLY | RS_OPF_DETH | RS_OPF_IMM, Q_UD),
+};
+
+uint16_t rs_ip4_checksum(const uint8_t *hdr, unsigned len)
+{
+    uint32_t sum = 0;
+    unsigned i;
+
+    for (i = 0; i + 1 < len; i += 2) {
+        sum += lduw_be_p(hdr + i);
+    }
+    while (sum >> 16) {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    return ~sum & 0xffff;
+}
+
+bool rs_gid_to_ip4(const uint8_t *gid, uint32_t *ip)
+{
+    static const uint8_t prefix[12] = {
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff
+    };
+
+    if (memcmp(gid, prefix, sizeof(prefix))) {
+        return false;
+    }
+    *ip = ldl_be_p(gid + 12);
+    return true;
+}
+
+/*
+ * ICRC as IBTA A17.8 and Linux rxe_icrc.c: CRC-32 over 8 bytes of 1s
+ * (the masked LRH), the IPv4 header with TOS, TTL and checksum set to 1s,
+ * the UDP header with its checksum set to 1s, the BTH with resv8a set to
+ * 1s, the rest of the packet up to the ICRC.  zlib's crc32() includes the
+ * initial and final inversion, so its result is the ICRC rxe stores (as a
+ * little-endian word).
+ */
+static uint32_t rs_icrc(const uint8_t *frame, size_t icrc_off)
+{
+    uint8_t ph[8 + RS_IP4_HLEN + RS_UDP_HLEN + RS_BTH_LEN];
+    uLong crc;
+
+    memset(ph, 0xff, 8);
+    memcpy(ph + 8, frame + RS_L3_OFF, sizeof(ph) - 8);
+    ph[8 + 1] = 0xff;                           /* TOS */
+    ph[8 + 8] = 0xff;                           /* TTL */
+    ph[8 + 10] = ph[8 + 11] = 0xff;             /* IP checksum */
+    ph[8 + 20 + 6] = ph[8 + 20 + 7] = 0xff;     /* UDP checksum */
+    ph[8 + 28 + 4] = 0xff;                      /* BTH resv8a */
+    crc = crc32(0, ph, sizeof(ph));
+    crc = crc32(crc, frame + RS_BTH_OFF + RS_BTH_LEN,
+                icrc_off - RS_BTH_OFF - RS_BTH_LEN);
+    return crc;
+}
+
+size_t rs_wire_build(uint8_t *f, RSPkt *pkt, uint32_t paylen)
+{
+    const RSOpcodeInfo *oi = &rs_opcode[pkt->opcode];
+    unsigned pad = (-paylen) & 3;
+    unsigned off = rs_wire_payload_off(pkt->opcode);
+    size_t len = off + paylen + pad + RS_ICRC_LEN;
+    uint8_t *ip = f + RS_L3_OFF, *udp = ip + RS_IP4_HLEN, *h;
+
+    /* Ethernet */
+    memcpy(f, pkt->dmac, 6);
+    memcpy(f + 6, pkt->smac, 6);
+    stw_be_p(f + 12, ETH_P_IP);
+    /* IPv4, DF, no options */
+    ip[0] = 0x45;
+    ip[1] = pkt->tos;
+    stw_be_p(ip + 2, len - RS_ETH_HLEN);
+    stw_be_p(ip + 4, 0);
+    stw_be_p(ip + 6, 0x4000);
+    ip[8] = pkt->ttl ? pkt->ttl : 64;
+    ip[9] = IPPROTO_UDP;
+    stw_be_p(ip + 10, 0);
+    stl_be_p(ip + 12, pkt->sip);
+    stl_be_p(ip + 16, pkt->dip);
+    stw_be_p(ip + 10, rs_ip4_checksum(ip, RS_IP4_HLEN));
+    /* UDP, no checksum (IPv4 allows it; the ICRC covers the payload) */
+    stw_be_p(udp, pkt->sport);
+    stw_be_p(udp + 2, pkt->dport);
+    stw_be_p(udp + 4, len - RS_ETH_HLEN - RS_IP4_HLEN);
+    stw_be_p(udp + 6, 0);
+    /* BTH */
+    h = f + RS_BTH_OFF;
+    h[0] = pkt->opcode;
+    h[1] = (pkt->se ? 0x80 : 0) | (pad << 4);   /* M = 0, TVer = 0 */
+    stw_be_p(h + 2, pkt->pkey ? pkt->pkey : 0xffff);
+    stl_be_p(h + 4, pkt->dqpn & RS_PSN_MASK);
+    stl_be_p(h + 8, (pkt->ackreq ? 0x80000000u : 0) | (pkt->psn & RS_PSN_MASK));
+    h += RS_BTH_LEN;
+    if (oi->flags & RS_OPF_DETH) {
+        stl_be_p(h, pkt->qkey);
+        stl_be_p(h + 4, pkt->sqpn & RS_PSN_MASK);
+        h += RS_DETH_LEN;
+    }
+    if (oi->flags & RS_OPF_RETH) {
+        stq_be_p(h, pkt->va);
+        stl_be_p(h + 8, pkt->rkey);
+        stl_be_p(h + 12, pkt->dmalen);
+        h += RS_RETH_LEN;
+    }
+    if (oi->flags & RS_OPF_ATMETH) {
+        h += RS_ATMETH_LEN;
+    }
+    if (oi->flags & RS_OPF_AETH) {
+        stl_be_p(h, ((uint32_t)pkt->syndrome << 24) | (pkt->msn & RS_PSN_MASK));
+        h += RS_AETH_LEN;
+    }
+    if (oi->flags & RS_OPF_ATMACK) {
+        h += RS_ATMACK_LEN;
+    }
+    if (oi->flags & RS_OPF_IMM) {
+        stl_be_p(h, pkt->imm);
+        h += RS_IMM_LEN;
+    }
+    if (oi->flags & RS_OPF_IETH) {
+        stl_be_p(h, pkt->ieth);
+        h += RS_IETH_LEN;
+    }
+    memset(f + off + paylen, 0, pad);
+    stl_le_p(f + len - RS_ICRC_LEN, rs_icrc(f, len - RS_ICRC_LEN));
+    pkt->pad = pad;
+    pkt->paylen = paylen;
+    return len;
+}
+
+bool rs_wire_is_roce(const uint8_t *f, size_t len, uint32_t *dip)
+{
+    if (len < RS_BTH_OFF || lduw_be_p(f + 12) != ETH_P_IP ||
+        (f[RS_L3_OFF] >> 4) != 4 || f[RS_L3_OFF + 9] != IPPROTO_UDP ||
+        (f[RS_L3_OFF] & 0xf) != 5 ||
+        lduw_be_p(f + RS_L3_OFF + RS_IP4_HLEN + 2) != RS_ROCE_UDP_PORT) {
+        return false;
+    }
+    *dip = ldl_be_p(f + RS_L3_OFF + 16);
+    return true;
+}
+
+bool rs_wire_parse(const uint8_t *f, size_t len, RSPkt *pkt,
+                   const char **why)
+{
+    const uint8_t *ip = f + RS_L3_OFF, *udp = ip + RS_IP4_HLEN, *h;
+    const RSOpcodeInfo *oi;
+    size_t iplen, udplen, end, off;
+    uint32_t dip;
+
+    memset(pkt, 0, sizeof(*pkt));
+    if (!rs_wire_is_roce(f, len, &dip)) {
+        *why = "not IPv4/UDP 4791";
+        return false;
+    }
+    iplen = lduw_be_p(ip + 2);
+    udplen = lduw_be_p(udp + 4);
+    if ((lduw_be_p(ip + 6) & 0x3fff) != 0) {
+        *why = "IPv4 fragment";
+        return false;
+    }
+    if (iplen + RS_ETH_HLEN > len || iplen != udplen + RS_IP4_HLEN) {
+        *why = "bad IPv4/UDP length";
+        return false;
+    }
+    end = RS_ETH_HLEN + iplen;              /* ignore Ethernet padding */
+    if (end < RS_BTH_OFF + RS_BTH_LEN + RS_ICRC_LEN) {
+        *why = "runt";
+        return false;
+    }
+    h = f + RS_BTH_OFF;
+    pkt->opcode = h[0];
+    oi = &rs_opcode[pkt->opcode];
+    if (!oi->name) {
+        *why = "unknown opcode";
+        return false;
+    }
+    if ((h[1] & 0xf) != 0) {
+        *why = "bad TVer";
+        return false;
+    }
+    off = rs_wire_payload_off(pkt->opcode);
+    pkt->pad = (h[1] >> 4) & 3;
+    if (off + pkt->pad + RS_ICRC_LEN > end) {
+        *why = "headers longer than the packet";
+        return false;
+    }
+    if (ldl_le_p(f + end - RS_ICRC_LEN) != rs_icrc(f, end - RS_ICRC_LEN)) {
+        *why = "bad ICRC";
+        return false;
+    }
+    memcpy(pkt->dmac, f, 6);
+    memcpy(pkt->smac, f + 6, 6);
+    pkt->tos = ip[1];
+    pkt->ttl = ip[8];
+    pkt->sip = ldl_be_p(ip + 12);
+    pkt->dip = dip;
+    pkt->sport = lduw_be_p(udp);
+    pkt->dport = lduw_be_p(udp + 2);
+    pkt->se = h[1] & 0x80;
+    pkt->pkey = lduw_be_p(h + 2);
+    pkt->dqpn = ldl_be_p(h + 4) & RS_PSN_MASK;
+    pkt->ackreq = h[8] & 0x80;
+    pkt->psn = ldl_be_p(h + 8) & RS_PSN_MASK;
+    h += RS_BTH_LEN;
+    if (oi->flags & RS_OPF_DETH) {
+        pkt->qkey = ldl_be_p(h);
+        pkt->sqpn = ldl_be_p(h + 4) & RS_PSN_MASK;
+        h += RS_DETH_LEN;
+    }
+    if (oi->flags & RS_OPF_RETH) {
+        pkt->va = ldq_be_p(h);
+        pkt->rkey = ldl_be_p(h + 8);
+        pkt->dmalen = ldl_be_p(h + 12);
+        h += RS_RETH_LEN;
+    }
+    if (oi->flags & RS_OPF_ATMETH) {
+        h += RS_ATMETH_LEN;
+    }
+    if (oi->flags & RS_OPF_AETH) {
+        uint32_t a = ldl_be_p(h);
+
+        pkt->syndrome = a >> 24;
+        pkt->msn = a & RS_PSN_MASK;
+        h += RS_AETH_LEN;
+    }
+    if (oi->flags & RS_OPF_ATMACK) {
+        h += RS_ATMACK_LEN;
+    }
+    if (oi->flags & RS_OPF_IMM) {
+        pkt->imm = ldl_be_p(h);
+        h += RS_IMM_LEN;
+    }
+    if (oi->flags & RS_OPF_IETH) {
+        pkt->ieth = ldl_be_p(h);
+        h += RS_IETH_LEN;
+    }
+    pkt->payload = f + off;
+    pkt->paylen = end - off - pkt->pad - RS_ICRC_LEN;
+    pkt->l3 = ip;
+    if (pkt->paylen && !(oi->flags & RS_OPF_PAYLOAD)) {
+        *why = "payload on an opcode without one";
+        return false;
+    }
+    return true;
+}

@@ -1,0 +1,181 @@
+/*
+ * rdma-session adapter: RoCEv2 wire format (IBTA vol. 1 ch. 9, Annex A17).
+ *
+ * Header layouts, the opcode table (which headers each opcode carries and
+ * which QP types may use it, as rxe_opcode.c), and the one place where
+ * header fields are converted between wire and host byte order.
+ *
+ * Copyright (c) 2026 rdma-session developers
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#ifndef HW_RDMA_SESSION_WIRE_H
+#define HW_RDMA_SESSION_WIRE_H
+
+#define RS_ROCE_UDP_PORT    4791
+
+#define RS_ETH_HLEN         14
+#define RS_IP4_HLEN         20
+#define RS_UDP_HLEN         8
+#define RS_BTH_LEN          12
+#define RS_DETH_LEN         8
+#define RS_RETH_LEN         16
+#define RS_AETH_LEN         4
+#define RS_IMM_LEN          4
+#define RS_IETH_LEN         4
+#define RS_ATMETH_LEN       28
+#define RS_ATMACK_LEN       8
+#define RS_ICRC_LEN         4
+#define RS_L3_OFF           RS_ETH_HLEN
+#define RS_BTH_OFF          (RS_ETH_HLEN + RS_IP4_HLEN + RS_UDP_HLEN)
+#define RS_GRH_LEN          40
+
+/* Largest frame the engine builds: headers, 4096 bytes, pad, ICRC. */
+#define RS_WIRE_MAX_FRAME   (RS_BTH_OFF + 64 + 4096 + 4 + RS_ICRC_LEN)
+
+/* IBTA opcodes (BTH.OpCode): transport in bits 5-7, operation in 0-4. */
+enum {
+    RS_OP_RC = 0x00,
+    RS_OP_UC = 0x20,
+    RS_OP_UD = 0x60,
+
+    RS_OP_SEND_FIRST = 0x00,
+    RS_OP_SEND_MIDDLE = 0x01,
+    RS_OP_SEND_LAST = 0x02,
+    RS_OP_SEND_LAST_IMM = 0x03,
+    RS_OP_SEND_ONLY = 0x04,
+    RS_OP_SEND_ONLY_IMM = 0x05,
+    RS_OP_WRITE_FIRST = 0x06,
+    RS_OP_WRITE_MIDDLE = 0x07,
+    RS_OP_WRITE_LAST = 0x08,
+    RS_OP_WRITE_LAST_IMM = 0x09,
+    RS_OP_WRITE_ONLY = 0x0a,
+    RS_OP_WRITE_ONLY_IMM = 0x0b,
+    RS_OP_READ_REQ = 0x0c,
+    RS_OP_READ_RESP_FIRST = 0x0d,
+    RS_OP_READ_RESP_MIDDLE = 0x0e,
+    RS_OP_READ_RESP_LAST = 0x0f,
+    RS_OP_READ_RESP_ONLY = 0x10,
+    RS_OP_ACK = 0x11,
+    RS_OP_ATOMIC_ACK = 0x12,
+    RS_OP_CMP_SWAP = 0x13,
+    RS_OP_FETCH_ADD = 0x14,
+    RS_OP_SEND_LAST_INV = 0x16,
+    RS_OP_SEND_ONLY_INV = 0x17,
+};
+
+/* Opcode table flags. */
+enum {
+    RS_OPF_DETH = 1 << 0,
+    RS_OPF_RETH = 1 << 1,
+    RS_OPF_AETH = 1 << 2,
+    RS_OPF_IMM = 1 << 3,
+    RS_OPF_IETH = 1 << 4,
+    RS_OPF_ATMETH = 1 << 5,
+    RS_OPF_ATMACK = 1 << 6,
+    RS_OPF_PAYLOAD = 1 << 7,
+    RS_OPF_FIRST = 1 << 8,
+    RS_OPF_MIDDLE = 1 << 9,
+    RS_OPF_LAST = 1 << 10,
+    RS_OPF_ONLY = RS_OPF_FIRST | RS_OPF_LAST,
+    RS_OPF_SEND = 1 << 11,
+    RS_OPF_WRITE = 1 << 12,
+    RS_OPF_READ = 1 << 13,      /* READ request */
+    RS_OPF_ATOMIC = 1 << 14,
+    RS_OPF_RESP = 1 << 15,      /* ACK / READ response: to the completer */
+    RS_OPF_REQ = 1 << 16,       /* to the responder */
+};
+
+typedef struct RSOpcodeInfo {
+    const char *name;
+    uint32_t flags;
+    uint8_t qpt_mask;           /* 1 << enum rs_qp_type */
+    uint8_t hdr_len;            /* BTH and extension headers */
+} RSOpcodeInfo;
+
+extern const RSOpcodeInfo rs_opcode[256];
+
+/* AETH syndromes. */
+#define RS_AETH_ACK             0x1f    /* ACK, credits: unlimited */
+#define RS_AETH_TYPE_MASK       0xe0
+#define RS_AETH_TYPE_ACK        0x00
+#define RS_AETH_TYPE_RNR        0x20
+#define RS_AETH_TYPE_NAK        0x60
+#define RS_AETH_NAK_PSN_SEQ     0x60
+#define RS_AETH_NAK_INV_REQ     0x61
+#define RS_AETH_NAK_REM_ACCESS  0x62
+#define RS_AETH_NAK_REM_OP      0x63
+
+#define RS_PSN_MASK             0xffffffu
+
+/* Signed distance a - b between two 24-bit PSNs. */
+static inline int32_t rs_psn_diff(uint32_t a, uint32_t b)
+{
+    return (int32_t)((a - b) << 8) >> 8;
+}
+
+/* One RoCEv2 packet, decoded to host order (or to be encoded). */
+typedef struct RSPkt {
+    /* L2-L4 */
+    uint8_t dmac[6];
+    uint8_t smac[6];
+    uint32_t sip;               /* IPv4, host order */
+    uint32_t dip;
+    uint8_t tos;
+    uint8_t ttl;
+    uint16_t sport;
+    uint16_t dport;
+    /* BTH */
+    uint8_t opcode;
+    bool se;
+    bool ackreq;
+    uint8_t pad;
+    uint16_t pkey;
+    uint32_t dqpn;
+    uint32_t psn;
+    /* extension headers, valid per rs_opcode[opcode].flags */
+    uint32_t qkey;              /* DETH */
+    uint32_t sqpn;
+    uint64_t va;                /* RETH */
+    uint32_t rkey;
+    uint32_t dmalen;
+    uint8_t syndrome;           /* AETH */
+    uint32_t msn;
+    uint32_t imm;               /* ImmDt: the wire's big-endian value */
+    uint32_t ieth;              /* IETH rkey */
+    /* payload */
+    const uint8_t *payload;
+    uint32_t paylen;
+    /* the IPv4 header as received (UD: copied into the GRH area) */
+    const uint8_t *l3;
+} RSPkt;
+
+/* Offset of the payload for a packet with this opcode. */
+static inline unsigned rs_wire_payload_off(uint8_t opcode)
+{
+    return RS_BTH_OFF + rs_opcode[opcode].hdr_len;
+}
+
+/*
+ * Fill in every header of pkt around the paylen bytes the caller already
+ * put at rs_wire_payload_off(); adds pad and ICRC.  Returns the frame length.
+ */
+size_t rs_wire_build(uint8_t *frame, RSPkt *pkt, uint32_t paylen);
+
+/*
+ * Decode and check a received RoCEv2 frame (IPv4/UDP 4791, BTH, opcode,
+ * lengths, ICRC).  False with *why set when it must be dropped.
+ */
+bool rs_wire_parse(const uint8_t *frame, size_t len, RSPkt *pkt,
+                   const char **why);
+
+/* Quick look at a frame's start: IPv4, UDP, destination port 4791. */
+bool rs_wire_is_roce(const uint8_t *hdr, size_t len, uint32_t *dip);
+
+uint16_t rs_ip4_checksum(const uint8_t *hdr, unsigned len);
+
+/* IPv4 address of a v4-mapped GID (::ffff:a.b.c.d); false otherwise. */
+bool rs_gid_to_ip4(const uint8_t *gid, uint32_t *ip);
+
+#endif
