@@ -109,13 +109,35 @@ kernel_pkg()
         sed -n 's/^Depends: *\(linux-image-[^ ,]*\).*/\1/p' | head -n 1
 }
 
-# fetch PKG: download the candidate version of PKG into $debs unless it is
+# pick_version PKG: the newest version of PKG in bookworm (with -updates and
+# -security), else in bookworm-backports; never trixie.  Not apt's candidate:
+# the host's dpkg status takes part in that choice, and a library the host
+# has from bookworm-backports (priority 100, like trixie) makes apt pick
+# trixie's newer one, built against a newer glibc than the guest's 2.36
+# (libudev1 257 needs GLIBC_2.38).
+pick_version()
+{
+    local m v re
+    m=$(apt-cache madison "$1" 2>/dev/null) || return 0
+    for re in ' bookworm(-updates|-security)?/' ' bookworm-backports/'; do
+        v=$(printf '%s\n' "$m" | awk -F' *[|] *' -v re="$re" -v p="$1" '
+            { sub(/^ */, "", $1) } $1 == p && $3 ~ re && $3 ~ / (amd64|all) Packages$/ {print $2}' | {
+                best=''
+                while read -r x; do
+                    if [ -z "$best" ] || dpkg --compare-versions "$x" gt "$best"; then best=$x; fi
+                done
+                echo "$best"; })
+        [ -z "$v" ] || { echo "$v"; return 0; }
+    done
+}
+
+# fetch PKG: download that version of PKG into $debs unless it is
 # already there; prints the .deb path.
 fetch()
 {
     local pkg=$1 ver f
-    ver=$(apt-cache show --no-all-versions "$pkg" 2>/dev/null | sed -n 's/^Version: //p' | head -n 1)
-    [ -n "$ver" ] || die "package $pkg is not known to the private apt sources (bookworm, bookworm-backports, trixie)"
+    ver=$(pick_version "$pkg")
+    [ -n "$ver" ] || die "package $pkg is not known to the private apt sources in bookworm or bookworm-backports"
     f=$(ls -1 "$debs/${pkg}_"*"${ver#*:}_"*.deb 2>/dev/null | head -n 1 || true)
     if [ -z "$f" ]; then
         log "downloading $pkg $ver"
@@ -141,6 +163,7 @@ lib_pkgs="libc6 libnl-3-200 libnl-route-3-200 libpci3 libudev1 libmnl0 libelf1
 # until the package lists are refreshed or the choice inputs change.
 memo="$gdir/.resolved-$( { stat -c %Y "$RS_APT/lists/.updated" 2>/dev/null
     echo "${RS_KERNEL_PKG:-}" $user_pkgs $lib_pkgs
+    echo "versions: bookworm, then bookworm-backports, never trixie"
     dpkg-query -W -f='${Package} ${Version} ${Status}\n' 'linux-headers-6.12*' 2>/dev/null || true
   } | sha1sum | cut -c1-12)"
 
@@ -381,6 +404,36 @@ done
     cp -L "$src" "$root/lib/x86_64-linux-gnu/"
 }
 ln -sf ../lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 "$root/lib64/ld-linux-x86-64.so.2"
+# Every versioned symbol reference (GLIBC_2.38, LIBUDEV_...) must be
+# defined by the library the image holds: a library from a newer Debian
+# than the guest's glibc only fails when the binary starts.
+declare -A libpath=()
+while IFS= read -r -d '' f; do
+    [ -n "${libpath[${f##*/}]:-}" ] || libpath[${f##*/}]=$f
+done < <(find "$root" \( -type f -o -type l \) -name '*.so*' -print0)
+declare -A vdefs=()
+unresolved=()
+while IFS= read -r -d '' f; do
+    elf "$f" || continue
+    while read -r lib ver; do
+        p=${libpath[$lib]:-}
+        [ -n "$p" ] || { unresolved+=("${f#$root}: $lib not in the image"); continue; }
+        if [ -z "${vdefs[$lib]:-}" ]; then
+            vdefs[$lib]=" $(objdump -p "$p" 2>/dev/null | awk '/^Version definitions:/ {d=1; next}
+                /^Version References:/ || /^$/ {d=0} d && NF >= 4 {print $4}' | tr '\n' ' ') "
+        fi
+        case ${vdefs[$lib]} in
+        *" $ver "*) ;;
+        *) unresolved+=("${f#$root}: $ver from $lib (image has $(basename "$(readlink -f "$p")"))") ;;
+        esac
+    done < <(objdump -p "$f" 2>/dev/null | awk '/^Version References:/ {r=1; next}
+        r && /required from/ {lib=$3; sub(/:$/, "", lib); next}
+        r && NF >= 4 {print lib, $4}')
+done < <(find "$root/usr" "$root/lib/x86_64-linux-gnu" -type f -print0)
+[ ${#unresolved[@]} -eq 0 ] || {
+    printf '[guest-image]   %s\n' "${unresolved[@]}" >&2
+    die "symbol versions the image's libraries do not define (a package from another Debian release?)"
+}
 # Debug information out (the staging tree is built with it).
 find "$root/usr" "$root/lib/x86_64-linux-gnu" -type f \( -name '*.so*' -o -path '*/bin/*' \) \
     -exec strip --strip-unneeded {} + 2>/dev/null || true

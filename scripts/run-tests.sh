@@ -11,7 +11,8 @@
 #          ping between two VMs, the RDMA device in ibv_devices/ibv_devinfo,
 #          its RoCEv2 GID, rdma link/resource, DHCP on -netdev user, module
 #          reload while a process holds a context; each check counts once
-#          the parts it needs are committed
+#          the parts it needs are committed; every perftest binary, rping
+#          and ibv_*_pingpong start (no loader error)
 # Each suite prints "<suite>: N passed, N failed"; the last line is the
 # total "N passed, N failed".  Exit status 0 only if nothing failed.
 # Passes and failures are counted from TAP output (one per test case); a
@@ -213,7 +214,7 @@ intree guest-driver/kernel/rdma_session_verbs.c && gate[ib]=1
 declare -A needs=(
     [module-load]='' [dmesg-clean]='' [netdev]=net [ping]=net [dhcp-gateway]=net
     [ibv-devices]='ib prov' [ibv-devinfo]='ib prov' [gid-rocev2]='ib net'
-    [rdma-link]=ib [rdma-resource]=ib [reload-with-context]='ib prov')
+    [rdma-link]=ib [rdma-resource]=ib [reload-with-context]='ib prov' [perftest-start]='')
 gated_in() { local g; for g in ${needs[$1]}; do [ "${gate[$g]}" = 1 ] || return 1; done; }
 read -r -d '' gs_common <<'EOS'
 ck() { echo "CHECK $1 $2 ${3:-}"; }
@@ -261,6 +262,21 @@ else ck rdma-link fail "$l"; fi
 r=$(rdma resource show 2>&1); rc=$?
 if [ $rc = 0 ] && echo "$r" | grep -q 'rsess0'; then ck rdma-resource ok "$(echo "$r" | head -n 1)"
 else ck rdma-resource fail "status $rc: $r"; fi
+# Every perftest binary, rping and the pingpong tests start: the dynamic
+# loader resolves their libraries and symbol versions (--help prints the
+# usage; the exit status varies between the tools).
+bad=
+for p in ib_write_bw ib_write_lat ib_read_bw ib_read_lat ib_send_bw ib_send_lat ib_atomic_bw \
+         rping ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong ibv_srq_pingpong; do
+    if ! command -v $p >/dev/null 2>&1; then bad="$bad $p:missing"; continue; fi
+    o=$(timeout 10 $p --help 2>&1); rc=$?
+    if [ $rc = 127 ] || [ $rc = 124 ] || [ -z "$o" ] ||
+       echo "$o" | grep -qiE 'error while loading|version .* not found|symbol lookup error|cannot open shared|not found \(required'; then
+        bad="$bad $p:status-$rc:$(echo "$o" | head -n 1)"
+    fi
+done
+if [ -z "$bad" ]; then ck perftest-start ok "ib_*_bw/lat, rping, ibv_*_pingpong start"
+else ck perftest-start fail "$bad"; fi
 b=$(badlog)
 if [ -z "$b" ]; then ck dmesg-clean ok; else ck dmesg-clean fail "$b"; fi
 EOS
@@ -356,7 +372,7 @@ else
     }
     pair=''
     for v in 1 2; do
-        for c in module-load netdev ping ibv-devices ibv-devinfo gid-rocev2 rdma-link rdma-resource dmesg-clean; do
+        for c in module-load netdev ping ibv-devices ibv-devinfo gid-rocev2 rdma-link rdma-resource perftest-start dmesg-clean; do
             pair+=" $v:$c"
         done
     done

@@ -130,15 +130,12 @@ static int rs_cmd_destroy_lan_queue(struct rs_ndev *nd, u8 type)
 	return rs_cmd_destroy(nd->rdev, RS_CMD_DESTROY_LAN_QUEUE, type);
 }
 
-static void rs_rx_mode_work(struct work_struct *work)
+static void rs_apply_rx_mode(struct rs_ndev *nd)
 {
-	struct rs_ndev *nd = container_of(work, struct rs_ndev, rx_mode_work);
 	unsigned int flags = READ_ONCE(nd->netdev->flags);
 	struct rs_admin_cmd cmd = {};
 	int err;
 
-	if (!netif_running(nd->netdev))
-		return;		/* rs_open() sets it */
 	cmd.hdr.opcode = RS_CMD_SET_LAN_RX_MODE;
 	cmd.set_lan_rx_mode.flags = RS_LAN_RX_BROADCAST;
 	if (flags & IFF_PROMISC)
@@ -150,6 +147,15 @@ static void rs_rx_mode_work(struct work_struct *work)
 	if (err)
 		netdev_warn(nd->netdev, "SET_LAN_RX_MODE %#x failed: %d\n",
 			    cmd.set_lan_rx_mode.flags, err);
+}
+
+static void rs_rx_mode_work(struct work_struct *work)
+{
+	struct rs_ndev *nd = container_of(work, struct rs_ndev, rx_mode_work);
+
+	if (!netif_running(nd->netdev))
+		return;		/* rs_open() sets it */
+	rs_apply_rx_mode(nd);
 }
 
 /* Atomic context (netif_addr_lock held): the command runs in a work item. */
@@ -579,8 +585,14 @@ static int rs_open(struct net_device *netdev)
 	}
 	nd->tx.created = true;
 
+	/*
+	 * The receive filter before the first RX doorbell: the doorbell
+	 * flushes what the device's network layer queued while the ring was
+	 * empty, and with the reset filter (broadcast only) the multicast
+	 * frames among them (IPv6 ND, MLD) would be dropped.
+	 */
+	rs_apply_rx_mode(nd);
 	rs_ring_db(nd, RS_DB_LAN_RX, nd->rx.pi);
-	schedule_work(&nd->rx_mode_work);
 
 	netdev_reset_queue(netdev);
 	if (rs_rd32(rdev, A_RS_STATUS) & R_RS_STATUS_LINK_UP_MASK)

@@ -14,6 +14,7 @@
 
 #include "qemu/osdep.h"
 #include "qemu/log.h"
+#include "qemu/timer.h"
 #include "rdma-session-core.h"
 #include "rdma-session-wire.h"
 #include "trace.h"
@@ -174,8 +175,9 @@ void rs_comp_receive(RSCore *c, uint32_t qpn, const RSPkt *pkt)
         d = rs_psn_diff(pkt->psn, first);
         if (nak && d >= 0 && rs_psn_diff(pkt->psn, last) <= 0) {
             if (pkt->syndrome == RS_AETH_NAK_PSN_SEQ) {
-                /* No retransmission yet: the WQE stays outstanding. */
+                /* Go back to the WQE that holds the expected PSN. */
                 trace_rdma_session_comp_drop(qpn, pkt->psn, "sequence NAK");
+                rs_req_rewind(c, qpn);
                 return;
             }
             trace_rdma_session_comp_nak(qpn, pkt->psn, pkt->syndrome);
@@ -212,12 +214,15 @@ void rs_comp_receive(RSCore *c, uint32_t qpn, const RSPkt *pkt)
                 rs_qp_to_err(c, qpn);
                 return;
             }
+            qp->last_progress = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
             if (pkt->psn != last) {
                 return;
             }
             rs_send_cqe(c, qpn, &e.w, RS_WC_SUCCESS, e.len);
             qp->sq_comp++;
             qp->comp_psn = (last + 1) & RS_PSN_MASK;
+            qp->last_progress = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+            qp->retries = 0;
             return;
         }
         if (rs_psn_diff(pkt->psn, last) < (nak ? 1 : 0)) {
@@ -226,6 +231,8 @@ void rs_comp_receive(RSCore *c, uint32_t qpn, const RSPkt *pkt)
         rs_send_cqe(c, qpn, &e.w, RS_WC_SUCCESS, e.len);
         qp->sq_comp++;
         qp->comp_psn = (last + 1) & RS_PSN_MASK;
+        qp->last_progress = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+        qp->retries = 0;
     }
     rs_req_kick(c);
 }

@@ -115,6 +115,10 @@ typedef struct RSQp {
     uint64_t resp_va;           /* WRITE in progress: next address */
     uint32_t resp_rkey;
     uint32_t resp_left;         /* WRITE: bytes the RETH still allows */
+    /* Retransmission: runtime only (re-armed after migration). */
+    int64_t last_progress;      /* QEMU_CLOCK_VIRTUAL ns */
+    uint8_t retries;            /* timeouts since the last progress */
+    bool seq_nak_sent;          /* responder: one NAK per PSN gap */
 } RSQp;
 
 enum { RS_RESP_NONE = 0, RS_RESP_SEND = 1, RS_RESP_WRITE = 2 };
@@ -209,6 +213,7 @@ struct RSCore {
     QEMUBH *lan_bh;
     uint8_t *lan_tx_buf;        /* RS_LAN_MAX_FRAME bytes, from realize */
     QEMUBH *req_bh;             /* requester: runs the send queues */
+    QEMUTimer *retry_timer;     /* RC retransmission (go-back-N) */
     uint8_t *req_buf;           /* frame the requester builds */
     uint8_t *resp_buf;          /* frame the responder builds (ACK, READ) */
     uint8_t *rx_buf;            /* received RoCE frame, linearized */
@@ -379,6 +384,8 @@ void rs_engine_realize(RSCore *c);
 void rs_engine_unrealize(RSCore *c);
 void rs_req_process(void *opaque);
 void rs_req_kick(RSCore *c);
+void rs_req_rewind(RSCore *c, uint32_t qpn);
+void rs_req_arm_retry(RSCore *c);
 void rs_roce_xmit(RSCore *c, uint8_t *frame, size_t len, uint32_t dip);
 bool rs_resp_divert(RSCore *c, const struct iovec *iov, int iovcnt);
 void rs_roce_input(RSCore *c, const uint8_t *frame, size_t len);

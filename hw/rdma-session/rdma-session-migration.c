@@ -268,7 +268,7 @@ static bool rs_core_state_valid(RSCore *c)
             qp->max_send_sge > RS_MAX_SGE || qp->max_recv_sge > RS_MAX_SGE ||
             qp->max_inline > RS_MAX_INLINE ||
             qp->path_mtu < RS_MTU_256 || qp->path_mtu > RS_MTU_4096 ||
-            (qp->sq_psn | qp->rq_psn | qp->comp_psn | qp->msn) >> 24) {
+            (qp->sq_psn | qp->rq_psn | qp->comp_psn) >> 24) {
             return false;
         }
     }

@@ -7,7 +7,10 @@
  * wire with the UDP 5-tuple of a session of the QP's group.  UD work
  * requests complete once sent; RC ones when the completer sees the ACK.
  *
- * This slice has no retransmit timer: a lost RC packet stalls the QP.
+ * Lost RC packets are recovered go-back-N: a sequence NAK or the QP's
+ * local ACK timeout rewinds sq_ci/sq_psn to the oldest unacknowledged WQE
+ * and the requester sends it again (retry_cnt times, then
+ * RS_WC_RETRY_EXC_ERR).  RNR NAKs are not retried yet.
  *
  * Copyright (c) 2026 rdma-session developers
  *
@@ -17,6 +20,7 @@
 #include "qemu/osdep.h"
 #include "qemu/log.h"
 #include "qemu/main-loop.h"
+#include "qemu/timer.h"
 #include "rdma-session-core.h"
 #include "rdma-session-wire.h"
 #include "trace.h"
@@ -173,7 +177,7 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp)
     struct rs_send_wqe_ctrl w;
     struct rs_sge sge[RS_MAX_SGE];
     RSAv *ud_av = NULL;
-    uint32_t gid_index, npkts, first_psn, i;
+    uint32_t gid_index, npkts, first_psn, expect_ci, i;
     uint64_t total = 0;
     bool is_inline;
     RSPkt pkt;
@@ -259,6 +263,7 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp)
         len = rs_wire_build(c->req_buf, &pkt, 0);
         qp->sq_psn = (qp->sq_psn + npkts) & RS_PSN_MASK;
         qp->sq_ci++;
+        rs_req_arm_retry(c);
         rs_roce_xmit(c, c->req_buf, len, pkt.dip);
         return true;
     }
@@ -270,14 +275,18 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp)
     first_psn = qp->sq_psn;
     qp->sq_psn = (qp->sq_psn + (ud ? 1 : npkts)) & RS_PSN_MASK;
     qp->sq_ci++;
+    expect_ci = qp->sq_ci;
+    if (!ud) {
+        rs_req_arm_retry(c);
+    }
     for (i = 0; i < npkts; i++) {
         uint32_t off = i * mtu;
         uint32_t n = MIN((uint64_t)mtu, total - off);
         uint8_t *payload;
         size_t len;
 
-        if (qp->state != RS_QPS_RTS) {
-            return false;       /* a NAK ended the connection meanwhile */
+        if (qp->state != RS_QPS_RTS || qp->sq_ci != expect_ci) {
+            return false;       /* a NAK ended or rewound it meanwhile */
         }
         pkt.opcode = rs_req_wire_op(qp->type, w.opcode, i, npkts);
         payload = c->req_buf + rs_wire_payload_off(pkt.opcode);
@@ -349,8 +358,77 @@ void rs_req_process(void *opaque)
     }
 }
 
+/* Go back to the oldest unacknowledged WQE and send from there again. */
+void rs_req_rewind(RSCore *c, uint32_t qpn)
+{
+    RSQp *qp = &c->qps[qpn];
+
+    trace_rdma_session_req_rewind(qpn, qp->sq_comp, qp->sq_ci, qp->comp_psn);
+    qp->sq_ci = qp->sq_comp;
+    qp->sq_psn = qp->comp_psn;
+    qp->last_progress = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    rs_req_kick(c);
+}
+
+#define RS_RETRY_TICK_NS    (10 * SCALE_MS)
+
+void rs_req_arm_retry(RSCore *c)
+{
+    if (c->retry_timer && !timer_pending(c->retry_timer)) {
+        timer_mod(c->retry_timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
+                  RS_RETRY_TICK_NS);
+    }
+}
+
+/* Local ACK timeout: 4.096 us * 2^timeout (0: none), at least 10 ms. */
+static void rs_req_retry_tick(void *opaque)
+{
+    RSCore *c = opaque;
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    bool pending = false;
+    uint32_t qpn;
+
+    for (qpn = 1; qpn < c->p.max_qps; qpn++) {
+        RSQp *qp = &c->qps[qpn];
+        int64_t tmo;
+
+        if (!qp->valid || qp->type != RS_QPT_RC ||
+            qp->state != RS_QPS_RTS || qp->sq_comp == qp->sq_ci ||
+            !qp->timeout) {
+            continue;
+        }
+        pending = true;
+        tmo = MAX(4096LL << MIN(qp->timeout, 31), RS_RETRY_TICK_NS);
+        if (qp->last_progress == 0) {
+            qp->last_progress = now;    /* e.g. after migration */
+        }
+        if (now - qp->last_progress < tmo) {
+            continue;
+        }
+        if (qp->retries >= qp->retry_cnt) {
+            struct rs_send_wqe_ctrl w;
+            uint32_t stride = rs_sq_stride(qp->max_send_sge, qp->max_inline);
+
+            memset(&w, 0, sizeof(w));
+            rs_dma_read(c, qp->sq_addr + (uint64_t)(qp->sq_comp &
+                        ((1u << qp->sq_log) - 1)) * stride, &w, sizeof(w));
+            rs_send_cqe(c, qpn, &w, RS_WC_RETRY_EXC_ERR, 0);
+            qp->sq_comp++;
+            qp->sq_ci = qp->sq_comp;
+            rs_qp_to_err(c, qpn);
+            continue;
+        }
+        qp->retries++;
+        rs_req_rewind(c, qpn);
+    }
+    if (pending) {
+        rs_req_arm_retry(c);
+    }
+}
+
 void rs_engine_realize(RSCore *c)
 {
+    c->retry_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, rs_req_retry_tick, c);
     c->req_bh = qemu_bh_new_guarded(rs_req_process, c, c->guard);
     c->req_buf = g_malloc0(RS_WIRE_MAX_FRAME);
     c->resp_buf = g_malloc0(RS_WIRE_MAX_FRAME);
@@ -361,6 +439,8 @@ void rs_engine_unrealize(RSCore *c)
 {
     qemu_bh_delete(c->req_bh);
     c->req_bh = NULL;
+    timer_free(c->retry_timer);
+    c->retry_timer = NULL;
     g_free(c->req_buf);
     g_free(c->resp_buf);
     g_free(c->rx_buf);

@@ -262,18 +262,33 @@ static void rs_resp_rc(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
     }
     d = rs_psn_diff(pkt->psn, qp->rq_psn);
     if (d < 0) {
-        /* Duplicate: acknowledge what we have (READs are not replayed). */
         trace_rdma_session_resp_drop(qpn, pkt->psn, "duplicate");
+        if (f & RS_OPF_READ) {
+            /* Replay a duplicate READ (the requester lost a response). */
+            mr = rs_resp_rkey(c, qp, gid, pkt->rkey, pkt->va, pkt->dmalen,
+                              RS_ACCESS_REMOTE_READ);
+            if (mr && pkt->dmalen <= c->p.max_msg_size) {
+                qp->msn--;
+                rs_resp_read(c, qpn, qp, mr, pkt);
+            }
+            return;
+        }
+        /* Duplicate SEND/WRITE: acknowledge what we have. */
         rs_resp_ack(c, qpn, qp, RS_AETH_ACK,
                     (qp->rq_psn - 1) & RS_PSN_MASK);
         return;
     }
     if (d > 0) {
+        /* A gap: one sequence NAK until the expected PSN arrives. */
         trace_rdma_session_resp_nak(qpn, pkt->psn, RS_AETH_NAK_PSN_SEQ,
                                     "PSN sequence error");
-        rs_resp_ack(c, qpn, qp, RS_AETH_NAK_PSN_SEQ, qp->rq_psn);
+        if (!qp->seq_nak_sent) {
+            qp->seq_nak_sent = true;
+            rs_resp_ack(c, qpn, qp, RS_AETH_NAK_PSN_SEQ, qp->rq_psn);
+        }
         return;
     }
+    qp->seq_nak_sent = false;
 
     /* Message sequencing: FIRST/ONLY start one, MIDDLE/LAST continue. */
     if ((qp->resp_op == RS_RESP_NONE && !(f & RS_OPF_FIRST)) ||
