@@ -47,6 +47,7 @@ void rs_cq_post(RSCore *c, uint32_t idx, struct rs_cqe *cqe, bool solicited)
                             cq->pi);
         return;
     }
+    /* The poller may see the owner bit only after the entry's body. */
     smp_wmb();
     rs_dma_write(c, addr + offsetof(struct rs_cqe, owner), &cqe->owner, 1);
     trace_rdma_session_cqe(idx, cq->pi, le32_to_cpu(cqe->qpn), cqe->opcode,
