@@ -73,7 +73,7 @@ static uint8_t rs_cmd_query_port(RSCore *c, const struct rs_admin_cmd *cmd,
                                  struct rs_admin_cqe *cqe)
 {
     bool active = rs_port_active(c);
-    uint8_t mtu = ctz32(c->p.mtu) - 7;
+    uint8_t mtu = rs_max_mtu(c);
     struct rs_port_attr a = {
         .state = active ? RS_PORT_ACTIVE : RS_PORT_DOWN,
         .max_mtu = mtu,

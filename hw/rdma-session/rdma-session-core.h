@@ -274,6 +274,12 @@ static inline bool rs_port_active(RSCore *c)
     return c->link_up && (c->status & R_RS_STATUS_READY_MASK);
 }
 
+/* The mtu property as enum rs_mtu: 256 -> RS_MTU_256 (1) ... 4096 -> 5. */
+static inline uint8_t rs_max_mtu(RSCore *c)
+{
+    return ctz32(c->p.mtu) - 7;
+}
+
 static inline uint32_t rs_handle(uint32_t index, uint8_t gen)
 {
     return ((uint32_t)gen << RS_HANDLE_GEN_SHIFT) | index;

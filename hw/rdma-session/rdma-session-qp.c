@@ -225,6 +225,51 @@ static uint8_t rs_check_wq(RSCore *c, uint64_t addr, uint8_t log,
     return rs_dma_check(c, addr, (uint64_t)stride << log, true);
 }
 
+static void rs_qp_set_av(RSCore *c, RSQp *qp, const RSAv *av)
+{
+    if (qp->has_av) {
+        c->gids[qp->av.gid_index].refs--;
+    }
+    qp->has_av = av != NULL;
+    if (av) {
+        qp->av = *av;
+        c->gids[av->gid_index].refs++;
+    } else {
+        memset(&qp->av, 0, sizeof(qp->av));
+    }
+}
+
+/*
+ * The state CREATE_QP leaves a QP in, also reached by MODIFY_QP to RESET:
+ * only what CREATE_QP set survives, so attributes and engine state added
+ * to RSQp start from zero without being listed here.
+ */
+static void rs_qp_to_reset(RSCore *c, RSQp *qp)
+{
+    rs_qp_set_av(c, qp, NULL);
+    *qp = (RSQp) {
+        .valid = qp->valid,
+        .gen = qp->gen,
+        .type = qp->type,
+        .state = RS_QPS_RESET,
+        .sq_log = qp->sq_log,
+        .rq_log = qp->rq_log,
+        .max_send_sge = qp->max_send_sge,
+        .max_recv_sge = qp->max_recv_sge,
+        .flags = qp->flags,
+        .max_inline = qp->max_inline,
+        .pd = qp->pd,
+        .send_cq = qp->send_cq,
+        .recv_cq = qp->recv_cq,
+        .uar = qp->uar,
+        .group = qp->group,
+        .sq_addr = qp->sq_addr,
+        .rq_addr = qp->rq_addr,
+        .path_mtu = rs_max_mtu(c),
+        .resp_op = RS_RESP_NONE,
+    };
+}
+
 uint8_t rs_cmd_create_qp(RSCore *c, const struct rs_admin_cmd *cmd,
                          struct rs_admin_cqe *cqe)
 {
@@ -308,7 +353,7 @@ uint8_t rs_cmd_create_qp(RSCore *c, const struct rs_admin_cmd *cmd,
     qp->group = group;
     qp->sq_addr = sq_addr;
     qp->rq_addr = rq_addr;
-    qp->path_mtu = ctz32(c->p.mtu) - 7;
+    rs_qp_to_reset(c, qp);
     c->pds[pd].refs++;
     c->cqs[scq].refs++;
     c->cqs[rcq].refs++;
@@ -327,7 +372,7 @@ static uint8_t rs_qp_check_values(RSCore *c, const RSQp *qp,
     if (((mask & A_PORT) && a->port_num != 1) ||
         ((mask & A_PKEY) && le16_to_cpu(a->pkey_index) != 0) ||
         ((mask & A_MTU) && (a->path_mtu < RS_MTU_256 ||
-                            a->path_mtu > ctz32(c->p.mtu) - 7)) ||
+                            a->path_mtu > rs_max_mtu(c))) ||
         ((mask & A_RQ_PSN) && le32_to_cpu(a->rq_psn) >= (1u << 24)) ||
         ((mask & A_SQ_PSN) && le32_to_cpu(a->sq_psn) >= (1u << 24)) ||
         ((mask & A_DQPN) && le32_to_cpu(a->dest_qp_num) >= (1u << 24)) ||
@@ -363,20 +408,6 @@ static uint8_t rs_qp_check_values(RSCore *c, const RSQp *qp,
         }
     }
     return RS_STATUS_OK;
-}
-
-static void rs_qp_set_av(RSCore *c, RSQp *qp, const RSAv *av)
-{
-    if (qp->has_av) {
-        c->gids[qp->av.gid_index].refs--;
-    }
-    qp->has_av = av != NULL;
-    if (av) {
-        qp->av = *av;
-        c->gids[av->gid_index].refs++;
-    } else {
-        memset(&qp->av, 0, sizeof(qp->av));
-    }
 }
 
 static void rs_qp_set_group(RSCore *c, RSQp *qp, uint32_t group)
@@ -500,19 +531,7 @@ uint8_t rs_cmd_modify_qp(RSCore *c, const struct rs_admin_cmd *cmd,
 
     trace_rdma_session_qp_state(idx, qp->state, next);
     if (next == RS_QPS_RESET) {
-        /* Back to the state CREATE_QP left it in, keeping the queues. */
-        rs_qp_set_av(c, qp, NULL);
-        qp->sq_pi = qp->rq_pi = 0;
-        qp->sq_ci = qp->sq_comp = qp->rq_ci = qp->comp_psn = qp->msn = 0;
-        qp->resp_op = RS_RESP_NONE;
-        qp->resp_off = qp->resp_left = qp->resp_rkey = 0;
-        qp->resp_va = 0;
-        qp->qkey = qp->rq_psn = qp->sq_psn = qp->dest_qpn = 0;
-        qp->access = 0;
-        qp->path_mtu = ctz32(c->p.mtu) - 7;
-        qp->max_rd_atomic = qp->max_dest_rd_atomic = 0;
-        qp->min_rnr_timer = qp->timeout = 0;
-        qp->retry_cnt = qp->rnr_retry = qp->en_sqd_async = 0;
+        rs_qp_to_reset(c, qp);
     } else if (next != RS_QPS_ERR) {
         rs_qp_apply(c, qp, &a, mask, group);
     }
