@@ -23,12 +23,16 @@
  * - Memory keys live in a network identity: every MR is registered in the
  *   "default identity", the lowest RoCEv2 GID index present in the device.
  * - Kernel QPs/CQs (the MAD stack's QP1 and in-kernel consumers) use
- *   doorbell page 0.  The device has no data path yet (ABI 1.0), so
- *   posted WQEs are never executed and poll_cq finds no CQE.
- * - There is no all-memory key in ABI 1.0: the driver advertises
- *   local_dma_lkey 0 (MR index 0 is never a registered region) for kernel
- *   consumers; the data path will have to give lkey 0 the meaning "DMA
- *   address".  get_dma_mr and fast-registration MRs are not supported.
+ *   doorbell page 0, and kernel PDs are created RS_PD_F_PRIVILEGED.
+ * - Kernel consumers address memory by DMA address with local_dma_lkey,
+ *   the device's reserved RS_LOCAL_DMA_LKEY: valid for local access on a
+ *   privileged QP only and never an rkey.  get_dma_mr hands out the same
+ *   key for local access and refuses remote rights (no all-memory rkey).
+ * - Fast registration (IB_MR_TYPE_MEM_REG): alloc_mr reserves an MR with
+ *   up to RS_MAX_FRMR_PAGES page slots in the device; map_mr_sg fills a
+ *   DMA-coherent page list; the REG_MR work request makes the device copy
+ *   it and bind key, IOVA, length and access; LOCAL_INV and SEND with
+ *   invalidate unbind it.
  */
 #include <linux/bitfield.h>
 #include <linux/bitmap.h>
@@ -232,6 +236,12 @@ static inline u32 rs_ah_handle(struct rs_ah *ah)
 struct rs_mr {
 	struct ib_mr ibmr;
 	struct ib_umem *umem;
+	bool dma;			/* get_dma_mr: no device object */
+	/* Fast registration: page list of max_pages DMA addresses. */
+	u64 *pages;
+	dma_addr_t pages_dma;
+	u32 npages;
+	u32 max_pages;
 };
 
 static inline struct rs_ibdev *to_rsdev(struct ib_device *ibdev)
@@ -461,7 +471,8 @@ static int rs_query_device(struct ib_device *ibdev, struct ib_device_attr *a,
 	a->max_qp = da->max_qp;
 	a->max_qp_wr = da->max_qp_wr;
 	a->device_cap_flags = IB_DEVICE_PORT_ACTIVE_EVENT |
-			      IB_DEVICE_RC_RNR_NAK_GEN;
+			      IB_DEVICE_RC_RNR_NAK_GEN |
+			      IB_DEVICE_MEM_MGT_EXTENSIONS;
 	a->kernel_cap_flags = IBK_LOCAL_DMA_LKEY;
 	a->max_send_sge = da->max_sge;
 	a->max_recv_sge = da->max_sge;
@@ -479,7 +490,7 @@ static int rs_query_device(struct ib_device *ibdev, struct ib_device_attr *a,
 	a->max_srq = 0;
 	a->max_pkeys = 1;
 	a->local_ca_ack_delay = 16;
-	a->max_fast_reg_page_list_len = 0;
+	a->max_fast_reg_page_list_len = RS_MAX_FRMR_PAGES;
 	return 0;
 }
 
@@ -703,6 +714,8 @@ static int rs_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 	int err;
 
 	cmd.hdr.opcode = RS_CMD_CREATE_PD;
+	if (!udata)
+		cmd.create_pd.flags = RS_PD_F_PRIVILEGED;
 	err = rs_exec(dev, &cmd, &cqe);
 	if (err)
 		return err;
@@ -1501,10 +1514,24 @@ static int rs_wr_opcode(enum ib_wr_opcode op)
 		return RS_WR_ATOMIC_FETCH_ADD;
 	case IB_WR_LOCAL_INV:
 		return RS_WR_LOCAL_INV;
+	case IB_WR_REG_MR:
+		return RS_WR_REG_MR;
 	default:
-		/* IB_WR_REG_MR: no fast-registration MRs. */
 		return -EOPNOTSUPP;
 	}
+}
+
+static void rs_build_reg_mr(const struct ib_reg_wr *wr, struct rs_send_wqe_reg_mr *f)
+{
+	struct rs_mr *mr = to_rsmr(wr->mr);
+
+	f->key = wr->key;
+	f->iova = mr->ibmr.iova;
+	f->length = mr->ibmr.length;
+	f->pbl_addr = mr->pages_dma;
+	f->npages = mr->npages;
+	f->page_shift = ilog2(mr->ibmr.page_size);
+	f->access = wr->access & RS_ACCESS_ALL;
 }
 
 static int rs_build_send(struct rs_qp *qp, const struct ib_send_wr *wr, void *slot)
@@ -1528,6 +1555,10 @@ static int rs_build_send(struct rs_qp *qp, const struct ib_send_wr *wr, void *sl
 		c->flags |= RS_WQE_F_SOLICITED;
 	if (wr->send_flags & IB_SEND_FENCE)
 		c->flags |= RS_WQE_F_FENCE;
+	if (wr->opcode == IB_WR_REG_MR) {
+		rs_build_reg_mr(reg_wr(wr), slot);
+		return 0;
+	}
 
 	switch (wr->opcode) {
 	case IB_WR_SEND_WITH_IMM:
@@ -1973,18 +2004,106 @@ static int rs_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	struct rs_mr *mr = to_rsmr(ibmr);
 	int err;
 
-	err = rs_destroy(dev, RS_CMD_DEREG_MR, ibmr->lkey);
-	if (err)
-		return err;
+	if (!mr->dma) {
+		err = rs_destroy(dev, RS_CMD_DEREG_MR, ibmr->lkey);
+		if (err)
+			return err;
+	}
+	if (mr->pages)
+		dma_free_coherent(rs_dma_dev(dev), mr->max_pages * sizeof(u64),
+				  mr->pages, mr->pages_dma);
 	ib_umem_release(mr->umem);
 	kfree(mr);
 	return 0;
 }
 
+/*
+ * The device has no all-memory rkey: a DMA MR is the reserved local key,
+ * for kernel PDs and local access only (IB_PD_UNSAFE_GLOBAL_RKEY fails).
+ */
 static struct ib_mr *rs_get_dma_mr(struct ib_pd *ibpd, int access)
 {
-	/* ABI 1.0 has no all-memory key; kernel users get local_dma_lkey. */
-	return ERR_PTR(-EOPNOTSUPP);
+	struct rs_mr *mr;
+
+	if (ibpd->uobject || (access & ~IB_ACCESS_LOCAL_WRITE))
+		return ERR_PTR(-EOPNOTSUPP);
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	mr->dma = true;
+	mr->ibmr.lkey = RS_LOCAL_DMA_LKEY;
+	mr->ibmr.rkey = RS_LOCAL_DMA_LKEY;
+	return &mr->ibmr;
+}
+
+static struct ib_mr *rs_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
+				 u32 max_num_sg)
+{
+	struct rs_ibdev *dev = to_rsdev(ibpd->device);
+	struct rs_admin_cmd cmd = {};
+	struct rs_admin_cqe cqe;
+	struct rs_mr *mr;
+	u32 netid;
+	int err;
+
+	if (type != IB_MR_TYPE_MEM_REG || ibpd->uobject)
+		return ERR_PTR(-EOPNOTSUPP);
+	if (!max_num_sg || max_num_sg > RS_MAX_FRMR_PAGES)
+		return ERR_PTR(-EINVAL);
+	err = rs_default_netid(dev, &netid);
+	if (err)
+		return ERR_PTR(err);
+
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	mr->max_pages = max_num_sg;
+	mr->pages = dma_alloc_coherent(rs_dma_dev(dev), max_num_sg * sizeof(u64),
+				       &mr->pages_dma, GFP_KERNEL);
+	if (!mr->pages) {
+		err = -ENOMEM;
+		goto err_mr;
+	}
+
+	cmd.hdr.opcode = RS_CMD_REG_MR;
+	cmd.reg_mr.npages = max_num_sg;
+	cmd.reg_mr.pd = to_rspd(ibpd)->handle;
+	cmd.reg_mr.page_shift = RS_MR_MIN_PAGE_SHIFT;
+	cmd.reg_mr.flags = RS_MR_F_FAST_REG;
+	cmd.reg_mr.gid_index = netid;
+	err = rs_exec(dev, &cmd, &cqe);
+	if (err)
+		goto err_pages;
+	mr->ibmr.lkey = cqe.handle;
+	mr->ibmr.rkey = cqe.result1;
+	atomic64_inc(&dev->cnt[RS_CNT_MR_REGISTERED]);
+	return &mr->ibmr;
+
+err_pages:
+	dma_free_coherent(rs_dma_dev(dev), max_num_sg * sizeof(u64), mr->pages,
+			  mr->pages_dma);
+err_mr:
+	kfree(mr);
+	return ERR_PTR(err);
+}
+
+static int rs_set_page(struct ib_mr *ibmr, u64 addr)
+{
+	struct rs_mr *mr = to_rsmr(ibmr);
+
+	if (mr->npages >= mr->max_pages)
+		return -ENOMEM;
+	mr->pages[mr->npages++] = addr;
+	return 0;
+}
+
+static int rs_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
+			unsigned int *sg_offset)
+{
+	struct rs_mr *mr = to_rsmr(ibmr);
+
+	mr->npages = 0;
+	return ib_sg_to_pages(ibmr, sg, sg_nents, sg_offset, rs_set_page);
 }
 
 /* ------------------------------------------------------------------ */
@@ -2027,6 +2146,7 @@ static const struct ib_device_ops rs_ib_ops = {
 	.uverbs_abi_ver = RS_UVERBS_ABI_VERSION,
 
 	.alloc_hw_port_stats = rs_alloc_hw_port_stats,
+	.alloc_mr = rs_alloc_mr,
 	.alloc_pd = rs_alloc_pd,
 	.alloc_ucontext = rs_alloc_ucontext,
 	.add_gid = rs_add_gid,
@@ -2047,6 +2167,7 @@ static const struct ib_device_ops rs_ib_ops = {
 	.get_hw_stats = rs_get_hw_stats,
 	.get_link_layer = rs_get_link_layer,
 	.get_port_immutable = rs_get_port_immutable,
+	.map_mr_sg = rs_map_mr_sg,
 	.mmap = rs_mmap,
 	.mmap_free = rs_mmap_free,
 	.modify_qp = rs_modify_qp,
@@ -2113,7 +2234,7 @@ int rs_ib_register(struct rs_dev *rdev)
 		dev->nvecs--;
 	}
 	dev->ibdev.num_comp_vectors = max(1u, dev->nvecs);
-	dev->ibdev.local_dma_lkey = 0;
+	dev->ibdev.local_dma_lkey = RS_LOCAL_DMA_LKEY;
 	dev->ibdev.dev.parent = pdev;
 	strscpy(dev->ibdev.node_desc, "rdma-session RoCEv2 adapter",
 		sizeof(dev->ibdev.node_desc));

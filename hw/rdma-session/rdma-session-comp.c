@@ -224,6 +224,7 @@ void rs_comp_receive(RSCore *c, uint32_t qpn, const RSPkt *pkt)
             qp->comp_psn = (last + 1) & RS_PSN_MASK;
             qp->last_progress = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
             qp->retries = 0;
+            rs_req_kick(c);     /* a local operation may wait for it */
             return;
         }
         if (rs_psn_diff(pkt->psn, last) < (nak ? 1 : 0)) {

@@ -40,6 +40,7 @@ typedef struct RSParams {
 typedef struct RSPd {
     bool valid;
     uint8_t gen;
+    uint8_t flags;              /* RS_PD_F_* */
     uint32_t refs;
 } RSPd;
 
@@ -130,6 +131,13 @@ enum { RS_RESP_NONE = 0, RS_RESP_SEND = 1, RS_RESP_WRITE = 2 };
  */
 typedef struct RSMr {
     bool valid;
+    /*
+     * A fast-registration MR (RS_MR_F_FAST_REG) holds npages page slots
+     * and resolves only between a REG_MR work request and its
+     * invalidation (fr_bound); iova, length and access are the bound ones.
+     */
+    bool fast;
+    bool fr_bound;
     uint8_t tag;
     uint8_t page_shift;
     uint8_t flags;
@@ -346,6 +354,11 @@ uint8_t rs_cmd_reg_mr(RSCore *c, const struct rs_admin_cmd *cmd,
 uint8_t rs_cmd_dereg_mr(RSCore *c, const struct rs_admin_cmd *cmd,
                         struct rs_admin_cqe *cqe);
 RSMr *rs_mkey_lookup(RSCore *c, uint32_t gid_index, uint32_t key);
+bool rs_qp_privileged(RSCore *c, const RSQp *qp);
+uint8_t rs_mr_local_op(RSCore *c, const RSQp *qp,
+                       const struct rs_send_wqe_ctrl *w);
+bool rs_mr_remote_inv(RSCore *c, const RSQp *qp, uint32_t gid_index,
+                      uint32_t rkey);
 void rs_mr_free(RSCore *c, uint32_t idx);
 
 /* rdma-session-session.c: UDP sessions, session groups, GIDs */

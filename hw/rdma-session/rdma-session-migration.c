@@ -22,12 +22,13 @@
 
 static const VMStateDescription vmstate_rs_pd = {
     .name = "rdma-session/pd",
-    .version_id = 1,
+    .version_id = 2,
     .minimum_version_id = 1,
     .fields = (const VMStateField[]) {
         VMSTATE_BOOL(valid, RSPd),
         VMSTATE_UINT8(gen, RSPd),
         VMSTATE_UINT32(refs, RSPd),
+        VMSTATE_UINT8_V(flags, RSPd, 2),
         VMSTATE_END_OF_LIST()
     },
 };
@@ -122,7 +123,7 @@ static const VMStateDescription vmstate_rs_qp = {
 
 static const VMStateDescription vmstate_rs_mr = {
     .name = "rdma-session/mr",
-    .version_id = 1,
+    .version_id = 2,
     .minimum_version_id = 1,
     .fields = (const VMStateField[]) {
         VMSTATE_BOOL(valid, RSMr),
@@ -137,6 +138,8 @@ static const VMStateDescription vmstate_rs_mr = {
         VMSTATE_UINT32(npages, RSMr),
         VMSTATE_VARRAY_UINT32_ALLOC(pages, RSMr, npages, 0,
                                     vmstate_info_uint64, uint64_t),
+        VMSTATE_BOOL_V(fast, RSMr, 2),
+        VMSTATE_BOOL_V(fr_bound, RSMr, 2),
         VMSTATE_END_OF_LIST()
     },
 };
@@ -254,6 +257,7 @@ static bool rs_core_state_valid(RSCore *c)
         }
         if (qp->type > RS_QPT_GSI || qp->state > RS_QPS_ERR ||
             !RS_REF_OK(c, pds, p->max_pds, qp->pd) ||
+            ((c->pds[qp->pd].flags & RS_PD_F_PRIVILEGED) && qp->uar) ||
             !RS_REF_OK(c, cqs, p->max_cqs, qp->send_cq) ||
             !RS_REF_OK(c, cqs, p->max_cqs, qp->recv_cq) ||
             (qp->group && !RS_REF_OK(c, groups, p->max_groups, qp->group)) ||
@@ -272,14 +276,34 @@ static bool rs_core_state_valid(RSCore *c)
             return false;
         }
     }
+    for (i = 0; i < p->max_pds; i++) {
+        if (c->pds[i].valid && (c->pds[i].flags & ~RS_PD_F_PRIVILEGED)) {
+            return false;
+        }
+    }
     for (i = 0; i < p->max_mrs; i++) {
         RSMr *mr = &c->mrs[i];
 
         if (!mr->valid) {
-            if (mr->npages) {
+            if (mr->npages || mr->fast || mr->fr_bound) {
                 return false;
             }
             continue;
+        }
+        /* A fast-registration MR: a kernel PD's, bound within its slots. */
+        if (mr->fast &&
+            (mr->npages > RS_MAX_FRMR_PAGES ||
+             !RS_REF_OK(c, pds, p->max_pds, mr->pd) ||
+             !(c->pds[mr->pd].flags & RS_PD_F_PRIVILEGED) ||
+             (mr->fr_bound &&
+              (mr->length == 0 || mr->iova + mr->length < mr->iova ||
+               mr->page_shift > RS_MR_MAX_PAGE_SHIFT ||
+               ((mr->iova + mr->length - 1) >> mr->page_shift) -
+               (mr->iova >> mr->page_shift) >= mr->npages)))) {
+            return false;
+        }
+        if (!mr->fast && mr->fr_bound) {
+            return false;
         }
         if (!RS_REF_OK(c, pds, p->max_pds, mr->pd) ||
             !rs_gid_valid(c, mr->gid_index) || !mr->npages ||

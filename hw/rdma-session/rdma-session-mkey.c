@@ -17,7 +17,7 @@
 #include "rdma-session-core.h"
 #include "trace.h"
 
-#define RS_MR_F_KNOWN   (RS_MR_F_PBL_INDIRECT | RS_MR_F_ODP)
+#define RS_MR_F_KNOWN   (RS_MR_F_PBL_INDIRECT | RS_MR_F_ODP | RS_MR_F_FAST_REG)
 
 RSMr *rs_mkey_lookup(RSCore *c, uint32_t gid_index, uint32_t key)
 {
@@ -28,7 +28,8 @@ RSMr *rs_mkey_lookup(RSCore *c, uint32_t gid_index, uint32_t key)
         return NULL;
     }
     mr = &c->mrs[idx];
-    if (!mr->valid || mr->tag != (key & RS_MKEY_TAG_MASK) ||
+    if (!mr->valid || (mr->fast && !mr->fr_bound) ||
+        mr->tag != (key & RS_MKEY_TAG_MASK) ||
         !rs_gid_valid(c, gid_index) ||
         c->gids[mr->gid_index].vni != c->gids[gid_index].vni) {
         return NULL;
@@ -96,6 +97,65 @@ static uint8_t rs_mr_read_pbl(RSCore *c, const struct rs_cmd_reg_mr *r,
     return RS_STATUS_OK;
 }
 
+/*
+ * REG_MR with RS_MR_F_FAST_REG (ib_alloc_mr): a kernel PD's MR with room
+ * for npages pages and no translation yet.  Its key resolves only once a
+ * REG_MR work request bound it.
+ */
+static uint8_t rs_mr_alloc_fast(RSCore *c, uint32_t pd, uint32_t gid,
+                                const struct rs_cmd_reg_mr *r,
+                                struct rs_admin_cqe *cqe)
+{
+    uint32_t npages = le32_to_cpu(r->npages);
+    uint32_t idx, key;
+    uint64_t *pages;
+    RSMr *mr;
+
+    if (!(c->pds[pd].flags & RS_PD_F_PRIVILEGED)) {
+        return RS_STATUS_BAD_PD;
+    }
+    if (r->flags != RS_MR_F_FAST_REG || r->access || r->iova ||
+        r->length || r->pbl_addr) {
+        return RS_STATUS_BAD_PARAM;
+    }
+    if (npages == 0 || npages > RS_MAX_FRMR_PAGES) {
+        return RS_STATUS_BAD_SIZE;
+    }
+    if (npages > c->p.max_mr_pages - c->mr_pages_used) {
+        return RS_STATUS_NO_RESOURCES;
+    }
+    idx = RS_ALLOC(c->mrs, c->p.max_mrs, 1);
+    if (!idx) {
+        return RS_STATUS_NO_RESOURCES;
+    }
+    pages = g_try_new0(uint64_t, npages);
+    if (!pages) {
+        return RS_STATUS_NO_RESOURCES;
+    }
+    mr = &c->mrs[idx];
+    mr->valid = true;
+    mr->fast = true;
+    mr->fr_bound = false;
+    mr->tag++;
+    mr->page_shift = RS_MR_MIN_PAGE_SHIFT;
+    mr->flags = r->flags;
+    mr->access = 0;
+    mr->pd = pd;
+    mr->gid_index = gid;
+    mr->iova = 0;
+    mr->length = 0;
+    mr->npages = npages;
+    mr->pages = pages;
+    c->mr_pages_used += npages;
+    c->pds[pd].refs++;
+    c->gids[gid].refs++;
+    key = (idx << RS_MKEY_INDEX_SHIFT) | mr->tag;
+    trace_rdma_session_mr_reg(key, 0, 0, npages, gid);
+    cqe->handle = cpu_to_le32(key);
+    cqe->result1 = cpu_to_le32(key);
+    return RS_STATUS_OK;
+}
+
 uint8_t rs_cmd_reg_mr(RSCore *c, const struct rs_admin_cmd *cmd,
                       struct rs_admin_cqe *cqe)
 {
@@ -128,6 +188,9 @@ uint8_t rs_cmd_reg_mr(RSCore *c, const struct rs_admin_cmd *cmd,
         r->page_shift > RS_MR_MAX_PAGE_SHIFT) {
         return RS_STATUS_BAD_PARAM;
     }
+    if (r->flags & RS_MR_F_FAST_REG) {
+        return rs_mr_alloc_fast(c, pd, gid, r, cqe);
+    }
     if (len == 0 || iova + len < iova ||
         npages != ((iova + len - 1) >> r->page_shift) -
                   (iova >> r->page_shift) + 1) {
@@ -151,6 +214,8 @@ uint8_t rs_cmd_reg_mr(RSCore *c, const struct rs_admin_cmd *cmd,
 
     mr = &c->mrs[idx];
     mr->valid = true;
+    mr->fast = false;
+    mr->fr_bound = false;
     mr->tag++;
     mr->page_shift = r->page_shift;
     mr->flags = r->flags;
@@ -182,6 +247,134 @@ void rs_mr_free(RSCore *c, uint32_t idx)
     mr->pages = NULL;
     mr->npages = 0;
     mr->valid = false;
+    mr->fast = false;
+    mr->fr_bound = false;
+}
+
+/*
+ * A QP of the guest kernel: its PD is privileged and it rings doorbell
+ * page 0, which no user context maps.
+ */
+bool rs_qp_privileged(RSCore *c, const RSQp *qp)
+{
+    return qp->uar == 0 && (c->pds[qp->pd].flags & RS_PD_F_PRIVILEGED);
+}
+
+/*
+ * The fast-registration MR a LOCAL_INV, REG_MR or IETH key names, if it
+ * is one, in the QP's PD, registered through a GID of the VNI the QP
+ * works in (gid_index < 0: no VNI to check, e.g. a UD QP).
+ */
+static RSMr *rs_mr_fast_slot(RSCore *c, const RSQp *qp, int gid_index,
+                             uint32_t key)
+{
+    uint32_t idx = key >> RS_MKEY_INDEX_SHIFT;
+    RSMr *mr;
+
+    if (idx == 0 || idx >= c->p.max_mrs) {
+        return NULL;
+    }
+    mr = &c->mrs[idx];
+    if (!mr->valid || !mr->fast || mr->pd != qp->pd) {
+        return NULL;
+    }
+    if (gid_index >= 0 && (!rs_gid_valid(c, gid_index) ||
+        c->gids[mr->gid_index].vni != c->gids[gid_index].vni)) {
+        return NULL;
+    }
+    return mr;
+}
+
+/* Invalidate (LOCAL_INV, SEND with invalidate): Valid -> Free. */
+static bool rs_mr_invalidate(RSCore *c, const RSQp *qp, int gid_index,
+                             uint32_t key)
+{
+    RSMr *mr = rs_mr_fast_slot(c, qp, gid_index, key);
+
+    if (!mr || !mr->fr_bound || mr->tag != (key & RS_MKEY_TAG_MASK)) {
+        return false;
+    }
+    mr->fr_bound = false;
+    trace_rdma_session_mr_inval(key);
+    return true;
+}
+
+/* REG_MR work request: Free -> Valid with the WQE's key and pages. */
+static uint8_t rs_mr_fast_reg(RSCore *c, const RSQp *qp, int gid_index,
+                              const struct rs_send_wqe_reg_mr *f)
+{
+    uint32_t key = le32_to_cpu(f->key);
+    uint64_t iova = le64_to_cpu(f->iova);
+    uint64_t len = le64_to_cpu(f->length);
+    uint64_t pbl = le64_to_cpu(f->pbl_addr);
+    uint32_t npages = le32_to_cpu(f->npages);
+    uint16_t access = le16_to_cpu(f->access);
+    RSMr *mr = rs_mr_fast_slot(c, qp, gid_index, key);
+    uint64_t psize;
+    uint32_t i;
+
+    if (!mr || mr->fr_bound || f->num_sge ||
+        rs_mr_check_access(access) ||
+        f->page_shift < RS_MR_MIN_PAGE_SHIFT ||
+        f->page_shift > RS_MR_MAX_PAGE_SHIFT) {
+        return RS_WC_LOC_PROT_ERR;
+    }
+    if (len == 0 || iova + len < iova || npages > mr->npages ||
+        npages != ((iova + len - 1) >> f->page_shift) -
+                  (iova >> f->page_shift) + 1) {
+        return RS_WC_LOC_PROT_ERR;
+    }
+    /* The slots are not reachable while Free: fill them in place. */
+    if ((pbl & 7) ||
+        rs_dma_read(c, pbl, mr->pages, (uint64_t)npages * sizeof(uint64_t))) {
+        return RS_WC_LOC_PROT_ERR;
+    }
+    psize = 1ull << f->page_shift;
+    for (i = 0; i < npages; i++) {
+        mr->pages[i] = le64_to_cpu(mr->pages[i]);
+        if ((mr->pages[i] & (psize - 1)) ||
+            rs_dma_check(c, mr->pages[i], psize, false)) {
+            return RS_WC_LOC_PROT_ERR;
+        }
+    }
+    mr->tag = key & RS_MKEY_TAG_MASK;
+    mr->page_shift = f->page_shift;
+    mr->access = access;
+    mr->iova = iova;
+    mr->length = len;
+    mr->fr_bound = true;
+    trace_rdma_session_mr_fast_reg(key, iova, len, npages);
+    return RS_WC_SUCCESS;
+}
+
+/*
+ * Execute a LOCAL_INV or REG_MR work request; RS_WC_* status.  Both are
+ * privileged operations (IBTA 10.6.3.6: kernel consumers only).
+ */
+uint8_t rs_mr_local_op(RSCore *c, const RSQp *qp,
+                       const struct rs_send_wqe_ctrl *w)
+{
+    int gid_index = qp->has_av ? (int)qp->av.gid_index : -1;
+    struct rs_send_wqe_reg_mr f;
+
+    if (!rs_qp_privileged(c, qp)) {
+        return RS_WC_LOC_QP_OP_ERR;
+    }
+    if (w->opcode == RS_WR_LOCAL_INV) {
+        return rs_mr_invalidate(c, qp, gid_index,
+                                le32_to_cpu(w->imm_or_inv)) ?
+               RS_WC_SUCCESS : RS_WC_LOC_PROT_ERR;
+    }
+    QEMU_BUILD_BUG_ON(sizeof(f) != sizeof(*w));
+    memcpy(&f, w, sizeof(f));
+    return rs_mr_fast_reg(c, qp, gid_index, &f);
+}
+
+/* Responder: the IETH of a SEND with invalidate, through the GID it hit. */
+bool rs_mr_remote_inv(RSCore *c, const RSQp *qp, uint32_t gid_index,
+                      uint32_t rkey)
+{
+    return rs_mr_invalidate(c, qp, gid_index, rkey);
 }
 
 uint8_t rs_cmd_dereg_mr(RSCore *c, const struct rs_admin_cmd *cmd,
@@ -232,8 +425,9 @@ uint8_t rs_mr_rw(RSCore *c, const RSMr *mr, uint64_t va, void *buf,
 
 /*
  * Resolve one local SGE: NULL *mr with RS_WC_SUCCESS means "a DMA address"
- * (lkey 0 on a kernel QP, the driver's local_dma_lkey).  The PD must be
- * the QP's, the range inside the MR and the access allowed.
+ * (RS_LOCAL_DMA_LKEY on a privileged QP, the driver's local_dma_lkey); it
+ * still reaches guest RAM only.  The PD must be the QP's, the range inside
+ * the MR and the access allowed.
  */
 static uint8_t rs_sge_map(RSCore *c, const RSQp *qp, uint32_t gid_index,
                           const struct rs_sge *sge, uint16_t access,
@@ -245,7 +439,7 @@ static uint8_t rs_sge_map(RSCore *c, const RSQp *qp, uint32_t gid_index,
     RSMr *mr;
 
     *mrp = NULL;
-    if (lkey == 0 && qp->uar == 0) {
+    if (lkey == RS_LOCAL_DMA_LKEY && rs_qp_privileged(c, qp)) {
         return rs_dma_check(c, addr, len, access & RS_ACCESS_LOCAL_WRITE) ?
                RS_WC_LOC_PROT_ERR : RS_WC_SUCCESS;
     }

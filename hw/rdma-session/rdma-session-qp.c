@@ -298,6 +298,10 @@ uint8_t rs_cmd_create_qp(RSCore *c, const struct rs_admin_cmd *cmd,
     if (cq->srq) {
         return RS_STATUS_NOT_SUPPORTED;
     }
+    /* A kernel PD's QP rings the kernel's doorbell page only. */
+    if ((c->pds[pd].flags & RS_PD_F_PRIVILEGED) && uar != 0) {
+        return RS_STATUS_BAD_PD;
+    }
     if (cq->sq_log_size < 1 || cq->sq_log_size > RS_MAX_WQ_LOG ||
         cq->rq_log_size < 1 || cq->rq_log_size > RS_MAX_WQ_LOG) {
         return RS_STATUS_BAD_SIZE;

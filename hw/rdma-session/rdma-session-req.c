@@ -106,6 +106,8 @@ static bool rs_req_opcode_ok(uint8_t qpt, uint8_t op)
     switch (op) {
     case RS_WR_SEND:
     case RS_WR_SEND_IMM:
+    case RS_WR_LOCAL_INV:
+    case RS_WR_REG_MR:
         return true;
     case RS_WR_SEND_INV:
     case RS_WR_RDMA_WRITE:
@@ -193,6 +195,25 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp)
     if (!rs_req_opcode_ok(qp->type, w.opcode)) {
         rs_req_fail(c, qpn, qp, &w, RS_WC_LOC_QP_OP_ERR);
         return false;
+    }
+    if (w.opcode == RS_WR_LOCAL_INV || w.opcode == RS_WR_REG_MR) {
+        /*
+         * Local operations wait until every earlier WQE completed: they
+         * are then fenced as IBTA wants for LOCAL_INV, complete in order,
+         * and a go-back-N rewind never executes one twice.
+         */
+        if (qp->sq_comp != qp->sq_ci) {
+            return false;
+        }
+        st = rs_mr_local_op(c, qp, &w);
+        if (st) {
+            rs_req_fail(c, qpn, qp, &w, st);
+            return false;
+        }
+        rs_send_cqe(c, qpn, &w, RS_WC_SUCCESS, 0);
+        qp->sq_ci++;
+        qp->sq_comp = qp->sq_ci;
+        return true;
     }
     memset(&pkt, 0, sizeof(pkt));
     if (ud) {

@@ -357,6 +357,14 @@ static void rs_resp_rc(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
             return;
         }
         qp->resp_off += pkt->paylen;
+        if ((f & RS_OPF_IETH) && !rs_mr_remote_inv(c, qp, gid, pkt->ieth)) {
+            /* Not a bound fast-registration key of this PD and VNI. */
+            rs_recv_cqe(c, qpn, qp, &r, pkt, RS_WC_LOC_ACCESS_ERR, 0,
+                        RS_WR_RECV);
+            rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_INV_REQ, pkt->psn,
+                              "IETH rkey cannot be invalidated");
+            return;
+        }
         if (f & RS_OPF_LAST) {
             rs_recv_cqe(c, qpn, qp, &r, pkt, RS_WC_SUCCESS, qp->resp_off,
                         RS_WR_RECV);

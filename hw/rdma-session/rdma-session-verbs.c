@@ -14,12 +14,18 @@
 uint8_t rs_cmd_create_pd(RSCore *c, const struct rs_admin_cmd *cmd,
                          struct rs_admin_cqe *cqe)
 {
-    uint32_t idx = RS_ALLOC(c->pds, c->p.max_pds, 1);
+    uint32_t flags = le32_to_cpu(cmd->create_pd.flags);
+    uint32_t idx;
 
+    if (flags & ~RS_PD_F_PRIVILEGED) {
+        return RS_STATUS_BAD_PARAM;
+    }
+    idx = RS_ALLOC(c->pds, c->p.max_pds, 1);
     if (!idx) {
         return RS_STATUS_NO_RESOURCES;
     }
     c->pds[idx].valid = true;
+    c->pds[idx].flags = flags;
     c->pds[idx].refs = 0;
     cqe->handle = cpu_to_le32(rs_handle(idx, c->pds[idx].gen));
     return RS_STATUS_OK;

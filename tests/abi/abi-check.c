@@ -125,6 +125,9 @@ int main(void)
         F(rs_cmd_query, resp_addr, 0),
         F(rs_cmd_query, resp_len, 8),
         F(rs_cmd_query, handle, 12));
+    CHECK_STRUCT(rs_cmd_create_pd, 8,
+        F(rs_cmd_create_pd, flags, 0),
+        F(rs_cmd_create_pd, rsvd, 4));
     CHECK_STRUCT(rs_cmd_destroy, 8,
         F(rs_cmd_destroy, handle, 0),
         F(rs_cmd_destroy, rsvd, 4));
@@ -207,6 +210,7 @@ int main(void)
         F(rs_admin_cmd, raw, 8));
     CHECK_CMD_BODY(query, rs_cmd_query);
     CHECK_CMD_BODY(destroy, rs_cmd_destroy);
+    CHECK_CMD_BODY(create_pd, rs_cmd_create_pd);
     CHECK_CMD_BODY(create_cq, rs_cmd_create_cq);
     CHECK_CMD_BODY(resize_cq, rs_cmd_resize_cq);
     CHECK_CMD_BODY(create_qp, rs_cmd_create_qp);
@@ -335,6 +339,20 @@ int main(void)
         F(rs_send_wqe_ctrl, remote_qpn, 52),
         F(rs_send_wqe_ctrl, remote_qkey, 56),
         F(rs_send_wqe_ctrl, rsvd1, 60));
+    CHECK_STRUCT(rs_send_wqe_reg_mr, 64,
+        F(rs_send_wqe_reg_mr, wr_id, 0),
+        F(rs_send_wqe_reg_mr, opcode, 8),
+        F(rs_send_wqe_reg_mr, flags, 9),
+        F(rs_send_wqe_reg_mr, num_sge, 10),
+        F(rs_send_wqe_reg_mr, page_shift, 11),
+        F(rs_send_wqe_reg_mr, key, 12),
+        F(rs_send_wqe_reg_mr, iova, 16),
+        F(rs_send_wqe_reg_mr, length, 24),
+        F(rs_send_wqe_reg_mr, pbl_addr, 32),
+        F(rs_send_wqe_reg_mr, npages, 40),
+        F(rs_send_wqe_reg_mr, access, 44),
+        F(rs_send_wqe_reg_mr, rsvd0, 46),
+        F(rs_send_wqe_reg_mr, rsvd1, 48));
     CHECK_STRUCT(rs_recv_wqe_ctrl, 16,
         F(rs_recv_wqe_ctrl, wr_id, 0),
         F(rs_recv_wqe_ctrl, num_sge, 8),
@@ -367,6 +385,12 @@ int main(void)
     CHECK_VALUE(A_RS_MAC_LO, 0x050);
     CHECK_VALUE(A_RS_MAC_HI, 0x054);
     CHECK_VALUE(A_RS_ADMQ_DB, 0x100);
+    CHECK_VALUE(RS_LOCAL_DMA_LKEY, 0);
+    CHECK_VALUE(RS_PD_F_PRIVILEGED, 1);
+    CHECK_VALUE(RS_MR_F_FAST_REG, 4);
+    CHECK_VALUE(RS_MAX_FRMR_PAGES, 512);
+    CHECK_VALUE(RS_WR_LOCAL_INV, 0x08);
+    CHECK_VALUE(RS_WR_REG_MR, 0x09);
     CHECK_VALUE(RS_DB_SQ, 0x00);
     CHECK_VALUE(RS_DB_RQ, 0x08);
     CHECK_VALUE(RS_DB_CQ_CI, 0x10);

@@ -2167,7 +2167,7 @@ static const BadCmdRow bad_cmd_rows[] = {
         P(reg_mr.access, RS_ACCESS_REMOTE_ATOMIC | RS_ACCESS_REMOTE_READ)),
     ROW("REG_MR flags ODP", REG_MR, NOT_SUPPORTED,
         P(reg_mr.flags, RS_MR_F_ODP)),
-    ROW("REG_MR flags 0x04", REG_MR, BAD_PARAM, P(reg_mr.flags, 0x04)),
+    ROW("REG_MR flags 0x08", REG_MR, BAD_PARAM, P(reg_mr.flags, 0x08)),
     ROW("REG_MR flags 0x80", REG_MR, BAD_PARAM, P(reg_mr.flags, 0x80)),
     ROW("REG_MR page_shift 0", REG_MR, BAD_PARAM, P(reg_mr.page_shift, 0)),
     ROW("REG_MR page_shift 11", REG_MR, BAD_PARAM,
@@ -3149,7 +3149,7 @@ static void loop_connect(Loop *l, LoopQp *q, uint32_t peer)
     }
 }
 
-static void loop_setup(Loop *l, void *obj)
+static void loop_setup_pd(Loop *l, void *obj, uint32_t pd_flags)
 {
     struct rs_cmd_create_session sc;
     uint32_t s = 0;
@@ -3157,7 +3157,7 @@ static void loop_setup(Loop *l, void *obj)
     memset(l, 0, sizeof(*l));
     l->d = rs_setup(obj);
     add_gid_v4(l->d, 0, 1);                     /* 10.0.0.1 */
-    l->pd = new_pd(l->d);
+    RS_ASSERT_OK(rs_create_pd_flags(l->d, pd_flags, &l->pd));
     l->cq_ring = rs_alloc_zeroed(l->d, sizeof(struct rs_cqe) << LOOP_CQ_LOG);
     RS_ASSERT_OK(rs_create_cq(l->d, l->cq_ring, LOOP_CQ_LOG, 0, 0, &l->cq));
     session_template(&sc, 0, 49152);
@@ -3176,6 +3176,11 @@ static void loop_setup(Loop *l, void *obj)
     l->dst = loop_buf(l->d, LOOP_BUF);
     l->src_key = loop_mr(l, l->src, LOOP_BUF);
     l->dst_key = loop_mr(l, l->dst, LOOP_BUF);
+}
+
+static void loop_setup(Loop *l, void *obj)
+{
+    loop_setup_pd(l, obj, 0);
 }
 
 static void loop_post_recv(Loop *l, LoopQp *q, uint64_t wr_id,
@@ -3336,6 +3341,327 @@ static void test_engine_loopback(void *obj, void *data,
     g_assert_cmphex(cqe.wr_id, ==, 0xa3);
     g_assert_cmpuint(cqe.status, ==, RS_WC_REM_ACCESS_ERR);
     g_assert_true(is_filled(l.d, l.dst, 0xee, LOOP_BUF));
+    g_assert_cmpuint(qp_state(l.d, l.a.h), ==, RS_QPS_ERR);
+    g_assert_cmpuint(qp_state(l.d, l.b.h), ==, RS_QPS_ERR);
+    assert_alive(l.d);
+}
+
+/* ------------------------------------------------------------------ */
+/* Kernel consumers: fast registration, invalidation, the DMA lkey      */
+/* ------------------------------------------------------------------ */
+
+#define FR_IOVA     0x7000000000ull     /* any IOVA: the page list decides */
+
+/* A fast-registration MR of @npages slots in @pd: its initial key. */
+static uint32_t fr_alloc(Loop *l, uint32_t pd, uint32_t npages)
+{
+    struct rs_cmd_reg_mr c = {
+        .npages = npages, .pd = pd, .page_shift = 12,
+        .flags = RS_MR_F_FAST_REG,
+    };
+
+    return reg_mr_ok(l->d, &c);
+}
+
+static void fr_post_reg(Loop *l, LoopQp *q, uint64_t wr_id, uint32_t key,
+                        uint64_t iova, uint64_t len, uint64_t pbl,
+                        uint32_t npages, uint16_t access)
+{
+    struct rs_send_wqe_reg_mr f = {
+        .wr_id = wr_id, .opcode = RS_WR_REG_MR, .flags = RS_WQE_F_SIGNALED,
+        .page_shift = 12, .key = key, .iova = iova, .length = len,
+        .pbl_addr = pbl, .npages = npages, .access = access,
+    };
+    struct rs_send_wqe_ctrl w;
+
+    memcpy(&w, &f, sizeof(w));
+    loop_post_send(l, q, &w, 0, 0, 0);
+}
+
+static void fr_post_op(Loop *l, LoopQp *q, uint64_t wr_id, uint8_t op,
+                       uint32_t inv, uint64_t raddr, uint32_t rkey,
+                       uint64_t addr, uint32_t len, uint32_t lkey)
+{
+    struct rs_send_wqe_ctrl w = {
+        .wr_id = wr_id, .opcode = op, .flags = RS_WQE_F_SIGNALED,
+        .num_sge = len ? 1 : 0, .imm_or_inv = inv, .remote_addr = raddr,
+        .rkey = rkey,
+    };
+
+    loop_post_send(l, q, &w, addr, len, lkey);
+}
+
+static void fr_expect(Loop *l, uint64_t wr_id, uint8_t opcode, uint8_t status)
+{
+    struct rs_cqe cqe;
+
+    loop_poll(l, &cqe);
+    g_assert_cmphex(cqe.wr_id, ==, wr_id);
+    g_assert_cmpuint(cqe.status, ==, status);
+    if (status == RS_WC_SUCCESS) {
+        g_assert_cmphex(cqe.opcode, ==, opcode);
+    }
+}
+
+/* A spare RTS QP on @pd (doorbell page @uar) for one failing WQE. */
+static void fr_spare_qp(Loop *l, LoopQp *q, uint32_t pd, uint32_t uar)
+{
+    memset(q, 0, sizeof(*q));
+    qp_template(l->d, &q->c, RS_QPT_RC, pd, l->cq, l->cq);
+    q->c.uar = uar;
+    q->h = new_qp(l->d, &q->c);
+    q->qpn = HINDEX(q->h);
+    loop_connect(l, q, l->a.qpn);
+}
+
+/* Post one WQE on a fresh QP: it fails with @status, the QP goes to ERR. */
+static void fr_fail_on_spare(Loop *l, uint32_t pd, uint32_t uar,
+                             const struct rs_send_wqe_ctrl *w, uint8_t status)
+{
+    LoopQp q;
+
+    fr_spare_qp(l, &q, pd, uar);
+    if (uar) {
+        /* A user QP rings its own doorbell page. */
+        uint64_t slot = q.c.sq_addr;
+
+        qtest_memwrite(rs_qts(l->d), slot, w, sizeof(*w));
+        q.sq_pi++;
+        rs_db_writel(l->d, uar, RS_DB_SQ, q.qpn | (q.sq_pi & 0xffff) << 16);
+    } else {
+        loop_post_send(l, &q, w, 0, 0, 0);
+    }
+    fr_expect(l, w->wr_id, w->opcode, status);
+    g_assert_cmpuint(qp_state(l->d, q.h), ==, RS_QPS_ERR);
+    RS_ASSERT_OK(rs_destroy(l->d, RS_CMD_DESTROY_QP, q.h));
+}
+
+static void test_engine_fast_reg(void *obj, void *data,
+                                 QGuestAllocator *alloc)
+{
+    Loop l;
+    struct rs_cmd_reg_mr bad = {
+        .npages = 4, .page_shift = 12, .flags = RS_MR_F_FAST_REG,
+    };
+    struct rs_cmd_create_qp qc;
+    struct rs_send_wqe_reg_mr f;
+    struct rs_send_wqe_ctrl w;
+    struct rs_cqe cqe;
+    uint32_t key, k1, k2, k3, upd, ppd2, mr2, h;
+    uint64_t pbl, rbuf;
+
+    loop_setup_pd(&l, obj, RS_PD_F_PRIVILEGED);
+    RS_ASSERT_OK(rs_create_pd(l.d, &upd));
+    RS_ASSERT_OK(rs_create_pd_flags(l.d, RS_PD_F_PRIVILEGED, &ppd2));
+    RS_ASSERT_STATUS(rs_create_pd_flags(l.d, 2, NULL), RS_STATUS_BAD_PARAM);
+
+    /* Allocation: kernel PDs only, 1 .. RS_MAX_FRMR_PAGES slots, no pages. */
+    bad.pd = upd;
+    RS_ASSERT_STATUS(rs_reg_mr(l.d, &bad, NULL, NULL), RS_STATUS_BAD_PD);
+    bad.pd = l.pd;
+    bad.npages = 0;
+    RS_ASSERT_STATUS(rs_reg_mr(l.d, &bad, NULL, NULL), RS_STATUS_BAD_SIZE);
+    bad.npages = RS_MAX_FRMR_PAGES + 1;
+    RS_ASSERT_STATUS(rs_reg_mr(l.d, &bad, NULL, NULL), RS_STATUS_BAD_SIZE);
+    bad.npages = 4;
+    bad.access = RS_ACCESS_LOCAL_WRITE;
+    RS_ASSERT_STATUS(rs_reg_mr(l.d, &bad, NULL, NULL), RS_STATUS_BAD_PARAM);
+    bad.access = 0;
+    bad.pbl_addr = 0x1000;
+    RS_ASSERT_STATUS(rs_reg_mr(l.d, &bad, NULL, NULL), RS_STATUS_BAD_PARAM);
+
+    /* A kernel PD's QP rings doorbell page 0 only. */
+    qp_template(l.d, &qc, RS_QPT_RC, l.pd, l.cq, l.cq);
+    qc.uar = 1;
+    RS_ASSERT_STATUS(rs_create_qp(l.d, &qc, &h, NULL), RS_STATUS_BAD_PD);
+
+    key = fr_alloc(&l, l.pd, 4);
+    mr2 = fr_alloc(&l, ppd2, 4);
+    g_assert_cmphex(key & RS_MKEY_TAG_MASK, !=, 0x5a);
+
+    /* Page list out of order: IOVA page i is dst page perm[i]. */
+    pbl = rs_alloc_zeroed(l.d, 4 * 8);
+    qtest_writeq(rs_qts(l.d), pbl + 0, l.dst + 2 * PAGE);
+    qtest_writeq(rs_qts(l.d), pbl + 8, l.dst + 0 * PAGE);
+    qtest_writeq(rs_qts(l.d), pbl + 16, l.dst + 3 * PAGE);
+
+    /* 1: B binds key k1 (tag 0x5a) to 3 pages at FR_IOVA + 0x80. */
+    k1 = (key & ~RS_MKEY_TAG_MASK) | 0x5a;
+    fr_post_reg(&l, &l.b, 0xf1, k1, FR_IOVA + 0x80, 3 * PAGE - 0x80, pbl, 3,
+                RS_ACCESS_LOCAL_WRITE | RS_ACCESS_REMOTE_WRITE |
+                RS_ACCESS_REMOTE_READ);
+    fr_expect(&l, 0xf1, RS_WR_REG_MR, RS_WC_SUCCESS);
+
+    /* 2: A writes 5000 bytes at FR_IOVA + 0xe4 through k1. */
+    fill(l.d, l.dst, 0xee, LOOP_BUF);
+    loop_pattern(&l, l.src, 5000, 0x21);
+    fr_post_op(&l, &l.a, 0xf2, RS_WR_RDMA_WRITE, 0, FR_IOVA + 0xe4, k1,
+               l.src, 5000, l.src_key);
+    fr_expect(&l, 0xf2, RS_WR_RDMA_WRITE, RS_WC_SUCCESS);
+    loop_assert_same(&l, l.src, l.dst + 2 * PAGE + 0xe4, PAGE - 0xe4);
+    loop_assert_same(&l, l.src + PAGE - 0xe4, l.dst, 5000 - (PAGE - 0xe4));
+    g_assert_true(is_filled(l.d, l.dst + 2 * PAGE, 0xee, 0xe4));
+    g_assert_true(is_filled(l.d, l.dst + 5000 - (PAGE - 0xe4), 0xee,
+                            2 * PAGE - (5000 - (PAGE - 0xe4))));
+    g_assert_true(is_filled(l.d, l.dst + 3 * PAGE, 0xee, PAGE));
+
+    /* 3: A reads it back into a DMA address: the reserved lkey. */
+    rbuf = loop_buf(l.d, 2 * PAGE);
+    fr_post_op(&l, &l.a, 0xf3, RS_WR_RDMA_READ, 0, FR_IOVA + 0xe4, k1,
+               rbuf, 5000, RS_LOCAL_DMA_LKEY);
+    fr_expect(&l, 0xf3, RS_WR_RDMA_READ, RS_WC_SUCCESS);
+    loop_assert_same(&l, l.src, rbuf, 5000);
+
+    /* 4: SEND with invalidate of k1; B receives into a DMA address. */
+    fill(l.d, rbuf, 0, 2 * PAGE);
+    loop_post_recv(&l, &l.b, 0xb4, rbuf, 100, RS_LOCAL_DMA_LKEY);
+    fr_post_op(&l, &l.a, 0xf4, RS_WR_SEND_INV, k1, 0, 0, l.src, 64,
+               l.src_key);
+    loop_poll(&l, &cqe);
+    g_assert_cmphex(cqe.wr_id, ==, 0xb4);
+    g_assert_cmpuint(cqe.status, ==, RS_WC_SUCCESS);
+    g_assert_cmpuint(cqe.byte_len, ==, 64);
+    g_assert_true(cqe.wc_flags & RS_WC_F_INV);
+    g_assert_cmphex(cqe.imm_or_inv, ==, k1);
+    fr_expect(&l, 0xf4, RS_WR_SEND_INV, RS_WC_SUCCESS);
+    loop_assert_same(&l, l.src, rbuf, 64);
+
+    /* 5-7: the MR is Free again: rebind (ib_inc_rkey), LOCAL_INV, rebind. */
+    k2 = (k1 & ~RS_MKEY_TAG_MASK) | 0x5b;
+    fr_post_reg(&l, &l.b, 0xf5, k2, FR_IOVA, 2 * PAGE, pbl, 2,
+                RS_ACCESS_LOCAL_WRITE | RS_ACCESS_REMOTE_WRITE);
+    fr_expect(&l, 0xf5, RS_WR_REG_MR, RS_WC_SUCCESS);
+    fr_post_op(&l, &l.b, 0xf6, RS_WR_LOCAL_INV, k2, 0, 0, 0, 0, 0);
+    fr_expect(&l, 0xf6, RS_WR_LOCAL_INV, RS_WC_SUCCESS);
+    k3 = (k1 & ~RS_MKEY_TAG_MASK) | 0x5c;
+    fr_post_reg(&l, &l.b, 0xf7, k3, FR_IOVA, 2 * PAGE, pbl, 2,
+                RS_ACCESS_LOCAL_WRITE | RS_ACCESS_REMOTE_WRITE);
+    fr_expect(&l, 0xf7, RS_WR_REG_MR, RS_WC_SUCCESS);
+
+    /* Bad local operations, each on a fresh QP of its own. */
+    memset(&f, 0, sizeof(f));
+    f.wr_id = 0xe1;
+    f.opcode = RS_WR_REG_MR;
+    f.flags = RS_WQE_F_SIGNALED;
+    f.page_shift = 12;
+    f.key = k3;
+    f.iova = FR_IOVA;
+    f.length = PAGE;
+    f.pbl_addr = pbl;
+    f.npages = 1;
+    memcpy(&w, &f, sizeof(w));
+    /* REG_MR on a bound (Valid) MR. */
+    fr_fail_on_spare(&l, l.pd, 0, &w, RS_WC_LOC_PROT_ERR);
+    /* REG_MR of an MR of another PD. */
+    f.key = mr2;
+    memcpy(&w, &f, sizeof(w));
+    fr_fail_on_spare(&l, l.pd, 0, &w, RS_WC_LOC_PROT_ERR);
+    /* More pages than the MR has slots, a page outside guest RAM. */
+    f.key = (mr2 & ~RS_MKEY_TAG_MASK) | 0x77;
+    g_assert_cmphex(mr2 & RS_MKEY_TAG_MASK, !=, 0x77);
+    f.length = 5 * PAGE;
+    f.npages = 5;
+    memcpy(&w, &f, sizeof(w));
+    fr_fail_on_spare(&l, ppd2, 0, &w, RS_WC_LOC_PROT_ERR);
+    f.length = PAGE;
+    f.npages = 1;
+    f.pbl_addr = rs_alloc_zeroed(l.d, 8);
+    qtest_writeq(rs_qts(l.d), f.pbl_addr, 1ull << 40);
+    memcpy(&w, &f, sizeof(w));
+    fr_fail_on_spare(&l, ppd2, 0, &w, RS_WC_LOC_PROT_ERR);
+    /* ... which left it Free: the same WQE with a good page binds it. */
+    qtest_writeq(rs_qts(l.d), f.pbl_addr, l.dst);
+    f.wr_id = 0xe2;
+    memcpy(&w, &f, sizeof(w));
+    {
+        LoopQp q;
+
+        fr_spare_qp(&l, &q, ppd2, 0);
+        loop_post_send(&l, &q, &w, 0, 0, 0);
+        fr_expect(&l, 0xe2, RS_WR_REG_MR, RS_WC_SUCCESS);
+        /* LOCAL_INV with a stale tag, then of an ordinary MR. */
+        fr_post_op(&l, &q, 0xe3, RS_WR_LOCAL_INV, mr2, 0, 0, 0, 0, 0);
+        fr_expect(&l, 0xe3, 0, RS_WC_LOC_PROT_ERR);
+        g_assert_cmpuint(qp_state(l.d, q.h), ==, RS_QPS_ERR);
+        RS_ASSERT_OK(rs_destroy(l.d, RS_CMD_DESTROY_QP, q.h));
+    }
+    memset(&w, 0, sizeof(w));
+    w.wr_id = 0xe4;
+    w.opcode = RS_WR_LOCAL_INV;
+    w.flags = RS_WQE_F_SIGNALED;
+    w.imm_or_inv = l.src_key;
+    fr_fail_on_spare(&l, l.pd, 0, &w, RS_WC_LOC_PROT_ERR);
+    /* Privileged operations on a user QP (doorbell page 1, user PD). */
+    w.wr_id = 0xe5;
+    w.imm_or_inv = k3;
+    fr_fail_on_spare(&l, upd, 1, &w, RS_WC_LOC_QP_OP_ERR);
+    memcpy(&w, &f, sizeof(w));
+    w.wr_id = 0xe6;
+    fr_fail_on_spare(&l, upd, 1, &w, RS_WC_LOC_QP_OP_ERR);
+    /* The reserved lkey on a QP of a user PD, even on doorbell page 0. */
+    memset(&w, 0, sizeof(w));
+    w.wr_id = 0xe7;
+    w.opcode = RS_WR_SEND;
+    w.flags = RS_WQE_F_SIGNALED;
+    w.num_sge = 1;
+    {
+        LoopQp q;
+        struct rs_sge sge = { .addr = l.src, .length = 64,
+                              .lkey = RS_LOCAL_DMA_LKEY };
+
+        fr_spare_qp(&l, &q, upd, 0);
+        qtest_memwrite(rs_qts(l.d), q.c.sq_addr, &w, sizeof(w));
+        qtest_memwrite(rs_qts(l.d), q.c.sq_addr + sizeof(w), &sge,
+                       sizeof(sge));
+        q.sq_pi++;
+        rs_db_writel(l.d, 0, RS_DB_SQ, q.qpn | (q.sq_pi & 0xffff) << 16);
+        fr_expect(&l, 0xe7, 0, RS_WC_LOC_PROT_ERR);
+        g_assert_cmpuint(qp_state(l.d, q.h), ==, RS_QPS_ERR);
+        RS_ASSERT_OK(rs_destroy(l.d, RS_CMD_DESTROY_QP, q.h));
+    }
+
+    /* The reserved lkey is never an rkey. */
+    fill(l.d, l.dst, 0xee, LOOP_BUF);
+    fr_post_op(&l, &l.a, 0xf8, RS_WR_RDMA_WRITE, 0, l.dst,
+               RS_LOCAL_DMA_LKEY, l.src, 64, l.src_key);
+    fr_expect(&l, 0xf8, 0, RS_WC_REM_ACCESS_ERR);
+    g_assert_true(is_filled(l.d, l.dst, 0xee, LOOP_BUF));
+    g_assert_cmpuint(qp_state(l.d, l.a.h), ==, RS_QPS_ERR);
+
+    /* A bound MR keeps its PD referenced; DEREG_MR releases it. */
+    RS_ASSERT_STATUS(rs_destroy(l.d, RS_CMD_DESTROY_PD, ppd2),
+                     RS_STATUS_BUSY);
+    RS_ASSERT_OK(rs_destroy(l.d, RS_CMD_DEREG_MR, f.key));
+    RS_ASSERT_OK(rs_destroy(l.d, RS_CMD_DESTROY_PD, ppd2));
+    assert_alive(l.d);
+}
+
+/* Stale tags and remote invalidation of keys it may not invalidate. */
+static void test_engine_remote_inv(void *obj, void *data,
+                                   QGuestAllocator *alloc)
+{
+    Loop l;
+    struct rs_cqe cqe;
+    uint32_t key, k1;
+    uint64_t pbl;
+
+    loop_setup_pd(&l, obj, RS_PD_F_PRIVILEGED);
+    key = fr_alloc(&l, l.pd, 2);
+    pbl = make_pbl(l.d, l.dst, PAGE, 2);
+    k1 = (key & ~RS_MKEY_TAG_MASK) | ((key + 1) & RS_MKEY_TAG_MASK);
+    fr_post_reg(&l, &l.b, 0xf1, k1, FR_IOVA, 2 * PAGE, pbl, 2,
+                RS_ACCESS_LOCAL_WRITE | RS_ACCESS_REMOTE_WRITE);
+    fr_expect(&l, 0xf1, RS_WR_REG_MR, RS_WC_SUCCESS);
+
+    /* The allocation's key (the old tag) does not reach the bound MR. */
+    fill(l.d, l.dst, 0xee, LOOP_BUF);
+    loop_post_recv(&l, &l.b, 0xb1, l.dst + 3 * PAGE, 100, l.dst_key);
+    fr_post_op(&l, &l.a, 0xf2, RS_WR_SEND_INV, key, 0, 0, l.src, 16,
+               l.src_key);
+    loop_poll(&l, &cqe);
+    g_assert_cmphex(cqe.wr_id, ==, 0xb1);
+    g_assert_cmpuint(cqe.status, ==, RS_WC_LOC_ACCESS_ERR);
+    fr_expect(&l, 0xf2, 0, RS_WC_REM_INV_REQ_ERR);
     g_assert_cmpuint(qp_state(l.d, l.a.h), ==, RS_QPS_ERR);
     g_assert_cmpuint(qp_state(l.d, l.b.h), ==, RS_QPS_ERR);
     assert_alive(l.d);
@@ -5384,6 +5710,10 @@ static void register_rdma_session_test(void)
     qos_add_test("lan-migrate", "rdma-session", test_lan_migrate, &lan);
     qos_add_test("engine-loopback", "rdma-session", test_engine_loopback,
                  NULL);
+    qos_add_test("engine-fast-reg", "rdma-session", test_engine_fast_reg,
+                 NULL);
+    qos_add_test("engine-remote-inv", "rdma-session",
+                 test_engine_remote_inv, NULL);
     qtest_add_func("rdma-session/bad-properties", test_bad_properties);
 }
 

@@ -168,6 +168,14 @@ enum rs_fatal {
 
 #define RS_GSI_QPN              1
 
+/*
+ * The reserved lkey of privileged (kernel) QPs: an SGE with this lkey
+ * names a DMA address of the function itself, for local access only.  It
+ * is never an rkey (MR index 0 is never registered) and a QP whose PD
+ * lacks RS_PD_F_PRIVILEGED or whose doorbell page is not 0 cannot use it.
+ */
+#define RS_LOCAL_DMA_LKEY       0
+
 /* ------------------------------------------------------------------ */
 /* Admin queue                                                        */
 /* ------------------------------------------------------------------ */
@@ -248,6 +256,19 @@ struct rs_cmd_destroy {             /* every DESTROY_*, DEREG_MR, DEL_GID */
     uint32_t rsvd;
 };
 
+struct rs_cmd_create_pd {
+    uint32_t flags;                 /* RS_PD_F_* */
+    uint32_t rsvd;
+};
+
+/*
+ * A PD of the guest kernel: its QPs (doorbell page 0 only) may use
+ * RS_LOCAL_DMA_LKEY and the REG_MR / LOCAL_INV work requests, and only it
+ * may hold fast-registration MRs.  The driver never sets it for a PD of a
+ * user context.
+ */
+#define RS_PD_F_PRIVILEGED      (1u << 0)
+
 struct rs_cmd_create_cq {
     uint64_t ring_addr;             /* RS_RING_ALIGN aligned */
     uint8_t log_size;               /* 1 .. RS_MAX_CQ_LOG */
@@ -313,6 +334,8 @@ enum rs_access {
 /* MR translation: page list levels. */
 #define RS_MR_F_PBL_INDIRECT    (1u << 0)  /* list of 4 KiB pages of PAs */
 #define RS_MR_F_ODP             (1u << 1)  /* reserved */
+#define RS_MR_F_FAST_REG        (1u << 2)  /* allocate in the Free state */
+#define RS_MAX_FRMR_PAGES       512     /* fast-registration page list */
 #define RS_MR_MIN_PAGE_SHIFT    12
 #define RS_MR_MAX_PAGE_SHIFT    30
 #define RS_PBL_CHUNK_ENTRIES    512     /* PAs per indirect chunk page */
@@ -413,6 +436,7 @@ struct rs_admin_cmd {
     union {
         struct rs_cmd_query query;
         struct rs_cmd_destroy destroy;
+        struct rs_cmd_create_pd create_pd;
         struct rs_cmd_create_cq create_cq;
         struct rs_cmd_resize_cq resize_cq;
         struct rs_cmd_create_qp create_qp;
@@ -697,6 +721,28 @@ struct rs_send_wqe_ctrl {
     uint32_t rsvd1;
 };
 
+/*
+ * RS_WR_REG_MR: the control segment read with this layout (no SGEs).
+ * Binds key (the MR's index, the consumer's tag), iova, length, access
+ * and a page list of npages guest DMA addresses of 2^page_shift pages to
+ * a fast-registration MR in the Free state.
+ */
+struct rs_send_wqe_reg_mr {
+    uint64_t wr_id;
+    uint8_t opcode;                 /* RS_WR_REG_MR */
+    uint8_t flags;                  /* RS_WQE_F_*, never INLINE */
+    uint8_t num_sge;                /* 0 */
+    uint8_t page_shift;             /* RS_MR_MIN_PAGE_SHIFT .. MAX */
+    uint32_t key;
+    uint64_t iova;
+    uint64_t length;
+    uint64_t pbl_addr;              /* u64 page addresses, 8-byte aligned */
+    uint32_t npages;                /* pages [iova, +length) spans */
+    uint16_t access;                /* enum rs_access */
+    uint16_t rsvd0;
+    uint32_t rsvd1[4];
+};
+
 struct rs_recv_wqe_ctrl {
     uint64_t wr_id;
     uint8_t num_sge;
@@ -735,7 +781,9 @@ RS_ABI_SIZE(struct rs_cqe, 32);
 RS_ABI_SIZE(struct rs_sge, 16);
 RS_ABI_SIZE(struct rs_pattern_sge, 24);
 RS_ABI_SIZE(struct rs_send_wqe_ctrl, 64);
+RS_ABI_SIZE(struct rs_send_wqe_reg_mr, 64);
 RS_ABI_SIZE(struct rs_recv_wqe_ctrl, 16);
+RS_ABI_SIZE(struct rs_cmd_create_pd, 8);
 RS_ABI_SIZE(struct rs_lan_desc, 16);
 RS_ABI_SIZE(struct rs_cmd_create_lan_queue, 16);
 RS_ABI_SIZE(struct rs_device_attr, 128);

@@ -453,11 +453,17 @@ uint8_t rs_query_port(QRdmaSession *d, uint32_t port,
 
 uint8_t rs_create_pd(QRdmaSession *d, uint32_t *handle)
 {
+    return rs_create_pd_flags(d, 0, handle);
+}
+
+uint8_t rs_create_pd_flags(QRdmaSession *d, uint32_t flags, uint32_t *handle)
+{
     struct rs_admin_cmd cmd;
     struct rs_admin_cqe cqe;
     uint8_t status;
 
     rs_cmd_init(&cmd, RS_CMD_CREATE_PD);
+    cmd.create_pd.flags = cpu_to_le32(flags);
     status = rs_admin_exec(d, &cmd, &cqe);
     if (handle) {
         *handle = cqe.handle;

@@ -124,6 +124,8 @@ uint8_t rs_query_device(QRdmaSession *d, struct rs_device_attr *attr);
 uint8_t rs_query_port(QRdmaSession *d, uint32_t port,
                       struct rs_port_attr *attr);
 uint8_t rs_create_pd(QRdmaSession *d, uint32_t *handle);
+uint8_t rs_create_pd_flags(QRdmaSession *d, uint32_t flags,
+                          uint32_t *handle);
 uint8_t rs_destroy(QRdmaSession *d, uint8_t opcode, uint32_t handle);
 uint8_t rs_create_lan_queue(QRdmaSession *d, uint8_t type, uint64_t ring,
                             uint8_t log_size, uint16_t vector,
