@@ -226,6 +226,9 @@ struct rs_ah {
 	struct ib_ah ibah;
 	u32 handle;
 	struct rs_ah_pend *pend;
+	/* Kernel AHs: the vector kernel UD WQEs point to (RS_WQE_F_AV_ADDR). */
+	struct rs_ah_attr *av;
+	dma_addr_t av_dma;
 };
 
 static inline u32 rs_ah_handle(struct rs_ah *ah)
@@ -1590,9 +1593,16 @@ static int rs_build_send(struct rs_qp *qp, const struct ib_send_wr *wr, void *sl
 		break;
 	}
 	if (qp->rs_type == RS_QPT_UD || qp->rs_type == RS_QPT_GSI) {
-		c->ah = rs_ah_handle(to_rsah(ud_wr(wr)->ah));
+		struct rs_ah *ah = to_rsah(ud_wr(wr)->ah);
+
+		c->ah = rs_ah_handle(ah);
 		c->remote_qpn = ud_wr(wr)->remote_qpn;
 		c->remote_qkey = ud_wr(wr)->remote_qkey;
+		/* The device handle of an AH made in atomic context may not exist yet. */
+		if (ah->av) {
+			c->flags |= RS_WQE_F_AV_ADDR;
+			c->swap = ah->av_dma;
+		}
 	}
 
 	if (wr->send_flags & IB_SEND_INLINE) {
@@ -1759,6 +1769,15 @@ static void rs_ah_destroy_handle_fn(struct work_struct *w)
 	kfree(dw);
 }
 
+static void rs_ah_free_av(struct rs_ibdev *dev, struct rs_ah *ah)
+{
+	if (!ah->av)
+		return;
+	dma_unmap_single(rs_dma_dev(dev), ah->av_dma, sizeof(*ah->av), DMA_TO_DEVICE);
+	kfree(ah->av);
+	ah->av = NULL;
+}
+
 static int rs_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 			struct ib_udata *udata)
 {
@@ -1783,6 +1802,26 @@ static int rs_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 	cmd.create_ah.flow_label = grh->flow_label;
 	cmd.create_ah.gid_index = grh->sgid_index;
 
+	if (!udata) {
+		ah->av = kzalloc(sizeof(*ah->av), (init->flags & RDMA_CREATE_AH_SLEEPABLE) ?
+				 GFP_KERNEL : GFP_ATOMIC);
+		if (!ah->av)
+			return -ENOMEM;
+		memcpy(ah->av->dgid, cmd.create_ah.dgid, sizeof(ah->av->dgid));
+		memcpy(ah->av->dmac, cmd.create_ah.dmac, sizeof(ah->av->dmac));
+		ah->av->hop_limit = cmd.create_ah.hop_limit;
+		ah->av->traffic_class = cmd.create_ah.traffic_class;
+		ah->av->flow_label = cmd.create_ah.flow_label;
+		ah->av->gid_index = cmd.create_ah.gid_index;
+		ah->av_dma = dma_map_single(rs_dma_dev(dev), ah->av, sizeof(*ah->av),
+					    DMA_TO_DEVICE);
+		if (dma_mapping_error(rs_dma_dev(dev), ah->av_dma)) {
+			kfree(ah->av);
+			ah->av = NULL;
+			return -ENOMEM;
+		}
+	}
+
 	/*
 	 * Admin commands sleep.  Kernel callers in atomic context (ib_cm
 	 * allocates its MADs' AHs under a spinlock) get an AH whose device
@@ -1791,8 +1830,10 @@ static int rs_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 	if (!(init->flags & RDMA_CREATE_AH_SLEEPABLE)) {
 		struct rs_ah_pend *p = kzalloc(sizeof(*p), GFP_ATOMIC);
 
-		if (!p)
+		if (!p) {
+			rs_ah_free_av(dev, ah);
 			return -ENOMEM;
+		}
 		INIT_WORK(&p->create_work, rs_ah_create_fn);
 		INIT_WORK(&p->destroy_work, rs_ah_destroy_fn);
 		p->dev = dev;
@@ -1803,8 +1844,10 @@ static int rs_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 		return 0;
 	}
 	err = rs_exec(dev, &cmd, &cqe);
-	if (err)
+	if (err) {
+		rs_ah_free_av(dev, ah);
 		return err;
+	}
 	ah->handle = cqe.handle;
 
 	if (udata) {
@@ -1824,6 +1867,7 @@ static int rs_destroy_ah(struct ib_ah *ibah, u32 flags)
 	struct rs_ah *ah = to_rsah(ibah);
 	struct rs_ah_destroy_work *dw;
 
+	rs_ah_free_av(dev, ah);
 	if (ah->pend) {
 		/* Ordered workqueue: runs after the CREATE_AH work. */
 		queue_work(dev->wq, &ah->pend->destroy_work);

@@ -156,6 +156,28 @@ static uint8_t rs_req_wire_op(uint8_t qpt, uint8_t wr_op, uint32_t i,
     }
 }
 
+/*
+ * RS_WQE_F_AV_ADDR: read the address vector a privileged QP's UD WQE
+ * points to, with the checks CREATE_AH makes.
+ */
+static bool rs_req_av_addr(RSCore *c, const RSQp *qp, uint64_t addr,
+                           RSAv *av)
+{
+    struct rs_ah_attr a;
+
+    if (!rs_qp_privileged(c, qp) || rs_dma_read(c, addr, &a, sizeof(a))) {
+        return false;
+    }
+    memset(av, 0, sizeof(*av));
+    memcpy(av->dgid, a.dgid, sizeof(av->dgid));
+    memcpy(av->dmac, a.dmac, sizeof(av->dmac));
+    av->hop_limit = a.hop_limit;
+    av->traffic_class = a.traffic_class;
+    av->flow_label = le32_to_cpu(a.flow_label);
+    av->gid_index = le32_to_cpu(a.gid_index);
+    return rs_check_av(c, av) == RS_STATUS_OK;
+}
+
 /* A WQE that cannot be executed: error completion, QP to ERR. */
 static void rs_req_fail(RSCore *c, uint32_t qpn, RSQp *qp,
                         const struct rs_send_wqe_ctrl *w, uint8_t status)
@@ -178,7 +200,7 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp)
     uint32_t mtu = 128u << qp->path_mtu;
     struct rs_send_wqe_ctrl w;
     struct rs_sge sge[RS_MAX_SGE];
-    RSAv *ud_av = NULL;
+    RSAv *ud_av = NULL, wqe_av;
     uint32_t gid_index, npkts, first_psn, expect_ci, i;
     uint64_t total = 0;
     bool is_inline;
@@ -216,7 +238,14 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp)
         return true;
     }
     memset(&pkt, 0, sizeof(pkt));
-    if (ud) {
+    if (ud && (w.flags & RS_WQE_F_AV_ADDR)) {
+        if (!rs_req_av_addr(c, qp, le64_to_cpu(w.swap), &wqe_av)) {
+            rs_req_fail(c, qpn, qp, &w, RS_WC_LOC_QP_OP_ERR);
+            return false;
+        }
+        ud_av = &wqe_av;
+        gid_index = ud_av->gid_index;
+    } else if (ud) {
         uint32_t ah = RS_LOOKUP(c->ahs, c->p.max_ahs, le32_to_cpu(w.ah));
 
         if (!ah || c->ahs[ah].pd != qp->pd) {

@@ -3351,6 +3351,7 @@ static void test_engine_loopback(void *obj, void *data,
 /* ------------------------------------------------------------------ */
 
 #define FR_IOVA     0x7000000000ull     /* any IOVA: the page list decides */
+#define RS_GRH_BYTES 40                 /* UD receives: the GRH area first */
 
 /* A fast-registration MR of @npages slots in @pd: its initial key. */
 static uint32_t fr_alloc(Loop *l, uint32_t pd, uint32_t npages)
@@ -3633,6 +3634,104 @@ static void test_engine_fast_reg(void *obj, void *data,
                      RS_STATUS_BUSY);
     RS_ASSERT_OK(rs_destroy(l.d, RS_CMD_DEREG_MR, f.key));
     RS_ASSERT_OK(rs_destroy(l.d, RS_CMD_DESTROY_PD, ppd2));
+    assert_alive(l.d);
+}
+
+/* A kernel UD QP's WQE with the address vector by DMA address. */
+static void av_addr_post(Loop *l, LoopQp *q, uint64_t wr_id, uint64_t av,
+                         uint32_t dqpn, uint64_t addr, uint32_t len)
+{
+    struct rs_send_wqe_ctrl w = {
+        .wr_id = wr_id, .opcode = RS_WR_SEND,
+        .flags = RS_WQE_F_SIGNALED | RS_WQE_F_AV_ADDR, .num_sge = 1,
+        .swap = av, .ah = 0xdead, .remote_qpn = dqpn,
+        .remote_qkey = STD_QKEY,
+    };
+
+    loop_post_send(l, q, &w, addr, len, RS_LOCAL_DMA_LKEY);
+}
+
+static void test_engine_ud_av_addr(void *obj, void *data,
+                                   QGuestAllocator *alloc)
+{
+    Loop l;
+    LoopQp u, v, x;
+    struct rs_ah_attr a;
+    struct rs_cqe cqe;
+    uint64_t av, bad_av, rbuf;
+    uint32_t upd;
+
+    loop_setup_pd(&l, obj, RS_PD_F_PRIVILEGED);
+    RS_ASSERT_OK(rs_create_pd(l.d, &upd));
+    memset(&u, 0, sizeof(u));
+    memset(&v, 0, sizeof(v));
+    memset(&x, 0, sizeof(x));
+    qp_template(l.d, &u.c, RS_QPT_UD, l.pd, l.cq, l.cq);
+    qp_template(l.d, &v.c, RS_QPT_UD, l.pd, l.cq, l.cq);
+    qp_template(l.d, &x.c, RS_QPT_UD, upd, l.cq, l.cq);
+    u.h = new_qp(l.d, &u.c);
+    v.h = new_qp(l.d, &v.c);
+    x.h = new_qp(l.d, &x.c);
+    u.qpn = HINDEX(u.h);
+    v.qpn = HINDEX(v.h);
+    x.qpn = HINDEX(x.h);
+    qp_walk(l.d, u.h, RS_QPT_UD, RS_QPS_RTS);
+    qp_walk(l.d, v.h, RS_QPT_UD, RS_QPS_RTS);
+    qp_walk(l.d, x.h, RS_QPT_UD, RS_QPS_RTS);
+
+    memset(&a, 0, sizeof(a));
+    gid_v4(a.dgid, 10, 0, 0, 1);                /* ourselves: loopback */
+    a.hop_limit = 64;
+    av = rs_alloc_zeroed(l.d, sizeof(a));
+    qtest_memwrite(rs_qts(l.d), av, &a, sizeof(a));
+    a.gid_index = 5;                            /* not populated */
+    bad_av = rs_alloc_zeroed(l.d, sizeof(a));
+    qtest_memwrite(rs_qts(l.d), bad_av, &a, sizeof(a));
+
+    /* The AH handle is ignored: the vector in memory addresses v. */
+    rbuf = loop_buf(l.d, PAGE);
+    fill(l.d, rbuf, 0xee, PAGE);
+    loop_pattern(&l, l.src, 300, 0x3c);
+    loop_post_recv(&l, &v, 0xb1, rbuf, PAGE, RS_LOCAL_DMA_LKEY);
+    av_addr_post(&l, &u, 0xa1, av, v.qpn, l.src, 300);
+    loop_poll(&l, &cqe);
+    g_assert_cmphex(cqe.wr_id, ==, 0xb1);
+    g_assert_cmpuint(cqe.status, ==, RS_WC_SUCCESS);
+    g_assert_cmpuint(cqe.byte_len, ==, RS_GRH_BYTES + 300);
+    g_assert_cmpuint(cqe.src_qp, ==, u.qpn);
+    loop_poll(&l, &cqe);
+    g_assert_cmphex(cqe.wr_id, ==, 0xa1);
+    g_assert_cmpuint(cqe.status, ==, RS_WC_SUCCESS);
+    loop_assert_same(&l, l.src, rbuf + RS_GRH_BYTES, 300);
+    g_assert_true(is_filled(l.d, rbuf + RS_GRH_BYTES + 300, 0xee,
+                            PAGE - RS_GRH_BYTES - 300));
+
+    /* A vector naming an unpopulated GID, or not in guest RAM. */
+    av_addr_post(&l, &u, 0xa2, bad_av, v.qpn, l.src, 16);
+    loop_poll(&l, &cqe);
+    g_assert_cmphex(cqe.wr_id, ==, 0xa2);
+    g_assert_cmpuint(cqe.status, ==, RS_WC_LOC_QP_OP_ERR);
+    g_assert_cmpuint(qp_state(l.d, u.h), ==, RS_QPS_ERR);
+    av_addr_post(&l, &v, 0xa3, 1ull << 40, u.qpn, l.src, 16);
+    loop_poll(&l, &cqe);
+    g_assert_cmphex(cqe.wr_id, ==, 0xa3);
+    g_assert_cmpuint(cqe.status, ==, RS_WC_LOC_QP_OP_ERR);
+    g_assert_cmpuint(qp_state(l.d, v.h), ==, RS_QPS_ERR);
+
+    /* Only privileged QPs may address by vector. */
+    {
+        struct rs_send_wqe_ctrl w = {
+            .wr_id = 0xa4, .opcode = RS_WR_SEND,
+            .flags = RS_WQE_F_SIGNALED | RS_WQE_F_AV_ADDR, .num_sge = 1,
+            .swap = av, .remote_qpn = v.qpn, .remote_qkey = STD_QKEY,
+        };
+
+        loop_post_send(&l, &x, &w, l.src, 16, l.src_key);
+    }
+    loop_poll(&l, &cqe);
+    g_assert_cmphex(cqe.wr_id, ==, 0xa4);
+    g_assert_cmpuint(cqe.status, ==, RS_WC_LOC_QP_OP_ERR);
+    g_assert_cmpuint(qp_state(l.d, x.h), ==, RS_QPS_ERR);
     assert_alive(l.d);
 }
 
@@ -5714,6 +5813,8 @@ static void register_rdma_session_test(void)
                  NULL);
     qos_add_test("engine-remote-inv", "rdma-session",
                  test_engine_remote_inv, NULL);
+    qos_add_test("engine-ud-av-addr", "rdma-session",
+                 test_engine_ud_av_addr, NULL);
     qtest_add_func("rdma-session/bad-properties", test_bad_properties);
 }
 

@@ -683,6 +683,12 @@ enum rs_wr_opcode {
 #define RS_WQE_F_SOLICITED      (1u << 1)
 #define RS_WQE_F_FENCE          (1u << 2)
 #define RS_WQE_F_INLINE         (1u << 3)
+/*
+ * UD/GSI on a privileged QP: the address vector is the struct rs_ah_attr
+ * at DMA address swap (ah is ignored), so that a kernel AH created in
+ * atomic context is usable before its CREATE_AH has run.
+ */
+#define RS_WQE_F_AV_ADDR        (1u << 4)
 
 struct rs_sge {                     /* 16 bytes */
     uint64_t addr;
