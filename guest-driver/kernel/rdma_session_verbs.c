@@ -33,6 +33,9 @@
  *   DMA-coherent page list; the REG_MR work request makes the device copy
  *   it and bind key, IOVA, length and access; LOCAL_INV and SEND with
  *   invalidate unbind it.
+ * - Kernel AHs keep a DMA-mapped copy of their address vector that kernel
+ *   UD WQEs point to (RS_WQE_F_AV_ADDR): an AH created in atomic context
+ *   is usable before its deferred CREATE_AH has run.
  */
 #include <linux/bitfield.h>
 #include <linux/bitmap.h>
