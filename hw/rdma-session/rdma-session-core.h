@@ -409,6 +409,7 @@ void rs_roce_xmit(RSCore *c, uint8_t *frame, size_t len, uint32_t dip);
 bool rs_resp_divert(RSCore *c, const struct iovec *iov, int iovcnt);
 void rs_roce_input(RSCore *c, const uint8_t *frame, size_t len);
 int rs_gid_by_ip4(RSCore *c, uint32_t ip);
+int rs_gid_find(RSCore *c, const uint8_t *gid);
 struct RSPkt;
 bool rs_qp_tuple(RSCore *c, RSQp *qp, uint32_t qpn, const RSAv *ud_av,
                  struct RSPkt *pkt);

@@ -21,6 +21,8 @@
 #include "qemu/log.h"
 #include "qemu/main-loop.h"
 #include "qemu/timer.h"
+#include "qemu/bswap.h"
+#include "net/eth.h"
 #include "rdma-session-core.h"
 #include "rdma-session-wire.h"
 #include "trace.h"
@@ -37,9 +39,12 @@ void rs_req_kick(RSCore *c)
 void rs_roce_xmit(RSCore *c, uint8_t *frame, size_t len, uint32_t dip)
 {
     struct iovec iov = { .iov_base = frame, .iov_len = len };
+    uint8_t dgid[16];
+    bool roce = rs_wire_is_roce(frame, len, dgid);
 
-    trace_rdma_session_roce_tx(frame[RS_BTH_OFF], len, dip);
-    if (rs_gid_by_ip4(c, dip) >= 0) {
+    trace_rdma_session_roce_tx(frame[lduw_be_p(frame + 12) == ETH_P_IPV6 ?
+                                     RS_BTH_OFF6 : RS_BTH_OFF], len, dip);
+    if (roce && rs_gid_find(c, dgid) >= 0) {
         rs_roce_input(c, frame, len);       /* loopback */
         return;
     }
@@ -56,8 +61,9 @@ void rs_roce_xmit(RSCore *c, uint8_t *frame, size_t len, uint32_t dip)
 bool rs_qp_tuple(RSCore *c, RSQp *qp, uint32_t qpn, const RSAv *ud_av,
                  RSPkt *pkt)
 {
-    const uint8_t *dgid;
-    uint32_t gid_index;
+    const uint8_t *dgid, *sgid;
+    uint32_t gid_index, flow_label;
+    bool v4s, v4d;
 
     if (ud_av || !qp->group) {
         const RSAv *av = ud_av ? ud_av : &qp->av;
@@ -72,6 +78,7 @@ bool rs_qp_tuple(RSCore *c, RSQp *qp, uint32_t qpn, const RSAv *ud_av,
         pkt->dport = RS_ROCE_UDP_PORT;
         pkt->tos = av->traffic_class;
         pkt->ttl = av->hop_limit;
+        flow_label = av->flow_label;
     } else {
         RSSessionGroup *g = &c->groups[qp->group];
         RSSession *s;
@@ -91,12 +98,22 @@ bool rs_qp_tuple(RSCore *c, RSQp *qp, uint32_t qpn, const RSAv *ud_av,
         pkt->dport = s->dst_port;
         pkt->tos = qp->av.traffic_class;
         pkt->ttl = qp->av.hop_limit;
+        flow_label = qp->av.flow_label;
     }
-    if (!rs_gid_valid(c, gid_index) ||
-        !rs_gid_to_ip4(c->gids[gid_index].gid, &pkt->sip) ||
-        !rs_gid_to_ip4(dgid, &pkt->dip)) {
-        return false;           /* IPv6 GIDs: not in this slice */
+    if (!rs_gid_valid(c, gid_index)) {
+        return false;
     }
+    /* IPv4 (v4-mapped GIDs) or IPv6, the same on both ends. */
+    sgid = c->gids[gid_index].gid;
+    v4s = rs_gid_to_ip4(sgid, &pkt->sip);
+    v4d = rs_gid_to_ip4(dgid, &pkt->dip);
+    if (v4s != v4d) {
+        return false;
+    }
+    pkt->v6 = !v4s;
+    pkt->flow_label = pkt->v6 ? flow_label : 0;
+    memcpy(pkt->sgid, sgid, 16);
+    memcpy(pkt->dgid, dgid, 16);
     memcpy(pkt->smac, c->mac.a, 6);
     return true;
 }
@@ -339,7 +356,7 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp)
             return false;       /* a NAK ended or rewound it meanwhile */
         }
         pkt.opcode = rs_req_wire_op(qp->type, w.opcode, i, npkts);
-        payload = c->req_buf + rs_wire_payload_off(pkt.opcode);
+        payload = c->req_buf + rs_wire_payload_off(&pkt);
         if (is_inline) {
             st = rs_dma_read(c, addr + sizeof(w) + off, payload, n) ?
                  RS_WC_LOC_PROT_ERR : RS_WC_SUCCESS;

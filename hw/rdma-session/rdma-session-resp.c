@@ -2,11 +2,12 @@
  * rdma-session adapter: the responder (rxe_resp.c's role) and the RoCE
  * receive path.
  *
- * The LAN receive path hands over every IPv4/UDP frame for port 4791 that
- * is addressed to one of our GIDs (rs_resp_divert); the requester's frames
- * to our own GIDs come here directly (loopback).  Requests go to the
- * responder below, ACKs and READ responses to the completer.  Remote keys
- * resolve in the key table of the VNI of the GID the packet arrived on.
+ * The LAN receive path hands over every IPv4 or IPv6 UDP frame for port
+ * 4791 that is addressed to one of our GIDs (rs_resp_divert); the
+ * requester's frames to our own GIDs come here directly (loopback).
+ * Requests go to the responder below, ACKs and READ responses to the
+ * completer.  Remote keys resolve in the key table of the VNI of the GID
+ * the packet arrived on.
  *
  * Copyright (c) 2026 rdma-session developers
  *
@@ -20,26 +21,33 @@
 #include "rdma-session-wire.h"
 #include "trace.h"
 
-int rs_gid_by_ip4(RSCore *c, uint32_t ip)
+/* The index of the populated GID equal to gid, -1 if none. */
+int rs_gid_find(RSCore *c, const uint8_t *gid)
 {
-    uint32_t i, a;
+    uint32_t i;
 
     for (i = 0; i < c->p.max_gids; i++) {
-        if (c->gids[i].valid && rs_gid_to_ip4(c->gids[i].gid, &a) &&
-            a == ip) {
+        if (c->gids[i].valid && !memcmp(c->gids[i].gid, gid, 16)) {
             return i;
         }
     }
     return -1;
 }
 
+int rs_gid_by_ip4(RSCore *c, uint32_t ip)
+{
+    uint8_t gid[16];
+
+    rs_ip4_to_gid(ip, gid);
+    return rs_gid_find(c, gid);
+}
+
 bool rs_resp_divert(RSCore *c, const struct iovec *iov, int iovcnt)
 {
-    uint8_t hdr[RS_BTH_OFF];
+    uint8_t hdr[RS_BTH_OFF6], dgid[16];
     size_t size, n = iov_to_buf(iov, iovcnt, 0, hdr, sizeof(hdr));
-    uint32_t dip;
 
-    if (!rs_wire_is_roce(hdr, n, &dip) || rs_gid_by_ip4(c, dip) < 0) {
+    if (!rs_wire_is_roce(hdr, n, dgid) || rs_gid_find(c, dgid) < 0) {
         return false;
     }
     size = iov_size(iov, iovcnt);
@@ -173,8 +181,15 @@ static void rs_resp_ud(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
         st = RS_WC_LOC_LEN_ERR;
     }
     if (!st) {
-        /* RoCEv2 over IPv4: the IPv4 header in the GRH's last 20 bytes. */
-        memcpy(grh + 20, pkt->l3, RS_IP4_HLEN);
+        /*
+         * RoCEv2: the IPv6 header is the GRH; an IPv4 header goes in the
+         * GRH's last 20 bytes.
+         */
+        if (pkt->v6) {
+            memcpy(grh, pkt->l3, RS_IP6_HLEN);
+        } else {
+            memcpy(grh + 20, pkt->l3, RS_IP4_HLEN);
+        }
         st = rs_sge_copy(c, qp, gid, r.sge, r.nsge, 0, grh, sizeof(grh),
                          true);
     }
@@ -218,7 +233,7 @@ static void rs_resp_read(RSCore *c, uint32_t qpn, RSQp *qp, RSMr *mr,
             p.opcode = RS_OP_READ_RESP_MIDDLE;
         }
         if (n && rs_mr_rw(c, mr, req->va + off,
-                          c->resp_buf + rs_wire_payload_off(p.opcode), n,
+                          c->resp_buf + rs_wire_payload_off(&p), n,
                           false)) {
             rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_REM_OP,
                               (req->psn + i) & RS_PSN_MASK, "READ DMA");
@@ -447,7 +462,7 @@ void rs_roce_input(RSCore *c, const uint8_t *frame, size_t len)
         trace_rdma_session_roce_drop(len, why);
         return;
     }
-    gid = rs_gid_by_ip4(c, pkt.dip);
+    gid = rs_gid_find(c, pkt.dgid);
     qpn = pkt.dqpn;
     trace_rdma_session_roce_rx(rs_opcode[pkt.opcode].name, qpn, pkt.psn,
                                pkt.paylen);

@@ -117,29 +117,62 @@ bool rs_gid_to_ip4(const uint8_t *gid, uint32_t *ip)
     return true;
 }
 
+void rs_ip4_to_gid(uint32_t ip, uint8_t *gid)
+{
+    memset(gid, 0, 10);
+    gid[10] = gid[11] = 0xff;
+    stl_be_p(gid + 12, ip);
+}
+
+/* One's complement sum of len bytes (RFC 1071), an odd tail zero-padded. */
+static uint32_t rs_csum_add(uint32_t sum, const uint8_t *p, size_t len)
+{
+    size_t i;
+
+    for (i = 0; i + 1 < len; i += 2) {
+        sum += lduw_be_p(p + i);
+    }
+    if (len & 1) {
+        sum += p[len - 1] << 8;
+    }
+    while (sum >> 16) {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    return sum;
+}
+
 /*
  * ICRC as IBTA A17.8 and Linux rxe_icrc.c: CRC-32 over 8 bytes of 1s
- * (the masked LRH), the IPv4 header with TOS, TTL and checksum set to 1s,
+ * (the masked LRH), the IP header with its variant fields set to 1s (IPv4:
+ * TOS, TTL and checksum; IPv6: traffic class, flow label and hop limit),
  * the UDP header with its checksum set to 1s, the BTH with resv8a set to
  * 1s, the rest of the packet up to the ICRC.  zlib's crc32() includes the
  * initial and final inversion, so its result is the ICRC rxe stores (as a
  * little-endian word).
  */
-static uint32_t rs_icrc(const uint8_t *frame, size_t icrc_off)
+static uint32_t rs_icrc(const uint8_t *frame, size_t icrc_off, bool v6)
 {
-    uint8_t ph[8 + RS_IP4_HLEN + RS_UDP_HLEN + RS_BTH_LEN];
+    uint8_t ph[8 + RS_IP6_HLEN + RS_UDP_HLEN + RS_BTH_LEN];
+    unsigned l3 = v6 ? RS_IP6_HLEN : RS_IP4_HLEN;
+    unsigned n = 8 + l3 + RS_UDP_HLEN + RS_BTH_LEN;
+    unsigned bth = RS_L3_OFF + l3 + RS_UDP_HLEN;
     uLong crc;
 
     memset(ph, 0xff, 8);
-    memcpy(ph + 8, frame + RS_L3_OFF, sizeof(ph) - 8);
-    ph[8 + 1] = 0xff;                           /* TOS */
-    ph[8 + 8] = 0xff;                           /* TTL */
-    ph[8 + 10] = ph[8 + 11] = 0xff;             /* IP checksum */
-    ph[8 + 20 + 6] = ph[8 + 20 + 7] = 0xff;     /* UDP checksum */
-    ph[8 + 28 + 4] = 0xff;                      /* BTH resv8a */
-    crc = crc32(0, ph, sizeof(ph));
-    crc = crc32(crc, frame + RS_BTH_OFF + RS_BTH_LEN,
-                icrc_off - RS_BTH_OFF - RS_BTH_LEN);
+    memcpy(ph + 8, frame + RS_L3_OFF, n - 8);
+    if (v6) {
+        ph[8] |= 0x0f;                          /* traffic class, */
+        ph[8 + 1] = ph[8 + 2] = ph[8 + 3] = 0xff;   /* flow label */
+        ph[8 + 7] = 0xff;                       /* hop limit */
+    } else {
+        ph[8 + 1] = 0xff;                       /* TOS */
+        ph[8 + 8] = 0xff;                       /* TTL */
+        ph[8 + 10] = ph[8 + 11] = 0xff;         /* IP checksum */
+    }
+    ph[8 + l3 + 6] = ph[8 + l3 + 7] = 0xff;     /* UDP checksum */
+    ph[8 + l3 + RS_UDP_HLEN + 4] = 0xff;        /* BTH resv8a */
+    crc = crc32(0, ph, n);
+    crc = crc32(crc, frame + bth + RS_BTH_LEN, icrc_off - bth - RS_BTH_LEN);
     return crc;
 }
 
@@ -147,33 +180,45 @@ size_t rs_wire_build(uint8_t *f, RSPkt *pkt, uint32_t paylen)
 {
     const RSOpcodeInfo *oi = &rs_opcode[pkt->opcode];
     unsigned pad = (-paylen) & 3;
-    unsigned off = rs_wire_payload_off(pkt->opcode);
+    unsigned off = rs_wire_payload_off(pkt);
+    unsigned l3 = pkt->v6 ? RS_IP6_HLEN : RS_IP4_HLEN;
     size_t len = off + paylen + pad + RS_ICRC_LEN;
-    uint8_t *ip = f + RS_L3_OFF, *udp = ip + RS_IP4_HLEN, *h;
+    uint8_t *ip = f + RS_L3_OFF, *udp = ip + l3, *h;
+    size_t udplen = len - RS_ETH_HLEN - l3;
 
     /* Ethernet */
     memcpy(f, pkt->dmac, 6);
     memcpy(f + 6, pkt->smac, 6);
-    stw_be_p(f + 12, ETH_P_IP);
-    /* IPv4, DF, no options */
-    ip[0] = 0x45;
-    ip[1] = pkt->tos;
-    stw_be_p(ip + 2, len - RS_ETH_HLEN);
-    stw_be_p(ip + 4, 0);
-    stw_be_p(ip + 6, 0x4000);
-    ip[8] = pkt->ttl ? pkt->ttl : 64;
-    ip[9] = IPPROTO_UDP;
-    stw_be_p(ip + 10, 0);
-    stl_be_p(ip + 12, pkt->sip);
-    stl_be_p(ip + 16, pkt->dip);
-    stw_be_p(ip + 10, rs_ip4_checksum(ip, RS_IP4_HLEN));
-    /* UDP, no checksum (IPv4 allows it; the ICRC covers the payload) */
+    stw_be_p(f + 12, pkt->v6 ? ETH_P_IPV6 : ETH_P_IP);
+    if (pkt->v6) {
+        stl_be_p(ip, 6u << 28 | (uint32_t)pkt->tos << 20 |
+                 (pkt->flow_label & 0xfffff));
+        stw_be_p(ip + 4, udplen);
+        ip[6] = IPPROTO_UDP;
+        ip[7] = pkt->ttl ? pkt->ttl : 64;
+        memcpy(ip + 8, pkt->sgid, 16);
+        memcpy(ip + 24, pkt->dgid, 16);
+    } else {
+        /* IPv4, DF, no options */
+        ip[0] = 0x45;
+        ip[1] = pkt->tos;
+        stw_be_p(ip + 2, len - RS_ETH_HLEN);
+        stw_be_p(ip + 4, 0);
+        stw_be_p(ip + 6, 0x4000);
+        ip[8] = pkt->ttl ? pkt->ttl : 64;
+        ip[9] = IPPROTO_UDP;
+        stw_be_p(ip + 10, 0);
+        stl_be_p(ip + 12, pkt->sip);
+        stl_be_p(ip + 16, pkt->dip);
+        stw_be_p(ip + 10, rs_ip4_checksum(ip, RS_IP4_HLEN));
+    }
+    /* UDP; IPv4 goes without checksum, the ICRC covers the payload */
     stw_be_p(udp, pkt->sport);
     stw_be_p(udp + 2, pkt->dport);
-    stw_be_p(udp + 4, len - RS_ETH_HLEN - RS_IP4_HLEN);
+    stw_be_p(udp + 4, udplen);
     stw_be_p(udp + 6, 0);
     /* BTH */
-    h = f + RS_BTH_OFF;
+    h = udp + RS_UDP_HLEN;
     h[0] = pkt->opcode;
     h[1] = (pkt->se ? 0x80 : 0) | (pad << 4);   /* M = 0, TVer = 0 */
     stw_be_p(h + 2, pkt->pkey ? pkt->pkey : 0xffff);
@@ -210,53 +255,76 @@ size_t rs_wire_build(uint8_t *f, RSPkt *pkt, uint32_t paylen)
         h += RS_IETH_LEN;
     }
     memset(f + off + paylen, 0, pad);
-    stl_le_p(f + len - RS_ICRC_LEN, rs_icrc(f, len - RS_ICRC_LEN));
+    stl_le_p(f + len - RS_ICRC_LEN, rs_icrc(f, len - RS_ICRC_LEN, pkt->v6));
+    if (pkt->v6) {
+        /* IPv6 requires the UDP checksum (RFC 8200 8.1); the ICRC masks it. */
+        uint32_t sum = rs_csum_add(0, ip + 8, 32);
+        uint16_t ck;
+
+        sum = rs_csum_add(sum + udplen + IPPROTO_UDP, udp, udplen);
+        ck = ~sum & 0xffff;
+        stw_be_p(udp + 6, ck ? ck : 0xffff);
+    }
     pkt->pad = pad;
     pkt->paylen = paylen;
     return len;
 }
 
-bool rs_wire_is_roce(const uint8_t *f, size_t len, uint32_t *dip)
+bool rs_wire_is_roce(const uint8_t *f, size_t len, uint8_t *dgid)
 {
-    if (len < RS_BTH_OFF || lduw_be_p(f + 12) != ETH_P_IP ||
-        (f[RS_L3_OFF] >> 4) != 4 || f[RS_L3_OFF + 9] != IPPROTO_UDP ||
-        (f[RS_L3_OFF] & 0xf) != 5 ||
-        lduw_be_p(f + RS_L3_OFF + RS_IP4_HLEN + 2) != RS_ROCE_UDP_PORT) {
-        return false;
+    if (len >= RS_BTH_OFF && lduw_be_p(f + 12) == ETH_P_IP &&
+        (f[RS_L3_OFF] >> 4) == 4 && f[RS_L3_OFF + 9] == IPPROTO_UDP &&
+        (f[RS_L3_OFF] & 0xf) == 5 &&
+        lduw_be_p(f + RS_L3_OFF + RS_IP4_HLEN + 2) == RS_ROCE_UDP_PORT) {
+        rs_ip4_to_gid(ldl_be_p(f + RS_L3_OFF + 16), dgid);
+        return true;
     }
-    *dip = ldl_be_p(f + RS_L3_OFF + 16);
-    return true;
+    /* IPv6 without extension headers: UDP is the next header. */
+    if (len >= RS_BTH_OFF6 && lduw_be_p(f + 12) == ETH_P_IPV6 &&
+        (f[RS_L3_OFF] >> 4) == 6 && f[RS_L3_OFF + 6] == IPPROTO_UDP &&
+        lduw_be_p(f + RS_L3_OFF + RS_IP6_HLEN + 2) == RS_ROCE_UDP_PORT) {
+        memcpy(dgid, f + RS_L3_OFF + 24, 16);
+        return true;
+    }
+    return false;
 }
 
 bool rs_wire_parse(const uint8_t *f, size_t len, RSPkt *pkt,
                    const char **why)
 {
-    const uint8_t *ip = f + RS_L3_OFF, *udp = ip + RS_IP4_HLEN, *h;
+    const uint8_t *ip = f + RS_L3_OFF, *udp, *h;
     const RSOpcodeInfo *oi;
     size_t iplen, udplen, end, off;
-    uint32_t dip;
+    unsigned l3;
 
     memset(pkt, 0, sizeof(*pkt));
-    if (!rs_wire_is_roce(f, len, &dip)) {
-        *why = "not IPv4/UDP 4791";
+    if (!rs_wire_is_roce(f, len, pkt->dgid)) {
+        *why = "not IPv4/IPv6 UDP 4791";
         return false;
     }
-    iplen = lduw_be_p(ip + 2);
+    pkt->v6 = lduw_be_p(f + 12) == ETH_P_IPV6;
+    l3 = pkt->v6 ? RS_IP6_HLEN : RS_IP4_HLEN;
+    udp = ip + l3;
     udplen = lduw_be_p(udp + 4);
-    if ((lduw_be_p(ip + 6) & 0x3fff) != 0) {
-        *why = "IPv4 fragment";
-        return false;
+    if (pkt->v6) {
+        iplen = RS_IP6_HLEN + lduw_be_p(ip + 4);
+    } else {
+        iplen = lduw_be_p(ip + 2);
+        if ((lduw_be_p(ip + 6) & 0x3fff) != 0) {
+            *why = "IPv4 fragment";
+            return false;
+        }
     }
-    if (iplen + RS_ETH_HLEN > len || iplen != udplen + RS_IP4_HLEN) {
-        *why = "bad IPv4/UDP length";
+    if (iplen + RS_ETH_HLEN > len || iplen != udplen + l3) {
+        *why = "bad IP/UDP length";
         return false;
     }
     end = RS_ETH_HLEN + iplen;              /* ignore Ethernet padding */
-    if (end < RS_BTH_OFF + RS_BTH_LEN + RS_ICRC_LEN) {
+    if (end < RS_ETH_HLEN + l3 + RS_UDP_HLEN + RS_BTH_LEN + RS_ICRC_LEN) {
         *why = "runt";
         return false;
     }
-    h = f + RS_BTH_OFF;
+    h = udp + RS_UDP_HLEN;
     pkt->opcode = h[0];
     oi = &rs_opcode[pkt->opcode];
     if (!oi->name) {
@@ -267,22 +335,33 @@ bool rs_wire_parse(const uint8_t *f, size_t len, RSPkt *pkt,
         *why = "bad TVer";
         return false;
     }
-    off = rs_wire_payload_off(pkt->opcode);
+    off = rs_wire_payload_off(pkt);
     pkt->pad = (h[1] >> 4) & 3;
     if (off + pkt->pad + RS_ICRC_LEN > end) {
         *why = "headers longer than the packet";
         return false;
     }
-    if (ldl_le_p(f + end - RS_ICRC_LEN) != rs_icrc(f, end - RS_ICRC_LEN)) {
+    if (ldl_le_p(f + end - RS_ICRC_LEN) !=
+        rs_icrc(f, end - RS_ICRC_LEN, pkt->v6)) {
         *why = "bad ICRC";
         return false;
     }
     memcpy(pkt->dmac, f, 6);
     memcpy(pkt->smac, f + 6, 6);
-    pkt->tos = ip[1];
-    pkt->ttl = ip[8];
-    pkt->sip = ldl_be_p(ip + 12);
-    pkt->dip = dip;
+    if (pkt->v6) {
+        uint32_t w = ldl_be_p(ip);
+
+        pkt->tos = w >> 20;
+        pkt->flow_label = w & 0xfffff;
+        pkt->ttl = ip[7];
+        memcpy(pkt->sgid, ip + 8, 16);
+    } else {
+        pkt->tos = ip[1];
+        pkt->ttl = ip[8];
+        pkt->sip = ldl_be_p(ip + 12);
+        pkt->dip = ldl_be_p(ip + 16);
+        rs_ip4_to_gid(pkt->sip, pkt->sgid);
+    }
     pkt->sport = lduw_be_p(udp);
     pkt->dport = lduw_be_p(udp + 2);
     pkt->se = h[1] & 0x80;

@@ -3,7 +3,8 @@
  *
  * Header layouts, the opcode table (which headers each opcode carries and
  * which QP types may use it, as rxe_opcode.c), and the one place where
- * header fields are converted between wire and host byte order.
+ * header fields are converted between wire and host byte order; IPv4 and
+ * IPv6 (RoCEv2 over either).
  *
  * Copyright (c) 2026 rdma-session developers
  *
@@ -17,6 +18,7 @@
 
 #define RS_ETH_HLEN         14
 #define RS_IP4_HLEN         20
+#define RS_IP6_HLEN         40
 #define RS_UDP_HLEN         8
 #define RS_BTH_LEN          12
 #define RS_DETH_LEN         8
@@ -29,10 +31,11 @@
 #define RS_ICRC_LEN         4
 #define RS_L3_OFF           RS_ETH_HLEN
 #define RS_BTH_OFF          (RS_ETH_HLEN + RS_IP4_HLEN + RS_UDP_HLEN)
+#define RS_BTH_OFF6         (RS_ETH_HLEN + RS_IP6_HLEN + RS_UDP_HLEN)
 #define RS_GRH_LEN          40
 
 /* Largest frame the engine builds: headers, 4096 bytes, pad, ICRC. */
-#define RS_WIRE_MAX_FRAME   (RS_BTH_OFF + 64 + 4096 + 4 + RS_ICRC_LEN)
+#define RS_WIRE_MAX_FRAME   (RS_BTH_OFF6 + 64 + 4096 + 4 + RS_ICRC_LEN)
 
 /* IBTA opcodes (BTH.OpCode): transport in bits 5-7, operation in 0-4. */
 enum {
@@ -120,10 +123,14 @@ typedef struct RSPkt {
     /* L2-L4 */
     uint8_t dmac[6];
     uint8_t smac[6];
-    uint32_t sip;               /* IPv4, host order */
+    bool v6;                    /* IPv6 (RoCEv2 over IPv6 GIDs) */
+    uint8_t sgid[16];           /* addresses as GIDs (IPv4: ::ffff:a.b.c.d) */
+    uint8_t dgid[16];
+    uint32_t sip;               /* IPv4, host order; 0 for IPv6 */
     uint32_t dip;
-    uint8_t tos;
-    uint8_t ttl;
+    uint8_t tos;                /* IPv6: traffic class */
+    uint8_t ttl;                /* IPv6: hop limit */
+    uint32_t flow_label;        /* IPv6 only */
     uint16_t sport;
     uint16_t dport;
     /* BTH */
@@ -147,14 +154,15 @@ typedef struct RSPkt {
     /* payload */
     const uint8_t *payload;
     uint32_t paylen;
-    /* the IPv4 header as received (UD: copied into the GRH area) */
+    /* the IP header as received (UD: copied into the GRH area) */
     const uint8_t *l3;
 } RSPkt;
 
-/* Offset of the payload for a packet with this opcode. */
-static inline unsigned rs_wire_payload_off(uint8_t opcode)
+/* Offset of the payload of pkt (its opcode and IP version). */
+static inline unsigned rs_wire_payload_off(const RSPkt *pkt)
 {
-    return RS_BTH_OFF + rs_opcode[opcode].hdr_len;
+    return (pkt->v6 ? RS_BTH_OFF6 : RS_BTH_OFF) +
+           rs_opcode[pkt->opcode].hdr_len;
 }
 
 /*
@@ -170,12 +178,16 @@ size_t rs_wire_build(uint8_t *frame, RSPkt *pkt, uint32_t paylen);
 bool rs_wire_parse(const uint8_t *frame, size_t len, RSPkt *pkt,
                    const char **why);
 
-/* Quick look at a frame's start: IPv4, UDP, destination port 4791. */
-bool rs_wire_is_roce(const uint8_t *hdr, size_t len, uint32_t *dip);
+/*
+ * Quick look at a frame's first RS_BTH_OFF6 (or len) bytes: IPv4 or IPv6,
+ * UDP, destination port 4791; *dgid: the destination address as a GID.
+ */
+bool rs_wire_is_roce(const uint8_t *hdr, size_t len, uint8_t *dgid);
 
 uint16_t rs_ip4_checksum(const uint8_t *hdr, unsigned len);
 
 /* IPv4 address of a v4-mapped GID (::ffff:a.b.c.d); false otherwise. */
 bool rs_gid_to_ip4(const uint8_t *gid, uint32_t *ip);
+void rs_ip4_to_gid(uint32_t ip, uint8_t *gid);
 
 #endif

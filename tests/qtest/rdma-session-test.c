@@ -3735,6 +3735,143 @@ static void test_engine_ud_av_addr(void *obj, void *data,
     assert_alive(l.d);
 }
 
+/* fe80::5054:ff:fe12:34<host>, a link-local RoCEv2 GID. */
+static void gid_v6(uint8_t gid[16], uint8_t host)
+{
+    static const uint8_t ll[16] = {
+        0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x50, 0x54, 0, 0xff, 0xfe, 0x12, 0x34,
+    };
+
+    memcpy(gid, ll, 16);
+    gid[15] = host;
+}
+
+/*
+ * RoCEv2 over IPv6: two RC QPs over a link-local GID (loopback) and a UD
+ * datagram whose receive GRH area is the IPv6 header itself.
+ */
+static void test_engine_ipv6(void *obj, void *data, QGuestAllocator *alloc)
+{
+    struct rs_cmd_add_gid g = {
+        .index = 2, .type = RS_GID_ROCE_V2_IPV6, .vni = 0,
+    };
+    struct rs_cmd_create_session sc;
+    struct rs_send_wqe_ctrl w;
+    struct rs_ah_attr a;
+    struct rs_qp_attr qa;
+    struct rs_cqe cqe;
+    uint8_t grh[RS_GRH_BYTES];
+    LoopQp u, v;
+    uint32_t s = 0, got = ~0u, grp;
+    uint64_t av, rbuf;
+    Loop l;
+    int i;
+
+    loop_setup_pd(&l, obj, RS_PD_F_PRIVILEGED);
+    gid_v6(g.gid, 0x70);
+    RS_ASSERT_OK(rs_add_gid(l.d, &g, &got));
+
+    /* A second RC pair whose session and AV use the IPv6 GID. */
+    session_template(&sc, 2, 49200);
+    gid_v6(sc.dst_ip, 0x70);
+    RS_ASSERT_OK(rs_create_session(l.d, &sc, &s));
+    grp = new_group(l.d, RS_GROUP_ROUND_ROBIN, s, 0);
+    memset(&u, 0, sizeof(u));
+    memset(&v, 0, sizeof(v));
+    qp_template(l.d, &u.c, RS_QPT_RC, l.pd, l.cq, l.cq);
+    qp_template(l.d, &v.c, RS_QPT_RC, l.pd, l.cq, l.cq);
+    u.h = new_qp(l.d, &u.c);
+    v.h = new_qp(l.d, &v.c);
+    u.qpn = HINDEX(u.h);
+    v.qpn = HINDEX(v.h);
+    for (i = 0; i < 2; i++) {
+        LoopQp *q = i ? &v : &u;
+        static const uint8_t path[] = {
+            RS_QPS_RESET, RS_QPS_INIT, RS_QPS_RTR, RS_QPS_RTS,
+        };
+        int j;
+
+        for (j = 1; j < ARRAY_SIZE(path); j++) {
+            uint32_t mask = std_mask(RS_QPT_RC, path[j - 1], path[j]);
+
+            std_attr(&qa, path[j - 1], path[j]);
+            gid_v6(qa.ah.dgid, 0x70);
+            qa.ah.gid_index = 2;
+            qa.dest_qp_num = i ? u.qpn : v.qpn;
+            qa.rq_psn = qa.sq_psn = LOOP_PSN;
+            if (path[j] == RS_QPS_RTR) {
+                qa.session_group = grp;
+                mask |= RS_QP_ATTR_SESSION_GROUP;
+            }
+            RS_ASSERT_OK(rs_modify_qp(l.d, q->h, &qa, mask));
+        }
+    }
+
+    /* SEND of 3000 bytes (3 packets) and RDMA READ back, over IPv6. */
+    loop_pattern(&l, l.src, 3000, 0x61);
+    fill(l.d, l.dst, 0xee, LOOP_BUF);
+    loop_post_recv(&l, &v, 0xb1, l.dst, LOOP_BUF, RS_LOCAL_DMA_LKEY);
+    memset(&w, 0, sizeof(w));
+    w.wr_id = 0xa1;
+    w.opcode = RS_WR_SEND;
+    w.flags = RS_WQE_F_SIGNALED;
+    w.num_sge = 1;
+    loop_post_send(&l, &u, &w, l.src, 3000, RS_LOCAL_DMA_LKEY);
+    fr_expect(&l, 0xb1, RS_WR_RECV, RS_WC_SUCCESS);
+    fr_expect(&l, 0xa1, RS_WR_SEND, RS_WC_SUCCESS);
+    loop_assert_same(&l, l.src, l.dst, 3000);
+    g_assert_true(is_filled(l.d, l.dst + 3000, 0xee, LOOP_BUF - 3000));
+    fill(l.d, l.src, 0, LOOP_BUF);
+    fr_post_op(&l, &u, 0xa2, RS_WR_RDMA_READ, 0, l.dst, l.dst_key, l.src,
+               3000, RS_LOCAL_DMA_LKEY);
+    fr_expect(&l, 0xa2, RS_WR_RDMA_READ, RS_WC_SUCCESS);
+    loop_assert_same(&l, l.src, l.dst, 3000);
+
+    /* UD from the IPv6 GID: the GRH area holds the IPv6 header. */
+    memset(&u, 0, sizeof(u));
+    memset(&v, 0, sizeof(v));
+    qp_template(l.d, &u.c, RS_QPT_UD, l.pd, l.cq, l.cq);
+    qp_template(l.d, &v.c, RS_QPT_UD, l.pd, l.cq, l.cq);
+    u.h = new_qp(l.d, &u.c);
+    v.h = new_qp(l.d, &v.c);
+    u.qpn = HINDEX(u.h);
+    v.qpn = HINDEX(v.h);
+    qp_walk(l.d, u.h, RS_QPT_UD, RS_QPS_RTS);
+    qp_walk(l.d, v.h, RS_QPT_UD, RS_QPS_RTS);
+    memset(&a, 0, sizeof(a));
+    gid_v6(a.dgid, 0x70);
+    a.gid_index = 2;
+    a.hop_limit = 1;
+    a.traffic_class = 0x28;
+    a.flow_label = 0x12345;
+    av = rs_alloc_zeroed(l.d, sizeof(a));
+    qtest_memwrite(rs_qts(l.d), av, &a, sizeof(a));
+    rbuf = loop_buf(l.d, PAGE);
+    fill(l.d, rbuf, 0xee, PAGE);
+    loop_pattern(&l, l.src, 200, 0x17);
+    loop_post_recv(&l, &v, 0xb3, rbuf, PAGE, RS_LOCAL_DMA_LKEY);
+    av_addr_post(&l, &u, 0xa3, av, v.qpn, l.src, 200);
+    loop_poll(&l, &cqe);
+    g_assert_cmphex(cqe.wr_id, ==, 0xb3);
+    g_assert_cmpuint(cqe.status, ==, RS_WC_SUCCESS);
+    g_assert_cmpuint(cqe.byte_len, ==, RS_GRH_BYTES + 200);
+    fr_expect(&l, 0xa3, RS_WR_SEND, RS_WC_SUCCESS);
+    loop_assert_same(&l, l.src, rbuf + RS_GRH_BYTES, 200);
+    qtest_memread(rs_qts(l.d), rbuf, grh, sizeof(grh));
+    /* version 6, traffic class 0x28, flow label 0x12345 */
+    g_assert_cmphex(grh[0], ==, 0x62);
+    g_assert_cmphex(grh[1], ==, 0x81);
+    g_assert_cmphex(grh[2], ==, 0x23);
+    g_assert_cmphex(grh[3], ==, 0x45);
+    /* payload length: UDP 8 + BTH 12 + DETH 8 + 200 + ICRC 4 */
+    g_assert_cmpuint(grh[4] << 8 | grh[5], ==, 8 + 12 + 8 + 200 + 4);
+    g_assert_cmpuint(grh[6], ==, 17);           /* next header: UDP */
+    g_assert_cmpuint(grh[7], ==, 1);            /* hop limit */
+    g_assert_cmpmem(grh + 8, 16, g.gid, 16);
+    g_assert_cmpmem(grh + 24, 16, g.gid, 16);
+    assert_alive(l.d);
+}
+
 /* Stale tags and remote invalidation of keys it may not invalidate. */
 static void test_engine_remote_inv(void *obj, void *data,
                                    QGuestAllocator *alloc)
@@ -5815,6 +5952,7 @@ static void register_rdma_session_test(void)
                  test_engine_remote_inv, NULL);
     qos_add_test("engine-ud-av-addr", "rdma-session",
                  test_engine_ud_av_addr, NULL);
+    qos_add_test("engine-ipv6", "rdma-session", test_engine_ipv6, NULL);
     qtest_add_func("rdma-session/bad-properties", test_bad_properties);
 }
 
