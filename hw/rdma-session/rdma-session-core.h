@@ -173,6 +173,7 @@ typedef struct RSSessionGroup {
     uint8_t gen;
     uint8_t nsessions;
     uint8_t policy;
+    uint8_t next;               /* round robin: the next message's session */
     uint32_t session[RS_MAX_GROUP_SESSIONS];
     uint32_t refs;
 } RSSessionGroup;
@@ -413,6 +414,8 @@ int rs_gid_find(RSCore *c, const uint8_t *gid);
 struct RSPkt;
 bool rs_qp_tuple(RSCore *c, RSQp *qp, uint32_t qpn, const RSAv *ud_av,
                  struct RSPkt *pkt);
+bool rs_qp_tuple_msg(RSCore *c, RSQp *qp, uint32_t qpn, const RSAv *ud_av,
+                     struct RSPkt *pkt);
 void rs_comp_receive(RSCore *c, uint32_t qpn, const struct RSPkt *pkt);
 void rs_cq_post(RSCore *c, uint32_t cq, struct rs_cqe *cqe, bool solicited);
 void rs_send_cqe(RSCore *c, uint32_t qpn, const struct rs_send_wqe_ctrl *w,

@@ -176,7 +176,7 @@ static const VMStateDescription vmstate_rs_session = {
 
 static const VMStateDescription vmstate_rs_group = {
     .name = "rdma-session/session-group",
-    .version_id = 1,
+    .version_id = 2,
     .minimum_version_id = 1,
     .fields = (const VMStateField[]) {
         VMSTATE_BOOL(valid, RSSessionGroup),
@@ -185,6 +185,7 @@ static const VMStateDescription vmstate_rs_group = {
         VMSTATE_UINT8(policy, RSSessionGroup),
         VMSTATE_UINT32_ARRAY(session, RSSessionGroup, RS_MAX_GROUP_SESSIONS),
         VMSTATE_UINT32(refs, RSSessionGroup),
+        VMSTATE_UINT8_V(next, RSSessionGroup, 2),
         VMSTATE_END_OF_LIST()
     },
 };
@@ -335,7 +336,8 @@ static bool rs_core_state_valid(RSCore *c)
         if (!g->valid) {
             continue;
         }
-        if (g->nsessions < 1 || g->nsessions > RS_MAX_GROUP_SESSIONS) {
+        if (g->nsessions < 1 || g->nsessions > RS_MAX_GROUP_SESSIONS ||
+            g->policy > RS_GROUP_ACTIVE_BACKUP || g->next >= g->nsessions) {
             return false;
         }
         for (j = 0; j < g->nsessions; j++) {

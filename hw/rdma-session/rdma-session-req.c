@@ -56,10 +56,10 @@ void rs_roce_xmit(RSCore *c, uint8_t *frame, size_t len, uint32_t dip)
 
 /*
  * L2-L4 addressing of a packet: UD from the AH's vector, connected QPs
- * from the first session of their group (the QP's own AV without one).
+ * from session slot of their group (the QP's own AV without one).
  */
-bool rs_qp_tuple(RSCore *c, RSQp *qp, uint32_t qpn, const RSAv *ud_av,
-                 RSPkt *pkt)
+static bool rs_qp_tuple_at(RSCore *c, RSQp *qp, uint32_t qpn,
+                           const RSAv *ud_av, RSPkt *pkt, unsigned slot)
 {
     const uint8_t *dgid, *sgid;
     uint32_t gid_index, flow_label;
@@ -83,11 +83,11 @@ bool rs_qp_tuple(RSCore *c, RSQp *qp, uint32_t qpn, const RSAv *ud_av,
         RSSessionGroup *g = &c->groups[qp->group];
         RSSession *s;
 
-        if (!g->valid || !g->nsessions || !g->session[0] ||
-            g->session[0] >= c->p.max_sessions) {
+        if (!g->valid || slot >= g->nsessions || !g->session[slot] ||
+            g->session[slot] >= c->p.max_sessions) {
             return false;
         }
-        s = &c->sessions[g->session[0]];
+        s = &c->sessions[g->session[slot]];
         if (!s->valid) {
             return false;
         }
@@ -116,6 +116,35 @@ bool rs_qp_tuple(RSCore *c, RSQp *qp, uint32_t qpn, const RSAv *ud_av,
     memcpy(pkt->dgid, dgid, 16);
     memcpy(pkt->smac, c->mac.a, 6);
     return true;
+}
+
+/* Responses (ACKs, READ responses) leave on the group's first session. */
+bool rs_qp_tuple(RSCore *c, RSQp *qp, uint32_t qpn, const RSAv *ud_av,
+                 RSPkt *pkt)
+{
+    return rs_qp_tuple_at(c, qp, qpn, ud_av, pkt, 0);
+}
+
+/*
+ * A new request message: RS_GROUP_ROUND_ROBIN puts each message on the
+ * group's next session; all packets of the message use that one, so PSN
+ * order within a message is kept on one 5-tuple.  RS_GROUP_ACTIVE_BACKUP
+ * uses the first session (no path failure detection yet).
+ */
+bool rs_qp_tuple_msg(RSCore *c, RSQp *qp, uint32_t qpn, const RSAv *ud_av,
+                     RSPkt *pkt)
+{
+    unsigned slot = 0;
+
+    if (!ud_av && qp->group) {
+        RSSessionGroup *g = &c->groups[qp->group];
+
+        if (g->valid && g->nsessions && g->policy == RS_GROUP_ROUND_ROBIN) {
+            slot = g->next % g->nsessions;
+            g->next = (slot + 1) % g->nsessions;
+        }
+    }
+    return rs_qp_tuple_at(c, qp, qpn, ud_av, pkt, slot);
 }
 
 static bool rs_req_opcode_ok(uint8_t qpt, uint8_t op)
@@ -274,7 +303,7 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp)
     } else {
         gid_index = qp->av.gid_index;
     }
-    if (!rs_qp_tuple(c, qp, qpn, ud_av, &pkt)) {
+    if (!rs_qp_tuple_msg(c, qp, qpn, ud_av, &pkt)) {
         rs_req_fail(c, qpn, qp, &w, RS_WC_LOC_QP_OP_ERR);
         return false;
     }

@@ -161,6 +161,7 @@ uint8_t rs_cmd_create_group(RSCore *c, const struct rs_admin_cmd *cmd,
     g->valid = true;
     g->nsessions = cg->nsessions;
     g->policy = cg->policy;
+    g->next = 0;
     g->refs = 0;
     memset(g->session, 0, sizeof(g->session));
     for (i = 0; i < cg->nsessions; i++) {

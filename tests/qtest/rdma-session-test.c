@@ -5043,6 +5043,106 @@ static void lan_setup(LanEnv *e, void *obj, void *data, uint8_t tx_log,
     }
 }
 
+/*
+ * Session groups on the wire: an RC QP bound to a group of three sessions
+ * (UDP source ports 50001-50003) sends each message on the next session
+ * of a round-robin group, every packet of a message on the same one; an
+ * active-backup group keeps to its first session.
+ */
+#define GRP_L3      14                  /* IPv4 header */
+#define GRP_BTH     (14 + 20 + 8)           /* BTH after IPv4 and UDP */
+
+static void group_run(LanEnv *e, uint8_t policy, const uint16_t *want,
+                      int nmsgs)
+{
+    QRdmaSession *d = e->d;
+    struct rs_cmd_create_session sc;
+    struct rs_cmd_create_session_group gc = { 0 };
+    struct rs_cmd_create_qp qc;
+    struct rs_send_wqe_ctrl w;
+    struct rs_sge sge;
+    uint8_t f[RS_LAN_MAX_FRAME];
+    uint32_t pd, cq, qp, grp, key, psn = 0;
+    uint64_t buf;
+    int i, j;
+
+    add_gid_v4(d, 0, 1);
+    pd = new_pd(d);
+    cq = new_cq(d, 5);
+    for (i = 0; i < 3; i++) {
+        session_template(&sc, 0, 50001 + i);
+        RS_ASSERT_OK(rs_create_session(d, &sc, &gc.session[i]));
+    }
+    gc.nsessions = 3;
+    gc.policy = policy;
+    RS_ASSERT_OK(rs_create_session_group(d, &gc, &grp));
+    qp_template(d, &qc, RS_QPT_RC, pd, cq, cq);
+    qc.session_group = grp;
+    qp = new_qp(d, &qc);
+    qp_walk(d, qp, RS_QPT_RC, RS_QPS_RTS);
+    buf = loop_buf(d, PAGE);
+    key = loop_mr(&(Loop) { .d = d, .pd = pd }, buf, PAGE);
+
+    /* nmsgs SENDs of 1500 bytes: two packets each at MTU 1024. */
+    for (i = 0; i < nmsgs; i++) {
+        uint64_t slot = qc.sq_addr + (uint64_t)i *
+                        (rs_qp_sq_bytes(&qc) >> qc.sq_log_size);
+
+        memset(&w, 0, sizeof(w));
+        w.wr_id = i;
+        w.opcode = RS_WR_SEND;
+        w.num_sge = 1;
+        sge = (struct rs_sge) { .addr = buf, .length = 1500, .lkey = key };
+        qtest_memwrite(rs_qts(d), slot, &w, sizeof(w));
+        qtest_memwrite(rs_qts(d), slot + sizeof(w), &sge, sizeof(sge));
+    }
+    rs_db_writel(d, 0, RS_DB_SQ, HINDEX(qp) | nmsgs << 16);
+    for (i = 0; i < nmsgs; i++) {
+        for (j = 0; j < 2; j++) {
+            ssize_t n = lan_sock_recv(e->fd, f, sizeof(f), RS_QOS_TIMEOUT_US);
+
+            g_assert_cmpint(n, >, GRP_BTH + 12);
+            g_assert_cmphex(lduw_be_p(f + 12), ==, 0x0800);
+            g_assert_cmpuint(f[GRP_L3 + 9], ==, 17);
+            /* UDP source port of the message's session, port 4791 */
+            g_assert_cmpuint(lduw_be_p(f + GRP_L3 + 20), ==, want[i]);
+            g_assert_cmpuint(lduw_be_p(f + GRP_L3 + 22), ==, 4791);
+            /* BTH: SEND_FIRST then SEND_LAST, consecutive PSNs */
+            g_assert_cmphex(f[GRP_BTH], ==, j ? 0x02 : 0x00);
+            if (i || j) {
+                g_assert_cmphex(ldl_be_p(f + GRP_BTH + 8) & 0xffffff, ==,
+                                (psn + 1) & 0xffffff);
+            }
+            psn = ldl_be_p(f + GRP_BTH + 8) & 0xffffff;
+        }
+    }
+    lan_expect_quiet(e);
+}
+
+static void test_group_round_robin(void *obj, void *data,
+                                   QGuestAllocator *alloc)
+{
+    static const uint16_t want[] = {
+        50001, 50002, 50003, 50001, 50002,
+    };
+    LanEnv e;
+
+    lan_setup(&e, obj, data, 0, 0);
+    group_run(&e, RS_GROUP_ROUND_ROBIN, want, ARRAY_SIZE(want));
+    assert_alive(e.d);
+}
+
+static void test_group_active_backup(void *obj, void *data,
+                                     QGuestAllocator *alloc)
+{
+    static const uint16_t want[] = { 50001, 50001, 50001 };
+    LanEnv e;
+
+    lan_setup(&e, obj, data, 0, 0);
+    group_run(&e, RS_GROUP_ACTIVE_BACKUP, want, ARRAY_SIZE(want));
+    assert_alive(e.d);
+}
+
 /* Send one frame from @buf in fragments of the given sizes. */
 static uint32_t lan_tx_frags(LanEnv *e, uint64_t buf, const uint16_t *frag,
                              int n)
@@ -5953,6 +6053,10 @@ static void register_rdma_session_test(void)
     qos_add_test("engine-ud-av-addr", "rdma-session",
                  test_engine_ud_av_addr, NULL);
     qos_add_test("engine-ipv6", "rdma-session", test_engine_ipv6, NULL);
+    qos_add_test("group-round-robin", "rdma-session", test_group_round_robin,
+                 &lan);
+    qos_add_test("group-active-backup", "rdma-session",
+                 test_group_active_backup, &lan);
     qtest_add_func("rdma-session/bad-properties", test_bad_properties);
 }
 
