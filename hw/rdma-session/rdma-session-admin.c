@@ -63,6 +63,9 @@ static uint8_t rs_cmd_query_device(RSCore *c, const struct rs_admin_cmd *cmd,
         .max_inline = cpu_to_le32(RS_MAX_INLINE),
         .num_comp_vectors = cpu_to_le32(p->num_comp_vectors),
         .num_db_pages = cpu_to_le32(p->db_pages),
+        .max_srq = cpu_to_le32(p->max_srqs - 1),
+        .max_srq_wr = cpu_to_le32(1u << RS_MAX_WQ_LOG),
+        .max_srq_sge = cpu_to_le32(RS_MAX_SGE),
     };
 
     memcpy(a.mac, c->mac.a, sizeof(a.mac));
@@ -128,9 +131,9 @@ static const struct {
     [RS_CMD_DESTROY_LAN_QUEUE] = { "DESTROY_LAN_QUEUE",
                                    rs_cmd_destroy_lan_queue },
     [RS_CMD_SET_LAN_RX_MODE] = { "SET_LAN_RX_MODE", rs_cmd_set_lan_rx_mode },
-    [RS_CMD_CREATE_SRQ] = { "CREATE_SRQ", rs_cmd_reserved },
-    [RS_CMD_MODIFY_SRQ] = { "MODIFY_SRQ", rs_cmd_reserved },
-    [RS_CMD_DESTROY_SRQ] = { "DESTROY_SRQ", rs_cmd_reserved },
+    [RS_CMD_CREATE_SRQ] = { "CREATE_SRQ", rs_cmd_create_srq },
+    [RS_CMD_MODIFY_SRQ] = { "MODIFY_SRQ", rs_cmd_modify_srq },
+    [RS_CMD_DESTROY_SRQ] = { "DESTROY_SRQ", rs_cmd_destroy_srq },
     [RS_CMD_CREATE_DCT] = { "CREATE_DCT", rs_cmd_reserved },
     [RS_CMD_DESTROY_DCT] = { "DESTROY_DCT", rs_cmd_reserved },
     [RS_CMD_REG_INDIRECT_MKEY] = { "REG_INDIRECT_MKEY", rs_cmd_reserved },

@@ -80,6 +80,12 @@ void rs_send_cqe(RSCore *c, uint32_t qpn, const struct rs_send_wqe_ctrl *w,
     rs_cq_post(c, qp->send_cq, &cqe, false);
 }
 
+/*
+ * Outstanding work requests are flushed from req_bh (rs_qp_flush), after
+ * the completion of the error that got the QP here.  A QP on an SRQ gets
+ * the Last WQE Reached event instead of a receive queue flush (IBTA
+ * 11.6.3.2).
+ */
 void rs_qp_to_err(RSCore *c, uint32_t qpn)
 {
     RSQp *qp = &c->qps[qpn];
@@ -87,7 +93,110 @@ void rs_qp_to_err(RSCore *c, uint32_t qpn)
     if (qp->state != RS_QPS_ERR) {
         trace_rdma_session_qp_state(qpn, qp->state, RS_QPS_ERR);
         qp->state = RS_QPS_ERR;
+        if (qp->srq) {
+            rs_core_raise_event(c, RS_EV_QP_LAST_WQE_REACHED,
+                                rs_handle(qpn, qp->gen), 0);
+        }
     }
+    rs_req_kick(c);
+}
+
+/*
+ * A QP in ERR completes every outstanding work request with
+ * RS_WC_WR_FLUSH_ERR, in order: send WQEs from the oldest not completed
+ * (sent or not), receive WQEs from rq_ci (on an SRQ: the one a message in
+ * progress took), and those posted while the QP stays in ERR, as rxe and
+ * mlx5 do (ib_drain_qp() relies on it).  Flushed WQEs complete whether
+ * signaled or not.  True when budget ran out before the queues were empty.
+ */
+static void rs_sq_flush_one(RSCore *c, uint32_t qpn, RSQp *qp)
+{
+    uint32_t stride = rs_sq_stride(qp->max_send_sge, qp->max_inline);
+    struct rs_send_wqe_ctrl w;
+
+    if (rs_dma_read(c, qp->sq_addr + (uint64_t)(qp->sq_comp &
+                    ((1u << qp->sq_log) - 1)) * stride, &w, sizeof(w))) {
+        memset(&w, 0, sizeof(w));
+    }
+    rs_send_cqe(c, qpn, &w, RS_WC_WR_FLUSH_ERR, 0);
+    qp->sq_comp++;
+}
+
+/*
+ * A send WQE failed locally while older ones still wait for their ACK:
+ * those complete first, flushed, so the send queue completes in order.
+ */
+void rs_sq_flush_before(RSCore *c, uint32_t qpn, uint32_t end)
+{
+    RSQp *qp = &c->qps[qpn];
+
+    while (qp->sq_comp != end && end - qp->sq_comp <= (1u << qp->sq_log)) {
+        rs_sq_flush_one(c, qpn, qp);
+    }
+}
+
+bool rs_qp_flush(RSCore *c, uint32_t qpn, unsigned budget)
+{
+    RSQp *qp = &c->qps[qpn];
+    uint32_t sq = 0, rq = 0;
+
+    if ((uint16_t)(qp->sq_pi - qp->sq_comp) > (1u << qp->sq_log)) {
+        RS_GUEST_ERR(rdma_session_err_flush_overrun, "QP %u: %s producer %u "
+                     "is more than a ring ahead of %u", qpn, "SQ", qp->sq_pi,
+                     qp->sq_comp & 0xffff);
+        qp->sq_comp += (uint16_t)(qp->sq_pi - qp->sq_comp);
+        qp->sq_ci = qp->sq_comp;
+    }
+    while ((uint16_t)(qp->sq_pi - qp->sq_comp) && sq < budget) {
+        rs_sq_flush_one(c, qpn, qp);
+        sq++;
+    }
+    qp->sq_ci = qp->sq_comp;
+
+    if (qp->srq) {
+        if (qp->srq_claimed) {
+            struct rs_cqe cqe = {
+                .wr_id = qp->srq_wr_id,
+                .qpn = cpu_to_le32(qpn),
+                .opcode = RS_WR_RECV,
+                .status = RS_WC_WR_FLUSH_ERR,
+            };
+
+            qp->srq_claimed = false;
+            rs_cq_post(c, qp->recv_cq, &cqe, false);
+            rq++;
+        }
+    } else {
+        if ((uint16_t)(qp->rq_pi - qp->rq_ci) > (1u << qp->rq_log)) {
+            RS_GUEST_ERR(rdma_session_err_flush_overrun, "QP %u: %s producer "
+                         "%u is more than a ring ahead of %u", qpn, "RQ",
+                         qp->rq_pi, qp->rq_ci & 0xffff);
+            qp->rq_ci += (uint16_t)(qp->rq_pi - qp->rq_ci);
+        }
+        while ((uint16_t)(qp->rq_pi - qp->rq_ci) && rq < budget) {
+            uint32_t stride = rs_rq_stride(qp->max_recv_sge);
+            struct rs_recv_wqe_ctrl w;
+            struct rs_cqe cqe = {
+                .qpn = cpu_to_le32(qpn),
+                .opcode = RS_WR_RECV,
+                .status = RS_WC_WR_FLUSH_ERR,
+            };
+
+            if (!rs_dma_read(c, qp->rq_addr + (uint64_t)(qp->rq_ci &
+                             ((1u << qp->rq_log) - 1)) * stride, &w,
+                             sizeof(w))) {
+                cqe.wr_id = w.wr_id;
+            }
+            rs_cq_post(c, qp->recv_cq, &cqe, false);
+            qp->rq_ci++;
+            rq++;
+        }
+    }
+    qp->resp_op = RS_RESP_NONE;
+    if (sq || rq) {
+        trace_rdma_session_qp_flush(qpn, sq, rq);
+    }
+    return sq == budget || rq == budget;
 }
 
 static uint8_t rs_nak_status(uint8_t syndrome)
@@ -226,6 +335,28 @@ void rs_comp_receive(RSCore *c, uint32_t qpn, const RSPkt *pkt)
             qp->retries = 0;
             rs_req_kick(c);     /* a local operation may wait for it */
             return;
+        }
+        if (e.w.opcode == RS_WR_ATOMIC_CMP_SWP ||
+            e.w.opcode == RS_WR_ATOMIC_FETCH_ADD) {
+            uint8_t buf[8], st;
+
+            /* Only its own response completes an atomic. */
+            if (pkt->opcode != RS_OP_ATOMIC_ACK || pkt->psn != first) {
+                return;
+            }
+            stq_le_p(buf, pkt->orig);
+            st = rs_sge_copy(c, qp, qp->av.gid_index, e.sge, e.nsge, 0, buf,
+                             sizeof(buf), true);
+            rs_send_cqe(c, qpn, &e.w, st, st ? 0 : sizeof(buf));
+            qp->sq_comp++;
+            qp->comp_psn = (last + 1) & RS_PSN_MASK;
+            if (st) {
+                rs_qp_to_err(c, qpn);
+                return;
+            }
+            qp->last_progress = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+            qp->retries = 0;
+            continue;
         }
         if (rs_psn_diff(pkt->psn, last) < (nak ? 1 : 0)) {
             return;             /* does not cover this WQE yet */

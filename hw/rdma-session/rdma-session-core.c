@@ -104,6 +104,7 @@ static void rs_clear_tables(RSCore *c)
     memset(c->sessions, 0, sizeof(*c->sessions) * c->p.max_sessions);
     memset(c->groups, 0, sizeof(*c->groups) * c->p.max_groups);
     memset(c->gids, 0, sizeof(*c->gids) * c->p.max_gids);
+    memset(c->srqs, 0, sizeof(*c->srqs) * c->p.max_srqs);
     c->mr_pages_used = 0;
 }
 
@@ -131,7 +132,7 @@ bool rs_core_realize(RSCore *c, Error **errp)
         p->max_ahs < 2 || p->max_ahs > 65536 || p->max_mrs < 2 ||
         p->max_mrs > (1u << 20) || p->max_sessions < 2 ||
         p->max_sessions > 65536 || p->max_groups < 2 ||
-        p->max_groups > 65536) {
+        p->max_groups > 65536 || p->max_srqs < 2 || p->max_srqs > 65536) {
         error_setg(errp, "rdma-session: object counts must be 2..65536 "
                    "(max-mrs up to 1048576)");
         return false;
@@ -172,6 +173,7 @@ bool rs_core_realize(RSCore *c, Error **errp)
     c->sessions = g_new0(RSSession, p->max_sessions);
     c->groups = g_new0(RSSessionGroup, p->max_groups);
     c->gids = g_new0(RSGid, p->max_gids);
+    c->srqs = g_new0(RSSrq, p->max_srqs);
     c->admin_bh = qemu_bh_new_guarded(rs_admin_process, c, c->guard);
     rs_lan_realize(c);
     rs_engine_realize(c);
@@ -192,6 +194,7 @@ void rs_core_unrealize(RSCore *c)
     g_free(c->sessions);
     g_free(c->groups);
     g_free(c->gids);
+    g_free(c->srqs);
 }
 
 void rs_core_raise_event(RSCore *c, uint8_t type, uint32_t handle,
@@ -321,7 +324,7 @@ uint64_t rs_core_reg_read(RSCore *c, hwaddr addr)
         break;
     case A_RS_CAPS:
         val = RS_CAP_RC | RS_CAP_UC | RS_CAP_UD | RS_CAP_SESSION_GROUPS |
-              RS_CAP_NETID_MKEYS | RS_CAP_LAN;
+              RS_CAP_NETID_MKEYS | RS_CAP_LAN | RS_CAP_ATOMIC | RS_CAP_SRQ;
         break;
     case A_RS_DB_PAGES:
         val = c->p.db_pages;
@@ -497,9 +500,21 @@ void rs_core_db_write(RSCore *c, hwaddr addr, uint32_t val)
         if (reg == RS_DB_SQ) {
             c->qps[idx].sq_pi = value;
             rs_req_kick(c);
+        } else if (c->qps[idx].srq) {
+            break;              /* it has no receive queue of its own */
         } else {
             c->qps[idx].rq_pi = value;
+            if (c->qps[idx].state == RS_QPS_ERR) {
+                rs_req_kick(c);     /* flush it */
+            }
         }
+        return;
+    case RS_DB_SRQ:
+        if (idx >= c->p.max_srqs || !c->srqs[idx].valid ||
+            c->srqs[idx].uar != page) {
+            break;
+        }
+        c->srqs[idx].pi = value;
         return;
     case RS_DB_CQ_CI:
     case RS_DB_CQ_ARM:

@@ -35,6 +35,7 @@ typedef struct RSParams {
     uint32_t num_comp_vectors;
     uint32_t db_pages;
     uint32_t max_mr_pages;
+    uint32_t max_srqs;
 } RSParams;
 
 typedef struct RSPd {
@@ -56,6 +57,33 @@ typedef struct RSCq {
     uint32_t ci;                /* last consumer index from the driver */
     uint32_t refs;
 } RSCq;
+
+/* Shared receive queue: a ring of receive WQEs taken in order. */
+typedef struct RSSrq {
+    bool valid;
+    uint8_t gen;
+    uint8_t log_size;
+    uint8_t max_sge;
+    uint32_t pd;
+    uint32_t uar;
+    uint64_t ring;
+    uint32_t pi;                /* producer: last doorbell value */
+    uint32_t ci;                /* WQEs taken by QPs (free running) */
+    uint32_t limit;             /* armed when non-zero */
+    uint32_t refs;              /* QPs using it */
+} RSSrq;
+
+/*
+ * Responder resource for an executed atomic: a duplicate request with the
+ * same PSN is answered with the saved original value, not executed again.
+ */
+#define RS_ATOMIC_RES           RS_MAX_RD_ATOMIC
+
+typedef struct RSAtomicRes {
+    bool valid;
+    uint32_t psn;
+    uint64_t orig;
+} RSAtomicRes;
 
 typedef struct RSAv {
     uint8_t dgid[16];
@@ -116,13 +144,31 @@ typedef struct RSQp {
     uint64_t resp_va;           /* WRITE in progress: next address */
     uint32_t resp_rkey;
     uint32_t resp_left;         /* WRITE: bytes the RETH still allows */
+    /* Atomic responder resources, used round robin. */
+    RSAtomicRes atomic_res[RS_ATOMIC_RES];
+    uint8_t atomic_next;
+    /*
+     * SRQ (index, 0: none).  The receive WQE a message in progress took
+     * from the SRQ is kept here: the SRQ slot is the driver's again.
+     */
+    uint32_t srq;
+    bool srq_claimed;
+    uint8_t srq_nsge;
+    uint64_t srq_wr_id;
+    struct rs_sge srq_sge[RS_MAX_SGE];
     /* Retransmission: runtime only (re-armed after migration). */
     int64_t last_progress;      /* QEMU_CLOCK_VIRTUAL ns */
     uint8_t retries;            /* timeouts since the last progress */
     bool seq_nak_sent;          /* responder: one NAK per PSN gap */
 } RSQp;
 
-enum { RS_RESP_NONE = 0, RS_RESP_SEND = 1, RS_RESP_WRITE = 2 };
+/* RS_RESP_DROP: UC, the rest of a message after a PSN gap or an error. */
+/* Marks in RSQp.srq_nsge of an SRQ WQE that cannot be used. */
+#define RS_SRQ_WQE_BAD_DMA  0xfe
+#define RS_SRQ_WQE_BAD_SGE  0xff
+
+enum { RS_RESP_NONE = 0, RS_RESP_SEND = 1, RS_RESP_WRITE = 2,
+       RS_RESP_DROP = 3 };
 
 /*
  * A memory region and its translation table.  It is registered through a
@@ -252,6 +298,7 @@ struct RSCore {
     RSSession *sessions;
     RSSessionGroup *groups;
     RSGid *gids;
+    RSSrq *srqs;
     uint32_t mr_pages_used;
 
     /* LAN path: indexed by enum rs_lan_queue_type. */
@@ -348,6 +395,12 @@ uint8_t rs_cmd_query_qp(RSCore *c, const struct rs_admin_cmd *cmd,
 uint8_t rs_cmd_destroy_qp(RSCore *c, const struct rs_admin_cmd *cmd,
                           struct rs_admin_cqe *cqe);
 void rs_qp_release(RSCore *c, uint32_t idx);
+uint8_t rs_cmd_create_srq(RSCore *c, const struct rs_admin_cmd *cmd,
+                          struct rs_admin_cqe *cqe);
+uint8_t rs_cmd_modify_srq(RSCore *c, const struct rs_admin_cmd *cmd,
+                          struct rs_admin_cqe *cqe);
+uint8_t rs_cmd_destroy_srq(RSCore *c, const struct rs_admin_cmd *cmd,
+                           struct rs_admin_cqe *cqe);
 
 /* rdma-session-mkey.c: memory keys and translation tables */
 uint8_t rs_cmd_reg_mr(RSCore *c, const struct rs_admin_cmd *cmd,
@@ -421,6 +474,8 @@ void rs_cq_post(RSCore *c, uint32_t cq, struct rs_cqe *cqe, bool solicited);
 void rs_send_cqe(RSCore *c, uint32_t qpn, const struct rs_send_wqe_ctrl *w,
                  uint8_t status, uint32_t byte_len);
 void rs_qp_to_err(RSCore *c, uint32_t qpn);
+bool rs_qp_flush(RSCore *c, uint32_t qpn, unsigned budget);
+void rs_sq_flush_before(RSCore *c, uint32_t qpn, uint32_t end);
 uint8_t rs_sge_check(RSCore *c, const RSQp *qp, uint32_t gid_index,
                      const struct rs_sge *sge, unsigned n, uint16_t access,
                      uint64_t *total);

@@ -67,9 +67,34 @@ static const VMStateDescription vmstate_rs_av = {
     },
 };
 
+static const VMStateDescription vmstate_rs_atomic_res = {
+    .name = "rdma-session/atomic-res",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(valid, RSAtomicRes),
+        VMSTATE_UINT32(psn, RSAtomicRes),
+        VMSTATE_UINT64(orig, RSAtomicRes),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/* A receive WQE's SGE as the guest wrote it (little-endian fields). */
+static const VMStateDescription vmstate_rs_sge = {
+    .name = "rdma-session/sge",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(addr, struct rs_sge),
+        VMSTATE_UINT32(length, struct rs_sge),
+        VMSTATE_UINT32(lkey, struct rs_sge),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
 static const VMStateDescription vmstate_rs_qp = {
     .name = "rdma-session/qp",
-    .version_id = 2,
+    .version_id = 3,
     .minimum_version_id = 1,
     .fields = (const VMStateField[]) {
         VMSTATE_BOOL(valid, RSQp),
@@ -117,6 +142,16 @@ static const VMStateDescription vmstate_rs_qp = {
         VMSTATE_UINT64_V(resp_va, RSQp, 2),
         VMSTATE_UINT32_V(resp_rkey, RSQp, 2),
         VMSTATE_UINT32_V(resp_left, RSQp, 2),
+        /* version 3: atomic responder resources, SRQ */
+        VMSTATE_STRUCT_ARRAY(atomic_res, RSQp, RS_ATOMIC_RES, 3,
+                               vmstate_rs_atomic_res, RSAtomicRes),
+        VMSTATE_UINT8_V(atomic_next, RSQp, 3),
+        VMSTATE_UINT32_V(srq, RSQp, 3),
+        VMSTATE_BOOL_V(srq_claimed, RSQp, 3),
+        VMSTATE_UINT8_V(srq_nsge, RSQp, 3),
+        VMSTATE_UINT64_V(srq_wr_id, RSQp, 3),
+        VMSTATE_STRUCT_ARRAY(srq_sge, RSQp, RS_MAX_SGE, 3, vmstate_rs_sge,
+                               struct rs_sge),
         VMSTATE_END_OF_LIST()
     },
 };
@@ -219,6 +254,52 @@ static const VMStateDescription vmstate_rs_lan_queue = {
     },
 };
 
+static const VMStateDescription vmstate_rs_srq = {
+    .name = "rdma-session/srq",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(valid, RSSrq),
+        VMSTATE_UINT8(gen, RSSrq),
+        VMSTATE_UINT8(log_size, RSSrq),
+        VMSTATE_UINT8(max_sge, RSSrq),
+        VMSTATE_UINT32(pd, RSSrq),
+        VMSTATE_UINT32(uar, RSSrq),
+        VMSTATE_UINT64(ring, RSSrq),
+        VMSTATE_UINT32(pi, RSSrq),
+        VMSTATE_UINT32(ci, RSSrq),
+        VMSTATE_UINT32(limit, RSSrq),
+        VMSTATE_UINT32(refs, RSSrq),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/* SRQs came with ABI 1.1: a subsection, sent only when one exists. */
+static bool rs_srqs_needed(void *opaque)
+{
+    RSCore *c = opaque;
+
+    for (uint32_t i = 0; i < c->p.max_srqs; i++) {
+        if (c->srqs[i].valid || c->srqs[i].gen) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static const VMStateDescription vmstate_rs_srqs = {
+    .name = "rdma-session/core/srqs",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rs_srqs_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32_EQUAL(p.max_srqs, RSCore, NULL),
+        VMSTATE_STRUCT_VARRAY_POINTER_UINT32(srqs, RSCore, p.max_srqs,
+                                             vmstate_rs_srq, RSSrq),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
 static int rs_core_pre_load(void *opaque)
 {
     RSCore *c = opaque;
@@ -229,6 +310,8 @@ static int rs_core_pre_load(void *opaque)
         c->mrs[i].pages = NULL;
         c->mrs[i].npages = 0;
     }
+    /* A stream without SRQs (no subsection) leaves the table empty. */
+    memset(c->srqs, 0, sizeof(*c->srqs) * c->p.max_srqs);
     return 0;
 }
 
@@ -250,11 +333,34 @@ static bool rs_core_state_valid(RSCore *c)
             return false;
         }
     }
+    for (i = 0; i < p->max_srqs; i++) {
+        RSSrq *s = &c->srqs[i];
+
+        if (s->valid &&
+            (!RS_REF_OK(c, pds, p->max_pds, s->pd) || s->uar >= p->db_pages ||
+             s->log_size < 1 || s->log_size > RS_MAX_WQ_LOG ||
+             s->max_sge < 1 || s->max_sge > RS_MAX_SGE ||
+             s->limit >= (1u << s->log_size))) {
+            return false;
+        }
+    }
     for (i = 0; i < p->max_qps; i++) {
         RSQp *qp = &c->qps[i];
 
         if (!qp->valid) {
             continue;
+        }
+        /* Receive side: its own queue, or an SRQ and the WQE it took. */
+        if (qp->srq ? (!RS_REF_OK(c, srqs, p->max_srqs, qp->srq) ||
+                       qp->rq_log || qp->max_recv_sge ||
+                       (qp->srq_nsge > RS_MAX_SGE &&
+                        qp->srq_nsge < RS_SRQ_WQE_BAD_DMA)) :
+                      (qp->srq_claimed ||
+                       qp->rq_log < 1 || qp->rq_log > RS_MAX_WQ_LOG)) {
+            return false;
+        }
+        if (qp->atomic_next >= RS_ATOMIC_RES) {
+            return false;
         }
         if (qp->type > RS_QPT_GSI || qp->state > RS_QPS_ERR ||
             !RS_REF_OK(c, pds, p->max_pds, qp->pd) ||
@@ -267,9 +373,8 @@ static bool rs_core_state_valid(RSCore *c)
         }
         /* Engine state: in-flight WQEs fit the ring, PSNs are 24 bits. */
         if (qp->sq_log < 1 || qp->sq_log > RS_MAX_WQ_LOG ||
-            qp->rq_log < 1 || qp->rq_log > RS_MAX_WQ_LOG ||
             qp->sq_ci - qp->sq_comp > (1u << qp->sq_log) ||
-            qp->resp_op > RS_RESP_WRITE ||
+            qp->resp_op > RS_RESP_DROP ||
             qp->max_send_sge > RS_MAX_SGE || qp->max_recv_sge > RS_MAX_SGE ||
             qp->max_inline > RS_MAX_INLINE ||
             qp->path_mtu < RS_MTU_256 || qp->path_mtu > RS_MTU_4096 ||
@@ -421,5 +526,9 @@ const VMStateDescription vmstate_rs_core = {
                              RSLanQueue),
         VMSTATE_UINT32(lan_rx_mode, RSCore),
         VMSTATE_END_OF_LIST()
+    },
+    .subsections = (const VMStateDescription * const []) {
+        &vmstate_rs_srqs,
+        NULL
     },
 };

@@ -264,6 +264,7 @@ static const Property rs_properties[] = {
     DEFINE_PROP_UINT32("db-pages", RSState, core.p.db_pages, 64),
     DEFINE_PROP_UINT32("max-mr-pages", RSState, core.p.max_mr_pages,
                        262144),
+    DEFINE_PROP_UINT32("max-srqs", RSState, core.p.max_srqs, 256),
 };
 
 static void rs_class_init(ObjectClass *klass, void *data)

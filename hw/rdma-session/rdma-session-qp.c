@@ -263,6 +263,7 @@ static void rs_qp_to_reset(RSCore *c, RSQp *qp)
         .recv_cq = qp->recv_cq,
         .uar = qp->uar,
         .group = qp->group,
+        .srq = qp->srq,
         .sq_addr = qp->sq_addr,
         .rq_addr = qp->rq_addr,
         .path_mtu = rs_max_mtu(c),
@@ -274,7 +275,7 @@ uint8_t rs_cmd_create_qp(RSCore *c, const struct rs_admin_cmd *cmd,
                          struct rs_admin_cqe *cqe)
 {
     const struct rs_cmd_create_qp *cq = &cmd->create_qp;
-    uint32_t pd, scq, rcq, group = 0, idx;
+    uint32_t pd, scq, rcq, group = 0, srq = 0, idx;
     uint32_t uar = le32_to_cpu(cq->uar);
     uint32_t gh = le32_to_cpu(cq->session_group);
     uint64_t sq_addr = le64_to_cpu(cq->sq_addr);
@@ -296,18 +297,31 @@ uint8_t rs_cmd_create_qp(RSCore *c, const struct rs_admin_cmd *cmd,
         return RS_STATUS_BAD_HANDLE;
     }
     if (cq->srq) {
-        return RS_STATUS_NOT_SUPPORTED;
+        /*
+         * Receive WQEs come from the SRQ: no receive queue of its own
+         * (rq_addr 0; rq_log_size, max_recv_sge ignored), the SRQ's PD.
+         */
+        srq = RS_LOOKUP(c->srqs, c->p.max_srqs, le32_to_cpu(cq->srq));
+        if (!srq) {
+            return RS_STATUS_BAD_HANDLE;
+        }
+        if (cq->qp_type == RS_QPT_GSI || rq_addr) {
+            return RS_STATUS_BAD_PARAM;
+        }
+        if (c->srqs[srq].pd != pd) {
+            return RS_STATUS_BAD_PD;
+        }
     }
     /* A kernel PD's QP rings the kernel's doorbell page only. */
     if ((c->pds[pd].flags & RS_PD_F_PRIVILEGED) && uar != 0) {
         return RS_STATUS_BAD_PD;
     }
     if (cq->sq_log_size < 1 || cq->sq_log_size > RS_MAX_WQ_LOG ||
-        cq->rq_log_size < 1 || cq->rq_log_size > RS_MAX_WQ_LOG) {
+        (!srq && (cq->rq_log_size < 1 || cq->rq_log_size > RS_MAX_WQ_LOG))) {
         return RS_STATUS_BAD_SIZE;
     }
     if (cq->max_send_sge < 1 || cq->max_send_sge > RS_MAX_SGE ||
-        cq->max_recv_sge < 1 || cq->max_recv_sge > RS_MAX_SGE ||
+        (!srq && (cq->max_recv_sge < 1 || cq->max_recv_sge > RS_MAX_SGE)) ||
         max_inline > RS_MAX_INLINE || uar >= c->p.db_pages ||
         (cq->flags & ~RS_QP_F_SIGNAL_ALL)) {
         return RS_STATUS_BAD_PARAM;
@@ -320,7 +334,7 @@ uint8_t rs_cmd_create_qp(RSCore *c, const struct rs_admin_cmd *cmd,
     }
     st = rs_check_wq(c, sq_addr, cq->sq_log_size,
                      rs_sq_stride(cq->max_send_sge, max_inline));
-    if (!st) {
+    if (!st && !srq) {
         st = rs_check_wq(c, rq_addr, cq->rq_log_size,
                          rs_rq_stride(cq->max_recv_sge));
     }
@@ -345,9 +359,10 @@ uint8_t rs_cmd_create_qp(RSCore *c, const struct rs_admin_cmd *cmd,
     qp->type = cq->qp_type;
     qp->state = RS_QPS_RESET;
     qp->sq_log = cq->sq_log_size;
-    qp->rq_log = cq->rq_log_size;
+    qp->rq_log = srq ? 0 : cq->rq_log_size;
     qp->max_send_sge = cq->max_send_sge;
-    qp->max_recv_sge = cq->max_recv_sge;
+    qp->max_recv_sge = srq ? 0 : cq->max_recv_sge;
+    qp->srq = srq;
     qp->flags = cq->flags;
     qp->max_inline = max_inline;
     qp->pd = pd;
@@ -363,6 +378,9 @@ uint8_t rs_cmd_create_qp(RSCore *c, const struct rs_admin_cmd *cmd,
     c->cqs[rcq].refs++;
     if (group) {
         c->groups[group].refs++;
+    }
+    if (srq) {
+        c->srqs[srq].refs++;
     }
     cqe->handle = cpu_to_le32(rs_handle(idx, qp->gen));
     cqe->result1 = cpu_to_le32(idx);
@@ -538,6 +556,8 @@ uint8_t rs_cmd_modify_qp(RSCore *c, const struct rs_admin_cmd *cmd,
         rs_qp_to_reset(c, qp);
     } else if (next != RS_QPS_ERR) {
         rs_qp_apply(c, qp, &a, mask, group);
+    } else {
+        rs_qp_to_err(c, idx);       /* flushes its work requests */
     }
     qp->state = next;
     if (next == RS_QPS_RTS) {
@@ -606,6 +626,9 @@ void rs_qp_release(RSCore *c, uint32_t idx)
     c->pds[qp->pd].refs--;
     c->cqs[qp->send_cq].refs--;
     c->cqs[qp->recv_cq].refs--;
+    if (qp->srq) {
+        c->srqs[qp->srq].refs--;
+    }
     qp->valid = false;
     qp->gen++;
 }

@@ -155,25 +155,36 @@ static bool rs_req_opcode_ok(uint8_t qpt, uint8_t op)
     case RS_WR_LOCAL_INV:
     case RS_WR_REG_MR:
         return true;
-    case RS_WR_SEND_INV:
     case RS_WR_RDMA_WRITE:
     case RS_WR_RDMA_WRITE_IMM:
+        return qpt == RS_QPT_RC || qpt == RS_QPT_UC;
+    case RS_WR_SEND_INV:
     case RS_WR_RDMA_READ:
+    case RS_WR_ATOMIC_CMP_SWP:
+    case RS_WR_ATOMIC_FETCH_ADD:
         return qpt == RS_QPT_RC;
     default:
         return false;
     }
 }
 
+static uint8_t rs_req_rc_op(uint8_t wr_op, uint32_t i, uint32_t n);
+
 /* The wire opcode of packet i (of n) of a message. */
 static uint8_t rs_req_wire_op(uint8_t qpt, uint8_t wr_op, uint32_t i,
                               uint32_t n)
 {
-    bool first = i == 0, last = i == n - 1;
-
     if (qpt == RS_QPT_UD || qpt == RS_QPT_GSI) {
         return wr_op == RS_WR_SEND_IMM ? 0x65 : 0x64;
     }
+    /* UC's SEND and WRITE opcodes are RC's in the UC transport range. */
+    return rs_req_rc_op(wr_op, i, n) | (qpt == RS_QPT_UC ? RS_OP_UC : 0);
+}
+
+static uint8_t rs_req_rc_op(uint8_t wr_op, uint32_t i, uint32_t n)
+{
+    bool first = i == 0, last = i == n - 1;
+
     switch (wr_op) {
     case RS_WR_SEND:
     case RS_WR_SEND_IMM:
@@ -197,6 +208,10 @@ static uint8_t rs_req_wire_op(uint8_t qpt, uint8_t wr_op, uint32_t i,
             return first ? RS_OP_WRITE_ONLY_IMM : RS_OP_WRITE_LAST_IMM;
         }
         return first ? RS_OP_WRITE_ONLY : RS_OP_WRITE_LAST;
+    case RS_WR_ATOMIC_CMP_SWP:
+        return RS_OP_CMP_SWAP;
+    case RS_WR_ATOMIC_FETCH_ADD:
+        return RS_OP_FETCH_ADD;
     default:
         return RS_OP_READ_REQ;
     }
@@ -230,6 +245,7 @@ static void rs_req_fail(RSCore *c, uint32_t qpn, RSQp *qp,
 {
     RS_GUEST_ERR(rdma_session_err_wqe, "QP %u send WQE %u: completion "
                  "status %u", qpn, qp->sq_ci, status);
+    rs_sq_flush_before(c, qpn, qp->sq_ci);
     rs_send_cqe(c, qpn, w, status, 0);
     qp->sq_ci++;
     qp->sq_comp = qp->sq_ci;
@@ -243,6 +259,8 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp)
     uint64_t addr = qp->sq_addr +
         (uint64_t)(qp->sq_ci & ((1u << qp->sq_log) - 1)) * stride;
     bool ud = qp->type == RS_QPT_UD || qp->type == RS_QPT_GSI;
+    bool uc = qp->type == RS_QPT_UC;
+    bool atomic;
     uint32_t mtu = 128u << qp->path_mtu;
     struct rs_send_wqe_ctrl w;
     struct rs_sge sge[RS_MAX_SGE];
@@ -283,6 +301,8 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp)
         qp->sq_comp = qp->sq_ci;
         return true;
     }
+    atomic = w.opcode == RS_WR_ATOMIC_CMP_SWP ||
+             w.opcode == RS_WR_ATOMIC_FETCH_ADD;
     memset(&pkt, 0, sizeof(pkt));
     if (ud && (w.flags & RS_WQE_F_AV_ADDR)) {
         if (!rs_req_av_addr(c, qp, le64_to_cpu(w.swap), &wqe_av)) {
@@ -308,7 +328,8 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp)
         return false;
     }
 
-    is_inline = (w.flags & RS_WQE_F_INLINE) && w.opcode != RS_WR_RDMA_READ;
+    is_inline = (w.flags & RS_WQE_F_INLINE) && w.opcode != RS_WR_RDMA_READ &&
+                !atomic;
     if (is_inline) {
         total = le32_to_cpu(w.inline_len);
         if (total > qp->max_inline) {
@@ -323,14 +344,15 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp)
             return false;
         }
         st = rs_sge_check(c, qp, gid_index, sge, w.num_sge,
-                          w.opcode == RS_WR_RDMA_READ ?
+                          w.opcode == RS_WR_RDMA_READ || atomic ?
                           RS_ACCESS_LOCAL_WRITE : 0, &total);
         if (st) {
             rs_req_fail(c, qpn, qp, &w, st);
             return false;
         }
     }
-    if (total > c->p.max_msg_size || (ud && total > mtu)) {
+    if (total > c->p.max_msg_size || (ud && total > mtu) ||
+        (atomic && total != 8)) {
         rs_req_fail(c, qpn, qp, &w, RS_WC_LOC_LEN_ERR);
         return false;
     }
@@ -350,10 +372,16 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp)
     pkt.rkey = le32_to_cpu(w.rkey);
     pkt.dmalen = total;
 
-    if (w.opcode == RS_WR_RDMA_READ) {
+    if (w.opcode == RS_WR_RDMA_READ || atomic) {
         size_t len;
 
-        pkt.opcode = RS_OP_READ_REQ;
+        pkt.opcode = rs_req_rc_op(w.opcode, 0, 1);
+        if (w.opcode == RS_WR_ATOMIC_CMP_SWP) {
+            pkt.swap_add = le64_to_cpu(w.swap);
+            pkt.compare = le64_to_cpu(w.compare_add);
+        } else {
+            pkt.swap_add = le64_to_cpu(w.compare_add);
+        }
         pkt.psn = qp->sq_psn;
         pkt.ackreq = true;
         len = rs_wire_build(c->req_buf, &pkt, 0);
@@ -372,7 +400,7 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp)
     qp->sq_psn = (qp->sq_psn + (ud ? 1 : npkts)) & RS_PSN_MASK;
     qp->sq_ci++;
     expect_ci = qp->sq_ci;
-    if (!ud) {
+    if (!ud && !uc) {
         rs_req_arm_retry(c);
     }
     for (i = 0; i < npkts; i++) {
@@ -397,20 +425,23 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp)
             /* Packets already sent: the peer sees a truncated message. */
             RS_GUEST_ERR(rdma_session_err_wqe, "QP %u send WQE %u: "
                          "completion status %u", qpn, qp->sq_ci - 1, st);
+            rs_sq_flush_before(c, qpn, qp->sq_ci - 1);
             rs_send_cqe(c, qpn, &w, st, 0);
             qp->sq_comp = qp->sq_ci;
             rs_qp_to_err(c, qpn);
             return false;
         }
         pkt.psn = ud ? first_psn : (first_psn + i) & RS_PSN_MASK;
-        pkt.ackreq = !ud && i == npkts - 1;
+        pkt.ackreq = !ud && !uc && i == npkts - 1;
         pkt.se = i == npkts - 1 && (w.flags & RS_WQE_F_SOLICITED);
         len = rs_wire_build(c->req_buf, &pkt, n);
         rs_roce_xmit(c, c->req_buf, len, pkt.dip);
     }
-    if (ud) {
+    if (ud || uc) {
+        /* No acknowledgements: done once on the wire. */
         rs_send_cqe(c, qpn, &w, RS_WC_SUCCESS, total);
         qp->sq_comp++;
+        qp->comp_psn = qp->sq_psn;
     }
     return true;
 }
@@ -418,17 +449,23 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp)
 void rs_req_process(void *opaque)
 {
     RSCore *c = opaque;
+    bool active = rs_port_active(c);
     bool more = false;
     uint32_t qpn;
 
-    if (!rs_port_active(c)) {
+    if (!(c->status & R_RS_STATUS_READY_MASK)) {
         return;
     }
     for (qpn = 1; qpn < c->p.max_qps; qpn++) {
         RSQp *qp = &c->qps[qpn];
         unsigned budget = RS_REQ_BUDGET;
 
-        if (!qp->valid || qp->state != RS_QPS_RTS) {
+        if (qp->valid && qp->state == RS_QPS_ERR) {
+            /* Flushing needs no link. */
+            more |= rs_qp_flush(c, qpn, budget);
+            continue;
+        }
+        if (!active || !qp->valid || qp->state != RS_QPS_RTS) {
             continue;
         }
         if ((uint16_t)(qp->sq_pi - qp->sq_ci) > (1u << qp->sq_log)) {

@@ -60,9 +60,13 @@ bool rs_resp_divert(RSCore *c, const struct iovec *iov, int iovcnt)
     return true;
 }
 
-/* Send an ACK/NAK (AETH syndrome) for PSN psn to the QP's peer. */
-static void rs_resp_ack(RSCore *c, uint32_t qpn, RSQp *qp, uint8_t syndrome,
-                        uint32_t psn)
+/*
+ * Send an ACK/NAK (AETH syndrome) for PSN psn to the QP's peer, or with
+ * opcode RS_OP_ATOMIC_ACK the response to an atomic with its original value.
+ */
+static void rs_resp_send_ack(RSCore *c, uint32_t qpn, RSQp *qp,
+                             uint8_t opcode, uint8_t syndrome, uint32_t psn,
+                             uint64_t orig)
 {
     RSPkt a;
     size_t len;
@@ -71,14 +75,21 @@ static void rs_resp_ack(RSCore *c, uint32_t qpn, RSQp *qp, uint8_t syndrome,
     if (!rs_qp_tuple(c, qp, qpn, NULL, &a)) {
         return;
     }
-    a.opcode = RS_OP_ACK;
+    a.opcode = opcode;
     a.dqpn = qp->dest_qpn;
     a.psn = psn;
     a.syndrome = syndrome;
     a.msn = qp->msn;
+    a.orig = orig;
     trace_rdma_session_resp_ack(qpn, psn, syndrome);
     len = rs_wire_build(c->resp_buf, &a, 0);
     rs_roce_xmit(c, c->resp_buf, len, a.dip);
+}
+
+static void rs_resp_ack(RSCore *c, uint32_t qpn, RSQp *qp, uint8_t syndrome,
+                        uint32_t psn)
+{
+    rs_resp_send_ack(c, qpn, qp, RS_OP_ACK, syndrome, psn, 0);
 }
 
 /* NAK that ends the connection: the responder's QP goes to ERR. */
@@ -99,14 +110,66 @@ typedef struct RSRecvWqe {
     uint64_t total;
 } RSRecvWqe;
 
-/* The receive WQE at rq_ci; RS_WC_* status. */
-static uint8_t rs_resp_get_rwqe(RSCore *c, RSQp *qp, uint32_t gid,
-                                RSRecvWqe *r)
+/*
+ * Take the next receive WQE of the QP's SRQ and keep a copy in the QP for
+ * the rest of the message: other QPs take the following ones meanwhile.
+ * The caller has checked that the SRQ is not empty.
+ */
+static void rs_srq_claim(RSCore *c, uint32_t qpn, RSQp *qp)
+{
+    RSSrq *s = &c->srqs[qp->srq];
+    uint64_t addr = s->ring + (uint64_t)(s->ci & ((1u << s->log_size) - 1)) *
+                    rs_rq_stride(s->max_sge);
+    struct rs_recv_wqe_ctrl w;
+
+    memset(qp->srq_sge, 0, sizeof(qp->srq_sge));
+    if (rs_dma_read(c, addr, &w, sizeof(w))) {
+        memset(&w, 0, sizeof(w));
+        qp->srq_nsge = RS_SRQ_WQE_BAD_DMA;
+    } else if (w.num_sge > s->max_sge) {
+        qp->srq_nsge = RS_SRQ_WQE_BAD_SGE;
+    } else if (rs_dma_read(c, addr + sizeof(w), qp->srq_sge,
+                           w.num_sge * sizeof(struct rs_sge))) {
+        qp->srq_nsge = RS_SRQ_WQE_BAD_DMA;
+    } else {
+        qp->srq_nsge = w.num_sge;
+    }
+    qp->srq_wr_id = w.wr_id;
+    qp->srq_claimed = true;
+    s->ci++;
+    trace_rdma_session_srq_take(qp->srq, qpn, s->ci);
+    if (s->limit && (uint16_t)(s->pi - s->ci) < s->limit) {
+        s->limit = 0;
+        rs_core_raise_event(c, RS_EV_SRQ_LIMIT_REACHED,
+                            rs_handle(qp->srq, s->gen),
+                            (uint16_t)(s->pi - s->ci));
+    }
+}
+
+/* The receive WQE at rq_ci, or the one taken from the SRQ; RS_WC_*. */
+static uint8_t rs_resp_get_rwqe(RSCore *c, uint32_t qpn, RSQp *qp,
+                                uint32_t gid, RSRecvWqe *r)
 {
     uint64_t addr = qp->rq_addr + (uint64_t)(qp->rq_ci &
         ((1u << qp->rq_log) - 1)) * rs_rq_stride(qp->max_recv_sge);
 
     memset(r, 0, sizeof(*r));
+    if (qp->srq) {
+        if (!qp->srq_claimed) {
+            rs_srq_claim(c, qpn, qp);
+        }
+        r->w.wr_id = qp->srq_wr_id;
+        if (qp->srq_nsge == RS_SRQ_WQE_BAD_DMA) {
+            return RS_WC_LOC_QP_OP_ERR;
+        }
+        if (qp->srq_nsge == RS_SRQ_WQE_BAD_SGE) {
+            return RS_WC_LOC_LEN_ERR;
+        }
+        r->nsge = qp->srq_nsge;
+        memcpy(r->sge, qp->srq_sge, sizeof(r->sge));
+        return rs_sge_check(c, qp, gid, r->sge, r->nsge,
+                            RS_ACCESS_LOCAL_WRITE, &r->total);
+    }
     if (rs_dma_read(c, addr, &r->w, sizeof(r->w))) {
         return RS_WC_LOC_QP_OP_ERR;
     }
@@ -122,8 +185,15 @@ static uint8_t rs_resp_get_rwqe(RSCore *c, RSQp *qp, uint32_t gid,
                         &r->total);
 }
 
-static bool rs_rq_empty(RSQp *qp)
+static bool rs_rq_empty(RSCore *c, RSQp *qp)
 {
+    if (qp->srq) {
+        RSSrq *s = &c->srqs[qp->srq];
+        uint16_t n = s->pi - s->ci;
+
+        /* A producer more than a ring ahead is a guest error: empty. */
+        return !qp->srq_claimed && (!n || n > (1u << s->log_size));
+    }
     return !(uint16_t)(qp->rq_pi - qp->rq_ci);
 }
 
@@ -151,7 +221,11 @@ static void rs_recv_cqe(RSCore *c, uint32_t qpn, RSQp *qp,
         cqe.src_qp = cpu_to_le32(pkt->sqpn);
         cqe.wc_flags |= RS_WC_F_GRH;
     }
-    qp->rq_ci++;
+    if (qp->srq) {
+        qp->srq_claimed = false;
+    } else {
+        qp->rq_ci++;
+    }
     rs_cq_post(c, qp->recv_cq, &cqe, pkt->se);
 }
 
@@ -171,12 +245,12 @@ static void rs_resp_ud(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
         trace_rdma_session_resp_drop(qpn, pkt->psn, "Q_Key mismatch");
         return;
     }
-    if (pkt->paylen > (128u << qp->path_mtu) || rs_rq_empty(qp)) {
+    if (pkt->paylen > (128u << qp->path_mtu) || rs_rq_empty(c, qp)) {
         trace_rdma_session_resp_drop(qpn, pkt->psn,
                                      "too long or no receive WQE");
         return;
     }
-    st = rs_resp_get_rwqe(c, qp, gid, &r);
+    st = rs_resp_get_rwqe(c, qpn, qp, gid, &r);
     if (!st && r.total < RS_GRH_LEN + pkt->paylen) {
         st = RS_WC_LOC_LEN_ERR;
     }
@@ -259,6 +333,81 @@ static RSMr *rs_resp_rkey(RSCore *c, RSQp *qp, uint32_t gid, uint32_t rkey,
     return mr;
 }
 
+/*
+ * Compare-and-swap or fetch-and-add on 8 aligned bytes of an MR.  The
+ * engine runs in bottom halves under the BQL, so no other operation of the
+ * device touches guest memory between the read and the write
+ * (IB_ATOMIC_HCA).  Memory holds the guest's (little-endian) value; the
+ * wire carries big-endian ones.  The original value is kept in a responder
+ * resource so that a duplicate request is answered, not executed again.
+ */
+static void rs_resp_atomic(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
+                           const RSPkt *pkt)
+{
+    RSAtomicRes *res;
+    uint64_t orig, val;
+    uint8_t buf[8];
+    RSMr *mr;
+
+    if (pkt->va & 7) {
+        rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_INV_REQ, pkt->psn,
+                          "misaligned atomic");
+        return;
+    }
+    mr = rs_resp_rkey(c, qp, gid, pkt->rkey, pkt->va, sizeof(buf),
+                      RS_ACCESS_REMOTE_ATOMIC);
+    if (!mr) {
+        rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_REM_ACCESS, pkt->psn,
+                          "atomic rkey, rights or bounds");
+        return;
+    }
+    if (rs_mr_rw(c, mr, pkt->va, buf, sizeof(buf), false)) {
+        rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_REM_OP, pkt->psn,
+                          "atomic DMA");
+        return;
+    }
+    orig = ldq_le_p(buf);
+    if (pkt->opcode == RS_OP_CMP_SWAP) {
+        val = orig == pkt->compare ? pkt->swap_add : orig;
+    } else {
+        val = orig + pkt->swap_add;
+    }
+    stq_le_p(buf, val);
+    if (val != orig && rs_mr_rw(c, mr, pkt->va, buf, sizeof(buf), true)) {
+        rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_REM_OP, pkt->psn,
+                          "atomic DMA");
+        return;
+    }
+    trace_rdma_session_resp_atomic(qpn, pkt->psn, pkt->va, orig, val);
+    res = &qp->atomic_res[qp->atomic_next];
+    qp->atomic_next = (qp->atomic_next + 1) % RS_ATOMIC_RES;
+    res->valid = true;
+    res->psn = pkt->psn;
+    res->orig = orig;
+    qp->msn++;
+    qp->rq_psn = (pkt->psn + 1) & RS_PSN_MASK;
+    rs_resp_send_ack(c, qpn, qp, RS_OP_ATOMIC_ACK, RS_AETH_ACK, pkt->psn,
+                     orig);
+}
+
+/* A duplicate atomic: the saved result, or nothing if it is gone. */
+static void rs_resp_atomic_dup(RSCore *c, uint32_t qpn, RSQp *qp,
+                               const RSPkt *pkt)
+{
+    unsigned i;
+
+    for (i = 0; i < RS_ATOMIC_RES; i++) {
+        RSAtomicRes *res = &qp->atomic_res[i];
+
+        if (res->valid && res->psn == pkt->psn) {
+            rs_resp_send_ack(c, qpn, qp, RS_OP_ATOMIC_ACK, RS_AETH_ACK,
+                             pkt->psn, res->orig);
+            return;
+        }
+    }
+    trace_rdma_session_resp_drop(qpn, pkt->psn, "duplicate atomic unknown");
+}
+
 static void rs_resp_rc(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
                        const RSPkt *pkt)
 {
@@ -286,6 +435,10 @@ static void rs_resp_rc(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
                 qp->msn--;
                 rs_resp_read(c, qpn, qp, mr, pkt);
             }
+            return;
+        }
+        if (f & RS_OPF_ATOMIC) {
+            rs_resp_atomic_dup(c, qpn, qp, pkt);
             return;
         }
         /* Duplicate SEND/WRITE: acknowledge what we have. */
@@ -337,15 +490,14 @@ static void rs_resp_rc(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
         return;
     }
     if (f & RS_OPF_ATOMIC) {
-        rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_INV_REQ, pkt->psn,
-                          "atomics not supported yet");
+        rs_resp_atomic(c, qpn, qp, gid, pkt);
         return;
     }
 
     /* Everything that consumes a receive WQE needs one before any write. */
     if (((f & RS_OPF_SEND) && (f & RS_OPF_FIRST)) ||
         ((f & RS_OPF_WRITE) && (f & RS_OPF_IMM))) {
-        if (rs_rq_empty(qp)) {
+        if (rs_rq_empty(c, qp)) {
             /* RNR NAK; the requester has no RNR retry yet. */
             trace_rdma_session_resp_nak(qpn, pkt->psn, RS_AETH_TYPE_RNR,
                                         "no receive WQE");
@@ -356,7 +508,7 @@ static void rs_resp_rc(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
     }
 
     if (f & RS_OPF_SEND) {
-        st = rs_resp_get_rwqe(c, qp, gid, &r);
+        st = rs_resp_get_rwqe(c, qpn, qp, gid, &r);
         if (!st && qp->resp_off + pkt->paylen > r.total) {
             st = RS_WC_LOC_LEN_ERR;
         }
@@ -429,7 +581,7 @@ static void rs_resp_rc(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
         qp->resp_off += pkt->paylen;
         if (f & RS_OPF_LAST) {
             if (f & RS_OPF_IMM) {
-                st = rs_resp_get_rwqe(c, qp, gid, &r);
+                st = rs_resp_get_rwqe(c, qpn, qp, gid, &r);
                 rs_recv_cqe(c, qpn, qp, &r, pkt, st, qp->resp_off,
                             RS_WR_RECV_RDMA_IMM);
             }
@@ -444,6 +596,146 @@ static void rs_resp_rc(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
     if (pkt->ackreq) {
         rs_resp_ack(c, qpn, qp, RS_AETH_ACK, pkt->psn);
     }
+}
+
+/* UC: the rest of the current message is dropped, never the QP. */
+static void rs_resp_uc_drop(RSQp *qp, uint32_t qpn, uint32_t psn,
+                            const char *why)
+{
+    trace_rdma_session_resp_drop(qpn, psn, why);
+    qp->resp_op = RS_RESP_DROP;
+    qp->resp_off = 0;
+}
+
+/*
+ * UC (IBTA vol. 1 chapter 9; rxe's check_psn/check_op_seq): no ACKs, no
+ * NAKs.
+ * A PSN gap, an opcode out of sequence, a bad rkey or length drop the
+ * message in progress silently; the responder waits for the next FIRST or
+ * ONLY packet, which also abandons an unfinished message (its receive WQE
+ * is used again, as nothing was completed).
+ */
+static void rs_resp_uc(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
+                       const RSPkt *pkt)
+{
+    const RSOpcodeInfo *oi = &rs_opcode[pkt->opcode];
+    uint32_t mtu = 128u << qp->path_mtu;
+    uint32_t f = oi->flags;
+    RSRecvWqe r;
+    RSMr *mr;
+    uint8_t st;
+
+    if (qp->state != RS_QPS_RTR && qp->state != RS_QPS_RTS &&
+        qp->state != RS_QPS_SQD) {
+        trace_rdma_session_resp_drop(qpn, pkt->psn, "QP not receiving");
+        return;
+    }
+    if (pkt->psn != qp->rq_psn && !(f & RS_OPF_FIRST)) {
+        qp->rq_psn = (pkt->psn + 1) & RS_PSN_MASK;
+        rs_resp_uc_drop(qp, qpn, pkt->psn, "UC PSN gap");
+        return;
+    }
+    qp->rq_psn = (pkt->psn + 1) & RS_PSN_MASK;
+    if (f & RS_OPF_FIRST) {
+        qp->resp_op = RS_RESP_NONE;
+        qp->resp_off = 0;
+    } else if (qp->resp_op == RS_RESP_DROP) {
+        trace_rdma_session_resp_drop(qpn, pkt->psn, "UC message dropped");
+        return;
+    } else if (qp->resp_op == RS_RESP_NONE ||
+               (qp->resp_op == RS_RESP_SEND && !(f & RS_OPF_SEND)) ||
+               (qp->resp_op == RS_RESP_WRITE && !(f & RS_OPF_WRITE))) {
+        rs_resp_uc_drop(qp, qpn, pkt->psn, "UC opcode out of sequence");
+        return;
+    }
+    if (pkt->paylen > mtu ||
+        (!(f & RS_OPF_LAST) && pkt->paylen != mtu)) {
+        rs_resp_uc_drop(qp, qpn, pkt->psn, "UC payload length");
+        return;
+    }
+
+    if (f & RS_OPF_SEND) {
+        if ((f & RS_OPF_FIRST) && rs_rq_empty(c, qp)) {
+            rs_resp_uc_drop(qp, qpn, pkt->psn, "UC: no receive WQE");
+            return;
+        }
+        st = rs_resp_get_rwqe(c, qpn, qp, gid, &r);
+        if (!st && qp->resp_off + pkt->paylen > r.total) {
+            rs_resp_uc_drop(qp, qpn, pkt->psn, "UC: message too long");
+            return;
+        }
+        if (!st) {
+            st = rs_sge_copy(c, qp, gid, r.sge, r.nsge, qp->resp_off,
+                             (void *)pkt->payload, pkt->paylen, true);
+        }
+        if (st) {
+            /* A local error of the receive WQE: the QP cannot go on. */
+            RS_GUEST_ERR(rdma_session_err_recv_wqe, "QP %u receive WQE: "
+                         "completion status %u", qpn, st);
+            rs_recv_cqe(c, qpn, qp, &r, pkt, st, 0, RS_WR_RECV);
+            qp->resp_op = RS_RESP_NONE;
+            rs_qp_to_err(c, qpn);
+            return;
+        }
+        qp->resp_off += pkt->paylen;
+        if (f & RS_OPF_LAST) {
+            rs_recv_cqe(c, qpn, qp, &r, pkt, RS_WC_SUCCESS, qp->resp_off,
+                        RS_WR_RECV);
+            qp->resp_op = RS_RESP_NONE;
+            qp->resp_off = 0;
+        } else {
+            qp->resp_op = RS_RESP_SEND;
+        }
+        return;
+    }
+
+    /* RDMA WRITE */
+    if (f & RS_OPF_FIRST) {
+        if (!rs_resp_rkey(c, qp, gid, pkt->rkey, pkt->va, pkt->dmalen,
+                          RS_ACCESS_REMOTE_WRITE) ||
+            pkt->dmalen > c->p.max_msg_size) {
+            rs_resp_uc_drop(qp, qpn, pkt->psn,
+                            "UC WRITE rkey, rights or bounds");
+            return;
+        }
+        qp->resp_va = pkt->va;
+        qp->resp_rkey = pkt->rkey;
+        qp->resp_left = pkt->dmalen;
+    }
+    if (pkt->paylen > qp->resp_left ||
+        ((f & RS_OPF_LAST) && pkt->paylen != qp->resp_left)) {
+        rs_resp_uc_drop(qp, qpn, pkt->psn,
+                        "UC WRITE longer or shorter than its RETH");
+        return;
+    }
+    if (pkt->paylen) {
+        mr = rs_resp_rkey(c, qp, gid, qp->resp_rkey, qp->resp_va,
+                          pkt->paylen, RS_ACCESS_REMOTE_WRITE);
+        if (!mr || rs_mr_rw(c, mr, qp->resp_va, (void *)pkt->payload,
+                            pkt->paylen, true)) {
+            rs_resp_uc_drop(qp, qpn, pkt->psn, "UC WRITE rkey gone or DMA");
+            return;
+        }
+    }
+    qp->resp_va += pkt->paylen;
+    qp->resp_left -= pkt->paylen;
+    qp->resp_off += pkt->paylen;
+    if (!(f & RS_OPF_LAST)) {
+        qp->resp_op = RS_RESP_WRITE;
+        return;
+    }
+    if (f & RS_OPF_IMM) {
+        if (rs_rq_empty(c, qp)) {
+            trace_rdma_session_resp_drop(qpn, pkt->psn,
+                                         "UC WRITE_IMM: no receive WQE");
+        } else {
+            st = rs_resp_get_rwqe(c, qpn, qp, gid, &r);
+            rs_recv_cqe(c, qpn, qp, &r, pkt, st, qp->resp_off,
+                        RS_WR_RECV_RDMA_IMM);
+        }
+    }
+    qp->resp_op = RS_RESP_NONE;
+    qp->resp_off = 0;
 }
 
 void rs_roce_input(RSCore *c, const uint8_t *frame, size_t len)
@@ -482,6 +774,6 @@ void rs_roce_input(RSCore *c, const uint8_t *frame, size_t len)
     } else if (qp->type == RS_QPT_RC) {
         rs_resp_rc(c, qpn, qp, gid, &pkt);
     } else {
-        trace_rdma_session_roce_drop(len, "UC not supported yet");
+        rs_resp_uc(c, qpn, qp, gid, &pkt);
     }
 }

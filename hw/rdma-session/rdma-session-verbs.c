@@ -222,3 +222,147 @@ uint8_t rs_cmd_destroy_ah(RSCore *c, const struct rs_admin_cmd *cmd,
     ah->gen++;
     return RS_STATUS_OK;
 }
+
+/*
+ * Shared receive queues.  QPs created with an SRQ take their receive WQEs
+ * from its ring in order (rdma-session-resp.c); the limit event fires once
+ * when fewer than srq_limit WQEs are left, then it must be armed again.
+ */
+uint8_t rs_cmd_create_srq(RSCore *c, const struct rs_admin_cmd *cmd,
+                          struct rs_admin_cqe *cqe)
+{
+    const struct rs_cmd_create_srq *cs = &cmd->create_srq;
+    uint32_t pd = RS_LOOKUP(c->pds, c->p.max_pds, le32_to_cpu(cs->pd));
+    uint64_t ring = le64_to_cpu(cs->ring_addr);
+    uint32_t uar = le32_to_cpu(cs->uar);
+    uint32_t limit = le32_to_cpu(cs->srq_limit);
+    uint32_t idx;
+    uint8_t st;
+    RSSrq *s;
+
+    if (!pd) {
+        return RS_STATUS_BAD_HANDLE;
+    }
+    if (cs->max_sge < 1 || cs->max_sge > RS_MAX_SGE ||
+        uar >= c->p.db_pages || cs->rsvd0) {
+        return RS_STATUS_BAD_PARAM;
+    }
+    st = rs_check_ring(c, ring, cs->log_size, RS_MAX_WQ_LOG,
+                       rs_rq_stride(cs->max_sge));
+    if (st) {
+        return st;
+    }
+    if (limit >= (1u << cs->log_size)) {
+        return RS_STATUS_BAD_PARAM;
+    }
+    idx = RS_ALLOC(c->srqs, c->p.max_srqs, 1);
+    if (!idx) {
+        return RS_STATUS_NO_RESOURCES;
+    }
+    s = &c->srqs[idx];
+    *s = (RSSrq) {
+        .valid = true,
+        .gen = s->gen,
+        .log_size = cs->log_size,
+        .max_sge = cs->max_sge,
+        .pd = pd,
+        .uar = uar,
+        .ring = ring,
+        .limit = limit,
+    };
+    c->pds[pd].refs++;
+    cqe->handle = cpu_to_le32(rs_handle(idx, s->gen));
+    return RS_STATUS_OK;
+}
+
+/*
+ * RS_SRQ_ATTR_MAX_WR moves the WQEs not yet taken to the start of a new
+ * ring (of the same max_sge) and reports their number in result1: the
+ * driver continues posting from there.
+ */
+uint8_t rs_cmd_modify_srq(RSCore *c, const struct rs_admin_cmd *cmd,
+                          struct rs_admin_cqe *cqe)
+{
+    const struct rs_cmd_modify_srq *m = &cmd->modify_srq;
+    uint32_t idx = RS_LOOKUP(c->srqs, c->p.max_srqs, le32_to_cpu(m->handle));
+    uint32_t mask = le32_to_cpu(m->attr_mask);
+    uint32_t limit = le32_to_cpu(m->srq_limit);
+    uint64_t ring = le64_to_cpu(m->ring_addr);
+    uint8_t log, st;
+    uint16_t n, i;
+    RSSrq *s;
+
+    if (!idx) {
+        return RS_STATUS_BAD_HANDLE;
+    }
+    s = &c->srqs[idx];
+    if (!mask || (mask & ~(RS_SRQ_ATTR_MAX_WR | RS_SRQ_ATTR_LIMIT))) {
+        return RS_STATUS_BAD_ATTR_MASK;
+    }
+    log = (mask & RS_SRQ_ATTR_MAX_WR) ? m->log_size : s->log_size;
+    n = s->pi - s->ci;
+    if (mask & RS_SRQ_ATTR_MAX_WR) {
+        uint32_t stride = rs_rq_stride(s->max_sge);
+        uint8_t buf[sizeof(struct rs_recv_wqe_ctrl) +
+                    RS_MAX_SGE * sizeof(struct rs_sge)];
+
+        st = rs_check_ring(c, ring, log, RS_MAX_WQ_LOG, stride);
+        if (st) {
+            return st;
+        }
+        if (n > (1u << s->log_size)) {
+            return RS_STATUS_BAD_STATE;     /* producer beyond the ring */
+        }
+        if (n > (1u << log) || (ring < s->ring + (stride << s->log_size) &&
+                                s->ring < ring + (stride << log))) {
+            return RS_STATUS_BAD_SIZE;      /* too small, or overlapping */
+        }
+        if ((mask & RS_SRQ_ATTR_LIMIT) && limit >= (1u << log)) {
+            return RS_STATUS_BAD_PARAM;
+        }
+        for (i = 0; i < n; i++) {
+            uint64_t from = s->ring + (uint64_t)((s->ci + i) &
+                            ((1u << s->log_size) - 1)) * stride;
+
+            st = rs_dma_read(c, from, buf, MIN(stride, sizeof(buf)));
+            if (!st) {
+                st = rs_dma_write(c, ring + (uint64_t)i * stride, buf,
+                                  MIN(stride, sizeof(buf)));
+            }
+            if (st) {
+                return st;
+            }
+        }
+        s->ring = ring;
+        s->log_size = log;
+        s->ci = 0;
+        s->pi = n;
+        cqe->result1 = cpu_to_le32(n);
+    }
+    if (mask & RS_SRQ_ATTR_LIMIT) {
+        if (limit >= (1u << log)) {
+            return RS_STATUS_BAD_PARAM;
+        }
+        s->limit = limit;
+    }
+    cqe->handle = m->handle;
+    return RS_STATUS_OK;
+}
+
+uint8_t rs_cmd_destroy_srq(RSCore *c, const struct rs_admin_cmd *cmd,
+                           struct rs_admin_cqe *cqe)
+{
+    uint32_t idx = RS_LOOKUP(c->srqs, c->p.max_srqs,
+                             le32_to_cpu(cmd->destroy.handle));
+
+    if (!idx) {
+        return RS_STATUS_BAD_HANDLE;
+    }
+    if (c->srqs[idx].refs) {
+        return RS_STATUS_BUSY;
+    }
+    c->pds[c->srqs[idx].pd].refs--;
+    c->srqs[idx].valid = false;
+    c->srqs[idx].gen++;
+    return RS_STATUS_OK;
+}

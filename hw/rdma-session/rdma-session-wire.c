@@ -237,6 +237,10 @@ size_t rs_wire_build(uint8_t *f, RSPkt *pkt, uint32_t paylen)
         h += RS_RETH_LEN;
     }
     if (oi->flags & RS_OPF_ATMETH) {
+        stq_be_p(h, pkt->va);
+        stl_be_p(h + 8, pkt->rkey);
+        stq_be_p(h + 12, pkt->swap_add);
+        stq_be_p(h + 20, pkt->compare);
         h += RS_ATMETH_LEN;
     }
     if (oi->flags & RS_OPF_AETH) {
@@ -244,6 +248,7 @@ size_t rs_wire_build(uint8_t *f, RSPkt *pkt, uint32_t paylen)
         h += RS_AETH_LEN;
     }
     if (oi->flags & RS_OPF_ATMACK) {
+        stq_be_p(h, pkt->orig);
         h += RS_ATMACK_LEN;
     }
     if (oi->flags & RS_OPF_IMM) {
@@ -382,6 +387,10 @@ bool rs_wire_parse(const uint8_t *f, size_t len, RSPkt *pkt,
         h += RS_RETH_LEN;
     }
     if (oi->flags & RS_OPF_ATMETH) {
+        pkt->va = ldq_be_p(h);
+        pkt->rkey = ldl_be_p(h + 8);
+        pkt->swap_add = ldq_be_p(h + 12);
+        pkt->compare = ldq_be_p(h + 20);
         h += RS_ATMETH_LEN;
     }
     if (oi->flags & RS_OPF_AETH) {
@@ -392,6 +401,7 @@ bool rs_wire_parse(const uint8_t *f, size_t len, RSPkt *pkt,
         h += RS_AETH_LEN;
     }
     if (oi->flags & RS_OPF_ATMACK) {
+        pkt->orig = ldq_be_p(h);
         h += RS_ATMACK_LEN;
     }
     if (oi->flags & RS_OPF_IMM) {

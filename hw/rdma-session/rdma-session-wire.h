@@ -151,6 +151,9 @@ typedef struct RSPkt {
     uint32_t msn;
     uint32_t imm;               /* ImmDt: the wire's big-endian value */
     uint32_t ieth;              /* IETH rkey */
+    uint64_t swap_add;          /* AtomicETH (va, rkey in the RETH fields) */
+    uint64_t compare;
+    uint64_t orig;              /* AtomicAckETH: the original value */
     /* payload */
     const uint8_t *payload;
     uint32_t paylen;

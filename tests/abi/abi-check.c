@@ -161,6 +161,21 @@ int main(void)
         F(rs_cmd_create_qp, max_inline, 38),
         F(rs_cmd_create_qp, uar, 40),
         F(rs_cmd_create_qp, session_group, 44));
+    CHECK_STRUCT(rs_cmd_create_srq, 24,
+        F(rs_cmd_create_srq, ring_addr, 0),
+        F(rs_cmd_create_srq, pd, 8),
+        F(rs_cmd_create_srq, uar, 12),
+        F(rs_cmd_create_srq, log_size, 16),
+        F(rs_cmd_create_srq, max_sge, 17),
+        F(rs_cmd_create_srq, rsvd0, 18),
+        F(rs_cmd_create_srq, srq_limit, 20));
+    CHECK_STRUCT(rs_cmd_modify_srq, 24,
+        F(rs_cmd_modify_srq, ring_addr, 0),
+        F(rs_cmd_modify_srq, handle, 8),
+        F(rs_cmd_modify_srq, attr_mask, 12),
+        F(rs_cmd_modify_srq, srq_limit, 16),
+        F(rs_cmd_modify_srq, log_size, 20),
+        F(rs_cmd_modify_srq, rsvd0, 21));
     CHECK_STRUCT(rs_cmd_modify_qp, 16,
         F(rs_cmd_modify_qp, attr_addr, 0),
         F(rs_cmd_modify_qp, handle, 8),
@@ -215,6 +230,8 @@ int main(void)
     CHECK_CMD_BODY(resize_cq, rs_cmd_resize_cq);
     CHECK_CMD_BODY(create_qp, rs_cmd_create_qp);
     CHECK_CMD_BODY(modify_qp, rs_cmd_modify_qp);
+    CHECK_CMD_BODY(create_srq, rs_cmd_create_srq);
+    CHECK_CMD_BODY(modify_srq, rs_cmd_modify_srq);
     CHECK_CMD_BODY(reg_mr, rs_cmd_reg_mr);
     CHECK_CMD_BODY(create_ah, rs_cmd_create_ah);
     CHECK_CMD_BODY(create_session, rs_cmd_create_session);
@@ -260,7 +277,10 @@ int main(void)
         F(rs_device_attr, num_db_pages, 84),
         F(rs_device_attr, mac, 88),
         F(rs_device_attr, rsvd0, 94),
-        F(rs_device_attr, rsvd, 96));
+        F(rs_device_attr, max_srq, 96),
+        F(rs_device_attr, max_srq_wr, 100),
+        F(rs_device_attr, max_srq_sge, 104),
+        F(rs_device_attr, rsvd, 108));
     CHECK_STRUCT(rs_port_attr, 64,
         F(rs_port_attr, state, 0),
         F(rs_port_attr, max_mtu, 1),
@@ -396,6 +416,15 @@ int main(void)
     CHECK_VALUE(RS_DB_RQ, 0x08);
     CHECK_VALUE(RS_DB_CQ_CI, 0x10);
     CHECK_VALUE(RS_DB_CQ_ARM, 0x18);
+    CHECK_VALUE(RS_DB_SRQ, 0x20);
+    CHECK_VALUE(RS_ABI_VERSION_MAJOR, 1);
+    CHECK_VALUE(RS_ABI_VERSION_MINOR, 1);
+    CHECK_VALUE(RS_CMD_CREATE_SRQ, 0x20);
+    CHECK_VALUE(RS_CMD_MODIFY_SRQ, 0x21);
+    CHECK_VALUE(RS_CMD_DESTROY_SRQ, 0x22);
+    CHECK_VALUE(RS_CAP_ATOMIC, 0x40);
+    CHECK_VALUE(RS_CAP_SRQ, 0x80);
+    CHECK_VALUE(RS_EV_SRQ_LIMIT_REACHED, 0x0b);
 
     printf("1..%d\n", tests);
     if (failures) {

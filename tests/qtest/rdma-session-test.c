@@ -12,6 +12,7 @@
 #include "qemu/module.h"
 #include "qemu/units.h"
 #include "qemu/iov.h"
+#include "qemu/host-utils.h"
 #include "qemu/sockets.h"
 #include "hw/pci/pci_ids.h"
 #include "hw/pci/pci_regs.h"
@@ -31,6 +32,7 @@
 #define DEF_MAX_AHS             256
 #define DEF_MAX_SESSIONS        256
 #define DEF_MAX_GROUPS          64
+#define DEF_MAX_SRQS            256
 #define DEF_MAX_GIDS            16
 #define DEF_MAX_MSG_SIZE        0x80000000u
 #define DEF_COMP_VECTORS        4
@@ -353,7 +355,7 @@ static void assert_power_on_regs(QRdmaSession *d, uint32_t db_pages,
     g_assert_cmphex(rs_readl(d, A_RS_CAPS), ==,
                     RS_CAP_RC | RS_CAP_UC | RS_CAP_UD |
                     RS_CAP_SESSION_GROUPS | RS_CAP_NETID_MKEYS |
-                    RS_CAP_LAN);
+                    RS_CAP_LAN | RS_CAP_ATOMIC | RS_CAP_SRQ);
     g_assert_cmpuint(rs_readl(d, A_RS_DB_PAGES), ==, db_pages);
     g_assert_cmphex(rs_readl(d, A_RS_CTRL), ==, 0);
     g_assert_cmphex(rs_readl(d, A_RS_STATUS), ==, R_RS_STATUS_LINK_UP_MASK);
@@ -780,7 +782,7 @@ static void test_query(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmphex(a.max_mr_size, ==, (uint64_t)DEF_MAX_MR_PAGES << 12);
     g_assert_cmphex(a.page_size_cap, ==, 0x7ffff000ull);
     g_assert_cmphex(a.abi_version, ==, rs_readl(d, A_RS_VERSION));
-    g_assert_cmphex(a.abi_version, ==, 0x10000);
+    g_assert_cmphex(a.abi_version, ==, 0x10001);
     g_assert_cmphex(a.caps, ==, rs_readl(d, A_RS_CAPS));
     g_assert_cmpuint(a.max_qp, ==, USABLE(DEF_MAX_QPS));
     g_assert_cmpuint(a.max_qp_wr, ==, 1u << RS_MAX_WQ_LOG);
@@ -799,6 +801,9 @@ static void test_query(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmpuint(a.num_comp_vectors, ==, DEF_COMP_VECTORS);
     g_assert_cmpuint(a.num_db_pages, ==, DEF_DB_PAGES);
     g_assert_cmpmem(a.mac, 6, qos_mac, 6);
+    g_assert_cmpuint(a.max_srq, ==, USABLE(DEF_MAX_SRQS));
+    g_assert_cmpuint(a.max_srq_wr, ==, 1u << RS_MAX_WQ_LOG);
+    g_assert_cmpuint(a.max_srq_sge, ==, RS_MAX_SGE);
 
     RS_ASSERT_OK(rs_query_port(d, 1, &p));
     g_assert_cmpuint(p.state, ==, RS_PORT_ACTIVE);
@@ -1927,9 +1932,9 @@ static const BadCmdRow bad_cmd_rows[] = {
     RAW("opcode 0x28", 0x28, BAD_OPCODE),
     RAW("opcode 0x80", 0x80, BAD_OPCODE),
     RAW("opcode 0xff", 0xff, BAD_OPCODE),
-    RAW("reserved CREATE_SRQ", RS_CMD_CREATE_SRQ, NOT_SUPPORTED),
-    RAW("reserved MODIFY_SRQ", RS_CMD_MODIFY_SRQ, NOT_SUPPORTED),
-    RAW("reserved DESTROY_SRQ", RS_CMD_DESTROY_SRQ, NOT_SUPPORTED),
+    RAW("CREATE_SRQ all zero", RS_CMD_CREATE_SRQ, BAD_HANDLE),
+    RAW("MODIFY_SRQ all zero", RS_CMD_MODIFY_SRQ, BAD_HANDLE),
+    RAW("DESTROY_SRQ all zero", RS_CMD_DESTROY_SRQ, BAD_HANDLE),
     RAW("reserved CREATE_DCT", RS_CMD_CREATE_DCT, NOT_SUPPORTED),
     RAW("reserved DESTROY_DCT", RS_CMD_DESTROY_DCT, NOT_SUPPORTED),
     RAW("reserved REG_INDIRECT_MKEY", RS_CMD_REG_INDIRECT_MKEY,
@@ -2075,7 +2080,8 @@ static const BadCmdRow bad_cmd_rows[] = {
         P(create_qp.send_cq, 0)),
     ROW("CREATE_QP stale recv_cq", CREATE_QP, BAD_HANDLE,
         P(create_qp.recv_cq, TOK(T_CQ_STALE, 0))),
-    ROW("CREATE_QP srq 1", CREATE_QP, NOT_SUPPORTED, P(create_qp.srq, 1)),
+    ROW("CREATE_QP srq 1 (no such SRQ)", CREATE_QP, BAD_HANDLE,
+        P(create_qp.srq, 1)),
     ROW("CREATE_QP sq_log_size 0", CREATE_QP, BAD_SIZE,
         P(create_qp.sq_log_size, 0)),
     ROW("CREATE_QP sq_log_size 16", CREATE_QP, BAD_SIZE,
@@ -2336,7 +2342,7 @@ static const BadCmdRow bad_cmd_rows[] = {
         P(create_qp.qp_type, RS_QPT_DCI), P(create_qp.pd, 0)),
     ROW("order: CREATE_QP pd before srq", CREATE_QP, BAD_HANDLE,
         P(create_qp.pd, TOK(T_PD_STALE, 0)), P(create_qp.srq, 1)),
-    ROW("order: CREATE_QP srq before sq_log_size", CREATE_QP, NOT_SUPPORTED,
+    ROW("order: CREATE_QP srq before sq_log_size", CREATE_QP, BAD_HANDLE,
         P(create_qp.srq, 1), P(create_qp.sq_log_size, 0)),
     ROW("order: CREATE_QP sq_log_size before max_send_sge", CREATE_QP,
         BAD_SIZE, P(create_qp.sq_log_size, 0), P(create_qp.max_send_sge, 0)),
@@ -3091,6 +3097,7 @@ typedef struct LoopQp {
 
 typedef struct Loop {
     QRdmaSession *d;
+    uint8_t type;               /* RS_QPT_RC or RS_QPT_UC */
     uint64_t cq_ring;
     uint32_t cq, cq_ci, pd, group;
     LoopQp a, b;
@@ -3107,6 +3114,23 @@ static uint64_t loop_buf(QRdmaSession *d, uint32_t len)
     uint64_t a = rs_alloc_zeroed(d, len + PAGE);
 
     return (a + PAGE - 1) & ~(uint64_t)(PAGE - 1);
+}
+
+static uint32_t loop_mr_access(Loop *l, uint64_t base, uint32_t len,
+                               uint16_t access)
+{
+    struct rs_cmd_reg_mr c = {
+        .iova = base,
+        .length = len,
+        .npages = len / PAGE,
+        .pd = l->pd,
+        .page_shift = 12,
+        .access = access,
+        .gid_index = 0,
+    };
+
+    c.pbl_addr = make_pbl(l->d, base, PAGE, len / PAGE);
+    return reg_mr_ok(l->d, &c);
 }
 
 static uint32_t loop_mr(Loop *l, uint64_t base, uint32_t len)
@@ -3126,7 +3150,12 @@ static uint32_t loop_mr(Loop *l, uint64_t base, uint32_t len)
     return reg_mr_ok(l->d, &c);
 }
 
-static void loop_connect(Loop *l, LoopQp *q, uint32_t peer)
+/*
+ * RESET to RTS, to QP @peer at 10.0.0.@host: through the loopback session
+ * group when @host is 1, else through the QP's own AV with our MAC as the
+ * destination (the tests that put frames on the wire and take them back).
+ */
+static void loop_connect_to(Loop *l, LoopQp *q, uint32_t peer, uint8_t host)
 {
     static const uint8_t path[] = {
         RS_QPS_RESET, RS_QPS_INIT, RS_QPS_RTR, RS_QPS_RTS,
@@ -3135,13 +3164,15 @@ static void loop_connect(Loop *l, LoopQp *q, uint32_t peer)
     int i;
 
     for (i = 1; i < ARRAY_SIZE(path); i++) {
-        uint32_t mask = std_mask(RS_QPT_RC, path[i - 1], path[i]);
+        uint32_t mask = std_mask(l->type, path[i - 1], path[i]);
 
         std_attr(&a, path[i - 1], path[i]);
-        gid_v4(a.ah.dgid, 10, 0, 0, 1);
+        gid_v4(a.ah.dgid, 10, 0, 0, host);
+        memcpy(a.ah.dmac, qos_mac, 6);
         a.dest_qp_num = peer;
         a.rq_psn = a.sq_psn = LOOP_PSN;
-        if (path[i] == RS_QPS_RTR) {
+        a.access_flags = STD_ACCESS | RS_ACCESS_REMOTE_ATOMIC;
+        if (path[i] == RS_QPS_RTR && host == 1) {
             a.session_group = l->group;
             mask |= RS_QP_ATTR_SESSION_GROUP;
         }
@@ -3149,13 +3180,34 @@ static void loop_connect(Loop *l, LoopQp *q, uint32_t peer)
     }
 }
 
-static void loop_setup_pd(Loop *l, void *obj, uint32_t pd_flags)
+static void loop_connect(Loop *l, LoopQp *q, uint32_t peer)
+{
+    loop_connect_to(l, q, peer, 1);
+}
+
+/* Both QPs back through RESET to RTS, e.g. after an error. */
+static void loop_reconnect(Loop *l)
+{
+    struct rs_qp_attr a;
+
+    std_attr(&a, 0, RS_QPS_RESET);
+    RS_ASSERT_OK(rs_modify_qp(l->d, l->a.h, &a, RS_QP_ATTR_STATE));
+    RS_ASSERT_OK(rs_modify_qp(l->d, l->b.h, &a, RS_QP_ATTR_STATE));
+    l->a.sq_pi = l->a.rq_pi = l->b.sq_pi = l->b.rq_pi = 0;
+    loop_connect(l, &l->a, l->b.qpn);
+    loop_connect(l, &l->b, l->a.qpn);
+}
+
+/* Objects of the loopback tests on @d; QPs of @type, not connected. */
+static void loop_init(Loop *l, QRdmaSession *d, uint8_t type,
+                      uint32_t pd_flags)
 {
     struct rs_cmd_create_session sc;
     uint32_t s = 0;
 
     memset(l, 0, sizeof(*l));
-    l->d = rs_setup(obj);
+    l->d = d;
+    l->type = type;
     add_gid_v4(l->d, 0, 1);                     /* 10.0.0.1 */
     RS_ASSERT_OK(rs_create_pd_flags(l->d, pd_flags, &l->pd));
     l->cq_ring = rs_alloc_zeroed(l->d, sizeof(struct rs_cqe) << LOOP_CQ_LOG);
@@ -3164,18 +3216,30 @@ static void loop_setup_pd(Loop *l, void *obj, uint32_t pd_flags)
     gid_v4(sc.dst_ip, 10, 0, 0, 1);             /* ourselves: loopback */
     RS_ASSERT_OK(rs_create_session(l->d, &sc, &s));
     l->group = new_group(l->d, RS_GROUP_ROUND_ROBIN, s, 0);
-    qp_template(l->d, &l->a.c, RS_QPT_RC, l->pd, l->cq, l->cq);
-    qp_template(l->d, &l->b.c, RS_QPT_RC, l->pd, l->cq, l->cq);
+    qp_template(l->d, &l->a.c, type, l->pd, l->cq, l->cq);
+    qp_template(l->d, &l->b.c, type, l->pd, l->cq, l->cq);
     l->a.h = new_qp(l->d, &l->a.c);
     l->b.h = new_qp(l->d, &l->b.c);
     l->a.qpn = HINDEX(l->a.h);
     l->b.qpn = HINDEX(l->b.h);
-    loop_connect(l, &l->a, l->b.qpn);
-    loop_connect(l, &l->b, l->a.qpn);
     l->src = loop_buf(l->d, LOOP_BUF);
     l->dst = loop_buf(l->d, LOOP_BUF);
     l->src_key = loop_mr(l, l->src, LOOP_BUF);
     l->dst_key = loop_mr(l, l->dst, LOOP_BUF);
+}
+
+static void loop_setup_pd(Loop *l, void *obj, uint32_t pd_flags)
+{
+    loop_init(l, rs_setup(obj), RS_QPT_RC, pd_flags);
+    loop_connect(l, &l->a, l->b.qpn);
+    loop_connect(l, &l->b, l->a.qpn);
+}
+
+static void loop_setup_type(Loop *l, void *obj, uint8_t type)
+{
+    loop_init(l, rs_setup(obj), type, 0);
+    loop_connect(l, &l->a, l->b.qpn);
+    loop_connect(l, &l->b, l->a.qpn);
 }
 
 static void loop_setup(Loop *l, void *obj)
@@ -4447,6 +4511,8 @@ static void test_bad_properties(void)
         { "max-qps=65536,max-cqs=65536,max-gids=256,mtu=4096,"
           "num-comp-vectors=64,db-pages=1024", true },
         { "max-mrs=1048576", true },
+        { "max-srqs=2", true },
+        { "max-srqs=65536", true },
         { "mtu=512", true },
         { "mtu=2048", true },
         /* out of range */
@@ -4461,6 +4527,8 @@ static void test_bad_properties(void)
         { "max-cqs=65537", false },
         { "max-mrs=0", false },
         { "max-mrs=1048577", false },
+        { "max-srqs=1", false },
+        { "max-srqs=65537", false },
         { "max-gids=0", false },
         { "max-gids=257", false },
         { "mtu=0", false },
@@ -5994,6 +6062,924 @@ static void test_lan_migrate(void *obj, void *data, QGuestAllocator *alloc)
 /* Registration                                                        */
 /* ------------------------------------------------------------------ */
 
+/* ------------------------------------------------------------------ */
+/* Transport engine: atomics, UC, flush, SRQ                          */
+/* ------------------------------------------------------------------ */
+
+/* No completion arrives while the engine's timers run for a while. */
+static void loop_poll_none(Loop *l)
+{
+    uint32_t mask = (1u << LOOP_CQ_LOG) - 1;
+    uint64_t addr = l->cq_ring +
+                    (uint64_t)(l->cq_ci & mask) * sizeof(struct rs_cqe);
+    uint8_t phase = !((l->cq_ci >> LOOP_CQ_LOG) & 1);
+    struct rs_cqe cqe;
+    int i;
+
+    for (i = 0; i < 20; i++) {
+        qtest_clock_step(rs_qts(l->d), 1000000);
+        qtest_memread(rs_qts(l->d), addr, &cqe, sizeof(cqe));
+        g_assert_cmpuint(cqe.owner & RS_CQE_OWNER, !=, phase);
+    }
+}
+
+static void loop_expect(Loop *l, uint64_t wr_id, uint8_t status,
+                        uint8_t opcode, uint32_t qpn)
+{
+    struct rs_cqe cqe;
+
+    loop_poll(l, &cqe);
+    g_assert_cmphex(cqe.wr_id, ==, wr_id);
+    g_assert_cmpuint(cqe.status, ==, status);
+    g_assert_cmphex(cqe.opcode, ==, opcode);
+    g_assert_cmpuint(cqe.qpn, ==, qpn);
+}
+
+static void loop_atomic(Loop *l, uint64_t wr_id, uint8_t op, uint64_t va,
+                        uint32_t rkey, uint64_t compare_add, uint64_t swap,
+                        uint64_t result, uint32_t result_len)
+{
+    struct rs_send_wqe_ctrl w = {
+        .wr_id = wr_id,
+        .opcode = op,
+        .flags = RS_WQE_F_SIGNALED,
+        .num_sge = 1,
+        .remote_addr = va,
+        .rkey = rkey,
+        .compare_add = compare_add,
+        .swap = swap,
+    };
+
+    loop_post_send(l, &l->a, &w, result, result_len, l->src_key);
+}
+
+#define ATOMIC_INIT     0x1122334455667788ull
+
+static void test_engine_atomic(void *obj, void *data, QGuestAllocator *alloc)
+{
+    QTestState *qts;
+    struct rs_cqe cqe;
+    uint32_t akey;
+    Loop l;
+
+    loop_setup(&l, obj);
+    qts = rs_qts(l.d);
+    akey = loop_mr_access(&l, l.dst, LOOP_BUF, RS_ACCESS_LOCAL_WRITE |
+                          RS_ACCESS_REMOTE_ATOMIC);
+    fill(l.d, l.dst, 0xee, LOOP_BUF);
+    fill(l.d, l.src, 0xee, LOOP_BUF);
+    qtest_writeq(qts, l.dst + 8, ATOMIC_INIT);
+
+    /* FETCH_ADD: memory += add; the original lands in the local SGE. */
+    loop_atomic(&l, 0xc0, RS_WR_ATOMIC_FETCH_ADD, l.dst + 8, akey,
+                0x0100000000000001ull, 0, l.src, 8);
+    loop_poll(&l, &cqe);
+    g_assert_cmphex(cqe.wr_id, ==, 0xc0);
+    g_assert_cmpuint(cqe.status, ==, RS_WC_SUCCESS);
+    g_assert_cmphex(cqe.opcode, ==, RS_WR_ATOMIC_FETCH_ADD);
+    g_assert_cmpuint(cqe.byte_len, ==, 8);
+    g_assert_cmphex(qtest_readq(qts, l.src), ==, ATOMIC_INIT);
+    g_assert_cmphex(qtest_readq(qts, l.dst + 8), ==, 0x1222334455667789ull);
+    g_assert_true(is_filled(l.d, l.dst, 0xee, 8));
+    g_assert_true(is_filled(l.d, l.dst + 16, 0xee, LOOP_BUF - 16));
+    g_assert_true(is_filled(l.d, l.src + 8, 0xee, 64));
+
+    /* CMP_SWP that matches: swapped. */
+    loop_atomic(&l, 0xc1, RS_WR_ATOMIC_CMP_SWP, l.dst + 8, akey,
+                0x1222334455667789ull, 0xdeadbeefcafef00dull, l.src + 8, 8);
+    loop_expect(&l, 0xc1, RS_WC_SUCCESS, RS_WR_ATOMIC_CMP_SWP, l.a.qpn);
+    g_assert_cmphex(qtest_readq(qts, l.src + 8), ==, 0x1222334455667789ull);
+    g_assert_cmphex(qtest_readq(qts, l.dst + 8), ==, 0xdeadbeefcafef00dull);
+
+    /* CMP_SWP that does not match: memory unchanged, original returned. */
+    loop_atomic(&l, 0xc2, RS_WR_ATOMIC_CMP_SWP, l.dst + 8, akey, 0, 1,
+                l.src + 16, 8);
+    loop_expect(&l, 0xc2, RS_WC_SUCCESS, RS_WR_ATOMIC_CMP_SWP, l.a.qpn);
+    g_assert_cmphex(qtest_readq(qts, l.src + 16), ==, 0xdeadbeefcafef00dull);
+    g_assert_cmphex(qtest_readq(qts, l.dst + 8), ==, 0xdeadbeefcafef00dull);
+
+    /* A local SGE that is not 8 bytes: local length error, nothing sent. */
+    loop_atomic(&l, 0xc3, RS_WR_ATOMIC_FETCH_ADD, l.dst + 8, akey, 1, 0,
+                l.src + 24, 4);
+    loop_expect(&l, 0xc3, RS_WC_LOC_LEN_ERR, RS_WR_ATOMIC_FETCH_ADD,
+                l.a.qpn);
+    g_assert_cmphex(qtest_readq(qts, l.dst + 8), ==, 0xdeadbeefcafef00dull);
+    g_assert_true(is_filled(l.d, l.src + 24, 0xee, 8));
+    g_assert_cmpuint(qp_state(l.d, l.a.h), ==, RS_QPS_ERR);
+    g_assert_cmpuint(qp_state(l.d, l.b.h), ==, RS_QPS_RTS);
+
+    /* Misaligned remote address: invalid request NAK, memory intact. */
+    loop_reconnect(&l);
+    loop_atomic(&l, 0xc4, RS_WR_ATOMIC_FETCH_ADD, l.dst + 12, akey, 1, 0,
+                l.src + 24, 8);
+    loop_expect(&l, 0xc4, RS_WC_REM_INV_REQ_ERR, RS_WR_ATOMIC_FETCH_ADD,
+                l.a.qpn);
+    g_assert_cmphex(qtest_readq(qts, l.dst + 8), ==, 0xdeadbeefcafef00dull);
+    g_assert_true(is_filled(l.d, l.dst + 16, 0xee, LOOP_BUF - 16));
+    g_assert_true(is_filled(l.d, l.src + 24, 0xee, 8));
+    g_assert_cmpuint(qp_state(l.d, l.b.h), ==, RS_QPS_ERR);
+
+    /* An MR without the remote atomic right: remote access error. */
+    loop_reconnect(&l);
+    loop_atomic(&l, 0xc5, RS_WR_ATOMIC_FETCH_ADD, l.dst + 8, l.dst_key, 1,
+                0, l.src + 24, 8);
+    loop_expect(&l, 0xc5, RS_WC_REM_ACCESS_ERR, RS_WR_ATOMIC_FETCH_ADD,
+                l.a.qpn);
+    g_assert_cmphex(qtest_readq(qts, l.dst + 8), ==, 0xdeadbeefcafef00dull);
+
+    /* Out of the MR's bounds: remote access error. */
+    loop_reconnect(&l);
+    loop_atomic(&l, 0xc6, RS_WR_ATOMIC_CMP_SWP, l.dst + LOOP_BUF, akey, 0,
+                0, l.src + 24, 8);
+    loop_expect(&l, 0xc6, RS_WC_REM_ACCESS_ERR, RS_WR_ATOMIC_CMP_SWP,
+                l.a.qpn);
+    g_assert_true(is_filled(l.d, l.src + 24, 0xee, 8));
+
+    /* Atomics are RC only: a UD or UC QP refuses them (see engine-uc). */
+}
+
+/* IBTA BTH opcodes the wire tests look at (IBTA vol. 1 table 38). */
+#define BTH_UC                  0x20
+#define BTH_SEND_FIRST          0x00
+#define BTH_SEND_MIDDLE         0x01
+#define BTH_SEND_LAST           0x02
+#define BTH_SEND_ONLY           0x04
+#define BTH_ATOMIC_ACK          0x12
+#define BTH_CMP_SWAP            0x13
+#define AETH_ACK                0x1f
+
+/* Frames the device put on the wire: the RoCE ones, by BTH opcode. */
+static ssize_t roce_recv(LanEnv *e, uint8_t *buf, uint8_t opcode)
+{
+    ssize_t n = lan_sock_recv(e->fd, buf, RS_LAN_MAX_FRAME,
+                              RS_QOS_TIMEOUT_US);
+
+    g_assert_cmpint(n, >, 42 + 12);
+    g_assert_cmphex(buf[42], ==, opcode);
+    return n;
+}
+
+/* 10.0.0.2 becomes ours (VNI 0, the MRs' table): frames to it come back. */
+static void add_gid_peer(QRdmaSession *d)
+{
+    struct rs_cmd_add_gid c = {
+        .index = 1,
+        .type = RS_GID_ROCE_V2_IPV4,
+        .vni = 0,
+    };
+    uint32_t got = ~0u;
+
+    gid_v4(c.gid, 10, 0, 0, 2);
+    RS_ASSERT_OK(rs_add_gid(d, &c, &got));
+}
+
+/*
+ * QP a (10.0.0.1) sends to QP b at 10.0.0.2, which is not ours yet, so its
+ * packets go to the wire where the test keeps them; then 10.0.0.2 becomes
+ * ours and the test feeds them back to QP b, as often as it likes.  QP b
+ * answers to 10.0.0.3: the wire again.
+ */
+static void wire_setup(Loop *l, LanEnv *e, void *obj, void *data,
+                       uint8_t type)
+{
+    uint64_t bufs[4];
+    int i;
+
+    lan_setup(e, obj, data, 0, 2);
+    for (i = 0; i < 4; i++) {
+        bufs[i] = rs_alloc_zeroed(e->d, LAN_BUF_SIZE);
+        lan_post(e, &e->rx, bufs[i], LAN_BUF_SIZE, 0);
+    }
+    lan_doorbell(e, &e->rx);
+    loop_init(l, e->d, type, 0);
+    loop_connect_to(l, &l->a, l->b.qpn, 2);
+    loop_connect_to(l, &l->b, l->a.qpn, 3);
+}
+
+static void test_engine_atomic_dup(void *obj, void *data,
+                                   QGuestAllocator *alloc)
+{
+    g_autofree uint8_t *req = g_malloc(RS_LAN_MAX_FRAME);
+    g_autofree uint8_t *rsp = g_malloc(RS_LAN_MAX_FRAME);
+    struct rs_send_wqe_ctrl w;
+    QTestState *qts;
+    uint32_t akey;
+    ssize_t n;
+    LanEnv e;
+    Loop l;
+    int i;
+
+    wire_setup(&l, &e, obj, data, RS_QPT_RC);
+    qts = rs_qts(l.d);
+    akey = loop_mr_access(&l, l.dst, LOOP_BUF, RS_ACCESS_LOCAL_WRITE |
+                          RS_ACCESS_REMOTE_ATOMIC);
+    qtest_writeq(qts, l.dst + 64, ATOMIC_INIT);
+
+    memset(&w, 0, sizeof(w));
+    w.wr_id = 0xd0;
+    w.opcode = RS_WR_ATOMIC_CMP_SWP;
+    w.flags = RS_WQE_F_SIGNALED;
+    w.num_sge = 1;
+    w.remote_addr = l.dst + 64;
+    w.rkey = akey;
+    w.compare_add = ATOMIC_INIT;
+    w.swap = 0x0102030405060708ull;
+    loop_post_send(&l, &l.a, &w, l.src, 8, l.src_key);
+    n = roce_recv(&e, req, BTH_CMP_SWAP);
+
+    /* AtomicETH after the BTH, big-endian: VA, rkey, swap, compare. */
+    g_assert_cmphex(ldq_be_p(req + 54), ==, l.dst + 64);
+    g_assert_cmphex(ldl_be_p(req + 62), ==, akey);
+    g_assert_cmphex(ldq_be_p(req + 66), ==, 0x0102030405060708ull);
+    g_assert_cmphex(ldq_be_p(req + 74), ==, ATOMIC_INIT);
+    g_assert_cmphex(ldl_be_p(req + 50) & 0xffffff, ==, LOOP_PSN);
+
+    /*
+     * Executed once; the same request again (its response was "lost") is
+     * answered from the responder resource with the same original value.
+     */
+    add_gid_peer(l.d);
+    for (i = 0; i < 3; i++) {
+        lan_sock_send(e.fd, req, n);
+        roce_recv(&e, rsp, BTH_ATOMIC_ACK);
+        g_assert_cmphex(ldl_be_p(rsp + 50) & 0xffffff, ==, LOOP_PSN);
+        g_assert_cmphex(rsp[54], ==, AETH_ACK);      /* AETH: ACK */
+        g_assert_cmphex(ldq_be_p(rsp + 58), ==, ATOMIC_INIT);
+        g_assert_cmphex(qtest_readq(qts, l.dst + 64), ==,
+                        0x0102030405060708ull);
+    }
+    /* Someone else changes the value: a duplicate still does not. */
+    qtest_writeq(qts, l.dst + 64, ATOMIC_INIT);
+    lan_sock_send(e.fd, req, n);
+    roce_recv(&e, rsp, BTH_ATOMIC_ACK);
+    g_assert_cmphex(ldq_be_p(rsp + 58), ==, ATOMIC_INIT);
+    g_assert_cmphex(qtest_readq(qts, l.dst + 64), ==, ATOMIC_INIT);
+    g_assert_cmpuint(qp_state(l.d, l.b.h), ==, RS_QPS_RTS);
+}
+
+static void test_engine_uc(void *obj, void *data, QGuestAllocator *alloc)
+{
+    struct rs_send_wqe_ctrl w;
+    struct rs_cqe cqe;
+    Loop l;
+
+    loop_setup_type(&l, obj, RS_QPT_UC);
+
+    /* UC SEND of 3000 bytes: three packets, no ACK, both complete. */
+    loop_pattern(&l, l.src, 3000, 0x21);
+    fill(l.d, l.dst, 0xee, LOOP_BUF);
+    loop_post_recv(&l, &l.b, 0xb0, l.dst, LOOP_BUF, l.dst_key);
+    memset(&w, 0, sizeof(w));
+    w.wr_id = 0xa0;
+    w.opcode = RS_WR_SEND;
+    w.flags = RS_WQE_F_SIGNALED;
+    w.num_sge = 1;
+    loop_post_send(&l, &l.a, &w, l.src, 3000, l.src_key);
+    loop_poll(&l, &cqe);
+    g_assert_cmphex(cqe.wr_id, ==, 0xb0);
+    g_assert_cmpuint(cqe.status, ==, RS_WC_SUCCESS);
+    g_assert_cmpuint(cqe.byte_len, ==, 3000);
+    g_assert_cmpuint(cqe.qpn, ==, l.b.qpn);
+    loop_expect(&l, 0xa0, RS_WC_SUCCESS, RS_WR_SEND, l.a.qpn);
+    loop_assert_same(&l, l.src, l.dst, 3000);
+    g_assert_true(is_filled(l.d, l.dst + 3000, 0xee, LOOP_BUF - 3000));
+
+    /* UC RDMA WRITE with immediate: data placed, receive WQE consumed. */
+    loop_pattern(&l, l.src, 5000, 0x37);
+    fill(l.d, l.dst, 0xee, LOOP_BUF);
+    loop_post_recv(&l, &l.b, 0xb1, l.dst, 0, l.dst_key);
+    memset(&w, 0, sizeof(w));
+    w.wr_id = 0xa1;
+    w.opcode = RS_WR_RDMA_WRITE_IMM;
+    w.flags = RS_WQE_F_SIGNALED;
+    w.num_sge = 1;
+    w.imm_or_inv = 0x0a0b0c0d;
+    w.remote_addr = l.dst + 100;
+    w.rkey = l.dst_key;
+    loop_post_send(&l, &l.a, &w, l.src, 5000, l.src_key);
+    loop_poll(&l, &cqe);
+    g_assert_cmphex(cqe.wr_id, ==, 0xb1);
+    g_assert_cmpuint(cqe.status, ==, RS_WC_SUCCESS);
+    g_assert_cmphex(cqe.opcode, ==, RS_WR_RECV_RDMA_IMM);
+    g_assert_cmpuint(cqe.byte_len, ==, 5000);
+    g_assert_cmphex(cqe.imm_or_inv, ==, 0x0a0b0c0d);
+    loop_expect(&l, 0xa1, RS_WC_SUCCESS, RS_WR_RDMA_WRITE_IMM, l.a.qpn);
+    loop_assert_same(&l, l.src, l.dst + 100, 5000);
+    g_assert_true(is_filled(l.d, l.dst, 0xee, 100));
+    g_assert_true(is_filled(l.d, l.dst + 5100, 0xee, LOOP_BUF - 5100));
+
+    /*
+     * A bad rkey: UC drops the message silently.  The sender completes
+     * (no ACKs), the receiver's memory is untouched, both QPs stay up.
+     */
+    fill(l.d, l.dst, 0xee, LOOP_BUF);
+    memset(&w, 0, sizeof(w));
+    w.wr_id = 0xa2;
+    w.opcode = RS_WR_RDMA_WRITE;
+    w.flags = RS_WQE_F_SIGNALED;
+    w.num_sge = 1;
+    w.remote_addr = l.dst;
+    w.rkey = l.dst_key ^ 0x40;
+    loop_post_send(&l, &l.a, &w, l.src, 2000, l.src_key);
+    loop_expect(&l, 0xa2, RS_WC_SUCCESS, RS_WR_RDMA_WRITE, l.a.qpn);
+    loop_poll_none(&l);
+    g_assert_true(is_filled(l.d, l.dst, 0xee, LOOP_BUF));
+    g_assert_cmpuint(qp_state(l.d, l.a.h), ==, RS_QPS_RTS);
+    g_assert_cmpuint(qp_state(l.d, l.b.h), ==, RS_QPS_RTS);
+
+    /* No receive WQE: dropped, no RNR NAK, no completion. */
+    memset(&w, 0, sizeof(w));
+    w.wr_id = 0xa3;
+    w.opcode = RS_WR_SEND;
+    w.flags = RS_WQE_F_SIGNALED;
+    w.num_sge = 1;
+    loop_post_send(&l, &l.a, &w, l.src, 100, l.src_key);
+    loop_expect(&l, 0xa3, RS_WC_SUCCESS, RS_WR_SEND, l.a.qpn);
+    loop_poll_none(&l);
+    g_assert_true(is_filled(l.d, l.dst, 0xee, LOOP_BUF));
+
+    /* READ and atomics are not UC operations. */
+    memset(&w, 0, sizeof(w));
+    w.wr_id = 0xa4;
+    w.opcode = RS_WR_RDMA_READ;
+    w.flags = RS_WQE_F_SIGNALED;
+    w.num_sge = 1;
+    w.remote_addr = l.dst;
+    w.rkey = l.dst_key;
+    loop_post_send(&l, &l.a, &w, l.src, 100, l.src_key);
+    loop_expect(&l, 0xa4, RS_WC_LOC_QP_OP_ERR, RS_WR_RDMA_READ, l.a.qpn);
+    g_assert_cmpuint(qp_state(l.d, l.a.h), ==, RS_QPS_ERR);
+}
+
+/*
+ * A PSN gap in a UC message: the rest of it is dropped without a NAK or a
+ * completion and the receive WQE serves the next message.
+ */
+static void test_engine_uc_gap(void *obj, void *data, QGuestAllocator *alloc)
+{
+    g_autofree uint8_t *p0 = g_malloc(RS_LAN_MAX_FRAME);
+    g_autofree uint8_t *p1 = g_malloc(RS_LAN_MAX_FRAME);
+    g_autofree uint8_t *p2 = g_malloc(RS_LAN_MAX_FRAME);
+    g_autofree uint8_t *p3 = g_malloc(RS_LAN_MAX_FRAME);
+    g_autofree uint8_t *junk = g_malloc(RS_LAN_MAX_FRAME);
+    struct rs_send_wqe_ctrl w;
+    struct rs_cqe cqe;
+    ssize_t n0, n1, n2, n3;
+    LanEnv e;
+    Loop l;
+
+    wire_setup(&l, &e, obj, data, RS_QPT_UC);
+    loop_pattern(&l, l.src, 3000, 0x44);
+    loop_pattern(&l, l.src + 3000, 500, 0x55);
+    memset(&w, 0, sizeof(w));
+    w.wr_id = 0xe0;
+    w.opcode = RS_WR_SEND;
+    w.flags = RS_WQE_F_SIGNALED;
+    w.num_sge = 1;
+    loop_post_send(&l, &l.a, &w, l.src, 3000, l.src_key);
+    n0 = roce_recv(&e, p0, BTH_UC | BTH_SEND_FIRST);
+    n1 = roce_recv(&e, p1, BTH_UC | BTH_SEND_MIDDLE);
+    n2 = roce_recv(&e, p2, BTH_UC | BTH_SEND_LAST);
+    g_assert_false(p2[50] & 0x80);          /* UC: no AckReq */
+    loop_expect(&l, 0xe0, RS_WC_SUCCESS, RS_WR_SEND, l.a.qpn);
+    w.wr_id = 0xe1;
+    loop_post_send(&l, &l.a, &w, l.src + 3000, 500, l.src_key);
+    n3 = roce_recv(&e, p3, BTH_UC | BTH_SEND_ONLY);
+    loop_expect(&l, 0xe1, RS_WC_SUCCESS, RS_WR_SEND, l.a.qpn);
+
+    add_gid_peer(l.d);
+    fill(l.d, l.dst, 0xee, LOOP_BUF);
+    loop_post_recv(&l, &l.b, 0xb0, l.dst, LOOP_BUF, l.dst_key);
+
+    /* FIRST, then LAST: the MIDDLE was lost.  Nothing completes. */
+    lan_sock_send(e.fd, p0, n0);
+    lan_sock_send(e.fd, p2, n2);
+    /* The late MIDDLE is part of the dropped message too. */
+    lan_sock_send(e.fd, p1, n1);
+    loop_poll_none(&l);
+    /* No NAK on the wire: UC never answers. */
+    g_assert_cmpint(lan_sock_recv(e.fd, junk, RS_LAN_MAX_FRAME, LAN_QUIET_US),
+                    ==, -1);
+
+    /* The next message lands in the same receive WQE, from its start. */
+    lan_sock_send(e.fd, p3, n3);
+    loop_poll(&l, &cqe);
+    g_assert_cmphex(cqe.wr_id, ==, 0xb0);
+    g_assert_cmpuint(cqe.status, ==, RS_WC_SUCCESS);
+    g_assert_cmpuint(cqe.byte_len, ==, 500);
+    g_assert_cmpuint(cqe.qpn, ==, l.b.qpn);
+    loop_assert_same(&l, l.src + 3000, l.dst, 500);
+    /* Bytes 500.. are the dropped message's FIRST packet, not more. */
+    loop_assert_same(&l, l.src + 500, l.dst + 500, 1024 - 500);
+    g_assert_true(is_filled(l.d, l.dst + 1024, 0xee, LOOP_BUF - 1024));
+
+    /* The whole 3-packet message again, in order: it is received. */
+    loop_post_recv(&l, &l.b, 0xb1, l.dst + 4096, 4096, l.dst_key);
+    lan_sock_send(e.fd, p0, n0);
+    lan_sock_send(e.fd, p1, n1);
+    lan_sock_send(e.fd, p2, n2);
+    loop_poll(&l, &cqe);
+    g_assert_cmphex(cqe.wr_id, ==, 0xb1);
+    g_assert_cmpuint(cqe.status, ==, RS_WC_SUCCESS);
+    g_assert_cmpuint(cqe.byte_len, ==, 3000);
+    loop_assert_same(&l, l.src, l.dst + 4096, 3000);
+    g_assert_cmpuint(qp_state(l.d, l.b.h), ==, RS_QPS_RTS);
+}
+
+static void test_engine_flush(void *obj, void *data, QGuestAllocator *alloc)
+{
+    struct rs_send_wqe_ctrl w;
+    struct rs_qp_attr a;
+    Loop l;
+
+    loop_setup(&l, obj);
+
+    /* MODIFY_QP to ERR: posted receive WQEs complete flushed, in order. */
+    loop_post_recv(&l, &l.b, 0xb0, l.dst, 100, l.dst_key);
+    loop_post_recv(&l, &l.b, 0xb1, l.dst + 100, 100, l.dst_key);
+    loop_post_recv(&l, &l.b, 0xb2, l.dst + 200, 100, l.dst_key);
+    std_attr(&a, RS_QPS_RTS, RS_QPS_ERR);
+    RS_ASSERT_OK(rs_modify_qp(l.d, l.b.h, &a, RS_QP_ATTR_STATE));
+    loop_expect(&l, 0xb0, RS_WC_WR_FLUSH_ERR, RS_WR_RECV, l.b.qpn);
+    loop_expect(&l, 0xb1, RS_WC_WR_FLUSH_ERR, RS_WR_RECV, l.b.qpn);
+    loop_expect(&l, 0xb2, RS_WC_WR_FLUSH_ERR, RS_WR_RECV, l.b.qpn);
+    loop_poll_none(&l);
+
+    /* Posted in ERR: flushed too, send WQEs signaled or not. */
+    loop_post_recv(&l, &l.b, 0xb3, l.dst, 100, l.dst_key);
+    loop_expect(&l, 0xb3, RS_WC_WR_FLUSH_ERR, RS_WR_RECV, l.b.qpn);
+    memset(&w, 0, sizeof(w));
+    w.wr_id = 0xb4;
+    w.opcode = RS_WR_SEND;
+    w.num_sge = 1;
+    loop_post_send(&l, &l.b, &w, l.src, 100, l.src_key);
+    w.wr_id = 0xb5;
+    w.opcode = RS_WR_RDMA_WRITE;
+    w.flags = RS_WQE_F_SIGNALED;
+    loop_post_send(&l, &l.b, &w, l.src, 100, l.src_key);
+    loop_expect(&l, 0xb4, RS_WC_WR_FLUSH_ERR, RS_WR_SEND, l.b.qpn);
+    loop_expect(&l, 0xb5, RS_WC_WR_FLUSH_ERR, RS_WR_RDMA_WRITE, l.b.qpn);
+    loop_poll_none(&l);
+
+    /*
+     * An error completion first, then the WQEs behind it flushed: a WRITE
+     * with a bad rkey and two more, one unsignaled.  QP b is in RESET and
+     * then RTS again, with a receive WQE that the error leaves flushed.
+     */
+    loop_reconnect(&l);
+    loop_post_recv(&l, &l.b, 0xb6, l.dst, 100, l.dst_key);
+    memset(&w, 0, sizeof(w));
+    w.wr_id = 0xa0;
+    w.opcode = RS_WR_RDMA_WRITE;
+    w.flags = RS_WQE_F_SIGNALED;
+    w.num_sge = 1;
+    w.remote_addr = l.dst;
+    w.rkey = l.dst_key ^ 0x40;
+    loop_post_send(&l, &l.a, &w, l.src, 100, l.src_key);
+    w.wr_id = 0xa1;
+    w.opcode = RS_WR_SEND;
+    w.flags = 0;
+    loop_post_send(&l, &l.a, &w, l.src, 100, l.src_key);
+    w.wr_id = 0xa2;
+    w.flags = RS_WQE_F_SIGNALED;
+    loop_post_send(&l, &l.a, &w, l.src, 100, l.src_key);
+    loop_expect(&l, 0xa0, RS_WC_REM_ACCESS_ERR, RS_WR_RDMA_WRITE, l.a.qpn);
+    loop_expect(&l, 0xb6, RS_WC_WR_FLUSH_ERR, RS_WR_RECV, l.b.qpn);
+    loop_expect(&l, 0xa1, RS_WC_WR_FLUSH_ERR, RS_WR_SEND, l.a.qpn);
+    loop_expect(&l, 0xa2, RS_WC_WR_FLUSH_ERR, RS_WR_SEND, l.a.qpn);
+    loop_poll_none(&l);
+    g_assert_cmpuint(qp_state(l.d, l.a.h), ==, RS_QPS_ERR);
+    g_assert_cmpuint(qp_state(l.d, l.b.h), ==, RS_QPS_ERR);
+
+    /* RESET drops what is left without completions. */
+    std_attr(&a, RS_QPS_ERR, RS_QPS_RESET);
+    RS_ASSERT_OK(rs_modify_qp(l.d, l.a.h, &a, RS_QP_ATTR_STATE));
+    loop_poll_none(&l);
+}
+
+/* ---- SRQ ---- */
+
+static uint32_t rs_rq_stride_qos(uint8_t max_sge)
+{
+    return pow2ceil(sizeof(struct rs_recv_wqe_ctrl) +
+                    max_sge * sizeof(struct rs_sge));
+}
+
+static void srq_template(QRdmaSession *d, struct rs_cmd_create_srq *c,
+                         uint32_t pd, uint8_t log, uint8_t max_sge)
+{
+    memset(c, 0, sizeof(*c));
+    c->pd = pd;
+    c->log_size = log;
+    c->max_sge = max_sge;
+    c->ring_addr = rs_alloc_zeroed(d, (size_t)rs_rq_stride_qos(max_sge)
+                                   << log);
+}
+
+static uint8_t srq_create(QRdmaSession *d, const struct rs_cmd_create_srq *c,
+                          uint32_t *h)
+{
+    struct rs_admin_cmd cmd = { .hdr.opcode = RS_CMD_CREATE_SRQ };
+    struct rs_admin_cqe cqe;
+    uint8_t st;
+
+    cmd.create_srq = *c;
+    st = rs_admin_exec(d, &cmd, &cqe);
+    *h = cqe.handle;
+    return st;
+}
+
+static uint8_t srq_modify(QRdmaSession *d, uint32_t h, uint32_t mask,
+                          uint32_t limit, uint64_t ring, uint8_t log,
+                          uint32_t *moved)
+{
+    struct rs_admin_cmd cmd = { .hdr.opcode = RS_CMD_MODIFY_SRQ };
+    struct rs_admin_cqe cqe;
+    uint8_t st;
+
+    cmd.modify_srq.handle = h;
+    cmd.modify_srq.attr_mask = mask;
+    cmd.modify_srq.srq_limit = limit;
+    cmd.modify_srq.ring_addr = ring;
+    cmd.modify_srq.log_size = log;
+    st = rs_admin_exec(d, &cmd, &cqe);
+    if (moved) {
+        *moved = cqe.result1;
+    }
+    return st;
+}
+
+static void srq_post(QRdmaSession *d, const struct rs_cmd_create_srq *c,
+                     uint32_t h, uint32_t *pi, uint64_t wr_id, uint64_t addr,
+                     uint32_t len, uint32_t lkey)
+{
+    struct rs_recv_wqe_ctrl w = { .wr_id = wr_id, .num_sge = 1 };
+    struct rs_sge sge = { .addr = addr, .length = len, .lkey = lkey };
+    uint64_t slot = c->ring_addr +
+        (uint64_t)(*pi & ((1u << c->log_size) - 1)) *
+        rs_rq_stride_qos(c->max_sge);
+
+    qtest_memwrite(rs_qts(d), slot, &w, sizeof(w));
+    qtest_memwrite(rs_qts(d), slot + sizeof(w), &sge, sizeof(sge));
+    (*pi)++;
+    rs_db_writel(d, c->uar, RS_DB_SRQ, HINDEX(h) | (*pi & 0xffff) << 16);
+}
+
+static void test_srq(void *obj, void *data, QGuestAllocator *alloc)
+{
+    QRdmaSession *d = rs_setup(obj);
+    struct rs_cmd_create_srq c, b;
+    struct rs_cmd_create_qp q;
+    uint32_t pd, pd2, cq, srq, h, qp, moved, pi = 0;
+    uint64_t ring2;
+    uint8_t wqe[64], wqe2[64];
+    int i;
+
+    add_gid_v4(d, 0, 1);
+    pd = new_pd(d);
+    pd2 = new_pd(d);
+    cq = new_cq(d, 4);
+    srq_template(d, &c, pd, 3, 2);
+    c.srq_limit = 2;
+    RS_ASSERT_OK(srq_create(d, &c, &srq));
+    g_assert_cmpuint(HINDEX(srq), ==, 1);
+
+    /* Bad CREATE_SRQ inputs. */
+    b = c;
+    b.pd = HINDEX(pd) | 0x7f000000;
+    RS_ASSERT_STATUS(srq_create(d, &b, &h), RS_STATUS_BAD_HANDLE);
+    b = c;
+    b.log_size = 0;
+    RS_ASSERT_STATUS(srq_create(d, &b, &h), RS_STATUS_BAD_SIZE);
+    b.log_size = RS_MAX_WQ_LOG + 1;
+    RS_ASSERT_STATUS(srq_create(d, &b, &h), RS_STATUS_BAD_SIZE);
+    b = c;
+    b.max_sge = 0;
+    RS_ASSERT_STATUS(srq_create(d, &b, &h), RS_STATUS_BAD_PARAM);
+    b.max_sge = RS_MAX_SGE + 1;
+    RS_ASSERT_STATUS(srq_create(d, &b, &h), RS_STATUS_BAD_PARAM);
+    b = c;
+    b.uar = DEF_DB_PAGES;
+    RS_ASSERT_STATUS(srq_create(d, &b, &h), RS_STATUS_BAD_PARAM);
+    b = c;
+    b.rsvd0 = 1;
+    RS_ASSERT_STATUS(srq_create(d, &b, &h), RS_STATUS_BAD_PARAM);
+    b = c;
+    b.ring_addr = 0;
+    RS_ASSERT_STATUS(srq_create(d, &b, &h), RS_STATUS_BAD_ADDR);
+    b.ring_addr = c.ring_addr + 8;
+    RS_ASSERT_STATUS(srq_create(d, &b, &h), RS_STATUS_BAD_ALIGN);
+    b.ring_addr = ram_end(d) - 64;
+    RS_ASSERT_STATUS(srq_create(d, &b, &h), RS_STATUS_BAD_ADDR);
+    b = c;
+    b.srq_limit = 8;
+    RS_ASSERT_STATUS(srq_create(d, &b, &h), RS_STATUS_BAD_PARAM);
+
+    /* MODIFY_SRQ: handles, mask, limit. */
+    RS_ASSERT_STATUS(srq_modify(d, 0, RS_SRQ_ATTR_LIMIT, 1, 0, 0, NULL),
+                     RS_STATUS_BAD_HANDLE);
+    RS_ASSERT_STATUS(srq_modify(d, srq + (1u << RS_HANDLE_GEN_SHIFT),
+                                RS_SRQ_ATTR_LIMIT, 1, 0, 0, NULL),
+                     RS_STATUS_BAD_HANDLE);
+    RS_ASSERT_STATUS(srq_modify(d, srq, 0, 1, 0, 0, NULL),
+                     RS_STATUS_BAD_ATTR_MASK);
+    RS_ASSERT_STATUS(srq_modify(d, srq, 4, 1, 0, 0, NULL),
+                     RS_STATUS_BAD_ATTR_MASK);
+    RS_ASSERT_STATUS(srq_modify(d, srq, RS_SRQ_ATTR_LIMIT, 8, 0, 0, NULL),
+                     RS_STATUS_BAD_PARAM);
+    RS_ASSERT_OK(srq_modify(d, srq, RS_SRQ_ATTR_LIMIT, 7, 0, 0, NULL));
+    RS_ASSERT_OK(srq_modify(d, srq, RS_SRQ_ATTR_LIMIT, 0, 0, 0, NULL));
+
+    /* Resize: the three posted WQEs move to the start of the new ring. */
+    for (i = 0; i < 3; i++) {
+        srq_post(d, &c, srq, &pi, 0x50 + i, 0x1000 * i, 64, 0x100 + i);
+    }
+    ring2 = rs_alloc_zeroed(d, (size_t)rs_rq_stride_qos(2) << 4);
+    RS_ASSERT_STATUS(srq_modify(d, srq, RS_SRQ_ATTR_MAX_WR, 0, ring2, 1,
+                                NULL), RS_STATUS_BAD_SIZE);
+    RS_ASSERT_STATUS(srq_modify(d, srq, RS_SRQ_ATTR_MAX_WR, 0,
+                                c.ring_addr + 64, 4, NULL),
+                     RS_STATUS_BAD_SIZE);
+    RS_ASSERT_STATUS(srq_modify(d, srq, RS_SRQ_ATTR_MAX_WR, 0, ring2 + 8, 4,
+                                NULL), RS_STATUS_BAD_ALIGN);
+    RS_ASSERT_STATUS(srq_modify(d, srq, RS_SRQ_ATTR_MAX_WR |
+                                RS_SRQ_ATTR_LIMIT, 16, ring2, 4, NULL),
+                     RS_STATUS_BAD_PARAM);
+    RS_ASSERT_OK(srq_modify(d, srq, RS_SRQ_ATTR_MAX_WR | RS_SRQ_ATTR_LIMIT,
+                            15, ring2, 4, &moved));
+    g_assert_cmpuint(moved, ==, 3);
+    for (i = 0; i < 3; i++) {
+        qtest_memread(rs_qts(d), c.ring_addr + i * rs_rq_stride_qos(2), wqe,
+                      sizeof(wqe));
+        qtest_memread(rs_qts(d), ring2 + i * rs_rq_stride_qos(2), wqe2,
+                      sizeof(wqe2));
+        g_assert_cmpmem(wqe, sizeof(wqe), wqe2, sizeof(wqe2));
+    }
+    g_assert_true(is_filled(d, ring2 + 3 * rs_rq_stride_qos(2), 0,
+                            13 * rs_rq_stride_qos(2)));
+
+    /* QPs on the SRQ. */
+    qp_template(d, &q, RS_QPT_RC, pd, cq, cq);
+    q.srq = srq;
+    q.rq_addr = 0;
+    q.rq_log_size = 0;
+    q.max_recv_sge = 0;
+    qp = new_qp(d, &q);
+    q.srq = srq + (1u << RS_HANDLE_GEN_SHIFT);
+    RS_ASSERT_STATUS(rs_create_qp(d, &q, &h, NULL), RS_STATUS_BAD_HANDLE);
+    q.srq = srq;
+    q.rq_addr = c.ring_addr;
+    RS_ASSERT_STATUS(rs_create_qp(d, &q, &h, NULL), RS_STATUS_BAD_PARAM);
+    q.rq_addr = 0;
+    q.qp_type = RS_QPT_GSI;
+    RS_ASSERT_STATUS(rs_create_qp(d, &q, &h, NULL), RS_STATUS_BAD_PARAM);
+    q.qp_type = RS_QPT_UD;
+    q.pd = pd2;
+    RS_ASSERT_STATUS(rs_create_qp(d, &q, &h, NULL), RS_STATUS_BAD_PD);
+    q.pd = pd;
+    h = new_qp(d, &q);                          /* UD on an SRQ is fine */
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_QP, h));
+
+    /* BUSY while a QP uses it; its PD is busy too. */
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_SRQ, srq), RS_STATUS_BUSY);
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_QP, qp));
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_PD, pd), RS_STATUS_BUSY);
+    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_SRQ, srq));
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_SRQ, srq),
+                     RS_STATUS_BAD_HANDLE);
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_SRQ, 0),
+                     RS_STATUS_BAD_HANDLE);
+    RS_ASSERT_STATUS(srq_modify(d, srq, RS_SRQ_ATTR_LIMIT, 1, 0, 0, NULL),
+                     RS_STATUS_BAD_HANDLE);
+    /* The slot comes back with a new generation. */
+    RS_ASSERT_OK(srq_create(d, &c, &h));
+    g_assert_cmphex(h, ==, srq + (1u << RS_HANDLE_GEN_SHIFT));
+
+    /* The table holds max-srqs - 1. */
+    for (i = 2; i < DEF_MAX_SRQS; i++) {
+        RS_ASSERT_OK(srq_create(d, &c, &h));
+    }
+    RS_ASSERT_STATUS(srq_create(d, &c, &h), RS_STATUS_NO_RESOURCES);
+    assert_alive(d);
+}
+
+static void test_engine_srq(void *obj, void *data, QGuestAllocator *alloc)
+{
+    struct rs_cmd_create_srq c;
+    struct rs_cmd_create_qp q;
+    struct rs_send_wqe_ctrl w;
+    struct rs_qp_attr a;
+    struct rs_event ev;
+    struct rs_cqe cqe;
+    LoopQp c2, b2;
+    uint32_t srq, pi = 0;
+    Loop l;
+    int i;
+
+    loop_setup(&l, obj);
+
+    /* QP b and a second QP b2 take receive WQEs from one SRQ. */
+    srq_template(l.d, &c, l.pd, 2, 1);
+    c.srq_limit = 2;
+    RS_ASSERT_OK(srq_create(l.d, &c, &srq));
+    memset(&b2, 0, sizeof(b2));
+    memset(&c2, 0, sizeof(c2));
+    qp_template(l.d, &b2.c, RS_QPT_RC, l.pd, l.cq, l.cq);
+    b2.c.srq = srq;
+    b2.c.rq_addr = 0;
+    b2.h = new_qp(l.d, &b2.c);
+    b2.qpn = HINDEX(b2.h);
+    qp_template(l.d, &c2.c, RS_QPT_RC, l.pd, l.cq, l.cq);
+    c2.h = new_qp(l.d, &c2.c);
+    c2.qpn = HINDEX(c2.h);
+    loop_connect(&l, &c2, b2.qpn);
+    loop_connect(&l, &b2, c2.qpn);
+    /* QP b again, now on the SRQ: a new QP in its place. */
+    RS_ASSERT_OK(rs_destroy(l.d, RS_CMD_DESTROY_QP, l.b.h));
+    q = l.b.c;
+    q.srq = srq;
+    q.rq_addr = 0;
+    l.b.c = q;
+    l.b.h = new_qp(l.d, &q);
+    l.b.qpn = HINDEX(l.b.h);
+    l.b.sq_pi = l.b.rq_pi = 0;
+    std_attr(&a, 0, RS_QPS_RESET);
+    RS_ASSERT_OK(rs_modify_qp(l.d, l.a.h, &a, RS_QP_ATTR_STATE));
+    l.a.sq_pi = 0;
+    loop_connect(&l, &l.a, l.b.qpn);
+    loop_connect(&l, &l.b, l.a.qpn);
+    /* Its RQ doorbell names no receive queue: ignored. */
+    rs_db_writel(l.d, 0, RS_DB_RQ, l.b.qpn | 1 << 16);
+
+    fill(l.d, l.dst, 0xee, LOOP_BUF);
+    for (i = 0; i < 4; i++) {
+        srq_post(l.d, &c, srq, &pi, 0x70 + i, l.dst + i * 1024, 1024,
+                 l.dst_key);
+    }
+    loop_pattern(&l, l.src, 4096, 0x66);
+    memset(&w, 0, sizeof(w));
+    w.opcode = RS_WR_SEND;
+    w.flags = RS_WQE_F_SIGNALED;
+    w.num_sge = 1;
+
+    /* In SRQ order, whichever QP receives. */
+    w.wr_id = 0xa0;
+    loop_post_send(&l, &l.a, &w, l.src, 1000, l.src_key);
+    loop_poll(&l, &cqe);
+    g_assert_cmphex(cqe.wr_id, ==, 0x70);
+    g_assert_cmpuint(cqe.qpn, ==, l.b.qpn);
+    g_assert_cmpuint(cqe.byte_len, ==, 1000);
+    g_assert_cmpuint(cqe.status, ==, RS_WC_SUCCESS);
+    loop_expect(&l, 0xa0, RS_WC_SUCCESS, RS_WR_SEND, l.a.qpn);
+    g_assert_false(rs_aeq_poll(l.d, &ev, 0));
+
+    w.wr_id = 0xa1;
+    loop_post_send(&l, &c2, &w, l.src + 1000, 1024, l.src_key);
+    loop_poll(&l, &cqe);
+    g_assert_cmphex(cqe.wr_id, ==, 0x71);
+    g_assert_cmpuint(cqe.qpn, ==, b2.qpn);
+    g_assert_cmpuint(cqe.byte_len, ==, 1024);
+    loop_expect(&l, 0xa1, RS_WC_SUCCESS, RS_WR_SEND, c2.qpn);
+    g_assert_false(rs_aeq_poll(l.d, &ev, 0));
+
+    /* Fewer than srq_limit (2) left: the limit event, once. */
+    w.wr_id = 0xa2;
+    loop_post_send(&l, &l.a, &w, l.src + 2024, 7, l.src_key);
+    loop_poll(&l, &cqe);
+    g_assert_cmphex(cqe.wr_id, ==, 0x72);
+    g_assert_cmpuint(cqe.qpn, ==, l.b.qpn);
+    loop_expect(&l, 0xa2, RS_WC_SUCCESS, RS_WR_SEND, l.a.qpn);
+    g_assert_true(rs_aeq_poll(l.d, &ev, RS_QOS_TIMEOUT_US));
+    g_assert_cmpuint(ev.type, ==, RS_EV_SRQ_LIMIT_REACHED);
+    g_assert_cmphex(ev.handle, ==, srq);
+    g_assert_cmpuint(ev.data, ==, 1);
+    loop_assert_same(&l, l.src, l.dst, 1000);
+    loop_assert_same(&l, l.src + 1000, l.dst + 1024, 1024);
+    loop_assert_same(&l, l.src + 2024, l.dst + 2048, 7);
+    g_assert_true(is_filled(l.d, l.dst + 1000, 0xee, 24));
+    g_assert_true(is_filled(l.d, l.dst + 2055, 0xee, LOOP_BUF - 2055));
+
+    /* Too long for the WQE: local length error, NAK, both QPs in ERR. */
+    w.wr_id = 0xa3;
+    loop_post_send(&l, &l.a, &w, l.src, 2000, l.src_key);
+    loop_poll(&l, &cqe);
+    g_assert_cmphex(cqe.wr_id, ==, 0x73);
+    g_assert_cmpuint(cqe.status, ==, RS_WC_LOC_LEN_ERR);
+    loop_expect(&l, 0xa3, RS_WC_REM_INV_REQ_ERR, RS_WR_SEND, l.a.qpn);
+    /* QP b on the SRQ in ERR: Last WQE Reached, no receive flush. */
+    g_assert_true(rs_aeq_poll(l.d, &ev, RS_QOS_TIMEOUT_US));
+    g_assert_cmpuint(ev.type, ==, RS_EV_QP_LAST_WQE_REACHED);
+    g_assert_cmphex(ev.handle, ==, l.b.h);
+    srq_post(l.d, &c, srq, &pi, 0x74, l.dst, 1024, l.dst_key);
+    loop_poll_none(&l);
+
+    /* The SRQ still serves b2. */
+    w.wr_id = 0xa4;
+    loop_post_send(&l, &c2, &w, l.src, 10, l.src_key);
+    loop_poll(&l, &cqe);
+    g_assert_cmphex(cqe.wr_id, ==, 0x74);
+    g_assert_cmpuint(cqe.qpn, ==, b2.qpn);
+    loop_expect(&l, 0xa4, RS_WC_SUCCESS, RS_WR_SEND, c2.qpn);
+    RS_ASSERT_STATUS(rs_destroy(l.d, RS_CMD_DESTROY_SRQ, srq),
+                     RS_STATUS_BUSY);
+    assert_alive(l.d);
+}
+
+
+/*
+ * SRQ and engine state move with the VM: an SRQ with posted WQEs and a QP
+ * on it, and a QP's atomic responder resource.  On the destination a SEND
+ * lands in the next SRQ WQE and a duplicate atomic is answered, not
+ * executed.
+ */
+static void test_engine_srq_migrate(void *obj, void *data,
+                                    QGuestAllocator *alloc)
+{
+    g_autofree char *tmpdir = g_dir_make_tmp("rdma-session-mig-XXXXXX",
+                                             NULL);
+    g_autofree char *path = g_strdup_printf("%s/state", tmpdir);
+    g_autofree char *uri = g_strdup_printf("file:%s", path);
+    QRdmaSession *src, *d;
+    struct rs_cmd_create_srq c;
+    struct rs_cmd_create_qp q;
+    struct rs_send_wqe_ctrl w;
+    QTestState *to;
+    QPCIBus *bus;
+    uint32_t srq, akey, pi = 0;
+    Loop l;
+
+    loop_setup(&l, obj);
+    src = l.d;
+    srq_template(l.d, &c, l.pd, 3, 1);
+    RS_ASSERT_OK(srq_create(l.d, &c, &srq));
+    RS_ASSERT_OK(rs_destroy(l.d, RS_CMD_DESTROY_QP, l.b.h));
+    q = l.b.c;
+    q.srq = srq;
+    q.rq_addr = 0;
+    l.b.c = q;
+    l.b.h = new_qp(l.d, &q);
+    l.b.qpn = HINDEX(l.b.h);
+    loop_reconnect(&l);
+    fill(l.d, l.dst, 0xee, LOOP_BUF);
+    srq_post(l.d, &c, srq, &pi, 0x90, l.dst, 1024, l.dst_key);
+    srq_post(l.d, &c, srq, &pi, 0x91, l.dst + 1024, 1024, l.dst_key);
+    loop_pattern(&l, l.src, 2048, 0x77);
+    memset(&w, 0, sizeof(w));
+    w.wr_id = 0xa0;
+    w.opcode = RS_WR_SEND;
+    w.flags = RS_WQE_F_SIGNALED;
+    w.num_sge = 1;
+    loop_post_send(&l, &l.a, &w, l.src, 100, l.src_key);
+    loop_expect(&l, 0x90, RS_WC_SUCCESS, RS_WR_RECV, l.b.qpn);
+    loop_expect(&l, 0xa0, RS_WC_SUCCESS, RS_WR_SEND, l.a.qpn);
+    akey = loop_mr_access(&l, l.dst + 2 * PAGE, 2 * PAGE,
+                          RS_ACCESS_LOCAL_WRITE | RS_ACCESS_REMOTE_ATOMIC);
+    qtest_writeq(rs_qts(l.d), l.dst + 2 * PAGE, 5);
+    loop_atomic(&l, 0xa1, RS_WR_ATOMIC_FETCH_ADD, l.dst + 2 * PAGE, akey,
+                10, 0, l.src + 1024, 8);
+    loop_expect(&l, 0xa1, RS_WC_SUCCESS, RS_WR_ATOMIC_FETCH_ADD, l.a.qpn);
+    g_assert_cmphex(qtest_readq(rs_qts(l.d), l.dst + 2 * PAGE), ==, 15);
+
+    qtest_qmp_assert_success(rs_qts(src), "{ 'execute': 'stop' }");
+    qtest_qmp_assert_success(rs_qts(src), "{ 'execute': 'migrate',"
+                             "  'arguments': { 'uri': %s } }", uri);
+    wait_migration_done(rs_qts(src));
+    to = qtest_initf("%s -incoming defer", qos_get_current_command_line());
+    qtest_qmp_assert_success(to, "{ 'execute': 'migrate-incoming',"
+                             "  'arguments': { 'uri': %s } }", uri);
+    wait_migration_done(to);
+    qtest_qmp_assert_success(to, "{ 'execute': 'cont' }");
+    bus = qpci_new_pc(to, NULL);
+    d = g_new0(QRdmaSession, 1);
+    rs_attach_existing(d, bus, src->dev.devfn, src->alloc);
+    d->admq = src->admq;
+    d->acq = src->acq;
+    d->aeq = src->aeq;
+    d->admq_log = src->admq_log;
+    d->aeq_log = src->aeq_log;
+    d->admq_pi = src->admq_pi;
+    d->aeq_ci = src->aeq_ci;
+    d->next_cmd_id = src->next_cmd_id;
+    d->scratch = src->scratch;
+    l.d = d;
+
+    /* The SRQ's next WQE, through the QP's SRQ link. */
+    w.wr_id = 0xa2;
+    loop_post_send(&l, &l.a, &w, l.src + 1024, 1000, l.src_key);
+    loop_expect(&l, 0x91, RS_WC_SUCCESS, RS_WR_RECV, l.b.qpn);
+    loop_expect(&l, 0xa2, RS_WC_SUCCESS, RS_WR_SEND, l.a.qpn);
+    loop_assert_same(&l, l.src, l.dst, 100);
+    loop_assert_same(&l, l.src + 1024, l.dst + 1024, 1000);
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_SRQ, srq), RS_STATUS_BUSY);
+    RS_ASSERT_OK(srq_modify(d, srq, RS_SRQ_ATTR_LIMIT, 1, 0, 0, NULL));
+
+    g_free(d);
+    qpci_free_pc(bus);
+    qtest_quit(to);
+    unlink(path);
+    rmdir(tmpdir);
+}
+
 static uint8_t qp_types[] = { RS_QPT_RC, RS_QPT_UC, RS_QPT_UD, RS_QPT_GSI };
 
 static void register_rdma_session_test(void)
@@ -6057,6 +7043,16 @@ static void register_rdma_session_test(void)
                  &lan);
     qos_add_test("group-active-backup", "rdma-session",
                  test_group_active_backup, &lan);
+    qos_add_test("engine-atomic", "rdma-session", test_engine_atomic, NULL);
+    qos_add_test("engine-atomic-dup", "rdma-session", test_engine_atomic_dup,
+                 &lan);
+    qos_add_test("engine-uc", "rdma-session", test_engine_uc, NULL);
+    qos_add_test("engine-uc-gap", "rdma-session", test_engine_uc_gap, &lan);
+    qos_add_test("engine-flush", "rdma-session", test_engine_flush, NULL);
+    qos_add_test("srq", "rdma-session", test_srq, NULL);
+    qos_add_test("engine-srq", "rdma-session", test_engine_srq, NULL);
+    qos_add_test("engine-srq-migrate", "rdma-session",
+                 test_engine_srq_migrate, NULL);
     qtest_add_func("rdma-session/bad-properties", test_bad_properties);
 }
 

@@ -48,8 +48,14 @@
 #define RS_PCI_REVISION         0x01
 #define RS_PCI_CLASS            0x0200  /* Ethernet: RoCE rides the LAN port */
 
+/*
+ * The major version changes when an existing layout or meaning changes; the
+ * minor version when something is added that an older driver can ignore
+ * (a reserved field, opcode or doorbell given a meaning, a new RS_CAP_ bit).
+ * Minor 1: atomics, SRQs (RS_CAP_ATOMIC, RS_CAP_SRQ).
+ */
 #define RS_ABI_VERSION_MAJOR    1
-#define RS_ABI_VERSION_MINOR    0
+#define RS_ABI_VERSION_MINOR    1
 
 #define RS_BAR_REGS             0       /* registers, RS_REGS_SIZE bytes */
 #define RS_BAR_MSIX             1       /* MSI-X table and PBA */
@@ -113,6 +119,8 @@ REG32(RS_ADMQ_DB, 0x100)                /* write: admin producer index */
 #define RS_CAP_SESSION_GROUPS   (1u << 3)
 #define RS_CAP_NETID_MKEYS      (1u << 4)  /* per network identity tables */
 #define RS_CAP_LAN              (1u << 5)  /* Ethernet TX/RX rings */
+#define RS_CAP_ATOMIC           (1u << 6)  /* RC atomics, IB_ATOMIC_HCA */
+#define RS_CAP_SRQ              (1u << 7)  /* shared receive queues */
 #define RS_CAP_DC               (1u << 8)  /* reserved: not yet offered */
 #define RS_CAP_INDIRECT_MKEY    (1u << 9)  /* reserved: not yet offered */
 #define RS_CAP_PATTERN_MKEY     (1u << 10) /* reserved: not yet offered */
@@ -141,7 +149,7 @@ enum rs_fatal {
 #define RS_DB_RQ                0x08    /* QP index | RQ producer << 16 */
 #define RS_DB_CQ_CI             0x10    /* CQ index | consumer << 16 */
 #define RS_DB_CQ_ARM            0x18    /* CQ index | RS_DB_CQ_ARM_* */
-#define RS_DB_SRQ               0x20    /* reserved: SRQ index | producer */
+#define RS_DB_SRQ               0x20    /* SRQ index | producer << 16 */
 #define RS_DB_LAN_TX            0x40    /* page 0 only: TX producer index */
 #define RS_DB_LAN_RX            0x48    /* page 0 only: RX producer index */
 
@@ -205,10 +213,10 @@ enum rs_admin_opcode {
     RS_CMD_CREATE_LAN_QUEUE = 0x16,
     RS_CMD_DESTROY_LAN_QUEUE = 0x17,
     RS_CMD_SET_LAN_RX_MODE = 0x18,
-    /* Reserved for later features: answered with RS_STATUS_NOT_SUPPORTED. */
-    RS_CMD_CREATE_SRQ = 0x20,
+    RS_CMD_CREATE_SRQ = 0x20,       /* ABI 1.1 (RS_CAP_SRQ) */
     RS_CMD_MODIFY_SRQ = 0x21,
     RS_CMD_DESTROY_SRQ = 0x22,
+    /* Reserved for later features: answered with RS_STATUS_NOT_SUPPORTED. */
     RS_CMD_CREATE_DCT = 0x23,
     RS_CMD_DESTROY_DCT = 0x24,
     RS_CMD_REG_INDIRECT_MKEY = 0x25,
@@ -302,7 +310,7 @@ struct rs_cmd_create_qp {
     uint32_t pd;
     uint32_t send_cq;
     uint32_t recv_cq;
-    uint32_t srq;                   /* reserved: non-zero: NOT_SUPPORTED */
+    uint32_t srq;                   /* 0, or an SRQ handle (then rq_addr 0) */
     uint8_t qp_type;                /* enum rs_qp_type */
     uint8_t sq_log_size;            /* 1 .. RS_MAX_WQ_LOG */
     uint8_t rq_log_size;
@@ -315,6 +323,34 @@ struct rs_cmd_create_qp {
 };
 
 #define RS_QP_F_SIGNAL_ALL      (1u << 0)
+
+/*
+ * Shared receive queue: a ring of receive WQEs (struct rs_recv_wqe_ctrl and
+ * max_sge rs_sge, stride rs_rq_stride) that QPs created with its handle in
+ * rs_cmd_create_qp.srq take receive WQEs from, in ring order.  The driver
+ * writes the producer index to RS_DB_SRQ.
+ */
+struct rs_cmd_create_srq {
+    uint64_t ring_addr;             /* RS_RING_ALIGN aligned */
+    uint32_t pd;                    /* the PD of the QPs that use it */
+    uint32_t uar;                   /* doorbell page that may ring it */
+    uint8_t log_size;               /* 1 .. RS_MAX_WQ_LOG */
+    uint8_t max_sge;                /* 1 .. RS_MAX_SGE */
+    uint16_t rsvd0;
+    uint32_t srq_limit;             /* 0: not armed; < 2^log_size */
+};
+
+#define RS_SRQ_ATTR_MAX_WR      (1u << 0)  /* resize: ring_addr, log_size */
+#define RS_SRQ_ATTR_LIMIT       (1u << 1)  /* arm the limit event */
+
+struct rs_cmd_modify_srq {
+    uint64_t ring_addr;             /* RS_SRQ_ATTR_MAX_WR: the new ring */
+    uint32_t handle;
+    uint32_t attr_mask;             /* RS_SRQ_ATTR_* */
+    uint32_t srq_limit;             /* RS_SRQ_ATTR_LIMIT */
+    uint8_t log_size;               /* RS_SRQ_ATTR_MAX_WR */
+    uint8_t rsvd0[3];
+};
 
 struct rs_cmd_modify_qp {
     uint64_t attr_addr;             /* struct rs_qp_attr */
@@ -441,6 +477,8 @@ struct rs_admin_cmd {
         struct rs_cmd_resize_cq resize_cq;
         struct rs_cmd_create_qp create_qp;
         struct rs_cmd_modify_qp modify_qp;
+        struct rs_cmd_create_srq create_srq;
+        struct rs_cmd_modify_srq modify_srq;
         struct rs_cmd_reg_mr reg_mr;
         struct rs_cmd_create_ah create_ah;
         struct rs_cmd_create_session create_session;
@@ -460,7 +498,8 @@ struct rs_admin_cqe {
     uint8_t status;                 /* enum rs_status */
     uint8_t flags;                  /* RS_ACQE_PHASE */
     uint32_t handle;                /* created object, or lkey for REG_MR */
-    uint32_t result1;               /* REG_MR: rkey; CREATE_QP: QP number */
+    uint32_t result1;               /* REG_MR: rkey; CREATE_QP: QP number; */
+                                    /* MODIFY_SRQ resize: WQEs moved */
     uint32_t rsvd;
 };
 
@@ -491,7 +530,10 @@ struct rs_device_attr {
     uint32_t num_db_pages;
     uint8_t mac[6];
     uint16_t rsvd0;
-    uint32_t rsvd[8];
+    uint32_t max_srq;               /* ABI 1.1; 0 before */
+    uint32_t max_srq_wr;
+    uint32_t max_srq_sge;
+    uint32_t rsvd[5];
 };
 
 enum rs_port_state {
@@ -609,6 +651,7 @@ enum rs_event_type {
     RS_EV_PORT_ACTIVE = 0x08,
     RS_EV_PORT_ERR = 0x09,
     RS_EV_DEVICE_FATAL = 0x0a,
+    RS_EV_SRQ_LIMIT_REACHED = 0x0b, /* handle: SRQ; the limit is disarmed */
     /* Raised by later features. */
     RS_EV_ODP_PAGE_FAULT = 0x10,    /* handle: lkey; data: faulting IOVA */
     RS_EV_MIGRATION_NOTICE = 0x11,
@@ -796,5 +839,7 @@ RS_ABI_SIZE(struct rs_device_attr, 128);
 RS_ABI_SIZE(struct rs_port_attr, 64);
 RS_ABI_SIZE(struct rs_ah_attr, 32);
 RS_ABI_SIZE(struct rs_qp_attr, 96);
+RS_ABI_SIZE(struct rs_cmd_create_srq, 24);
+RS_ABI_SIZE(struct rs_cmd_modify_srq, 24);
 
 #endif /* HW_RDMA_SESSION_ABI_H */

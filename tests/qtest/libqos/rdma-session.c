@@ -81,6 +81,18 @@ void rs_cmd_to_le(struct rs_admin_cmd *cmd)
         SW32(cmd->create_qp.uar);
         SW32(cmd->create_qp.session_group);
         break;
+    case RS_CMD_CREATE_SRQ:
+        SW64(cmd->create_srq.ring_addr);
+        SW32(cmd->create_srq.pd);
+        SW32(cmd->create_srq.uar);
+        SW32(cmd->create_srq.srq_limit);
+        break;
+    case RS_CMD_MODIFY_SRQ:
+        SW64(cmd->modify_srq.ring_addr);
+        SW32(cmd->modify_srq.handle);
+        SW32(cmd->modify_srq.attr_mask);
+        SW32(cmd->modify_srq.srq_limit);
+        break;
     case RS_CMD_MODIFY_QP:
         SW64(cmd->modify_qp.attr_addr);
         SW32(cmd->modify_qp.handle);
@@ -160,6 +172,9 @@ void rs_device_attr_from_le(struct rs_device_attr *a)
     SW32(a->max_qp_rd_atom);
     SW32(a->max_sessions);
     SW32(a->max_session_groups);
+    SW32(a->max_srq);
+    SW32(a->max_srq_wr);
+    SW32(a->max_srq_sge);
     SW32(a->max_gids);
     SW32(a->max_msg_size);
     SW32(a->max_inline);
