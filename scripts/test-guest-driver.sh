@@ -206,7 +206,7 @@ for p in "${pids[@]}"; do
 done
 t3=$(date +%s)
 
-probe_re='rdma_session [0-9a-f:.]+: rdma-session: ABI 1\.0, max_qp 255, max_cq 255, max_mr [0-9]+, max_gids [0-9]+, MAC ([0-9a-f]{2}:){5}[0-9a-f]{2}, port ACTIVE'
+probe_re='rdma_session [0-9a-f:.]+: rdma-session: ABI 1\.[0-9]+, max_qp 255, max_cq 255, max_mr [0-9]+, max_gids [0-9]+, MAC ([0-9a-f]{2}:){5}[0-9a-f]{2}, port ACTIVE'
 fails=()
 [ $drc = 0 ] || fails+=("the demo boot failed (status $drc, see $out/demo.log)")
 grep -q '^RS-DMESG-END$' "$out/dmesg.log" || fails+=("the guest did not print its kernel log")

@@ -100,6 +100,7 @@ struct rs_ibdev {
 	unsigned long *uar_map;		/* doorbell pages in use */
 	struct xarray qps;		/* QP number -> rs_qp */
 	struct xarray cqs;		/* CQ index -> rs_cq */
+	struct xarray srqs;		/* SRQ index -> rs_srq */
 	struct mutex gid_lock;
 	unsigned long *gid_map;		/* RoCEv2 GIDs present in the device */
 	u32 max_gids;
@@ -194,8 +195,17 @@ struct rs_session {
 	u32 gid_index;
 };
 
+struct rs_srq {
+	struct ib_srq ibsrq;
+	u32 handle;
+	u32 limit;			/* armed limit, 0 after the event */
+	bool user;
+	struct rs_wq wq;		/* ci: receive completions seen */
+};
+
 struct rs_qp {
 	struct ib_qp ibqp;
+	struct rs_srq *srq;
 	u32 handle;
 	u32 qpn;
 	u8 rs_type;
@@ -273,6 +283,11 @@ static inline struct rs_cq *to_rscq(struct ib_cq *cq)
 static inline struct rs_qp *to_rsqp(struct ib_qp *qp)
 {
 	return container_of(qp, struct rs_qp, ibqp);
+}
+
+static inline struct rs_srq *to_rssrq(struct ib_srq *srq)
+{
+	return container_of(srq, struct rs_srq, ibsrq);
 }
 
 static inline struct rs_ah *to_rsah(struct ib_ah *ah)
@@ -491,9 +506,15 @@ static int rs_query_device(struct ib_device *ibdev, struct ib_device_attr *a,
 	a->max_qp_rd_atom = da->max_qp_rd_atom;
 	a->max_qp_init_rd_atom = da->max_qp_rd_atom;
 	a->max_res_rd_atom = da->max_qp_rd_atom * da->max_qp;
-	a->atomic_cap = IB_ATOMIC_NONE;
+	/* Atomic with respect to the device's own operations only. */
+	a->atomic_cap = (dev->rdev->caps & RS_CAP_ATOMIC) ? IB_ATOMIC_HCA :
+							     IB_ATOMIC_NONE;
 	a->max_ah = da->max_ah;
-	a->max_srq = 0;
+	if (dev->rdev->caps & RS_CAP_SRQ) {
+		a->max_srq = da->max_srq;
+		a->max_srq_wr = da->max_srq_wr;
+		a->max_srq_sge = da->max_srq_sge;
+	}
 	a->max_pkeys = 1;
 	a->local_ca_ack_delay = 16;
 	a->max_fast_reg_page_list_len = RS_MAX_FRMR_PAGES;
@@ -869,18 +890,22 @@ static const enum ib_wc_opcode rs_wc_opcode[] = {
 	[RS_WR_REG_MR] = IB_WC_REG_MR,
 };
 
-static void rs_wq_consume_send(struct rs_qp *qp)
+static void rs_wq_consume_send(struct rs_qp *qp, u8 status)
 {
 	struct rs_wq *wq = &qp->sq;
 	u32 mask = (1u << wq->log) - 1;
 
-	/* Completions are in order: retire up to the next signaled WQE. */
+	/*
+	 * Completions are in order: retire up to the next signaled WQE.  An
+	 * error or flush completion is reported for every WQE, signaled or
+	 * not: it retires one.
+	 */
 	spin_lock(&wq->lock);
 	while (wq->ci != wq->pi) {
 		bool sig = wq->signaled[wq->ci & mask];
 
 		wq->ci++;
-		if (sig)
+		if (sig || status != RS_WC_SUCCESS)
 			break;
 	}
 	spin_unlock(&wq->lock);
@@ -910,11 +935,12 @@ static int rs_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
 		qp = xa_load(&dev->qps, e->qpn);
 		if (qp) {
 			w->qp = &qp->ibqp;
-			if (e->opcode & RS_WR_RECV) {
+			if (!(e->opcode & RS_WR_RECV))
+				rs_wq_consume_send(qp, e->status);
+			else if (qp->srq)
+				WRITE_ONCE(qp->srq->wq.ci, qp->srq->wq.ci + 1);
+			else
 				qp->rq.ci++;
-			} else {
-				rs_wq_consume_send(qp);
-			}
 		}
 		xa_unlock(&dev->qps);
 		if (e->opcode == RS_WR_RECV)
@@ -1181,8 +1207,10 @@ static int rs_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	type = rs_qp_type(init->qp_type);
 	if (type < 0)
 		return type;
-	if (init->srq || init->create_flags)
+	if (init->create_flags)
 		return -EOPNOTSUPP;
+	if (init->srq && type == RS_QPT_GSI)
+		return -EINVAL;
 	if (type == RS_QPT_GSI && udata)
 		return -EINVAL;
 	if (cap->max_send_wr > da->max_qp_wr || cap->max_recv_wr > da->max_qp_wr ||
@@ -1197,6 +1225,7 @@ static int rs_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	inl = cap->max_inline_data;
 
 	qp->rs_type = type;
+	qp->srq = init->srq ? to_rssrq(init->srq) : NULL;
 	qp->user = !!udata;
 	qp->state = IB_QPS_RESET;
 	qp->sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
@@ -1216,9 +1245,12 @@ static int rs_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	err = rs_buf_alloc(dev, &qp->sq.ring, (size_t)qp->sq.stride << qp->sq.log);
 	if (err)
 		return err;
-	err = rs_buf_alloc(dev, &qp->rq.ring, (size_t)qp->rq.stride << qp->rq.log);
-	if (err)
-		goto err_free;
+	if (!qp->srq) {
+		err = rs_buf_alloc(dev, &qp->rq.ring,
+				   (size_t)qp->rq.stride << qp->rq.log);
+		if (err)
+			goto err_free;
+	}
 	if (!udata) {
 		qp->sq.signaled = kcalloc(sq_n, sizeof(u8), GFP_KERNEL);
 		if (!qp->sq.signaled) {
@@ -1229,15 +1261,16 @@ static int rs_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 
 	cmd.hdr.opcode = RS_CMD_CREATE_QP;
 	cmd.create_qp.sq_addr = qp->sq.ring.dma;
-	cmd.create_qp.rq_addr = qp->rq.ring.dma;
+	cmd.create_qp.rq_addr = qp->srq ? 0 : qp->rq.ring.dma;
+	cmd.create_qp.srq = qp->srq ? qp->srq->handle : 0;
 	cmd.create_qp.pd = to_rspd(ibqp->pd)->handle;
 	cmd.create_qp.send_cq = to_rscq(init->send_cq)->handle;
 	cmd.create_qp.recv_cq = to_rscq(init->recv_cq)->handle;
 	cmd.create_qp.qp_type = type;
 	cmd.create_qp.sq_log_size = qp->sq.log;
-	cmd.create_qp.rq_log_size = qp->rq.log;
+	cmd.create_qp.rq_log_size = qp->srq ? 0 : qp->rq.log;
 	cmd.create_qp.max_send_sge = ssge;
-	cmd.create_qp.max_recv_sge = rsge;
+	cmd.create_qp.max_recv_sge = qp->srq ? 0 : rsge;
 	cmd.create_qp.flags = qp->sig_all ? RS_QP_F_SIGNAL_ALL : 0;
 	cmd.create_qp.max_inline = inl;
 	cmd.create_qp.uar = uc ? uc->uar : 0;
@@ -1253,9 +1286,9 @@ static int rs_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		goto err_destroy;
 
 	cap->max_send_wr = sq_n;
-	cap->max_recv_wr = rq_n;
+	cap->max_recv_wr = qp->srq ? 0 : rq_n;
 	cap->max_send_sge = ssge;
-	cap->max_recv_sge = rsge;
+	cap->max_recv_sge = qp->srq ? 0 : rsge;
 	cap->max_inline_data = inl;
 	qp->cap = *cap;
 
@@ -1268,21 +1301,24 @@ static int rs_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 			qp->sq.mentry = NULL;
 			goto err_xa;
 		}
-		qp->rq.mentry = rs_mmap_insert(dev, &uc->ibuc, RS_MMAP_MEM,
-					       (u64)(uintptr_t)qp->rq.ring.va,
-					       qp->rq.ring.size, 0, &resp.rq_mmap_key);
-		if (IS_ERR(qp->rq.mentry)) {
-			err = PTR_ERR(qp->rq.mentry);
-			qp->rq.mentry = NULL;
-			goto err_xa;
+		if (!qp->srq) {
+			qp->rq.mentry = rs_mmap_insert(dev, &uc->ibuc, RS_MMAP_MEM,
+						       (u64)(uintptr_t)qp->rq.ring.va,
+						       qp->rq.ring.size, 0,
+						       &resp.rq_mmap_key);
+			if (IS_ERR(qp->rq.mentry)) {
+				err = PTR_ERR(qp->rq.mentry);
+				qp->rq.mentry = NULL;
+				goto err_xa;
+			}
+			resp.rq_bytes = qp->rq.ring.size;
 		}
 		resp.sq_bytes = qp->sq.ring.size;
-		resp.rq_bytes = qp->rq.ring.size;
 		resp.qpn = qp->qpn;
 		resp.sq_log_size = qp->sq.log;
-		resp.rq_log_size = qp->rq.log;
+		resp.rq_log_size = qp->srq ? 0 : qp->rq.log;
 		resp.sq_stride = qp->sq.stride;
-		resp.rq_stride = qp->rq.stride;
+		resp.rq_stride = qp->srq ? 0 : qp->rq.stride;
 		resp.max_inline = inl;
 		err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
 		if (err)
@@ -1645,7 +1681,8 @@ static int rs_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	if (qp->user)
 		return -EINVAL;
 	spin_lock_irqsave(&wq->lock, flags);
-	if (qp->state < IB_QPS_RTS || qp->state == IB_QPS_ERR) {
+	/* In ERR the device completes them flushed (ib_drain_sq). */
+	if (qp->state < IB_QPS_RTS) {
 		err = -EINVAL;
 		*bad = wr;
 		goto out;
@@ -1686,10 +1723,10 @@ static int rs_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	unsigned long flags;
 	int err = 0, n = 0, i;
 
-	if (qp->user)
+	if (qp->user || qp->srq)
 		return -EINVAL;
 	spin_lock_irqsave(&wq->lock, flags);
-	if (qp->state == IB_QPS_RESET || qp->state == IB_QPS_ERR) {
+	if (qp->state == IB_QPS_RESET) {
 		err = -EINVAL;
 		*bad = wr;
 		goto out;
@@ -1725,6 +1762,197 @@ static int rs_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		rs_ring_db(dev, RS_DB_RQ, (qp->qpn & RS_DB_INDEX_MASK) |
 			   ((wq->pi & 0xffff) << RS_DB_VALUE_SHIFT));
 out:
+	spin_unlock_irqrestore(&wq->lock, flags);
+	return err;
+}
+
+/* ------------------------------------------------------------------ */
+/* Shared receive queues                                              */
+/* ------------------------------------------------------------------ */
+
+static int rs_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
+			 struct ib_udata *udata)
+{
+	struct rs_ibdev *dev = to_rsdev(ibsrq->device);
+	const struct rs_device_attr *da = &dev->rdev->attr;
+	struct rs_ucontext *uc =
+		rdma_udata_to_drv_context(udata, struct rs_ucontext, ibuc);
+	struct rs_srq *srq = to_rssrq(ibsrq);
+	struct rs_uverbs_create_srq_resp resp = {};
+	struct ib_srq_attr *attr = &init->attr;
+	struct rs_admin_cmd cmd = {};
+	struct rs_admin_cqe cqe;
+	u32 n, sge;
+	int err;
+
+	if (!(dev->rdev->caps & RS_CAP_SRQ) || init->srq_type != IB_SRQT_BASIC)
+		return -EOPNOTSUPP;
+	if (attr->max_wr < 1 || attr->max_wr > da->max_srq_wr ||
+	    attr->max_sge > da->max_srq_sge || attr->srq_limit >= attr->max_wr)
+		return -EINVAL;
+
+	n = roundup_pow_of_two(max(attr->max_wr, 2u));
+	sge = max(attr->max_sge, 1u);
+	srq->user = !!udata;
+	srq->limit = attr->srq_limit;
+	srq->wq.log = ilog2(n);
+	srq->wq.max_sge = sge;
+	srq->wq.stride = roundup_pow_of_two(sizeof(struct rs_recv_wqe_ctrl) +
+					    sge * (u32)sizeof(struct rs_sge));
+	spin_lock_init(&srq->wq.lock);
+	err = rs_buf_alloc(dev, &srq->wq.ring, (size_t)srq->wq.stride << srq->wq.log);
+	if (err)
+		return err;
+
+	cmd.hdr.opcode = RS_CMD_CREATE_SRQ;
+	cmd.create_srq.ring_addr = srq->wq.ring.dma;
+	cmd.create_srq.pd = to_rspd(ibsrq->pd)->handle;
+	cmd.create_srq.uar = uc ? uc->uar : 0;
+	cmd.create_srq.log_size = srq->wq.log;
+	cmd.create_srq.max_sge = sge;
+	cmd.create_srq.srq_limit = attr->srq_limit;
+	err = rs_exec(dev, &cmd, &cqe);
+	if (err)
+		goto err_free;
+	srq->handle = cqe.handle;
+
+	err = xa_err(xa_store_irq(&dev->srqs, srq->handle & RS_HANDLE_INDEX_MASK,
+				  srq, GFP_KERNEL));
+	if (err)
+		goto err_destroy;
+	attr->max_wr = n;
+	attr->max_sge = sge;
+
+	if (udata) {
+		srq->wq.mentry = rs_mmap_insert(dev, &uc->ibuc, RS_MMAP_MEM,
+						(u64)(uintptr_t)srq->wq.ring.va,
+						srq->wq.ring.size, 0,
+						&resp.ring_mmap_key);
+		if (IS_ERR(srq->wq.mentry)) {
+			err = PTR_ERR(srq->wq.mentry);
+			srq->wq.mentry = NULL;
+			goto err_xa;
+		}
+		resp.ring_bytes = srq->wq.ring.size;
+		resp.srq_index = srq->handle & RS_DB_INDEX_MASK;
+		resp.log_size = srq->wq.log;
+		resp.stride = srq->wq.stride;
+		resp.max_sge = sge;
+		err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
+		if (err)
+			goto err_xa;
+	}
+	return 0;
+
+err_xa:
+	xa_erase_irq(&dev->srqs, srq->handle & RS_HANDLE_INDEX_MASK);
+err_destroy:
+	rs_destroy(dev, RS_CMD_DESTROY_SRQ, srq->handle);
+err_free:
+	rs_wq_free(dev, &srq->wq);
+	return err;
+}
+
+/*
+ * Only the limit can change: like mlx5, no resize (IB_SRQ_MAX_WR), as the
+ * rings of user SRQs are mapped into the process.
+ */
+static int rs_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+			 enum ib_srq_attr_mask mask, struct ib_udata *udata)
+{
+	struct rs_ibdev *dev = to_rsdev(ibsrq->device);
+	struct rs_srq *srq = to_rssrq(ibsrq);
+	struct rs_admin_cmd cmd = {};
+	int err;
+
+	if (mask & ~IB_SRQ_LIMIT)
+		return -EOPNOTSUPP;
+	if (!(mask & IB_SRQ_LIMIT))
+		return 0;
+	if (attr->srq_limit >= (1u << srq->wq.log))
+		return -EINVAL;
+	cmd.hdr.opcode = RS_CMD_MODIFY_SRQ;
+	cmd.modify_srq.handle = srq->handle;
+	cmd.modify_srq.attr_mask = RS_SRQ_ATTR_LIMIT;
+	cmd.modify_srq.srq_limit = attr->srq_limit;
+	err = rs_exec(dev, &cmd, NULL);
+	if (!err)
+		WRITE_ONCE(srq->limit, attr->srq_limit);
+	return err;
+}
+
+static int rs_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
+{
+	struct rs_srq *srq = to_rssrq(ibsrq);
+
+	attr->max_wr = 1u << srq->wq.log;
+	attr->max_sge = srq->wq.max_sge;
+	attr->srq_limit = READ_ONCE(srq->limit);
+	return 0;
+}
+
+static int rs_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
+{
+	struct rs_ibdev *dev = to_rsdev(ibsrq->device);
+	struct rs_srq *srq = to_rssrq(ibsrq);
+	int err;
+
+	err = rs_destroy(dev, RS_CMD_DESTROY_SRQ, srq->handle);
+	if (err)
+		return err;
+	xa_erase_irq(&dev->srqs, srq->handle & RS_HANDLE_INDEX_MASK);
+	rs_wq_free(dev, &srq->wq);
+	return 0;
+}
+
+/*
+ * Kernel SRQs.  The device takes WQEs in ring order and keeps a copy of
+ * each one it took, so a slot is free again once as many receive
+ * completions as WQEs before it were polled (wq.ci counts them).
+ */
+static int rs_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+			    const struct ib_recv_wr **bad)
+{
+	struct rs_ibdev *dev = to_rsdev(ibsrq->device);
+	struct rs_srq *srq = to_rssrq(ibsrq);
+	struct rs_wq *wq = &srq->wq;
+	u32 mask = (1u << wq->log) - 1;
+	unsigned long flags;
+	int err = 0, n = 0, i;
+
+	if (srq->user)
+		return -EINVAL;
+	spin_lock_irqsave(&wq->lock, flags);
+	for (; wr; wr = wr->next) {
+		struct rs_recv_wqe_ctrl *c;
+		struct rs_sge *sg;
+
+		if (wq->pi - READ_ONCE(wq->ci) >= (1u << wq->log)) {
+			err = -ENOMEM;
+			break;
+		}
+		if (wr->num_sge > wq->max_sge) {
+			err = -EINVAL;
+			break;
+		}
+		c = wq->ring.va + (size_t)(wq->pi & mask) * wq->stride;
+		sg = (struct rs_sge *)(c + 1);
+		memset(c, 0, wq->stride);
+		c->wr_id = wr->wr_id;
+		c->num_sge = wr->num_sge;
+		for (i = 0; i < wr->num_sge; i++) {
+			sg[i].addr = wr->sg_list[i].addr;
+			sg[i].length = wr->sg_list[i].length;
+			sg[i].lkey = wr->sg_list[i].lkey;
+		}
+		wq->pi++;
+		n++;
+	}
+	if (err)
+		*bad = wr;
+	if (n)
+		rs_ring_db(dev, RS_DB_SRQ, (srq->handle & RS_DB_INDEX_MASK) |
+			   ((wq->pi & 0xffff) << RS_DB_VALUE_SHIFT));
 	spin_unlock_irqrestore(&wq->lock, flags);
 	return err;
 }
@@ -2201,6 +2429,9 @@ static const struct ib_device_ops rs_ib_ops = {
 	.create_user_ah = rs_create_ah,
 	.create_cq = rs_create_cq,
 	.create_qp = rs_create_qp,
+	.create_srq = rs_create_srq,
+	.modify_srq = rs_modify_srq,
+	.query_srq = rs_query_srq,
 	.dealloc_pd = rs_dealloc_pd,
 	.dealloc_ucontext = rs_dealloc_ucontext,
 	.del_gid = rs_del_gid,
@@ -2208,6 +2439,7 @@ static const struct ib_device_ops rs_ib_ops = {
 	.destroy_ah = rs_destroy_ah,
 	.destroy_cq = rs_destroy_cq,
 	.destroy_qp = rs_destroy_qp,
+	.destroy_srq = rs_destroy_srq,
 	.disassociate_ucontext = rs_disassociate_ucontext,
 	.get_dev_fw_str = rs_get_dev_fw_str,
 	.get_dma_mr = rs_get_dma_mr,
@@ -2220,6 +2452,7 @@ static const struct ib_device_ops rs_ib_ops = {
 	.modify_qp = rs_modify_qp,
 	.poll_cq = rs_poll_cq,
 	.post_recv = rs_post_recv,
+	.post_srq_recv = rs_post_srq_recv,
 	.post_send = rs_post_send,
 	.query_device = rs_query_device,
 	.query_pkey = rs_query_pkey,
@@ -2232,6 +2465,7 @@ static const struct ib_device_ops rs_ib_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_cq, rs_cq, ibcq),
 	INIT_RDMA_OBJ_SIZE(ib_pd, rs_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_qp, rs_qp, ibqp),
+	INIT_RDMA_OBJ_SIZE(ib_srq, rs_srq, ibsrq),
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, rs_ucontext, ibuc),
 };
 
@@ -2258,6 +2492,7 @@ int rs_ib_register(struct rs_dev *rdev)
 	spin_lock_init(&dev->uar_lock);
 	xa_init_flags(&dev->qps, XA_FLAGS_LOCK_IRQ);
 	xa_init_flags(&dev->cqs, XA_FLAGS_LOCK_IRQ);
+	xa_init_flags(&dev->srqs, XA_FLAGS_LOCK_IRQ);
 	mutex_init(&dev->gid_lock);
 	mutex_init(&dev->sess_lock);
 	INIT_LIST_HEAD(&dev->sessions);
@@ -2340,6 +2575,7 @@ void rs_ib_unregister(struct rs_dev *rdev)
 		dev_warn(&rdev->pdev->dev, "RDMA objects left at unregister\n");
 	xa_destroy(&dev->qps);
 	xa_destroy(&dev->cqs);
+	xa_destroy(&dev->srqs);
 	bitmap_free(dev->gid_map);
 	bitmap_free(dev->uar_map);
 	ib_dealloc_device(&dev->ibdev);
@@ -2363,6 +2599,7 @@ void rs_ib_event(struct rs_dev *rdev, const struct rs_event *ev)
 	struct rs_ibdev *dev = rdev->ib;
 	struct ib_event ie = {};
 	unsigned long flags;
+	struct rs_srq *srq;
 	struct rs_qp *qp;
 	struct rs_cq *cq;
 	u32 idx;
@@ -2389,6 +2626,20 @@ void rs_ib_event(struct rs_dev *rdev, const struct rs_event *ev)
 			qp->ibqp.event_handler(&ie, qp->ibqp.qp_context);
 		}
 		xa_unlock_irqrestore(&dev->qps, flags);
+		break;
+	case RS_EV_SRQ_LIMIT_REACHED:
+		xa_lock_irqsave(&dev->srqs, flags);
+		srq = xa_load(&dev->srqs, idx);
+		if (srq && srq->handle == ev->handle) {
+			WRITE_ONCE(srq->limit, 0);
+			if (srq->ibsrq.event_handler) {
+				ie.event = IB_EVENT_SRQ_LIMIT_REACHED;
+				ie.element.srq = &srq->ibsrq;
+				srq->ibsrq.event_handler(&ie,
+							 srq->ibsrq.srq_context);
+			}
+		}
+		xa_unlock_irqrestore(&dev->srqs, flags);
 		break;
 	case RS_EV_CQ_ERR:
 		xa_lock_irqsave(&dev->cqs, flags);

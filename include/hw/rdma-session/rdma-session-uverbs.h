@@ -53,6 +53,18 @@ struct rs_uverbs_create_qp_resp {
 	__u32 max_inline;
 };
 
+/* A QP created with an SRQ has no receive queue: rq_bytes 0. */
+
+struct rs_uverbs_create_srq_resp {
+	__aligned_u64 ring_mmap_key;
+	__u32 ring_bytes;
+	__u32 srq_index;                /* RS_DB_SRQ index */
+	__u32 log_size;                 /* entries = 1 << log_size */
+	__u32 stride;                   /* bytes per receive WQE */
+	__u32 max_sge;
+	__u32 rsvd;
+};
+
 struct rs_uverbs_create_ah_resp {
 	__u32 ah_handle;                /* goes in rs_send_wqe_ctrl.ah */
 	__u32 rsvd;
