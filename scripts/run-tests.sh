@@ -12,7 +12,8 @@
 #          its RoCEv2 GID, rdma link/resource, DHCP on -netdev user, module
 #          reload while a process holds a context; each check counts once
 #          the parts it needs are committed; every perftest binary, rping
-#          and ibv_*_pingpong start (no loader error)
+#          and ibv_*_pingpong start (no loader error); ibv_uc_pingpong,
+#          ibv_srq_pingpong and ib_atomic_bw between the two VMs
 # Each suite prints "<suite>: N passed, N failed"; the last line is the
 # total "N passed, N failed".  Exit status 0 only if nothing failed.
 # Passes and failures are counted from TAP output (one per test case); a
@@ -214,7 +215,8 @@ intree guest-driver/kernel/rdma_session_verbs.c && gate[ib]=1
 declare -A needs=(
     [module-load]='' [dmesg-clean]='' [netdev]=net [ping]=net [dhcp-gateway]=net
     [ibv-devices]='ib prov' [ibv-devinfo]='ib prov' [gid-rocev2]='ib net'
-    [rdma-link]=ib [rdma-resource]=ib [reload-with-context]='ib prov' [perftest-start]='')
+    [rdma-link]=ib [rdma-resource]=ib [reload-with-context]='ib prov' [perftest-start]=''
+    [uc-pingpong]='ib prov' [srq-pingpong]='ib prov' [atomic-bw]='ib prov')
 gated_in() { local g; for g in ${needs[$1]}; do [ "${gate[$g]}" = 1 ] || return 1; done; }
 read -r -d '' gs_common <<'EOS'
 ck() { echo "CHECK $1 $2 ${3:-}"; }
@@ -277,6 +279,26 @@ for p in ib_write_bw ib_write_lat ib_read_bw ib_read_lat ib_send_bw ib_send_lat 
 done
 if [ -z "$bad" ]; then ck perftest-start ok "ib_*_bw/lat, rping, ibv_*_pingpong start"
 else ck perftest-start fail "$bad"; fi
+# Traffic between the two VMs: VM 1 serves, VM 2 connects (retrying until
+# the server listens).
+gi=$(gid_of "$RS_IP" || echo 1)
+pp_pair() {  # check name, command...
+    n=$1; shift
+    if [ "$RS_VM_INDEX" = 1 ]; then
+        timeout 90 "$@" > /tmp/$n.log 2>&1; rc=$?
+    else
+        for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15; do
+            sleep 2
+            timeout 90 "$@" "$RS_PEER" > /tmp/$n.log 2>&1; rc=$?
+            grep -qi "couldn't connect\|unable to connect\|connection refused" /tmp/$n.log || break
+        done
+    fi
+    if [ $rc = 0 ]; then ck $n ok "$(grep -v '^ *$' /tmp/$n.log | tail -n 1)"
+    else ck $n fail "status $rc: $(tail -n 3 /tmp/$n.log | tr '\n' ' ')"; fi
+}
+pp_pair uc-pingpong ibv_uc_pingpong -d rsess0 -g "$gi" -n 20
+pp_pair srq-pingpong ibv_srq_pingpong -d rsess0 -g "$gi" -n 20
+pp_pair atomic-bw ib_atomic_bw -d rsess0 -x "$gi" -n 50 -F
 b=$(badlog)
 if [ -z "$b" ]; then ck dmesg-clean ok; else ck dmesg-clean fail "$b"; fi
 EOS
@@ -372,11 +394,12 @@ else
     }
     pair=''
     for v in 1 2; do
-        for c in module-load netdev ping ibv-devices ibv-devinfo gid-rocev2 rdma-link rdma-resource perftest-start dmesg-clean; do
+        for c in module-load netdev ping ibv-devices ibv-devinfo gid-rocev2 rdma-link rdma-resource perftest-start \
+                 uc-pingpong srq-pingpong atomic-bw dmesg-clean; do
             pair+=" $v:$c"
         done
     done
-    gs_run pair "$pair" -n 2 --timeout 120 --cmd "$gs_common
+    gs_run pair "$pair" -n 2 --timeout 300 --cmd "$gs_common
 $gs_pair"
     gs_run user "1:module-load 1:dhcp-gateway 1:reload-with-context 1:dmesg-clean" \
         -n 1 --netdev-user --timeout 120 --cmd "$gs_common

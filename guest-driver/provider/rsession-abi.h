@@ -19,6 +19,7 @@
 #define _STRUCT_rs_uverbs_create_cq_resp struct {}
 #define _STRUCT_rs_uverbs_create_qp_resp struct {}
 #define _STRUCT_rs_uverbs_create_ah_resp struct {}
+#define _STRUCT_rs_uverbs_create_srq_resp struct {}
 
 DECLARE_DRV_CMD(rs_alloc_ucontext, IB_USER_VERBS_CMD_GET_CONTEXT, empty,
 		rs_uverbs_alloc_ucontext_resp);
@@ -30,5 +31,7 @@ DECLARE_DRV_CMD(rs_create_qp, IB_USER_VERBS_CMD_CREATE_QP, empty,
 		rs_uverbs_create_qp_resp);
 DECLARE_DRV_CMD(rs_create_ah, IB_USER_VERBS_CMD_CREATE_AH, empty,
 		rs_uverbs_create_ah_resp);
+DECLARE_DRV_CMD(rs_create_srq, IB_USER_VERBS_CMD_CREATE_SRQ, empty,
+		rs_uverbs_create_srq_resp);
 
 #endif /* RSESSION_ABI_H */

@@ -47,7 +47,12 @@ static const struct verbs_context_ops rs_ctx_ops = {
 	.post_recv = rs_post_recv,
 	.create_ah = rs_create_ah,
 	.destroy_ah = rs_destroy_ah,
-	/* No SRQ, MW, XRC: libibverbs' defaults fail with EOPNOTSUPP. */
+	.create_srq = rs_create_srq,
+	.modify_srq = rs_modify_srq,
+	.query_srq = rs_query_srq,
+	.destroy_srq = rs_destroy_srq,
+	.post_srq_recv = rs_post_srq_recv,
+	/* No MW, XRC: libibverbs' defaults fail with EOPNOTSUPP. */
 };
 
 static struct verbs_context *rs_alloc_context(struct ibv_device *ibdev,

@@ -74,8 +74,21 @@ struct rs_wq {
 	pthread_spinlock_t lock;
 };
 
+/*
+ * Shared receive queue.  The device takes WQEs in ring order and copies
+ * each one it takes, so a slot is free once as many receive completions
+ * of its QPs as WQEs before it were polled: "done" counts them.
+ */
+struct rs_srq {
+	struct verbs_srq vsrq;
+	struct rs_wq wq;		/* ci unused: see done */
+	uint32_t srq_index;		/* RS_DB_SRQ index */
+	uint32_t done;			/* receive completions polled */
+};
+
 struct rs_qp {
 	struct verbs_qp vqp;
+	struct rs_srq *srq;
 	struct rs_wq sq;
 	struct rs_wq rq;
 	uint8_t *sq_signaled;		/* per SQ slot: WQE asked for a CQE */
@@ -173,6 +186,14 @@ int rs_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 		struct ibv_qp_init_attr *init_attr);
 int rs_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask);
 int rs_destroy_qp(struct ibv_qp *qp);
+struct ibv_srq *rs_create_srq(struct ibv_pd *pd,
+			      struct ibv_srq_init_attr *attr);
+int rs_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr,
+		  int attr_mask);
+int rs_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr);
+int rs_destroy_srq(struct ibv_srq *srq);
+int rs_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+		     struct ibv_recv_wr **bad_wr);
 int rs_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,
 		 struct ibv_send_wr **bad_wr);
 int rs_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr,

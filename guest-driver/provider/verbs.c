@@ -331,7 +331,9 @@ static int rs_next_cqe(struct rs_cq *cq, struct rs_cqe *out,
 		if (!qp)
 			continue;
 
-		if (out->opcode & RS_WR_RECV) {
+		if ((out->opcode & RS_WR_RECV) && qp->srq) {
+			__atomic_fetch_add(&qp->srq->done, 1, __ATOMIC_RELEASE);
+		} else if (out->opcode & RS_WR_RECV) {
 			/* Receive completions: one per WQE, in order. */
 			__atomic_store_n(&qp->rq.ci, qp->rq.ci + 1,
 					 __ATOMIC_RELEASE);
@@ -694,7 +696,6 @@ static struct ibv_qp *rs_create_qp_common(struct ibv_context *context,
 	}
 	if (!check_comp_mask(attr->comp_mask, IBV_QP_INIT_ATTR_PD |
 					      IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) ||
-	    attr->srq ||
 	    ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
 	     !check_comp_mask(attr->send_ops_flags, RS_SEND_OPS))) {
 		err = EOPNOTSUPP;
@@ -723,6 +724,8 @@ static struct ibv_qp *rs_create_qp_common(struct ibv_context *context,
 		goto err_free;
 
 	qp->qpn = drv->qpn & RS_HANDLE_INDEX_MASK;
+	qp->srq = attr->srq ?
+		  container_of(attr->srq, struct rs_srq, vsrq.srq) : NULL;
 	qp->max_inline = drv->max_inline;
 	qp->sq_sig_all = attr->sq_sig_all;
 	if (qp->max_inline > drv->sq_stride - sizeof(struct rs_send_wqe_ctrl))
@@ -1130,6 +1133,10 @@ int rs_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	int err = 0;
 	int i;
 
+	if (qp->srq) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
 	pthread_spin_lock(&qp->rq.lock);
 	start = qp->rq.pi;
 	for (; wr; wr = wr->next) {
@@ -1162,6 +1169,135 @@ int rs_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 			   (qp->rq.pi << RS_DB_VALUE_SHIFT));
 	}
 	pthread_spin_unlock(&qp->rq.lock);
+	return err;
+}
+
+/* ------------------------------------------------------------------ */
+/* Shared receive queues                                              */
+/* ------------------------------------------------------------------ */
+
+static inline struct rs_srq *to_rs_srq(struct ibv_srq *ibsrq)
+{
+	return container_of(ibsrq, struct rs_srq, vsrq.srq);
+}
+
+struct ibv_srq *rs_create_srq(struct ibv_pd *pd,
+			      struct ibv_srq_init_attr *attr)
+{
+	struct rs_context *ctx = to_rs_ctx(pd->context);
+	struct rs_create_srq_resp resp = {};
+	struct rs_uverbs_create_srq_resp *drv = &resp.drv_payload;
+	struct rs_create_srq cmd = {};
+	struct rs_srq *srq;
+	int err;
+
+	if (attr->attr.max_sge > ctx->max_recv_sge ||
+	    attr->attr.max_wr > (1u << RS_MAX_WQ_LOG)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	srq = calloc(1, sizeof(*srq));
+	if (!srq) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	err = ibv_cmd_create_srq(pd, &srq->vsrq.srq, attr, &cmd.ibv_cmd,
+				 sizeof(cmd), &resp.ibv_resp, sizeof(resp));
+	if (err)
+		goto err_free;
+	srq->srq_index = drv->srq_index;
+	err = rs_map_wq(pd->context, &srq->wq, drv->ring_mmap_key,
+			drv->ring_bytes, drv->log_size, drv->stride,
+			sizeof(struct rs_recv_wqe_ctrl), drv->max_sge);
+	if (err || !srq->wq.wqe_cnt) {
+		err = err ? err : EINVAL;
+		goto err_destroy;
+	}
+	attr->attr.max_wr = srq->wq.wqe_cnt;
+	attr->attr.max_sge = srq->wq.max_sge;
+	return &srq->vsrq.srq;
+
+err_destroy:
+	ibv_cmd_destroy_srq(&srq->vsrq.srq);
+err_free:
+	free(srq);
+	errno = err;
+	return NULL;
+}
+
+int rs_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
+		  int attr_mask)
+{
+	struct ibv_modify_srq cmd;
+
+	return ibv_cmd_modify_srq(ibsrq, attr, attr_mask, &cmd, sizeof(cmd));
+}
+
+int rs_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
+{
+	struct ibv_query_srq cmd;
+
+	return ibv_cmd_query_srq(ibsrq, attr, &cmd, sizeof(cmd));
+}
+
+int rs_destroy_srq(struct ibv_srq *ibsrq)
+{
+	struct rs_srq *srq = to_rs_srq(ibsrq);
+	int err;
+
+	err = ibv_cmd_destroy_srq(ibsrq);
+	if (err)
+		return err;
+	rs_unmap_wq(&srq->wq);
+	pthread_spin_destroy(&srq->wq.lock);
+	free(srq);
+	return 0;
+}
+
+int rs_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
+		     struct ibv_recv_wr **bad_wr)
+{
+	struct rs_srq *srq = to_rs_srq(ibsrq);
+	struct rs_wq *wq = &srq->wq;
+	struct rs_recv_wqe_ctrl *ctrl;
+	struct rs_sge *sge;
+	uint32_t start;
+	int err = 0;
+	int i;
+
+	pthread_spin_lock(&wq->lock);
+	start = wq->pi;
+	for (; wr; wr = wr->next) {
+		if (wq->pi - __atomic_load_n(&srq->done, __ATOMIC_ACQUIRE) >=
+		    wq->wqe_cnt) {
+			err = ENOMEM;
+			break;
+		}
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > wq->max_sge) {
+			err = EINVAL;
+			break;
+		}
+		ctrl = rs_wqe(wq, wq->pi);
+		memset(ctrl, 0, sizeof(*ctrl));
+		ctrl->wr_id = htole64(wr->wr_id);
+		ctrl->num_sge = wr->num_sge;
+		sge = (struct rs_sge *)(ctrl + 1);
+		for (i = 0; i < wr->num_sge; i++) {
+			sge[i].addr = htole64(wr->sg_list[i].addr);
+			sge[i].length = htole32(wr->sg_list[i].length);
+			sge[i].lkey = htole32(wr->sg_list[i].lkey);
+		}
+		wq->pi++;
+	}
+	if (err)
+		*bad_wr = wr;
+	if (wq->pi != start) {
+		udma_to_device_barrier();
+		rs_ring_db(to_rs_ctx(ibsrq->context), RS_DB_SRQ,
+			   (srq->srq_index & RS_DB_INDEX_MASK) |
+			   (wq->pi << RS_DB_VALUE_SHIFT));
+	}
+	pthread_spin_unlock(&wq->lock);
 	return err;
 }
 
