@@ -3,11 +3,11 @@
 # and a busybox initramfs with the RDMA stack: the guest kernel's RDMA
 # modules (ib_core, ib_uverbs, ib_umad, ib_cm, iw_cm, rdma_cm, rdma_ucm with
 # their dependencies; crc32_generic and rdma_rxe for soft-RoCE peers, not
-# loaded by default; virtio_net too), our rdma_session.ko (scripts/build-guest-module.sh),
+# loaded by default; virtio_net and sch_netem too), our rdma_session.ko (scripts/build-guest-module.sh),
 # rdma-core userspace (libibverbs, librdmacm, providers, ibv_* utilities,
 # rping, ucmatose) from build/rdma-core-stage (scripts/build-rdma-core.sh)
 # when it exists, else Debian bookworm's packages, perftest from Debian,
-# iproute2's ip and rdma, every shared library they need, and a udhcpc
+# iproute2's ip, rdma and tc, every shared library they need, and a udhcpc
 # script.  /init loads the modules, brings the network interface up,
 # prints "rs-init: ready", runs the command given on the kernel command
 # line (or over the second serial port) or starts a shell, and powers the
@@ -306,7 +306,8 @@ addmod()    # name [noload]
 # Kernel modules the out-of-tree ones need, from their .modinfo.
 ko_deps() { tr '\0' '\n' < "$1" | sed -n 's/^depends=//p' | head -n 1 | tr , ' '; }
 for m in ib_core ib_uverbs ib_umad ib_cm iw_cm rdma_cm rdma_ucm $modules; do addmod "$m"; done
-for m in virtio_net crc32_generic rdma_rxe; do addmod "$m" noload; done
+# sch_netem: the loss tests shape the soft-RoCE VM's interface with tc.
+for m in virtio_net crc32_generic rdma_rxe sch_netem; do addmod "$m" noload; done
 outoftree=()
 [ -z "$ko" ] || outoftree+=("$ko")
 for f in $extramods; do outoftree+=("$f"); done
@@ -359,8 +360,9 @@ done
 for f in "$deb_tree"/usr/bin/ib_* "$deb_tree"/usr/bin/raw_ethernet_*; do
     [ -e "$f" ] && cp -L "$f" "$root/usr/bin/"
 done
-# iproute2: ip (busybox's lacks -details, -json and rdma-related bits), rdma.
-for b in ip rdma; do
+# iproute2: ip (busybox's lacks -details, -json and rdma-related bits), rdma,
+# tc (netem for the loss tests).
+for b in ip rdma tc; do
     f=$(ls "$deb_tree"/bin/$b "$deb_tree"/sbin/$b "$deb_tree"/usr/bin/$b "$deb_tree"/usr/sbin/$b 2>/dev/null | head -n 1 || true)
     [ -n "$f" ] || die "iproute2 has no $b"
     cp -L "$f" "$root/usr/bin/$b"
@@ -636,8 +638,9 @@ EOF
 chmod 755 "$root/init"
 cat > "$root/etc/profile" <<'EOF'
 PS1="$(hostname):\w# "
-# busybox's shell runs its own applets before $PATH: use iproute2's ip.
+# busybox's shell runs its own applets before $PATH: use iproute2's ip, tc.
 ip() { /usr/bin/ip "$@"; }
+tc() { /usr/bin/tc "$@"; }
 EOF
 
 if [ -n "$extra" ]; then
