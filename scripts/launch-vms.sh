@@ -31,6 +31,9 @@
 #   --soft-roce        every VM gets virtio-net-pci instead of the adapter
 #                      and Linux soft-RoCE (rdma_rxe, device rxe0)
 #   --soft-roce-vm I   only VM I does (repeatable)
+#   --pcap I FILE      record VM I's network traffic, both directions, into
+#                      the pcap FILE (QEMU's filter-dump on its netdev;
+#                      repeatable)
 #   --shell I          interactive shell on VM I's console (the others boot
 #                      and run --cmd if one was given); exit powers it off
 #   --device DEV       the adapter's -device name (default rdma-session)
@@ -57,7 +60,7 @@ die() { printf '[launch-vms] error: %s\n' "$*" >&2; exit 2; }
 n=2 cmd='ibv_devinfo; ip -4 addr' tmo=120 btmo=120 user=0 softall=0 shellvm=0
 device=rdma-session mem=512 build=1 quiet=0 cmd_given=0
 [ "${RS_NO_BUILD:-0}" = 1 ] && build=0
-declare -A vmcmd=() soft=()
+declare -A vmcmd=() soft=() pcap=()
 while [ $# -gt 0 ]; do
     case $1 in
     -n) n=${2:?}; shift ;;
@@ -68,6 +71,7 @@ while [ $# -gt 0 ]; do
     --netdev-user) user=1 ;;
     --soft-roce) softall=1 ;;
     --soft-roce-vm) soft[${2:?}]=1; shift ;;
+    --pcap) pcap[${2:?}]=${3:?}; shift 2 ;;
     --shell) shellvm=${2:?}; shift ;;
     --device) device=${2:?}; shift ;;
     --mem) mem=${2:?}; shift ;;
@@ -82,7 +86,7 @@ done
 case $n in ''|*[!0-9]*) die "-n needs a number" ;; esac
 [ "$n" -ge 1 ] && [ "$n" -le 200 ] || die "-n must be 1..200"
 [ "$shellvm" -le "$n" ] || die "--shell $shellvm: there are only $n VMs"
-for i in "${!vmcmd[@]}" "${!soft[@]}"; do
+for i in "${!vmcmd[@]}" "${!soft[@]}" "${!pcap[@]}"; do
     [ "$i" -ge 1 ] && [ "$i" -le "$n" ] || die "VM index $i out of range 1..$n"
 done
 
@@ -154,13 +158,19 @@ start_vm()  # index
     local i=$1 d="$run/vm$1" mac append dev net con
     mkdir -p "$d"
     mac=$(printf '52:54:00:77:00:%02x' "$i")
-    append="console=ttyS0 panic=-1 quiet rs.name=vm$i"
+    # no_timer_check: on a loaded host TCG can miss the kernel's IO-APIC
+    # timer check, which then panics ("IO-APIC + timer doesn't work!")
+    append="console=ttyS0 panic=-1 quiet no_timer_check rs.name=vm$i"
     if [ $user = 1 ]; then
         net=(-netdev "user,id=n0")
         append+=" rs.dhcp=1"
     else
         net=(-netdev "socket,id=n0,mcast=$mcast,localaddr=127.0.0.1")
         append+=" rs.ip=$(ip_of "$i")/24"
+    fi
+    if [ -n "${pcap[$i]:-}" ]; then
+        # the filter sees every frame the NIC sends and receives
+        net+=(-object "filter-dump,id=dump0,netdev=n0,file=${pcap[$i]}")
     fi
     if is_soft "$i"; then
         dev="virtio-net-pci,netdev=n0,mac=$mac"
@@ -210,6 +220,7 @@ script_for()
     printf 'export RS_VM_INDEX=%s RS_VM_COUNT=%s RS_IP=%s RS_PEERS=%q RS_PEER=%s\n' \
         "$i" "$n" "$(ip_of "$i")" "$peers" "$(ip_of $(( i % n + 1 )))"
     echo 'ip() { /usr/bin/ip "$@"; }  # iproute2, not the busybox applet'
+    echo 'tc() { /usr/bin/tc "$@"; }'
     echo 'RS_IFACE=$(ls /sys/class/net | grep -v "^lo$" | head -n 1); export RS_IFACE'
     if is_soft "$i"; then
         echo 'rdma link add rxe0 type rxe netdev "$RS_IFACE" || echo "launch-vms: rdma link add rxe0 failed"'
