@@ -156,7 +156,7 @@ fetch()
 # host's own libraries (the same Debian release) are the fallback.
 user_pkgs="ibverbs-utils rdmacm-utils libibverbs1 librdmacm1 ibverbs-providers
     libibumad3 perftest iproute2"
-lib_pkgs="libc6 libnl-3-200 libnl-route-3-200 libpci3 libudev1 libmnl0 libelf1
+lib_pkgs="libc6 libgcc-s1 libnl-3-200 libnl-route-3-200 libpci3 libudev1 libmnl0 libelf1
     libbpf1 libcap2 libbsd0 libmd0 zlib1g libzstd1"
 
 # Resolving versions with apt-cache takes seconds; remember the answer
@@ -381,6 +381,19 @@ while IFS= read -r -d '' f; do
     elf "$f" && queue+=("$f")
 done < <(find "$root/usr" "$root/lib/x86_64-linux-gnu" -type f -print0)
 missing=()
+# Not DT_NEEDED but dlopen()ed by glibc for pthread_cancel and unwinding
+# (rping cancels its threads; without it, it aborts).
+for n in libgcc_s.so.1; do
+    [ -z "${have[$n]:-}" ] || continue
+    for d in "${libdirs[@]}"; do
+        [ -e "$d/$n" ] || continue
+        cp -L "$d/$n" "$root/lib/x86_64-linux-gnu/$n"
+        have[$n]=1
+        queue+=("$root/lib/x86_64-linux-gnu/$n")
+        break
+    done
+    [ -n "${have[$n]:-}" ] || missing+=("$n (dlopen()ed by libc)")
+done
 while [ ${#queue[@]} -gt 0 ]; do
     f=${queue[0]}; queue=("${queue[@]:1}")
     for n in $(readelf -d "$f" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
