@@ -440,7 +440,8 @@ mx_loss=${RS_MATRIX_LOSS-"ibv_rc_pingpong ib_write_bw ib_read_bw"}
 # adapter-adapter, adapter-rxe, adapter-rxe-netem).  Add a program here when
 # the engine implements what it needs.
 mx_on="dmesg-clean tc-netem tc-netem-off ibv_rc_pingpong ibv_ud_pingpong ib_send_bw ib_send_lat
-    ib_write_bw ib_write_lat adapter-adapter/ib_read_bw adapter-adapter/ib_read_lat"
+    ib_write_bw ib_write_lat adapter-adapter/ib_read_bw adapter-adapter/ib_read_lat
+    adapter-adapter/ibv_uc_pingpong adapter-adapter/ibv_srq_pingpong adapter-adapter/ib_atomic_bw"
 read -r -d '' mx_guest <<'EOS'
 ck() { echo "CHECK $1 $2 ${3:-}"; }
 dev=$(ls /sys/class/infiniband 2>/dev/null | head -n 1)
@@ -530,9 +531,10 @@ step()  # K ID SERVER-VM PROGRAM SECONDS
             else ck "$id" fail "tc qdisc add ... netem failed"; fi
         else ck "$id" ok; fi
         return ;;
-    netem-off)
+    netem-off) # with netem's statistics: it did drop packets
         if [ "$RS_VM_INDEX" = 2 ]; then
-            if tc qdisc del dev "$RS_IFACE" root; then ck "$id" ok "$(tc -s qdisc show dev "$RS_IFACE" | head -n 1)"
+            st=$(tc -s qdisc show dev "$RS_IFACE" | grep -m1 'Sent' | tr -s ' ')
+            if tc qdisc del dev "$RS_IFACE" root; then ck "$id" ok "netem:$st"
             else ck "$id" fail "tc qdisc del failed"; fi
         else ck "$id" ok; fi
         return ;;
