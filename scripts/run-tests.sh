@@ -21,6 +21,8 @@
 #          checked with tshark and scripts/roce-icrc.py.  Checks not yet
 #          expected to pass are run and listed as "not yet", in a tally of
 #          their own, never counted as passed
+#   nvmf   scripts/test-nvmf.sh: NVMe over Fabrics over RDMA between two
+#          VMs (kernel RDMA consumer), data compared on host and target
 # Each suite prints "<suite>: N passed, N failed"; the last line is the
 # total "N passed, N failed".  Exit status 0 only if nothing failed.
 # Passes and failures are counted from TAP output (one per test case); a
@@ -765,6 +767,22 @@ $mx_guest" > "$mxdir/$run.log" 2>&1
     [ $mnyok = 0 ] || note+=", $mnyok of them passed"
     report rdma-matrix "$mp" "$mf" "$note"
     echo "rdma-matrix: not yet: $mny (not counted as passed or failed; list above and in $mxdir/checks)"
+fi
+
+# --- nvmf ----------------------------------------------------------------------
+# scripts/test-nvmf.sh: a kernel RDMA consumer between two VMs, NVMe over
+# Fabrics over RDMA (rdma_cm, fast-registration MRs, remote invalidation),
+# data written and read back and compared with the target's RAM disk.
+echo "== nvmf: scripts/test-nvmf.sh (NVMe-oF RDMA target VM and host VM)"
+if [ $built != 1 ]; then
+    report nvmf 0 1 "not run: the build failed"
+else
+    t=$(stamp)
+    RS_NO_BUILD=1 "$top/scripts/test-nvmf.sh" > "$logs/nvmf.log" 2>&1
+    read -r np nf _ < <(tap_count "$logs/nvmf.log")
+    grep '^not ok' "$logs/nvmf.log"
+    [ $((np + nf)) -gt 0 ] || nf=1
+    report nvmf "$np" "$nf" "$(( $(stamp) - t )) s, see $logs/nvmf.log"
 fi
 
 echo "$pass passed, $fail failed"
