@@ -6980,6 +6980,97 @@ static void test_engine_srq_migrate(void *obj, void *data,
     rmdir(tmpdir);
 }
 
+/*
+ * Kernel-consumer state moves with the VM: a privileged PD, a bound
+ * fast-registration MR (key tag, IOVA, page slots) and a Free one.  On
+ * the destination the bound key translates as before, LOCAL_INV and a
+ * REG_MR of the Free MR work, and the reserved lkey is still honoured.
+ */
+static void test_engine_fast_reg_migrate(void *obj, void *data,
+                                         QGuestAllocator *alloc)
+{
+    g_autofree char *tmpdir = g_dir_make_tmp("rdma-session-mig-XXXXXX",
+                                             NULL);
+    g_autofree char *path = g_strdup_printf("%s/state", tmpdir);
+    g_autofree char *uri = g_strdup_printf("file:%s", path);
+    QRdmaSession *src, *d;
+    QTestState *to;
+    QPCIBus *bus;
+    uint32_t key, k1, free_key, k2;
+    uint64_t pbl;
+    Loop l;
+
+    loop_setup_pd(&l, obj, RS_PD_F_PRIVILEGED);
+    src = l.d;
+    key = fr_alloc(&l, l.pd, 4);
+    free_key = fr_alloc(&l, l.pd, 3);
+    pbl = rs_alloc_zeroed(l.d, 4 * 8);
+    qtest_writeq(rs_qts(l.d), pbl + 0, l.dst + 3 * PAGE);
+    qtest_writeq(rs_qts(l.d), pbl + 8, l.dst + 1 * PAGE);
+    k1 = (key & ~RS_MKEY_TAG_MASK) | 0xc3;
+    fr_post_reg(&l, &l.b, 0xf1, k1, FR_IOVA + 0x200, 2 * PAGE - 0x200, pbl,
+                2, RS_ACCESS_LOCAL_WRITE | RS_ACCESS_REMOTE_WRITE);
+    fr_expect(&l, 0xf1, RS_WR_REG_MR, RS_WC_SUCCESS);
+
+    qtest_qmp_assert_success(rs_qts(src), "{ 'execute': 'stop' }");
+    qtest_qmp_assert_success(rs_qts(src), "{ 'execute': 'migrate',"
+                             "  'arguments': { 'uri': %s } }", uri);
+    wait_migration_done(rs_qts(src));
+    to = qtest_initf("%s -incoming defer", qos_get_current_command_line());
+    qtest_qmp_assert_success(to, "{ 'execute': 'migrate-incoming',"
+                             "  'arguments': { 'uri': %s } }", uri);
+    wait_migration_done(to);
+    qtest_qmp_assert_success(to, "{ 'execute': 'cont' }");
+    bus = qpci_new_pc(to, NULL);
+    d = g_new0(QRdmaSession, 1);
+    rs_attach_existing(d, bus, src->dev.devfn, src->alloc);
+    d->admq = src->admq;
+    d->acq = src->acq;
+    d->aeq = src->aeq;
+    d->admq_log = src->admq_log;
+    d->aeq_log = src->aeq_log;
+    d->admq_pi = src->admq_pi;
+    d->aeq_ci = src->aeq_ci;
+    d->next_cmd_id = src->next_cmd_id;
+    d->scratch = src->scratch;
+    l.d = d;
+
+    /* 5000 bytes at FR_IOVA + 0x300: dst page 3 from 0x300, then page 1. */
+    fill(l.d, l.dst, 0xee, LOOP_BUF);
+    loop_pattern(&l, l.src, 5000, 0x4d);
+    fr_post_op(&l, &l.a, 0xf2, RS_WR_RDMA_WRITE, 0, FR_IOVA + 0x300, k1,
+               l.src, 5000, RS_LOCAL_DMA_LKEY);
+    fr_expect(&l, 0xf2, RS_WR_RDMA_WRITE, RS_WC_SUCCESS);
+    loop_assert_same(&l, l.src, l.dst + 3 * PAGE + 0x300, PAGE - 0x300);
+    loop_assert_same(&l, l.src + PAGE - 0x300, l.dst + PAGE,
+                     5000 - (PAGE - 0x300));
+    g_assert_true(is_filled(l.d, l.dst, 0xee, PAGE));
+    g_assert_true(is_filled(l.d, l.dst + PAGE + 5000 - (PAGE - 0x300), 0xee,
+                            PAGE - (5000 - (PAGE - 0x300))));
+    g_assert_true(is_filled(l.d, l.dst + 2 * PAGE, 0xee, PAGE + 0x300));
+
+    fr_post_op(&l, &l.b, 0xf3, RS_WR_LOCAL_INV, k1, 0, 0, 0, 0, 0);
+    fr_expect(&l, 0xf3, RS_WR_LOCAL_INV, RS_WC_SUCCESS);
+    k2 = (free_key & ~RS_MKEY_TAG_MASK) | 0x11;
+    qtest_writeq(rs_qts(l.d), pbl + 16, l.dst);
+    fr_post_reg(&l, &l.b, 0xf4, k2, FR_IOVA, 3 * PAGE, pbl, 3,
+                RS_ACCESS_LOCAL_WRITE);
+    fr_expect(&l, 0xf4, RS_WR_REG_MR, RS_WC_SUCCESS);
+    /* The invalidated key no longer reaches memory. */
+    fill(l.d, l.dst, 0xee, LOOP_BUF);
+    fr_post_op(&l, &l.a, 0xf5, RS_WR_RDMA_WRITE, 0, FR_IOVA + 0x300, k1,
+               l.src, 64, RS_LOCAL_DMA_LKEY);
+    fr_expect(&l, 0xf5, 0, RS_WC_REM_ACCESS_ERR);
+    g_assert_true(is_filled(l.d, l.dst, 0xee, LOOP_BUF));
+    assert_alive(d);
+
+    g_free(d);
+    qpci_free_pc(bus);
+    qtest_quit(to);
+    unlink(path);
+    rmdir(tmpdir);
+}
+
 static uint8_t qp_types[] = { RS_QPT_RC, RS_QPT_UC, RS_QPT_UD, RS_QPT_GSI };
 
 static void register_rdma_session_test(void)
@@ -7039,6 +7130,8 @@ static void register_rdma_session_test(void)
     qos_add_test("engine-ud-av-addr", "rdma-session",
                  test_engine_ud_av_addr, NULL);
     qos_add_test("engine-ipv6", "rdma-session", test_engine_ipv6, NULL);
+    qos_add_test("engine-fast-reg-migrate", "rdma-session",
+                 test_engine_fast_reg_migrate, NULL);
     qos_add_test("group-round-robin", "rdma-session", test_group_round_robin,
                  &lan);
     qos_add_test("group-active-backup", "rdma-session",
