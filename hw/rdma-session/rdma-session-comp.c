@@ -2,10 +2,15 @@
  * rdma-session adapter: the completer (rxe_comp.c's role) and CQ writes.
  *
  * ACKs, NAKs and READ responses from the peer's responder retire the send
- * WQEs between sq_comp and sq_ci in order.  The completer keeps no copy of
- * a WQE: it re-reads it from the send queue and derives its PSN span from
- * its length and the path MTU, so its whole state is sq_comp and comp_psn
- * (both in the QP's VMState).
+ * WQEs from sq_comp on, in order.  The completer keeps no copy of a WQE:
+ * it re-reads it from the send queue and derives its PSN span from its
+ * length and the path MTU, so its whole state is sq_comp, comp_psn (the
+ * first PSN of that WQE) and una_psn (the first PSN not acknowledged,
+ * inside that WQE), all in the QP's VMState.  Every response acknowledges
+ * the PSNs before its own (coalesced ACKs, NAKs, READ responses); a READ
+ * is only complete with all of its responses, so an acknowledgement past
+ * missing READ responses means they were lost and the requester asks
+ * again for the rest.
  *
  * Copyright (c) 2026 rdma-session developers
  *
@@ -221,6 +226,13 @@ typedef struct RSCompWqe {
     uint32_t npkts;
 } RSCompWqe;
 
+/* READ and atomics complete on their own responses, not on an ACK. */
+static bool rs_comp_needs_resp(const struct rs_send_wqe_ctrl *w)
+{
+    return w->opcode == RS_WR_RDMA_READ || w->opcode == RS_WR_ATOMIC_CMP_SWP ||
+           w->opcode == RS_WR_ATOMIC_FETCH_ADD;
+}
+
 static bool rs_comp_read_wqe(RSCore *c, RSQp *qp, RSCompWqe *e)
 {
     uint32_t stride = rs_sq_stride(qp->max_send_sge, qp->max_inline);
@@ -234,7 +246,7 @@ static bool rs_comp_read_wqe(RSCore *c, RSQp *qp, RSCompWqe *e)
     }
     e->len = 0;
     e->nsge = 0;
-    if (e->w.flags & RS_WQE_F_INLINE) {
+    if ((e->w.flags & RS_WQE_F_INLINE) && !rs_comp_needs_resp(&e->w)) {
         e->len = MIN(le32_to_cpu(e->w.inline_len), qp->max_inline);
     } else {
         e->nsge = MIN(e->w.num_sge, qp->max_send_sge);
@@ -250,122 +262,212 @@ static bool rs_comp_read_wqe(RSCore *c, RSQp *qp, RSCompWqe *e)
     return true;
 }
 
-/* An ACK, NAK or READ response for RC QP qpn. */
+static void rs_comp_progress(RSCore *c, RSQp *qp)
+{
+    qp->last_progress = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    qp->retries = 0;
+    qp->rnr_retries = 0;
+    qp->gap_retried = false;
+    rs_req_kick(c);
+}
+
+enum { RS_COMP_OK, RS_COMP_READ_GAP, RS_COMP_FAIL };
+
+/*
+ * Every PSN before end is acknowledged: complete the WQEs it covers.
+ * RS_COMP_READ_GAP: it covers a READ whose responses did not all arrive.
+ */
+static int rs_comp_acked(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t end,
+                         RSCompWqe *e)
+{
+    bool progress = false;
+    int ret = RS_COMP_OK;
+
+    while (rs_psn_diff(end, qp->una_psn) > 0) {
+        uint32_t last;
+
+        if (!rs_comp_read_wqe(c, qp, e)) {
+            rs_qp_to_err(c, qpn);
+            return RS_COMP_FAIL;
+        }
+        if (rs_comp_needs_resp(&e->w)) {
+            ret = RS_COMP_READ_GAP;
+            break;
+        }
+        last = (qp->comp_psn + e->npkts - 1) & RS_PSN_MASK;
+        progress = true;
+        if (rs_psn_diff(end, last) <= 0) {
+            qp->una_psn = end & RS_PSN_MASK;     /* inside this message */
+            break;
+        }
+        rs_send_cqe(c, qpn, &e->w, RS_WC_SUCCESS, e->len);
+        qp->sq_comp++;
+        qp->comp_psn = qp->una_psn = (last + 1) & RS_PSN_MASK;
+    }
+    if (progress) {
+        rs_comp_progress(c, qp);
+    }
+    return ret;
+}
+
+/* Responses are missing: send again from una_psn, once per gap. */
+static void rs_comp_retry(RSCore *c, uint32_t qpn, RSQp *qp, const char *why)
+{
+    trace_rdma_session_comp_drop(qpn, qp->una_psn, why);
+    if (!qp->gap_retried) {
+        qp->gap_retried = true;
+        rs_req_rewind(c, qpn);
+    }
+}
+
+/* The READ response for una_psn. */
+static void rs_comp_read_resp(RSCore *c, uint32_t qpn, RSQp *qp,
+                              const RSPkt *pkt, RSCompWqe *e)
+{
+    uint32_t mtu = 128u << qp->path_mtu;
+    uint32_t d = rs_psn_diff(pkt->psn, qp->comp_psn);
+    uint64_t off = (uint64_t)d * mtu;
+    bool last;
+    uint8_t st;
+
+    if (!rs_comp_read_wqe(c, qp, e)) {
+        rs_qp_to_err(c, qpn);
+        return;
+    }
+    if (e->w.opcode != RS_WR_RDMA_READ) {
+        trace_rdma_session_comp_drop(qpn, pkt->psn, "READ response for "
+                                     "another operation");
+        return;
+    }
+    last = d == e->npkts - 1;
+    if (d >= e->npkts || pkt->paylen > mtu ||
+        (!last && pkt->paylen != mtu) ||
+        (last && off + pkt->paylen != e->len)) {
+        trace_rdma_session_comp_drop(qpn, pkt->psn, "READ response length");
+        rs_send_cqe(c, qpn, &e->w, RS_WC_BAD_RESP_ERR, 0);
+        qp->sq_comp++;
+        rs_qp_to_err(c, qpn);
+        return;
+    }
+    st = rs_sge_copy(c, qp, qp->av.gid_index, e->sge, e->nsge, off,
+                     (void *)pkt->payload, pkt->paylen, true);
+    if (st) {
+        rs_send_cqe(c, qpn, &e->w, st, 0);
+        qp->sq_comp++;
+        rs_qp_to_err(c, qpn);
+        return;
+    }
+    qp->una_psn = (pkt->psn + 1) & RS_PSN_MASK;
+    if ((rs_opcode[pkt->opcode].flags & RS_OPF_LAST) && qp->rd_out) {
+        qp->rd_out--;           /* that READ request is answered */
+    }
+    if (last) {
+        rs_send_cqe(c, qpn, &e->w, RS_WC_SUCCESS, e->len);
+        qp->sq_comp++;
+        qp->comp_psn = qp->una_psn;
+    }
+    rs_comp_progress(c, qp);
+}
+
+/* The ATOMIC ACKNOWLEDGE for una_psn: the original value to the SGE. */
+static void rs_comp_atomic_ack(RSCore *c, uint32_t qpn, RSQp *qp,
+                               const RSPkt *pkt, RSCompWqe *e)
+{
+    uint8_t buf[8], st;
+
+    if (!rs_comp_read_wqe(c, qp, e)) {
+        rs_qp_to_err(c, qpn);
+        return;
+    }
+    if (e->w.opcode != RS_WR_ATOMIC_CMP_SWP &&
+        e->w.opcode != RS_WR_ATOMIC_FETCH_ADD) {
+        trace_rdma_session_comp_drop(qpn, pkt->psn, "ATOMIC ACKNOWLEDGE for "
+                                     "another operation");
+        return;
+    }
+    stq_le_p(buf, pkt->orig);
+    st = rs_sge_copy(c, qp, qp->av.gid_index, e->sge, e->nsge, 0, buf,
+                     sizeof(buf), true);
+    rs_send_cqe(c, qpn, &e->w, st, st ? 0 : sizeof(buf));
+    qp->sq_comp++;
+    qp->comp_psn = qp->una_psn = (pkt->psn + 1) & RS_PSN_MASK;
+    if (qp->rd_out) {
+        qp->rd_out--;
+    }
+    if (st) {
+        rs_qp_to_err(c, qpn);
+        return;
+    }
+    rs_comp_progress(c, qp);
+}
+
+/* An ACK, NAK, READ response or ATOMIC ACKNOWLEDGE for RC QP qpn. */
 void rs_comp_receive(RSCore *c, uint32_t qpn, const RSPkt *pkt)
 {
     const RSOpcodeInfo *oi = &rs_opcode[pkt->opcode];
     RSQp *qp = &c->qps[qpn];
-    uint32_t mtu = 128u << qp->path_mtu;
-    bool nak = (oi->flags & RS_OPF_AETH) &&
-               (pkt->syndrome & RS_AETH_TYPE_MASK) != RS_AETH_TYPE_ACK;
+    uint8_t type = (oi->flags & RS_OPF_AETH) ?
+                   pkt->syndrome & RS_AETH_TYPE_MASK : RS_AETH_TYPE_ACK;
     bool is_rresp = pkt->opcode >= RS_OP_READ_RESP_FIRST &&
                     pkt->opcode <= RS_OP_READ_RESP_ONLY;
     RSCompWqe e;
+    int r;
 
     if (qp->type != RS_QPT_RC ||
         (qp->state != RS_QPS_RTS && qp->state != RS_QPS_SQD)) {
         trace_rdma_session_comp_drop(qpn, pkt->psn, "QP not sending");
         return;
     }
-    if (nak && (pkt->syndrome & RS_AETH_TYPE_MASK) == RS_AETH_TYPE_RNR) {
-        /* No RNR retry in this slice: the request stays outstanding. */
-        trace_rdma_session_comp_drop(qpn, pkt->psn, "RNR NAK");
+    if (rs_psn_diff(pkt->psn, qp->sq_psn) >= 0) {
+        trace_rdma_session_comp_drop(qpn, pkt->psn, "PSN not sent yet");
         return;
     }
-    while (qp->sq_comp != qp->sq_ci) {
-        uint32_t first = qp->comp_psn;
-        uint32_t last;
-        int32_t d;
-
-        if (!rs_comp_read_wqe(c, qp, &e)) {
-            rs_qp_to_err(c, qpn);
-            return;
-        }
-        last = (first + e.npkts - 1) & RS_PSN_MASK;
-        d = rs_psn_diff(pkt->psn, first);
-        if (nak && d >= 0 && rs_psn_diff(pkt->psn, last) <= 0) {
-            if (pkt->syndrome == RS_AETH_NAK_PSN_SEQ) {
-                /* Go back to the WQE that holds the expected PSN. */
-                trace_rdma_session_comp_drop(qpn, pkt->psn, "sequence NAK");
-                rs_req_rewind(c, qpn);
-                return;
-            }
-            trace_rdma_session_comp_nak(qpn, pkt->psn, pkt->syndrome);
-            rs_send_cqe(c, qpn, &e.w, rs_nak_status(pkt->syndrome), 0);
-            qp->sq_comp++;
-            qp->comp_psn = (last + 1) & RS_PSN_MASK;
-            rs_qp_to_err(c, qpn);
-            return;
-        }
-        if (e.w.opcode == RS_WR_RDMA_READ) {
-            uint64_t off;
-            uint8_t st;
-
-            if (!is_rresp || d < 0 || rs_psn_diff(pkt->psn, last) > 0) {
-                /* Responses for this READ must come first. */
-                return;
-            }
-            off = (uint64_t)d * mtu;
-            if (pkt->paylen > mtu || off + pkt->paylen > e.len ||
-                (pkt->psn != last && pkt->paylen != mtu) ||
-                (pkt->psn == last && off + pkt->paylen != e.len)) {
-                trace_rdma_session_comp_drop(qpn, pkt->psn,
-                                             "READ response length");
-                rs_send_cqe(c, qpn, &e.w, RS_WC_BAD_RESP_ERR, 0);
-                qp->sq_comp++;
-                rs_qp_to_err(c, qpn);
-                return;
-            }
-            st = rs_sge_copy(c, qp, qp->av.gid_index, e.sge, e.nsge, off,
-                             (void *)pkt->payload, pkt->paylen, true);
-            if (st) {
-                rs_send_cqe(c, qpn, &e.w, st, 0);
-                qp->sq_comp++;
-                rs_qp_to_err(c, qpn);
-                return;
-            }
-            qp->last_progress = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
-            if (pkt->psn != last) {
-                return;
-            }
-            rs_send_cqe(c, qpn, &e.w, RS_WC_SUCCESS, e.len);
-            qp->sq_comp++;
-            qp->comp_psn = (last + 1) & RS_PSN_MASK;
-            qp->last_progress = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
-            qp->retries = 0;
-            rs_req_kick(c);     /* a local operation may wait for it */
-            return;
-        }
-        if (e.w.opcode == RS_WR_ATOMIC_CMP_SWP ||
-            e.w.opcode == RS_WR_ATOMIC_FETCH_ADD) {
-            uint8_t buf[8], st;
-
-            /* Only its own response completes an atomic. */
-            if (pkt->opcode != RS_OP_ATOMIC_ACK || pkt->psn != first) {
-                return;
-            }
-            stq_le_p(buf, pkt->orig);
-            st = rs_sge_copy(c, qp, qp->av.gid_index, e.sge, e.nsge, 0, buf,
-                             sizeof(buf), true);
-            rs_send_cqe(c, qpn, &e.w, st, st ? 0 : sizeof(buf));
-            qp->sq_comp++;
-            qp->comp_psn = (last + 1) & RS_PSN_MASK;
-            if (st) {
-                rs_qp_to_err(c, qpn);
-                return;
-            }
-            qp->last_progress = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
-            qp->retries = 0;
-            continue;
-        }
-        if (rs_psn_diff(pkt->psn, last) < (nak ? 1 : 0)) {
-            return;             /* does not cover this WQE yet */
-        }
-        rs_send_cqe(c, qpn, &e.w, RS_WC_SUCCESS, e.len);
-        qp->sq_comp++;
-        qp->comp_psn = (last + 1) & RS_PSN_MASK;
-        qp->last_progress = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
-        qp->retries = 0;
+    if (rs_psn_diff(pkt->psn, qp->una_psn) < 0) {
+        trace_rdma_session_comp_drop(qpn, pkt->psn, "duplicate response");
+        return;
     }
-    rs_req_kick(c);
+    if (type == RS_AETH_TYPE_ACK && !is_rresp &&
+        pkt->opcode != RS_OP_ATOMIC_ACK) {
+        if (rs_comp_acked(c, qpn, qp, (pkt->psn + 1) & RS_PSN_MASK,
+                          &e) == RS_COMP_READ_GAP) {
+            rs_comp_retry(c, qpn, qp, "ACK past missing READ or atomic "
+                          "responses");
+        }
+        return;
+    }
+
+    /* A NAK or a response acknowledges the PSNs before its own. */
+    r = rs_comp_acked(c, qpn, qp, pkt->psn, &e);
+    if (r == RS_COMP_FAIL) {
+        return;
+    }
+    if (r == RS_COMP_READ_GAP) {
+        rs_comp_retry(c, qpn, qp, "response past missing READ or atomic "
+                      "responses");
+        return;
+    }
+    if (is_rresp) {
+        rs_comp_read_resp(c, qpn, qp, pkt, &e);
+        return;
+    }
+    if (pkt->opcode == RS_OP_ATOMIC_ACK) {
+        rs_comp_atomic_ack(c, qpn, qp, pkt, &e);
+        return;
+    }
+    if (type == RS_AETH_TYPE_RNR) {
+        rs_req_rnr_wait(c, qp, pkt->syndrome & ~RS_AETH_TYPE_MASK);
+        return;
+    }
+    if (pkt->syndrome == RS_AETH_NAK_PSN_SEQ) {
+        trace_rdma_session_comp_drop(qpn, pkt->psn, "sequence NAK");
+        rs_req_rewind(c, qpn);
+        return;
+    }
+    trace_rdma_session_comp_nak(qpn, pkt->psn, pkt->syndrome);
+    if (!rs_comp_read_wqe(c, qp, &e)) {
+        memset(&e, 0, sizeof(e));
+    }
+    rs_send_cqe(c, qpn, &e.w, rs_nak_status(pkt->syndrome), 0);
+    qp->sq_comp++;
+    rs_qp_to_err(c, qpn);
 }

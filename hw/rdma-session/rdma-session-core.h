@@ -36,6 +36,8 @@ typedef struct RSParams {
     uint32_t db_pages;
     uint32_t max_mr_pages;
     uint32_t max_srqs;
+    uint32_t window;            /* x-window: RC packets in flight per QP */
+    uint32_t drop_tx;           /* x-drop-tx: test only, drop every Nth */
 } RSParams;
 
 typedef struct RSPd {
@@ -94,6 +96,19 @@ typedef struct RSAv {
     uint32_t gid_index;
 } RSAv;
 
+/*
+ * A responder READ resource (IBTA o9-20: max_dest_rd_atomic of them): what
+ * a duplicate READ request is answered from again.
+ */
+typedef struct RSRdRes {
+    bool valid;
+    uint32_t psn;               /* first response PSN */
+    uint32_t npkts;
+    uint64_t va;
+    uint32_t rkey;
+    uint32_t len;
+} RSRdRes;
+
 typedef struct RSQp {
     bool valid;
     bool has_av;
@@ -134,9 +149,15 @@ typedef struct RSQp {
      * Transport engine.  sq_psn is the requester's next PSN and rq_psn the
      * responder's expected PSN once the QP runs; indices are free running.
      */
-    uint32_t sq_ci;             /* requester: next WQE to transmit */
+    uint32_t sq_ci;             /* requester: WQE being (or next) sent */
+    uint32_t req_pkt;           /* requester: packets of it already sent */
+    uint8_t req_slot;           /* requester: its session in the group */
     uint32_t sq_comp;           /* completer: oldest WQE not completed */
     uint32_t comp_psn;          /* first PSN of the WQE at sq_comp */
+    uint32_t una_psn;           /* first PSN not acknowledged yet */
+    uint8_t rd_out;             /* READ requests awaiting their responses */
+    uint8_t rnr_retries;        /* RNR NAKs since the last progress */
+    bool rnr_wait;              /* requester paused by an RNR NAK */
     uint32_t rq_ci;             /* responder: next receive WQE */
     uint32_t msn;               /* responder: messages completed */
     uint8_t resp_op;            /* RS_RESP_* message in progress */
@@ -156,10 +177,16 @@ typedef struct RSQp {
     uint8_t srq_nsge;
     uint64_t srq_wr_id;
     struct rs_sge srq_sge[RS_MAX_SGE];
-    /* Retransmission: runtime only (re-armed after migration). */
+    bool ack_pending;           /* responder: coalesced ACK to send */
+    uint32_t ack_psn;
+    uint32_t rd_head;           /* responder: next rd_res slot (free run) */
+    RSRdRes rd_res[RS_MAX_RD_ATOMIC];
+    /* Runtime only (re-armed after migration). */
     int64_t last_progress;      /* QEMU_CLOCK_VIRTUAL ns */
+    int64_t rnr_until;          /* end of the RNR wait, virtual ns */
     uint8_t retries;            /* timeouts since the last progress */
     bool seq_nak_sent;          /* responder: one NAK per PSN gap */
+    bool gap_retried;           /* completer: one retry per READ gap */
 } RSQp;
 
 /* RS_RESP_DROP: UC, the rest of a message after a PSN gap or an error. */
@@ -268,7 +295,11 @@ struct RSCore {
     QEMUBH *lan_bh;
     uint8_t *lan_tx_buf;        /* RS_LAN_MAX_FRAME bytes, from realize */
     QEMUBH *req_bh;             /* requester: runs the send queues */
-    QEMUTimer *retry_timer;     /* RC retransmission (go-back-N) */
+    QEMUTimer *retry_timer;     /* RC local ACK timeout */
+    QEMUTimer *rnr_timer;       /* end of RNR waits */
+    QEMUBH *resp_bh;            /* responder: coalesced ACKs */
+    uint64_t tx_count;          /* x-drop-tx: RoCE frames sent */
+    uint32_t tx_rng;            /* x-drop-tx: pseudo-random state */
     uint8_t *req_buf;           /* frame the requester builds */
     uint8_t *resp_buf;          /* frame the responder builds (ACK, READ) */
     uint8_t *rx_buf;            /* received RoCE frame, linearized */
@@ -459,6 +490,9 @@ void rs_req_process(void *opaque);
 void rs_req_kick(RSCore *c);
 void rs_req_rewind(RSCore *c, uint32_t qpn);
 void rs_req_arm_retry(RSCore *c);
+void rs_req_rnr_wait(RSCore *c, RSQp *qp, uint8_t timer);
+void rs_engine_post_load(RSCore *c);
+void rs_resp_flush_acks(void *opaque);
 void rs_roce_xmit(RSCore *c, uint8_t *frame, size_t len, uint32_t dip);
 bool rs_resp_divert(RSCore *c, const struct iovec *iov, int iovcnt);
 void rs_roce_input(RSCore *c, const uint8_t *frame, size_t len);

@@ -18,6 +18,7 @@
 #include "qemu/main-loop.h"
 #include "migration/vmstate.h"
 #include "rdma-session-core.h"
+#include "rdma-session-wire.h"
 #include "trace.h"
 
 static const VMStateDescription vmstate_rs_pd = {
@@ -79,6 +80,21 @@ static const VMStateDescription vmstate_rs_atomic_res = {
     },
 };
 
+static const VMStateDescription vmstate_rs_rd_res = {
+    .name = "rdma-session/rd-res",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(valid, RSRdRes),
+        VMSTATE_UINT32(psn, RSRdRes),
+        VMSTATE_UINT32(npkts, RSRdRes),
+        VMSTATE_UINT64(va, RSRdRes),
+        VMSTATE_UINT32(rkey, RSRdRes),
+        VMSTATE_UINT32(len, RSRdRes),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
 /* A receive WQE's SGE as the guest wrote it (little-endian fields). */
 static const VMStateDescription vmstate_rs_sge = {
     .name = "rdma-session/sge",
@@ -91,11 +107,22 @@ static const VMStateDescription vmstate_rs_sge = {
         VMSTATE_END_OF_LIST()
     },
 };
+static int rs_qp_post_load(void *opaque, int version_id)
+{
+    RSQp *qp = opaque;
+
+    if (version_id < 4) {
+        /* Before the send window every sent WQE was sent whole. */
+        qp->una_psn = qp->comp_psn;
+    }
+    return 0;
+}
 
 static const VMStateDescription vmstate_rs_qp = {
     .name = "rdma-session/qp",
-    .version_id = 3,
+    .version_id = 4,
     .minimum_version_id = 1,
+    .post_load = rs_qp_post_load,
     .fields = (const VMStateField[]) {
         VMSTATE_BOOL(valid, RSQp),
         VMSTATE_BOOL(has_av, RSQp),
@@ -152,6 +179,18 @@ static const VMStateDescription vmstate_rs_qp = {
         VMSTATE_UINT64_V(srq_wr_id, RSQp, 3),
         VMSTATE_STRUCT_ARRAY(srq_sge, RSQp, RS_MAX_SGE, 3, vmstate_rs_sge,
                                struct rs_sge),
+        /* version 4: send window, RNR, ACK coalescing, READ resources */
+        VMSTATE_UINT32_V(req_pkt, RSQp, 4),
+        VMSTATE_UINT8_V(req_slot, RSQp, 4),
+        VMSTATE_UINT32_V(una_psn, RSQp, 4),
+        VMSTATE_UINT8_V(rd_out, RSQp, 4),
+        VMSTATE_UINT8_V(rnr_retries, RSQp, 4),
+        VMSTATE_BOOL_V(rnr_wait, RSQp, 4),
+        VMSTATE_BOOL_V(ack_pending, RSQp, 4),
+        VMSTATE_UINT32_V(ack_psn, RSQp, 4),
+        VMSTATE_UINT32_V(rd_head, RSQp, 4),
+        VMSTATE_STRUCT_ARRAY(rd_res, RSQp, RS_MAX_RD_ATOMIC, 4,
+                             vmstate_rs_rd_res, RSRdRes),
         VMSTATE_END_OF_LIST()
     },
 };
@@ -381,6 +420,28 @@ static bool rs_core_state_valid(RSCore *c)
             (qp->sq_psn | qp->rq_psn | qp->comp_psn) >> 24) {
             return false;
         }
+        /*
+         * Send window: comp_psn <= una_psn <= sq_psn, the packet index of
+         * a message in progress within the largest message, READ
+         * resources within the largest READ.
+         */
+        if ((qp->una_psn | qp->ack_psn) >> 24 ||
+            rs_psn_diff(qp->una_psn, qp->comp_psn) < 0 ||
+            rs_psn_diff(qp->sq_psn, qp->una_psn) < 0 ||
+            qp->req_pkt > p->max_msg_size / 256 ||
+            qp->req_slot >= RS_MAX_GROUP_SESSIONS ||
+            qp->rnr_retries > 7 || qp->rd_out > RS_MAX_RD_ATOMIC) {
+            return false;
+        }
+        for (j = 0; j < RS_MAX_RD_ATOMIC; j++) {
+            RSRdRes *r = &qp->rd_res[j];
+
+            if (r->valid && (r->psn >> 24 || r->len > p->max_msg_size ||
+                             !r->npkts ||
+                             r->npkts > p->max_msg_size / 256 + 1)) {
+                return false;
+            }
+        }
     }
     for (i = 0; i < p->max_pds; i++) {
         if (c->pds[i].valid && (c->pds[i].flags & ~RS_PD_F_PRIVILEGED)) {
@@ -468,6 +529,7 @@ static int rs_core_post_load(void *opaque, int version_id)
         qemu_bh_schedule(c->admin_bh);
     }
     rs_lan_post_load(c);
+    rs_engine_post_load(c);
     return 0;
 }
 

@@ -7,10 +7,21 @@
  * wire with the UDP 5-tuple of a session of the QP's group.  UD work
  * requests complete once sent; RC ones when the completer sees the ACK.
  *
- * Lost RC packets are recovered go-back-N: a sequence NAK or the QP's
- * local ACK timeout rewinds sq_ci/sq_psn to the oldest unacknowledged WQE
- * and the requester sends it again (retry_cnt times, then
- * RS_WC_RETRY_EXC_ERR).  RNR NAKs are not retried yet.
+ * RC runs a send window: at most x-window packets (READ responses count
+ * too) are unacknowledged; the requester stops there and resumes in the
+ * middle of the message when ACKs arrive.  Its whole state is sq_ci, the
+ * WQE it is sending, and req_pkt, the packets of it already sent, so it
+ * keeps no copy of a WQE and re-reads it from the ring when it resumes.
+ * ACK requests go on the last packet of a message, every half window and
+ * on the packet that fills the window.  Large READs go out as several
+ * READ requests of half a window each.
+ *
+ * Lost packets are recovered go-back-N from the first unacknowledged PSN,
+ * possibly in the middle of a message (MIDDLE/LAST opcodes; a READ is
+ * requested again for its remaining part): on a sequence NAK, a gap in
+ * READ responses, or the QP's local ACK timeout (retry_cnt times, then
+ * RS_WC_RETRY_EXC_ERR).  An RNR NAK pauses the QP for the peer's RNR
+ * timer (rnr_retry times, 7 is unlimited, then RS_WC_RNR_RETRY_EXC_ERR).
  *
  * Copyright (c) 2026 rdma-session developers
  *
@@ -27,7 +38,7 @@
 #include "rdma-session-wire.h"
 #include "trace.h"
 
-#define RS_REQ_BUDGET   64      /* WQEs per QP per bottom-half run */
+#define RS_REQ_BUDGET   64      /* packets per QP per bottom-half run */
 
 void rs_req_kick(RSCore *c)
 {
@@ -36,14 +47,37 @@ void rs_req_kick(RSCore *c)
     }
 }
 
+/*
+ * x-drop-tx=N, fault injection for tests: lose one frame in N on average,
+ * chosen by a fixed pseudo-random sequence (xorshift32).  Every Nth frame
+ * exactly would not do: go-back-N falls into cycles of a multiple of N
+ * frames in which the same retransmission is lost every time.
+ */
+static bool rs_drop_tx(RSCore *c)
+{
+    uint32_t x = c->tx_rng ? c->tx_rng : 0x2545f491u;
+
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    c->tx_rng = x;
+    c->tx_count++;
+    return x % c->p.drop_tx == 0;
+}
+
 void rs_roce_xmit(RSCore *c, uint8_t *frame, size_t len, uint32_t dip)
 {
     struct iovec iov = { .iov_base = frame, .iov_len = len };
     uint8_t dgid[16];
     bool roce = rs_wire_is_roce(frame, len, dgid);
+    uint8_t op = frame[lduw_be_p(frame + 12) == ETH_P_IPV6 ?
+                       RS_BTH_OFF6 : RS_BTH_OFF];
 
-    trace_rdma_session_roce_tx(frame[lduw_be_p(frame + 12) == ETH_P_IPV6 ?
-                                     RS_BTH_OFF6 : RS_BTH_OFF], len, dip);
+    trace_rdma_session_roce_tx(op, len, dip);
+    if (c->p.drop_tx && rs_drop_tx(c)) {
+        trace_rdma_session_roce_tx_drop(op, c->tx_count);
+        return;
+    }
     if (roce && rs_gid_find(c, dgid) >= 0) {
         rs_roce_input(c, frame, len);       /* loopback */
         return;
@@ -128,23 +162,26 @@ bool rs_qp_tuple(RSCore *c, RSQp *qp, uint32_t qpn, const RSAv *ud_av,
 /*
  * A new request message: RS_GROUP_ROUND_ROBIN puts each message on the
  * group's next session; all packets of the message use that one, so PSN
- * order within a message is kept on one 5-tuple.  RS_GROUP_ACTIVE_BACKUP
- * uses the first session (no path failure detection yet).
+ * order within a message is kept on one 5-tuple (req_slot, also when the
+ * message resumes after a window stall).  RS_GROUP_ACTIVE_BACKUP uses the
+ * first session (no path failure detection yet).
  */
 bool rs_qp_tuple_msg(RSCore *c, RSQp *qp, uint32_t qpn, const RSAv *ud_av,
                      RSPkt *pkt)
 {
-    unsigned slot = 0;
+    if (!qp->req_pkt) {
+        qp->req_slot = 0;
+        if (!ud_av && qp->group) {
+            RSSessionGroup *g = &c->groups[qp->group];
 
-    if (!ud_av && qp->group) {
-        RSSessionGroup *g = &c->groups[qp->group];
-
-        if (g->valid && g->nsessions && g->policy == RS_GROUP_ROUND_ROBIN) {
-            slot = g->next % g->nsessions;
-            g->next = (slot + 1) % g->nsessions;
+            if (g->valid && g->nsessions &&
+                g->policy == RS_GROUP_ROUND_ROBIN) {
+                qp->req_slot = g->next % g->nsessions;
+                g->next = (qp->req_slot + 1) % g->nsessions;
+            }
         }
     }
-    return rs_qp_tuple_at(c, qp, qpn, ud_av, pkt, slot);
+    return rs_qp_tuple_at(c, qp, qpn, ud_av, pkt, qp->req_slot);
 }
 
 static bool rs_req_opcode_ok(uint8_t qpt, uint8_t op)
@@ -248,12 +285,25 @@ static void rs_req_fail(RSCore *c, uint32_t qpn, RSQp *qp,
     rs_sq_flush_before(c, qpn, qp->sq_ci);
     rs_send_cqe(c, qpn, w, status, 0);
     qp->sq_ci++;
+    qp->req_pkt = 0;
     qp->sq_comp = qp->sq_ci;
     rs_qp_to_err(c, qpn);
 }
 
-/* Execute the WQE at sq_ci.  False: stop working on this QP for now. */
-static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp)
+/* Packets the send window still allows. */
+static uint32_t rs_req_room(RSCore *c, RSQp *qp)
+{
+    int32_t inflight = MAX(rs_psn_diff(qp->sq_psn, qp->una_psn), 0);
+
+    return inflight >= c->p.window ? 0 : c->p.window - inflight;
+}
+
+/*
+ * Work on the WQE at sq_ci from its packet req_pkt.  True: go on with the
+ * next WQE (or this one again: the state moved under us); false: stop
+ * working on this QP for now (window full, error).
+ */
+static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp, unsigned *budget)
 {
     uint32_t stride = rs_sq_stride(qp->max_send_sge, qp->max_inline);
     uint64_t addr = qp->sq_addr +
@@ -262,10 +312,11 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp)
     bool uc = qp->type == RS_QPT_UC;
     bool atomic;
     uint32_t mtu = 128u << qp->path_mtu;
+    uint32_t ack_every = MAX(c->p.window / 2, 1);
     struct rs_send_wqe_ctrl w;
     struct rs_sge sge[RS_MAX_SGE];
     RSAv *ud_av = NULL, wqe_av;
-    uint32_t gid_index, npkts, first_psn, expect_ci, i;
+    uint32_t gid_index, npkts, expect_ci, expect_pkt;
     uint64_t total = 0;
     bool is_inline;
     RSPkt pkt;
@@ -276,8 +327,10 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp)
         rs_req_fail(c, qpn, qp, &w, RS_WC_LOC_QP_OP_ERR);
         return false;
     }
-    trace_rdma_session_req_wqe(qpn, qp->sq_ci, w.opcode, w.flags,
-                               w.num_sge);
+    if (!qp->req_pkt) {
+        trace_rdma_session_req_wqe(qpn, qp->sq_ci, w.opcode, w.flags,
+                                   w.num_sge);
+    }
     if (!rs_req_opcode_ok(qp->type, w.opcode)) {
         rs_req_fail(c, qpn, qp, &w, RS_WC_LOC_QP_OP_ERR);
         return false;
@@ -356,8 +409,13 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp)
         rs_req_fail(c, qpn, qp, &w, RS_WC_LOC_LEN_ERR);
         return false;
     }
-
     npkts = total ? DIV_ROUND_UP(total, mtu) : 1;
+    if (qp->req_pkt >= npkts) {
+        /* The WQE changed under a message in progress. */
+        rs_req_fail(c, qpn, qp, &w, RS_WC_LOC_QP_OP_ERR);
+        return false;
+    }
+
     pkt.dqpn = ud ? le32_to_cpu(w.remote_qpn) : qp->dest_qpn;
     pkt.pkey = 0xffff;
     if (ud) {
@@ -372,9 +430,14 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp)
     pkt.rkey = le32_to_cpu(w.rkey);
     pkt.dmalen = total;
 
-    if (w.opcode == RS_WR_RDMA_READ || atomic) {
+    if (atomic) {
         size_t len;
 
+        /* Atomics share max_rd_atomic with READ requests. */
+        if (!rs_req_room(c, qp) ||
+            qp->rd_out >= MAX(qp->max_rd_atomic, 1)) {
+            return false;
+        }
         pkt.opcode = rs_req_rc_op(w.opcode, 0, 1);
         if (w.opcode == RS_WR_ATOMIC_CMP_SWP) {
             pkt.swap_add = le64_to_cpu(w.swap);
@@ -385,32 +448,64 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp)
         pkt.psn = qp->sq_psn;
         pkt.ackreq = true;
         len = rs_wire_build(c->req_buf, &pkt, 0);
-        qp->sq_psn = (qp->sq_psn + npkts) & RS_PSN_MASK;
+        qp->sq_psn = (qp->sq_psn + 1) & RS_PSN_MASK;
         qp->sq_ci++;
+        qp->req_pkt = 0;
+        qp->rd_out++;
+        (*budget)--;
+        rs_req_arm_retry(c);
+        rs_roce_xmit(c, c->req_buf, len, pkt.dip);
+        return true;
+    }
+    if (w.opcode == RS_WR_RDMA_READ) {
+        uint32_t room = rs_req_room(c, qp), chunk;
+        uint32_t per = MAX(c->p.window / 2, 1);
+        uint64_t off = (uint64_t)qp->req_pkt * mtu;
+        size_t len;
+
+        /*
+         * One READ request per half window of the message, at fixed
+         * packet offsets, so that one asking again for the rest of a part
+         * stays inside what the responder's READ resource covers.
+         */
+        chunk = MIN(npkts, (qp->req_pkt / per + 1) * per) - qp->req_pkt;
+        if (room < chunk || qp->rd_out >= MAX(qp->max_rd_atomic, 1)) {
+            return false;
+        }
+        pkt.opcode = RS_OP_READ_REQ;
+        pkt.psn = qp->sq_psn;
+        pkt.ackreq = true;
+        pkt.va += off;
+        pkt.dmalen = MIN(total - off, (uint64_t)chunk * mtu);
+        len = rs_wire_build(c->req_buf, &pkt, 0);
+        qp->sq_psn = (qp->sq_psn + chunk) & RS_PSN_MASK;
+        qp->req_pkt += chunk;
+        qp->rd_out++;
+        if (qp->req_pkt == npkts) {
+            qp->sq_ci++;
+            qp->req_pkt = 0;
+        }
+        (*budget)--;
         rs_req_arm_retry(c);
         rs_roce_xmit(c, c->req_buf, len, pkt.dip);
         return true;
     }
 
     /*
-     * Account for the whole message before the first packet leaves: over
-     * loopback its ACK or NAK reaches the completer while we still send.
+     * Account for each packet before it leaves: over loopback its ACK or
+     * NAK reaches the completer (which may rewind us) while we still send.
      */
-    first_psn = qp->sq_psn;
-    qp->sq_psn = (qp->sq_psn + (ud ? 1 : npkts)) & RS_PSN_MASK;
-    qp->sq_ci++;
-    expect_ci = qp->sq_ci;
-    if (!ud && !uc) {
-        rs_req_arm_retry(c);
-    }
-    for (i = 0; i < npkts; i++) {
+    while (*budget) {
+        uint32_t i = qp->req_pkt;
+        uint32_t room = ud || uc ? 1 : rs_req_room(c, qp);
         uint32_t off = i * mtu;
         uint32_t n = MIN((uint64_t)mtu, total - off);
+        bool last = i == npkts - 1;
         uint8_t *payload;
         size_t len;
 
-        if (qp->state != RS_QPS_RTS || qp->sq_ci != expect_ci) {
-            return false;       /* a NAK ended or rewound it meanwhile */
+        if (!room) {
+            return false;
         }
         pkt.opcode = rs_req_wire_op(qp->type, w.opcode, i, npkts);
         payload = c->req_buf + rs_wire_payload_off(&pkt);
@@ -423,25 +518,41 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp)
         }
         if (st) {
             /* Packets already sent: the peer sees a truncated message. */
-            RS_GUEST_ERR(rdma_session_err_wqe, "QP %u send WQE %u: "
-                         "completion status %u", qpn, qp->sq_ci - 1, st);
-            rs_sq_flush_before(c, qpn, qp->sq_ci - 1);
-            rs_send_cqe(c, qpn, &w, st, 0);
-            qp->sq_comp = qp->sq_ci;
-            rs_qp_to_err(c, qpn);
+            rs_req_fail(c, qpn, qp, &w, st);
             return false;
         }
-        pkt.psn = ud ? first_psn : (first_psn + i) & RS_PSN_MASK;
-        pkt.ackreq = !ud && !uc && i == npkts - 1;
-        pkt.se = i == npkts - 1 && (w.flags & RS_WQE_F_SOLICITED);
+        pkt.psn = qp->sq_psn;
+        pkt.ackreq = !ud && !uc &&
+                     (last || room == 1 || (i + 1) % ack_every == 0);
+        pkt.se = last && (w.flags & RS_WQE_F_SOLICITED);
         len = rs_wire_build(c->req_buf, &pkt, n);
+        qp->sq_psn = (qp->sq_psn + 1) & RS_PSN_MASK;
+        if (last) {
+            qp->sq_ci++;
+            qp->req_pkt = 0;
+        } else {
+            qp->req_pkt++;
+        }
+        expect_ci = qp->sq_ci;
+        expect_pkt = qp->req_pkt;
+        (*budget)--;
+        if (!ud && !uc) {
+            rs_req_arm_retry(c);
+        }
         rs_roce_xmit(c, c->req_buf, len, pkt.dip);
-    }
-    if (ud || uc) {
-        /* No acknowledgements: done once on the wire. */
-        rs_send_cqe(c, qpn, &w, RS_WC_SUCCESS, total);
-        qp->sq_comp++;
-        qp->comp_psn = qp->sq_psn;
+        if (last) {
+            if (ud || uc) {
+                /* No acknowledgements: done once on the wire. */
+                rs_send_cqe(c, qpn, &w, RS_WC_SUCCESS, total);
+                qp->sq_comp++;
+                qp->comp_psn = qp->una_psn = qp->sq_psn;
+            }
+            return true;
+        }
+        if (qp->state != RS_QPS_RTS || qp->sq_ci != expect_ci ||
+            qp->req_pkt != expect_pkt) {
+            return true;        /* a NAK ended or rewound it meanwhile */
+        }
     }
     return true;
 }
@@ -465,7 +576,8 @@ void rs_req_process(void *opaque)
             more |= rs_qp_flush(c, qpn, budget);
             continue;
         }
-        if (!active || !qp->valid || qp->state != RS_QPS_RTS) {
+        if (!active || !qp->valid || qp->state != RS_QPS_RTS ||
+            qp->rnr_wait) {
             continue;
         }
         if ((uint16_t)(qp->sq_pi - qp->sq_ci) > (1u << qp->sq_log)) {
@@ -476,12 +588,12 @@ void rs_req_process(void *opaque)
             continue;
         }
         while ((uint16_t)(qp->sq_pi - qp->sq_ci) && qp->valid &&
-               qp->state == RS_QPS_RTS) {
-            if (!budget--) {
+               qp->state == RS_QPS_RTS && !qp->rnr_wait) {
+            if (!budget) {
                 more = true;
                 break;
             }
-            if (!rs_req_wqe(c, qpn, qp)) {
+            if (!rs_req_wqe(c, qpn, qp, &budget)) {
                 break;
             }
         }
@@ -491,14 +603,16 @@ void rs_req_process(void *opaque)
     }
 }
 
-/* Go back to the oldest unacknowledged WQE and send from there again. */
+/* Go back to the first unacknowledged PSN and send from there again. */
 void rs_req_rewind(RSCore *c, uint32_t qpn)
 {
     RSQp *qp = &c->qps[qpn];
 
-    trace_rdma_session_req_rewind(qpn, qp->sq_comp, qp->sq_ci, qp->comp_psn);
+    trace_rdma_session_req_rewind(qpn, qp->sq_comp, qp->sq_ci, qp->una_psn);
     qp->sq_ci = qp->sq_comp;
-    qp->sq_psn = qp->comp_psn;
+    qp->req_pkt = MAX(rs_psn_diff(qp->una_psn, qp->comp_psn), 0);
+    qp->sq_psn = qp->una_psn;
+    qp->rd_out = 0;
     qp->last_progress = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
     rs_req_kick(c);
 }
@@ -511,6 +625,23 @@ void rs_req_arm_retry(RSCore *c)
         timer_mod(c->retry_timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
                   RS_RETRY_TICK_NS);
     }
+}
+
+/* The completion of the oldest WQE when the QP gives up on it. */
+static void rs_req_give_up(RSCore *c, uint32_t qpn, RSQp *qp, uint8_t status)
+{
+    uint32_t stride = rs_sq_stride(qp->max_send_sge, qp->max_inline);
+    struct rs_send_wqe_ctrl w;
+
+    memset(&w, 0, sizeof(w));
+    rs_dma_read(c, qp->sq_addr + (uint64_t)(qp->sq_comp &
+                ((1u << qp->sq_log) - 1)) * stride, &w, sizeof(w));
+    trace_rdma_session_req_give_up(qpn, qp->sq_comp, status);
+    rs_send_cqe(c, qpn, &w, status, 0);
+    qp->sq_comp++;
+    qp->sq_ci = qp->sq_comp;
+    qp->req_pkt = 0;
+    rs_qp_to_err(c, qpn);
 }
 
 /* Local ACK timeout: 4.096 us * 2^timeout (0: none), at least 10 ms. */
@@ -526,29 +657,20 @@ static void rs_req_retry_tick(void *opaque)
         int64_t tmo;
 
         if (!qp->valid || qp->type != RS_QPT_RC ||
-            qp->state != RS_QPS_RTS || qp->sq_comp == qp->sq_ci ||
-            !qp->timeout) {
+            qp->state != RS_QPS_RTS ||
+            rs_psn_diff(qp->sq_psn, qp->una_psn) <= 0 || !qp->timeout) {
             continue;
         }
         pending = true;
         tmo = MAX(4096LL << MIN(qp->timeout, 31), RS_RETRY_TICK_NS);
-        if (qp->last_progress == 0) {
+        if (qp->last_progress == 0 || qp->rnr_wait) {
             qp->last_progress = now;    /* e.g. after migration */
         }
         if (now - qp->last_progress < tmo) {
             continue;
         }
         if (qp->retries >= qp->retry_cnt) {
-            struct rs_send_wqe_ctrl w;
-            uint32_t stride = rs_sq_stride(qp->max_send_sge, qp->max_inline);
-
-            memset(&w, 0, sizeof(w));
-            rs_dma_read(c, qp->sq_addr + (uint64_t)(qp->sq_comp &
-                        ((1u << qp->sq_log) - 1)) * stride, &w, sizeof(w));
-            rs_send_cqe(c, qpn, &w, RS_WC_RETRY_EXC_ERR, 0);
-            qp->sq_comp++;
-            qp->sq_ci = qp->sq_comp;
-            rs_qp_to_err(c, qpn);
+            rs_req_give_up(c, qpn, qp, RS_WC_RETRY_EXC_ERR);
             continue;
         }
         qp->retries++;
@@ -559,10 +681,96 @@ static void rs_req_retry_tick(void *opaque)
     }
 }
 
+/* IBTA table 45, RNR NAK timer field: units of 10 us. */
+static const uint32_t rs_rnr_10us[32] = {
+    65536, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256,
+    384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384,
+    24576, 32768, 49152,
+};
+
+/*
+ * An RNR NAK for the first unacknowledged PSN: pause the QP for the
+ * peer's timer, then send from there again; give up after rnr_retry.
+ */
+void rs_req_rnr_wait(RSCore *c, RSQp *qp, uint8_t timer)
+{
+    uint32_t qpn = qp - c->qps;
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+
+    if (qp->rnr_retry != 7 && qp->rnr_retries >= qp->rnr_retry) {
+        rs_req_give_up(c, qpn, qp, RS_WC_RNR_RETRY_EXC_ERR);
+        return;
+    }
+    if (qp->rnr_retry != 7) {
+        qp->rnr_retries++;
+    }
+    trace_rdma_session_req_rnr_wait(qpn, qp->una_psn, timer,
+                                    qp->rnr_retries);
+    rs_req_rewind(c, qpn);
+    qp->rnr_wait = true;
+    qp->rnr_until = now + rs_rnr_10us[timer & 31] * 10 * SCALE_US;
+    timer_mod_anticipate(c->rnr_timer, qp->rnr_until);
+}
+
+static void rs_req_rnr_tick(void *opaque)
+{
+    RSCore *c = opaque;
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    int64_t next = INT64_MAX;
+    uint32_t qpn;
+
+    for (qpn = 1; qpn < c->p.max_qps; qpn++) {
+        RSQp *qp = &c->qps[qpn];
+
+        if (!qp->valid || !qp->rnr_wait) {
+            continue;
+        }
+        if (qp->state != RS_QPS_RTS || now >= qp->rnr_until) {
+            qp->rnr_wait = false;
+            qp->last_progress = now;
+            rs_req_kick(c);
+        } else {
+            next = MIN(next, qp->rnr_until);
+        }
+    }
+    if (next != INT64_MAX) {
+        timer_mod_anticipate(c->rnr_timer, next);
+    }
+}
+
+/* After migration: timers and bottom halves are the destination's. */
+void rs_engine_post_load(RSCore *c)
+{
+    uint32_t qpn;
+
+    for (qpn = 1; qpn < c->p.max_qps; qpn++) {
+        RSQp *qp = &c->qps[qpn];
+
+        if (!qp->valid) {
+            continue;
+        }
+        qp->last_progress = 0;
+        qp->rnr_until = 0;
+        if (qp->rnr_wait) {
+            timer_mod_anticipate(c->rnr_timer, 0);
+        }
+        if (qp->ack_pending) {
+            qemu_bh_schedule(c->resp_bh);
+        }
+        if (qp->type == RS_QPT_RC &&
+            rs_psn_diff(qp->sq_psn, qp->una_psn) > 0) {
+            rs_req_arm_retry(c);
+        }
+    }
+    rs_req_kick(c);
+}
+
 void rs_engine_realize(RSCore *c)
 {
     c->retry_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, rs_req_retry_tick, c);
+    c->rnr_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, rs_req_rnr_tick, c);
     c->req_bh = qemu_bh_new_guarded(rs_req_process, c, c->guard);
+    c->resp_bh = qemu_bh_new_guarded(rs_resp_flush_acks, c, c->guard);
     c->req_buf = g_malloc0(RS_WIRE_MAX_FRAME);
     c->resp_buf = g_malloc0(RS_WIRE_MAX_FRAME);
     c->rx_buf = g_malloc0(RS_WIRE_MAX_FRAME);
@@ -572,8 +780,12 @@ void rs_engine_unrealize(RSCore *c)
 {
     qemu_bh_delete(c->req_bh);
     c->req_bh = NULL;
+    qemu_bh_delete(c->resp_bh);
+    c->resp_bh = NULL;
     timer_free(c->retry_timer);
     c->retry_timer = NULL;
+    timer_free(c->rnr_timer);
+    c->rnr_timer = NULL;
     g_free(c->req_buf);
     g_free(c->resp_buf);
     g_free(c->rx_buf);

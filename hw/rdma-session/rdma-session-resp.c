@@ -9,6 +9,15 @@
  * completer.  Remote keys resolve in the key table of the VNI of the GID
  * the packet arrived on.
  *
+ * RC reliability (IBTA 9.7.5): ACKs are coalesced, one per QP per run of
+ * the resp bottom half for the newest PSN that asked for one; a NAK or a
+ * READ response makes a pending ACK redundant.  Duplicate SEND/WRITE
+ * packets are acknowledged again, not executed; a duplicate READ request
+ * is answered again from the READ resource it falls in (the requester may
+ * ask for the rest of a READ only).  A SEND that finds the receive queue
+ * empty gets an RNR NAK with the QP's min_rnr_timer, and the packets
+ * behind it are dropped silently until the requester comes back.
+ *
  * Copyright (c) 2026 rdma-session developers
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
@@ -17,6 +26,7 @@
 #include "qemu/osdep.h"
 #include "qemu/log.h"
 #include "qemu/iov.h"
+#include "qemu/main-loop.h"
 #include "rdma-session-core.h"
 #include "rdma-session-wire.h"
 #include "trace.h"
@@ -92,13 +102,54 @@ static void rs_resp_ack(RSCore *c, uint32_t qpn, RSQp *qp, uint8_t syndrome,
     rs_resp_send_ack(c, qpn, qp, RS_OP_ACK, syndrome, psn, 0);
 }
 
+/* A NAK: it also acknowledges what a pending ACK would have. */
+static void rs_resp_nak(RSCore *c, uint32_t qpn, RSQp *qp, uint8_t syndrome,
+                        uint32_t psn)
+{
+    qp->ack_pending = false;
+    rs_resp_ack(c, qpn, qp, syndrome, psn);
+}
+
+/* ACK psn (and everything before it) with the next coalesced ACK. */
+static void rs_resp_ack_later(RSCore *c, RSQp *qp, uint32_t psn)
+{
+    if (!qp->ack_pending || rs_psn_diff(psn, qp->ack_psn) > 0) {
+        qp->ack_psn = psn;
+    }
+    qp->ack_pending = true;
+    qemu_bh_schedule(c->resp_bh);
+}
+
+void rs_resp_flush_acks(void *opaque)
+{
+    RSCore *c = opaque;
+    uint32_t qpn;
+
+    if (!rs_port_active(c)) {
+        return;
+    }
+    for (qpn = 1; qpn < c->p.max_qps; qpn++) {
+        RSQp *qp = &c->qps[qpn];
+
+        if (!qp->valid || !qp->ack_pending) {
+            continue;
+        }
+        qp->ack_pending = false;
+        if (qp->type == RS_QPT_RC && (qp->state == RS_QPS_RTR ||
+                                      qp->state == RS_QPS_RTS ||
+                                      qp->state == RS_QPS_SQD)) {
+            rs_resp_ack(c, qpn, qp, RS_AETH_ACK, qp->ack_psn);
+        }
+    }
+}
+
 /* NAK that ends the connection: the responder's QP goes to ERR. */
 static void rs_resp_nak_fatal(RSCore *c, uint32_t qpn, RSQp *qp,
                               uint8_t syndrome, uint32_t psn,
                               const char *why)
 {
     trace_rdma_session_resp_nak(qpn, psn, syndrome, why);
-    rs_resp_ack(c, qpn, qp, syndrome, psn);
+    rs_resp_nak(c, qpn, qp, syndrome, psn);
     qp->resp_op = RS_RESP_NONE;
     rs_qp_to_err(c, qpn);
 }
@@ -275,12 +326,16 @@ static void rs_resp_ud(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
                 RS_WR_RECV);
 }
 
-/* READ request: stream the responses from the local MR. */
+/*
+ * Stream the responses for len bytes at va from PSN psn: a new READ
+ * request, or again (replay) for a duplicate one.
+ */
 static void rs_resp_read(RSCore *c, uint32_t qpn, RSQp *qp, RSMr *mr,
-                         const RSPkt *req)
+                         uint32_t psn, uint64_t va, uint32_t dmalen,
+                         bool replay)
 {
     uint32_t mtu = 128u << qp->path_mtu;
-    uint32_t npkts = req->dmalen ? DIV_ROUND_UP(req->dmalen, mtu) : 1;
+    uint32_t npkts = dmalen ? DIV_ROUND_UP(dmalen, mtu) : 1;
     uint32_t i;
     RSPkt p;
 
@@ -290,11 +345,14 @@ static void rs_resp_read(RSCore *c, uint32_t qpn, RSQp *qp, RSMr *mr,
     }
     p.dqpn = qp->dest_qpn;
     p.syndrome = RS_AETH_ACK;
-    qp->msn++;
+    if (!replay) {
+        qp->msn++;
+        qp->ack_pending = false;    /* the responses acknowledge it */
+    }
     p.msn = qp->msn;
     for (i = 0; i < npkts; i++) {
         uint32_t off = i * mtu;
-        uint32_t n = MIN(mtu, req->dmalen - off);
+        uint32_t n = MIN(mtu, dmalen - off);
         size_t len;
 
         if (npkts == 1) {
@@ -306,14 +364,14 @@ static void rs_resp_read(RSCore *c, uint32_t qpn, RSQp *qp, RSMr *mr,
         } else {
             p.opcode = RS_OP_READ_RESP_MIDDLE;
         }
-        if (n && rs_mr_rw(c, mr, req->va + off,
+        if (n && rs_mr_rw(c, mr, va + off,
                           c->resp_buf + rs_wire_payload_off(&p), n,
                           false)) {
             rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_REM_OP,
-                              (req->psn + i) & RS_PSN_MASK, "READ DMA");
+                              (psn + i) & RS_PSN_MASK, "READ DMA");
             return;
         }
-        p.psn = (req->psn + i) & RS_PSN_MASK;
+        p.psn = (psn + i) & RS_PSN_MASK;
         len = rs_wire_build(c->resp_buf, &p, n);
         rs_roce_xmit(c, c->resp_buf, len, p.dip);
     }
@@ -386,6 +444,7 @@ static void rs_resp_atomic(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
     res->orig = orig;
     qp->msn++;
     qp->rq_psn = (pkt->psn + 1) & RS_PSN_MASK;
+    qp->ack_pending = false;    /* the response acknowledges it */
     rs_resp_send_ack(c, qpn, qp, RS_OP_ATOMIC_ACK, RS_AETH_ACK, pkt->psn,
                      orig);
 }
@@ -408,12 +467,73 @@ static void rs_resp_atomic_dup(RSCore *c, uint32_t qpn, RSQp *qp,
     trace_rdma_session_resp_drop(qpn, pkt->psn, "duplicate atomic unknown");
 }
 
+/* READ resources in use: max_dest_rd_atomic, at least one. */
+static unsigned rs_resp_nres(RSQp *qp)
+{
+    return MIN(MAX(qp->max_dest_rd_atomic, 1), RS_MAX_RD_ATOMIC);
+}
+
+/*
+ * A request with a PSN before the expected one: its ACK or its READ
+ * responses were lost.  SEND/WRITE are acknowledged again, not executed
+ * (C9-105); a READ is answered again from its resource (C9-106), for the
+ * part of it the request names; an atomic from its saved result.
+ */
+static void rs_resp_duplicate(RSCore *c, uint32_t qpn, RSQp *qp,
+                              uint32_t gid, const RSPkt *pkt)
+{
+    uint32_t mtu = 128u << qp->path_mtu;
+    RSRdRes *res = NULL;
+    uint32_t npkts, d = 0;
+    unsigned i;
+    RSMr *mr;
+
+    if (rs_opcode[pkt->opcode].flags & RS_OPF_ATOMIC) {
+        rs_resp_atomic_dup(c, qpn, qp, pkt);
+        return;
+    }
+    if (!(rs_opcode[pkt->opcode].flags & RS_OPF_READ)) {
+        trace_rdma_session_resp_drop(qpn, pkt->psn, "duplicate: ACK again");
+        rs_resp_ack_later(c, qp, (qp->rq_psn - 1) & RS_PSN_MASK);
+        return;
+    }
+    for (i = 0; i < RS_MAX_RD_ATOMIC; i++) {
+        RSRdRes *r = &qp->rd_res[i];
+
+        d = rs_psn_diff(pkt->psn, r->psn);
+        if (r->valid && (int32_t)d >= 0 && d < r->npkts) {
+            res = r;
+            break;
+        }
+    }
+    npkts = pkt->dmalen ? DIV_ROUND_UP(pkt->dmalen, mtu) : 1;
+    /* Only a part of the original, from the packet at its PSN on. */
+    if (!res || pkt->rkey != res->rkey ||
+        pkt->va != res->va + (uint64_t)d * mtu ||
+        d + npkts > res->npkts ||
+        (uint64_t)d * mtu + pkt->dmalen > res->len) {
+        trace_rdma_session_resp_drop(qpn, pkt->psn,
+                                     "duplicate READ: no such resource");
+        return;
+    }
+    mr = rs_resp_rkey(c, qp, gid, pkt->rkey, pkt->va, pkt->dmalen,
+                      RS_ACCESS_REMOTE_READ);
+    if (!mr) {
+        trace_rdma_session_resp_drop(qpn, pkt->psn,
+                                     "duplicate READ: rkey gone");
+        return;
+    }
+    trace_rdma_session_resp_drop(qpn, pkt->psn, "duplicate READ: replay");
+    rs_resp_read(c, qpn, qp, mr, pkt->psn, pkt->va, pkt->dmalen, true);
+}
+
 static void rs_resp_rc(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
                        const RSPkt *pkt)
 {
     const RSOpcodeInfo *oi = &rs_opcode[pkt->opcode];
     uint32_t mtu = 128u << qp->path_mtu;
     uint32_t f = oi->flags;
+    RSRdRes *res;
     int32_t d;
     RSRecvWqe r;
     RSMr *mr;
@@ -426,24 +546,7 @@ static void rs_resp_rc(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
     }
     d = rs_psn_diff(pkt->psn, qp->rq_psn);
     if (d < 0) {
-        trace_rdma_session_resp_drop(qpn, pkt->psn, "duplicate");
-        if (f & RS_OPF_READ) {
-            /* Replay a duplicate READ (the requester lost a response). */
-            mr = rs_resp_rkey(c, qp, gid, pkt->rkey, pkt->va, pkt->dmalen,
-                              RS_ACCESS_REMOTE_READ);
-            if (mr && pkt->dmalen <= c->p.max_msg_size) {
-                qp->msn--;
-                rs_resp_read(c, qpn, qp, mr, pkt);
-            }
-            return;
-        }
-        if (f & RS_OPF_ATOMIC) {
-            rs_resp_atomic_dup(c, qpn, qp, pkt);
-            return;
-        }
-        /* Duplicate SEND/WRITE: acknowledge what we have. */
-        rs_resp_ack(c, qpn, qp, RS_AETH_ACK,
-                    (qp->rq_psn - 1) & RS_PSN_MASK);
+        rs_resp_duplicate(c, qpn, qp, gid, pkt);
         return;
     }
     if (d > 0) {
@@ -452,7 +555,7 @@ static void rs_resp_rc(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
                                     "PSN sequence error");
         if (!qp->seq_nak_sent) {
             qp->seq_nak_sent = true;
-            rs_resp_ack(c, qpn, qp, RS_AETH_NAK_PSN_SEQ, qp->rq_psn);
+            rs_resp_nak(c, qpn, qp, RS_AETH_NAK_PSN_SEQ, qp->rq_psn);
         }
         return;
     }
@@ -483,10 +586,15 @@ static void rs_resp_rc(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
                               "READ rkey, rights or bounds");
             return;
         }
-        qp->rq_psn = (qp->rq_psn +
-                      (pkt->dmalen ? DIV_ROUND_UP(pkt->dmalen, mtu) : 1)) &
-                     RS_PSN_MASK;
-        rs_resp_read(c, qpn, qp, mr, pkt);
+        res = &qp->rd_res[qp->rd_head++ % rs_resp_nres(qp)];
+        res->valid = true;
+        res->psn = pkt->psn;
+        res->npkts = pkt->dmalen ? DIV_ROUND_UP(pkt->dmalen, mtu) : 1;
+        res->va = pkt->va;
+        res->rkey = pkt->rkey;
+        res->len = pkt->dmalen;
+        qp->rq_psn = (qp->rq_psn + res->npkts) & RS_PSN_MASK;
+        rs_resp_read(c, qpn, qp, mr, pkt->psn, pkt->va, pkt->dmalen, false);
         return;
     }
     if (f & RS_OPF_ATOMIC) {
@@ -498,11 +606,13 @@ static void rs_resp_rc(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
     if (((f & RS_OPF_SEND) && (f & RS_OPF_FIRST)) ||
         ((f & RS_OPF_WRITE) && (f & RS_OPF_IMM))) {
         if (rs_rq_empty(c, qp)) {
-            /* RNR NAK; the requester has no RNR retry yet. */
+            /* RNR NAK; what follows it is dropped until the retry. */
             trace_rdma_session_resp_nak(qpn, pkt->psn, RS_AETH_TYPE_RNR,
                                         "no receive WQE");
-            rs_resp_ack(c, qpn, qp, RS_AETH_TYPE_RNR | qp->min_rnr_timer,
+            rs_resp_nak(c, qpn, qp,
+                        RS_AETH_TYPE_RNR | (qp->min_rnr_timer & 0x1f),
                         pkt->psn);
+            qp->seq_nak_sent = true;
             return;
         }
     }
@@ -594,7 +704,7 @@ static void rs_resp_rc(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
     }
     qp->rq_psn = (pkt->psn + 1) & RS_PSN_MASK;
     if (pkt->ackreq) {
-        rs_resp_ack(c, qpn, qp, RS_AETH_ACK, pkt->psn);
+        rs_resp_ack_later(c, qp, pkt->psn);
     }
 }
 
