@@ -28,6 +28,10 @@
 #   --boot-timeout S   seconds for all VMs to become ready (default 120)
 #   --netdev-user      each VM on its own -netdev user (slirp) instead of the
 #                      shared segment; the interface is configured by DHCP
+#   --dgram            two VMs only: connect them with -netdev dgram (a
+#                      unicast UDP socket pair on loopback) instead of the
+#                      multicast segment; each QEMU then receives only its
+#                      peer's frames, not every frame on the segment
 #   --soft-roce        every VM gets virtio-net-pci instead of the adapter
 #                      and Linux soft-RoCE (rdma_rxe, device rxe0)
 #   --soft-roce-vm I   only VM I does (repeatable)
@@ -58,7 +62,7 @@ log() { [ "$quiet" = 1 ] || printf '[launch-vms] %s\n' "$*" >&2; }
 die() { printf '[launch-vms] error: %s\n' "$*" >&2; exit 2; }
 
 n=2 cmd='ibv_devinfo; ip -4 addr' tmo=120 btmo=120 user=0 softall=0 shellvm=0
-device=rdma-session mem=512 build=1 quiet=0 cmd_given=0
+device=rdma-session mem=512 build=1 quiet=0 cmd_given=0 dgram=0
 [ "${RS_NO_BUILD:-0}" = 1 ] && build=0
 declare -A vmcmd=() soft=() pcap=()
 while [ $# -gt 0 ]; do
@@ -69,6 +73,7 @@ while [ $# -gt 0 ]; do
     --timeout) tmo=${2:?}; shift ;;
     --boot-timeout) btmo=${2:?}; shift ;;
     --netdev-user) user=1 ;;
+    --dgram) dgram=1 ;;
     --soft-roce) softall=1 ;;
     --soft-roce-vm) soft[${2:?}]=1; shift ;;
     --pcap) pcap[${2:?}]=${3:?}; shift 2 ;;
@@ -86,6 +91,7 @@ done
 case $n in ''|*[!0-9]*) die "-n needs a number" ;; esac
 [ "$n" -ge 1 ] && [ "$n" -le 200 ] || die "-n must be 1..200"
 [ "$shellvm" -le "$n" ] || die "--shell $shellvm: there are only $n VMs"
+[ $dgram = 0 ] || [ "$n" = 2 ] || die "--dgram connects exactly two VMs (-n 2)"
 for i in "${!vmcmd[@]}" "${!soft[@]}" "${!pcap[@]}"; do
     [ "$i" -ge 1 ] && [ "$i" -le "$n" ] || die "VM index $i out of range 1..$n"
 done
@@ -150,6 +156,7 @@ trap 'log "interrupted"; exit 130' INT TERM HUP
 # --- Start the VMs ---------------------------------------------------------------
 r() { echo $(( (RANDOM << 15 | RANDOM) % $1 )); }
 mcast="230.$(r 256).$(r 256).$(( $(r 254) + 1 )):$(( $(r 30000) + 20000 ))"
+dport=$(( $(r 30000) + 20000 ))
 ip_of() { [ $user = 1 ] && return; echo "10.77.0.$1"; }
 is_soft() { [ $softall = 1 ] || [ -n "${soft[$1]:-}" ]; }
 
@@ -164,6 +171,9 @@ start_vm()  # index
     if [ $user = 1 ]; then
         net=(-netdev "user,id=n0")
         append+=" rs.dhcp=1"
+    elif [ $dgram = 1 ]; then
+        net=(-netdev "dgram,id=n0,local.type=inet,local.host=127.0.0.1,local.port=$((dport + i)),remote.type=inet,remote.host=127.0.0.1,remote.port=$((dport + 3 - i))")
+        append+=" rs.ip=$(ip_of "$i")/24"
     else
         net=(-netdev "socket,id=n0,mcast=$mcast,localaddr=127.0.0.1")
         append+=" rs.ip=$(ip_of "$i")/24"
@@ -207,6 +217,7 @@ extra=("$@")
 tb=$(date +%s.%N)
 seg="-netdev socket mcast $mcast on 127.0.0.1"
 [ $user = 1 ] && seg="-netdev user (one slirp network per VM)"
+[ $dgram = 1 ] && seg="-netdev dgram, UDP ports $((dport + 1))/$((dport + 2)) on 127.0.0.1"
 log "starting $n VM(s) (${RS_ACCEL:-tcg}, kernel $RS_KVER, $seg); logs in $run"
 for i in $(seq 1 "$n"); do start_vm "$i"; done
 
