@@ -12,10 +12,11 @@
  * cannot take a frame it keeps it (one frame) and TX pauses until the
  * backend has sent it, so a stalled backend costs no memory and the guest
  * sees its ring stop.  RX is driven by the
- * network layer: while no descriptor is posted can_receive is false and
- * the layer holds the frames (its queue is bounded: a backend with a
- * completion callback stops reading, the others drop past the queue
- * limit); the RX doorbell flushes them.
+ * network layer: a frame for the LAN ring that finds no descriptor is
+ * handed back and the layer holds it and those after it (its queue is
+ * bounded: a backend with a completion callback stops reading, the others
+ * drop past the queue limit); the RX doorbell flushes them.  RoCEv2
+ * frames for the engine need no descriptor.
  *
  * The core knows nothing about PCI or the NIC: the glue gives it a send
  * and a flush callback.
@@ -282,12 +283,22 @@ static void rs_lan_bh(void *opaque)
 /* Receive                                                             */
 /* ------------------------------------------------------------------ */
 
-bool rs_lan_can_receive(RSCore *c)
+static bool rs_lan_rx_ready(RSCore *c)
 {
     RSLanQueue *q = &c->lanq[RS_LAN_RXQ];
 
     return (c->status & R_RS_STATUS_READY_MASK) && q->valid &&
            rs_lan_pending(q) != 0;
+}
+
+/*
+ * RoCEv2 frames for the engine need no RX descriptor, so while the port
+ * is active every frame is taken; one for the LAN ring that finds no
+ * descriptor is handed back to the network layer (receive returns 0).
+ */
+bool rs_lan_can_receive(RSCore *c)
+{
+    return rs_port_active(c) || rs_lan_rx_ready(c);
 }
 
 static bool rs_lan_rx_accept(RSCore *c, const uint8_t *dst)
@@ -331,7 +342,7 @@ ssize_t rs_lan_receive_iov(RSCore *c, const struct iovec *iov, int iovcnt)
     if (rs_port_active(c) && rs_resp_divert(c, iov, iovcnt)) {
         return size;        /* RoCEv2 to one of our GIDs: the engine's */
     }
-    if (!rs_lan_can_receive(c)) {
+    if (!rs_lan_rx_ready(c)) {
         return 0;           /* the network layer holds it */
     }
     if (size < ETH_HLEN) {
