@@ -377,18 +377,32 @@ static void rs_resp_read(RSCore *c, uint32_t qpn, RSQp *qp, RSMr *mr,
     }
 }
 
-/* rkey check for RDMA WRITE/READ: PD, QP and MR rights, bounds. */
-static RSMr *rs_resp_rkey(RSCore *c, RSQp *qp, uint32_t gid, uint32_t rkey,
-                          uint64_t va, uint32_t len, uint16_t right)
+/*
+ * rkey check for RDMA WRITE/READ: QP, PD and MR rights, bounds.  A request
+ * of zero bytes names no memory: its R_Key and VA are not checked (IBTA
+ * C9-88), and *mrp is NULL.
+ */
+static bool rs_resp_rkey(RSCore *c, RSQp *qp, uint32_t gid, uint32_t rkey,
+                         uint64_t va, uint32_t len, uint16_t right,
+                         RSMr **mrp)
 {
-    RSMr *mr = rs_mkey_lookup(c, gid, rkey);
+    RSMr *mr;
 
-    if (!mr || mr->pd != qp->pd || !(mr->access & right) ||
-        !(qp->access & right) || va < mr->iova || va + len < va ||
-        va + len > mr->iova + mr->length) {
-        return NULL;
+    *mrp = NULL;
+    if (!(qp->access & right)) {
+        return false;
     }
-    return mr;
+    if (!len) {
+        return true;
+    }
+    mr = rs_mkey_lookup(c, gid, rkey);
+    if (!mr || mr->pd != qp->pd || !(mr->access & right) ||
+        va < mr->iova || va + len < va ||
+        va + len > mr->iova + mr->length) {
+        return false;
+    }
+    *mrp = mr;
+    return true;
 }
 
 /*
@@ -412,9 +426,8 @@ static void rs_resp_atomic(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
                           "misaligned atomic");
         return;
     }
-    mr = rs_resp_rkey(c, qp, gid, pkt->rkey, pkt->va, sizeof(buf),
-                      RS_ACCESS_REMOTE_ATOMIC);
-    if (!mr) {
+    if (!rs_resp_rkey(c, qp, gid, pkt->rkey, pkt->va, sizeof(buf),
+                      RS_ACCESS_REMOTE_ATOMIC, &mr)) {
         rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_REM_ACCESS, pkt->psn,
                           "atomic rkey, rights or bounds");
         return;
@@ -516,9 +529,8 @@ static void rs_resp_duplicate(RSCore *c, uint32_t qpn, RSQp *qp,
                                      "duplicate READ: no such resource");
         return;
     }
-    mr = rs_resp_rkey(c, qp, gid, pkt->rkey, pkt->va, pkt->dmalen,
-                      RS_ACCESS_REMOTE_READ);
-    if (!mr) {
+    if (!rs_resp_rkey(c, qp, gid, pkt->rkey, pkt->va, pkt->dmalen,
+                      RS_ACCESS_REMOTE_READ, &mr)) {
         trace_rdma_session_resp_drop(qpn, pkt->psn,
                                      "duplicate READ: rkey gone");
         return;
@@ -579,9 +591,9 @@ static void rs_resp_rc(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
     }
 
     if (f & RS_OPF_READ) {
-        mr = rs_resp_rkey(c, qp, gid, pkt->rkey, pkt->va, pkt->dmalen,
-                          RS_ACCESS_REMOTE_READ);
-        if (!mr || pkt->dmalen > c->p.max_msg_size) {
+        if (!rs_resp_rkey(c, qp, gid, pkt->rkey, pkt->va, pkt->dmalen,
+                          RS_ACCESS_REMOTE_READ, &mr) ||
+            pkt->dmalen > c->p.max_msg_size) {
             rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_REM_ACCESS, pkt->psn,
                               "READ rkey, rights or bounds");
             return;
@@ -654,7 +666,7 @@ static void rs_resp_rc(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
     } else {                            /* RDMA WRITE */
         if (f & RS_OPF_FIRST) {
             if (!rs_resp_rkey(c, qp, gid, pkt->rkey, pkt->va, pkt->dmalen,
-                              RS_ACCESS_REMOTE_WRITE) ||
+                              RS_ACCESS_REMOTE_WRITE, &mr) ||
                 pkt->dmalen > c->p.max_msg_size) {
                 rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_REM_ACCESS,
                                   pkt->psn, "WRITE rkey, rights or bounds");
@@ -672,9 +684,8 @@ static void rs_resp_rc(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
             return;
         }
         if (pkt->paylen) {
-            mr = rs_resp_rkey(c, qp, gid, qp->resp_rkey, qp->resp_va,
-                              pkt->paylen, RS_ACCESS_REMOTE_WRITE);
-            if (!mr) {
+            if (!rs_resp_rkey(c, qp, gid, qp->resp_rkey, qp->resp_va,
+                              pkt->paylen, RS_ACCESS_REMOTE_WRITE, &mr)) {
                 rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_REM_ACCESS,
                                   pkt->psn, "WRITE rkey gone");
                 return;
@@ -802,7 +813,7 @@ static void rs_resp_uc(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
     /* RDMA WRITE */
     if (f & RS_OPF_FIRST) {
         if (!rs_resp_rkey(c, qp, gid, pkt->rkey, pkt->va, pkt->dmalen,
-                          RS_ACCESS_REMOTE_WRITE) ||
+                          RS_ACCESS_REMOTE_WRITE, &mr) ||
             pkt->dmalen > c->p.max_msg_size) {
             rs_resp_uc_drop(qp, qpn, pkt->psn,
                             "UC WRITE rkey, rights or bounds");
@@ -819,10 +830,10 @@ static void rs_resp_uc(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
         return;
     }
     if (pkt->paylen) {
-        mr = rs_resp_rkey(c, qp, gid, qp->resp_rkey, qp->resp_va,
-                          pkt->paylen, RS_ACCESS_REMOTE_WRITE);
-        if (!mr || rs_mr_rw(c, mr, qp->resp_va, (void *)pkt->payload,
-                            pkt->paylen, true)) {
+        if (!rs_resp_rkey(c, qp, gid, qp->resp_rkey, qp->resp_va,
+                          pkt->paylen, RS_ACCESS_REMOTE_WRITE, &mr) ||
+            rs_mr_rw(c, mr, qp->resp_va, (void *)pkt->payload,
+                     pkt->paylen, true)) {
             rs_resp_uc_drop(qp, qpn, pkt->psn, "UC WRITE rkey gone or DMA");
             return;
         }
