@@ -728,12 +728,66 @@ uint64_t rs_qp_rq_bytes(const struct rs_cmd_create_qp *c)
 /* qos graph node                                                      */
 /* ------------------------------------------------------------------ */
 
+/* The first adapter found: a test may add more at higher slots. */
 static void rs_foreach_callback(QPCIDevice *dev, int devfn, void *data)
 {
     QPCIDevice *res = data;
 
-    memcpy(res, dev, sizeof(QPCIDevice));
+    if (!res->bus) {
+        memcpy(res, dev, sizeof(QPCIDevice));
+    }
     g_free(dev);
+}
+
+/* Assign and map the BARs of the adapter in d->dev. */
+static void rs_map(QRdmaSession *d, QGuestAllocator *alloc)
+{
+    d->alloc = alloc;
+    d->bar0 = qpci_iomap(&d->dev, RS_BAR_REGS, &d->bar0_size);
+    d->bar2 = qpci_iomap(&d->dev, RS_BAR_DOORBELL, &d->bar2_size);
+    d->scratch = guest_alloc(alloc, RS_QOS_SCRATCH_SIZE);
+    g_assert(d->scratch);
+}
+
+static void rs_start(QRdmaSession *d)
+{
+    qpci_device_enable(&d->dev);
+    qpci_msix_enable(&d->dev);
+    /* The adapter starts disabled after any reset. */
+    g_assert_cmphex(rs_readl(d, A_RS_MAGIC), ==, RS_MAGIC);
+    g_assert_cmphex(rs_readl(d, A_RS_CTRL), ==, 0);
+}
+
+static void rs_unmap(QRdmaSession *d)
+{
+    if (d->dev.msix_enabled) {
+        qpci_msix_disable(&d->dev);
+    }
+    qpci_iounmap(&d->dev, d->bar0);
+    qpci_iounmap(&d->dev, d->bar2);
+}
+
+void rs_attach_new(QRdmaSession *d, QPCIBus *bus, int devfn,
+                   QGuestAllocator *alloc)
+{
+    QPCIDevice *dev = qpci_device_find(bus, devfn);
+
+    g_assert(dev);
+    memset(d, 0, sizeof(*d));
+    d->dev = *dev;
+    g_free(dev);
+    g_assert_cmphex(qpci_config_readw(&d->dev, PCI_VENDOR_ID), ==,
+                    RS_PCI_VENDOR_ID);
+    g_assert_cmphex(qpci_config_readw(&d->dev, PCI_DEVICE_ID), ==,
+                    RS_PCI_DEVICE_ID);
+    rs_map(d, alloc);
+    rs_start(d);
+}
+
+void rs_detach(QRdmaSession *d)
+{
+    rs_unmap(d);
+    guest_free(d->alloc, d->scratch);
 }
 
 void rs_attach_existing(QRdmaSession *d, QPCIBus *bus, int devfn,
@@ -761,24 +815,12 @@ void rs_attach_existing(QRdmaSession *d, QPCIBus *bus, int devfn,
 
 static void rs_pci_destructor(QOSGraphObject *obj)
 {
-    QRdmaSession *d = (QRdmaSession *)obj;
-
-    if (d->dev.msix_enabled) {
-        qpci_msix_disable(&d->dev);
-    }
-    qpci_iounmap(&d->dev, d->bar0);
-    qpci_iounmap(&d->dev, d->bar2);
+    rs_unmap((QRdmaSession *)obj);
 }
 
 static void rs_pci_start_hw(QOSGraphObject *obj)
 {
-    QRdmaSession *d = (QRdmaSession *)obj;
-
-    qpci_device_enable(&d->dev);
-    qpci_msix_enable(&d->dev);
-    /* The adapter starts disabled after any reset. */
-    g_assert_cmphex(rs_readl(d, A_RS_MAGIC), ==, RS_MAGIC);
-    g_assert_cmphex(rs_readl(d, A_RS_CTRL), ==, 0);
+    rs_start((QRdmaSession *)obj);
 }
 
 static void *rs_pci_get_driver(void *obj, const char *interface)
@@ -806,12 +848,7 @@ static void *rs_pci_create(void *pci_bus, QGuestAllocator *alloc, void *addr)
                         rs_foreach_callback, &d->dev);
     g_assert(d->dev.bus);
 
-    d->alloc = alloc;
-    d->bar0 = qpci_iomap(&d->dev, RS_BAR_REGS, &d->bar0_size);
-    d->bar2 = qpci_iomap(&d->dev, RS_BAR_DOORBELL, &d->bar2_size);
-    d->scratch = guest_alloc(alloc, RS_QOS_SCRATCH_SIZE);
-    g_assert(d->scratch);
-
+    rs_map(d, alloc);
     d->obj.get_driver = rs_pci_get_driver;
     d->obj.start_hw = rs_pci_start_hw;
     d->obj.destructor = rs_pci_destructor;

@@ -80,6 +80,16 @@ void rs_db_writel(QRdmaSession *d, uint32_t page, uint32_t off, uint32_t val);
 void rs_attach_existing(QRdmaSession *d, QPCIBus *bus, int devfn,
                         QGuestAllocator *alloc);
 
+/*
+ * Attach @d to a further adapter at @devfn that the test put on the
+ * command line (the qos graph's adapter is the one in the lowest slot):
+ * assigns its BARs and enables it as the graph does.  rs_detach() undoes
+ * it before the test ends.
+ */
+void rs_attach_new(QRdmaSession *d, QPCIBus *bus, int devfn,
+                   QGuestAllocator *alloc);
+void rs_detach(QRdmaSession *d);
+
 /* MSI-X: point table entry @vector at guest address @addr with @data. */
 void rs_msix_set_vector(QRdmaSession *d, uint16_t vector, uint64_t addr,
                         uint32_t data, bool masked);
