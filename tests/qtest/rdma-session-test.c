@@ -3087,7 +3087,8 @@ static void test_doorbells(void *obj, void *data, QGuestAllocator *alloc)
 }
 
 /* ------------------------------------------------------------------ */
-/* Transport engine: two RC QPs of one adapter over loopback           */
+/* Transport engine: work requests and completions as a driver posts   */
+/* and polls them                                                      */
 /* ------------------------------------------------------------------ */
 
 typedef struct LoopQp {
@@ -3095,11 +3096,144 @@ typedef struct LoopQp {
     uint32_t h, qpn, sq_pi, rq_pi;
 } LoopQp;
 
+/* Something to do while a completion is awaited (e.g. move frames). */
+typedef void EngIdleFn(void *opaque);
+
+/* A memory region of @len bytes at @iova on the pages from @base. */
+static uint32_t eng_mr_at(QRdmaSession *d, uint32_t pd, uint32_t gid_index,
+                          uint64_t iova, uint64_t base, uint32_t len,
+                          uint16_t access)
+{
+    struct rs_cmd_reg_mr c = {
+        .iova = iova,
+        .length = len,
+        .npages = DIV_ROUND_UP(len, PAGE),
+        .pd = pd,
+        .page_shift = 12,
+        .access = access,
+        .gid_index = gid_index,
+    };
+
+    c.pbl_addr = make_pbl(d, base, PAGE, c.npages);
+    return reg_mr_ok(d, &c);
+}
+
+/* ... and at the page-aligned guest address @base as its IOVA. */
+static uint32_t eng_mr(QRdmaSession *d, uint32_t pd, uint32_t gid_index,
+                       uint64_t base, uint32_t len, uint16_t access)
+{
+    return eng_mr_at(d, pd, gid_index, base, base, len, access);
+}
+
+/* Walk an RC or UC QP from RESET to RTS with @base's attributes. */
+static void eng_connect(QRdmaSession *d, LoopQp *q, uint8_t type,
+                        const struct rs_qp_attr *base, uint32_t rtr_mask)
+{
+    static const uint8_t path[] = {
+        RS_QPS_RESET, RS_QPS_INIT, RS_QPS_RTR, RS_QPS_RTS,
+    };
+    struct rs_qp_attr a;
+    int i;
+
+    for (i = 1; i < ARRAY_SIZE(path); i++) {
+        uint32_t mask = std_mask(type, path[i - 1], path[i]);
+
+        a = *base;
+        a.cur_qp_state = path[i - 1];
+        a.qp_state = path[i];
+        if (path[i] == RS_QPS_RTR) {
+            mask |= rtr_mask;
+        }
+        RS_ASSERT_OK(rs_modify_qp(d, q->h, &a, mask));
+    }
+}
+
+static void eng_post_recv(QRdmaSession *d, LoopQp *q, uint64_t wr_id,
+                          const struct rs_sge *sge, uint8_t nsge)
+{
+    struct rs_recv_wqe_ctrl w = { .wr_id = wr_id, .num_sge = nsge };
+    uint64_t slot = q->c.rq_addr +
+        (uint64_t)(q->rq_pi & ((1u << q->c.rq_log_size) - 1)) *
+        (rs_qp_rq_bytes(&q->c) >> q->c.rq_log_size);
+
+    qtest_memwrite(rs_qts(d), slot, &w, sizeof(w));
+    if (nsge) {
+        qtest_memwrite(rs_qts(d), slot + sizeof(w), sge,
+                       nsge * sizeof(*sge));
+    }
+    q->rq_pi++;
+    rs_db_writel(d, 0, RS_DB_RQ, q->qpn | (q->rq_pi & 0xffff) << 16);
+}
+
+/* Post @w with the @nsge entries of @sge (w->num_sge is the caller's). */
+static void eng_post_send(QRdmaSession *d, LoopQp *q,
+                          const struct rs_send_wqe_ctrl *w,
+                          const struct rs_sge *sge, uint8_t nsge)
+{
+    uint64_t slot = q->c.sq_addr +
+        (uint64_t)(q->sq_pi & ((1u << q->c.sq_log_size) - 1)) *
+        (rs_qp_sq_bytes(&q->c) >> q->c.sq_log_size);
+
+    qtest_memwrite(rs_qts(d), slot, w, sizeof(*w));
+    if (nsge) {
+        qtest_memwrite(rs_qts(d), slot + sizeof(*w), sge,
+                       nsge * sizeof(*sge));
+    }
+    q->sq_pi++;
+    rs_db_writel(d, 0, RS_DB_SQ, q->qpn | (q->sq_pi & 0xffff) << 16);
+}
+
+/* A CQ as the driver polls it: ring, size, handle, consumer index. */
+typedef struct EngCq {
+    uint64_t ring;
+    uint32_t h, ci;
+    uint8_t log;
+} EngCq;
+
+static void eng_cq_init(QRdmaSession *d, EngCq *cq, uint8_t log)
+{
+    memset(cq, 0, sizeof(*cq));
+    cq->log = log;
+    cq->ring = rs_alloc_zeroed(d, sizeof(struct rs_cqe) << log);
+    RS_ASSERT_OK(rs_create_cq(d, cq->ring, log, 0, 0, &cq->h));
+}
+
+/* Is the entry at the consumer index written (owner bit of this lap)? */
+static bool eng_cq_peek(QRdmaSession *d, EngCq *cq, struct rs_cqe *cqe)
+{
+    uint64_t addr = cq->ring +
+        (uint64_t)(cq->ci & ((1u << cq->log) - 1)) * sizeof(*cqe);
+
+    qtest_memread(rs_qts(d), addr, cqe, sizeof(*cqe));
+    return (cqe->owner & RS_CQE_OWNER) == !((cq->ci >> cq->log) & 1);
+}
+
+/* The next CQE, waiting for the engine's BH (and @idle meanwhile). */
+static void eng_poll(QRdmaSession *d, EngCq *cq, struct rs_cqe *cqe,
+                     EngIdleFn *idle, void *opaque)
+{
+    gint64 end = g_get_monotonic_time() + RS_QOS_TIMEOUT_US;
+
+    while (!eng_cq_peek(d, cq, cqe)) {
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        if (idle) {
+            idle(opaque);
+        }
+        qtest_clock_step(rs_qts(d), 1000);
+    }
+    cq->ci++;
+    rs_db_writel(d, 0, RS_DB_CQ_CI, HINDEX(cq->h) | (cq->ci & 0xffff) << 16);
+}
+
+/* ------------------------------------------------------------------ */
+/* Transport engine: two RC QPs of one adapter over loopback           */
+/* ------------------------------------------------------------------ */
+
 typedef struct Loop {
     QRdmaSession *d;
     uint8_t type;               /* RS_QPT_RC or RS_QPT_UC */
-    uint64_t cq_ring;
-    uint32_t cq, cq_ci, pd, group;
+    EngCq cq;
+    uint32_t pd, group;
     LoopQp a, b;
     uint64_t src, dst;          /* page-aligned buffers, LOOP_BUF bytes */
     uint32_t src_key, dst_key;
@@ -3135,19 +3269,7 @@ static uint32_t loop_mr_access(Loop *l, uint64_t base, uint32_t len,
 
 static uint32_t loop_mr(Loop *l, uint64_t base, uint32_t len)
 {
-    struct rs_cmd_reg_mr c = {
-        .iova = base,
-        .length = len,
-        .npages = len / PAGE,
-        .pd = l->pd,
-        .page_shift = 12,
-        .access = RS_ACCESS_LOCAL_WRITE | RS_ACCESS_REMOTE_WRITE |
-                  RS_ACCESS_REMOTE_READ,
-        .gid_index = 0,
-    };
-
-    c.pbl_addr = make_pbl(l->d, base, PAGE, len / PAGE);
-    return reg_mr_ok(l->d, &c);
+    return eng_mr(l->d, l->pd, 0, base, len, STD_ACCESS);
 }
 
 /*
@@ -3157,27 +3279,19 @@ static uint32_t loop_mr(Loop *l, uint64_t base, uint32_t len)
  */
 static void loop_connect_to(Loop *l, LoopQp *q, uint32_t peer, uint8_t host)
 {
-    static const uint8_t path[] = {
-        RS_QPS_RESET, RS_QPS_INIT, RS_QPS_RTR, RS_QPS_RTS,
-    };
     struct rs_qp_attr a;
-    int i;
 
-    for (i = 1; i < ARRAY_SIZE(path); i++) {
-        uint32_t mask = std_mask(l->type, path[i - 1], path[i]);
-
-        std_attr(&a, path[i - 1], path[i]);
-        gid_v4(a.ah.dgid, 10, 0, 0, host);
-        memcpy(a.ah.dmac, qos_mac, 6);
-        a.dest_qp_num = peer;
-        a.rq_psn = a.sq_psn = LOOP_PSN;
-        a.access_flags = STD_ACCESS | RS_ACCESS_REMOTE_ATOMIC;
-        if (path[i] == RS_QPS_RTR && host == 1) {
-            a.session_group = l->group;
-            mask |= RS_QP_ATTR_SESSION_GROUP;
-        }
-        RS_ASSERT_OK(rs_modify_qp(l->d, q->h, &a, mask));
+    std_attr(&a, RS_QPS_RESET, RS_QPS_RESET);
+    gid_v4(a.ah.dgid, 10, 0, 0, host);
+    memcpy(a.ah.dmac, qos_mac, 6);
+    a.dest_qp_num = peer;
+    a.rq_psn = a.sq_psn = LOOP_PSN;
+    a.access_flags = STD_ACCESS | RS_ACCESS_REMOTE_ATOMIC;
+    if (host == 1) {
+        a.session_group = l->group;
     }
+    eng_connect(l->d, q, l->type, &a,
+                host == 1 ? RS_QP_ATTR_SESSION_GROUP : 0);
 }
 
 static void loop_connect(Loop *l, LoopQp *q, uint32_t peer)
@@ -3210,14 +3324,13 @@ static void loop_init(Loop *l, QRdmaSession *d, uint8_t type,
     l->type = type;
     add_gid_v4(l->d, 0, 1);                     /* 10.0.0.1 */
     RS_ASSERT_OK(rs_create_pd_flags(l->d, pd_flags, &l->pd));
-    l->cq_ring = rs_alloc_zeroed(l->d, sizeof(struct rs_cqe) << LOOP_CQ_LOG);
-    RS_ASSERT_OK(rs_create_cq(l->d, l->cq_ring, LOOP_CQ_LOG, 0, 0, &l->cq));
+    eng_cq_init(l->d, &l->cq, LOOP_CQ_LOG);
     session_template(&sc, 0, 49152);
     gid_v4(sc.dst_ip, 10, 0, 0, 1);             /* ourselves: loopback */
     RS_ASSERT_OK(rs_create_session(l->d, &sc, &s));
     l->group = new_group(l->d, RS_GROUP_ROUND_ROBIN, s, 0);
-    qp_template(l->d, &l->a.c, type, l->pd, l->cq, l->cq);
-    qp_template(l->d, &l->b.c, type, l->pd, l->cq, l->cq);
+    qp_template(l->d, &l->a.c, type, l->pd, l->cq.h, l->cq.h);
+    qp_template(l->d, &l->b.c, type, l->pd, l->cq.h, l->cq.h);
     l->a.h = new_qp(l->d, &l->a.c);
     l->b.h = new_qp(l->d, &l->b.c);
     l->a.qpn = HINDEX(l->a.h);
@@ -3250,16 +3363,9 @@ static void loop_setup(Loop *l, void *obj)
 static void loop_post_recv(Loop *l, LoopQp *q, uint64_t wr_id,
                            uint64_t addr, uint32_t len, uint32_t lkey)
 {
-    struct rs_recv_wqe_ctrl w = { .wr_id = wr_id, .num_sge = 1 };
     struct rs_sge sge = { .addr = addr, .length = len, .lkey = lkey };
-    uint64_t slot = q->c.rq_addr +
-        (uint64_t)(q->rq_pi & ((1u << q->c.rq_log_size) - 1)) *
-        (rs_qp_rq_bytes(&q->c) >> q->c.rq_log_size);
 
-    qtest_memwrite(rs_qts(l->d), slot, &w, sizeof(w));
-    qtest_memwrite(rs_qts(l->d), slot + sizeof(w), &sge, sizeof(sge));
-    q->rq_pi++;
-    rs_db_writel(l->d, 0, RS_DB_RQ, q->qpn | (q->rq_pi & 0xffff) << 16);
+    eng_post_recv(l->d, q, wr_id, &sge, 1);
 }
 
 static void loop_post_send(Loop *l, LoopQp *q,
@@ -3267,34 +3373,13 @@ static void loop_post_send(Loop *l, LoopQp *q,
                            uint64_t addr, uint32_t len, uint32_t lkey)
 {
     struct rs_sge sge = { .addr = addr, .length = len, .lkey = lkey };
-    uint64_t slot = q->c.sq_addr +
-        (uint64_t)(q->sq_pi & ((1u << q->c.sq_log_size) - 1)) *
-        (rs_qp_sq_bytes(&q->c) >> q->c.sq_log_size);
 
-    qtest_memwrite(rs_qts(l->d), slot, w, sizeof(*w));
-    qtest_memwrite(rs_qts(l->d), slot + sizeof(*w), &sge, sizeof(sge));
-    q->sq_pi++;
-    rs_db_writel(l->d, 0, RS_DB_SQ, q->qpn | (q->sq_pi & 0xffff) << 16);
+    eng_post_send(l->d, q, w, &sge, 1);
 }
 
-/* The next CQE (owner bit of this lap), waiting for the engine's BH. */
 static void loop_poll(Loop *l, struct rs_cqe *cqe)
 {
-    uint32_t mask = (1u << LOOP_CQ_LOG) - 1;
-    uint64_t addr = l->cq_ring + (uint64_t)(l->cq_ci & mask) * sizeof(*cqe);
-    uint8_t phase = !((l->cq_ci >> LOOP_CQ_LOG) & 1);
-    gint64 end = g_get_monotonic_time() + RS_QOS_TIMEOUT_US;
-
-    for (;;) {
-        qtest_memread(rs_qts(l->d), addr, cqe, sizeof(*cqe));
-        if ((cqe->owner & RS_CQE_OWNER) == phase) {
-            break;
-        }
-        g_assert_cmpint(g_get_monotonic_time(), <, end);
-        qtest_clock_step(rs_qts(l->d), 1000);
-    }
-    l->cq_ci++;
-    rs_db_writel(l->d, 0, RS_DB_CQ_CI, HINDEX(l->cq) | (l->cq_ci & 0xffff) << 16);
+    eng_poll(l->d, &l->cq, cqe, NULL, NULL);
 }
 
 static void loop_pattern(Loop *l, uint64_t addr, uint32_t len, uint8_t seed)
@@ -3472,7 +3557,7 @@ static void fr_expect(Loop *l, uint64_t wr_id, uint8_t opcode, uint8_t status)
 static void fr_spare_qp(Loop *l, LoopQp *q, uint32_t pd, uint32_t uar)
 {
     memset(q, 0, sizeof(*q));
-    qp_template(l->d, &q->c, RS_QPT_RC, pd, l->cq, l->cq);
+    qp_template(l->d, &q->c, RS_QPT_RC, pd, l->cq.h, l->cq.h);
     q->c.uar = uar;
     q->h = new_qp(l->d, &q->c);
     q->qpn = HINDEX(q->h);
@@ -3536,7 +3621,7 @@ static void test_engine_fast_reg(void *obj, void *data,
     RS_ASSERT_STATUS(rs_reg_mr(l.d, &bad, NULL, NULL), RS_STATUS_BAD_PARAM);
 
     /* A kernel PD's QP rings doorbell page 0 only. */
-    qp_template(l.d, &qc, RS_QPT_RC, l.pd, l.cq, l.cq);
+    qp_template(l.d, &qc, RS_QPT_RC, l.pd, l.cq.h, l.cq.h);
     qc.uar = 1;
     RS_ASSERT_STATUS(rs_create_qp(l.d, &qc, &h, NULL), RS_STATUS_BAD_PD);
 
@@ -3730,9 +3815,9 @@ static void test_engine_ud_av_addr(void *obj, void *data,
     memset(&u, 0, sizeof(u));
     memset(&v, 0, sizeof(v));
     memset(&x, 0, sizeof(x));
-    qp_template(l.d, &u.c, RS_QPT_UD, l.pd, l.cq, l.cq);
-    qp_template(l.d, &v.c, RS_QPT_UD, l.pd, l.cq, l.cq);
-    qp_template(l.d, &x.c, RS_QPT_UD, upd, l.cq, l.cq);
+    qp_template(l.d, &u.c, RS_QPT_UD, l.pd, l.cq.h, l.cq.h);
+    qp_template(l.d, &v.c, RS_QPT_UD, l.pd, l.cq.h, l.cq.h);
+    qp_template(l.d, &x.c, RS_QPT_UD, upd, l.cq.h, l.cq.h);
     u.h = new_qp(l.d, &u.c);
     v.h = new_qp(l.d, &v.c);
     x.h = new_qp(l.d, &x.c);
@@ -3842,8 +3927,8 @@ static void test_engine_ipv6(void *obj, void *data, QGuestAllocator *alloc)
     grp = new_group(l.d, RS_GROUP_ROUND_ROBIN, s, 0);
     memset(&u, 0, sizeof(u));
     memset(&v, 0, sizeof(v));
-    qp_template(l.d, &u.c, RS_QPT_RC, l.pd, l.cq, l.cq);
-    qp_template(l.d, &v.c, RS_QPT_RC, l.pd, l.cq, l.cq);
+    qp_template(l.d, &u.c, RS_QPT_RC, l.pd, l.cq.h, l.cq.h);
+    qp_template(l.d, &v.c, RS_QPT_RC, l.pd, l.cq.h, l.cq.h);
     u.h = new_qp(l.d, &u.c);
     v.h = new_qp(l.d, &v.c);
     u.qpn = HINDEX(u.h);
@@ -3894,8 +3979,8 @@ static void test_engine_ipv6(void *obj, void *data, QGuestAllocator *alloc)
     /* UD from the IPv6 GID: the GRH area holds the IPv6 header. */
     memset(&u, 0, sizeof(u));
     memset(&v, 0, sizeof(v));
-    qp_template(l.d, &u.c, RS_QPT_UD, l.pd, l.cq, l.cq);
-    qp_template(l.d, &v.c, RS_QPT_UD, l.pd, l.cq, l.cq);
+    qp_template(l.d, &u.c, RS_QPT_UD, l.pd, l.cq.h, l.cq.h);
+    qp_template(l.d, &v.c, RS_QPT_UD, l.pd, l.cq.h, l.cq.h);
     u.h = new_qp(l.d, &u.c);
     v.h = new_qp(l.d, &v.c);
     u.qpn = HINDEX(u.h);
@@ -6385,8 +6470,1413 @@ static void test_lan_migrate(void *obj, void *data, QGuestAllocator *alloc)
 }
 
 /* ------------------------------------------------------------------ */
-/* Registration                                                        */
+/* Transport engine: two adapters on a wire the test carries           */
 /* ------------------------------------------------------------------ */
+
+/*
+ * Two adapters in one guest, each on "-netdev socket" on one end of a
+ * socketpair.  The test holds the other ends and is the wire: it moves
+ * every frame from one adapter to the other, checks its headers and ICRC
+ * on the way, counts it, and may keep it instead (to inject it later, or
+ * changed).  So every RoCE packet really leaves one adapter through its
+ * netdev and enters the other through its own; nothing goes through the
+ * loopback path of one adapter.
+ *
+ * Adapter A (index 0) is the qos graph's; B (index 1) sits in slot
+ * PAIR_SLOT.  GID 0 of adapter i is 10.0.0.(i + 1) in VNI 0; tests that
+ * need it add GID 1, 10.0.1.(i + 1) in VNI 1.
+ */
+#define PAIR_SLOT       0x1f
+#define PAIR_NETDEV     "rsnet1"
+#define PAIR_MAC_STR    "52:54:00:12:34:71"
+#define PAIR_BUF        (8 * PAGE)
+#define PAIR_CQ_LOG     6
+#define PAIR_OPS        64
+#define PAIR_FRAME_MAX  4352
+/* Local ACK timeout 4.096 us * 2^20 = 4.3 s of virtual time: no resends. */
+#define PAIR_TIMEOUT    20
+
+#define GRH_SIZE        40
+#define ROCE_BTH        (14 + 20 + 8)
+#define ROCE_EXT        (ROCE_BTH + 12)
+
+/* IBTA BTH opcodes (RC unless named) and AETH syndromes. */
+enum {
+    OP_SEND_FIRST = 0x00,
+    OP_SEND_MIDDLE = 0x01,
+    OP_SEND_LAST = 0x02,
+    OP_SEND_LAST_IMM = 0x03,
+    OP_SEND_ONLY = 0x04,
+    OP_SEND_ONLY_IMM = 0x05,
+    OP_WRITE_FIRST = 0x06,
+    OP_WRITE_MIDDLE = 0x07,
+    OP_WRITE_LAST = 0x08,
+    OP_WRITE_LAST_IMM = 0x09,
+    OP_WRITE_ONLY = 0x0a,
+    OP_WRITE_ONLY_IMM = 0x0b,
+    OP_READ_REQ = 0x0c,
+    OP_READ_RESP_FIRST = 0x0d,
+    OP_READ_RESP_MIDDLE = 0x0e,
+    OP_READ_RESP_LAST = 0x0f,
+    OP_READ_RESP_ONLY = 0x10,
+    OP_ACK = 0x11,
+    OP_UD_SEND_ONLY = 0x64,
+    OP_UD_SEND_ONLY_IMM = 0x65,
+
+    AETH_ACK = 0x1f,
+    AETH_NAK_SEQ = 0x60,
+    AETH_NAK_INV_REQ = 0x61,
+    AETH_NAK_REM_ACCESS = 0x62,
+    AETH_NAK_REM_OP = 0x63,
+};
+
+static const uint8_t pair_mac[2][6] = {
+    RS_QOS_MAC, { 0x52, 0x54, 0x00, 0x12, 0x34, 0x71 },
+};
+/* First send PSN of each side: A's first message crosses 2^24. */
+static const uint32_t pair_psn[2] = { 0xfffffe, 0x000100 };
+
+typedef struct PairSockets {
+    int test[2], qemu[2];
+} PairSockets;
+
+typedef struct Peer {
+    QRdmaSession *d;
+    EngCq cq;
+    uint32_t pd;
+    uint64_t buf;               /* PAIR_BUF bytes, page aligned */
+    uint32_t key[2];            /* MR over buf, all rights, through GID i */
+    uint8_t *img;               /* what buf must hold */
+} Peer;
+
+typedef struct Pair {
+    int fd[2];                  /* the test's ends of A's and B's wire */
+    bool hold[2];               /* keep frames from A / B, do not relay */
+    GQueue held[2];             /* of GByteArray */
+    uint8_t op[2][PAIR_OPS];    /* BTH opcodes since pair_log_reset() */
+    uint8_t syn[2][PAIR_OPS];   /* their AETH syndromes, if any */
+    uint32_t psn[2][PAIR_OPS];
+    unsigned nops[2];
+    uint8_t *frame;             /* RS_LAN_MAX_FRAME bytes */
+    uint8_t last[2][PAIR_FRAME_MAX];
+    size_t last_len[2];
+    Peer p[2];
+    QRdmaSession b;
+} Pair;
+
+static void pair_sockets_free(void *opaque)
+{
+    PairSockets *s = opaque;
+    int i;
+
+    for (i = 0; i < 2; i++) {
+        close(s->test[i]);
+        close(s->qemu[i]);
+    }
+    g_free(s);
+}
+
+static void *pair_before(GString *cmd_line, void *arg)
+{
+    PairSockets *s = g_new(PairSockets, 1);
+    int i, sv[2];
+
+    for (i = 0; i < 2; i++) {
+        g_assert_cmpint(socketpair(PF_UNIX, SOCK_STREAM, 0, sv), ==, 0);
+        qemu_set_cloexec(sv[0]);
+        s->test[i] = sv[0];
+        s->qemu[i] = sv[1];
+    }
+    rs_qos_socket_netdev(cmd_line, s->qemu[0]);
+    g_string_append_printf(cmd_line, " -netdev socket,fd=%d,id=" PAIR_NETDEV
+                           " -device rdma-session,netdev=" PAIR_NETDEV
+                           ",mac=" PAIR_MAC_STR ",addr=0x%x.0 ",
+                           s->qemu[1], PAIR_SLOT);
+    g_test_queue_destroy(pair_sockets_free, s);
+    qos_invalidate_command_line();
+    return s;
+}
+
+/* CRC-32 (IEEE 802.3, reflected), as the ICRC uses it. */
+static uint32_t crc32_ieee(uint32_t crc, const uint8_t *p, size_t n)
+{
+    int k;
+
+    crc = ~crc;
+    while (n--) {
+        crc ^= *p++;
+        for (k = 0; k < 8; k++) {
+            crc = (crc >> 1) ^ (0xedb88320u & -(crc & 1));
+        }
+    }
+    return ~crc;
+}
+
+/*
+ * ICRC of a RoCEv2/IPv4 frame (IBTA A17.8): over 8 bytes of ones, the
+ * IPv4 header with TOS, TTL and checksum as ones, the UDP header with its
+ * checksum as ones, the BTH with byte 4 as ones, and the rest up to the
+ * ICRC; stored little endian.
+ */
+static uint32_t roce_icrc(const uint8_t *f, size_t icrc_off)
+{
+    uint8_t ph[8 + ROCE_EXT - 14];
+    uint32_t crc;
+
+    memset(ph, 0xff, 8);
+    memcpy(ph + 8, f + 14, ROCE_EXT - 14);
+    ph[8 + 1] = ph[8 + 8] = ph[8 + 10] = ph[8 + 11] = 0xff;
+    ph[8 + 20 + 6] = ph[8 + 20 + 7] = 0xff;
+    ph[8 + 28 + 4] = 0xff;
+    crc = crc32_ieee(0, ph, sizeof(ph));
+    return crc32_ieee(crc, f + ROCE_EXT, icrc_off - ROCE_EXT);
+}
+
+static uint16_t ip4_csum(const uint8_t *h)
+{
+    uint32_t sum = 0;
+    int i;
+
+    for (i = 0; i < 20; i += 2) {
+        sum += lduw_be_p(h + i);
+    }
+    while (sum >> 16) {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    return ~sum;
+}
+
+/* After a change to a frame of @len bytes: lengths, checksum, ICRC. */
+static void roce_reseal(uint8_t *f, size_t len)
+{
+    stw_be_p(f + 16, len - 14);
+    stw_be_p(f + 14 + 20 + 4, len - 14 - 20);
+    stw_be_p(f + 24, 0);
+    stw_be_p(f + 24, ip4_csum(f + 14));
+    stl_le_p(f + len - 4, roce_icrc(f, len - 4));
+}
+
+/* Does AETH follow the BTH of this opcode (ACK, READ response)? */
+static bool roce_has_aeth(uint8_t op)
+{
+    return op == OP_READ_RESP_FIRST || op == OP_READ_RESP_LAST ||
+           op == OP_READ_RESP_ONLY || op == OP_ACK || op == OP_ACK + 1;
+}
+
+/* A frame adapter @from put on the wire: well formed RoCEv2 from it. */
+static void pair_check_frame(int from, const uint8_t *f, size_t len)
+{
+    g_assert_cmpuint(len, >=, ROCE_EXT + 4);
+    g_assert_cmpmem(f, 6, pair_mac[!from], 6);
+    g_assert_cmpmem(f + 6, 6, pair_mac[from], 6);
+    g_assert_cmphex(lduw_be_p(f + 12), ==, 0x0800);
+    g_assert_cmphex(f[14], ==, 0x45);
+    g_assert_cmpuint(lduw_be_p(f + 16), ==, len - 14);
+    g_assert_cmphex(f[14 + 9], ==, 17);
+    g_assert_cmphex(ip4_csum(f + 14), ==, 0);
+    g_assert_cmpuint(f[14 + 12], ==, 10);
+    g_assert_cmpuint(f[14 + 15], ==, from + 1);
+    g_assert_cmpuint(f[14 + 19], ==, !from + 1);
+    g_assert_cmpuint(lduw_be_p(f + 14 + 20 + 2), ==, 4791);
+    g_assert_cmpuint(lduw_be_p(f + 14 + 20 + 4), ==, len - 14 - 20);
+    g_assert_cmphex(f[ROCE_BTH + 1] & 0xf, ==, 0);     /* TVer */
+    g_assert_cmphex((uint32_t)ldl_le_p(f + len - 4), ==,
+                    roce_icrc(f, len - 4));
+}
+
+/* Move (or keep) every frame the adapters have put on the wire. */
+static void pair_pump(void *opaque)
+{
+    Pair *pr = opaque;
+    int i;
+
+    for (i = 0; i < 2; i++) {
+        GPollFD pfd = { .fd = pr->fd[i], .events = G_IO_IN };
+        ssize_t len;
+
+        while (g_poll(&pfd, 1, 0) == 1) {
+            len = lan_sock_recv(pr->fd[i], pr->frame, RS_LAN_MAX_FRAME,
+                                RS_QOS_TIMEOUT_US);
+            g_assert_cmpint(len, >, 0);
+            pair_check_frame(i, pr->frame, len);
+            g_assert_cmpuint(pr->nops[i], <, PAIR_OPS);
+            pr->op[i][pr->nops[i]] = pr->frame[ROCE_BTH];
+            pr->syn[i][pr->nops[i]] = roce_has_aeth(pr->frame[ROCE_BTH]) ?
+                                      pr->frame[ROCE_EXT] : 0;
+            pr->psn[i][pr->nops[i]] = ldl_be_p(pr->frame + ROCE_BTH + 8) &
+                                      0xffffff;
+            pr->nops[i]++;
+            g_assert_cmpuint(len, <=, sizeof(pr->last[i]));
+            memcpy(pr->last[i], pr->frame, len);
+            pr->last_len[i] = len;
+            if (pr->hold[i]) {
+                g_queue_push_tail(&pr->held[i],
+                                  g_byte_array_new_take(
+                                      g_memdup2(pr->frame, len), len));
+            } else {
+                lan_sock_send(pr->fd[!i], pr->frame, len);
+            }
+        }
+    }
+}
+
+static void pair_log_reset(Pair *pr)
+{
+    pair_pump(pr);
+    pr->nops[0] = pr->nops[1] = 0;
+}
+
+/* The frames from adapter @from since pair_log_reset(): these opcodes. */
+static void pair_expect_ops(Pair *pr, int from, const uint8_t *ops,
+                            unsigned n)
+{
+    unsigned i;
+
+    pair_pump(pr);
+    g_assert_cmpuint(pr->nops[from], ==, n);
+    for (i = 0; i < n; i++) {
+        g_assert_cmphex(pr->op[from][i], ==, ops[i]);
+    }
+}
+#define PAIR_EXPECT_OPS(pr, from, ...)                                    \
+    do {                                                                  \
+        static const uint8_t ops_[] = { __VA_ARGS__ };                    \
+        pair_expect_ops(pr, from, ops_, ARRAY_SIZE(ops_));                \
+    } while (0)
+#define PAIR_EXPECT_NONE(pr, from) pair_expect_ops(pr, from, NULL, 0)
+
+/* The next frame adapter @from sent while held; g_byte_array_unref it. */
+static GByteArray *pair_take(Pair *pr, int from)
+{
+    gint64 end = g_get_monotonic_time() + RS_QOS_TIMEOUT_US;
+
+    g_assert_true(pr->hold[from]);
+    for (;;) {
+        pair_pump(pr);
+        if (!g_queue_is_empty(&pr->held[from])) {
+            return g_queue_pop_head(&pr->held[from]);
+        }
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        qtest_clock_step(rs_qts(pr->p[0].d), 1000);
+    }
+}
+
+/* Put a frame on adapter @to's wire as if its peer had sent it. */
+static void pair_inject(Pair *pr, int to, const uint8_t *f, size_t len)
+{
+    lan_sock_send(pr->fd[to], f, len);
+}
+
+static void pair_poll(Pair *pr, int i, struct rs_cqe *cqe)
+{
+    eng_poll(pr->p[i].d, &pr->p[i].cq, cqe, pair_pump, pr);
+}
+
+/* No completion is waiting on adapter @i's CQ. */
+static void pair_cq_empty(Pair *pr, int i)
+{
+    struct rs_cqe cqe;
+
+    pair_pump(pr);
+    g_assert_false(eng_cq_peek(pr->p[i].d, &pr->p[i].cq, &cqe));
+}
+
+static void assert_cqe(const struct rs_cqe *cqe, uint64_t wr_id,
+                       uint8_t status, uint8_t opcode, uint32_t qpn)
+{
+    g_assert_cmphex(cqe->wr_id, ==, wr_id);
+    g_assert_cmpuint(cqe->status, ==, status);
+    g_assert_cmphex(cqe->opcode, ==, opcode);
+    g_assert_cmpuint(cqe->qpn, ==, qpn);
+}
+
+/* Write a pattern to @len bytes at @off of peer @p's buffer. */
+static void peer_fill(Peer *p, uint32_t off, uint32_t len, uint8_t seed)
+{
+    uint32_t i;
+
+    g_assert_cmpuint(off + len, <=, PAIR_BUF);
+    for (i = 0; i < len; i++) {
+        p->img[off + i] = seed + i * 13 + (i >> 8) * 7;
+    }
+    qtest_memwrite(rs_qts(p->d), p->buf + off, p->img + off, len);
+}
+
+/* The whole buffer must be as expected, byte by byte. */
+static void peer_check(Peer *p)
+{
+    g_autofree uint8_t *got = g_malloc(PAIR_BUF);
+    uint32_t i;
+
+    qtest_memread(rs_qts(p->d), p->buf, got, PAIR_BUF);
+    for (i = 0; i < PAIR_BUF && got[i] == p->img[i]; i++) {
+        continue;
+    }
+    if (i < PAIR_BUF) {
+        g_test_message("buffer byte 0x%x is 0x%x, expected 0x%x", i, got[i],
+                       p->img[i]);
+    }
+    g_assert_cmpuint(i, ==, PAIR_BUF);
+}
+
+/* Accept whatever the adapter left in a range IBTA leaves undefined. */
+static void peer_dont_care(Peer *p, uint32_t off, uint32_t len)
+{
+    qtest_memread(rs_qts(p->d), p->buf + off, p->img + off, len);
+}
+
+static struct rs_sge peer_sge(Peer *p, uint32_t off, uint32_t len)
+{
+    return (struct rs_sge) {
+        .addr = p->buf + off, .length = len, .lkey = p->key[0],
+    };
+}
+
+static void pair_setup(Pair *pr, void *obj, void *data,
+                       QGuestAllocator *alloc)
+{
+    QRdmaSession *a = obj;
+    int i;
+
+    memset(pr, 0, sizeof(*pr));
+    rs_attach_new(&pr->b, a->dev.bus, QPCI_DEVFN(PAIR_SLOT, 0), alloc);
+    pr->p[0].d = a;
+    pr->p[1].d = &pr->b;
+    pr->frame = g_malloc(RS_LAN_MAX_FRAME);
+    for (i = 0; i < 2; i++) {
+        Peer *p = &pr->p[i];
+
+        pr->fd[i] = ((PairSockets *)data)->test[i];
+        g_queue_init(&pr->held[i]);
+        rs_setup(p->d);
+        add_gid_v4(p->d, 0, i + 1);
+        p->pd = new_pd(p->d);
+        eng_cq_init(p->d, &p->cq, PAIR_CQ_LOG);
+        p->buf = loop_buf(p->d, PAIR_BUF);
+        p->key[0] = eng_mr(p->d, p->pd, 0, p->buf, PAIR_BUF, STD_ACCESS);
+        p->img = g_malloc(PAIR_BUF);
+        peer_fill(p, 0, PAIR_BUF, 0x40 * (i + 1));
+    }
+}
+
+/* GID 1 (VNI 1) on both adapters, and the buffers' MRs through it. */
+static void pair_add_vni1(Pair *pr)
+{
+    int i;
+
+    for (i = 0; i < 2; i++) {
+        Peer *p = &pr->p[i];
+
+        add_gid_v4(p->d, 1, i + 1);
+        p->key[1] = eng_mr(p->d, p->pd, 1, p->buf, PAIR_BUF, STD_ACCESS);
+    }
+}
+
+static void pair_teardown(Pair *pr)
+{
+    int i;
+
+    pair_pump(pr);
+    for (i = 0; i < 2; i++) {
+        g_assert_true(g_queue_is_empty(&pr->held[i]));
+        assert_alive(pr->p[i].d);
+        g_free(pr->p[i].img);
+    }
+    rs_detach(&pr->b);
+    g_free(pr->frame);
+}
+
+/* Create QP @q of @type on adapter @i in @pd, 4 SGEs each way. */
+static void pair_qp(Pair *pr, int i, LoopQp *q, uint8_t type, uint32_t pd)
+{
+    Peer *p = &pr->p[i];
+
+    memset(q, 0, sizeof(*q));
+    qp_template(p->d, &q->c, type, pd, p->cq.h, p->cq.h);
+    q->c.max_send_sge = q->c.max_recv_sge = 4;
+    q->c.sq_addr = rs_alloc_zeroed(p->d, rs_qp_sq_bytes(&q->c));
+    q->c.rq_addr = rs_alloc_zeroed(p->d, rs_qp_rq_bytes(&q->c));
+    q->h = new_qp(p->d, &q->c);
+    q->qpn = HINDEX(q->h);
+}
+
+/*
+ * A connected RC pair: q[0] on A, q[1] on B, through GID @gid of both,
+ * in the adapters' PDs; B's QP allows @resp_access.
+ */
+static void pair_rc(Pair *pr, LoopQp q[2], uint32_t gid,
+                    uint16_t resp_access)
+{
+    struct rs_qp_attr a;
+    int i;
+
+    for (i = 0; i < 2; i++) {
+        pair_qp(pr, i, &q[i], RS_QPT_RC, pr->p[i].pd);
+    }
+    for (i = 0; i < 2; i++) {
+        std_attr(&a, RS_QPS_RESET, RS_QPS_RESET);
+        gid_v4(a.ah.dgid, 10, 0, gid, !i + 1);
+        memcpy(a.ah.dmac, pair_mac[!i], 6);
+        a.ah.gid_index = gid;
+        a.dest_qp_num = q[!i].qpn;
+        a.sq_psn = pair_psn[i];
+        a.rq_psn = pair_psn[!i];
+        a.timeout = PAIR_TIMEOUT;
+        a.access_flags = i ? resp_access : STD_ACCESS;
+        eng_connect(pr->p[i].d, &q[i], RS_QPT_RC, &a, 0);
+    }
+}
+
+/* Post a signaled work request on adapter @i's QP @q. */
+static void pair_post(Pair *pr, int i, LoopQp *q, uint8_t opcode,
+                      uint64_t wr_id, const struct rs_sge *sge, uint8_t n,
+                      uint64_t raddr, uint32_t rkey, uint32_t imm)
+{
+    struct rs_send_wqe_ctrl w = {
+        .wr_id = wr_id,
+        .opcode = opcode,
+        .flags = RS_WQE_F_SIGNALED,
+        .num_sge = n,
+        .imm_or_inv = imm,
+        .remote_addr = raddr,
+        .rkey = rkey,
+    };
+
+    eng_post_send(pr->p[i].d, q, &w, sge, n);
+}
+
+/* Copy what a transfer moves into the expected image of the target. */
+static void img_move(Peer *dst, uint32_t doff, Peer *src, uint32_t soff,
+                     uint32_t len)
+{
+    memmove(dst->img + doff, src->img + soff, len);
+}
+
+static void test_engine_pair_rc(void *obj, void *data,
+                                QGuestAllocator *alloc)
+{
+    static const uint32_t sizes[] = { 1, 1023, 1024, 1025, 2048, 4097 };
+    Pair pr;
+    Peer *a = &pr.p[0], *b = &pr.p[1];
+    LoopQp q[2];
+    struct rs_sge ss[4], rs[4];
+    struct rs_cqe cqe;
+    int i;
+
+    pair_setup(&pr, obj, data, alloc);
+    pair_rc(&pr, q, 0, STD_ACCESS);
+
+    /*
+     * SEND with immediate, 3000 bytes from two SGEs into three: three
+     * packets at MTU 1024, whose PSNs cross 2^24; one ACK.
+     */
+    pair_log_reset(&pr);
+    ss[0] = peer_sge(a, 0x10, 1000);
+    ss[1] = peer_sge(a, 0x2000, 2000);
+    rs[0] = peer_sge(b, 0x100, 512);
+    rs[1] = peer_sge(b, 0x1000, 1500);
+    rs[2] = peer_sge(b, 0x3000, 4000);
+    eng_post_recv(b->d, &q[1], 0xb0, rs, 3);
+    pair_post(&pr, 0, &q[0], RS_WR_SEND_IMM, 0xa0, ss, 2, 0, 0,
+              0x01020304);
+    pair_poll(&pr, 1, &cqe);
+    assert_cqe(&cqe, 0xb0, RS_WC_SUCCESS, RS_WR_RECV, q[1].qpn);
+    g_assert_cmpuint(cqe.byte_len, ==, 3000);
+    g_assert_cmphex(cqe.imm_or_inv, ==, 0x01020304);
+    g_assert_cmphex(cqe.wc_flags, ==, RS_WC_F_IMM);
+    pair_poll(&pr, 0, &cqe);
+    assert_cqe(&cqe, 0xa0, RS_WC_SUCCESS, RS_WR_SEND_IMM, q[0].qpn);
+    PAIR_EXPECT_OPS(&pr, 0, OP_SEND_FIRST, OP_SEND_MIDDLE,
+                    OP_SEND_LAST_IMM);
+    g_assert_cmphex(pr.psn[0][0], ==, 0xfffffe);
+    g_assert_cmphex(pr.psn[0][2], ==, 0);
+    PAIR_EXPECT_OPS(&pr, 1, OP_ACK);
+    g_assert_cmphex(pr.syn[1][0], ==, AETH_ACK);
+    g_assert_cmphex(pr.psn[1][0], ==, 0);
+    img_move(b, 0x100, a, 0x10, 512);
+    img_move(b, 0x1000, a, 0x10 + 512, 488);
+    img_move(b, 0x1000 + 488, a, 0x2000, 1012);
+    img_move(b, 0x3000, a, 0x2000 + 1012, 988);
+    peer_check(a);
+    peer_check(b);
+
+    /* SENDs around the MTU, each into a buffer exactly its size. */
+    for (i = 0; i < ARRAY_SIZE(sizes); i++) {
+        uint32_t n = sizes[i], soff = 0x4000 + i, doff = 0x6000 - i;
+
+        pair_log_reset(&pr);
+        peer_fill(a, soff, n, i);
+        rs[0] = peer_sge(b, doff, n);
+        eng_post_recv(b->d, &q[1], 0xb1 + i, rs, 1);
+        ss[0] = peer_sge(a, soff, n);
+        pair_post(&pr, 0, &q[0], RS_WR_SEND, 0xa1 + i, ss, 1, 0, 0, 0);
+        pair_poll(&pr, 1, &cqe);
+        assert_cqe(&cqe, 0xb1 + i, RS_WC_SUCCESS, RS_WR_RECV, q[1].qpn);
+        g_assert_cmpuint(cqe.byte_len, ==, n);
+        g_assert_cmphex(cqe.wc_flags, ==, 0);
+        pair_poll(&pr, 0, &cqe);
+        assert_cqe(&cqe, 0xa1 + i, RS_WC_SUCCESS, RS_WR_SEND, q[0].qpn);
+        pair_pump(&pr);
+        g_assert_cmpuint(pr.nops[0], ==, DIV_ROUND_UP(n, 1024));
+        g_assert_cmpuint(pr.nops[1], ==, 1);
+        img_move(b, doff, a, soff, n);
+        peer_check(b);
+    }
+
+    /* RDMA WRITE of 5000 bytes from two SGEs to an odd address. */
+    pair_log_reset(&pr);
+    ss[0] = peer_sge(a, 0x123, 3000);
+    ss[1] = peer_sge(a, 0x5000, 2000);
+    pair_post(&pr, 0, &q[0], RS_WR_RDMA_WRITE, 0xa8, ss, 2,
+              b->buf + 0x777, b->key[0], 0);
+    pair_poll(&pr, 0, &cqe);
+    assert_cqe(&cqe, 0xa8, RS_WC_SUCCESS, RS_WR_RDMA_WRITE, q[0].qpn);
+    PAIR_EXPECT_OPS(&pr, 0, OP_WRITE_FIRST, OP_WRITE_MIDDLE,
+                    OP_WRITE_MIDDLE, OP_WRITE_MIDDLE, OP_WRITE_LAST);
+    PAIR_EXPECT_OPS(&pr, 1, OP_ACK);
+    pair_cq_empty(&pr, 1);
+    img_move(b, 0x777, a, 0x123, 3000);
+    img_move(b, 0x777 + 3000, a, 0x5000, 2000);
+    peer_check(b);
+
+    /* RDMA WRITE with immediate: consumes a receive, not its buffer. */
+    pair_log_reset(&pr);
+    rs[0] = peer_sge(b, 0x7000, 64);
+    eng_post_recv(b->d, &q[1], 0xb8, rs, 1);
+    ss[0] = peer_sge(a, 0x3333, 1500);
+    pair_post(&pr, 0, &q[0], RS_WR_RDMA_WRITE_IMM, 0xa9, ss, 1,
+              b->buf + 0x10, b->key[0], 0xdeadbeef);
+    pair_poll(&pr, 1, &cqe);
+    assert_cqe(&cqe, 0xb8, RS_WC_SUCCESS, RS_WR_RECV_RDMA_IMM, q[1].qpn);
+    g_assert_cmpuint(cqe.byte_len, ==, 1500);
+    g_assert_cmphex(cqe.imm_or_inv, ==, 0xdeadbeef);
+    g_assert_cmphex(cqe.wc_flags, ==, RS_WC_F_IMM);
+    pair_poll(&pr, 0, &cqe);
+    assert_cqe(&cqe, 0xa9, RS_WC_SUCCESS, RS_WR_RDMA_WRITE_IMM, q[0].qpn);
+    PAIR_EXPECT_OPS(&pr, 0, OP_WRITE_FIRST, OP_WRITE_LAST_IMM);
+    PAIR_EXPECT_OPS(&pr, 1, OP_ACK);
+    img_move(b, 0x10, a, 0x3333, 1500);
+    peer_check(b);
+
+    /* RDMA READ of 5000 bytes into three SGEs: five responses. */
+    pair_log_reset(&pr);
+    peer_fill(b, 0x2100, 5000, 0x77);
+    ss[0] = peer_sge(a, 0x0, 100);
+    ss[1] = peer_sge(a, 0x1001, 4000);
+    ss[2] = peer_sge(a, 0x7000, 900);
+    pair_post(&pr, 0, &q[0], RS_WR_RDMA_READ, 0xaa, ss, 3,
+              b->buf + 0x2100, b->key[0], 0);
+    pair_poll(&pr, 0, &cqe);
+    assert_cqe(&cqe, 0xaa, RS_WC_SUCCESS, RS_WR_RDMA_READ, q[0].qpn);
+    g_assert_cmpuint(cqe.byte_len, ==, 5000);
+    PAIR_EXPECT_OPS(&pr, 0, OP_READ_REQ);
+    PAIR_EXPECT_OPS(&pr, 1, OP_READ_RESP_FIRST, OP_READ_RESP_MIDDLE,
+                    OP_READ_RESP_MIDDLE, OP_READ_RESP_MIDDLE,
+                    OP_READ_RESP_LAST);
+    pair_cq_empty(&pr, 1);
+    img_move(a, 0, b, 0x2100, 100);
+    img_move(a, 0x1001, b, 0x2100 + 100, 4000);
+    img_move(a, 0x7000, b, 0x2100 + 4100, 900);
+    peer_check(a);
+    peer_check(b);
+
+    /* Zero-length SEND, WRITE and READ: one packet each, no data. */
+    pair_log_reset(&pr);
+    eng_post_recv(b->d, &q[1], 0xb9, NULL, 0);
+    pair_post(&pr, 0, &q[0], RS_WR_SEND, 0xab, NULL, 0, 0, 0, 0);
+    pair_post(&pr, 0, &q[0], RS_WR_RDMA_WRITE, 0xac, NULL, 0,
+              b->buf, b->key[0], 0);
+    pair_post(&pr, 0, &q[0], RS_WR_RDMA_READ, 0xad, NULL, 0,
+              b->buf, b->key[0], 0);
+    pair_poll(&pr, 1, &cqe);
+    assert_cqe(&cqe, 0xb9, RS_WC_SUCCESS, RS_WR_RECV, q[1].qpn);
+    g_assert_cmpuint(cqe.byte_len, ==, 0);
+    pair_poll(&pr, 0, &cqe);
+    assert_cqe(&cqe, 0xab, RS_WC_SUCCESS, RS_WR_SEND, q[0].qpn);
+    pair_poll(&pr, 0, &cqe);
+    assert_cqe(&cqe, 0xac, RS_WC_SUCCESS, RS_WR_RDMA_WRITE, q[0].qpn);
+    pair_poll(&pr, 0, &cqe);
+    assert_cqe(&cqe, 0xad, RS_WC_SUCCESS, RS_WR_RDMA_READ, q[0].qpn);
+    g_assert_cmpuint(cqe.byte_len, ==, 0);
+    PAIR_EXPECT_OPS(&pr, 0, OP_SEND_ONLY, OP_WRITE_ONLY,
+                    OP_READ_REQ);
+    peer_check(a);
+    peer_check(b);
+
+    /* And back: B SENDs to A. */
+    pair_log_reset(&pr);
+    rs[0] = peer_sge(a, 0x6800, 2000);
+    eng_post_recv(a->d, &q[0], 0xa0b0, rs, 1);
+    ss[0] = peer_sge(b, 0x200, 1999);
+    pair_post(&pr, 1, &q[1], RS_WR_SEND, 0xb0a0, ss, 1, 0, 0, 0);
+    pair_poll(&pr, 0, &cqe);
+    assert_cqe(&cqe, 0xa0b0, RS_WC_SUCCESS, RS_WR_RECV, q[0].qpn);
+    g_assert_cmpuint(cqe.byte_len, ==, 1999);
+    pair_poll(&pr, 1, &cqe);
+    assert_cqe(&cqe, 0xb0a0, RS_WC_SUCCESS, RS_WR_SEND, q[1].qpn);
+    PAIR_EXPECT_OPS(&pr, 1, OP_SEND_FIRST, OP_SEND_LAST);
+    PAIR_EXPECT_OPS(&pr, 0, OP_ACK);
+    img_move(a, 0x6800, b, 0x200, 1999);
+    peer_check(a);
+    peer_check(b);
+
+    g_assert_cmpuint(qp_state(a->d, q[0].h), ==, RS_QPS_RTS);
+    g_assert_cmpuint(qp_state(b->d, q[1].h), ==, RS_QPS_RTS);
+    pair_cq_empty(&pr, 0);
+    pair_cq_empty(&pr, 1);
+    pair_teardown(&pr);
+}
+
+/* A UD SEND of @len bytes at @off of A's buffer to B's QP @qpn. */
+static void pair_post_ud(Pair *pr, LoopQp *q, uint32_t ah, uint64_t wr_id,
+                         uint32_t off, uint32_t len, uint32_t qpn,
+                         uint32_t qkey, bool imm)
+{
+    struct rs_sge sge = peer_sge(&pr->p[0], off, len);
+    struct rs_send_wqe_ctrl w = {
+        .wr_id = wr_id,
+        .opcode = imm ? RS_WR_SEND_IMM : RS_WR_SEND,
+        .flags = RS_WQE_F_SIGNALED,
+        .num_sge = 1,
+        .imm_or_inv = 0x11223344,
+        .ah = ah,
+        .remote_qpn = qpn,
+        .remote_qkey = qkey,
+    };
+
+    eng_post_send(pr->p[0].d, q, &w, &sge, 1);
+}
+
+static void test_engine_pair_ud(void *obj, void *data,
+                                QGuestAllocator *alloc)
+{
+    Pair pr;
+    Peer *a = &pr.p[0], *b = &pr.p[1];
+    struct rs_cmd_create_ah ac;
+    struct rs_sge rs[2];
+    struct rs_cqe cqe;
+    LoopQp q[2];
+    uint32_t ah;
+    int i;
+
+    pair_setup(&pr, obj, data, alloc);
+    for (i = 0; i < 2; i++) {
+        pair_qp(&pr, i, &q[i], RS_QPT_UD, pr.p[i].pd);
+        qp_walk(pr.p[i].d, q[i].h, RS_QPT_UD, RS_QPS_RTS);
+    }
+    ah_template(&ac, a->pd, 0);
+    memcpy(ac.dmac, pair_mac[1], 6);
+    RS_ASSERT_OK(rs_create_ah(a->d, &ac, &ah));
+
+    /*
+     * SEND with immediate: the receive buffer starts with the 40-byte GRH
+     * area, the IPv4 header in its last 20 bytes (RoCEv2), then the data.
+     */
+    pair_log_reset(&pr);
+    rs[0] = peer_sge(b, 0x100, GRH_SIZE);
+    rs[1] = peer_sge(b, 0x1000, 512);
+    eng_post_recv(b->d, &q[1], 0xb0, rs, 2);
+    pair_post_ud(&pr, &q[0], ah, 0xa0, 0x500, 300, q[1].qpn, STD_QKEY, true);
+    pair_poll(&pr, 0, &cqe);
+    assert_cqe(&cqe, 0xa0, RS_WC_SUCCESS, RS_WR_SEND_IMM, q[0].qpn);
+    pair_poll(&pr, 1, &cqe);
+    assert_cqe(&cqe, 0xb0, RS_WC_SUCCESS, RS_WR_RECV, q[1].qpn);
+    g_assert_cmpuint(cqe.byte_len, ==, GRH_SIZE + 300);
+    g_assert_cmpuint(cqe.src_qp, ==, q[0].qpn);
+    g_assert_cmphex(cqe.wc_flags, ==, RS_WC_F_GRH | RS_WC_F_IMM);
+    g_assert_cmphex(cqe.imm_or_inv, ==, 0x11223344);
+    PAIR_EXPECT_OPS(&pr, 0, OP_UD_SEND_ONLY_IMM);
+    PAIR_EXPECT_NONE(&pr, 1);
+    g_assert_cmphex((uint32_t)ldl_be_p(pr.last[0] + ROCE_EXT), ==, STD_QKEY);
+    g_assert_cmphex(ldl_be_p(pr.last[0] + ROCE_EXT + 4), ==, q[0].qpn);
+    memset(b->img + 0x100, 0, 20);
+    memcpy(b->img + 0x100 + 20, pr.last[0] + 14, 20);
+    img_move(b, 0x1000, a, 0x500, 300);
+    peer_check(b);
+
+    /*
+     * A wrong Q_Key and an unknown QP drop the datagram (the sender does
+     * not know); a Q_Key with bit 31 set means the sender QP's own.
+     */
+    pair_log_reset(&pr);
+    rs[0] = peer_sge(b, 0x2000, GRH_SIZE + 1024);
+    eng_post_recv(b->d, &q[1], 0xb1, rs, 1);
+    peer_fill(a, 0x600, 1024, 0x31);
+    pair_post_ud(&pr, &q[0], ah, 0xa1, 0x600, 1000, q[1].qpn,
+                 STD_QKEY ^ 1, false);
+    pair_post_ud(&pr, &q[0], ah, 0xa2, 0x600, 1001, 0xabc, STD_QKEY, false);
+    pair_post_ud(&pr, &q[0], ah, 0xa3, 0x601, 1002, q[1].qpn, 0x80000000u,
+                 false);
+    for (i = 1; i <= 3; i++) {
+        pair_poll(&pr, 0, &cqe);
+        assert_cqe(&cqe, 0xa0 + i, RS_WC_SUCCESS, RS_WR_SEND, q[0].qpn);
+    }
+    pair_poll(&pr, 1, &cqe);
+    assert_cqe(&cqe, 0xb1, RS_WC_SUCCESS, RS_WR_RECV, q[1].qpn);
+    g_assert_cmpuint(cqe.byte_len, ==, GRH_SIZE + 1002);
+    g_assert_cmphex(cqe.wc_flags, ==, RS_WC_F_GRH);
+    PAIR_EXPECT_OPS(&pr, 0, OP_UD_SEND_ONLY, OP_UD_SEND_ONLY,
+                    OP_UD_SEND_ONLY);
+    memset(b->img + 0x2000, 0, 20);
+    memcpy(b->img + 0x2000 + 20, pr.last[0] + 14, 20);
+    img_move(b, 0x2000 + GRH_SIZE, a, 0x601, 1002);
+    peer_check(b);
+    pair_cq_empty(&pr, 1);
+
+    /*
+     * Longer than the receive buffer: that receive completes with a local
+     * length error and nothing written; the QP goes on receiving.
+     */
+    rs[0] = peer_sge(b, 0x3000, GRH_SIZE + 100);
+    eng_post_recv(b->d, &q[1], 0xb2, rs, 1);
+    rs[0] = peer_sge(b, 0x3800, GRH_SIZE + 200);
+    eng_post_recv(b->d, &q[1], 0xb3, rs, 1);
+    pair_post_ud(&pr, &q[0], ah, 0xa4, 0x700, 101, q[1].qpn, STD_QKEY,
+                 false);
+    pair_post_ud(&pr, &q[0], ah, 0xa5, 0x700, 200, q[1].qpn, STD_QKEY,
+                 false);
+    pair_poll(&pr, 1, &cqe);
+    assert_cqe(&cqe, 0xb2, RS_WC_LOC_LEN_ERR, RS_WR_RECV, q[1].qpn);
+    pair_poll(&pr, 1, &cqe);
+    assert_cqe(&cqe, 0xb3, RS_WC_SUCCESS, RS_WR_RECV, q[1].qpn);
+    g_assert_cmpuint(cqe.byte_len, ==, GRH_SIZE + 200);
+    for (i = 4; i <= 5; i++) {
+        pair_poll(&pr, 0, &cqe);
+        assert_cqe(&cqe, 0xa0 + i, RS_WC_SUCCESS, RS_WR_SEND, q[0].qpn);
+    }
+    memset(b->img + 0x3800, 0, 20);
+    memcpy(b->img + 0x3800 + 20, pr.last[0] + 14, 20);
+    img_move(b, 0x3800 + GRH_SIZE, a, 0x700, 200);
+    peer_check(b);
+    g_assert_cmpuint(qp_state(b->d, q[1].h), ==, RS_QPS_RTS);
+
+    /*
+     * A datagram larger than the path MTU cannot be sent: a local length
+     * error, nothing on the wire, and the QP goes to the error state.
+     */
+    pair_log_reset(&pr);
+    pair_post_ud(&pr, &q[0], ah, 0xa6, 0, 4097, q[1].qpn, STD_QKEY, false);
+    pair_poll(&pr, 0, &cqe);
+    assert_cqe(&cqe, 0xa6, RS_WC_LOC_LEN_ERR, RS_WR_SEND, q[0].qpn);
+    PAIR_EXPECT_NONE(&pr, 0);
+    g_assert_cmpuint(qp_state(a->d, q[0].h), ==, RS_QPS_ERR);
+    peer_check(a);
+    peer_check(b);
+    pair_cq_empty(&pr, 1);
+    pair_teardown(&pr);
+}
+
+/*
+ * Protection matrix.  Each row runs one work request from A on a fresh RC
+ * pair and checks the requester's completion, the NAK B answered with,
+ * both QPs' states, B's receive completion if the request consumed one,
+ * and both buffers byte by byte (a request that fails changes nothing).
+ */
+enum {
+    PROT_WIN,               /* B: 2 pages at buf + 2 pages, all rights */
+    PROT_WIN_NO_RW,         /* the same range without REMOTE_WRITE */
+    PROT_WIN_NO_RR,         /* ... without REMOTE_READ */
+    PROT_WIN_PD2,           /* ... in another PD */
+    PROT_WIN_VNI1,          /* ... registered through GID 1 (VNI 1) */
+    PROT_TOP,               /* IOVA 2^64 - 8 KiB, 8 KiB - 1 bytes */
+    PROT_STALE,             /* a deregistered key: same index, old tag */
+    PROT_UNUSED,            /* an index never registered */
+    PROT_BAD_INDEX,         /* an index past the table */
+    PROT_ZERO,              /* key 0 */
+    PROT_NR,
+};
+
+enum {
+    LOCAL_OK,
+    LOCAL_BAD_KEY,          /* A's key with another tag */
+    LOCAL_OTHER_PD,         /* an MR of A's buffer in another PD */
+    LOCAL_PAST_END,         /* the SGE ends past its MR */
+    LOCAL_NO_WRITE,         /* READ into an MR without LOCAL_WRITE */
+    LOCAL_OTHER_VNI,        /* a key of VNI 0 on a QP of VNI 1 */
+};
+
+#define WIN_OFF         (2 * PAGE)
+#define WIN_LEN         (2 * PAGE)
+#define TOP_IOVA        0xffffffffffffe000ull
+#define TOP_OFF         (6 * PAGE)
+
+typedef struct ProtRow {
+    const char *name;
+    uint8_t op;                 /* RS_WR_RDMA_WRITE, RS_WR_RDMA_READ, SEND */
+    uint8_t mr;                 /* PROT_*: the remote key and region */
+    int64_t va;                 /* from the region's IOVA */
+    uint32_t len;
+    uint8_t status;             /* the requester's completion */
+    uint8_t nak;                /* B's AETH syndrome, 0: none */
+    uint8_t local;              /* LOCAL_* */
+    uint8_t gid;                /* the GID (VNI) of both QPs */
+    uint16_t resp_access;       /* B's QP access flags, 0: STD_ACCESS */
+    uint32_t recv_len;          /* SEND: B's receive buffer */
+    uint8_t recv_status;        /* SEND: B's receive completion */
+} ProtRow;
+
+static const ProtRow prot_rows[] = {
+    /* bounds */
+    { .name = "write-first-bytes", .op = RS_WR_RDMA_WRITE, .mr = PROT_WIN,
+      .len = 256, .status = RS_WC_SUCCESS },
+    { .name = "write-last-bytes", .op = RS_WR_RDMA_WRITE, .mr = PROT_WIN,
+      .va = WIN_LEN - 256, .len = 256, .status = RS_WC_SUCCESS },
+    { .name = "write-below-start", .op = RS_WR_RDMA_WRITE, .mr = PROT_WIN,
+      .va = -1, .len = 256, .status = RS_WC_REM_ACCESS_ERR,
+      .nak = AETH_NAK_REM_ACCESS },
+    { .name = "write-past-end", .op = RS_WR_RDMA_WRITE, .mr = PROT_WIN,
+      .va = WIN_LEN - 255, .len = 256, .status = RS_WC_REM_ACCESS_ERR,
+      .nak = AETH_NAK_REM_ACCESS },
+    { .name = "write-far-past-end", .op = RS_WR_RDMA_WRITE, .mr = PROT_WIN,
+      .va = 1ll << 40, .len = 16, .status = RS_WC_REM_ACCESS_ERR,
+      .nak = AETH_NAK_REM_ACCESS },
+    { .name = "write-9-packets-past-end", .op = RS_WR_RDMA_WRITE,
+      .mr = PROT_WIN, .len = WIN_LEN + 1, .status = RS_WC_REM_ACCESS_ERR,
+      .nak = AETH_NAK_REM_ACCESS },
+    { .name = "write-top-last-bytes", .op = RS_WR_RDMA_WRITE, .mr = PROT_TOP,
+      .va = 0x1fff - 0x100, .len = 0x100, .status = RS_WC_SUCCESS },
+    { .name = "write-wraps-2^64", .op = RS_WR_RDMA_WRITE, .mr = PROT_TOP,
+      .va = 0x1000, .len = 0x1000, .status = RS_WC_REM_ACCESS_ERR,
+      .nak = AETH_NAK_REM_ACCESS },
+    { .name = "read-bytes", .op = RS_WR_RDMA_READ, .mr = PROT_WIN, .va = 0x100,
+      .len = 3000, .status = RS_WC_SUCCESS },
+    { .name = "read-below-start", .op = RS_WR_RDMA_READ, .mr = PROT_WIN,
+      .va = -16, .len = 100, .status = RS_WC_REM_ACCESS_ERR,
+      .nak = AETH_NAK_REM_ACCESS },
+    { .name = "read-past-end", .op = RS_WR_RDMA_READ, .mr = PROT_WIN,
+      .va = WIN_LEN - 2999, .len = 3000, .status = RS_WC_REM_ACCESS_ERR,
+      .nak = AETH_NAK_REM_ACCESS },
+    { .name = "read-wraps-2^64", .op = RS_WR_RDMA_READ, .mr = PROT_TOP,
+      .va = 0x1800, .len = 0x1000, .status = RS_WC_REM_ACCESS_ERR,
+      .nak = AETH_NAK_REM_ACCESS },
+    /* keys */
+    { .name = "write-unused-index", .op = RS_WR_RDMA_WRITE, .mr = PROT_UNUSED,
+      .len = 64, .status = RS_WC_REM_ACCESS_ERR, .nak = AETH_NAK_REM_ACCESS },
+    { .name = "write-index-past-table", .op = RS_WR_RDMA_WRITE,
+      .mr = PROT_BAD_INDEX, .len = 64, .status = RS_WC_REM_ACCESS_ERR,
+      .nak = AETH_NAK_REM_ACCESS },
+    { .name = "write-key-0", .op = RS_WR_RDMA_WRITE, .mr = PROT_ZERO,
+      .len = 64, .status = RS_WC_REM_ACCESS_ERR, .nak = AETH_NAK_REM_ACCESS },
+    { .name = "write-stale-tag", .op = RS_WR_RDMA_WRITE, .mr = PROT_STALE,
+      .len = 64, .status = RS_WC_REM_ACCESS_ERR, .nak = AETH_NAK_REM_ACCESS },
+    { .name = "read-stale-tag", .op = RS_WR_RDMA_READ, .mr = PROT_STALE,
+      .len = 64, .status = RS_WC_REM_ACCESS_ERR, .nak = AETH_NAK_REM_ACCESS },
+    /* PD and rights */
+    { .name = "write-other-pd", .op = RS_WR_RDMA_WRITE, .mr = PROT_WIN_PD2,
+      .len = 64, .status = RS_WC_REM_ACCESS_ERR, .nak = AETH_NAK_REM_ACCESS },
+    { .name = "read-other-pd", .op = RS_WR_RDMA_READ, .mr = PROT_WIN_PD2,
+      .len = 64, .status = RS_WC_REM_ACCESS_ERR, .nak = AETH_NAK_REM_ACCESS },
+    { .name = "write-mr-no-remote-write", .op = RS_WR_RDMA_WRITE,
+      .mr = PROT_WIN_NO_RW, .len = 64, .status = RS_WC_REM_ACCESS_ERR,
+      .nak = AETH_NAK_REM_ACCESS },
+    { .name = "read-mr-no-remote-write", .op = RS_WR_RDMA_READ,
+      .mr = PROT_WIN_NO_RW, .len = 64, .status = RS_WC_SUCCESS },
+    { .name = "read-mr-no-remote-read", .op = RS_WR_RDMA_READ,
+      .mr = PROT_WIN_NO_RR, .len = 64, .status = RS_WC_REM_ACCESS_ERR,
+      .nak = AETH_NAK_REM_ACCESS },
+    { .name = "write-mr-no-remote-read", .op = RS_WR_RDMA_WRITE,
+      .mr = PROT_WIN_NO_RR, .len = 64, .status = RS_WC_SUCCESS },
+    { .name = "write-qp-no-remote-write", .op = RS_WR_RDMA_WRITE,
+      .mr = PROT_WIN, .len = 64, .status = RS_WC_REM_ACCESS_ERR,
+      .nak = AETH_NAK_REM_ACCESS,
+      .resp_access = RS_ACCESS_LOCAL_WRITE | RS_ACCESS_REMOTE_READ },
+    { .name = "read-qp-no-remote-read", .op = RS_WR_RDMA_READ, .mr = PROT_WIN,
+      .len = 64, .status = RS_WC_REM_ACCESS_ERR, .nak = AETH_NAK_REM_ACCESS,
+      .resp_access = RS_ACCESS_LOCAL_WRITE | RS_ACCESS_REMOTE_WRITE },
+    /* network identity: keys resolve in the VNI of the receiving GID */
+    { .name = "write-key-of-other-vni", .op = RS_WR_RDMA_WRITE,
+      .mr = PROT_WIN_VNI1, .len = 64, .status = RS_WC_REM_ACCESS_ERR,
+      .nak = AETH_NAK_REM_ACCESS },
+    { .name = "write-key-of-vni1-on-vni1", .op = RS_WR_RDMA_WRITE,
+      .mr = PROT_WIN_VNI1, .len = 64, .status = RS_WC_SUCCESS, .gid = 1 },
+    { .name = "write-key-of-vni0-on-vni1", .op = RS_WR_RDMA_WRITE,
+      .mr = PROT_WIN, .len = 64, .status = RS_WC_REM_ACCESS_ERR,
+      .nak = AETH_NAK_REM_ACCESS, .gid = 1 },
+    /* zero length: no R_Key or VA check (IBTA C9-88) */
+    { .name = "write-0-bytes-bad-key", .op = RS_WR_RDMA_WRITE,
+      .mr = PROT_BAD_INDEX, .len = 0, .status = RS_WC_SUCCESS },
+    { .name = "read-0-bytes-bad-key", .op = RS_WR_RDMA_READ,
+      .mr = PROT_BAD_INDEX, .len = 0, .status = RS_WC_SUCCESS },
+    { .name = "write-0-bytes-past-end", .op = RS_WR_RDMA_WRITE, .mr = PROT_WIN,
+      .va = WIN_LEN + 64, .len = 0, .status = RS_WC_SUCCESS },
+    /* receive buffers */
+    { .name = "send-fits", .op = RS_WR_SEND, .len = 2048,
+      .status = RS_WC_SUCCESS, .recv_len = 2048,
+      .recv_status = RS_WC_SUCCESS },
+    { .name = "send-longer-than-receive", .op = RS_WR_SEND, .len = 600,
+      .status = RS_WC_REM_INV_REQ_ERR, .nak = AETH_NAK_INV_REQ,
+      .recv_len = 512, .recv_status = RS_WC_LOC_LEN_ERR },
+    { .name = "send-3-packets-longer", .op = RS_WR_SEND, .len = 3000,
+      .status = RS_WC_REM_INV_REQ_ERR, .nak = AETH_NAK_INV_REQ,
+      .recv_len = 2048, .recv_status = RS_WC_LOC_LEN_ERR },
+    /* the requester's own keys */
+    { .name = "local-bad-lkey", .op = RS_WR_RDMA_WRITE, .mr = PROT_WIN,
+      .len = 256, .status = RS_WC_LOC_PROT_ERR, .local = LOCAL_BAD_KEY },
+    { .name = "local-lkey-other-pd", .op = RS_WR_RDMA_WRITE, .mr = PROT_WIN,
+      .len = 256, .status = RS_WC_LOC_PROT_ERR, .local = LOCAL_OTHER_PD },
+    { .name = "local-sge-past-mr", .op = RS_WR_RDMA_WRITE, .mr = PROT_WIN,
+      .len = 256, .status = RS_WC_LOC_PROT_ERR, .local = LOCAL_PAST_END },
+    { .name = "local-read-into-readonly", .op = RS_WR_RDMA_READ,
+      .mr = PROT_WIN, .len = 256, .status = RS_WC_LOC_PROT_ERR,
+      .local = LOCAL_NO_WRITE },
+    { .name = "local-lkey-other-vni", .op = RS_WR_RDMA_WRITE, .mr = PROT_WIN,
+      .len = 256, .status = RS_WC_LOC_PROT_ERR, .local = LOCAL_OTHER_VNI,
+      .gid = 1 },
+    { .name = "local-send-bad-lkey", .op = RS_WR_SEND, .len = 256,
+      .status = RS_WC_LOC_PROT_ERR, .local = LOCAL_BAD_KEY, .recv_len = 256 },
+};
+
+typedef struct ProtEnv {
+    Pair pr;
+    uint32_t pd2[2];
+    uint32_t rkey[PROT_NR];
+    uint64_t iova[PROT_NR];
+    uint32_t off[PROT_NR];      /* the region's offset in B's buffer */
+    uint32_t lkey_pd2, lkey_small, lkey_ro;
+} ProtEnv;
+
+static void prot_setup(ProtEnv *e, void *obj, void *data,
+                       QGuestAllocator *alloc)
+{
+    Peer *a = &e->pr.p[0], *b = &e->pr.p[1];
+    uint64_t win;
+    uint32_t i, stale;
+
+    pair_setup(&e->pr, obj, data, alloc);
+    win = b->buf + WIN_OFF;
+    pair_add_vni1(&e->pr);
+    for (i = 0; i < 2; i++) {
+        e->pd2[i] = new_pd(e->pr.p[i].d);
+    }
+    for (i = 0; i < PROT_NR; i++) {
+        e->iova[i] = win;
+        e->off[i] = WIN_OFF;
+    }
+    e->rkey[PROT_WIN] = eng_mr(b->d, b->pd, 0, win, WIN_LEN, STD_ACCESS);
+    e->rkey[PROT_WIN_NO_RW] = eng_mr(b->d, b->pd, 0, win, WIN_LEN,
+                                     RS_ACCESS_LOCAL_WRITE |
+                                     RS_ACCESS_REMOTE_READ);
+    e->rkey[PROT_WIN_NO_RR] = eng_mr(b->d, b->pd, 0, win, WIN_LEN,
+                                     RS_ACCESS_LOCAL_WRITE |
+                                     RS_ACCESS_REMOTE_WRITE);
+    e->rkey[PROT_WIN_PD2] = eng_mr(b->d, e->pd2[1], 0, win, WIN_LEN,
+                                   STD_ACCESS);
+    e->rkey[PROT_WIN_VNI1] = eng_mr(b->d, b->pd, 1, win, WIN_LEN,
+                                    STD_ACCESS);
+    e->rkey[PROT_TOP] = eng_mr_at(b->d, b->pd, 0, TOP_IOVA,
+                                  b->buf + TOP_OFF, 0x1fff, STD_ACCESS);
+    e->iova[PROT_TOP] = TOP_IOVA;
+    e->off[PROT_TOP] = TOP_OFF;
+    /* Deregister and register again: the index comes back, the tag not. */
+    stale = eng_mr(b->d, b->pd, 0, win, WIN_LEN, STD_ACCESS);
+    RS_ASSERT_OK(rs_destroy(b->d, RS_CMD_DEREG_MR, stale));
+    e->rkey[PROT_STALE] = stale;
+    i = eng_mr(b->d, b->pd, 0, win, WIN_LEN, STD_ACCESS);
+    g_assert_cmphex(i >> RS_MKEY_INDEX_SHIFT, ==,
+                    stale >> RS_MKEY_INDEX_SHIFT);
+    g_assert_cmphex(i, !=, stale);
+    e->rkey[PROT_UNUSED] = (DEF_MAX_MRS - 1) << RS_MKEY_INDEX_SHIFT |
+                           (e->rkey[PROT_WIN] & RS_MKEY_TAG_MASK);
+    e->rkey[PROT_BAD_INDEX] = 0xffffff00u |
+                              (e->rkey[PROT_WIN] & RS_MKEY_TAG_MASK);
+    e->rkey[PROT_ZERO] = 0;
+
+    e->lkey_pd2 = eng_mr(a->d, e->pd2[0], 0, a->buf, PAIR_BUF, STD_ACCESS);
+    e->lkey_small = eng_mr(a->d, a->pd, 0, a->buf, 128, STD_ACCESS);
+    e->lkey_ro = eng_mr(a->d, a->pd, 0, a->buf, PAIR_BUF, 0);
+}
+
+static void prot_run(ProtEnv *e, const ProtRow *r)
+{
+    Pair *pr = &e->pr;
+    Peer *a = &pr->p[0], *b = &pr->p[1];
+    bool ok = r->status == RS_WC_SUCCESS;
+    uint64_t va = e->iova[r->mr] + r->va;
+    uint32_t boff = e->off[r->mr] + r->va;
+    struct rs_sge sge = peer_sge(a, 0, r->len), rsge;
+    struct rs_cqe cqe;
+    LoopQp q[2];
+
+    g_test_message("protection: %s", r->name);
+    pair_rc(pr, q, r->gid, r->resp_access ? r->resp_access : STD_ACCESS);
+    peer_fill(a, 0, 3 * PAGE, r->len);
+    sge.lkey = a->key[r->gid];
+    switch (r->local) {
+    case LOCAL_BAD_KEY:
+        sge.lkey ^= 1;
+        break;
+    case LOCAL_OTHER_PD:
+        sge.lkey = e->lkey_pd2;
+        break;
+    case LOCAL_PAST_END:
+        sge.lkey = e->lkey_small;
+        sge.addr += 128 - r->len / 2;
+        break;
+    case LOCAL_NO_WRITE:
+        sge.lkey = e->lkey_ro;
+        break;
+    case LOCAL_OTHER_VNI:
+        sge.lkey = a->key[0];
+        break;
+    }
+    if (r->op == RS_WR_SEND) {
+        rsge = peer_sge(b, WIN_OFF, r->recv_len);
+        eng_post_recv(b->d, &q[1], 0xb0, &rsge, 1);
+    }
+    pair_log_reset(pr);
+    pair_post(pr, 0, &q[0], r->op, 0xa0, &sge, 1, va, e->rkey[r->mr], 0);
+    if (r->op == RS_WR_SEND && !r->local) {
+        pair_poll(pr, 1, &cqe);
+        assert_cqe(&cqe, 0xb0, r->recv_status, RS_WR_RECV, q[1].qpn);
+        if (r->recv_status == RS_WC_SUCCESS) {
+            g_assert_cmpuint(cqe.byte_len, ==, r->len);
+            img_move(b, WIN_OFF, a, 0, r->len);
+        } else if (r->len > 1024) {
+            /* What the packets before the error left is undefined. */
+            peer_dont_care(b, WIN_OFF, r->recv_len);
+        }
+    }
+    pair_poll(pr, 0, &cqe);
+    assert_cqe(&cqe, 0xa0, r->status, r->op, q[0].qpn);
+    if (ok && r->op == RS_WR_RDMA_WRITE) {
+        img_move(b, boff, a, 0, r->len);
+    } else if (ok && r->op == RS_WR_RDMA_READ) {
+        img_move(a, 0, b, boff, r->len);
+        g_assert_cmpuint(cqe.byte_len, ==, r->len);
+    }
+
+    pair_pump(pr);
+    if (r->local) {
+        PAIR_EXPECT_NONE(pr, 0);
+        PAIR_EXPECT_NONE(pr, 1);
+    } else {
+        g_assert_cmpuint(pr->nops[0], ==,
+                         r->op == RS_WR_RDMA_READ ? 1 :
+                         MAX(DIV_ROUND_UP(r->len, 1024), 1));
+    }
+    if (r->nak) {
+        /* for the first packet, or the SEND's packet that did not fit */
+        PAIR_EXPECT_OPS(pr, 1, OP_ACK);
+        g_assert_cmphex(pr->syn[1][0], ==, r->nak);
+        g_assert_cmphex(pr->psn[1][0], ==,
+                        pr->psn[0][r->op == RS_WR_SEND ? pr->nops[0] - 1 : 0]);
+    }
+    g_assert_cmpuint(qp_state(a->d, q[0].h), ==,
+                     ok ? RS_QPS_RTS : RS_QPS_ERR);
+    g_assert_cmpuint(qp_state(b->d, q[1].h), ==,
+                     r->nak ? RS_QPS_ERR : RS_QPS_RTS);
+    pair_cq_empty(pr, 0);
+    pair_cq_empty(pr, 1);
+    peer_check(a);
+    peer_check(b);
+}
+
+static void test_engine_pair_protection(void *obj, void *data,
+                                        QGuestAllocator *alloc)
+{
+    ProtEnv e;
+    int i;
+
+    prot_setup(&e, obj, data, alloc);
+    for (i = 0; i < ARRAY_SIZE(prot_rows); i++) {
+        prot_run(&e, &prot_rows[i]);
+    }
+    pair_teardown(&e.pr);
+}
+
+/* Frame @g changed by @edit, resealed if @reseal, put on B's wire. */
+typedef void FrameEdit(uint8_t *f, size_t *len);
+
+static void pair_inject_edit(Pair *pr, const GByteArray *g, FrameEdit *edit,
+                             bool reseal)
+{
+    g_autofree uint8_t *f = g_malloc(g->len + 64);
+    size_t len = g->len;
+
+    memcpy(f, g->data, g->len);
+    edit(f, &len);
+    if (reseal) {
+        roce_reseal(f, len);
+    }
+    pair_inject(pr, 1, f, len);
+}
+
+static void edit_payload(uint8_t *f, size_t *len)
+{
+    f[ROCE_EXT + 16 + 5] ^= 1;
+}
+
+static void edit_icrc(uint8_t *f, size_t *len)
+{
+    f[*len - 1] ^= 0x80;
+}
+
+static void edit_cut_1(uint8_t *f, size_t *len)
+{
+    *len -= 1;
+}
+
+static void edit_cut_icrc(uint8_t *f, size_t *len)
+{
+    *len -= 4;
+}
+
+static void edit_cut_in_reth(uint8_t *f, size_t *len)
+{
+    *len = ROCE_EXT + 15;
+}
+
+static void edit_cut_in_bth(uint8_t *f, size_t *len)
+{
+    *len = ROCE_BTH + 11;
+}
+
+/* Shorter than IPv4 + UDP: not RoCE, the LAN path's. */
+static void edit_cut_in_udp(uint8_t *f, size_t *len)
+{
+    *len = ROCE_BTH - 1;
+}
+
+/* Lengths and ICRC made to fit, but the RETH is cut short. */
+static void edit_short_reth(uint8_t *f, size_t *len)
+{
+    *len = ROCE_EXT + 8 + 4;
+}
+
+static void edit_qpn_unused(uint8_t *f, size_t *len)
+{
+    stl_be_p(f + ROCE_BTH + 4, 200);
+}
+
+static void edit_qpn_huge(uint8_t *f, size_t *len)
+{
+    stl_be_p(f + ROCE_BTH + 4, 0xffffff);
+}
+
+static void edit_qpn_0(uint8_t *f, size_t *len)
+{
+    stl_be_p(f + ROCE_BTH + 4, 0);
+}
+
+static void edit_op_ud_send(uint8_t *f, size_t *len)
+{
+    f[ROCE_BTH] = OP_UD_SEND_ONLY;
+}
+
+static void edit_op_unknown(uint8_t *f, size_t *len)
+{
+    f[ROCE_BTH] = 0x1f;
+}
+
+/* A READ request carries no payload. */
+static void edit_op_read_with_data(uint8_t *f, size_t *len)
+{
+    f[ROCE_BTH] = OP_READ_REQ;
+}
+
+static void edit_tver(uint8_t *f, size_t *len)
+{
+    f[ROCE_BTH + 1] |= 1;
+}
+
+static void edit_psn_ahead(uint8_t *f, size_t *len)
+{
+    stl_be_p(f + ROCE_BTH + 8, ldl_be_p(f + ROCE_BTH + 8) + 5);
+}
+
+static void edit_psn_behind(uint8_t *f, size_t *len)
+{
+    stl_be_p(f + ROCE_BTH + 8, ldl_be_p(f + ROCE_BTH + 8) - 1);
+}
+
+/* WRITE MIDDLE, the RETH taken out: no WRITE is in progress. */
+static void edit_write_middle(uint8_t *f, size_t *len)
+{
+    f[ROCE_BTH] = OP_WRITE_MIDDLE;
+    memmove(f + ROCE_EXT, f + ROCE_EXT + 16, *len - ROCE_EXT - 16);
+    *len -= 16;
+}
+
+typedef struct BadFrame {
+    const char *name;
+    FrameEdit *edit;
+    bool reseal;
+} BadFrame;
+
+/* Each of these B must drop without an answer and without an effect. */
+static const BadFrame bad_frames[] = {
+    { "payload changed, ICRC kept", edit_payload, false },
+    { "ICRC changed", edit_icrc, false },
+    { "last byte cut", edit_cut_1, false },
+    { "ICRC cut", edit_cut_icrc, false },
+    { "cut in the RETH", edit_cut_in_reth, false },
+    { "cut in the BTH", edit_cut_in_bth, false },
+    { "RETH cut, lengths and ICRC fitting", edit_short_reth, true },
+    { "unused QPN", edit_qpn_unused, true },
+    { "QPN 2^24 - 1", edit_qpn_huge, true },
+    { "QPN 0", edit_qpn_0, true },
+    { "UD SEND to an RC QP", edit_op_ud_send, true },
+    { "unknown opcode", edit_op_unknown, true },
+    { "READ request with a payload", edit_op_read_with_data, true },
+    { "transport version 1", edit_tver, true },
+};
+
+/* B's UD QP, for an RC opcode sent to it. */
+static uint32_t bad_ud_qpn;
+
+static void edit_to_ud_qp(uint8_t *f, size_t *len)
+{
+    stl_be_p(f + ROCE_BTH + 4, bad_ud_qpn);
+}
+
+static void test_engine_pair_bad_frames(void *obj, void *data,
+                                        QGuestAllocator *alloc)
+{
+    Pair pr;
+    Peer *a = &pr.p[0], *b = &pr.p[1];
+    LanEnv lan;
+    uint64_t lanbuf[4];
+    LoopQp q[2], ud;
+    struct rs_sge sge;
+    struct rs_cqe cqe;
+    GByteArray *g, *r;
+    uint32_t psn;
+    int i;
+
+    pair_setup(&pr, obj, data, alloc);
+    pair_add_vni1(&pr);
+    pair_rc(&pr, q, 0, STD_ACCESS);
+    pair_qp(&pr, 1, &ud, RS_QPT_UD, b->pd);
+    qp_walk(b->d, ud.h, RS_QPT_UD, RS_QPS_RTS);
+    bad_ud_qpn = ud.qpn;
+    /* B's LAN receive ring: frames that are not RoCE land there. */
+    memset(&lan, 0, sizeof(lan));
+    lan.d = b->d;
+    lan.fd = pr.fd[1];
+    lan_ring_init(&lan, &lan.rx, RS_LAN_RXQ, 3, LAN_RX_VECTOR);
+    for (i = 0; i < ARRAY_SIZE(lanbuf); i++) {
+        lanbuf[i] = lan_rx_buf(&lan, LAN_BUF_SIZE);
+        lan_post(&lan, &lan.rx, lanbuf[i], LAN_BUF_SIZE, 0);
+    }
+    lan_doorbell(&lan, &lan.rx);
+
+    /* The genuine RDMA WRITE of 300 bytes, kept off the wire for now. */
+    pr.hold[0] = pr.hold[1] = true;
+    sge = peer_sge(a, 0x100, 300);
+    pair_post(&pr, 0, &q[0], RS_WR_RDMA_WRITE, 0xa0, &sge, 1,
+              b->buf + 0x2000, b->key[0], 0);
+    g = pair_take(&pr, 0);
+    g_assert_cmphex(g->data[ROCE_BTH], ==, OP_WRITE_ONLY);
+    psn = ldl_be_p(g->data + ROCE_BTH + 8) & 0xffffff;
+    g_assert_cmphex(psn, ==, pair_psn[0]);
+
+    for (i = 0; i < ARRAY_SIZE(bad_frames); i++) {
+        g_test_message("bad frame: %s", bad_frames[i].name);
+        pair_inject_edit(&pr, g, bad_frames[i].edit, bad_frames[i].reseal);
+    }
+    g_test_message("bad frame: RC WRITE to a UD QP");
+    pair_inject_edit(&pr, g, edit_to_ud_qp, true);
+    /* Not RoCE: the LAN ring takes it. */
+    pair_inject_edit(&pr, g, edit_cut_in_udp, false);
+    /* A PSN gap: one sequence NAK; an old PSN: ACK of the last one. */
+    pair_inject_edit(&pr, g, edit_psn_ahead, true);
+    pair_inject_edit(&pr, g, edit_psn_behind, true);
+    pair_inject(&pr, 1, g->data, g->len);
+
+    r = pair_take(&pr, 1);
+    g_assert_cmphex(r->data[ROCE_BTH], ==, OP_ACK);
+    g_assert_cmphex(r->data[ROCE_EXT], ==, AETH_NAK_SEQ);
+    g_assert_cmphex(ldl_be_p(r->data + ROCE_BTH + 8) & 0xffffff, ==, psn);
+    g_byte_array_unref(r);
+    r = pair_take(&pr, 1);
+    g_assert_cmphex(r->data[ROCE_BTH], ==, OP_ACK);
+    g_assert_cmphex(r->data[ROCE_EXT], ==, AETH_ACK);
+    g_assert_cmphex(ldl_be_p(r->data + ROCE_BTH + 8) & 0xffffff, ==,
+                    (psn - 1) & 0xffffff);
+    g_byte_array_unref(r);
+    /* The genuine WRITE's ACK is the next answer: B let the rest be. */
+    r = pair_take(&pr, 1);
+    g_assert_cmphex(r->data[ROCE_BTH], ==, OP_ACK);
+    g_assert_cmphex(r->data[ROCE_EXT], ==, AETH_ACK);
+    g_assert_cmphex(ldl_be_p(r->data + ROCE_BTH + 8) & 0xffffff, ==, psn);
+    pr.hold[0] = pr.hold[1] = false;
+    pair_inject(&pr, 0, r->data, r->len);
+    g_byte_array_unref(r);
+    pair_poll(&pr, 0, &cqe);
+    assert_cqe(&cqe, 0xa0, RS_WC_SUCCESS, RS_WR_RDMA_WRITE, q[0].qpn);
+    img_move(b, 0x2000, a, 0x100, 300);
+    peer_check(b);
+    pair_cq_empty(&pr, 1);
+    g_assert_cmpuint(qp_state(b->d, q[1].h), ==, RS_QPS_RTS);
+    g_assert_cmpuint(qp_state(b->d, ud.h), ==, RS_QPS_RTS);
+    /* Of all that, only the frame cut short of its UDP header is LAN's. */
+    {
+        g_autofree uint8_t *cut = g_memdup2(g->data, ROCE_BTH - 1);
+
+        lan_expect_rx(&lan, 0, lanbuf[0], LAN_BUF_SIZE, cut, ROCE_BTH - 1);
+        g_assert_false(lan_done(&lan, &lan.rx, 1));
+    }
+
+    /* The adapters go on working: a SEND of 2000 bytes. */
+    pair_log_reset(&pr);
+    sge = peer_sge(b, 0x4000, 2000);
+    eng_post_recv(b->d, &q[1], 0xb0, &sge, 1);
+    sge = peer_sge(a, 0x800, 2000);
+    pair_post(&pr, 0, &q[0], RS_WR_SEND, 0xa1, &sge, 1, 0, 0, 0);
+    pair_poll(&pr, 1, &cqe);
+    assert_cqe(&cqe, 0xb0, RS_WC_SUCCESS, RS_WR_RECV, q[1].qpn);
+    pair_poll(&pr, 0, &cqe);
+    assert_cqe(&cqe, 0xa1, RS_WC_SUCCESS, RS_WR_SEND, q[0].qpn);
+    PAIR_EXPECT_OPS(&pr, 0, OP_SEND_FIRST, OP_SEND_LAST);
+    PAIR_EXPECT_OPS(&pr, 1, OP_ACK);
+    img_move(b, 0x4000, a, 0x800, 2000);
+    peer_check(b);
+
+    /*
+     * A WRITE MIDDLE where no WRITE is in progress, at the expected PSN:
+     * an invalid request NAK, and B's QP goes to the error state.
+     */
+    pr.hold[0] = pr.hold[1] = true;
+    sge = peer_sge(a, 0x1000, 1024);
+    pair_post(&pr, 0, &q[0], RS_WR_RDMA_WRITE, 0xa2, &sge, 1,
+              b->buf + 0x5000, b->key[0], 0);
+    g_byte_array_unref(g);
+    g = pair_take(&pr, 0);
+    psn = ldl_be_p(g->data + ROCE_BTH + 8) & 0xffffff;
+    pair_inject_edit(&pr, g, edit_write_middle, true);
+    r = pair_take(&pr, 1);
+    g_assert_cmphex(r->data[ROCE_BTH], ==, OP_ACK);
+    g_assert_cmphex(r->data[ROCE_EXT], ==, AETH_NAK_INV_REQ);
+    g_assert_cmphex(ldl_be_p(r->data + ROCE_BTH + 8) & 0xffffff, ==, psn);
+    g_assert_cmpuint(qp_state(b->d, q[1].h), ==, RS_QPS_ERR);
+    /* The NAK ends A's request too; the genuine one finds B's QP shut. */
+    pr.hold[0] = pr.hold[1] = false;
+    pair_inject(&pr, 0, r->data, r->len);
+    g_byte_array_unref(r);
+    pair_poll(&pr, 0, &cqe);
+    assert_cqe(&cqe, 0xa2, RS_WC_REM_INV_REQ_ERR, RS_WR_RDMA_WRITE,
+               q[0].qpn);
+    g_assert_cmpuint(qp_state(a->d, q[0].h), ==, RS_QPS_ERR);
+    pair_log_reset(&pr);
+    pair_inject(&pr, 1, g->data, g->len);
+    g_byte_array_unref(g);
+    /* A SEND on another pair after it: B's only answer is its ACK. */
+    pair_rc(&pr, q, 0, STD_ACCESS);
+    sge = peer_sge(b, 0x6000, 16);
+    eng_post_recv(b->d, &q[1], 0xb1, &sge, 1);
+    sge = peer_sge(a, 0x1000, 16);
+    pair_post(&pr, 0, &q[0], RS_WR_SEND, 0xa3, &sge, 1, 0, 0, 0);
+    pair_poll(&pr, 1, &cqe);
+    assert_cqe(&cqe, 0xb1, RS_WC_SUCCESS, RS_WR_RECV, q[1].qpn);
+    pair_poll(&pr, 0, &cqe);
+    assert_cqe(&cqe, 0xa3, RS_WC_SUCCESS, RS_WR_SEND, q[0].qpn);
+    PAIR_EXPECT_OPS(&pr, 1, OP_ACK);
+    img_move(b, 0x6000, a, 0x1000, 16);
+    pair_cq_empty(&pr, 1);
+    peer_check(a);
+    peer_check(b);
+    pair_teardown(&pr);
+}
 
 /* ------------------------------------------------------------------ */
 /* Transport engine: atomics, UC, flush, SRQ                          */
@@ -6395,17 +7885,12 @@ static void test_lan_migrate(void *obj, void *data, QGuestAllocator *alloc)
 /* No completion arrives while the engine's timers run for a while. */
 static void loop_poll_none(Loop *l)
 {
-    uint32_t mask = (1u << LOOP_CQ_LOG) - 1;
-    uint64_t addr = l->cq_ring +
-                    (uint64_t)(l->cq_ci & mask) * sizeof(struct rs_cqe);
-    uint8_t phase = !((l->cq_ci >> LOOP_CQ_LOG) & 1);
     struct rs_cqe cqe;
     int i;
 
     for (i = 0; i < 20; i++) {
         qtest_clock_step(rs_qts(l->d), 1000000);
-        qtest_memread(rs_qts(l->d), addr, &cqe, sizeof(cqe));
-        g_assert_cmpuint(cqe.owner & RS_CQE_OWNER, !=, phase);
+        g_assert_false(eng_cq_peek(l->d, &l->cq, &cqe));
     }
 }
 
@@ -7110,12 +8595,12 @@ static void test_engine_srq(void *obj, void *data, QGuestAllocator *alloc)
     RS_ASSERT_OK(srq_create(l.d, &c, &srq));
     memset(&b2, 0, sizeof(b2));
     memset(&c2, 0, sizeof(c2));
-    qp_template(l.d, &b2.c, RS_QPT_RC, l.pd, l.cq, l.cq);
+    qp_template(l.d, &b2.c, RS_QPT_RC, l.pd, l.cq.h, l.cq.h);
     b2.c.srq = srq;
     b2.c.rq_addr = 0;
     b2.h = new_qp(l.d, &b2.c);
     b2.qpn = HINDEX(b2.h);
-    qp_template(l.d, &c2.c, RS_QPT_RC, l.pd, l.cq, l.cq);
+    qp_template(l.d, &c2.c, RS_QPT_RC, l.pd, l.cq.h, l.cq.h);
     c2.h = new_qp(l.d, &c2.c);
     c2.qpn = HINDEX(c2.h);
     loop_connect(&l, &c2, b2.qpn);
@@ -7397,6 +8882,10 @@ static void test_engine_fast_reg_migrate(void *obj, void *data,
     rmdir(tmpdir);
 }
 
+/* ------------------------------------------------------------------ */
+/* Registration                                                        */
+/* ------------------------------------------------------------------ */
+
 static uint8_t qp_types[] = { RS_QPT_RC, RS_QPT_UC, RS_QPT_UD, RS_QPT_GSI };
 
 static void register_rdma_session_test(void)
@@ -7405,6 +8894,7 @@ static void register_rdma_session_test(void)
     QOSGraphTestOptions lan = { .before = lan_before };
     QOSGraphTestOptions rel_drop = { .before = rel_drop_before,
                                      .arg = GUINT_TO_POINTER(7) };
+    QOSGraphTestOptions pair = { .before = pair_before };
     QOSGraphTestOptions qp[ARRAY_SIZE(qp_types)];
     static const char *const qp_names[] = {
         "qp-rc", "qp-uc", "qp-ud", "qp-gsi",
@@ -7483,6 +8973,14 @@ static void register_rdma_session_test(void)
                  test_engine_rc_rnr_exceeded, NULL);
     qos_add_test("engine-rc-retry-exceeded", "rdma-session",
                  test_engine_rc_retry_exceeded, NULL);
+    qos_add_test("engine-pair-rc", "rdma-session", test_engine_pair_rc,
+                 &pair);
+    qos_add_test("engine-pair-ud", "rdma-session", test_engine_pair_ud,
+                 &pair);
+    qos_add_test("engine-pair-protection", "rdma-session",
+                 test_engine_pair_protection, &pair);
+    qos_add_test("engine-pair-bad-frames", "rdma-session",
+                 test_engine_pair_bad_frames, &pair);
     qtest_add_func("rdma-session/bad-properties", test_bad_properties);
 }
 
