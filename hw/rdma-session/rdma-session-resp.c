@@ -859,6 +859,35 @@ static void rs_resp_uc(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
     qp->resp_off = 0;
 }
 
+/*
+ * A connected QP talks only to its peer: the packet must come from the
+ * address the QP's AV, or a session of its group, sends to, and arrive on
+ * the GID that one sends from.
+ */
+static bool rs_qp_from_peer(RSCore *c, const RSQp *qp, int gid,
+                            const RSPkt *pkt)
+{
+    const RSSessionGroup *g;
+    uint32_t i;
+
+    if (!qp->group) {
+        return qp->has_av && qp->av.gid_index == gid &&
+               !memcmp(qp->av.dgid, pkt->sgid, sizeof(pkt->sgid));
+    }
+    g = &c->groups[qp->group];
+    for (i = 0; g->valid && i < MIN(g->nsessions, RS_MAX_GROUP_SESSIONS);
+         i++) {
+        const RSSession *s = &c->sessions[g->session[i]];
+
+        if (g->session[i] && g->session[i] < c->p.max_sessions &&
+            s->valid && s->gid_index == gid &&
+            !memcmp(s->dst_ip, pkt->sgid, sizeof(pkt->sgid))) {
+            return true;
+        }
+    }
+    return false;
+}
+
 void rs_roce_input(RSCore *c, const uint8_t *frame, size_t len)
 {
     const char *why = NULL;
@@ -886,6 +915,11 @@ void rs_roce_input(RSCore *c, const uint8_t *frame, size_t len)
     qp = &c->qps[qpn];
     if (!(rs_opcode[pkt.opcode].qpt_mask & (1u << qp->type))) {
         trace_rdma_session_roce_drop(len, "opcode not for this QP type");
+        return;
+    }
+    if (qp->type != RS_QPT_UD && qp->type != RS_QPT_GSI &&
+        !rs_qp_from_peer(c, qp, gid, &pkt)) {
+        trace_rdma_session_roce_drop(len, "not from the QP's peer");
         return;
     }
     if (rs_opcode[pkt.opcode].flags & RS_OPF_RESP) {

@@ -7679,6 +7679,18 @@ static void edit_tver(uint8_t *f, size_t *len)
     f[ROCE_BTH + 1] |= 1;
 }
 
+/* The right QP and PSN, but from a host that is not the QP's peer. */
+static void edit_foreign_source(uint8_t *f, size_t *len)
+{
+    f[14 + 15] = 9;
+}
+
+/* To B's other GID (VNI 1): not the one the QP's peer sends to. */
+static void edit_other_gid(uint8_t *f, size_t *len)
+{
+    f[14 + 18] = 1;
+}
+
 static void edit_psn_ahead(uint8_t *f, size_t *len)
 {
     stl_be_p(f + ROCE_BTH + 8, ldl_be_p(f + ROCE_BTH + 8) + 5);
@@ -7719,6 +7731,8 @@ static const BadFrame bad_frames[] = {
     { "unknown opcode", edit_op_unknown, true },
     { "READ request with a payload", edit_op_read_with_data, true },
     { "transport version 1", edit_tver, true },
+    { "source not the QP's peer", edit_foreign_source, true },
+    { "to the adapter's other GID", edit_other_gid, true },
 };
 
 /* B's UD QP, for an RC opcode sent to it. */
@@ -8047,8 +8061,9 @@ static void add_gid_peer(QRdmaSession *d)
 /*
  * QP a (10.0.0.1) sends to QP b at 10.0.0.2, which is not ours yet, so its
  * packets go to the wire where the test keeps them; then 10.0.0.2 becomes
- * ours and the test feeds them back to QP b, as often as it likes.  QP b
- * answers to 10.0.0.3: the wire again.
+ * ours and QP b's address (wire_peer()), and the test feeds them back to
+ * QP b (wire_feed()), as often as it likes, as from b's peer 10.0.0.3.
+ * QP b answers to 10.0.0.3: the wire again.
  */
 static void wire_setup(Loop *l, LanEnv *e, void *obj, void *data,
                        uint8_t type)
@@ -8064,7 +8079,31 @@ static void wire_setup(Loop *l, LanEnv *e, void *obj, void *data,
     lan_doorbell(e, &e->rx);
     loop_init(l, e->d, type, 0);
     loop_connect_to(l, &l->a, l->b.qpn, 2);
-    loop_connect_to(l, &l->b, l->a.qpn, 3);
+}
+
+static void wire_peer(Loop *l)
+{
+    struct rs_qp_attr a;
+
+    add_gid_peer(l->d);
+    std_attr(&a, RS_QPS_RESET, RS_QPS_RESET);
+    gid_v4(a.ah.dgid, 10, 0, 0, 3);
+    memcpy(a.ah.dmac, qos_mac, 6);
+    a.ah.gid_index = 1;
+    a.dest_qp_num = l->a.qpn;
+    a.rq_psn = a.sq_psn = LOOP_PSN;
+    a.access_flags = STD_ACCESS | RS_ACCESS_REMOTE_ATOMIC;
+    eng_connect(l->d, &l->b, l->type, &a, 0);
+}
+
+/* Frame @f, kept from QP a, to QP b as its peer 10.0.0.3 sends it. */
+static void wire_feed(LanEnv *e, const uint8_t *f, size_t len)
+{
+    g_autofree uint8_t *g = g_memdup2(f, len);
+
+    g[14 + 15] = 3;
+    roce_reseal(g, len);
+    lan_sock_send(e->fd, g, len);
 }
 
 static void test_engine_atomic_dup(void *obj, void *data,
@@ -8109,9 +8148,9 @@ static void test_engine_atomic_dup(void *obj, void *data,
      * Executed once; the same request again (its response was "lost") is
      * answered from the responder resource with the same original value.
      */
-    add_gid_peer(l.d);
+    wire_peer(&l);
     for (i = 0; i < 3; i++) {
-        lan_sock_send(e.fd, req, n);
+        wire_feed(&e, req, n);
         roce_recv(&e, rsp, BTH_ATOMIC_ACK);
         g_assert_cmphex(ldl_be_p(rsp + 50) & 0xffffff, ==, LOOP_PSN);
         g_assert_cmphex(rsp[54], ==, AETH_ACK);      /* AETH: ACK */
@@ -8121,7 +8160,7 @@ static void test_engine_atomic_dup(void *obj, void *data,
     }
     /* Someone else changes the value: a duplicate still does not. */
     qtest_writeq(qts, l.dst + 64, ATOMIC_INIT);
-    lan_sock_send(e.fd, req, n);
+    wire_feed(&e, req, n);
     roce_recv(&e, rsp, BTH_ATOMIC_ACK);
     g_assert_cmphex(ldq_be_p(rsp + 58), ==, ATOMIC_INIT);
     g_assert_cmphex(qtest_readq(qts, l.dst + 64), ==, ATOMIC_INIT);
@@ -8258,22 +8297,22 @@ static void test_engine_uc_gap(void *obj, void *data, QGuestAllocator *alloc)
     n3 = roce_recv(&e, p3, BTH_UC | BTH_SEND_ONLY);
     loop_expect(&l, 0xe1, RS_WC_SUCCESS, RS_WR_SEND, l.a.qpn);
 
-    add_gid_peer(l.d);
+    wire_peer(&l);
     fill(l.d, l.dst, 0xee, LOOP_BUF);
     loop_post_recv(&l, &l.b, 0xb0, l.dst, LOOP_BUF, l.dst_key);
 
     /* FIRST, then LAST: the MIDDLE was lost.  Nothing completes. */
-    lan_sock_send(e.fd, p0, n0);
-    lan_sock_send(e.fd, p2, n2);
+    wire_feed(&e, p0, n0);
+    wire_feed(&e, p2, n2);
     /* The late MIDDLE is part of the dropped message too. */
-    lan_sock_send(e.fd, p1, n1);
+    wire_feed(&e, p1, n1);
     loop_poll_none(&l);
     /* No NAK on the wire: UC never answers. */
     g_assert_cmpint(lan_sock_recv(e.fd, junk, RS_LAN_MAX_FRAME, LAN_QUIET_US),
                     ==, -1);
 
     /* The next message lands in the same receive WQE, from its start. */
-    lan_sock_send(e.fd, p3, n3);
+    wire_feed(&e, p3, n3);
     loop_poll(&l, &cqe);
     g_assert_cmphex(cqe.wr_id, ==, 0xb0);
     g_assert_cmpuint(cqe.status, ==, RS_WC_SUCCESS);
@@ -8286,9 +8325,9 @@ static void test_engine_uc_gap(void *obj, void *data, QGuestAllocator *alloc)
 
     /* The whole 3-packet message again, in order: it is received. */
     loop_post_recv(&l, &l.b, 0xb1, l.dst + 4096, 4096, l.dst_key);
-    lan_sock_send(e.fd, p0, n0);
-    lan_sock_send(e.fd, p1, n1);
-    lan_sock_send(e.fd, p2, n2);
+    wire_feed(&e, p0, n0);
+    wire_feed(&e, p1, n1);
+    wire_feed(&e, p2, n2);
     loop_poll(&l, &cqe);
     g_assert_cmphex(cqe.wr_id, ==, 0xb1);
     g_assert_cmpuint(cqe.status, ==, RS_WC_SUCCESS);
