@@ -6552,6 +6552,7 @@ typedef struct Peer {
 typedef struct Pair {
     int fd[2];                  /* the test's ends of A's and B's wire */
     bool hold[2];               /* keep frames from A / B, do not relay */
+    uint64_t drop[2];           /* bit n: lose frame n since the reset */
     GQueue held[2];             /* of GByteArray */
     uint8_t op[2][PAIR_OPS];    /* BTH opcodes since pair_log_reset() */
     uint8_t syn[2][PAIR_OPS];   /* their AETH syndromes, if any */
@@ -6709,6 +6710,9 @@ static void pair_pump(void *opaque)
             g_assert_cmpuint(len, <=, sizeof(pr->last[i]));
             memcpy(pr->last[i], pr->frame, len);
             pr->last_len[i] = len;
+            if (pr->drop[i] >> (pr->nops[i] - 1) & 1) {
+                continue;
+            }
             if (pr->hold[i]) {
                 g_queue_push_tail(&pr->held[i],
                                   g_byte_array_new_take(
@@ -6724,6 +6728,7 @@ static void pair_log_reset(Pair *pr)
 {
     pair_pump(pr);
     pr->nops[0] = pr->nops[1] = 0;
+    pr->drop[0] = pr->drop[1] = 0;
 }
 
 /* The frames from adapter @from since pair_log_reset(): these opcodes. */
@@ -6744,6 +6749,17 @@ static void pair_expect_ops(Pair *pr, int from, const uint8_t *ops,
         pair_expect_ops(pr, from, ops_, ARRAY_SIZE(ops_));                \
     } while (0)
 #define PAIR_EXPECT_NONE(pr, from) pair_expect_ops(pr, from, NULL, 0)
+
+/* Until adapter @from has put @n frames on the wire since the reset. */
+static void pair_wait_frames(Pair *pr, int from, unsigned n)
+{
+    gint64 end = g_get_monotonic_time() + RS_QOS_TIMEOUT_US;
+
+    for (pair_pump(pr); pr->nops[from] < n; pair_pump(pr)) {
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        g_usleep(1000);
+    }
+}
 
 /* The next frame adapter @from sent while held; g_byte_array_unref it. */
 static GByteArray *pair_take(Pair *pr, int from)
@@ -7892,6 +7908,123 @@ static void test_engine_pair_bad_frames(void *obj, void *data,
     pair_teardown(&pr);
 }
 
+
+/*
+ * Lost packets: the test drops chosen frames and the adapters recover
+ * (sequence NAK or local ACK timeout, go-back-N, duplicates answered
+ * again) with every byte in place.
+ */
+static void test_engine_pair_loss(void *obj, void *data,
+                                  QGuestAllocator *alloc)
+{
+    Pair pr;
+    Peer *a = &pr.p[0], *b = &pr.p[1];
+    struct rs_sge sge;
+    struct rs_cqe cqe;
+    LoopQp q[2];
+    uint32_t p;
+    int i;
+
+    pair_setup(&pr, obj, data, alloc);
+    pair_rc(&pr, q, 0, STD_ACCESS);
+
+    /* A SEND's middle packet is lost: sequence NAK, all three again. */
+    pair_log_reset(&pr);
+    pr.drop[0] = 1 << 1;
+    sge = peer_sge(b, 0x1000, 4000);
+    eng_post_recv(b->d, &q[1], 0xb0, &sge, 1);
+    sge = peer_sge(a, 0x10, 3000);
+    pair_post(&pr, 0, &q[0], RS_WR_SEND, 0xa0, &sge, 1, 0, 0, 0);
+    pair_poll(&pr, 1, &cqe);
+    assert_cqe(&cqe, 0xb0, RS_WC_SUCCESS, RS_WR_RECV, q[1].qpn);
+    g_assert_cmpuint(cqe.byte_len, ==, 3000);
+    pair_poll(&pr, 0, &cqe);
+    assert_cqe(&cqe, 0xa0, RS_WC_SUCCESS, RS_WR_SEND, q[0].qpn);
+    p = pr.psn[0][0];
+    PAIR_EXPECT_OPS(&pr, 0, OP_SEND_FIRST, OP_SEND_MIDDLE, OP_SEND_LAST,
+                    OP_SEND_FIRST, OP_SEND_MIDDLE, OP_SEND_LAST);
+    PAIR_EXPECT_OPS(&pr, 1, OP_ACK, OP_ACK, OP_ACK);
+    g_assert_cmphex(pr.syn[1][0], ==, AETH_NAK_SEQ);
+    g_assert_cmphex(pr.psn[1][0], ==, (p + 1) & 0xffffff);
+    g_assert_cmphex(pr.syn[1][1], ==, AETH_ACK);     /* the duplicate */
+    g_assert_cmphex(pr.psn[1][1], ==, p);
+    g_assert_cmphex(pr.syn[1][2], ==, AETH_ACK);
+    g_assert_cmphex(pr.psn[1][2], ==, (p + 2) & 0xffffff);
+    img_move(b, 0x1000, a, 0x10, 3000);
+    peer_check(b);
+
+    /*
+     * A WRITE's ACK is lost: after the local ACK timeout A sends the
+     * WRITE again; B acknowledges the duplicates and writes nothing new.
+     */
+    pair_log_reset(&pr);
+    pr.drop[1] = 1 << 0;
+    sge = peer_sge(a, 0x2000, 2000);
+    pair_post(&pr, 0, &q[0], RS_WR_RDMA_WRITE, 0xa1, &sge, 1,
+              b->buf + 0x3000, b->key[0], 0);
+    pair_wait_frames(&pr, 1, 1);
+    img_move(b, 0x3000, a, 0x2000, 2000);
+    peer_check(b);
+    peer_fill(a, 0x2000, 2000, 0x99);   /* a resend would carry this */
+    pair_cq_empty(&pr, 0);
+    qtest_clock_step(rs_qts(a->d), 5000000000ll);
+    pair_poll(&pr, 0, &cqe);
+    assert_cqe(&cqe, 0xa1, RS_WC_SUCCESS, RS_WR_RDMA_WRITE, q[0].qpn);
+    PAIR_EXPECT_OPS(&pr, 0, OP_WRITE_FIRST, OP_WRITE_LAST, OP_WRITE_FIRST,
+                    OP_WRITE_LAST);
+    g_assert_cmpuint(pr.nops[1], >=, 2);
+    peer_check(b);
+
+    /* The last READ response is lost: the READ is issued again. */
+    pair_log_reset(&pr);
+    pr.drop[1] = 1 << 2;
+    peer_fill(b, 0x4000, 3000, 0x21);
+    sge = peer_sge(a, 0x5000, 3000);
+    pair_post(&pr, 0, &q[0], RS_WR_RDMA_READ, 0xa2, &sge, 1,
+              b->buf + 0x4000, b->key[0], 0);
+    pair_wait_frames(&pr, 1, 3);
+    pair_cq_empty(&pr, 0);
+    qtest_clock_step(rs_qts(a->d), 5000000000ll);
+    pair_poll(&pr, 0, &cqe);
+    assert_cqe(&cqe, 0xa2, RS_WC_SUCCESS, RS_WR_RDMA_READ, q[0].qpn);
+    g_assert_cmpuint(cqe.byte_len, ==, 3000);
+    PAIR_EXPECT_OPS(&pr, 0, OP_READ_REQ, OP_READ_REQ);
+    PAIR_EXPECT_OPS(&pr, 1, OP_READ_RESP_FIRST, OP_READ_RESP_MIDDLE,
+                    OP_READ_RESP_LAST, OP_READ_RESP_FIRST,
+                    OP_READ_RESP_MIDDLE, OP_READ_RESP_LAST);
+    img_move(a, 0x5000, b, 0x4000, 3000);
+    peer_check(a);
+
+    /*
+     * The middle, then the first READ response is lost: the requester
+     * must not complete the READ without those bytes; the response after
+     * the gap makes it issue the READ again at once.
+     */
+    for (i = 1; i >= 0; i--) {
+        pair_log_reset(&pr);
+        pr.drop[1] = 1 << i;
+        peer_fill(b, 0x4000, 3000, 0x43 + i);
+        sge = peer_sge(a, 0x5000, 3000);
+        pair_post(&pr, 0, &q[0], RS_WR_RDMA_READ, 0xa3 + i, &sge, 1,
+                  b->buf + 0x4000, b->key[0], 0);
+        pair_poll(&pr, 0, &cqe);
+        assert_cqe(&cqe, 0xa3 + i, RS_WC_SUCCESS, RS_WR_RDMA_READ,
+                   q[0].qpn);
+        PAIR_EXPECT_OPS(&pr, 0, OP_READ_REQ, OP_READ_REQ);
+        PAIR_EXPECT_OPS(&pr, 1, OP_READ_RESP_FIRST, OP_READ_RESP_MIDDLE,
+                        OP_READ_RESP_LAST, OP_READ_RESP_FIRST,
+                        OP_READ_RESP_MIDDLE, OP_READ_RESP_LAST);
+        img_move(a, 0x5000, b, 0x4000, 3000);
+        peer_check(a);
+    }
+
+    g_assert_cmpuint(qp_state(a->d, q[0].h), ==, RS_QPS_RTS);
+    g_assert_cmpuint(qp_state(b->d, q[1].h), ==, RS_QPS_RTS);
+    pair_cq_empty(&pr, 0);
+    pair_cq_empty(&pr, 1);
+    pair_teardown(&pr);
+}
+
 /* ------------------------------------------------------------------ */
 /* Transport engine: atomics, UC, flush, SRQ                          */
 /* ------------------------------------------------------------------ */
@@ -9020,6 +9153,8 @@ static void register_rdma_session_test(void)
                  test_engine_pair_protection, &pair);
     qos_add_test("engine-pair-bad-frames", "rdma-session",
                  test_engine_pair_bad_frames, &pair);
+    qos_add_test("engine-pair-loss", "rdma-session", test_engine_pair_loss,
+                 &pair);
     qtest_add_func("rdma-session/bad-properties", test_bad_properties);
 }
 
