@@ -8019,6 +8019,270 @@ static void test_engine_pair_loss(void *obj, void *data,
 }
 
 /* ------------------------------------------------------------------ */
+/* Two adapters: atomics and UC                                        */
+/* ------------------------------------------------------------------ */
+
+#define OP_ATOMIC_ACK   0x12
+#define OP_CMP_SWAP     0x13
+#define OP_FETCH_ADD    0x14
+#define OP_UC           0x20
+
+typedef struct AtomicRow {
+    const char *name;
+    uint8_t op;                 /* RS_WR_ATOMIC_CMP_SWP / _FETCH_ADD */
+    uint32_t off;               /* in B's buffer */
+    uint64_t value;             /* B holds this before */
+    uint64_t compare_add;
+    uint64_t swap;
+    uint8_t status;
+    uint8_t nak;
+    bool mr_plain;              /* B's MR without REMOTE_ATOMIC */
+    bool qp_plain;              /* B's QP without REMOTE_ATOMIC */
+    bool bad_lkey;              /* A's result SGE has a bad lkey */
+} AtomicRow;
+
+#define ATOMIC_ACCESS   (STD_ACCESS | RS_ACCESS_REMOTE_ATOMIC)
+
+static const AtomicRow atomic_rows[] = {
+    { .name = "fetch-add", .op = RS_WR_ATOMIC_FETCH_ADD, .off = 0x100,
+      .value = 0x1000000000000001ull, .compare_add = 0x0123456789abcdefull,
+      .status = RS_WC_SUCCESS },
+    { .name = "fetch-add-wraps", .op = RS_WR_ATOMIC_FETCH_ADD, .off = 0x108,
+      .value = 0xffffffffffffff00ull, .compare_add = 0x200,
+      .status = RS_WC_SUCCESS },
+    { .name = "cmp-swap-equal", .op = RS_WR_ATOMIC_CMP_SWP, .off = 0x1ff8,
+      .value = 0x5555aaaa5555aaaaull, .compare_add = 0x5555aaaa5555aaaaull,
+      .swap = 0x0102030405060708ull, .status = RS_WC_SUCCESS },
+    { .name = "cmp-swap-differs", .op = RS_WR_ATOMIC_CMP_SWP, .off = 0x200,
+      .value = 0x5555aaaa5555aaaaull, .compare_add = 0x5555aaaa5555aaabull,
+      .swap = 0x0102030405060708ull, .status = RS_WC_SUCCESS },
+    { .name = "misaligned", .op = RS_WR_ATOMIC_FETCH_ADD, .off = 0x204,
+      .value = 7, .compare_add = 1, .status = RS_WC_REM_INV_REQ_ERR,
+      .nak = AETH_NAK_INV_REQ },
+    { .name = "past-mr-end", .op = RS_WR_ATOMIC_FETCH_ADD, .off = PAIR_BUF,
+      .compare_add = 1, .status = RS_WC_REM_ACCESS_ERR,
+      .nak = AETH_NAK_REM_ACCESS },
+    { .name = "mr-no-remote-atomic", .op = RS_WR_ATOMIC_CMP_SWP,
+      .off = 0x300, .value = 1, .compare_add = 1, .swap = 2,
+      .status = RS_WC_REM_ACCESS_ERR, .nak = AETH_NAK_REM_ACCESS,
+      .mr_plain = true },
+    { .name = "qp-no-remote-atomic", .op = RS_WR_ATOMIC_FETCH_ADD,
+      .off = 0x300, .value = 1, .compare_add = 1,
+      .status = RS_WC_REM_ACCESS_ERR, .nak = AETH_NAK_REM_ACCESS,
+      .qp_plain = true },
+    { .name = "local-bad-lkey", .op = RS_WR_ATOMIC_FETCH_ADD, .off = 0x300,
+      .value = 1, .compare_add = 1, .status = RS_WC_LOC_PROT_ERR,
+      .bad_lkey = true },
+};
+
+/* A connected pair of @type (RC or UC), like pair_rc(). */
+static void pair_connected(Pair *pr, LoopQp q[2], uint8_t type,
+                           uint16_t resp_access)
+{
+    struct rs_qp_attr a;
+    int i;
+
+    for (i = 0; i < 2; i++) {
+        pair_qp(pr, i, &q[i], type, pr->p[i].pd);
+    }
+    for (i = 0; i < 2; i++) {
+        std_attr(&a, RS_QPS_RESET, RS_QPS_RESET);
+        gid_v4(a.ah.dgid, 10, 0, 0, !i + 1);
+        memcpy(a.ah.dmac, pair_mac[!i], 6);
+        a.dest_qp_num = q[!i].qpn;
+        a.sq_psn = pair_psn[i];
+        a.rq_psn = pair_psn[!i];
+        a.timeout = PAIR_TIMEOUT;
+        a.access_flags = i ? resp_access : STD_ACCESS;
+        eng_connect(pr->p[i].d, &q[i], type, &a, 0);
+    }
+}
+
+static void test_engine_pair_atomic(void *obj, void *data,
+                                    QGuestAllocator *alloc)
+{
+    Pair pr;
+    Peer *a = &pr.p[0], *b = &pr.p[1];
+    uint32_t atomic_key;
+    int i;
+
+    pair_setup(&pr, obj, data, alloc);
+    atomic_key = eng_mr(b->d, b->pd, 0, b->buf, PAIR_BUF, ATOMIC_ACCESS);
+    for (i = 0; i < ARRAY_SIZE(atomic_rows); i++) {
+        const AtomicRow *r = &atomic_rows[i];
+        bool ok = r->status == RS_WC_SUCCESS;
+        struct rs_sge sge = peer_sge(a, 0x40, 8);
+        struct rs_send_wqe_ctrl w = {
+            .wr_id = 0xa0 + i,
+            .opcode = r->op,
+            .flags = RS_WQE_F_SIGNALED,
+            .num_sge = 1,
+            .remote_addr = b->buf + r->off,
+            .rkey = r->mr_plain ? b->key[0] : atomic_key,
+            .compare_add = r->compare_add,
+            .swap = r->swap,
+        };
+        struct rs_cqe cqe;
+        LoopQp q[2];
+        uint64_t now;
+        uint8_t wop;
+
+        g_test_message("atomic: %s", r->name);
+        pair_connected(&pr, q, RS_QPT_RC,
+                       r->qp_plain ? STD_ACCESS : ATOMIC_ACCESS);
+        if (r->off + 8 <= PAIR_BUF) {
+            stq_le_p(b->img + r->off, r->value);
+            qtest_memwrite(rs_qts(b->d), b->buf + r->off, b->img + r->off,
+                           8);
+        }
+        if (r->bad_lkey) {
+            sge.lkey ^= 1;
+        }
+        pair_log_reset(&pr);
+        eng_post_send(a->d, &q[0], &w, &sge, 1);
+        pair_poll(&pr, 0, &cqe);
+        assert_cqe(&cqe, 0xa0 + i, r->status, r->op, q[0].qpn);
+        if (ok) {
+            g_assert_cmpuint(cqe.byte_len, ==, 8);
+            stq_le_p(a->img + 0x40, r->value);
+            now = r->op == RS_WR_ATOMIC_FETCH_ADD ?
+                  r->value + r->compare_add :
+                  r->value == r->compare_add ? r->swap : r->value;
+            stq_le_p(b->img + r->off, now);
+            wop = r->op == RS_WR_ATOMIC_FETCH_ADD ? OP_FETCH_ADD :
+                  OP_CMP_SWAP;
+            pair_expect_ops(&pr, 0, &wop, 1);
+            PAIR_EXPECT_OPS(&pr, 1, OP_ATOMIC_ACK);
+            g_assert_cmphex(pr.syn[1][0], ==, AETH_ACK);
+        } else if (r->nak) {
+            PAIR_EXPECT_OPS(&pr, 1, OP_ACK);
+            g_assert_cmphex(pr.syn[1][0], ==, r->nak);
+        } else {
+            PAIR_EXPECT_NONE(&pr, 0);
+            PAIR_EXPECT_NONE(&pr, 1);
+        }
+        g_assert_cmpuint(qp_state(a->d, q[0].h), ==,
+                         ok ? RS_QPS_RTS : RS_QPS_ERR);
+        g_assert_cmpuint(qp_state(b->d, q[1].h), ==,
+                         r->nak ? RS_QPS_ERR : RS_QPS_RTS);
+        pair_cq_empty(&pr, 0);
+        pair_cq_empty(&pr, 1);
+        peer_check(a);
+        peer_check(b);
+    }
+    pair_teardown(&pr);
+}
+
+/*
+ * UC: no ACKs and no NAKs.  A bad rkey or a lost packet drops the rest
+ * of that message at the responder, never the QP.
+ */
+static void test_engine_pair_uc(void *obj, void *data,
+                                QGuestAllocator *alloc)
+{
+    Pair pr;
+    Peer *a = &pr.p[0], *b = &pr.p[1];
+    struct rs_sge sge, rsge[2];
+    struct rs_cqe cqe;
+    LoopQp q[2];
+
+    pair_setup(&pr, obj, data, alloc);
+    pair_connected(&pr, q, RS_QPT_UC, STD_ACCESS);
+
+    /* SEND of three packets: completes at A once sent. */
+    pair_log_reset(&pr);
+    rsge[0] = peer_sge(b, 0x1000, 4000);
+    eng_post_recv(b->d, &q[1], 0xb0, rsge, 1);
+    sge = peer_sge(a, 0x10, 3000);
+    pair_post(&pr, 0, &q[0], RS_WR_SEND, 0xa0, &sge, 1, 0, 0, 0);
+    pair_poll(&pr, 1, &cqe);
+    assert_cqe(&cqe, 0xb0, RS_WC_SUCCESS, RS_WR_RECV, q[1].qpn);
+    g_assert_cmpuint(cqe.byte_len, ==, 3000);
+    pair_poll(&pr, 0, &cqe);
+    assert_cqe(&cqe, 0xa0, RS_WC_SUCCESS, RS_WR_SEND, q[0].qpn);
+    PAIR_EXPECT_OPS(&pr, 0, OP_UC | OP_SEND_FIRST, OP_UC | OP_SEND_MIDDLE,
+                    OP_UC | OP_SEND_LAST);
+    PAIR_EXPECT_NONE(&pr, 1);
+    img_move(b, 0x1000, a, 0x10, 3000);
+    peer_check(b);
+
+    /* RDMA WRITE with immediate. */
+    pair_log_reset(&pr);
+    rsge[0] = peer_sge(b, 0x7000, 16);
+    eng_post_recv(b->d, &q[1], 0xb1, rsge, 1);
+    sge = peer_sge(a, 0x2000, 1500);
+    pair_post(&pr, 0, &q[0], RS_WR_RDMA_WRITE_IMM, 0xa1, &sge, 1,
+              b->buf + 0x3000, b->key[0], 0xcafe);
+    pair_poll(&pr, 1, &cqe);
+    assert_cqe(&cqe, 0xb1, RS_WC_SUCCESS, RS_WR_RECV_RDMA_IMM, q[1].qpn);
+    g_assert_cmpuint(cqe.byte_len, ==, 1500);
+    g_assert_cmphex(cqe.imm_or_inv, ==, 0xcafe);
+    pair_poll(&pr, 0, &cqe);
+    assert_cqe(&cqe, 0xa1, RS_WC_SUCCESS, RS_WR_RDMA_WRITE_IMM, q[0].qpn);
+    PAIR_EXPECT_OPS(&pr, 0, OP_UC | OP_WRITE_FIRST,
+                    OP_UC | OP_WRITE_LAST_IMM);
+    PAIR_EXPECT_NONE(&pr, 1);
+    img_move(b, 0x3000, a, 0x2000, 1500);
+    peer_check(b);
+
+    /*
+     * A WRITE with a bad rkey completes at A (nobody tells it) and
+     * writes nothing; a WRITE whose middle packet is lost writes only
+     * what IBTA leaves undefined; the next messages arrive whole.
+     */
+    pair_log_reset(&pr);
+    sge = peer_sge(a, 0x4000, 2000);
+    pair_post(&pr, 0, &q[0], RS_WR_RDMA_WRITE, 0xa2, &sge, 1,
+              b->buf + 0x5000, b->key[0] ^ 1, 0);
+    pair_poll(&pr, 0, &cqe);
+    assert_cqe(&cqe, 0xa2, RS_WC_SUCCESS, RS_WR_RDMA_WRITE, q[0].qpn);
+    rsge[0] = peer_sge(b, 0x6800, 16);
+    eng_post_recv(b->d, &q[1], 0xb3, rsge, 1);
+    sge = peer_sge(a, 0x200, 16);
+    pair_post(&pr, 0, &q[0], RS_WR_SEND, 0xa6, &sge, 1, 0, 0, 0);
+    pair_poll(&pr, 1, &cqe);
+    assert_cqe(&cqe, 0xb3, RS_WC_SUCCESS, RS_WR_RECV, q[1].qpn);
+    pair_poll(&pr, 0, &cqe);
+    assert_cqe(&cqe, 0xa6, RS_WC_SUCCESS, RS_WR_SEND, q[0].qpn);
+    img_move(b, 0x6800, a, 0x200, 16);
+    peer_check(b);
+    pair_log_reset(&pr);
+    pr.drop[0] = 1 << 1;
+    sge = peer_sge(a, 0x4000, 3000);
+    pair_post(&pr, 0, &q[0], RS_WR_RDMA_WRITE, 0xa3, &sge, 1,
+              b->buf + 0x5000, b->key[0], 0);
+    pair_poll(&pr, 0, &cqe);
+    assert_cqe(&cqe, 0xa3, RS_WC_SUCCESS, RS_WR_RDMA_WRITE, q[0].qpn);
+    pair_wait_frames(&pr, 0, 3);
+    rsge[0] = peer_sge(b, 0x6000, 2000);
+    eng_post_recv(b->d, &q[1], 0xb2, rsge, 1);
+    sge = peer_sge(a, 0x100, 2000);
+    pair_post(&pr, 0, &q[0], RS_WR_SEND, 0xa4, &sge, 1, 0, 0, 0);
+    pair_poll(&pr, 1, &cqe);
+    assert_cqe(&cqe, 0xb2, RS_WC_SUCCESS, RS_WR_RECV, q[1].qpn);
+    g_assert_cmpuint(cqe.byte_len, ==, 2000);
+    pair_poll(&pr, 0, &cqe);
+    assert_cqe(&cqe, 0xa4, RS_WC_SUCCESS, RS_WR_SEND, q[0].qpn);
+    peer_dont_care(b, 0x5000, 3000);
+    img_move(b, 0x6000, a, 0x100, 2000);
+    peer_check(b);
+
+    /* No RDMA READ on UC: a local error, nothing on the wire. */
+    pair_log_reset(&pr);
+    sge = peer_sge(a, 0x100, 64);
+    pair_post(&pr, 0, &q[0], RS_WR_RDMA_READ, 0xa5, &sge, 1,
+              b->buf, b->key[0], 0);
+    pair_poll(&pr, 0, &cqe);
+    assert_cqe(&cqe, 0xa5, RS_WC_LOC_QP_OP_ERR, RS_WR_RDMA_READ, q[0].qpn);
+    PAIR_EXPECT_NONE(&pr, 0);
+    g_assert_cmpuint(qp_state(b->d, q[1].h), ==, RS_QPS_RTS);
+    pair_cq_empty(&pr, 1);
+    peer_check(a);
+    peer_check(b);
+    pair_teardown(&pr);
+}
+
+/* ------------------------------------------------------------------ */
 /* Transport engine: atomics, UC, flush, SRQ                          */
 /* ------------------------------------------------------------------ */
 
@@ -9147,6 +9411,10 @@ static void register_rdma_session_test(void)
     qos_add_test("engine-pair-bad-frames", "rdma-session",
                  test_engine_pair_bad_frames, &pair);
     qos_add_test("engine-pair-loss", "rdma-session", test_engine_pair_loss,
+                 &pair);
+    qos_add_test("engine-pair-atomic", "rdma-session",
+                 test_engine_pair_atomic, &pair);
+    qos_add_test("engine-pair-uc", "rdma-session", test_engine_pair_uc,
                  &pair);
     qtest_add_func("rdma-session/bad-properties", test_bad_properties);
 }
