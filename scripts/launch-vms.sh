@@ -312,7 +312,9 @@ while :; do
         if [ -n "$s" ]; then st[$i]=$s; continue; fi
         all=0
         if ! kill -0 "${pid[$i]}" 2>/dev/null; then
-            st[$i]="QEMU exited"
+            # It may have written its status just after the read above.
+            s=$(tr -d '\r' < "$run/vm$i/serial.log" | sed -n 's/^rs-init: command exit status \([0-9]*\)$/\1/p' | tail -n 1)
+            st[$i]=${s:-QEMU exited}
         fi
     done
     [ $all = 1 ] && break
