@@ -4104,14 +4104,13 @@ static void rel_setup(Loop *l, void *obj, const RelAttr *r)
     l->d = rs_setup(obj);
     add_gid_v4(l->d, 0, 1);                     /* 10.0.0.1 */
     l->pd = new_pd(l->d);
-    l->cq_ring = rs_alloc_zeroed(l->d, sizeof(struct rs_cqe) << LOOP_CQ_LOG);
-    RS_ASSERT_OK(rs_create_cq(l->d, l->cq_ring, LOOP_CQ_LOG, 0, 0, &l->cq));
+    eng_cq_init(l->d, &l->cq, LOOP_CQ_LOG);
     session_template(&sc, 0, 49152);
     gid_v4(sc.dst_ip, 10, 0, 0, 1);             /* ourselves: loopback */
     RS_ASSERT_OK(rs_create_session(l->d, &sc, &s));
     l->group = new_group(l->d, RS_GROUP_ROUND_ROBIN, s, 0);
-    qp_template(l->d, &l->a.c, RS_QPT_RC, l->pd, l->cq, l->cq);
-    qp_template(l->d, &l->b.c, RS_QPT_RC, l->pd, l->cq, l->cq);
+    qp_template(l->d, &l->a.c, RS_QPT_RC, l->pd, l->cq.h, l->cq.h);
+    qp_template(l->d, &l->b.c, RS_QPT_RC, l->pd, l->cq.h, l->cq.h);
     l->a.h = new_qp(l->d, &l->a.c);
     l->b.h = new_qp(l->d, &l->b.c);
     l->a.qpn = HINDEX(l->a.h);
@@ -4131,17 +4130,10 @@ static void rel_setup(Loop *l, void *obj, const RelAttr *r)
 static bool rel_poll(Loop *l, struct rs_cqe *cqe, int64_t step_ns,
                      int64_t max_ns)
 {
-    uint32_t mask = (1u << LOOP_CQ_LOG) - 1;
-    uint64_t addr = l->cq_ring + (uint64_t)(l->cq_ci & mask) * sizeof(*cqe);
-    uint8_t phase = !((l->cq_ci >> LOOP_CQ_LOG) & 1);
     gint64 end = g_get_monotonic_time() + REL_TIMEOUT_US;
     int64_t waited = 0;
 
-    for (;;) {
-        qtest_memread(rs_qts(l->d), addr, cqe, sizeof(*cqe));
-        if ((cqe->owner & RS_CQE_OWNER) == phase) {
-            break;
-        }
+    while (!eng_cq_peek(l->d, &l->cq, cqe)) {
         if (waited >= max_ns) {
             return false;
         }
@@ -4149,9 +4141,9 @@ static bool rel_poll(Loop *l, struct rs_cqe *cqe, int64_t step_ns,
         qtest_clock_step(rs_qts(l->d), step_ns);
         waited += step_ns;
     }
-    l->cq_ci++;
+    l->cq.ci++;
     rs_db_writel(l->d, 0, RS_DB_CQ_CI,
-                 HINDEX(l->cq) | (l->cq_ci & 0xffff) << 16);
+                 HINDEX(l->cq.h) | (l->cq.ci & 0xffff) << 16);
     return true;
 }
 
