@@ -165,7 +165,7 @@ tcg) acc=(-accel tcg) ;;
 *) die "RS_ACCEL must be tcg or kvm, not $accel" ;;
 esac
 
-append="console=ttyS0 panic=-1 quiet"
+append="console=ttyS0 panic=-1 quiet no_timer_check"
 [ $shell = 1 ] && append+=" rs.shell=1"
 [ -n "$gcmd" ] && append+=" rs.cmd64=$(printf '%s' "$gcmd" | base64 -w0)"
 

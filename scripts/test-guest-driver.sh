@@ -159,7 +159,7 @@ echo RS-DMESG-BEGIN; dmesg; echo RS-DMESG-END"
     timeout -k 5 "${RS_DEMO_TIMEOUT:-180}" "$qemu" -machine q35 -accel tcg -m 512 -smp 1 \
         -nodefaults -display none -no-reboot "${fw[@]}" \
         -kernel "$RS_KERNEL" -initrd "$RS_INITRD" \
-        -append "console=ttyS0 panic=-1 quiet rs.cmd64=$(printf '%s' "$vcmd" | base64 -w0)" \
+        -append "console=ttyS0 panic=-1 quiet no_timer_check rs.cmd64=$(printf '%s' "$vcmd" | base64 -w0)" \
         -netdev "socket,id=n0,mcast=230.0.0.1:$port,localaddr=127.0.0.1" \
         -device "rdma-session,netdev=n0,mac=52:54:00:77:00:0$n" \
         -chardev "file,id=con,path=$out/vm$n.serial.log" -serial chardev:con \
