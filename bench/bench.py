@@ -1,0 +1,439 @@
+#!/usr/bin/python3
+"""Parse a bench/run-bench.sh run and write its results.
+
+Usage: bench/bench.py OUTDIR
+
+Reads OUTDIR/machine.env and the launch-vms logs OUTDIR/adapter.log and
+OUTDIR/soft-roce.log (every guest line prefixed "[vmI] "; the guest script
+bench/guest-bench.sh prints "BENCH-STEP K NAME REP ROLE rc=RC secs=S", the
+program's output as "| " lines and "BENCH-END K").  Writes results.csv,
+results.json, table.txt and chart.png (gnuplot, when installed) into
+OUTDIR, prints the table and the two bars of issue 5.  Exits 1 if a cell
+is ERROR or FAIL, else 0.  Standard library only.
+"""
+
+import csv
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+
+PAIRS = [("adapter", "adapter", "rsess0"), ("soft-roce", "soft-RoCE", "rxe0")]
+
+# name -> (label, program, [(metric key, metric label, unit, better)])
+# better: "higher" (bandwidth, rate) or "lower" (latency, time)
+BW = [("bw_avg", "BW average", "MB/s", "higher"), ("msg_rate", "MsgRate", "Mpps", "higher")]
+LAT = [("t_typical", "t_typical", "usec", "lower"), ("t_avg", "t_avg", "usec", "lower")]
+RPING = [("mbps", "throughput", "MB/s", "higher"), ("time", "time", "s", "lower")]
+BENCH = {
+    "write_bw_64k": ("ib_write_bw 64 KiB", BW),
+    "write_bw_4k": ("ib_write_bw 4 KiB", BW),
+    "read_bw_64k": ("ib_read_bw 64 KiB", BW),
+    "send_bw_4k": ("ib_send_bw 4 KiB", BW),
+    "msg_rate": ("ib_write_bw 64 B, 4 QPs", [("msg_rate", "MsgRate", "Mpps", "higher")]),
+    "write_lat": ("ib_write_lat 8 B", LAT),
+    "send_lat": ("ib_send_lat 8 B", LAT),
+    "read_lat": ("ib_read_lat 8 B", LAT),
+    "verify": ("rping -V (each rep)", RPING),
+    "transfer_1g": ("rping -V 1 GiB", RPING),
+}
+ORDER = list(BENCH)
+
+# perftest column names -> our keys
+COLS = {
+    "#bytes": "bytes", "#iterations": "iterations",
+    "BW peak[MB/sec]": "bw_peak", "BW average[MB/sec]": "bw_avg",
+    "MsgRate[Mpps]": "msg_rate",
+    "t_min[usec]": "t_min", "t_max[usec]": "t_max",
+    "t_typical[usec]": "t_typical", "t_avg[usec]": "t_avg",
+    "t_stdev[usec]": "t_stdev",
+    "99% percentile[usec]": "p99", "99.9% percentile[usec]": "p999",
+}
+HDR_TOKEN = re.compile(r"#\w+|(?:\d+(?:\.\d+)?% )?[A-Za-z_]+(?: [A-Za-z]+)?\[[^\]]+\]")
+NUM_ROW = re.compile(r"^\s*\d+\s+\d+\s+\S")
+
+
+def read_env(path):
+    env = {}
+    try:
+        with open(path) as f:
+            for line in f:
+                if "=" in line:
+                    k, v = line.rstrip("\n").split("=", 1)
+                    env[k] = v
+    except OSError:
+        pass
+    return env
+
+
+def read_steps(path):
+    """-> {vm: {k: {name, rep, role, rc, secs, out: [lines]}}}, info lines"""
+    steps = {"1": {}, "2": {}}
+    info = {}
+    cur = {}
+    try:
+        f = open(path, errors="replace")
+    except OSError:
+        return steps, info, None
+    tail = []
+    with f:
+        for raw in f:
+            line = raw.rstrip("\n").replace("\r", "")
+            tail.append(line)
+            tail = tail[-15:]
+            m = re.match(r"^\[vm(\d+)\] (.*)$", line)
+            if not m:
+                continue
+            vm, text = m.group(1), m.group(2)
+            if vm not in steps:
+                continue
+            if text.startswith("BENCH-INFO "):
+                info[vm] = text[len("BENCH-INFO "):]
+            elif text.startswith("BENCH-DMESG "):
+                info["dmesg" + vm] = text[len("BENCH-DMESG "):]
+            elif text.startswith("BENCH-STEP "):
+                p = text.split()
+                if len(p) < 7:
+                    continue
+                kv = dict(x.split("=", 1) for x in p[5:] if "=" in x)
+                st = {"k": int(p[1]), "name": p[2], "rep": int(p[3]), "role": p[4],
+                      "rc": kv.get("rc", "?"), "secs": kv.get("secs", "?"),
+                      "attempt": int(kv.get("attempt", "1")), "out": []}
+                steps[vm][st["k"]] = st
+                cur[vm] = st
+            elif text.startswith("BENCH-END "):
+                cur.pop(vm, None)
+            elif text.startswith("| ") or text == "|":
+                if vm in cur:
+                    cur[vm]["out"].append(text[2:])
+    return steps, info, tail
+
+
+def parse_perftest(lines):
+    """The result row of perftest's output as {key: float}, or None."""
+    hdr = None
+    for i, line in enumerate(lines):
+        if "#bytes" in line:
+            hdr = [COLS.get(t, t) for t in HDR_TOKEN.findall(line)]
+            for row in lines[i + 1:]:
+                if NUM_ROW.match(row):
+                    vals = row.split()
+                    res = {}
+                    for key, v in zip(hdr, vals):
+                        try:
+                            x = float(v)
+                        except ValueError:
+                            continue
+                        if x == x and x not in (float("inf"), float("-inf")):
+                            res[key] = x
+                    return res
+    return None
+
+
+def short(lines, n=4):
+    keep = [l for l in lines if l.strip() and not l.startswith("-----")]
+    return " / ".join(keep[-n:])[:400]
+
+
+def measure(name, cl, sv, env):
+    """One repetition of one benchmark -> (status, {metric: value}, note).
+    status: ok, error (no numbers), fail (verification failed)."""
+    if cl is None:
+        return "error", {}, "no result from the client (VM 2)"
+    rc = cl["rc"]
+    if name in ("verify", "transfer_1g"):
+        count = int(env.get("rping_count_verify" if name == "verify" else "rping_count_transfer", "0"))
+        size = int(env.get("rping_size", "0"))
+        # rping -V without -v prints, on success, only "client DISCONNECT
+        # EVENT..." (its own disconnect at the end).  On a mismatch it prints
+        # "data mismatch!" and exits non-zero; when the server goes away
+        # early it prints "wait for ... state N" but may exit 0 (it returns 0
+        # in state DISCONNECTED), so any other line is a failure too.
+        extra = [l for l in cl["out"][1:] if l.strip() and not re.match(r"^client DISCONNECT EVENT", l)]
+        srv_rc = sv["rc"] if sv else "none"
+        if rc != "0" or extra or srv_rc != "0":
+            return "fail", {}, "client rc=%s, server rc=%s: %s" % (rc, srv_rc, short(extra) or "no output")
+        try:
+            t = float(cl["secs"])
+        except ValueError:
+            return "fail", {}, "no time"
+        moved = 2 * size * count
+        note = "%d x %d B read and written back, verified; server rc=%s" % (count, size, srv_rc)
+        return "ok", {"time": t, "mbps": moved / t / 1e6 if t > 0 else None}, note
+    res = parse_perftest(cl["out"])
+    if rc != "0" or not res:
+        why = "rc=%s" % rc if rc != "0" else "no result line"
+        return "error", {}, "%s: %s" % (why, short(cl["out"][1:]) or "no output")
+    vals = {}
+    for key, _, _, _ in BENCH[name][1]:
+        if key in res:
+            vals[key] = res[key]
+    if any(v <= 0 for v in vals.values()):
+        hint = " (perftest's clock sampling failed: 'Correlation coefficient r^2 < 0.9', 0 MHz)" \
+            if any("Correlation coefficient" in l for l in cl["out"]) else ""
+        return "error", {}, "zero result%s: %s" % (hint, short(cl["out"], 2))
+    if len(vals) != len(BENCH[name][1]):
+        return "error", vals, "missing columns in: %s" % short(cl["out"], 2)
+    return "ok", vals, ""
+
+
+def fmt(x):
+    if x is None:
+        return "-"
+    a = abs(x)
+    if a >= 1000:
+        return "%.0f" % x
+    if a >= 100:
+        return "%.1f" % x
+    if a >= 10:
+        return "%.2f" % x
+    if a >= 1:
+        return "%.2f" % x
+    return "%.3g" % x
+
+
+def main():
+    out = sys.argv[1]
+    env = read_env(os.path.join(out, "machine.env"))
+    results = {}   # name -> pair -> {"reps": [...]}
+    pairinfo = {}
+    for pair, label, dev in PAIRS:
+        steps, info, tail = read_steps(os.path.join(out, pair + ".log"))
+        pairinfo[pair] = {
+            "label": label, "device": dev, "guest_info": info,
+            "launch_status": env.get("pair_%s_launch_status" % pair.replace("-", "_")),
+            "seconds": env.get("pair_%s_seconds" % pair.replace("-", "_")),
+            "boot": env.get("pair_%s_boot" % pair.replace("-", "_")),
+            "log_tail": tail if not steps["2"] else None,
+        }
+        for k in sorted(set(steps["1"]) | set(steps["2"])):
+            cl = steps["2"].get(k)
+            sv = steps["1"].get(k)
+            ref = cl or sv
+            name, rep = ref["name"], ref["rep"]
+            if name not in BENCH:
+                continue
+            status, vals, note = measure(name, cl, sv, env)
+            r = {"rep": rep, "status": status, "values": vals, "note": note,
+                 "client_rc": cl["rc"] if cl else None, "server_rc": sv["rc"] if sv else None,
+                 "client_secs": cl["secs"] if cl else None,
+                 "attempts": cl["attempt"] if cl else None,
+                 "command": (cl or sv)["out"][0] if (cl or sv)["out"] else ""}
+            if status != "ok":
+                r["client_output_tail"] = (cl["out"][-12:] if cl else [])
+                r["server_output_tail"] = (sv["out"][-12:] if sv else [])
+            results.setdefault(name, {}).setdefault(pair, {"reps": []})["reps"].append(r)
+
+    names = [n for n in ORDER if n in results]
+    # Missing pair results (a failed boot) count as errors.
+    for n in names:
+        for pair, _, _ in PAIRS:
+            results[n].setdefault(pair, {"reps": []})
+
+    rows = []
+    bad = False
+    for n in names:
+        label, metrics = BENCH[n]
+        for key, mlabel, unit, better in metrics:
+            row = {"benchmark": n, "label": label, "metric": "%s [%s]" % (mlabel, unit),
+                   "metric_key": key, "unit": unit, "better": better}
+            for pair, _, _ in PAIRS:
+                reps = results[n][pair]["reps"]
+                vals = [r["values"][key] for r in reps if r["status"] == "ok" and r["values"].get(key) is not None]
+                nfail = sum(1 for r in reps if r["status"] == "fail")
+                nerr = sum(1 for r in reps if r["status"] == "error") + (0 if reps else 1)
+                cell = {"values": [r["values"].get(key) for r in reps],
+                        "statuses": [r["status"] for r in reps],
+                        "n": len(vals), "fail": nfail, "error": nerr}
+                if vals:
+                    cell.update(median=statistics.median(vals), min=min(vals), max=max(vals))
+                if nfail or nerr:
+                    bad = True
+                row[pair] = cell
+            a, s = row["adapter"].get("median"), row["soft-roce"].get("median")
+            ratio = None
+            if a and s:
+                ratio = a / s if better == "higher" else s / a
+            row["ratio"] = ratio
+            rows.append(row)
+
+    def cell_text(c):
+        if c["fail"]:
+            t = "FAIL"
+            if c["n"]:
+                t += " (%d/%d)" % (c["fail"], len(c["statuses"]))
+            return t
+        if "median" not in c:
+            return "ERROR"
+        t = fmt(c["median"])
+        if c["n"] > 1:
+            t += " [%s-%s]" % (fmt(c["min"]), fmt(c["max"]))
+        if c["error"]:
+            t += " (%d err)" % c["error"]
+        return t
+
+    head = ["benchmark", "metric", "adapter", "soft-RoCE", "ratio"]
+    table = [head]
+    for r in rows:
+        table.append([r["label"], r["metric"], cell_text(r["adapter"]), cell_text(r["soft-roce"]),
+                      ("%.2fx" % r["ratio"]) if r["ratio"] else "-"])
+    w = [max(len(t[i]) for t in table) for i in range(len(head))]
+    lines = []
+    lines.append("Median [min-max] over %s repetition(s); ratio > 1: the adapter is better "
+                 "(adapter/soft-RoCE for bandwidth and rate, soft-RoCE/adapter for latency and time)."
+                 % env.get("reps", "?"))
+    for i, t in enumerate(table):
+        lines.append(" | ".join(t[j].ljust(w[j]) if j < 2 else t[j].rjust(w[j]) for j in range(len(head))))
+        if i == 0:
+            lines.append("-+-".join("-" * x for x in w))
+
+    # The two bars of issue 5.
+    bars = []
+
+    def bar(title, bench, key, need):
+        r = next((r for r in rows if r["benchmark"] == bench and r["metric_key"] == key), None)
+        if r is None:
+            bars.append({"bar": title, "status": "not measured", "ratio": None, "need": need})
+            return
+        ratio = r["ratio"]
+        st = "not measured" if ratio is None else ("met" if ratio >= need else "not met")
+        bars.append({"bar": title, "status": st, "ratio": ratio, "need": need})
+
+    bar("ib_write_bw 64 KiB >= 50x soft-RoCE", "write_bw_64k", "bw_avg", 50.0)
+    bar("ib_write_lat 8 B typical <= 1/10 soft-RoCE", "write_lat", "t_typical", 10.0)
+    lines.append("")
+    for b in bars:
+        if b["ratio"] is None:
+            lines.append("bar: %s: %s" % (b["bar"], b["status"]))
+        else:
+            lines.append("bar: %s: %s (measured %.2fx, needs %.0fx)" % (b["bar"], b["status"].upper(), b["ratio"], b["need"]))
+    # The failures, with what the client printed.
+    notes = []
+    for n in names:
+        for pair, plabel, _ in PAIRS:
+            for r in results[n][pair]["reps"]:
+                if r["status"] != "ok":
+                    notes.append("%s: %s %s rep %d: %s" % (r["status"].upper(), plabel, n, r["rep"], r["note"]))
+    for pair, plabel, _ in PAIRS:
+        pi = pairinfo[pair]
+        if pi["log_tail"] is not None:
+            notes.append("ERROR: %s pair produced no results (launch-vms status %s); last lines: %s"
+                         % (plabel, pi["launch_status"], " / ".join(pi["log_tail"][-5:])))
+        for vm in ("1", "2"):
+            d = pi["guest_info"].get("dmesg" + vm)
+            if d and d != "clean":
+                notes.append("WARNING: %s vm%s kernel log: %s" % (plabel, vm, d))
+    if notes:
+        lines.append("")
+        lines.extend(notes)
+    m = env
+    lines.append("")
+    lines.append("Machine: %s CPU(s), %s, %s, %s, %s, accel=%s, %s; commit %s; %s"
+                 % (m.get("nproc"), m.get("cpu_model"), m.get("host_kernel"), m.get("host_os"),
+                    m.get("qemu_version"), m.get("accel"), m.get("segment"),
+                    m.get("git_commit", "")[:12], m.get("date")))
+    lines.append("Pairs: adapter %s s (%s, launch-vms status %s), soft-RoCE %s s (%s, launch-vms status %s)"
+                 % (pairinfo["adapter"]["seconds"], pairinfo["adapter"]["boot"], pairinfo["adapter"]["launch_status"],
+                    pairinfo["soft-roce"]["seconds"], pairinfo["soft-roce"]["boot"], pairinfo["soft-roce"]["launch_status"]))
+    text = "\n".join(lines) + "\n"
+    sys.stdout.write(text)
+    with open(os.path.join(out, "table.txt"), "w") as f:
+        f.write(text)
+
+    # results.csv: one row per metric, then the raw values per repetition
+    with open(os.path.join(out, "results.csv"), "w", newline="") as f:
+        wr = csv.writer(f)
+        nrep = int(env.get("reps", "1") or 1)
+        hdr = ["benchmark", "label", "metric", "unit", "better"]
+        for p in ("adapter", "soft_roce"):
+            hdr += [p + "_median", p + "_min", p + "_max", p + "_status"] + \
+                   ["%s_rep%d" % (p, i + 1) for i in range(nrep)]
+        hdr += ["ratio"]
+        wr.writerow(hdr)
+        for r in rows:
+            line = [r["benchmark"], r["label"], r["metric_key"], r["unit"], r["better"]]
+            for pair in ("adapter", "soft-roce"):
+                c = r[pair]
+                st = "FAIL" if c["fail"] else ("ERROR" if "median" not in c else ("ok" if not c["error"] else "partial"))
+                vals = c["values"] + [None] * (nrep - len(c["values"]))
+                line += [c.get("median", ""), c.get("min", ""), c.get("max", ""), st] + \
+                        ["" if v is None else v for v in vals[:nrep]]
+            line.append("" if r["ratio"] is None else "%.4f" % r["ratio"])
+            wr.writerow(line)
+
+    doc = {
+        "machine": m,
+        "settings": {k: m.get(k) for k in ("mode", "reps", "perftest_duration_s", "latency_iterations",
+                                             "rping_size", "rping_count_verify", "rping_count_transfer",
+                                             "segment", "accel")},
+        "ratio_definition": "adapter/soft-RoCE for higher-is-better metrics, soft-RoCE/adapter for lower-is-better; > 1 means the adapter is better",
+        "pairs": pairinfo,
+        "table": rows,
+        "bars": bars,
+        "runs": {n: {p: results[n][p]["reps"] for p, _, _ in PAIRS} for n in names},
+        "ok": not bad,
+    }
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump(doc, f, indent=1)
+
+    chart(out, rows, m)
+    return 1 if bad else 0
+
+
+def chart(out, rows, m):
+    """chart.png: one panel per unit, grouped bars adapter vs soft-RoCE with
+    the min-max range, log scale."""
+    gp = shutil.which("gnuplot")
+    if not gp:
+        return
+    units = [("MB/s", "bandwidth [MB/s]"), ("Mpps", "message rate [Mpps]"), ("usec", "latency [usec]"), ("s", "time [s]")]
+    panels = []
+    for unit, title in units:
+        sel = [r for r in rows if r["unit"] == unit]
+        if not sel:
+            continue
+        path = os.path.join(out, "chart-%s.dat" % unit.replace("/", "_"))
+        with open(path, "w") as f:
+            for r in sel:
+                lab = "%s\\n%s" % (r["label"], r["metric"].split(" [")[0])
+                vals = []
+                for pair in ("adapter", "soft-roce"):
+                    c = r[pair]
+                    if "median" in c:
+                        vals += [c["median"], c["min"], c["max"]]
+                    else:
+                        vals += ["NaN", "NaN", "NaN"]
+                f.write('"%s" %s\n' % (lab, " ".join(str(v) for v in vals)))
+        panels.append((title, path, len(sel)))
+    if not panels:
+        return
+    n = len(panels)
+    width = max(1200, 170 * max(p[2] for p in panels))
+    script = ['set terminal pngcairo size %d,%d font "DejaVu Sans,10"' % (width, 330 * n + 60),
+              'set output "%s"' % os.path.join(out, "chart.png"),
+              'set multiplot layout %d,1 title "rdma-session adapter vs Linux soft-RoCE, %s repetition(s), median and min-max\\n%s, %s CPUs, %s, accel=%s, %s"'
+              % (n, m.get("reps"), m.get("cpu_model", "").replace('"', ""), m.get("nproc"),
+                 m.get("qemu_version", "").replace('"', ""), m.get("accel"), m.get("date")),
+              'set style data histogram', 'set style histogram errorbars gap 2 lw 1',
+              'set style fill solid 0.8 border -1', 'set boxwidth 0.9',
+              'set logscale y', 'set grid ytics', 'set key top right',
+              'set xtics nomirror font ",9"', 'set datafile missing "NaN"']
+    for title, path, _ in panels:
+        script += ['set title "%s (log scale)"' % title,
+                   'plot "%s" using 2:3:4:xtic(1) title "adapter" lc rgb "#1f77b4", '
+                   '"" using 5:6:7 title "soft-RoCE" lc rgb "#ff7f0e"' % path]
+    script.append("unset multiplot")
+    with open(os.path.join(out, "chart.gp"), "w") as f:
+        f.write("\n".join(script) + "\n")
+    try:
+        subprocess.run([gp, os.path.join(out, "chart.gp")], check=True, timeout=60,
+                       stderr=open(os.path.join(out, "chart.err"), "w"))
+    except (subprocess.SubprocessError, OSError) as e:
+        sys.stderr.write("bench.py: gnuplot failed (%s; see %s/chart.err)\n" % (e, out))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

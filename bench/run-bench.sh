@@ -1,0 +1,243 @@
+#!/bin/bash
+# Benchmark the rdma-session adapter against Linux soft-RoCE (rdma_rxe over
+# virtio-net-pci), side by side in one run on the same machine.
+#
+# Two boots of scripts/launch-vms.sh, one after the other, with the same
+# settings (TCG, -smp 1, 512 MiB, the same guest image, -netdev dgram
+# between the two VMs): an adapter pair (-device rdma-session, device
+# rsess0) and a soft-RoCE pair (--soft-roce, device rxe0).  In each, VM 1 is
+# the server and VM 2 the client of every program (perftest 4.5 from Debian
+# with -F -x GID -d DEV -p PORT -u 18; rping from rdma-core 56.1):
+#   write_bw_64k  ib_write_bw -s 65536 -D DUR     BW average MB/s, MsgRate Mpps
+#   write_bw_4k   ib_write_bw -s 4096 -D DUR      BW average MB/s, MsgRate Mpps
+#   read_bw_64k   ib_read_bw -s 65536 -o 16 -D DUR  BW average MB/s, MsgRate Mpps
+#   send_bw_4k    ib_send_bw -s 4096 -D DUR       BW average MB/s, MsgRate Mpps
+#   msg_rate      ib_write_bw -s 64 -q 4 -D DUR   MsgRate Mpps (4 QPs)
+#   write_lat     ib_write_lat -s 8 -n N          t_typical, t_avg usec
+#   send_lat      ib_send_lat -s 8 -n N           t_typical, t_avg usec
+#   read_lat      ib_read_lat -s 8 -o 16 -n N     t_typical, t_avg usec
+#   verify        rping -V -S 65535 -C 256 after every repetition (16 MiB
+#                 read by the server and written back, every byte compared)
+#   transfer_1g   rping -V -S 65535 -C 16384 once per pair: 1 GiB read by
+#                 the server from the client and written back (2 GiB on the
+#                 wire), the client compares all of it, every iteration
+# Each perftest program and the short verified transfer run -r times
+# (repetitions); the table shows the median and [min-max].
+#
+# Usage: bench/run-bench.sh [options]
+#   -r N           repetitions (default 3)
+#   --quick        1 repetition, shorter tests (-D 2, -n 300, a 128 MiB
+#                  verified transfer): about 6 minutes
+#   --smoke        for CI: 1 repetition, -D 1, -n 100, a 16 MiB verified
+#                  transfer, no chart unless gnuplot is installed: about
+#                  4 minutes; exits non-zero on any error or failed check
+#   --only LIST    only these benchmarks (comma or space separated names
+#                  from the list above; "bw", "lat" select groups); the
+#                  per-repetition verify runs whenever a perftest program
+#                  does
+#   --out DIR      output directory (default build/bench/<timestamp>; the
+#                  last run is linked as build/bench/last)
+#   --no-build     do not run scripts/build-qemu.sh
+# Output (in DIR): results.csv, results.json (medians, ranges, every
+# repetition's values, the machine), table.txt, chart.png (gnuplot-nox,
+# installed with scripts/apt-private.sh), adapter.log / soft-roce.log (the
+# launch-vms output: every program's full output), vms-*/ (serial logs).
+# Exit status: 0 if every benchmark produced its numbers and every verified
+# transfer passed, 1 otherwise (a "FAIL" or "ERROR" cell), 2 on a setup
+# error.  The two bars of issue 5 are printed as met / not met and do not
+# change the exit status.
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+: "${RS_BUILD:=$top/build}"
+export RS_BUILD
+py=/usr/bin/python3
+
+die() { printf 'run-bench: error: %s\n' "$*" >&2; exit 2; }
+say() { printf 'run-bench: %s\n' "$*"; }
+
+reps=3 mode=full out='' only='' build=1 reps_given=0
+while [ $# -gt 0 ]; do
+    case $1 in
+    -r) reps=${2:?-r needs a number}; reps_given=1; shift ;;
+    --quick) mode=quick ;;
+    --smoke) mode=smoke ;;
+    --only) only=${2:?--only needs a list}; shift ;;
+    --out) out=${2:?--out needs a directory}; shift ;;
+    --no-build) build=0 ;;
+    -h|--help) sed -n '2,/^set /p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown argument $1 (see --help)" ;;
+    esac
+    shift
+done
+case $reps in ''|*[!0-9]*|0) die "-r needs a positive number" ;; esac
+
+# Sizes of the tests.  The full run (3 repetitions, both pairs) takes
+# about 25 minutes on 2 cores under TCG, dominated by soft-RoCE.
+vsize=65535
+case $mode in
+full)  dur=5 latn=1000 vshort=256 vlong=16384 ;;
+quick) dur=2 latn=300 vshort=64 vlong=2048 ;;
+smoke) dur=1 latn=100 vshort=32 vlong=256 ;;
+esac
+[ $mode != full ] && [ $reps_given = 0 ] && reps=1
+
+all_perf="write_bw_64k write_bw_4k read_bw_64k send_bw_4k msg_rate write_lat send_lat read_lat"
+sel=''
+if [ -z "$only" ]; then
+    sel="$all_perf verify transfer_1g"
+else
+    for b in ${only//,/ }; do
+        case $b in
+        bw) sel+=" write_bw_64k write_bw_4k read_bw_64k send_bw_4k msg_rate" ;;
+        lat) sel+=" write_lat send_lat read_lat" ;;
+        write_bw_64k|write_bw_4k|read_bw_64k|send_bw_4k|msg_rate|write_lat|send_lat|read_lat|verify|transfer_1g)
+            sel+=" $b" ;;
+        *) die "--only: unknown benchmark '$b' (names: $all_perf verify transfer_1g, or bw, lat)" ;;
+        esac
+    done
+fi
+has() { case " $sel " in *" $1 "*) return 0 ;; esac; return 1; }
+perf=''
+for b in $all_perf; do has "$b" && perf+=" $b"; done
+[ -n "$perf" ] && ! has verify && sel+=" verify"
+
+# Steps "NAME REP TIMEOUT" (the guest's timeout of the client's run; the
+# server gets 30 s more).  Timeouts allow for soft-RoCE under TCG on a
+# loaded host, several times the measured times: a hung program costs
+# that long and shows as an error.
+steps=''
+for rep in $(seq 1 "$reps"); do
+    for b in $perf; do
+        case $b in
+        *_lat) steps+="$b $rep $((60 + latn * 12 / 100))"$'\n' ;;  # ~1 ms/iteration on soft-RoCE
+        *) steps+="$b $rep $((60 + dur * 3))"$'\n' ;;
+        esac
+    done
+    has verify && steps+="verify $rep $((60 + vshort / 4))"$'\n'  # ~15-60 ms per 64 KiB iteration
+done
+has transfer_1g && steps+="transfer_1g 1 $((120 + vlong / 20))"$'\n'
+nsteps=$(grep -c . <<< "$steps")
+[ "$nsteps" -gt 0 ] || die "nothing to run"
+# launch-vms' own limit: every step's timeout plus the barriers' slack
+tmo_all=$(awk '{ s += $3 + 40 } END { print s + 120 }' <<< "$steps")
+
+stamp=$(date +%Y%m%d-%H%M%S)
+if [ -z "$out" ]; then
+    out=$RS_BUILD/bench/$stamp
+    mkdir -p "$out" || die "cannot create $out"
+    ln -sfn "$stamp" "$RS_BUILD/bench/last"
+else
+    mkdir -p "$out" || die "cannot create $out"
+    out=$(cd "$out" && pwd)
+    mkdir -p "$RS_BUILD/bench"
+    ln -sfn "$out" "$RS_BUILD/bench/last"
+fi
+t_start=$(date +%s)
+say "$mode run, $reps repetition(s), benchmarks:$(printf ' %s' $sel); output in $out"
+say "settings: perftest -D $dur (bandwidth, message rate), -n $latn (latency); rping -S $vsize -C $vshort (every repetition), -C $vlong (once)"
+
+# --- Build ------------------------------------------------------------------
+if [ $build = 1 ]; then
+    say "building QEMU (scripts/build-qemu.sh qemu-system-x86_64; log in $out/build.log)"
+    "$top/scripts/build-qemu.sh" qemu-system-x86_64 > "$out/build.log" 2>&1 ||
+        { tail -n 20 "$out/build.log"; die "QEMU build failed (see $out/build.log)"; }
+fi
+qemu=$RS_BUILD/qemu/qemu-system-x86_64
+[ -x "$qemu" ] || die "$qemu does not exist: run scripts/build-qemu.sh"
+# the chart: gnuplot-nox (pngcairo), from Debian through the private apt
+# configuration; not for --smoke, which draws it only if gnuplot is there
+if [ $mode != smoke ] && ! command -v gnuplot >/dev/null 2>&1; then
+    say "installing gnuplot-nox for the chart (scripts/apt-private.sh)"
+    ( . "$top/scripts/apt-private.sh" && apt_need "" gnuplot-nox ) > "$out/gnuplot-install.log" 2>&1 ||
+        say "warning: gnuplot-nox could not be installed (see $out/gnuplot-install.log): no chart"
+fi
+
+# --- Machine -----------------------------------------------------------------
+{
+    echo "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "nproc=$(nproc)"
+    echo "cpu_model=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
+    echo "host_kernel=$(uname -sr)"
+    echo "host_os=$(. /etc/os-release 2>/dev/null; echo "${PRETTY_NAME:-unknown}")"
+    echo "mem_total=$(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
+    echo "loadavg_start=$(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "qemu_version=$("$qemu" --version | head -n 1)"
+    echo "git_commit=$(git -C "$top" rev-parse HEAD 2>/dev/null)$(git -C "$top" diff --quiet HEAD -- hw include guest-driver scripts 2>/dev/null || echo '+dirty')"
+    echo "accel=${RS_ACCEL:-tcg}"
+    echo "segment=-netdev dgram (launch-vms.sh --dgram)"
+    echo "mode=$mode"
+    echo "reps=$reps"
+    echo "perftest_duration_s=$dur"
+    echo "latency_iterations=$latn"
+    echo "rping_size=$vsize"
+    echo "rping_count_verify=$vshort"
+    echo "rping_count_transfer=$vlong"
+} > "$out/machine.env"
+
+# --- The two pairs -----------------------------------------------------------------
+guest=$(cat "$top/bench/guest-bench.sh") || die "bench/guest-bench.sh missing"
+watch_pid=''
+stop_watch() { [ -n "$watch_pid" ] && kill "$watch_pid" 2>/dev/null; wait "$watch_pid" 2>/dev/null; watch_pid=''; }
+trap 'stop_watch' EXIT
+trap 'say "interrupted"; exit 130' INT TERM HUP
+# watch PAIR SERIAL-LOG: a progress line per finished client step
+watch()
+{
+    local seen=0 n
+    while sleep 2; do
+        [ -e "$2" ] || continue
+        n=$(tr -d '\r' < "$2" | grep -c '^BENCH-STEP ')
+        [ "$n" -gt "$seen" ] || continue
+        tr -d '\r' < "$2" | grep '^BENCH-STEP ' | sed -n "$((seen + 1)),${n}p" |
+            while read -r _ k name rep _ rc secs attempt verdict; do
+                a=${attempt#attempt=}
+                [ "$a" = 1 ] && a='' || a=" (attempt $a)"
+                [ "$verdict" = verdict=retry ] && a+=", perftest's clock sampling failed: again"
+                printf 'run-bench: [%s] %2s/%s %-12s rep %s: exit %s, %s s%s\n' \
+                    "$1" "$k" "$nsteps" "$name" "$rep" "${rc#rc=}" "${secs#secs=}" "$a"
+            done
+        seen=$n
+    done
+}
+failed_boot=0
+run_pair()  # NAME launch-vms-args...
+{
+    local name=$1 t0 lrc
+    shift
+    t0=$(date +%s)
+    say "[$name] booting 2 VMs ($*) and running $nsteps steps (launch-vms timeout $tmo_all s)"
+    rm -rf "$out/vms-$name"
+    mkdir -p "$out/vms-$name"
+    watch "$name" "$out/vms-$name/vm2/serial.log" &
+    watch_pid=$!
+    RS_NO_BUILD=1 RS_VMS_LOGDIR="$out/vms-$name" \
+        "$top/scripts/launch-vms.sh" -q -n 2 --dgram "$@" --timeout "$tmo_all" \
+        --cmd "B_DUR=$dur B_LATN=$latn B_VSIZE=$vsize B_VSHORT=$vshort B_VLONG=$vlong B_STEPS='$steps'
+$guest" > "$out/$name.log" 2>&1
+    lrc=$?
+    stop_watch
+    echo "pair_${name//-/_}_launch_status=$lrc" >> "$out/machine.env"
+    echo "pair_${name//-/_}_seconds=$(( $(date +%s) - t0 ))" >> "$out/machine.env"
+    echo "pair_${name//-/_}_boot=$(grep -o 'boot to ready [0-9.]* s' "$out/$name.log" | head -n 1)" >> "$out/machine.env"
+    say "[$name] $(grep -E '^launch-vms: (PASS|FAIL)' "$out/$name.log" | tail -n 1) ($(( $(date +%s) - t0 )) s)"
+    if ! grep -q '^\[vm2\] BENCH-STEP ' "$out/$name.log"; then
+        say "[$name] no results; the last lines of $out/$name.log:"
+        tail -n 15 "$out/$name.log" | sed 's/^/    /'
+        failed_boot=1
+        return 1
+    fi
+    return 0
+}
+# a pair that fails to boot does not stop the other: its cells show ERROR
+run_pair adapter
+run_pair soft-roce --soft-roce
+echo "loadavg_end=$(cut -d' ' -f1-3 /proc/loadavg)" >> "$out/machine.env"
+echo "total_seconds=$(( $(date +%s) - t_start ))" >> "$out/machine.env"
+
+# --- Results ------------------------------------------------------------------------
+"$py" "$top/bench/bench.py" "$out"
+rc=$?
+say "total $(( $(date +%s) - t_start )) s; results in $out (results.csv, results.json, table.txt$( [ -e "$out/chart.png" ] && echo ', chart.png'))"
+[ $failed_boot = 0 ] || rc=1
+exit $rc
