@@ -164,6 +164,10 @@ bool rs_core_realize(RSCore *c, Error **errp)
         error_setg(errp, "rdma-session: x-window must be 1..4096 packets");
         return false;
     }
+    if (p->ack_backoff > 6) {
+        error_setg(errp, "rdma-session: x-ack-backoff must be 0..6");
+        return false;
+    }
     if (p->max_msg_size < 1 || p->max_msg_size > 0x80000000u) {
         error_setg(errp, "rdma-session: max-msg-size must be 1..2147483648");
         return false;

@@ -38,6 +38,7 @@ typedef struct RSParams {
     uint32_t max_srqs;
     uint32_t window;            /* x-window: RC packets in flight per QP */
     uint32_t drop_tx;           /* x-drop-tx: test only, drop every Nth */
+    uint32_t ack_backoff;       /* x-ack-backoff: timeout doublings */
 } RSParams;
 
 typedef struct RSPd {

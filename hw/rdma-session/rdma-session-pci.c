@@ -268,6 +268,7 @@ static const Property rs_properties[] = {
     DEFINE_PROP_UINT32("x-window", RSState, core.p.window, 32),
     /* Test only: drop every Nth RoCE frame the engine sends (0: none). */
     DEFINE_PROP_UINT32("x-drop-tx", RSState, core.p.drop_tx, 0),
+    DEFINE_PROP_UINT32("x-ack-backoff", RSState, core.p.ack_backoff, 3),
 };
 
 static void rs_class_init(ObjectClass *klass, void *data)

@@ -20,8 +20,10 @@
  * possibly in the middle of a message (MIDDLE/LAST opcodes; a READ is
  * requested again for its remaining part): on a sequence NAK, a gap in
  * READ responses, or the QP's local ACK timeout (retry_cnt times, then
- * RS_WC_RETRY_EXC_ERR).  An RNR NAK pauses the QP for the peer's RNR
- * timer (rnr_retry times, 7 is unlimited, then RS_WC_RNR_RETRY_EXC_ERR).
+ * RS_WC_RETRY_EXC_ERR; the timer starts with the oldest unacknowledged
+ * request and backs off on each retry).  An RNR NAK pauses the QP for
+ * the peer's RNR timer (rnr_retry times, 7 is unlimited, then
+ * RS_WC_RNR_RETRY_EXC_ERR).
  *
  * Copyright (c) 2026 rdma-session developers
  *
@@ -299,6 +301,20 @@ static uint32_t rs_req_room(RSCore *c, RSQp *qp)
 }
 
 /*
+ * A request packet is about to leave with PSN sq_psn.  The local ACK timer
+ * measures the wait for the oldest unacknowledged request, so a request
+ * sent while nothing is outstanding starts it from now: an idle QP must
+ * not time out at once on its next request.
+ */
+static void rs_req_timer_start(RSCore *c, RSQp *qp)
+{
+    if (qp->sq_psn == qp->una_psn) {
+        qp->last_progress = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    }
+    rs_req_arm_retry(c);
+}
+
+/*
  * Work on the WQE at sq_ci from its packet req_pkt.  True: go on with the
  * next WQE (or this one again: the state moved under us); false: stop
  * working on this QP for now (window full, error).
@@ -448,12 +464,12 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp, unsigned *budget)
         pkt.psn = qp->sq_psn;
         pkt.ackreq = true;
         len = rs_wire_build(c->req_buf, &pkt, 0);
+        rs_req_timer_start(c, qp);
         qp->sq_psn = (qp->sq_psn + 1) & RS_PSN_MASK;
         qp->sq_ci++;
         qp->req_pkt = 0;
         qp->rd_out++;
         (*budget)--;
-        rs_req_arm_retry(c);
         rs_roce_xmit(c, c->req_buf, len, pkt.dip);
         return true;
     }
@@ -478,6 +494,7 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp, unsigned *budget)
         pkt.va += off;
         pkt.dmalen = MIN(total - off, (uint64_t)chunk * mtu);
         len = rs_wire_build(c->req_buf, &pkt, 0);
+        rs_req_timer_start(c, qp);
         qp->sq_psn = (qp->sq_psn + chunk) & RS_PSN_MASK;
         qp->req_pkt += chunk;
         qp->rd_out++;
@@ -486,7 +503,6 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp, unsigned *budget)
             qp->req_pkt = 0;
         }
         (*budget)--;
-        rs_req_arm_retry(c);
         rs_roce_xmit(c, c->req_buf, len, pkt.dip);
         return true;
     }
@@ -526,6 +542,9 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp, unsigned *budget)
                      (last || room == 1 || (i + 1) % ack_every == 0);
         pkt.se = last && (w.flags & RS_WQE_F_SOLICITED);
         len = rs_wire_build(c->req_buf, &pkt, n);
+        if (!ud && !uc) {
+            rs_req_timer_start(c, qp);
+        }
         qp->sq_psn = (qp->sq_psn + 1) & RS_PSN_MASK;
         if (last) {
             qp->sq_ci++;
@@ -536,9 +555,6 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp, unsigned *budget)
         expect_ci = qp->sq_ci;
         expect_pkt = qp->req_pkt;
         (*budget)--;
-        if (!ud && !uc) {
-            rs_req_arm_retry(c);
-        }
         rs_roce_xmit(c, c->req_buf, len, pkt.dip);
         if (last) {
             if (ud || uc) {
@@ -644,7 +660,16 @@ static void rs_req_give_up(RSCore *c, uint32_t qpn, RSQp *qp, uint8_t status)
     rs_qp_to_err(c, qpn);
 }
 
-/* Local ACK timeout: 4.096 us * 2^timeout (0: none), at least 10 ms. */
+/*
+ * Local ACK timeout: 4.096 us * 2^timeout (0: none), at least 10 ms, and
+ * doubled for each retry without progress, up to x-ack-backoff times, as
+ * TCP backs off its retransmission timeout.  The first retry comes after
+ * one timeout, so a lost packet is recovered as fast as IBTA's fixed timer
+ * would; the later ones give a peer that stalls (a VM descheduled on a
+ * loaded host, soft-RoCE under emulation) seconds instead of retry_cnt
+ * timeouts of 67 ms before the QP gives up.  Real adapters stretch the
+ * timer too, by enforcing a minimum or adapting it.
+ */
 static void rs_req_retry_tick(void *opaque)
 {
     RSCore *c = opaque;
@@ -662,7 +687,8 @@ static void rs_req_retry_tick(void *opaque)
             continue;
         }
         pending = true;
-        tmo = MAX(4096LL << MIN(qp->timeout, 31), RS_RETRY_TICK_NS);
+        tmo = MAX(4096LL << MIN(qp->timeout, 31), RS_RETRY_TICK_NS) <<
+              MIN(qp->retries, c->p.ack_backoff);
         if (qp->last_progress == 0 || qp->rnr_wait) {
             qp->last_progress = now;    /* e.g. after migration */
         }

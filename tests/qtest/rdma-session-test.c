@@ -4370,6 +4370,67 @@ static void test_engine_rc_retry_exceeded(void *obj, void *data,
     assert_alive(l.d);
 }
 
+/*
+ * The retry timeout doubles for each retry without progress (x-ack-backoff,
+ * 3 by default): with timeout 14 (67 ms) and retry_cnt 2 the QP gives up
+ * after 67 + 134 + 268 ms, not after 3 x 67 ms.
+ */
+static void test_engine_rc_retry_backoff(void *obj, void *data,
+                                         QGuestAllocator *alloc)
+{
+    RelAttr r = { .rnr_retry = 7, .retry_cnt = 2, .min_rnr_timer = 12,
+                  .a_dest = 200 };
+    struct rs_send_wqe_ctrl w;
+    struct rs_cqe cqe;
+    Loop l;
+
+    rel_setup(&l, obj, &r);
+    fill(l.d, l.dst, 0xee, REL_BUF);
+    rel_wqe(&w, 0xe6, RS_WR_RDMA_WRITE, l.dst, l.dst_key);
+    loop_post_send(&l, &l.a, &w, l.src, 5000, l.src_key);
+    g_assert_false(rel_poll(&l, &cqe, REL_MS, 440 * REL_MS));
+    g_assert_true(rel_poll(&l, &cqe, REL_MS, 100 * REL_MS));
+    g_assert_cmphex(cqe.wr_id, ==, 0xe6);
+    g_assert_cmpuint(cqe.status, ==, RS_WC_RETRY_EXC_ERR);
+    g_assert_cmpuint(qp_state(l.d, l.a.h), ==, RS_QPS_ERR);
+    g_assert_true(is_filled(l.d, l.dst, 0xee, REL_BUF));
+    assert_alive(l.d);
+}
+
+/*
+ * The local ACK timer starts when a request leaves with nothing
+ * outstanding: after a second of idleness a request whose responder went
+ * away still waits one whole timeout (retry_cnt 0: then fails) instead
+ * of timing out at the first tick.
+ */
+static void test_engine_rc_timer_after_idle(void *obj, void *data,
+                                            QGuestAllocator *alloc)
+{
+    RelAttr r = { .rnr_retry = 7, .retry_cnt = 0, .min_rnr_timer = 12 };
+    struct rs_send_wqe_ctrl w;
+    struct rs_qp_attr a;
+    struct rs_cqe cqe;
+    Loop l;
+
+    rel_setup(&l, obj, &r);
+    /* (the engine reads a zero progress time as "not set yet") */
+    qtest_clock_step(rs_qts(l.d), 5 * REL_MS);
+    rel_wqe(&w, 0xe7, RS_WR_RDMA_WRITE, l.dst, l.dst_key);
+    loop_post_send(&l, &l.a, &w, l.src, 5000, l.src_key);
+    rel_expect(&l, 0xe7, RS_WC_SUCCESS, l.a.qpn);
+    /* idle for a second of virtual time, then the responder stops */
+    g_assert_false(rel_poll(&l, &cqe, 10 * REL_MS, REL_S));
+    std_attr(&a, RS_QPS_RTS, RS_QPS_ERR);
+    RS_ASSERT_OK(rs_modify_qp(l.d, l.b.h, &a, RS_QP_ATTR_STATE));
+    fill(l.d, l.dst, 0xee, REL_BUF);
+    rel_wqe(&w, 0xe8, RS_WR_RDMA_WRITE, l.dst, l.dst_key);
+    loop_post_send(&l, &l.a, &w, l.src, 5000, l.src_key);
+    g_assert_false(rel_poll(&l, &cqe, REL_MS, 60 * REL_MS));
+    rel_expect(&l, 0xe8, RS_WC_RETRY_EXC_ERR, l.a.qpn);
+    g_assert_true(is_filled(l.d, l.dst, 0xee, REL_BUF));
+    assert_alive(l.d);
+}
+
 /* ------------------------------------------------------------------ */
 /* Reset                                                               */
 /* ------------------------------------------------------------------ */
@@ -4942,6 +5003,12 @@ static void test_bad_properties(void)
         { "db-pages=0", false },
         { "db-pages=3", false },
         { "db-pages=2048", false },
+        { "x-window=0", false },
+        { "x-window=4097", false },
+        { "x-ack-backoff=7", false },
+        /* the experimental properties' bounds */
+        { "x-window=1,x-ack-backoff=0", true },
+        { "x-window=4096,x-ack-backoff=6", true },
     };
     g_autoptr(GString) failures = g_string_new("");
     int i;
@@ -9394,6 +9461,10 @@ static void register_rdma_session_test(void)
                  test_engine_rc_rnr_exceeded, NULL);
     qos_add_test("engine-rc-retry-exceeded", "rdma-session",
                  test_engine_rc_retry_exceeded, NULL);
+    qos_add_test("engine-rc-retry-backoff", "rdma-session",
+                 test_engine_rc_retry_backoff, NULL);
+    qos_add_test("engine-rc-timer-after-idle", "rdma-session",
+                 test_engine_rc_timer_after_idle, NULL);
     qos_add_test("engine-pair-rc", "rdma-session", test_engine_pair_rc,
                  &pair);
     qos_add_test("engine-pair-ud", "rdma-session", test_engine_pair_ud,
