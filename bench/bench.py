@@ -69,47 +69,48 @@ def read_env(path):
     return env
 
 
-def read_steps(path):
-    """-> {vm: {k: {name, rep, role, rc, secs, out: [lines]}}}, info lines"""
+def read_steps(vmsdir):
+    """The serial logs vmsdir/vm1/serial.log, vm2/serial.log ->
+    ({vm: {k: {name, rep, role, rc, secs, attempt, out: [lines]}}}, info)"""
     steps = {"1": {}, "2": {}}
     info = {}
-    cur = {}
+    for vm in ("1", "2"):
+        cur = None
+        try:
+            f = open(os.path.join(vmsdir, "vm" + vm, "serial.log"), errors="replace")
+        except OSError:
+            continue
+        with f:
+            for raw in f:
+                text = raw.rstrip("\n").replace("\r", "")
+                if text.startswith("BENCH-INFO "):
+                    info[vm] = text[len("BENCH-INFO "):]
+                elif text.startswith("BENCH-DMESG "):
+                    info["dmesg" + vm] = text[len("BENCH-DMESG "):]
+                elif text.startswith("BENCH-CLOCK "):
+                    info["clock" + vm] = text[len("BENCH-CLOCK "):].strip()
+                elif text.startswith("BENCH-STEP "):
+                    p = text.split()
+                    if len(p) < 7:
+                        continue
+                    kv = dict(x.split("=", 1) for x in p[5:] if "=" in x)
+                    cur = {"k": int(p[1]), "name": p[2], "rep": int(p[3]), "role": p[4],
+                           "rc": kv.get("rc", "?"), "secs": kv.get("secs", "?"),
+                           "attempt": int(kv.get("attempt", "1")), "out": []}
+                    steps[vm][cur["k"]] = cur
+                elif text.startswith("BENCH-END "):
+                    cur = None
+                elif (text.startswith("| ") or text == "|") and cur is not None:
+                    cur["out"].append(text[2:])
+    return steps, info
+
+
+def log_tail(path, n=15):
     try:
-        f = open(path, errors="replace")
+        with open(path, errors="replace") as f:
+            return [l.rstrip("\n") for l in f.readlines()[-n:]]
     except OSError:
-        return steps, info, None
-    tail = []
-    with f:
-        for raw in f:
-            line = raw.rstrip("\n").replace("\r", "")
-            tail.append(line)
-            tail = tail[-15:]
-            m = re.match(r"^\[vm(\d+)\] (.*)$", line)
-            if not m:
-                continue
-            vm, text = m.group(1), m.group(2)
-            if vm not in steps:
-                continue
-            if text.startswith("BENCH-INFO "):
-                info[vm] = text[len("BENCH-INFO "):]
-            elif text.startswith("BENCH-DMESG "):
-                info["dmesg" + vm] = text[len("BENCH-DMESG "):]
-            elif text.startswith("BENCH-STEP "):
-                p = text.split()
-                if len(p) < 7:
-                    continue
-                kv = dict(x.split("=", 1) for x in p[5:] if "=" in x)
-                st = {"k": int(p[1]), "name": p[2], "rep": int(p[3]), "role": p[4],
-                      "rc": kv.get("rc", "?"), "secs": kv.get("secs", "?"),
-                      "attempt": int(kv.get("attempt", "1")), "out": []}
-                steps[vm][st["k"]] = st
-                cur[vm] = st
-            elif text.startswith("BENCH-END "):
-                cur.pop(vm, None)
-            elif text.startswith("| ") or text == "|":
-                if vm in cur:
-                    cur[vm]["out"].append(text[2:])
-    return steps, info, tail
+        return []
 
 
 def parse_perftest(lines):
@@ -195,19 +196,33 @@ def fmt(x):
     return "%.3g" % x
 
 
+def size_text(n):
+    mib = n / 1048576.0
+    return "%.1f GiB" % (mib / 1024) if mib >= 1000 else "%.0f MiB" % mib
+
+
 def main():
     out = sys.argv[1]
     env = read_env(os.path.join(out, "machine.env"))
+    try:
+        vs = int(env.get("rping_size", "0"))
+        # the amount moved: read by the server and written back
+        BENCH["verify"] = ("rping -V %s, each rep" % size_text(2 * vs * int(env["rping_count_verify"])), RPING)
+        BENCH["transfer_1g"] = ("rping -V %s" % size_text(2 * vs * int(env["rping_count_transfer"])), RPING)
+    except (KeyError, ValueError):
+        pass
     results = {}   # name -> pair -> {"reps": [...]}
     pairinfo = {}
     for pair, label, dev in PAIRS:
-        steps, info, tail = read_steps(os.path.join(out, pair + ".log"))
+        steps, info = read_steps(os.path.join(out, "vms-" + pair))
+        pk = pair.replace("-", "_")
         pairinfo[pair] = {
             "label": label, "device": dev, "guest_info": info,
-            "launch_status": env.get("pair_%s_launch_status" % pair.replace("-", "_")),
-            "seconds": env.get("pair_%s_seconds" % pair.replace("-", "_")),
-            "boot": env.get("pair_%s_boot" % pair.replace("-", "_")),
-            "log_tail": tail if not steps["2"] else None,
+            "launch_status": env.get("pair_%s_launch_status" % pk),
+            "boots": env.get("pair_%s_boots" % pk),
+            "seconds": env.get("pair_%s_seconds" % pk),
+            "boot": env.get("pair_%s_boot" % pk),
+            "log_tail": log_tail(os.path.join(out, pair + ".log")) if not steps["2"] else None,
         }
         for k in sorted(set(steps["1"]) | set(steps["2"])):
             cl = steps["2"].get(k)
@@ -326,6 +341,9 @@ def main():
             d = pi["guest_info"].get("dmesg" + vm)
             if d and d != "clean":
                 notes.append("WARNING: %s vm%s kernel log: %s" % (plabel, vm, d))
+            c = pi["guest_info"].get("clock" + vm)
+            if c and c != "clocksource=tsc":
+                notes.append("WARNING: %s vm%s ran on %s (not tsc: slower guest clock reads)" % (plabel, vm, c))
     if notes:
         lines.append("")
         lines.extend(notes)
@@ -335,9 +353,12 @@ def main():
                  % (m.get("nproc"), m.get("cpu_model"), m.get("host_kernel"), m.get("host_os"),
                     m.get("qemu_version"), m.get("accel"), m.get("segment"),
                     m.get("git_commit", "")[:12], m.get("date")))
-    lines.append("Pairs: adapter %s s (%s, launch-vms status %s), soft-RoCE %s s (%s, launch-vms status %s)"
-                 % (pairinfo["adapter"]["seconds"], pairinfo["adapter"]["boot"], pairinfo["adapter"]["launch_status"],
-                    pairinfo["soft-roce"]["seconds"], pairinfo["soft-roce"]["boot"], pairinfo["soft-roce"]["launch_status"]))
+    def pair_text(pair):
+        pi = pairinfo[pair]
+        cs = "/".join(re.sub(r".*clocksource=(\S+).*", r"\1", pi["guest_info"].get(vm, "?")) for vm in ("1", "2"))
+        return "%s %s s (%s boot(s), %s, clocksource %s, launch-vms status %s)" % (
+            pi["label"], pi["seconds"], pi["boots"], pi["boot"], cs, pi["launch_status"])
+    lines.append("Pairs: %s; %s" % (pair_text("adapter"), pair_text("soft-roce")))
     text = "\n".join(lines) + "\n"
     sys.stdout.write(text)
     with open(os.path.join(out, "table.txt"), "w") as f:
@@ -400,29 +421,33 @@ def chart(out, rows, m):
             for r in sel:
                 lab = "%s\\n%s" % (r["label"], r["metric"].split(" [")[0])
                 vals = []
-                for pair in ("adapter", "soft-roce"):
+                for pair, plabel in (("adapter", "adapter"), ("soft-roce", "soft-RoCE")):
                     c = r[pair]
-                    if "median" in c:
+                    if "median" in c and not c["fail"]:
                         vals += [c["median"], c["min"], c["max"]]
                     else:
                         vals += ["NaN", "NaN", "NaN"]
+                        lab += "\\n%s: %s" % (plabel, "FAIL" if c["fail"] else "ERROR")
                 f.write('"%s" %s\n' % (lab, " ".join(str(v) for v in vals)))
-        panels.append((title, path, len(sel)))
+        vals = [r[p][k] for r in sel for p in ("adapter", "soft-roce") for k in ("min", "max") if r[p].get(k)]
+        yr = "[%g:%g]" % (min(vals) / 3, max(vals) * 3) if vals else "[*:*]"
+        panels.append((title, path, len(sel), yr))
     if not panels:
         return
     n = len(panels)
     width = max(1200, 170 * max(p[2] for p in panels))
-    script = ['set terminal pngcairo size %d,%d font "DejaVu Sans,10"' % (width, 330 * n + 60),
+    script = ['set terminal pngcairo size %d,%d font "DejaVu Sans,10"' % (width, 340 * n + 80),
               'set output "%s"' % os.path.join(out, "chart.png"),
-              'set multiplot layout %d,1 title "rdma-session adapter vs Linux soft-RoCE, %s repetition(s), median and min-max\\n%s, %s CPUs, %s, accel=%s, %s"'
-              % (n, m.get("reps"), m.get("cpu_model", "").replace('"', ""), m.get("nproc"),
+              'set multiplot layout %d,1 title "rdma-session adapter vs Linux soft-RoCE (%s run), %s repetition(s), median and min-max\\n%s, %s CPUs, %s, accel=%s, %s"'
+              % (n, m.get("mode"), m.get("reps"), m.get("cpu_model", "").replace('"', ""), m.get("nproc"),
                  m.get("qemu_version", "").replace('"', ""), m.get("accel"), m.get("date")),
+              'set termoption noenhanced',
               'set style data histogram', 'set style histogram errorbars gap 2 lw 1',
               'set style fill solid 0.8 border -1', 'set boxwidth 0.9',
-              'set logscale y', 'set grid ytics', 'set key top right',
-              'set xtics nomirror font ",9"', 'set datafile missing "NaN"']
-    for title, path, _ in panels:
-        script += ['set title "%s (log scale)"' % title,
+              'set logscale y', 'set grid ytics', 'set key outside right top vertical',
+              'set xtics nomirror font ",9"', 'set bmargin 5', 'set datafile missing "NaN"']
+    for title, path, _, yr in panels:
+        script += ['set title "%s (log scale)"' % title, 'set yrange %s' % yr,
                    'plot "%s" using 2:3:4:xtic(1) title "adapter" lc rgb "#1f77b4", '
                    '"" using 5:6:7 title "soft-RoCE" lc rgb "#ff7f0e"' % path]
     script.append("unset multiplot")

@@ -25,8 +25,38 @@ gid_of() {  # IPv4 address -> index of its RoCE v2 GID on $dev port 1
     return 1
 }
 for t in $(seq 1 20); do gi=$(gid_of "$RS_IP") && break; sleep 0.5; done
-echo "BENCH-INFO vm$RS_VM_INDEX device=$dev gid_index=$gi ip=$RS_IP peer=$RS_PEER kernel=$(uname -r) cpu_mhz=$(awk -F': ' '/^cpu MHz/ { print $2; exit }' /proc/cpuinfo)"
+csf=/sys/devices/system/clocksource/clocksource0/current_clocksource
+cs=$(cat $csf 2>/dev/null)
+echo "BENCH-INFO vm$RS_VM_INDEX device=$dev gid_index=$gi ip=$RS_IP peer=$RS_PEER kernel=$(uname -r) clocksource=$cs cpu_mhz=$(awk -F': ' '/^cpu MHz/ { print $2; exit }' /proc/cpuinfo)"
 now() { awk '{ print $1 }' /proc/uptime; }
+# send PORT MESSAGE: to the peer's listener (retrying until it listens, 60 s)
+send()
+{
+    local end=$(( $(date +%s) + 60 ))
+    until echo "$2" | nc -w 2 "$RS_PEER" "$1" >/dev/null 2>&1; do
+        [ "$(date +%s)" -lt "$end" ] || return 1
+        sleep 0.3
+    done
+}
+# The clocksource: a TCG guest that boots on a busy host may find its TSC
+# "unstable" against jiffies and fall back to acpi_pm, an emulated I/O
+# port.  That slows every clock read of the guest kernel (soft-RoCE's
+# network stack reads it often) and makes perftest's clock sampling fail.
+# Both VMs must be on tsc, or the pair is booted again (B_NEED_TSC=1; the
+# host gives up after a few boots and then records what it got).
+if [ "$RS_VM_INDEX" = 1 ]; then
+    pcs=$(timeout 90 nc -l -p 29998 </dev/null 2>/dev/null | head -n 1)
+    go=go
+    [ "${B_NEED_TSC:-0}" = 1 ] && { [ "$cs" != tsc ] || [ "$pcs" != tsc ]; } && go=reboot
+    send 29997 "$go"
+else
+    send 29998 "$cs"
+    go=$(timeout 90 nc -l -p 29997 </dev/null 2>/dev/null | head -n 1)
+fi
+if [ "$go" = reboot ]; then
+    echo "BENCH-REBOOT vm$RS_VM_INDEX clocksource=$cs"
+    exit 0
+fi
 # barrier K SECONDS: VM 1 listens on port 30000+K, VM 2 connects.
 barrier()
 {
@@ -70,13 +100,13 @@ pf="-d $dev -x $gi -F -u 18"
 # A perftest client whose timestamp-frequency sampling failed ("Correlation
 # coefficient r^2: ... < 0.9": a TCG guest on a busy host is descheduled
 # during the sample) computes with 0 MHz and reports 0 MB/s or inf usec:
-# the step is then run again, both sides, at most 3 attempts.
+# the step is then run again, both sides, at most 5 attempts.
 step()  # K NAME REP TIMEOUT
 {
     k=$1 name=$2 rep=$3 tmo=$4 attempt=0
     while :; do
         attempt=$((attempt + 1))
-        run_step $((k * 4 + attempt))
+        run_step $((k * 8 + attempt))
         [ "$verdict" = retry ] || break
     done
 }
@@ -133,14 +163,10 @@ run_step()  # ID: barrier, ports; prints the step's result
         done
         nc -w 2 "$RS_PEER" $((31000 + id)) </dev/null >/dev/null 2>&1
         case $prog in
-        ib_*) [ $attempt -lt 3 ] && grep -qF 'Correlation coefficient r^2' "$out" && verdict=retry ;;
+        ib_*) [ $attempt -lt 5 ] && grep -qF 'Correlation coefficient r^2' "$out" && verdict=retry ;;
         esac
         # (a retry only if the server heard it, or the two would part ways)
-        end=$(( $(date +%s) + 60 ))
-        until echo "$verdict" | nc -w 2 "$RS_PEER" $((32000 + id)) >/dev/null 2>&1; do
-            [ "$(date +%s)" -lt "$end" ] || { verdict=done; break; }
-            sleep 0.3
-        done
+        send $((32000 + id)) "$verdict" || verdict=done
     fi
     echo "BENCH-STEP $k $name $rep $role rc=$rc secs=$secs attempt=$attempt${verdict:+ verdict=$verdict}"
     echo "| $prog $a"
@@ -160,4 +186,5 @@ $B_STEPS
 STEPS
 b=$(dmesg | grep -E 'WARNING|BUG|Oops|Call Trace' | head -n 3 | tr '\n' ' ')
 echo "BENCH-DMESG ${b:-clean}"
+echo "BENCH-CLOCK clocksource=$(cat $csf 2>/dev/null) $(dmesg | grep -iE 'clocksource.*unstable|Marking TSC' | head -n 2 | tr '\n' ' ')"
 exit 0
