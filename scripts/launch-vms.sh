@@ -46,6 +46,8 @@
 #   -q, --quiet        only the command outputs and the summary
 # Environment: RS_ACCEL=kvm (KVM instead of TCG; only if it really works),
 #   RS_BUILD, RS_CACHE (scripts/build-qemu.sh), RS_NO_BUILD=1 (--no-build),
+#   RS_KERNEL_ARGS (more guest kernel parameters for every VM, e.g.
+#   tsc=reliable: bench/run-bench.sh),
 #   RS_VMS_LOGDIR (default $RS_BUILD/vms/<run>; the last run is linked as
 #   $RS_BUILD/vms/last), the guest-image.sh variables.
 # Output: the command's output of each VM, each line prefixed "[vmI] ", then
@@ -167,7 +169,7 @@ start_vm()  # index
     mac=$(printf '52:54:00:77:00:%02x' "$i")
     # no_timer_check: on a loaded host TCG can miss the kernel's IO-APIC
     # timer check, which then panics ("IO-APIC + timer doesn't work!")
-    append="console=ttyS0 panic=-1 quiet no_timer_check rs.name=vm$i"
+    append="console=ttyS0 panic=-1 quiet no_timer_check rs.name=vm$i${RS_KERNEL_ARGS:+ $RS_KERNEL_ARGS}"
     if [ $user = 1 ]; then
         net=(-netdev "user,id=n0")
         append+=" rs.dhcp=1"
