@@ -155,6 +155,16 @@ if [ $mode != smoke ] && ! command -v gnuplot >/dev/null 2>&1; then
         say "warning: gnuplot-nox could not be installed (see $out/gnuplot-install.log): no chart"
 fi
 
+# The guests' clock: tsc=reliable keeps the kernel on the TSC.  Without it
+# a guest that boots on a busy host often finds its TSC "unstable" against
+# jiffies (TCG loses ticks) and falls back to acpi_pm, an emulated I/O port:
+# every clock read of the guest kernel (soft-RoCE's network stack reads it
+# often) gets much slower and perftest's clock sampling fails, so the two
+# pairs would not run on equal terms.  Under TCG the guest's TSC is the
+# host's, so trusting it is right.  (The guests still check: a pair not on
+# tsc is booted again.)
+export RS_KERNEL_ARGS=${RS_KERNEL_ARGS-tsc=reliable}
+
 # --- Machine -----------------------------------------------------------------
 {
     echo "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
@@ -168,6 +178,7 @@ fi
     echo "git_commit=$(git -C "$top" rev-parse HEAD 2>/dev/null)$(git -C "$top" diff --quiet HEAD -- hw include guest-driver scripts 2>/dev/null || echo '+dirty')"
     echo "accel=${RS_ACCEL:-tcg}"
     echo "segment=-netdev dgram (launch-vms.sh --dgram)"
+    echo "guest_kernel_args=$RS_KERNEL_ARGS"
     echo "mode=$mode"
     echo "reps=$reps"
     echo "perftest_duration_s=$dur"
@@ -226,7 +237,7 @@ $guest" > "$out/$name.log" 2>&1
         lrc=$?
         stop_watch
         grep -q '^BENCH-REBOOT' "$out/vms-$name/vm1/serial.log" 2>/dev/null || break
-        say "[$name] $(tr -d '\r' < "$out/vms-$name/vm1/serial.log" "$out/vms-$name/vm2/serial.log" |
+        say "[$name] $(cat "$out/vms-$name/vm1/serial.log" "$out/vms-$name/vm2/serial.log" | tr -d '\r' |
             grep '^BENCH-REBOOT' | sed 's/^BENCH-REBOOT //' | tr '\n' ' ')- not both on tsc (the TSC was found unstable during boot): booting again"
         rm -rf "$out/vms-$name.boot$boot"
         mv "$out/vms-$name" "$out/vms-$name.boot$boot"
