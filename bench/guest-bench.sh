@@ -6,6 +6,7 @@
 #   B_VSHORT  rping -C count of the short verified transfer (every repetition)
 #   B_VLONG   rping -C count of the long verified transfer (once)
 #   B_VSIZE   rping -S size of both
+#   B_NEED_TSC=1  stop (BENCH-REBOOT) unless both VMs' clocksource is tsc
 # VM 1 is the server, VM 2 the client.  Both walk the same steps and meet at
 # a TCP barrier (busybox nc) before each.  Per step each VM prints
 #   BENCH-STEP K NAME REP ROLE rc=RC secs=S
