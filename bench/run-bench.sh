@@ -18,8 +18,8 @@
 #   send_lat      ib_send_lat -s 8 -n N           t_typical, t_avg usec
 #   read_lat      ib_read_lat -s 8 -o 16 -n N     t_typical, t_avg usec
 #   verify        rping -V -S 65535 -C 256 after every repetition: 16 MiB
-#                 read by the server and written back, the client compares
-#                 every byte; MB/s, time
+#                 read by the server and written back (32 MiB moved), the
+#                 client compares every byte; MB/s, time
 #   transfer_1g   rping -V -S 65535 -C 8192 once per pair: 512 MiB read by
 #                 the server from the client and written back, 1 GiB moved
 #                 in all, every byte compared; MB/s (both directions), time
@@ -29,10 +29,10 @@
 # Usage: bench/run-bench.sh [options]
 #   -r N           repetitions (default 3)
 #   --quick        1 repetition, shorter tests (-D 2, -n 300, rping -C 64
-#                  and -C 1024): about 5 minutes
+#                  and -C 1024): about 3 minutes
 #   --smoke        for CI: 1 repetition, -D 1, -n 100, rping -C 32 and
 #                  -C 256, no chart unless gnuplot is installed: about
-#                  4 minutes; exits non-zero on any error or failed check
+#                  2 minutes; exits non-zero on any error or failed check
 #   --only LIST    only these benchmarks (comma or space separated names
 #                  from the list above; "bw", "lat" select groups); the
 #                  per-repetition verify runs whenever a perftest program
@@ -43,7 +43,8 @@
 # Output (in DIR): results.csv, results.json (medians, ranges, every
 # repetition's values, the machine), table.txt, chart.png (gnuplot-nox,
 # installed with scripts/apt-private.sh), adapter.log / soft-roce.log (the
-# launch-vms output: every program's full output), vms-*/ (serial logs).
+# launch-vms output), vms-*/ (serial logs: every program's full output,
+# which bench/bench.py parses), table.txt (the terminal table).
 # Exit status: 0 if every benchmark produced its numbers and every verified
 # transfer passed, 1 otherwise (a "FAIL" or "ERROR" cell), 2 on a setup
 # error.  The two bars of issue 5 are printed as met / not met and do not
