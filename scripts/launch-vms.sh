@@ -32,6 +32,9 @@
 #                      unicast UDP socket pair on loopback) instead of the
 #                      multicast segment; each QEMU then receives only its
 #                      peer's frames, not every frame on the segment
+#   --stream           two VMs only: connect them with -netdev stream over
+#                      a Unix socket (VM 1 listens): no frame is lost,
+#                      since the stream has flow control
 #   --soft-roce        every VM gets virtio-net-pci instead of the adapter
 #                      and Linux soft-RoCE (rdma_rxe, device rxe0)
 #   --soft-roce-vm I   only VM I does (repeatable)
@@ -64,7 +67,7 @@ log() { [ "$quiet" = 1 ] || printf '[launch-vms] %s\n' "$*" >&2; }
 die() { printf '[launch-vms] error: %s\n' "$*" >&2; exit 2; }
 
 n=2 cmd='ibv_devinfo; ip -4 addr' tmo=120 btmo=120 user=0 softall=0 shellvm=0
-device=rdma-session mem=512 build=1 quiet=0 cmd_given=0 dgram=0
+device=rdma-session mem=512 build=1 quiet=0 cmd_given=0 dgram=0 stream=0
 [ "${RS_NO_BUILD:-0}" = 1 ] && build=0
 declare -A vmcmd=() soft=() pcap=()
 while [ $# -gt 0 ]; do
@@ -76,6 +79,7 @@ while [ $# -gt 0 ]; do
     --boot-timeout) btmo=${2:?}; shift ;;
     --netdev-user) user=1 ;;
     --dgram) dgram=1 ;;
+    --stream) stream=1 ;;
     --soft-roce) softall=1 ;;
     --soft-roce-vm) soft[${2:?}]=1; shift ;;
     --pcap) pcap[${2:?}]=${3:?}; shift 2 ;;
@@ -94,6 +98,8 @@ case $n in ''|*[!0-9]*) die "-n needs a number" ;; esac
 [ "$n" -ge 1 ] && [ "$n" -le 200 ] || die "-n must be 1..200"
 [ "$shellvm" -le "$n" ] || die "--shell $shellvm: there are only $n VMs"
 [ $dgram = 0 ] || [ "$n" = 2 ] || die "--dgram connects exactly two VMs (-n 2)"
+[ $stream = 0 ] || [ "$n" = 2 ] || die "--stream connects exactly two VMs (-n 2)"
+[ $((dgram + stream)) -lt 2 ] || die "--dgram or --stream, not both"
 for i in "${!vmcmd[@]}" "${!soft[@]}" "${!pcap[@]}"; do
     [ "$i" -ge 1 ] && [ "$i" -le "$n" ] || die "VM index $i out of range 1..$n"
 done
@@ -176,6 +182,14 @@ start_vm()  # index
     elif [ $dgram = 1 ]; then
         net=(-netdev "dgram,id=n0,local.type=inet,local.host=127.0.0.1,local.port=$((dport + i)),remote.type=inet,remote.host=127.0.0.1,remote.port=$((dport + 3 - i))")
         append+=" rs.ip=$(ip_of "$i")/24"
+    elif [ $stream = 1 ]; then
+        # VM 1 listens; VM 2 connects, and tries again until VM 1 is up
+        if [ "$i" = 1 ]; then
+            net=(-netdev "stream,id=n0,server=on,addr.type=unix,addr.path=$run/segment.sock")
+        else
+            net=(-netdev "stream,id=n0,server=off,reconnect-ms=100,addr.type=unix,addr.path=$run/segment.sock")
+        fi
+        append+=" rs.ip=$(ip_of "$i")/24"
     else
         net=(-netdev "socket,id=n0,mcast=$mcast,localaddr=127.0.0.1")
         append+=" rs.ip=$(ip_of "$i")/24"
@@ -220,6 +234,7 @@ tb=$(date +%s.%N)
 seg="-netdev socket mcast $mcast on 127.0.0.1"
 [ $user = 1 ] && seg="-netdev user (one slirp network per VM)"
 [ $dgram = 1 ] && seg="-netdev dgram, UDP ports $((dport + 1))/$((dport + 2)) on 127.0.0.1"
+[ $stream = 1 ] && seg="-netdev stream, Unix socket $run/segment.sock"
 log "starting $n VM(s) (${RS_ACCEL:-tcg}, kernel $RS_KVER, $seg); logs in $run"
 for i in $(seq 1 "$n"); do start_vm "$i"; done
 

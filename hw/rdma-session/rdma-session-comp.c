@@ -262,12 +262,15 @@ static bool rs_comp_read_wqe(RSCore *c, RSQp *qp, RSCompWqe *e)
     return true;
 }
 
-static void rs_comp_progress(RSCore *c, RSQp *qp)
+/* n more packets acknowledged. */
+static void rs_comp_progress(RSCore *c, RSQp *qp, uint32_t n)
 {
+    rs_req_acked(c, qp, n);
     qp->last_progress = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
     qp->retries = 0;
     qp->rnr_retries = 0;
     qp->gap_retried = false;
+    qp->probed = false;
     rs_req_kick(c);
 }
 
@@ -280,6 +283,7 @@ enum { RS_COMP_OK, RS_COMP_READ_GAP, RS_COMP_FAIL };
 static int rs_comp_acked(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t end,
                          RSCompWqe *e)
 {
+    uint32_t una = qp->una_psn;
     bool progress = false;
     int ret = RS_COMP_OK;
 
@@ -305,7 +309,11 @@ static int rs_comp_acked(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t end,
         qp->comp_psn = qp->una_psn = (last + 1) & RS_PSN_MASK;
     }
     if (progress) {
-        rs_comp_progress(c, qp);
+        rs_comp_progress(c, qp, rs_psn_diff(qp->una_psn, una));
+        if (rs_psn_diff(qp->una_psn, qp->sq_psn) > 0) {
+            /* It acknowledges PSNs sent before a rewind: skip them. */
+            rs_req_rewind(c, qpn);
+        }
     }
     return ret;
 }
@@ -316,6 +324,7 @@ static void rs_comp_retry(RSCore *c, uint32_t qpn, RSQp *qp, const char *why)
     trace_rdma_session_comp_drop(qpn, qp->una_psn, why);
     if (!qp->gap_retried) {
         qp->gap_retried = true;
+        rs_req_lost(c, qp, false);
         rs_req_rewind(c, qpn);
     }
 }
@@ -366,7 +375,7 @@ static void rs_comp_read_resp(RSCore *c, uint32_t qpn, RSQp *qp,
         qp->sq_comp++;
         qp->comp_psn = qp->una_psn;
     }
-    rs_comp_progress(c, qp);
+    rs_comp_progress(c, qp, 1);
 }
 
 /* The ATOMIC ACKNOWLEDGE for una_psn: the original value to the SGE. */
@@ -398,7 +407,7 @@ static void rs_comp_atomic_ack(RSCore *c, uint32_t qpn, RSQp *qp,
         rs_qp_to_err(c, qpn);
         return;
     }
-    rs_comp_progress(c, qp);
+    rs_comp_progress(c, qp, 1);
 }
 
 /* An ACK, NAK, READ response or ATOMIC ACKNOWLEDGE for RC QP qpn. */
@@ -418,7 +427,7 @@ void rs_comp_receive(RSCore *c, uint32_t qpn, const RSPkt *pkt)
         trace_rdma_session_comp_drop(qpn, pkt->psn, "QP not sending");
         return;
     }
-    if (rs_psn_diff(pkt->psn, qp->sq_psn) >= 0) {
+    if (rs_psn_diff(pkt->psn, qp->max_psn) >= 0) {
         trace_rdma_session_comp_drop(qpn, pkt->psn, "PSN not sent yet");
         return;
     }
@@ -460,6 +469,7 @@ void rs_comp_receive(RSCore *c, uint32_t qpn, const RSPkt *pkt)
     }
     if (pkt->syndrome == RS_AETH_NAK_PSN_SEQ) {
         trace_rdma_session_comp_drop(qpn, pkt->psn, "sequence NAK");
+        rs_req_lost(c, qp, false);
         rs_req_rewind(c, qpn);
         return;
     }

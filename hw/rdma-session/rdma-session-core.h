@@ -188,6 +188,16 @@ typedef struct RSQp {
     uint8_t retries;            /* timeouts since the last progress */
     bool seq_nak_sent;          /* responder: one NAK per PSN gap */
     bool gap_retried;           /* completer: one retry per READ gap */
+    bool probed;                /* requester: tail loss probe sent */
+    uint32_t max_psn;           /* requester: past the highest PSN sent */
+    /*
+     * Requester congestion window (rdma-session-req.c): packets it lets
+     * be unacknowledged, at most x-window; 0: not started yet.
+     */
+    uint32_t cwnd;
+    uint32_t ssthresh;          /* slow start below, +1 per window above */
+    uint32_t cwnd_acked;        /* acknowledged towards the next +1 */
+    uint32_t recover_psn;       /* losses before it: the same episode */
 } RSQp;
 
 /* RS_RESP_DROP: UC, the rest of a message after a PSN gap or an error. */
@@ -490,6 +500,9 @@ void rs_engine_unrealize(RSCore *c);
 void rs_req_process(void *opaque);
 void rs_req_kick(RSCore *c);
 void rs_req_rewind(RSCore *c, uint32_t qpn);
+void rs_req_lost(RSCore *c, RSQp *qp, bool timeout);
+void rs_req_acked(RSCore *c, RSQp *qp, uint32_t n);
+void rs_req_sent(RSQp *qp);
 void rs_req_arm_retry(RSCore *c);
 void rs_req_rnr_wait(RSCore *c, RSQp *qp, uint8_t timer);
 void rs_engine_post_load(RSCore *c);

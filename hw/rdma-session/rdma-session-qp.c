@@ -469,7 +469,7 @@ static void rs_qp_apply(RSCore *c, RSQp *qp, const struct rs_qp_attr *a,
     }
     if (mask & A_SQ_PSN) {
         qp->sq_psn = le32_to_cpu(a->sq_psn);
-        qp->comp_psn = qp->una_psn = qp->sq_psn;
+        qp->comp_psn = qp->una_psn = qp->max_psn = qp->sq_psn;
     }
     if (mask & A_RD_ATOMIC) {
         qp->max_rd_atomic = a->max_rd_atomic;

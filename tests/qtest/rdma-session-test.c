@@ -4274,6 +4274,16 @@ static void *rel_drop_before(GString *cmd_line, void *arg)
     return arg;
 }
 
+/*
+ * The same with a send window of 512 packets, wider than the test's
+ * messages: the congestion window, not x-window, keeps the bursts small.
+ */
+static void *rel_drop_wide_before(GString *cmd_line, void *arg)
+{
+    g_string_append(cmd_line, " -global rdma-session.x-window=512 ");
+    return rel_drop_before(cmd_line, arg);
+}
+
 /* Every Nth RoCE frame lost (requests, ACKs, READ responses alike). */
 static void test_engine_rc_loss(void *obj, void *data,
                                 QGuestAllocator *alloc)
@@ -9382,6 +9392,8 @@ static void register_rdma_session_test(void)
     QOSGraphTestOptions lan = { .before = lan_before };
     QOSGraphTestOptions rel_drop = { .before = rel_drop_before,
                                      .arg = GUINT_TO_POINTER(7) };
+    QOSGraphTestOptions rel_drop_wide = { .before = rel_drop_wide_before,
+                                          .arg = GUINT_TO_POINTER(7) };
     QOSGraphTestOptions pair = { .before = pair_before };
     QOSGraphTestOptions qp[ARRAY_SIZE(qp_types)];
     static const char *const qp_names[] = {
@@ -9456,6 +9468,8 @@ static void register_rdma_session_test(void)
                  NULL);
     qos_add_test("engine-rc-loss", "rdma-session", test_engine_rc_loss,
                  &rel_drop);
+    qos_add_test("engine-rc-loss-wide", "rdma-session", test_engine_rc_loss,
+                 &rel_drop_wide);
     qos_add_test("engine-rc-rnr", "rdma-session", test_engine_rc_rnr, NULL);
     qos_add_test("engine-rc-rnr-exceeded", "rdma-session",
                  test_engine_rc_rnr_exceeded, NULL);
