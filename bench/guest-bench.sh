@@ -7,6 +7,7 @@
 #   B_VLONG   rping -C count of the long verified transfer (once)
 #   B_VSIZE   rping -S size of both
 #   B_NEED_TSC=1  stop (BENCH-REBOOT) unless both VMs' clocksource is tsc
+#   B_MTU     the Ethernet MTU (the RoCE path MTU follows: 9000 gives 4096)
 # VM 1 is the server, VM 2 the client.  Both walk the same steps and meet at
 # a TCP barrier (busybox nc) before each.  Per step each VM prints
 #   BENCH-STEP K NAME REP ROLE rc=RC secs=S
@@ -16,6 +17,7 @@
 # of the program's run that counted (the client's last attempt), from
 # /proc/uptime.
 dev=$(ls /sys/class/infiniband 2>/dev/null | head -n 1)
+[ -n "${B_MTU:-}" ] && { ip link set "$RS_IFACE" mtu "$B_MTU" || echo "BENCH-WARN vm$RS_VM_INDEX: cannot set MTU $B_MTU on $RS_IFACE"; }
 gid_of() {  # IPv4 address -> index of its RoCE v2 GID on $dev port 1
     h=$(echo "$1" | awk -F. '{ printf "%02x%02x:%02x%02x", $1, $2, $3, $4 }')
     for f in /sys/class/infiniband/$dev/ports/1/gids/*; do
@@ -28,7 +30,8 @@ gid_of() {  # IPv4 address -> index of its RoCE v2 GID on $dev port 1
 for t in $(seq 1 20); do gi=$(gid_of "$RS_IP") && break; sleep 0.5; done
 csf=/sys/devices/system/clocksource/clocksource0/current_clocksource
 cs=$(cat $csf 2>/dev/null)
-echo "BENCH-INFO vm$RS_VM_INDEX device=$dev gid_index=$gi ip=$RS_IP peer=$RS_PEER kernel=$(uname -r) clocksource=$cs cpu_mhz=$(awk -F': ' '/^cpu MHz/ { print $2; exit }' /proc/cpuinfo)"
+amtu=$(ibv_devinfo -d "$dev" 2>/dev/null | awk '/active_mtu/ { print $2; exit }')
+echo "BENCH-INFO vm$RS_VM_INDEX device=$dev gid_index=$gi ip=$RS_IP peer=$RS_PEER mtu=$(cat /sys/class/net/$RS_IFACE/mtu) roce_mtu=$amtu kernel=$(uname -r) clocksource=$cs cpu_mhz=$(awk -F': ' '/^cpu MHz/ { print $2; exit }' /proc/cpuinfo)"
 now() { awk '{ print $1 }' /proc/uptime; }
 # send PORT MESSAGE: to the peer's listener (retrying until it listens, 60 s)
 send()

@@ -3,8 +3,8 @@
 # virtio-net-pci), side by side in one run on the same machine.
 #
 # Two boots of scripts/launch-vms.sh, one after the other, with the same
-# settings (TCG, -smp 1, 512 MiB, the same guest image, -netdev dgram
-# between the two VMs): an adapter pair (-device rdma-session, device
+# settings (TCG, -smp 1, 512 MiB, the same guest image, -netdev stream
+# between the two VMs, Ethernet MTU 9000 so RoCE MTU 4096): an adapter pair (-device rdma-session, device
 # rsess0) and a soft-RoCE pair (--soft-roce, device rxe0).  In each, VM 1 is
 # the server and VM 2 the client of every program (perftest 4.5 from Debian
 # with -F -x GID -d DEV -p PORT -u 18; rping from rdma-core 56.1):
@@ -40,6 +40,11 @@
 #   --out DIR      output directory (default build/bench/<timestamp>; the
 #                  last run is linked as build/bench/last)
 #   --no-build     do not run scripts/build-qemu.sh
+#   --segment S    stream (default: -netdev stream, a Unix socket with flow
+#                  control) or dgram (-netdev dgram, a UDP socket pair,
+#                  which loses frames when its receive buffer overflows)
+#   --mtu N        the guests' Ethernet MTU (default 9000: RoCE MTU 4096 on
+#                  both devices; 1500: RoCE MTU 1024)
 # Output (in DIR): results.csv, results.json (medians, ranges, every
 # repetition's values, the machine), table.txt, chart.png (gnuplot-nox,
 # installed with scripts/apt-private.sh), adapter.log / soft-roce.log (the
@@ -59,7 +64,7 @@ py=/usr/bin/python3
 die() { printf 'run-bench: error: %s\n' "$*" >&2; exit 2; }
 say() { printf 'run-bench: %s\n' "$*"; }
 
-reps=3 mode=full out='' only='' build=1 reps_given=0
+reps=3 mode=full out='' only='' build=1 reps_given=0 segment=stream mtu=9000
 while [ $# -gt 0 ]; do
     case $1 in
     -r) reps=${2:?-r needs a number}; reps_given=1; shift ;;
@@ -68,12 +73,17 @@ while [ $# -gt 0 ]; do
     --only) only=${2:?--only needs a list}; shift ;;
     --out) out=${2:?--out needs a directory}; shift ;;
     --no-build) build=0 ;;
+    --segment) segment=${2:?--segment needs stream or dgram}; shift ;;
+    --mtu) mtu=${2:?--mtu needs a number}; shift ;;
     -h|--help) sed -n '2,/^set /p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
     esac
     shift
 done
 case $reps in ''|*[!0-9]*|0) die "-r needs a positive number" ;; esac
+case $segment in stream|dgram) ;; *) die "--segment: stream or dgram, not '$segment'" ;; esac
+case $mtu in ''|*[!0-9]*) die "--mtu needs a number" ;; esac
+[ "$mtu" -ge 1280 ] && [ "$mtu" -le 9000 ] || die "--mtu: 1280 to 9000"
 
 # Sizes of the tests.  The full run (3 repetitions, both pairs) takes
 # about 15 minutes on 2 cores under TCG, the soft-RoCE pair 60% of it.
@@ -139,7 +149,7 @@ else
 fi
 t_start=$(date +%s)
 say "$mode run, $reps repetition(s), benchmarks:$(printf ' %s' $sel); output in $out"
-say "settings: perftest -D $dur (bandwidth, message rate), -n $latn (latency); rping -S $vsize -C $vshort (every repetition), -C $vlong (once)"
+say "settings: -netdev $segment, Ethernet MTU $mtu; perftest -D $dur (bandwidth, message rate), -n $latn (latency); rping -S $vsize -C $vshort (every repetition), -C $vlong (once)"
 
 # --- Build ------------------------------------------------------------------
 if [ $build = 1 ]; then
@@ -179,7 +189,8 @@ export RS_KERNEL_ARGS=${RS_KERNEL_ARGS-tsc=reliable}
     echo "qemu_version=$("$qemu" --version | head -n 1)"
     echo "git_commit=$(git -C "$top" rev-parse HEAD 2>/dev/null)$(git -C "$top" diff --quiet HEAD -- hw include guest-driver scripts 2>/dev/null || echo '+dirty')"
     echo "accel=${RS_ACCEL:-tcg}"
-    echo "segment=-netdev dgram (launch-vms.sh --dgram)"
+    echo "segment=-netdev $segment (launch-vms.sh --$segment), Ethernet MTU $mtu"
+    echo "mtu=$mtu"
     echo "guest_kernel_args=$RS_KERNEL_ARGS"
     echo "mode=$mode"
     echo "reps=$reps"
@@ -228,14 +239,14 @@ run_pair()
     for boot in 1 2 3; do
         need=1
         [ $boot = 3 ] && need=0
-        say "[$name] booting 2 VMs (launch-vms.sh -n 2 --dgram $*${boot:+, boot $boot}) and running $nsteps steps (launch-vms timeout $tmo_all s)"
+        say "[$name] booting 2 VMs (launch-vms.sh -n 2 --$segment $*${boot:+, boot $boot}) and running $nsteps steps (launch-vms timeout $tmo_all s)"
         rm -rf "$out/vms-$name"
         mkdir -p "$out/vms-$name"
         watch "$name" "$out/vms-$name/vm2/serial.log" &
         watch_pid=$!
         RS_NO_BUILD=1 RS_VMS_LOGDIR="$out/vms-$name" \
-            "$top/scripts/launch-vms.sh" -q -n 2 --dgram "$@" --timeout "$tmo_all" \
-            --cmd "B_NEED_TSC=$need B_DUR=$dur B_LATN=$latn B_VSIZE=$vsize B_VSHORT=$vshort B_VLONG=$vlong B_STEPS='$steps'
+            "$top/scripts/launch-vms.sh" -q -n 2 --$segment "$@" --timeout "$tmo_all" \
+            --cmd "B_NEED_TSC=$need B_MTU=$mtu B_DUR=$dur B_LATN=$latn B_VSIZE=$vsize B_VSHORT=$vshort B_VLONG=$vlong B_STEPS='$steps'
 $guest" > "$out/$name.log" 2>&1
         lrc=$?
         stop_watch

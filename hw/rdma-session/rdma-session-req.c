@@ -697,6 +697,19 @@ void rs_req_process(void *opaque)
     }
 }
 
+/*
+ * An SQ doorbell: send at once, in the thread that rang it, instead of
+ * waking the main loop for req_bh.  That is one thread switch less per
+ * message, and under TCG the work goes to the vCPU of a guest that would
+ * only spin on its CQ meanwhile.  What exceeds the budget, and every
+ * resumption on an ACK, still goes through req_bh.  (The doorbell runs
+ * under the device's re-entrancy guard, so DMA cannot ring it again.)
+ */
+void rs_req_doorbell(RSCore *c)
+{
+    rs_req_process(c);
+}
+
 /* Go back to the first unacknowledged PSN and send from there again. */
 void rs_req_rewind(RSCore *c, uint32_t qpn)
 {
