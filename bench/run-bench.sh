@@ -86,7 +86,8 @@ case $mtu in ''|*[!0-9]*) die "--mtu needs a number" ;; esac
 [ "$mtu" -ge 1280 ] && [ "$mtu" -le 9000 ] || die "--mtu: 1280 to 9000"
 
 # Sizes of the tests.  The full run (3 repetitions, both pairs) takes
-# about 15 minutes on 2 cores under TCG, the soft-RoCE pair 60% of it.
+# about 9 minutes on an idle 2-core host under TCG (14 on a loaded one), the
+# soft-RoCE pair 55% of it.
 vsize=65535
 case $mode in
 full)  dur=10 latn=2000 vshort=256 vlong=8192 ;;
