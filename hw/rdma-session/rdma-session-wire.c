@@ -14,8 +14,12 @@
 #include "qemu/bswap.h"
 #include "net/eth.h"
 #include <zlib.h>
+#include "host/cpuinfo.h"
 #include "rdma-session-core.h"
 #include "rdma-session-wire.h"
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 #define Q_RC    (1u << RS_QPT_RC)
 #define Q_UC    (1u << RS_QPT_UC)
@@ -141,6 +145,78 @@ static uint32_t rs_csum_add(uint32_t sum, const uint8_t *p, size_t len)
     return sum;
 }
 
+#if defined(__x86_64__) || defined(__i386__)
+/*
+ * CRC-32 (IEEE 802.3, bit-reflected) of len bytes, len >= 64 and a
+ * multiple of 16, by folding with carry-less multiplication (Intel, "Fast
+ * CRC Computation for Generic Polynomials Using PCLMULQDQ"; Linux's
+ * crc32-pclmul_asm.S has the same constants).  crc is not inverted, in
+ * or out.  About three times zlib's speed, and the ICRC of every packet
+ * sent and received is the engine's largest cost per byte.
+ */
+__attribute__((target("pclmul,sse2")))
+static uint32_t rs_crc32_clmul(uint32_t crc, const uint8_t *p, size_t len)
+{
+    const __m128i k1k2 = _mm_set_epi64x(0x1c6e41596, 0x154442bd4);
+    const __m128i k3k4 = _mm_set_epi64x(0x0ccaa009e, 0x1751997d0);
+    const __m128i k5 = _mm_set_epi64x(0, 0x163cd6124);
+    const __m128i poly = _mm_set_epi64x(0x1f7011641, 0x1db710641);
+    const __m128i mask32 = _mm_set_epi32(0, 0, 0, -1);
+    __m128i x[4], t;
+    int i;
+
+    for (i = 0; i < 4; i++) {
+        x[i] = _mm_loadu_si128((const __m128i *)(p + 16 * i));
+    }
+    x[0] = _mm_xor_si128(x[0], _mm_cvtsi32_si128(crc));
+    for (p += 64, len -= 64; len >= 64; p += 64, len -= 64) {
+        for (i = 0; i < 4; i++) {
+            t = _mm_clmulepi64_si128(x[i], k1k2, 0x11);
+            x[i] = _mm_clmulepi64_si128(x[i], k1k2, 0x00);
+            x[i] = _mm_xor_si128(_mm_xor_si128(x[i], t),
+                       _mm_loadu_si128((const __m128i *)(p + 16 * i)));
+        }
+    }
+    /* Four lanes into one, then the rest 16 bytes at a time. */
+    for (i = 1; i < 4 + len / 16; i++) {
+        __m128i y = i < 4 ? x[i] : _mm_loadu_si128((const __m128i *)p);
+
+        if (i >= 4) {
+            p += 16;
+        }
+        t = _mm_clmulepi64_si128(x[0], k3k4, 0x11);
+        x[0] = _mm_clmulepi64_si128(x[0], k3k4, 0x00);
+        x[0] = _mm_xor_si128(_mm_xor_si128(x[0], t), y);
+    }
+    /* 128 bits to 64 (with 32 zero bits appended), to 32, then Barrett. */
+    t = _mm_clmulepi64_si128(x[0], k3k4, 0x10);
+    x[0] = _mm_xor_si128(_mm_srli_si128(x[0], 8), t);
+    t = _mm_srli_si128(x[0], 4);
+    x[0] = _mm_clmulepi64_si128(_mm_and_si128(x[0], mask32), k5, 0x00);
+    x[0] = _mm_xor_si128(x[0], t);
+    t = x[0];
+    x[0] = _mm_clmulepi64_si128(_mm_and_si128(x[0], mask32), poly, 0x10);
+    x[0] = _mm_clmulepi64_si128(_mm_and_si128(x[0], mask32), poly, 0x00);
+    x[0] = _mm_xor_si128(x[0], t);
+    return _mm_cvtsi128_si32(_mm_srli_si128(x[0], 4));
+}
+#endif
+
+/* zlib's crc32(), faster where the host has PCLMULQDQ. */
+static uint32_t rs_crc32(uint32_t crc, const uint8_t *p, size_t len)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    if (len >= 64 && (cpuinfo & CPUINFO_PCLMUL)) {
+        size_t n = len & ~(size_t)15;
+
+        crc = ~rs_crc32_clmul(~crc, p, n);
+        p += n;
+        len -= n;
+    }
+#endif
+    return crc32(crc, p, len);
+}
+
 /*
  * ICRC as IBTA A17.8 and Linux rxe_icrc.c: CRC-32 over 8 bytes of 1s
  * (the masked LRH), the IP header with its variant fields set to 1s (IPv4:
@@ -172,7 +248,8 @@ static uint32_t rs_icrc(const uint8_t *frame, size_t icrc_off, bool v6)
     ph[8 + l3 + 6] = ph[8 + l3 + 7] = 0xff;     /* UDP checksum */
     ph[8 + l3 + RS_UDP_HLEN + 4] = 0xff;        /* BTH resv8a */
     crc = crc32(0, ph, n);
-    crc = crc32(crc, frame + bth + RS_BTH_LEN, icrc_off - bth - RS_BTH_LEN);
+    crc = rs_crc32(crc, frame + bth + RS_BTH_LEN,
+                   icrc_off - bth - RS_BTH_LEN);
     return crc;
 }
 
