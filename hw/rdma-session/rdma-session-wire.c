@@ -17,7 +17,9 @@
 #include "host/cpuinfo.h"
 #include "rdma-session-core.h"
 #include "rdma-session-wire.h"
+/* The host's carry-less multiply, for the ICRC (x86 hosts: PCLMULQDQ). */
 #if defined(__x86_64__) || defined(__i386__)
+#define RS_HAVE_CLMUL 1
 #include <immintrin.h>
 #endif
 
@@ -145,7 +147,7 @@ static uint32_t rs_csum_add(uint32_t sum, const uint8_t *p, size_t len)
     return sum;
 }
 
-#if defined(__x86_64__) || defined(__i386__)
+#ifdef RS_HAVE_CLMUL
 /*
  * CRC-32 (IEEE 802.3, bit-reflected) of len bytes, len >= 64 and a
  * multiple of 16, by folding with carry-less multiplication (Intel, "Fast
@@ -205,7 +207,7 @@ static uint32_t rs_crc32_clmul(uint32_t crc, const uint8_t *p, size_t len)
 /* zlib's crc32(), faster where the host has PCLMULQDQ. */
 static uint32_t rs_crc32(uint32_t crc, const uint8_t *p, size_t len)
 {
-#if defined(__x86_64__) || defined(__i386__)
+#ifdef RS_HAVE_CLMUL
     if (len >= 64 && (cpuinfo & CPUINFO_PCLMUL)) {
         size_t n = len & ~(size_t)15;
 
