@@ -4171,8 +4171,9 @@ static void rel_wqe(struct rs_send_wqe_ctrl *w, uint64_t wr_id, uint8_t op,
 }
 
 /*
- * WRITE, SEND and READ of messages two to three times the default send
- * window (32 packets at MTU 1024), several in flight, byte by byte.
+ * WRITE, SEND and READ of messages two to three times the send window
+ * (x-window=32 packets at MTU 1024, rel_window_before()), several in
+ * flight, byte by byte.
  */
 static void rel_big_messages(Loop *l)
 {
@@ -4272,6 +4273,13 @@ static void *rel_drop_before(GString *cmd_line, void *arg)
     g_string_append_printf(cmd_line, " -global rdma-session.x-drop-tx=%u ",
                            GPOINTER_TO_UINT(arg));
     return arg;
+}
+
+/* x-window=32 for rel_big_messages(), and x-drop-tx=arg if not 0. */
+static void *rel_window_before(GString *cmd_line, void *arg)
+{
+    g_string_append(cmd_line, " -global rdma-session.x-window=32 ");
+    return arg ? rel_drop_before(cmd_line, arg) : arg;
 }
 
 /*
@@ -9390,7 +9398,8 @@ static void register_rdma_session_test(void)
 {
     QOSGraphTestOptions limits = { .before = limits_before };
     QOSGraphTestOptions lan = { .before = lan_before };
-    QOSGraphTestOptions rel_drop = { .before = rel_drop_before,
+    QOSGraphTestOptions rel_window = { .before = rel_window_before };
+    QOSGraphTestOptions rel_drop = { .before = rel_window_before,
                                      .arg = GUINT_TO_POINTER(7) };
     QOSGraphTestOptions rel_drop_wide = { .before = rel_drop_wide_before,
                                           .arg = GUINT_TO_POINTER(7) };
@@ -9465,7 +9474,7 @@ static void register_rdma_session_test(void)
     qos_add_test("engine-srq-migrate", "rdma-session",
                  test_engine_srq_migrate, NULL);
     qos_add_test("engine-rc-window", "rdma-session", test_engine_rc_window,
-                 NULL);
+                 &rel_window);
     qos_add_test("engine-rc-loss", "rdma-session", test_engine_rc_loss,
                  &rel_drop);
     qos_add_test("engine-rc-loss-wide", "rdma-session", test_engine_rc_loss,
