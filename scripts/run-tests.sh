@@ -23,6 +23,10 @@
 #          their own, never counted as passed
 #   nvmf   scripts/test-nvmf.sh: NVMe over Fabrics over RDMA between two
 #          VMs (kernel RDMA consumer), data compared on host and target
+#   bench-smoke  bench/run-bench.sh --smoke: one short repetition of every
+#          benchmark on both pairs (-netdev stream, MTU 9000); one check per
+#          benchmark that produced numbers on both (a verified transfer
+#          also needs rping -V to pass).  No speed is asserted.
 # Each suite prints "<suite>: N passed, N failed"; the last line is the
 # total "N passed, N failed".  Exit status 0 only if nothing failed.
 # Passes and failures are counted from TAP output (one per test case); a
@@ -797,6 +801,43 @@ else
     grep '^not ok' "$logs/nvmf.log"
     [ $((np + nf)) -gt 0 ] || nf=1
     report nvmf "$np" "$nf" "$(( $(stamp) - t )) s, see $logs/nvmf.log"
+fi
+
+# --- bench-smoke ----------------------------------------------------------------
+# The benchmark's own command, shortest: it keeps working (both pairs, jumbo
+# frames, every perftest program, rping -V verified) without being a timed
+# test.
+echo "== bench-smoke: bench/run-bench.sh --smoke (adapter and soft-RoCE pairs)"
+if [ $built != 1 ]; then
+    report bench-smoke 0 1 "not run: the build failed"
+else
+    t=$(stamp)
+    bdir="$logs/bench-smoke"
+    rm -rf "$bdir"
+    "$top/bench/run-bench.sh" --smoke --no-build --out "$bdir" > "$logs/bench-smoke.log" 2>&1
+    brc=$?
+    bp=0 bf=0
+    if [ -s "$bdir/results.csv" ]; then
+        # one check per benchmark: every metric of it has numbers on both
+        read -r bp bf < <("$py" - "$bdir/results.csv" <<'EOF'
+import csv, sys
+ok = {}
+for r in csv.DictReader(open(sys.argv[1])):
+    good = r["adapter_status"] == "ok" and r["soft_roce_status"] == "ok"
+    ok[r["benchmark"]] = ok.get(r["benchmark"], True) and good
+    if not good:
+        print("not ok - bench-smoke/%s %s: adapter %s, soft-RoCE %s"
+              % (r["benchmark"], r["metric"], r["adapter_status"], r["soft_roce_status"]), file=sys.stderr)
+print(sum(ok.values()), sum(1 for v in ok.values() if not v))
+EOF
+        )
+    fi
+    if [ "$brc" != 0 ] && [ "$bf" = 0 ]; then
+        bf=1
+        echo "not ok - bench-smoke: bench/run-bench.sh exit status $brc"
+        tail -n 15 "$logs/bench-smoke.log" | sed 's/^/#   /'
+    fi
+    report bench-smoke "$bp" "$bf" "$(( $(stamp) - t )) s, see $logs/bench-smoke.log"
 fi
 
 echo "$pass passed, $fail failed"
