@@ -507,7 +507,7 @@ void rs_core_db_write(RSCore *c, hwaddr addr, uint32_t val)
         }
         if (reg == RS_DB_SQ) {
             c->qps[idx].sq_pi = value;
-            rs_req_doorbell(c);
+            rs_req_doorbell(c, idx);
         } else if (c->qps[idx].srq) {
             break;              /* it has no receive queue of its own */
         } else {

@@ -499,7 +499,7 @@ void rs_engine_realize(RSCore *c);
 void rs_engine_unrealize(RSCore *c);
 void rs_req_process(void *opaque);
 void rs_req_kick(RSCore *c);
-void rs_req_doorbell(RSCore *c);
+void rs_req_doorbell(RSCore *c, uint32_t qpn);
 void rs_req_rewind(RSCore *c, uint32_t qpn);
 void rs_req_lost(RSCore *c, RSQp *qp, bool timeout);
 void rs_req_acked(RSCore *c, RSQp *qp, uint32_t n);

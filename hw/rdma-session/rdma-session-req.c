@@ -651,6 +651,38 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp, unsigned *budget)
     return true;
 }
 
+/* Work on QP qpn's send queue; true if it has more than the budget. */
+static bool rs_req_qp(RSCore *c, uint32_t qpn, bool active)
+{
+    RSQp *qp = &c->qps[qpn];
+    unsigned budget = RS_REQ_BUDGET;
+
+    if (qp->valid && qp->state == RS_QPS_ERR) {
+        /* Flushing needs no link. */
+        return rs_qp_flush(c, qpn, budget);
+    }
+    if (!active || !qp->valid || qp->state != RS_QPS_RTS || qp->rnr_wait) {
+        return false;
+    }
+    if ((uint16_t)(qp->sq_pi - qp->sq_ci) > (1u << qp->sq_log)) {
+        RS_GUEST_ERR(rdma_session_err_sq_overrun, "QP %u: SQ producer "
+                     "%u is more than a ring ahead of %u", qpn,
+                     qp->sq_pi, qp->sq_ci & 0xffff);
+        rs_qp_to_err(c, qpn);
+        return false;
+    }
+    while ((uint16_t)(qp->sq_pi - qp->sq_ci) && qp->valid &&
+           qp->state == RS_QPS_RTS && !qp->rnr_wait) {
+        if (!budget) {
+            return true;
+        }
+        if (!rs_req_wqe(c, qpn, qp, &budget)) {
+            break;
+        }
+    }
+    return false;
+}
+
 void rs_req_process(void *opaque)
 {
     RSCore *c = opaque;
@@ -662,35 +694,7 @@ void rs_req_process(void *opaque)
         return;
     }
     for (qpn = 1; qpn < c->p.max_qps; qpn++) {
-        RSQp *qp = &c->qps[qpn];
-        unsigned budget = RS_REQ_BUDGET;
-
-        if (qp->valid && qp->state == RS_QPS_ERR) {
-            /* Flushing needs no link. */
-            more |= rs_qp_flush(c, qpn, budget);
-            continue;
-        }
-        if (!active || !qp->valid || qp->state != RS_QPS_RTS ||
-            qp->rnr_wait) {
-            continue;
-        }
-        if ((uint16_t)(qp->sq_pi - qp->sq_ci) > (1u << qp->sq_log)) {
-            RS_GUEST_ERR(rdma_session_err_sq_overrun, "QP %u: SQ producer "
-                         "%u is more than a ring ahead of %u", qpn,
-                         qp->sq_pi, qp->sq_ci & 0xffff);
-            rs_qp_to_err(c, qpn);
-            continue;
-        }
-        while ((uint16_t)(qp->sq_pi - qp->sq_ci) && qp->valid &&
-               qp->state == RS_QPS_RTS && !qp->rnr_wait) {
-            if (!budget) {
-                more = true;
-                break;
-            }
-            if (!rs_req_wqe(c, qpn, qp, &budget)) {
-                break;
-            }
-        }
+        more |= rs_req_qp(c, qpn, active);
     }
     if (more) {
         rs_req_kick(c);
@@ -698,16 +702,20 @@ void rs_req_process(void *opaque)
 }
 
 /*
- * An SQ doorbell: send at once, in the thread that rang it, instead of
- * waking the main loop for req_bh.  That is one thread switch less per
- * message, and under TCG the work goes to the vCPU of a guest that would
- * only spin on its CQ meanwhile.  What exceeds the budget, and every
- * resumption on an ACK, still goes through req_bh.  (The doorbell runs
- * under the device's re-entrancy guard, so DMA cannot ring it again.)
+ * The SQ doorbell of valid QP qpn: send at once, in the thread that rang
+ * it, instead of waking the main loop for req_bh.  That is one thread
+ * switch less per message, and under TCG the work goes to the vCPU of a
+ * guest that would only spin on its CQ meanwhile.  What exceeds the
+ * budget, and every resumption on an ACK, still goes through req_bh.
+ * (The doorbell runs under the device's re-entrancy guard, so DMA cannot
+ * ring it again.)
  */
-void rs_req_doorbell(RSCore *c)
+void rs_req_doorbell(RSCore *c, uint32_t qpn)
 {
-    rs_req_process(c);
+    if ((c->status & R_RS_STATUS_READY_MASK) &&
+        rs_req_qp(c, qpn, rs_port_active(c))) {
+        rs_req_kick(c);
+    }
 }
 
 /* Go back to the first unacknowledged PSN and send from there again. */
