@@ -65,6 +65,11 @@ bool rs_resp_divert(RSCore *c, const struct iovec *iov, int iovcnt)
         trace_rdma_session_roce_drop(size, "larger than the path MTU allows");
         return true;
     }
+    if (iovcnt == 1) {
+        /* The usual case: the backend's own buffer, without a copy. */
+        rs_roce_input(c, iov[0].iov_base, size);
+        return true;
+    }
     iov_to_buf(iov, iovcnt, 0, c->rx_buf, size);
     rs_roce_input(c, c->rx_buf, size);
     return true;
