@@ -324,8 +324,7 @@ static void rs_comp_retry(RSCore *c, uint32_t qpn, RSQp *qp, const char *why)
     trace_rdma_session_comp_drop(qpn, qp->una_psn, why);
     if (!qp->gap_retried) {
         qp->gap_retried = true;
-        rs_req_lost(c, qp, false);
-        rs_req_rewind(c, qpn);
+        rs_req_lost(c, qpn, false);
     }
 }
 
@@ -469,8 +468,7 @@ void rs_comp_receive(RSCore *c, uint32_t qpn, const RSPkt *pkt)
     }
     if (pkt->syndrome == RS_AETH_NAK_PSN_SEQ) {
         trace_rdma_session_comp_drop(qpn, pkt->psn, "sequence NAK");
-        rs_req_lost(c, qp, false);
-        rs_req_rewind(c, qpn);
+        rs_req_lost(c, qpn, false);
         return;
     }
     trace_rdma_session_comp_nak(qpn, pkt->psn, pkt->syndrome);

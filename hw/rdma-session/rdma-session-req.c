@@ -310,13 +310,16 @@ static uint32_t rs_req_cwnd(RSCore *c, RSQp *qp)
 }
 
 /*
- * A request packet was lost: a sequence NAK, missing READ responses or
- * the local ACK timeout.  Halve the window once per loss episode (the
- * losses of packets sent before the last cut are the same one); a timeout
- * also restarts from the minimum, in slow start.
+ * A request packet was lost (a sequence NAK, missing READ responses, a
+ * tail loss probe or the local ACK timeout): send again from the first
+ * unacknowledged PSN, with a smaller window.  Halve it once per loss
+ * episode (the losses of packets sent before the last cut are the same
+ * one); a timeout also restarts from the minimum, in slow start.
  */
-void rs_req_lost(RSCore *c, RSQp *qp, bool timeout)
+void rs_req_lost(RSCore *c, uint32_t qpn, bool timeout)
 {
+    RSQp *qp = &c->qps[qpn];
+
     rs_req_cwnd(c, qp);
     if (rs_psn_diff(qp->una_psn, qp->recover_psn) >= 0) {
         qp->ssthresh = MAX(qp->cwnd / 2, RS_CWND_MIN);
@@ -327,8 +330,8 @@ void rs_req_lost(RSCore *c, RSQp *qp, bool timeout)
         qp->cwnd = RS_CWND_MIN;
     }
     qp->cwnd_acked = 0;
-    trace_rdma_session_req_cwnd(qp - c->qps, qp->cwnd, qp->ssthresh,
-                                timeout);
+    trace_rdma_session_req_cwnd(qpn, qp->cwnd, qp->ssthresh, timeout);
+    rs_req_rewind(c, qpn);
 }
 
 /* n more packets were acknowledged: slow start, then +1 per window. */
@@ -349,11 +352,13 @@ void rs_req_acked(RSCore *c, RSQp *qp, uint32_t n)
 }
 
 /*
- * After a rewind the requester sends again PSNs it had sent before; an
- * ACK for one of those up to max_psn is still valid (rs_comp_receive).
+ * n more PSNs sent.  After a rewind the requester sends again PSNs it had
+ * sent before; an ACK for one of those up to max_psn is still valid
+ * (rs_comp_receive).
  */
-void rs_req_sent(RSQp *qp)
+static void rs_req_advance(RSQp *qp, uint32_t n)
 {
+    qp->sq_psn = (qp->sq_psn + n) & RS_PSN_MASK;
     if (rs_psn_diff(qp->sq_psn, qp->max_psn) > 0) {
         qp->max_psn = qp->sq_psn;
     }
@@ -536,8 +541,7 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp, unsigned *budget)
         pkt.ackreq = true;
         len = rs_wire_build(c->req_buf, &pkt, 0);
         rs_req_timer_start(c, qp);
-        qp->sq_psn = (qp->sq_psn + 1) & RS_PSN_MASK;
-        rs_req_sent(qp);
+        rs_req_advance(qp, 1);
         qp->sq_ci++;
         qp->req_pkt = 0;
         qp->rd_out++;
@@ -570,8 +574,7 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp, unsigned *budget)
         pkt.dmalen = MIN(total - off, (uint64_t)chunk * mtu);
         len = rs_wire_build(c->req_buf, &pkt, 0);
         rs_req_timer_start(c, qp);
-        qp->sq_psn = (qp->sq_psn + chunk) & RS_PSN_MASK;
-        rs_req_sent(qp);
+        rs_req_advance(qp, chunk);
         qp->req_pkt += chunk;
         qp->rd_out++;
         if (qp->req_pkt == npkts) {
@@ -622,8 +625,7 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp, unsigned *budget)
         if (!ud && !uc) {
             rs_req_timer_start(c, qp);
         }
-        qp->sq_psn = (qp->sq_psn + 1) & RS_PSN_MASK;
-        rs_req_sent(qp);
+        rs_req_advance(qp, 1);
         if (last) {
             qp->sq_ci++;
             qp->req_pkt = 0;
@@ -806,8 +808,7 @@ static void rs_req_retry_tick(void *opaque)
                 now - qp->last_progress >= RS_PROBE_NS) {
                 qp->probed = true;
                 trace_rdma_session_req_probe(qpn, qp->una_psn);
-                rs_req_lost(c, qp, false);
-                rs_req_rewind(c, qpn);
+                rs_req_lost(c, qpn, false);
             }
             continue;
         }
@@ -816,8 +817,7 @@ static void rs_req_retry_tick(void *opaque)
             continue;
         }
         qp->retries++;
-        rs_req_lost(c, qp, true);
-        rs_req_rewind(c, qpn);
+        rs_req_lost(c, qpn, true);
     }
     if (pending) {
         rs_req_arm_retry(c);

@@ -156,6 +156,18 @@ static uint32_t rs_csum_add(uint32_t sum, const uint8_t *p, size_t len)
  * or out.  About three times zlib's speed, and the ICRC of every packet
  * sent and received is the engine's largest cost per byte.
  */
+/* x times x^k (the two halves of k) plus y: 128 bits of input folded on. */
+__attribute__((target("pclmul,sse2")))
+static inline __m128i rs_clmul_fold(__m128i x, __m128i k, __m128i y)
+{
+    __m128i hi = _mm_clmulepi64_si128(x, k, 0x11);
+
+    return _mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00),
+                                       hi), y);
+}
+
+#define RS_LOAD128(p) _mm_loadu_si128((const __m128i *)(p))
+
 __attribute__((target("pclmul,sse2")))
 static uint32_t rs_crc32_clmul(uint32_t crc, const uint8_t *p, size_t len)
 {
@@ -168,27 +180,20 @@ static uint32_t rs_crc32_clmul(uint32_t crc, const uint8_t *p, size_t len)
     int i;
 
     for (i = 0; i < 4; i++) {
-        x[i] = _mm_loadu_si128((const __m128i *)(p + 16 * i));
+        x[i] = RS_LOAD128(p + 16 * i);
     }
     x[0] = _mm_xor_si128(x[0], _mm_cvtsi32_si128(crc));
     for (p += 64, len -= 64; len >= 64; p += 64, len -= 64) {
         for (i = 0; i < 4; i++) {
-            t = _mm_clmulepi64_si128(x[i], k1k2, 0x11);
-            x[i] = _mm_clmulepi64_si128(x[i], k1k2, 0x00);
-            x[i] = _mm_xor_si128(_mm_xor_si128(x[i], t),
-                       _mm_loadu_si128((const __m128i *)(p + 16 * i)));
+            x[i] = rs_clmul_fold(x[i], k1k2, RS_LOAD128(p + 16 * i));
         }
     }
     /* Four lanes into one, then the rest 16 bytes at a time. */
-    for (i = 1; i < 4 + len / 16; i++) {
-        __m128i y = i < 4 ? x[i] : _mm_loadu_si128((const __m128i *)p);
-
-        if (i >= 4) {
-            p += 16;
-        }
-        t = _mm_clmulepi64_si128(x[0], k3k4, 0x11);
-        x[0] = _mm_clmulepi64_si128(x[0], k3k4, 0x00);
-        x[0] = _mm_xor_si128(_mm_xor_si128(x[0], t), y);
+    for (i = 1; i < 4; i++) {
+        x[0] = rs_clmul_fold(x[0], k3k4, x[i]);
+    }
+    for (; len >= 16; p += 16, len -= 16) {
+        x[0] = rs_clmul_fold(x[0], k3k4, RS_LOAD128(p));
     }
     /* 128 bits to 64 (with 32 zero bits appended), to 32, then Barrett. */
     t = _mm_clmulepi64_si128(x[0], k3k4, 0x10);
