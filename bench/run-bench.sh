@@ -4,8 +4,8 @@
 #
 # Two boots of scripts/launch-vms.sh, one after the other, with the same
 # settings (TCG, -smp 1, 512 MiB, the same guest image, -netdev stream
-# between the two VMs, Ethernet MTU 9000 so RoCE MTU 4096): an adapter pair (-device rdma-session, device
-# rsess0) and a soft-RoCE pair (--soft-roce, device rxe0).  In each, VM 1 is
+# between the two VMs, Ethernet MTU 9000 so RoCE MTU 4096): an adapter
+# pair (-device rdma-session, device rsess0) and a soft-RoCE pair (--soft-roce, device rxe0).  In each, VM 1 is
 # the server and VM 2 the client of every program (perftest 4.5 from Debian
 # with -F -x GID -d DEV -p PORT -u 18; rping from rdma-core 56.1):
 #   write_bw_64k  ib_write_bw -s 65536 -D DUR     BW average MB/s, MsgRate Mpps

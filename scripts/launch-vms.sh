@@ -179,19 +179,19 @@ start_vm()  # index
     if [ $user = 1 ]; then
         net=(-netdev "user,id=n0")
         append+=" rs.dhcp=1"
-    elif [ $dgram = 1 ]; then
-        net=(-netdev "dgram,id=n0,local.type=inet,local.host=127.0.0.1,local.port=$((dport + i)),remote.type=inet,remote.host=127.0.0.1,remote.port=$((dport + 3 - i))")
-        append+=" rs.ip=$(ip_of "$i")/24"
-    elif [ $stream = 1 ]; then
-        # VM 1 listens; VM 2 connects, and tries again until VM 1 is up
-        if [ "$i" = 1 ]; then
-            net=(-netdev "stream,id=n0,server=on,addr.type=unix,addr.path=$run/segment.sock")
-        else
-            net=(-netdev "stream,id=n0,server=off,reconnect-ms=100,addr.type=unix,addr.path=$run/segment.sock")
-        fi
-        append+=" rs.ip=$(ip_of "$i")/24"
     else
-        net=(-netdev "socket,id=n0,mcast=$mcast,localaddr=127.0.0.1")
+        if [ $dgram = 1 ]; then
+            net=(-netdev "dgram,id=n0,local.type=inet,local.host=127.0.0.1,local.port=$((dport + i)),remote.type=inet,remote.host=127.0.0.1,remote.port=$((dport + 3 - i))")
+        elif [ $stream = 1 ]; then
+            # VM 1 listens; VM 2 connects, and tries again until VM 1 is up
+            if [ "$i" = 1 ]; then
+                net=(-netdev "stream,id=n0,server=on,addr.type=unix,addr.path=$run/segment.sock")
+            else
+                net=(-netdev "stream,id=n0,server=off,reconnect-ms=100,addr.type=unix,addr.path=$run/segment.sock")
+            fi
+        else
+            net=(-netdev "socket,id=n0,mcast=$mcast,localaddr=127.0.0.1")
+        fi
         append+=" rs.ip=$(ip_of "$i")/24"
     fi
     if [ -n "${pcap[$i]:-}" ]; then
