@@ -84,6 +84,7 @@ typedef struct RSSrq {
 
 typedef struct RSAtomicRes {
     bool valid;
+    bool owed;                  /* its ATOMIC ACKNOWLEDGE is still to go */
     uint32_t psn;
     uint64_t orig;
 } RSAtomicRes;
@@ -99,7 +100,9 @@ typedef struct RSAv {
 
 /*
  * A responder READ resource (IBTA o9-20: max_dest_rd_atomic of them): what
- * a duplicate READ request is answered from again.
+ * a duplicate READ request is answered from again.  Its responses are
+ * produced a budget at a time (rdma-session-resp.c): packets [first, stop)
+ * of it form the response sequence in progress, next is the next one.
  */
 typedef struct RSRdRes {
     bool valid;
@@ -108,6 +111,11 @@ typedef struct RSRdRes {
     uint64_t va;
     uint32_t rkey;
     uint32_t len;
+    uint32_t gid;               /* the GID the request arrived on */
+    uint32_t first;
+    uint32_t next;
+    uint32_t stop;
+    int64_t replay_ns;          /* runtime: the last replay, virtual ns */
 } RSRdRes;
 
 typedef struct RSQp {
@@ -284,9 +292,12 @@ typedef struct RSCore RSCore;
 typedef void (*RSNotifyFn)(void *owner, unsigned vector);
 /*
  * Transmit one frame on the NIC's queue.  False: the backend is busy and
- * holds the frame; the glue calls rs_lan_tx_resume() once it is sent.
+ * holds the frame; the glue calls rs_lan_tx_resume() (a LAN frame) or
+ * rs_engine_tx_resume() (a RoCE frame) once that frame is sent, so that
+ * each path waits for its own frame only.
  */
-typedef bool (*RSSendFn)(void *owner, const struct iovec *iov, int iovcnt);
+typedef bool (*RSSendFn)(void *owner, const struct iovec *iov, int iovcnt,
+                         bool roce);
 /* Deliver frames the network layer held while the device could not. */
 typedef void (*RSFlushFn)(void *owner);
 
@@ -348,6 +359,13 @@ struct RSCore {
     uint32_t lan_rx_mode;       /* RS_LAN_RX_* */
     bool lan_flush_pending;     /* lan_bh: flush held RX frames */
     bool lan_tx_waiting;        /* the backend holds our last frame */
+    /*
+     * RoCE frames the backend holds (each one's send callback comes once
+     * it is sent).  The requester and the READ responder produce nothing
+     * while it holds one, and ACKs beyond RS_TX_HELD_MAX are dropped as a
+     * full link drops them, so the network layer's queue stays bounded.
+     */
+    uint32_t roce_tx_held;
 };
 
 /* rdma-session-core.c */
@@ -506,8 +524,10 @@ void rs_req_acked(RSCore *c, RSQp *qp, uint32_t n);
 void rs_req_arm_retry(RSCore *c);
 void rs_req_rnr_wait(RSCore *c, RSQp *qp, uint8_t timer);
 void rs_engine_post_load(RSCore *c);
-void rs_resp_flush_acks(void *opaque);
+void rs_resp_process(void *opaque);
+bool rs_roce_tx_busy(RSCore *c);
 void rs_roce_xmit(RSCore *c, uint8_t *frame, size_t len, uint32_t dip);
+void rs_engine_tx_resume(RSCore *c);
 bool rs_resp_divert(RSCore *c, const struct iovec *iov, int iovcnt);
 void rs_roce_input(RSCore *c, const uint8_t *frame, size_t len);
 int rs_gid_by_ip4(RSCore *c, uint32_t ip);

@@ -240,7 +240,7 @@ static void rs_lan_tx(RSCore *c)
         if (!err) {
             struct iovec iov = { .iov_base = c->lan_tx_buf, .iov_len = len };
 
-            c->lan_tx_waiting = !c->send(c->owner, &iov, 1);
+            c->lan_tx_waiting = !c->send(c->owner, &iov, 1, false);
         }
         trace_rdma_session_lan_tx(q->ci, n, len, err);
         for (i = 0; i < n; i++) {

@@ -70,10 +70,11 @@ static const VMStateDescription vmstate_rs_av = {
 
 static const VMStateDescription vmstate_rs_atomic_res = {
     .name = "rdma-session/atomic-res",
-    .version_id = 1,
-    .minimum_version_id = 1,
+    .version_id = 2,
+    .minimum_version_id = 2,
     .fields = (const VMStateField[]) {
         VMSTATE_BOOL(valid, RSAtomicRes),
+        VMSTATE_BOOL(owed, RSAtomicRes),
         VMSTATE_UINT32(psn, RSAtomicRes),
         VMSTATE_UINT64(orig, RSAtomicRes),
         VMSTATE_END_OF_LIST()
@@ -82,8 +83,8 @@ static const VMStateDescription vmstate_rs_atomic_res = {
 
 static const VMStateDescription vmstate_rs_rd_res = {
     .name = "rdma-session/rd-res",
-    .version_id = 1,
-    .minimum_version_id = 1,
+    .version_id = 2,
+    .minimum_version_id = 2,
     .fields = (const VMStateField[]) {
         VMSTATE_BOOL(valid, RSRdRes),
         VMSTATE_UINT32(psn, RSRdRes),
@@ -91,6 +92,10 @@ static const VMStateDescription vmstate_rs_rd_res = {
         VMSTATE_UINT64(va, RSRdRes),
         VMSTATE_UINT32(rkey, RSRdRes),
         VMSTATE_UINT32(len, RSRdRes),
+        VMSTATE_UINT32(gid, RSRdRes),
+        VMSTATE_UINT32(first, RSRdRes),
+        VMSTATE_UINT32(next, RSRdRes),
+        VMSTATE_UINT32(stop, RSRdRes),
         VMSTATE_END_OF_LIST()
     },
 };
@@ -438,7 +443,9 @@ static bool rs_core_state_valid(RSCore *c)
 
             if (r->valid && (r->psn >> 24 || r->len > p->max_msg_size ||
                              !r->npkts ||
-                             r->npkts > p->max_msg_size / 256 + 1)) {
+                             r->npkts > p->max_msg_size / 256 + 1 ||
+                             r->first > r->next || r->next > r->stop ||
+                             r->stop > r->npkts || r->gid >= p->max_gids)) {
                 return false;
             }
         }

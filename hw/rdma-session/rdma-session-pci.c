@@ -101,19 +101,27 @@ static void rs_notify(void *owner, unsigned vector)
     }
 }
 
-static void rs_sent(NetClientState *nc, ssize_t len)
+static void rs_sent_lan(NetClientState *nc, ssize_t len)
 {
     RSState *s = qemu_get_nic_opaque(nc);
 
     rs_lan_tx_resume(&s->core);
 }
 
-static bool rs_send(void *owner, const struct iovec *iov, int iovcnt)
+static void rs_sent_roce(NetClientState *nc, ssize_t len)
+{
+    RSState *s = qemu_get_nic_opaque(nc);
+
+    rs_engine_tx_resume(&s->core);
+}
+
+static bool rs_send(void *owner, const struct iovec *iov, int iovcnt,
+                    bool roce)
 {
     RSState *s = RDMA_SESSION(owner);
 
     return qemu_sendv_packet_async(qemu_get_queue(s->nic), iov, iovcnt,
-                                   rs_sent) != 0;
+                                   roce ? rs_sent_roce : rs_sent_lan) != 0;
 }
 
 static void rs_flush(void *owner)

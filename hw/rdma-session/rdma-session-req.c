@@ -47,6 +47,8 @@
 #include "trace.h"
 
 #define RS_REQ_BUDGET   64      /* packets per QP per bottom-half run */
+/* RoCE frames (ACKs once data has stopped) the backend may hold. */
+#define RS_TX_HELD_MAX  32
 
 void rs_req_kick(RSCore *c)
 {
@@ -93,7 +95,34 @@ void rs_roce_xmit(RSCore *c, uint8_t *frame, size_t len, uint32_t dip)
     if (!c->link_up) {
         return;
     }
-    c->send(c->owner, &iov, 1);
+    if (c->roce_tx_held >= RS_TX_HELD_MAX) {
+        trace_rdma_session_roce_tx_busy(op, c->roce_tx_held);
+        return;
+    }
+    if (!c->send(c->owner, &iov, 1, true)) {
+        c->roce_tx_held++;
+    }
+}
+
+/* The backend holds one of our RoCE frames: produce no more data. */
+bool rs_roce_tx_busy(RSCore *c)
+{
+    return c->roce_tx_held != 0;
+}
+
+/* The backend has sent a RoCE frame it held. */
+void rs_engine_tx_resume(RSCore *c)
+{
+    if (c->roce_tx_held) {
+        c->roce_tx_held--;
+    }
+    trace_rdma_session_roce_tx_resume(c->roce_tx_held);
+    if (!c->roce_tx_held) {
+        rs_req_kick(c);
+        if (c->resp_bh) {
+            qemu_bh_schedule(c->resp_bh);
+        }
+    }
 }
 
 /*
@@ -444,6 +473,7 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp, unsigned *budget)
         rs_send_cqe(c, qpn, &w, RS_WC_SUCCESS, 0);
         qp->sq_ci++;
         qp->sq_comp = qp->sq_ci;
+        (*budget)--;            /* they cost a doorbell's work like packets */
         return true;
     }
     atomic = w.opcode == RS_WR_ATOMIC_CMP_SWP ||
@@ -599,7 +629,7 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp, unsigned *budget)
         uint8_t *payload;
         size_t len;
 
-        if (!room) {
+        if (!room || rs_roce_tx_busy(c)) {
             return false;
         }
         ack_every = MAX(qp->cwnd / 2, 1);
@@ -674,7 +704,8 @@ static bool rs_req_qp(RSCore *c, uint32_t qpn, bool active)
         return false;
     }
     while ((uint16_t)(qp->sq_pi - qp->sq_ci) && qp->valid &&
-           qp->state == RS_QPS_RTS && !qp->rnr_wait) {
+           qp->state == RS_QPS_RTS && !qp->rnr_wait &&
+           !rs_roce_tx_busy(c)) {
         if (!budget) {
             return true;
         }
@@ -915,7 +946,7 @@ void rs_engine_realize(RSCore *c)
     c->retry_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, rs_req_retry_tick, c);
     c->rnr_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, rs_req_rnr_tick, c);
     c->req_bh = qemu_bh_new_guarded(rs_req_process, c, c->guard);
-    c->resp_bh = qemu_bh_new_guarded(rs_resp_flush_acks, c, c->guard);
+    c->resp_bh = qemu_bh_new_guarded(rs_resp_process, c, c->guard);
     c->req_buf = g_malloc0(RS_WIRE_MAX_FRAME);
     c->resp_buf = g_malloc0(RS_WIRE_MAX_FRAME);
     c->rx_buf = g_malloc0(RS_WIRE_MAX_FRAME);

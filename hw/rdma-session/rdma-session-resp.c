@@ -125,27 +125,10 @@ static void rs_resp_ack_later(RSCore *c, RSQp *qp, uint32_t psn)
     qemu_bh_schedule(c->resp_bh);
 }
 
-void rs_resp_flush_acks(void *opaque)
+static bool rs_qp_receiving(const RSQp *qp)
 {
-    RSCore *c = opaque;
-    uint32_t qpn;
-
-    if (!rs_port_active(c)) {
-        return;
-    }
-    for (qpn = 1; qpn < c->p.max_qps; qpn++) {
-        RSQp *qp = &c->qps[qpn];
-
-        if (!qp->valid || !qp->ack_pending) {
-            continue;
-        }
-        qp->ack_pending = false;
-        if (qp->type == RS_QPT_RC && (qp->state == RS_QPS_RTR ||
-                                      qp->state == RS_QPS_RTS ||
-                                      qp->state == RS_QPS_SQD)) {
-            rs_resp_ack(c, qpn, qp, RS_AETH_ACK, qp->ack_psn);
-        }
-    }
+    return qp->state == RS_QPS_RTR || qp->state == RS_QPS_RTS ||
+           qp->state == RS_QPS_SQD;
 }
 
 /* NAK that ends the connection: the responder's QP goes to ERR. */
@@ -332,57 +315,6 @@ static void rs_resp_ud(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
 }
 
 /*
- * Stream the responses for len bytes at va from PSN psn: a new READ
- * request, or again (replay) for a duplicate one.
- */
-static void rs_resp_read(RSCore *c, uint32_t qpn, RSQp *qp, RSMr *mr,
-                         uint32_t psn, uint64_t va, uint32_t dmalen,
-                         bool replay)
-{
-    uint32_t mtu = 128u << qp->path_mtu;
-    uint32_t npkts = dmalen ? DIV_ROUND_UP(dmalen, mtu) : 1;
-    uint32_t i;
-    RSPkt p;
-
-    memset(&p, 0, sizeof(p));
-    if (!rs_qp_tuple(c, qp, qpn, NULL, &p)) {
-        return;
-    }
-    p.dqpn = qp->dest_qpn;
-    p.syndrome = RS_AETH_ACK;
-    if (!replay) {
-        qp->msn++;
-        qp->ack_pending = false;    /* the responses acknowledge it */
-    }
-    p.msn = qp->msn;
-    for (i = 0; i < npkts; i++) {
-        uint32_t off = i * mtu;
-        uint32_t n = MIN(mtu, dmalen - off);
-        size_t len;
-
-        if (npkts == 1) {
-            p.opcode = RS_OP_READ_RESP_ONLY;
-        } else if (i == 0) {
-            p.opcode = RS_OP_READ_RESP_FIRST;
-        } else if (i == npkts - 1) {
-            p.opcode = RS_OP_READ_RESP_LAST;
-        } else {
-            p.opcode = RS_OP_READ_RESP_MIDDLE;
-        }
-        if (n && rs_mr_rw(c, mr, va + off,
-                          c->resp_buf + rs_wire_payload_off(&p), n,
-                          false)) {
-            rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_REM_OP,
-                              (psn + i) & RS_PSN_MASK, "READ DMA");
-            return;
-        }
-        p.psn = (psn + i) & RS_PSN_MASK;
-        len = rs_wire_build(c->resp_buf, &p, n);
-        rs_roce_xmit(c, c->resp_buf, len, p.dip);
-    }
-}
-
-/*
  * rkey check for RDMA WRITE/READ: QP, PD and MR rights, bounds.  A request
  * of zero bytes names no memory: its R_Key and VA are not checked (IBTA
  * C9-88), and *mrp is NULL.
@@ -411,6 +343,175 @@ static bool rs_resp_rkey(RSCore *c, RSQp *qp, uint32_t gid, uint32_t rkey,
 }
 
 /*
+ * Responses the responder owes (READ responses, ATOMIC ACKNOWLEDGEs) are
+ * produced at most RS_RESP_BUDGET packets per QP at a time, in the
+ * receive path and then in resp_bh, and not while the backend holds one
+ * of our frames: one READ request of max-msg-size bytes is work for a
+ * long time, never one long stall of the main loop or an unbounded queue.
+ * They leave in PSN order, so anything that would acknowledge later PSNs
+ * (a coalesced ACK, an ATOMIC ACKNOWLEDGE, a NAK) waits behind them.
+ */
+#define RS_RESP_BUDGET      32
+/* A READ resource answers a duplicate request at most this often. */
+#define RS_READ_REPLAY_NS   (10 * SCALE_MS)
+
+static bool rs_resp_owes(const RSQp *qp)
+{
+    unsigned i;
+
+    for (i = 0; i < RS_MAX_RD_ATOMIC; i++) {
+        if (qp->rd_res[i].valid && qp->rd_res[i].next < qp->rd_res[i].stop) {
+            return true;
+        }
+    }
+    for (i = 0; i < RS_ATOMIC_RES; i++) {
+        if (qp->atomic_res[i].valid && qp->atomic_res[i].owed) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Send the next packet of READ resource rd; false if the QP failed. */
+static bool rs_resp_read_pkt(RSCore *c, uint32_t qpn, RSQp *qp, RSRdRes *rd)
+{
+    uint32_t mtu = 128u << qp->path_mtu;
+    uint64_t off = (uint64_t)rd->next * mtu;
+    uint32_t n = rd->len ? MIN(mtu, rd->len - off) : 0;
+    RSMr *mr;
+    size_t len;
+    RSPkt p;
+
+    memset(&p, 0, sizeof(p));
+    if (!rs_qp_tuple(c, qp, qpn, NULL, &p)) {
+        rd->next = rd->stop;    /* no way to the peer any more */
+        return true;
+    }
+    p.dqpn = qp->dest_qpn;
+    p.syndrome = RS_AETH_ACK;
+    p.msn = qp->msn;
+    p.psn = (rd->psn + rd->next) & RS_PSN_MASK;
+    if (rd->stop - rd->first == 1) {
+        p.opcode = RS_OP_READ_RESP_ONLY;
+    } else if (rd->next == rd->first) {
+        p.opcode = RS_OP_READ_RESP_FIRST;
+    } else if (rd->next == rd->stop - 1) {
+        p.opcode = RS_OP_READ_RESP_LAST;
+    } else {
+        p.opcode = RS_OP_READ_RESP_MIDDLE;
+    }
+    if (n) {
+        /* Checked for every packet: the MR may be gone meanwhile. */
+        if (!rs_resp_rkey(c, qp, rd->gid, rd->rkey, rd->va + off, n,
+                          RS_ACCESS_REMOTE_READ, &mr)) {
+            rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_REM_ACCESS, p.psn,
+                              "READ rkey gone");
+            return false;
+        }
+        if (rs_mr_rw(c, mr, rd->va + off,
+                     c->resp_buf + rs_wire_payload_off(&p), n, false)) {
+            rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_REM_OP, p.psn,
+                              "READ DMA");
+            return false;
+        }
+    }
+    rd->next++;
+    len = rs_wire_build(c->resp_buf, &p, n);
+    rs_roce_xmit(c, c->resp_buf, len, p.dip);
+    return true;
+}
+
+/*
+ * Send what QP qpn owes, oldest PSN first, at most budget packets; true
+ * if some is left for later.
+ */
+static bool rs_resp_send_owed(RSCore *c, uint32_t qpn, RSQp *qp,
+                              unsigned budget)
+{
+    for (;;) {
+        RSAtomicRes *at = NULL;
+        RSRdRes *rd = NULL;
+        int32_t best = INT32_MAX;
+        unsigned i;
+
+        for (i = 0; i < RS_MAX_RD_ATOMIC; i++) {
+            RSRdRes *r = &qp->rd_res[i];
+            int32_t d = rs_psn_diff(r->psn + r->next, qp->rq_psn);
+
+            if (r->valid && r->next < r->stop && d < best) {
+                best = d;
+                rd = r;
+            }
+        }
+        for (i = 0; i < RS_ATOMIC_RES; i++) {
+            RSAtomicRes *a = &qp->atomic_res[i];
+            int32_t d = rs_psn_diff(a->psn, qp->rq_psn);
+
+            if (a->valid && a->owed && d < best) {
+                best = d;
+                at = a;
+                rd = NULL;
+            }
+        }
+        if (!rd && !at) {
+            return false;
+        }
+        if (!budget-- || rs_roce_tx_busy(c)) {
+            return true;
+        }
+        if (at) {
+            at->owed = false;
+            rs_resp_send_ack(c, qpn, qp, RS_OP_ATOMIC_ACK, RS_AETH_ACK,
+                             at->psn, at->orig);
+        } else if (!rs_resp_read_pkt(c, qpn, qp, rd)) {
+            return false;
+        }
+    }
+}
+
+/* A response is owed: send what the budget allows now, the rest later. */
+static void rs_resp_owe(RSCore *c, uint32_t qpn, RSQp *qp)
+{
+    if (rs_resp_send_owed(c, qpn, qp, RS_RESP_BUDGET)) {
+        qemu_bh_schedule(c->resp_bh);
+    }
+}
+
+/* resp_bh: owed responses, then the coalesced ACKs behind them. */
+void rs_resp_process(void *opaque)
+{
+    RSCore *c = opaque;
+    bool more = false;
+    uint32_t qpn;
+
+    if (!rs_port_active(c)) {
+        return;
+    }
+    for (qpn = 1; qpn < c->p.max_qps; qpn++) {
+        RSQp *qp = &c->qps[qpn];
+
+        if (!qp->valid) {
+            continue;
+        }
+        if (qp->type == RS_QPT_RC && rs_qp_receiving(qp) &&
+            rs_resp_send_owed(c, qpn, qp, RS_RESP_BUDGET)) {
+            more = true;
+            continue;
+        }
+        if (!qp->ack_pending) {
+            continue;
+        }
+        qp->ack_pending = false;
+        if (qp->type == RS_QPT_RC && rs_qp_receiving(qp)) {
+            rs_resp_ack(c, qpn, qp, RS_AETH_ACK, qp->ack_psn);
+        }
+    }
+    if (more && !rs_roce_tx_busy(c)) {
+        qemu_bh_schedule(c->resp_bh);
+    }
+}
+
+/*
  * Compare-and-swap or fetch-and-add on 8 aligned bytes of an MR.  The
  * engine runs in bottom halves under the BQL, so no other operation of the
  * device touches guest memory between the read and the write
@@ -431,6 +532,13 @@ static void rs_resp_atomic(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
                           "misaligned atomic");
         return;
     }
+    res = &qp->atomic_res[qp->atomic_next];
+    if (res->valid && res->owed) {
+        rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_INV_REQ, pkt->psn,
+                          "more atomics outstanding than allowed");
+        return;
+    }
+    qp->atomic_next = (qp->atomic_next + 1) % RS_ATOMIC_RES;
     if (!rs_resp_rkey(c, qp, gid, pkt->rkey, pkt->va, sizeof(buf),
                       RS_ACCESS_REMOTE_ATOMIC, &mr)) {
         rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_REM_ACCESS, pkt->psn,
@@ -455,16 +563,14 @@ static void rs_resp_atomic(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
         return;
     }
     trace_rdma_session_resp_atomic(qpn, pkt->psn, pkt->va, orig, val);
-    res = &qp->atomic_res[qp->atomic_next];
-    qp->atomic_next = (qp->atomic_next + 1) % RS_ATOMIC_RES;
     res->valid = true;
+    res->owed = true;
     res->psn = pkt->psn;
     res->orig = orig;
     qp->msn++;
     qp->rq_psn = (pkt->psn + 1) & RS_PSN_MASK;
     qp->ack_pending = false;    /* the response acknowledges it */
-    rs_resp_send_ack(c, qpn, qp, RS_OP_ATOMIC_ACK, RS_AETH_ACK, pkt->psn,
-                     orig);
+    rs_resp_owe(c, qpn, qp);
 }
 
 /* A duplicate atomic: the saved result, or nothing if it is gone. */
@@ -477,8 +583,8 @@ static void rs_resp_atomic_dup(RSCore *c, uint32_t qpn, RSQp *qp,
         RSAtomicRes *res = &qp->atomic_res[i];
 
         if (res->valid && res->psn == pkt->psn) {
-            rs_resp_send_ack(c, qpn, qp, RS_OP_ATOMIC_ACK, RS_AETH_ACK,
-                             pkt->psn, res->orig);
+            res->owed = true;
+            rs_resp_owe(c, qpn, qp);
             return;
         }
     }
@@ -503,6 +609,7 @@ static void rs_resp_duplicate(RSCore *c, uint32_t qpn, RSQp *qp,
     uint32_t mtu = 128u << qp->path_mtu;
     RSRdRes *res = NULL;
     uint32_t npkts, d = 0;
+    int64_t now;
     unsigned i;
     RSMr *mr;
 
@@ -540,8 +647,17 @@ static void rs_resp_duplicate(RSCore *c, uint32_t qpn, RSQp *qp,
                                      "duplicate READ: rkey gone");
         return;
     }
+    now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    if (res->replay_ns && now - res->replay_ns < RS_READ_REPLAY_NS) {
+        trace_rdma_session_resp_drop(qpn, pkt->psn,
+                                     "duplicate READ: replayed just now");
+        return;
+    }
     trace_rdma_session_resp_drop(qpn, pkt->psn, "duplicate READ: replay");
-    rs_resp_read(c, qpn, qp, mr, pkt->psn, pkt->va, pkt->dmalen, true);
+    res->replay_ns = now;
+    res->first = res->next = d;
+    res->stop = d + npkts;
+    rs_resp_owe(c, qpn, qp);
 }
 
 static void rs_resp_rc(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
@@ -564,6 +680,11 @@ static void rs_resp_rc(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
     d = rs_psn_diff(pkt->psn, qp->rq_psn);
     if (d < 0) {
         rs_resp_duplicate(c, qpn, qp, gid, pkt);
+        return;
+    }
+    if (d > 0 && rs_resp_owes(qp)) {
+        /* A NAK would overtake responses: lost, as on the wire. */
+        trace_rdma_session_resp_drop(qpn, pkt->psn, "gap behind responses");
         return;
     }
     if (d > 0) {
@@ -603,15 +724,27 @@ static void rs_resp_rc(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
                               "READ rkey, rights or bounds");
             return;
         }
-        res = &qp->rd_res[qp->rd_head++ % rs_resp_nres(qp)];
-        res->valid = true;
-        res->psn = pkt->psn;
-        res->npkts = pkt->dmalen ? DIV_ROUND_UP(pkt->dmalen, mtu) : 1;
-        res->va = pkt->va;
-        res->rkey = pkt->rkey;
-        res->len = pkt->dmalen;
+        res = &qp->rd_res[qp->rd_head % rs_resp_nres(qp)];
+        if (res->valid && res->next < res->stop) {
+            rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_INV_REQ, pkt->psn,
+                              "more READs outstanding than allowed");
+            return;
+        }
+        qp->rd_head++;
+        *res = (RSRdRes) {
+            .valid = true,
+            .psn = pkt->psn,
+            .npkts = pkt->dmalen ? DIV_ROUND_UP(pkt->dmalen, mtu) : 1,
+            .va = pkt->va,
+            .rkey = pkt->rkey,
+            .len = pkt->dmalen,
+            .gid = gid,
+        };
+        res->stop = res->npkts;
         qp->rq_psn = (qp->rq_psn + res->npkts) & RS_PSN_MASK;
-        rs_resp_read(c, qpn, qp, mr, pkt->psn, pkt->va, pkt->dmalen, false);
+        qp->msn++;
+        qp->ack_pending = false;    /* the responses acknowledge it */
+        rs_resp_owe(c, qpn, qp);
         return;
     }
     if (f & RS_OPF_ATOMIC) {
@@ -622,6 +755,11 @@ static void rs_resp_rc(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
     /* Everything that consumes a receive WQE needs one before any write. */
     if (((f & RS_OPF_SEND) && (f & RS_OPF_FIRST)) ||
         ((f & RS_OPF_WRITE) && (f & RS_OPF_IMM))) {
+        if (rs_rq_empty(c, qp) && rs_resp_owes(qp)) {
+            trace_rdma_session_resp_drop(qpn, pkt->psn,
+                                         "RNR behind responses");
+            return;
+        }
         if (rs_rq_empty(c, qp)) {
             /* RNR NAK; what follows it is dropped until the retry. */
             trace_rdma_session_resp_nak(qpn, pkt->psn, RS_AETH_TYPE_RNR,
