@@ -2,11 +2,12 @@
  * rdma-session adapter: the completer (rxe_comp.c's role) and CQ writes.
  *
  * ACKs, NAKs and READ responses from the peer's responder retire the send
- * WQEs from sq_comp on, in order.  The completer keeps no copy of a WQE:
- * it re-reads it from the send queue and derives its PSN span from its
- * length and the path MTU, so its whole state is sq_comp, comp_psn (the
- * first PSN of that WQE) and una_psn (the first PSN not acknowledged,
- * inside that WQE), all in the QP's VMState.  Every response acknowledges
+ * WQEs from sq_comp on, in order.  The completer never reads a WQE from
+ * the ring: it goes by what the requester recorded when it started the
+ * WQE (RSSentWqe: PSN span, length, the local SGEs of a READ or atomic),
+ * which the guest cannot change afterwards.  Its state is sq_comp,
+ * comp_psn (the first PSN of that WQE) and una_psn (the first PSN not
+ * acknowledged, inside that WQE), all in the QP's VMState.  Every response acknowledges
  * the PSNs before its own (coalesced ACKs, NAKs, READ responses); a READ
  * is only complete with all of its responses, so an acknowledgement past
  * missing READ responses means they were lost and the requester asks
@@ -114,17 +115,50 @@ void rs_qp_to_err(RSCore *c, uint32_t qpn)
  * mlx5 do (ib_drain_qp() relies on it).  Flushed WQEs complete whether
  * signaled or not.  True when budget ran out before the queues were empty.
  */
-static void rs_sq_flush_one(RSCore *c, uint32_t qpn, RSQp *qp)
+/* The record of WQE index if the requester has started it, else NULL. */
+RSSentWqe *rs_sq_started(RSQp *qp, uint32_t index)
 {
+    if (index - qp->sq_comp >= qp->sq_rec - qp->sq_comp) {
+        return NULL;
+    }
+    return &qp->sent[index % RS_SQ_INFLIGHT];
+}
+
+/*
+ * Complete the WQE at sq_comp: as recorded when it was started, or, one
+ * the requester never started (flushed), as the ring holds it now.
+ */
+void rs_sq_complete(RSCore *c, uint32_t qpn, uint8_t status,
+                    uint32_t byte_len)
+{
+    RSQp *qp = &c->qps[qpn];
+    RSSentWqe *rec = rs_sq_started(qp, qp->sq_comp);
     uint32_t stride = rs_sq_stride(qp->max_send_sge, qp->max_inline);
     struct rs_send_wqe_ctrl w;
 
-    if (rs_dma_read(c, qp->sq_addr + (uint64_t)(qp->sq_comp &
-                    ((1u << qp->sq_log) - 1)) * stride, &w, sizeof(w))) {
-        memset(&w, 0, sizeof(w));
+    memset(&w, 0, sizeof(w));
+    if (rec) {
+        w.wr_id = rec->wr_id;
+        w.opcode = rec->opcode;
+        w.flags = rec->flags;
+        qp->rd_sge_tail += rec->nsge;
+    } else {
+        if (rs_dma_read(c, qp->sq_addr + (uint64_t)(qp->sq_comp &
+                        ((1u << qp->sq_log) - 1)) * stride, &w, sizeof(w))) {
+            memset(&w, 0, sizeof(w));
+        }
+        qp->sq_rec = qp->sq_comp + 1;
     }
-    rs_send_cqe(c, qpn, &w, RS_WC_WR_FLUSH_ERR, 0);
+    rs_send_cqe(c, qpn, &w, status, byte_len);
     qp->sq_comp++;
+}
+
+/* The send queue jumped (a producer overrun): no WQE is started. */
+static void rs_sq_forget(RSQp *qp)
+{
+    qp->sq_ci = qp->sq_rec = qp->sq_comp;
+    qp->rd_sge_tail = qp->rd_sge_head;
+    qp->req_pkt = 0;
 }
 
 /*
@@ -136,7 +170,7 @@ void rs_sq_flush_before(RSCore *c, uint32_t qpn, uint32_t end)
     RSQp *qp = &c->qps[qpn];
 
     while (qp->sq_comp != end && end - qp->sq_comp <= (1u << qp->sq_log)) {
-        rs_sq_flush_one(c, qpn, qp);
+        rs_sq_complete(c, qpn, RS_WC_WR_FLUSH_ERR, 0);
     }
 }
 
@@ -150,10 +184,10 @@ bool rs_qp_flush(RSCore *c, uint32_t qpn, unsigned budget)
                      "is more than a ring ahead of %u", qpn, "SQ", qp->sq_pi,
                      qp->sq_comp & 0xffff);
         qp->sq_comp += (uint16_t)(qp->sq_pi - qp->sq_comp);
-        qp->sq_ci = qp->sq_comp;
+        rs_sq_forget(qp);
     }
     while ((uint16_t)(qp->sq_pi - qp->sq_comp) && sq < budget) {
-        rs_sq_flush_one(c, qpn, qp);
+        rs_sq_complete(c, qpn, RS_WC_WR_FLUSH_ERR, 0);
         sq++;
     }
     qp->sq_ci = qp->sq_comp;
@@ -218,48 +252,25 @@ static uint8_t rs_nak_status(uint8_t syndrome)
     }
 }
 
-typedef struct RSCompWqe {
-    struct rs_send_wqe_ctrl w;
-    struct rs_sge sge[RS_MAX_SGE];
-    unsigned nsge;
-    uint64_t len;
-    uint32_t npkts;
-} RSCompWqe;
-
 /* READ and atomics complete on their own responses, not on an ACK. */
-static bool rs_comp_needs_resp(const struct rs_send_wqe_ctrl *w)
+static bool rs_comp_needs_resp(uint8_t opcode)
 {
-    return w->opcode == RS_WR_RDMA_READ || w->opcode == RS_WR_ATOMIC_CMP_SWP ||
-           w->opcode == RS_WR_ATOMIC_FETCH_ADD;
+    return opcode == RS_WR_RDMA_READ || opcode == RS_WR_ATOMIC_CMP_SWP ||
+           opcode == RS_WR_ATOMIC_FETCH_ADD;
 }
 
-static bool rs_comp_read_wqe(RSCore *c, RSQp *qp, RSCompWqe *e)
+/* Copy a response's payload to the local SGEs the requester recorded. */
+static uint8_t rs_comp_to_sges(RSCore *c, RSQp *qp, const RSSentWqe *rec,
+                               uint64_t off, const void *buf, uint32_t len)
 {
-    uint32_t stride = rs_sq_stride(qp->max_send_sge, qp->max_inline);
-    uint64_t addr = qp->sq_addr +
-        (uint64_t)(qp->sq_comp & ((1u << qp->sq_log) - 1)) * stride;
-    uint32_t mtu = 128u << qp->path_mtu;
+    struct rs_sge sge[RS_MAX_SGE];
     unsigned i;
 
-    if (rs_dma_read(c, addr, &e->w, sizeof(e->w))) {
-        return false;
+    for (i = 0; i < rec->nsge && i < RS_MAX_SGE; i++) {
+        sge[i] = qp->rd_sge[(rec->sge_at + i) % RS_RD_SGE_POOL];
     }
-    e->len = 0;
-    e->nsge = 0;
-    if ((e->w.flags & RS_WQE_F_INLINE) && !rs_comp_needs_resp(&e->w)) {
-        e->len = MIN(le32_to_cpu(e->w.inline_len), qp->max_inline);
-    } else {
-        e->nsge = MIN(e->w.num_sge, qp->max_send_sge);
-        if (rs_dma_read(c, addr + sizeof(e->w), e->sge,
-                        e->nsge * sizeof(struct rs_sge))) {
-            return false;
-        }
-        for (i = 0; i < e->nsge; i++) {
-            e->len += le32_to_cpu(e->sge[i].length);
-        }
-    }
-    e->npkts = e->len ? DIV_ROUND_UP(e->len, mtu) : 1;
-    return true;
+    return rs_sge_copy(c, qp, qp->av.gid_index, sge, i, off, (void *)buf,
+                       len, true);
 }
 
 /* n more packets acknowledged. */
@@ -274,38 +285,35 @@ static void rs_comp_progress(RSCore *c, RSQp *qp, uint32_t n)
     rs_req_kick(c);
 }
 
-enum { RS_COMP_OK, RS_COMP_READ_GAP, RS_COMP_FAIL };
+enum { RS_COMP_OK, RS_COMP_READ_GAP };
 
 /*
  * Every PSN before end is acknowledged: complete the WQEs it covers.
  * RS_COMP_READ_GAP: it covers a READ whose responses did not all arrive.
  */
-static int rs_comp_acked(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t end,
-                         RSCompWqe *e)
+static int rs_comp_acked(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t end)
 {
     uint32_t una = qp->una_psn;
     bool progress = false;
     int ret = RS_COMP_OK;
+    RSSentWqe *rec;
 
-    while (rs_psn_diff(end, qp->una_psn) > 0) {
+    /* Each turn completes a started WQE or stops: at most RS_SQ_INFLIGHT. */
+    while (rs_psn_diff(end, qp->una_psn) > 0 &&
+           (rec = rs_sq_started(qp, qp->sq_comp))) {
         uint32_t last;
 
-        if (!rs_comp_read_wqe(c, qp, e)) {
-            rs_qp_to_err(c, qpn);
-            return RS_COMP_FAIL;
-        }
-        if (rs_comp_needs_resp(&e->w)) {
+        if (rs_comp_needs_resp(rec->opcode)) {
             ret = RS_COMP_READ_GAP;
             break;
         }
-        last = (qp->comp_psn + e->npkts - 1) & RS_PSN_MASK;
+        last = (qp->comp_psn + rec->npkts - 1) & RS_PSN_MASK;
         progress = true;
         if (rs_psn_diff(end, last) <= 0) {
             qp->una_psn = end & RS_PSN_MASK;     /* inside this message */
             break;
         }
-        rs_send_cqe(c, qpn, &e->w, RS_WC_SUCCESS, e->len);
-        qp->sq_comp++;
+        rs_sq_complete(c, qpn, RS_WC_SUCCESS, rec->len);
         qp->comp_psn = qp->una_psn = (last + 1) & RS_PSN_MASK;
     }
     if (progress) {
@@ -318,7 +326,10 @@ static int rs_comp_acked(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t end,
     return ret;
 }
 
-/* Responses are missing: send again from una_psn, once per gap. */
+/*
+ * Something after una_psn is missing (READ responses, or the responder
+ * NAKed a gap): send again from una_psn, once until the next progress.
+ */
 static void rs_comp_retry(RSCore *c, uint32_t qpn, RSQp *qp, const char *why)
 {
     trace_rdma_session_comp_drop(qpn, qp->una_psn, why);
@@ -330,38 +341,32 @@ static void rs_comp_retry(RSCore *c, uint32_t qpn, RSQp *qp, const char *why)
 
 /* The READ response for una_psn. */
 static void rs_comp_read_resp(RSCore *c, uint32_t qpn, RSQp *qp,
-                              const RSPkt *pkt, RSCompWqe *e)
+                              const RSPkt *pkt)
 {
     uint32_t mtu = 128u << qp->path_mtu;
     uint32_t d = rs_psn_diff(pkt->psn, qp->comp_psn);
     uint64_t off = (uint64_t)d * mtu;
+    RSSentWqe *rec = rs_sq_started(qp, qp->sq_comp);
     bool last;
     uint8_t st;
 
-    if (!rs_comp_read_wqe(c, qp, e)) {
-        rs_qp_to_err(c, qpn);
-        return;
-    }
-    if (e->w.opcode != RS_WR_RDMA_READ) {
+    if (!rec || rec->opcode != RS_WR_RDMA_READ) {
         trace_rdma_session_comp_drop(qpn, pkt->psn, "READ response for "
                                      "another operation");
         return;
     }
-    last = d == e->npkts - 1;
-    if (d >= e->npkts || pkt->paylen > mtu ||
+    last = d == rec->npkts - 1;
+    if (d >= rec->npkts || pkt->paylen > mtu ||
         (!last && pkt->paylen != mtu) ||
-        (last && off + pkt->paylen != e->len)) {
+        (last && off + pkt->paylen != rec->len)) {
         trace_rdma_session_comp_drop(qpn, pkt->psn, "READ response length");
-        rs_send_cqe(c, qpn, &e->w, RS_WC_BAD_RESP_ERR, 0);
-        qp->sq_comp++;
+        rs_sq_complete(c, qpn, RS_WC_BAD_RESP_ERR, 0);
         rs_qp_to_err(c, qpn);
         return;
     }
-    st = rs_sge_copy(c, qp, qp->av.gid_index, e->sge, e->nsge, off,
-                     (void *)pkt->payload, pkt->paylen, true);
+    st = rs_comp_to_sges(c, qp, rec, off, pkt->payload, pkt->paylen);
     if (st) {
-        rs_send_cqe(c, qpn, &e->w, st, 0);
-        qp->sq_comp++;
+        rs_sq_complete(c, qpn, st, 0);
         rs_qp_to_err(c, qpn);
         return;
     }
@@ -370,8 +375,7 @@ static void rs_comp_read_resp(RSCore *c, uint32_t qpn, RSQp *qp,
         qp->rd_out--;           /* that READ request is answered */
     }
     if (last) {
-        rs_send_cqe(c, qpn, &e->w, RS_WC_SUCCESS, e->len);
-        qp->sq_comp++;
+        rs_sq_complete(c, qpn, RS_WC_SUCCESS, rec->len);
         qp->comp_psn = qp->una_psn;
     }
     rs_comp_progress(c, qp, 1);
@@ -379,25 +383,20 @@ static void rs_comp_read_resp(RSCore *c, uint32_t qpn, RSQp *qp,
 
 /* The ATOMIC ACKNOWLEDGE for una_psn: the original value to the SGE. */
 static void rs_comp_atomic_ack(RSCore *c, uint32_t qpn, RSQp *qp,
-                               const RSPkt *pkt, RSCompWqe *e)
+                               const RSPkt *pkt)
 {
+    RSSentWqe *rec = rs_sq_started(qp, qp->sq_comp);
     uint8_t buf[8], st;
 
-    if (!rs_comp_read_wqe(c, qp, e)) {
-        rs_qp_to_err(c, qpn);
-        return;
-    }
-    if (e->w.opcode != RS_WR_ATOMIC_CMP_SWP &&
-        e->w.opcode != RS_WR_ATOMIC_FETCH_ADD) {
+    if (!rec || (rec->opcode != RS_WR_ATOMIC_CMP_SWP &&
+                 rec->opcode != RS_WR_ATOMIC_FETCH_ADD)) {
         trace_rdma_session_comp_drop(qpn, pkt->psn, "ATOMIC ACKNOWLEDGE for "
                                      "another operation");
         return;
     }
     stq_le_p(buf, pkt->orig);
-    st = rs_sge_copy(c, qp, qp->av.gid_index, e->sge, e->nsge, 0, buf,
-                     sizeof(buf), true);
-    rs_send_cqe(c, qpn, &e->w, st, st ? 0 : sizeof(buf));
-    qp->sq_comp++;
+    st = rs_comp_to_sges(c, qp, rec, 0, buf, sizeof(buf));
+    rs_sq_complete(c, qpn, st, st ? 0 : sizeof(buf));
     qp->comp_psn = qp->una_psn = (pkt->psn + 1) & RS_PSN_MASK;
     if (qp->rd_out) {
         qp->rd_out--;
@@ -418,7 +417,6 @@ void rs_comp_receive(RSCore *c, uint32_t qpn, const RSPkt *pkt)
                    pkt->syndrome & RS_AETH_TYPE_MASK : RS_AETH_TYPE_ACK;
     bool is_rresp = pkt->opcode >= RS_OP_READ_RESP_FIRST &&
                     pkt->opcode <= RS_OP_READ_RESP_ONLY;
-    RSCompWqe e;
     int r;
 
     if (qp->type != RS_QPT_RC ||
@@ -436,8 +434,8 @@ void rs_comp_receive(RSCore *c, uint32_t qpn, const RSPkt *pkt)
     }
     if (type == RS_AETH_TYPE_ACK && !is_rresp &&
         pkt->opcode != RS_OP_ATOMIC_ACK) {
-        if (rs_comp_acked(c, qpn, qp, (pkt->psn + 1) & RS_PSN_MASK,
-                          &e) == RS_COMP_READ_GAP) {
+        if (rs_comp_acked(c, qpn, qp, (pkt->psn + 1) & RS_PSN_MASK) ==
+            RS_COMP_READ_GAP) {
             rs_comp_retry(c, qpn, qp, "ACK past missing READ or atomic "
                           "responses");
         }
@@ -445,21 +443,18 @@ void rs_comp_receive(RSCore *c, uint32_t qpn, const RSPkt *pkt)
     }
 
     /* A NAK or a response acknowledges the PSNs before its own. */
-    r = rs_comp_acked(c, qpn, qp, pkt->psn, &e);
-    if (r == RS_COMP_FAIL) {
-        return;
-    }
+    r = rs_comp_acked(c, qpn, qp, pkt->psn);
     if (r == RS_COMP_READ_GAP) {
         rs_comp_retry(c, qpn, qp, "response past missing READ or atomic "
                       "responses");
         return;
     }
     if (is_rresp) {
-        rs_comp_read_resp(c, qpn, qp, pkt, &e);
+        rs_comp_read_resp(c, qpn, qp, pkt);
         return;
     }
     if (pkt->opcode == RS_OP_ATOMIC_ACK) {
-        rs_comp_atomic_ack(c, qpn, qp, pkt, &e);
+        rs_comp_atomic_ack(c, qpn, qp, pkt);
         return;
     }
     if (type == RS_AETH_TYPE_RNR) {
@@ -467,15 +462,13 @@ void rs_comp_receive(RSCore *c, uint32_t qpn, const RSPkt *pkt)
         return;
     }
     if (pkt->syndrome == RS_AETH_NAK_PSN_SEQ) {
-        trace_rdma_session_comp_drop(qpn, pkt->psn, "sequence NAK");
-        rs_req_lost(c, qpn, false);
+        /* Once per PSN: a stream of NAKs is not a retransmission each. */
+        rs_comp_retry(c, qpn, qp, "sequence NAK");
         return;
     }
     trace_rdma_session_comp_nak(qpn, pkt->psn, pkt->syndrome);
-    if (!rs_comp_read_wqe(c, qp, &e)) {
-        memset(&e, 0, sizeof(e));
+    if (rs_sq_started(qp, qp->sq_comp)) {
+        rs_sq_complete(c, qpn, rs_nak_status(pkt->syndrome), 0);
     }
-    rs_send_cqe(c, qpn, &e.w, rs_nak_status(pkt->syndrome), 0);
-    qp->sq_comp++;
     rs_qp_to_err(c, qpn);
 }

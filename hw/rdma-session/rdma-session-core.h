@@ -118,6 +118,24 @@ typedef struct RSRdRes {
     int64_t replay_ns;          /* runtime: the last replay, virtual ns */
 } RSRdRes;
 
+/*
+ * What the requester decided for a send WQE when it started it: the
+ * completer, the flush and retransmissions go by this, never by a second
+ * read of the WQE, which the guest may have rewritten meanwhile.
+ */
+#define RS_SQ_INFLIGHT      64      /* started and not completed, per QP */
+#define RS_RD_SGE_POOL      64      /* local SGEs of READs and atomics */
+
+typedef struct RSSentWqe {
+    uint64_t wr_id;
+    uint32_t len;               /* <= max-msg-size */
+    uint32_t npkts;             /* PSNs it spans, >= 1 */
+    uint8_t opcode;             /* RS_WR_* */
+    uint8_t flags;              /* RS_WQE_F_* */
+    uint8_t nsge;               /* READ, atomic: its SGEs in rd_sge[] */
+    uint8_t sge_at;             /* from rd_sge[sge_at] on, wrapping */
+} RSSentWqe;
+
 typedef struct RSQp {
     bool valid;
     bool has_av;
@@ -162,6 +180,11 @@ typedef struct RSQp {
     uint32_t req_pkt;           /* requester: packets of it already sent */
     uint8_t req_slot;           /* requester: its session in the group */
     uint32_t sq_comp;           /* completer: oldest WQE not completed */
+    uint32_t sq_rec;            /* WQEs before it are in sent[] */
+    RSSentWqe sent[RS_SQ_INFLIGHT];
+    uint32_t rd_sge_head;       /* rd_sge[] entries taken (free running) */
+    uint32_t rd_sge_tail;       /* and given back */
+    struct rs_sge rd_sge[RS_RD_SGE_POOL];
     uint32_t comp_psn;          /* first PSN of the WQE at sq_comp */
     uint32_t una_psn;           /* first PSN not acknowledged yet */
     uint8_t rd_out;             /* READ requests awaiting their responses */
@@ -544,6 +567,9 @@ void rs_send_cqe(RSCore *c, uint32_t qpn, const struct rs_send_wqe_ctrl *w,
 void rs_qp_to_err(RSCore *c, uint32_t qpn);
 bool rs_qp_flush(RSCore *c, uint32_t qpn, unsigned budget);
 void rs_sq_flush_before(RSCore *c, uint32_t qpn, uint32_t end);
+RSSentWqe *rs_sq_started(RSQp *qp, uint32_t index);
+void rs_sq_complete(RSCore *c, uint32_t qpn, uint8_t status,
+                    uint32_t byte_len);
 uint8_t rs_sge_check(RSCore *c, const RSQp *qp, uint32_t gid_index,
                      const struct rs_sge *sge, unsigned n, uint16_t access,
                      uint64_t *total);

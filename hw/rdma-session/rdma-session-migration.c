@@ -100,6 +100,22 @@ static const VMStateDescription vmstate_rs_rd_res = {
     },
 };
 
+static const VMStateDescription vmstate_rs_sent_wqe = {
+    .name = "rdma-session/sent-wqe",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(wr_id, RSSentWqe),
+        VMSTATE_UINT32(len, RSSentWqe),
+        VMSTATE_UINT32(npkts, RSSentWqe),
+        VMSTATE_UINT8(opcode, RSSentWqe),
+        VMSTATE_UINT8(flags, RSSentWqe),
+        VMSTATE_UINT8(nsge, RSSentWqe),
+        VMSTATE_UINT8(sge_at, RSSentWqe),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
 /* A receive WQE's SGE as the guest wrote it (little-endian fields). */
 static const VMStateDescription vmstate_rs_sge = {
     .name = "rdma-session/sge",
@@ -125,7 +141,7 @@ static int rs_qp_post_load(void *opaque, int version_id)
 
 static const VMStateDescription vmstate_rs_qp = {
     .name = "rdma-session/qp",
-    .version_id = 4,
+    .version_id = 5,
     .minimum_version_id = 1,
     .post_load = rs_qp_post_load,
     .fields = (const VMStateField[]) {
@@ -196,6 +212,14 @@ static const VMStateDescription vmstate_rs_qp = {
         VMSTATE_UINT32_V(rd_head, RSQp, 4),
         VMSTATE_STRUCT_ARRAY(rd_res, RSQp, RS_MAX_RD_ATOMIC, 4,
                              vmstate_rs_rd_res, RSRdRes),
+        /* version 5: what the requester recorded of started WQEs */
+        VMSTATE_UINT32_V(sq_rec, RSQp, 5),
+        VMSTATE_STRUCT_ARRAY(sent, RSQp, RS_SQ_INFLIGHT, 5,
+                             vmstate_rs_sent_wqe, RSSentWqe),
+        VMSTATE_UINT32_V(rd_sge_head, RSQp, 5),
+        VMSTATE_UINT32_V(rd_sge_tail, RSQp, 5),
+        VMSTATE_STRUCT_ARRAY(rd_sge, RSQp, RS_RD_SGE_POOL, 5, vmstate_rs_sge,
+                             struct rs_sge),
         VMSTATE_END_OF_LIST()
     },
 };
@@ -361,6 +385,39 @@ static int rs_core_pre_load(void *opaque)
 
 #define RS_REF_OK(c, table, max, idx) ((idx) < (max) && (c)->table[idx].valid)
 
+/*
+ * The requester's records of started WQEs: sq_comp <= sq_ci <= sq_rec,
+ * at most RS_SQ_INFLIGHT of them, each spanning at least one PSN (the
+ * completer's progress depends on it) and no more than its length needs,
+ * and the READ/atomic SGEs they hold are those the pool has given out.
+ */
+static bool rs_qp_sent_valid(RSCore *c, const RSQp *qp)
+{
+    uint32_t n = qp->sq_rec - qp->sq_comp, sges = 0, i;
+
+    if (n > RS_SQ_INFLIGHT || qp->sq_ci - qp->sq_comp > n ||
+        qp->rd_sge_head - qp->rd_sge_tail > RS_RD_SGE_POOL) {
+        return false;
+    }
+    for (i = 0; i < n; i++) {
+        const RSSentWqe *w = &qp->sent[(qp->sq_comp + i) % RS_SQ_INFLIGHT];
+
+        if (w->len > c->p.max_msg_size ||
+            !w->npkts || w->npkts > MAX(DIV_ROUND_UP(w->len, 256), 1) ||
+            w->nsge > qp->max_send_sge ||
+            (w->nsge && w->opcode != RS_WR_RDMA_READ &&
+             w->opcode != RS_WR_ATOMIC_CMP_SWP &&
+             w->opcode != RS_WR_ATOMIC_FETCH_ADD) ||
+            w->sge_at >= RS_RD_SGE_POOL ||
+            (w->nsge && w->sge_at != (qp->rd_sge_tail + sges) %
+                                     RS_RD_SGE_POOL)) {
+            return false;
+        }
+        sges += w->nsge;
+    }
+    return sges == qp->rd_sge_head - qp->rd_sge_tail;
+}
+
 static bool rs_core_state_valid(RSCore *c)
 {
     const RSParams *p = &c->p;
@@ -436,6 +493,9 @@ static bool rs_core_state_valid(RSCore *c)
             qp->req_pkt > p->max_msg_size / 256 ||
             qp->req_slot >= RS_MAX_GROUP_SESSIONS ||
             qp->rnr_retries > 7 || qp->rd_out > RS_MAX_RD_ATOMIC) {
+            return false;
+        }
+        if (!rs_qp_sent_valid(c, qp)) {
             return false;
         }
         for (j = 0; j < RS_MAX_RD_ATOMIC; j++) {

@@ -14,9 +14,12 @@
  * that loses frames when bursts overflow a queue (a host's UDP socket
  * buffer under -netdev dgram or socket) gets bursts it can take, instead
  * of losing every window's tail and waiting out the ACK timeout.
- * The requester's whole state is sq_ci, the WQE it is sending, and
- * req_pkt, the packets of it already sent, so it keeps no copy of a WQE
- * and re-reads it from the ring when it resumes.
+ * The requester's state is sq_ci, the WQE it is sending, and req_pkt,
+ * the packets of it already sent.  When it starts a WQE it records what
+ * it decided (RSSentWqe: opcode, length, PSN span, the local SGEs of a
+ * READ or atomic) for the completer; when it resumes a message or sends
+ * it again it reads the WQE from the ring for the payload's SGEs and
+ * fails the QP if the guest rewrote it.
  * ACK requests go on the last packet of a message, every half window and
  * on the packet that fills the window.  Large READs go out as several
  * READ requests of half of x-window each.
@@ -320,11 +323,49 @@ static void rs_req_fail(RSCore *c, uint32_t qpn, RSQp *qp,
     RS_GUEST_ERR(rdma_session_err_wqe, "QP %u send WQE %u: completion "
                  "status %u", qpn, qp->sq_ci, status);
     rs_sq_flush_before(c, qpn, qp->sq_ci);
-    rs_send_cqe(c, qpn, w, status, 0);
-    qp->sq_ci++;
+    if (rs_sq_started(qp, qp->sq_comp)) {
+        rs_sq_complete(c, qpn, status, 0);
+    } else {
+        rs_send_cqe(c, qpn, w, status, 0);
+        qp->sq_rec = ++qp->sq_comp;
+    }
+    qp->sq_ci = qp->sq_comp;
     qp->req_pkt = 0;
-    qp->sq_comp = qp->sq_ci;
     rs_qp_to_err(c, qpn);
+}
+
+/*
+ * Record what a new WQE at sq_ci is (for the completer, the flush and
+ * retransmissions); false when RS_SQ_INFLIGHT WQEs, or READs and atomics
+ * with RS_RD_SGE_POOL local SGEs, are outstanding: wait for completions.
+ */
+static bool rs_req_record(RSQp *qp, const struct rs_send_wqe_ctrl *w,
+                          uint32_t len, uint32_t npkts,
+                          const struct rs_sge *sge, unsigned nsge)
+{
+    RSSentWqe *rec;
+    unsigned i;
+
+    if (qp->sq_rec - qp->sq_comp >= RS_SQ_INFLIGHT ||
+        qp->rd_sge_head - qp->rd_sge_tail + nsge > RS_RD_SGE_POOL) {
+        return false;
+    }
+    rec = &qp->sent[qp->sq_rec % RS_SQ_INFLIGHT];
+    *rec = (RSSentWqe) {
+        .wr_id = w->wr_id,
+        .len = len,
+        .npkts = npkts,
+        .opcode = w->opcode,
+        .flags = w->flags,
+        .nsge = nsge,
+        .sge_at = qp->rd_sge_head % RS_RD_SGE_POOL,
+    };
+    for (i = 0; i < nsge; i++) {
+        qp->rd_sge[(qp->rd_sge_head + i) % RS_RD_SGE_POOL] = sge[i];
+    }
+    qp->rd_sge_head += nsge;
+    qp->sq_rec++;
+    return true;
 }
 
 #define RS_CWND_MIN 2
@@ -436,6 +477,7 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp, unsigned *budget)
     uint32_t mtu = 128u << qp->path_mtu;
     struct rs_send_wqe_ctrl w;
     struct rs_sge sge[RS_MAX_SGE];
+    RSSentWqe *rec;
     RSAv *ud_av = NULL, wqe_av;
     uint32_t gid_index, npkts, expect_ci, expect_pkt, ack_every;
     uint64_t total = 0;
@@ -452,7 +494,9 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp, unsigned *budget)
         trace_rdma_session_req_wqe(qpn, qp->sq_ci, w.opcode, w.flags,
                                    w.num_sge);
     }
-    if (!rs_req_opcode_ok(qp->type, w.opcode)) {
+    rec = rs_sq_started(qp, qp->sq_ci);
+    if (!rs_req_opcode_ok(qp->type, w.opcode) ||
+        (rec && rec->opcode != w.opcode)) {
         rs_req_fail(c, qpn, qp, &w, RS_WC_LOC_QP_OP_ERR);
         return false;
     }
@@ -472,7 +516,7 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp, unsigned *budget)
         }
         rs_send_cqe(c, qpn, &w, RS_WC_SUCCESS, 0);
         qp->sq_ci++;
-        qp->sq_comp = qp->sq_ci;
+        qp->sq_comp = qp->sq_rec = qp->sq_ci;
         (*budget)--;            /* they cost a doorbell's work like packets */
         return true;
     }
@@ -532,9 +576,15 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp, unsigned *budget)
         return false;
     }
     npkts = total ? DIV_ROUND_UP(total, mtu) : 1;
-    if (qp->req_pkt >= npkts) {
-        /* The WQE changed under a message in progress. */
+    if (rec ? rec->len != total || rec->npkts != npkts :
+              qp->req_pkt != 0) {
+        /* The guest rewrote a WQE the requester had started. */
         rs_req_fail(c, qpn, qp, &w, RS_WC_LOC_QP_OP_ERR);
+        return false;
+    }
+    if (!rec && !rs_req_record(qp, &w, total, npkts, sge,
+                               w.opcode == RS_WR_RDMA_READ || atomic ?
+                               w.num_sge : 0)) {
         return false;
     }
 
@@ -669,8 +719,7 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp, unsigned *budget)
         if (last) {
             if (ud || uc) {
                 /* No acknowledgements: done once on the wire. */
-                rs_send_cqe(c, qpn, &w, RS_WC_SUCCESS, total);
-                qp->sq_comp++;
+                rs_sq_complete(c, qpn, RS_WC_SUCCESS, total);
                 qp->comp_psn = qp->una_psn = qp->sq_psn;
             }
             return true;
@@ -779,15 +828,8 @@ void rs_req_arm_retry(RSCore *c)
 /* The completion of the oldest WQE when the QP gives up on it. */
 static void rs_req_give_up(RSCore *c, uint32_t qpn, RSQp *qp, uint8_t status)
 {
-    uint32_t stride = rs_sq_stride(qp->max_send_sge, qp->max_inline);
-    struct rs_send_wqe_ctrl w;
-
-    memset(&w, 0, sizeof(w));
-    rs_dma_read(c, qp->sq_addr + (uint64_t)(qp->sq_comp &
-                ((1u << qp->sq_log) - 1)) * stride, &w, sizeof(w));
     trace_rdma_session_req_give_up(qpn, qp->sq_comp, status);
-    rs_send_cqe(c, qpn, &w, status, 0);
-    qp->sq_comp++;
+    rs_sq_complete(c, qpn, status, 0);
     qp->sq_ci = qp->sq_comp;
     qp->req_pkt = 0;
     rs_qp_to_err(c, qpn);
