@@ -579,6 +579,26 @@ uint8_t rs_sge_copy(RSCore *c, const RSQp *qp, uint32_t gid_index,
 uint8_t rs_mr_rw(RSCore *c, const RSMr *mr, uint64_t va, void *buf,
                  uint32_t len, bool write);
 
+/*
+ * Timers have no re-entrancy guard of their own (bottom halves and the
+ * NIC's receive path do): an engine timer that posts a completion sends
+ * an MSI-X message to an address the guest chose, possibly one of our
+ * own registers, which must then be refused as a DMA into the device is.
+ */
+static inline bool rs_guard_enter(RSCore *c)
+{
+    if (c->guard->engaged_in_io) {
+        return false;
+    }
+    c->guard->engaged_in_io = true;
+    return true;
+}
+
+static inline void rs_guard_leave(RSCore *c)
+{
+    c->guard->engaged_in_io = false;
+}
+
 /* rdma-session-migration.c */
 extern const VMStateDescription vmstate_rs_core;
 

@@ -852,6 +852,11 @@ static void rs_req_retry_tick(void *opaque)
     bool pending = false;
     uint32_t qpn;
 
+    if (!rs_guard_enter(c)) {
+        rs_req_arm_retry(c);
+        return;
+    }
+
     for (qpn = 1; qpn < c->p.max_qps; qpn++) {
         RSQp *qp = &c->qps[qpn];
         int64_t tmo;
@@ -895,6 +900,7 @@ static void rs_req_retry_tick(void *opaque)
     if (pending) {
         rs_req_arm_retry(c);
     }
+    rs_guard_leave(c);
 }
 
 /* IBTA table 45, RNR NAK timer field: units of 10 us. */
@@ -935,6 +941,11 @@ static void rs_req_rnr_tick(void *opaque)
     int64_t next = INT64_MAX;
     uint32_t qpn;
 
+    if (!rs_guard_enter(c)) {
+        timer_mod_anticipate(c->rnr_timer, now + RS_RETRY_TICK_NS);
+        return;
+    }
+
     for (qpn = 1; qpn < c->p.max_qps; qpn++) {
         RSQp *qp = &c->qps[qpn];
 
@@ -952,6 +963,7 @@ static void rs_req_rnr_tick(void *opaque)
     if (next != INT64_MAX) {
         timer_mod_anticipate(c->rnr_timer, next);
     }
+    rs_guard_leave(c);
 }
 
 /* After migration: timers and bottom halves are the destination's. */

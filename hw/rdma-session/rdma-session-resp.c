@@ -224,6 +224,18 @@ static uint8_t rs_resp_get_rwqe(RSCore *c, uint32_t qpn, RSQp *qp,
                         &r->total);
 }
 
+/*
+ * A SEND longer than the receive WQE or than max-msg-size (which also
+ * keeps the 32-bit offset into the message from wrapping).
+ */
+static bool rs_resp_send_too_long(RSCore *c, const RSQp *qp,
+                                  const RSPkt *pkt, const RSRecvWqe *r)
+{
+    uint64_t end = (uint64_t)qp->resp_off + pkt->paylen;
+
+    return end > r->total || end > c->p.max_msg_size;
+}
+
 static bool rs_rq_empty(RSCore *c, RSQp *qp)
 {
     if (qp->srq) {
@@ -774,7 +786,7 @@ static void rs_resp_rc(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
 
     if (f & RS_OPF_SEND) {
         st = rs_resp_get_rwqe(c, qpn, qp, gid, &r);
-        if (!st && qp->resp_off + pkt->paylen > r.total) {
+        if (!st && rs_resp_send_too_long(c, qp, pkt, &r)) {
             st = RS_WC_LOC_LEN_ERR;
         }
         if (!st) {
@@ -924,7 +936,7 @@ static void rs_resp_uc(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
             return;
         }
         st = rs_resp_get_rwqe(c, qpn, qp, gid, &r);
-        if (!st && qp->resp_off + pkt->paylen > r.total) {
+        if (!st && rs_resp_send_too_long(c, qp, pkt, &r)) {
             rs_resp_uc_drop(qp, qpn, pkt->psn, "UC: message too long");
             return;
         }
