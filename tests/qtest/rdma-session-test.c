@@ -6666,10 +6666,11 @@ static void *pair_before(GString *cmd_line, void *arg)
         s->qemu[i] = sv[1];
     }
     rs_qos_socket_netdev(cmd_line, s->qemu[0]);
+    /* @arg: more properties for adapter B, or NULL. */
     g_string_append_printf(cmd_line, " -netdev socket,fd=%d,id=" PAIR_NETDEV
                            " -device rdma-session,netdev=" PAIR_NETDEV
-                           ",mac=" PAIR_MAC_STR ",addr=0x%x.0 ",
-                           s->qemu[1], PAIR_SLOT);
+                           ",mac=" PAIR_MAC_STR ",addr=0x%x.0%s ",
+                           s->qemu[1], PAIR_SLOT, arg ? (char *)arg : "");
     g_test_queue_destroy(pair_sockets_free, s);
     qos_invalidate_command_line();
     return s;
@@ -6997,8 +6998,8 @@ static void pair_qp(Pair *pr, int i, LoopQp *q, uint8_t type, uint32_t pd)
  * A connected RC pair: q[0] on A, q[1] on B, through GID @gid of both,
  * in the adapters' PDs; B's QP allows @resp_access.
  */
-static void pair_rc(Pair *pr, LoopQp q[2], uint32_t gid,
-                    uint16_t resp_access)
+static void pair_rc_mtu(Pair *pr, LoopQp q[2], uint32_t gid,
+                        uint16_t resp_access, uint8_t path_mtu)
 {
     struct rs_qp_attr a;
     int i;
@@ -7016,8 +7017,15 @@ static void pair_rc(Pair *pr, LoopQp q[2], uint32_t gid,
         a.rq_psn = pair_psn[!i];
         a.timeout = PAIR_TIMEOUT;
         a.access_flags = i ? resp_access : STD_ACCESS;
+        a.path_mtu = path_mtu;
         eng_connect(pr->p[i].d, &q[i], RS_QPT_RC, &a, 0);
     }
+}
+
+static void pair_rc(Pair *pr, LoopQp q[2], uint32_t gid,
+                    uint16_t resp_access)
+{
+    pair_rc_mtu(pr, q, gid, resp_access, RS_MTU_1024);
 }
 
 /* Post a signaled work request on adapter @i's QP @q. */
@@ -9389,6 +9397,303 @@ static void test_engine_fast_reg_migrate(void *obj, void *data,
 }
 
 /* ------------------------------------------------------------------ */
+/* Hostile peers and guests                                            */
+/* ------------------------------------------------------------------ */
+
+/*
+ * An MR of @len bytes at @iova whose pages are all the guest page @page:
+ * remote access to more memory than the test guest has.
+ */
+static uint32_t alias_mr(QRdmaSession *d, uint32_t pd, uint64_t iova,
+                         uint64_t page, uint32_t len)
+{
+    struct rs_cmd_reg_mr c = {
+        .iova = iova,
+        .length = len,
+        .npages = len / PAGE,
+        .pd = pd,
+        .page_shift = 12,
+        .access = STD_ACCESS,
+    };
+
+    c.pbl_addr = make_pbl(d, page, 0, c.npages);
+    return reg_mr_ok(d, &c);
+}
+
+/* Send the frames held from adapter @from on, and stop holding them. */
+static void pair_release(Pair *pr, int from)
+{
+    GByteArray *f;
+
+    pair_pump(pr);
+    pr->hold[from] = false;
+    while ((f = g_queue_pop_head(&pr->held[from]))) {
+        lan_sock_send(pr->fd[!from], f->data, f->len);
+        g_byte_array_unref(f);
+    }
+}
+
+/* Forget the frames held from adapter @from. */
+static void pair_forget(Pair *pr, int from)
+{
+    GByteArray *f;
+
+    pair_pump(pr);
+    pr->hold[from] = false;
+    while ((f = g_queue_pop_head(&pr->held[from]))) {
+        g_byte_array_unref(f);
+    }
+}
+
+/* Move frames both ways without logging them (long transfers). */
+static void pair_relay(void *opaque)
+{
+    Pair *pr = opaque;
+    int i;
+
+    for (i = 0; i < 2; i++) {
+        GPollFD pfd = { .fd = pr->fd[i], .events = G_IO_IN };
+        ssize_t len;
+
+        while (g_poll(&pfd, 1, 0) == 1) {
+            len = lan_sock_recv(pr->fd[i], pr->frame, RS_LAN_MAX_FRAME,
+                                RS_QOS_TIMEOUT_US);
+            g_assert_cmpint(len, >, 0);
+            lan_sock_send(pr->fd[!i], pr->frame, len);
+        }
+    }
+}
+
+/*
+ * One READ request for 16 MiB from a peer: the responder produces its
+ * responses a budget at a time and stops while the backend cannot take
+ * more, instead of building all 16384 of them in the receive callback
+ * and leaving what the socket refuses in QEMU's net queue.  Once the QP
+ * is gone, what comes out of the wire is what was really sent: a socket
+ * buffer's worth.  A READ of 256 KiB, with the wire relayed, completes.
+ */
+static void test_engine_pair_read_flood(void *obj, void *data,
+                                        QGuestAllocator *alloc)
+{
+    const uint64_t iova = 0x100000000000ull;
+    Pair pr;
+    Peer *a = &pr.p[0], *b = &pr.p[1];
+    struct rs_qp_attr attr;
+    struct rs_sge sge;
+    struct rs_cqe cqe;
+    uint32_t rkey, lkey, n = 0, i;
+    g_autofree uint8_t *page = g_malloc(PAGE);
+    g_autofree uint8_t *got = g_malloc(PAGE);
+    GByteArray *req;
+    LoopQp q[2], q2[2];
+    ssize_t len;
+
+    pair_setup(&pr, obj, data, alloc);
+    pair_rc(&pr, q, 0, STD_ACCESS);
+    rkey = alias_mr(b->d, b->pd, iova, b->buf, 16 * MiB);
+
+    /* A's READ request, taken off the wire and grown to 16 MiB. */
+    pr.hold[0] = true;
+    sge = peer_sge(a, 0, PAGE);
+    pair_post(&pr, 0, &q[0], RS_WR_RDMA_READ, 0xa0, &sge, 1, iova, rkey, 0);
+    req = pair_take(&pr, 0);
+    g_assert_cmphex(req->data[ROCE_BTH], ==, OP_READ_REQ);
+    stl_be_p(req->data + ROCE_BTH + 12 + 12, 16 * MiB);
+    roce_reseal(req->data, req->len);
+    pair_inject(&pr, 1, req->data, req->len);
+    g_byte_array_unref(req);
+    pair_forget(&pr, 0);
+
+    /* Nobody reads B's wire for a while; then B's QP goes away. */
+    for (i = 0; i < 50; i++) {
+        qtest_clock_step(rs_qts(b->d), 1000);
+        g_usleep(2000);
+    }
+    std_attr(&attr, RS_QPS_RTS, RS_QPS_ERR);
+    RS_ASSERT_OK(rs_modify_qp(b->d, q[1].h, &attr, RS_QP_ATTR_STATE));
+    while ((len = lan_sock_recv(pr.fd[1], pr.frame, RS_LAN_MAX_FRAME,
+                                G_USEC_PER_SEC / 5)) > 0) {
+        n++;
+    }
+    g_test_message("READ responses on the wire: %u of 16384", n);
+    g_assert_cmpuint(n, >, 0);
+    g_assert_cmpuint(n, <, 2048);
+    assert_alive(b->d);
+
+    /* A legitimate long READ, to an MR aliased the same way on A. */
+    pair_rc(&pr, q2, 0, STD_ACCESS);
+    lkey = alias_mr(a->d, a->pd, iova, a->buf, 256 * KiB);
+    sge = (struct rs_sge) { .addr = iova, .length = 256 * KiB,
+                            .lkey = lkey };
+    pair_post(&pr, 0, &q2[0], RS_WR_RDMA_READ, 0xa1, &sge, 1, iova, rkey,
+              0);
+    eng_poll(a->d, &a->cq, &cqe, pair_relay, &pr);
+    assert_cqe(&cqe, 0xa1, RS_WC_SUCCESS, RS_WR_RDMA_READ, q2[0].qpn);
+    g_assert_cmpuint(cqe.byte_len, ==, 256 * KiB);
+    qtest_memread(rs_qts(b->d), b->buf, page, PAGE);
+    qtest_memread(rs_qts(a->d), a->buf, got, PAGE);
+    g_assert_cmpmem(got, PAGE, page, PAGE);
+    peer_dont_care(a, 0, PAGE);
+    g_assert_cmpuint(qp_state(a->d, q2[0].h), ==, RS_QPS_RTS);
+    g_assert_cmpuint(qp_state(b->d, q2[1].h), ==, RS_QPS_RTS);
+    pair_cq_empty(&pr, 1);
+    pair_teardown(&pr);
+}
+
+/*
+ * The guest rewrites its send queue after the doorbell: every slot now
+ * holds a SEND of 4 GiB - 1, 2^24 packets at MTU 256, a multiple of the
+ * PSN space.  The ACK for the real message completes it as the requester
+ * sent it (the completer used to read the slot again and loop forever
+ * without moving its PSN).
+ */
+static void test_engine_pair_sq_rewrite(void *obj, void *data,
+                                        QGuestAllocator *alloc)
+{
+    Pair pr;
+    Peer *a = &pr.p[0], *b = &pr.p[1];
+    uint32_t stride, i, nslots;
+    struct rs_sge sge;
+    struct rs_cqe cqe;
+    LoopQp q[2];
+
+    pair_setup(&pr, obj, data, alloc);
+    pair_rc_mtu(&pr, q, 0, STD_ACCESS, RS_MTU_256);
+    sge = peer_sge(b, 0x1000, 4000);
+    eng_post_recv(b->d, &q[1], 0xb0, &sge, 1);
+    pr.hold[0] = true;
+    sge = peer_sge(a, 0x10, 1000);
+    pair_post(&pr, 0, &q[0], RS_WR_SEND, 0xa0, &sge, 1, 0, 0, 0);
+    pair_wait_frames(&pr, 0, 4);
+
+    nslots = 1u << q[0].c.sq_log_size;
+    stride = rs_qp_sq_bytes(&q[0].c) >> q[0].c.sq_log_size;
+    for (i = 0; i < nslots; i++) {
+        struct rs_send_wqe_ctrl w = {
+            .wr_id = 0xbad0000 + i,
+            .opcode = RS_WR_SEND,
+            .flags = RS_WQE_F_SIGNALED,
+            .num_sge = 1,
+        };
+        struct rs_sge huge = { .addr = a->buf, .length = 0xffffffffu,
+                               .lkey = a->key[0] };
+
+        qtest_memwrite(rs_qts(a->d), q[0].c.sq_addr + i * stride, &w,
+                       sizeof(w));
+        qtest_memwrite(rs_qts(a->d), q[0].c.sq_addr + i * stride + sizeof(w),
+                       &huge, sizeof(huge));
+    }
+
+    pair_release(&pr, 0);
+    pair_poll(&pr, 1, &cqe);
+    assert_cqe(&cqe, 0xb0, RS_WC_SUCCESS, RS_WR_RECV, q[1].qpn);
+    g_assert_cmpuint(cqe.byte_len, ==, 1000);
+    pair_poll(&pr, 0, &cqe);
+    assert_cqe(&cqe, 0xa0, RS_WC_SUCCESS, RS_WR_SEND, q[0].qpn);
+    g_assert_cmpuint(cqe.byte_len, ==, 1000);
+    pair_cq_empty(&pr, 0);
+    g_assert_cmpuint(qp_state(a->d, q[0].h), ==, RS_QPS_RTS);
+    img_move(b, 0x1000, a, 0x10, 1000);
+    peer_check(b);
+    pair_teardown(&pr);
+}
+
+/*
+ * Ten sequence NAKs for the same PSN (a confused or spoofing peer): the
+ * requester sends its unacknowledged packets again once, not ten times.
+ */
+static void test_engine_pair_nak_storm(void *obj, void *data,
+                                       QGuestAllocator *alloc)
+{
+    Pair pr;
+    Peer *a = &pr.p[0], *b = &pr.p[1];
+    struct rs_sge sge;
+    struct rs_cqe cqe;
+    GByteArray *ack;
+    uint32_t first;
+    LoopQp q[2];
+    int i;
+
+    pair_setup(&pr, obj, data, alloc);
+    pair_rc(&pr, q, 0, STD_ACCESS);
+
+    /* One exchange, to have a frame from B to A to shape NAKs from. */
+    sge = peer_sge(b, 0x1000, 100);
+    eng_post_recv(b->d, &q[1], 0xb0, &sge, 1);
+    pr.hold[1] = true;
+    sge = peer_sge(a, 0x10, 100);
+    pair_post(&pr, 0, &q[0], RS_WR_SEND, 0xa0, &sge, 1, 0, 0, 0);
+    ack = pair_take(&pr, 1);
+    g_assert_cmphex(ack->data[ROCE_BTH], ==, OP_ACK);
+    pair_release(&pr, 1);
+    pair_inject(&pr, 0, ack->data, ack->len);
+    pair_poll(&pr, 1, &cqe);
+    pair_poll(&pr, 0, &cqe);
+    assert_cqe(&cqe, 0xa0, RS_WC_SUCCESS, RS_WR_SEND, q[0].qpn);
+    img_move(b, 0x1000, a, 0x10, 100);
+
+    /* A WRITE of four packets that B never sees. */
+    pair_log_reset(&pr);
+    pr.hold[0] = true;
+    sge = peer_sge(a, 0x2000, 4000);
+    pair_post(&pr, 0, &q[0], RS_WR_RDMA_WRITE, 0xa1, &sge, 1,
+              b->buf + 0x3000, b->key[0], 0);
+    pair_wait_frames(&pr, 0, 4);
+    first = pr.psn[0][0];
+    stl_be_p(ack->data + ROCE_BTH + 8, first);
+    ack->data[ROCE_EXT] = AETH_NAK_SEQ;
+    roce_reseal(ack->data, ack->len);
+    for (i = 0; i < 10; i++) {
+        int j;
+
+        pair_inject(&pr, 0, ack->data, ack->len);
+        for (j = 0; j < 5; j++) {
+            pair_pump(&pr);
+            g_usleep(2000);
+        }
+    }
+    g_test_message("A sent %u frames", pr.nops[0]);
+    g_assert_cmpuint(pr.nops[0], ==, 8);
+    for (i = 4; i < 8; i++) {
+        g_assert_cmphex(pr.psn[0][i], ==, (first + i - 4) & 0xffffff);
+    }
+    g_byte_array_unref(ack);
+    pair_forget(&pr, 0);
+    g_assert_cmpuint(qp_state(a->d, q[0].h), ==, RS_QPS_RTS);
+    peer_check(b);
+    pair_teardown(&pr);
+}
+
+/*
+ * A SEND longer than max-msg-size (8192 on adapter B) into a receive WQE
+ * that would hold it: an invalid request, not a message (nor a 32-bit
+ * offset that wraps with receive SGEs beyond 4 GiB).
+ */
+static void test_engine_pair_send_too_long(void *obj, void *data,
+                                           QGuestAllocator *alloc)
+{
+    Pair pr;
+    Peer *a = &pr.p[0], *b = &pr.p[1];
+    struct rs_sge sge;
+    struct rs_cqe cqe;
+    LoopQp q[2];
+
+    pair_setup(&pr, obj, data, alloc);
+    pair_rc(&pr, q, 0, STD_ACCESS);
+    sge = peer_sge(b, 0, 16384);
+    eng_post_recv(b->d, &q[1], 0xb0, &sge, 1);
+    sge = peer_sge(a, 0, 9216);
+    pair_post(&pr, 0, &q[0], RS_WR_SEND, 0xa0, &sge, 1, 0, 0, 0);
+    pair_poll(&pr, 1, &cqe);
+    assert_cqe(&cqe, 0xb0, RS_WC_LOC_LEN_ERR, RS_WR_RECV, q[1].qpn);
+    pair_poll(&pr, 0, &cqe);
+    assert_cqe(&cqe, 0xa0, RS_WC_REM_INV_REQ_ERR, RS_WR_SEND, q[0].qpn);
+    g_assert_cmpuint(qp_state(b->d, q[1].h), ==, RS_QPS_ERR);
+    peer_dont_care(b, 0, 16384);
+    pair_teardown(&pr);
+}
+
+/* ------------------------------------------------------------------ */
 /* Registration                                                        */
 /* ------------------------------------------------------------------ */
 
@@ -9404,6 +9709,9 @@ static void register_rdma_session_test(void)
     QOSGraphTestOptions rel_drop_wide = { .before = rel_drop_wide_before,
                                           .arg = GUINT_TO_POINTER(7) };
     QOSGraphTestOptions pair = { .before = pair_before };
+    QOSGraphTestOptions pair_small_msg = {
+        .before = pair_before, .arg = (void *)",max-msg-size=8192",
+    };
     QOSGraphTestOptions qp[ARRAY_SIZE(qp_types)];
     static const char *const qp_names[] = {
         "qp-rc", "qp-uc", "qp-ud", "qp-gsi",
@@ -9502,6 +9810,14 @@ static void register_rdma_session_test(void)
                  test_engine_pair_atomic, &pair);
     qos_add_test("engine-pair-uc", "rdma-session", test_engine_pair_uc,
                  &pair);
+    qos_add_test("engine-pair-read-flood", "rdma-session",
+                 test_engine_pair_read_flood, &pair);
+    qos_add_test("engine-pair-sq-rewrite", "rdma-session",
+                 test_engine_pair_sq_rewrite, &pair);
+    qos_add_test("engine-pair-nak-storm", "rdma-session",
+                 test_engine_pair_nak_storm, &pair);
+    qos_add_test("engine-pair-send-too-long", "rdma-session",
+                 test_engine_pair_send_too_long, &pair_small_msg);
     qtest_add_func("rdma-session/bad-properties", test_bad_properties);
 }
 
