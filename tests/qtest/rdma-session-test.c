@@ -4389,6 +4389,35 @@ static void test_engine_rc_retry_exceeded(void *obj, void *data,
 }
 
 /*
+ * The give-up's completion interrupts through an MSI-X vector the guest
+ * pointed at the device's own CTRL register, with a message that would
+ * disable it.  The engine timer that gives up holds the device's
+ * re-entrancy guard, so that write is refused as any DMA into the
+ * device is, and the device carries on with the completion posted.
+ */
+static void test_engine_rc_retry_msix_reentry(void *obj, void *data,
+                                              QGuestAllocator *alloc)
+{
+    RelAttr r = { .rnr_retry = 7, .retry_cnt = 0, .min_rnr_timer = 12,
+                  .a_dest = 200 };
+    struct rs_send_wqe_ctrl w;
+    struct rs_cqe cqe;
+    Loop l;
+
+    rel_setup(&l, obj, &r);
+    rs_msix_set_vector(l.d, RS_MSIX_COMP_VECTOR0, l.d->bar0.addr + A_RS_CTRL,
+                       0, false);
+    rs_db_writel(l.d, 0, RS_DB_CQ_ARM, HINDEX(l.cq.h) | RS_DB_CQ_ARM_NEXT);
+    rel_wqe(&w, 0xe6, RS_WR_RDMA_WRITE, l.dst, l.dst_key);
+    loop_post_send(&l, &l.a, &w, l.src, 5000, l.src_key);
+    g_assert_true(rel_poll(&l, &cqe, REL_MS, 10 * REL_S));
+    g_assert_cmphex(cqe.wr_id, ==, 0xe6);
+    g_assert_cmpuint(cqe.status, ==, RS_WC_RETRY_EXC_ERR);
+    g_assert_cmphex(rs_readl(l.d, A_RS_CTRL), !=, 0);
+    assert_alive(l.d);
+}
+
+/*
  * The retry timeout doubles for each retry without progress (x-ack-backoff,
  * 3 by default): with timeout 14 (67 ms) and retry_cnt 2 the QP gives up
  * after 67 + 134 + 268 ms, not after 3 x 67 ms.
@@ -9794,6 +9823,8 @@ static void register_rdma_session_test(void)
                  test_engine_rc_retry_exceeded, NULL);
     qos_add_test("engine-rc-retry-backoff", "rdma-session",
                  test_engine_rc_retry_backoff, NULL);
+    qos_add_test("engine-rc-retry-msix-reentry", "rdma-session",
+                 test_engine_rc_retry_msix_reentry, NULL);
     qos_add_test("engine-rc-timer-after-idle", "rdma-session",
                  test_engine_rc_timer_after_idle, NULL);
     qos_add_test("engine-pair-rc", "rdma-session", test_engine_pair_rc,
