@@ -732,12 +732,17 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp, unsigned *budget)
     return true;
 }
 
-/* Work on QP qpn's send queue; true if it has more than the budget. */
-static bool rs_req_qp(RSCore *c, uint32_t qpn, bool active)
+/*
+ * Work on QP qpn's send queue; true if it has more than the budget.
+ * *used: how much of the budget it took.
+ */
+static bool rs_req_qp(RSCore *c, uint32_t qpn, bool active, unsigned *used)
 {
     RSQp *qp = &c->qps[qpn];
     unsigned budget = RS_REQ_BUDGET;
+    bool more = false;
 
+    *used = 0;
     if (qp->valid && qp->state == RS_QPS_ERR) {
         /* Flushing needs no link. */
         return rs_qp_flush(c, qpn, budget);
@@ -756,13 +761,15 @@ static bool rs_req_qp(RSCore *c, uint32_t qpn, bool active)
            qp->state == RS_QPS_RTS && !qp->rnr_wait &&
            !rs_roce_tx_busy(c)) {
         if (!budget) {
-            return true;
+            more = true;
+            break;
         }
         if (!rs_req_wqe(c, qpn, qp, &budget)) {
             break;
         }
     }
-    return false;
+    *used = RS_REQ_BUDGET - budget;
+    return more;
 }
 
 void rs_req_process(void *opaque)
@@ -776,7 +783,9 @@ void rs_req_process(void *opaque)
         return;
     }
     for (qpn = 1; qpn < c->p.max_qps; qpn++) {
-        more |= rs_req_qp(c, qpn, active);
+        unsigned used;
+
+        more |= rs_req_qp(c, qpn, active, &used);
     }
     if (more) {
         rs_req_kick(c);
@@ -794,8 +803,15 @@ void rs_req_process(void *opaque)
  */
 void rs_req_doorbell(RSCore *c, uint32_t qpn)
 {
-    if ((c->status & R_RS_STATUS_READY_MASK) &&
-        rs_req_qp(c, qpn, rs_port_active(c))) {
+    unsigned used;
+    bool more;
+
+    if (!(c->status & R_RS_STATUS_READY_MASK)) {
+        return;
+    }
+    more = rs_req_qp(c, qpn, rs_port_active(c), &used);
+    trace_rdma_session_req_doorbell(qpn, used, more);
+    if (more) {
         rs_req_kick(c);
     }
 }

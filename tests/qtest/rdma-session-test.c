@@ -3586,6 +3586,97 @@ static void fr_fail_on_spare(Loop *l, uint32_t pd, uint32_t uar,
     RS_ASSERT_OK(rs_destroy(l->d, RS_CMD_DESTROY_QP, q.h));
 }
 
+/* QEMU logs the doorbell's trace event, to the file data names. */
+static void *trace_doorbell_before(GString *cmd_line, void *arg)
+{
+    char *path = g_strdup_printf("%s/rs-doorbell-%d.log", g_get_tmp_dir(),
+                                 getpid());
+
+    unlink(path);
+    g_string_append_printf(cmd_line, " -d trace:rdma_session_req_doorbell"
+                           " -D %s ", path);
+    g_test_queue_free(path);
+    qos_invalidate_command_line();
+    return path;
+}
+
+/*
+ * One doorbell for 1000 fast registrations and invalidations: they count
+ * against the doorbell's budget like packets, so the doorbell does a
+ * budget of them and the requester's bottom half the rest, in order.
+ */
+static void test_engine_local_op_budget(void *obj, void *data,
+                                        QGuestAllocator *alloc)
+{
+    g_autofree char *log = NULL;
+    g_auto(GStrv) lines = NULL;
+    unsigned rings = 0, used, more, qpn;
+    char **line;
+    const uint32_t n = 1000;
+    struct rs_send_wqe_ctrl w;
+    struct rs_cqe cqe;
+    uint32_t key, i, stride;
+    uint64_t pbl;
+    LoopQp q;
+    Loop l;
+
+    loop_setup_pd(&l, obj, RS_PD_F_PRIVILEGED);
+    memset(&q, 0, sizeof(q));
+    qp_template(l.d, &q.c, RS_QPT_RC, l.pd, l.cq.h, l.cq.h);
+    q.c.sq_log_size = 10;
+    q.c.sq_addr = rs_alloc_zeroed(l.d, rs_qp_sq_bytes(&q.c));
+    q.h = new_qp(l.d, &q.c);
+    q.qpn = HINDEX(q.h);
+    loop_connect(&l, &q, l.a.qpn);
+    key = fr_alloc(&l, l.pd, 1);
+    pbl = make_pbl(l.d, l.dst, PAGE, 1);
+    stride = rs_qp_sq_bytes(&q.c) >> q.c.sq_log_size;
+    for (i = 0; i < n; i++) {
+        struct rs_send_wqe_reg_mr f = {
+            .wr_id = i, .opcode = RS_WR_REG_MR, .page_shift = 12,
+            .key = key, .iova = FR_IOVA, .length = PAGE, .pbl_addr = pbl,
+            .npages = 1, .access = RS_ACCESS_LOCAL_WRITE,
+        };
+
+        memcpy(&w, &f, sizeof(w));
+        if (i & 1) {
+            w = (struct rs_send_wqe_ctrl) {
+                .wr_id = i, .opcode = RS_WR_LOCAL_INV, .imm_or_inv = key,
+            };
+        }
+        if (i == n - 1) {
+            w.flags |= RS_WQE_F_SIGNALED;
+        }
+        qtest_memwrite(rs_qts(l.d), q.c.sq_addr + i * stride, &w, sizeof(w));
+    }
+    rs_db_writel(l.d, 0, RS_DB_SQ, q.qpn | n << 16);
+    loop_poll(&l, &cqe);
+    g_assert_cmphex(cqe.wr_id, ==, n - 1);
+    g_assert_cmpuint(cqe.status, ==, RS_WC_SUCCESS);
+    g_assert_cmpuint(cqe.opcode, ==, RS_WR_LOCAL_INV);
+    g_assert_cmpuint(qp_state(l.d, q.h), ==, RS_QPS_RTS);
+    g_assert_false(eng_cq_peek(l.d, &l.cq, &cqe));
+    assert_alive(l.d);
+
+    /* The doorbell itself did one budget's worth and left the rest. */
+    g_assert_true(g_file_get_contents(data, &log, NULL, NULL));
+    lines = g_strsplit(log, "\n", -1);
+    for (line = lines; *line; line++) {
+        const char *t = strstr(*line, "rdma_session_req_doorbell qpn ");
+
+        if (t && sscanf(t, "rdma_session_req_doorbell qpn %u budget used "
+                        "%u, more for the bottom half %u", &qpn, &used,
+                        &more) == 3 && qpn == q.qpn) {
+            g_test_message("doorbell: budget used %u, more %u", used, more);
+            g_assert_cmpuint(used, <=, 64);
+            g_assert_cmpuint(more, ==, 1);
+            rings++;
+        }
+    }
+    g_assert_cmpuint(rings, ==, 1);
+    unlink(data);
+}
+
 static void test_engine_fast_reg(void *obj, void *data,
                                  QGuestAllocator *alloc)
 {
@@ -9738,6 +9829,7 @@ static void register_rdma_session_test(void)
     QOSGraphTestOptions rel_drop_wide = { .before = rel_drop_wide_before,
                                           .arg = GUINT_TO_POINTER(7) };
     QOSGraphTestOptions pair = { .before = pair_before };
+    QOSGraphTestOptions trace_doorbell = { .before = trace_doorbell_before };
     QOSGraphTestOptions pair_small_msg = {
         .before = pair_before, .arg = (void *)",max-msg-size=8192",
     };
@@ -9789,6 +9881,8 @@ static void register_rdma_session_test(void)
                  NULL);
     qos_add_test("engine-fast-reg", "rdma-session", test_engine_fast_reg,
                  NULL);
+    qos_add_test("engine-local-op-budget", "rdma-session",
+                 test_engine_local_op_budget, &trace_doorbell);
     qos_add_test("engine-remote-inv", "rdma-session",
                  test_engine_remote_inv, NULL);
     qos_add_test("engine-ud-av-addr", "rdma-session",
