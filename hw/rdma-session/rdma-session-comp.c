@@ -86,6 +86,29 @@ void rs_send_cqe(RSCore *c, uint32_t qpn, const struct rs_send_wqe_ctrl *w,
     rs_cq_post(c, qp->send_cq, &cqe, false);
 }
 
+/* An affiliated asynchronous event of QP qpn (IBTA 11.6.3). */
+void rs_qp_event(RSCore *c, uint32_t qpn, uint8_t type)
+{
+    RSQp *qp = &c->qps[qpn];
+
+    rs_core_raise_event(c, type, rs_handle(qpn, qp->gen), qp->sq_psn);
+}
+
+/*
+ * Send Queue Drained: in SQD, once every work request sent before the
+ * transition has completed (the requester sends nothing new in SQD).
+ */
+void rs_sq_drained_check(RSCore *c, uint32_t qpn)
+{
+    RSQp *qp = &c->qps[qpn];
+
+    if (qp->state == RS_QPS_SQD && qp->sqd_notify &&
+        qp->sq_comp == qp->sq_ci && !qp->req_pkt) {
+        qp->sqd_notify = false;
+        rs_qp_event(c, qpn, RS_EV_QP_SQ_DRAINED);
+    }
+}
+
 /*
  * Outstanding work requests are flushed from req_bh (rs_qp_flush), after
  * the completion of the error that got the QP here.  A QP on an SRQ gets
@@ -276,6 +299,7 @@ static uint8_t rs_comp_to_sges(RSCore *c, RSQp *qp, const RSSentWqe *rec,
 /* n more packets acknowledged. */
 static void rs_comp_progress(RSCore *c, RSQp *qp, uint32_t n)
 {
+    rs_sq_drained_check(c, qp - c->qps);
     rs_req_acked(c, qp, n);
     qp->last_progress = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
     qp->retries = 0;

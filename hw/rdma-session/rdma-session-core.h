@@ -210,6 +210,8 @@ typedef struct RSQp {
     uint64_t srq_wr_id;
     struct rs_sge srq_sge[RS_MAX_SGE];
     bool ack_pending;           /* responder: coalesced ACK to send */
+    bool comm_est;              /* a packet arrived in RTR: event sent */
+    bool sqd_notify;            /* SQD asked for SQ Drained: not sent yet */
     uint32_t ack_psn;
     uint32_t rd_head;           /* responder: next rd_res slot (free run) */
     RSRdRes rd_res[RS_MAX_RD_ATOMIC];
@@ -565,6 +567,8 @@ void rs_cq_post(RSCore *c, uint32_t cq, struct rs_cqe *cqe, bool solicited);
 void rs_send_cqe(RSCore *c, uint32_t qpn, const struct rs_send_wqe_ctrl *w,
                  uint8_t status, uint32_t byte_len);
 void rs_qp_to_err(RSCore *c, uint32_t qpn);
+void rs_qp_event(RSCore *c, uint32_t qpn, uint8_t type);
+void rs_sq_drained_check(RSCore *c, uint32_t qpn);
 bool rs_qp_flush(RSCore *c, uint32_t qpn, unsigned budget);
 void rs_sq_flush_before(RSCore *c, uint32_t qpn, uint32_t end);
 RSSentWqe *rs_sq_started(RSQp *qp, uint32_t index);

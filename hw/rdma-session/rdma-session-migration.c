@@ -214,6 +214,8 @@ static const VMStateDescription vmstate_rs_qp = {
                              vmstate_rs_rd_res, RSRdRes),
         /* version 5: what the requester recorded of started WQEs */
         VMSTATE_UINT32_V(sq_rec, RSQp, 5),
+        VMSTATE_BOOL_V(comm_est, RSQp, 5),
+        VMSTATE_BOOL_V(sqd_notify, RSQp, 5),
         VMSTATE_STRUCT_ARRAY(sent, RSQp, RS_SQ_INFLIGHT, 5,
                              vmstate_rs_sent_wqe, RSSentWqe),
         VMSTATE_UINT32_V(rd_sge_head, RSQp, 5),

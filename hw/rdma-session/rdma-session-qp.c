@@ -563,6 +563,10 @@ uint8_t rs_cmd_modify_qp(RSCore *c, const struct rs_admin_cmd *cmd,
     if (next == RS_QPS_RTS) {
         rs_req_kick(c);
     }
+    if (next == RS_QPS_SQD) {
+        qp->sqd_notify = qp->en_sqd_async;
+        rs_sq_drained_check(c, idx);
+    }
     cqe->handle = m->handle;
     return RS_STATUS_OK;
 }

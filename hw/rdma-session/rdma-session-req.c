@@ -487,6 +487,7 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp, unsigned *budget)
 
     if (rs_dma_read(c, addr, &w, sizeof(w))) {
         memset(&w, 0, sizeof(w));
+        rs_qp_event(c, qpn, RS_EV_QP_FATAL);
         rs_req_fail(c, qpn, qp, &w, RS_WC_LOC_QP_OP_ERR);
         return false;
     }
@@ -754,6 +755,7 @@ static bool rs_req_qp(RSCore *c, uint32_t qpn, bool active, unsigned *used)
         RS_GUEST_ERR(rdma_session_err_sq_overrun, "QP %u: SQ producer "
                      "%u is more than a ring ahead of %u", qpn,
                      qp->sq_pi, qp->sq_ci & 0xffff);
+        rs_qp_event(c, qpn, RS_EV_QP_FATAL);
         rs_qp_to_err(c, qpn);
         return false;
     }

@@ -139,6 +139,10 @@ static void rs_resp_nak_fatal(RSCore *c, uint32_t qpn, RSQp *qp,
     trace_rdma_session_resp_nak(qpn, psn, syndrome, why);
     rs_resp_nak(c, qpn, qp, syndrome, psn);
     qp->resp_op = RS_RESP_NONE;
+    /* The responder's own error, affiliated with its QP (IBTA 11.6.3.1). */
+    rs_qp_event(c, qpn, syndrome == RS_AETH_NAK_REM_ACCESS ?
+                RS_EV_QP_ACCESS_ERR : syndrome == RS_AETH_NAK_INV_REQ ?
+                RS_EV_QP_REQ_ERR : RS_EV_QP_FATAL);
     rs_qp_to_err(c, qpn);
 }
 
@@ -1076,6 +1080,12 @@ void rs_roce_input(RSCore *c, const uint8_t *frame, size_t len)
         !rs_qp_from_peer(c, qp, gid, &pkt)) {
         trace_rdma_session_roce_drop(len, "not from the QP's peer");
         return;
+    }
+    if (qp->state == RS_QPS_RTR && !qp->comm_est &&
+        (qp->type == RS_QPT_RC || qp->type == RS_QPT_UC)) {
+        /* Communication Established: the first packet in RTR. */
+        qp->comm_est = true;
+        rs_qp_event(c, qpn, RS_EV_QP_COMM_EST);
     }
     if (rs_opcode[pkt.opcode].flags & RS_OPF_RESP) {
         rs_comp_receive(c, qpn, &pkt);

@@ -9311,7 +9311,13 @@ static void test_engine_srq(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmphex(cqe.wr_id, ==, 0x73);
     g_assert_cmpuint(cqe.status, ==, RS_WC_LOC_LEN_ERR);
     loop_expect(&l, 0xa3, RS_WC_REM_INV_REQ_ERR, RS_WR_SEND, l.a.qpn);
-    /* QP b on the SRQ in ERR: Last WQE Reached, no receive flush. */
+    /*
+     * QP b's invalid request error, then, on the SRQ in ERR: Last WQE
+     * Reached, no receive flush.
+     */
+    g_assert_true(rs_aeq_poll(l.d, &ev, RS_QOS_TIMEOUT_US));
+    g_assert_cmpuint(ev.type, ==, RS_EV_QP_REQ_ERR);
+    g_assert_cmphex(ev.handle, ==, l.b.h);
     g_assert_true(rs_aeq_poll(l.d, &ev, RS_QOS_TIMEOUT_US));
     g_assert_cmpuint(ev.type, ==, RS_EV_QP_LAST_WQE_REACHED);
     g_assert_cmphex(ev.handle, ==, l.b.h);
@@ -9519,6 +9525,23 @@ static void test_engine_fast_reg_migrate(void *obj, void *data,
 /* ------------------------------------------------------------------ */
 /* Hostile peers and guests                                            */
 /* ------------------------------------------------------------------ */
+
+/* The next asynchronous event of adapter @d is @type for @handle. */
+static void expect_event(QRdmaSession *d, uint8_t type, uint32_t handle)
+{
+    struct rs_event ev;
+
+    g_assert_true(rs_aeq_poll(d, &ev, RS_QOS_TIMEOUT_US));
+    g_assert_cmpuint(ev.type, ==, type);
+    g_assert_cmphex(ev.handle, ==, handle);
+}
+
+static void expect_no_event(QRdmaSession *d)
+{
+    struct rs_event ev;
+
+    g_assert_false(rs_aeq_poll(d, &ev, G_USEC_PER_SEC / 20));
+}
 
 /*
  * An MR of @len bytes at @iova whose pages are all the guest page @page:
@@ -9809,7 +9832,122 @@ static void test_engine_pair_send_too_long(void *obj, void *data,
     pair_poll(&pr, 0, &cqe);
     assert_cqe(&cqe, 0xa0, RS_WC_REM_INV_REQ_ERR, RS_WR_SEND, q[0].qpn);
     g_assert_cmpuint(qp_state(b->d, q[1].h), ==, RS_QPS_ERR);
+    expect_event(b->d, RS_EV_QP_REQ_ERR, q[1].h);
     peer_dont_care(b, 0, 16384);
+    pair_teardown(&pr);
+}
+
+static void modify_state(QRdmaSession *d, LoopQp *q, uint8_t from,
+                         uint8_t to, uint32_t mask, bool sqd_notify)
+{
+    struct rs_qp_attr a;
+
+    std_attr(&a, from, to);
+    a.en_sqd_async_notify = sqd_notify;
+    RS_ASSERT_OK(rs_modify_qp(d, q->h, &a, RS_QP_ATTR_STATE | mask));
+    g_assert_cmpuint(qp_state(d, q->h), ==, to);
+}
+
+/*
+ * The QP-affiliated asynchronous events the device raises itself, each
+ * provoked: Communication Established (a packet for a QP in RTR), SQ
+ * Drained (SQD with notification, at once and after the outstanding
+ * WRITE's ACK), access and invalid request errors of a responder, and a
+ * catastrophic error (a send queue producer more than a ring ahead).
+ */
+static void test_engine_pair_events(void *obj, void *data,
+                                    QGuestAllocator *alloc)
+{
+    Pair pr;
+    Peer *a = &pr.p[0], *b = &pr.p[1];
+    struct rs_qp_attr attr;
+    struct rs_sge sge;
+    struct rs_cqe cqe;
+    LoopQp q[2], x[2];
+    int i;
+
+    pair_setup(&pr, obj, data, alloc);
+    for (i = 0; i < 2; i++) {
+        pair_qp(&pr, i, &q[i], RS_QPT_RC, pr.p[i].pd);
+    }
+    for (i = 0; i < 2; i++) {
+        std_attr(&attr, RS_QPS_RESET, RS_QPS_RESET);
+        gid_v4(attr.ah.dgid, 10, 0, 0, !i + 1);
+        memcpy(attr.ah.dmac, pair_mac[!i], 6);
+        attr.dest_qp_num = q[!i].qpn;
+        attr.sq_psn = pair_psn[i];
+        attr.rq_psn = pair_psn[!i];
+        attr.timeout = PAIR_TIMEOUT;
+        if (i == 0) {
+            eng_connect(a->d, &q[0], RS_QPT_RC, &attr, 0);
+        } else {
+            /* B stays in RTR. */
+            attr.qp_state = RS_QPS_INIT;
+            RS_ASSERT_OK(rs_modify_qp(b->d, q[1].h, &attr,
+                         std_mask(RS_QPT_RC, RS_QPS_RESET, RS_QPS_INIT)));
+            attr.cur_qp_state = RS_QPS_INIT;
+            attr.qp_state = RS_QPS_RTR;
+            RS_ASSERT_OK(rs_modify_qp(b->d, q[1].h, &attr,
+                         std_mask(RS_QPT_RC, RS_QPS_INIT, RS_QPS_RTR)));
+        }
+    }
+
+    /* Communication Established on B, once. */
+    for (i = 0; i < 2; i++) {
+        sge = peer_sge(b, 0x1000 * i, 100);
+        eng_post_recv(b->d, &q[1], 0xb0 + i, &sge, 1);
+        sge = peer_sge(a, 0x10, 100);
+        pair_post(&pr, 0, &q[0], RS_WR_SEND, 0xa0 + i, &sge, 1, 0, 0, 0);
+        pair_poll(&pr, 1, &cqe);
+        assert_cqe(&cqe, 0xb0 + i, RS_WC_SUCCESS, RS_WR_RECV, q[1].qpn);
+        pair_poll(&pr, 0, &cqe);
+        assert_cqe(&cqe, 0xa0 + i, RS_WC_SUCCESS, RS_WR_SEND, q[0].qpn);
+        img_move(b, 0x1000 * i, a, 0x10, 100);
+    }
+    expect_event(b->d, RS_EV_QP_COMM_EST, q[1].h);
+    expect_no_event(b->d);
+    modify_state(b->d, &q[1], RS_QPS_RTR, RS_QPS_RTS,
+                 std_mask(RS_QPT_RC, RS_QPS_RTR, RS_QPS_RTS) &
+                 ~RS_QP_ATTR_STATE, false);
+
+    /* SQ Drained: nothing outstanding, at once. */
+    modify_state(a->d, &q[0], RS_QPS_RTS, RS_QPS_SQD,
+                 RS_QP_ATTR_EN_SQD_ASYNC_NOTIFY, true);
+    expect_event(a->d, RS_EV_QP_SQ_DRAINED, q[0].h);
+    modify_state(a->d, &q[0], RS_QPS_SQD, RS_QPS_RTS, 0, false);
+
+    /* ... and with a WRITE in flight, only once its ACK is in. */
+    pr.hold[1] = true;
+    sge = peer_sge(a, 0x2000, 3000);
+    pair_post(&pr, 0, &q[0], RS_WR_RDMA_WRITE, 0xa2, &sge, 1,
+              b->buf + 0x3000, b->key[0], 0);
+    pair_wait_frames(&pr, 1, 1);
+    modify_state(a->d, &q[0], RS_QPS_RTS, RS_QPS_SQD,
+                 RS_QP_ATTR_EN_SQD_ASYNC_NOTIFY, true);
+    expect_no_event(a->d);
+    pair_release(&pr, 1);
+    pair_poll(&pr, 0, &cqe);
+    assert_cqe(&cqe, 0xa2, RS_WC_SUCCESS, RS_WR_RDMA_WRITE, q[0].qpn);
+    expect_event(a->d, RS_EV_QP_SQ_DRAINED, q[0].h);
+    img_move(b, 0x3000, a, 0x2000, 3000);
+    modify_state(a->d, &q[0], RS_QPS_SQD, RS_QPS_RTS, 0, false);
+
+    /* A WRITE through a key B does not have: B's access error. */
+    sge = peer_sge(a, 0x2000, 100);
+    pair_post(&pr, 0, &q[0], RS_WR_RDMA_WRITE, 0xa3, &sge, 1,
+              b->buf, b->key[0] ^ 0x100, 0);
+    pair_poll(&pr, 0, &cqe);
+    assert_cqe(&cqe, 0xa3, RS_WC_REM_ACCESS_ERR, RS_WR_RDMA_WRITE, q[0].qpn);
+    expect_event(b->d, RS_EV_QP_ACCESS_ERR, q[1].h);
+    g_assert_cmpuint(qp_state(b->d, q[1].h), ==, RS_QPS_ERR);
+
+    /* A send queue producer more than a ring ahead: catastrophic. */
+    pair_rc(&pr, x, 0, STD_ACCESS);
+    rs_db_writel(a->d, 0, RS_DB_SQ,
+                 x[0].qpn | ((1u << x[0].c.sq_log_size) + 5) << 16);
+    expect_event(a->d, RS_EV_QP_FATAL, x[0].h);
+    g_assert_cmpuint(qp_state(a->d, x[0].h), ==, RS_QPS_ERR);
+    peer_check(b);
     pair_teardown(&pr);
 }
 
@@ -9935,6 +10073,8 @@ static void register_rdma_session_test(void)
                  test_engine_pair_atomic, &pair);
     qos_add_test("engine-pair-uc", "rdma-session", test_engine_pair_uc,
                  &pair);
+    qos_add_test("engine-pair-events", "rdma-session",
+                 test_engine_pair_events, &pair);
     qos_add_test("engine-pair-read-flood", "rdma-session",
                  test_engine_pair_read_flood, &pair);
     qos_add_test("engine-pair-sq-rewrite", "rdma-session",
