@@ -7,11 +7,11 @@
  * WQE (RSSentWqe: PSN span, length, the local SGEs of a READ or atomic),
  * which the guest cannot change afterwards.  Its state is sq_comp,
  * comp_psn (the first PSN of that WQE) and una_psn (the first PSN not
- * acknowledged, inside that WQE), all in the QP's VMState.  Every response acknowledges
- * the PSNs before its own (coalesced ACKs, NAKs, READ responses); a READ
- * is only complete with all of its responses, so an acknowledgement past
- * missing READ responses means they were lost and the requester asks
- * again for the rest.
+ * acknowledged, inside that WQE), all in the QP's VMState.  Every
+ * response acknowledges the PSNs before its own (coalesced ACKs, NAKs,
+ * READ responses); a READ is only complete with all of its responses, so
+ * an acknowledgement past missing READ responses means they were lost and
+ * the requester asks again for the rest.
  *
  * Copyright (c) 2026 rdma-session developers
  *
