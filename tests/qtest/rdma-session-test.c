@@ -9607,6 +9607,96 @@ static void pair_relay(void *opaque)
     }
 }
 
+/* The LAN environment with a 1024-packet send window. */
+static void *lan_wide_before(GString *cmd_line, void *arg)
+{
+    void *sv = lan_before(cmd_line, arg);
+
+    g_string_append(cmd_line, " -global rdma-session.x-window=1024 ");
+    return sv;
+}
+
+/*
+ * LAN and RoCE frames share the backend, and each waits for its own: a
+ * LAN frame held behind RoCE frames is not "sent" because one of those
+ * was.  An RC WRITE of 1024 packets to a peer that never answers fills
+ * the socket, then four LAN frames are posted, and the test reads the
+ * wire a frame at a time.  Once the device has taken the second LAN
+ * frame, the first must already be in the socket: at most a socket
+ * buffer's worth of RoCE frames can come before it.  (When the RoCE
+ * requester did not stop for the backend and every RoCE completion
+ * resumed the LAN ring, hundreds of RoCE frames stood between them.)
+ */
+static void test_lan_roce_backpressure(void *obj, void *data,
+                                       QGuestAllocator *alloc)
+{
+    const uint64_t iova = 0x100000000000ull;
+    const uint32_t nlan = 4;
+    uint32_t pd, key, i, lan_seen = 0, roce_between = 0;
+    g_autofree uint8_t *f = g_malloc(RS_LAN_MAX_FRAME);
+    bool second_taken = false;
+    struct rs_send_wqe_ctrl w;
+    struct rs_qp_attr a;
+    struct rs_sge sge;
+    uint64_t lanbuf;
+    EngCq cq;
+    LanEnv e;
+    LoopQp q;
+    ssize_t len;
+
+    lan_setup(&e, obj, data, 4, 0);
+    add_gid_v4(e.d, 0, 1);
+    pd = new_pd(e.d);
+    eng_cq_init(e.d, &cq, 6);
+    key = alias_mr(e.d, pd, iova, rs_alloc_zeroed(e.d, PAGE), 4 * MiB);
+    memset(&q, 0, sizeof(q));
+    qp_template(e.d, &q.c, RS_QPT_RC, pd, cq.h, cq.h);
+    q.h = new_qp(e.d, &q.c);
+    q.qpn = HINDEX(q.h);
+    std_attr(&a, RS_QPS_RESET, RS_QPS_RESET);
+    gid_v4(a.ah.dgid, 10, 0, 0, 2);
+    memcpy(a.ah.dmac, pair_mac[1], 6);
+    a.path_mtu = RS_MTU_4096;
+    a.timeout = PAIR_TIMEOUT;
+    eng_connect(e.d, &q, RS_QPT_RC, &a, 0);
+    w = (struct rs_send_wqe_ctrl) {
+        .wr_id = 1, .opcode = RS_WR_RDMA_WRITE, .num_sge = 1,
+        .remote_addr = 0x1000, .rkey = 0x1234,
+    };
+    sge = (struct rs_sge) { .addr = iova, .length = 4 * MiB, .lkey = key };
+    eng_post_send(e.d, &q, &w, &sge, 1);
+    for (i = 0; i < 20; i++) {
+        g_usleep(5000);
+        assert_alive(e.d);
+    }
+
+    lanbuf = rs_alloc_zeroed(e.d, nlan * 1024);
+    for (i = 0; i < nlan; i++) {
+        lan_make_frame(f, 1000, lan_bcast, i);
+        qtest_memwrite(rs_qts(e.d), lanbuf + i * 1024, f, 1000);
+        lan_post(&e, &e.tx, lanbuf + i * 1024, 1000, 0);
+    }
+    lan_doorbell(&e, &e.tx);
+
+    while (lan_seen < nlan) {
+        len = lan_sock_recv(e.fd, f, RS_LAN_MAX_FRAME, RS_QOS_TIMEOUT_US);
+        g_assert_cmpint(len, >, 14);
+        if (lduw_be_p(f + 12) == 0x88b5) {
+            lan_seen++;
+        } else if (second_taken && !lan_seen) {
+            roce_between++;
+        }
+        second_taken |= lan_done(&e, &e.tx, 1);
+    }
+    g_test_message("RoCE frames between the second LAN frame's hand-over "
+                   "and the first LAN frame: %u", roce_between);
+    g_assert_cmpuint(roce_between, <, 200);
+    for (i = 0; i < nlan; i++) {
+        g_assert_cmphex(lan_status(&e, &e.tx, i), ==, lan_ok(&e.tx, i));
+    }
+    assert_alive(e.d);
+}
+
 /*
  * One READ request for 16 MiB from a peer: the responder produces its
  * responses a budget at a time and stops while the backend cannot take
@@ -9961,6 +10051,7 @@ static void register_rdma_session_test(void)
 {
     QOSGraphTestOptions limits = { .before = limits_before };
     QOSGraphTestOptions lan = { .before = lan_before };
+    QOSGraphTestOptions lan_wide = { .before = lan_wide_before };
     QOSGraphTestOptions rel_window = { .before = rel_window_before };
     QOSGraphTestOptions rel_drop = { .before = rel_window_before,
                                      .arg = GUINT_TO_POINTER(7) };
@@ -10075,6 +10166,8 @@ static void register_rdma_session_test(void)
                  &pair);
     qos_add_test("engine-pair-events", "rdma-session",
                  test_engine_pair_events, &pair);
+    qos_add_test("lan-roce-backpressure", "rdma-session",
+                 test_lan_roce_backpressure, &lan_wide);
     qos_add_test("engine-pair-read-flood", "rdma-session",
                  test_engine_pair_read_flood, &pair);
     qos_add_test("engine-pair-sq-rewrite", "rdma-session",
