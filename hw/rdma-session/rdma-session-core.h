@@ -537,14 +537,43 @@ uint8_t rs_mr_rw(RSCore *c, const RSMr *mr, uint64_t va, void *buf,
 extern const VMStateDescription vmstate_rs_core;
 
 /*
+ * Rate limit of the guest-error log, per call site: at most RS_LOG_BURST
+ * lines in each RS_LOG_INTERVAL_MS of QEMU_CLOCK_REALTIME.  Many guest
+ * errors can repeat at packet or doorbell rate (a peer's frames, a guest
+ * ringing in a loop), and "-d guest_errors" must stay readable and the
+ * log file bounded; the first line of a new interval says how many were
+ * left out.  The trace event always fires.
+ */
+#define RS_LOG_BURST        10
+#define RS_LOG_INTERVAL_MS  1000
+
+typedef struct RSLogLimit {
+    int64_t start;              /* this interval's start, realtime ms */
+    uint32_t count;             /* lines logged in it */
+    uint32_t missed;            /* lines left out since the last one */
+} RSLogLimit;
+
+/* True if the call site may log now; *missed: lines left out before. */
+bool rs_log_limit(RSLogLimit *l, uint32_t *missed);
+
+/*
  * A guest mistake: trace event plus LOG_GUEST_ERROR (nvme's
- * NVME_GUEST_ERR), so a guest cannot flood stderr by default.
+ * NVME_GUEST_ERR), so a guest cannot flood stderr by default; the log
+ * line is rate limited per call site (RSLogLimit above).
  */
 #define RS_GUEST_ERR(trace, fmt, ...)                                      \
     do {                                                                   \
+        static RSLogLimit rs_log_limit_;                                   \
+        uint32_t rs_log_missed_;                                           \
+                                                                           \
         (trace_##trace)(__VA_ARGS__);                                      \
-        qemu_log_mask(LOG_GUEST_ERROR, #trace ": " fmt "\n",               \
-                      ## __VA_ARGS__);                                     \
+        if (qemu_loglevel_mask(LOG_GUEST_ERROR) &&                         \
+            rs_log_limit(&rs_log_limit_, &rs_log_missed_)) {               \
+            if (rs_log_missed_) {                                          \
+                qemu_log(#trace ": %u more not logged\n", rs_log_missed_); \
+            }                                                              \
+            qemu_log(#trace ": " fmt "\n", ## __VA_ARGS__);                \
+        }                                                                  \
     } while (0)
 
 #endif

@@ -6382,6 +6382,82 @@ static void test_lan_bad_input(void *obj, void *data,
     lan_expect_quiet(&e);
 }
 
+/*
+ * Guest errors a peer's frames trigger are logged at a bounded rate: 256
+ * frames into RX descriptors whose buffers are outside guest RAM, with
+ * "-d guest_errors", log at most a burst per second, and the next line
+ * after a quiet second says how many were left out.
+ */
+static char *lan_log_path;
+
+static void *lan_log_before(GString *cmd_line, void *arg)
+{
+    void *sv = lan_before(cmd_line, arg);
+
+    g_free(lan_log_path);
+    lan_log_path = g_strdup_printf("%s/rdma-session-log-%d.txt",
+                                   g_get_tmp_dir(), (int)getpid());
+    unlink(lan_log_path);
+    g_string_append_printf(cmd_line, " -d guest_errors -D %s ",
+                           lan_log_path);
+    return sv;
+}
+
+static int lan_log_count(const char *what)
+{
+    g_autofree char *text = NULL;
+    const char *p;
+    int n = 0;
+
+    g_assert_true(g_file_get_contents(lan_log_path, &text, NULL, NULL));
+    for (p = text; (p = strstr(p, what)); p++) {
+        n++;
+    }
+    return n;
+}
+
+static void test_lan_log_rate(void *obj, void *data, QGuestAllocator *alloc)
+{
+    enum { FRAMES = 256 };
+    const char *line = "rdma_session_err_lan_rx_buf: RX descriptor";
+    int64_t t0, secs;
+    uint32_t idx = 0;
+    uint8_t f[80];
+    LanEnv e;
+    int i, n;
+
+    lan_setup(&e, obj, data, 0, 8);
+    for (i = 0; i < FRAMES; i++) {
+        idx = lan_post(&e, &e.rx, FAR_ADDR, LAN_BUF_SIZE, 0);
+    }
+    lan_doorbell(&e, &e.rx);
+    lan_make_frame(f, sizeof(f), qos_mac, 0x70);
+    t0 = g_get_monotonic_time();
+    for (i = 0; i < FRAMES; i++) {
+        lan_sock_send(e.fd, f, sizeof(f));
+    }
+    g_assert_cmphex(lan_status(&e, &e.rx, idx), ==, lan_err(&e.rx, idx));
+    secs = (g_get_monotonic_time() - t0) / G_USEC_PER_SEC;
+    n = lan_log_count(line);
+    g_test_message("%d frames in %" PRId64 " s: %d log lines", FRAMES,
+                   secs, n);
+    g_assert_cmpint(n, >=, 1);
+    /* ten a second, and an interval that began before the first frame */
+    g_assert_cmpint(n, <=, 10 * (secs + 2));
+    g_assert_cmpint(lan_log_count("more not logged"), ==, 0);
+
+    /* After a quiet second: logged again, with the count left out. */
+    g_usleep(1100 * 1000);
+    idx = lan_post(&e, &e.rx, FAR_ADDR, LAN_BUF_SIZE, 0);
+    lan_doorbell(&e, &e.rx);
+    lan_sock_send(e.fd, f, sizeof(f));
+    g_assert_cmphex(lan_status(&e, &e.rx, idx), ==, lan_err(&e.rx, idx));
+    g_assert_cmpint(lan_log_count(line), ==, n + 1);
+    g_assert_cmpint(lan_log_count("more not logged"), ==, 1);
+    assert_alive(e.d);
+    unlink(lan_log_path);
+}
+
 /* Link down: TX completes and is discarded, RX frames are dropped. */
 static void test_lan_link(void *obj, void *data, QGuestAllocator *alloc)
 {
@@ -9398,6 +9474,7 @@ static void register_rdma_session_test(void)
 {
     QOSGraphTestOptions limits = { .before = limits_before };
     QOSGraphTestOptions lan = { .before = lan_before };
+    QOSGraphTestOptions lan_log = { .before = lan_log_before };
     QOSGraphTestOptions rel_window = { .before = rel_window_before };
     QOSGraphTestOptions rel_drop = { .before = rel_window_before,
                                      .arg = GUINT_TO_POINTER(7) };
@@ -9502,6 +9579,8 @@ static void register_rdma_session_test(void)
                  test_engine_pair_atomic, &pair);
     qos_add_test("engine-pair-uc", "rdma-session", test_engine_pair_uc,
                  &pair);
+    qos_add_test("lan-log-rate", "rdma-session", test_lan_log_rate,
+                 &lan_log);
     qtest_add_func("rdma-session/bad-properties", test_bad_properties);
 }
 
