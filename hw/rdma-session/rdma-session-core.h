@@ -348,6 +348,11 @@ struct RSCore {
     uint32_t lan_rx_mode;       /* RS_LAN_RX_* */
     bool lan_flush_pending;     /* lan_bh: flush held RX frames */
     bool lan_tx_waiting;        /* the backend holds our last frame */
+    /*
+     * LAN frames dropped for want of an RX descriptor (QOM property
+     * x-lan-rx-missed); counted since realize, not migrated.
+     */
+    uint64_t lan_rx_missed;
 };
 
 /* rdma-session-core.c */
@@ -485,6 +490,7 @@ void rs_lan_reset(RSCore *c);
 void rs_lan_db_write(RSCore *c, uint32_t page, uint32_t reg, uint32_t val);
 void rs_lan_tx_resume(RSCore *c);
 bool rs_lan_can_receive(RSCore *c);
+void rs_lan_gid_added(RSCore *c);
 ssize_t rs_lan_receive_iov(RSCore *c, const struct iovec *iov, int iovcnt);
 bool rs_lan_state_valid(RSCore *c);
 void rs_lan_post_load(RSCore *c);

@@ -18,6 +18,8 @@
 #include "hw/pci/pci_regs.h"
 #include "libqtest.h"
 #include "qobject/qdict.h"
+#include "qobject/qlist.h"
+#include "qobject/qnum.h"
 #include "libqos/qgraph.h"
 #include "libqos/pci.h"
 #include "libqos/pci-pc.h"
@@ -8879,6 +8881,124 @@ static void test_engine_uc_gap(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmpuint(qp_state(l.d, l.b.h), ==, RS_QPS_RTS);
 }
 
+/* The adapter's x-lan-rx-missed counter, through QMP. */
+static uint64_t lan_rx_missed(QRdmaSession *d)
+{
+    QTestState *qts = rs_qts(d);
+    QDict *rsp = qtest_qmp(qts, "{ 'execute': 'qom-list', 'arguments':"
+                           " { 'path': '/machine/peripheral-anon' } }");
+    g_autofree char *path = NULL;
+    QListEntry *entry;
+    uint64_t n;
+
+    g_assert_true(qdict_haskey(rsp, "return"));
+    QLIST_FOREACH_ENTRY(qdict_get_qlist(rsp, "return"), entry) {
+        QDict *prop = qobject_to(QDict, qlist_entry_obj(entry));
+
+        if (!strcmp(qdict_get_str(prop, "type"), "child<rdma-session>")) {
+            g_assert_null(path);
+            path = g_strdup_printf("/machine/peripheral-anon/%s",
+                                   qdict_get_str(prop, "name"));
+        }
+    }
+    qobject_unref(rsp);
+    g_assert_nonnull(path);
+    rsp = qtest_qmp(qts, "{ 'execute': 'qom-get', 'arguments':"
+                    " { 'path': %s, 'property': 'x-lan-rx-missed' } }",
+                    path);
+    g_assert_true(qdict_haskey(rsp, "return"));
+    n = qnum_get_uint(qobject_to(QNum, qdict_get(rsp, "return")));
+    qobject_unref(rsp);
+    return n;
+}
+
+/*
+ * While the port is active, a LAN frame that finds no RX descriptor is
+ * dropped and counted, never held in front of the RoCE frames behind it:
+ * a broadcast ARP with no RX ring (the interface is down), then with a
+ * ring and nothing posted, and each time a RoCE SEND after it that must
+ * be received.
+ */
+static void test_lan_rx_missed(void *obj, void *data, QGuestAllocator *alloc)
+{
+    static const uint8_t other[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x71 };
+    g_autofree uint8_t *p = g_malloc(RS_LAN_MAX_FRAME);
+    struct rs_send_wqe_ctrl w;
+    struct rs_cqe cqe;
+    uint8_t arp[60], f[64];
+    uint64_t buf;
+    uint32_t idx;
+    ssize_t n;
+    LanEnv e;
+    Loop l;
+    int i;
+
+    lan_setup(&e, obj, data, 0, 0);
+    loop_init(&l, e.d, RS_QPT_UC, 0);
+    loop_connect_to(&l, &l.a, l.b.qpn, 2);
+    loop_pattern(&l, l.src, 500, 0x3c);
+    memset(&w, 0, sizeof(w));
+    w.wr_id = 0xe0;
+    w.opcode = RS_WR_SEND;
+    w.flags = RS_WQE_F_SIGNALED;
+    w.num_sge = 1;
+    loop_post_send(&l, &l.a, &w, l.src, 500, l.src_key);
+    n = roce_recv(&e, p, BTH_UC | BTH_SEND_ONLY);
+    loop_expect(&l, 0xe0, RS_WC_SUCCESS, RS_WR_SEND, l.a.qpn);
+    wire_peer(&l);
+
+    /* who-has 10.0.0.9 tell 10.0.0.3, to everyone */
+    memset(arp, 0, sizeof(arp));
+    memcpy(arp, lan_bcast, 6);
+    memcpy(arp + 6, other, 6);
+    stw_be_p(arp + 12, 0x0806);
+    stw_be_p(arp + 14, 1);
+    stw_be_p(arp + 16, 0x0800);
+    arp[18] = 6;
+    arp[19] = 4;
+    stw_be_p(arp + 20, 1);
+    memcpy(arp + 22, other, 6);
+    stl_be_p(arp + 28, 0x0a000003);
+    stl_be_p(arp + 38, 0x0a000009);
+
+    for (i = 0; i < 2; i++) {
+        if (i == 1) {
+            lan_ring_init(&e, &e.rx, RS_LAN_RXQ, 2, LAN_RX_VECTOR);
+        }
+        fill(l.d, l.dst, 0xee, LOOP_BUF);
+        loop_post_recv(&l, &l.b, 0xb0 + i, l.dst, LOOP_BUF, l.dst_key);
+        lan_sock_send(e.fd, arp, sizeof(arp));
+        wire_feed(&e, p, n);
+        loop_poll(&l, &cqe);
+        g_assert_cmphex(cqe.wr_id, ==, 0xb0 + i);
+        g_assert_cmpuint(cqe.status, ==, RS_WC_SUCCESS);
+        g_assert_cmpuint(cqe.byte_len, ==, 500);
+        loop_assert_same(&l, l.src, l.dst, 500);
+        g_assert_cmpuint(lan_rx_missed(e.d), ==, i + 1);
+    }
+
+    /* A frame the filter refuses is not a missed one. */
+    lan_make_frame(f, sizeof(f), other, 0x62);
+    lan_sock_send(e.fd, f, sizeof(f));
+    loop_post_recv(&l, &l.b, 0xb2, l.dst, LOOP_BUF, l.dst_key);
+    wire_feed(&e, p, n);
+    loop_poll(&l, &cqe);
+    g_assert_cmphex(cqe.wr_id, ==, 0xb2);
+    g_assert_cmpuint(lan_rx_missed(e.d), ==, 2);
+
+    /* The ARPs were dropped, not held: a new buffer gets the next frame. */
+    buf = lan_rx_buf(&e, LAN_BUF_SIZE);
+    idx = lan_post(&e, &e.rx, buf, LAN_BUF_SIZE, 0);
+    lan_doorbell(&e, &e.rx);
+    g_usleep(LAN_QUIET_US);
+    g_assert_false(lan_done(&e, &e.rx, idx));
+    lan_make_frame(f, sizeof(f), qos_mac, 0x61);
+    lan_sock_send(e.fd, f, sizeof(f));
+    lan_expect_rx(&e, idx, buf, LAN_BUF_SIZE, f, sizeof(f));
+    g_assert_cmpuint(lan_rx_missed(e.d), ==, 2);
+    assert_alive(e.d);
+}
+
 static void test_engine_flush(void *obj, void *data, QGuestAllocator *alloc)
 {
     struct rs_send_wqe_ctrl w;
@@ -9579,6 +9699,7 @@ static void register_rdma_session_test(void)
                  test_engine_pair_atomic, &pair);
     qos_add_test("engine-pair-uc", "rdma-session", test_engine_pair_uc,
                  &pair);
+    qos_add_test("lan-rx-missed", "rdma-session", test_lan_rx_missed, &lan);
     qos_add_test("lan-log-rate", "rdma-session", test_lan_log_rate,
                  &lan_log);
     qtest_add_func("rdma-session/bad-properties", test_bad_properties);
