@@ -120,6 +120,9 @@ static void rs_clear_tables(RSCore *c)
     memset(c->cqs, 0, sizeof(*c->cqs) * c->p.max_cqs);
     memset(c->qps, 0, sizeof(*c->qps) * c->p.max_qps);
     memset(c->mrs, 0, sizeof(*c->mrs) * c->p.max_mrs);
+    for (uint32_t i = 0; i < c->p.max_mrs; i++) {
+        c->mrs[i].core = c;
+    }
     memset(c->ahs, 0, sizeof(*c->ahs) * c->p.max_ahs);
     memset(c->sessions, 0, sizeof(*c->sessions) * c->p.max_sessions);
     memset(c->groups, 0, sizeof(*c->groups) * c->p.max_groups);

@@ -232,6 +232,7 @@ typedef struct RSMr {
     uint64_t length;
     uint32_t npages;
     uint64_t *pages;            /* guest physical address of each page */
+    struct RSCore *core;        /* the page budget, for incoming migration */
 } RSMr;
 
 typedef struct RSAh {
@@ -342,6 +343,7 @@ struct RSCore {
     RSGid *gids;
     RSSrq *srqs;
     uint32_t mr_pages_used;
+    uint32_t mr_pages_loaded;   /* incoming migration: MRs' pages so far */
 
     /* LAN path: indexed by enum rs_lan_queue_type. */
     RSLanQueue lanq[2];

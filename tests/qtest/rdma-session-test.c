@@ -5359,6 +5359,178 @@ static void test_migrate(void *obj, void *data, QGuestAllocator *alloc)
     qos_invalidate_command_line();
 }
 
+/*
+ * A corrupted migration stream fails the incoming migration cleanly: the
+ * destination reports the failure and keeps running.  The source saves
+ * to a file once; each case patches one field of the device's state,
+ * found by the distinctive bytes in front of it (the stream is big
+ * endian), and loads the result into a new QEMU.
+ */
+typedef struct MigPatch {
+    const char *name;
+    uint8_t needle[32];
+    size_t needle_len;
+    size_t field_off;           /* from the needle's start */
+    uint32_t value;             /* big endian in the stream */
+} MigPatch;
+
+/* The offset of the only occurrence of @needle in @buf. */
+static size_t mig_find(const uint8_t *buf, size_t len, const uint8_t *needle,
+                       size_t nlen)
+{
+    const uint8_t *p = buf, *found = NULL;
+
+    while ((p = memmem(p, len - (p - buf), needle, nlen))) {
+        g_assert_null(found);
+        found = p++;
+    }
+    g_assert_nonnull(found);
+    return found - buf;
+}
+
+/* Load @path into a new QEMU; true if the migration completed. */
+static bool mig_load(const char *path, char **err)
+{
+    g_autofree char *uri = g_strdup_printf("file:%s", path);
+    QTestState *to = qtest_initf("%s -incoming defer",
+                                 qos_get_current_command_line());
+    int64_t end = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+    bool ok;
+
+    qtest_qmp_assert_success(to, "{ 'execute': 'migrate-incoming',"
+                             "  'arguments': { 'uri': %s,"
+                             "                 'exit-on-error': false } }",
+                             uri);
+    for (;;) {
+        QDict *rsp = qtest_qmp_assert_success_ref(to,
+                                    "{ 'execute': 'query-migrate' }");
+        const char *status = qdict_get_try_str(rsp, "status");
+
+        if (status && (!strcmp(status, "completed") ||
+                       !strcmp(status, "failed"))) {
+            ok = !strcmp(status, "completed");
+            *err = g_strdup(qdict_get_try_str(rsp, "error-desc") ?: "");
+            qobject_unref(rsp);
+            break;
+        }
+        qobject_unref(rsp);
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        g_usleep(10 * 1000);
+    }
+    /* Still alive after a failure: it answers, then quits normally. */
+    qtest_qmp_assert_success(to, "{ 'execute': 'query-status' }");
+    qtest_quit(to);
+    return ok;
+}
+
+static void test_migrate_corrupt(void *obj, void *data,
+                                 QGuestAllocator *alloc)
+{
+    QRdmaSession *d = rs_setup(obj);
+    QTestState *from = rs_qts(d);
+    g_autofree char *tmpdir = g_dir_make_tmp("rdma-session-mig-XXXXXX",
+                                             NULL);
+    g_autofree char *path = g_strdup_printf("%s/state", tmpdir);
+    g_autofree char *bad = g_strdup_printf("%s/bad", tmpdir);
+    g_autofree char *uri = g_strdup_printf("file:%s", path);
+    g_autofree uint8_t *stream = NULL;
+    struct rs_cmd_add_gid g = { 0 };
+    struct rs_cmd_reg_mr mr = { 0 };
+    struct rs_cmd_create_ah ah;
+    MigPatch cases[4];
+    uint32_t pd, h, admq_cfg, acq_cfg, aeq_cfg;
+    char *err = NULL;
+    gsize len;
+    int i;
+
+    /* GID 1 (fd00::7e, VNI 0x5a5a5a) with one reference: an AH. */
+    add_gid_v4(d, 0, 1);
+    g.gid[0] = 0xfd;
+    g.gid[15] = 0x7e;
+    g.index = 1;
+    g.type = RS_GID_ROCE_V2_IPV6;
+    g.vni = 0x5a5a5a;
+    RS_ASSERT_OK(rs_add_gid(d, &g, NULL));
+    pd = new_pd(d);
+    ah_template(&ah, pd, 1);
+    RS_ASSERT_OK(rs_create_ah(d, &ah, &h));
+    /* An MR of 2 pages at a distinctive IOVA. */
+    mr.iova = 0x5a5a00000000ull;
+    mr.length = 2 * PAGE;
+    mr.npages = 2;
+    mr.pbl_addr = make_pbl(d, rs_alloc_zeroed(d, 2 * PAGE), PAGE, 2);
+    mr.pd = pd;
+    mr.page_shift = 12;
+    mr.access = STD_ACCESS;
+    reg_mr_ok(d, &mr);
+    admq_cfg = rs_readl(d, A_RS_ADMQ_CFG);
+    acq_cfg = rs_readl(d, A_RS_ACQ_CFG);
+    aeq_cfg = rs_readl(d, A_RS_AEQ_CFG);
+
+    qtest_qmp_assert_success(from, "{ 'execute': 'stop' }");
+    qtest_qmp_assert_success(from, "{ 'execute': 'migrate',"
+                             "  'arguments': { 'uri': %s } }", uri);
+    wait_migration_done(from);
+    g_assert_true(g_file_get_contents(path, (gchar **)&stream, &len, NULL));
+
+    /* RSGid: gid[16], vni, refs.  RSMr: ..., iova, length, npages. */
+    memset(cases, 0, sizeof(cases));
+    cases[0].name = "GID reference count";
+    memcpy(cases[0].needle, g.gid, 16);
+    stl_be_p(cases[0].needle + 16, g.vni);
+    cases[0].needle_len = 20;
+    cases[0].field_off = 20;
+    cases[0].value = 2;
+    cases[1].name = "MR npages 0xffffffff";
+    stq_be_p(cases[1].needle, mr.iova);
+    stq_be_p(cases[1].needle + 8, mr.length);
+    cases[1].needle_len = 16;
+    cases[1].field_off = 16;
+    cases[1].value = 0xffffffff;
+    cases[2] = cases[1];
+    cases[2].name = "MR npages over max-mr-pages";
+    cases[2].value = 300000;
+    /* Registers: admq_base, cfg, acq_base, cfg, aeq_base, cfg, admq_pi */
+    cases[3].name = "admin queue producer ahead by more than the ring";
+    stq_be_p(cases[3].needle, d->admq);
+    stl_be_p(cases[3].needle + 8, admq_cfg);
+    stq_be_p(cases[3].needle + 12, d->acq);
+    stl_be_p(cases[3].needle + 20, acq_cfg);
+    stq_be_p(cases[3].needle + 24, d->aeq);
+    cases[3].needle_len = 32;
+    cases[3].field_off = 32 + 4;
+    cases[3].value = d->admq_pi + (1u << d->admq_log) + 1;
+    g_assert_cmpuint(rs_readl(d, A_RS_ADMQ_CI), ==, d->admq_pi);
+
+    for (i = 0; i < ARRAY_SIZE(cases); i++) {
+        g_autofree uint8_t *copy = g_memdup2(stream, len);
+        size_t off = mig_find(stream, len, cases[i].needle,
+                              cases[i].needle_len) + cases[i].field_off;
+
+        g_test_message("corrupt stream: %s", cases[i].name);
+        if (i == 3) {
+            /* aeq_cfg, then admq_pi equal to admq_ci */
+            g_assert_cmphex(ldl_be_p(stream + off - 4), ==, aeq_cfg);
+            g_assert_cmphex(ldl_be_p(stream + off), ==, d->admq_pi);
+            g_assert_cmphex(ldl_be_p(stream + off + 4), ==, d->admq_pi);
+        }
+        stl_be_p(copy + off, cases[i].value);
+        g_assert_true(g_file_set_contents(bad, (gchar *)copy, len, NULL));
+        g_assert_false(mig_load(bad, &err));
+        g_test_message("destination: %s", err);
+        g_assert_cmpstr(err, !=, "");
+        g_free(err);
+    }
+    /* The stream as saved loads. */
+    g_assert_true(mig_load(path, &err));
+    g_free(err);
+
+    unlink(bad);
+    unlink(path);
+    rmdir(tmpdir);
+    qos_invalidate_command_line();
+}
+
 /* ------------------------------------------------------------------ */
 /* LAN path                                                            */
 /* ------------------------------------------------------------------ */
@@ -9699,6 +9871,8 @@ static void register_rdma_session_test(void)
                  test_engine_pair_atomic, &pair);
     qos_add_test("engine-pair-uc", "rdma-session", test_engine_pair_uc,
                  &pair);
+    qos_add_test("migrate-corrupt", "rdma-session", test_migrate_corrupt,
+                 NULL);
     qos_add_test("lan-rx-missed", "rdma-session", test_lan_rx_missed, &lan);
     qos_add_test("lan-log-rate", "rdma-session", test_lan_log_rate,
                  &lan_log);
