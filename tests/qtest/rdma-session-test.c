@@ -9310,6 +9310,115 @@ static void srq_post(QRdmaSession *d, const struct rs_cmd_create_srq *c,
     rs_db_writel(d, c->uar, RS_DB_SRQ, HINDEX(h) | (*pi & 0xffff) << 16);
 }
 
+/*
+ * A CQ of the largest size, filled past capacity without polling: the
+ * CQE that finds it full raises RS_EV_CQ_ERR and overwrites nothing.
+ * Flushing QPs in ERR makes the CQEs: each QP's receive queue, then its
+ * send queue, WQE i of the whole sequence completing with wr_id i.
+ */
+static void cq_full_post(QRdmaSession *d, uint64_t ring, uint32_t reg,
+                         uint32_t qpn, uint32_t stride, uint32_t n,
+                         uint32_t first)
+{
+    g_autofree uint8_t *buf = g_malloc0((size_t)stride * n);
+    uint32_t i;
+
+    for (i = 0; i < n; i++) {
+        uint8_t *wqe = buf + (size_t)i * stride;
+
+        stq_le_p(wqe, first + i);      /* wr_id leads both WQE kinds */
+        if (reg == RS_DB_SQ) {
+            wqe[offsetof(struct rs_send_wqe_ctrl, opcode)] = RS_WR_SEND;
+        }
+    }
+    qtest_bufwrite(rs_qts(d), ring, buf, (size_t)stride * n);
+    rs_db_writel(d, 0, reg, qpn | (n & 0xffff) << 16);
+}
+
+/* Wait until the CQE in slot @index has the first lap's owner bit. */
+static void cq_full_wait(QRdmaSession *d, uint64_t ring, uint32_t index)
+{
+    int64_t end = g_get_monotonic_time() + RS_QOS_TIMEOUT_US;
+    uint64_t owner = ring + (uint64_t)index * sizeof(struct rs_cqe) +
+                     offsetof(struct rs_cqe, owner);
+
+    while (!(qtest_readb(rs_qts(d), owner) & RS_CQE_OWNER)) {
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        g_usleep(1000);
+    }
+}
+
+static void test_cq_full_max(void *obj, void *data, QGuestAllocator *alloc)
+{
+    QRdmaSession *d = rs_setup(obj);
+    const uint32_t cap = 1u << RS_MAX_CQ_LOG, wq = 1u << RS_MAX_WQ_LOG;
+    const uint32_t total = cap + 1;
+    const size_t ring_len = (size_t)sizeof(struct rs_cqe) << RS_MAX_CQ_LOG;
+    uint64_t ring = rs_alloc_zeroed(d, ring_len);
+    g_autofree struct rs_cqe *cqes = g_malloc(ring_len);
+    uint32_t pd = new_pd(d), cq = 0, done = 0, i;
+    int64_t end;
+    struct rs_event ev;
+    bool got = false;
+
+    RS_ASSERT_OK(rs_create_cq(d, ring, RS_MAX_CQ_LOG, 0, 0, &cq));
+    while (done < total) {
+        struct rs_cmd_create_qp c = {
+            .qp_type = RS_QPT_RC,
+            .pd = pd,
+            .send_cq = cq,
+            .recv_cq = cq,
+            .sq_log_size = RS_MAX_WQ_LOG,
+            .rq_log_size = RS_MAX_WQ_LOG,
+            .max_send_sge = 1,
+            .max_recv_sge = 1,
+        };
+        uint32_t qp, n;
+
+        c.sq_addr = rs_alloc_zeroed(d, rs_qp_sq_bytes(&c));
+        c.rq_addr = rs_alloc_zeroed(d, rs_qp_rq_bytes(&c));
+        qp = new_qp(d, &c);
+        qp_walk(d, qp, RS_QPT_RC, RS_QPS_ERR);
+        n = MIN(total - done, wq);
+        cq_full_post(d, c.rq_addr, RS_DB_RQ, HINDEX(qp),
+                     rs_qp_rq_bytes(&c) >> RS_MAX_WQ_LOG, n, done);
+        done += n;
+        if (done <= cap) {
+            cq_full_wait(d, ring, done - 1);
+        }
+        if (done < total) {
+            n = MIN(total - done, wq);
+            cq_full_post(d, c.sq_addr, RS_DB_SQ, HINDEX(qp),
+                         rs_qp_sq_bytes(&c) >> RS_MAX_WQ_LOG, n, done);
+            done += n;
+            if (done <= cap) {
+                cq_full_wait(d, ring, done - 1);
+            }
+        }
+    }
+
+    /* The last CQE: an event, or (wrongly) slot 0 of the second lap. */
+    end = g_get_monotonic_time() + RS_QOS_TIMEOUT_US;
+    while (!got && g_get_monotonic_time() < end &&
+           (qtest_readb(rs_qts(d), ring + offsetof(struct rs_cqe, owner)) &
+            RS_CQE_OWNER)) {
+        got = rs_aeq_poll(d, &ev, 10 * 1000);
+    }
+    qtest_bufread(rs_qts(d), ring, cqes, ring_len);
+    for (i = 0; i < cap; i++) {
+        if (le64_to_cpu(cqes[i].wr_id) != i ||
+            !(cqes[i].owner & RS_CQE_OWNER)) {
+            g_error("CQE %u overwritten: wr_id %" PRIu64 " owner 0x%x", i,
+                    (uint64_t)le64_to_cpu(cqes[i].wr_id), cqes[i].owner);
+        }
+    }
+    g_assert_true(got);
+    g_assert_cmpuint(ev.type, ==, RS_EV_CQ_ERR);
+    g_assert_cmphex(ev.handle, ==, cq);
+    g_assert_false(rs_aeq_poll(d, &ev, 100 * 1000));
+    assert_alive(d);
+}
+
 static void test_srq(void *obj, void *data, QGuestAllocator *alloc)
 {
     QRdmaSession *d = rs_setup(obj);
@@ -9876,6 +9985,7 @@ static void register_rdma_session_test(void)
     qos_add_test("lan-rx-missed", "rdma-session", test_lan_rx_missed, &lan);
     qos_add_test("lan-log-rate", "rdma-session", test_lan_log_rate,
                  &lan_log);
+    qos_add_test("cq-full-max", "rdma-session", test_cq_full_max, NULL);
     qtest_add_func("rdma-session/bad-properties", test_bad_properties);
 }
 
