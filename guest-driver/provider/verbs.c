@@ -641,8 +641,7 @@ int rs_destroy_cq(struct ibv_cq *ibcq)
 		     IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |                    \
 		     IBV_QP_EX_WITH_RDMA_READ |                              \
 		     IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |                     \
-		     IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |                   \
-		     IBV_QP_EX_WITH_LOCAL_INV)
+		     IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
 
 static void rs_qp_fill_wr_pfns(struct rs_qp *qp,
 			       const struct ibv_qp_init_attr_ex *attr);
@@ -920,7 +919,6 @@ static bool rs_opcode_ok(enum ibv_qp_type type, uint8_t op)
 	case RS_WR_RDMA_WRITE:
 	case RS_WR_RDMA_WRITE_IMM:
 	case RS_WR_SEND_INV:
-	case RS_WR_LOCAL_INV:
 		return type != IBV_QPT_UD;
 	case RS_WR_RDMA_READ:
 	case RS_WR_ATOMIC_CMP_SWP:
@@ -958,10 +956,12 @@ static int rs_ibv_opcode(enum ibv_wr_opcode op, uint8_t *out)
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 		*out = RS_WR_ATOMIC_FETCH_ADD;
 		return 0;
-	case IBV_WR_LOCAL_INV:
-		*out = RS_WR_LOCAL_INV;
-		return 0;
 	default:
+		/*
+		 * LOCAL_INV among them: invalidating an MR from the send queue
+		 * is for kernel consumers (IBTA; no memory windows yet), and
+		 * the device would move a user QP to ERR for it.
+		 */
 		return EINVAL;
 	}
 }
@@ -1054,9 +1054,6 @@ int rs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			ctrl->imm_or_inv = htole32(be32toh(wr->imm_data));
 			break;
 		case RS_WR_SEND_INV:
-			ctrl->imm_or_inv = htole32(wr->invalidate_rkey);
-			break;
-		case RS_WR_LOCAL_INV:
 			ctrl->imm_or_inv = htole32(wr->invalidate_rkey);
 			break;
 		default:
@@ -1382,12 +1379,17 @@ static void rs_wr_send_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
 		c->imm_or_inv = htole32(invalidate_rkey);
 }
 
+/*
+ * Not offered (see rs_ibv_opcode()), but installed so that a call fails
+ * the batch instead of jumping through NULL.
+ */
 static void rs_wr_local_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
 {
-	struct rs_send_wqe_ctrl *c = rs_wr_new(qpx, RS_WR_LOCAL_INV);
+	struct rs_qp *qp = to_rs_qp_ex(qpx);
 
-	if (c)
-		c->imm_or_inv = htole32(invalidate_rkey);
+	qp->cur_wqe = NULL;
+	if (!qp->wr_err)
+		qp->wr_err = EOPNOTSUPP;
 }
 
 static struct rs_send_wqe_ctrl *rs_wr_rdma(struct ibv_qp_ex *qpx, uint8_t op,
@@ -1539,8 +1541,7 @@ static void rs_qp_fill_wr_pfns(struct rs_qp *qp,
 		qpx->wr_atomic_cmp_swp = rs_wr_atomic_cmp_swp;
 	if (ops & IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
 		qpx->wr_atomic_fetch_add = rs_wr_atomic_fetch_add;
-	if (ops & IBV_QP_EX_WITH_LOCAL_INV)
-		qpx->wr_local_inv = rs_wr_local_inv;
+	qpx->wr_local_inv = rs_wr_local_inv;
 	qpx->wr_set_sge = rs_wr_set_sge;
 	qpx->wr_set_sge_list = rs_wr_set_sge_list;
 	qpx->wr_set_inline_data = rs_wr_set_inline_data;

@@ -38,7 +38,8 @@ void rs_cq_post(RSCore *c, uint32_t idx, struct rs_cqe *cqe, bool solicited)
     if (!cq->valid) {
         return;
     }
-    if (cq->log_size < 16 && ((cq->pi - cq->ci) & 0xffff) >= size) {
+    /* ci is 16 bits (the doorbell's): size <= 2^15 keeps full != empty. */
+    if (((cq->pi - cq->ci) & 0xffff) >= size) {
         trace_rdma_session_cq_overflow(idx);
         rs_core_raise_event(c, RS_EV_CQ_ERR,
                             rs_handle(idx, cq->gen), cq->pi);

@@ -9,10 +9,30 @@
 #include "qemu/osdep.h"
 #include "qemu/log.h"
 #include "qemu/main-loop.h"
+#include "qemu/timer.h"
 #include "qapi/error.h"
 #include "system/dma.h"
 #include "rdma-session-core.h"
 #include "trace.h"
+
+bool rs_log_limit(RSLogLimit *l, uint32_t *missed)
+{
+    int64_t now = qemu_clock_get_ms(QEMU_CLOCK_REALTIME);
+
+    *missed = 0;
+    if (!l->start || now - l->start >= RS_LOG_INTERVAL_MS) {
+        l->start = now;
+        l->count = 0;
+    }
+    if (l->count >= RS_LOG_BURST) {
+        l->missed++;
+        return false;
+    }
+    l->count++;
+    *missed = l->missed;
+    l->missed = 0;
+    return true;
+}
 
 /*
  * Every DMA the guest can steer goes through here.  The whole range must be
@@ -100,6 +120,9 @@ static void rs_clear_tables(RSCore *c)
     memset(c->cqs, 0, sizeof(*c->cqs) * c->p.max_cqs);
     memset(c->qps, 0, sizeof(*c->qps) * c->p.max_qps);
     memset(c->mrs, 0, sizeof(*c->mrs) * c->p.max_mrs);
+    for (uint32_t i = 0; i < c->p.max_mrs; i++) {
+        c->mrs[i].core = c;
+    }
     memset(c->ahs, 0, sizeof(*c->ahs) * c->p.max_ahs);
     memset(c->sessions, 0, sizeof(*c->sessions) * c->p.max_sessions);
     memset(c->groups, 0, sizeof(*c->groups) * c->p.max_groups);

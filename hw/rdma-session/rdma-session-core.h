@@ -265,6 +265,7 @@ typedef struct RSMr {
     uint64_t length;
     uint32_t npages;
     uint64_t *pages;            /* guest physical address of each page */
+    struct RSCore *core;        /* the page budget, for incoming migration */
 } RSMr;
 
 typedef struct RSAh {
@@ -378,6 +379,7 @@ struct RSCore {
     RSGid *gids;
     RSSrq *srqs;
     uint32_t mr_pages_used;
+    uint32_t mr_pages_loaded;   /* incoming migration: MRs' pages so far */
 
     /* LAN path: indexed by enum rs_lan_queue_type. */
     RSLanQueue lanq[2];
@@ -391,6 +393,11 @@ struct RSCore {
      * full link drops them, so the network layer's queue stays bounded.
      */
     uint32_t roce_tx_held;
+    /*
+     * LAN frames dropped for want of an RX descriptor (QOM property
+     * x-lan-rx-missed); counted since realize, not migrated.
+     */
+    uint64_t lan_rx_missed;
 };
 
 /* rdma-session-core.c */
@@ -528,6 +535,7 @@ void rs_lan_reset(RSCore *c);
 void rs_lan_db_write(RSCore *c, uint32_t page, uint32_t reg, uint32_t val);
 void rs_lan_tx_resume(RSCore *c);
 bool rs_lan_can_receive(RSCore *c);
+void rs_lan_gid_added(RSCore *c);
 ssize_t rs_lan_receive_iov(RSCore *c, const struct iovec *iov, int iovcnt);
 bool rs_lan_state_valid(RSCore *c);
 void rs_lan_post_load(RSCore *c);
@@ -607,14 +615,43 @@ static inline void rs_guard_leave(RSCore *c)
 extern const VMStateDescription vmstate_rs_core;
 
 /*
+ * Rate limit of the guest-error log, per call site: at most RS_LOG_BURST
+ * lines in each RS_LOG_INTERVAL_MS of QEMU_CLOCK_REALTIME.  Many guest
+ * errors can repeat at packet or doorbell rate (a peer's frames, a guest
+ * ringing in a loop), and "-d guest_errors" must stay readable and the
+ * log file bounded; the first line of a new interval says how many were
+ * left out.  The trace event always fires.
+ */
+#define RS_LOG_BURST        10
+#define RS_LOG_INTERVAL_MS  1000
+
+typedef struct RSLogLimit {
+    int64_t start;              /* this interval's start, realtime ms */
+    uint32_t count;             /* lines logged in it */
+    uint32_t missed;            /* lines left out since the last one */
+} RSLogLimit;
+
+/* True if the call site may log now; *missed: lines left out before. */
+bool rs_log_limit(RSLogLimit *l, uint32_t *missed);
+
+/*
  * A guest mistake: trace event plus LOG_GUEST_ERROR (nvme's
- * NVME_GUEST_ERR), so a guest cannot flood stderr by default.
+ * NVME_GUEST_ERR), so a guest cannot flood stderr by default; the log
+ * line is rate limited per call site (RSLogLimit above).
  */
 #define RS_GUEST_ERR(trace, fmt, ...)                                      \
     do {                                                                   \
+        static RSLogLimit rs_log_limit_;                                   \
+        uint32_t rs_log_missed_;                                           \
+                                                                           \
         (trace_##trace)(__VA_ARGS__);                                      \
-        qemu_log_mask(LOG_GUEST_ERROR, #trace ": " fmt "\n",               \
-                      ## __VA_ARGS__);                                     \
+        if (qemu_loglevel_mask(LOG_GUEST_ERROR) &&                         \
+            rs_log_limit(&rs_log_limit_, &rs_log_missed_)) {               \
+            if (rs_log_missed_) {                                          \
+                qemu_log(#trace ": %u more not logged\n", rs_log_missed_); \
+            }                                                              \
+            qemu_log(#trace ": " fmt "\n", ## __VA_ARGS__);                \
+        }                                                                  \
     } while (0)
 
 #endif

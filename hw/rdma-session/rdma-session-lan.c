@@ -11,12 +11,17 @@
  * each frame into a buffer allocated once at realize.  When the backend
  * cannot take a frame it keeps it (one frame) and TX pauses until the
  * backend has sent it, so a stalled backend costs no memory and the guest
- * sees its ring stop.  RX is driven by the
- * network layer: a frame for the LAN ring that finds no descriptor is
- * handed back and the layer holds it and those after it (its queue is
- * bounded: a backend with a completion callback stops reading, the others
- * drop past the queue limit); the RX doorbell flushes them.  RoCEv2
- * frames for the engine need no descriptor.
+ * sees its ring stop.  RX is driven by the network layer.  RoCEv2 frames
+ * for the engine need no descriptor.  While the engine has a GID, a frame
+ * for the LAN ring that finds no descriptor is dropped and counted
+ * (lan_rx_missed, as a NIC counts frames it had no buffer for), because
+ * the layer would hold every later frame behind it, RoCE ones included,
+ * until an RX doorbell that an interface that is down never rings.
+ * Without a GID no frame can be the engine's, so the adapter is a plain
+ * NIC with lossless backpressure: the frame is handed back and the layer
+ * holds it and those after it (its queue is bounded: a backend with a
+ * completion callback stops reading, the others drop past the queue
+ * limit); the RX doorbell, or the first GID, flushes them.
  *
  * The core knows nothing about PCI or the NIC: the glue gives it a send
  * and a flush callback.
@@ -293,12 +298,38 @@ static bool rs_lan_rx_ready(RSCore *c)
 
 /*
  * RoCEv2 frames for the engine need no RX descriptor, so while the port
- * is active every frame is taken; one for the LAN ring that finds no
- * descriptor is handed back to the network layer (receive returns 0).
+ * is active every frame is taken; what happens to one for the LAN ring
+ * that finds no descriptor is rs_lan_rx_hold()'s choice.
  */
 bool rs_lan_can_receive(RSCore *c)
 {
     return rs_port_active(c) || rs_lan_rx_ready(c);
+}
+
+/*
+ * May a LAN frame without a descriptor be handed back to the network
+ * layer, which then holds it and everything after it?  Only while no
+ * frame behind it can be for the engine: the port is down or there is no
+ * GID to receive RoCE traffic on.
+ */
+static bool rs_lan_rx_hold(RSCore *c)
+{
+    if (!rs_port_active(c)) {
+        return true;
+    }
+    for (uint32_t i = 0; i < c->p.max_gids; i++) {
+        if (c->gids[i].valid) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* A GID was added: frames held before must not wait for RoCE ones. */
+void rs_lan_gid_added(RSCore *c)
+{
+    c->lan_flush_pending = true;
+    qemu_bh_schedule(c->lan_bh);
 }
 
 static bool rs_lan_rx_accept(RSCore *c, const uint8_t *dst)
@@ -342,9 +373,7 @@ ssize_t rs_lan_receive_iov(RSCore *c, const struct iovec *iov, int iovcnt)
     if (rs_port_active(c) && rs_resp_divert(c, iov, iovcnt)) {
         return size;        /* RoCEv2 to one of our GIDs: the engine's */
     }
-    if (!rs_lan_rx_ready(c)) {
-        return 0;           /* the network layer holds it */
-    }
+    /* Frames the ring would not take are dropped before any holding. */
     if (size < ETH_HLEN) {
         trace_rdma_session_lan_rx_drop(size, "runt");
         return size;
@@ -352,6 +381,14 @@ ssize_t rs_lan_receive_iov(RSCore *c, const struct iovec *iov, int iovcnt)
     iov_to_buf(iov, iovcnt, 0, dst, sizeof(dst));
     if (!rs_lan_rx_accept(c, dst)) {
         trace_rdma_session_lan_rx_drop(size, "filtered");
+        return size;
+    }
+    if (!rs_lan_rx_ready(c)) {
+        if (rs_lan_rx_hold(c)) {
+            return 0;       /* the network layer holds it */
+        }
+        c->lan_rx_missed++;
+        trace_rdma_session_lan_rx_drop(size, "no descriptor");
         return size;
     }
     if (rs_dma_read(c, rs_lan_desc_addr(q, q->ci), &d, sizeof(d))) {

@@ -226,6 +226,25 @@ static const VMStateDescription vmstate_rs_qp = {
     },
 };
 
+/*
+ * An MR's page count is checked before its page array is allocated: it
+ * must fit in what the stream says all MRs hold (mr_pages_used, checked
+ * against max-mr-pages before the MRs) less the pages of the MRs loaded
+ * before it.  A stream cannot make the destination allocate more than
+ * max-mr-pages page addresses in all.  Only a load counts pages.
+ */
+static bool rs_mr_npages_valid(void *opaque, int version_id)
+{
+    RSMr *mr = opaque;
+    RSCore *c = mr->core;
+
+    if (mr->npages > c->mr_pages_used - c->mr_pages_loaded) {
+        return false;
+    }
+    c->mr_pages_loaded += mr->npages;
+    return true;
+}
+
 static const VMStateDescription vmstate_rs_mr = {
     .name = "rdma-session/mr",
     .version_id = 2,
@@ -241,6 +260,8 @@ static const VMStateDescription vmstate_rs_mr = {
         VMSTATE_UINT64(iova, RSMr),
         VMSTATE_UINT64(length, RSMr),
         VMSTATE_UINT32(npages, RSMr),
+        VMSTATE_VALIDATE("npages within the page budget",
+                         rs_mr_npages_valid),
         VMSTATE_VARRAY_UINT32_ALLOC(pages, RSMr, npages, 0,
                                     vmstate_info_uint64, uint64_t),
         VMSTATE_BOOL_V(fast, RSMr, 2),
@@ -380,9 +401,99 @@ static int rs_core_pre_load(void *opaque)
         c->mrs[i].pages = NULL;
         c->mrs[i].npages = 0;
     }
+    c->mr_pages_loaded = 0;
     /* A stream without SRQs (no subsection) leaves the table empty. */
     memset(c->srqs, 0, sizeof(*c->srqs) * c->p.max_srqs);
     return 0;
+}
+
+static bool rs_mr_pages_used_valid(void *opaque, int version_id)
+{
+    RSCore *c = opaque;
+
+    return c->mr_pages_used <= c->p.max_mr_pages;
+}
+
+/*
+ * Every reference count is the number of live objects that hold one:
+ * QPs hold their PD, CQs, SRQ, session group and (with an address
+ * vector) GID; MRs and AHs their PD and GID; SRQs their PD; sessions
+ * their GID; groups each member session.  The indices were checked
+ * before.  A wrong count would let DESTROY free an object still in use.
+ */
+static bool rs_core_refs_valid(RSCore *c)
+{
+    const RSParams *p = &c->p;
+    g_autofree uint32_t *pd = g_new0(uint32_t, p->max_pds);
+    g_autofree uint32_t *cq = g_new0(uint32_t, p->max_cqs);
+    g_autofree uint32_t *srq = g_new0(uint32_t, p->max_srqs);
+    g_autofree uint32_t *gid = g_new0(uint32_t, p->max_gids);
+    g_autofree uint32_t *ses = g_new0(uint32_t, p->max_sessions);
+    g_autofree uint32_t *grp = g_new0(uint32_t, p->max_groups);
+    uint32_t i, j;
+
+    for (i = 0; i < p->max_qps; i++) {
+        const RSQp *qp = &c->qps[i];
+
+        if (qp->valid) {
+            pd[qp->pd]++;
+            cq[qp->send_cq]++;
+            cq[qp->recv_cq]++;
+            if (qp->srq) {
+                srq[qp->srq]++;
+            }
+            if (qp->group) {
+                grp[qp->group]++;
+            }
+            if (qp->has_av) {
+                gid[qp->av.gid_index]++;
+            }
+        }
+    }
+    for (i = 0; i < p->max_mrs; i++) {
+        if (c->mrs[i].valid) {
+            pd[c->mrs[i].pd]++;
+            gid[c->mrs[i].gid_index]++;
+        }
+    }
+    for (i = 0; i < p->max_ahs; i++) {
+        if (c->ahs[i].valid) {
+            pd[c->ahs[i].pd]++;
+            gid[c->ahs[i].av.gid_index]++;
+        }
+    }
+    for (i = 0; i < p->max_srqs; i++) {
+        if (c->srqs[i].valid) {
+            pd[c->srqs[i].pd]++;
+        }
+    }
+    for (i = 0; i < p->max_sessions; i++) {
+        if (c->sessions[i].valid) {
+            gid[c->sessions[i].gid_index]++;
+        }
+    }
+    for (i = 0; i < p->max_groups; i++) {
+        for (j = 0; c->groups[i].valid && j < c->groups[i].nsessions; j++) {
+            ses[c->groups[i].session[j]]++;
+        }
+    }
+
+#define RS_REFS_MATCH(table, max, count) ({                                \
+    bool ok_ = true;                                                       \
+    for (uint32_t k_ = 0; k_ < (max); k_++) {                              \
+        if (c->table[k_].valid && c->table[k_].refs != (count)[k_]) {      \
+            ok_ = false;                                                   \
+        }                                                                  \
+    }                                                                      \
+    ok_; })
+
+    return RS_REFS_MATCH(pds, p->max_pds, pd) &&
+           RS_REFS_MATCH(cqs, p->max_cqs, cq) &&
+           RS_REFS_MATCH(srqs, p->max_srqs, srq) &&
+           RS_REFS_MATCH(gids, p->max_gids, gid) &&
+           RS_REFS_MATCH(sessions, p->max_sessions, ses) &&
+           RS_REFS_MATCH(groups, p->max_groups, grp);
+#undef RS_REFS_MATCH
 }
 
 #define RS_REF_OK(c, table, max, idx) ((idx) < (max) && (c)->table[idx].valid)
@@ -428,6 +539,13 @@ static bool rs_core_state_valid(RSCore *c)
 
     if (FIELD_EX32(c->admq_cfg, RS_ADMQ_CFG, LOG_SIZE) > RS_MAX_ADMQ_LOG ||
         FIELD_EX32(c->aeq_cfg, RS_AEQ_CFG, LOG_SIZE) > RS_MAX_AEQ_LOG) {
+        return false;
+    }
+    /* Commands and events outstanding fit their rings. */
+    if (c->admq_pi - c->admq_ci >
+        1u << FIELD_EX32(c->admq_cfg, RS_ADMQ_CFG, LOG_SIZE) ||
+        c->aeq_pi - c->aeq_ci >
+        1u << FIELD_EX32(c->aeq_cfg, RS_AEQ_CFG, LOG_SIZE)) {
         return false;
     }
     for (i = 0; i < p->max_cqs; i++) {
@@ -581,7 +699,7 @@ static bool rs_core_state_valid(RSCore *c)
             }
         }
     }
-    return rs_lan_state_valid(c);
+    return rs_core_refs_valid(c) && rs_lan_state_valid(c);
 }
 
 static int rs_core_post_load(void *opaque, int version_id)
@@ -635,6 +753,8 @@ const VMStateDescription vmstate_rs_core = {
         VMSTATE_UINT32(aeq_pi, RSCore),
         VMSTATE_UINT32(aeq_ci, RSCore),
         VMSTATE_UINT32(mr_pages_used, RSCore),
+        VMSTATE_VALIDATE("mr_pages_used within max-mr-pages",
+                         rs_mr_pages_used_valid),
         VMSTATE_STRUCT_VARRAY_POINTER_UINT32(pds, RSCore, p.max_pds,
                                              vmstate_rs_pd, RSPd),
         VMSTATE_STRUCT_VARRAY_POINTER_UINT32(cqs, RSCore, p.max_cqs,

@@ -223,6 +223,8 @@ static void rs_pci_realize(PCIDevice *pci_dev, Error **errp)
                           &dev->mem_reentrancy_guard, s);
     qemu_format_nic_info_str(qemu_get_queue(s->nic), c->mac.a);
     c->link_up = !qemu_get_queue(s->nic)->link_down;
+    object_property_add_uint64_ptr(OBJECT(s), "x-lan-rx-missed",
+                                   &c->lan_rx_missed, OBJ_PROP_FLAG_READ);
     rs_core_reset(c);
 }
 

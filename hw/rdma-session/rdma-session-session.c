@@ -48,6 +48,7 @@ uint8_t rs_cmd_add_gid(RSCore *c, const struct rs_admin_cmd *cmd,
     gid->refs = 0;
     memcpy(gid->gid, g->gid, sizeof(gid->gid));
     trace_rdma_session_gid(idx, true);
+    rs_lan_gid_added(c);
     cqe->handle = cpu_to_le32(idx);
     return RS_STATUS_OK;
 }

@@ -409,6 +409,8 @@ int main(void)
     CHECK_VALUE(RS_PD_F_PRIVILEGED, 1);
     CHECK_VALUE(RS_MR_F_FAST_REG, 4);
     CHECK_VALUE(RS_MAX_FRMR_PAGES, 512);
+    /* A CQ's consumer index is a 16-bit doorbell value: 2^15 entries. */
+    CHECK_VALUE(RS_MAX_CQ_LOG, 15);
     CHECK_VALUE(RS_WR_LOCAL_INV, 0x08);
     CHECK_VALUE(RS_WQE_F_AV_ADDR, 0x10);
     CHECK_VALUE(RS_WR_REG_MR, 0x09);

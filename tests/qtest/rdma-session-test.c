@@ -18,6 +18,8 @@
 #include "hw/pci/pci_regs.h"
 #include "libqtest.h"
 #include "qobject/qdict.h"
+#include "qobject/qlist.h"
+#include "qobject/qnum.h"
 #include "libqos/qgraph.h"
 #include "libqos/pci.h"
 #include "libqos/pci-pc.h"
@@ -5477,6 +5479,178 @@ static void test_migrate(void *obj, void *data, QGuestAllocator *alloc)
     qos_invalidate_command_line();
 }
 
+/*
+ * A corrupted migration stream fails the incoming migration cleanly: the
+ * destination reports the failure and keeps running.  The source saves
+ * to a file once; each case patches one field of the device's state,
+ * found by the distinctive bytes in front of it (the stream is big
+ * endian), and loads the result into a new QEMU.
+ */
+typedef struct MigPatch {
+    const char *name;
+    uint8_t needle[32];
+    size_t needle_len;
+    size_t field_off;           /* from the needle's start */
+    uint32_t value;             /* big endian in the stream */
+} MigPatch;
+
+/* The offset of the only occurrence of @needle in @buf. */
+static size_t mig_find(const uint8_t *buf, size_t len, const uint8_t *needle,
+                       size_t nlen)
+{
+    const uint8_t *p = buf, *found = NULL;
+
+    while ((p = memmem(p, len - (p - buf), needle, nlen))) {
+        g_assert_null(found);
+        found = p++;
+    }
+    g_assert_nonnull(found);
+    return found - buf;
+}
+
+/* Load @path into a new QEMU; true if the migration completed. */
+static bool mig_load(const char *path, char **err)
+{
+    g_autofree char *uri = g_strdup_printf("file:%s", path);
+    QTestState *to = qtest_initf("%s -incoming defer",
+                                 qos_get_current_command_line());
+    int64_t end = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
+    bool ok;
+
+    qtest_qmp_assert_success(to, "{ 'execute': 'migrate-incoming',"
+                             "  'arguments': { 'uri': %s,"
+                             "                 'exit-on-error': false } }",
+                             uri);
+    for (;;) {
+        QDict *rsp = qtest_qmp_assert_success_ref(to,
+                                    "{ 'execute': 'query-migrate' }");
+        const char *status = qdict_get_try_str(rsp, "status");
+
+        if (status && (!strcmp(status, "completed") ||
+                       !strcmp(status, "failed"))) {
+            ok = !strcmp(status, "completed");
+            *err = g_strdup(qdict_get_try_str(rsp, "error-desc") ?: "");
+            qobject_unref(rsp);
+            break;
+        }
+        qobject_unref(rsp);
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        g_usleep(10 * 1000);
+    }
+    /* Still alive after a failure: it answers, then quits normally. */
+    qtest_qmp_assert_success(to, "{ 'execute': 'query-status' }");
+    qtest_quit(to);
+    return ok;
+}
+
+static void test_migrate_corrupt(void *obj, void *data,
+                                 QGuestAllocator *alloc)
+{
+    QRdmaSession *d = rs_setup(obj);
+    QTestState *from = rs_qts(d);
+    g_autofree char *tmpdir = g_dir_make_tmp("rdma-session-mig-XXXXXX",
+                                             NULL);
+    g_autofree char *path = g_strdup_printf("%s/state", tmpdir);
+    g_autofree char *bad = g_strdup_printf("%s/bad", tmpdir);
+    g_autofree char *uri = g_strdup_printf("file:%s", path);
+    g_autofree uint8_t *stream = NULL;
+    struct rs_cmd_add_gid g = { 0 };
+    struct rs_cmd_reg_mr mr = { 0 };
+    struct rs_cmd_create_ah ah;
+    MigPatch cases[4];
+    uint32_t pd, h, admq_cfg, acq_cfg, aeq_cfg;
+    char *err = NULL;
+    gsize len;
+    int i;
+
+    /* GID 1 (fd00::7e, VNI 0x5a5a5a) with one reference: an AH. */
+    add_gid_v4(d, 0, 1);
+    g.gid[0] = 0xfd;
+    g.gid[15] = 0x7e;
+    g.index = 1;
+    g.type = RS_GID_ROCE_V2_IPV6;
+    g.vni = 0x5a5a5a;
+    RS_ASSERT_OK(rs_add_gid(d, &g, NULL));
+    pd = new_pd(d);
+    ah_template(&ah, pd, 1);
+    RS_ASSERT_OK(rs_create_ah(d, &ah, &h));
+    /* An MR of 2 pages at a distinctive IOVA. */
+    mr.iova = 0x5a5a00000000ull;
+    mr.length = 2 * PAGE;
+    mr.npages = 2;
+    mr.pbl_addr = make_pbl(d, rs_alloc_zeroed(d, 2 * PAGE), PAGE, 2);
+    mr.pd = pd;
+    mr.page_shift = 12;
+    mr.access = STD_ACCESS;
+    reg_mr_ok(d, &mr);
+    admq_cfg = rs_readl(d, A_RS_ADMQ_CFG);
+    acq_cfg = rs_readl(d, A_RS_ACQ_CFG);
+    aeq_cfg = rs_readl(d, A_RS_AEQ_CFG);
+
+    qtest_qmp_assert_success(from, "{ 'execute': 'stop' }");
+    qtest_qmp_assert_success(from, "{ 'execute': 'migrate',"
+                             "  'arguments': { 'uri': %s } }", uri);
+    wait_migration_done(from);
+    g_assert_true(g_file_get_contents(path, (gchar **)&stream, &len, NULL));
+
+    /* RSGid: gid[16], vni, refs.  RSMr: ..., iova, length, npages. */
+    memset(cases, 0, sizeof(cases));
+    cases[0].name = "GID reference count";
+    memcpy(cases[0].needle, g.gid, 16);
+    stl_be_p(cases[0].needle + 16, g.vni);
+    cases[0].needle_len = 20;
+    cases[0].field_off = 20;
+    cases[0].value = 2;
+    cases[1].name = "MR npages 0xffffffff";
+    stq_be_p(cases[1].needle, mr.iova);
+    stq_be_p(cases[1].needle + 8, mr.length);
+    cases[1].needle_len = 16;
+    cases[1].field_off = 16;
+    cases[1].value = 0xffffffff;
+    cases[2] = cases[1];
+    cases[2].name = "MR npages over max-mr-pages";
+    cases[2].value = 300000;
+    /* Registers: admq_base, cfg, acq_base, cfg, aeq_base, cfg, admq_pi */
+    cases[3].name = "admin queue producer ahead by more than the ring";
+    stq_be_p(cases[3].needle, d->admq);
+    stl_be_p(cases[3].needle + 8, admq_cfg);
+    stq_be_p(cases[3].needle + 12, d->acq);
+    stl_be_p(cases[3].needle + 20, acq_cfg);
+    stq_be_p(cases[3].needle + 24, d->aeq);
+    cases[3].needle_len = 32;
+    cases[3].field_off = 32 + 4;
+    cases[3].value = d->admq_pi + (1u << d->admq_log) + 1;
+    g_assert_cmpuint(rs_readl(d, A_RS_ADMQ_CI), ==, d->admq_pi);
+
+    for (i = 0; i < ARRAY_SIZE(cases); i++) {
+        g_autofree uint8_t *copy = g_memdup2(stream, len);
+        size_t off = mig_find(stream, len, cases[i].needle,
+                              cases[i].needle_len) + cases[i].field_off;
+
+        g_test_message("corrupt stream: %s", cases[i].name);
+        if (i == 3) {
+            /* aeq_cfg, then admq_pi equal to admq_ci */
+            g_assert_cmphex(ldl_be_p(stream + off - 4), ==, aeq_cfg);
+            g_assert_cmphex(ldl_be_p(stream + off), ==, d->admq_pi);
+            g_assert_cmphex(ldl_be_p(stream + off + 4), ==, d->admq_pi);
+        }
+        stl_be_p(copy + off, cases[i].value);
+        g_assert_true(g_file_set_contents(bad, (gchar *)copy, len, NULL));
+        g_assert_false(mig_load(bad, &err));
+        g_test_message("destination: %s", err);
+        g_assert_cmpstr(err, !=, "");
+        g_free(err);
+    }
+    /* The stream as saved loads. */
+    g_assert_true(mig_load(path, &err));
+    g_free(err);
+
+    unlink(bad);
+    unlink(path);
+    rmdir(tmpdir);
+    qos_invalidate_command_line();
+}
+
 /* ------------------------------------------------------------------ */
 /* LAN path                                                            */
 /* ------------------------------------------------------------------ */
@@ -6500,6 +6674,82 @@ static void test_lan_bad_input(void *obj, void *data,
     RS_ASSERT_STATUS(rs_destroy(e.d, RS_CMD_DESTROY_LAN_QUEUE, RS_LAN_RXQ),
                      RS_STATUS_BAD_HANDLE);
     lan_expect_quiet(&e);
+}
+
+/*
+ * Guest errors a peer's frames trigger are logged at a bounded rate: 256
+ * frames into RX descriptors whose buffers are outside guest RAM, with
+ * "-d guest_errors", log at most a burst per second, and the next line
+ * after a quiet second says how many were left out.
+ */
+static char *lan_log_path;
+
+static void *lan_log_before(GString *cmd_line, void *arg)
+{
+    void *sv = lan_before(cmd_line, arg);
+
+    g_free(lan_log_path);
+    lan_log_path = g_strdup_printf("%s/rdma-session-log-%d.txt",
+                                   g_get_tmp_dir(), (int)getpid());
+    unlink(lan_log_path);
+    g_string_append_printf(cmd_line, " -d guest_errors -D %s ",
+                           lan_log_path);
+    return sv;
+}
+
+static int lan_log_count(const char *what)
+{
+    g_autofree char *text = NULL;
+    const char *p;
+    int n = 0;
+
+    g_assert_true(g_file_get_contents(lan_log_path, &text, NULL, NULL));
+    for (p = text; (p = strstr(p, what)); p++) {
+        n++;
+    }
+    return n;
+}
+
+static void test_lan_log_rate(void *obj, void *data, QGuestAllocator *alloc)
+{
+    enum { FRAMES = 256 };
+    const char *line = "rdma_session_err_lan_rx_buf: RX descriptor";
+    int64_t t0, secs;
+    uint32_t idx = 0;
+    uint8_t f[80];
+    LanEnv e;
+    int i, n;
+
+    lan_setup(&e, obj, data, 0, 8);
+    for (i = 0; i < FRAMES; i++) {
+        idx = lan_post(&e, &e.rx, FAR_ADDR, LAN_BUF_SIZE, 0);
+    }
+    lan_doorbell(&e, &e.rx);
+    lan_make_frame(f, sizeof(f), qos_mac, 0x70);
+    t0 = g_get_monotonic_time();
+    for (i = 0; i < FRAMES; i++) {
+        lan_sock_send(e.fd, f, sizeof(f));
+    }
+    g_assert_cmphex(lan_status(&e, &e.rx, idx), ==, lan_err(&e.rx, idx));
+    secs = (g_get_monotonic_time() - t0) / G_USEC_PER_SEC;
+    n = lan_log_count(line);
+    g_test_message("%d frames in %" PRId64 " s: %d log lines", FRAMES,
+                   secs, n);
+    g_assert_cmpint(n, >=, 1);
+    /* ten a second, and an interval that began before the first frame */
+    g_assert_cmpint(n, <=, 10 * (secs + 2));
+    g_assert_cmpint(lan_log_count("more not logged"), ==, 0);
+
+    /* After a quiet second: logged again, with the count left out. */
+    g_usleep(1100 * 1000);
+    idx = lan_post(&e, &e.rx, FAR_ADDR, LAN_BUF_SIZE, 0);
+    lan_doorbell(&e, &e.rx);
+    lan_sock_send(e.fd, f, sizeof(f));
+    g_assert_cmphex(lan_status(&e, &e.rx, idx), ==, lan_err(&e.rx, idx));
+    g_assert_cmpint(lan_log_count(line), ==, n + 1);
+    g_assert_cmpint(lan_log_count("more not logged"), ==, 1);
+    assert_alive(e.d);
+    unlink(lan_log_path);
 }
 
 /* Link down: TX completes and is discarded, RX frames are dropped. */
@@ -8931,6 +9181,124 @@ static void test_engine_uc_gap(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmpuint(qp_state(l.d, l.b.h), ==, RS_QPS_RTS);
 }
 
+/* The adapter's x-lan-rx-missed counter, through QMP. */
+static uint64_t lan_rx_missed(QRdmaSession *d)
+{
+    QTestState *qts = rs_qts(d);
+    QDict *rsp = qtest_qmp(qts, "{ 'execute': 'qom-list', 'arguments':"
+                           " { 'path': '/machine/peripheral-anon' } }");
+    g_autofree char *path = NULL;
+    QListEntry *entry;
+    uint64_t n;
+
+    g_assert_true(qdict_haskey(rsp, "return"));
+    QLIST_FOREACH_ENTRY(qdict_get_qlist(rsp, "return"), entry) {
+        QDict *prop = qobject_to(QDict, qlist_entry_obj(entry));
+
+        if (!strcmp(qdict_get_str(prop, "type"), "child<rdma-session>")) {
+            g_assert_null(path);
+            path = g_strdup_printf("/machine/peripheral-anon/%s",
+                                   qdict_get_str(prop, "name"));
+        }
+    }
+    qobject_unref(rsp);
+    g_assert_nonnull(path);
+    rsp = qtest_qmp(qts, "{ 'execute': 'qom-get', 'arguments':"
+                    " { 'path': %s, 'property': 'x-lan-rx-missed' } }",
+                    path);
+    g_assert_true(qdict_haskey(rsp, "return"));
+    n = qnum_get_uint(qobject_to(QNum, qdict_get(rsp, "return")));
+    qobject_unref(rsp);
+    return n;
+}
+
+/*
+ * While the port is active, a LAN frame that finds no RX descriptor is
+ * dropped and counted, never held in front of the RoCE frames behind it:
+ * a broadcast ARP with no RX ring (the interface is down), then with a
+ * ring and nothing posted, and each time a RoCE SEND after it that must
+ * be received.
+ */
+static void test_lan_rx_missed(void *obj, void *data, QGuestAllocator *alloc)
+{
+    static const uint8_t other[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x71 };
+    g_autofree uint8_t *p = g_malloc(RS_LAN_MAX_FRAME);
+    struct rs_send_wqe_ctrl w;
+    struct rs_cqe cqe;
+    uint8_t arp[60], f[64];
+    uint64_t buf;
+    uint32_t idx;
+    ssize_t n;
+    LanEnv e;
+    Loop l;
+    int i;
+
+    lan_setup(&e, obj, data, 0, 0);
+    loop_init(&l, e.d, RS_QPT_UC, 0);
+    loop_connect_to(&l, &l.a, l.b.qpn, 2);
+    loop_pattern(&l, l.src, 500, 0x3c);
+    memset(&w, 0, sizeof(w));
+    w.wr_id = 0xe0;
+    w.opcode = RS_WR_SEND;
+    w.flags = RS_WQE_F_SIGNALED;
+    w.num_sge = 1;
+    loop_post_send(&l, &l.a, &w, l.src, 500, l.src_key);
+    n = roce_recv(&e, p, BTH_UC | BTH_SEND_ONLY);
+    loop_expect(&l, 0xe0, RS_WC_SUCCESS, RS_WR_SEND, l.a.qpn);
+    wire_peer(&l);
+
+    /* who-has 10.0.0.9 tell 10.0.0.3, to everyone */
+    memset(arp, 0, sizeof(arp));
+    memcpy(arp, lan_bcast, 6);
+    memcpy(arp + 6, other, 6);
+    stw_be_p(arp + 12, 0x0806);
+    stw_be_p(arp + 14, 1);
+    stw_be_p(arp + 16, 0x0800);
+    arp[18] = 6;
+    arp[19] = 4;
+    stw_be_p(arp + 20, 1);
+    memcpy(arp + 22, other, 6);
+    stl_be_p(arp + 28, 0x0a000003);
+    stl_be_p(arp + 38, 0x0a000009);
+
+    for (i = 0; i < 2; i++) {
+        if (i == 1) {
+            lan_ring_init(&e, &e.rx, RS_LAN_RXQ, 2, LAN_RX_VECTOR);
+        }
+        fill(l.d, l.dst, 0xee, LOOP_BUF);
+        loop_post_recv(&l, &l.b, 0xb0 + i, l.dst, LOOP_BUF, l.dst_key);
+        lan_sock_send(e.fd, arp, sizeof(arp));
+        wire_feed(&e, p, n);
+        loop_poll(&l, &cqe);
+        g_assert_cmphex(cqe.wr_id, ==, 0xb0 + i);
+        g_assert_cmpuint(cqe.status, ==, RS_WC_SUCCESS);
+        g_assert_cmpuint(cqe.byte_len, ==, 500);
+        loop_assert_same(&l, l.src, l.dst, 500);
+        g_assert_cmpuint(lan_rx_missed(e.d), ==, i + 1);
+    }
+
+    /* A frame the filter refuses is not a missed one. */
+    lan_make_frame(f, sizeof(f), other, 0x62);
+    lan_sock_send(e.fd, f, sizeof(f));
+    loop_post_recv(&l, &l.b, 0xb2, l.dst, LOOP_BUF, l.dst_key);
+    wire_feed(&e, p, n);
+    loop_poll(&l, &cqe);
+    g_assert_cmphex(cqe.wr_id, ==, 0xb2);
+    g_assert_cmpuint(lan_rx_missed(e.d), ==, 2);
+
+    /* The ARPs were dropped, not held: a new buffer gets the next frame. */
+    buf = lan_rx_buf(&e, LAN_BUF_SIZE);
+    idx = lan_post(&e, &e.rx, buf, LAN_BUF_SIZE, 0);
+    lan_doorbell(&e, &e.rx);
+    g_usleep(LAN_QUIET_US);
+    g_assert_false(lan_done(&e, &e.rx, idx));
+    lan_make_frame(f, sizeof(f), qos_mac, 0x61);
+    lan_sock_send(e.fd, f, sizeof(f));
+    lan_expect_rx(&e, idx, buf, LAN_BUF_SIZE, f, sizeof(f));
+    g_assert_cmpuint(lan_rx_missed(e.d), ==, 2);
+    assert_alive(e.d);
+}
+
 static void test_engine_flush(void *obj, void *data, QGuestAllocator *alloc)
 {
     struct rs_send_wqe_ctrl w;
@@ -9068,6 +9436,115 @@ static void srq_post(QRdmaSession *d, const struct rs_cmd_create_srq *c,
     qtest_memwrite(rs_qts(d), slot + sizeof(w), &sge, sizeof(sge));
     (*pi)++;
     rs_db_writel(d, c->uar, RS_DB_SRQ, HINDEX(h) | (*pi & 0xffff) << 16);
+}
+
+/*
+ * A CQ of the largest size, filled past capacity without polling: the
+ * CQE that finds it full raises RS_EV_CQ_ERR and overwrites nothing.
+ * Flushing QPs in ERR makes the CQEs: each QP's receive queue, then its
+ * send queue, WQE i of the whole sequence completing with wr_id i.
+ */
+static void cq_full_post(QRdmaSession *d, uint64_t ring, uint32_t reg,
+                         uint32_t qpn, uint32_t stride, uint32_t n,
+                         uint32_t first)
+{
+    g_autofree uint8_t *buf = g_malloc0((size_t)stride * n);
+    uint32_t i;
+
+    for (i = 0; i < n; i++) {
+        uint8_t *wqe = buf + (size_t)i * stride;
+
+        stq_le_p(wqe, first + i);      /* wr_id leads both WQE kinds */
+        if (reg == RS_DB_SQ) {
+            wqe[offsetof(struct rs_send_wqe_ctrl, opcode)] = RS_WR_SEND;
+        }
+    }
+    qtest_bufwrite(rs_qts(d), ring, buf, (size_t)stride * n);
+    rs_db_writel(d, 0, reg, qpn | (n & 0xffff) << 16);
+}
+
+/* Wait until the CQE in slot @index has the first lap's owner bit. */
+static void cq_full_wait(QRdmaSession *d, uint64_t ring, uint32_t index)
+{
+    int64_t end = g_get_monotonic_time() + RS_QOS_TIMEOUT_US;
+    uint64_t owner = ring + (uint64_t)index * sizeof(struct rs_cqe) +
+                     offsetof(struct rs_cqe, owner);
+
+    while (!(qtest_readb(rs_qts(d), owner) & RS_CQE_OWNER)) {
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        g_usleep(1000);
+    }
+}
+
+static void test_cq_full_max(void *obj, void *data, QGuestAllocator *alloc)
+{
+    QRdmaSession *d = rs_setup(obj);
+    const uint32_t cap = 1u << RS_MAX_CQ_LOG, wq = 1u << RS_MAX_WQ_LOG;
+    const uint32_t total = cap + 1;
+    const size_t ring_len = (size_t)sizeof(struct rs_cqe) << RS_MAX_CQ_LOG;
+    uint64_t ring = rs_alloc_zeroed(d, ring_len);
+    g_autofree struct rs_cqe *cqes = g_malloc(ring_len);
+    uint32_t pd = new_pd(d), cq = 0, done = 0, i;
+    int64_t end;
+    struct rs_event ev;
+    bool got = false;
+
+    RS_ASSERT_OK(rs_create_cq(d, ring, RS_MAX_CQ_LOG, 0, 0, &cq));
+    while (done < total) {
+        struct rs_cmd_create_qp c = {
+            .qp_type = RS_QPT_RC,
+            .pd = pd,
+            .send_cq = cq,
+            .recv_cq = cq,
+            .sq_log_size = RS_MAX_WQ_LOG,
+            .rq_log_size = RS_MAX_WQ_LOG,
+            .max_send_sge = 1,
+            .max_recv_sge = 1,
+        };
+        uint32_t qp, n;
+
+        c.sq_addr = rs_alloc_zeroed(d, rs_qp_sq_bytes(&c));
+        c.rq_addr = rs_alloc_zeroed(d, rs_qp_rq_bytes(&c));
+        qp = new_qp(d, &c);
+        qp_walk(d, qp, RS_QPT_RC, RS_QPS_ERR);
+        n = MIN(total - done, wq);
+        cq_full_post(d, c.rq_addr, RS_DB_RQ, HINDEX(qp),
+                     rs_qp_rq_bytes(&c) >> RS_MAX_WQ_LOG, n, done);
+        done += n;
+        if (done <= cap) {
+            cq_full_wait(d, ring, done - 1);
+        }
+        if (done < total) {
+            n = MIN(total - done, wq);
+            cq_full_post(d, c.sq_addr, RS_DB_SQ, HINDEX(qp),
+                         rs_qp_sq_bytes(&c) >> RS_MAX_WQ_LOG, n, done);
+            done += n;
+            if (done <= cap) {
+                cq_full_wait(d, ring, done - 1);
+            }
+        }
+    }
+
+    /* The last CQE: an event, or (wrongly) slot 0 of the second lap. */
+    end = g_get_monotonic_time() + RS_QOS_TIMEOUT_US;
+    while (!got && g_get_monotonic_time() < end &&
+           (qtest_readb(rs_qts(d), ring + offsetof(struct rs_cqe, owner)) &
+            RS_CQE_OWNER)) {
+        got = rs_aeq_poll(d, &ev, 10 * 1000);
+    }
+    qtest_bufread(rs_qts(d), ring, cqes, ring_len);
+    for (i = 0; i < cap; i++) {
+        if (le64_to_cpu(cqes[i].wr_id) != i ||
+            !(cqes[i].owner & RS_CQE_OWNER)) {
+            g_error("CQE %u overwritten: wr_id %" PRIu64 " owner 0x%x", i,
+                    (uint64_t)le64_to_cpu(cqes[i].wr_id), cqes[i].owner);
+        }
+    }
+    g_assert_true(got);
+    g_assert_cmpuint(ev.type, ==, RS_EV_CQ_ERR);
+    g_assert_cmphex(ev.handle, ==, cq);
+    g_assert_false(rs_aeq_poll(d, &ev, 100 * 1000));
+    assert_alive(d);
 }
 
 static void test_srq(void *obj, void *data, QGuestAllocator *alloc)
@@ -10052,6 +10529,7 @@ static void register_rdma_session_test(void)
     QOSGraphTestOptions limits = { .before = limits_before };
     QOSGraphTestOptions lan = { .before = lan_before };
     QOSGraphTestOptions lan_wide = { .before = lan_wide_before };
+    QOSGraphTestOptions lan_log = { .before = lan_log_before };
     QOSGraphTestOptions rel_window = { .before = rel_window_before };
     QOSGraphTestOptions rel_drop = { .before = rel_window_before,
                                      .arg = GUINT_TO_POINTER(7) };
@@ -10176,6 +10654,12 @@ static void register_rdma_session_test(void)
                  test_engine_pair_nak_storm, &pair);
     qos_add_test("engine-pair-send-too-long", "rdma-session",
                  test_engine_pair_send_too_long, &pair_small_msg);
+    qos_add_test("migrate-corrupt", "rdma-session", test_migrate_corrupt,
+                 NULL);
+    qos_add_test("lan-rx-missed", "rdma-session", test_lan_rx_missed, &lan);
+    qos_add_test("lan-log-rate", "rdma-session", test_lan_log_rate,
+                 &lan_log);
+    qos_add_test("cq-full-max", "rdma-session", test_cq_full_max, NULL);
     qtest_add_func("rdma-session/bad-properties", test_bad_properties);
 }
 

@@ -334,6 +334,65 @@ int main(void)
 	ibv_wr_abort(qpx);
 	CHECK(qp->sq.pi == 10);
 
+	/*
+	 * LOCAL_INV is a kernel consumer's operation (the device refuses it
+	 * on a user QP, which would go to ERR): refused here, nothing
+	 * posted, the QP goes on.
+	 */
+	{
+		struct ibv_qp_init_attr_ex qattr = {
+			.qp_type = IBV_QPT_RC,
+			.comp_mask = IBV_QP_INIT_ATTR_PD |
+				     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+			.send_ops_flags = IBV_QP_EX_WITH_SEND |
+					  IBV_QP_EX_WITH_LOCAL_INV,
+		};
+		struct ibv_send_wr w = {
+			.wr_id = 400, .opcode = IBV_WR_LOCAL_INV,
+			.send_flags = IBV_SEND_SIGNALED,
+			.invalidate_rkey = 0x4444,
+		};
+
+		/* create QP logs its failure through the verbs context */
+		static struct ibv_device dev = { .name = "rsess-test" };
+
+		ctx->ibvctx.context.device = &dev;
+		ctx->ibvctx.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
+		errno = 0;
+		CHECK(!rs_create_qp_common(&ctx->ibvctx.context, &qattr) &&
+		      errno == EOPNOTSUPP);
+		/* Without it the same attributes get past that check. */
+		qattr.send_ops_flags = IBV_QP_EX_WITH_SEND;
+		errno = 0;
+		CHECK(!rs_create_qp_common(&ctx->ibvctx.context, &qattr) &&
+		      errno == EINVAL);
+		CHECK(!(RS_SEND_OPS & IBV_QP_EX_WITH_LOCAL_INV));
+
+		bad = NULL;
+		CHECK(rs_post_send(ibqp, &w, &bad) == EINVAL && bad == &w);
+		CHECK(qp->sq.pi == 10);
+		CHECK(db_read(ctx, RS_DB_SQ) == (0x2345 | 10u << 16));
+
+		ibv_wr_start(qpx);
+		qpx->wr_id = 401;
+		qpx->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_send(qpx);
+		ibv_wr_set_sge(qpx, 0x101, 0x1000, 10);
+		ibv_wr_local_inv(qpx, 0x4444);
+		CHECK(ibv_wr_complete(qpx) == EOPNOTSUPP);
+		CHECK(qp->sq.pi == 10);
+		CHECK(db_read(ctx, RS_DB_SQ) == (0x2345 | 10u << 16));
+
+		/* The QP is still usable. */
+		w.opcode = IBV_WR_SEND;
+		w.sg_list = sg;
+		w.num_sge = 1;
+		CHECK(rs_post_send(ibqp, &w, &bad) == 0);
+		CHECK(qp->sq.pi == 11);
+		CHECK(sq_wqe(qp, 10)->opcode == RS_WR_SEND);
+		CHECK(db_read(ctx, RS_DB_SQ) == (0x2345 | 11u << 16));
+	}
+
 	/* UD: address in the WQE, no RDMA. */
 	{
 		struct rs_qp *ud = make_qp(ctx, cq, IBV_QPT_UD, 0x20001);

@@ -132,10 +132,15 @@ enum rs_fatal {
     RS_FATAL_DMA = 2,               /* a ring became unreachable */
 };
 
-/* Rings hold 2^1 .. 2^RS_MAX_*_LOG entries. */
+/*
+ * Rings hold 2^1 .. 2^RS_MAX_*_LOG entries.  A CQ's consumer index comes
+ * through a 16-bit doorbell value, so a CQ holds at most 2^15 entries:
+ * then full and empty differ in that value and the device can see an
+ * overflow.
+ */
 #define RS_MAX_ADMQ_LOG         12
 #define RS_MAX_AEQ_LOG          12
-#define RS_MAX_CQ_LOG           16
+#define RS_MAX_CQ_LOG           15
 #define RS_MAX_WQ_LOG           15
 #define RS_MAX_LAN_LOG          12
 #define RS_RING_ALIGN           64
