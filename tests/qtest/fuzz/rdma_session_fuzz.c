@@ -511,6 +511,7 @@ static size_t rsf_build(uint8_t *f, const RSFQp *q, uint16_t sport,
     size_t udplen = 8 + l4len + 4, len = 14 + l3 + udplen;
     uint8_t *ip = f + 14, *udp = ip + l3;
 
+    g_assert(l4len >= 12);
     memcpy(f, rsf_mac, 6);
     memcpy(f + 6, q->loop ? rsf_mac : rsf_remote_mac, 6);
     if (q->v6) {
@@ -656,12 +657,15 @@ static void rsf_op_bth(RSFState *f, QTestState *s, const uint8_t *d,
     uint8_t frame[RSF_MAX_FRAME + 128];
     size_t n;
 
+    uint8_t l4[RSF_MAX_FRAME] = { 0 };
+
     if (len < 2) {
         return;
     }
-    len = MIN(len - 2, RSF_MAX_FRAME - 64);
-    n = rsf_build(frame, rsf_qp_sel(f, d[0]), 0xc000 | d[1], d + 2, len,
-                  false);
+    len = MIN(len - 2, RSF_MAX_FRAME - 128);
+    memcpy(l4, d + 2, len);
+    n = rsf_build(frame, rsf_qp_sel(f, d[0]), 0xc000 | d[1], l4,
+                  MAX(len, 12), false);
     rsf_send_frame(frame, n);
 }
 
@@ -672,7 +676,7 @@ static void rsf_op_clock(RSFState *f, QTestState *s, const uint8_t *d,
     uint64_t ns = 0;
 
     memcpy(&ns, d, MIN(len, sizeof(ns)));
-    qtest_clock_step(s, le64_to_cpu(ns) % RSF_MAX_CLOCK_NS);
+    qtest_clock_step(s, le64_to_cpu(ns) % RSF_MAX_CLOCK_NS + 1);
 }
 
 /*
