@@ -41,9 +41,11 @@ while [ $# -gt 0 ]; do
     *) die "unknown argument '$1' (see --help)" ;;
     esac
 done
+# The packet fuzzer's commands carry whole frames: inputs up to 4 KiB from
+# the start (libFuzzer would otherwise grow the limit from a few bytes).
 case $target in
-generic) name=generic-fuzz-rdma-session ;;
-packet) name=rdma-session-packet ;;
+generic) name=generic-fuzz-rdma-session opts=(-max_len=4096) ;;
+packet) name=rdma-session-packet opts=(-max_len=4096 -len_control=0) ;;
 *) die "--target must be generic or packet" ;;
 esac
 
@@ -73,7 +75,7 @@ log "$name for ${secs} s (corpus $work/corpus, seeds $seeds)"
 set +e
 nice -n 10 "$bin" --fuzz-target="$name" \
     -timeout="${RS_FUZZ_TIMEOUT:-10}" -rss_limit_mb="${RS_FUZZ_RSS_MB:-2048}" \
-    -max_total_time="$secs" -print_final_stats=1 \
+    -max_total_time="$secs" -print_final_stats=1 "${opts[@]}" \
     -artifact_prefix="$work/artifacts/" ${extra[@]+"${extra[@]}"} \
     "$work/corpus" "$seeds" > "$out" 2>&1
 rc=$?
@@ -85,6 +87,9 @@ cov=$(sed -nE 's/.* cov: ([0-9]+).*/\1/p' <<<"$last")
 ft=$(sed -nE 's/.* ft: ([0-9]+).*/\1/p' <<<"$last")
 execs=$(sed -nE 's/^stat::number_of_executed_units: *([0-9]+).*/\1/p' "$out" | tail -n 1)
 eps=$(sed -nE 's/^stat::average_exec_per_sec: *([0-9]+).*/\1/p' "$out" | tail -n 1)
+# (-fork=N prints no final stats: take exec/s from the last status line)
+[ -n "$eps" ] || eps=$(sed -nE 's/.* exec\/s:? ([0-9]+).*/\1/p' <<<"$last")
+[ -n "$execs" ] || execs=$(sed -nE 's/^#([0-9]+).*/\1/p' <<<"$last")
 corp=$(ls "$work/corpus" | wc -l)
 echo "fuzz $target: ${execs:-?} inputs, ${eps:-?} exec/s, cov ${cov:-?}, ft ${ft:-?}, corpus $corp (log $out)"
 

@@ -22,6 +22,7 @@
 #include "qemu/osdep.h"
 #include "qemu/bswap.h"
 #include "qemu/main-loop.h"
+#include "net/net.h"
 #include <zlib.h>
 
 #include "tests/qtest/libqtest.h"
@@ -39,6 +40,19 @@
 #define RSF_QKEY            0x11111111u
 #define RSF_REMOTE_QPN      0x12u
 #define RSF_CQ_LOG          6
+/*
+ * The big MR's pages: guest RAM from 64 MiB, which it shares with the
+ * rings and buffers the allocator hands out (remote WRITEs may land on
+ * them, as they could in a guest).
+ */
+#define RSF_BIG_PA          (64 * 1024 * 1024ull)
+#define RSF_BIG_SHIFT       21
+#define RSF_BIG_PAGES       32
+#define RSF_BIG_IOVA        0x7f0000000000ull
+/* LAN receive ring: frames that are not RoCE to our GIDs land here. */
+#define RSF_LAN_LOG         6
+#define RSF_LAN_POSTED      32
+#define RSF_LAN_BUF         2048
 #define RSF_WQ_LOG          4
 #define RSF_MAX_CLOCK_NS    (10 * 1000 * 1000 * 1000ull)
 /* Main-loop rounds per command: enough for retransmissions to settle. */
@@ -65,6 +79,7 @@ enum {
     RSF_MR_ALL,         /* every access right, GID 0 */
     RSF_MR_READ_ONLY,   /* remote read only, GID 0 */
     RSF_MR_ALL6,        /* every access right, GID 1 */
+    RSF_MR_BIG,         /* 64 MiB of 2 MiB pages, every right, GID 0 */
     RSF_NMR,
 };
 
@@ -199,6 +214,29 @@ static void rsf_reg_mr(RSFState *f, RSFMr *m, uint32_t pages,
     c.pbl_addr = guest_alloc(&f->alloc, pages * 8);
     for (i = 0; i < pages; i++) {
         qtest_writeq(rs_qts(&f->d), c.pbl_addr + i * 8, m->base + i * RSF_PAGE);
+    }
+    rsf_ok(rs_reg_mr(&f->d, &c, &m->key, &rkey), "REG_MR");
+}
+
+/* Large pages, so that one READ or WRITE may span megabytes. */
+static void rsf_reg_big_mr(RSFState *f, RSFMr *m)
+{
+    struct rs_cmd_reg_mr c = {
+        .iova = RSF_BIG_IOVA,
+        .length = (uint64_t)RSF_BIG_PAGES << RSF_BIG_SHIFT,
+        .npages = RSF_BIG_PAGES,
+        .pd = f->pd,
+        .page_shift = RSF_BIG_SHIFT,
+        .access = RS_ACCESS_ALL,
+    };
+    uint32_t i, rkey;
+
+    m->base = RSF_BIG_IOVA;
+    m->len = c.length;
+    c.pbl_addr = guest_alloc(&f->alloc, RSF_BIG_PAGES * 8);
+    for (i = 0; i < RSF_BIG_PAGES; i++) {
+        qtest_writeq(rs_qts(&f->d), c.pbl_addr + i * 8,
+                     RSF_BIG_PA + ((uint64_t)i << RSF_BIG_SHIFT));
     }
     rsf_ok(rs_reg_mr(&f->d, &c, &m->key, &rkey), "REG_MR");
 }
@@ -342,6 +380,34 @@ static void rsf_post_op(RSFState *f, RSFQp *q, uint8_t op, uint32_t len,
     rsf_post_send(f, q, &w, &sge);
 }
 
+/*
+ * A LAN receive ring with RSF_LAN_POSTED buffers (all on one page) and
+ * every frame accepted, so raw and non-RoCE frames take the LAN path.
+ */
+static void rsf_lan_rx(RSFState *f)
+{
+    uint64_t ring = rsf_buf(f, sizeof(struct rs_lan_desc) << RSF_LAN_LOG);
+    uint64_t buf = rsf_buf(f, RSF_LAN_BUF);
+    uint32_t h, i;
+
+    rsf_ok(rs_create_lan_queue(&f->d, RS_LAN_RXQ, ring, RSF_LAN_LOG, 0, &h),
+           "CREATE_LAN_QUEUE");
+    rsf_ok(rs_set_lan_rx_mode(&f->d, RS_LAN_RX_PROMISC |
+                              RS_LAN_RX_ALLMULTI | RS_LAN_RX_BROADCAST),
+           "SET_LAN_RX_MODE");
+    for (i = 0; i < RSF_LAN_POSTED; i++) {
+        struct rs_lan_desc desc = {
+            .addr = cpu_to_le64(buf),
+            .len = cpu_to_le16(RSF_LAN_BUF),
+            .status = rs_ring_phase(i, RSF_LAN_LOG) ^ RS_LAN_S_PHASE,
+        };
+
+        qtest_memwrite(rs_qts(&f->d), ring + i * sizeof(desc), &desc,
+                       sizeof(desc));
+    }
+    rs_db_writel(&f->d, 0, RS_DB_LAN_RX, RSF_LAN_POSTED);
+}
+
 static void rsf_bring_up(RSFState *f, QTestState *s)
 {
     struct rs_cmd_create_session sc = { .src_port = 49152, .dst_port = 4791,
@@ -373,6 +439,7 @@ static void rsf_bring_up(RSFState *f, QTestState *s)
     rsf_reg_mr(f, &f->mr[RSF_MR_READ_ONLY], 1,
                RS_ACCESS_LOCAL_WRITE | RS_ACCESS_REMOTE_READ, 0);
     rsf_reg_mr(f, &f->mr[RSF_MR_ALL6], 2, RS_ACCESS_ALL, 1);
+    rsf_reg_big_mr(f, &f->mr[RSF_MR_BIG]);
 
     /* Loopback: a session to our own address, as the qtests do. */
     memcpy(sc.dst_ip, gid, 16);
@@ -435,12 +502,14 @@ static void rsf_bring_up(RSFState *f, QTestState *s)
         rsf_post_op(f, q, RS_WR_ATOMIC_FETCH_ADD, 8, m, 64, 0);
         rsf_post_op(f, q, RS_WR_SEND, 100, m, 0, 0);
     }
+    rsf_lan_rx(f);
     rsf_settle(s);
 }
 
 /*
- * After the reset, frames the adapter had not taken yet reach a disabled
- * adapter and are dropped: the next input starts from the same state.
+ * Frames the adapter left in its netdev queue (it returned 0: no room) are
+ * dropped with the reset, and frames still in the socket reach a disabled
+ * adapter and are dropped too: every input starts from the same state.
  */
 static void rsf_tear_down(RSFState *f, QTestState *s)
 {
@@ -449,6 +518,7 @@ static void rsf_tear_down(RSFState *f, QTestState *s)
     qpci_free_pc(f->bus);
     alloc_destroy(&f->alloc);
     fuzz_reset(s);
+    qemu_purge_queued_packets(qemu_find_netdev("n0"));
     rsf_settle(s);
 }
 
