@@ -3,7 +3,10 @@
 # overlaid.  Idempotent: the source is fetched and configured once; later
 # runs copy only changed files and let ninja rebuild what they touch.
 #
-# Usage: scripts/build-qemu.sh [ninja targets...]
+# Usage: scripts/build-qemu.sh [--fuzz] [ninja targets...]
+#   --fuzz  a second build directory of the same source (build-fuzz, linked
+#           as $RS_BUILD/qemu-fuzz) with clang, libFuzzer, ASan and UBSan;
+#           default targets qemu-fuzz-x86_64, qemu-system-x86_64 and qos-test
 # Environment: RS_BUILD (default <repo>/build), RS_CACHE (download cache).
 set -euo pipefail
 
@@ -49,7 +52,16 @@ fetch_qemu_source()
     die "no QEMU 10.0.x source: 'apt-get source qemu' from suites trixie and bookworm-backports (deb-src) both failed"
 }
 
+fuzz=0
+if [ "${1:-}" = --fuzz ]; then fuzz=1; shift; fi
+
 need_host_packages
+# libFuzzer and the sanitizer runtimes come with Debian's clang and
+# compiler-rt; gcc has no -fsanitize=fuzzer.
+if [ $fuzz = 1 ]; then
+    apt_need "" clang libclang-rt-14-dev ||
+        die "the fuzz build needs clang and libclang-rt-14-dev from Debian bookworm"
+fi
 # Serialise concurrent builds sharing one tree.
 mkdir -p "$RS_BUILD"
 exec 9>"$RS_BUILD/.lock"
@@ -58,8 +70,12 @@ tarball=$(fetch_qemu_source)
 ver=$(basename "$tarball" | sed -E 's/^qemu_([0-9.]+)\+ds.*/\1/')
 src="$RS_BUILD/qemu-$ver"
 bld="$src/build"
+link="$RS_BUILD/qemu"
+[ $fuzz = 0 ] || { bld="$src/build-fuzz"; link="$RS_BUILD/qemu-fuzz"; }
 
-if [ ! -e "$src/.rs-unpacked" ]; then
+# A changed integration patch means a fresh tree (both build directories).
+patchsum=$(sha1sum < "$top/scripts/qemu-integration.patch" | cut -c1-12)
+if [ "$(cat "$src/.rs-unpacked" 2>/dev/null)" != "$patchsum" ]; then
     log "unpacking $(basename "$tarball")"
     rm -rf "$src"
     mkdir -p "$RS_BUILD"
@@ -69,7 +85,7 @@ if [ ! -e "$src/.rs-unpacked" ]; then
         die "scripts/qemu-integration.patch does not apply to QEMU $ver"
     cat "$top/Kconfig" >> "$src/Kconfig"
     cat "$top/MAINTAINERS" >> "$src/MAINTAINERS"
-    touch "$src/.rs-unpacked"
+    echo "$patchsum" > "$src/.rs-unpacked"
 fi
 
 # Overlay: --checksum rewrites only files whose content changed, so ninja
@@ -85,6 +101,10 @@ cfg=(--target-list=x86_64-softmmu --python=/usr/bin/python3
      --enable-slirp --enable-tcg --enable-kvm --enable-fdt=system
      --disable-docs --disable-install-blobs --disable-werror
      --enable-trace-backends=log)
+# Clang's libFuzzer instruments hw/ and net/ only (QEMU's
+# instrumentation-filter); ASan and UBSan cover everything.
+[ $fuzz = 0 ] || cfg+=(--cc=clang --cxx=clang++ --enable-fuzzing
+                       --enable-asan --enable-ubsan)
 cfgsum=$(printf '%s\n' "${cfg[@]}" | sha1sum | cut -c1-12)
 if [ "$(cat "$bld/.rs-config" 2>/dev/null)" != "$cfgsum" ]; then
     log "configuring QEMU $ver"
@@ -96,7 +116,18 @@ if [ "$(cat "$bld/.rs-config" 2>/dev/null)" != "$cfgsum" ]; then
 fi
 
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(qemu-system-x86_64 tests/qtest/qos-test)
+if [ ${#targets[@]} -eq 0 ]; then
+    targets=(qemu-system-x86_64 tests/qtest/qos-test)
+    [ $fuzz = 0 ] || targets+=(qemu-fuzz-x86_64)
+fi
 log "ninja ${targets[*]}"
 ninja -C "$bld" "${targets[@]}"
-ln -sfn "$bld" "$RS_BUILD/qemu"
+# The build is configured without firmware blobs; QEMU started without -L
+# (qtest, the fuzzers) looks in the build tree's data directory: give it
+# Debian's files.
+data="$bld/qemu-bundle/usr/local/share/qemu"
+mkdir -p "$data"
+for f in /usr/share/seabios/*.bin /usr/share/qemu/*.bin /usr/lib/ipxe/qemu/*.rom; do
+    [ -e "$f" ] && [ ! -e "$data/${f##*/}" ] && ln -sf "$f" "$data/${f##*/}"
+done
+ln -sfn "$bld" "$link"

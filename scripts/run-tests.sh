@@ -2,7 +2,15 @@
 # The project's test command.  Runs, in order:
 #   build  scripts/build-qemu.sh qemu-system-x86_64 tests/qtest/qos-test
 #   abi    the rdma-session-abi meson project (meson.build, tests/abi)
+#   build-fuzz  scripts/build-qemu.sh --fuzz: a second build directory
+#          with clang, libFuzzer, ASan and UBSan (qemu-fuzz-x86_64,
+#          qemu-system-x86_64, qos-test); counted only when it fails
 #   qtest  the device's qtests: every qos-test path naming rdma-session
+#   fuzz-smoke  scripts/fuzz.sh: generic-fuzz (rdma-session configuration)
+#          and the RoCE packet fuzzer, RS_FUZZ_SMOKE_SECS (75) seconds
+#          each; a crash, sanitizer report, hang or OOM fails the fuzzer
+#   qtest-asan  the qtest suite's paths once more on the sanitizer build;
+#          an ASan/UBSan report fails the test
 #   demo   scripts/run-demo.sh as a smoke test: the guest must list the
 #          adapter (PCI 1af4:10f0)
 #   guest-driver  scripts/test-guest-driver.sh: build rdma_session.ko, load
@@ -35,6 +43,7 @@
 #
 # Environment: RS_BUILD, RS_CACHE (see scripts/build-qemu.sh),
 #   RS_QTEST_TIMEOUT (seconds for each qos-test run, default 300),
+#   RS_FUZZ_SMOKE_SECS (seconds for each fuzzer in fuzz-smoke, default 75),
 #   RS_DEMO_TIMEOUT (seconds for the demo VM, default 120),
 #   RS_MATRIX_PROGS, RS_MATRIX_LOSS (the programs of rdma-matrix, without
 #   and with netem loss; for a shorter run by hand).
@@ -87,6 +96,19 @@ else
     report build 0 1 "see $logs/build.log"
 fi
 qbuild="$RS_BUILD/qemu"
+# The sanitizer build (clang, libFuzzer, ASan, UBSan) for fuzz-smoke and
+# qtest-asan: a second build directory of the same source.  Built before
+# the shared lock below, which scripts/build-qemu.sh would wait for.
+echo "== build-fuzz: scripts/build-qemu.sh --fuzz"
+t=$(stamp)
+fbuilt=0
+if "$top/scripts/build-qemu.sh" --fuzz > "$logs/build-fuzz.log" 2>&1; then
+    fbuilt=1
+    echo "build-fuzz: ok ($(( $(stamp) - t )) s)"
+else
+    tail -n 40 "$logs/build-fuzz.log"
+    report build-fuzz 0 1 "see $logs/build-fuzz.log"
+fi
 # Hold scripts/build-qemu.sh's lock (shared) while the tests use the build,
 # so that a concurrent build does not relink the binaries under them.
 if [ $built = 1 ]; then
@@ -130,19 +152,15 @@ EOF
 fi
 
 # --- qtest -------------------------------------------------------------------
-echo "== qtest: qos-test, rdma-session paths"
-t=$(stamp)
-if [ $built != 1 ]; then
-    report qtest 0 1 "not run: the build failed"
-else
-    # The build is configured without firmware blobs; qtest runs QEMU
-    # without -L, so give the build tree's data directory Debian's files.
-    data="$qbuild/qemu-bundle/usr/local/share/qemu"
-    mkdir -p "$data"
-    for f in /usr/share/seabios/*.bin /usr/share/qemu/*.bin /usr/lib/ipxe/qemu/*.rom; do
-        [ -e "$f" ] && [ ! -e "$data/${f##*/}" ] && ln -sf "$f" "$data/${f##*/}"
-    done
-    cd "$qbuild" || exit 1
+# run_qtests SUITE BUILD-DIR: every qos-test path naming rdma-session, one
+# qos-test run per path, with that build's qemu-system-x86_64 and qos-test.
+run_qtests()
+{
+    local suite=$1 qb=$2 t path qrc p f s qp qf qs crashed why note
+    local -a paths
+    t=$(stamp)
+    # (scripts/build-qemu.sh gave the build's data directory the firmware)
+    cd "$qb" || exit 1
     export QTEST_QEMU_BINARY=./qemu-system-x86_64
     # "qos-test -l" lists full paths such as
     # /x86_64/pc/i440FX-pcihost/pci-bus-pc/pci-bus/rdma-session/...; -p
@@ -150,39 +168,92 @@ else
     # path, so that a test that aborts does not hide the others.
     mapfile -t paths < <(./tests/qtest/qos-test -l 2>/dev/null | grep -E '^/.*/rdma-session(/|$)')
     if [ ${#paths[@]} -eq 0 ]; then
-        report qtest 0 1 "qos-test lists no rdma-session test"
-    else
-        : > "$logs/qtest.tap"
-        : > "$logs/qtest.stderr"
-        qp=0 qf=0 qs=0 crashed=0
-        for path in "${paths[@]}"; do
-            # (the subshell keeps bash's "Aborted" notices out of the output)
-            ( timeout -k 10 "${RS_QTEST_TIMEOUT:-300}" \
-                ./tests/qtest/qos-test -m quick --tap -p "$path"; exit $? ) \
-                > "$logs/qtest.one" 2> "$logs/qtest.one.err"
-            qrc=$?
-            cat "$logs/qtest.one" >> "$logs/qtest.tap"
-            cat "$logs/qtest.one.err" >> "$logs/qtest.stderr"
-            read -r p f s < <(tap_count "$logs/qtest.one")
-            if [ "$qrc" != 0 ] && [ "$f" = 0 ]; then
-                f=1
-                crashed=$((crashed + 1))
-                why="exit status $qrc"
-                [ "$qrc" = 124 ] && why="timed out after ${RS_QTEST_TIMEOUT:-300} s"
-                echo "not ok - $path ($why)"
-                grep -hE '^(Bail out|\*\*)|ERROR' "$logs/qtest.one" "$logs/qtest.one.err" |
-                    head -n 3 | sed 's/^/#   /'
-            fi
-            grep '^not ok' "$logs/qtest.one" | sed "s|^|$path: |"
-            qp=$((qp + p)) qf=$((qf + f)) qs=$((qs + s))
-        done
-        rm -f "$logs/qtest.one" "$logs/qtest.one.err"
-        note="${#paths[@]} paths"
-        [ "$qs" = 0 ] || note+=", $qs skipped"
-        [ "$crashed" = 0 ] || note+=", $crashed runs ended abnormally, see $logs/qtest.stderr"
-        report qtest "$qp" "$qf" "$note, $(( $(stamp) - t )) s"
+        report "$suite" 0 1 "qos-test lists no rdma-session test"
+        cd "$top" || exit 1
+        return
     fi
+    : > "$logs/$suite.tap"
+    : > "$logs/$suite.stderr"
+    qp=0 qf=0 qs=0 crashed=0
+    for path in "${paths[@]}"; do
+        # (the subshell keeps bash's "Aborted" notices out of the output)
+        ( timeout -k 10 "${RS_QTEST_TIMEOUT:-300}" \
+            ./tests/qtest/qos-test -m quick --tap -p "$path"; exit $? ) \
+            > "$logs/$suite.one" 2> "$logs/$suite.one.err"
+        qrc=$?
+        cat "$logs/$suite.one" >> "$logs/$suite.tap"
+        cat "$logs/$suite.one.err" >> "$logs/$suite.stderr"
+        read -r p f s < <(tap_count "$logs/$suite.one")
+        # A sanitizer report is a failure even where the test passed.
+        if [ "$f" = 0 ] && grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' \
+                "$logs/$suite.one.err"; then
+            f=1 p=$((p > 0 ? p - 1 : 0))
+            echo "not ok - $path (sanitizer report)"
+            grep -hE 'ERROR: |runtime error:|SUMMARY' "$logs/$suite.one.err" |
+                head -n 3 | sed 's/^/#   /'
+        elif [ "$qrc" != 0 ] && [ "$f" = 0 ]; then
+            f=1
+            crashed=$((crashed + 1))
+            why="exit status $qrc"
+            [ "$qrc" = 124 ] && why="timed out after ${RS_QTEST_TIMEOUT:-300} s"
+            echo "not ok - $path ($why)"
+            grep -hE '^(Bail out|\*\*)|ERROR|runtime error:' "$logs/$suite.one" \
+                "$logs/$suite.one.err" | head -n 3 | sed 's/^/#   /'
+        fi
+        grep '^not ok' "$logs/$suite.one" | sed "s|^|$path: |"
+        qp=$((qp + p)) qf=$((qf + f)) qs=$((qs + s))
+    done
+    rm -f "$logs/$suite.one" "$logs/$suite.one.err"
+    note="${#paths[@]} paths"
+    [ "$qs" = 0 ] || note+=", $qs skipped"
+    [ "$crashed" = 0 ] || note+=", $crashed runs ended abnormally, see $logs/$suite.stderr"
+    report "$suite" "$qp" "$qf" "$note, $(( $(stamp) - t )) s"
     cd "$top" || exit 1
+}
+
+echo "== qtest: qos-test, rdma-session paths"
+if [ $built != 1 ]; then
+    report qtest 0 1 "not run: the build failed"
+else
+    run_qtests qtest "$qbuild"
+fi
+
+# --- fuzz-smoke ----------------------------------------------------------------
+# Each fuzzer (scripts/fuzz.sh) for a short fixed time on the sanitizer
+# build: one check per fuzzer, failed by any crash, sanitizer report,
+# timeout (hang) or out-of-memory; the reproducer is named.
+echo "== fuzz-smoke: scripts/fuzz.sh, generic-fuzz and the packet fuzzer, ${RS_FUZZ_SMOKE_SECS:-75} s each"
+t=$(stamp)
+if [ $fbuilt != 1 ]; then
+    report fuzz-smoke 0 1 "not run: the fuzz build failed"
+else
+    fp=0 ff=0
+    for ft in generic packet; do
+        if "$top/scripts/fuzz.sh" --no-build --target "$ft" \
+                --seconds "${RS_FUZZ_SMOKE_SECS:-75}" > "$logs/fuzz-$ft.log" 2>&1; then
+            fp=$((fp + 1))
+            grep "^fuzz $ft:" "$logs/fuzz-$ft.log"
+        else
+            ff=$((ff + 1))
+            echo "not ok - fuzz-smoke/$ft"
+            grep -E "^(fuzz $ft:|  |==|SUMMARY)|runtime error" "$logs/fuzz-$ft.log" |
+                head -n 8 | sed 's/^/#   /'
+        fi
+    done
+    report fuzz-smoke "$fp" "$ff" "$(( $(stamp) - t )) s, logs $logs/fuzz-*.log"
+fi
+
+# --- qtest-asan ----------------------------------------------------------------
+# The qtest suite's paths once more, on the ASan + UBSan build.  Leaks are
+# not reported (QEMU keeps allocations until exit); any other report
+# aborts QEMU or qos-test and fails the test.
+echo "== qtest-asan: qos-test, rdma-session paths, ASan + UBSan build"
+if [ $fbuilt != 1 ]; then
+    report qtest-asan 0 1 "not run: the fuzz build failed"
+else
+    ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:halt_on_error=1 \
+    UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1 \
+        run_qtests qtest-asan "$RS_BUILD/qemu-fuzz"
 fi
 
 # --- demo --------------------------------------------------------------------

@@ -367,6 +367,9 @@ bool rs_admin_poll(QRdmaSession *d, uint32_t index, struct rs_admin_cqe *cqe,
     int64_t end = g_get_monotonic_time() + timeout_us;
 
     do {
+        if (d->idle) {
+            d->idle(rs_qts(d));
+        }
         qtest_memread(rs_qts(d), d->acq + slot * sizeof(*cqe), cqe,
                       sizeof(*cqe));
         if ((cqe->flags & RS_ACQE_PHASE) == phase) {
@@ -412,6 +415,9 @@ bool rs_aeq_poll(QRdmaSession *d, struct rs_event *ev, int64_t timeout_us)
 
     g_assert(d->aeq);
     do {
+        if (d->idle) {
+            d->idle(rs_qts(d));
+        }
         qtest_memread(rs_qts(d), d->aeq + slot * sizeof(*ev), ev,
                       sizeof(*ev));
         if ((ev->flags & RS_EQE_PHASE) == phase) {

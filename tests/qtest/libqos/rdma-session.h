@@ -60,6 +60,13 @@ struct QRdmaSession {
     uint16_t next_cmd_id;
 
     uint64_t scratch;               /* RS_QOS_SCRATCH_SIZE bytes */
+
+    /*
+     * Called in every polling loop of this driver.  NULL under qtest,
+     * where QEMU runs in a process of its own; an in-process fuzzer runs
+     * QEMU's main loop here, in which the device's bottom halves work.
+     */
+    void (*idle)(QTestState *qts);
 };
 
 static inline QTestState *rs_qts(QRdmaSession *d)

@@ -1,0 +1,108 @@
+#!/bin/bash
+# Run one of the adapter's fuzzers (libFuzzer, ASan + UBSan build from
+# scripts/build-qemu.sh --fuzz).
+#
+# Usage: scripts/fuzz.sh [--target generic|packet] [--minutes N | --seconds N]
+#                        [--no-build] [-- libFuzzer options...]
+#   generic  QEMU's generic-fuzz with the "rdma-session" configuration:
+#            MMIO/PIO/PCI config accesses and DMA contents from the input
+#   packet   rdma-session-packet (tests/qtest/fuzz/rdma_session_fuzz.c):
+#            RoCEv2 and raw frames from the network on an adapter with QPs
+#            in RTS, plus work requests, CQ doorbells and virtual time
+# Default: packet, 10 minutes.
+#
+# The run starts from the seeds in tests/qtest/fuzz/rdma-session-corpus/
+# <target>/ and keeps what it finds in build/fuzz/<target>/corpus; crash,
+# timeout (an input running longer than 10 s: a hang) and out-of-memory
+# (2048 MB: amplification) reproducers go to build/fuzz/<target>/artifacts.
+# It prints exec/s and libFuzzer's coverage (cov: edges, ft: features) and
+# exits 1 on any crash, timeout or OOM (naming the reproducer), 2 on a
+# setup error.  Reproduce one with
+#   build/qemu-fuzz/qemu-fuzz-x86_64 --fuzz-target=NAME FILE
+# Environment: RS_BUILD (see scripts/build-qemu.sh), RS_FUZZ_TIMEOUT
+#   (seconds per input, default 10), RS_FUZZ_RSS_MB (default 2048).
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+: "${RS_BUILD:=$top/build}"
+
+log() { printf '[fuzz] %s\n' "$*" >&2; }
+die() { printf '[fuzz] error: %s\n' "$*" >&2; exit 2; }
+
+target=packet secs=600 build=1 extra=()
+while [ $# -gt 0 ]; do
+    case $1 in
+    --target) target=${2:?}; shift 2 ;;
+    --minutes) secs=$(( ${2:?} * 60 )); shift 2 ;;
+    --seconds) secs=${2:?}; shift 2 ;;
+    --no-build) build=0; shift ;;
+    --) shift; extra=("$@"); break ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown argument '$1' (see --help)" ;;
+    esac
+done
+# The packet fuzzer's commands carry whole frames: inputs up to 4 KiB from
+# the start (libFuzzer would otherwise grow the limit from a few bytes).
+case $target in
+generic) name=generic-fuzz-rdma-session opts=(-max_len=4096) ;;
+packet) name=rdma-session-packet opts=(-max_len=4096 -len_control=0) ;;
+*) die "--target must be generic or packet" ;;
+esac
+
+if [ $build = 1 ]; then
+    log "building the fuzzer (scripts/build-qemu.sh --fuzz qemu-fuzz-x86_64)"
+    "$top/scripts/build-qemu.sh" --fuzz qemu-fuzz-x86_64 >&2 ||
+        die "the fuzz build failed"
+fi
+bin="$RS_BUILD/qemu-fuzz/qemu-fuzz-x86_64"
+[ -x "$bin" ] || die "$bin is missing (run without --no-build)"
+
+seeds="$top/tests/qtest/fuzz/rdma-session-corpus/$target"
+work="$RS_BUILD/fuzz/$target"
+mkdir -p "$work/corpus" "$work/artifacts"
+touch "$work/.start"
+out="$work/last.log"
+
+# Leaks are not failures here: QEMU allocates for its whole life.  Any
+# other sanitizer report aborts, so libFuzzer records it as a crash.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1:symbolize=1:allocator_may_return_null=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:abort_on_error=1:print_stacktrace=1}
+command -v llvm-symbolizer >/dev/null 2>&1 ||
+    [ ! -x /usr/bin/llvm-symbolizer-14 ] ||
+    export ASAN_SYMBOLIZER_PATH=/usr/bin/llvm-symbolizer-14
+
+log "$name for ${secs} s (corpus $work/corpus, seeds $seeds)"
+set +e
+nice -n 10 "$bin" --fuzz-target="$name" \
+    -timeout="${RS_FUZZ_TIMEOUT:-10}" -rss_limit_mb="${RS_FUZZ_RSS_MB:-2048}" \
+    -max_total_time="$secs" -print_final_stats=1 "${opts[@]}" \
+    -artifact_prefix="$work/artifacts/" ${extra[@]+"${extra[@]}"} \
+    "$work/corpus" "$seeds" > "$out" 2>&1
+rc=$?
+set -e
+
+# The last status line: "#N <event> cov: E ft: F corp: ... exec/s: X ...".
+last=$(grep -E '^#[0-9]+.*cov: ' "$out" | tail -n 1 || true)
+cov=$(sed -nE 's/.* cov: ([0-9]+).*/\1/p' <<<"$last")
+ft=$(sed -nE 's/.* ft: ([0-9]+).*/\1/p' <<<"$last")
+execs=$(sed -nE 's/^stat::number_of_executed_units: *([0-9]+).*/\1/p' "$out" | tail -n 1)
+eps=$(sed -nE 's/^stat::average_exec_per_sec: *([0-9]+).*/\1/p' "$out" | tail -n 1)
+# (-fork=N prints no final stats: take exec/s from the last status line)
+[ -n "$eps" ] || eps=$(sed -nE 's/.* exec\/s:? ([0-9]+).*/\1/p' <<<"$last")
+[ -n "$execs" ] || execs=$(sed -nE 's/^#([0-9]+).*/\1/p' <<<"$last")
+corp=$(ls "$work/corpus" | wc -l)
+echo "fuzz $target: ${execs:-?} inputs, ${eps:-?} exec/s, cov ${cov:-?}, ft ${ft:-?}, corpus $corp (log $out)"
+
+# Reproducers of this run: the artifacts newer than its start.
+mapfile -t found < <(find "$work/artifacts" -type f -newer "$work/.start" -printf '%f\n' | sort)
+if [ ${#found[@]} -gt 0 ] || { [ $rc != 0 ] && [ -z "$execs" ]; }; then
+    grep -E '^(==[0-9]+==ERROR|SUMMARY|.*runtime error|ALARM|.*out-of-memory)' "$out" | head -n 5 >&2 || true
+    for f in ${found[@]+"${found[@]}"}; do
+        echo "fuzz $target: reproducer $work/artifacts/$f"
+        echo "  $bin --fuzz-target=$name $work/artifacts/$f"
+    done
+    [ ${#found[@]} -gt 0 ] || echo "fuzz $target: libFuzzer exit status $rc, see $out"
+    exit 1
+fi
+[ $rc = 0 ] || { echo "fuzz $target: libFuzzer exit status $rc, see $out"; exit 1; }
+exit 0

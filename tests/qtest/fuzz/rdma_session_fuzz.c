@@ -1,0 +1,867 @@
+/*
+ * rdma-session RoCEv2 packet fuzzer
+ *
+ * Brings the adapter up as a driver does (admin queue, GIDs, a PD, CQs,
+ * MRs with every access right, RC QPs over loopback, RC/UC/UD QPs paired
+ * with a remote GID that exists only in this fuzzer, an RC QP over IPv6,
+ * requests outstanding towards the remote) and then feeds the input to
+ * the adapter as frames from the network through a socket netdev: RoCEv2
+ * frames built from the input with valid Ethernet/IP/UDP/BTH headers and
+ * a correct ICRC, so that the input reaches the responder, the completer
+ * and the READ/atomic resources, plus raw frames for the parser.  Work
+ * requests, receives, CQ doorbells and virtual time come from the input
+ * too.  Every input starts from a system reset and the same bring-up, so
+ * a crash reproduces from its input alone.
+ *
+ * Input: commands separated by "RSFZ"; a command's first byte selects
+ * the operation, the rest are its operands (see rsf_ops[]).
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/bswap.h"
+#include "qemu/main-loop.h"
+#include "net/net.h"
+#include <zlib.h>
+
+#include "tests/qtest/libqtest.h"
+#include "tests/qtest/libqos/pci-pc.h"
+#include "tests/qtest/libqos/malloc-pc.h"
+#include "tests/qtest/libqos/rdma-session.h"
+#include "fuzz.h"
+
+#define RSF_SEPARATOR       "RSFZ"
+#define RSF_DEVFN           QPCI_DEVFN(4, 0)
+#define RSF_PAGE            4096u
+#define RSF_MAX_FRAME       9216u
+#define RSF_RQ_PSN          0x100u
+#define RSF_SQ_PSN          0x200u
+#define RSF_QKEY            0x11111111u
+#define RSF_REMOTE_QPN      0x12u
+#define RSF_CQ_LOG          6
+/*
+ * The big MR's pages: guest RAM from 64 MiB, which it shares with the
+ * rings and buffers the allocator hands out (remote WRITEs may land on
+ * them, as they could in a guest).
+ */
+#define RSF_BIG_PA          (64 * 1024 * 1024ull)
+#define RSF_BIG_SHIFT       21
+#define RSF_BIG_PAGES       32
+#define RSF_BIG_IOVA        0x7f0000000000ull
+/* LAN receive ring: frames that are not RoCE to our GIDs land here. */
+#define RSF_LAN_LOG         6
+#define RSF_LAN_POSTED      32
+#define RSF_LAN_BUF         2048
+#define RSF_WQ_LOG          4
+#define RSF_MAX_CLOCK_NS    (10 * 1000 * 1000 * 1000ull)
+/* Main-loop rounds per command: enough for retransmissions to settle. */
+#define RSF_FLUSH_ROUNDS    4
+
+static const uint8_t rsf_mac[6] = RS_QOS_MAC;
+static const uint8_t rsf_remote_mac[6] = { 0x02, 0, 0, 0, 0, 0x02 };
+static const uint8_t rsf_ip_self[4] = { 10, 0, 0, 1 };
+static const uint8_t rsf_ip_remote[4] = { 10, 0, 0, 2 };
+static const uint8_t rsf_ip6_self[16] = { 0xfd, [15] = 1 };
+static const uint8_t rsf_ip6_remote[16] = { 0xfd, [15] = 2 };
+
+enum {
+    RSF_QP_LOOP_A,      /* RC, loopback to RSF_QP_LOOP_B via a session */
+    RSF_QP_LOOP_B,
+    RSF_QP_RC,          /* RC to the remote 10.0.0.2 */
+    RSF_QP_UC,          /* UC to the remote */
+    RSF_QP_UD,
+    RSF_QP_RC6,         /* RC to the remote fd00::2 over GID 1 */
+    RSF_NQP,
+};
+
+enum {
+    RSF_MR_ALL,         /* every access right, GID 0 */
+    RSF_MR_READ_ONLY,   /* remote read only, GID 0 */
+    RSF_MR_ALL6,        /* every access right, GID 1 */
+    RSF_MR_BIG,         /* 64 MiB of 2 MiB pages, every right, GID 0 */
+    RSF_NMR,
+};
+
+typedef struct RSFQp {
+    struct rs_cmd_create_qp c;
+    uint32_t h, qpn, sq_pi, rq_pi, rx_frames;
+    uint8_t type;
+    bool v6, loop;
+} RSFQp;
+
+typedef struct RSFMr {
+    uint64_t base;
+    uint32_t len, key;
+} RSFMr;
+
+typedef struct RSFState {
+    QRdmaSession d;
+    QPCIBus *bus;
+    QGuestAllocator alloc;
+    RSFQp qp[RSF_NQP];
+    RSFMr mr[RSF_NMR];
+    uint32_t pd, ah, cq[2];
+    uint32_t cq_ci[2];
+} RSFState;
+
+static int rsf_sock[2] = { -1, -1 };
+static RSFState rsf;
+
+/* ------------------------------------------------------------------ */
+/* Main loop and the socket                                            */
+/* ------------------------------------------------------------------ */
+
+/* Frames the adapter sends: read and dropped, so its sends never block. */
+static void rsf_drain(void)
+{
+    uint8_t buf[16384];
+
+    while (read(rsf_sock[0], buf, sizeof(buf)) > 0) {
+        /* discard */
+    }
+}
+
+/*
+ * Run QEMU's main loop: a non-blocking round each polls the netdev's
+ * socket, which flush_events() alone does not (no GSource of the default
+ * context is pending for it), then the bottom halves and timers due.
+ */
+static void rsf_idle(QTestState *s)
+{
+    main_loop_wait(true);
+    flush_events(s);
+    rsf_drain();
+}
+
+static void rsf_settle(QTestState *s)
+{
+    int i;
+
+    for (i = 0; i < RSF_FLUSH_ROUNDS; i++) {
+        rsf_idle(s);
+    }
+}
+
+/*
+ * One frame to the adapter: a datagram on the socket netdev.  When the
+ * adapter has stopped taking frames the socket fills and the frame is
+ * lost, as on a wire.
+ */
+static void rsf_send_frame(const uint8_t *frame, size_t len)
+{
+    ssize_t n = write(rsf_sock[0], frame, MIN(len, RSF_MAX_FRAME));
+
+    (void)n;
+}
+
+/* ------------------------------------------------------------------ */
+/* Bring-up                                                            */
+/* ------------------------------------------------------------------ */
+
+static void rsf_ok(uint8_t status, const char *what)
+{
+    if (status != RS_STATUS_OK) {
+        fprintf(stderr, "rdma-session fuzz: bring-up %s failed: %s\n", what,
+                rs_status_name(status));
+        abort();
+    }
+}
+
+static uint64_t rsf_buf(RSFState *f, uint32_t len)
+{
+    uint64_t a = guest_alloc(&f->alloc, len + RSF_PAGE);
+
+    g_assert(a);
+    a = ROUND_UP(a, RSF_PAGE);
+    qtest_memset(rs_qts(&f->d), a, 0, len);
+    return a;
+}
+
+static void rsf_add_gid(RSFState *f, uint32_t index, uint8_t type,
+                        const uint8_t *gid)
+{
+    struct rs_cmd_add_gid c = { .index = index, .type = type, .vni = index };
+    uint32_t got;
+
+    memcpy(c.gid, gid, 16);
+    rsf_ok(rs_add_gid(&f->d, &c, &got), "ADD_GID");
+}
+
+static void rsf_gid_v4(uint8_t *gid, const uint8_t *ip)
+{
+    memset(gid, 0, 16);
+    gid[10] = gid[11] = 0xff;
+    memcpy(gid + 12, ip, 4);
+}
+
+static void rsf_reg_mr(RSFState *f, RSFMr *m, uint32_t pages,
+                       uint16_t access, uint32_t gid_index)
+{
+    struct rs_cmd_reg_mr c = {
+        .length = pages * RSF_PAGE,
+        .npages = pages,
+        .pd = f->pd,
+        .page_shift = 12,
+        .access = access,
+        .gid_index = gid_index,
+    };
+    uint32_t i, rkey;
+
+    m->len = pages * RSF_PAGE;
+    m->base = rsf_buf(f, m->len);
+    c.iova = m->base;
+    c.pbl_addr = guest_alloc(&f->alloc, pages * 8);
+    for (i = 0; i < pages; i++) {
+        qtest_writeq(rs_qts(&f->d), c.pbl_addr + i * 8, m->base + i * RSF_PAGE);
+    }
+    rsf_ok(rs_reg_mr(&f->d, &c, &m->key, &rkey), "REG_MR");
+}
+
+/* Large pages, so that one READ or WRITE may span megabytes. */
+static void rsf_reg_big_mr(RSFState *f, RSFMr *m)
+{
+    struct rs_cmd_reg_mr c = {
+        .iova = RSF_BIG_IOVA,
+        .length = (uint64_t)RSF_BIG_PAGES << RSF_BIG_SHIFT,
+        .npages = RSF_BIG_PAGES,
+        .pd = f->pd,
+        .page_shift = RSF_BIG_SHIFT,
+        .access = RS_ACCESS_ALL,
+    };
+    uint32_t i, rkey;
+
+    m->base = RSF_BIG_IOVA;
+    m->len = c.length;
+    c.pbl_addr = guest_alloc(&f->alloc, RSF_BIG_PAGES * 8);
+    for (i = 0; i < RSF_BIG_PAGES; i++) {
+        qtest_writeq(rs_qts(&f->d), c.pbl_addr + i * 8,
+                     RSF_BIG_PA + ((uint64_t)i << RSF_BIG_SHIFT));
+    }
+    rsf_ok(rs_reg_mr(&f->d, &c, &m->key, &rkey), "REG_MR");
+}
+
+static void rsf_create_qp(RSFState *f, RSFQp *q, uint8_t type, uint32_t group)
+{
+    struct rs_cmd_create_qp *c = &q->c;
+
+    memset(c, 0, sizeof(*c));
+    c->qp_type = type;
+    c->pd = f->pd;
+    c->send_cq = f->cq[0];
+    c->recv_cq = f->cq[1];
+    c->sq_log_size = RSF_WQ_LOG;
+    c->rq_log_size = RSF_WQ_LOG;
+    c->max_send_sge = 2;
+    c->max_recv_sge = 2;
+    c->max_inline = 64;
+    c->session_group = 0;
+    c->sq_addr = rsf_buf(f, rs_qp_sq_bytes(c));
+    c->rq_addr = rsf_buf(f, rs_qp_rq_bytes(c));
+    q->type = type;
+    rsf_ok(rs_create_qp(&f->d, c, &q->h, &q->qpn), "CREATE_QP");
+}
+
+/* RESET -> INIT -> RTR -> RTS with the masks each QP type requires. */
+static void rsf_connect(RSFState *f, RSFQp *q, uint32_t dest_qpn,
+                        const uint8_t *dgid, uint32_t gid_index,
+                        uint32_t group)
+{
+    bool rc = q->type == RS_QPT_RC, ud = q->type == RS_QPT_UD;
+    struct rs_qp_attr a = {
+        .path_mtu = RS_MTU_1024,
+        .port_num = 1,
+        .qkey = RSF_QKEY,
+        .rq_psn = RSF_RQ_PSN,
+        .sq_psn = RSF_SQ_PSN,
+        .dest_qp_num = dest_qpn,
+        .access_flags = RS_ACCESS_LOCAL_WRITE | RS_ACCESS_REMOTE_WRITE |
+                        RS_ACCESS_REMOTE_READ | RS_ACCESS_REMOTE_ATOMIC,
+        .max_rd_atomic = 4,
+        .max_dest_rd_atomic = 4,
+        .min_rnr_timer = 1,
+        .timeout = 10,
+        .retry_cnt = 3,
+        .rnr_retry = 3,
+        .session_group = group,
+    };
+    uint32_t init = RS_QP_ATTR_STATE | RS_QP_ATTR_PKEY_INDEX |
+                    RS_QP_ATTR_PORT |
+                    (ud ? RS_QP_ATTR_QKEY : RS_QP_ATTR_ACCESS_FLAGS);
+    uint32_t rtr = ud ? RS_QP_ATTR_STATE :
+                   RS_QP_ATTR_STATE | RS_QP_ATTR_AV | RS_QP_ATTR_PATH_MTU |
+                   RS_QP_ATTR_DEST_QPN | RS_QP_ATTR_RQ_PSN |
+                   (rc ? RS_QP_ATTR_MAX_DEST_RD_ATOMIC |
+                         RS_QP_ATTR_MIN_RNR_TIMER : 0) |
+                   (group ? RS_QP_ATTR_SESSION_GROUP : 0);
+    uint32_t rts = RS_QP_ATTR_STATE | RS_QP_ATTR_SQ_PSN |
+                   (rc ? RS_QP_ATTR_TIMEOUT | RS_QP_ATTR_RETRY_CNT |
+                         RS_QP_ATTR_RNR_RETRY | RS_QP_ATTR_MAX_QP_RD_ATOMIC :
+                         0);
+
+    memcpy(a.ah.dgid, dgid, 16);
+    memcpy(a.ah.dmac, q->loop ? rsf_mac : rsf_remote_mac, 6);
+    a.ah.hop_limit = 64;
+    a.ah.gid_index = gid_index;
+
+    a.cur_qp_state = RS_QPS_RESET;
+    a.qp_state = RS_QPS_INIT;
+    rsf_ok(rs_modify_qp(&f->d, q->h, &a, init), "MODIFY_QP INIT");
+    a.cur_qp_state = RS_QPS_INIT;
+    a.qp_state = RS_QPS_RTR;
+    rsf_ok(rs_modify_qp(&f->d, q->h, &a, rtr), "MODIFY_QP RTR");
+    a.cur_qp_state = RS_QPS_RTR;
+    a.qp_state = RS_QPS_RTS;
+    rsf_ok(rs_modify_qp(&f->d, q->h, &a, rts), "MODIFY_QP RTS");
+}
+
+static uint64_t rsf_slot(uint64_t ring, uint64_t bytes, uint8_t log,
+                         uint32_t index)
+{
+    return ring + (uint64_t)(index & ((1u << log) - 1)) * (bytes >> log);
+}
+
+static void rsf_post_send(RSFState *f, RSFQp *q, struct rs_send_wqe_ctrl *w,
+                          const struct rs_sge *sge)
+{
+    QTestState *s = rs_qts(&f->d);
+    uint64_t slot = rsf_slot(q->c.sq_addr, rs_qp_sq_bytes(&q->c),
+                             q->c.sq_log_size, q->sq_pi);
+
+    qtest_memwrite(s, slot, w, sizeof(*w));
+    if (sge) {
+        qtest_memwrite(s, slot + sizeof(*w), sge, sizeof(*sge));
+    }
+    q->sq_pi++;
+    rs_db_writel(&f->d, 0, RS_DB_SQ, q->qpn | (q->sq_pi & 0xffff) << 16);
+}
+
+static void rsf_post_recv(RSFState *f, RSFQp *q, const struct rs_sge *sge)
+{
+    QTestState *s = rs_qts(&f->d);
+    struct rs_recv_wqe_ctrl w = { .wr_id = 0x1000 + q->rq_pi, .num_sge = 1 };
+    uint64_t slot = rsf_slot(q->c.rq_addr, rs_qp_rq_bytes(&q->c),
+                             q->c.rq_log_size, q->rq_pi);
+
+    qtest_memwrite(s, slot, &w, sizeof(w));
+    qtest_memwrite(s, slot + sizeof(w), sge, sizeof(*sge));
+    q->rq_pi++;
+    rs_db_writel(&f->d, 0, RS_DB_RQ, q->qpn | (q->rq_pi & 0xffff) << 16);
+}
+
+/* A send WQE of @op from MR_ALL; remote address in @rmr at @roff. */
+static void rsf_post_op(RSFState *f, RSFQp *q, uint8_t op, uint32_t len,
+                        const RSFMr *rmr, uint32_t roff, uint8_t flags)
+{
+    const RSFMr *l = &f->mr[q->v6 ? RSF_MR_ALL6 : RSF_MR_ALL];
+    struct rs_send_wqe_ctrl w = {
+        .wr_id = 0x2000 + q->sq_pi,
+        .opcode = op,
+        .flags = flags | RS_WQE_F_SIGNALED,
+        .num_sge = 1,
+        .remote_addr = rmr->base + roff,
+        .rkey = rmr->key,
+        .compare_add = 1,
+        .swap = 2,
+        .ah = f->ah,
+        .remote_qpn = RSF_REMOTE_QPN,
+        .remote_qkey = RSF_QKEY,
+    };
+    struct rs_sge sge = {
+        .addr = l->base,
+        .length = MIN(len, l->len),
+        .lkey = l->key,
+    };
+
+    if (op == RS_WR_ATOMIC_CMP_SWP || op == RS_WR_ATOMIC_FETCH_ADD) {
+        sge.length = 8;
+        w.remote_addr &= ~7ull;
+    }
+    rsf_post_send(f, q, &w, &sge);
+}
+
+/*
+ * A LAN receive ring with RSF_LAN_POSTED buffers (all on one page) and
+ * every frame accepted, so raw and non-RoCE frames take the LAN path.
+ */
+static void rsf_lan_rx(RSFState *f)
+{
+    uint64_t ring = rsf_buf(f, sizeof(struct rs_lan_desc) << RSF_LAN_LOG);
+    uint64_t buf = rsf_buf(f, RSF_LAN_BUF);
+    uint32_t h, i;
+
+    rsf_ok(rs_create_lan_queue(&f->d, RS_LAN_RXQ, ring, RSF_LAN_LOG, 0, &h),
+           "CREATE_LAN_QUEUE");
+    rsf_ok(rs_set_lan_rx_mode(&f->d, RS_LAN_RX_PROMISC |
+                              RS_LAN_RX_ALLMULTI | RS_LAN_RX_BROADCAST),
+           "SET_LAN_RX_MODE");
+    for (i = 0; i < RSF_LAN_POSTED; i++) {
+        struct rs_lan_desc desc = {
+            .addr = cpu_to_le64(buf),
+            .len = cpu_to_le16(RSF_LAN_BUF),
+            .status = rs_ring_phase(i, RSF_LAN_LOG) ^ RS_LAN_S_PHASE,
+        };
+
+        qtest_memwrite(rs_qts(&f->d), ring + i * sizeof(desc), &desc,
+                       sizeof(desc));
+    }
+    rs_db_writel(&f->d, 0, RS_DB_LAN_RX, RSF_LAN_POSTED);
+}
+
+static void rsf_bring_up(RSFState *f, QTestState *s)
+{
+    struct rs_cmd_create_session sc = { .src_port = 49152, .dst_port = 4791,
+                                        .gid_index = 0 };
+    struct rs_cmd_create_session_group gc = { .nsessions = 1,
+                                              .policy = RS_GROUP_ROUND_ROBIN };
+    struct rs_cmd_create_ah ac = { .hop_limit = 64, .gid_index = 0 };
+    uint8_t gid[16], rgid[16], lgid[16];
+    uint32_t sess, group, i, j;
+
+    memset(f, 0, sizeof(*f));
+    f->bus = qpci_new_pc(s, NULL);
+    pc_alloc_init(&f->alloc, s, 0);
+    rs_attach_new(&f->d, f->bus, RSF_DEVFN, &f->alloc);
+    f->d.idle = rsf_idle;
+    rs_admin_init(&f->d, RS_QOS_ADMQ_LOG, RS_QOS_AEQ_LOG);
+
+    rsf_gid_v4(gid, rsf_ip_self);
+    rsf_add_gid(f, 0, RS_GID_ROCE_V2_IPV4, gid);
+    rsf_add_gid(f, 1, RS_GID_ROCE_V2_IPV6, rsf_ip6_self);
+    rsf_ok(rs_create_pd(&f->d, &f->pd), "CREATE_PD");
+    for (i = 0; i < 2; i++) {
+        uint64_t ring = rsf_buf(f, sizeof(struct rs_cqe) << RSF_CQ_LOG);
+
+        rsf_ok(rs_create_cq(&f->d, ring, RSF_CQ_LOG, 0, 0, &f->cq[i]),
+               "CREATE_CQ");
+    }
+    rsf_reg_mr(f, &f->mr[RSF_MR_ALL], 4, RS_ACCESS_ALL, 0);
+    rsf_reg_mr(f, &f->mr[RSF_MR_READ_ONLY], 1,
+               RS_ACCESS_LOCAL_WRITE | RS_ACCESS_REMOTE_READ, 0);
+    rsf_reg_mr(f, &f->mr[RSF_MR_ALL6], 2, RS_ACCESS_ALL, 1);
+    rsf_reg_big_mr(f, &f->mr[RSF_MR_BIG]);
+
+    /* Loopback: a session to our own address, as the qtests do. */
+    memcpy(sc.dst_ip, gid, 16);
+    memcpy(sc.dmac, rsf_mac, 6);
+    rsf_ok(rs_create_session(&f->d, &sc, &sess), "CREATE_SESSION");
+    gc.session[0] = sess;
+    rsf_ok(rs_create_session_group(&f->d, &gc, &group),
+           "CREATE_SESSION_GROUP");
+    rsf_gid_v4(rgid, rsf_ip_remote);
+    memcpy(ac.dgid, rgid, 16);
+    memcpy(ac.dmac, rsf_remote_mac, 6);
+    ac.pd = f->pd;
+    rsf_ok(rs_create_ah(&f->d, &ac, &f->ah), "CREATE_AH");
+
+    f->qp[RSF_QP_LOOP_A].loop = f->qp[RSF_QP_LOOP_B].loop = true;
+    f->qp[RSF_QP_RC6].v6 = true;
+    rsf_create_qp(f, &f->qp[RSF_QP_LOOP_A], RS_QPT_RC, group);
+    rsf_create_qp(f, &f->qp[RSF_QP_LOOP_B], RS_QPT_RC, group);
+    rsf_create_qp(f, &f->qp[RSF_QP_RC], RS_QPT_RC, 0);
+    rsf_create_qp(f, &f->qp[RSF_QP_UC], RS_QPT_UC, 0);
+    rsf_create_qp(f, &f->qp[RSF_QP_UD], RS_QPT_UD, 0);
+    rsf_create_qp(f, &f->qp[RSF_QP_RC6], RS_QPT_RC, 0);
+    memcpy(lgid, gid, 16);
+    rsf_connect(f, &f->qp[RSF_QP_LOOP_A], f->qp[RSF_QP_LOOP_B].qpn, lgid, 0,
+                group);
+    rsf_connect(f, &f->qp[RSF_QP_LOOP_B], f->qp[RSF_QP_LOOP_A].qpn, lgid, 0,
+                group);
+    rsf_connect(f, &f->qp[RSF_QP_RC], RSF_REMOTE_QPN, rgid, 0, 0);
+    rsf_connect(f, &f->qp[RSF_QP_UC], RSF_REMOTE_QPN, rgid, 0, 0);
+    rsf_connect(f, &f->qp[RSF_QP_UD], 0, rgid, 0, 0);
+    rsf_connect(f, &f->qp[RSF_QP_RC6], RSF_REMOTE_QPN, rsf_ip6_remote, 1, 0);
+
+    /* Receives everywhere, so SENDs from the wire find a buffer. */
+    for (i = 0; i < RSF_NQP; i++) {
+        const RSFMr *m = &f->mr[f->qp[i].v6 ? RSF_MR_ALL6 : RSF_MR_ALL];
+
+        for (j = 0; j < 4; j++) {
+            struct rs_sge sge = {
+                .addr = m->base + (j % (m->len / RSF_PAGE)) * RSF_PAGE,
+                .length = RSF_PAGE,
+                .lkey = m->key,
+            };
+
+            rsf_post_recv(f, &f->qp[i], &sge);
+        }
+    }
+
+    /*
+     * Requests outstanding towards the remote peers, so that ACKs, READ
+     * responses and atomic ACKs from the input find something to
+     * complete: PSNs RSF_SQ_PSN (WRITE), +1..+2 (READ of 2 KiB), +3
+     * (atomic), +4 (SEND).
+     */
+    for (i = RSF_QP_RC; i <= RSF_QP_RC6; i += RSF_QP_RC6 - RSF_QP_RC) {
+        RSFQp *q = &f->qp[i];
+        const RSFMr *m = &f->mr[q->v6 ? RSF_MR_ALL6 : RSF_MR_ALL];
+
+        rsf_post_op(f, q, RS_WR_RDMA_WRITE, 64, m, 0, 0);
+        rsf_post_op(f, q, RS_WR_RDMA_READ, 2048, m, RSF_PAGE, 0);
+        rsf_post_op(f, q, RS_WR_ATOMIC_FETCH_ADD, 8, m, 64, 0);
+        rsf_post_op(f, q, RS_WR_SEND, 100, m, 0, 0);
+    }
+    rsf_lan_rx(f);
+    rsf_settle(s);
+}
+
+/*
+ * Frames the adapter left in its netdev queue (it returned 0: no room) are
+ * dropped with the reset, and frames still in the socket reach a disabled
+ * adapter and are dropped too: every input starts from the same state.
+ */
+static void rsf_tear_down(RSFState *f, QTestState *s)
+{
+    rsf_settle(s);
+    rs_detach(&f->d);
+    qpci_free_pc(f->bus);
+    alloc_destroy(&f->alloc);
+    fuzz_reset(s);
+    qemu_purge_queued_packets(qemu_find_netdev("n0"));
+    rsf_settle(s);
+}
+
+/* ------------------------------------------------------------------ */
+/* Frames                                                              */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The ICRC of IBTA Annex A17: CRC-32 over 8 bytes of ones standing for
+ * the LRH, the IP header with its variant fields as ones, the UDP header
+ * with the checksum as ones, the BTH with byte 4 as ones, then the rest
+ * of the packet.  Written independently of the device's code.
+ */
+static uint32_t rsf_icrc(const uint8_t *f, size_t icrc_off, bool v6)
+{
+    uint8_t h[8 + 40 + 8 + 12];
+    unsigned l3 = v6 ? 40 : 20, n = 8 + l3 + 8 + 12;
+    uint32_t crc;
+
+    memset(h, 0xff, 8);
+    memcpy(h + 8, f + 14, l3 + 8 + 12);
+    if (v6) {
+        h[8] |= 0x0f;
+        h[9] = h[10] = h[11] = 0xff;
+        h[8 + 7] = 0xff;
+    } else {
+        h[8 + 1] = 0xff;
+        h[8 + 8] = 0xff;
+        h[8 + 10] = h[8 + 11] = 0xff;
+    }
+    h[8 + l3 + 6] = h[8 + l3 + 7] = 0xff;
+    h[8 + l3 + 8 + 4] = 0xff;
+    crc = crc32(0, h, n);
+    return crc32(crc, f + 14 + l3 + 8 + 12, icrc_off - (14 + l3 + 8 + 12));
+}
+
+static uint16_t rsf_ip_csum(const uint8_t *h)
+{
+    uint32_t sum = 0;
+    int i;
+
+    for (i = 0; i < 20; i += 2) {
+        sum += lduw_be_p(h + i);
+    }
+    while (sum >> 16) {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    return ~sum;
+}
+
+/*
+ * Ethernet, IP and UDP headers for a frame from @q's peer to the
+ * adapter's GID of @q, then @l4 (BTH onwards, without ICRC), then the
+ * ICRC (inverted when @bad_icrc).  Returns the frame length.
+ */
+static size_t rsf_build(uint8_t *f, const RSFQp *q, uint16_t sport,
+                        const uint8_t *l4, size_t l4len, bool bad_icrc)
+{
+    unsigned l3 = q->v6 ? 40 : 20;
+    size_t udplen = 8 + l4len + 4, len = 14 + l3 + udplen;
+    uint8_t *ip = f + 14, *udp = ip + l3;
+
+    g_assert(l4len >= 12);
+    memcpy(f, rsf_mac, 6);
+    memcpy(f + 6, q->loop ? rsf_mac : rsf_remote_mac, 6);
+    if (q->v6) {
+        stw_be_p(f + 12, 0x86dd);
+        memset(ip, 0, 40);
+        stl_be_p(ip, 0x60000000);
+        stw_be_p(ip + 4, udplen);
+        ip[6] = 17;
+        ip[7] = 64;
+        memcpy(ip + 8, rsf_ip6_remote, 16);
+        memcpy(ip + 24, rsf_ip6_self, 16);
+    } else {
+        stw_be_p(f + 12, 0x0800);
+        memset(ip, 0, 20);
+        ip[0] = 0x45;
+        stw_be_p(ip + 2, 20 + udplen);
+        stw_be_p(ip + 6, 0x4000);           /* DF */
+        ip[8] = 64;
+        ip[9] = 17;
+        memcpy(ip + 12, q->loop ? rsf_ip_self : rsf_ip_remote, 4);
+        memcpy(ip + 16, rsf_ip_self, 4);
+        stw_be_p(ip + 10, rsf_ip_csum(ip));
+    }
+    stw_be_p(udp, sport);
+    stw_be_p(udp + 2, 4791);
+    stw_be_p(udp + 4, udplen);
+    stw_be_p(udp + 6, 0);
+    memcpy(udp + 8, l4, l4len);
+    stl_le_p(f + len - 4, rsf_icrc(f, len - 4, q->v6) ^ (bad_icrc ? 1 : 0));
+    return len;
+}
+
+/* Opcodes (low 5 bits) whose first extension header is a RETH/ATMETH. */
+static bool rsf_op_has_va(uint8_t op)
+{
+    switch (op & 0x1f) {
+    case 0x06: case 0x0a: case 0x0b: case 0x0c: case 0x13: case 0x14:
+        return true;
+    }
+    return false;
+}
+
+/* Opcodes the completer takes: ACK, READ responses, atomic ACK. */
+static bool rsf_op_is_resp(uint8_t op)
+{
+    return (op & 0x1f) >= 0x0d && (op & 0x1f) <= 0x12;
+}
+
+static RSFQp *rsf_qp_sel(RSFState *f, uint8_t sel)
+{
+    return &f->qp[sel % RSF_NQP];
+}
+
+/*
+ * A RoCE frame to one of our QPs.  Operands: qp, opcode, BTH flags,
+ * control (bit 0: raw opcode, 1: raw dest QPN in the next 3 bytes,
+ * 2: valid key and address from MR control>>4 & 3, 3: bad ICRC),
+ * PSN delta (signed), UDP source port low byte, ack request, then the
+ * extension headers and payload.
+ */
+static void rsf_op_roce(RSFState *f, QTestState *s, const uint8_t *d,
+                        size_t len)
+{
+    static const uint8_t tbits[] = {
+        [RS_QPT_RC] = 0x00, [RS_QPT_UC] = 0x20, [RS_QPT_UD] = 0x60,
+    };
+    uint8_t l4[12 + RSF_MAX_FRAME], frame[RSF_MAX_FRAME + 128];
+    uint8_t op, ctl, bth_flags, sport, ackreq;
+    uint32_t qpn, psn;
+    size_t ext, n;
+    RSFQp *q;
+
+    if (len < 7) {
+        return;
+    }
+    q = rsf_qp_sel(f, d[0]);
+    ctl = d[3];
+    op = ctl & 1 ? d[1] : tbits[q->type] | (d[1] & 0x1f);
+    bth_flags = d[2] & 0xf0;                /* SE, M, pad; TVer 0 */
+    sport = d[5];
+    ackreq = d[6] & 0x80;
+    qpn = q->qpn;
+    if (rsf_op_is_resp(op)) {
+        psn = RSF_SQ_PSN + (int8_t)d[4];
+    } else {
+        psn = RSF_RQ_PSN + q->rx_frames + (int8_t)d[4];
+    }
+    d += 7;
+    len -= 7;
+    if (ctl & 2 && len >= 3) {
+        qpn = d[0] << 16 | d[1] << 8 | d[2];
+        d += 3;
+        len -= 3;
+    }
+    ext = MIN(len, sizeof(l4) - 12 - 28);
+
+    l4[0] = op;
+    l4[1] = bth_flags;
+    stw_be_p(l4 + 2, 0xffff);
+    stl_be_p(l4 + 4, qpn);
+    stl_be_p(l4 + 8, (psn & 0xffffff) | (uint32_t)ackreq << 24);
+    memcpy(l4 + 12, d, ext);
+    n = 12 + ext;
+    if (q->type == RS_QPT_UD && (op & 0xe0) == 0x60 && n >= 20 &&
+        (ctl & 4)) {
+        stl_be_p(l4 + 12, RSF_QKEY);
+    } else if ((ctl & 4) && rsf_op_has_va(op)) {
+        const RSFMr *m = &f->mr[(ctl >> 4) % RSF_NMR];
+        uint64_t va;
+
+        if (n < 12 + 28) {
+            memset(l4 + n, 0, 12 + 28 - n);
+            n = 12 + 28;
+        }
+        va = m->base + ldl_be_p(l4 + 12 + 4) % m->len;
+        if ((op & 0x1f) >= 0x13) {
+            va &= ~7ull;
+        }
+        stq_be_p(l4 + 12, va);
+        stl_be_p(l4 + 20, m->key);
+        if ((op & 0x1f) < 0x13) {
+            stl_be_p(l4 + 24, ldl_be_p(l4 + 24) % (m->len + 1));
+        }
+    }
+    if (!rsf_op_is_resp(op)) {
+        q->rx_frames++;
+    }
+    n = rsf_build(frame, q, 0xc000 | sport, l4, n, ctl & 8);
+    rsf_send_frame(frame, n);
+}
+
+/* A raw Ethernet frame, exactly the input. */
+static void rsf_op_raw(RSFState *f, QTestState *s, const uint8_t *d,
+                       size_t len)
+{
+    rsf_send_frame(d, len);
+}
+
+/* Valid headers to QP operand's GID; BTH onwards from the input. */
+static void rsf_op_bth(RSFState *f, QTestState *s, const uint8_t *d,
+                       size_t len)
+{
+    uint8_t frame[RSF_MAX_FRAME + 128];
+    size_t n;
+
+    uint8_t l4[RSF_MAX_FRAME] = { 0 };
+
+    if (len < 2) {
+        return;
+    }
+    len = MIN(len - 2, RSF_MAX_FRAME - 128);
+    memcpy(l4, d + 2, len);
+    n = rsf_build(frame, rsf_qp_sel(f, d[0]), 0xc000 | d[1], l4,
+                  MAX(len, 12), false);
+    rsf_send_frame(frame, n);
+}
+
+/* Virtual time: retransmission, RNR and ACK timers. */
+static void rsf_op_clock(RSFState *f, QTestState *s, const uint8_t *d,
+                         size_t len)
+{
+    uint64_t ns = 0;
+
+    memcpy(&ns, d, MIN(len, sizeof(ns)));
+    qtest_clock_step(s, le64_to_cpu(ns) % RSF_MAX_CLOCK_NS + 1);
+}
+
+/*
+ * A work request: qp, opcode, flags, MR for the remote side, length
+ * (2 bytes), remote offset (2 bytes).
+ */
+static void rsf_op_post_send(RSFState *f, QTestState *s, const uint8_t *d,
+                             size_t len)
+{
+    const RSFMr *m;
+
+    if (len < 8) {
+        return;
+    }
+    m = &f->mr[d[3] % RSF_NMR];
+    rsf_post_op(f, rsf_qp_sel(f, d[0]), d[1] % (RS_WR_LOCAL_INV + 1),
+                lduw_le_p(d + 4), m, lduw_le_p(d + 6) % m->len,
+                d[2] & (RS_WQE_F_SOLICITED | RS_WQE_F_FENCE));
+}
+
+/* A receive: qp, MR, length (2 bytes), offset (2 bytes). */
+static void rsf_op_post_recv(RSFState *f, QTestState *s, const uint8_t *d,
+                             size_t len)
+{
+    const RSFMr *m;
+    struct rs_sge sge;
+
+    if (len < 6) {
+        return;
+    }
+    m = &f->mr[d[1] % RSF_NMR];
+    sge.addr = m->base + lduw_le_p(d + 4) % m->len;
+    sge.length = lduw_le_p(d + 2);
+    sge.lkey = m->key;
+    rsf_post_recv(f, rsf_qp_sel(f, d[0]), &sge);
+}
+
+/* CQ doorbells: cq, consumer index advance, arm flags. */
+static void rsf_op_cq(RSFState *f, QTestState *s, const uint8_t *d,
+                      size_t len)
+{
+    unsigned i;
+
+    if (len < 3) {
+        return;
+    }
+    i = d[0] & 1;
+    f->cq_ci[i] += d[1];
+    rs_db_writel(&f->d, 0, RS_DB_CQ_CI,
+                 (f->cq[i] & RS_HANDLE_INDEX_MASK) |
+                 (f->cq_ci[i] & 0xffff) << 16);
+    if (d[2] & 3) {
+        rs_db_writel(&f->d, 0, RS_DB_CQ_ARM,
+                     (f->cq[i] & RS_HANDLE_INDEX_MASK) | (d[2] & 3) << 16);
+    }
+}
+
+typedef void RSFOp(RSFState *f, QTestState *s, const uint8_t *d, size_t len);
+
+static RSFOp *const rsf_ops[] = {
+    rsf_op_roce, rsf_op_roce, rsf_op_roce, rsf_op_bth, rsf_op_raw,
+    rsf_op_clock, rsf_op_post_send, rsf_op_post_recv, rsf_op_cq,
+};
+
+static void rsf_fuzz(QTestState *s, const unsigned char *data, size_t size)
+{
+    const unsigned char *cmd = data, *next;
+    size_t sep = strlen(RSF_SEPARATOR);
+
+    rsf_bring_up(&rsf, s);
+    while (cmd && size) {
+        size_t n;
+
+        next = memmem(cmd, size, RSF_SEPARATOR, sep);
+        n = next ? next - cmd : size;
+        if (n) {
+            rsf_ops[cmd[0] % ARRAY_SIZE(rsf_ops)](&rsf, s, cmd + 1, n - 1);
+            rsf_idle(s);
+        }
+        if (!next) {
+            break;
+        }
+        size -= n + sep;
+        cmd = next + sep;
+    }
+    rsf_tear_down(&rsf, s);
+}
+
+static GString *rsf_cmdline(FuzzTarget *t)
+{
+    GString *cmd_line = g_string_new(NULL);
+    int ret = socketpair(PF_UNIX, SOCK_DGRAM, 0, rsf_sock);
+
+    g_assert_cmpint(ret, ==, 0);
+    g_unix_set_fd_nonblocking(rsf_sock[0], true, NULL);
+    g_string_printf(cmd_line,
+        TARGET_NAME " -display none -machine q35,accel=qtest -nodefaults "
+        "-m 128M -device rdma-session,addr=04.0,netdev=n0,mac=" RS_QOS_MAC_STR
+        ",max-qps=8,max-cqs=4,max-mrs=8,max-pds=2,max-ahs=2,max-sessions=2,"
+        "max-session-groups=2,max-gids=4,max-srqs=2,db-pages=2,"
+        "max-mr-pages=64,max-msg-size=65536,num-comp-vectors=1,mtu=1024 "
+        "-netdev socket,fd=%d,id=n0", rsf_sock[1]);
+    return cmd_line;
+}
+
+static void register_rdma_session_fuzz_targets(void)
+{
+    fuzz_add_target(&(FuzzTarget){
+        .name = "rdma-session-packet",
+        .description = "Fuzz the rdma-session adapter's RoCEv2 receive path "
+        "(parser, responder, completer) with frames from the network, on "
+        "an adapter brought up with loopback and remote QPs",
+        .get_init_cmdline = rsf_cmdline,
+        .fuzz = rsf_fuzz,
+    });
+}
+
+fuzz_target_init(register_rdma_session_fuzz_targets);
