@@ -193,7 +193,7 @@ rebooted() { [ "$(readies)" -ge 2 ]; }
 qmp() { "$top/scripts/qmp.py" "$run/vm2/qmp.sock" "$@"; }
 
 # 1. The reset, once VM 1 says its traffic runs.
-if wait_for 200 grep -q '^RESIL reset-now' "$run/vm1/serial.log"; then
+if wait_for 200 grep -qs '^RESIL reset-now' "$run/vm1/serial.log"; then
     qpid=$(cat "$run/vm2/pid")
     treset=$(date +%s)
     if r=$(qmp set-action '{"reboot": "reset"}' system_reset 2>&1); then
