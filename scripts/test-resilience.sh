@@ -109,18 +109,22 @@ else ck reset-traffic-again fail "status $rc: $(tail -n 3 /tmp/pp2.log | tr '\n'
 # 3. Unload the module under the server's QP.
 timeout 120 ib_write_bw -d rsess0 -x "$gi" -p 18603 -F -s 4096 -D 30 -u 15 > /tmp/bw3.log 2>&1 &
 p=$!
+unloaded=0
 if wait_rts && sleep 2 && alive $p; then
     t0=$(date +%s)
     rmmod rdma_session > /tmp/rmmod.log 2>&1 &
-    rm=$!
-    wait_end $rm 30
-    if [ $rc = 0 ]; then
+    rmp=$!
+    wait_end $rmp 30
+    if [ $rc = 0 ] && [ ! -e /sys/module/rdma_session ]; then
+        unloaded=1
         ck rmmod-during-traffic ok "in $(( $(date +%s) - t0 )) s; server $(alive $p && echo still running || echo ended)"
-    else ck rmmod-during-traffic fail "status $rc: $(tr '\n' ' ' < /tmp/rmmod.log)"; fi
+    else ck rmmod-during-traffic fail "status $rc: $(tr '\n' ' ' < /tmp/rmmod.log) $(ls -d /sys/module/rdma_session 2>/dev/null)"; fi
 else
     ck rmmod-during-traffic fail "no traffic to unload the module under: $(tail -n 4 /tmp/bw3.log | tr '\n' ' ')"
 fi
-if modprobe rdma_session; then
+if [ $unloaded = 0 ]; then
+    ck modprobe-port-active fail "not checked: the module was not unloaded"
+elif modprobe rdma_session; then
     for t in $(seq 1 20); do [ -e "/sys/class/net/$RS_IFACE" ] && break; sleep 0.5; done
     ip addr add "$RS_IP/24" dev "$RS_IFACE"
     ip link set "$RS_IFACE" up
