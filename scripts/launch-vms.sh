@@ -53,6 +53,9 @@
 #   tsc=reliable: bench/run-bench.sh),
 #   RS_VMS_LOGDIR (default $RS_BUILD/vms/<run>; the last run is linked as
 #   $RS_BUILD/vms/last), the guest-image.sh variables.
+# Each VM has a QMP socket, <run>/vmI/qmp.sock (scripts/qmp.py sends it
+# commands, e.g. system_reset); its /init takes a new command on the control
+# port after every boot ("go BASE64" written to <run>/vmI/ctl.in).
 # Output: the command's output of each VM, each line prefixed "[vmI] ", then
 # "launch-vms: vmI: exit status S" per VM and a summary line.  Exits 0 if
 # every command exited 0 and every QEMU powered off cleanly, 1 otherwise,
@@ -170,7 +173,7 @@ is_soft() { [ $softall = 1 ] || [ -n "${soft[$1]:-}" ]; }
 
 start_vm()  # index
 {
-    local i=$1 d="$run/vm$1" mac append dev net con
+    local i=$1 d="$run/vm$1" mac append dev net con qmp
     mkdir -p "$d"
     mac=$(printf '52:54:00:77:00:%02x' "$i")
     # no_timer_check: on a loaded host TCG can miss the kernel's IO-APIC
@@ -215,8 +218,11 @@ start_vm()  # index
              -chardev "pipe,id=ctl,path=$d/ctl" -serial chardev:ctl)
         append+=" rs.go=ttyS1"
     fi
+    # (a Unix socket's path has at most 107 bytes: no QMP for deeper runs)
+    qmp=()
+    [ ${#d} -gt 96 ] || qmp=(-qmp "unix:$d/qmp.sock,server=on,wait=off")
     args=(-machine q35 "${acc[@]}" -m "$mem" -smp 1 -nodefaults -display none
-          -no-reboot "${fw[@]}" -name "vm$i"
+          -no-reboot "${fw[@]}" -name "vm$i" "${qmp[@]+"${qmp[@]}"}"
           -kernel "$RS_KERNEL" -initrd "$RS_INITRD" -append "$append"
           "${net[@]}" -device "$dev" "${con[@]}" "${extra[@]+"${extra[@]}"}")
     printf '%q ' "$qemu" "${args[@]}" > "$d/cmdline"

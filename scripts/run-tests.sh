@@ -31,6 +31,10 @@
 #          their own, never counted as passed
 #   nvmf   scripts/test-nvmf.sh: NVMe over Fabrics over RDMA between two
 #          VMs (kernel RDMA consumer), data compared on host and target
+#   resilience  scripts/test-resilience.sh: a system reset (QMP) and a
+#          module unload in one of two VMs in the middle of ib_write_bw: the
+#          peer's QP ends with retry exceeded, the VM comes back (boots
+#          again, module reloaded) and runs traffic with the same peer
 #   bench-smoke  bench/run-bench.sh --smoke: one short repetition of every
 #          benchmark on both pairs (-netdev stream, MTU 9000); one check per
 #          benchmark that produced numbers on both (a verified transfer
@@ -877,6 +881,20 @@ else
     grep '^not ok' "$logs/nvmf.log"
     [ $((np + nf)) -gt 0 ] || nf=1
     report nvmf "$np" "$nf" "$(( $(stamp) - t )) s, see $logs/nvmf.log"
+fi
+
+# --- resilience -----------------------------------------------------------------
+# scripts/test-resilience.sh: resets and unloads under traffic between two VMs.
+echo "== resilience: scripts/test-resilience.sh (system reset and rmmod during ib_write_bw)"
+if [ $built != 1 ]; then
+    report resilience 0 1 "not run: the build failed"
+else
+    t=$(stamp)
+    RS_NO_BUILD=1 "$top/scripts/test-resilience.sh" > "$logs/resilience.log" 2>&1
+    read -r np nf _ < <(tap_count "$logs/resilience.log")
+    grep '^not ok' "$logs/resilience.log"
+    [ $((np + nf)) -gt 0 ] || nf=1
+    report resilience "$np" "$nf" "$(( $(stamp) - t )) s, see $logs/resilience.log"
 fi
 
 # --- bench-smoke ----------------------------------------------------------------

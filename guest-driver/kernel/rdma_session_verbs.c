@@ -172,13 +172,24 @@ struct rs_cq {
 	bool user;
 };
 
+/*
+ * A work queue of a kernel QP or SRQ (send, receive or shared receive).
+ *
+ * Locking: @lock protects @pi, @ci and the ring's free slots.  The post
+ * verbs write @pi with it held; the poll path (rs_poll_cq) advances @ci
+ * with it held, nested inside the CQ's lock (cq->lock, then wq->lock;
+ * never the other way round).  Both indexes are therefore read plainly
+ * under @lock, and a post sees a slot free only after the completion
+ * that freed it was consumed.  One lock, not the CQ's, because the
+ * receive completions of an SRQ come through the CQs of all its QPs.
+ */
 struct rs_wq {
 	struct rs_buf ring;
 	struct rdma_user_mmap_entry *mentry;
 	u32 log;
 	u32 stride;
 	u32 max_sge;
-	spinlock_t lock;		/* kernel QPs: producer */
+	spinlock_t lock;		/* kernel QPs and SRQs: pi, ci */
 	u32 pi;
 	u32 ci;
 	u8 *signaled;			/* SQ of kernel QPs: per slot */
@@ -911,6 +922,17 @@ static void rs_wq_consume_send(struct rs_qp *qp, u8 status)
 	spin_unlock(&wq->lock);
 }
 
+/*
+ * The device takes receive WQEs in ring order (an SRQ's from all its QPs)
+ * and copies each one it takes: every receive completion frees one slot.
+ */
+static void rs_wq_consume_recv(struct rs_wq *wq)
+{
+	spin_lock(&wq->lock);
+	wq->ci++;
+	spin_unlock(&wq->lock);
+}
+
 static int rs_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
 {
 	struct rs_ibdev *dev = to_rsdev(ibcq->device);
@@ -937,10 +959,8 @@ static int rs_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
 			w->qp = &qp->ibqp;
 			if (!(e->opcode & RS_WR_RECV))
 				rs_wq_consume_send(qp, e->status);
-			else if (qp->srq)
-				WRITE_ONCE(qp->srq->wq.ci, qp->srq->wq.ci + 1);
 			else
-				qp->rq.ci++;
+				rs_wq_consume_recv(qp->srq ? &qp->srq->wq : &qp->rq);
 		}
 		xa_unlock(&dev->qps);
 		if (e->opcode == RS_WR_RECV)
@@ -1355,6 +1375,18 @@ static int rs_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	return 0;
 }
 
+/* Back to RESET: the device forgot the queue, so does the driver. */
+static void rs_wq_reset(struct rs_wq *wq)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&wq->lock, flags);
+	wq->pi = 0;
+	wq->ci = 0;
+	memset(wq->ring.va, 0, wq->ring.size);
+	spin_unlock_irqrestore(&wq->lock, flags);
+}
+
 /* Bits 0-20 of enum ib_qp_attr_mask are the device's bits. */
 #define RS_IB_QP_ATTR_MASK	(IB_QP_DEST_QPN * 2 - 1)
 
@@ -1465,10 +1497,8 @@ static int rs_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	if (next == IB_QPS_RESET) {
 		qp->has_av = false;
 		if (!qp->user) {
-			qp->sq.pi = qp->sq.ci = 0;
-			qp->rq.pi = qp->rq.ci = 0;
-			memset(qp->sq.ring.va, 0, qp->sq.ring.size);
-			memset(qp->rq.ring.va, 0, qp->rq.ring.size);
+			rs_wq_reset(&qp->sq);
+			rs_wq_reset(&qp->rq);
 		}
 	}
 out:
@@ -1713,24 +1743,19 @@ out:
 	return err;
 }
 
-static int rs_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
-			const struct ib_recv_wr **bad)
+/*
+ * Post receive WQEs to @wq (a kernel QP's RQ or a kernel SRQ) and ring
+ * doorbell @db for queue @index.  Called with wq->lock held: see struct
+ * rs_wq for the rule.
+ */
+static int rs_wq_post_recv(struct rs_ibdev *dev, struct rs_wq *wq, u32 db,
+			   u32 index, const struct ib_recv_wr *wr,
+			   const struct ib_recv_wr **bad)
 {
-	struct rs_ibdev *dev = to_rsdev(ibqp->device);
-	struct rs_qp *qp = to_rsqp(ibqp);
-	struct rs_wq *wq = &qp->rq;
 	u32 mask = (1u << wq->log) - 1;
-	unsigned long flags;
 	int err = 0, n = 0, i;
 
-	if (qp->user || qp->srq)
-		return -EINVAL;
-	spin_lock_irqsave(&wq->lock, flags);
-	if (qp->state == IB_QPS_RESET) {
-		err = -EINVAL;
-		*bad = wr;
-		goto out;
-	}
+	lockdep_assert_held(&wq->lock);
 	for (; wr; wr = wr->next) {
 		struct rs_recv_wqe_ctrl *c;
 		struct rs_sge *sg;
@@ -1759,10 +1784,29 @@ static int rs_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	if (err)
 		*bad = wr;
 	if (n)
-		rs_ring_db(dev, RS_DB_RQ, (qp->qpn & RS_DB_INDEX_MASK) |
+		rs_ring_db(dev, db, (index & RS_DB_INDEX_MASK) |
 			   ((wq->pi & 0xffff) << RS_DB_VALUE_SHIFT));
-out:
-	spin_unlock_irqrestore(&wq->lock, flags);
+	return err;
+}
+
+static int rs_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+			const struct ib_recv_wr **bad)
+{
+	struct rs_ibdev *dev = to_rsdev(ibqp->device);
+	struct rs_qp *qp = to_rsqp(ibqp);
+	unsigned long flags;
+	int err;
+
+	if (qp->user || qp->srq)
+		return -EINVAL;
+	spin_lock_irqsave(&qp->rq.lock, flags);
+	if (qp->state == IB_QPS_RESET) {
+		err = -EINVAL;
+		*bad = wr;
+	} else {
+		err = rs_wq_post_recv(dev, &qp->rq, RS_DB_RQ, qp->qpn, wr, bad);
+	}
+	spin_unlock_irqrestore(&qp->rq.lock, flags);
 	return err;
 }
 
@@ -1905,55 +1949,20 @@ static int rs_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 	return 0;
 }
 
-/*
- * Kernel SRQs.  The device takes WQEs in ring order and keeps a copy of
- * each one it took, so a slot is free again once as many receive
- * completions as WQEs before it were polled (wq.ci counts them).
- */
+/* Kernel SRQs: the same ring as a kernel RQ (rs_wq_post_recv). */
 static int rs_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 			    const struct ib_recv_wr **bad)
 {
 	struct rs_ibdev *dev = to_rsdev(ibsrq->device);
 	struct rs_srq *srq = to_rssrq(ibsrq);
-	struct rs_wq *wq = &srq->wq;
-	u32 mask = (1u << wq->log) - 1;
 	unsigned long flags;
-	int err = 0, n = 0, i;
+	int err;
 
 	if (srq->user)
 		return -EINVAL;
-	spin_lock_irqsave(&wq->lock, flags);
-	for (; wr; wr = wr->next) {
-		struct rs_recv_wqe_ctrl *c;
-		struct rs_sge *sg;
-
-		if (wq->pi - READ_ONCE(wq->ci) >= (1u << wq->log)) {
-			err = -ENOMEM;
-			break;
-		}
-		if (wr->num_sge > wq->max_sge) {
-			err = -EINVAL;
-			break;
-		}
-		c = wq->ring.va + (size_t)(wq->pi & mask) * wq->stride;
-		sg = (struct rs_sge *)(c + 1);
-		memset(c, 0, wq->stride);
-		c->wr_id = wr->wr_id;
-		c->num_sge = wr->num_sge;
-		for (i = 0; i < wr->num_sge; i++) {
-			sg[i].addr = wr->sg_list[i].addr;
-			sg[i].length = wr->sg_list[i].length;
-			sg[i].lkey = wr->sg_list[i].lkey;
-		}
-		wq->pi++;
-		n++;
-	}
-	if (err)
-		*bad = wr;
-	if (n)
-		rs_ring_db(dev, RS_DB_SRQ, (srq->handle & RS_DB_INDEX_MASK) |
-			   ((wq->pi & 0xffff) << RS_DB_VALUE_SHIFT));
-	spin_unlock_irqrestore(&wq->lock, flags);
+	spin_lock_irqsave(&srq->wq.lock, flags);
+	err = rs_wq_post_recv(dev, &srq->wq, RS_DB_SRQ, srq->handle, wr, bad);
+	spin_unlock_irqrestore(&srq->wq.lock, flags);
 	return err;
 }
 

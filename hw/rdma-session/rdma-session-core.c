@@ -135,6 +135,7 @@ void rs_core_reset(RSCore *c)
 {
     trace_rdma_session_reset();
     qemu_bh_cancel(c->admin_bh);
+    rs_engine_reset(c);
     rs_clear_tables(c);
     c->ctrl = 0;
     c->status = c->link_up ? R_RS_STATUS_LINK_UP_MASK : 0;

@@ -548,6 +548,7 @@ uint32_t rs_sq_stride(uint8_t max_sge, uint16_t max_inline);
 uint32_t rs_rq_stride(uint8_t max_sge);
 void rs_engine_realize(RSCore *c);
 void rs_engine_unrealize(RSCore *c);
+void rs_engine_reset(RSCore *c);
 void rs_req_process(void *opaque);
 void rs_req_kick(RSCore *c);
 void rs_req_doorbell(RSCore *c, uint32_t qpn);

@@ -215,6 +215,8 @@ static void rs_pci_realize(PCIDevice *pci_dev, Error **errp)
         rs_core_unrealize(c);
         return;
     }
+    /* FLR runs the same reset as a system reset (rs_reset_hold). */
+    pcie_cap_flr_init(pci_dev);
 
     qemu_macaddr_default_if_unset(&s->conf.macaddr);
     c->mac = s->conf.macaddr;
@@ -226,6 +228,14 @@ static void rs_pci_realize(PCIDevice *pci_dev, Error **errp)
     object_property_add_uint64_ptr(OBJECT(s), "x-lan-rx-missed",
                                    &c->lan_rx_missed, OBJ_PROP_FLAG_READ);
     rs_core_reset(c);
+}
+
+/* Setting BCR_FLR in the PCIe device control resets the function. */
+static void rs_pci_write_config(PCIDevice *pci_dev, uint32_t addr,
+                                uint32_t val, int len)
+{
+    pci_default_write_config(pci_dev, addr, val, len);
+    pcie_cap_flr_write_config(pci_dev, addr, val, len);
 }
 
 static void rs_pci_exit(PCIDevice *pci_dev)
@@ -289,6 +299,7 @@ static void rs_class_init(ObjectClass *klass, void *data)
 
     pc->realize = rs_pci_realize;
     pc->exit = rs_pci_exit;
+    pc->config_write = rs_pci_write_config;
     pc->vendor_id = RS_PCI_VENDOR_ID;
     pc->device_id = RS_PCI_DEVICE_ID;
     pc->revision = RS_PCI_REVISION;

@@ -1024,6 +1024,19 @@ void rs_engine_realize(RSCore *c)
     c->rx_buf = g_malloc0(RS_WIRE_MAX_FRAME);
 }
 
+/*
+ * Device reset: no QP is left, so nothing may run for the old ones (a
+ * timer or bottom half that ran later would find the tables of the next
+ * driver instance).
+ */
+void rs_engine_reset(RSCore *c)
+{
+    qemu_bh_cancel(c->req_bh);
+    qemu_bh_cancel(c->resp_bh);
+    timer_del(c->retry_timer);
+    timer_del(c->rnr_timer);
+}
+
 void rs_engine_unrealize(RSCore *c)
 {
     qemu_bh_delete(c->req_bh);

@@ -4674,6 +4674,66 @@ static void test_reset(void *obj, void *data, QGuestAllocator *alloc)
     assert_alive(d);
 }
 
+/*
+ * Function level reset through the PCIe capability's device control, as
+ * the guest's PCI core issues it: the function is back at power-on
+ * (registers, admin queue, objects, LAN rings; in config space the
+ * command register, the BARs and MSI-X are cleared) and works again once
+ * it is set up again.
+ */
+static void test_flr(void *obj, void *data, QGuestAllocator *alloc)
+{
+    QRdmaSession *d = rs_setup(obj);
+    QPCIDevice *dev = &d->dev;
+    uint8_t exp = qpci_find_capability(dev, PCI_CAP_ID_EXP, 0);
+    uint8_t msix = qpci_find_capability(dev, PCI_CAP_ID_MSIX, 0);
+    size_t ring = sizeof(struct rs_lan_desc) << 4;
+    uint64_t lan = rs_alloc_zeroed(d, 2 * ring);
+    ResetObjects o;
+    uint16_t ctl;
+
+    g_assert_cmphex(exp, !=, 0);
+    g_assert_cmphex(qpci_config_readl(dev, exp + PCI_EXP_DEVCAP) &
+                    PCI_EXP_DEVCAP_FLR, ==, PCI_EXP_DEVCAP_FLR);
+
+    reset_make_objects(d, &o);
+    RS_ASSERT_OK(rs_create_lan_queue(d, RS_LAN_TXQ, lan, 4, 0, NULL));
+    RS_ASSERT_OK(rs_create_lan_queue(d, RS_LAN_RXQ, lan + ring, 4, 0, NULL));
+
+    ctl = qpci_config_readw(dev, exp + PCI_EXP_DEVCTL);
+    qpci_config_writew(dev, exp + PCI_EXP_DEVCTL,
+                       ctl | PCI_EXP_DEVCTL_BCR_FLR);
+    /* The initiate bit always reads 0. */
+    g_assert_cmphex(qpci_config_readw(dev, exp + PCI_EXP_DEVCTL), ==, ctl);
+    g_assert_cmphex(qpci_config_readw(dev, PCI_COMMAND) &
+                    (PCI_COMMAND_MEMORY | PCI_COMMAND_MASTER), ==, 0);
+    g_assert_cmphex(qpci_config_readl(dev, PCI_BASE_ADDRESS_0) &
+                    PCI_BASE_ADDRESS_MEM_MASK, ==, 0);
+    g_assert_cmphex(qpci_config_readw(dev, msix + PCI_MSIX_FLAGS) &
+                    PCI_MSIX_FLAGS_ENABLE, ==, 0);
+
+    /* Set up again as a driver does after the reset. */
+    d->bar0 = qpci_iomap(dev, RS_BAR_REGS, NULL);
+    d->bar2 = qpci_iomap(dev, RS_BAR_DOORBELL, NULL);
+    qpci_device_enable(dev);
+    qpci_msix_enable(dev);
+    assert_power_on_regs(d, DEF_DB_PAGES, DEF_NUM_MSIX);
+    rs_setup(d);
+    reset_check_gone(d, &o);
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_LAN_QUEUE, RS_LAN_TXQ),
+                     RS_STATUS_BAD_HANDLE);
+    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_LAN_QUEUE, RS_LAN_RXQ),
+                     RS_STATUS_BAD_HANDLE);
+
+    /* The same objects can be made again. */
+    rs_reset(d);
+    rs_setup(d);
+    reset_make_objects(d, &o);
+    RS_ASSERT_OK(rs_create_lan_queue(d, RS_LAN_TXQ, lan, 4, 0, NULL));
+    RS_ASSERT_OK(rs_create_lan_queue(d, RS_LAN_RXQ, lan + ring, 4, 0, NULL));
+    assert_alive(d);
+}
+
 /* ------------------------------------------------------------------ */
 /* DMA containment                                                     */
 /* ------------------------------------------------------------------ */
@@ -10660,6 +10720,7 @@ static void register_rdma_session_test(void)
     qos_add_test("lan-log-rate", "rdma-session", test_lan_log_rate,
                  &lan_log);
     qos_add_test("cq-full-max", "rdma-session", test_cq_full_max, NULL);
+    qos_add_test("flr", "rdma-session", test_flr, NULL);
     qtest_add_func("rdma-session/bad-properties", test_bad_properties);
 }
 
