@@ -16,6 +16,11 @@
 #      must end with "Failed status 12"; modprobe rdma_session in VM 1
 #      brings rsess0 back ACTIVE with its RoCE v2 GID.
 #   4. VM 1 and VM 2 run ib_write_bw again, the same pair of VMs.
+#   5. function level reset: VM 1 serves ib_write_bw again and, while
+#      traffic runs, resets its adapter through sysfs ("reset": FLR); the
+#      driver goes down before and comes back after it, rsess0 must be
+#      ACTIVE again; VM 2's ib_write_bw must end with "Failed status 12".
+#   6. VM 1 and VM 2 run ib_write_bw again after the FLR.
 #   At the end both kernel logs must have no WARNING/BUG/Oops/call trace/
 #   hung task, and both QEMUs must power off cleanly.
 # The guests print "CHECK <name> ok|fail <detail>" lines; this script adds
@@ -141,6 +146,29 @@ echo "resilience: the unloaded server ended with status $rc: $(tail -n 2 /tmp/bw
 timeout 60 ib_write_bw -d rsess0 -x "$gi" -p 18604 -F -s 4096 -n 200 -u 18 > /tmp/bw4.log 2>&1; rc=$?
 if [ $rc = 0 ]; then ck rmmod-traffic-again ok "$(grep -A1 '#bytes' /tmp/bw4.log | tail -n 1)"
 else ck rmmod-traffic-again fail "status $rc: $(tail -n 3 /tmp/bw4.log | tr '\n' ' ')"; fi
+# 5. A function level reset of the adapter under the server's QP.
+timeout 120 ib_write_bw -d rsess0 -x "$gi" -p 18605 -F -s 4096 -D 30 -u 15 > /tmp/bw5.log 2>&1 &
+p=$!
+pcidev=$(readlink -f /sys/class/infiniband/rsess0/device)
+if wait_rts && sleep 2 && alive $p && [ -w "$pcidev/reset" ]; then
+    if echo 1 > "$pcidev/reset"; then
+        for t in $(seq 1 20); do [ -e "/sys/class/net/$RS_IFACE" ] && break; sleep 0.5; done
+        ip addr add "$RS_IP/24" dev "$RS_IFACE" 2>/dev/null
+        ip link set "$RS_IFACE" up
+        for t in $(seq 1 40); do ibv_devinfo -d rsess0 2>/dev/null | grep -q PORT_ACTIVE && break; sleep 0.5; done
+        if ibv_devinfo -d rsess0 2>/dev/null | grep -q PORT_ACTIVE && wait_gid; then
+            ck flr-during-traffic ok "rsess0 ACTIVE again, GID index $gi: $(dmesg | grep -c 'function reset') driver messages"
+        else ck flr-during-traffic fail "$(ibv_devinfo -d rsess0 2>&1 | grep -E 'state|No IB' | tr '\n' ' '); $(dmesg | tail -n 3 | tr '\n' ' ')"; fi
+    else ck flr-during-traffic fail "writing $pcidev/reset failed"; fi
+else
+    ck flr-during-traffic fail "no traffic to reset the function under ($pcidev): $(tail -n 4 /tmp/bw5.log | tr '\n' ' ')"
+fi
+wait_end $p 30
+echo "resilience: the server under the FLR ended with status $rc: $(tail -n 2 /tmp/bw5.log | tr '\n' ' ')"
+# 6. The same pair after the FLR.
+timeout 60 ib_write_bw -d rsess0 -x "$gi" -p 18606 -F -s 4096 -n 200 -u 18 > /tmp/bw6.log 2>&1; rc=$?
+if [ $rc = 0 ]; then ck flr-traffic-again ok "$(grep -A1 '#bytes' /tmp/bw6.log | tail -n 1)"
+else ck flr-traffic-again fail "status $rc: $(tail -n 3 /tmp/bw6.log | tr '\n' ' ')"; fi
 dmesg_clean dmesg-clean
 exit 0
 EOS
@@ -161,6 +189,11 @@ retry_exceeded /tmp/bw3.log $rc rmmod-peer-retry-exceeded
 client /tmp/bw4.log 90 ib_write_bw -d rsess0 -x "$gi" -p 18604 -F -s 4096 -n 200 -u 18
 if [ $rc = 0 ]; then ck rmmod-traffic-again ok "$(grep -A1 '#bytes' /tmp/bw4.log | tail -n 1)"
 else ck rmmod-traffic-again fail "status $rc: $(tail -n 3 /tmp/bw4.log | tr '\n' ' ')"; fi
+client /tmp/bw5.log 60 ib_write_bw -d rsess0 -x "$gi" -p 18605 -F -s 4096 -D 30 -u 15
+retry_exceeded /tmp/bw5.log $rc flr-peer-retry-exceeded
+client /tmp/bw6.log 90 ib_write_bw -d rsess0 -x "$gi" -p 18606 -F -s 4096 -n 200 -u 18
+if [ $rc = 0 ]; then ck flr-traffic-again ok "$(grep -A1 '#bytes' /tmp/bw6.log | tail -n 1)"
+else ck flr-traffic-again fail "status $rc: $(tail -n 3 /tmp/bw6.log | tr '\n' ' ')"; fi
 dmesg_clean dmesg-clean
 exit 0
 EOS
@@ -236,6 +269,8 @@ done
 for e in 1:reset-peer-retry-exceeded 1:reset-peer-dmesg-clean 1:reset-traffic-again \
          2:reset-traffic-again 1:rmmod-during-traffic 2:rmmod-peer-retry-exceeded \
          1:modprobe-port-active 1:rmmod-traffic-again 2:rmmod-traffic-again \
+         1:flr-during-traffic 2:flr-peer-retry-exceeded 1:flr-traffic-again \
+         2:flr-traffic-again \
          1:dmesg-clean 2:dmesg-clean; do
     vm=${e%%:*} c=${e#*:}
     line=$(grep -m1 "^\[vm$vm\] CHECK $c " "$out")

@@ -46,6 +46,8 @@ struct rs_admin {
  */
 struct rs_dev {
 	struct pci_dev *pdev;
+	/* Everything below is zero before rs_dev_up() (probe, after a reset). */
+	bool up;			/* brought up, not reset since */
 	void __iomem *regs;		/* BAR 0 */
 	u32 version;
 	u32 caps;			/* RS_CAPS register */

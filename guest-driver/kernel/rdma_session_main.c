@@ -114,18 +114,16 @@ out:
 	return err;
 }
 
-static int rs_probe(struct pci_dev *pdev, const struct pci_device_id *id)
+/*
+ * Bring the function up: BARs, MSI-X, admin queue, net_device, ib_device.
+ * Used by probe and again after a function level reset.
+ */
+static int rs_dev_up(struct rs_dev *rdev)
 {
+	struct pci_dev *pdev = rdev->pdev;
 	struct device *dev = &pdev->dev;
-	struct rs_dev *rdev;
 	u32 magic;
 	int err;
-
-	rdev = devm_kzalloc(dev, sizeof(*rdev), GFP_KERNEL);
-	if (!rdev)
-		return -ENOMEM;
-	rdev->pdev = pdev;
-	pci_set_drvdata(pdev, rdev);
 
 	err = pci_enable_device_mem(pdev);
 	if (err) {
@@ -227,6 +225,7 @@ static int rs_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 		dev_err(dev, "ib_device registration failed: %d\n", err);
 		goto err_netdev;
 	}
+	rdev->up = true;
 	return 0;
 
 err_netdev:
@@ -253,9 +252,22 @@ err_disable:
 	return err;
 }
 
-static void rs_remove(struct pci_dev *pdev)
+static int rs_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 {
-	struct rs_dev *rdev = pci_get_drvdata(pdev);
+	struct rs_dev *rdev;
+
+	rdev = devm_kzalloc(&pdev->dev, sizeof(*rdev), GFP_KERNEL);
+	if (!rdev)
+		return -ENOMEM;
+	rdev->pdev = pdev;
+	pci_set_drvdata(pdev, rdev);
+	return rs_dev_up(rdev);
+}
+
+/* Take the function down: the reverse of rs_dev_up(). */
+static void rs_dev_down(struct rs_dev *rdev)
+{
+	struct pci_dev *pdev = rdev->pdev;
 
 	rs_ib_unregister(rdev);
 	/* Closes the interface: the LAN queues are destroyed. */
@@ -273,6 +285,47 @@ static void rs_remove(struct pci_dev *pdev)
 	pci_disable_device(pdev);
 }
 
+static void rs_remove(struct pci_dev *pdev)
+{
+	struct rs_dev *rdev = pci_get_drvdata(pdev);
+
+	if (rdev->up)
+		rs_dev_down(rdev);
+}
+
+/*
+ * A function level reset (sysfs "reset", VFIO, error recovery) wipes
+ * every queue and object of the device: unregister as for an unbind
+ * before it (user contexts are disassociated, as on rmmod) and register
+ * again after it.
+ */
+static void rs_reset_prepare(struct pci_dev *pdev)
+{
+	struct rs_dev *rdev = pci_get_drvdata(pdev);
+
+	if (rdev->up) {
+		dev_info(&pdev->dev, "function reset: device going down\n");
+		rs_dev_down(rdev);
+		rdev->up = false;
+	}
+}
+
+static void rs_reset_done(struct pci_dev *pdev)
+{
+	struct rs_dev *rdev = pci_get_drvdata(pdev);
+	int err;
+
+	memset_after(rdev, 0, pdev);
+	err = rs_dev_up(rdev);
+	if (err)
+		dev_err(&pdev->dev, "function reset: bring-up failed: %d\n", err);
+}
+
+static const struct pci_error_handlers rs_err_handlers = {
+	.reset_prepare = rs_reset_prepare,
+	.reset_done = rs_reset_done,
+};
+
 static const struct pci_device_id rs_pci_ids[] = {
 	{ PCI_DEVICE(RS_PCI_VENDOR_ID, RS_PCI_DEVICE_ID) },
 	{ }
@@ -284,6 +337,7 @@ static struct pci_driver rs_pci_driver = {
 	.id_table = rs_pci_ids,
 	.probe = rs_probe,
 	.remove = rs_remove,
+	.err_handler = &rs_err_handlers,
 };
 module_pci_driver(rs_pci_driver);
 
