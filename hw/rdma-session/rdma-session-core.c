@@ -506,8 +506,8 @@ void rs_core_reg_write(RSCore *c, hwaddr addr, uint32_t val)
 /*
  * Doorbell page p may only ring objects created with uar == p, so one user
  * context cannot drive another's queues; the LAN rings belong to page 0.
- * The RDMA data path arrives with the transport engine; for now its
- * indices are recorded.
+ * An SQ doorbell runs the requester on its QP (a budget of work, the rest
+ * in its bottom half); the others record an index or arm a CQ.
  */
 void rs_core_db_write(RSCore *c, hwaddr addr, uint32_t val)
 {

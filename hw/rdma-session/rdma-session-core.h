@@ -486,7 +486,6 @@ uint8_t rs_cmd_query_qp(RSCore *c, const struct rs_admin_cmd *cmd,
                         struct rs_admin_cqe *cqe);
 uint8_t rs_cmd_destroy_qp(RSCore *c, const struct rs_admin_cmd *cmd,
                           struct rs_admin_cqe *cqe);
-void rs_qp_release(RSCore *c, uint32_t idx);
 uint8_t rs_cmd_create_srq(RSCore *c, const struct rs_admin_cmd *cmd,
                           struct rs_admin_cqe *cqe);
 uint8_t rs_cmd_modify_srq(RSCore *c, const struct rs_admin_cmd *cmd,
@@ -505,7 +504,6 @@ uint8_t rs_mr_local_op(RSCore *c, const RSQp *qp,
                        const struct rs_send_wqe_ctrl *w);
 bool rs_mr_remote_inv(RSCore *c, const RSQp *qp, uint32_t gid_index,
                       uint32_t rkey);
-void rs_mr_free(RSCore *c, uint32_t idx);
 
 /* rdma-session-session.c: UDP sessions, session groups, GIDs */
 uint8_t rs_cmd_create_session(RSCore *c, const struct rs_admin_cmd *cmd,
@@ -549,7 +547,6 @@ uint32_t rs_rq_stride(uint8_t max_sge);
 void rs_engine_realize(RSCore *c);
 void rs_engine_unrealize(RSCore *c);
 void rs_engine_reset(RSCore *c);
-void rs_req_process(void *opaque);
 void rs_req_kick(RSCore *c);
 void rs_req_doorbell(RSCore *c, uint32_t qpn);
 void rs_req_rewind(RSCore *c, uint32_t qpn);
@@ -564,13 +561,10 @@ void rs_roce_xmit(RSCore *c, uint8_t *frame, size_t len, uint32_t dip);
 void rs_engine_tx_resume(RSCore *c);
 bool rs_resp_divert(RSCore *c, const struct iovec *iov, int iovcnt);
 void rs_roce_input(RSCore *c, const uint8_t *frame, size_t len);
-int rs_gid_by_ip4(RSCore *c, uint32_t ip);
 int rs_gid_find(RSCore *c, const uint8_t *gid);
 struct RSPkt;
 bool rs_qp_tuple(RSCore *c, RSQp *qp, uint32_t qpn, const RSAv *ud_av,
                  struct RSPkt *pkt);
-bool rs_qp_tuple_msg(RSCore *c, RSQp *qp, uint32_t qpn, const RSAv *ud_av,
-                     struct RSPkt *pkt);
 void rs_comp_receive(RSCore *c, uint32_t qpn, const struct RSPkt *pkt);
 void rs_cq_post(RSCore *c, uint32_t cq, struct rs_cqe *cqe, bool solicited);
 void rs_send_cqe(RSCore *c, uint32_t qpn, const struct rs_send_wqe_ctrl *w,

@@ -236,7 +236,7 @@ uint8_t rs_cmd_reg_mr(RSCore *c, const struct rs_admin_cmd *cmd,
     return RS_STATUS_OK;
 }
 
-void rs_mr_free(RSCore *c, uint32_t idx)
+static void rs_mr_free(RSCore *c, uint32_t idx)
 {
     RSMr *mr = &c->mrs[idx];
 

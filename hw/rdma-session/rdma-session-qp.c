@@ -621,7 +621,7 @@ uint8_t rs_cmd_query_qp(RSCore *c, const struct rs_admin_cmd *cmd,
     return rs_dma_write(c, addr, &a, sizeof(a));
 }
 
-void rs_qp_release(RSCore *c, uint32_t idx)
+static void rs_qp_release(RSCore *c, uint32_t idx)
 {
     RSQp *qp = &c->qps[idx];
 

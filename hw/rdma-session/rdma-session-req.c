@@ -206,8 +206,8 @@ bool rs_qp_tuple(RSCore *c, RSQp *qp, uint32_t qpn, const RSAv *ud_av,
  * message resumes after a window stall).  RS_GROUP_ACTIVE_BACKUP uses the
  * first session (no path failure detection yet).
  */
-bool rs_qp_tuple_msg(RSCore *c, RSQp *qp, uint32_t qpn, const RSAv *ud_av,
-                     RSPkt *pkt)
+static bool rs_qp_tuple_msg(RSCore *c, RSQp *qp, uint32_t qpn,
+                            const RSAv *ud_av, RSPkt *pkt)
 {
     if (!qp->req_pkt) {
         qp->req_slot = 0;
@@ -774,7 +774,7 @@ static bool rs_req_qp(RSCore *c, uint32_t qpn, bool active, unsigned *used)
     return more;
 }
 
-void rs_req_process(void *opaque)
+static void rs_req_process(void *opaque)
 {
     RSCore *c = opaque;
     bool active = rs_port_active(c);

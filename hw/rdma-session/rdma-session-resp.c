@@ -44,14 +44,6 @@ int rs_gid_find(RSCore *c, const uint8_t *gid)
     return -1;
 }
 
-int rs_gid_by_ip4(RSCore *c, uint32_t ip)
-{
-    uint8_t gid[16];
-
-    rs_ip4_to_gid(ip, gid);
-    return rs_gid_find(c, gid);
-}
-
 bool rs_resp_divert(RSCore *c, const struct iovec *iov, int iovcnt)
 {
     uint8_t hdr[RS_BTH_OFF6], dgid[16];

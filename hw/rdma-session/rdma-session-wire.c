@@ -96,7 +96,7 @@ const RSOpcodeInfo rs_opcode[256] = {
        SND | RS_OPF_ONLY | RS_OPF_DETH | RS_OPF_IMM, Q_UD),
 };
 
-uint16_t rs_ip4_checksum(const uint8_t *hdr, unsigned len)
+static uint16_t rs_ip4_checksum(const uint8_t *hdr, unsigned len)
 {
     uint32_t sum = 0;
     unsigned i;

@@ -187,7 +187,6 @@ bool rs_wire_parse(const uint8_t *frame, size_t len, RSPkt *pkt,
  */
 bool rs_wire_is_roce(const uint8_t *hdr, size_t len, uint8_t *dgid);
 
-uint16_t rs_ip4_checksum(const uint8_t *hdr, unsigned len);
 
 /* IPv4 address of a v4-mapped GID (::ffff:a.b.c.d); false otherwise. */
 bool rs_gid_to_ip4(const uint8_t *gid, uint32_t *ip);
