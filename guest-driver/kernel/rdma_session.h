@@ -68,6 +68,7 @@ struct rs_dev {
 	struct rs_device_attr attr;	/* QUERY_DEVICE at probe */
 	struct rs_port_attr port_attr;	/* QUERY_PORT (port 1) at probe */
 
+	struct work_struct notify_peers;	/* after a live migration */
 	struct net_device *netdev;	/* the LAN function, eth%d */
 
 	void *ib;			/* owned by rdma_session_verbs.c */

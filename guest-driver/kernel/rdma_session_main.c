@@ -13,6 +13,7 @@
 #include <linux/interrupt.h>
 #include <linux/module.h>
 #include <linux/pci.h>
+#include <linux/rtnetlink.h>
 
 #include "rdma_session.h"
 
@@ -40,6 +41,10 @@ void rs_dispatch_event(struct rs_dev *rdev, const struct rs_event *ev)
 	case RS_EV_PORT_ERR:
 		rs_netdev_link_event(rdev, false);
 		break;
+	case RS_EV_MIGRATION_NOTICE:
+		/* Hard IRQ context: the announcement takes the RTNL. */
+		schedule_work(&rdev->notify_peers);
+		break;
 	case RS_EV_DEVICE_FATAL:
 		dev_err(&rdev->pdev->dev, "device fatal error (code %u)\n",
 			rs_rd32(rdev, A_RS_FATAL_CODE));
@@ -49,6 +54,27 @@ void rs_dispatch_event(struct rs_dev *rdev, const struct rs_event *ev)
 		break;
 	}
 	rs_ib_event(rdev, ev);
+}
+
+/*
+ * The VM was live-migrated: the device has announced its GIDs; let the
+ * stack announce the interface's addresses too (unsolicited neighbour
+ * advertisements, gratuitous ARP where arp_notify is set), as
+ * virtio-net does on its announce request.
+ */
+static void rs_notify_peers_work(struct work_struct *work)
+{
+	struct rs_dev *rdev = container_of(work, struct rs_dev, notify_peers);
+
+	struct net_device *netdev;
+
+	dev_info(&rdev->pdev->dev, "live migration: announcing the interface\n");
+	rtnl_lock();
+	/* rs_netdev_remove() cancels this work before it frees the netdev. */
+	netdev = rdev->netdev;
+	if (netdev && netdev->reg_state == NETREG_REGISTERED)
+		__netdev_notify_peers(netdev);
+	rtnl_unlock();
 }
 
 static irqreturn_t rs_admin_irq(int irq, void *data)
@@ -125,6 +151,7 @@ static int rs_dev_up(struct rs_dev *rdev)
 	u32 magic;
 	int err;
 
+	INIT_WORK(&rdev->notify_peers, rs_notify_peers_work);
 	err = pci_enable_device_mem(pdev);
 	if (err) {
 		dev_err(dev, "pci_enable_device_mem failed: %d\n", err);

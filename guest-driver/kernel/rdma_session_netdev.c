@@ -842,6 +842,7 @@ void rs_netdev_remove(struct rs_dev *rdev)
 	unregister_netdev(netdev);	/* closes it: rs_stop() */
 	cancel_work_sync(&nd->rx_mode_work);
 	rs_netdev_set(rdev, NULL);
+	cancel_work_sync(&rdev->notify_peers);
 	netif_napi_del(&nd->napi);
 	free_netdev(netdev);
 }

@@ -393,6 +393,7 @@ struct RSCore {
      * full link drops them, so the network layer's queue stays bounded.
      */
     uint32_t roce_tx_held;
+    bool migrated_in;           /* loaded by migration, not running yet */
     /*
      * LAN frames dropped for want of an RX descriptor (QOM property
      * x-lan-rx-missed); counted since realize, not migrated.
@@ -536,6 +537,8 @@ bool rs_lan_can_receive(RSCore *c);
 void rs_lan_gid_added(RSCore *c);
 ssize_t rs_lan_receive_iov(RSCore *c, const struct iovec *iov, int iovcnt);
 bool rs_lan_state_valid(RSCore *c);
+#define RS_ANNOUNCE_MAX 96
+size_t rs_lan_announce_frame(RSCore *c, unsigned gid, uint8_t *buf);
 void rs_lan_post_load(RSCore *c);
 
 #define RS_LAN_RX_ALL   (RS_LAN_RX_PROMISC | RS_LAN_RX_ALLMULTI |          \

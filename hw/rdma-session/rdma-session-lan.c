@@ -36,7 +36,9 @@
 #include "qemu/iov.h"
 #include "qemu/main-loop.h"
 #include "net/eth.h"
+#include "net/checksum.h"
 #include "rdma-session-core.h"
+#include "rdma-session-wire.h"
 #include "trace.h"
 
 /* Frames per TX bottom-half run, so that a vCPU is never held for long. */
@@ -521,4 +523,73 @@ void rs_lan_post_load(RSCore *c)
     /* Finish posted TX work; let frames held meanwhile in. */
     c->lan_flush_pending = true;
     qemu_bh_schedule(c->lan_bh);
+}
+
+/* ------------------------------------------------------------------ */
+/* Announcements                                                       */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The frame that tells the network where GID gid now is (QEMU's
+ * announce-self, after a migration): a gratuitous ARP for an IPv4 GID, an
+ * unsolicited neighbour advertisement (override set) for an IPv6 one, so
+ * that peers and switches send its RoCE traffic to this port.  Returns
+ * the frame's length in buf (RS_ANNOUNCE_MAX bytes), 0 for no frame.
+ */
+#define RS_IPPROTO_ICMPV6   58
+
+size_t rs_lan_announce_frame(RSCore *c, unsigned gid, uint8_t *buf)
+{
+    static const uint8_t all_nodes[16] = {
+        0xff, 0x02, [15] = 0x01,
+    };
+    const uint8_t *g;
+    uint32_t ip, sum;
+    uint8_t *na;
+
+    if (gid >= c->p.max_gids || !c->gids[gid].valid) {
+        return 0;
+    }
+    g = c->gids[gid].gid;
+    memset(buf, 0, RS_ANNOUNCE_MAX);
+    memcpy(buf + 6, c->mac.a, ETH_ALEN);
+    if (rs_gid_to_ip4(g, &ip)) {
+        memset(buf, 0xff, ETH_ALEN);
+        stw_be_p(buf + 12, ETH_P_ARP);
+        stw_be_p(buf + 14, 1);                  /* Ethernet */
+        stw_be_p(buf + 16, ETH_P_IP);
+        buf[18] = ETH_ALEN;
+        buf[19] = 4;
+        stw_be_p(buf + 20, 1);                  /* request */
+        memcpy(buf + 22, c->mac.a, ETH_ALEN);
+        stl_be_p(buf + 28, ip);                 /* sender = target */
+        stl_be_p(buf + 38, ip);
+        return 60;
+    }
+    if (g[0] == 0xff) {
+        return 0;                               /* not a unicast address */
+    }
+    /* Ethernet, IPv6 to ff02::1, ICMPv6 NA for g with its MAC. */
+    buf[0] = buf[1] = 0x33;
+    buf[5] = 0x01;
+    stw_be_p(buf + 12, ETH_P_IPV6);
+    stl_be_p(buf + 14, 0x60000000);
+    stw_be_p(buf + 18, 32);                     /* payload length */
+    buf[20] = RS_IPPROTO_ICMPV6;
+    buf[21] = 255;                              /* hop limit */
+    memcpy(buf + 22, g, 16);
+    memcpy(buf + 38, all_nodes, 16);
+    na = buf + 54;
+    na[0] = 136;                                /* neighbour advertisement */
+    stl_be_p(na + 4, 0x20000000);               /* override */
+    memcpy(na + 8, g, 16);
+    na[24] = 2;                                 /* target link-layer address */
+    na[25] = 1;
+    memcpy(na + 26, c->mac.a, ETH_ALEN);
+    /* Checksum over the pseudo-header (addresses, length, next header). */
+    sum = net_checksum_add(32, buf + 22);
+    sum += 32 + RS_IPPROTO_ICMPV6;
+    sum += net_checksum_add(32, na);
+    stw_be_p(na + 2, net_checksum_finish(sum));
+    return 54 + 32;
 }

@@ -717,6 +717,7 @@ static int rs_core_post_load(void *opaque, int version_id)
     }
     rs_lan_post_load(c);
     rs_engine_post_load(c);
+    c->migrated_in = true;
     return 0;
 }
 

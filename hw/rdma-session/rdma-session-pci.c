@@ -21,6 +21,7 @@
 #include "hw/qdev-properties.h"
 #include "migration/vmstate.h"
 #include "net/net.h"
+#include "system/runstate.h"
 #include "rdma-session-core.h"
 #include "trace.h"
 
@@ -36,6 +37,7 @@ struct RSState {
     NICState *nic;
 
     RSCore core;
+    VMChangeStateEntry *vmstate_change;
 };
 
 static uint64_t rs_regs_read(void *opaque, hwaddr addr, unsigned size)
@@ -164,6 +166,23 @@ static void rs_nc_link_status_changed(NetClientState *nc)
     rs_core_set_link(&s->core, !nc->link_down);
 }
 
+/* announce-self, and after a migration: where each GID is now. */
+static void rs_nc_announce(NetClientState *nc)
+{
+    RSState *s = qemu_get_nic_opaque(nc);
+    uint8_t buf[RS_ANNOUNCE_MAX];
+    unsigned i;
+
+    for (i = 0; i < s->core.p.max_gids; i++) {
+        size_t len = rs_lan_announce_frame(&s->core, i, buf);
+
+        if (len) {
+            trace_rdma_session_announce(i, len);
+            qemu_send_packet(nc, buf, len);
+        }
+    }
+}
+
 static NetClientInfo rs_net_info = {
     .type = NET_CLIENT_DRIVER_NIC,
     .size = sizeof(NICState),
@@ -171,7 +190,23 @@ static NetClientInfo rs_net_info = {
     .receive = rs_nc_receive,
     .receive_iov = rs_nc_receive_iov,
     .link_status_changed = rs_nc_link_status_changed,
+    .announce = rs_nc_announce,
 };
+
+/*
+ * A VM that came in by migration starts to run: tell the driver
+ * (MIGRATION_NOTICE), which may have to refresh what depends on where it
+ * runs; QEMU's announce-self tells the network.
+ */
+static void rs_vm_state_change(void *opaque, bool running, RunState state)
+{
+    RSState *s = opaque;
+
+    if (running && s->core.migrated_in) {
+        s->core.migrated_in = false;
+        rs_core_raise_event(&s->core, RS_EV_MIGRATION_NOTICE, 1, 0);
+    }
+}
 
 static void rs_pci_realize(PCIDevice *pci_dev, Error **errp)
 {
@@ -224,6 +259,8 @@ static void rs_pci_realize(PCIDevice *pci_dev, Error **errp)
                           object_get_typename(OBJECT(s)), dev->id,
                           &dev->mem_reentrancy_guard, s);
     qemu_format_nic_info_str(qemu_get_queue(s->nic), c->mac.a);
+    s->vmstate_change = qemu_add_vm_change_state_handler(rs_vm_state_change,
+                                                         s);
     c->link_up = !qemu_get_queue(s->nic)->link_down;
     object_property_add_uint64_ptr(OBJECT(s), "x-lan-rx-missed",
                                    &c->lan_rx_missed, OBJ_PROP_FLAG_READ);
@@ -242,6 +279,7 @@ static void rs_pci_exit(PCIDevice *pci_dev)
 {
     RSState *s = RDMA_SESSION(pci_dev);
 
+    qemu_del_vm_change_state_handler(s->vmstate_change);
     qemu_del_nic(s->nic);
     msix_uninit_exclusive_bar(pci_dev);
     rs_core_unrealize(&s->core);

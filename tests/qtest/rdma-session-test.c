@@ -117,6 +117,23 @@ static void wait_aeq_port_active(QRdmaSession *d)
     g_assert_cmpuint(ev.handle, ==, 1);
 }
 
+/* The next asynchronous event of adapter @d is @type for @handle. */
+static void expect_event(QRdmaSession *d, uint8_t type, uint32_t handle)
+{
+    struct rs_event ev;
+
+    g_assert_true(rs_aeq_poll(d, &ev, RS_QOS_TIMEOUT_US));
+    g_assert_cmpuint(ev.type, ==, type);
+    g_assert_cmphex(ev.handle, ==, handle);
+}
+
+static void expect_no_event(QRdmaSession *d)
+{
+    struct rs_event ev;
+
+    g_assert_false(rs_aeq_poll(d, &ev, G_USEC_PER_SEC / 20));
+}
+
 /* Enable the admin queue with the default sizes; eat the port event. */
 static QRdmaSession *rs_setup(void *obj)
 {
@@ -6934,6 +6951,9 @@ static void test_lan_migrate(void *obj, void *data, QGuestAllocator *alloc)
     de.d = d;
     de.fd = sv[0];
 
+    /* The driver learns that the VM moved, once it runs again. */
+    expect_event(d, RS_EV_MIGRATION_NOTICE, 1);
+
     /* TX: the posted frame goes out at index 5, on the second lap. */
     g_assert_cmpuint(idx, ==, 5);
     lan_doorbell(&de, &de.tx);
@@ -10063,23 +10083,6 @@ static void test_engine_fast_reg_migrate(void *obj, void *data,
 /* Hostile peers and guests                                            */
 /* ------------------------------------------------------------------ */
 
-/* The next asynchronous event of adapter @d is @type for @handle. */
-static void expect_event(QRdmaSession *d, uint8_t type, uint32_t handle)
-{
-    struct rs_event ev;
-
-    g_assert_true(rs_aeq_poll(d, &ev, RS_QOS_TIMEOUT_US));
-    g_assert_cmpuint(ev.type, ==, type);
-    g_assert_cmphex(ev.handle, ==, handle);
-}
-
-static void expect_no_event(QRdmaSession *d)
-{
-    struct rs_event ev;
-
-    g_assert_false(rs_aeq_poll(d, &ev, G_USEC_PER_SEC / 20));
-}
-
 /*
  * An MR of @len bytes at @iova whose pages are all the guest page @page:
  * remote access to more memory than the test guest has.
@@ -10231,6 +10234,68 @@ static void test_lan_roce_backpressure(void *obj, void *data,
     for (i = 0; i < nlan; i++) {
         g_assert_cmphex(lan_status(&e, &e.tx, i), ==, lan_ok(&e.tx, i));
     }
+    assert_alive(e.d);
+}
+
+/*
+ * announce-self (as after a migration): besides QEMU's RARP, a gratuitous
+ * ARP for the IPv4 GID and an unsolicited neighbour advertisement with
+ * the override flag for the IPv6 GID, each with the adapter's MAC.
+ */
+static void test_lan_announce(void *obj, void *data, QGuestAllocator *alloc)
+{
+    struct rs_cmd_add_gid g6 = { .index = 2, .type = RS_GID_ROCE_V2_IPV6 };
+    uint8_t f[RS_LAN_MAX_FRAME];
+    bool arp = false, na = false;
+    uint32_t got, sum, i;
+    ssize_t len;
+    LanEnv e;
+
+    lan_setup(&e, obj, data, 0, 0);
+    add_gid_v4(e.d, 0, 1);
+    gid_v6(g6.gid, 0x70);
+    RS_ASSERT_OK(rs_add_gid(e.d, &g6, &got));
+    qtest_qmp_assert_success(rs_qts(e.d), "{ 'execute': 'announce-self',"
+                             "  'arguments': { 'initial': 50, 'max': 550,"
+                             "    'rounds': 1, 'step': 100 } }");
+    while ((!arp || !na) &&
+           (len = lan_sock_recv(e.fd, f, sizeof(f), RS_QOS_TIMEOUT_US)) > 0) {
+        g_assert_cmpmem(f + 6, 6, qos_mac, 6);
+        if (lduw_be_p(f + 12) == 0x0806) {
+            g_assert_cmpint(len, ==, 60);
+            g_assert_cmpmem(f, 6, lan_bcast, 6);
+            g_assert_cmphex(lduw_be_p(f + 20), ==, 1);
+            g_assert_cmpmem(f + 22, 6, qos_mac, 6);
+            g_assert_cmphex(ldl_be_p(f + 28), ==, 0x0a000001);
+            g_assert_cmphex(ldl_be_p(f + 38), ==, 0x0a000001);
+            arp = true;
+        } else if (lduw_be_p(f + 12) == 0x86dd) {
+            g_assert_cmpint(len, ==, 86);
+            g_assert_cmphex(f[20], ==, 58);
+            g_assert_cmpuint(f[21], ==, 255);
+            g_assert_cmpmem(f + 22, 16, g6.gid, 16);
+            g_assert_cmphex(f[54], ==, 136);
+            g_assert_cmphex(ldl_be_p(f + 58), ==, 0x20000000);
+            g_assert_cmpmem(f + 62, 16, g6.gid, 16);
+            g_assert_cmphex(f[78], ==, 2);
+            g_assert_cmpmem(f + 80, 6, qos_mac, 6);
+            /* ICMPv6 checksum: pseudo-header and message sum to 0xffff. */
+            sum = 32 + 58;
+            for (i = 22; i < 54; i += 2) {
+                sum += lduw_be_p(f + i);
+            }
+            for (i = 54; i < 86; i += 2) {
+                sum += lduw_be_p(f + i);
+            }
+            while (sum >> 16) {
+                sum = (sum & 0xffff) + (sum >> 16);
+            }
+            g_assert_cmphex(sum, ==, 0xffff);
+            na = true;
+        }
+    }
+    g_assert_true(arp);
+    g_assert_true(na);
     assert_alive(e.d);
 }
 
@@ -10704,6 +10769,7 @@ static void register_rdma_session_test(void)
                  &pair);
     qos_add_test("engine-pair-events", "rdma-session",
                  test_engine_pair_events, &pair);
+    qos_add_test("lan-announce", "rdma-session", test_lan_announce, &lan);
     qos_add_test("lan-roce-backpressure", "rdma-session",
                  test_lan_roce_backpressure, &lan_wide);
     qos_add_test("engine-pair-read-flood", "rdma-session",
