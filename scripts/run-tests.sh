@@ -7,7 +7,7 @@
 #          qemu-system-x86_64, qos-test); counted only when it fails
 #   qtest  the device's qtests: every qos-test path naming rdma-session
 #   fuzz-smoke  scripts/fuzz.sh: generic-fuzz (rdma-session configuration)
-#          and the RoCE packet fuzzer, RS_FUZZ_SMOKE_SECS (75) seconds
+#          and the RoCE packet fuzzer, RS_FUZZ_SMOKE_SECS (60) seconds
 #          each; a crash, sanitizer report, hang or OOM fails the fuzzer
 #   qtest-asan  the qtest suite's paths once more on the sanitizer build;
 #          an ASan/UBSan report fails the test
@@ -47,7 +47,7 @@
 #
 # Environment: RS_BUILD, RS_CACHE (see scripts/build-qemu.sh),
 #   RS_QTEST_TIMEOUT (seconds for each qos-test run, default 300),
-#   RS_FUZZ_SMOKE_SECS (seconds for each fuzzer in fuzz-smoke, default 75),
+#   RS_FUZZ_SMOKE_SECS (seconds for each fuzzer in fuzz-smoke, default 60),
 #   RS_DEMO_TIMEOUT (seconds for the demo VM, default 120),
 #   RS_MATRIX_PROGS, RS_MATRIX_LOSS (the programs of rdma-matrix, without
 #   and with netem loss; for a shorter run by hand).
@@ -226,7 +226,7 @@ fi
 # Each fuzzer (scripts/fuzz.sh) for a short fixed time on the sanitizer
 # build: one check per fuzzer, failed by any crash, sanitizer report,
 # timeout (hang) or out-of-memory; the reproducer is named.
-echo "== fuzz-smoke: scripts/fuzz.sh, generic-fuzz and the packet fuzzer, ${RS_FUZZ_SMOKE_SECS:-75} s each"
+echo "== fuzz-smoke: scripts/fuzz.sh, generic-fuzz and the packet fuzzer, ${RS_FUZZ_SMOKE_SECS:-60} s each"
 t=$(stamp)
 if [ $fbuilt != 1 ]; then
     report fuzz-smoke 0 1 "not run: the fuzz build failed"
@@ -234,7 +234,7 @@ else
     fp=0 ff=0
     for ft in generic packet; do
         if "$top/scripts/fuzz.sh" --no-build --target "$ft" \
-                --seconds "${RS_FUZZ_SMOKE_SECS:-75}" > "$logs/fuzz-$ft.log" 2>&1; then
+                --seconds "${RS_FUZZ_SMOKE_SECS:-60}" > "$logs/fuzz-$ft.log" 2>&1; then
             fp=$((fp + 1))
             grep "^fuzz $ft:" "$logs/fuzz-$ft.log"
         else

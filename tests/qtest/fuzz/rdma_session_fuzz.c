@@ -41,12 +41,13 @@
 #define RSF_REMOTE_QPN      0x12u
 #define RSF_CQ_LOG          6
 /*
- * The big MR's pages: guest RAM from 64 MiB, which it shares with the
- * rings and buffers the allocator hands out (remote WRITEs may land on
- * them, as they could in a guest).
+ * The big MR: 2 GiB (the largest message) of 64 MiB pages that all map
+ * the guest RAM from 64 MiB, which it shares with the rings and buffers
+ * the allocator hands out (remote WRITEs may land on them, as they could
+ * in a guest).  One READ or WRITE may ask for gigabytes.
  */
 #define RSF_BIG_PA          (64 * 1024 * 1024ull)
-#define RSF_BIG_SHIFT       21
+#define RSF_BIG_SHIFT       26
 #define RSF_BIG_PAGES       32
 #define RSF_BIG_IOVA        0x7f0000000000ull
 /* LAN receive ring: frames that are not RoCE to our GIDs land here. */
@@ -79,7 +80,7 @@ enum {
     RSF_MR_ALL,         /* every access right, GID 0 */
     RSF_MR_READ_ONLY,   /* remote read only, GID 0 */
     RSF_MR_ALL6,        /* every access right, GID 1 */
-    RSF_MR_BIG,         /* 64 MiB of 2 MiB pages, every right, GID 0 */
+    RSF_MR_BIG,         /* 2 GiB, every right, GID 0 */
     RSF_NMR,
 };
 
@@ -218,7 +219,7 @@ static void rsf_reg_mr(RSFState *f, RSFMr *m, uint32_t pages,
     rsf_ok(rs_reg_mr(&f->d, &c, &m->key, &rkey), "REG_MR");
 }
 
-/* Large pages, so that one READ or WRITE may span megabytes. */
+/* Large pages, so that one READ or WRITE may span gigabytes. */
 static void rsf_reg_big_mr(RSFState *f, RSFMr *m)
 {
     struct rs_cmd_reg_mr c = {
@@ -235,8 +236,7 @@ static void rsf_reg_big_mr(RSFState *f, RSFMr *m)
     m->len = c.length;
     c.pbl_addr = guest_alloc(&f->alloc, RSF_BIG_PAGES * 8);
     for (i = 0; i < RSF_BIG_PAGES; i++) {
-        qtest_writeq(rs_qts(&f->d), c.pbl_addr + i * 8,
-                     RSF_BIG_PA + ((uint64_t)i << RSF_BIG_SHIFT));
+        qtest_writeq(rs_qts(&f->d), c.pbl_addr + i * 8, RSF_BIG_PA);
     }
     rsf_ok(rs_reg_mr(&f->d, &c, &m->key, &rkey), "REG_MR");
 }
@@ -690,11 +690,12 @@ static void rsf_op_roce(RSFState *f, QTestState *s, const uint8_t *d,
         stl_be_p(l4 + 12, RSF_QKEY);
     } else if ((ctl & 4) && rsf_op_has_va(op)) {
         const RSFMr *m = &f->mr[(ctl >> 4) % RSF_NMR];
+        size_t need = 12 + ((op & 0x1f) >= 0x13 ? 28 : 16);  /* ATMETH, RETH */
         uint64_t va;
 
-        if (n < 12 + 28) {
-            memset(l4 + n, 0, 12 + 28 - n);
-            n = 12 + 28;
+        if (n < need) {
+            memset(l4 + n, 0, need - n);
+            n = need;
         }
         va = m->base + ldl_be_p(l4 + 12 + 4) % m->len;
         if ((op & 0x1f) >= 0x13) {
@@ -847,7 +848,7 @@ static GString *rsf_cmdline(FuzzTarget *t)
         "-m 128M -device rdma-session,addr=04.0,netdev=n0,mac=" RS_QOS_MAC_STR
         ",max-qps=8,max-cqs=4,max-mrs=8,max-pds=2,max-ahs=2,max-sessions=2,"
         "max-session-groups=2,max-gids=4,max-srqs=2,db-pages=2,"
-        "max-mr-pages=64,max-msg-size=65536,num-comp-vectors=1,mtu=1024 "
+        "max-mr-pages=64,num-comp-vectors=1,mtu=1024 "
         "-netdev socket,fd=%d,id=n0", rsf_sock[1]);
     return cmd_line;
 }
