@@ -71,6 +71,20 @@ command -v llvm-symbolizer >/dev/null 2>&1 ||
     [ ! -x /usr/bin/llvm-symbolizer-14 ] ||
     export ASAN_SYMBOLIZER_PATH=/usr/bin/llvm-symbolizer-14
 
+# What the fuzzers showed once stays fixed: the reproducers of this target
+# (tests/qtest/fuzz/rdma-session-repro/<target>-*) run first, each once.
+mapfile -t repro < <(ls "$top/tests/qtest/fuzz/rdma-session-repro/$target-"* 2>/dev/null)
+if [ ${#repro[@]} -gt 0 ]; then
+    log "${#repro[@]} reproducer(s) of earlier findings"
+    if ! "$bin" --fuzz-target="$name" -timeout="${RS_FUZZ_TIMEOUT:-10}" \
+            -rss_limit_mb="${RS_FUZZ_RSS_MB:-2048}" "${repro[@]}" \
+            > "$work/repro.log" 2>&1; then
+        grep -E '^(==[0-9]+==ERROR|SUMMARY|.*runtime error|ALARM|.*out-of-memory)' "$work/repro.log" | head -n 5 >&2 || true
+        echo "fuzz $target: a reproducer of an earlier finding fails again (log $work/repro.log)"
+        exit 1
+    fi
+fi
+
 log "$name for ${secs} s (corpus $work/corpus, seeds $seeds)"
 set +e
 nice -n 10 "$bin" --fuzz-target="$name" \
