@@ -407,6 +407,19 @@ static int rs_core_pre_load(void *opaque)
     return 0;
 }
 
+/*
+ * The MRs' page check (rs_mr_npages_valid) also runs as the state is
+ * saved, counting the pages again: start it at 0 for each save, or the
+ * second outgoing migration of a QEMU fails its own check and aborts.
+ */
+static int rs_core_pre_save(void *opaque)
+{
+    RSCore *c = opaque;
+
+    c->mr_pages_loaded = 0;
+    return 0;
+}
+
 static bool rs_mr_pages_used_valid(void *opaque, int version_id)
 {
     RSCore *c = opaque;
@@ -726,6 +739,7 @@ const VMStateDescription vmstate_rs_core = {
     .version_id = 1,
     .minimum_version_id = 1,
     .pre_load = rs_core_pre_load,
+    .pre_save = rs_core_pre_save,
     .post_load = rs_core_post_load,
     .fields = (const VMStateField[]) {
         VMSTATE_UINT32_EQUAL(p.max_qps, RSCore, NULL),

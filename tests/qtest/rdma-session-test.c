@@ -5557,6 +5557,40 @@ static void test_migrate(void *obj, void *data, QGuestAllocator *alloc)
 }
 
 /*
+ * The same QEMU migrates out twice (a VM moved on again, or a migration
+ * retried): the MRs' page check of the saved state starts anew each time
+ * (it aborted the second save).
+ */
+static void test_migrate_twice(void *obj, void *data, QGuestAllocator *alloc)
+{
+    QRdmaSession *d = rs_setup(obj);
+    QTestState *qts = rs_qts(d);
+    g_autofree char *tmpdir = g_dir_make_tmp("rdma-session-mig2-XXXXXX",
+                                             NULL);
+    uint64_t buf = rs_alloc_zeroed(d, 4 * PAGE);
+    uint32_t pd;
+    int i;
+
+    add_gid_v4(d, 0, 1);
+    pd = new_pd(d);
+    eng_mr(d, pd, 0, buf, 4 * PAGE, STD_ACCESS);
+    eng_mr(d, pd, 0, buf, 2 * PAGE, STD_ACCESS);
+    for (i = 0; i < 2; i++) {
+        g_autofree char *file = g_strdup_printf("%s/state%d", tmpdir, i);
+        g_autofree char *to = g_strdup_printf("file:%s", file);
+
+        qtest_qmp_assert_success(qts, "{ 'execute': 'stop' }");
+        qtest_qmp_assert_success(qts, "{ 'execute': 'migrate',"
+                                 "  'arguments': { 'uri': %s } }", to);
+        wait_migration_done(qts);
+        unlink(file);
+        qtest_qmp_assert_success(qts, "{ 'execute': 'cont' }");
+    }
+    rmdir(tmpdir);
+    assert_alive(d);
+}
+
+/*
  * A corrupted migration stream fails the incoming migration cleanly: the
  * destination reports the failure and keeps running.  The source saves
  * to a file once; each case patches one field of the device's state,
@@ -10782,6 +10816,7 @@ static void register_rdma_session_test(void)
                  test_engine_pair_send_too_long, &pair_small_msg);
     qos_add_test("migrate-corrupt", "rdma-session", test_migrate_corrupt,
                  NULL);
+    qos_add_test("migrate-twice", "rdma-session", test_migrate_twice, NULL);
     qos_add_test("lan-rx-missed", "rdma-session", test_lan_rx_missed, &lan);
     qos_add_test("lan-log-rate", "rdma-session", test_lan_log_rate,
                  &lan_log);
