@@ -45,6 +45,11 @@
 #                      and run --cmd if one was given); exit powers it off
 #   --device DEV       the adapter's -device name (default rdma-session)
 #   --mem MB           guest memory (default 512)
+#   --migrate I@S[xN]  live-migrate VM I to a new QEMU on this host S seconds
+#                      after the commands start, N times (default 1), every S
+#                      seconds (scripts/migrate-vm.py; the multicast segment
+#                      only); each migration's figures are printed, and a
+#                      failed migration fails the run
 #   --no-build         do not run scripts/build-qemu.sh first
 #   -q, --quiet        only the command outputs and the summary
 # Environment: RS_ACCEL=kvm (KVM instead of TCG; only if it really works),
@@ -71,6 +76,7 @@ die() { printf '[launch-vms] error: %s\n' "$*" >&2; exit 2; }
 
 n=2 cmd='ibv_devinfo; ip -4 addr' tmo=120 btmo=120 user=0 softall=0 shellvm=0
 device=rdma-session mem=512 build=1 quiet=0 cmd_given=0 dgram=0 stream=0
+migrate=''
 [ "${RS_NO_BUILD:-0}" = 1 ] && build=0
 declare -A vmcmd=() soft=() pcap=()
 while [ $# -gt 0 ]; do
@@ -89,6 +95,7 @@ while [ $# -gt 0 ]; do
     --shell) shellvm=${2:?}; shift ;;
     --device) device=${2:?}; shift ;;
     --mem) mem=${2:?}; shift ;;
+    --migrate) migrate=${2:?}; shift ;;
     --no-build) build=0 ;;
     -q|--quiet) quiet=1 ;;
     --) shift; break ;;
@@ -103,6 +110,15 @@ case $n in ''|*[!0-9]*) die "-n needs a number" ;; esac
 [ $dgram = 0 ] || [ "$n" = 2 ] || die "--dgram connects exactly two VMs (-n 2)"
 [ $stream = 0 ] || [ "$n" = 2 ] || die "--stream connects exactly two VMs (-n 2)"
 [ $((dgram + stream)) -lt 2 ] || die "--dgram or --stream, not both"
+if [ -n "$migrate" ]; then
+    [[ $migrate =~ ^([0-9]+)@([0-9.]+)(x([0-9]+))?$ ]] ||
+        die "--migrate takes I@SECONDS[xCOUNT], e.g. 1@10x3"
+    mig_vm=${BASH_REMATCH[1]} mig_after=${BASH_REMATCH[2]}
+    mig_count=${BASH_REMATCH[4]:-1}
+    [ "$mig_vm" -ge 1 ] && [ "$mig_vm" -le "$n" ] || die "--migrate $migrate: no VM $mig_vm"
+    [ $((user + dgram + stream)) = 0 ] ||
+        die "--migrate needs the multicast segment (the destination joins it too)"
+fi
 for i in "${!vmcmd[@]}" "${!soft[@]}" "${!pcap[@]}"; do
     [ "$i" -ge 1 ] && [ "$i" -le "$n" ] || die "VM index $i out of range 1..$n"
 done
@@ -325,7 +341,14 @@ for i in $(seq 1 "$n"); do
     script_for "$i" > "$run/vm$i/cmd.sh"
     printf 'go %s\n' "$(base64 -w0 < "$run/vm$i/cmd.sh")" 1<>"$run/vm$i/ctl.in"
 done
-declare -A st=()
+declare -A st=() adopted=()
+mig_pid=''
+if [ -n "$migrate" ]; then
+    RS_BUILD=$RS_BUILD "$top/scripts/migrate-vm.py" --after "$mig_after" \
+        --count "$mig_count" --interval "$mig_after" "$run/vm$mig_vm" \
+        > "$run/vm$mig_vm/migrate.log" 2>&1 &
+    mig_pid=$!
+fi
 deadline=$(( $(date +%s) + tmo ))
 while :; do
     all=1
@@ -334,6 +357,13 @@ while :; do
         s=$(tr -d '\r' < "$run/vm$i/serial.log" | sed -n 's/^rs-init: command exit status \([0-9]*\)$/\1/p' | tail -n 1)
         if [ -n "$s" ]; then st[$i]=$s; continue; fi
         all=0
+        if ! kill -0 "${pid[$i]}" 2>/dev/null &&
+           [ "$(cat "$run/vm$i/pid" 2>/dev/null)" != "${pid[$i]}" ]; then
+            # live-migrated: the destination QEMU is the VM now
+            pid[$i]=$(cat "$run/vm$i/pid")
+            adopted[$i]=1
+            continue
+        fi
         if ! kill -0 "${pid[$i]}" 2>/dev/null; then
             # It may have written its status just after the read above.
             s=$(tr -d '\r' < "$run/vm$i/serial.log" | sed -n 's/^rs-init: command exit status \([0-9]*\)$/\1/p' | tail -n 1)
@@ -354,10 +384,19 @@ for i in $(seq 1 "$n"); do
     for _ in $(seq 1 50); do kill -0 "${pid[$i]}" 2>/dev/null || break; sleep 0.2; done
     if kill -0 "${pid[$i]}" 2>/dev/null; then
         qrc[$i]="still running after the command"
+    elif [ -n "${adopted[$i]:-}" ]; then
+        # not our child: its log says whether it ended well
+        qrc[$i]=0
+        ! grep -q . "$run/vm$i/qemu-"*.log 2>/dev/null || qrc[$i]="see qemu-*.log"
     else
         wait "${pid[$i]}"; qrc[$i]=$?
     fi
 done
+if [ -n "$mig_pid" ]; then
+    wait "$mig_pid"; mrc=$?
+    sed 's/^/[launch-vms] /' "$run/vm$mig_vm/migrate.log"
+    [ $mrc = 0 ] || qrc[$mig_vm]="migration failed (see $run/vm$mig_vm/migrate.log)"
+fi
 
 # --- Report --------------------------------------------------------------------------
 fail=0

@@ -35,6 +35,8 @@
 #          module unload in one of two VMs in the middle of ib_write_bw: the
 #          peer's QP ends with retry exceeded, the VM comes back (boots
 #          again, module reloaded) and runs traffic with the same peer
+#   migration  scripts/test-migration.sh: VM 1 live-migrated three times
+#          (scripts/migrate-vm.py) while it serves a verified rping -V stream
 #   bench-smoke  bench/run-bench.sh --smoke: one short repetition of every
 #          benchmark on both pairs (-netdev stream, MTU 9000); one check per
 #          benchmark that produced numbers on both (a verified transfer
@@ -895,6 +897,19 @@ else
     grep '^not ok' "$logs/resilience.log"
     [ $((np + nf)) -gt 0 ] || nf=1
     report resilience "$np" "$nf" "$(( $(stamp) - t )) s, see $logs/resilience.log"
+fi
+
+# --- migration ------------------------------------------------------------------
+echo "== migration: scripts/test-migration.sh (VM 1 live-migrated three times under rping -V)"
+if [ $built != 1 ]; then
+    report migration 0 1 "not run: the build failed"
+else
+    t=$(stamp)
+    RS_NO_BUILD=1 "$top/scripts/test-migration.sh" > "$logs/migration.log" 2>&1
+    read -r np nf _ < <(tap_count "$logs/migration.log")
+    grep '^migrate-vm:\|^not ok' "$logs/migration.log"
+    [ $((np + nf)) -gt 0 ] || nf=1
+    report migration "$np" "$nf" "$(( $(stamp) - t )) s, see $logs/migration.log"
 fi
 
 # --- bench-smoke ----------------------------------------------------------------

@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""Live-migrate a VM of scripts/launch-vms.sh to a new QEMU on this host.
+
+Usage: scripts/migrate-vm.py [--after S] [--count N] [--interval S] VMDIR
+
+VMDIR is <run>/vmI of a launch-vms run on the multicast segment (its
+cmdline, qmp.sock, serial.log, pid).  After S seconds (default 5) it starts
+a destination QEMU with the VM's own command line plus -incoming defer,
+its console appended to the same serial.log and its control port on the
+same pipes, migrates the VM to it over a Unix socket, quits the source and
+makes the destination the VM (its pid in VMDIR/pid, its QMP socket linked
+from VMDIR/qmp.sock), N times (default 1), every --interval seconds.  For each
+migration it prints QEMU's figures: total time, downtime, setup time and
+bytes, as
+
+  migrate-vm: vmI #k: total 812 ms, downtime 41 ms, setup 3 ms, 35 MiB
+
+and exits 0 if every migration completed, 1 otherwise.
+
+It drives both QEMUs with QEMU's own QMP library (python/qemu/qmp) from the
+source tree scripts/build-qemu.sh unpacked into $RS_BUILD (default build/).
+"""
+
+import argparse
+import glob
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+import traceback
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD = os.environ.get("RS_BUILD", os.path.join(TOP, "build"))
+
+
+def qemu_python_dir():
+    trees = sorted(glob.glob(os.path.join(BUILD, "qemu-10.0.*", "python")))
+    if not trees:
+        sys.exit("migrate-vm: no QEMU source tree in %s" % BUILD)
+    return trees[-1]
+
+
+sys.path.insert(0, qemu_python_dir())
+# pylint: disable=wrong-import-position
+from qemu.qmp.legacy import QEMUMonitorProtocol  # noqa: E402
+
+
+def log(msg):
+    print("migrate-vm: %s" % msg, flush=True)
+
+
+def connect(path, timeout=30):
+    """A QMP connection to the socket at path, waiting for it to appear."""
+    end = time.monotonic() + timeout
+    while True:
+        qmp = QEMUMonitorProtocol(path)
+        try:
+            qmp.connect()
+            qmp.settimeout(30)
+            return qmp
+        except Exception:  # pylint: disable=broad-except
+            # (not listening yet: the library wraps the OSError)
+            if time.monotonic() > end:
+                raise
+            time.sleep(0.1)
+
+
+def dest_args(args, qmp_path):
+    """The source's arguments for a destination: same machine and devices,
+    its own QMP socket, the console appended to, waiting for the stream."""
+    out = []
+    it = iter(args)
+    for a in it:
+        if a == "-qmp":
+            next(it)
+            out += ["-qmp", "unix:%s,server=on,wait=off" % qmp_path]
+        elif a == "-chardev":
+            spec = next(it)
+            if spec.startswith("file,"):
+                spec += ",append=on"
+            out += ["-chardev", spec]
+        else:
+            out.append(a)
+    return out + ["-incoming", "defer"]
+
+
+def wait_done(qmp, what, timeout=300):
+    end = time.monotonic() + timeout
+    while True:
+        info = qmp.cmd("query-migrate")
+        status = info.get("status")
+        if status == "completed":
+            return info
+        if status in ("failed", "cancelled"):
+            raise RuntimeError("%s: migration %s: %s" %
+                               (what, status, info.get("error-desc", "")))
+        if time.monotonic() > end:
+            raise RuntimeError("%s: migration not done after %s s (%s)" %
+                               (what, timeout, status))
+        time.sleep(0.05)
+
+
+def migrate_once(vmdir, k):
+    name = os.path.basename(vmdir)
+    with open(os.path.join(vmdir, "cmdline")) as f:
+        args = shlex.split(f.read())
+    if not any(a.startswith("socket,") and "mcast=" in a for a in args):
+        raise RuntimeError("%s: only VMs on the multicast segment can move "
+                           "(the destination must join the same segment)"
+                           % name)
+    qmp_path = os.path.join(vmdir, "qmp.sock")
+    # QEMU unlinks its socket's path when it quits: each destination gets
+    # a path of its own, and qmp.sock links to the current one.
+    new_qmp = os.path.join(vmdir, "qmp-%d.sock" % k)
+    mig = os.path.join(vmdir, "mig.sock")
+    for p in (new_qmp, mig):
+        if os.path.exists(p):
+            os.unlink(p)
+    with open(os.path.join(vmdir, "pid")) as f:
+        src_pid = int(f.read())
+    qlog = open(os.path.join(vmdir, "qemu-%d.log" % k), "w")
+    dst = subprocess.Popen(dest_args(args, new_qmp), stdin=subprocess.DEVNULL,
+                           stdout=qlog, stderr=subprocess.STDOUT,
+                           start_new_session=True)
+    src = connect(qmp_path)
+    try:
+        dq = connect(new_qmp)
+        dq.cmd("migrate-incoming", uri="unix:%s" % mig)
+        src.cmd("migrate", uri="unix:%s" % mig)
+        info = wait_done(src, name)
+        wait_done(dq, name + " destination")
+        st = dq.cmd("query-status")
+        if st.get("status") != "running":
+            raise RuntimeError("%s: destination is %s" % (name, st))
+        dq.close()
+        # The destination is the VM now: say so before the source goes, so
+        # that the launcher never sees the VM without a QEMU.
+        with open(os.path.join(vmdir, "pid"), "w") as f:
+            f.write("%d\n" % dst.pid)
+    except Exception:
+        dst.kill()
+        raise
+    finally:
+        try:
+            src.cmd("quit")
+            src.close()
+        except Exception:  # pylint: disable=broad-except
+            pass                # (it went away with the answer)
+    for _ in range(100):
+        try:
+            os.kill(src_pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    if os.path.lexists(qmp_path):
+        os.unlink(qmp_path)
+    os.symlink(os.path.basename(new_qmp), qmp_path)
+    ram = info.get("ram", {})
+    log("%s #%d: total %d ms, downtime %d ms, setup %d ms, %d MiB" %
+        (name, k, info.get("total-time", -1), info.get("downtime", -1),
+         info.get("setup-time", -1), ram.get("transferred", 0) >> 20))
+
+
+def main():
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0])
+    ap.add_argument("--after", type=float, default=5)
+    ap.add_argument("--count", type=int, default=1)
+    ap.add_argument("--interval", type=float, default=5)
+    ap.add_argument("vmdir")
+    o = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    time.sleep(o.after)
+    for k in range(1, o.count + 1):
+        try:
+            migrate_once(o.vmdir, k)
+        except Exception as e:  # pylint: disable=broad-except
+            log("FAIL: %r" % e)
+            traceback.print_exc()
+            return 1
+        if k < o.count:
+            time.sleep(o.interval)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
