@@ -5,7 +5,8 @@
 # verified by rping itself) to VM 2, and is migrated to a new QEMU three
 # times while the stream runs (--migrate 1@5x3, scripts/migrate-vm.py).
 # Checks: each migration completed with the destination running (its
-# figures are printed), the verified stream completed on both sides, both
+# figures are printed), the verified stream completed on both sides, VM 1's
+# driver got the device's migration notice after each migration, both
 # kernel logs are clean, every QEMU powered off.  Prints TAP and
 # "migration: N passed, N failed"; exits 0 if every check passed.
 #
@@ -24,10 +25,12 @@ ln -sfn "${logdir##*/}" "$RS_BUILD/test-logs/migration.last"
 out=$logdir/launch.log
 t0=$(date +%s)
 
+# the driver hears of each migration (MIGRATION_NOTICE) and announces eth0
+notice="m=\$(dmesg | grep -c 'live migration: announcing'); [ \$m = $n_mig ] && echo \"CHECK migration-notice ok \$m\" || echo \"CHECK migration-notice fail \$m of $n_mig\""
 clean='b=$(dmesg | grep -E "WARNING|BUG|Oops|Call Trace" | head -n 3 | tr "\n" " "); [ -z "$b" ] && echo "CHECK dmesg-clean ok" || echo "CHECK dmesg-clean fail $b"'
 RS_VMS_LOGDIR=$logdir/vms "$top/scripts/launch-vms.sh" -q ${RS_NO_BUILD:+--no-build} \
     -n 2 --timeout 300 --migrate "1@5x$n_mig" \
-    --vm-cmd 1 "rping -s -V -C $count -S 4096 -a \$RS_IP; r=\$?; echo \"CHECK rping-server \$([ \$r = 0 ] && echo ok || echo fail) exit status \$r\"; $clean" \
+    --vm-cmd 1 "rping -s -V -C $count -S 4096 -a \$RS_IP; r=\$?; echo \"CHECK rping-server \$([ \$r = 0 ] && echo ok || echo fail) exit status \$r\"; $clean; $notice" \
     --vm-cmd 2 "sleep 1; rping -c -V -C $count -S 4096 -a \$RS_PEER; r=\$?; echo \"CHECK rping-client \$([ \$r = 0 ] && echo ok || echo fail) exit status \$r\"; $clean" \
     > "$out" 2>&1
 lrc=$?
@@ -44,7 +47,8 @@ for k in $(seq 1 "$n_mig"); do
     else ck fail "migration-$k" "$(grep -m1 'migrate-vm: FAIL' "$out")"; fi
 done
 for vm in 1 2; do
-    for c in rping-$([ $vm = 1 ] && echo server || echo client) dmesg-clean; do
+    for c in rping-$([ $vm = 1 ] && echo server || echo client) dmesg-clean \
+             $([ $vm = 1 ] && echo migration-notice); do
         line=$(grep -m1 "^\[vm$vm\] CHECK $c " "$out")
         if [ "$(echo "$line" | awk '{print $4}')" = ok ]; then ck ok "vm$vm $c"
         else ck fail "vm$vm $c" "${line:-no result}"; fi
