@@ -869,48 +869,39 @@ $mx_guest" > "$mxdir/$run.log" 2>&1
     echo "rdma-matrix: not yet: $mny (not counted as passed or failed; list above and in $mxdir/checks)"
 fi
 
+# script_suite NAME SCRIPT [PATTERN]: a suite of its own script that prints
+# TAP ("ok"/"not ok" lines); PATTERN: more of its lines to show.
+script_suite()
+{
+    local name=$1 script=$2 show=${3:-} np nf
+    if [ $built != 1 ]; then
+        report "$name" 0 1 "not run: the build failed"
+        return
+    fi
+    t=$(stamp)
+    RS_NO_BUILD=1 "$top/scripts/$script" > "$logs/$name.log" 2>&1
+    read -r np nf _ < <(tap_count "$logs/$name.log")
+    grep -E "^not ok${show:+|$show}" "$logs/$name.log"
+    [ $((np + nf)) -gt 0 ] || nf=1
+    report "$name" "$np" "$nf" "$(( $(stamp) - t )) s, see $logs/$name.log"
+}
+
 # --- nvmf ----------------------------------------------------------------------
 # scripts/test-nvmf.sh: a kernel RDMA consumer between two VMs, NVMe over
 # Fabrics over RDMA (rdma_cm, fast-registration MRs, remote invalidation),
 # data written and read back and compared with the target's RAM disk.
 echo "== nvmf: scripts/test-nvmf.sh (NVMe-oF RDMA target VM and host VM)"
-if [ $built != 1 ]; then
-    report nvmf 0 1 "not run: the build failed"
-else
-    t=$(stamp)
-    RS_NO_BUILD=1 "$top/scripts/test-nvmf.sh" > "$logs/nvmf.log" 2>&1
-    read -r np nf _ < <(tap_count "$logs/nvmf.log")
-    grep '^not ok' "$logs/nvmf.log"
-    [ $((np + nf)) -gt 0 ] || nf=1
-    report nvmf "$np" "$nf" "$(( $(stamp) - t )) s, see $logs/nvmf.log"
-fi
+script_suite nvmf test-nvmf.sh
 
 # --- resilience -----------------------------------------------------------------
-# scripts/test-resilience.sh: resets and unloads under traffic between two VMs.
-echo "== resilience: scripts/test-resilience.sh (system reset and rmmod during ib_write_bw)"
-if [ $built != 1 ]; then
-    report resilience 0 1 "not run: the build failed"
-else
-    t=$(stamp)
-    RS_NO_BUILD=1 "$top/scripts/test-resilience.sh" > "$logs/resilience.log" 2>&1
-    read -r np nf _ < <(tap_count "$logs/resilience.log")
-    grep '^not ok' "$logs/resilience.log"
-    [ $((np + nf)) -gt 0 ] || nf=1
-    report resilience "$np" "$nf" "$(( $(stamp) - t )) s, see $logs/resilience.log"
-fi
+# scripts/test-resilience.sh: a system reset, an rmmod and a function level
+# reset under traffic between two VMs.
+echo "== resilience: scripts/test-resilience.sh (system reset, rmmod and FLR during ib_write_bw)"
+script_suite resilience test-resilience.sh
 
 # --- migration ------------------------------------------------------------------
 echo "== migration: scripts/test-migration.sh (VM 1 live-migrated three times under rping -V)"
-if [ $built != 1 ]; then
-    report migration 0 1 "not run: the build failed"
-else
-    t=$(stamp)
-    RS_NO_BUILD=1 "$top/scripts/test-migration.sh" > "$logs/migration.log" 2>&1
-    read -r np nf _ < <(tap_count "$logs/migration.log")
-    grep '^migrate-vm:\|^not ok' "$logs/migration.log"
-    [ $((np + nf)) -gt 0 ] || nf=1
-    report migration "$np" "$nf" "$(( $(stamp) - t )) s, see $logs/migration.log"
-fi
+script_suite migration test-migration.sh '^migrate-vm:'
 
 # --- bench-smoke ----------------------------------------------------------------
 # The benchmark's own command, shortest: it keeps working (both pairs, jumbo
