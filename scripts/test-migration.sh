@@ -15,6 +15,7 @@
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
+. "$top/scripts/vm-checks.sh"
 : "${RS_BUILD:=$top/build}"
 export RS_BUILD
 n_mig=${RS_MIGRATIONS:-3}
@@ -46,15 +47,8 @@ for k in $(seq 1 "$n_mig"); do
     if [ -n "$line" ]; then ck ok "migration-$k" "(${line#*: })"
     else ck fail "migration-$k" "$(grep -m1 'migrate-vm: FAIL' "$out")"; fi
 done
-for vm in 1 2; do
-    for c in rping-$([ $vm = 1 ] && echo server || echo client) dmesg-clean \
-             $([ $vm = 1 ] && echo migration-notice); do
-        line=$(grep -m1 "^\[vm$vm\] CHECK $c " "$out")
-        if [ "$(echo "$line" | awk '{print $4}')" = ok ]; then ck ok "vm$vm $c"
-        else ck fail "vm$vm $c" "${line:-no result}"; fi
-    done
-done
-if [ $lrc = 0 ]; then ck ok "VMs ran and powered off"
-else ck fail "launch-vms" "exit status $lrc: $(grep '^launch-vms:' "$out" | tr '\n' ' ')"; fi
+vm_checks "$out" 1:rping-server 1:dmesg-clean 1:migration-notice \
+    2:rping-client 2:dmesg-clean
+launcher_check $lrc
 echo "migration: $pass passed, $fail failed ($(( $(date +%s) - t0 )) s, logs in $logdir)"
 [ $fail = 0 ]

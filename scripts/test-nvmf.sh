@@ -26,6 +26,7 @@
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
+. "$top/scripts/vm-checks.sh"
 : "${RS_BUILD:=$top/build}"
 export RS_BUILD
 
@@ -133,17 +134,8 @@ lrc=$?
 cat "$out" >&2
 
 pass=0 fail=0
-for e in 1:nvmf-target 1:nvmf-target-data 1:dmesg-clean 2:nvmf-connect \
-         2:nvmf-io-64k 2:nvmf-io-4k 2:nvmf-disconnect 2:dmesg-clean; do
-    vm=${e%%:*} c=${e#*:}
-    line=$(grep -m1 "^\[vm$vm\] CHECK $c " "$out")
-    if [ "$(echo "$line" | awk '{print $4}')" = ok ]; then
-        pass=$((pass + 1)); echo "ok - vm$vm $c"
-    else
-        fail=$((fail + 1)); echo "not ok - vm$vm $c: ${line:-no result}"
-    fi
-done
-if [ $lrc = 0 ]; then pass=$((pass + 1)); echo "ok - VMs ran and powered off"
-else fail=$((fail + 1)); echo "not ok - launch-vms exit status $lrc"; fi
+vm_checks "$out" 1:nvmf-target 1:nvmf-target-data 1:dmesg-clean \
+    2:nvmf-connect 2:nvmf-io-64k 2:nvmf-io-4k 2:nvmf-disconnect 2:dmesg-clean
+launcher_check $lrc
 echo "nvmf: $pass passed, $fail failed"
 [ $fail = 0 ]

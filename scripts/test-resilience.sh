@@ -34,6 +34,7 @@
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
+. "$top/scripts/vm-checks.sh"
 : "${RS_BUILD:=$top/build}"
 export RS_BUILD
 
@@ -50,6 +51,16 @@ gid_of() {  # IPv4 address -> index of its RoCE v2 GID on rsess0 port 1
     return 1
 }
 wait_gid() { for t in $(seq 1 40); do gi=$(gid_of "$RS_IP") && return 0; sleep 0.5; done; return 1; }
+# port_back: after the driver came back (modprobe, FLR), give the interface
+# its address again; true once rsess0 is ACTIVE with its RoCE v2 GID
+port_back() {
+    for t in $(seq 1 20); do [ -e "/sys/class/net/$RS_IFACE" ] && break; sleep 0.5; done
+    ip addr add "$RS_IP/24" dev "$RS_IFACE" 2>/dev/null
+    ip link set "$RS_IFACE" up
+    for t in $(seq 1 40); do ibv_devinfo -d rsess0 2>/dev/null | grep -q PORT_ACTIVE && break; sleep 0.5; done
+    ibv_devinfo -d rsess0 2>/dev/null | grep -q PORT_ACTIVE && wait_gid
+}
+port_state() { ibv_devinfo -d rsess0 2>&1 | grep -E 'state|No IB' | tr '\n' ' '; }
 alive() { [ -e /proc/$1 ] && ! grep -q '^[0-9]* (.*) Z' /proc/$1/stat 2>/dev/null; }
 # wait_end PID SECONDS: wait for PID, killing it after SECONDS; rc = status
 wait_end() {
@@ -130,13 +141,9 @@ fi
 if [ $unloaded = 0 ]; then
     ck modprobe-port-active fail "not checked: the module was not unloaded"
 elif modprobe rdma_session; then
-    for t in $(seq 1 20); do [ -e "/sys/class/net/$RS_IFACE" ] && break; sleep 0.5; done
-    ip addr add "$RS_IP/24" dev "$RS_IFACE"
-    ip link set "$RS_IFACE" up
-    for t in $(seq 1 40); do ibv_devinfo -d rsess0 2>/dev/null | grep -q PORT_ACTIVE && break; sleep 0.5; done
-    if ibv_devinfo -d rsess0 2>/dev/null | grep -q PORT_ACTIVE && wait_gid; then
+    if port_back; then
         ck modprobe-port-active ok "rsess0 ACTIVE, GID index $gi"
-    else ck modprobe-port-active fail "$(ibv_devinfo -d rsess0 2>&1 | grep -E 'state|No IB' | tr '\n' ' ') GIDs: $(cat /sys/class/infiniband/rsess0/ports/1/gids/* 2>/dev/null | grep -v '^0000:0000:0000:0000' | tr '\n' ' ')"; fi
+    else ck modprobe-port-active fail "$(port_state) GIDs: $(cat /sys/class/infiniband/rsess0/ports/1/gids/* 2>/dev/null | grep -v '^0000:0000:0000:0000' | tr '\n' ' ')"; fi
 else
     ck modprobe-port-active fail "modprobe rdma_session failed"
 fi
@@ -152,13 +159,9 @@ p=$!
 pcidev=$(readlink -f /sys/class/infiniband/rsess0/device)
 if wait_rts && sleep 2 && alive $p && [ -w "$pcidev/reset" ]; then
     if echo 1 > "$pcidev/reset"; then
-        for t in $(seq 1 20); do [ -e "/sys/class/net/$RS_IFACE" ] && break; sleep 0.5; done
-        ip addr add "$RS_IP/24" dev "$RS_IFACE" 2>/dev/null
-        ip link set "$RS_IFACE" up
-        for t in $(seq 1 40); do ibv_devinfo -d rsess0 2>/dev/null | grep -q PORT_ACTIVE && break; sleep 0.5; done
-        if ibv_devinfo -d rsess0 2>/dev/null | grep -q PORT_ACTIVE && wait_gid; then
+        if port_back; then
             ck flr-during-traffic ok "rsess0 ACTIVE again, GID index $gi: $(dmesg | grep -c 'function reset') driver messages"
-        else ck flr-during-traffic fail "$(ibv_devinfo -d rsess0 2>&1 | grep -E 'state|No IB' | tr '\n' ' '); $(dmesg | tail -n 3 | tr '\n' ' ')"; fi
+        else ck flr-during-traffic fail "$(port_state); $(dmesg | tail -n 3 | tr '\n' ' ')"; fi
     else ck flr-during-traffic fail "writing $pcidev/reset failed"; fi
 else
     ck flr-during-traffic fail "no traffic to reset the function under ($pcidev): $(tail -n 4 /tmp/bw5.log | tr '\n' ' ')"
@@ -266,21 +269,12 @@ for c in "${checks[@]}"; do
     if [ "$res" = ok ]; then pass=$((pass + 1)); echo "ok - $who $name"
     else fail=$((fail + 1)); echo "not ok - $who $name: $detail"; fi
 done
-for e in 1:reset-peer-retry-exceeded 1:reset-peer-dmesg-clean 1:reset-traffic-again \
+vm_checks "$out" 1:reset-peer-retry-exceeded 1:reset-peer-dmesg-clean 1:reset-traffic-again \
          2:reset-traffic-again 1:rmmod-during-traffic 2:rmmod-peer-retry-exceeded \
          1:modprobe-port-active 1:rmmod-traffic-again 2:rmmod-traffic-again \
          1:flr-during-traffic 2:flr-peer-retry-exceeded 1:flr-traffic-again \
          2:flr-traffic-again \
-         1:dmesg-clean 2:dmesg-clean; do
-    vm=${e%%:*} c=${e#*:}
-    line=$(grep -m1 "^\[vm$vm\] CHECK $c " "$out")
-    if [ "$(echo "$line" | awk '{print $4}')" = ok ]; then
-        pass=$((pass + 1)); echo "ok - vm$vm $c"
-    else
-        fail=$((fail + 1)); echo "not ok - vm$vm $c: ${line:-no result}"
-    fi
-done
-if [ $lrc = 0 ]; then pass=$((pass + 1)); echo "ok - VMs ran and powered off"
-else fail=$((fail + 1)); echo "not ok - launch-vms exit status $lrc"; fi
+         1:dmesg-clean 2:dmesg-clean
+launcher_check $lrc
 echo "resilience: $pass passed, $fail failed ($(( $(date +%s) - t0 )) s, logs in $logdir)"
 [ $fail = 0 ]
