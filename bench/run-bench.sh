@@ -265,7 +265,7 @@ $guest" > "$out/$name.log" 2>&1
     echo "pair_${name//-/_}_seconds=$(( $(date +%s) - t0 ))" >> "$out/machine.env"
     echo "pair_${name//-/_}_boot=$(grep -o 'boot to ready [0-9.]* s' "$out/$name.log" | head -n 1)" >> "$out/machine.env"
     say "[$name] $(grep -E '^launch-vms: (PASS|FAIL)' "$out/$name.log" | tail -n 1) ($(( $(date +%s) - t0 )) s)"
-    if ! tr -d '\r' < "$out/vms-$name/vm2/serial.log" 2>/dev/null | grep -q '^BENCH-STEP '; then
+    if ! grep -q '^BENCH-STEP ' "$out/vms-$name/vm2/serial.log" 2>/dev/null; then
         say "[$name] no results; the last lines of $out/$name.log:"
         tail -n 15 "$out/$name.log" | sed 's/^/    /'
         failed_boot=1

@@ -136,7 +136,7 @@ img=$("$top/scripts/guest-image.sh" 2> >(if [ "$quiet" = 1 ]; then cat >/dev/nul
     die "guest image build failed (scripts/guest-image.sh)"
 eval "$img"
 
-"$qemu" -device help 2>/dev/null | grep -q "^name \"$device\"" ||
+grep -q "^name \"$device\"" <("$qemu" -device help 2>/dev/null) ||
     die "this QEMU build has no device \"$device\" ($qemu -device help)"
 fw=()
 for d in /usr/share/seabios /usr/share/qemu /usr/lib/ipxe/qemu; do

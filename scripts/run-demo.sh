@@ -53,7 +53,7 @@ if [ $single = 0 ]; then
     # The RDMA data path is not implemented yet in the device: a failing
     # ibv_rc_pingpong is reported but does not fail the demo until it is.
     dp=0
-    git -C "$top" ls-files hw/rdma-session 2>/dev/null | grep -qE 'rdma-session-(transport|requester|responder|wire)' && dp=1
+    grep -qE 'rdma-session-(transport|requester|responder|wire)' <(git -C "$top" ls-files hw/rdma-session 2>/dev/null) && dp=1
     # What each guest shows.  VM 1 is the ibv_rc_pingpong server, VM 2 the
     # client.  Each step prints "demo-step: NAME ok|fail|n/a REASON".
     read -r -d '' gcmd <<'EOS'
@@ -148,7 +148,7 @@ eval "$img"
 t1=$(date +%s.%N)
 
 devname=${device%%,*}
-if ! "$qemu" -device help 2>/dev/null | grep -q "^name \"$devname\""; then
+if ! grep -q "^name \"$devname\"" <("$qemu" -device help 2>/dev/null); then
     die "this QEMU build has no device \"$devname\" ($qemu -device help)"
 fi
 

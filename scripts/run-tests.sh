@@ -1,7 +1,8 @@
 #!/bin/bash
 # The project's test command.  Runs, in order:
 #   build  scripts/build-qemu.sh qemu-system-x86_64 tests/qtest/qos-test
-#   abi    the rdma-session-abi meson project (meson.build, tests/abi)
+#   abi    the rdma-session-abi meson project (meson.build, tests/abi, and
+#          tests/scripts: the shell scripts' lint)
 #   build-fuzz  scripts/build-qemu.sh --fuzz: a second build directory
 #          with clang, libFuzzer, ASan and UBSan (qemu-fuzz-x86_64,
 #          qemu-system-x86_64, qos-test); counted only when it fails
@@ -858,7 +859,7 @@ $mx_guest" > "$mxdir/$run.log" 2>&1
     # the ICRC check can fail: the copy of a packet with one payload byte flipped
     if [ -s "$mxdir/adapter-rxe.corrupt.pcap" ] &&
        r=$("$py" "$top/scripts/roce-icrc.py" "$mxdir/adapter-rxe.corrupt.pcap" 2>&1); [ $? = 1 ] &&
-       echo "$r" | grep -q '^1 RoCEv2 packets, 1 bad ICRC'; then
+       grep -q '^1 RoCEv2 packets, 1 bad ICRC' <<< "$r"; then
         mx_cap capture-icrc-selftest ok "a flipped byte is found: $(echo "$r" | sed -n 2p)"
     else
         mx_cap capture-icrc-selftest fail "roce-icrc.py did not reject the corrupted packet: ${r:-no corrupted copy}"

@@ -242,7 +242,7 @@ if wait_for 200 grep -qs '^RESIL reset-now' "$run/vm1/serial.log"; then
     if wait_for 120 rebooted; then
         host_ck reset-vm-boots-again ok "rs-init: ready again $(( $(date +%s) - treset )) s after the reset, $(( treset - t0 )) s into the run"
         st=$(qmp query-status 2>&1)
-        if kill -0 "$qpid" 2>/dev/null && echo "$st" | grep -q '"status": "running"'; then
+        if kill -0 "$qpid" 2>/dev/null && grep -q '"status": "running"' <<< "$st"; then
             host_ck reset-qemu-alive ok "pid $qpid, $st"
         else host_ck reset-qemu-alive fail "pid $qpid: $(kill -0 "$qpid" 2>&1 || echo gone), query-status: $st"; fi
         # its /init waits for a command again: the rest of the steps
