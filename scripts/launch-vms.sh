@@ -50,6 +50,8 @@
 #                      seconds (scripts/migrate-vm.py; the multicast segment
 #                      only); each migration's figures are printed, and a
 #                      failed migration fails the run
+#   --migrate-hold S   each of those migrations holds the switchover S
+#                      seconds with the VM stopped (a long downtime)
 #   --no-build         do not run scripts/build-qemu.sh first
 #   -q, --quiet        only the command outputs and the summary
 # Environment: RS_ACCEL=kvm (KVM instead of TCG; only if it really works),
@@ -77,6 +79,7 @@ die() { printf '[launch-vms] error: %s\n' "$*" >&2; exit 2; }
 n=2 cmd='ibv_devinfo; ip -4 addr' tmo=120 btmo=120 user=0 softall=0 shellvm=0
 device=rdma-session mem=512 build=1 quiet=0 cmd_given=0 dgram=0 stream=0
 migrate=''
+mig_hold=0
 [ "${RS_NO_BUILD:-0}" = 1 ] && build=0
 declare -A vmcmd=() soft=() pcap=()
 while [ $# -gt 0 ]; do
@@ -96,6 +99,7 @@ while [ $# -gt 0 ]; do
     --device) device=${2:?}; shift ;;
     --mem) mem=${2:?}; shift ;;
     --migrate) migrate=${2:?}; shift ;;
+    --migrate-hold) mig_hold=${2:?}; shift ;;
     --no-build) build=0 ;;
     -q|--quiet) quiet=1 ;;
     --) shift; break ;;
@@ -118,6 +122,7 @@ if [ -n "$migrate" ]; then
     [ "$mig_vm" -ge 1 ] && [ "$mig_vm" -le "$n" ] || die "--migrate $migrate: no VM $mig_vm"
     [ $((user + dgram + stream)) = 0 ] ||
         die "--migrate needs the multicast segment (the destination joins it too)"
+    [[ $mig_hold =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--migrate-hold takes seconds, e.g. 30"
 fi
 for i in "${!vmcmd[@]}" "${!soft[@]}" "${!pcap[@]}"; do
     [ "$i" -ge 1 ] && [ "$i" -le "$n" ] || die "VM index $i out of range 1..$n"
@@ -345,7 +350,8 @@ declare -A st=() adopted=()
 mig_pid=''
 if [ -n "$migrate" ]; then
     RS_BUILD=$RS_BUILD "$top/scripts/migrate-vm.py" --after "$mig_after" \
-        --count "$mig_count" --interval "$mig_after" "$run/vm$mig_vm" \
+        --count "$mig_count" --interval "$mig_after" --hold "$mig_hold" \
+        "$run/vm$mig_vm" \
         > "$run/vm$mig_vm/migrate.log" 2>&1 &
     mig_pid=$!
 fi

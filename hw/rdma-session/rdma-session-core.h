@@ -39,6 +39,7 @@ typedef struct RSParams {
     uint32_t window;            /* x-window: RC packets in flight per QP */
     uint32_t drop_tx;           /* x-drop-tx: test only, drop every Nth */
     uint32_t ack_backoff;       /* x-ack-backoff: timeout doublings */
+    bool migration_hold;        /* x-migration-hold: RNR NAKs while out */
 } RSParams;
 
 typedef struct RSPd {
@@ -326,6 +327,13 @@ typedef bool (*RSSendFn)(void *owner, const struct iovec *iov, int iovcnt,
                          bool roce);
 /* Deliver frames the network layer held while the device could not. */
 typedef void (*RSFlushFn)(void *owner);
+/*
+ * Transmit one frame while the VM is stopped (the migration hold), past
+ * the network layer's queue; false if it was not sent (no such path to
+ * this backend, or the backend is busy: the frame is dropped).
+ */
+typedef bool (*RSSendStoppedFn)(void *owner, const struct iovec *iov,
+                                int iovcnt);
 
 struct RSCore {
     RSParams p;
@@ -336,6 +344,7 @@ struct RSCore {
     RSNotifyFn notify;
     RSSendFn send;
     RSFlushFn flush;
+    RSSendStoppedFn send_stopped;   /* NULL: the backend has no such path */
     MemReentrancyGuard *guard;
     MACAddr mac;
 
@@ -394,6 +403,13 @@ struct RSCore {
      */
     uint32_t roce_tx_held;
     bool migrated_in;           /* loaded by migration, not running yet */
+    /*
+     * Outgoing migration (rdma-session-migration.c): from the moment the
+     * VM stops until the migration ends, RNR NAKs keep the peers' RC
+     * requesters waiting.  Runtime only: the source's.
+     */
+    QEMUTimer *hold_timer;      /* QEMU_CLOCK_REALTIME */
+    bool holding;
     /*
      * LAN frames dropped for want of an RX descriptor (QOM property
      * x-lan-rx-missed); counted since realize, not migrated.
@@ -563,6 +579,7 @@ bool rs_roce_tx_busy(RSCore *c);
 void rs_roce_xmit(RSCore *c, uint8_t *frame, size_t len, uint32_t dip);
 void rs_engine_tx_resume(RSCore *c);
 bool rs_resp_divert(RSCore *c, const struct iovec *iov, int iovcnt);
+bool rs_resp_rnr_prompt(RSCore *c, uint32_t qpn, uint8_t timer);
 void rs_roce_input(RSCore *c, const uint8_t *frame, size_t len);
 int rs_gid_find(RSCore *c, const uint8_t *gid);
 struct RSPkt;
@@ -611,6 +628,11 @@ static inline void rs_guard_leave(RSCore *c)
 
 /* rdma-session-migration.c */
 extern const VMStateDescription vmstate_rs_core;
+void rs_migration_realize(RSCore *c);
+void rs_migration_unrealize(RSCore *c);
+void rs_migration_hold_start(RSCore *c);
+void rs_migration_hold_stop(RSCore *c);
+void rs_migration_resume(RSCore *c);
 
 /*
  * Rate limit of the guest-error log, per call site: at most RS_LOG_BURST

@@ -417,6 +417,7 @@ static int rs_core_pre_save(void *opaque)
     RSCore *c = opaque;
 
     c->mr_pages_loaded = 0;
+    rs_migration_hold_stop(c);  /* the destination answers from here on */
     return 0;
 }
 
@@ -798,3 +799,113 @@ const VMStateDescription vmstate_rs_core = {
         NULL
     },
 };
+
+/*
+ * Migration hold.  While the VM is stopped for migration nobody answers
+ * the peers: the device receives nothing until the destination runs, and
+ * a peer's requester that hears nothing for its retry budget (about 3 s
+ * at timeout 14, retry_cnt 7 on this adapter) moves its QP to the error
+ * state, however long the switchover takes (pause-before-switchover, a
+ * big VM, a slow link).  So from RS_HOLD_GRACE_MS after the stop, every
+ * RS_HOLD_PERIOD_MS, the source sends each RC QP's peer an RNR NAK at the
+ * PSN its responder expects, with the longest RNR timer (code 0, 655.36
+ * ms): the peer waits without counting retries (rnr_retry 7 is without
+ * limit; a lower rnr_retry is used up by RNR NAKs instead of timeouts)
+ * and sends again from that PSN, which the destination then answers.
+ * Short downtimes never get there, so peers with a small rnr_retry see
+ * nothing.  The hold ends when the device's state is saved (from there
+ * on the destination answers), when the VM runs again (a failed or
+ * cancelled migration) or at a reset.  Its frames go to the backend
+ * directly (RSCore.send_stopped): datagram backends (tap, dgram, socket
+ * mcast/udp) only, a stream backend gets no hold.  It reads the QP tables
+ * and sends frames, nothing else: the state was or will be saved as it is.
+ */
+#define RS_HOLD_GRACE_MS    300
+#define RS_HOLD_PERIOD_MS   300
+#define RS_RNR_TIMER_MAX    0       /* IBTA RNR timer code 0: 655.36 ms */
+#define RS_RNR_TIMER_MIN    1       /* 0.01 ms */
+
+static void rs_migration_hold_tick(void *opaque)
+{
+    RSCore *c = opaque;
+    int64_t now = qemu_clock_get_ms(QEMU_CLOCK_REALTIME);
+    uint32_t qpn, sent = 0;
+
+    if (!c->holding) {
+        return;
+    }
+    if (!rs_guard_enter(c)) {
+        timer_mod(c->hold_timer, now + 1);
+        return;
+    }
+    /* at most one frame per QP, each straight to the backend */
+    for (qpn = 1; qpn < c->p.max_qps; qpn++) {
+        if (rs_resp_rnr_prompt(c, qpn, RS_RNR_TIMER_MAX)) {
+            sent++;
+        }
+    }
+    trace_rdma_session_migration_hold(sent);
+    timer_mod(c->hold_timer, now + RS_HOLD_PERIOD_MS);
+    rs_guard_leave(c);
+}
+
+void rs_migration_hold_start(RSCore *c)
+{
+    if (!c->p.migration_hold || c->holding || !rs_port_active(c)) {
+        return;
+    }
+    if (!c->send_stopped) {
+        trace_rdma_session_migration_no_hold();
+        return;
+    }
+    c->holding = true;
+    timer_mod(c->hold_timer,
+              qemu_clock_get_ms(QEMU_CLOCK_REALTIME) + RS_HOLD_GRACE_MS);
+}
+
+void rs_migration_hold_stop(RSCore *c)
+{
+    c->holding = false;
+    timer_del(c->hold_timer);
+}
+
+/*
+ * The destination runs: what waited for the switch goes now, not after a
+ * backed-off timeout.  The peers' requesters get an RNR NAK with the
+ * shortest timer at the PSN expected here (they send again at once, also
+ * those that waited in the hold), this side's requesters send again from
+ * the first unacknowledged PSN.
+ */
+void rs_migration_resume(RSCore *c)
+{
+    uint32_t qpn, prompted = 0;
+
+    if (!rs_port_active(c)) {
+        return;
+    }
+    for (qpn = 1; qpn < c->p.max_qps; qpn++) {
+        RSQp *qp = &c->qps[qpn];
+
+        if (rs_resp_rnr_prompt(c, qpn, RS_RNR_TIMER_MIN)) {
+            prompted++;
+        }
+        if (qp->valid && qp->type == RS_QPT_RC &&
+            qp->state == RS_QPS_RTS && !qp->rnr_wait &&
+            rs_psn_diff(qp->sq_psn, qp->una_psn) > 0) {
+            rs_req_rewind(c, qpn);
+        }
+    }
+    trace_rdma_session_migration_resume(prompted);
+}
+
+void rs_migration_realize(RSCore *c)
+{
+    c->hold_timer = timer_new_ms(QEMU_CLOCK_REALTIME,
+                                 rs_migration_hold_tick, c);
+}
+
+void rs_migration_unrealize(RSCore *c)
+{
+    timer_free(c->hold_timer);
+    c->hold_timer = NULL;
+}

@@ -126,6 +126,48 @@ static bool rs_send(void *owner, const struct iovec *iov, int iovcnt,
                                    roce ? rs_sent_roce : rs_sent_lan) != 0;
 }
 
+/*
+ * The migration hold sends while the VM is stopped, when QEMU's network
+ * layer queues what a NIC sends until the VM runs again: its frames go to
+ * the backend's receive function directly (and past any netdev filter).
+ * Datagram backends only: a stream backend that took part of a frame
+ * finishes it when the network layer offers the same frame again, which
+ * it never would here.
+ */
+static bool rs_backend_datagram(NetClientState *peer)
+{
+    if (!peer || (!peer->info->receive && !peer->info->receive_iov)) {
+        return false;
+    }
+    switch (peer->info->type) {
+    case NET_CLIENT_DRIVER_TAP:
+    case NET_CLIENT_DRIVER_DGRAM:
+        return true;
+    case NET_CLIENT_DRIVER_SOCKET:
+        return strstr(peer->info_str, "mcast=") ||
+               strstr(peer->info_str, "udp=");
+    default:
+        return false;
+    }
+}
+
+static bool rs_send_stopped(void *owner, const struct iovec *iov, int iovcnt)
+{
+    RSState *s = RDMA_SESSION(owner);
+    NetClientState *nc = qemu_get_queue(s->nic);
+    NetClientState *peer = nc->peer;
+
+    if (!peer || nc->link_down || peer->link_down ||
+        peer->receive_disabled) {
+        return false;
+    }
+    if (peer->info->receive_iov) {
+        return peer->info->receive_iov(peer, iov, iovcnt) > 0;
+    }
+    return iovcnt == 1 &&
+           peer->info->receive(peer, iov[0].iov_base, iov[0].iov_len) > 0;
+}
+
 static void rs_flush(void *owner)
 {
     RSState *s = RDMA_SESSION(owner);
@@ -196,14 +238,24 @@ static NetClientInfo rs_net_info = {
 /*
  * A VM that came in by migration starts to run: tell the driver
  * (MIGRATION_NOTICE), which may have to refresh what depends on where it
- * runs; QEMU's announce-self tells the network.
+ * runs, and the peers (rs_migration_resume); QEMU's announce-self tells
+ * the network.  A VM that stops to be migrated holds its peers
+ * (rs_migration_hold_start) until its state is saved or it runs again.
  */
 static void rs_vm_state_change(void *opaque, bool running, RunState state)
 {
     RSState *s = opaque;
 
-    if (running && s->core.migrated_in) {
+    if (!running) {
+        if (state == RUN_STATE_FINISH_MIGRATE) {
+            rs_migration_hold_start(&s->core);
+        }
+        return;
+    }
+    rs_migration_hold_stop(&s->core);
+    if (s->core.migrated_in) {
         s->core.migrated_in = false;
+        rs_migration_resume(&s->core);
         rs_core_raise_event(&s->core, RS_EV_MIGRATION_NOTICE, 1, 0);
     }
 }
@@ -259,6 +311,9 @@ static void rs_pci_realize(PCIDevice *pci_dev, Error **errp)
                           object_get_typename(OBJECT(s)), dev->id,
                           &dev->mem_reentrancy_guard, s);
     qemu_format_nic_info_str(qemu_get_queue(s->nic), c->mac.a);
+    if (rs_backend_datagram(qemu_get_queue(s->nic)->peer)) {
+        c->send_stopped = rs_send_stopped;
+    }
     s->vmstate_change = qemu_add_vm_change_state_handler(rs_vm_state_change,
                                                          s);
     c->link_up = !qemu_get_queue(s->nic)->link_down;
@@ -327,6 +382,8 @@ static const Property rs_properties[] = {
     /* Test only: drop every Nth RoCE frame the engine sends (0: none). */
     DEFINE_PROP_UINT32("x-drop-tx", RSState, core.p.drop_tx, 0),
     DEFINE_PROP_UINT32("x-ack-backoff", RSState, core.p.ack_backoff, 3),
+    DEFINE_PROP_BOOL("x-migration-hold", RSState, core.p.migration_hold,
+                     true),
 };
 
 static void rs_class_init(ObjectClass *klass, void *data)

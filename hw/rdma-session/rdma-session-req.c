@@ -98,6 +98,13 @@ void rs_roce_xmit(RSCore *c, uint8_t *frame, size_t len, uint32_t dip)
     if (!c->link_up) {
         return;
     }
+    if (c->holding) {
+        /* the VM is stopped: the network layer would keep the frame */
+        if (!c->send_stopped || !c->send_stopped(c->owner, &iov, 1)) {
+            trace_rdma_session_roce_tx_drop(op, c->tx_count);
+        }
+        return;
+    }
     if (c->roce_tx_held >= RS_TX_HELD_MAX) {
         trace_rdma_session_roce_tx_busy(op, c->roce_tx_held);
         return;
@@ -1022,6 +1029,7 @@ void rs_engine_realize(RSCore *c)
     c->req_buf = g_malloc0(RS_WIRE_MAX_FRAME);
     c->resp_buf = g_malloc0(RS_WIRE_MAX_FRAME);
     c->rx_buf = g_malloc0(RS_WIRE_MAX_FRAME);
+    rs_migration_realize(c);
 }
 
 /*
@@ -1035,6 +1043,7 @@ void rs_engine_reset(RSCore *c)
     qemu_bh_cancel(c->resp_bh);
     timer_del(c->retry_timer);
     timer_del(c->rnr_timer);
+    rs_migration_hold_stop(c);
 }
 
 void rs_engine_unrealize(RSCore *c)
@@ -1050,4 +1059,5 @@ void rs_engine_unrealize(RSCore *c)
     g_free(c->req_buf);
     g_free(c->resp_buf);
     g_free(c->rx_buf);
+    rs_migration_unrealize(c);
 }

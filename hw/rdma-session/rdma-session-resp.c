@@ -477,6 +477,27 @@ static bool rs_resp_send_owed(RSCore *c, uint32_t qpn, RSQp *qp,
     }
 }
 
+/*
+ * Live migration: an RNR NAK, RNR timer code timer, at the PSN the
+ * responder expects.  It acknowledges everything before that PSN and tells
+ * the peer's requester to send from there again once the timer ran out;
+ * rnr_retry 7 (what applications set) waits without limit.  Nothing of
+ * the QP changes.  Skipped while READ or atomic responses are owed: the
+ * peer expects those at older PSNs, and the engine sends them meanwhile.
+ * False if nothing was sent.
+ */
+bool rs_resp_rnr_prompt(RSCore *c, uint32_t qpn, uint8_t timer)
+{
+    RSQp *qp = &c->qps[qpn];
+
+    if (!qp->valid || qp->type != RS_QPT_RC || !rs_qp_receiving(qp) ||
+        rs_resp_owes(qp)) {
+        return false;
+    }
+    rs_resp_ack(c, qpn, qp, RS_AETH_TYPE_RNR | (timer & 0x1f), qp->rq_psn);
+    return true;
+}
+
 /* A response is owed: send what the budget allows now, the rest later. */
 static void rs_resp_owe(RSCore *c, uint32_t qpn, RSQp *qp)
 {
