@@ -1,17 +1,32 @@
 #!/bin/bash
-# Live migration in the middle of RDMA traffic, with an unmodified peer:
-# two adapter VMs on the multicast segment (scripts/launch-vms.sh -n 2),
-# VM 1 serves rping -V (RDMA READ and WRITE of 4 KiB buffers, every ping
-# verified by rping itself) to VM 2, and is migrated to a new QEMU three
-# times while the stream runs (--migrate 1@5x3, scripts/migrate-vm.py).
+# Live migration in the middle of RDMA traffic, with unmodified peers.
+#
+# 1. Short downtimes: two adapter VMs on the multicast segment
+#    (scripts/launch-vms.sh -n 2); VM 1 serves rping -V (RDMA READ and
+#    WRITE of 4 KiB buffers, every ping verified by rping itself) to VM 2
+#    and is migrated to a new QEMU three times while the stream runs
+#    (--migrate 1@5x3, scripts/migrate-vm.py).
+# 2. A downtime longer than the peers' retry budget: VM 1 (adapter), VM 2
+#    (adapter) and VM 3 (soft-RoCE, rdma_rxe); VM 1 serves ib_write_bw
+#    (rdma_cm; to VM 3 at most 4 writes of 16 KiB outstanding: the
+#    segment's loss grows with three VMs on two host CPUs), ibv_rc_pingpong
+#    -c (data verified) to VM 2 and rping -V to VM 3, and is migrated once
+#    with the switchover held RS_MIGRATION_HOLD seconds (--migrate-hold):
+#    the source's RNR NAKs keep the peers waiting.  VM 3's traffic is captured (--pcap): the
+#    capture must show VM 1's RNR NAKs with the longest timer during the
+#    hold and the destination's prompt (shortest timer) after it.
 # Checks: each migration completed with the destination running (its
-# figures are printed), the verified stream completed on both sides, VM 1's
-# driver got the device's migration notice after each migration, both
-# kernel logs are clean, every QEMU powered off.  Prints TAP and
+# figures are printed), every program passed on both sides, VM 1's driver
+# got the device's migration notice after each migration, the kernel logs
+# are clean, every QEMU powered off.  Prints TAP and
 # "migration: N passed, N failed"; exits 0 if every check passed.
 #
+# Usage: scripts/test-migration.sh [extra QEMU arguments for every VM,
+#   e.g. -trace 'rdma_session_migration*']
 # Environment: RS_BUILD, RS_CACHE (scripts/build-qemu.sh), RS_NO_BUILD=1,
-#   RS_MIGRATIONS (default 3), RS_RPING_COUNT (default 30000).
+#   RS_MIGRATIONS (part 1's migrations, default 3; 0 skips part 1),
+#   RS_RPING_COUNT (default 30000), RS_MIGRATION_HOLD (seconds, default
+#   30; 0 skips part 2).
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,35 +35,97 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 export RS_BUILD
 n_mig=${RS_MIGRATIONS:-3}
 count=${RS_RPING_COUNT:-30000}
+hold=${RS_MIGRATION_HOLD:-30}
 logdir=$(mktemp -d "$RS_BUILD/test-logs/migration.XXXXXX" 2>/dev/null) ||
     { mkdir -p "$RS_BUILD/test-logs"; logdir=$(mktemp -d "$RS_BUILD/test-logs/migration.XXXXXX"); }
 ln -sfn "${logdir##*/}" "$RS_BUILD/test-logs/migration.last"
-out=$logdir/launch.log
 t0=$(date +%s)
-
-# the driver hears of each migration (MIGRATION_NOTICE) and announces eth0
-notice="m=\$(dmesg | grep -c 'live migration: announcing'); [ \$m = $n_mig ] && echo \"CHECK migration-notice ok \$m\" || echo \"CHECK migration-notice fail \$m of $n_mig\""
-clean='b=$(dmesg | grep -E "WARNING|BUG|Oops|Call Trace" | head -n 3 | tr "\n" " "); [ -z "$b" ] && echo "CHECK dmesg-clean ok" || echo "CHECK dmesg-clean fail $b"'
-RS_VMS_LOGDIR=$logdir/vms "$top/scripts/launch-vms.sh" -q ${RS_NO_BUILD:+--no-build} \
-    -n 2 --timeout 300 --migrate "1@5x$n_mig" \
-    --vm-cmd 1 "rping -s -V -C $count -S 4096 -a \$RS_IP; r=\$?; echo \"CHECK rping-server \$([ \$r = 0 ] && echo ok || echo fail) exit status \$r\"; $clean; $notice" \
-    --vm-cmd 2 "sleep 1; rping -c -V -C $count -S 4096 -a \$RS_PEER; r=\$?; echo \"CHECK rping-client \$([ \$r = 0 ] && echo ok || echo fail) exit status \$r\"; $clean" \
-    > "$out" 2>&1
-lrc=$?
-
 pass=0 fail=0
 ck() {  # ok|fail NAME DETAIL
     if [ "$1" = ok ]; then pass=$((pass + 1)); echo "ok - $2 ${3:-}"
     else fail=$((fail + 1)); echo "not ok - $2 ${3:-}"; fi
 }
-grep '^\[launch-vms\] migrate-vm:' "$out" | sed 's/^\[launch-vms\] //'
-for k in $(seq 1 "$n_mig"); do
-    line=$(grep -m1 "migrate-vm: vm1 #$k: " "$out")
-    if [ -n "$line" ]; then ck ok "migration-$k" "(${line#*: })"
-    else ck fail "migration-$k" "$(grep -m1 'migrate-vm: FAIL' "$out")"; fi
-done
+# migrations OUT VM N: the figures of VM's N migrations in OUT
+migrations()
+{
+    local k line
+    grep '^\[launch-vms\] migrate-vm:' "$1" | sed 's/^\[launch-vms\] //'
+    for k in $(seq 1 "$3"); do
+        line=$(grep -m1 "migrate-vm: vm$2 #$k: " "$1")
+        if [ -n "$line" ]; then ck ok "$4migration-$k" "(${line#*: })"
+        else ck fail "$4migration-$k" "$(grep -m1 'migrate-vm: FAIL' "$1")"; fi
+    done
+}
+
+# Guest-side helpers: the driver hears of each migration (MIGRATION_NOTICE)
+# and announces eth0; kernel log; a program's verdict from its exit status
+# and output (rping says what went wrong but may still exit 0).
+notice() { echo "m=\$(dmesg | grep -c 'live migration: announcing'); [ \$m = $1 ] && echo \"CHECK migration-notice ok \$m\" || echo \"CHECK migration-notice fail \$m of $1\""; }
+clean='b=$(dmesg | grep -E "WARNING|BUG|Oops|Call Trace" | head -n 3 | tr "\n" " "); [ -z "$b" ] && echo "CHECK dmesg-clean ok" || echo "CHECK dmesg-clean fail $b"'
+verdict='v() { if [ "$2" = 0 ] && ! grep -qiE "mismatch|fail|error|exceeded" "$3"; then echo "CHECK $1 ok $(grep -E "iters in|^ *65536 " "$3" | tail -n 1)"; else echo "CHECK $1 fail exit status $2: $(grep -iE "mismatch|fail|error|exceeded" "$3" | head -n 2 | tr "\n" " ")"; fi; }'
+
+# --- 1. three short migrations under rping -V --------------------------------------
+if [ "$n_mig" != 0 ]; then
+out=$logdir/launch.log
+RS_VMS_LOGDIR=$logdir/vms "$top/scripts/launch-vms.sh" -q ${RS_NO_BUILD:+--no-build} \
+    -n 2 --timeout 300 --migrate "1@5x$n_mig" \
+    --vm-cmd 1 "$verdict; rping -s -V -C $count -S 4096 -a \$RS_IP > /tmp/rp 2>&1; v rping-server \$? /tmp/rp; $clean; $(notice "$n_mig")" \
+    --vm-cmd 2 "$verdict; sleep 1; rping -c -V -C $count -S 4096 -a \$RS_PEER > /tmp/rp 2>&1; v rping-client \$? /tmp/rp; $clean" \
+    ${1:+-- "$@"} > "$out" 2>&1
+lrc=$?
+migrations "$out" 1 "$n_mig" ""
 vm_checks "$out" 1:rping-server 1:dmesg-clean 1:migration-notice \
     2:rping-client 2:dmesg-clean
 launcher_check $lrc
+fi
+
+# --- 2. one migration with the switchover held ------------------------------------
+if [ "$hold" != 0 ]; then
+    out=$logdir/hold.log
+    pcap=$logdir/hold-vm3.pcap
+    n=${RS_HOLD_WRITES:-2500}
+    RS_VMS_LOGDIR=$logdir/vms-hold "$top/scripts/launch-vms.sh" -q --no-build \
+        -n 3 --soft-roce-vm 3 --timeout $((hold + 240)) --migrate 1@5 \
+        --migrate-hold "$hold" --pcap 3 "$pcap" \
+        --vm-cmd 1 "$verdict
+ib_write_bw -R -p 18515 -F -n $n -s 65536 > /tmp/wa 2>&1 & a=\$!
+ib_write_bw -R -p 18516 -F -t 4 -n $((n * 2)) -s 16384 > /tmp/wr 2>&1 & r=\$!
+rping -s -V -C 20000 -S 4096 -a \$RS_IP > /tmp/rp 2>&1 & p=\$!
+ibv_rc_pingpong -g 1 -p 18517 -s 4096 -n 20000 -c > /tmp/pp 2>&1; v pingpong-server \$? /tmp/pp
+wait \$a; v write-bw-server-adapter \$? /tmp/wa
+wait \$r; v write-bw-server-rxe \$? /tmp/wr
+wait \$p; v rping-server \$? /tmp/rp
+$clean; $(notice 1)" \
+        --vm-cmd 2 "$verdict; sleep 1
+ib_write_bw -R -p 18515 -F -n $n -s 65536 10.77.0.1 > /tmp/wa 2>&1 & a=\$!
+ibv_rc_pingpong -g 1 -p 18517 -s 4096 -n 20000 -c 10.77.0.1 > /tmp/pp 2>&1; v pingpong-client \$? /tmp/pp
+wait \$a; v write-bw-client \$? /tmp/wa; $clean" \
+        --vm-cmd 3 "$verdict; sleep 1
+ib_write_bw -R -p 18516 -F -t 4 -n $((n * 2)) -s 16384 10.77.0.1 > /tmp/wr 2>&1 & r=\$!
+rping -c -V -C 20000 -S 4096 -a 10.77.0.1 > /tmp/rp 2>&1; v rping-client \$? /tmp/rp
+wait \$r; v write-bw-client \$? /tmp/wr; $clean" \
+        ${1:+-- "$@"} > "$out" 2>&1
+    lrc=$?
+    migrations "$out" 1 1 "held-"
+    vm_checks "$out" 1:pingpong-server 1:write-bw-server-adapter \
+        1:write-bw-server-rxe 1:rping-server 1:dmesg-clean 1:migration-notice \
+        2:pingpong-client 2:write-bw-client 2:dmesg-clean \
+        3:rping-client 3:write-bw-client 3:dmesg-clean
+    launcher_check $lrc
+    # The hold on the wire, as the soft-RoCE VM received it: RNR NAKs
+    # (AETH syndrome 001 + timer) from VM 1, timer 0 (655.36 ms) every
+    # 300 ms of the hold, then timer 1 (0.01 ms) from the destination.
+    if [ ! -s "$pcap" ] || ! command -v tshark >/dev/null 2>&1; then
+        ck fail held-capture "no capture $pcap or no tshark"
+    else
+        nak() { tshark -n -r "$pcap" -Y "ip.src == 10.77.0.1 && ip.dst == 10.77.0.3 && infiniband.aeth.syndrome == $1" 2>/dev/null | wc -l; }
+        h=$(nak 0x20) p=$(nak 0x21) want=$(( hold * 10 / 3 / 2 ))
+        if [ "$h" -ge "$want" ] && [ "$p" -ge 1 ]; then
+            ck ok held-capture "$h RNR NAKs with timer 655.36 ms during the hold (at least $want expected), $p with 0.01 ms after it"
+        else
+            ck fail held-capture "$h RNR NAKs with timer 655.36 ms (at least $want expected), $p with 0.01 ms"
+        fi
+    fi
+fi
 echo "migration: $pass passed, $fail failed ($(( $(date +%s) - t0 )) s, logs in $logdir)"
 [ $fail = 0 ]
