@@ -37,7 +37,9 @@
 #          peer's QP ends with retry exceeded, the VM comes back (boots
 #          again, module reloaded) and runs traffic with the same peer
 #   migration  scripts/test-migration.sh: VM 1 live-migrated three times
-#          (scripts/migrate-vm.py) while it serves a verified rping -V stream
+#          (scripts/migrate-vm.py) while it serves a verified rping -V stream,
+#          then once with the switchover held 30 s while an adapter peer
+#          and a soft-RoCE peer keep their RC traffic going
 #   bench-smoke  bench/run-bench.sh --smoke: one short repetition of every
 #          benchmark on both pairs (-netdev stream, MTU 9000); one check per
 #          benchmark that produced numbers on both (a verified transfer
@@ -901,7 +903,7 @@ echo "== resilience: scripts/test-resilience.sh (system reset, rmmod and FLR dur
 script_suite resilience test-resilience.sh
 
 # --- migration ------------------------------------------------------------------
-echo "== migration: scripts/test-migration.sh (VM 1 live-migrated three times under rping -V)"
+echo "== migration: scripts/test-migration.sh (VM 1 live-migrated three times under rping -V, once with a 30 s switchover)"
 script_suite migration test-migration.sh '^migrate-vm:'
 
 # --- bench-smoke ----------------------------------------------------------------
