@@ -52,6 +52,8 @@
 #                      failed migration fails the run
 #   --migrate-hold S   each of those migrations holds the switchover S
 #                      seconds with the VM stopped (a long downtime)
+#   --migrate-drill    first try migrations that must fail and leave VM I
+#                      running (another max-qps, another MAC, cancelled)
 #   --no-build         do not run scripts/build-qemu.sh first
 #   -q, --quiet        only the command outputs and the summary
 # Environment: RS_ACCEL=kvm (KVM instead of TCG; only if it really works),
@@ -80,6 +82,7 @@ n=2 cmd='ibv_devinfo; ip -4 addr' tmo=120 btmo=120 user=0 softall=0 shellvm=0
 device=rdma-session mem=512 build=1 quiet=0 cmd_given=0 dgram=0 stream=0
 migrate=''
 mig_hold=0
+mig_drill=''
 [ "${RS_NO_BUILD:-0}" = 1 ] && build=0
 declare -A vmcmd=() soft=() pcap=()
 while [ $# -gt 0 ]; do
@@ -100,6 +103,7 @@ while [ $# -gt 0 ]; do
     --mem) mem=${2:?}; shift ;;
     --migrate) migrate=${2:?}; shift ;;
     --migrate-hold) mig_hold=${2:?}; shift ;;
+    --migrate-drill) mig_drill=--drill ;;
     --no-build) build=0 ;;
     -q|--quiet) quiet=1 ;;
     --) shift; break ;;
@@ -351,7 +355,7 @@ mig_pid=''
 if [ -n "$migrate" ]; then
     RS_BUILD=$RS_BUILD "$top/scripts/migrate-vm.py" --after "$mig_after" \
         --count "$mig_count" --interval "$mig_after" --hold "$mig_hold" \
-        "$run/vm$mig_vm" \
+        $mig_drill "$run/vm$mig_vm" \
         > "$run/vm$mig_vm/migrate.log" 2>&1 &
     mig_pid=$!
 fi

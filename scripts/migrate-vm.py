@@ -2,7 +2,7 @@
 """Live-migrate a VM of scripts/launch-vms.sh to a new QEMU on this host.
 
 Usage: scripts/migrate-vm.py [--after S] [--count N] [--interval S]
-                             [--hold S] VMDIR
+                             [--hold S] [--drill] VMDIR
 
 VMDIR is <run>/vmI of a launch-vms run on the multicast segment (its
 cmdline, qmp.sock, serial.log, pid).  After S seconds (default 5) it starts
@@ -14,6 +14,10 @@ from VMDIR/qmp.sock), N times (default 1), every --interval seconds.
 With --hold S the switchover waits S seconds with the VM stopped (QEMU's
 pause-before-switchover capability, then migrate-continue): the downtime
 of a big VM, a slow link or a busy host, which the peers must outlast.
+With --drill it first tries the failures that must leave the source
+running: destinations whose adapter has another max-qps or another MAC
+(the migration fails, the destination names the property's field) and a
+migration cancelled during a held switchover.
 For each migration it prints QEMU's figures: total time, downtime, setup
 time and bytes, as
 
@@ -28,6 +32,7 @@ source tree scripts/build-qemu.sh unpacked into $RS_BUILD (default build/).
 import argparse
 import glob
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -90,20 +95,36 @@ def dest_args(args, qmp_path):
     return out + ["-incoming", "defer"]
 
 
-def wait_done(qmp, what, timeout=300):
+def wait_end(qmp, what, timeout=300):
+    """The migration's end: ("completed", info) or (failed|cancelled, info)."""
     end = time.monotonic() + timeout
     while True:
         info = qmp.cmd("query-migrate")
         status = info.get("status")
-        if status == "completed":
-            return info
-        if status in ("failed", "cancelled"):
-            raise RuntimeError("%s: migration %s: %s" %
-                               (what, status, info.get("error-desc", "")))
+        if status in ("completed", "failed", "cancelled"):
+            return status, info
         if time.monotonic() > end:
             raise RuntimeError("%s: migration not done after %s s (%s)" %
                                (what, timeout, status))
         time.sleep(0.05)
+
+
+def wait_done(qmp, what, timeout=300):
+    status, info = wait_end(qmp, what, timeout)
+    if status != "completed":
+        raise RuntimeError("%s: migration %s: %s" %
+                           (what, status, info.get("error-desc", "")))
+    return info
+
+
+def set_caps(dq, src, pause):
+    """The return path lets the source hear that the destination refused
+    the state (it then runs on); the pause holds the switchover."""
+    dq.cmd("migrate-set-capabilities", capabilities=[
+        {"capability": "return-path", "state": True}])
+    src.cmd("migrate-set-capabilities", capabilities=[
+        {"capability": "return-path", "state": True},
+        {"capability": "pause-before-switchover", "state": pause}])
 
 
 def wait_pre_switchover(qmp, what, timeout=300):
@@ -122,14 +143,101 @@ def wait_pre_switchover(qmp, what, timeout=300):
         time.sleep(0.05)
 
 
-def migrate_once(vmdir, k, hold=0.0):
-    name = os.path.basename(vmdir)
+def vm_args(vmdir):
     with open(os.path.join(vmdir, "cmdline")) as f:
         args = shlex.split(f.read())
     if not any(a.startswith("socket,") and "mcast=" in a for a in args):
         raise RuntimeError("%s: only VMs on the multicast segment can move "
                            "(the destination must join the same segment)"
-                           % name)
+                           % os.path.basename(vmdir))
+    return args
+
+
+def other_mac(args):
+    """The arguments with the adapter's MAC changed in its last byte."""
+    out = []
+    for a in args:
+        m = re.search(r"(rdma-session,.*mac=(?:[0-9a-f]{2}:){5})([0-9a-f]{2})",
+                      a)
+        if m:
+            a = a.replace(m.group(0), "%s%02x" % (m.group(1),
+                                                  int(m.group(2), 16) ^ 0x80))
+        out.append(a)
+    return out
+
+
+def drill_one(vmdir, what, args, cancel_after=0.0, field=None):
+    """One migration that must not happen; the source must run on."""
+    name = os.path.basename(vmdir)
+    tag = what.replace(" ", "-")
+    qmp_path = os.path.join(vmdir, "drill-%s.sock" % tag)
+    mig = os.path.join(vmdir, "drill.sock")
+    for p in (qmp_path, mig):
+        if os.path.exists(p):
+            os.unlink(p)
+    logpath = os.path.join(vmdir, "drill-%s.log" % tag)
+    qlog = open(logpath, "w")
+    dst = subprocess.Popen(dest_args(args, qmp_path), stdin=subprocess.DEVNULL,
+                           stdout=qlog, stderr=subprocess.STDOUT,
+                           start_new_session=True)
+    src = connect(os.path.join(vmdir, "qmp.sock"))
+    try:
+        dq = connect(qmp_path)
+        set_caps(dq, src, cancel_after > 0)
+        dq.cmd("migrate-incoming", uri="unix:%s" % mig)
+        dq.close()              # before it quits on the refused state
+        src.cmd("migrate", uri="unix:%s" % mig)
+        if cancel_after > 0:
+            wait_pre_switchover(src, name)
+            time.sleep(cancel_after)
+            src.cmd("migrate_cancel")
+        status, info = wait_end(src, name, timeout=120)
+        if status == "completed":
+            raise RuntimeError("%s: %s: the migration completed" %
+                               (name, what))
+        outcome = "migration %s: %s" % (status, info.get("error-desc", ""))
+        if cancel_after == 0:
+            dst.wait(timeout=30)    # it refused the state and quits
+    finally:
+        if dst.poll() is None:
+            dst.kill()
+            dst.wait()
+        qlog.close()
+    for _ in range(100):
+        st = src.cmd("query-status").get("status")
+        if st == "running":
+            break
+        time.sleep(0.1)
+    src.close()
+    if st != "running":
+        raise RuntimeError("%s: %s: the source is %s afterwards" %
+                           (name, what, st))
+    detail = outcome
+    if field:
+        with open(logpath) as f:
+            err = [ln.strip() for ln in f if field in ln]
+        if not err:
+            raise RuntimeError("%s: %s: the destination did not name %s "
+                               "(see %s)" % (name, what, field, logpath))
+        detail = err[0]
+    for p in (qmp_path, mig):
+        if os.path.exists(p):
+            os.unlink(p)
+    log("%s drill: %s: the source runs on (%s)" % (name, what, detail))
+
+
+def drill(vmdir):
+    args = vm_args(vmdir)
+    drill_one(vmdir, "max-qps differs",
+              args + ["-global", "rdma-session.max-qps=4096"],
+              field="max_qps")
+    drill_one(vmdir, "mac differs", other_mac(args), field="mac")
+    drill_one(vmdir, "cancelled", args, cancel_after=2.0)
+
+
+def migrate_once(vmdir, k, hold=0.0):
+    name = os.path.basename(vmdir)
+    args = vm_args(vmdir)
     qmp_path = os.path.join(vmdir, "qmp.sock")
     # QEMU unlinks its socket's path when it quits: each destination gets
     # a path of its own, and qmp.sock links to the current one.
@@ -147,9 +255,8 @@ def migrate_once(vmdir, k, hold=0.0):
     src = connect(qmp_path)
     try:
         dq = connect(new_qmp)
+        set_caps(dq, src, hold > 0)
         dq.cmd("migrate-incoming", uri="unix:%s" % mig)
-        src.cmd("migrate-set-capabilities", capabilities=[
-            {"capability": "pause-before-switchover", "state": hold > 0}])
         src.cmd("migrate", uri="unix:%s" % mig)
         if hold > 0:
             wait_pre_switchover(src, name)
@@ -197,10 +304,18 @@ def main():
     ap.add_argument("--count", type=int, default=1)
     ap.add_argument("--interval", type=float, default=5)
     ap.add_argument("--hold", type=float, default=0)
+    ap.add_argument("--drill", action="store_true")
     ap.add_argument("vmdir")
     o = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     time.sleep(o.after)
+    if o.drill:
+        try:
+            drill(o.vmdir)
+        except Exception as e:  # pylint: disable=broad-except
+            log("FAIL: %r" % e)
+            traceback.print_exc()
+            return 1
     for k in range(1, o.count + 1):
         try:
             migrate_once(o.vmdir, k, o.hold)

@@ -5,7 +5,11 @@
 #    (scripts/launch-vms.sh -n 2); VM 1 serves rping -V (RDMA READ and
 #    WRITE of 4 KiB buffers, every ping verified by rping itself) to VM 2
 #    and is migrated to a new QEMU three times while the stream runs
-#    (--migrate 1@5x3, scripts/migrate-vm.py).
+#    (--migrate 1@5x3, scripts/migrate-vm.py).  Before those, migrations
+#    that must fail and leave VM 1 running with its traffic
+#    (--migrate-drill): to a destination with another max-qps and to one
+#    with another MAC (refused, the destination names the field), and one
+#    cancelled during a held switchover.
 # 2. A downtime longer than the peers' retry budget: VM 1 (adapter), VM 2
 #    (adapter) and VM 3 (soft-RoCE, rdma_rxe); VM 1 serves ib_write_bw
 #    (rdma_cm; to VM 3 at most 4 writes of 16 KiB outstanding: the
@@ -25,7 +29,7 @@
 #   e.g. -trace 'rdma_session_migration*']
 # Environment: RS_BUILD, RS_CACHE (scripts/build-qemu.sh), RS_NO_BUILD=1,
 #   RS_MIGRATIONS (part 1's migrations, default 3; 0 skips part 1),
-#   RS_RPING_COUNT (default 30000), RS_MIGRATION_HOLD (seconds, default
+#   RS_RPING_COUNT (default 60000), RS_MIGRATION_HOLD (seconds, default
 #   30; 0 skips part 2).
 set -uo pipefail
 
@@ -34,7 +38,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 : "${RS_BUILD:=$top/build}"
 export RS_BUILD
 n_mig=${RS_MIGRATIONS:-3}
-count=${RS_RPING_COUNT:-30000}
+count=${RS_RPING_COUNT:-60000}
 hold=${RS_MIGRATION_HOLD:-30}
 logdir=$(mktemp -d "$RS_BUILD/test-logs/migration.XXXXXX" 2>/dev/null) ||
     { mkdir -p "$RS_BUILD/test-logs"; logdir=$(mktemp -d "$RS_BUILD/test-logs/migration.XXXXXX"); }
@@ -68,11 +72,20 @@ verdict='v() { if [ "$2" = 0 ] && ! grep -qiE "mismatch|fail|error|exceeded" "$3
 if [ "$n_mig" != 0 ]; then
 out=$logdir/launch.log
 RS_VMS_LOGDIR=$logdir/vms "$top/scripts/launch-vms.sh" -q ${RS_NO_BUILD:+--no-build} \
-    -n 2 --timeout 300 --migrate "1@5x$n_mig" \
+    -n 2 --timeout 300 --migrate "1@5x$n_mig" --migrate-drill \
     --vm-cmd 1 "$verdict; rping -s -V -C $count -S 4096 -a \$RS_IP > /tmp/rp 2>&1; v rping-server \$? /tmp/rp; $clean; $(notice "$n_mig")" \
     --vm-cmd 2 "$verdict; sleep 1; rping -c -V -C $count -S 4096 -a \$RS_PEER > /tmp/rp 2>&1; v rping-client \$? /tmp/rp; $clean" \
     ${1:+-- "$@"} > "$out" 2>&1
 lrc=$?
+for d in "max-qps differs:max_qps" "mac differs:mac" "cancelled:cancelled"; do
+    what=${d%%:*}
+    line=$(grep -m1 "migrate-vm: vm1 drill: $what: the source runs on" "$out")
+    if [ -n "$line" ] && grep -q "${d#*:}" <<< "$line"; then
+        ck ok "drill-${what// /-}" "(${line#*drill: })"
+    else
+        ck fail "drill-${what// /-}" "$(grep -m1 'migrate-vm: FAIL' "$out")"
+    fi
+done
 migrations "$out" 1 "$n_mig" ""
 vm_checks "$out" 1:rping-server 1:dmesg-clean 1:migration-notice \
     2:rping-client 2:dmesg-clean

@@ -403,6 +403,7 @@ struct RSCore {
      */
     uint32_t roce_tx_held;
     bool migrated_in;           /* loaded by migration, not running yet */
+    uint8_t mig_mac[6];         /* the source's MAC, in the stream */
     /*
      * Outgoing migration (rdma-session-migration.c): from the moment the
      * VM stops until the migration ends, RNR NAKs keep the peers' RC

@@ -16,6 +16,8 @@
 
 #include "qemu/osdep.h"
 #include "qemu/main-loop.h"
+#include "qemu/error-report.h"
+#include "net/net.h"
 #include "migration/vmstate.h"
 #include "rdma-session-core.h"
 #include "rdma-session-wire.h"
@@ -387,6 +389,49 @@ static const VMStateDescription vmstate_rs_srqs = {
         VMSTATE_UINT32_EQUAL(p.max_srqs, RSCore, NULL),
         VMSTATE_STRUCT_VARRAY_POINTER_UINT32(srqs, RSCore, p.max_srqs,
                                              vmstate_rs_srq, RSSrq),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/*
+ * The guest read the MAC when it probed the device, and its GIDs' peers
+ * know it: a destination configured with another MAC fails the migration.
+ */
+static int rs_mac_pre_save(void *opaque)
+{
+    RSCore *c = opaque;
+
+    memcpy(c->mig_mac, c->mac.a, sizeof(c->mig_mac));
+    return 0;
+}
+
+static int rs_mac_post_load(void *opaque, int version_id)
+{
+    RSCore *c = opaque;
+
+    if (memcmp(c->mig_mac, c->mac.a, sizeof(c->mig_mac))) {
+        error_report("rdma-session: mac " MAC_FMT " on the destination, "
+                     MAC_FMT " on the source: the properties must match",
+                     MAC_ARG(c->mac.a), MAC_ARG(c->mig_mac));
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static bool rs_mac_needed(void *opaque)
+{
+    return true;
+}
+
+static const VMStateDescription vmstate_rs_mac = {
+    .name = "rdma-session/core/mac",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rs_mac_needed,
+    .pre_save = rs_mac_pre_save,
+    .post_load = rs_mac_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT8_ARRAY(mig_mac, RSCore, 6),
         VMSTATE_END_OF_LIST()
     },
 };
@@ -796,6 +841,7 @@ const VMStateDescription vmstate_rs_core = {
     },
     .subsections = (const VMStateDescription * const []) {
         &vmstate_rs_srqs,
+        &vmstate_rs_mac,
         NULL
     },
 };
