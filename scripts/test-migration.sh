@@ -66,6 +66,9 @@ migrations()
 # and output (rping says what went wrong but may still exit 0).
 notice() { echo "m=\$(dmesg | grep -c 'live migration: announcing'); [ \$m = $1 ] && echo \"CHECK migration-notice ok \$m\" || echo \"CHECK migration-notice fail \$m of $1\""; }
 clean='b=$(dmesg | grep -E "WARNING|BUG|Oops|Call Trace" | head -n 3 | tr "\n" " "); [ -z "$b" ] && echo "CHECK dmesg-clean ok" || echo "CHECK dmesg-clean fail $b"'
+# A client that came before its server listened (rdma_cm rejects, TCP
+# refuses) runs again: a slow start under load is not what is tested.
+again='retry() { o=$1; shift; for i in 1 2 3 4 5 6 7 8 9 10; do "$@" > $o 2>&1; r=$?; grep -qE "REJECTED|[Cc]ouldn.t connect|[Cc]onnection refused" $o || return $r; sleep 1; done; return $r; }'
 verdict='v() { if [ "$2" = 0 ] && ! grep -qiE "mismatch|fail|error|exceeded" "$3"; then echo "CHECK $1 ok $(grep -E "iters in|^ *65536 " "$3" | tail -n 1)"; else echo "CHECK $1 fail exit status $2: $(grep -iE "mismatch|fail|error|exceeded" "$3" | head -n 2 | tr "\n" " ")"; fi; }'
 
 # --- 1. three short migrations under rping -V --------------------------------------
@@ -74,7 +77,7 @@ out=$logdir/launch.log
 RS_VMS_LOGDIR=$logdir/vms "$top/scripts/launch-vms.sh" -q ${RS_NO_BUILD:+--no-build} \
     -n 2 --timeout 300 --migrate "1@5x$n_mig" --migrate-drill \
     --vm-cmd 1 "$verdict; rping -s -V -C $count -S 4096 -a \$RS_IP > /tmp/rp 2>&1; v rping-server \$? /tmp/rp; $clean; $(notice "$n_mig")" \
-    --vm-cmd 2 "$verdict; sleep 1; rping -c -V -C $count -S 4096 -a \$RS_PEER > /tmp/rp 2>&1; v rping-client \$? /tmp/rp; $clean" \
+    --vm-cmd 2 "$verdict; $again; sleep 1; retry /tmp/rp rping -c -V -C $count -S 4096 -a \$RS_PEER; v rping-client \$? /tmp/rp; $clean" \
     ${1:+-- "$@"} > "$out" 2>&1
 lrc=$?
 for d in "max-qps differs:max_qps" "mac differs:mac" "cancelled:cancelled"; do
@@ -109,13 +112,13 @@ wait \$a; v write-bw-server-adapter \$? /tmp/wa
 wait \$r; v write-bw-server-rxe \$? /tmp/wr
 wait \$p; v rping-server \$? /tmp/rp
 $clean; $(notice 1)" \
-        --vm-cmd 2 "$verdict; sleep 1
-ib_write_bw -R -p 18515 -F -n $n -s 65536 10.77.0.1 > /tmp/wa 2>&1 & a=\$!
-ibv_rc_pingpong -g 1 -p 18517 -s 4096 -n 20000 -c 10.77.0.1 > /tmp/pp 2>&1; v pingpong-client \$? /tmp/pp
+        --vm-cmd 2 "$verdict; $again; sleep 1
+retry /tmp/wa ib_write_bw -R -p 18515 -F -n $n -s 65536 10.77.0.1 & a=\$!
+retry /tmp/pp ibv_rc_pingpong -g 1 -p 18517 -s 4096 -n 20000 -c 10.77.0.1; v pingpong-client \$? /tmp/pp
 wait \$a; v write-bw-client \$? /tmp/wa; $clean" \
-        --vm-cmd 3 "$verdict; sleep 1
-ib_write_bw -R -p 18516 -F -t 4 -n $((n * 2)) -s 16384 10.77.0.1 > /tmp/wr 2>&1 & r=\$!
-rping -c -V -C 20000 -S 4096 -a 10.77.0.1 > /tmp/rp 2>&1; v rping-client \$? /tmp/rp
+        --vm-cmd 3 "$verdict; $again; sleep 1
+retry /tmp/wr ib_write_bw -R -p 18516 -F -t 4 -n $((n * 2)) -s 16384 10.77.0.1 & r=\$!
+retry /tmp/rp rping -c -V -C 20000 -S 4096 -a 10.77.0.1; v rping-client \$? /tmp/rp
 wait \$r; v write-bw-client \$? /tmp/wr; $clean" \
         ${1:+-- "$@"} > "$out" 2>&1
     lrc=$?
