@@ -68,7 +68,7 @@ notice() { echo "m=\$(dmesg | grep -c 'live migration: announcing'); [ \$m = $1 
 clean='b=$(dmesg | grep -E "WARNING|BUG|Oops|Call Trace" | head -n 3 | tr "\n" " "); [ -z "$b" ] && echo "CHECK dmesg-clean ok" || echo "CHECK dmesg-clean fail $b"'
 # A client that came before its server listened (rdma_cm rejects, TCP
 # refuses) runs again: a slow start under load is not what is tested.
-again='retry() { o=$1; shift; for i in 1 2 3 4 5 6 7 8 9 10; do "$@" > $o 2>&1; r=$?; grep -qE "REJECTED|[Cc]ouldn.t connect|[Cc]onnection refused" $o || return $r; sleep 1; done; return $r; }'
+again='retry() { local o=$1 i rc; shift; for i in 1 2 3 4 5 6 7 8 9 10; do "$@" > $o 2>&1; rc=$?; grep -qE "REJECTED|[Cc]ouldn.t connect|[Cc]onnection refused" $o || return $rc; sleep 1; done; return $rc; }'
 verdict='v() { if [ "$2" = 0 ] && ! grep -qiE "mismatch|fail|error|exceeded" "$3"; then echo "CHECK $1 ok $(grep -E "iters in|^ *65536 " "$3" | tail -n 1)"; else echo "CHECK $1 fail exit status $2: $(grep -iE "mismatch|fail|error|exceeded" "$3" | head -n 2 | tr "\n" " ")"; fi; }'
 
 # --- 1. three short migrations under rping -V --------------------------------------
