@@ -12,8 +12,10 @@
 #    cancelled during a held switchover.
 # 2. A downtime longer than the peers' retry budget: VM 1 (adapter), VM 2
 #    (adapter) and VM 3 (soft-RoCE, rdma_rxe); VM 1 serves ib_write_bw
-#    (rdma_cm; to VM 3 at most 4 writes of 16 KiB outstanding: the
-#    segment's loss grows with three VMs on two host CPUs), ibv_rc_pingpong
+#    (rdma_cm; to VM 3 at most 2 writes of 4 KiB outstanding: every QEMU
+#    on the segment receives every frame, and with three VMs on two host
+#    CPUs a flood of soft-RoCE retransmissions loses the other VMs' frames
+#    for seconds), ibv_rc_pingpong
 #    -c (data verified) to VM 2 and rping -V to VM 3, and is migrated once
 #    with the switchover held RS_MIGRATION_HOLD seconds (--migrate-hold):
 #    the source's RNR NAKs keep the peers waiting.  VM 3's traffic is captured (--pcap): the
@@ -105,7 +107,7 @@ if [ "$hold" != 0 ]; then
         --migrate-hold "$hold" --pcap 3 "$pcap" \
         --vm-cmd 1 "$verdict
 ib_write_bw -R -p 18515 -F -n $n -s 65536 > /tmp/wa 2>&1 & a=\$!
-ib_write_bw -R -p 18516 -F -t 4 -n $((n * 2)) -s 16384 > /tmp/wr 2>&1 & r=\$!
+ib_write_bw -R -p 18516 -F -t 2 -n $((n * 4)) -s 4096 > /tmp/wr 2>&1 & r=\$!
 rping -s -V -C 20000 -S 4096 -a \$RS_IP > /tmp/rp 2>&1 & p=\$!
 ibv_rc_pingpong -g 1 -p 18517 -s 4096 -n 20000 -c > /tmp/pp 2>&1; v pingpong-server \$? /tmp/pp
 wait \$a; v write-bw-server-adapter \$? /tmp/wa
@@ -117,7 +119,7 @@ retry /tmp/wa ib_write_bw -R -p 18515 -F -n $n -s 65536 10.77.0.1 & a=\$!
 retry /tmp/pp ibv_rc_pingpong -g 1 -p 18517 -s 4096 -n 20000 -c 10.77.0.1; v pingpong-client \$? /tmp/pp
 wait \$a; v write-bw-client \$? /tmp/wa; $clean" \
         --vm-cmd 3 "$verdict; $again; sleep 1
-retry /tmp/wr ib_write_bw -R -p 18516 -F -t 4 -n $((n * 2)) -s 16384 10.77.0.1 & r=\$!
+retry /tmp/wr ib_write_bw -R -p 18516 -F -t 2 -n $((n * 4)) -s 4096 10.77.0.1 & r=\$!
 retry /tmp/rp rping -c -V -C 20000 -S 4096 -a 10.77.0.1; v rping-client \$? /tmp/rp
 wait \$r; v write-bw-client \$? /tmp/wr; $clean" \
         ${1:+-- "$@"} > "$out" 2>&1
