@@ -12,7 +12,9 @@
 #    cancelled during a held switchover.
 # 2. A downtime longer than the peers' retry budget: VM 1 (adapter), VM 2
 #    (adapter) and VM 3 (soft-RoCE, rdma_rxe); VM 1 serves ib_write_bw
-#    (rdma_cm) to VM 2 and to VM 3 (at most 2 writes of 4 KiB outstanding:
+#    (rdma_cm) to VM 2 (for 20 s of VM 2's time, so it is still writing
+#    when VM 1 stops; it then waits for its last writes to complete) and
+#    to VM 3 (at most 2 writes of 4 KiB outstanding:
 #    every QEMU on the segment receives every frame, and with three VMs on
 #    two host CPUs a flood of soft-RoCE retransmissions costs the other
 #    VMs' frames) and rping -V (data verified) to VM 3, and is migrated once
@@ -106,7 +108,7 @@ if [ "$hold" != 0 ]; then
         -n 3 --soft-roce-vm 3 --timeout $((hold + 240)) --migrate 1@5 \
         --migrate-hold "$hold" --pcap 3 "$pcap" \
         --vm-cmd 1 "$verdict
-ib_write_bw -R -p 18515 -F -n $n -s 65536 > /tmp/wa 2>&1 & a=\$!
+ib_write_bw -R -p 18515 -F -D 20 -s 65536 > /tmp/wa 2>&1 & a=\$!
 ib_write_bw -R -p 18516 -F -t 2 -n $((n * 4)) -s 4096 > /tmp/wr 2>&1 & r=\$!
 rping -s -V -C 20000 -S 4096 -a \$RS_IP > /tmp/rp 2>&1 & p=\$!
 wait \$a; v write-bw-server-adapter \$? /tmp/wa
@@ -114,7 +116,7 @@ wait \$r; v write-bw-server-rxe \$? /tmp/wr
 wait \$p; v rping-server \$? /tmp/rp
 $clean; $(notice 1)" \
         --vm-cmd 2 "$verdict; $again; sleep 1
-retry /tmp/wa ib_write_bw -R -p 18515 -F -n $n -s 65536 10.77.0.1; v write-bw-client \$? /tmp/wa; $clean" \
+retry /tmp/wa ib_write_bw -R -p 18515 -F -D 20 -s 65536 10.77.0.1; v write-bw-client \$? /tmp/wa; $clean" \
         --vm-cmd 3 "$verdict; $again; sleep 1
 retry /tmp/wr ib_write_bw -R -p 18516 -F -t 2 -n $((n * 4)) -s 4096 10.77.0.1 & r=\$!
 retry /tmp/rp rping -c -V -C 20000 -S 4096 -a 10.77.0.1; v rping-client \$? /tmp/rp
