@@ -12,8 +12,10 @@
 #    cancelled during a held switchover.
 # 2. A downtime longer than the peers' retry budget: VM 1 (adapter), VM 2
 #    (adapter) and VM 3 (soft-RoCE, rdma_rxe); VM 1 serves ib_write_bw
-#    (rdma_cm) to VM 2 for 20 s of VM 2's time (so that VM 2 is still
-#    writing when VM 1 stops; it then waits for its last writes) and
+#    to VM 2 (ACK timeout 14: a retry budget of about 3 s; rdma_cm would
+#    set 18, whose budget with this adapter's backoff exceeds 30 s) for
+#    20 s of VM 2's time (VM 2 is still writing when VM 1 stops, then
+#    waits for its last writes), and
 #    rping -V (data verified) to VM 3, and is migrated once with the
 #    switchover held RS_MIGRATION_HOLD seconds (--migrate-hold): the
 #    source's RNR NAKs keep the peers waiting.  VM 3's traffic is captured
@@ -104,13 +106,13 @@ if [ "$hold" != 0 ]; then
         -n 3 --soft-roce-vm 3 --timeout $((hold + 240)) --migrate 1@5 \
         --migrate-hold "$hold" --pcap 3 "$pcap" \
         --vm-cmd 1 "$verdict
-ib_write_bw -R -p 18515 -F -D 20 -s 65536 > /tmp/wa 2>&1 & a=\$!
+ib_write_bw -x 1 -u 14 -p 18515 -F -D 20 -s 65536 > /tmp/wa 2>&1 & a=\$!
 rping -s -V -C 20000 -S 4096 -a \$RS_IP > /tmp/rp 2>&1 & p=\$!
 wait \$a; v write-bw-server-adapter \$? /tmp/wa
 wait \$p; v rping-server \$? /tmp/rp
 $clean; $(notice 1)" \
         --vm-cmd 2 "$verdict; $again; sleep 1
-retry /tmp/wa ib_write_bw -R -p 18515 -F -D 20 -s 65536 10.77.0.1; v write-bw-client \$? /tmp/wa; $clean" \
+retry /tmp/wa ib_write_bw -x 1 -u 14 -p 18515 -F -D 20 -s 65536 10.77.0.1; v write-bw-client \$? /tmp/wa; $clean" \
         --vm-cmd 3 "$verdict; $again; sleep 1
 retry /tmp/rp rping -c -V -C 20000 -S 4096 -a 10.77.0.1; v rping-client \$? /tmp/rp; $clean" \
         ${1:+-- "$@"} > "$out" 2>&1
