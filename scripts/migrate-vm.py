@@ -166,31 +166,51 @@ def other_mac(args):
     return out
 
 
+def start(vmdir, args, qmp_path, logpath, pause):
+    """A destination QEMU (args, its QMP socket at qmp_path, its output in
+    logpath) waiting for the stream, and the source migrating to it, with
+    the switchover paused if pause.  Returns the destination's process,
+    its log file and the QMP connections of source and destination."""
+    mig = os.path.join(vmdir, "mig.sock")
+    for p in (qmp_path, mig):
+        if os.path.exists(p):
+            os.unlink(p)
+    qlog = open(logpath, "w")
+    dst = subprocess.Popen(dest_args(args, qmp_path), stdin=subprocess.DEVNULL,
+                           stdout=qlog, stderr=subprocess.STDOUT,
+                           start_new_session=True)
+    try:
+        src = connect(os.path.join(vmdir, "qmp.sock"))
+        dq = connect(qmp_path)
+        set_caps(dq, src, pause)
+        dq.cmd("migrate-incoming", uri="unix:%s" % mig)
+        src.cmd("migrate", uri="unix:%s" % mig)
+    except Exception:
+        dst.kill()
+        qlog.close()
+        raise
+    return dst, qlog, src, dq
+
+
+def switchover(src, what, secs, command, **kw):
+    """Hold the paused switchover secs seconds, then send command."""
+    wait_pre_switchover(src, what)
+    time.sleep(secs)
+    src.cmd(command, **kw)
+
+
 def drill_one(vmdir, what, args, cancel_after=0.0, field=None):
     """One migration that must not happen; the source must run on."""
     name = os.path.basename(vmdir)
     tag = what.replace(" ", "-")
     qmp_path = os.path.join(vmdir, "drill-%s.sock" % tag)
-    mig = os.path.join(vmdir, "drill.sock")
-    for p in (qmp_path, mig):
-        if os.path.exists(p):
-            os.unlink(p)
     logpath = os.path.join(vmdir, "drill-%s.log" % tag)
-    qlog = open(logpath, "w")
-    dst = subprocess.Popen(dest_args(args, qmp_path), stdin=subprocess.DEVNULL,
-                           stdout=qlog, stderr=subprocess.STDOUT,
-                           start_new_session=True)
-    src = connect(os.path.join(vmdir, "qmp.sock"))
+    dst, qlog, src, dq = start(vmdir, args, qmp_path, logpath,
+                               cancel_after > 0)
+    dq.close()                  # before it quits on the refused state
     try:
-        dq = connect(qmp_path)
-        set_caps(dq, src, cancel_after > 0)
-        dq.cmd("migrate-incoming", uri="unix:%s" % mig)
-        dq.close()              # before it quits on the refused state
-        src.cmd("migrate", uri="unix:%s" % mig)
         if cancel_after > 0:
-            wait_pre_switchover(src, name)
-            time.sleep(cancel_after)
-            src.cmd("migrate_cancel")
+            switchover(src, name, cancel_after, "migrate_cancel")
         status, info = wait_end(src, name, timeout=120)
         if status == "completed":
             raise RuntimeError("%s: %s: the migration completed" %
@@ -220,9 +240,8 @@ def drill_one(vmdir, what, args, cancel_after=0.0, field=None):
             raise RuntimeError("%s: %s: the destination did not name %s "
                                "(see %s)" % (name, what, field, logpath))
         detail = err[0]
-    for p in (qmp_path, mig):
-        if os.path.exists(p):
-            os.unlink(p)
+    if os.path.exists(qmp_path):
+        os.unlink(qmp_path)
     log("%s drill: %s: the source runs on (%s)" % (name, what, detail))
 
 
@@ -242,26 +261,14 @@ def migrate_once(vmdir, k, hold=0.0):
     # QEMU unlinks its socket's path when it quits: each destination gets
     # a path of its own, and qmp.sock links to the current one.
     new_qmp = os.path.join(vmdir, "qmp-%d.sock" % k)
-    mig = os.path.join(vmdir, "mig.sock")
-    for p in (new_qmp, mig):
-        if os.path.exists(p):
-            os.unlink(p)
     with open(os.path.join(vmdir, "pid")) as f:
         src_pid = int(f.read())
-    qlog = open(os.path.join(vmdir, "qemu-%d.log" % k), "w")
-    dst = subprocess.Popen(dest_args(args, new_qmp), stdin=subprocess.DEVNULL,
-                           stdout=qlog, stderr=subprocess.STDOUT,
-                           start_new_session=True)
-    src = connect(qmp_path)
+    dst, _, src, dq = start(vmdir, args, new_qmp,
+                            os.path.join(vmdir, "qemu-%d.log" % k), hold > 0)
     try:
-        dq = connect(new_qmp)
-        set_caps(dq, src, hold > 0)
-        dq.cmd("migrate-incoming", uri="unix:%s" % mig)
-        src.cmd("migrate", uri="unix:%s" % mig)
         if hold > 0:
-            wait_pre_switchover(src, name)
-            time.sleep(hold)
-            src.cmd("migrate-continue", state="pre-switchover")
+            switchover(src, name, hold, "migrate-continue",
+                       state="pre-switchover")
         info = wait_done(src, name)
         wait_done(dq, name + " destination")
         st = dq.cmd("query-status")

@@ -50,6 +50,11 @@ gid_of() {  # IPv4 address -> index of its RoCE v2 GID on rsess0 port 1
     done
     return 1
 }
+# passed NAME LOG: check NAME from the program's status $rc and its LOG
+passed() {
+    if [ $rc = 0 ]; then ck "$1" ok "$(grep -A1 '#bytes' "$2" | tail -n 1)$(grep 'iters in' "$2" | tail -n 1)"
+    else ck "$1" fail "status $rc: $(tail -n 3 "$2" | tr '\n' ' ')"; fi
+}
 wait_gid() { for t in $(seq 1 40); do gi=$(gid_of "$RS_IP") && return 0; sleep 0.5; done; return 1; }
 # port_back: after the driver came back (modprobe, FLR), give the interface
 # its address again; true once rsess0 is ACTIVE with its RoCE v2 GID
@@ -120,8 +125,7 @@ fi
 dmesg_clean reset-peer-dmesg-clean
 # 2. The same peer after its reboot.
 client /tmp/pp2.log 120 ibv_rc_pingpong -d rsess0 -g "$gi" -p 18602 -n 100 -s 4096 -c
-if [ $rc = 0 ]; then ck reset-traffic-again ok "$(tail -n 1 /tmp/pp2.log)"
-else ck reset-traffic-again fail "status $rc: $(tail -n 3 /tmp/pp2.log | tr '\n' ' ')"; fi
+passed reset-traffic-again /tmp/pp2.log
 # 3. Unload the module under the server's QP.
 timeout 120 ib_write_bw -d rsess0 -x "$gi" -p 18603 -F -s 4096 -D 30 -u 15 > /tmp/bw3.log 2>&1 &
 p=$!
@@ -151,8 +155,7 @@ wait_end $p 30
 echo "resilience: the unloaded server ended with status $rc: $(tail -n 2 /tmp/bw3.log | tr '\n' ' ')"
 # 4. The same pair again.
 timeout 60 ib_write_bw -d rsess0 -x "$gi" -p 18604 -F -s 4096 -n 200 -u 18 > /tmp/bw4.log 2>&1; rc=$?
-if [ $rc = 0 ]; then ck rmmod-traffic-again ok "$(grep -A1 '#bytes' /tmp/bw4.log | tail -n 1)"
-else ck rmmod-traffic-again fail "status $rc: $(tail -n 3 /tmp/bw4.log | tr '\n' ' ')"; fi
+passed rmmod-traffic-again /tmp/bw4.log
 # 5. A function level reset of the adapter under the server's QP.
 timeout 120 ib_write_bw -d rsess0 -x "$gi" -p 18605 -F -s 4096 -D 30 -u 15 > /tmp/bw5.log 2>&1 &
 p=$!
@@ -170,8 +173,7 @@ wait_end $p 30
 echo "resilience: the server under the FLR ended with status $rc: $(tail -n 2 /tmp/bw5.log | tr '\n' ' ')"
 # 6. The same pair after the FLR.
 timeout 60 ib_write_bw -d rsess0 -x "$gi" -p 18606 -F -s 4096 -n 200 -u 18 > /tmp/bw6.log 2>&1; rc=$?
-if [ $rc = 0 ]; then ck flr-traffic-again ok "$(grep -A1 '#bytes' /tmp/bw6.log | tail -n 1)"
-else ck flr-traffic-again fail "status $rc: $(tail -n 3 /tmp/bw6.log | tr '\n' ' ')"; fi
+passed flr-traffic-again /tmp/bw6.log
 dmesg_clean dmesg-clean
 exit 0
 EOS
@@ -185,18 +187,15 @@ EOS
 # VM 2 after the reset: the server of step 2, the client of steps 3 and 4.
 read -r -d '' vm2b <<'EOS'
 timeout 120 ibv_rc_pingpong -d rsess0 -g "$gi" -p 18602 -n 100 -s 4096 -c > /tmp/pp2.log 2>&1; rc=$?
-if [ $rc = 0 ]; then ck reset-traffic-again ok "$(tail -n 1 /tmp/pp2.log)"
-else ck reset-traffic-again fail "status $rc: $(tail -n 3 /tmp/pp2.log | tr '\n' ' ')"; fi
+passed reset-traffic-again /tmp/pp2.log
 client /tmp/bw3.log 60 ib_write_bw -d rsess0 -x "$gi" -p 18603 -F -s 4096 -D 30 -u 15
 retry_exceeded /tmp/bw3.log $rc rmmod-peer-retry-exceeded
 client /tmp/bw4.log 90 ib_write_bw -d rsess0 -x "$gi" -p 18604 -F -s 4096 -n 200 -u 18
-if [ $rc = 0 ]; then ck rmmod-traffic-again ok "$(grep -A1 '#bytes' /tmp/bw4.log | tail -n 1)"
-else ck rmmod-traffic-again fail "status $rc: $(tail -n 3 /tmp/bw4.log | tr '\n' ' ')"; fi
+passed rmmod-traffic-again /tmp/bw4.log
 client /tmp/bw5.log 60 ib_write_bw -d rsess0 -x "$gi" -p 18605 -F -s 4096 -D 30 -u 15
 retry_exceeded /tmp/bw5.log $rc flr-peer-retry-exceeded
 client /tmp/bw6.log 90 ib_write_bw -d rsess0 -x "$gi" -p 18606 -F -s 4096 -n 200 -u 18
-if [ $rc = 0 ]; then ck flr-traffic-again ok "$(grep -A1 '#bytes' /tmp/bw6.log | tail -n 1)"
-else ck flr-traffic-again fail "status $rc: $(tail -n 3 /tmp/bw6.log | tr '\n' ' ')"; fi
+passed flr-traffic-again /tmp/bw6.log
 dmesg_clean dmesg-clean
 exit 0
 EOS

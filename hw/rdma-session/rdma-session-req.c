@@ -100,7 +100,7 @@ void rs_roce_xmit(RSCore *c, uint8_t *frame, size_t len, uint32_t dip)
     }
     if (c->holding) {
         /* the VM is stopped: the network layer would keep the frame */
-        if (!c->send_stopped || !c->send_stopped(c->owner, &iov, 1)) {
+        if (!c->send_stopped(c->owner, &iov, 1)) {
             trace_rdma_session_roce_tx_drop(op, c->tx_count);
         }
         return;
