@@ -941,6 +941,12 @@ void rs_migration_resume(RSCore *c)
             rs_req_rewind(c, qpn);
         }
     }
+    /*
+     * READ responses and atomic ACKs the source still owed (a QP that
+     * owes gets no prompt) go on from their resources: nothing else would
+     * restart them before the peer's ACK timeout asks again.
+     */
+    qemu_bh_schedule(c->resp_bh);
     trace_rdma_session_migration_resume(prompted);
 }
 

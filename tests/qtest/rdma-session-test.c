@@ -10780,7 +10780,7 @@ static void pair_pump_old(Pair *pr, int i)
  * what the source had put on the wire (pair_pump_old), the log is empty,
  * and what the destination sent on resuming is still in the new sockets:
  * the caller delivers the old frames to the running destination
- * (pair_release: a switch's queue drains) or loses them (pair_forget).
+ * (pair_release: a switch's queue drains) or loses them (pair_lose_held).
  * No migration hold (x-migration-hold) runs: a stream backend has none,
  * and after 'stop' the run state at the save is not finish-migrate.
  */
@@ -10829,6 +10829,16 @@ static void pair_migrate(Pair *pr)
     }
     unlink(path);
     rmdir(tmpdir);
+}
+
+/* The switch loses what it holds from adapter @from, and holds on. */
+static void pair_lose_held(Pair *pr, int from)
+{
+    GByteArray *f;
+
+    while ((f = g_queue_pop_head(&pr->held[from]))) {
+        g_byte_array_unref(f);
+    }
 }
 
 /* Deliver the first @n frames held from adapter @from; hold the rest. */
@@ -11076,6 +11086,105 @@ static void test_engine_pair_migrate_half_message(void *obj, void *data,
     pair_expect_cqe(&pr, 0, 0xa1, RS_WC_SUCCESS, RS_WR_SEND, q[0].qpn, 0);
     img_move(b, 0x4000, a, 0x2000, 4000);
     pair_mig_done(&pr, q);
+}
+
+/*
+ * The pair with a small send buffer on B's wire: a few frames fill it,
+ * and B's responder then owes the rest of a READ's responses until the
+ * test reads them.
+ */
+static void *pair_small_sndbuf_before(GString *cmd_line, void *arg)
+{
+    PairSockets *s = pair_before(cmd_line, arg);
+    int v = 4096;
+
+    g_assert_cmpint(setsockopt(s->qemu[1], SOL_SOCKET, SO_SNDBUF, &v,
+                               sizeof(v)), ==, 0);
+    return s;
+}
+
+/*
+ * READ responses still owed.  X: B answered a READ, its four responses
+ * wait at the switch and are lost there.  Y: B took a READ of 16 packets
+ * but its wire filled up, so it still owes most responses when the state
+ * is saved (the READ resource migrates with next < stop).  On the
+ * destination B sends what it owes on its own, before any request asks
+ * again (A's requests wait at the switch meanwhile), from where the
+ * source stopped; then both READs complete with every byte.
+ */
+static void test_engine_pair_migrate_read_owed(void *obj, void *data,
+                                               QGuestAllocator *alloc)
+{
+    Pair pr;
+    Peer *a = &pr.p[0], *b = &pr.p[1];
+    GPollFD pfd = { .events = G_IO_IN };
+    struct rs_sge sge;
+    struct rs_cqe cqe;
+    LoopQp x[2], y[2];
+    GByteArray *req;
+    uint32_t ypsn, k, i;
+    bool x_first;
+
+    pair_setup(&pr, obj, data, alloc);
+    pair_rc(&pr, x, 0, STD_ACCESS);
+    pair_rc(&pr, y, 0, STD_ACCESS);
+    peer_fill(b, 0, 4000, 0x31);
+    peer_fill(b, 0x2000, 16384, 0x57);
+
+    pair_log_reset(&pr);
+    pr.hold[1] = true;
+    sge = peer_sge(a, 0x1000, 4000);
+    pair_post(&pr, 0, &x[0], RS_WR_RDMA_READ, 0xa1, &sge, 1, b->buf,
+              b->key[0], 0);
+    pair_wait_frames(&pr, 1, 4);
+    PAIR_EXPECT_OPS(&pr, 1, OP_READ_RESP_FIRST, OP_READ_RESP_MIDDLE,
+                    OP_READ_RESP_MIDDLE, OP_READ_RESP_LAST);
+
+    /* Y's request reaches B; from now on nobody reads B's wire. */
+    pr.hold[0] = true;
+    sge = peer_sge(a, 0x3000, 16384);
+    pair_post(&pr, 0, &y[0], RS_WR_RDMA_READ, 0xa2, &sge, 1,
+              b->buf + 0x2000, b->key[0], 0);
+    req = pair_take(&pr, 0);
+    g_assert_cmphex(req->data[ROCE_BTH], ==, OP_READ_REQ);
+    ypsn = ldl_be_p(req->data + ROCE_BTH + 8) & 0xffffff;
+    pair_inject(&pr, 1, req->data, req->len);
+    g_byte_array_unref(req);
+    pfd.fd = pr.fd[1];
+    g_assert_cmpint(g_poll(&pfd, 1, RS_QOS_TIMEOUT_US / 1000), ==, 1);
+    /* B's responder ran to the full wire before QEMU answers this. */
+    qtest_readl(rs_qts(b->d), b->buf);
+
+    pair_migrate(&pr);
+    k = g_queue_get_length(&pr.held[1]) - 4;
+    g_test_message("Y's responses on the wire when saved: %u of 16", k);
+    g_assert_cmpuint(k, <, 16);
+    pair_lose_held(&pr, 1);
+    pair_wait_sent(&pr, 1, OP_READ_RESP_LAST, ypsn + 15);
+    for (i = 0; i < pr.nops[1]; i++) {
+        if (pr.op[1][i] != OP_ACK) {
+            g_assert_cmpuint((pr.psn[1][i] - ypsn) & 0xffffff, >=, k);
+        }
+    }
+
+    pair_log_reset(&pr);
+    pair_release(&pr, 1);
+    pair_release(&pr, 0);
+    /* X and Y complete on different QPs, in either order. */
+    pair_poll(&pr, 0, &cqe);
+    x_first = cqe.wr_id == 0xa1;
+    assert_cqe(&cqe, x_first ? 0xa1 : 0xa2, RS_WC_SUCCESS, RS_WR_RDMA_READ,
+               x_first ? x[0].qpn : y[0].qpn);
+    g_assert_cmpuint(cqe.byte_len, ==, x_first ? 4000 : 16384);
+    pair_poll(&pr, 0, &cqe);
+    assert_cqe(&cqe, x_first ? 0xa2 : 0xa1, RS_WC_SUCCESS, RS_WR_RDMA_READ,
+               x_first ? y[0].qpn : x[0].qpn);
+    g_assert_cmpuint(cqe.byte_len, ==, x_first ? 16384 : 4000);
+    img_move(a, 0x1000, b, 0, 4000);
+    img_move(a, 0x3000, b, 0x2000, 16384);
+    g_assert_cmpuint(qp_state(a->d, x[0].h), ==, RS_QPS_RTS);
+    g_assert_cmpuint(qp_state(b->d, x[1].h), ==, RS_QPS_RTS);
+    pair_mig_done(&pr, y);
 }
 
 /*
@@ -11356,6 +11465,9 @@ static void register_rdma_session_test(void)
     QOSGraphTestOptions rel_drop_wide = { .before = rel_drop_wide_before,
                                           .arg = GUINT_TO_POINTER(7) };
     QOSGraphTestOptions pair = { .before = pair_before };
+    QOSGraphTestOptions pair_small_sndbuf = {
+        .before = pair_small_sndbuf_before,
+    };
     QOSGraphTestOptions trace_doorbell = { .before = trace_doorbell_before };
     QOSGraphTestOptions pair_small_msg = {
         .before = pair_before, .arg = (void *)",max-msg-size=8192",
@@ -11468,6 +11580,8 @@ static void register_rdma_session_test(void)
                  test_engine_pair_migrate_unacked, &pair);
     qos_add_test("engine-pair-migrate-half-message", "rdma-session",
                  test_engine_pair_migrate_half_message, &pair);
+    qos_add_test("engine-pair-migrate-read-owed", "rdma-session",
+                 test_engine_pair_migrate_read_owed, &pair_small_sndbuf);
     qos_add_test("engine-pair-migrate-rnr", "rdma-session",
                  test_engine_pair_migrate_rnr, &pair);
     qos_add_test("engine-pair-migrate-retry-timer", "rdma-session",
