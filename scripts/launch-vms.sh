@@ -48,8 +48,11 @@
 #   --migrate I@S[xN]  live-migrate VM I to a new QEMU on this host S seconds
 #                      after the commands start, N times (default 1), every S
 #                      seconds (scripts/migrate-vm.py; the multicast segment
-#                      only); each migration's figures are printed, and a
-#                      failed migration fails the run
+#                      only); each migration's figures are printed (QEMU's
+#                      and the RDMA stall VM I's peer, RS_PEER, saw at the
+#                      switch, from a capture of the peer's netdev,
+#                      <run>/vmJ/migrate-peer.pcap; their median and
+#                      worst), and a failed migration fails the run
 #   --migrate-hold S   each of those migrations holds the switchover S
 #                      seconds with the VM stopped (a long downtime)
 #   --migrate-drill    first try migrations that must fail and leave VM I
@@ -82,6 +85,7 @@ n=2 cmd='ibv_devinfo; ip -4 addr' tmo=120 btmo=120 user=0 softall=0 shellvm=0
 device=rdma-session mem=512 build=1 quiet=0 cmd_given=0 dgram=0 stream=0
 migrate=''
 mig_hold=0
+mig_peer=''
 mig_drill=''
 [ "${RS_NO_BUILD:-0}" = 1 ] && build=0
 declare -A vmcmd=() soft=() pcap=()
@@ -123,6 +127,8 @@ if [ -n "$migrate" ]; then
         die "--migrate takes I@SECONDS[xCOUNT], e.g. 1@10x3"
     mig_vm=${BASH_REMATCH[1]} mig_after=${BASH_REMATCH[2]}
     mig_count=${BASH_REMATCH[4]:-1}
+    mig_peer=$(( mig_vm % n + 1 ))     # its RS_PEER
+    [ "$mig_peer" != "$mig_vm" ] || mig_peer=''
     [ "$mig_vm" -ge 1 ] && [ "$mig_vm" -le "$n" ] || die "--migrate $migrate: no VM $mig_vm"
     [ $((user + dgram + stream)) = 0 ] ||
         die "--migrate needs the multicast segment (the destination joins it too)"
@@ -225,6 +231,10 @@ start_vm()  # index
     if [ -n "${pcap[$i]:-}" ]; then
         # the filter sees every frame the NIC sends and receives
         net+=(-object "filter-dump,id=dump0,netdev=n0,file=${pcap[$i]}")
+    fi
+    if [ -n "$migrate" ] && [ "$i" = "$mig_peer" ]; then
+        # the headers of the segment's frames: the RDMA stall the peer saw
+        net+=(-object "filter-dump,id=dumpmig,netdev=n0,maxlen=96,file=$run/vm$i/migrate-peer.pcap")
     fi
     if is_soft "$i"; then
         dev="virtio-net-pci,netdev=n0,mac=$mac"
@@ -355,7 +365,8 @@ mig_pid=''
 if [ -n "$migrate" ]; then
     RS_BUILD=$RS_BUILD "$top/scripts/migrate-vm.py" --after "$mig_after" \
         --count "$mig_count" --interval "$mig_after" --hold "$mig_hold" \
-        $mig_drill "$run/vm$mig_vm" \
+        $mig_drill ${mig_peer:+--capture "$run/vm$mig_peer/migrate-peer.pcap" \
+        "$(ip_of "$mig_vm")" "$(ip_of "$mig_peer")"} "$run/vm$mig_vm" \
         > "$run/vm$mig_vm/migrate.log" 2>&1 &
     mig_pid=$!
 fi

@@ -2,7 +2,8 @@
 """Live-migrate a VM of scripts/launch-vms.sh to a new QEMU on this host.
 
 Usage: scripts/migrate-vm.py [--after S] [--count N] [--interval S]
-                             [--hold S] [--drill] VMDIR
+                             [--hold S] [--drill] [--capture PCAP SRC DST]
+                             VMDIR
 
 VMDIR is <run>/vmI of a launch-vms run on the multicast segment (its
 cmdline, qmp.sock, serial.log, pid).  After S seconds (default 5) it starts
@@ -11,9 +12,13 @@ its console appended to the same serial.log and its control port on the
 same pipes, migrates the VM to it over a Unix socket, quits the source and
 makes the destination the VM (its pid in VMDIR/pid, its QMP socket linked
 from VMDIR/qmp.sock), N times (default 1), every --interval seconds.
-With --hold S the switchover waits S seconds with the VM stopped (QEMU's
-pause-before-switchover capability, then migrate-continue): the downtime
-of a big VM, a slow link or a busy host, which the peers must outlast.
+The destination drops the segment's frames until the switch (see GATE):
+the source stops the VM and waits before it sends the device state
+(QEMU's pause-before-switchover capability), the destination's gate
+opens, then the source goes on (migrate-continue).
+With --hold S the switchover waits S seconds with the VM stopped: the
+downtime of a big VM, a slow link or a busy host, which the peers must
+outlast.
 With --drill it first tries the failures that must leave the source
 running: destinations whose adapter has another max-qps or another MAC
 (the migration fails, the destination names the property's field) and a
@@ -23,18 +28,33 @@ time and bytes, as
 
   migrate-vm: vmI #k: total 812 ms, downtime 41 ms, setup 3 ms, 35 MiB
 
-and exits 0 if every migration completed, 1 otherwise.
+With --capture PCAP SRC DST (a capture of the segment on a peer's netdev,
+the VM's address SRC and the peer's DST) it then prints the RDMA stall the
+peer saw at each switch, the longest time without a frame from SRC around
+the switch (where the destination's prompt is, an RNR NAK with the
+shortest timer; the hold's RNR NAKs do not count as traffic), and their
+median and worst:
+
+  migrate-vm: vmI #k: RDMA stall 212 ms (...)
+  migrate-vm: vmI: RDMA stall over 3 migrations: median 190 ms, worst 212 ms
+
+It exits 0 if every migration completed, 1 otherwise.
 
 It drives both QEMUs with QEMU's own QMP library (python/qemu/qmp) from the
 source tree scripts/build-qemu.sh unpacked into $RS_BUILD (default build/).
 """
 
 import argparse
+import asyncio
+import bisect
 import glob
 import os
 import re
 import shlex
 import signal
+import socket
+import statistics
+import struct
 import subprocess
 import sys
 import time
@@ -76,10 +96,23 @@ def connect(path, timeout=30):
             time.sleep(0.1)
 
 
+# The destination's gate: until the switch it takes the segment's frames
+# from its netdev and drops them (a filter-redirector to a null chardev:
+# filters see a frame before the NIC refuses it for a VM that does not
+# run).  A switch port does the same: it forwards to the new host once the
+# VM runs there.  Without it, the frames of the seconds before the switch
+# wait in the destination's socket and come to the device as it starts to
+# run, as if they were new, while the socket has no room for those that
+# matter (the ones sent while the source stopped).
+GATE = "rs-switch-gate"
+
+
 def dest_args(args, qmp_path):
     """The source's arguments for a destination: same machine and devices,
-    its own QMP socket, the console appended to, waiting for the stream."""
+    its own QMP socket, the console appended to, its gate closed, waiting
+    for the stream."""
     out = []
+    netdev = None
     it = iter(args)
     for a in it:
         if a == "-qmp":
@@ -91,8 +124,14 @@ def dest_args(args, qmp_path):
                 spec += ",append=on"
             out += ["-chardev", spec]
         else:
+            m = re.match(r"socket,id=([^,]+),.*mcast=", a)
+            netdev = m.group(1) if m else netdev
             out.append(a)
-    return out + ["-incoming", "defer"]
+    if netdev is None:
+        raise RuntimeError("no -netdev socket,mcast= in the command line")
+    return out + ["-chardev", "null,id=%s" % GATE, "-object",
+                  "filter-redirector,id=%s,netdev=%s,queue=tx,outdev=%s" %
+                  (GATE, netdev, GATE), "-incoming", "defer"]
 
 
 def wait_end(qmp, what, timeout=300):
@@ -124,14 +163,24 @@ def set_caps(dq, src, pause):
         {"capability": "return-path", "state": True}])
     src.cmd("migrate-set-capabilities", capabilities=[
         {"capability": "return-path", "state": True},
+        {"capability": "events", "state": True},
         {"capability": "pause-before-switchover", "state": pause}])
 
 
 def wait_pre_switchover(qmp, what, timeout=300):
-    """Wait until the source stopped the VM and waits for migrate-continue."""
+    """Wait until the source stopped the VM and waits for migrate-continue:
+    its MIGRATION event, so that the gate opens as soon as possible (what
+    the segment carries in between is lost), or the status, polled."""
     end = time.monotonic() + timeout
     while True:
-        status = qmp.cmd("query-migrate").get("status")
+        try:
+            ev = qmp.pull_event(wait=0.05)
+        except asyncio.TimeoutError:
+            ev = None
+        if ev is not None and ev.get("event") != "MIGRATION":
+            continue
+        status = (ev["data"]["status"] if ev is not None else
+                  qmp.cmd("query-migrate").get("status"))
         if status == "pre-switchover":
             return
         if status in ("failed", "cancelled", "completed"):
@@ -140,7 +189,6 @@ def wait_pre_switchover(qmp, what, timeout=300):
         if time.monotonic() > end:
             raise RuntimeError("%s: no switchover after %s s (%s)" %
                                (what, timeout, status))
-        time.sleep(0.05)
 
 
 def vm_args(vmdir):
@@ -192,10 +240,15 @@ def start(vmdir, args, qmp_path, logpath, pause):
     return dst, qlog, src, dq
 
 
-def switchover(src, what, secs, command, **kw):
-    """Hold the paused switchover secs seconds, then send command."""
+def switchover(src, what, secs, command, dq=None, **kw):
+    """Hold the paused switchover secs seconds, open the destination dq's
+    gate (the source no longer takes frames: they are the destination's
+    now), then send command."""
     wait_pre_switchover(src, what)
     time.sleep(secs)
+    if dq is not None:
+        dq.cmd("qom-set", path="/objects/" + GATE, property="status",
+               value="off")
     src.cmd(command, **kw)
 
 
@@ -264,11 +317,10 @@ def migrate_once(vmdir, k, hold=0.0):
     with open(os.path.join(vmdir, "pid")) as f:
         src_pid = int(f.read())
     dst, _, src, dq = start(vmdir, args, new_qmp,
-                            os.path.join(vmdir, "qemu-%d.log" % k), hold > 0)
+                            os.path.join(vmdir, "qemu-%d.log" % k), True)
     try:
-        if hold > 0:
-            switchover(src, name, hold, "migrate-continue",
-                       state="pre-switchover")
+        switchover(src, name, hold, "migrate-continue", dq,
+                   state="pre-switchover")
         info = wait_done(src, name)
         wait_done(dq, name + " destination")
         st = dq.cmd("query-status")
@@ -302,6 +354,87 @@ def migrate_once(vmdir, k, hold=0.0):
         (name, k, info.get("total-time", -1), info.get("downtime", -1),
          info.get("setup-time", -1), ram.get("transferred", 0) >> 20,
          ", switchover held %g s" % hold if hold > 0 else ""))
+    return info.get("downtime", 0)
+
+
+ROCE_PORT = 4791
+OP_ACK = 0x11
+
+
+def roce_frames(path, src, dst):
+    """(time, RNR NAK timer code or None) of each RoCEv2 frame from IPv4
+    address src to dst in the pcap file at path (QEMU's filter-dump; a
+    record cut short at the end, as a capture still written gives, ends
+    the list)."""
+    out = []
+    a_src, a_dst = socket.inet_aton(src), socket.inet_aton(dst)
+    with open(path, "rb") as f:
+        if f.read(24)[:4] != b"\xd4\xc3\xb2\xa1":
+            return out
+        while True:
+            hdr = f.read(16)
+            if len(hdr) < 16:
+                break
+            sec, usec, incl, _ = struct.unpack("<IIII", hdr)
+            fr = f.read(incl)
+            if len(fr) < incl:
+                break
+            ip, bth = 14, 14 + (fr[14] & 0xf) * 4 + 8 if len(fr) > 14 else 0
+            if (len(fr) < bth + 13 or fr[12:14] != b"\x08\x00" or
+                    fr[ip + 9] != 17 or fr[ip + 12:ip + 16] != a_src or
+                    fr[ip + 16:ip + 20] != a_dst or
+                    struct.unpack_from(">H", fr, bth - 6)[0] != ROCE_PORT):
+                continue
+            syn = fr[bth + 12]
+            rnr = syn & 0x1f if fr[bth] == OP_ACK and syn >> 5 == 1 else None
+            out.append((sec + usec / 1e6, rnr))
+    return out
+
+
+def stalls(path, src, dst, downtimes):
+    """The RDMA stall dst saw at each switch: the longest time without a
+    frame from src around it, RNR NAKs left out (the hold's and the
+    prompts).  The switch is where the destination's prompt is (an RNR NAK
+    with the shortest timer, sent as the destination starts to run);
+    "around" is from its downtime (ms, one per switch) plus 2 s before it
+    to 2 s after it.  One value (ms, or None if no frame came before or
+    after) per switch found."""
+    frames = roce_frames(path, src, dst)
+    traffic = [t for t, rnr in frames if rnr is None]
+    prompts = []
+    for t, rnr in frames:
+        if rnr == 1 and (not prompts or t - prompts[-1] >= 1.0):
+            prompts.append(t)
+    out = []
+    for p, down in zip(prompts, downtimes):
+        lo = bisect.bisect_left(traffic, p - down / 1000 - 2)
+        hi = bisect.bisect_right(traffic, p + 2)
+        win = traffic[lo:hi]
+        if not win or win[0] > p or win[-1] < p:
+            out.append(None)
+            continue
+        out.append(max(b - a for a, b in zip(win, win[1:])) * 1000)
+    return out + [None] * (len(downtimes) - len(out))
+
+
+def report_stalls(name, path, src, dst, downtimes):
+    """Print the stall of each migration (downtimes: QEMU's, ms) and their
+    median and worst; False if one cannot be told."""
+    try:
+        got = stalls(path, src, dst, downtimes)
+    except OSError as e:
+        log("%s: no stall figures: %s" % (name, e))
+        return False
+    for k, ms in enumerate(got, 1):
+        log("%s #%d: RDMA stall %s (%s heard nothing but RNR NAKs from %s)" %
+            (name, k, "%.0f ms" % ms if ms is not None else
+             "not found (no prompt, or no traffic on one side of it)",
+             dst, src))
+    ok = [ms for ms in got if ms is not None]
+    if ok:
+        log("%s: RDMA stall over %d migrations: median %.0f ms, worst %.0f ms"
+            % (name, len(ok), statistics.median(ok), max(ok)))
+    return len(ok) == len(got)
 
 
 def main():
@@ -312,6 +445,7 @@ def main():
     ap.add_argument("--interval", type=float, default=5)
     ap.add_argument("--hold", type=float, default=0)
     ap.add_argument("--drill", action="store_true")
+    ap.add_argument("--capture", nargs=3, metavar=("PCAP", "SRC", "DST"))
     ap.add_argument("vmdir")
     o = ap.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
@@ -323,15 +457,19 @@ def main():
             log("FAIL: %r" % e)
             traceback.print_exc()
             return 1
+    downtimes = []
     for k in range(1, o.count + 1):
         try:
-            migrate_once(o.vmdir, k, o.hold)
+            downtimes.append(migrate_once(o.vmdir, k, o.hold))
         except Exception as e:  # pylint: disable=broad-except
             log("FAIL: %r" % e)
             traceback.print_exc()
             return 1
         if k < o.count:
             time.sleep(o.interval)
+    if o.capture:
+        time.sleep(2)           # the traffic after the last switch
+        report_stalls(os.path.basename(o.vmdir), *o.capture, downtimes)
     return 0
 
 

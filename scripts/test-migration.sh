@@ -2,10 +2,13 @@
 # Live migration in the middle of RDMA traffic, with unmodified peers.
 #
 # 1. Short downtimes: two adapter VMs on the multicast segment
-#    (scripts/launch-vms.sh -n 2); VM 1 serves rping -V (RDMA READ and
-#    WRITE of 4 KiB buffers, every ping verified by rping itself) to VM 2
-#    and is migrated to a new QEMU three times while the stream runs
-#    (--migrate 1@5x3, scripts/migrate-vm.py).  Before those, migrations
+#    (scripts/launch-vms.sh -n 2); VM 1 is migrated to a new QEMU three
+#    times (--migrate 1@5x3, scripts/migrate-vm.py) while it serves
+#    rping -V (RDMA READ and WRITE of 4 KiB buffers, every ping verified
+#    by rping itself), ib_read_bw, ibv_srq_pingpong -c and a UD
+#    ib_send_bw to VM 2, and is VM 2's client of ib_send_bw and
+#    ibv_rc_pingpong -c; the RDMA stall VM 2 saw at each switch is
+#    measured from a capture of its netdev.  Before those, migrations
 #    that must fail and leave VM 1 running with its traffic
 #    (--migrate-drill): to a destination with another max-qps and to one
 #    with another MAC (refused, the destination names the field), and one
@@ -32,8 +35,9 @@
 #   e.g. -trace 'rdma_session_migration*']
 # Environment: RS_BUILD, RS_CACHE (scripts/build-qemu.sh), RS_NO_BUILD=1,
 #   RS_MIGRATIONS (part 1's migrations, default 3; 0 skips part 1),
-#   RS_RPING_COUNT (default 60000), RS_MIGRATION_HOLD (seconds, default
-#   30; 0 skips part 2).
+#   RS_RPING_COUNT (default 60000), RS_PINGPONG_COUNT (default 30000),
+#   RS_STALL_MAX_MS (part 1's bound on the stall, default 3000),
+#   RS_MIGRATION_HOLD (seconds, default 30; 0 skips part 2).
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -42,6 +46,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 export RS_BUILD
 n_mig=${RS_MIGRATIONS:-3}
 count=${RS_RPING_COUNT:-60000}
+: "${RS_PINGPONG_COUNT:=30000}"
 hold=${RS_MIGRATION_HOLD:-30}
 logdir=$(mktemp -d "$RS_BUILD/test-logs/migration.XXXXXX" 2>/dev/null) ||
     { mkdir -p "$RS_BUILD/test-logs"; logdir=$(mktemp -d "$RS_BUILD/test-logs/migration.XXXXXX"); }
@@ -64,6 +69,20 @@ migrations()
     done
 }
 
+# stall_check OUT VM N PREFIX MAX: the peer's RDMA stall was measured at
+# each of VM's N switches and none lasted MAX ms.
+stall_check()
+{
+    local sum worst
+    sum=$(grep -m1 "migrate-vm: vm$2: RDMA stall over $3 migrations" "$1")
+    worst=$(sed -n 's/.*worst \([0-9]*\) ms.*/\1/p' <<< "$sum")
+    if [ -n "$worst" ] && [ "$worst" -lt "$5" ]; then
+        ck ok "${4}rdma-stall" "(${sum#*vm$2: }, at most $5 ms expected)"
+    else
+        ck fail "${4}rdma-stall" "${sum:-no stall figures for $3 migrations}, at most $5 ms expected"
+    fi
+}
+
 # Guest-side helpers: the driver hears of each migration (MIGRATION_NOTICE)
 # and announces eth0; kernel log; a program's verdict from its exit status
 # and output (rping says what went wrong but may still exit 0).
@@ -72,15 +91,55 @@ clean='b=$(dmesg | grep -E "WARNING|BUG|Oops|Call Trace" | head -n 3 | tr "\n" "
 # A client that came before its server listened (rdma_cm rejects, TCP
 # refuses) runs again: a slow start under load is not what is tested.
 again='retry() { local o=$1 i rc; shift; for i in 1 2 3 4 5 6 7 8 9 10; do "$@" > $o 2>&1; rc=$?; grep -qE "REJECTED|[Cc]ouldn.t connect|[Cc]onnection refused" $o || return $rc; sleep 1; done; return $rc; }'
-verdict='v() { if [ "$2" = 0 ] && ! grep -qiE "mismatch|fail|error|exceeded" "$3"; then echo "CHECK $1 ok $(grep -E "iters in|^ *65536 " "$3" | tail -n 1)"; else echo "CHECK $1 fail exit status $2: $(grep -iE "mismatch|fail|error|exceeded" "$3" | head -n 2 | tr "\n" " ")"; fi; }'
+# v NAME STATUS LOG [MIGRATIONS]: on the migrated VM, the program must also
+# have lived through at least MIGRATIONS migrations (it says how many).
+verdict='mig() { dmesg | grep -c "live migration: announcing"; }
+v() { m=$(mig); if [ "$2" = 0 ] && ! grep -qiE "mismatch|fail|error|exceeded" "$3" && [ "$m" -ge "${4:-0}" ]; then echo "CHECK $1 ok ${4:+across $m migrations: }$(grep -E "iters in|^ *65536 |^ *1024 " "$3" | tail -n 1)"; else echo "CHECK $1 fail exit status $2${4:+, $m of $4 migrations}: $(grep -iE "mismatch|fail|error|exceeded" "$3" | head -n 2 | tr "\n" " ")"; fi; }'
+# gid_of ADDR: the index of ADDR's RoCE v2 GID (ibv_*_pingpong need it)
+gid='gid_of() { h=$(echo "$1" | awk -F. "{ printf \"%02x%02x:%02x%02x\", \$1, \$2, \$3, \$4 }"); for f in /sys/class/infiniband/rsess0/ports/1/gids/*; do i=${f##*/}; [ "$(cat $f 2>/dev/null)" = "0000:0000:0000:0000:0000:ffff:$h" ] && [ "$(cat /sys/class/infiniband/rsess0/ports/1/gid_attrs/types/$i 2>/dev/null)" = "RoCE v2" ] && { echo $i; return 0; }; done; return 1; }
+for t in $(seq 1 20); do gi=$(gid_of $RS_IP) && break; sleep 0.5; done'
 
-# --- 1. three short migrations under rping -V --------------------------------------
+# --- 1. three short migrations under RC and UD traffic ------------------------------
+# VM 1 is the migrated VM; it serves rping -V, ib_read_bw, ibv_srq_pingpong
+# and a UD ib_send_bw, and is the client of ib_send_bw and ibv_rc_pingpong.
+# The perftest runs last 30 s of guest time (they outlast the three
+# migrations, which the check asserts); the pingpongs run a fixed count
+# (at least one migration).
 if [ "$n_mig" != 0 ]; then
 out=$logdir/launch.log
+pp="-d rsess0 -g \$gi -n $RS_PINGPONG_COUNT -s 1024 -c"
 RS_VMS_LOGDIR=$logdir/vms "$top/scripts/launch-vms.sh" -q ${RS_NO_BUILD:+--no-build} \
     -n 2 --timeout 300 --migrate "1@5x$n_mig" --migrate-drill \
-    --vm-cmd 1 "$verdict; rping -s -V -C $count -S 4096 -a \$RS_IP > /tmp/rp 2>&1; v rping-server \$? /tmp/rp; $clean; $(notice "$n_mig")" \
-    --vm-cmd 2 "$verdict; $again; sleep 1; retry /tmp/rp rping -c -V -C $count -S 4096 -a \$RS_PEER; v rping-client \$? /tmp/rp; $clean" \
+    --vm-cmd 1 "$verdict; $again; $gid
+rping -s -V -C $count -S 4096 -a \$RS_IP > /tmp/rp 2>&1 & p=\$!
+ib_read_bw -p 18601 -F -D 30 -s 65536 > /tmp/rb 2>&1 & r=\$!
+ibv_srq_pingpong -p 18602 $pp > /tmp/sp 2>&1 & s=\$!
+ib_send_bw -c UD -p 18603 -F -D 30 -s 1024 > /tmp/ub 2>&1 & u=\$!
+sleep 2
+retry /tmp/sb ib_send_bw -p 18604 -F -D 30 -s 65536 \$RS_PEER & b=\$!
+retry /tmp/cp ibv_rc_pingpong -p 18605 $pp \$RS_PEER & c=\$!
+wait \$b; v send-bw-client \$? /tmp/sb $n_mig
+wait \$c; v rc-pingpong-client \$? /tmp/cp 1
+wait \$r; v read-bw-server \$? /tmp/rb $n_mig
+wait \$s; v srq-pingpong-server \$? /tmp/sp 1
+wait \$u; v ud-send-bw-server \$? /tmp/ub $n_mig
+wait \$p; v rping-server \$? /tmp/rp $n_mig
+$clean; $(notice "$n_mig")" \
+    --vm-cmd 2 "$verdict; $again; $gid
+ib_send_bw -p 18604 -F -D 30 -s 65536 > /tmp/sb 2>&1 & b=\$!
+ibv_rc_pingpong -p 18605 $pp > /tmp/cp 2>&1 & c=\$!
+sleep 1
+retry /tmp/rp rping -c -V -C $count -S 4096 -a \$RS_PEER & p=\$!
+retry /tmp/rb ib_read_bw -p 18601 -F -D 30 -s 65536 \$RS_PEER & r=\$!
+retry /tmp/sp ibv_srq_pingpong -p 18602 $pp \$RS_PEER & s=\$!
+retry /tmp/ub ib_send_bw -c UD -p 18603 -F -D 30 -s 1024 \$RS_PEER & u=\$!
+wait \$b; v send-bw-server \$? /tmp/sb
+wait \$c; v rc-pingpong-server \$? /tmp/cp
+wait \$r; v read-bw-client \$? /tmp/rb
+wait \$s; v srq-pingpong-client \$? /tmp/sp
+wait \$u; v ud-send-bw-client \$? /tmp/ub
+wait \$p; v rping-client \$? /tmp/rp
+$clean" \
     ${1:+-- "$@"} > "$out" 2>&1
 lrc=$?
 for d in "max-qps differs:max_qps" "mac differs:mac" "cancelled:cancelled"; do
@@ -93,8 +152,13 @@ for d in "max-qps differs:max_qps" "mac differs:mac" "cancelled:cancelled"; do
     fi
 done
 migrations "$out" 1 "$n_mig" ""
-vm_checks "$out" 1:rping-server 1:dmesg-clean 1:migration-notice \
-    2:rping-client 2:dmesg-clean
+# Under TCG on 2 busy cores; the goal is a median under 300 ms.
+stall_check "$out" 1 "$n_mig" "" "${RS_STALL_MAX_MS:-3000}"
+vm_checks "$out" 1:send-bw-client 1:rc-pingpong-client 1:read-bw-server \
+    1:srq-pingpong-server 1:ud-send-bw-server 1:rping-server \
+    1:dmesg-clean 1:migration-notice \
+    2:send-bw-server 2:rc-pingpong-server 2:read-bw-client \
+    2:srq-pingpong-client 2:ud-send-bw-client 2:rping-client 2:dmesg-clean
 launcher_check $lrc
 fi
 
@@ -118,6 +182,7 @@ retry /tmp/rp rping -c -V -C 20000 -S 4096 -a 10.77.0.1; v rping-client \$? /tmp
         ${1:+-- "$@"} > "$out" 2>&1
     lrc=$?
     migrations "$out" 1 1 "held-"
+    stall_check "$out" 1 1 held- $(( (hold + 3) * 1000 ))
     vm_checks "$out" 1:write-bw-server-adapter \
         1:rping-server 1:dmesg-clean 1:migration-notice \
         2:write-bw-client 2:dmesg-clean \
