@@ -31,9 +31,9 @@ time and bytes, as
 With --capture PCAP SRC DST (a capture of the segment on a peer's netdev,
 the VM's address SRC and the peer's DST) it then prints the RDMA stall the
 peer saw at each switch, the longest time without a frame from SRC around
-the switch (where the destination's prompt is, an RNR NAK with the
-shortest timer; the hold's RNR NAKs do not count as traffic), and their
-median and worst:
+the switch (where the destination's prompt, an RNR NAK with the shortest
+timer, or its gratuitous ARP is; the hold's RNR NAKs do not count as
+traffic), and their median and worst:
 
   migrate-vm: vmI #k: RDMA stall 212 ms (...)
   migrate-vm: vmI: RDMA stall over 3 migrations: median 190 ms, worst 212 ms
@@ -361,16 +361,16 @@ ROCE_PORT = 4791
 OP_ACK = 0x11
 
 
-def roce_frames(path, src, dst):
-    """(time, RNR NAK timer code or None) of each RoCEv2 frame from IPv4
-    address src to dst in the pcap file at path (QEMU's filter-dump; a
-    record cut short at the end, as a capture still written gives, ends
-    the list)."""
-    out = []
+def segment_frames(path, src, dst):
+    """From the pcap file at path (QEMU's filter-dump; a record cut short
+    at the end, as a capture still written gives, ends it): the (time, RNR
+    NAK timer code or None) of each RoCEv2 frame from IPv4 address src to
+    dst, and the times of src's gratuitous ARPs."""
+    roce, arps = [], []
     a_src, a_dst = socket.inet_aton(src), socket.inet_aton(dst)
     with open(path, "rb") as f:
         if f.read(24)[:4] != b"\xd4\xc3\xb2\xa1":
-            return out
+            return roce, arps
         while True:
             hdr = f.read(16)
             if len(hdr) < 16:
@@ -379,6 +379,11 @@ def roce_frames(path, src, dst):
             fr = f.read(incl)
             if len(fr) < incl:
                 break
+            t = sec + usec / 1e6
+            if (fr[12:14] == b"\x08\x06" and len(fr) >= 42 and
+                    fr[28:32] == a_src and fr[38:42] == a_src):
+                arps.append(t)
+                continue
             ip, bth = 14, 14 + (fr[14] & 0xf) * 4 + 8 if len(fr) > 14 else 0
             if (len(fr) < bth + 13 or fr[12:14] != b"\x08\x00" or
                     fr[ip + 9] != 17 or fr[ip + 12:ip + 16] != a_src or
@@ -387,26 +392,27 @@ def roce_frames(path, src, dst):
                 continue
             syn = fr[bth + 12]
             rnr = syn & 0x1f if fr[bth] == OP_ACK and syn >> 5 == 1 else None
-            out.append((sec + usec / 1e6, rnr))
-    return out
+            roce.append((t, rnr))
+    return roce, arps
 
 
 def stalls(path, src, dst, downtimes):
     """The RDMA stall dst saw at each switch: the longest time without a
     frame from src around it, RNR NAKs left out (the hold's and the
-    prompts).  The switch is where the destination's prompt is (an RNR NAK
-    with the shortest timer, sent as the destination starts to run);
-    "around" is from its downtime (ms, one per switch) plus 2 s before it
-    to 2 s after it.  One value (ms, or None if no frame came before or
-    after) per switch found."""
-    frames = roce_frames(path, src, dst)
+    prompts).  A switch is where the destination makes itself heard first:
+    its prompts (RNR NAKs with the shortest timer, as it starts to run) or
+    its announcements (gratuitous ARPs), whichever the capture has (a
+    burst may lose some on the segment); "around" is from its downtime
+    (ms, one per switch) plus 2 s before it to 2 s after it.  One value
+    (ms, or None if no frame came before or after) per switch."""
+    frames, arps = segment_frames(path, src, dst)
     traffic = [t for t, rnr in frames if rnr is None]
-    prompts = []
-    for t, rnr in frames:
-        if rnr == 1 and (not prompts or t - prompts[-1] >= 1.0):
-            prompts.append(t)
+    switches = []
+    for t in sorted([t for t, rnr in frames if rnr == 1] + arps):
+        if not switches or t - switches[-1] >= 1.0:
+            switches.append(t)
     out = []
-    for p, down in zip(prompts, downtimes):
+    for p, down in zip(switches, downtimes):
         lo = bisect.bisect_left(traffic, p - down / 1000 - 2)
         hi = bisect.bisect_right(traffic, p + 2)
         win = traffic[lo:hi]
@@ -428,7 +434,7 @@ def report_stalls(name, path, src, dst, downtimes):
     for k, ms in enumerate(got, 1):
         log("%s #%d: RDMA stall %s (%s heard nothing but RNR NAKs from %s)" %
             (name, k, "%.0f ms" % ms if ms is not None else
-             "not found (no prompt, or no traffic on one side of it)",
+             "not found (no prompt or announcement, or no traffic on one side)",
              dst, src))
     ok = [ms for ms in got if ms is not None]
     if ok:

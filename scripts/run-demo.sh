@@ -8,8 +8,12 @@
 # are reported as such and do not fail the demo; parts that are there
 # must work.  Exits 0 on success, 1 on a failure, 2 on a setup error.
 #
-# Usage: scripts/run-demo.sh [--shell] [-- extra QEMU arguments...]
+# Usage: scripts/run-demo.sh [--shell|--migrate] [-- extra QEMU arguments...]
 #   --shell         interactive shell on VM 1 (VM 2 runs in the background)
+#   --migrate       then a verified RDMA stream (rping -V, VM 1 serving)
+#                   during which VM 1 is live-migrated to a new QEMU three
+#                   times (launch-vms.sh --migrate 1@5x3): QEMU's figures
+#                   and the RDMA stall VM 2 saw at each switch are printed
 # Environment:
 #   RS_ACCEL=kvm        use KVM instead of TCG (only if KVM really works)
 #   RS_DEMO_TIMEOUT     seconds for the guests' commands (default 120)
@@ -31,12 +35,13 @@ export RS_BUILD
 log() { printf '[run-demo] %s\n' "$*" >&2; }
 die() { printf '[run-demo] error: %s\n' "$*" >&2; exit 2; }
 
-shell=0 single=0
+shell=0 single=0 mig=0
 [ -n "${RS_DEMO_CMD+x}" ] || [ -n "${RS_DEMO_DEVICE+x}" ] && single=1
 while [ $# -gt 0 ]; do
     case $1 in
     --shell) shell=1 ;;
     --single) single=1 ;;
+    --migrate) mig=1 ;;
     --) shift; break ;;
     -h|--help) sed -n '2,/^set /p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
@@ -100,12 +105,34 @@ if [ -n "$ndev" ] && ibv_devinfo -d "$ndev" 2>/dev/null | grep -q PORT_ACTIVE; t
     elif [ "$dp" = 0 ]; then step "rc-pingpong n/a the device has no RDMA data path yet"
     else step "rc-pingpong fail"; fi
 fi
+if [ "$mig" = 1 ]; then
+    echo "--- rping -V -C $mc -S 4096 (VM 1 serves, and is live-migrated 3 times meanwhile)"
+    if [ "$RS_VM_INDEX" = 1 ]; then
+        rping -s -V -C $mc -S 4096 -a "$RS_IP" > /tmp/rp 2>&1; rc=$?
+    else
+        for t in 1 2 3 4 5 6 7 8 9 10; do
+            sleep 1; rping -c -V -C $mc -S 4096 -a "$RS_PEER" > /tmp/rp 2>&1; rc=$?
+            grep -q REJECTED /tmp/rp || break
+        done
+    fi
+    m=$(dmesg | grep -c 'live migration: announcing')
+    if [ $rc != 0 ] || grep -qiE 'mismatch|fail|error' /tmp/rp; then
+        step "migrated-stream fail rping: $(tail -n 2 /tmp/rp | tr '\n' ' ')"
+    elif [ "$RS_VM_INDEX" = 1 ] && [ "$m" != 3 ]; then
+        step "migrated-stream fail the stream ended after $m of 3 migrations"
+    else
+        step "migrated-stream ok $mc pings of 4 KiB verified$( [ "$RS_VM_INDEX" = 1 ] && echo ", across $m migrations")"
+    fi
+fi
 exit 0
 EOS
     tmo=60
     [ $dp = 1 ] || tmo=10
-    gcmd="dp=$dp tmo=$tmo
+    mc=200000
+    gcmd="dp=$dp tmo=$tmo mig=$mig mc=$mc
 $gcmd"
+    migargs=()
+    [ $mig = 1 ] && migargs=(--migrate 1@5x3)
     # A directory per run (several runs may share build/); the last one
     # is build/demo/last.
     mkdir -p "$RS_BUILD/demo"
@@ -114,13 +141,15 @@ $gcmd"
     find "$RS_BUILD/demo" -mindepth 1 -maxdepth 1 -type d -name 'run.*' -printf '%T@ %p\n' |
         sort -rn | tail -n +4 | cut -d' ' -f2- | xargs -r rm -rf
     RS_VMS_LOGDIR="$out/vms" "$top/scripts/launch-vms.sh" "${nb[@]}" -n 2 \
-        --timeout "${RS_DEMO_TIMEOUT:-120}" --cmd "$gcmd" -- "$@" | tee "$out/demo.log"
+        "${migargs[@]}" --timeout "${RS_DEMO_TIMEOUT:-$((120 + mig * 180))}" \
+        --cmd "$gcmd" -- "$@" | tee "$out/demo.log"
     lrc=${PIPESTATUS[0]}
     [ "$lrc" = 2 ] && die "scripts/launch-vms.sh could not start the VMs"
     fails=$(grep -c '^\[vm[0-9]*\] demo-step: [a-z-]* fail' "$out/demo.log")
     echo
     echo "Summary:"
     sed -n 's/^\[\(vm[0-9]*\)\] demo-step: /  \1 /p' "$out/demo.log"
+    sed -n 's/^\[launch-vms\] migrate-vm: /  /p' "$out/demo.log"
     if [ "$lrc" = 0 ] && [ "$fails" = 0 ]; then
         echo "demo: PASS: two VMs with the adapter ($(grep -h 'demo-step: ' "$out/demo.log" | sed 's/^\[\(vm[0-9]*\)\] demo-step: \([a-z-]*\) \([a-z/]*\).*/\1 \2 \3/' | tr '\n' ',' | sed 's/,$//; s/,/, /g'))"
         exit 0
