@@ -40,14 +40,15 @@
 #   --soft-roce-vm I   only VM I does (repeatable)
 #   --pcap I FILE      record VM I's network traffic, both directions, into
 #                      the pcap FILE (QEMU's filter-dump on its netdev;
-#                      repeatable)
+#                      repeatable; after VM I's k-th migration in FILE.k)
 #   --shell I          interactive shell on VM I's console (the others boot
 #                      and run --cmd if one was given); exit powers it off
 #   --device DEV       the adapter's -device name (default rdma-session)
 #   --mem MB           guest memory (default 512)
 #   --migrate I@S[xN]  live-migrate VM I to a new QEMU on this host S seconds
 #                      after the commands start, N times (default 1), every S
-#                      seconds (scripts/migrate-vm.py; the multicast segment
+#                      seconds (repeatable, one VM each;
+#                      scripts/migrate-vm.py; the multicast segment
 #                      only); each migration's figures are printed (QEMU's
 #                      and the RDMA stall VM I's peer, RS_PEER, saw at the
 #                      switch, from a capture of the peer's netdev,
@@ -85,8 +86,8 @@ n=2 cmd='ibv_devinfo; ip -4 addr' tmo=120 btmo=120 user=0 softall=0 shellvm=0
 device=rdma-session mem=512 build=1 quiet=0 cmd_given=0 dgram=0 stream=0
 migrate=''
 mig_hold=0
-mig_peer=''
 mig_drill=''
+declare -A mig_after=() mig_count=() mig_peer=()
 [ "${RS_NO_BUILD:-0}" = 1 ] && build=0
 declare -A vmcmd=() soft=() pcap=()
 while [ $# -gt 0 ]; do
@@ -105,7 +106,7 @@ while [ $# -gt 0 ]; do
     --shell) shellvm=${2:?}; shift ;;
     --device) device=${2:?}; shift ;;
     --mem) mem=${2:?}; shift ;;
-    --migrate) migrate=${2:?}; shift ;;
+    --migrate) migrate+=" ${2:?}"; shift ;;
     --migrate-hold) mig_hold=${2:?}; shift ;;
     --migrate-drill) mig_drill=--drill ;;
     --no-build) build=0 ;;
@@ -122,14 +123,17 @@ case $n in ''|*[!0-9]*) die "-n needs a number" ;; esac
 [ $dgram = 0 ] || [ "$n" = 2 ] || die "--dgram connects exactly two VMs (-n 2)"
 [ $stream = 0 ] || [ "$n" = 2 ] || die "--stream connects exactly two VMs (-n 2)"
 [ $((dgram + stream)) -lt 2 ] || die "--dgram or --stream, not both"
-if [ -n "$migrate" ]; then
-    [[ $migrate =~ ^([0-9]+)@([0-9.]+)(x([0-9]+))?$ ]] ||
+for m in $migrate; do
+    [[ $m =~ ^([0-9]+)@([0-9.]+)(x([0-9]+))?$ ]] ||
         die "--migrate takes I@SECONDS[xCOUNT], e.g. 1@10x3"
-    mig_vm=${BASH_REMATCH[1]} mig_after=${BASH_REMATCH[2]}
-    mig_count=${BASH_REMATCH[4]:-1}
-    mig_peer=$(( mig_vm % n + 1 ))     # its RS_PEER
-    [ "$mig_peer" != "$mig_vm" ] || mig_peer=''
-    [ "$mig_vm" -ge 1 ] && [ "$mig_vm" -le "$n" ] || die "--migrate $migrate: no VM $mig_vm"
+    v=${BASH_REMATCH[1]}
+    [ "$v" -ge 1 ] && [ "$v" -le "$n" ] || die "--migrate $m: no VM $v"
+    [ -z "${mig_after[$v]:-}" ] || die "--migrate $m: VM $v twice"
+    mig_after[$v]=${BASH_REMATCH[2]} mig_count[$v]=${BASH_REMATCH[4]:-1}
+    mig_peer[$v]=$(( v % n + 1 ))      # its RS_PEER
+    [ "${mig_peer[$v]}" != "$v" ] || mig_peer[$v]=''
+done
+if [ -n "$migrate" ]; then
     [ $((user + dgram + stream)) = 0 ] ||
         die "--migrate needs the multicast segment (the destination joins it too)"
     [[ $mig_hold =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--migrate-hold takes seconds, e.g. 30"
@@ -232,7 +236,7 @@ start_vm()  # index
         # the filter sees every frame the NIC sends and receives
         net+=(-object "filter-dump,id=dump0,netdev=n0,file=${pcap[$i]}")
     fi
-    if [ -n "$migrate" ] && [ "$i" = "$mig_peer" ]; then
+    if [[ " ${mig_peer[*]} " == *" $i "* ]]; then
         # the headers of the segment's frames: the RDMA stall the peer saw
         net+=(-object "filter-dump,id=dumpmig,netdev=n0,maxlen=96,file=$run/vm$i/migrate-peer.pcap")
     fi
@@ -361,15 +365,16 @@ for i in $(seq 1 "$n"); do
     printf 'go %s\n' "$(base64 -w0 < "$run/vm$i/cmd.sh")" 1<>"$run/vm$i/ctl.in"
 done
 declare -A st=() adopted=()
-mig_pid=''
-if [ -n "$migrate" ]; then
-    RS_BUILD=$RS_BUILD "$top/scripts/migrate-vm.py" --after "$mig_after" \
-        --count "$mig_count" --interval "$mig_after" --hold "$mig_hold" \
-        $mig_drill ${mig_peer:+--capture "$run/vm$mig_peer/migrate-peer.pcap" \
-        "$(ip_of "$mig_vm")" "$(ip_of "$mig_peer")"} "$run/vm$mig_vm" \
-        > "$run/vm$mig_vm/migrate.log" 2>&1 &
-    mig_pid=$!
-fi
+declare -A mig_pid=()
+for v in "${!mig_after[@]}"; do
+    p=${mig_peer[$v]}
+    RS_BUILD=$RS_BUILD "$top/scripts/migrate-vm.py" --after "${mig_after[$v]}" \
+        --count "${mig_count[$v]}" --interval "${mig_after[$v]}" \
+        --hold "$mig_hold" $mig_drill ${p:+--capture "$run/vm$p/migrate-peer.pcap" \
+        "$(ip_of "$v")" "$(ip_of "$p")"} "$run/vm$v" \
+        > "$run/vm$v/migrate.log" 2>&1 &
+    mig_pid[$v]=$!
+done
 deadline=$(( $(date +%s) + tmo ))
 while :; do
     all=1
@@ -413,11 +418,11 @@ for i in $(seq 1 "$n"); do
         wait "${pid[$i]}"; qrc[$i]=$?
     fi
 done
-if [ -n "$mig_pid" ]; then
-    wait "$mig_pid"; mrc=$?
-    sed 's/^/[launch-vms] /' "$run/vm$mig_vm/migrate.log"
-    [ $mrc = 0 ] || qrc[$mig_vm]="migration failed (see $run/vm$mig_vm/migrate.log)"
-fi
+for v in $(printf '%s\n' "${!mig_pid[@]}" | sort -n); do
+    wait "${mig_pid[$v]}"; mrc=$?
+    sed 's/^/[launch-vms] /' "$run/vm$v/migrate.log"
+    [ $mrc = 0 ] || qrc[$v]="migration failed (see $run/vm$v/migrate.log)"
+done
 
 # --- Report --------------------------------------------------------------------------
 fail=0

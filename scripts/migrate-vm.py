@@ -107,10 +107,11 @@ def connect(path, timeout=30):
 GATE = "rs-switch-gate"
 
 
-def dest_args(args, qmp_path):
+def dest_args(args, qmp_path, tag):
     """The source's arguments for a destination: same machine and devices,
-    its own QMP socket, the console appended to, its gate closed, waiting
-    for the stream."""
+    its own QMP socket, the console appended to, its captures in files of
+    their own (FILE.tag: QEMU truncates a capture file it opens), its gate
+    closed, waiting for the stream."""
     out = []
     netdev = None
     it = iter(args)
@@ -126,6 +127,8 @@ def dest_args(args, qmp_path):
         else:
             m = re.match(r"socket,id=([^,]+),.*mcast=", a)
             netdev = m.group(1) if m else netdev
+            if a.startswith("filter-dump,"):
+                a = re.sub(r"(,file=[^,]+)", r"\1.%s" % tag, a)
             out.append(a)
     if netdev is None:
         raise RuntimeError("no -netdev socket,mcast= in the command line")
@@ -214,7 +217,7 @@ def other_mac(args):
     return out
 
 
-def start(vmdir, args, qmp_path, logpath, pause):
+def start(vmdir, args, qmp_path, logpath, pause, tag):
     """A destination QEMU (args, its QMP socket at qmp_path, its output in
     logpath) waiting for the stream, and the source migrating to it, with
     the switchover paused if pause.  Returns the destination's process,
@@ -224,7 +227,8 @@ def start(vmdir, args, qmp_path, logpath, pause):
         if os.path.exists(p):
             os.unlink(p)
     qlog = open(logpath, "w")
-    dst = subprocess.Popen(dest_args(args, qmp_path), stdin=subprocess.DEVNULL,
+    dst = subprocess.Popen(dest_args(args, qmp_path, tag),
+                           stdin=subprocess.DEVNULL,
                            stdout=qlog, stderr=subprocess.STDOUT,
                            start_new_session=True)
     try:
@@ -259,7 +263,7 @@ def drill_one(vmdir, what, args, cancel_after=0.0, field=None):
     qmp_path = os.path.join(vmdir, "drill-%s.sock" % tag)
     logpath = os.path.join(vmdir, "drill-%s.log" % tag)
     dst, qlog, src, dq = start(vmdir, args, qmp_path, logpath,
-                               cancel_after > 0)
+                               cancel_after > 0, "drill-" + tag)
     dq.close()                  # before it quits on the refused state
     try:
         if cancel_after > 0:
@@ -317,7 +321,8 @@ def migrate_once(vmdir, k, hold=0.0):
     with open(os.path.join(vmdir, "pid")) as f:
         src_pid = int(f.read())
     dst, _, src, dq = start(vmdir, args, new_qmp,
-                            os.path.join(vmdir, "qemu-%d.log" % k), True)
+                            os.path.join(vmdir, "qemu-%d.log" % k), True,
+                            str(k))
     try:
         switchover(src, name, hold, "migrate-continue", dq,
                    state="pre-switchover")

@@ -25,6 +25,9 @@
 #    (--pcap): the capture must show VM 1's RNR NAKs with the longest timer
 #    during the hold and the destination's prompt (shortest timer) after
 #    it.
+# 3. NVMe over Fabrics over RDMA (scripts/test-nvmf.sh --migrate): VM 1
+#    the target, VM 2 the host, which verifies I/O round after round while
+#    VM 1 and then VM 2 are migrated.
 # Checks: each migration completed with the destination running (its
 # figures are printed), every program passed on both sides, VM 1's driver
 # got the device's migration notice after each migration, the kernel logs
@@ -37,7 +40,8 @@
 #   RS_MIGRATIONS (part 1's migrations, default 3; 0 skips part 1),
 #   RS_RPING_COUNT (default 60000), RS_PINGPONG_COUNT (default 30000),
 #   RS_STALL_MAX_MS (part 1's bound on the stall, default 3000),
-#   RS_MIGRATION_HOLD (seconds, default 30; 0 skips part 2).
+#   RS_MIGRATION_HOLD (seconds, default 30; 0 skips part 2),
+#   RS_MIGRATION_NVMF=0 (skips part 3).
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -202,6 +206,17 @@ retry /tmp/rp rping -c -V -C 20000 -S 4096 -a 10.77.0.1; v rping-client \$? /tmp
             ck fail held-capture "$h RNR NAKs with timer 655.36 ms (at least $want expected), $p with 0.01 ms"
         fi
     fi
+fi
+# --- 3. NVMe-oF while the target and then the host move -------------------------
+if [ "${RS_MIGRATION_NVMF:-1}" != 0 ]; then
+    RS_VMS_LOGDIR=$logdir/vms-nvmf "$top/scripts/test-nvmf.sh" --migrate \
+        > "$logdir/nvmf.log" 2>&1
+    grep -E '^(ok|not ok) - |^migrate-vm: ' "$logdir/nvmf.log" |
+        sed -E 's/^(ok|not ok) - /\1 - nvmf-/'
+    np=$(grep -c '^ok - ' "$logdir/nvmf.log")
+    nf=$(grep -c '^not ok - ' "$logdir/nvmf.log")
+    [ $((np + nf)) -gt 0 ] || { nf=1; echo "not ok - nvmf: no result (see $logdir/nvmf.log)"; }
+    pass=$((pass + np)) fail=$((fail + nf))
 fi
 echo "migration: $pass passed, $fail failed ($(( $(date +%s) - t0 )) s, logs in $logdir)"
 [ $fail = 0 ]
