@@ -410,8 +410,15 @@ def stalls(path, src, dst, downtimes):
     burst may lose some on the segment); "around" is from its downtime
     (ms, one per switch) plus 2 s before it to 2 s after it.  One value
     (ms, or None if no frame came before or after) per switch."""
-    frames, arps = segment_frames(path, src, dst)
-    traffic = [t for t, rnr in frames if rnr is None]
+    frames, arps = [], []
+    # a capture on a VM that moved goes on in PATH.1, PATH.2, ...
+    more = [p for p in glob.glob(glob.escape(path) + ".*")
+            if p[len(path) + 1:].isdigit()]
+    for p in [path] + sorted(more, key=lambda p: int(p[len(path) + 1:])):
+        f, a = segment_frames(p, src, dst)
+        frames += f
+        arps += a
+    traffic = sorted(t for t, rnr in frames if rnr is None)
     switches = []
     for t in sorted([t for t, rnr in frames if rnr == 1] + arps):
         if not switches or t - switches[-1] >= 1.0:
