@@ -48,7 +48,7 @@
 #   --migrate I@S[xN]  live-migrate VM I to a new QEMU on this host S seconds
 #                      after the commands start, N times (default 1), every S
 #                      seconds (repeatable, one VM each;
-#                      scripts/migrate-vm.py; the multicast segment
+#                      tests/guest/migrate_vm.py; the multicast segment
 #                      only); each migration's figures are printed (QEMU's
 #                      and the RDMA stall VM I's peer, RS_PEER, saw at the
 #                      switch, from a capture of the peer's netdev,
@@ -368,7 +368,7 @@ declare -A st=() adopted=()
 declare -A mig_pid=()
 for v in "${!mig_after[@]}"; do
     p=${mig_peer[$v]}
-    RS_BUILD=$RS_BUILD "$top/scripts/migrate-vm.py" --after "${mig_after[$v]}" \
+    RS_BUILD=$RS_BUILD "$top/tests/guest/migrate_vm.py" --after "${mig_after[$v]}" \
         --count "${mig_count[$v]}" --interval "${mig_after[$v]}" \
         --hold "$mig_hold" $mig_drill ${p:+--capture "$run/vm$p/migrate-peer.pcap" \
         "$(ip_of "$v")" "$(ip_of "$p")"} "$run/vm$v" \

@@ -37,9 +37,11 @@
 #          peer's QP ends with retry exceeded, the VM comes back (boots
 #          again, module reloaded) and runs traffic with the same peer
 #   migration  scripts/test-migration.sh: VM 1 live-migrated three times
-#          (scripts/migrate-vm.py) while it serves a verified rping -V stream,
-#          then once with the switchover held 30 s while an adapter peer
-#          and a soft-RoCE peer keep their RC traffic going
+#          (tests/guest/migrate_vm.py) under rping -V, perftest RC and UD and
+#          the RC/SRQ pingpongs, then once with the switchover held 30 s
+#          while an adapter peer and a soft-RoCE peer keep their RC
+#          traffic going, then NVMe-oF I/O verified while the target and
+#          the host move
 #   bench-smoke  bench/run-bench.sh --smoke: one short repetition of every
 #          benchmark on both pairs (-netdev stream, MTU 9000); one check per
 #          benchmark that produced numbers on both (a verified transfer
@@ -903,7 +905,7 @@ echo "== resilience: scripts/test-resilience.sh (system reset, rmmod and FLR dur
 script_suite resilience test-resilience.sh
 
 # --- migration ------------------------------------------------------------------
-echo "== migration: scripts/test-migration.sh (VM 1 live-migrated three times under rping -V, once with a 30 s switchover)"
+echo "== migration: scripts/test-migration.sh (VM 1 live-migrated three times under RC and UD traffic, once with a 30 s switchover; NVMe-oF target and host migrated)"
 script_suite migration test-migration.sh '^migrate-vm:'
 
 # --- bench-smoke ----------------------------------------------------------------

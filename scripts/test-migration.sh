@@ -3,7 +3,7 @@
 #
 # 1. Short downtimes: two adapter VMs on the multicast segment
 #    (scripts/launch-vms.sh -n 2); VM 1 is migrated to a new QEMU three
-#    times (--migrate 1@5x3, scripts/migrate-vm.py) while it serves
+#    times (--migrate 1@5x3, tests/guest/migrate_vm.py) while it serves
 #    rping -V (RDMA READ and WRITE of 4 KiB buffers, every ping verified
 #    by rping itself), ib_read_bw, ibv_srq_pingpong -c and a UD
 #    ib_send_bw to VM 2, and is VM 2's client of ib_send_bw and
@@ -18,14 +18,17 @@
 #    to VM 2 (ACK timeout 14: a retry budget of about 3 s; rdma_cm would
 #    set 18, whose budget with this adapter's backoff exceeds 30 s) for
 #    20 s of VM 2's time (VM 2 is still writing when VM 1 stops, then
-#    waits for its last writes), and
+#    waits for its last writes) and ibv_rc_pingpong -c (timeout 14), and
 #    rping -V (data verified) to VM 3, and is migrated once with the
 #    switchover held RS_MIGRATION_HOLD seconds (--migrate-hold): the
 #    source's RNR NAKs keep the peers waiting.  VM 3's traffic is captured
 #    (--pcap): the capture must show VM 1's RNR NAKs with the longest timer
 #    during the hold and the destination's prompt (shortest timer) after
 #    it.
-# 3. NVMe over Fabrics over RDMA (scripts/test-nvmf.sh --migrate): VM 1
+# 3. perftest between VM 1 (adapter) and a soft-RoCE VM: VM 1, migrated
+#    twice, is the client of ib_write_bw and ib_read_bw and the server of
+#    ib_send_bw.
+# 4. NVMe over Fabrics over RDMA (scripts/test-nvmf.sh --migrate): VM 1
 #    the target, VM 2 the host, which verifies I/O round after round while
 #    VM 1 and then VM 2 are migrated.
 # Checks: each migration completed with the destination running (its
@@ -41,7 +44,7 @@
 #   RS_RPING_COUNT (default 60000), RS_PINGPONG_COUNT (default 30000),
 #   RS_STALL_MAX_MS (part 1's bound on the stall, default 3000),
 #   RS_MIGRATION_HOLD (seconds, default 30; 0 skips part 2),
-#   RS_MIGRATION_NVMF=0 (skips part 3).
+#   RS_MIGRATION_RXE=0 (skips part 3), RS_MIGRATION_NVMF=0 (skips part 4).
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -100,7 +103,8 @@ again='retry() { local o=$1 i rc; shift; for i in 1 2 3 4 5 6 7 8 9 10; do "$@" 
 verdict='mig() { dmesg | grep -c "live migration: announcing"; }
 v() { m=$(mig); if [ "$2" = 0 ] && ! grep -qiE "mismatch|fail|error|exceeded" "$3" && [ "$m" -ge "${4:-0}" ]; then echo "CHECK $1 ok ${4:+across $m migrations: }$(grep -E "iters in|^ *65536 |^ *1024 " "$3" | tail -n 1)"; else echo "CHECK $1 fail exit status $2${4:+, $m of $4 migrations}: $(grep -iE "mismatch|fail|error|exceeded" "$3" | head -n 2 | tr "\n" " ")"; fi; }'
 # gid_of ADDR: the index of ADDR's RoCE v2 GID (ibv_*_pingpong need it)
-gid='gid_of() { h=$(echo "$1" | awk -F. "{ printf \"%02x%02x:%02x%02x\", \$1, \$2, \$3, \$4 }"); for f in /sys/class/infiniband/rsess0/ports/1/gids/*; do i=${f##*/}; [ "$(cat $f 2>/dev/null)" = "0000:0000:0000:0000:0000:ffff:$h" ] && [ "$(cat /sys/class/infiniband/rsess0/ports/1/gid_attrs/types/$i 2>/dev/null)" = "RoCE v2" ] && { echo $i; return 0; }; done; return 1; }
+gid='for t in $(seq 1 20); do dev=$(ls /sys/class/infiniband 2>/dev/null | head -n 1); [ -n "$dev" ] && break; sleep 0.5; done
+gid_of() { h=$(echo "$1" | awk -F. "{ printf \"%02x%02x:%02x%02x\", \$1, \$2, \$3, \$4 }"); for f in /sys/class/infiniband/$dev/ports/1/gids/*; do i=${f##*/}; [ "$(cat $f 2>/dev/null)" = "0000:0000:0000:0000:0000:ffff:$h" ] && [ "$(cat /sys/class/infiniband/$dev/ports/1/gid_attrs/types/$i 2>/dev/null)" = "RoCE v2" ] && { echo $i; return 0; }; done; return 1; }
 for t in $(seq 1 20); do gi=$(gid_of $RS_IP) && break; sleep 0.5; done'
 
 # --- 1. three short migrations under RC and UD traffic ------------------------------
@@ -109,9 +113,9 @@ for t in $(seq 1 20); do gi=$(gid_of $RS_IP) && break; sleep 0.5; done'
 # The perftest runs last 30 s of guest time (they outlast the three
 # migrations, which the check asserts); the pingpongs run a fixed count
 # (at least one migration).
+pp="-d \$dev -g \$gi -n $RS_PINGPONG_COUNT -s 1024 -c"
 if [ "$n_mig" != 0 ]; then
 out=$logdir/launch.log
-pp="-d rsess0 -g \$gi -n $RS_PINGPONG_COUNT -s 1024 -c"
 RS_VMS_LOGDIR=$logdir/vms "$top/scripts/launch-vms.sh" -q ${RS_NO_BUILD:+--no-build} \
     -n 2 --timeout 300 --migrate "1@5x$n_mig" --migrate-drill \
     --vm-cmd 1 "$verdict; $again; $gid
@@ -173,14 +177,18 @@ if [ "$hold" != 0 ]; then
     RS_VMS_LOGDIR=$logdir/vms-hold "$top/scripts/launch-vms.sh" -q --no-build \
         -n 3 --soft-roce-vm 3 --timeout $((hold + 240)) --migrate 1@5 \
         --migrate-hold "$hold" --pcap 3 "$pcap" \
-        --vm-cmd 1 "$verdict
+        --vm-cmd 1 "$verdict; $gid
 ib_write_bw -x 1 -u 14 -p 18515 -F -D 20 -s 65536 > /tmp/wa 2>&1 & a=\$!
 rping -s -V -C 20000 -S 4096 -a \$RS_IP > /tmp/rp 2>&1 & p=\$!
+ibv_rc_pingpong -p 18600 $pp > /tmp/cp 2>&1 & c=\$!
 wait \$a; v write-bw-server-adapter \$? /tmp/wa
 wait \$p; v rping-server \$? /tmp/rp
+wait \$c; v rc-pingpong-server \$? /tmp/cp 1
 $clean; $(notice 1)" \
-        --vm-cmd 2 "$verdict; $again; sleep 1
-retry /tmp/wa ib_write_bw -x 1 -u 14 -p 18515 -F -D 20 -s 65536 10.77.0.1; v write-bw-client \$? /tmp/wa; $clean" \
+        --vm-cmd 2 "$verdict; $again; $gid; sleep 1
+retry /tmp/cp ibv_rc_pingpong -p 18600 $pp 10.77.0.1 & c=\$!
+retry /tmp/wa ib_write_bw -x 1 -u 14 -p 18515 -F -D 20 -s 65536 10.77.0.1; v write-bw-client \$? /tmp/wa
+wait \$c; v rc-pingpong-client \$? /tmp/cp; $clean" \
         --vm-cmd 3 "$verdict; $again; sleep 1
 retry /tmp/rp rping -c -V -C 20000 -S 4096 -a 10.77.0.1; v rping-client \$? /tmp/rp; $clean" \
         ${1:+-- "$@"} > "$out" 2>&1
@@ -188,8 +196,8 @@ retry /tmp/rp rping -c -V -C 20000 -S 4096 -a 10.77.0.1; v rping-client \$? /tmp
     migrations "$out" 1 1 "held-"
     stall_check "$out" 1 1 held- $(( (hold + 3) * 1000 ))
     vm_checks "$out" 1:write-bw-server-adapter \
-        1:rping-server 1:dmesg-clean 1:migration-notice \
-        2:write-bw-client 2:dmesg-clean \
+        1:rping-server 1:rc-pingpong-server 1:dmesg-clean 1:migration-notice \
+        2:write-bw-client 2:rc-pingpong-client 2:dmesg-clean \
         3:rping-client 3:dmesg-clean
     launcher_check $lrc
     # The hold on the wire, as the soft-RoCE VM received it: RNR NAKs
@@ -207,7 +215,41 @@ retry /tmp/rp rping -c -V -C 20000 -S 4096 -a 10.77.0.1; v rping-client \$? /tmp
         fi
     fi
 fi
-# --- 3. NVMe-oF while the target and then the host move -------------------------
+# --- 3. perftest with a soft-RoCE peer, the migrated VM client and server -----------
+if [ "${RS_MIGRATION_RXE:-1}" != 0 ]; then
+    out=$logdir/rxe.log
+    pt="-d \$dev -x \$gi -F -D 25 -s 65536 -u 18"
+    RS_VMS_LOGDIR=$logdir/vms-rxe "$top/scripts/launch-vms.sh" -q --no-build \
+        -n 2 --soft-roce-vm 2 --timeout 240 --migrate 1@5x2 \
+        --vm-cmd 1 "$verdict; $again; $gid
+ib_send_bw -p 18613 $pt > /tmp/sb 2>&1 & s=\$!
+sleep 2
+retry /tmp/wb ib_write_bw -p 18611 $pt \$RS_PEER & w=\$!
+retry /tmp/rb ib_read_bw -p 18612 $pt -o 16 \$RS_PEER & r=\$!
+wait \$w; v write-bw-client \$? /tmp/wb 2
+wait \$r; v read-bw-client \$? /tmp/rb 2
+wait \$s; v send-bw-server \$? /tmp/sb 2
+$clean; $(notice 2)" \
+        --vm-cmd 2 "$verdict; $again; $gid
+ib_write_bw -p 18611 $pt > /tmp/wb 2>&1 & w=\$!
+ib_read_bw -p 18612 $pt -o 16 > /tmp/rb 2>&1 & r=\$!
+sleep 1
+retry /tmp/sb ib_send_bw -p 18613 $pt \$RS_PEER & s=\$!
+wait \$w; v write-bw-server \$? /tmp/wb
+wait \$r; v read-bw-server \$? /tmp/rb
+wait \$s; v send-bw-client \$? /tmp/sb
+$clean" \
+        ${1:+-- "$@"} > "$out" 2>&1
+    lrc=$?
+    migrations "$out" 1 2 "rxe-"
+    stall_check "$out" 1 2 rxe- "${RS_STALL_MAX_MS:-3000}"
+    vm_checks "$out" 1:write-bw-client 1:read-bw-client 1:send-bw-server \
+        1:dmesg-clean 1:migration-notice \
+        2:write-bw-server 2:read-bw-server 2:send-bw-client 2:dmesg-clean
+    launcher_check $lrc
+fi
+
+# --- 4. NVMe-oF while the target and then the host move -------------------------
 if [ "${RS_MIGRATION_NVMF:-1}" != 0 ]; then
     RS_VMS_LOGDIR=$logdir/vms-nvmf "$top/scripts/test-nvmf.sh" --migrate \
         > "$logdir/nvmf.log" 2>&1

@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """Live-migrate a VM of scripts/launch-vms.sh to a new QEMU on this host.
 
-Usage: scripts/migrate-vm.py [--after S] [--count N] [--interval S]
-                             [--hold S] [--drill] [--capture PCAP SRC DST]
-                             VMDIR
+The first piece of the VM-level test harness in tests/guest/: QEMU's own
+Python library (qemu.qmp) for the QEMUs, the segment's captures read for
+what the peers saw.
+
+Usage: tests/guest/migrate_vm.py [--after S] [--count N] [--interval S]
+                                [--hold S] [--drill] [--capture PCAP SRC DST]
+                                VMDIR
 
 VMDIR is <run>/vmI of a launch-vms run on the multicast segment (its
 cmdline, qmp.sock, serial.log, pid).  After S seconds (default 5) it starts
@@ -60,7 +64,8 @@ import sys
 import time
 import traceback
 
-TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
 BUILD = os.environ.get("RS_BUILD", os.path.join(TOP, "build"))
 
 
