@@ -307,6 +307,14 @@ static void rs_comp_progress(RSCore *c, RSQp *qp, uint32_t n)
     qp->rnr_retries = 0;
     qp->gap_retried = false;
     qp->probed = false;
+    if (rs_psn_diff(qp->una_psn, qp->sq_psn) > 0) {
+        /*
+         * It acknowledges PSNs sent before a rewind (an ACK, or READ
+         * responses that come during an RNR wait): skip them, or the
+         * requester would send completed WQEs again from behind sq_comp.
+         */
+        rs_req_rewind(c, qp - c->qps);
+    }
     rs_req_kick(c);
 }
 
@@ -343,10 +351,6 @@ static int rs_comp_acked(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t end)
     }
     if (progress) {
         rs_comp_progress(c, qp, rs_psn_diff(qp->una_psn, una));
-        if (rs_psn_diff(qp->una_psn, qp->sq_psn) > 0) {
-            /* It acknowledges PSNs sent before a rewind: skip them. */
-            rs_req_rewind(c, qpn);
-        }
     }
     return ret;
 }

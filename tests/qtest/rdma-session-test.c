@@ -11026,6 +11026,82 @@ static void test_engine_pair_migrate_unacked(void *obj, void *data,
 }
 
 /*
+ * READ responses that arrive while the requester waits out an RNR timer
+ * (a responder that said "not ready" and then answered the READ anyway,
+ * as a migration source does when its hold and a cancelled migration
+ * meet): they complete the READ, and when the wait is over the requester
+ * goes on after it.  It must not start again from behind the completed
+ * WQE: that sends the READ again and, with a full send queue, trips the
+ * SQ overrun check and ends the QP without an error completion.
+ */
+static void test_engine_pair_read_during_rnr(void *obj, void *data,
+                                             QGuestAllocator *alloc)
+{
+    Pair pr;
+    Peer *a = &pr.p[0], *b = &pr.p[1];
+    struct rs_sge sge;
+    GByteArray *r1, *r2, *nak;
+    uint32_t psn;
+    LoopQp q[2];
+
+    pair_setup(&pr, obj, data, alloc);
+    pair_rc(&pr, q, 0, STD_ACCESS);
+    peer_fill(b, 0x1000, 2000, 0x31);
+    pair_log_reset(&pr);
+    pr.hold[1] = true;
+    sge = peer_sge(a, 0x4000, 2000);
+    pair_post(&pr, 0, &q[0], RS_WR_RDMA_READ, 0xa1, &sge, 1,
+              b->buf + 0x1000, b->key[0], 0);
+    r1 = pair_take(&pr, 1);
+    r2 = pair_take(&pr, 1);
+    g_assert_cmphex(r1->data[ROCE_BTH], ==, OP_READ_RESP_FIRST);
+    g_assert_cmphex(r2->data[ROCE_BTH], ==, OP_READ_RESP_LAST);
+    psn = pr.psn[0][0];
+
+    /* "Not ready" at the READ's PSN, the longest timer (655.36 ms). */
+    nak = g_byte_array_new();
+    g_byte_array_append(nak, r1->data, ROCE_EXT + 4 + 4);
+    nak->data[ROCE_BTH] = OP_ACK;
+    nak->data[ROCE_EXT] = AETH_RNR | 0;
+    roce_reseal(nak->data, nak->len);
+    pair_inject(&pr, 0, nak->data, nak->len);
+    pair_pump(&pr);
+    g_usleep(20 * 1000);
+
+    /* The responses, during the wait: the READ completes. */
+    pair_inject(&pr, 0, r1->data, r1->len);
+    pair_inject(&pr, 0, r2->data, r2->len);
+    pair_expect_cqe(&pr, 0, 0xa1, RS_WC_SUCCESS, RS_WR_RDMA_READ, q[0].qpn,
+                    2000);
+    img_move(a, 0x4000, b, 0x1000, 2000);
+
+    /* A WRITE posted during the wait leaves after it, at the next PSN. */
+    pair_log_reset(&pr);
+    pr.hold[1] = false;
+    sge = peer_sge(a, 0x100, 500);
+    pair_post(&pr, 0, &q[0], RS_WR_RDMA_WRITE, 0xa2, &sge, 1,
+              b->buf + 0x3000, b->key[0], 0);
+    g_usleep(20 * 1000);
+    PAIR_EXPECT_NONE(&pr, 0);
+    qtest_clock_step(rs_qts(a->d), 700 * 1000 * 1000);
+    pair_wait_frames(&pr, 0, 1);
+    g_usleep(20 * 1000);
+    PAIR_EXPECT_OPS(&pr, 0, OP_WRITE_ONLY);
+    g_assert_cmphex(pr.psn[0][0], ==, (psn + 2) & 0xffffff);
+    pair_expect_cqe(&pr, 0, 0xa2, RS_WC_SUCCESS, RS_WR_RDMA_WRITE, q[0].qpn,
+                    0);
+    img_move(b, 0x3000, a, 0x100, 500);
+    g_assert_cmpuint(qp_state(a->d, q[0].h), ==, RS_QPS_RTS);
+    pair_cq_empty(&pr, 0);
+    peer_check(a);
+    peer_check(b);
+    g_byte_array_unref(r1);
+    g_byte_array_unref(r2);
+    g_byte_array_unref(nak);
+    pair_teardown(&pr);
+}
+
+/*
  * A multi-packet message half sent and half received: B has the WRITE
  * before it and the first two packets of a four-packet SEND (its receive
  * WQE taken, half of it written); the other two wait at the switch.  On
@@ -11599,6 +11675,8 @@ static void register_rdma_session_test(void)
                  test_engine_pair_sq_rewrite, &pair);
     qos_add_test("engine-pair-nak-storm", "rdma-session",
                  test_engine_pair_nak_storm, &pair);
+    qos_add_test("engine-pair-read-during-rnr", "rdma-session",
+                 test_engine_pair_read_during_rnr, &pair);
     qos_add_test("engine-pair-send-too-long", "rdma-session",
                  test_engine_pair_send_too_long, &pair_small_msg);
     qos_add_test("migrate-corrupt", "rdma-session", test_migrate_corrupt,
