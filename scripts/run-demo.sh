@@ -12,7 +12,7 @@
 #   --shell         interactive shell on VM 1 (VM 2 runs in the background)
 #   --migrate       then a verified RDMA stream (rping -V, VM 1 serving)
 #                   during which VM 1 is live-migrated to a new QEMU three
-#                   times (launch-vms.sh --migrate 1@5x3): QEMU's figures
+#                   times (launch-vms.sh --migrate 1@10x3): QEMU's figures
 #                   and the RDMA stall VM 2 saw at each switch are printed
 # Environment:
 #   RS_ACCEL=kvm        use KVM instead of TCG (only if KVM really works)
@@ -132,7 +132,7 @@ EOS
     gcmd="dp=$dp tmo=$tmo mig=$mig mc=$mc
 $gcmd"
     migargs=()
-    [ $mig = 1 ] && migargs=(--migrate 1@5x3)
+    [ $mig = 1 ] && migargs=(--migrate 1@10x3)
     # A directory per run (several runs may share build/); the last one
     # is build/demo/last.
     mkdir -p "$RS_BUILD/demo"

@@ -37,7 +37,8 @@ the VM's address SRC and the peer's DST) it then prints the RDMA stall the
 peer saw at each switch, the longest time without a frame from SRC around
 the switch (where the destination's prompt, an RNR NAK with the shortest
 timer, or its gratuitous ARP is; the hold's RNR NAKs do not count as
-traffic), and their median and worst:
+traffic), and their median and worst (a stall only where traffic flows across the switch:
+an idle time in the window counts too):
 
   migrate-vm: vmI #k: RDMA stall 212 ms (...)
   migrate-vm: vmI: RDMA stall over 3 migrations: median 190 ms, worst 212 ms
