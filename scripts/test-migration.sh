@@ -25,9 +25,10 @@
 #    (--pcap): the capture must show VM 1's RNR NAKs with the longest timer
 #    during the hold and the destination's prompt (shortest timer) after
 #    it.
-# 3. perftest between VM 1 (adapter) and a soft-RoCE VM: VM 1, migrated
-#    twice, is the client of ib_write_bw and ib_read_bw and the server of
-#    ib_send_bw.
+# 3. perftest: VM 1, migrated twice, is the client of ib_write_bw and
+#    ib_read_bw and the server of ib_send_bw with a soft-RoCE VM, then the
+#    other way round, then the first way with an adapter VM (part 1 has
+#    the other way with an adapter, part 2 ib_write_bw).
 # 4. NVMe over Fabrics over RDMA (scripts/test-nvmf.sh --migrate): VM 1
 #    the target, VM 2 the host, which verifies I/O round after round while
 #    VM 1 and then VM 2 are migrated.
@@ -215,38 +216,53 @@ retry /tmp/rp rping -c -V -C 20000 -S 4096 -a 10.77.0.1; v rping-client \$? /tmp
         fi
     fi
 fi
-# --- 3. perftest with a soft-RoCE peer, the migrated VM client and server -----------
-if [ "${RS_MIGRATION_RXE:-1}" != 0 ]; then
-    out=$logdir/rxe.log
-    pt="-d \$dev -x \$gi -F -D 25 -s 65536 -u 18"
-    RS_VMS_LOGDIR=$logdir/vms-rxe "$top/scripts/launch-vms.sh" -q --no-build \
-        -n 2 --soft-roce-vm 2 --timeout 240 --migrate 1@5x2 \
-        --vm-cmd 1 "$verdict; $again; $gid
-ib_send_bw -p 18613 $pt > /tmp/sb 2>&1 & s=\$!
-sleep 2
-retry /tmp/wb ib_write_bw -p 18611 $pt \$RS_PEER & w=\$!
-retry /tmp/rb ib_read_bw -p 18612 $pt -o 16 \$RS_PEER & r=\$!
-wait \$w; v write-bw-client \$? /tmp/wb 2
-wait \$r; v read-bw-client \$? /tmp/rb 2
-wait \$s; v send-bw-server \$? /tmp/sb 2
-$clean; $(notice 2)" \
-        --vm-cmd 2 "$verdict; $again; $gid
-ib_write_bw -p 18611 $pt > /tmp/wb 2>&1 & w=\$!
-ib_read_bw -p 18612 $pt -o 16 > /tmp/rb 2>&1 & r=\$!
-sleep 1
-retry /tmp/sb ib_send_bw -p 18613 $pt \$RS_PEER & s=\$!
-wait \$w; v write-bw-server \$? /tmp/wb
-wait \$r; v read-bw-server \$? /tmp/rb
-wait \$s; v send-bw-client \$? /tmp/sb
-$clean" \
-        ${1:+-- "$@"} > "$out" 2>&1
+# --- 3. perftest, the migrated VM client and server ------------------------------
+# perf_guest VM CLIENTS SERVERS: VM's command, client of the CLIENTS and
+# server of the SERVERS (write, read, send: ib_<x>_bw); on VM 1 each must
+# have lived through both migrations.
+perf_guest()
+{
+    local x m=''
+    [ "$1" = 1 ] && m=2
+    printf '%s\n' "$verdict; $again; $gid"
+    for x in $3; do
+        printf 'ib_%s_bw -p %s %s > /tmp/%s 2>&1 & s_%s=$!\n' "$x" "$(perf_port "$x")" "$(perf_args "$x")" "$x" "$x"
+    done
+    echo 'sleep 2'
+    for x in $2; do
+        printf 'retry /tmp/%s ib_%s_bw -p %s %s $RS_PEER & c_%s=$!\n' "$x" "$x" "$(perf_port "$x")" "$(perf_args "$x")" "$x"
+    done
+    for x in $2; do printf 'wait $c_%s; v %s-bw-client $? /tmp/%s %s\n' "$x" "$x" "$x" "$m"; done
+    for x in $3; do printf 'wait $s_%s; v %s-bw-server $? /tmp/%s %s\n' "$x" "$x" "$x" "$m"; done
+    echo "$clean"
+    [ "$1" = 1 ] && notice 2
+}
+perf_port() { case $1 in write) echo 18611 ;; read) echo 18612 ;; send) echo 18613 ;; esac; }
+perf_args() { echo '-d $dev -x $gi -F -D 25 -s 65536 -u 18'"$([ "$1" = read ] && echo ' -o 16')"; }
+# perf_part PREFIX LAUNCH-OPTIONS VM1-CLIENTS VM1-SERVERS
+perf_part()
+{
+    local pre=$1 opts=$2 c1=$3 s1=$4 x want1='' want2=''
+    out=$logdir/${pre%-}.log
+    # shellcheck disable=SC2086
+    RS_VMS_LOGDIR=$logdir/vms-${pre%-} "$top/scripts/launch-vms.sh" -q --no-build \
+        -n 2 $opts --timeout 240 --migrate 1@5x2 \
+        --vm-cmd 1 "$(perf_guest 1 "$c1" "$s1")" \
+        --vm-cmd 2 "$(perf_guest 2 "$s1" "$c1")" \
+        ${5:+-- "${@:5}"} > "$out" 2>&1
     lrc=$?
-    migrations "$out" 1 2 "rxe-"
-    stall_check "$out" 1 2 rxe- "${RS_STALL_MAX_MS:-3000}"
-    vm_checks "$out" 1:write-bw-client 1:read-bw-client 1:send-bw-server \
-        1:dmesg-clean 1:migration-notice \
-        2:write-bw-server 2:read-bw-server 2:send-bw-client 2:dmesg-clean
+    for x in $c1; do want1+=" 1:$x-bw-client"; want2+=" 2:$x-bw-server"; done
+    for x in $s1; do want1+=" 1:$x-bw-server"; want2+=" 2:$x-bw-client"; done
+    migrations "$out" 1 2 "$pre"
+    stall_check "$out" 1 2 "$pre" "${RS_STALL_MAX_MS:-3000}"
+    # shellcheck disable=SC2086
+    vm_checks "$out" $want1 1:dmesg-clean 1:migration-notice $want2 2:dmesg-clean
     launcher_check $lrc
+}
+if [ "${RS_MIGRATION_RXE:-1}" != 0 ]; then
+    perf_part rxe- "--soft-roce-vm 2" "write read" "send" "$@"
+    perf_part rxe-rev- "--soft-roce-vm 2" "send" "write read" "$@"
+    perf_part adapter- "" "write read" "send" "$@"
 fi
 
 # --- 4. NVMe-oF while the target and then the host move -------------------------
