@@ -2,6 +2,7 @@
 """Parse a bench/run-bench.sh run and write its results.
 
 Usage: bench/bench.py OUTDIR
+       bench/bench.py smoke-check OUTDIR/results.csv
 
 Reads OUTDIR/machine.env and the launch-vms logs OUTDIR/adapter.log and
 OUTDIR/soft-roce.log (every guest line prefixed "[vmI] "; the guest script
@@ -201,7 +202,23 @@ def size_text(n):
     return "%.1f GiB" % (mib / 1024) if mib >= 1000 else "%.0f MiB" % mib
 
 
+def smoke_check(path):
+    """One line per benchmark of a results.csv: "ok|fail NAME DETAIL", ok
+    when every metric of it has numbers on both pairs."""
+    rows = {}
+    for r in csv.DictReader(open(path)):
+        rows.setdefault(r["benchmark"], []).append(r)
+    for name, rs in rows.items():
+        bad = ["%s: adapter %s, soft-RoCE %s" % (r["metric"], r["adapter_status"], r["soft_roce_status"])
+               for r in rs if r["adapter_status"] != "ok" or r["soft_roce_status"] != "ok"]
+        print("%s %s %s" % ("fail" if bad else "ok", name,
+                            "; ".join(bad) or "numbers on both pairs"))
+
+
 def main():
+    if sys.argv[1] == "smoke-check":
+        smoke_check(sys.argv[2])
+        return 0
     out = sys.argv[1]
     env = read_env(os.path.join(out, "machine.env"))
     try:

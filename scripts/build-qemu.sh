@@ -89,9 +89,11 @@ if [ "$(cat "$src/.rs-unpacked" 2>/dev/null)" != "$patchsum" ]; then
 fi
 
 # Overlay: --checksum rewrites only files whose content changed, so ninja
-# sees an untouched mtime on everything else.
+# sees an untouched mtime on everything else.  Of tests/, only the qtests
+# belong in QEMU's tree (tests/meson.build is the project's own).
 rsync -r --checksum --exclude='*~' \
-    --include='/hw/***' --include='/include/***' --include='/tests/***' \
+    --include='/hw/***' --include='/include/***' --include='/tests/' \
+    --include='/tests/qtest/***' \
     --include='/docs/***' --include='/configs/***' --exclude='*' \
     "$top/" "$src/"
 

@@ -29,7 +29,7 @@
 #    ib_read_bw and the server of ib_send_bw with a soft-RoCE VM, then the
 #    other way round, then the first way with an adapter VM (part 1 has
 #    the other way with an adapter, part 2 ib_write_bw).
-# 4. NVMe over Fabrics over RDMA (scripts/test-nvmf.sh --migrate): VM 1
+# 4. NVMe over Fabrics over RDMA (tests/guest/nvmf.sh --migrate): VM 1
 #    the target, VM 2 the host, which verifies I/O round after round while
 #    VM 1 and then VM 2 are migrated.
 # Checks: each migration completed with the destination running (its
@@ -38,7 +38,7 @@
 # are clean, every QEMU powered off.  Prints TAP and
 # "migration: N passed, N failed"; exits 0 if every check passed.
 #
-# Usage: scripts/test-migration.sh [extra QEMU arguments for every VM,
+# Usage: tests/guest/migration.sh [extra QEMU arguments for every VM,
 #   e.g. -trace 'rdma_session_migration*']
 # Environment: RS_BUILD, RS_CACHE (scripts/build-qemu.sh), RS_NO_BUILD=1,
 #   RS_MIGRATIONS (part 1's migrations, default 3; 0 skips part 1),
@@ -48,8 +48,8 @@
 #   RS_MIGRATION_RXE=0 (skips part 3), RS_MIGRATION_NVMF=0 (skips part 4).
 set -uo pipefail
 
-top=$(cd "$(dirname "$0")/.." && pwd)
-. "$top/scripts/vm-checks.sh"
+top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/tests/guest/suite-lib.sh"
 : "${RS_BUILD:=$top/build}"
 export RS_BUILD
 n_mig=${RS_MIGRATIONS:-3}
@@ -69,7 +69,7 @@ ck() {  # ok|fail NAME DETAIL
 migrations()
 {
     local k line
-    grep '^\[launch-vms\] migrate-vm:' "$1" | sed 's/^\[launch-vms\] //'
+    grep '^\[launch-vms\] migrate-vm:' "$1" | sed 's/^\[launch-vms\] /# /'
     for k in $(seq 1 "$3"); do
         line=$(grep -m1 "migrate-vm: vm$2 #$k: " "$1")
         if [ -n "$line" ]; then ck ok "$4migration-$k" "(${line#*: })"
@@ -267,14 +267,15 @@ fi
 
 # --- 4. NVMe-oF while the target and then the host move -------------------------
 if [ "${RS_MIGRATION_NVMF:-1}" != 0 ]; then
-    RS_VMS_LOGDIR=$logdir/vms-nvmf "$top/scripts/test-nvmf.sh" --migrate \
+    RS_VMS_LOGDIR=$logdir/vms-nvmf "$top/tests/guest/nvmf.sh" --migrate \
         > "$logdir/nvmf.log" 2>&1
-    grep -E '^(ok|not ok) - |^migrate-vm: ' "$logdir/nvmf.log" |
+    grep -E '^(ok|not ok) - |^# migrate-vm: ' "$logdir/nvmf.log" |
         sed -E 's/^(ok|not ok) - /\1 - nvmf-/'
     np=$(grep -c '^ok - ' "$logdir/nvmf.log")
     nf=$(grep -c '^not ok - ' "$logdir/nvmf.log")
     [ $((np + nf)) -gt 0 ] || { nf=1; echo "not ok - nvmf: no result (see $logdir/nvmf.log)"; }
     pass=$((pass + np)) fail=$((fail + nf))
 fi
-echo "migration: $pass passed, $fail failed ($(( $(date +%s) - t0 )) s, logs in $logdir)"
+echo "1..$((pass + fail))"
+echo "# migration: $pass passed, $fail failed ($(( $(date +%s) - t0 )) s, logs in $logdir)"
 [ $fail = 0 ]

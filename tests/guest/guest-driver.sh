@@ -26,7 +26,7 @@
 #   (scripts/run-demo.sh; the timeout defaults to 180 here).
 set -uo pipefail
 
-top=$(cd "$(dirname "$0")/.." && pwd)
+top=$(cd "$(dirname "$0")/../.." && pwd)
 : "${RS_BUILD:=$top/build}"
 export RS_BUILD
 . "$top/scripts/apt-private.sh"

@@ -1,0 +1,20 @@
+# Shell functions for the test scripts that run inside the guests (busybox
+# sh); a suite sends this file followed by its own script.
+#
+#   ck NAME ok|fail [DETAIL]  a result line: the suites count "CHECK" lines
+#   badlog                    the kernel log's warnings, bugs and oopses
+#   gid_of IPV4               the index of its RoCE v2 GID on $dev port 1
+#   dev                       the guest's first RDMA device
+
+ck() { echo "CHECK $1 $2 ${3:-}"; }
+badlog() { dmesg | grep -E 'WARNING|BUG|Oops|Call Trace|rdma_session .*(failed|timed out|fatal)' | head -n 3 | tr '\n' ' '; }
+dev=$(ls /sys/class/infiniband 2>/dev/null | head -n 1)
+gid_of() {
+    h=$(echo "$1" | awk -F. '{ printf "%02x%02x:%02x%02x", $1, $2, $3, $4 }')
+    for f in /sys/class/infiniband/$dev/ports/1/gids/*; do
+        i=${f##*/}
+        [ "$(cat "$f" 2>/dev/null)" = "0000:0000:0000:0000:0000:ffff:$h" ] || continue
+        [ "$(cat /sys/class/infiniband/$dev/ports/1/gid_attrs/types/$i 2>/dev/null)" = "RoCE v2" ] && { echo "$i"; return 0; }
+    done
+    return 1
+}

@@ -1,0 +1,60 @@
+#!/bin/bash
+# Run the device's qtests as TAP: every qos-test path naming rdma-session
+# that matches one of the patterns (extended regular expressions; none:
+# all), one qos-test process per path so that a test that aborts does not
+# hide the others.  A run that crashes or times out, and a sanitizer report
+# in a passing run, is a failed test.
+#
+# Usage: tests/runners/qtest.sh QEMU-BUILD-DIR [PATTERN...]
+# Environment: RS_QTEST_TIMEOUT (seconds per path, default 300),
+#   ASAN_OPTIONS/UBSAN_OPTIONS for the sanitizer build.
+set -uo pipefail
+
+qb=$1
+shift
+cd "$qb" || { echo "Bail out! no QEMU build directory $qb"; exit 1; }
+# (scripts/build-qemu.sh gave the build's data directory the firmware)
+export QTEST_QEMU_BINARY=./qemu-system-x86_64
+pat=$(IFS='|'; echo "${*:-.}")
+# "qos-test -l" lists full paths; GLib's -p takes exact paths and does not
+# recurse.
+mapfile -t paths < <(./tests/qtest/qos-test -l 2>/dev/null |
+                     grep -E '^/.*/rdma-session(/|$)' | grep -E -- "$pat")
+if [ ${#paths[@]} -eq 0 ]; then
+    echo "Bail out! qos-test lists no rdma-session path matching '$pat'"
+    exit 1
+fi
+echo "1..${#paths[@]}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+n=0 bad=0
+for path in "${paths[@]}"; do
+    n=$((n + 1))
+    # (the subshell keeps bash's "Aborted" notices out of the output)
+    ( timeout -k 10 "${RS_QTEST_TIMEOUT:-300}" \
+        ./tests/qtest/qos-test -m quick --tap -p "$path"; exit $? ) \
+        > "$tmp/out" 2> "$tmp/err"
+    rc=$?
+    cat "$tmp/err" >&2
+    why=
+    if grep -q '^not ok' "$tmp/out"; then
+        why=$(grep -m1 '^not ok' "$tmp/out")
+    elif [ $rc = 124 ] || [ $rc = 137 ]; then
+        why="timed out after ${RS_QTEST_TIMEOUT:-300} s"
+    elif [ $rc != 0 ]; then
+        why="exit status $rc"
+    elif ! grep -q '^ok ' "$tmp/out"; then
+        why="no result"
+    elif grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$tmp/err"; then
+        why="sanitizer report"
+    fi
+    if [ -z "$why" ]; then
+        echo "ok $n - $path"
+    else
+        bad=$((bad + 1))
+        echo "not ok $n - $path ($why)"
+        grep -hE '^(Bail out|\*\*)|ERROR|runtime error:|SUMMARY' "$tmp/out" "$tmp/err" |
+            head -n 4 | sed 's/^/#   /'
+    fi
+done
+[ $bad = 0 ]
