@@ -140,18 +140,6 @@ jobs=$(nproc 2>/dev/null || echo 2)
 ninja -C "$bld" -j "$jobs" >&2 || die "build failed"
 log "built ($((SECONDS - t1)) s)"
 
-# Host-side check of the provider's data path (rings and doorbells in plain
-# memory, the test playing the device); rebuilt only when a source changed.
-t=$bld/rs-datapath-test
-if [ ! -x "$t" ] || [ -n "$(find "$prov" -name '*.[ch]' -newer "$t")" ]; then
-    cc -std=gnu11 -O2 -g -Wall -Wextra -Wno-sign-compare -Wno-unused-parameter \
-        -Wshadow -Werror -I"$bld/include" -I"$src" -I"$prov" -o "$t" \
-        "$prov/test/rs-datapath-test.c" "$bld/util/librdma_util.a" \
-        "$bld/ccan/libccan.a" -L"$bld/lib" -libverbs -Wl,-rpath,"$bld/lib" \
-        -lpthread || die "building the provider's data path test failed"
-fi
-"$t" >&2 || die "the provider's data path test failed"
-
 # Install into the staging directory; cmake's install skips files that are
 # already up to date.
 DESTDIR="$stage" ninja -C "$bld" install > "$bld/.rs-install.log" 2>&1 ||

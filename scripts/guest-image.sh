@@ -4,7 +4,7 @@
 # modules (ib_core, ib_uverbs, ib_umad, ib_cm, iw_cm, rdma_cm, rdma_ucm with
 # their dependencies; crc32_generic and rdma_rxe for soft-RoCE peers, not
 # loaded by default; virtio_net and sch_netem too; nvme_rdma, nvmet_rdma
-# and brd for scripts/test-nvmf.sh, not loaded by default), our
+# and brd for tests/guest/nvmf.sh, not loaded by default), our
 # rdma_session.ko (scripts/build-guest-module.sh),
 # rdma-core userspace (libibverbs, librdmacm, providers, ibv_* utilities,
 # rping, ucmatose) from build/rdma-core-stage (scripts/build-rdma-core.sh)
@@ -67,6 +67,8 @@
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
+# The guest's /init, profile, udhcpc script and lspci, as installed.
+files=$top/scripts/guest-image
 . "$top/scripts/apt-private.sh"
 
 log() { printf '[guest-image] %s\n' "$*" >&2; }
@@ -204,11 +206,8 @@ fi
 kdeb=${deb[kernel]}
 bdeb=${deb[busybox-static]}
 
-# rdma-core with our provider (scripts/build-rdma-core.sh, incremental)
-# once that script is part of the repository.
-if [ -z "${RS_RDMA_CORE_STAGE:-}" ] && [ -x "$top/scripts/build-rdma-core.sh" ] &&
-   { ! git -C "$top" rev-parse --git-dir >/dev/null 2>&1 ||
-     git -C "$top" ls-files --error-unmatch scripts/build-rdma-core.sh >/dev/null 2>&1; }; then
+# rdma-core with our provider (scripts/build-rdma-core.sh, incremental).
+if [ -z "${RS_RDMA_CORE_STAGE:-}" ]; then
     log "building rdma-core (scripts/build-rdma-core.sh)"
     "$top/scripts/build-rdma-core.sh" > "${RS_BUILD:-$top/build}/rdma-core-build.log" 2>&1 ||
         { tail -n 20 "${RS_BUILD:-$top/build}/rdma-core-build.log" >&2
@@ -244,7 +243,7 @@ key=$( { for p in "${!deb[@]}"; do basename "${deb[$p]}"; done | LC_ALL=C sort
          echo "$modules"; echo "$extrasum"
          [ "$extramodsum" = none ] || echo "extramods $extramodsum"
          echo "stage $stagesum ko $kosum"
-         sha1sum < "$0"; } | sha1sum | cut -c1-16)
+         sha1sum < "$0"; cat "$files"/*; } | sha1sum | cut -c1-16)
 out="$gdir/$key"
 if [ -s "$out/vmlinuz" ] && [ -s "$out/initramfs.cpio.gz" ] && [ -s "$out/kver" ]; then
     log "up to date: $out"
@@ -463,202 +462,16 @@ printf 'root:x:0:\n' > "$root/etc/group"
 printf '127.0.0.1 localhost\n' > "$root/etc/hosts"
 
 # udhcpc's script: address, default route, resolv.conf.
-cat > "$root/usr/share/udhcpc/default.script" <<'EOF'
-#!/bin/sh
-# udhcpc event script (scripts/guest-image.sh)
-case $1 in
-deconfig)
-    ip -4 addr flush dev "$interface"
-    ip link set "$interface" up
-    ;;
-bound|renew)
-    ip -4 addr flush dev "$interface"
-    ip addr add "$ip/${mask:-24}" dev "$interface"
-    if [ -n "$router" ]; then
-        ip route del default 2>/dev/null
-        for r in $router; do ip route add default via "$r" dev "$interface"; break; done
-    fi
-    : > /etc/resolv.conf
-    for d in $dns; do echo "nameserver $d" >> /etc/resolv.conf; done
-    echo "udhcpc: $interface: $ip/${mask:-24}${router:+ router $router}"
-    ;;
-esac
-exit 0
-EOF
-chmod 755 "$root/usr/share/udhcpc/default.script"
+install -m 755 "$files/udhcpc.script" "$root/usr/share/udhcpc/default.script"
 # Debian's busybox looks for it in /etc/udhcpc.
 mkdir -p "$root/etc/udhcpc"
 ln -s /usr/share/udhcpc/default.script "$root/etc/udhcpc/default.script"
 # PCI listing without pciutils: "BB:DD.F CCCC: VVVV:DDDD (rev RR)" like
 # "lspci -n"; -v adds the BARs and the IRQ, -d VVVV:DDDD filters.
-cat > "$root/bin/lspci" <<'EOF'
-#!/bin/sh
-# Minimal lspci -n for the rdma-session guest (sysfs based).
-verbose=0 filt=
-while [ $# -gt 0 ]; do
-    case $1 in
-    -v) verbose=1 ;;
-    -n|-nn) ;;
-    -d) shift; filt=$1 ;;
-    *) echo "usage: lspci [-v] [-d vendor:device]" >&2; exit 2 ;;
-    esac
-    shift
-done
-found=1
-for d in /sys/bus/pci/devices/*; do
-    [ -e "$d/vendor" ] || continue
-    ven=$(cat "$d/vendor"); dev=$(cat "$d/device")
-    cls=$(cat "$d/class"); rev=$(cat "$d/revision" 2>/dev/null || echo 0x00)
-    id="${ven#0x}:${dev#0x}"
-    [ -z "$filt" ] || [ "$filt" = "$id" ] || continue
-    found=0
-    bdf=${d##*/}
-    line="${bdf#0000:} $(echo "${cls#0x}" | cut -c1-4): $id (rev ${rev#0x})"
-    drv=
-    [ -e "$d/driver" ] && drv=$(basename "$(readlink "$d/driver")")
-    echo "$line${drv:+ driver=$drv}"
-    [ $verbose = 1 ] || continue
-    echo "	IRQ: $(cat "$d/irq" 2>/dev/null)"
-    i=0
-    while read -r start end flags; do
-        if [ "$end" != 0x0000000000000000 ] && [ $i -le 5 ]; then
-            size=$(( end - start + 1 ))
-            if [ $(( flags & 0x100 )) -ne 0 ]; then kind="I/O ports"
-            else
-                kind="Memory"
-                [ $(( flags & 0x100000 )) -ne 0 ] && kind="$kind 64-bit"
-                [ $(( flags & 0x2000 )) -ne 0 ] && kind="$kind prefetchable"
-            fi
-            printf '\tBAR%d: %s at %x [size=%d]\n' $i "$kind" $(( start )) $size
-        fi
-        i=$((i + 1))
-    done < "$d/resource"
-done
-exit $found
-EOF
-chmod 755 "$root/bin/lspci"
+install -m 755 "$files/lspci" "$root/bin/lspci"
 
-cat > "$root/init" <<'EOF'
-#!/bin/sh
-# rdma-session guest init (scripts/guest-image.sh)
-export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TERM=${TERM:-linux}
-# busybox's shell runs its own applets before $PATH: use iproute2's ip.
-ip() { /usr/bin/ip "$@"; }
-mount -t proc proc /proc
-mount -t sysfs sysfs /sys
-mount -t devtmpfs devtmpfs /dev 2>/dev/null
-mkdir -p /dev/pts /dev/shm
-mount -t devpts devpts /dev/pts
-mount -t tmpfs tmpfs /tmp
-mount -t tmpfs tmpfs /run
-exec </dev/console >/dev/console 2>&1
-echo 0 > /proc/sys/kernel/printk 2>/dev/null
-ip link set lo up 2>/dev/null
-
-cmdline=$(cat /proc/cmdline)
-# arg NAME: the value of NAME=VALUE on the kernel command line
-arg()
-{
-    case " $cmdline " in
-    *" $1="*) v=${cmdline#*"$1="}; echo "${v%% *}" ;;
-    esac
-}
-name=$(arg rs.name)
-hostname "${name:-rs-guest}"
-# The launcher's control port: open it (and make it raw) now, so that what
-# the launcher sends after "ready" is buffered, not dropped.
-go=$(arg rs.go)
-if [ -n "$go" ] && [ -c "/dev/$go" ]; then
-    exec 3<>"/dev/$go"
-    stty -F "/dev/$go" raw -echo 2>/dev/null
-else
-    go=
-fi
-
-kver=$(uname -r)
-echo "rs-init: Linux $kver, uptime $(cut -d' ' -f1 /proc/uptime) s"
-skip=" $(arg rs.skip | tr , ' ') "
-while read -r m; do
-    [ -n "$m" ] || continue
-    case $skip in *" $m "*) continue ;; esac
-    modprobe "$m" || insmod "/lib/modules/$kver/$m.ko" || echo "rs-init: loading $m failed"
-done < "/lib/modules/$kver/load.order"
-for m in $(arg rs.modules | tr , ' '); do
-    modprobe "$m" || echo "rs-init: modprobe $m failed"
-done
-
-echo "rs-init: PCI devices:"
-lspci
-echo "rs-init: end of PCI devices"
-
-# Network: the interface named by rs.if, else the first that is not lo.
-ifc=$(arg rs.if)
-if [ -z "$ifc" ]; then
-    for i in 1 2 3 4 5 6 7 8 9 10; do
-        for d in /sys/class/net/*; do
-            [ -e "$d" ] && [ "${d##*/}" != lo ] && { ifc=${d##*/}; break; }
-        done
-        [ -n "$ifc" ] && break
-        # no interface yet: give a driver that registers late a moment
-        [ -z "$(ls /sys/bus/pci/devices/*/net 2>/dev/null)" ] && [ $i -ge 2 ] && break
-        sleep 0.2
-    done
-fi
-if [ -n "$ifc" ] && [ -e "/sys/class/net/$ifc" ]; then
-    ip link set "$ifc" up
-    a=$(arg rs.ip)
-    [ -z "$a" ] || ip addr add "$a" dev "$ifc" || echo "rs-init: ip addr add $a dev $ifc failed"
-    if [ "$(arg rs.dhcp)" = 1 ]; then
-        udhcpc -i "$ifc" -s /usr/share/udhcpc/default.script -n -q -t 10 -T 1 -A 1 || echo "rs-init: no DHCP lease on $ifc"
-    fi
-    drv=$(basename "$(readlink "/sys/class/net/$ifc/device/driver" 2>/dev/null)" 2>/dev/null)
-    echo "rs-init: $ifc (${drv:-no driver}) $(cat "/sys/class/net/$ifc/address") $(ip -4 -o addr show dev "$ifc" | awk '{print $4}' | tr '\n' ' ')"
-else
-    echo "rs-init: no network interface"
-fi
-echo "rs-init: RDMA devices: $(ls /sys/class/infiniband 2>/dev/null | tr '\n' ' ')"
-echo "rs-init: ready"
-
-cmd= shell=0
-case " $cmdline " in
-*' rs.cmd="'*) cmd=${cmdline#*rs.cmd=\"}; cmd=${cmd%%\"*} ;;
-*' rs.cmd='*)  cmd=$(arg rs.cmd) ;;
-*' rs.cmd64='*) cmd=$(arg rs.cmd64 | base64 -d) ;;
-esac
-case " $cmdline " in *' rs.shell=1 '*) shell=1 ;; esac
-if [ -n "$go" ]; then
-    # The launcher sends one line "go BASE64-SCRIPT" once every VM is ready.
-    line=
-    while [ "${line%% *}" != go ]; do
-        read -r line <&3 || sleep 0.2
-    done
-    exec 3<&-
-    cmd=$(echo "${line#go }" | base64 -d)
-    echo "rs-init: running the launcher's command"
-    sh -c "$cmd" </dev/null
-    echo "rs-init: command exit status $?"
-elif [ -n "$cmd" ]; then
-    echo "rs-init: running: $cmd"
-    sh -c "$cmd"
-    echo "rs-init: command exit status $?"
-else
-    shell=1
-fi
-if [ $shell = 1 ]; then
-    echo "rs-init: shell (exit to power off)"
-    setsid cttyhack sh -l
-fi
-echo "rs-init: powering off"
-sync
-poweroff -f
-EOF
-chmod 755 "$root/init"
-cat > "$root/etc/profile" <<'EOF'
-PS1="$(hostname):\w# "
-# busybox's shell runs its own applets before $PATH: use iproute2's ip, tc.
-ip() { /usr/bin/ip "$@"; }
-tc() { /usr/bin/tc "$@"; }
-EOF
+install -m 755 "$files/init" "$root/init"
+install -m 644 "$files/profile" "$root/etc/profile"
 
 if [ -n "$extra" ]; then
     cp -a "$extra/." "$root/"

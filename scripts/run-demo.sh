@@ -3,10 +3,8 @@
 # boot two guests with the adapter on one Ethernet segment
 # (scripts/launch-vms.sh) and show, in each, the RDMA device (ibv_devices,
 # ibv_devinfo) and traffic between them: ping over the adapter's Ethernet
-# interface, then ibv_rc_pingpong over RoCEv2.  Parts that are not
-# there yet (no RDMA device in the guest, no provider, no RDMA data path)
-# are reported as such and do not fail the demo; parts that are there
-# must work.  Exits 0 on success, 1 on a failure, 2 on a setup error.
+# interface, then ibv_rc_pingpong over RoCEv2; each must work.  Exits 0
+# on success, 1 on a failure, 2 on a setup error.
 #
 # Usage: scripts/run-demo.sh [--shell|--migrate] [-- extra QEMU arguments...]
 #   --shell         interactive shell on VM 1 (VM 2 runs in the background)
@@ -19,7 +17,7 @@
 #   RS_DEMO_TIMEOUT     seconds for the guests' commands (default 120)
 #   RS_DEMO_NO_BUILD=1  use the existing build/qemu binary as it is
 #   RS_BUILD, RS_CACHE  as for scripts/build-qemu.sh
-# Single-guest mode (scripts/test-guest-driver.sh uses it): when
+# Single-guest mode (tests/guest/guest-driver.sh uses it): when
 # RS_DEMO_CMD or RS_DEMO_DEVICE is set, or with --single, one q35 guest on
 # -netdev user lists its PCI devices and runs RS_DEMO_CMD; it passes when
 # the guest saw the adapter (PCI 1af4:10f0) and powered off cleanly.
@@ -55,81 +53,11 @@ if [ $single = 0 ]; then
     if [ $shell = 1 ]; then
         exec "$top/scripts/launch-vms.sh" "${nb[@]}" -n 2 --shell 1 -- "$@"
     fi
-    # The RDMA data path is not implemented yet in the device: a failing
-    # ibv_rc_pingpong is reported but does not fail the demo until it is.
-    dp=0
-    grep -qE 'rdma-session-(transport|requester|responder|wire)' <(git -C "$top" ls-files hw/rdma-session 2>/dev/null) && dp=1
-    # What each guest shows.  VM 1 is the ibv_rc_pingpong server, VM 2 the
-    # client.  Each step prints "demo-step: NAME ok|fail|n/a REASON".
-    read -r -d '' gcmd <<'EOS'
-step() { echo "demo-step: $*"; }
-ndev=$(ls /sys/class/infiniband 2>/dev/null | head -n 1)
-prov=$(ls /usr/lib/x86_64-linux-gnu/libibverbs/librdma_session-rdmav*.so 2>/dev/null | head -n 1)
-echo "--- ibv_devices"
-ibv_devices
-echo "--- ibv_devinfo"
-ibv_devinfo
-[ -z "$ndev" ] || { echo "--- GIDs (ibv_devinfo -v)"; ibv_devinfo -v -d "$ndev" 2>/dev/null | grep -E 'GID\['; }
-if [ -z "$ndev" ]; then
-    step "rdma-device n/a the kernel driver registers no RDMA device yet"
-elif ibv_devinfo -d "$ndev" 2>/dev/null | grep -q PORT_ACTIVE; then
-    step "rdma-device ok $ndev"
-elif [ -z "$prov" ]; then
-    step "rdma-device n/a kernel device $ndev, but no rdma-session provider in rdma-core yet"
-else
-    step "rdma-device fail $ndev is not listed by ibv_devinfo with an ACTIVE port"
-fi
-echo "--- $RS_IFACE: $(ip -br addr show dev "$RS_IFACE" 2>/dev/null)"
-if [ -z "$RS_IFACE" ]; then
-    step "ping n/a no network interface yet"
-else
-    echo "--- ping -c 3 $RS_PEER"
-    # the peer may still be bringing its interface up
-    ok=0
-    for t in 1 2 3 4 5; do ping -c 1 -W 2 "$RS_PEER" >/dev/null 2>&1 && { ok=1; break; }; done
-    if [ $ok = 1 ] && ping -c 3 -W 2 "$RS_PEER"; then step "ping ok"; else step "ping fail"; fi
-fi
-if [ -n "$ndev" ] && ibv_devinfo -d "$ndev" 2>/dev/null | grep -q PORT_ACTIVE; then
-    gid=$(for f in /sys/class/infiniband/$ndev/ports/1/gids/*; do
-              i=${f##*/}; g=$(cat "$f" 2>/dev/null)
-              case $g in 0000:0000:0000:0000:0000:ffff:*) echo "$i"; break ;; esac
-          done)
-    echo "--- ibv_rc_pingpong (GID index ${gid:-?}, VM $RS_VM_INDEX $( [ "$RS_VM_INDEX" = 1 ] && echo server || echo client))"
-    if [ "$RS_VM_INDEX" = 1 ]; then
-        timeout $tmo ibv_rc_pingpong -d "$ndev" -g "${gid:-1}" -n 10 -s 4096
-    else
-        sleep 2
-        timeout $tmo ibv_rc_pingpong -d "$ndev" -g "${gid:-1}" -n 10 -s 4096 "$RS_PEER"
-    fi
-    if [ $? = 0 ]; then step "rc-pingpong ok"
-    elif [ "$dp" = 0 ]; then step "rc-pingpong n/a the device has no RDMA data path yet"
-    else step "rc-pingpong fail"; fi
-fi
-if [ "$mig" = 1 ]; then
-    echo "--- rping -V -C $mc -S 4096 (VM 1 serves, and is live-migrated 3 times meanwhile)"
-    if [ "$RS_VM_INDEX" = 1 ]; then
-        rping -s -V -C $mc -S 4096 -a "$RS_IP" > /tmp/rp 2>&1; rc=$?
-    else
-        for t in 1 2 3 4 5 6 7 8 9 10; do
-            sleep 1; rping -c -V -C $mc -S 4096 -a "$RS_PEER" > /tmp/rp 2>&1; rc=$?
-            grep -q REJECTED /tmp/rp || break
-        done
-    fi
-    m=$(dmesg | grep -c 'live migration: announcing')
-    if [ $rc != 0 ] || grep -qiE 'mismatch|fail|error' /tmp/rp; then
-        step "migrated-stream fail rping: $(tail -n 2 /tmp/rp | tr '\n' ' ')"
-    elif [ "$RS_VM_INDEX" = 1 ] && [ "$m" != 3 ]; then
-        step "migrated-stream fail the stream ended after $m of 3 migrations"
-    else
-        step "migrated-stream ok $mc pings of 4 KiB verified$( [ "$RS_VM_INDEX" = 1 ] && echo ", across $m migrations")"
-    fi
-fi
-exit 0
-EOS
+    # What each guest shows and checks (VM 1 serves ibv_rc_pingpong).
+    gcmd=$(cat "$top/tests/guest/in-guest/demo.sh")
     tmo=60
-    [ $dp = 1 ] || tmo=10
     mc=200000
-    gcmd="dp=$dp tmo=$tmo mig=$mig mc=$mc
+    gcmd="tmo=$tmo mig=$mig mc=$mc
 $gcmd"
     migargs=()
     [ $mig = 1 ] && migargs=(--migrate 1@10x3)

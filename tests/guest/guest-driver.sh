@@ -31,8 +31,8 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 export RS_BUILD
 . "$top/scripts/apt-private.sh"
 
-log() { printf '[test-guest-driver] %s\n' "$*" >&2; }
-die() { printf '[test-guest-driver] error: %s\n' "$*" >&2; echo "guest-driver: FAIL: $*"; exit 2; }
+log() { printf '[guest-driver] %s\n' "$*" >&2; }
+die() { printf '[guest-driver] error: %s\n' "$*" >&2; echo "guest-driver: FAIL: $*"; exit 2; }
 
 t0=$(date +%s)
 out="$RS_BUILD/guest-driver"
