@@ -468,222 +468,295 @@ static void rs_req_timer_start(RSCore *c, RSQp *qp)
     rs_req_arm_retry(c);
 }
 
-/*
- * Work on the WQE at sq_ci from its packet req_pkt.  True: go on with the
- * next WQE (or this one again: the state moved under us); false: stop
- * working on this QP for now (window full, error).
- */
-static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp, unsigned *budget)
+/* READ and atomics: the response lands in the WQE's local SGEs. */
+static bool rs_wr_local_dest(uint8_t op)
 {
-    uint32_t stride = rs_sq_stride(qp->max_send_sge, qp->max_inline);
-    uint64_t addr = qp->sq_addr +
-        (uint64_t)(qp->sq_ci & ((1u << qp->sq_log) - 1)) * stride;
-    bool ud = qp->type == RS_QPT_UD || qp->type == RS_QPT_GSI;
-    bool uc = qp->type == RS_QPT_UC;
-    bool atomic;
-    uint32_t mtu = 128u << qp->path_mtu;
+    return op == RS_WR_RDMA_READ || op == RS_WR_ATOMIC_CMP_SWP ||
+           op == RS_WR_ATOMIC_FETCH_ADD;
+}
+
+/* A send WQE with what the requester's checks resolved of it. */
+typedef struct RSSendWqe {
+    uint64_t addr;              /* in the ring; inline data follows */
     struct rs_send_wqe_ctrl w;
     struct rs_sge sge[RS_MAX_SGE];
-    RSSentWqe *rec;
-    RSAv *ud_av = NULL, wqe_av;
-    uint32_t gid_index, npkts, expect_ci, expect_pkt, ack_every;
-    uint64_t total = 0;
+    RSSentWqe *rec;             /* recorded when it started, or NULL */
+    RSAv wqe_av;                /* the address vector RS_WQE_F_AV_ADDR names */
+    const RSAv *ud_av;          /* UD: the destination */
+    uint32_t gid_index;         /* the identity its local keys belong to */
+    uint64_t total;             /* message length */
+    uint32_t npkts;
     bool is_inline;
-    RSPkt pkt;
-    uint8_t st;
+} RSSendWqe;
 
-    if (rs_dma_read(c, addr, &w, sizeof(w))) {
-        memset(&w, 0, sizeof(w));
+/*
+ * Read the WQE at sq_ci and check its opcode for the QP type and against
+ * what was recorded when it started (rxe's req_next_wqe, next_opcode).
+ * False: the QP failed.
+ */
+static bool rs_req_fetch(RSCore *c, uint32_t qpn, RSQp *qp, RSSendWqe *s)
+{
+    uint32_t stride = rs_sq_stride(qp->max_send_sge, qp->max_inline);
+
+    s->addr = qp->sq_addr +
+        (uint64_t)(qp->sq_ci & ((1u << qp->sq_log) - 1)) * stride;
+    if (rs_dma_read(c, s->addr, &s->w, sizeof(s->w))) {
+        memset(&s->w, 0, sizeof(s->w));
         rs_qp_event(c, qpn, RS_EV_QP_FATAL);
-        rs_req_fail(c, qpn, qp, &w, RS_WC_LOC_QP_OP_ERR);
+        rs_req_fail(c, qpn, qp, &s->w, RS_WC_LOC_QP_OP_ERR);
         return false;
     }
     if (!qp->req_pkt) {
-        trace_rdma_session_req_wqe(qpn, qp->sq_ci, w.opcode, w.flags,
-                                   w.num_sge);
+        trace_rdma_session_req_wqe(qpn, qp->sq_ci, s->w.opcode, s->w.flags,
+                                   s->w.num_sge);
     }
-    rec = rs_sq_started(qp, qp->sq_ci);
-    if (!rs_req_opcode_ok(qp->type, w.opcode) ||
-        (rec && rec->opcode != w.opcode)) {
-        rs_req_fail(c, qpn, qp, &w, RS_WC_LOC_QP_OP_ERR);
+    s->rec = rs_sq_started(qp, qp->sq_ci);
+    if (!rs_req_opcode_ok(qp->type, s->w.opcode) ||
+        (s->rec && s->rec->opcode != s->w.opcode)) {
+        rs_req_fail(c, qpn, qp, &s->w, RS_WC_LOC_QP_OP_ERR);
         return false;
     }
-    if (w.opcode == RS_WR_LOCAL_INV || w.opcode == RS_WR_REG_MR) {
-        /*
-         * Local operations wait until every earlier WQE completed: they
-         * are then fenced as IBTA wants for LOCAL_INV, complete in order,
-         * and a go-back-N rewind never executes one twice.
-         */
-        if (qp->sq_comp != qp->sq_ci) {
-            return false;
-        }
-        st = rs_mr_local_op(c, qp, &w);
-        if (st) {
-            rs_req_fail(c, qpn, qp, &w, st);
-            return false;
-        }
-        rs_send_cqe(c, qpn, &w, RS_WC_SUCCESS, 0);
-        qp->sq_ci++;
-        qp->sq_comp = qp->sq_rec = qp->sq_ci;
-        (*budget)--;            /* they cost a doorbell's work like packets */
-        return true;
+    return true;
+}
+
+/*
+ * LOCAL_INV and REG_MR (rxe's rxe_do_local_ops) wait until every earlier
+ * WQE completed: they are then fenced as IBTA wants for LOCAL_INV,
+ * complete in order, and a go-back-N rewind never executes one twice.
+ */
+static bool rs_req_local_op(RSCore *c, uint32_t qpn, RSQp *qp,
+                            const struct rs_send_wqe_ctrl *w,
+                            unsigned *budget)
+{
+    uint8_t st;
+
+    if (qp->sq_comp != qp->sq_ci) {
+        return false;
     }
-    atomic = w.opcode == RS_WR_ATOMIC_CMP_SWP ||
-             w.opcode == RS_WR_ATOMIC_FETCH_ADD;
-    memset(&pkt, 0, sizeof(pkt));
-    if (ud && (w.flags & RS_WQE_F_AV_ADDR)) {
-        if (!rs_req_av_addr(c, qp, le64_to_cpu(w.swap), &wqe_av)) {
-            rs_req_fail(c, qpn, qp, &w, RS_WC_LOC_QP_OP_ERR);
+    st = rs_mr_local_op(c, qp, w);
+    if (st) {
+        rs_req_fail(c, qpn, qp, w, st);
+        return false;
+    }
+    rs_send_cqe(c, qpn, w, RS_WC_SUCCESS, 0);
+    qp->sq_ci++;
+    qp->sq_comp = qp->sq_rec = qp->sq_ci;
+    (*budget)--;            /* they cost a doorbell's work like packets */
+    return true;
+}
+
+/*
+ * The destination: UD's address vector (the WQE's AH, or the one it
+ * points to), the identity the local keys resolve in, and the message's
+ * 5-tuple into pkt.  False if any of them is invalid.
+ */
+static bool rs_req_dest(RSCore *c, uint32_t qpn, RSQp *qp, RSSendWqe *s,
+                        RSPkt *pkt)
+{
+    bool ud = qp->type == RS_QPT_UD || qp->type == RS_QPT_GSI;
+
+    s->ud_av = NULL;
+    if (ud && (s->w.flags & RS_WQE_F_AV_ADDR)) {
+        if (!rs_req_av_addr(c, qp, le64_to_cpu(s->w.swap), &s->wqe_av)) {
             return false;
         }
-        ud_av = &wqe_av;
-        gid_index = ud_av->gid_index;
+        s->ud_av = &s->wqe_av;
     } else if (ud) {
-        uint32_t ah = RS_LOOKUP(c->ahs, c->p.max_ahs, le32_to_cpu(w.ah));
+        uint32_t ah = RS_LOOKUP(c->ahs, c->p.max_ahs, le32_to_cpu(s->w.ah));
 
         if (!ah || c->ahs[ah].pd != qp->pd) {
-            rs_req_fail(c, qpn, qp, &w, RS_WC_LOC_QP_OP_ERR);
             return false;
         }
-        ud_av = &c->ahs[ah].av;
-        gid_index = ud_av->gid_index;
-    } else {
-        gid_index = qp->av.gid_index;
+        s->ud_av = &c->ahs[ah].av;
     }
-    if (!rs_qp_tuple_msg(c, qp, qpn, ud_av, &pkt)) {
-        rs_req_fail(c, qpn, qp, &w, RS_WC_LOC_QP_OP_ERR);
-        return false;
-    }
+    s->gid_index = s->ud_av ? s->ud_av->gid_index : qp->av.gid_index;
+    return rs_qp_tuple_msg(c, qp, qpn, s->ud_av, pkt);
+}
 
-    is_inline = (w.flags & RS_WQE_F_INLINE) && w.opcode != RS_WR_RDMA_READ &&
-                !atomic;
-    if (is_inline) {
-        total = le32_to_cpu(w.inline_len);
-        if (total > qp->max_inline) {
-            rs_req_fail(c, qpn, qp, &w, RS_WC_LOC_LEN_ERR);
+/*
+ * The message length, from the inline data or the local SGEs, each SGE
+ * checked, and the packets it takes.  False: the QP failed.
+ */
+static bool rs_req_length(RSCore *c, uint32_t qpn, RSQp *qp, RSSendWqe *s)
+{
+    bool ud = qp->type == RS_QPT_UD || qp->type == RS_QPT_GSI;
+    bool atomic = s->w.opcode == RS_WR_ATOMIC_CMP_SWP ||
+                  s->w.opcode == RS_WR_ATOMIC_FETCH_ADD;
+    bool local_dest = rs_wr_local_dest(s->w.opcode);
+    uint32_t mtu = 128u << qp->path_mtu;
+    uint8_t st;
+
+    s->total = 0;
+    s->is_inline = (s->w.flags & RS_WQE_F_INLINE) && !local_dest;
+    if (s->is_inline) {
+        s->total = le32_to_cpu(s->w.inline_len);
+        if (s->total > qp->max_inline) {
+            rs_req_fail(c, qpn, qp, &s->w, RS_WC_LOC_LEN_ERR);
             return false;
         }
     } else {
-        if (w.num_sge > qp->max_send_sge ||
-            rs_dma_read(c, addr + sizeof(w), sge,
-                        w.num_sge * sizeof(struct rs_sge))) {
-            rs_req_fail(c, qpn, qp, &w, RS_WC_LOC_QP_OP_ERR);
+        if (s->w.num_sge > qp->max_send_sge ||
+            rs_dma_read(c, s->addr + sizeof(s->w), s->sge,
+                        s->w.num_sge * sizeof(struct rs_sge))) {
+            rs_req_fail(c, qpn, qp, &s->w, RS_WC_LOC_QP_OP_ERR);
             return false;
         }
-        st = rs_sge_check(c, qp, gid_index, sge, w.num_sge,
-                          w.opcode == RS_WR_RDMA_READ || atomic ?
-                          RS_ACCESS_LOCAL_WRITE : 0, &total);
+        st = rs_sge_check(c, qp, s->gid_index, s->sge, s->w.num_sge,
+                          local_dest ? RS_ACCESS_LOCAL_WRITE : 0, &s->total);
         if (st) {
-            rs_req_fail(c, qpn, qp, &w, st);
+            rs_req_fail(c, qpn, qp, &s->w, st);
             return false;
         }
     }
-    if (total > c->p.max_msg_size || (ud && total > mtu) ||
-        (atomic && total != 8)) {
-        rs_req_fail(c, qpn, qp, &w, RS_WC_LOC_LEN_ERR);
+    if (s->total > c->p.max_msg_size || (ud && s->total > mtu) ||
+        (atomic && s->total != 8)) {
+        rs_req_fail(c, qpn, qp, &s->w, RS_WC_LOC_LEN_ERR);
         return false;
     }
-    npkts = total ? DIV_ROUND_UP(total, mtu) : 1;
-    if (rec ? rec->len != total || rec->npkts != npkts :
-              qp->req_pkt != 0) {
+    s->npkts = s->total ? DIV_ROUND_UP(s->total, mtu) : 1;
+    return true;
+}
+
+/*
+ * Validate the WQE before any packet of it leaves, also when it resumes
+ * or is sent again: destination, local keys, lengths, and that the guest
+ * did not rewrite a WQE the requester had started; record a new one.
+ * False: the QP failed, or it waits for completions.
+ */
+static bool rs_req_check(RSCore *c, uint32_t qpn, RSQp *qp, RSSendWqe *s,
+                         RSPkt *pkt)
+{
+    if (!rs_req_dest(c, qpn, qp, s, pkt)) {
+        rs_req_fail(c, qpn, qp, &s->w, RS_WC_LOC_QP_OP_ERR);
+        return false;
+    }
+    if (!rs_req_length(c, qpn, qp, s)) {
+        return false;
+    }
+    if (s->rec ? s->rec->len != s->total || s->rec->npkts != s->npkts :
+                 qp->req_pkt != 0) {
         /* The guest rewrote a WQE the requester had started. */
-        rs_req_fail(c, qpn, qp, &w, RS_WC_LOC_QP_OP_ERR);
+        rs_req_fail(c, qpn, qp, &s->w, RS_WC_LOC_QP_OP_ERR);
         return false;
     }
-    if (!rec && !rs_req_record(qp, &w, total, npkts, sge,
-                               w.opcode == RS_WR_RDMA_READ || atomic ?
-                               w.num_sge : 0)) {
-        return false;
-    }
+    return s->rec ||
+           rs_req_record(qp, &s->w, s->total, s->npkts, s->sge,
+                         rs_wr_local_dest(s->w.opcode) ? s->w.num_sge : 0);
+}
 
-    pkt.dqpn = ud ? le32_to_cpu(w.remote_qpn) : qp->dest_qpn;
-    pkt.pkey = 0xffff;
+/* The headers all packets of the message share (rxe's init_req_packet). */
+static void rs_req_init_pkt(uint32_t qpn, const RSQp *qp,
+                            const RSSendWqe *s, RSPkt *pkt)
+{
+    bool ud = qp->type == RS_QPT_UD || qp->type == RS_QPT_GSI;
+
+    pkt->dqpn = ud ? le32_to_cpu(s->w.remote_qpn) : qp->dest_qpn;
+    pkt->pkey = 0xffff;
     if (ud) {
-        uint32_t qkey = le32_to_cpu(w.remote_qkey);
+        uint32_t qkey = le32_to_cpu(s->w.remote_qkey);
 
-        pkt.qkey = (qkey & 0x80000000u) ? qp->qkey : qkey;
-        pkt.sqpn = qpn;
+        pkt->qkey = (qkey & 0x80000000u) ? qp->qkey : qkey;
+        pkt->sqpn = qpn;
     }
-    pkt.imm = le32_to_cpu(w.imm_or_inv);
-    pkt.ieth = le32_to_cpu(w.imm_or_inv);
-    pkt.va = le64_to_cpu(w.remote_addr);
-    pkt.rkey = le32_to_cpu(w.rkey);
-    pkt.dmalen = total;
+    pkt->imm = le32_to_cpu(s->w.imm_or_inv);
+    pkt->ieth = le32_to_cpu(s->w.imm_or_inv);
+    pkt->va = le64_to_cpu(s->w.remote_addr);
+    pkt->rkey = le32_to_cpu(s->w.rkey);
+    pkt->dmalen = s->total;
+}
 
-    if (atomic) {
-        size_t len;
+/* An atomic: one request packet; its response completes the WQE. */
+static bool rs_req_atomic(RSCore *c, RSQp *qp, const RSSendWqe *s,
+                          RSPkt *pkt, unsigned *budget)
+{
+    size_t len;
 
-        /* Atomics share max_rd_atomic with READ requests. */
-        if (!rs_req_room(c, qp) ||
-            qp->rd_out >= MAX(qp->max_rd_atomic, 1)) {
-            return false;
-        }
-        pkt.opcode = rs_req_rc_op(w.opcode, 0, 1);
-        if (w.opcode == RS_WR_ATOMIC_CMP_SWP) {
-            pkt.swap_add = le64_to_cpu(w.swap);
-            pkt.compare = le64_to_cpu(w.compare_add);
-        } else {
-            pkt.swap_add = le64_to_cpu(w.compare_add);
-        }
-        pkt.psn = qp->sq_psn;
-        pkt.ackreq = true;
-        len = rs_wire_build(c->req_buf, &pkt, 0);
-        rs_req_timer_start(c, qp);
-        rs_req_advance(qp, 1);
+    /* Atomics share max_rd_atomic with READ requests. */
+    if (!rs_req_room(c, qp) ||
+        qp->rd_out >= MAX(qp->max_rd_atomic, 1)) {
+        return false;
+    }
+    pkt->opcode = rs_req_rc_op(s->w.opcode, 0, 1);
+    if (s->w.opcode == RS_WR_ATOMIC_CMP_SWP) {
+        pkt->swap_add = le64_to_cpu(s->w.swap);
+        pkt->compare = le64_to_cpu(s->w.compare_add);
+    } else {
+        pkt->swap_add = le64_to_cpu(s->w.compare_add);
+    }
+    pkt->psn = qp->sq_psn;
+    pkt->ackreq = true;
+    len = rs_wire_build(c->req_buf, pkt, 0);
+    rs_req_timer_start(c, qp);
+    rs_req_advance(qp, 1);
+    qp->sq_ci++;
+    qp->req_pkt = 0;
+    qp->rd_out++;
+    (*budget)--;
+    rs_roce_xmit(c, c->req_buf, len, pkt->dip);
+    return true;
+}
+
+/*
+ * The next READ request of the message, for the packets from req_pkt on.
+ * One READ request per half of x-window of the message, at fixed packet
+ * offsets, so that one asking again for the rest of a part stays inside
+ * what the responder's READ resource covers.  A congestion window smaller
+ * than that still lets one go out when nothing else is outstanding.
+ */
+static bool rs_req_read(RSCore *c, RSQp *qp, const RSSendWqe *s,
+                        RSPkt *pkt, unsigned *budget)
+{
+    uint32_t mtu = 128u << qp->path_mtu;
+    uint32_t room = rs_req_room(c, qp), chunk;
+    uint32_t per = MAX(c->p.window / 2, 1);
+    uint64_t off = (uint64_t)qp->req_pkt * mtu;
+    size_t len;
+
+    chunk = MIN(s->npkts, (qp->req_pkt / per + 1) * per) - qp->req_pkt;
+    if ((room < chunk && rs_req_inflight(qp)) ||
+        qp->rd_out >= MAX(qp->max_rd_atomic, 1)) {
+        return false;
+    }
+    pkt->opcode = RS_OP_READ_REQ;
+    pkt->psn = qp->sq_psn;
+    pkt->ackreq = true;
+    pkt->va += off;
+    pkt->dmalen = MIN(s->total - off, (uint64_t)chunk * mtu);
+    len = rs_wire_build(c->req_buf, pkt, 0);
+    rs_req_timer_start(c, qp);
+    rs_req_advance(qp, chunk);
+    qp->req_pkt += chunk;
+    qp->rd_out++;
+    if (qp->req_pkt == s->npkts) {
         qp->sq_ci++;
         qp->req_pkt = 0;
-        qp->rd_out++;
-        (*budget)--;
-        rs_roce_xmit(c, c->req_buf, len, pkt.dip);
-        return true;
     }
-    if (w.opcode == RS_WR_RDMA_READ) {
-        uint32_t room = rs_req_room(c, qp), chunk;
-        uint32_t per = MAX(c->p.window / 2, 1);
-        uint64_t off = (uint64_t)qp->req_pkt * mtu;
-        size_t len;
+    (*budget)--;
+    rs_roce_xmit(c, c->req_buf, len, pkt->dip);
+    return true;
+}
 
-        /*
-         * One READ request per half of x-window of the message, at fixed
-         * packet offsets, so that one asking again for the rest of a part
-         * stays inside what the responder's READ resource covers.  A
-         * congestion window smaller than that still lets one go out when
-         * nothing else is outstanding.
-         */
-        chunk = MIN(npkts, (qp->req_pkt / per + 1) * per) - qp->req_pkt;
-        if ((room < chunk && rs_req_inflight(qp)) ||
-            qp->rd_out >= MAX(qp->max_rd_atomic, 1)) {
-            return false;
-        }
-        pkt.opcode = RS_OP_READ_REQ;
-        pkt.psn = qp->sq_psn;
-        pkt.ackreq = true;
-        pkt.va += off;
-        pkt.dmalen = MIN(total - off, (uint64_t)chunk * mtu);
-        len = rs_wire_build(c->req_buf, &pkt, 0);
-        rs_req_timer_start(c, qp);
-        rs_req_advance(qp, chunk);
-        qp->req_pkt += chunk;
-        qp->rd_out++;
-        if (qp->req_pkt == npkts) {
-            qp->sq_ci++;
-            qp->req_pkt = 0;
-        }
-        (*budget)--;
-        rs_roce_xmit(c, c->req_buf, len, pkt.dip);
-        return true;
-    }
+/*
+ * SEND and WRITE: a packet per path MTU of payload, from packet req_pkt
+ * on, while the window and the budget allow.  Each packet is accounted
+ * for before it leaves: over loopback its ACK or NAK reaches the
+ * completer (which may rewind us) while we still send.
+ */
+static bool rs_req_segment(RSCore *c, uint32_t qpn, RSQp *qp,
+                           const RSSendWqe *s, RSPkt *pkt, unsigned *budget)
+{
+    bool ud = qp->type == RS_QPT_UD || qp->type == RS_QPT_GSI;
+    bool uc = qp->type == RS_QPT_UC;
+    uint32_t mtu = 128u << qp->path_mtu;
+    uint32_t expect_ci, expect_pkt, ack_every;
+    uint8_t st;
 
-    /*
-     * Account for each packet before it leaves: over loopback its ACK or
-     * NAK reaches the completer (which may rewind us) while we still send.
-     */
     while (*budget) {
         uint32_t i = qp->req_pkt;
         uint32_t room = ud || uc ? 1 : rs_req_room(c, qp);
         uint32_t off = i * mtu;
-        uint32_t n = MIN((uint64_t)mtu, total - off);
-        bool last = i == npkts - 1;
+        uint32_t n = MIN((uint64_t)mtu, s->total - off);
+        bool last = i == s->npkts - 1;
         uint8_t *payload;
         size_t len;
 
@@ -691,25 +764,25 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp, unsigned *budget)
             return false;
         }
         ack_every = MAX(qp->cwnd / 2, 1);
-        pkt.opcode = rs_req_wire_op(qp->type, w.opcode, i, npkts);
-        payload = c->req_buf + rs_wire_payload_off(&pkt);
-        if (is_inline) {
-            st = rs_dma_read(c, addr + sizeof(w) + off, payload, n) ?
+        pkt->opcode = rs_req_wire_op(qp->type, s->w.opcode, i, s->npkts);
+        payload = c->req_buf + rs_wire_payload_off(pkt);
+        if (s->is_inline) {
+            st = rs_dma_read(c, s->addr + sizeof(s->w) + off, payload, n) ?
                  RS_WC_LOC_PROT_ERR : RS_WC_SUCCESS;
         } else {
-            st = rs_sge_copy(c, qp, gid_index, sge, w.num_sge, off,
+            st = rs_sge_copy(c, qp, s->gid_index, s->sge, s->w.num_sge, off,
                              payload, n, false);
         }
         if (st) {
             /* Packets already sent: the peer sees a truncated message. */
-            rs_req_fail(c, qpn, qp, &w, st);
+            rs_req_fail(c, qpn, qp, &s->w, st);
             return false;
         }
-        pkt.psn = qp->sq_psn;
-        pkt.ackreq = !ud && !uc &&
-                     (last || room == 1 || (i + 1) % ack_every == 0);
-        pkt.se = last && (w.flags & RS_WQE_F_SOLICITED);
-        len = rs_wire_build(c->req_buf, &pkt, n);
+        pkt->psn = qp->sq_psn;
+        pkt->ackreq = !ud && !uc &&
+                      (last || room == 1 || (i + 1) % ack_every == 0);
+        pkt->se = last && (s->w.flags & RS_WQE_F_SOLICITED);
+        len = rs_wire_build(c->req_buf, pkt, n);
         if (!ud && !uc) {
             rs_req_timer_start(c, qp);
         }
@@ -723,11 +796,11 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp, unsigned *budget)
         expect_ci = qp->sq_ci;
         expect_pkt = qp->req_pkt;
         (*budget)--;
-        rs_roce_xmit(c, c->req_buf, len, pkt.dip);
+        rs_roce_xmit(c, c->req_buf, len, pkt->dip);
         if (last) {
             if (ud || uc) {
                 /* No acknowledgements: done once on the wire. */
-                rs_sq_complete(c, qpn, RS_WC_SUCCESS, total);
+                rs_sq_complete(c, qpn, RS_WC_SUCCESS, s->total);
                 qp->comp_psn = qp->una_psn = qp->sq_psn;
             }
             return true;
@@ -738,6 +811,38 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp, unsigned *budget)
         }
     }
     return true;
+}
+
+/*
+ * Work on the WQE at sq_ci from its packet req_pkt.  True: go on with the
+ * next WQE (or this one again: the state moved under us); false: stop
+ * working on this QP for now (window full, error).
+ */
+static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp, unsigned *budget)
+{
+    RSSendWqe s;
+    RSPkt pkt;
+
+    if (!rs_req_fetch(c, qpn, qp, &s)) {
+        return false;
+    }
+    if (s.w.opcode == RS_WR_LOCAL_INV || s.w.opcode == RS_WR_REG_MR) {
+        return rs_req_local_op(c, qpn, qp, &s.w, budget);
+    }
+    memset(&pkt, 0, sizeof(pkt));
+    if (!rs_req_check(c, qpn, qp, &s, &pkt)) {
+        return false;
+    }
+    rs_req_init_pkt(qpn, qp, &s, &pkt);
+    switch (s.w.opcode) {
+    case RS_WR_ATOMIC_CMP_SWP:
+    case RS_WR_ATOMIC_FETCH_ADD:
+        return rs_req_atomic(c, qp, &s, &pkt, budget);
+    case RS_WR_RDMA_READ:
+        return rs_req_read(c, qp, &s, &pkt, budget);
+    default:
+        return rs_req_segment(c, qpn, qp, &s, &pkt, budget);
+    }
 }
 
 /*
