@@ -283,8 +283,7 @@ static void rs_resp_ud(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
     RSRecvWqe r;
     uint8_t st;
 
-    if (qp->state != RS_QPS_RTR && qp->state != RS_QPS_RTS &&
-        qp->state != RS_QPS_SQD) {
+    if (!rs_qp_receiving(qp)) {
         trace_rdma_session_resp_drop(qpn, pkt->psn, "QP not receiving");
         return;
     }
@@ -689,46 +688,49 @@ static void rs_resp_duplicate(RSCore *c, uint32_t qpn, RSQp *qp,
     rs_resp_owe(c, qpn, qp);
 }
 
-static void rs_resp_rc(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
-                       const RSPkt *pkt)
+/*
+ * RC's PSN check (rxe's check_psn): true for the expected PSN.  A
+ * duplicate is answered again, a gap gets one sequence NAK until the
+ * expected PSN arrives.
+ */
+static bool rs_resp_rc_psn(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
+                           const RSPkt *pkt)
 {
-    const RSOpcodeInfo *oi = &rs_opcode[pkt->opcode];
-    uint32_t mtu = 128u << qp->path_mtu;
-    uint32_t f = oi->flags;
-    RSRdRes *res;
-    int32_t d;
-    RSRecvWqe r;
-    RSMr *mr;
-    uint8_t st;
+    int32_t d = rs_psn_diff(pkt->psn, qp->rq_psn);
 
-    if (qp->state != RS_QPS_RTR && qp->state != RS_QPS_RTS &&
-        qp->state != RS_QPS_SQD) {
-        trace_rdma_session_resp_drop(qpn, pkt->psn, "QP not receiving");
-        return;
-    }
-    d = rs_psn_diff(pkt->psn, qp->rq_psn);
     if (d < 0) {
         rs_resp_duplicate(c, qpn, qp, gid, pkt);
-        return;
+        return false;
     }
     if (d > 0 && rs_resp_owes(qp)) {
         /* A NAK would overtake responses: lost, as on the wire. */
         trace_rdma_session_resp_drop(qpn, pkt->psn, "gap behind responses");
-        return;
+        return false;
     }
     if (d > 0) {
-        /* A gap: one sequence NAK until the expected PSN arrives. */
         trace_rdma_session_resp_nak(qpn, pkt->psn, RS_AETH_NAK_PSN_SEQ,
                                     "PSN sequence error");
         if (!qp->seq_nak_sent) {
             qp->seq_nak_sent = true;
             rs_resp_nak(c, qpn, qp, RS_AETH_NAK_PSN_SEQ, qp->rq_psn);
         }
-        return;
+        return false;
     }
     qp->seq_nak_sent = false;
+    return true;
+}
 
-    /* Message sequencing: FIRST/ONLY start one, MIDDLE/LAST continue. */
+/*
+ * RC's opcode sequence and length checks (rxe's check_op_seq and
+ * check_length): FIRST/ONLY start a message, MIDDLE/LAST continue it, and
+ * every packet but the last carries a full path MTU.
+ */
+static bool rs_resp_rc_seq(RSCore *c, uint32_t qpn, RSQp *qp,
+                           const RSPkt *pkt)
+{
+    uint32_t mtu = 128u << qp->path_mtu;
+    uint32_t f = rs_opcode[pkt->opcode].flags;
+
     if ((qp->resp_op == RS_RESP_NONE && !(f & RS_OPF_FIRST)) ||
         (qp->resp_op == RS_RESP_SEND &&
          ((f & RS_OPF_FIRST) || !(f & RS_OPF_SEND))) ||
@@ -736,159 +738,86 @@ static void rs_resp_rc(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
          ((f & RS_OPF_FIRST) || !(f & RS_OPF_WRITE)))) {
         rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_INV_REQ, pkt->psn,
                           "opcode out of sequence");
-        return;
+        return false;
     }
     if (pkt->paylen > mtu ||
         (!(f & RS_OPF_LAST) && (f & RS_OPF_PAYLOAD) && pkt->paylen != mtu)) {
         rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_INV_REQ, pkt->psn,
                           "payload length");
+        return false;
+    }
+    return true;
+}
+
+/*
+ * A READ request: a READ resource to send the responses from; they
+ * acknowledge the request.
+ */
+static void rs_resp_read_req(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
+                             const RSPkt *pkt)
+{
+    uint32_t mtu = 128u << qp->path_mtu;
+    RSRdRes *res;
+    RSMr *mr;
+
+    if (!rs_resp_rkey(c, qp, gid, pkt->rkey, pkt->va, pkt->dmalen,
+                      RS_ACCESS_REMOTE_READ, &mr) ||
+        pkt->dmalen > c->p.max_msg_size) {
+        rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_REM_ACCESS, pkt->psn,
+                          "READ rkey, rights or bounds");
         return;
     }
-
-    if (f & RS_OPF_READ) {
-        if (!rs_resp_rkey(c, qp, gid, pkt->rkey, pkt->va, pkt->dmalen,
-                          RS_ACCESS_REMOTE_READ, &mr) ||
-            pkt->dmalen > c->p.max_msg_size) {
-            rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_REM_ACCESS, pkt->psn,
-                              "READ rkey, rights or bounds");
-            return;
-        }
-        res = &qp->rd_res[qp->rd_head % rs_resp_nres(qp)];
-        if (res->valid && res->next < res->stop) {
-            rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_INV_REQ, pkt->psn,
-                              "more READs outstanding than allowed");
-            return;
-        }
-        qp->rd_head++;
-        *res = (RSRdRes) {
-            .valid = true,
-            .psn = pkt->psn,
-            .npkts = pkt->dmalen ? DIV_ROUND_UP(pkt->dmalen, mtu) : 1,
-            .va = pkt->va,
-            .rkey = pkt->rkey,
-            .len = pkt->dmalen,
-            .gid = gid,
-        };
-        res->stop = res->npkts;
-        qp->rq_psn = (qp->rq_psn + res->npkts) & RS_PSN_MASK;
-        qp->msn++;
-        qp->ack_pending = false;    /* the responses acknowledge it */
-        rs_resp_owe(c, qpn, qp);
+    res = &qp->rd_res[qp->rd_head % rs_resp_nres(qp)];
+    if (res->valid && res->next < res->stop) {
+        rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_INV_REQ, pkt->psn,
+                          "more READs outstanding than allowed");
         return;
     }
-    if (f & RS_OPF_ATOMIC) {
-        rs_resp_atomic(c, qpn, qp, gid, pkt);
-        return;
-    }
+    qp->rd_head++;
+    *res = (RSRdRes) {
+        .valid = true,
+        .psn = pkt->psn,
+        .npkts = pkt->dmalen ? DIV_ROUND_UP(pkt->dmalen, mtu) : 1,
+        .va = pkt->va,
+        .rkey = pkt->rkey,
+        .len = pkt->dmalen,
+        .gid = gid,
+    };
+    res->stop = res->npkts;
+    qp->rq_psn = (qp->rq_psn + res->npkts) & RS_PSN_MASK;
+    qp->msn++;
+    qp->ack_pending = false;    /* the responses acknowledge it */
+    rs_resp_owe(c, qpn, qp);
+}
 
-    /* Everything that consumes a receive WQE needs one before any write. */
-    if (((f & RS_OPF_SEND) && (f & RS_OPF_FIRST)) ||
-        ((f & RS_OPF_WRITE) && (f & RS_OPF_IMM))) {
-        if (rs_rq_empty(c, qp) && rs_resp_owes(qp)) {
-            trace_rdma_session_resp_drop(qpn, pkt->psn,
-                                         "RNR behind responses");
-            return;
-        }
-        if (rs_rq_empty(c, qp)) {
-            /* RNR NAK; what follows it is dropped until the retry. */
-            trace_rdma_session_resp_nak(qpn, pkt->psn, RS_AETH_TYPE_RNR,
-                                        "no receive WQE");
-            rs_resp_nak(c, qpn, qp,
-                        RS_AETH_TYPE_RNR | (qp->min_rnr_timer & 0x1f),
-                        pkt->psn);
-            qp->seq_nak_sent = true;
-            return;
-        }
-    }
+/*
+ * RC: everything that consumes a receive WQE (a SEND, a WRITE with
+ * immediate) needs one before any write (rxe's check_resource).  False
+ * without one: an RNR NAK, and what follows it is dropped until the
+ * retry.
+ */
+static bool rs_resp_rc_rwqe_ready(RSCore *c, uint32_t qpn, RSQp *qp,
+                                  const RSPkt *pkt)
+{
+    uint32_t f = rs_opcode[pkt->opcode].flags;
 
-    if (f & RS_OPF_SEND) {
-        st = rs_resp_get_rwqe(c, qpn, qp, gid, &r);
-        if (!st && rs_resp_send_too_long(c, qp, pkt, &r)) {
-            st = RS_WC_LOC_LEN_ERR;
-        }
-        if (!st) {
-            st = rs_sge_copy(c, qp, gid, r.sge, r.nsge, qp->resp_off,
-                             (void *)pkt->payload, pkt->paylen, true);
-        }
-        if (st) {
-            rs_recv_cqe(c, qpn, qp, &r, pkt, st, 0, RS_WR_RECV);
-            rs_resp_nak_fatal(c, qpn, qp, st == RS_WC_LOC_LEN_ERR ?
-                              RS_AETH_NAK_INV_REQ : RS_AETH_NAK_REM_OP,
-                              pkt->psn, "receive WQE");
-            return;
-        }
-        qp->resp_off += pkt->paylen;
-        if ((f & RS_OPF_IETH) && !rs_mr_remote_inv(c, qp, gid, pkt->ieth)) {
-            /* Not a bound fast-registration key of this PD and VNI. */
-            rs_recv_cqe(c, qpn, qp, &r, pkt, RS_WC_LOC_ACCESS_ERR, 0,
-                        RS_WR_RECV);
-            rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_INV_REQ, pkt->psn,
-                              "IETH rkey cannot be invalidated");
-            return;
-        }
-        if (f & RS_OPF_LAST) {
-            rs_recv_cqe(c, qpn, qp, &r, pkt, RS_WC_SUCCESS, qp->resp_off,
-                        RS_WR_RECV);
-            qp->resp_op = RS_RESP_NONE;
-            qp->resp_off = 0;
-            qp->msn++;
-        } else {
-            qp->resp_op = RS_RESP_SEND;
-        }
-    } else {                            /* RDMA WRITE */
-        if (f & RS_OPF_FIRST) {
-            if (!rs_resp_rkey(c, qp, gid, pkt->rkey, pkt->va, pkt->dmalen,
-                              RS_ACCESS_REMOTE_WRITE, &mr) ||
-                pkt->dmalen > c->p.max_msg_size) {
-                rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_REM_ACCESS,
-                                  pkt->psn, "WRITE rkey, rights or bounds");
-                return;
-            }
-            qp->resp_va = pkt->va;
-            qp->resp_rkey = pkt->rkey;
-            qp->resp_left = pkt->dmalen;
-            qp->resp_off = 0;
-        }
-        if (pkt->paylen > qp->resp_left ||
-        ((f & RS_OPF_LAST) && pkt->paylen != qp->resp_left)) {
-            rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_INV_REQ, pkt->psn,
-                              "WRITE longer or shorter than its RETH");
-            return;
-        }
-        if (pkt->paylen) {
-            if (!rs_resp_rkey(c, qp, gid, qp->resp_rkey, qp->resp_va,
-                              pkt->paylen, RS_ACCESS_REMOTE_WRITE, &mr)) {
-                rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_REM_ACCESS,
-                                  pkt->psn, "WRITE rkey gone");
-                return;
-            }
-            if (rs_mr_rw(c, mr, qp->resp_va, (void *)pkt->payload,
-                         pkt->paylen, true)) {
-                rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_REM_OP, pkt->psn,
-                                  "WRITE DMA");
-                return;
-            }
-        }
-        qp->resp_va += pkt->paylen;
-        qp->resp_left -= pkt->paylen;
-        qp->resp_off += pkt->paylen;
-        if (f & RS_OPF_LAST) {
-            if (f & RS_OPF_IMM) {
-                st = rs_resp_get_rwqe(c, qpn, qp, gid, &r);
-                rs_recv_cqe(c, qpn, qp, &r, pkt, st, qp->resp_off,
-                            RS_WR_RECV_RDMA_IMM);
-            }
-            qp->resp_op = RS_RESP_NONE;
-            qp->resp_off = 0;
-            qp->msn++;
-        } else {
-            qp->resp_op = RS_RESP_WRITE;
-        }
+    if (!((f & RS_OPF_SEND) && (f & RS_OPF_FIRST)) &&
+        !((f & RS_OPF_WRITE) && (f & RS_OPF_IMM))) {
+        return true;
     }
-    qp->rq_psn = (pkt->psn + 1) & RS_PSN_MASK;
-    if (pkt->ackreq) {
-        rs_resp_ack_later(c, qp, pkt->psn);
+    if (!rs_rq_empty(c, qp)) {
+        return true;
     }
+    if (rs_resp_owes(qp)) {
+        trace_rdma_session_resp_drop(qpn, pkt->psn, "RNR behind responses");
+        return false;
+    }
+    trace_rdma_session_resp_nak(qpn, pkt->psn, RS_AETH_TYPE_RNR,
+                                "no receive WQE");
+    rs_resp_nak(c, qpn, qp, RS_AETH_TYPE_RNR | (qp->min_rnr_timer & 0x1f),
+                pkt->psn);
+    qp->seq_nak_sent = true;
+    return false;
 }
 
 /* UC: the rest of the current message is dropped, never the QP. */
@@ -898,6 +827,215 @@ static void rs_resp_uc_drop(RSQp *qp, uint32_t qpn, uint32_t psn,
     trace_rdma_session_resp_drop(qpn, psn, why);
     qp->resp_op = RS_RESP_DROP;
     qp->resp_off = 0;
+}
+
+/*
+ * A SEND or WRITE packet the requester got wrong: RC NAKs it with
+ * syndrome and its QP goes to ERR (why); UC drops the rest of the message
+ * (uc_why).
+ */
+static void rs_resp_exec_fail(RSCore *c, uint32_t qpn, RSQp *qp,
+                              const RSPkt *pkt, uint8_t syndrome,
+                              const char *why, const char *uc_why)
+{
+    if (qp->type == RS_QPT_RC) {
+        rs_resp_nak_fatal(c, qpn, qp, syndrome, pkt->psn, why);
+    } else {
+        rs_resp_uc_drop(qp, qpn, pkt->psn, uc_why);
+    }
+}
+
+/*
+ * A local error of the receive WQE (status st): its error completion, and
+ * the QP cannot go on; RC also NAKs.
+ */
+static void rs_resp_rwqe_fail(RSCore *c, uint32_t qpn, RSQp *qp,
+                              const RSRecvWqe *r, const RSPkt *pkt,
+                              uint8_t st)
+{
+    if (qp->type == RS_QPT_RC) {
+        rs_recv_cqe(c, qpn, qp, r, pkt, st, 0, RS_WR_RECV);
+        rs_resp_nak_fatal(c, qpn, qp, st == RS_WC_LOC_LEN_ERR ?
+                          RS_AETH_NAK_INV_REQ : RS_AETH_NAK_REM_OP,
+                          pkt->psn, "receive WQE");
+        return;
+    }
+    RS_GUEST_ERR(rdma_session_err_recv_wqe, "QP %u receive WQE: "
+                 "completion status %u", qpn, st);
+    rs_recv_cqe(c, qpn, qp, r, pkt, st, 0, RS_WR_RECV);
+    qp->resp_op = RS_RESP_NONE;
+    rs_qp_to_err(c, qpn);
+}
+
+/* The last packet of a message was executed; only RC's ACKs carry an MSN. */
+static void rs_resp_msg_done(RSQp *qp)
+{
+    qp->resp_op = RS_RESP_NONE;
+    qp->resp_off = 0;
+    if (qp->type == RS_QPT_RC) {
+        qp->msn++;
+    }
+}
+
+/*
+ * A SEND packet: its payload into the receive WQE at resp_off; the last
+ * one completes the WQE.
+ */
+static bool rs_resp_exec_send(RSCore *c, uint32_t qpn, RSQp *qp,
+                              uint32_t gid, const RSPkt *pkt)
+{
+    uint32_t f = rs_opcode[pkt->opcode].flags;
+    RSRecvWqe r;
+    uint8_t st;
+
+    st = rs_resp_get_rwqe(c, qpn, qp, gid, &r);
+    if (!st && rs_resp_send_too_long(c, qp, pkt, &r)) {
+        if (qp->type != RS_QPT_RC) {
+            rs_resp_uc_drop(qp, qpn, pkt->psn, "UC: message too long");
+            return false;
+        }
+        st = RS_WC_LOC_LEN_ERR;
+    }
+    if (!st) {
+        st = rs_sge_copy(c, qp, gid, r.sge, r.nsge, qp->resp_off,
+                         (void *)pkt->payload, pkt->paylen, true);
+    }
+    if (st) {
+        rs_resp_rwqe_fail(c, qpn, qp, &r, pkt, st);
+        return false;
+    }
+    qp->resp_off += pkt->paylen;
+    if ((f & RS_OPF_IETH) && !rs_mr_remote_inv(c, qp, gid, pkt->ieth)) {
+        /* Not a bound fast-registration key of this PD and VNI. */
+        rs_recv_cqe(c, qpn, qp, &r, pkt, RS_WC_LOC_ACCESS_ERR, 0,
+                    RS_WR_RECV);
+        rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_INV_REQ, pkt->psn,
+                          "IETH rkey cannot be invalidated");
+        return false;
+    }
+    if (f & RS_OPF_LAST) {
+        rs_recv_cqe(c, qpn, qp, &r, pkt, RS_WC_SUCCESS, qp->resp_off,
+                    RS_WR_RECV);
+        rs_resp_msg_done(qp);
+    } else {
+        qp->resp_op = RS_RESP_SEND;
+    }
+    return true;
+}
+
+/*
+ * An RDMA WRITE packet: the RETH of the first one names the memory, each
+ * packet goes on where the one before ended; the last one of a WRITE with
+ * immediate completes a receive WQE.
+ */
+static bool rs_resp_exec_write(RSCore *c, uint32_t qpn, RSQp *qp,
+                               uint32_t gid, const RSPkt *pkt)
+{
+    uint32_t f = rs_opcode[pkt->opcode].flags;
+    RSRecvWqe r;
+    RSMr *mr;
+    uint8_t st;
+
+    if (f & RS_OPF_FIRST) {
+        if (!rs_resp_rkey(c, qp, gid, pkt->rkey, pkt->va, pkt->dmalen,
+                          RS_ACCESS_REMOTE_WRITE, &mr) ||
+            pkt->dmalen > c->p.max_msg_size) {
+            rs_resp_exec_fail(c, qpn, qp, pkt, RS_AETH_NAK_REM_ACCESS,
+                              "WRITE rkey, rights or bounds",
+                              "UC WRITE rkey, rights or bounds");
+            return false;
+        }
+        qp->resp_va = pkt->va;
+        qp->resp_rkey = pkt->rkey;
+        qp->resp_left = pkt->dmalen;
+        qp->resp_off = 0;
+    }
+    if (pkt->paylen > qp->resp_left ||
+        ((f & RS_OPF_LAST) && pkt->paylen != qp->resp_left)) {
+        rs_resp_exec_fail(c, qpn, qp, pkt, RS_AETH_NAK_INV_REQ,
+                          "WRITE longer or shorter than its RETH",
+                          "UC WRITE longer or shorter than its RETH");
+        return false;
+    }
+    if (pkt->paylen) {
+        if (!rs_resp_rkey(c, qp, gid, qp->resp_rkey, qp->resp_va,
+                          pkt->paylen, RS_ACCESS_REMOTE_WRITE, &mr)) {
+            rs_resp_exec_fail(c, qpn, qp, pkt, RS_AETH_NAK_REM_ACCESS,
+                              "WRITE rkey gone", "UC WRITE rkey gone or DMA");
+            return false;
+        }
+        if (rs_mr_rw(c, mr, qp->resp_va, (void *)pkt->payload,
+                     pkt->paylen, true)) {
+            rs_resp_exec_fail(c, qpn, qp, pkt, RS_AETH_NAK_REM_OP,
+                              "WRITE DMA", "UC WRITE rkey gone or DMA");
+            return false;
+        }
+    }
+    qp->resp_va += pkt->paylen;
+    qp->resp_left -= pkt->paylen;
+    qp->resp_off += pkt->paylen;
+    if (!(f & RS_OPF_LAST)) {
+        qp->resp_op = RS_RESP_WRITE;
+        return true;
+    }
+    if (f & RS_OPF_IMM) {
+        /* RC has made sure of a receive WQE (rs_resp_rc_rwqe_ready). */
+        if (rs_rq_empty(c, qp)) {
+            trace_rdma_session_resp_drop(qpn, pkt->psn,
+                                         "UC WRITE_IMM: no receive WQE");
+        } else {
+            st = rs_resp_get_rwqe(c, qpn, qp, gid, &r);
+            rs_recv_cqe(c, qpn, qp, &r, pkt, st, qp->resp_off,
+                        RS_WR_RECV_RDMA_IMM);
+        }
+    }
+    rs_resp_msg_done(qp);
+    return true;
+}
+
+/*
+ * Execute a SEND or RDMA WRITE packet that passed its transport's checks,
+ * RC's and UC's alike (rxe's execute).  False if it failed: RC has NAKed,
+ * UC dropped the message; a bad receive WQE also moved the QP to ERR.
+ */
+static bool rs_resp_execute(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
+                            const RSPkt *pkt)
+{
+    if (rs_opcode[pkt->opcode].flags & RS_OPF_SEND) {
+        return rs_resp_exec_send(c, qpn, qp, gid, pkt);
+    }
+    return rs_resp_exec_write(c, qpn, qp, gid, pkt);
+}
+
+static void rs_resp_rc(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
+                       const RSPkt *pkt)
+{
+    uint32_t f = rs_opcode[pkt->opcode].flags;
+
+    if (!rs_qp_receiving(qp)) {
+        trace_rdma_session_resp_drop(qpn, pkt->psn, "QP not receiving");
+        return;
+    }
+    if (!rs_resp_rc_psn(c, qpn, qp, gid, pkt) ||
+        !rs_resp_rc_seq(c, qpn, qp, pkt)) {
+        return;
+    }
+    if (f & RS_OPF_READ) {
+        rs_resp_read_req(c, qpn, qp, gid, pkt);
+        return;
+    }
+    if (f & RS_OPF_ATOMIC) {
+        rs_resp_atomic(c, qpn, qp, gid, pkt);
+        return;
+    }
+    if (!rs_resp_rc_rwqe_ready(c, qpn, qp, pkt) ||
+        !rs_resp_execute(c, qpn, qp, gid, pkt)) {
+        return;
+    }
+    qp->rq_psn = (pkt->psn + 1) & RS_PSN_MASK;
+    if (pkt->ackreq) {
+        rs_resp_ack_later(c, qp, pkt->psn);
+    }
 }
 
 /*
@@ -911,15 +1049,10 @@ static void rs_resp_uc_drop(RSQp *qp, uint32_t qpn, uint32_t psn,
 static void rs_resp_uc(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
                        const RSPkt *pkt)
 {
-    const RSOpcodeInfo *oi = &rs_opcode[pkt->opcode];
     uint32_t mtu = 128u << qp->path_mtu;
-    uint32_t f = oi->flags;
-    RSRecvWqe r;
-    RSMr *mr;
-    uint8_t st;
+    uint32_t f = rs_opcode[pkt->opcode].flags;
 
-    if (qp->state != RS_QPS_RTR && qp->state != RS_QPS_RTS &&
-        qp->state != RS_QPS_SQD) {
+    if (!rs_qp_receiving(qp)) {
         trace_rdma_session_resp_drop(qpn, pkt->psn, "QP not receiving");
         return;
     }
@@ -946,89 +1079,11 @@ static void rs_resp_uc(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
         rs_resp_uc_drop(qp, qpn, pkt->psn, "UC payload length");
         return;
     }
-
-    if (f & RS_OPF_SEND) {
-        if ((f & RS_OPF_FIRST) && rs_rq_empty(c, qp)) {
-            rs_resp_uc_drop(qp, qpn, pkt->psn, "UC: no receive WQE");
-            return;
-        }
-        st = rs_resp_get_rwqe(c, qpn, qp, gid, &r);
-        if (!st && rs_resp_send_too_long(c, qp, pkt, &r)) {
-            rs_resp_uc_drop(qp, qpn, pkt->psn, "UC: message too long");
-            return;
-        }
-        if (!st) {
-            st = rs_sge_copy(c, qp, gid, r.sge, r.nsge, qp->resp_off,
-                             (void *)pkt->payload, pkt->paylen, true);
-        }
-        if (st) {
-            /* A local error of the receive WQE: the QP cannot go on. */
-            RS_GUEST_ERR(rdma_session_err_recv_wqe, "QP %u receive WQE: "
-                         "completion status %u", qpn, st);
-            rs_recv_cqe(c, qpn, qp, &r, pkt, st, 0, RS_WR_RECV);
-            qp->resp_op = RS_RESP_NONE;
-            rs_qp_to_err(c, qpn);
-            return;
-        }
-        qp->resp_off += pkt->paylen;
-        if (f & RS_OPF_LAST) {
-            rs_recv_cqe(c, qpn, qp, &r, pkt, RS_WC_SUCCESS, qp->resp_off,
-                        RS_WR_RECV);
-            qp->resp_op = RS_RESP_NONE;
-            qp->resp_off = 0;
-        } else {
-            qp->resp_op = RS_RESP_SEND;
-        }
+    if ((f & RS_OPF_SEND) && (f & RS_OPF_FIRST) && rs_rq_empty(c, qp)) {
+        rs_resp_uc_drop(qp, qpn, pkt->psn, "UC: no receive WQE");
         return;
     }
-
-    /* RDMA WRITE */
-    if (f & RS_OPF_FIRST) {
-        if (!rs_resp_rkey(c, qp, gid, pkt->rkey, pkt->va, pkt->dmalen,
-                          RS_ACCESS_REMOTE_WRITE, &mr) ||
-            pkt->dmalen > c->p.max_msg_size) {
-            rs_resp_uc_drop(qp, qpn, pkt->psn,
-                            "UC WRITE rkey, rights or bounds");
-            return;
-        }
-        qp->resp_va = pkt->va;
-        qp->resp_rkey = pkt->rkey;
-        qp->resp_left = pkt->dmalen;
-    }
-    if (pkt->paylen > qp->resp_left ||
-        ((f & RS_OPF_LAST) && pkt->paylen != qp->resp_left)) {
-        rs_resp_uc_drop(qp, qpn, pkt->psn,
-                        "UC WRITE longer or shorter than its RETH");
-        return;
-    }
-    if (pkt->paylen) {
-        if (!rs_resp_rkey(c, qp, gid, qp->resp_rkey, qp->resp_va,
-                          pkt->paylen, RS_ACCESS_REMOTE_WRITE, &mr) ||
-            rs_mr_rw(c, mr, qp->resp_va, (void *)pkt->payload,
-                     pkt->paylen, true)) {
-            rs_resp_uc_drop(qp, qpn, pkt->psn, "UC WRITE rkey gone or DMA");
-            return;
-        }
-    }
-    qp->resp_va += pkt->paylen;
-    qp->resp_left -= pkt->paylen;
-    qp->resp_off += pkt->paylen;
-    if (!(f & RS_OPF_LAST)) {
-        qp->resp_op = RS_RESP_WRITE;
-        return;
-    }
-    if (f & RS_OPF_IMM) {
-        if (rs_rq_empty(c, qp)) {
-            trace_rdma_session_resp_drop(qpn, pkt->psn,
-                                         "UC WRITE_IMM: no receive WQE");
-        } else {
-            st = rs_resp_get_rwqe(c, qpn, qp, gid, &r);
-            rs_recv_cqe(c, qpn, qp, &r, pkt, st, qp->resp_off,
-                        RS_WR_RECV_RDMA_IMM);
-        }
-    }
-    qp->resp_op = RS_RESP_NONE;
-    qp->resp_off = 0;
+    rs_resp_execute(c, qpn, qp, gid, pkt);
 }
 
 /*
