@@ -18,8 +18,6 @@
 #include "net/net.h"
 #include "hw/rdma-session/rdma-session-abi.h"
 
-#define RS_INVALID_INDEX    0
-
 /* User-sizable capabilities: kept apart from runtime state (nvme style). */
 typedef struct RSParams {
     uint32_t max_qps;
@@ -572,7 +570,6 @@ void rs_req_doorbell(RSCore *c, uint32_t qpn);
 void rs_req_rewind(RSCore *c, uint32_t qpn);
 void rs_req_lost(RSCore *c, uint32_t qpn, bool timeout);
 void rs_req_acked(RSCore *c, RSQp *qp, uint32_t n);
-void rs_req_arm_retry(RSCore *c);
 void rs_req_rnr_wait(RSCore *c, RSQp *qp, uint8_t timer);
 void rs_engine_post_load(RSCore *c);
 void rs_resp_process(void *opaque);

@@ -454,6 +454,17 @@ static uint32_t rs_req_room(RSCore *c, RSQp *qp)
     return inflight >= cwnd ? 0 : cwnd - inflight;
 }
 
+#define RS_RETRY_TICK_NS    (10 * SCALE_MS)
+#define RS_PROBE_NS         (2 * RS_RETRY_TICK_NS)
+
+static void rs_req_arm_retry(RSCore *c)
+{
+    if (c->retry_timer && !timer_pending(c->retry_timer)) {
+        timer_mod(c->retry_timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
+                  RS_RETRY_TICK_NS);
+    }
+}
+
 /*
  * A request packet is about to leave with PSN sq_psn.  The local ACK timer
  * measures the wait for the oldest unacknowledged request, so a request
@@ -942,17 +953,6 @@ void rs_req_rewind(RSCore *c, uint32_t qpn)
     qp->rd_out = 0;
     qp->last_progress = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
     rs_req_kick(c);
-}
-
-#define RS_RETRY_TICK_NS    (10 * SCALE_MS)
-#define RS_PROBE_NS         (2 * RS_RETRY_TICK_NS)
-
-void rs_req_arm_retry(RSCore *c)
-{
-    if (c->retry_timer && !timer_pending(c->retry_timer)) {
-        timer_mod(c->retry_timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
-                  RS_RETRY_TICK_NS);
-    }
 }
 
 /* The completion of the oldest WQE when the QP gives up on it. */

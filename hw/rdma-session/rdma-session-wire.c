@@ -123,7 +123,8 @@ bool rs_gid_to_ip4(const uint8_t *gid, uint32_t *ip)
     return true;
 }
 
-void rs_ip4_to_gid(uint32_t ip, uint8_t *gid)
+/* The v4-mapped GID of an IPv4 address. */
+static void rs_ip4_to_gid(uint32_t ip, uint8_t *gid)
 {
     memset(gid, 0, 10);
     gid[10] = gid[11] = 0xff;

@@ -187,9 +187,7 @@ bool rs_wire_parse(const uint8_t *frame, size_t len, RSPkt *pkt,
  */
 bool rs_wire_is_roce(const uint8_t *hdr, size_t len, uint8_t *dgid);
 
-
 /* IPv4 address of a v4-mapped GID (::ffff:a.b.c.d); false otherwise. */
 bool rs_gid_to_ip4(const uint8_t *gid, uint32_t *ip);
-void rs_ip4_to_gid(uint32_t ip, uint8_t *gid);
 
 #endif
