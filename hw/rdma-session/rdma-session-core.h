@@ -476,7 +476,7 @@ typedef uint8_t (*RSCmdFn)(RSCore *c, const struct rs_admin_cmd *cmd,
 /* rdma-session-admin.c: queue, dispatch, device-level commands */
 void rs_admin_process(void *opaque);
 
-/* rdma-session-verbs.c: PD, CQ, AH */
+/* rdma-session-objects.c: PD, CQ, AH, SRQ */
 uint8_t rs_cmd_create_pd(RSCore *c, const struct rs_admin_cmd *cmd,
                          struct rs_admin_cqe *cqe);
 uint8_t rs_cmd_destroy_pd(RSCore *c, const struct rs_admin_cmd *cmd,
@@ -492,6 +492,12 @@ uint8_t rs_cmd_create_ah(RSCore *c, const struct rs_admin_cmd *cmd,
 uint8_t rs_cmd_destroy_ah(RSCore *c, const struct rs_admin_cmd *cmd,
                           struct rs_admin_cqe *cqe);
 uint8_t rs_check_av(RSCore *c, const RSAv *av);
+uint8_t rs_cmd_create_srq(RSCore *c, const struct rs_admin_cmd *cmd,
+                          struct rs_admin_cqe *cqe);
+uint8_t rs_cmd_modify_srq(RSCore *c, const struct rs_admin_cmd *cmd,
+                          struct rs_admin_cqe *cqe);
+uint8_t rs_cmd_destroy_srq(RSCore *c, const struct rs_admin_cmd *cmd,
+                           struct rs_admin_cqe *cqe);
 
 /* rdma-session-qp.c: QPs and their state machine */
 uint8_t rs_cmd_create_qp(RSCore *c, const struct rs_admin_cmd *cmd,
@@ -502,12 +508,6 @@ uint8_t rs_cmd_query_qp(RSCore *c, const struct rs_admin_cmd *cmd,
                         struct rs_admin_cqe *cqe);
 uint8_t rs_cmd_destroy_qp(RSCore *c, const struct rs_admin_cmd *cmd,
                           struct rs_admin_cqe *cqe);
-uint8_t rs_cmd_create_srq(RSCore *c, const struct rs_admin_cmd *cmd,
-                          struct rs_admin_cqe *cqe);
-uint8_t rs_cmd_modify_srq(RSCore *c, const struct rs_admin_cmd *cmd,
-                          struct rs_admin_cqe *cqe);
-uint8_t rs_cmd_destroy_srq(RSCore *c, const struct rs_admin_cmd *cmd,
-                           struct rs_admin_cqe *cqe);
 
 /* rdma-session-mkey.c: memory keys and translation tables */
 uint8_t rs_cmd_reg_mr(RSCore *c, const struct rs_admin_cmd *cmd,

@@ -1,6 +1,6 @@
 /*
- * rdma-session adapter: protection domains, completion queues and address
- * handles.
+ * rdma-session adapter: protection domains, completion queues, address
+ * handles and shared receive queues, the objects QPs refer to.
  *
  * Copyright (c) 2026 rdma-session developers
  *
@@ -9,7 +9,6 @@
 
 #include "qemu/osdep.h"
 #include "rdma-session-core.h"
-#include "trace.h"
 
 uint8_t rs_cmd_create_pd(RSCore *c, const struct rs_admin_cmd *cmd,
                          struct rs_admin_cqe *cqe)
