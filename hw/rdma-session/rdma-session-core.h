@@ -508,6 +508,8 @@ uint8_t rs_cmd_query_qp(RSCore *c, const struct rs_admin_cmd *cmd,
                         struct rs_admin_cqe *cqe);
 uint8_t rs_cmd_destroy_qp(RSCore *c, const struct rs_admin_cmd *cmd,
                           struct rs_admin_cqe *cqe);
+uint32_t rs_sq_stride(uint8_t max_sge, uint16_t max_inline);
+uint32_t rs_rq_stride(uint8_t max_sge);
 
 /* rdma-session-mkey.c: memory keys and translation tables */
 uint8_t rs_cmd_reg_mr(RSCore *c, const struct rs_admin_cmd *cmd,
@@ -520,6 +522,14 @@ uint8_t rs_mr_local_op(RSCore *c, const RSQp *qp,
                        const struct rs_send_wqe_ctrl *w);
 bool rs_mr_remote_inv(RSCore *c, const RSQp *qp, uint32_t gid_index,
                       uint32_t rkey);
+uint8_t rs_sge_check(RSCore *c, const RSQp *qp, uint32_t gid_index,
+                     const struct rs_sge *sge, unsigned n, uint16_t access,
+                     uint64_t *total);
+uint8_t rs_sge_copy(RSCore *c, const RSQp *qp, uint32_t gid_index,
+                    const struct rs_sge *sge, unsigned n, uint64_t off,
+                    void *buf, uint32_t len, bool to_mem);
+uint8_t rs_mr_rw(RSCore *c, const RSMr *mr, uint64_t va, void *buf,
+                 uint32_t len, bool write);
 
 /* rdma-session-session.c: UDP sessions, session groups, GIDs */
 uint8_t rs_cmd_create_session(RSCore *c, const struct rs_admin_cmd *cmd,
@@ -560,8 +570,6 @@ void rs_lan_post_load(RSCore *c);
                          RS_LAN_RX_BROADCAST)
 
 /* Transport engine: rdma-session-{req,resp,comp}.c, wire format in -wire.c */
-uint32_t rs_sq_stride(uint8_t max_sge, uint16_t max_inline);
-uint32_t rs_rq_stride(uint8_t max_sge);
 void rs_engine_realize(RSCore *c);
 void rs_engine_unrealize(RSCore *c);
 void rs_engine_reset(RSCore *c);
@@ -595,14 +603,6 @@ void rs_sq_flush_before(RSCore *c, uint32_t qpn, uint32_t end);
 RSSentWqe *rs_sq_started(RSQp *qp, uint32_t index);
 void rs_sq_complete(RSCore *c, uint32_t qpn, uint8_t status,
                     uint32_t byte_len);
-uint8_t rs_sge_check(RSCore *c, const RSQp *qp, uint32_t gid_index,
-                     const struct rs_sge *sge, unsigned n, uint16_t access,
-                     uint64_t *total);
-uint8_t rs_sge_copy(RSCore *c, const RSQp *qp, uint32_t gid_index,
-                    const struct rs_sge *sge, unsigned n, uint64_t off,
-                    void *buf, uint32_t len, bool to_mem);
-uint8_t rs_mr_rw(RSCore *c, const RSMr *mr, uint64_t va, void *buf,
-                 uint32_t len, bool write);
 
 /*
  * Timers have no re-entrancy guard of their own (bottom halves and the
