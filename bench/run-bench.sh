@@ -52,8 +52,8 @@
 # which bench/bench.py parses), table.txt (the terminal table).
 # Exit status: 0 if every benchmark produced its numbers and every verified
 # transfer passed, 1 otherwise (a "FAIL" or "ERROR" cell), 2 on a setup
-# error.  The two bars of issue 5 are printed as met / not met and do not
-# change the exit status.
+# error.  The two performance bars (bench/README.md) are printed as met /
+# not met and do not change the exit status.
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)

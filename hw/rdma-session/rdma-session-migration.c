@@ -3,11 +3,11 @@
  *
  * Everything the device knows lives in the tables described here: the
  * registers and rings, every object table and each MR's translation table,
- * so keys, QP state and sessions move with the VM (seed 002).  The object
- * table sizes are part of the device's configuration and must match on
- * both sides.  post_load checks every cross-reference before the device
- * follows it, so a corrupt stream fails the migration instead of sending
- * the device out of its tables.
+ * so memory keys (with their per-network tables), QP state and sessions
+ * move with the VM.  The object table sizes are part of the device's
+ * configuration and must match on both sides.  post_load checks every
+ * cross-reference before the device follows it, so a corrupt stream fails
+ * the migration instead of sending the device out of its tables.
  *
  * Copyright (c) 2026 rdma-session developers
  *

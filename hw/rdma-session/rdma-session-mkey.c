@@ -4,9 +4,9 @@
  * REG_MR hands the device a page list; the device copies it into its own
  * table (IOVA page -> guest physical page) after checking every entry, so
  * nothing the guest changes later in the list can redirect a key.  Keys
- * live in one table per network identifier (VNI, seed 002): a region is
- * registered through a GID into that GID's VNI, and a key used through a
- * GID of another VNI does not resolve.
+ * live in one table per network identifier (VNI): a region is registered
+ * through a GID into that GID's VNI, and a key used through a GID of
+ * another VNI does not resolve.
  *
  * Copyright (c) 2026 rdma-session developers
  *

@@ -2,10 +2,10 @@
  * rdma-session adapter: network identities (GIDs), UDP sessions and
  * session groups.
  *
- * The guest kernel owns the session table (seed 000): it assigns each
- * session's UDP 5-tuple, and user space only picks among groups the kernel
- * bound to its QPs.  Source address and port come from the GID the session
- * is created on; the device enforces that a 5-tuple exists once.
+ * Session-based RDMA: the guest kernel owns the session table.  It assigns
+ * each session's UDP 5-tuple, and user space only picks among groups the
+ * kernel bound to its QPs.  Source address and port come from the GID the
+ * session is created on; the device enforces that a 5-tuple exists once.
  *
  * Copyright (c) 2026 rdma-session developers
  *

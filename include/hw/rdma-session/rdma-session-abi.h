@@ -444,8 +444,8 @@ struct rs_cmd_add_gid {
 };
 
 /*
- * LAN path: the adapter is also an Ethernet NIC (seed 001).  One TX and one
- * RX ring of rs_lan_desc; the driver posts descriptors and writes the
+ * LAN path: the adapter is also an Ethernet NIC.  One TX and one RX ring
+ * of rs_lan_desc; the driver posts descriptors and writes the
  * producer index to RS_DB_LAN_TX / RS_DB_LAN_RX of doorbell page 0; the
  * device writes each descriptor back with the phase bit when done and
  * signals the ring's MSI-X vector.
