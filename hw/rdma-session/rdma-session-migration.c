@@ -590,11 +590,124 @@ static bool rs_qp_sent_valid(RSCore *c, const RSQp *qp)
     return sges == qp->rd_sge_head - qp->rd_sge_tail;
 }
 
+/*
+ * A QP's references, attributes and engine state: the receive side, the
+ * send window, the requester's records and the READ resources.
+ */
+static bool rs_qp_state_valid(RSCore *c, const RSQp *qp)
+{
+    const RSParams *p = &c->p;
+    uint32_t j;
+
+    /* Receive side: its own queue, or an SRQ and the WQE it took. */
+    if (qp->srq ? (!RS_REF_OK(c, srqs, p->max_srqs, qp->srq) ||
+                   qp->rq_log || qp->max_recv_sge ||
+                   (qp->srq_nsge > RS_MAX_SGE &&
+                    qp->srq_nsge < RS_SRQ_WQE_BAD_DMA)) :
+                  (qp->srq_claimed ||
+                   qp->rq_log < 1 || qp->rq_log > RS_MAX_WQ_LOG)) {
+        return false;
+    }
+    if (qp->atomic_next >= RS_ATOMIC_RES) {
+        return false;
+    }
+    if (qp->type > RS_QPT_GSI || qp->state > RS_QPS_ERR ||
+        !RS_REF_OK(c, pds, p->max_pds, qp->pd) ||
+        ((c->pds[qp->pd].flags & RS_PD_F_PRIVILEGED) && qp->uar) ||
+        !RS_REF_OK(c, cqs, p->max_cqs, qp->send_cq) ||
+        !RS_REF_OK(c, cqs, p->max_cqs, qp->recv_cq) ||
+        (qp->group && !RS_REF_OK(c, groups, p->max_groups, qp->group)) ||
+        (qp->has_av && !rs_gid_valid(c, qp->av.gid_index))) {
+        return false;
+    }
+    /* Engine state: in-flight WQEs fit the ring, PSNs are 24 bits. */
+    if (qp->sq_log < 1 || qp->sq_log > RS_MAX_WQ_LOG ||
+        qp->sq_ci - qp->sq_comp > (1u << qp->sq_log) ||
+        qp->resp_op > RS_RESP_DROP ||
+        qp->max_send_sge > RS_MAX_SGE || qp->max_recv_sge > RS_MAX_SGE ||
+        qp->max_inline > RS_MAX_INLINE ||
+        qp->path_mtu < RS_MTU_256 || qp->path_mtu > RS_MTU_4096 ||
+        (qp->sq_psn | qp->rq_psn | qp->comp_psn) >> 24) {
+        return false;
+    }
+    /*
+     * Send window: comp_psn <= una_psn <= sq_psn, the packet index of
+     * a message in progress within the largest message, READ
+     * resources within the largest READ.
+     */
+    if ((qp->una_psn | qp->ack_psn) >> 24 ||
+        rs_psn_diff(qp->una_psn, qp->comp_psn) < 0 ||
+        rs_psn_diff(qp->sq_psn, qp->una_psn) < 0 ||
+        qp->req_pkt > p->max_msg_size / 256 ||
+        qp->req_slot >= RS_MAX_GROUP_SESSIONS ||
+        qp->rnr_retries > 7 || qp->rd_out > RS_MAX_RD_ATOMIC) {
+        return false;
+    }
+    if (!rs_qp_sent_valid(c, qp)) {
+        return false;
+    }
+    for (j = 0; j < RS_MAX_RD_ATOMIC; j++) {
+        const RSRdRes *r = &qp->rd_res[j];
+
+        if (r->valid && (r->psn >> 24 || r->len > p->max_msg_size ||
+                         !r->npkts ||
+                         r->npkts > p->max_msg_size / 256 + 1 ||
+                         r->first > r->next || r->next > r->stop ||
+                         r->stop > r->npkts || r->gid >= p->max_gids)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* A valid MR: its PD, GID and page size; a fast-registration MR's binding. */
+static bool rs_mr_state_valid(RSCore *c, const RSMr *mr)
+{
+    const RSParams *p = &c->p;
+
+    /* A fast-registration MR: a kernel PD's, bound within its slots. */
+    if (mr->fast &&
+        (mr->npages > RS_MAX_FRMR_PAGES ||
+         !RS_REF_OK(c, pds, p->max_pds, mr->pd) ||
+         !(c->pds[mr->pd].flags & RS_PD_F_PRIVILEGED) ||
+         (mr->fr_bound &&
+          (mr->length == 0 || mr->iova + mr->length < mr->iova ||
+           mr->page_shift > RS_MR_MAX_PAGE_SHIFT ||
+           ((mr->iova + mr->length - 1) >> mr->page_shift) -
+           (mr->iova >> mr->page_shift) >= mr->npages)))) {
+        return false;
+    }
+    if (!mr->fast && mr->fr_bound) {
+        return false;
+    }
+    return RS_REF_OK(c, pds, p->max_pds, mr->pd) &&
+           rs_gid_valid(c, mr->gid_index) && mr->npages &&
+           mr->page_shift >= RS_MR_MIN_PAGE_SHIFT &&
+           mr->page_shift <= RS_MR_MAX_PAGE_SHIFT;
+}
+
+/* A valid session group: its size, policy, position and sessions. */
+static bool rs_group_state_valid(RSCore *c, const RSSessionGroup *g)
+{
+    uint32_t j;
+
+    if (g->nsessions < 1 || g->nsessions > RS_MAX_GROUP_SESSIONS ||
+        g->policy > RS_GROUP_ACTIVE_BACKUP || g->next >= g->nsessions) {
+        return false;
+    }
+    for (j = 0; j < g->nsessions; j++) {
+        if (!RS_REF_OK(c, sessions, c->p.max_sessions, g->session[j])) {
+            return false;
+        }
+    }
+    return true;
+}
+
 static bool rs_core_state_valid(RSCore *c)
 {
     const RSParams *p = &c->p;
     uint64_t pages = 0;
-    uint32_t i, j;
+    uint32_t i;
 
     if (FIELD_EX32(c->admq_cfg, RS_ADMQ_CFG, LOG_SIZE) > RS_MAX_ADMQ_LOG ||
         FIELD_EX32(c->aeq_cfg, RS_AEQ_CFG, LOG_SIZE) > RS_MAX_AEQ_LOG) {
@@ -625,68 +738,8 @@ static bool rs_core_state_valid(RSCore *c)
         }
     }
     for (i = 0; i < p->max_qps; i++) {
-        RSQp *qp = &c->qps[i];
-
-        if (!qp->valid) {
-            continue;
-        }
-        /* Receive side: its own queue, or an SRQ and the WQE it took. */
-        if (qp->srq ? (!RS_REF_OK(c, srqs, p->max_srqs, qp->srq) ||
-                       qp->rq_log || qp->max_recv_sge ||
-                       (qp->srq_nsge > RS_MAX_SGE &&
-                        qp->srq_nsge < RS_SRQ_WQE_BAD_DMA)) :
-                      (qp->srq_claimed ||
-                       qp->rq_log < 1 || qp->rq_log > RS_MAX_WQ_LOG)) {
+        if (c->qps[i].valid && !rs_qp_state_valid(c, &c->qps[i])) {
             return false;
-        }
-        if (qp->atomic_next >= RS_ATOMIC_RES) {
-            return false;
-        }
-        if (qp->type > RS_QPT_GSI || qp->state > RS_QPS_ERR ||
-            !RS_REF_OK(c, pds, p->max_pds, qp->pd) ||
-            ((c->pds[qp->pd].flags & RS_PD_F_PRIVILEGED) && qp->uar) ||
-            !RS_REF_OK(c, cqs, p->max_cqs, qp->send_cq) ||
-            !RS_REF_OK(c, cqs, p->max_cqs, qp->recv_cq) ||
-            (qp->group && !RS_REF_OK(c, groups, p->max_groups, qp->group)) ||
-            (qp->has_av && !rs_gid_valid(c, qp->av.gid_index))) {
-            return false;
-        }
-        /* Engine state: in-flight WQEs fit the ring, PSNs are 24 bits. */
-        if (qp->sq_log < 1 || qp->sq_log > RS_MAX_WQ_LOG ||
-            qp->sq_ci - qp->sq_comp > (1u << qp->sq_log) ||
-            qp->resp_op > RS_RESP_DROP ||
-            qp->max_send_sge > RS_MAX_SGE || qp->max_recv_sge > RS_MAX_SGE ||
-            qp->max_inline > RS_MAX_INLINE ||
-            qp->path_mtu < RS_MTU_256 || qp->path_mtu > RS_MTU_4096 ||
-            (qp->sq_psn | qp->rq_psn | qp->comp_psn) >> 24) {
-            return false;
-        }
-        /*
-         * Send window: comp_psn <= una_psn <= sq_psn, the packet index of
-         * a message in progress within the largest message, READ
-         * resources within the largest READ.
-         */
-        if ((qp->una_psn | qp->ack_psn) >> 24 ||
-            rs_psn_diff(qp->una_psn, qp->comp_psn) < 0 ||
-            rs_psn_diff(qp->sq_psn, qp->una_psn) < 0 ||
-            qp->req_pkt > p->max_msg_size / 256 ||
-            qp->req_slot >= RS_MAX_GROUP_SESSIONS ||
-            qp->rnr_retries > 7 || qp->rd_out > RS_MAX_RD_ATOMIC) {
-            return false;
-        }
-        if (!rs_qp_sent_valid(c, qp)) {
-            return false;
-        }
-        for (j = 0; j < RS_MAX_RD_ATOMIC; j++) {
-            RSRdRes *r = &qp->rd_res[j];
-
-            if (r->valid && (r->psn >> 24 || r->len > p->max_msg_size ||
-                             !r->npkts ||
-                             r->npkts > p->max_msg_size / 256 + 1 ||
-                             r->first > r->next || r->next > r->stop ||
-                             r->stop > r->npkts || r->gid >= p->max_gids)) {
-                return false;
-            }
         }
     }
     for (i = 0; i < p->max_pds; i++) {
@@ -703,25 +756,7 @@ static bool rs_core_state_valid(RSCore *c)
             }
             continue;
         }
-        /* A fast-registration MR: a kernel PD's, bound within its slots. */
-        if (mr->fast &&
-            (mr->npages > RS_MAX_FRMR_PAGES ||
-             !RS_REF_OK(c, pds, p->max_pds, mr->pd) ||
-             !(c->pds[mr->pd].flags & RS_PD_F_PRIVILEGED) ||
-             (mr->fr_bound &&
-              (mr->length == 0 || mr->iova + mr->length < mr->iova ||
-               mr->page_shift > RS_MR_MAX_PAGE_SHIFT ||
-               ((mr->iova + mr->length - 1) >> mr->page_shift) -
-               (mr->iova >> mr->page_shift) >= mr->npages)))) {
-            return false;
-        }
-        if (!mr->fast && mr->fr_bound) {
-            return false;
-        }
-        if (!RS_REF_OK(c, pds, p->max_pds, mr->pd) ||
-            !rs_gid_valid(c, mr->gid_index) || !mr->npages ||
-            mr->page_shift < RS_MR_MIN_PAGE_SHIFT ||
-            mr->page_shift > RS_MR_MAX_PAGE_SHIFT) {
+        if (!rs_mr_state_valid(c, mr)) {
             return false;
         }
         pages += mr->npages;
@@ -743,19 +778,8 @@ static bool rs_core_state_valid(RSCore *c)
         }
     }
     for (i = 0; i < p->max_groups; i++) {
-        RSSessionGroup *g = &c->groups[i];
-
-        if (!g->valid) {
-            continue;
-        }
-        if (g->nsessions < 1 || g->nsessions > RS_MAX_GROUP_SESSIONS ||
-            g->policy > RS_GROUP_ACTIVE_BACKUP || g->next >= g->nsessions) {
+        if (c->groups[i].valid && !rs_group_state_valid(c, &c->groups[i])) {
             return false;
-        }
-        for (j = 0; j < g->nsessions; j++) {
-            if (!RS_REF_OK(c, sessions, p->max_sessions, g->session[j])) {
-                return false;
-            }
         }
     }
     return rs_core_refs_valid(c) && rs_lan_state_valid(c);
