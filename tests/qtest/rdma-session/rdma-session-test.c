@@ -55,7 +55,7 @@
 #define PAGE                    4096u
 
 #define RS_ASSERT_STATUS(expr, expected)                                  \
-    g_assert_cmpstr(rs_status_name(expr), ==, rs_status_name(expected))
+    g_assert_cmpstr(qrs_status_name(expr), ==, qrs_status_name(expected))
 #define RS_ASSERT_OK(expr) RS_ASSERT_STATUS(expr, RS_STATUS_OK)
 
 #define HANDLE(gen, index)  (((uint32_t)(gen) << RS_HANDLE_GEN_SHIFT) | (index))
@@ -113,7 +113,7 @@ static void wait_aeq_port_active(QRdmaSession *d)
 {
     struct rs_event ev;
 
-    g_assert_true(rs_aeq_poll(d, &ev, RS_QOS_TIMEOUT_US));
+    g_assert_true(qrs_aeq_poll(d, &ev, RS_QOS_TIMEOUT_US));
     g_assert_cmpuint(ev.type, ==, RS_EV_PORT_ACTIVE);
     g_assert_cmpuint(ev.handle, ==, 1);
 }
@@ -123,7 +123,7 @@ static void expect_event(QRdmaSession *d, uint8_t type, uint32_t handle)
 {
     struct rs_event ev;
 
-    g_assert_true(rs_aeq_poll(d, &ev, RS_QOS_TIMEOUT_US));
+    g_assert_true(qrs_aeq_poll(d, &ev, RS_QOS_TIMEOUT_US));
     g_assert_cmpuint(ev.type, ==, type);
     g_assert_cmphex(ev.handle, ==, handle);
 }
@@ -132,7 +132,7 @@ static void expect_no_event(QRdmaSession *d)
 {
     struct rs_event ev;
 
-    g_assert_false(rs_aeq_poll(d, &ev, G_USEC_PER_SEC / 20));
+    g_assert_false(qrs_aeq_poll(d, &ev, G_USEC_PER_SEC / 20));
 }
 
 /* Enable the admin queue with the default sizes; eat the port event. */
@@ -140,14 +140,14 @@ static QRdmaSession *rs_setup(void *obj)
 {
     QRdmaSession *d = obj;
 
-    rs_admin_init(d, RS_QOS_ADMQ_LOG, RS_QOS_AEQ_LOG);
+    qrs_admin_init(d, RS_QOS_ADMQ_LOG, RS_QOS_AEQ_LOG);
     wait_aeq_port_active(d);
     return d;
 }
 
 static void fill(QRdmaSession *d, uint64_t addr, uint8_t pattern, size_t len)
 {
-    qtest_memset(rs_qts(d), addr, pattern, len);
+    qtest_memset(qrs_qts(d), addr, pattern, len);
 }
 
 /* True when [addr, addr + len) holds only @pattern. */
@@ -157,7 +157,7 @@ static bool is_filled(QRdmaSession *d, uint64_t addr, uint8_t pattern,
     g_autofree uint8_t *buf = g_malloc(len);
     size_t i;
 
-    qtest_memread(rs_qts(d), addr, buf, len);
+    qtest_memread(qrs_qts(d), addr, buf, len);
     for (i = 0; i < len; i++) {
         if (buf[i] != pattern) {
             return false;
@@ -176,13 +176,11 @@ static void cmd_init(struct rs_admin_cmd *cmd, uint8_t opcode)
 static uint8_t query_at(QRdmaSession *d, uint8_t opcode, uint32_t handle,
                         uint64_t addr, uint32_t len)
 {
-    struct rs_admin_cmd cmd;
+    struct rs_cmd_query q = {
+        .resp_addr = addr, .resp_len = len, .handle = handle,
+    };
 
-    cmd_init(&cmd, opcode);
-    cmd.query.resp_addr = addr;
-    cmd.query.resp_len = len;
-    cmd.query.handle = handle;
-    return rs_admin_exec(d, &cmd, NULL);
+    return qrs_admin_cmd(d, opcode, &q, sizeof(q), NULL, NULL);
 }
 
 static void gid_v4(uint8_t gid[16], uint8_t a, uint8_t b, uint8_t c,
@@ -207,7 +205,7 @@ static void add_gid_v4(QRdmaSession *d, uint32_t index, uint8_t host)
     uint32_t got = ~0u;
 
     gid_v4(c.gid, 10, 0, index, host);
-    RS_ASSERT_OK(rs_add_gid(d, &c, &got));
+    RS_ASSERT_OK(qrs_add_gid(d, &c, &got));
     g_assert_cmpuint(got, ==, index);
 }
 
@@ -215,16 +213,16 @@ static uint32_t new_pd(QRdmaSession *d)
 {
     uint32_t h = 0;
 
-    RS_ASSERT_OK(rs_create_pd(d, &h));
+    RS_ASSERT_OK(qrs_create_pd(d, &h));
     return h;
 }
 
 static uint32_t new_cq(QRdmaSession *d, uint8_t log_size)
 {
-    uint64_t ring = rs_alloc_zeroed(d, sizeof(struct rs_cqe) << log_size);
+    uint64_t ring = qrs_alloc_zeroed(d, sizeof(struct rs_cqe) << log_size);
     uint32_t h = 0;
 
-    RS_ASSERT_OK(rs_create_cq(d, ring, log_size, 0, 0, &h));
+    RS_ASSERT_OK(qrs_create_cq(d, ring, log_size, 0, 0, &h));
     return h;
 }
 
@@ -242,15 +240,15 @@ static void qp_template(QRdmaSession *d, struct rs_cmd_create_qp *c,
     c->max_send_sge = 2;
     c->max_recv_sge = 2;
     c->max_inline = 64;
-    c->sq_addr = rs_alloc_zeroed(d, rs_qp_sq_bytes(c));
-    c->rq_addr = rs_alloc_zeroed(d, rs_qp_rq_bytes(c));
+    c->sq_addr = qrs_alloc_zeroed(d, qrs_qp_sq_bytes(c));
+    c->rq_addr = qrs_alloc_zeroed(d, qrs_qp_rq_bytes(c));
 }
 
 static uint32_t new_qp(QRdmaSession *d, const struct rs_cmd_create_qp *c)
 {
     uint32_t h = 0, qpn = 0;
 
-    RS_ASSERT_OK(rs_create_qp(d, c, &h, &qpn));
+    RS_ASSERT_OK(qrs_create_qp(d, c, &h, &qpn));
     g_assert_cmphex(qpn, ==, HINDEX(h));
     return h;
 }
@@ -322,13 +320,13 @@ static void qp_walk(QRdmaSession *d, uint32_t qp, uint8_t type,
     if (target == RS_QPS_ERR) {
         qp_walk(d, qp, type, RS_QPS_INIT);
         std_attr(&a, RS_QPS_INIT, RS_QPS_ERR);
-        RS_ASSERT_OK(rs_modify_qp(d, qp, &a, RS_QP_ATTR_STATE));
+        RS_ASSERT_OK(qrs_modify_qp(d, qp, &a, RS_QP_ATTR_STATE));
         return;
     }
     for (i = 1; i < ARRAY_SIZE(path) && path[i - 1] != target; i++) {
         std_attr(&a, path[i - 1], path[i]);
-        RS_ASSERT_OK(rs_modify_qp(d, qp, &a,
-                                  std_mask(type, path[i - 1], path[i])));
+        RS_ASSERT_OK(qrs_modify_qp(d, qp, &a,
+                                   std_mask(type, path[i - 1], path[i])));
     }
 }
 
@@ -336,7 +334,7 @@ static uint8_t qp_state(QRdmaSession *d, uint32_t qp)
 {
     struct rs_qp_attr a;
 
-    RS_ASSERT_OK(rs_query_qp(d, qp, &a));
+    RS_ASSERT_OK(qrs_query_qp(d, qp, &a));
     g_assert_cmpuint(a.cur_qp_state, ==, a.qp_state);
     return a.qp_state;
 }
@@ -348,7 +346,7 @@ static void dump_regs(QRdmaSession *d, uint32_t *regs)
     int i;
 
     for (i = 0; i < NREGS; i++) {
-        regs[i] = rs_readl(d, i * 4);
+        regs[i] = qrs_readl(d, i * 4);
     }
 }
 
@@ -368,34 +366,34 @@ static void assert_regs_equal(const uint32_t *a, const uint32_t *b)
 static void assert_power_on_regs(QRdmaSession *d, uint32_t db_pages,
                                  uint32_t num_msix)
 {
-    g_assert_cmphex(rs_readl(d, A_RS_MAGIC), ==, RS_MAGIC);
-    g_assert_cmphex(rs_readl(d, A_RS_VERSION), ==,
+    g_assert_cmphex(qrs_readl(d, A_RS_MAGIC), ==, RS_MAGIC);
+    g_assert_cmphex(qrs_readl(d, A_RS_VERSION), ==,
                     (RS_ABI_VERSION_MAJOR << R_RS_VERSION_MAJOR_SHIFT) |
                     RS_ABI_VERSION_MINOR);
-    g_assert_cmphex(rs_readl(d, A_RS_CAPS), ==,
+    g_assert_cmphex(qrs_readl(d, A_RS_CAPS), ==,
                     RS_CAP_RC | RS_CAP_UC | RS_CAP_UD |
                     RS_CAP_SESSION_GROUPS | RS_CAP_NETID_MKEYS |
                     RS_CAP_LAN | RS_CAP_ATOMIC | RS_CAP_SRQ);
-    g_assert_cmpuint(rs_readl(d, A_RS_DB_PAGES), ==, db_pages);
-    g_assert_cmphex(rs_readl(d, A_RS_CTRL), ==, 0);
-    g_assert_cmphex(rs_readl(d, A_RS_STATUS), ==, R_RS_STATUS_LINK_UP_MASK);
-    g_assert_cmphex(rs_readl(d, A_RS_FATAL_CODE), ==, RS_FATAL_NONE);
-    g_assert_cmpuint(rs_readl(d, A_RS_NUM_MSIX), ==, num_msix);
-    g_assert_cmphex(rs_readl(d, A_RS_ADMQ_BASE_LO), ==, 0);
-    g_assert_cmphex(rs_readl(d, A_RS_ADMQ_BASE_HI), ==, 0);
-    g_assert_cmphex(rs_readl(d, A_RS_ADMQ_CFG), ==, 0);
-    g_assert_cmphex(rs_readl(d, A_RS_ADMQ_CI), ==, 0);
-    g_assert_cmphex(rs_readl(d, A_RS_ACQ_BASE_LO), ==, 0);
-    g_assert_cmphex(rs_readl(d, A_RS_ACQ_BASE_HI), ==, 0);
-    g_assert_cmphex(rs_readl(d, A_RS_ACQ_CFG), ==, 0);
-    g_assert_cmphex(rs_readl(d, A_RS_AEQ_BASE_LO), ==, 0);
-    g_assert_cmphex(rs_readl(d, A_RS_AEQ_BASE_HI), ==, 0);
-    g_assert_cmphex(rs_readl(d, A_RS_AEQ_CFG), ==, 0);
-    g_assert_cmphex(rs_readl(d, A_RS_AEQ_CI), ==, 0);
-    g_assert_cmphex(rs_readl(d, A_RS_MAC_LO), ==,
+    g_assert_cmpuint(qrs_readl(d, A_RS_DB_PAGES), ==, db_pages);
+    g_assert_cmphex(qrs_readl(d, A_RS_CTRL), ==, 0);
+    g_assert_cmphex(qrs_readl(d, A_RS_STATUS), ==, R_RS_STATUS_LINK_UP_MASK);
+    g_assert_cmphex(qrs_readl(d, A_RS_FATAL_CODE), ==, RS_FATAL_NONE);
+    g_assert_cmpuint(qrs_readl(d, A_RS_NUM_MSIX), ==, num_msix);
+    g_assert_cmphex(qrs_readl(d, A_RS_ADMQ_BASE_LO), ==, 0);
+    g_assert_cmphex(qrs_readl(d, A_RS_ADMQ_BASE_HI), ==, 0);
+    g_assert_cmphex(qrs_readl(d, A_RS_ADMQ_CFG), ==, 0);
+    g_assert_cmphex(qrs_readl(d, A_RS_ADMQ_CI), ==, 0);
+    g_assert_cmphex(qrs_readl(d, A_RS_ACQ_BASE_LO), ==, 0);
+    g_assert_cmphex(qrs_readl(d, A_RS_ACQ_BASE_HI), ==, 0);
+    g_assert_cmphex(qrs_readl(d, A_RS_ACQ_CFG), ==, 0);
+    g_assert_cmphex(qrs_readl(d, A_RS_AEQ_BASE_LO), ==, 0);
+    g_assert_cmphex(qrs_readl(d, A_RS_AEQ_BASE_HI), ==, 0);
+    g_assert_cmphex(qrs_readl(d, A_RS_AEQ_CFG), ==, 0);
+    g_assert_cmphex(qrs_readl(d, A_RS_AEQ_CI), ==, 0);
+    g_assert_cmphex(qrs_readl(d, A_RS_MAC_LO), ==,
                     qos_mac[0] | qos_mac[1] << 8 | qos_mac[2] << 16 |
                     (uint32_t)qos_mac[3] << 24);
-    g_assert_cmphex(rs_readl(d, A_RS_MAC_HI), ==,
+    g_assert_cmphex(qrs_readl(d, A_RS_MAC_HI), ==,
                     qos_mac[4] | qos_mac[5] << 8);
 }
 
@@ -405,37 +403,37 @@ static bool device_alive(QRdmaSession *d, GString *why)
     struct rs_admin_cmd cmd;
     struct rs_admin_cqe cqe;
     struct rs_device_attr attr;
-    uint32_t status = rs_readl(d, A_RS_STATUS);
+    uint32_t status = qrs_readl(d, A_RS_STATUS);
     uint32_t index, pd;
 
     if ((status & (R_RS_STATUS_READY_MASK | R_RS_STATUS_FATAL_MASK)) !=
         R_RS_STATUS_READY_MASK) {
         g_string_append_printf(why, "STATUS=0x%x FATAL_CODE=%u", status,
-                               rs_readl(d, A_RS_FATAL_CODE));
+                               qrs_readl(d, A_RS_FATAL_CODE));
         return false;
     }
     cmd_init(&cmd, RS_CMD_CREATE_PD);
-    index = rs_admin_submit(d, &cmd);
-    if (!rs_admin_poll(d, index, &cqe, RS_QOS_TIMEOUT_US)) {
+    index = qrs_admin_submit(d, &cmd);
+    if (!qrs_admin_poll(d, index, &cqe, RS_QOS_TIMEOUT_US)) {
         g_string_append(why, "CREATE_PD timed out");
         return false;
     }
     if (cqe.status != RS_STATUS_OK) {
         g_string_append_printf(why, "CREATE_PD: %s",
-                               rs_status_name(cqe.status));
+                               qrs_status_name(cqe.status));
         return false;
     }
     pd = cqe.handle;
     cmd_init(&cmd, RS_CMD_DESTROY_PD);
     cmd.destroy.handle = pd;
-    index = rs_admin_submit(d, &cmd);
-    if (!rs_admin_poll(d, index, &cqe, RS_QOS_TIMEOUT_US) ||
+    index = qrs_admin_submit(d, &cmd);
+    if (!qrs_admin_poll(d, index, &cqe, RS_QOS_TIMEOUT_US) ||
         cqe.status != RS_STATUS_OK) {
         g_string_append(why, "DESTROY_PD of a new PD failed");
         return false;
     }
-    if (rs_query_device(d, &attr) != RS_STATUS_OK ||
-        attr.abi_version != rs_readl(d, A_RS_VERSION)) {
+    if (qrs_query_device(d, &attr) != RS_STATUS_OK ||
+        attr.abi_version != qrs_readl(d, A_RS_VERSION)) {
         g_string_append(why, "QUERY_DEVICE failed");
         return false;
     }
@@ -502,7 +500,7 @@ static void test_probe(void *obj, void *data, QGuestAllocator *alloc)
 
     /* Registers at power-on. */
     assert_power_on_regs(d, DEF_DB_PAGES, DEF_NUM_MSIX);
-    g_assert_cmpuint((rs_readl(d, A_RS_VERSION) &
+    g_assert_cmpuint((qrs_readl(d, A_RS_VERSION) &
                       (uint32_t)R_RS_VERSION_MAJOR_MASK) >>
                      R_RS_VERSION_MAJOR_SHIFT, ==, RS_ABI_VERSION_MAJOR);
 }
@@ -539,27 +537,27 @@ static void test_registers(void *obj, void *data, QGuestAllocator *alloc)
 
     /* Unknown offsets read as zero. */
     for (i = 0; i < ARRAY_SIZE(unknown); i++) {
-        g_assert_cmphex(rs_readl(d, unknown[i]), ==, 0);
+        g_assert_cmphex(qrs_readl(d, unknown[i]), ==, 0);
     }
 
     /* Read-only registers ignore writes. */
     dump_regs(d, before);
     for (i = 0; i < ARRAY_SIZE(ro_regs); i++) {
-        rs_writel(d, ro_regs[i], 0xffffffff);
-        rs_writel(d, ro_regs[i], 0);
+        qrs_writel(d, ro_regs[i], 0xffffffff);
+        qrs_writel(d, ro_regs[i], 0);
     }
     dump_regs(d, after);
     assert_regs_equal(before, after);
 
     /* Ring registers read back what was written while disabled. */
     for (i = 0; i < ARRAY_SIZE(ring_regs); i++) {
-        rs_writel(d, ring_regs[i].reg, ring_regs[i].val);
+        qrs_writel(d, ring_regs[i].reg, ring_regs[i].val);
     }
     for (i = 0; i < ARRAY_SIZE(ring_regs); i++) {
-        g_assert_cmphex(rs_readl(d, ring_regs[i].reg), ==, ring_regs[i].val);
+        g_assert_cmphex(qrs_readl(d, ring_regs[i].reg), ==, ring_regs[i].val);
     }
-    g_assert_cmphex(rs_readl(d, A_RS_CTRL), ==, 0);
-    g_assert_cmphex(rs_readl(d, A_RS_STATUS), ==, R_RS_STATUS_LINK_UP_MASK);
+    g_assert_cmphex(qrs_readl(d, A_RS_CTRL), ==, 0);
+    g_assert_cmphex(qrs_readl(d, A_RS_STATUS), ==, R_RS_STATUS_LINK_UP_MASK);
 
     /* Only 32-bit accesses reach the registers. */
     g_assert_cmphex(qpci_io_readw(&d->dev, d->bar0, A_RS_MAGIC), ==, 0);
@@ -568,14 +566,14 @@ static void test_registers(void *obj, void *data, QGuestAllocator *alloc)
     qpci_io_writeb(&d->dev, d->bar0, A_RS_CTRL, R_RS_CTRL_ENABLE_MASK);
     qpci_io_writew(&d->dev, d->bar0, A_RS_CTRL, R_RS_CTRL_ENABLE_MASK);
     qpci_io_writew(&d->dev, d->bar0, A_RS_ADMQ_CFG, 2);
-    g_assert_cmphex(rs_readl(d, A_RS_CTRL), ==, 0);
-    g_assert_cmphex(rs_readl(d, A_RS_STATUS), ==, R_RS_STATUS_LINK_UP_MASK);
-    g_assert_cmphex(rs_readl(d, A_RS_ADMQ_CFG), ==, 7);
+    g_assert_cmphex(qrs_readl(d, A_RS_CTRL), ==, 0);
+    g_assert_cmphex(qrs_readl(d, A_RS_STATUS), ==, R_RS_STATUS_LINK_UP_MASK);
+    g_assert_cmphex(qrs_readl(d, A_RS_ADMQ_CFG), ==, 7);
 
     /* While enabled the ring registers ignore writes. */
     rs_setup(d);
     for (i = 0; i < ARRAY_SIZE(ring_regs); i++) {
-        saved[i] = rs_readl(d, ring_regs[i].reg);
+        saved[i] = qrs_readl(d, ring_regs[i].reg);
     }
     g_assert_cmphex(saved[0], ==, d->admq & 0xffffffffu);
     g_assert_cmphex(saved[1], ==, d->admq >> 32);
@@ -584,19 +582,19 @@ static void test_registers(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmphex(saved[6], ==, d->aeq & 0xffffffffu);
     g_assert_cmphex(saved[8], ==, RS_QOS_AEQ_LOG);
     for (i = 0; i < ARRAY_SIZE(ring_regs); i++) {
-        rs_writel(d, ring_regs[i].reg, ring_regs[i].val);
+        qrs_writel(d, ring_regs[i].reg, ring_regs[i].val);
     }
     for (i = 0; i < ARRAY_SIZE(ring_regs); i++) {
-        g_assert_cmphex(rs_readl(d, ring_regs[i].reg), ==, saved[i]);
+        g_assert_cmphex(qrs_readl(d, ring_regs[i].reg), ==, saved[i]);
     }
-    RS_ASSERT_OK(rs_query_device(d, &attr));
-    RS_ASSERT_OK(rs_query_device(d, &attr));
-    g_assert_cmpuint(rs_readl(d, A_RS_ADMQ_CI), ==, 2);
+    RS_ASSERT_OK(qrs_query_device(d, &attr));
+    RS_ASSERT_OK(qrs_query_device(d, &attr));
+    g_assert_cmpuint(qrs_readl(d, A_RS_ADMQ_CI), ==, 2);
 
     /* Writing ENABLE=1 again is not a 0->1 edge: nothing restarts. */
-    rs_writel(d, A_RS_CTRL, R_RS_CTRL_ENABLE_MASK);
-    g_assert_cmpuint(rs_readl(d, A_RS_ADMQ_CI), ==, 2);
-    g_assert_cmphex(rs_readl(d, A_RS_STATUS), ==,
+    qrs_writel(d, A_RS_CTRL, R_RS_CTRL_ENABLE_MASK);
+    g_assert_cmpuint(qrs_readl(d, A_RS_ADMQ_CI), ==, 2);
+    g_assert_cmphex(qrs_readl(d, A_RS_STATUS), ==,
                     R_RS_STATUS_READY_MASK | R_RS_STATUS_LINK_UP_MASK);
     assert_alive(d);
 }
@@ -613,8 +611,8 @@ static void admq_put(QRdmaSession *d, uint32_t index, uint8_t opcode,
         cmd.query.resp_addr = d->scratch;
         cmd.query.resp_len = sizeof(struct rs_device_attr);
     }
-    rs_cmd_to_le(&cmd);
-    qtest_memwrite(rs_qts(d),
+    qrs_cmd_to_le(&cmd);
+    qtest_memwrite(qrs_qts(d),
                    d->admq + (index & ((1u << d->admq_log) - 1)) *
                    sizeof(cmd), &cmd, sizeof(cmd));
 }
@@ -623,7 +621,7 @@ static bool acq_slot_idle(QRdmaSession *d, uint32_t index)
 {
     struct rs_admin_cqe cqe;
 
-    return !rs_admin_poll(d, index, &cqe, G_USEC_PER_SEC / 5);
+    return !qrs_admin_poll(d, index, &cqe, G_USEC_PER_SEC / 5);
 }
 
 static void test_admin_queue(void *obj, void *data, QGuestAllocator *alloc)
@@ -636,15 +634,15 @@ static void test_admin_queue(void *obj, void *data, QGuestAllocator *alloc)
     uint32_t base, i;
 
     /* Two-entry ring, no event queue. */
-    rs_admin_configure(d, 1, 0, 0, 0);
-    g_assert_cmphex(rs_readl(d, A_RS_AEQ_BASE_LO), ==, 0);
+    qrs_admin_configure(d, 1, 0, 0, 0);
+    g_assert_cmphex(qrs_readl(d, A_RS_AEQ_BASE_LO), ==, 0);
 
     /* A doorbell before READY is ignored. */
     admq_put(d, 0, RS_CMD_CREATE_PD, 0x7777);
-    rs_writel(d, A_RS_ADMQ_DB, 1);
-    rs_admin_enable(d);
+    qrs_writel(d, A_RS_ADMQ_DB, 1);
+    qrs_admin_enable(d);
     g_assert_true(acq_slot_idle(d, 0));
-    g_assert_cmpuint(rs_readl(d, A_RS_ADMQ_CI), ==, 0);
+    g_assert_cmpuint(qrs_readl(d, A_RS_ADMQ_CI), ==, 0);
 
     /* Wrap the ring several times; check the phase of every slot. */
     for (i = 0; i < 7; i++) {
@@ -655,89 +653,89 @@ static void test_admin_queue(void *obj, void *data, QGuestAllocator *alloc)
         cmd.query.resp_addr = d->scratch;
         cmd.query.resp_len = sizeof(struct rs_port_attr);
         cmd.query.handle = 1;
-        index = rs_admin_submit(d, &cmd);
+        index = qrs_admin_submit(d, &cmd);
         g_assert_cmpuint(index, ==, i);
-        rs_admin_wait(d, index, &cqe);
+        qrs_admin_wait(d, index, &cqe);
         RS_ASSERT_OK(cqe.status);
         g_assert_cmpuint(cqe.flags & RS_ACQE_PHASE, ==, ((i >> 1) & 1) ^ 1);
         g_assert_cmpuint(cqe.cmd_id, ==, (uint16_t)(d->next_cmd_id - 1));
-        g_assert_cmpuint(rs_readl(d, A_RS_ADMQ_CI), ==, i + 1);
+        g_assert_cmpuint(qrs_readl(d, A_RS_ADMQ_CI), ==, i + 1);
     }
 
     /* Two commands with one doorbell write. */
     base = d->admq_pi;
     admq_put(d, base, RS_CMD_QUERY_DEVICE, 0x1001);
     admq_put(d, base + 1, RS_CMD_CREATE_PD, 0x1002);
-    rs_writel(d, A_RS_ADMQ_DB, base + 2);
-    rs_admin_wait(d, base, &cqe);
+    qrs_writel(d, A_RS_ADMQ_DB, base + 2);
+    qrs_admin_wait(d, base, &cqe);
     RS_ASSERT_OK(cqe.status);
     g_assert_cmphex(cqe.cmd_id, ==, 0x1001);
-    rs_admin_wait(d, base + 1, &cqe);
+    qrs_admin_wait(d, base + 1, &cqe);
     RS_ASSERT_OK(cqe.status);
     g_assert_cmphex(cqe.cmd_id, ==, 0x1002);
     g_assert_cmphex(cqe.handle, ==, HANDLE(0, 1));
     d->admq_pi = base + 2;
-    g_assert_cmpuint(rs_readl(d, A_RS_ADMQ_CI), ==, base + 2);
+    g_assert_cmpuint(qrs_readl(d, A_RS_ADMQ_CI), ==, base + 2);
 
     /* A producer index more than a ring ahead, or behind, is ignored. */
     base = d->admq_pi;
     admq_put(d, base, RS_CMD_CREATE_PD, 0x2001);
     admq_put(d, base + 1, RS_CMD_CREATE_PD, 0x2002);
-    rs_writel(d, A_RS_ADMQ_DB, base + 3);
+    qrs_writel(d, A_RS_ADMQ_DB, base + 3);
     g_assert_true(acq_slot_idle(d, base));
-    g_assert_cmpuint(rs_readl(d, A_RS_ADMQ_CI), ==, base);
-    rs_writel(d, A_RS_ADMQ_DB, base - 1);
+    g_assert_cmpuint(qrs_readl(d, A_RS_ADMQ_CI), ==, base);
+    qrs_writel(d, A_RS_ADMQ_DB, base - 1);
     g_assert_true(acq_slot_idle(d, base));
-    g_assert_cmpuint(rs_readl(d, A_RS_ADMQ_CI), ==, base);
+    g_assert_cmpuint(qrs_readl(d, A_RS_ADMQ_CI), ==, base);
     /* Exactly one ring ahead is fine. */
-    rs_writel(d, A_RS_ADMQ_DB, base + 2);
-    rs_admin_wait(d, base, &cqe);
+    qrs_writel(d, A_RS_ADMQ_DB, base + 2);
+    qrs_admin_wait(d, base, &cqe);
     RS_ASSERT_OK(cqe.status);
     g_assert_cmphex(cqe.cmd_id, ==, 0x2001);
     g_assert_cmphex(cqe.handle, ==, HANDLE(0, 2));
-    rs_admin_wait(d, base + 1, &cqe);
+    qrs_admin_wait(d, base + 1, &cqe);
     RS_ASSERT_OK(cqe.status);
     g_assert_cmphex(cqe.cmd_id, ==, 0x2002);
     g_assert_cmphex(cqe.handle, ==, HANDLE(0, 3));
     d->admq_pi = base + 2;
-    g_assert_cmpuint(rs_readl(d, A_RS_ADMQ_CI), ==, base + 2);
+    g_assert_cmpuint(qrs_readl(d, A_RS_ADMQ_CI), ==, base + 2);
 
     /* Largest ring, with an event queue: PORT_ACTIVE in slot 0. */
-    rs_reset(d);
-    rs_admin_configure(d, RS_MAX_ADMQ_LOG, RS_MAX_AEQ_LOG, 0, 0);
-    rs_admin_enable(d);
-    g_assert_true(rs_aeq_poll(d, &ev, RS_QOS_TIMEOUT_US));
+    qrs_reset(d);
+    qrs_admin_configure(d, RS_MAX_ADMQ_LOG, RS_MAX_AEQ_LOG, 0, 0);
+    qrs_admin_enable(d);
+    g_assert_true(qrs_aeq_poll(d, &ev, RS_QOS_TIMEOUT_US));
     g_assert_cmpuint(ev.type, ==, RS_EV_PORT_ACTIVE);
     g_assert_cmpuint(ev.flags & RS_EQE_PHASE, ==, 1);
     g_assert_cmpuint(ev.handle, ==, 1);
-    g_assert_false(rs_aeq_poll(d, &ev, G_USEC_PER_SEC / 10));
-    RS_ASSERT_OK(rs_query_device(d, &attr));
+    g_assert_false(qrs_aeq_poll(d, &ev, G_USEC_PER_SEC / 10));
+    RS_ASSERT_OK(qrs_query_device(d, &attr));
     g_assert_cmpuint(attr.max_qp, ==, USABLE(DEF_MAX_QPS));
 
     /* Rings that end exactly at the end of RAM are valid. */
-    rs_reset(d);
+    qrs_reset(d);
     d->admq_log = 1;
     d->aeq_log = 1;
     d->admq = end - (sizeof(struct rs_admin_cmd) << 1);
     d->acq = d->admq - 64;
     d->aeq = d->acq - 64;
     fill(d, d->aeq, 0, 3 * 64 + 64);
-    rs_writel(d, A_RS_ADMQ_BASE_LO, d->admq);
-    rs_writel(d, A_RS_ADMQ_BASE_HI, d->admq >> 32);
-    rs_writel(d, A_RS_ADMQ_CFG, 1);
-    rs_writel(d, A_RS_ACQ_BASE_LO, d->acq);
-    rs_writel(d, A_RS_ACQ_BASE_HI, d->acq >> 32);
-    rs_writel(d, A_RS_ACQ_CFG, 0);
-    rs_writel(d, A_RS_AEQ_BASE_LO, d->aeq);
-    rs_writel(d, A_RS_AEQ_BASE_HI, d->aeq >> 32);
-    rs_writel(d, A_RS_AEQ_CFG, 1);
-    rs_admin_enable(d);
+    qrs_writel(d, A_RS_ADMQ_BASE_LO, d->admq);
+    qrs_writel(d, A_RS_ADMQ_BASE_HI, d->admq >> 32);
+    qrs_writel(d, A_RS_ADMQ_CFG, 1);
+    qrs_writel(d, A_RS_ACQ_BASE_LO, d->acq);
+    qrs_writel(d, A_RS_ACQ_BASE_HI, d->acq >> 32);
+    qrs_writel(d, A_RS_ACQ_CFG, 0);
+    qrs_writel(d, A_RS_AEQ_BASE_LO, d->aeq);
+    qrs_writel(d, A_RS_AEQ_BASE_HI, d->aeq >> 32);
+    qrs_writel(d, A_RS_AEQ_CFG, 1);
+    qrs_admin_enable(d);
     wait_aeq_port_active(d);
     for (i = 0; i < 5; i++) {
-        RS_ASSERT_OK(rs_query_device(d, &attr));
+        RS_ASSERT_OK(qrs_query_device(d, &attr));
         g_assert_cmpuint(attr.max_qp, ==, USABLE(DEF_MAX_QPS));
     }
-    rs_reset(d);
+    qrs_reset(d);
 }
 
 /* Wait for an MSI-X message (a 32-bit write) to land at @addr. */
@@ -745,10 +743,10 @@ static void wait_msg(QRdmaSession *d, uint64_t addr, uint32_t data)
 {
     int64_t end = g_get_monotonic_time() + RS_QOS_TIMEOUT_US;
 
-    while (qtest_readl(rs_qts(d), addr) != data) {
+    while (qtest_readl(qrs_qts(d), addr) != data) {
         if (g_get_monotonic_time() > end) {
             g_error("no MSI-X message 0x%x at 0x%" PRIx64 " (got 0x%x)",
-                    data, addr, qtest_readl(rs_qts(d), addr));
+                    data, addr, qtest_readl(qrs_qts(d), addr));
         }
     }
 }
@@ -756,40 +754,40 @@ static void wait_msg(QRdmaSession *d, uint64_t addr, uint32_t data)
 static void test_msix(void *obj, void *data, QGuestAllocator *alloc)
 {
     QRdmaSession *d = obj;
-    QTestState *qts = rs_qts(d);
-    uint64_t msg = rs_alloc_zeroed(d, PAGE);
+    QTestState *qts = qrs_qts(d);
+    uint64_t msg = qrs_alloc_zeroed(d, PAGE);
     struct rs_device_attr attr;
     int v;
 
     g_assert_cmpuint(qpci_msix_table_size(&d->dev), ==, DEF_NUM_MSIX);
     for (v = 0; v < DEF_NUM_MSIX; v++) {
-        rs_msix_set_vector(d, v, msg + v * 4, 0xcafe0000 + v, false);
+        qrs_msix_set_vector(d, v, msg + v * 4, 0xcafe0000 + v, false);
     }
 
     /* The port event goes to the AEQ vector, completions to the ACQ's. */
-    rs_admin_configure(d, RS_QOS_ADMQ_LOG, RS_QOS_AEQ_LOG, 2, 3);
-    rs_admin_enable(d);
+    qrs_admin_configure(d, RS_QOS_ADMQ_LOG, RS_QOS_AEQ_LOG, 2, 3);
+    qrs_admin_enable(d);
     wait_aeq_port_active(d);
     wait_msg(d, msg + 3 * 4, 0xcafe0003);
     g_assert_cmphex(qtest_readl(qts, msg + 2 * 4), ==, 0);
-    RS_ASSERT_OK(rs_query_device(d, &attr));
+    RS_ASSERT_OK(qrs_query_device(d, &attr));
     wait_msg(d, msg + 2 * 4, 0xcafe0002);
     g_assert_cmphex(qtest_readl(qts, msg + 0 * 4), ==, 0);
     g_assert_cmphex(qtest_readl(qts, msg + 1 * 4), ==, 0);
     g_assert_cmphex(qtest_readl(qts, msg + 4 * 4), ==, 0);
 
     /* Default vector 0; a masked vector sends nothing. */
-    rs_reset(d);
+    qrs_reset(d);
     fill(d, msg, 0, PAGE);
-    rs_admin_init(d, RS_QOS_ADMQ_LOG, 0);
-    RS_ASSERT_OK(rs_query_device(d, &attr));
+    qrs_admin_init(d, RS_QOS_ADMQ_LOG, 0);
+    RS_ASSERT_OK(qrs_query_device(d, &attr));
     wait_msg(d, msg, 0xcafe0000);
     qtest_writel(qts, msg, 0);
-    rs_msix_set_vector(d, 0, msg, 0xcafe0000, true);
-    RS_ASSERT_OK(rs_query_device(d, &attr));
+    qrs_msix_set_vector(d, 0, msg, 0xcafe0000, true);
+    RS_ASSERT_OK(qrs_query_device(d, &attr));
     g_assert_cmphex(qtest_readl(qts, msg), ==, 0);
     g_assert_true(is_filled(d, msg + 4, 0, 4 * 4));
-    rs_reset(d);
+    qrs_reset(d);
 }
 
 static void test_query(void *obj, void *data, QGuestAllocator *alloc)
@@ -798,12 +796,12 @@ static void test_query(void *obj, void *data, QGuestAllocator *alloc)
     struct rs_device_attr a;
     struct rs_port_attr p;
 
-    RS_ASSERT_OK(rs_query_device(d, &a));
+    RS_ASSERT_OK(qrs_query_device(d, &a));
     g_assert_cmphex(a.max_mr_size, ==, (uint64_t)DEF_MAX_MR_PAGES << 12);
     g_assert_cmphex(a.page_size_cap, ==, 0x7ffff000ull);
-    g_assert_cmphex(a.abi_version, ==, rs_readl(d, A_RS_VERSION));
+    g_assert_cmphex(a.abi_version, ==, qrs_readl(d, A_RS_VERSION));
     g_assert_cmphex(a.abi_version, ==, 0x10001);
-    g_assert_cmphex(a.caps, ==, rs_readl(d, A_RS_CAPS));
+    g_assert_cmphex(a.caps, ==, qrs_readl(d, A_RS_CAPS));
     g_assert_cmpuint(a.max_qp, ==, USABLE(DEF_MAX_QPS));
     g_assert_cmpuint(a.max_qp_wr, ==, 1u << RS_MAX_WQ_LOG);
     g_assert_cmpuint(a.max_sge, ==, RS_MAX_SGE);
@@ -825,7 +823,7 @@ static void test_query(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmpuint(a.max_srq_wr, ==, 1u << RS_MAX_WQ_LOG);
     g_assert_cmpuint(a.max_srq_sge, ==, RS_MAX_SGE);
 
-    RS_ASSERT_OK(rs_query_port(d, 1, &p));
+    RS_ASSERT_OK(qrs_query_port(d, 1, &p));
     g_assert_cmpuint(p.state, ==, RS_PORT_ACTIVE);
     g_assert_cmpuint(p.max_mtu, ==, RS_MTU_4096);
     g_assert_cmpuint(p.active_mtu, ==, RS_MTU_4096);
@@ -837,7 +835,7 @@ static void test_query(void *obj, void *data, QGuestAllocator *alloc)
     /* A response buffer larger than the structure is fine. */
     fill(d, d->scratch, 0xa5, PAGE);
     RS_ASSERT_OK(query_at(d, RS_CMD_QUERY_DEVICE, 0, d->scratch, PAGE));
-    g_assert_cmphex(qtest_readl(rs_qts(d), d->scratch +
+    g_assert_cmphex(qtest_readl(qrs_qts(d), d->scratch +
                                 offsetof(struct rs_device_attr, max_qp)),
                     ==, USABLE(DEF_MAX_QPS));
     g_assert_true(is_filled(d, d->scratch + sizeof(a), 0xa5,
@@ -846,7 +844,7 @@ static void test_query(void *obj, void *data, QGuestAllocator *alloc)
 
 static void set_link(QRdmaSession *d, bool up)
 {
-    qtest_qmp_assert_success(rs_qts(d), "{ 'execute': 'set_link',"
+    qtest_qmp_assert_success(qrs_qts(d), "{ 'execute': 'set_link',"
                              "  'arguments': { 'name': %s, 'up': %i } }",
                              RS_QOS_NETDEV_ID, up);
 }
@@ -859,31 +857,31 @@ static void test_link(void *obj, void *data, QGuestAllocator *alloc)
 
     /* Link down: STATUS.LINK_UP follows, no PORT_ACTIVE on enable. */
     set_link(d, false);
-    g_assert_cmphex(rs_readl(d, A_RS_STATUS), ==, 0);
-    rs_admin_init(d, RS_QOS_ADMQ_LOG, RS_QOS_AEQ_LOG);
-    g_assert_cmphex(rs_readl(d, A_RS_STATUS), ==, R_RS_STATUS_READY_MASK);
-    g_assert_false(rs_aeq_poll(d, &ev, G_USEC_PER_SEC / 5));
-    RS_ASSERT_OK(rs_query_port(d, 1, &p));
+    g_assert_cmphex(qrs_readl(d, A_RS_STATUS), ==, 0);
+    qrs_admin_init(d, RS_QOS_ADMQ_LOG, RS_QOS_AEQ_LOG);
+    g_assert_cmphex(qrs_readl(d, A_RS_STATUS), ==, R_RS_STATUS_READY_MASK);
+    g_assert_false(qrs_aeq_poll(d, &ev, G_USEC_PER_SEC / 5));
+    RS_ASSERT_OK(qrs_query_port(d, 1, &p));
     g_assert_cmpuint(p.state, ==, RS_PORT_DOWN);
     g_assert_cmpuint(p.phys_state, ==, 3);
     g_assert_cmpuint(p.max_mtu, ==, RS_MTU_4096);
 
     /* Link up while enabled: the port is active. */
     set_link(d, true);
-    g_assert_cmphex(rs_readl(d, A_RS_STATUS), ==,
+    g_assert_cmphex(qrs_readl(d, A_RS_STATUS), ==,
                     R_RS_STATUS_READY_MASK | R_RS_STATUS_LINK_UP_MASK);
-    RS_ASSERT_OK(rs_query_port(d, 1, &p));
+    RS_ASSERT_OK(qrs_query_port(d, 1, &p));
     g_assert_cmpuint(p.state, ==, RS_PORT_ACTIVE);
     g_assert_cmpuint(p.phys_state, ==, 5);
 
     /* A reset keeps the link state; enabling with the link up posts. */
     set_link(d, false);
-    rs_reset(d);
-    g_assert_cmphex(rs_readl(d, A_RS_STATUS), ==, 0);
+    qrs_reset(d);
+    g_assert_cmphex(qrs_readl(d, A_RS_STATUS), ==, 0);
     set_link(d, true);
-    g_assert_cmphex(rs_readl(d, A_RS_STATUS), ==, R_RS_STATUS_LINK_UP_MASK);
+    g_assert_cmphex(qrs_readl(d, A_RS_STATUS), ==, R_RS_STATUS_LINK_UP_MASK);
     rs_setup(d);
-    RS_ASSERT_OK(rs_query_port(d, 1, &p));
+    RS_ASSERT_OK(qrs_query_port(d, 1, &p));
     g_assert_cmpuint(p.state, ==, RS_PORT_ACTIVE);
     assert_alive(d);
     /* Do not hand a QEMU with a toggled link to the next test. */
@@ -904,30 +902,30 @@ static void test_pd(void *obj, void *data, QGuestAllocator *alloc)
         pd[i] = new_pd(d);
         g_assert_cmphex(pd[i], ==, HANDLE(0, i + 1));
     }
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_PD, pd[1]));
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_PD, pd[1]),
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_PD, pd[1]));
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_PD, pd[1]),
                      RS_STATUS_BAD_HANDLE);
 
     /* Lowest free index, next generation; the old handle stays dead. */
     h = new_pd(d);
     g_assert_cmphex(h, ==, HANDLE(1, 2));
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_PD, pd[1]),
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_PD, pd[1]),
                      RS_STATUS_BAD_HANDLE);
     h2 = new_pd(d);
     g_assert_cmphex(h2, ==, HANDLE(0, 4));
 
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_PD, h));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_PD, pd[0]));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_PD, pd[2]));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_PD, h2));
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_PD, 0),
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_PD, h));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_PD, pd[0]));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_PD, pd[2]));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_PD, h2));
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_PD, 0),
                      RS_STATUS_BAD_HANDLE);
 
     /* The generation of slot 1 counts frees modulo 256. */
     for (i = 1; i <= 256; i++) {
         h = new_pd(d);
         g_assert_cmphex(h, ==, HANDLE(i & 0xff, 1));
-        RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_PD, h));
+        RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_PD, h));
     }
     assert_alive(d);
 }
@@ -935,31 +933,31 @@ static void test_pd(void *obj, void *data, QGuestAllocator *alloc)
 static void test_cq(void *obj, void *data, QGuestAllocator *alloc)
 {
     QRdmaSession *d = rs_setup(obj);
-    uint64_t r1 = rs_alloc_zeroed(d, sizeof(struct rs_cqe) << 1);
-    uint64_t r2 = rs_alloc_zeroed(d, sizeof(struct rs_cqe) << RS_MAX_CQ_LOG);
-    uint64_t r3 = rs_alloc_zeroed(d, sizeof(struct rs_cqe) << 6);
+    uint64_t r1 = qrs_alloc_zeroed(d, sizeof(struct rs_cqe) << 1);
+    uint64_t r2 = qrs_alloc_zeroed(d, sizeof(struct rs_cqe) << RS_MAX_CQ_LOG);
+    uint64_t r3 = qrs_alloc_zeroed(d, sizeof(struct rs_cqe) << 6);
     uint32_t h1, h2, h3;
 
-    RS_ASSERT_OK(rs_create_cq(d, r1, 1, 0, 0, &h1));
+    RS_ASSERT_OK(qrs_create_cq(d, r1, 1, 0, 0, &h1));
     g_assert_cmphex(h1, ==, HANDLE(0, 1));
-    RS_ASSERT_OK(rs_create_cq(d, r2, RS_MAX_CQ_LOG, DEF_COMP_VECTORS - 1,
-                              DEF_DB_PAGES - 1, &h2));
+    RS_ASSERT_OK(qrs_create_cq(d, r2, RS_MAX_CQ_LOG, DEF_COMP_VECTORS - 1,
+                               DEF_DB_PAGES - 1, &h2));
     g_assert_cmphex(h2, ==, HANDLE(0, 2));
 
     /* Resize up, down and back, with nothing to carry over. */
-    RS_ASSERT_OK(rs_resize_cq(d, h1, r3, 6, 0));
-    RS_ASSERT_OK(rs_resize_cq(d, h1, r1, 1, 0));
-    RS_ASSERT_OK(rs_resize_cq(d, h2, r3, 6, 0));
-    RS_ASSERT_OK(rs_resize_cq(d, h2, r2, RS_MAX_CQ_LOG, 0));
+    RS_ASSERT_OK(qrs_resize_cq(d, h1, r3, 6, 0));
+    RS_ASSERT_OK(qrs_resize_cq(d, h1, r1, 1, 0));
+    RS_ASSERT_OK(qrs_resize_cq(d, h2, r3, 6, 0));
+    RS_ASSERT_OK(qrs_resize_cq(d, h2, r2, RS_MAX_CQ_LOG, 0));
 
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_CQ, h1));
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_CQ, h1),
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_CQ, h1));
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_CQ, h1),
                      RS_STATUS_BAD_HANDLE);
-    RS_ASSERT_STATUS(rs_resize_cq(d, h1, r3, 6, 0), RS_STATUS_BAD_HANDLE);
-    RS_ASSERT_OK(rs_create_cq(d, r1, 1, 0, 0, &h3));
+    RS_ASSERT_STATUS(qrs_resize_cq(d, h1, r3, 6, 0), RS_STATUS_BAD_HANDLE);
+    RS_ASSERT_OK(qrs_create_cq(d, r1, 1, 0, 0, &h3));
     g_assert_cmphex(h3, ==, HANDLE(1, 1));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_CQ, h3));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_CQ, h2));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_CQ, h3));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_CQ, h2));
     assert_alive(d);
 }
 
@@ -1000,22 +998,22 @@ static void test_qp(void *obj, void *data, QGuestAllocator *alloc)
     c.rq_log_size = 3;
     c.uar = DEF_DB_PAGES - 1;
     c.flags = RS_QP_F_SIGNAL_ALL;
-    g_assert_cmpuint(rs_qp_sq_bytes(&c), ==, 512 << 1);
-    g_assert_cmpuint(rs_qp_rq_bytes(&c), ==, 512 << 3);
-    c.sq_addr = rs_alloc_zeroed(d, rs_qp_sq_bytes(&c));
-    c.rq_addr = rs_alloc_zeroed(d, rs_qp_rq_bytes(&c));
-    RS_ASSERT_OK(rs_create_qp(d, &c, &qp, &qpn));
+    g_assert_cmpuint(qrs_qp_sq_bytes(&c), ==, 512 << 1);
+    g_assert_cmpuint(qrs_qp_rq_bytes(&c), ==, 512 << 3);
+    c.sq_addr = qrs_alloc_zeroed(d, qrs_qp_sq_bytes(&c));
+    c.rq_addr = qrs_alloc_zeroed(d, qrs_qp_rq_bytes(&c));
+    RS_ASSERT_OK(qrs_create_qp(d, &c, &qp, &qpn));
     g_assert_cmphex(qp, ==, HANDLE(0, first));
     g_assert_cmpuint(qpn, ==, first);
 
-    RS_ASSERT_OK(rs_query_qp(d, qp, &q));
+    RS_ASSERT_OK(qrs_query_qp(d, qp, &q));
     g_assert_cmpuint(q.qp_state, ==, RS_QPS_RESET);
     g_assert_cmpuint(q.cur_qp_state, ==, RS_QPS_RESET);
     g_assert_cmpuint(q.qp_type, ==, type);
 
     /* RESET -> RESET */
     std_attr(&a, RS_QPS_RESET, RS_QPS_RESET);
-    RS_ASSERT_OK(rs_modify_qp(d, qp, &a, RS_QP_ATTR_STATE));
+    RS_ASSERT_OK(qrs_modify_qp(d, qp, &a, RS_QP_ATTR_STATE));
     g_assert_cmpuint(qp_state(d, qp), ==, RS_QPS_RESET);
 
     /* RESET -> INIT */
@@ -1023,9 +1021,9 @@ static void test_qp(void *obj, void *data, QGuestAllocator *alloc)
     a.access_flags = rc ? RS_ACCESS_ALL :
                      RS_ACCESS_LOCAL_WRITE | RS_ACCESS_REMOTE_WRITE;
     a.qkey = 0x80010000;
-    RS_ASSERT_OK(rs_modify_qp(d, qp, &a,
-                              std_mask(type, RS_QPS_RESET, RS_QPS_INIT)));
-    RS_ASSERT_OK(rs_query_qp(d, qp, &q));
+    RS_ASSERT_OK(qrs_modify_qp(d, qp, &a,
+                               std_mask(type, RS_QPS_RESET, RS_QPS_INIT)));
+    RS_ASSERT_OK(qrs_query_qp(d, qp, &q));
     g_assert_cmpuint(q.qp_state, ==, RS_QPS_INIT);
     g_assert_cmpuint(q.cur_qp_state, ==, RS_QPS_INIT);
     g_assert_cmpuint(q.qp_type, ==, type);
@@ -1049,8 +1047,8 @@ static void test_qp(void *obj, void *data, QGuestAllocator *alloc)
         a.qkey = 0x22222222;
         mask = RS_QP_ATTR_QKEY;
     }
-    RS_ASSERT_OK(rs_modify_qp(d, qp, &a, mask));
-    RS_ASSERT_OK(rs_query_qp(d, qp, &q));
+    RS_ASSERT_OK(qrs_modify_qp(d, qp, &a, mask));
+    RS_ASSERT_OK(qrs_query_qp(d, qp, &q));
     g_assert_cmpuint(q.qp_state, ==, RS_QPS_INIT);
     if (connected) {
         g_assert_cmphex(q.access_flags, ==, RS_ACCESS_LOCAL_WRITE);
@@ -1073,8 +1071,8 @@ static void test_qp(void *obj, void *data, QGuestAllocator *alloc)
     if (!connected) {
         mask |= RS_QP_ATTR_QKEY;
     }
-    RS_ASSERT_OK(rs_modify_qp(d, qp, &a, mask));
-    RS_ASSERT_OK(rs_query_qp(d, qp, &q));
+    RS_ASSERT_OK(qrs_modify_qp(d, qp, &a, mask));
+    RS_ASSERT_OK(qrs_query_qp(d, qp, &q));
     g_assert_cmpuint(q.qp_state, ==, RS_QPS_RTR);
     g_assert_cmpuint(q.cur_qp_state, ==, RS_QPS_RTR);
     if (connected) {
@@ -1097,10 +1095,10 @@ static void test_qp(void *obj, void *data, QGuestAllocator *alloc)
     a.retry_cnt = 7;
     a.rnr_retry = 7;
     a.max_rd_atomic = RS_MAX_RD_ATOMIC;
-    RS_ASSERT_OK(rs_modify_qp(d, qp, &a,
-                              std_mask(type, RS_QPS_RTR, RS_QPS_RTS) |
-                              RS_QP_ATTR_CUR_STATE));
-    RS_ASSERT_OK(rs_query_qp(d, qp, &q));
+    RS_ASSERT_OK(qrs_modify_qp(d, qp, &a,
+                               std_mask(type, RS_QPS_RTR, RS_QPS_RTS) |
+                               RS_QP_ATTR_CUR_STATE));
+    RS_ASSERT_OK(qrs_query_qp(d, qp, &q));
     g_assert_cmpuint(q.qp_state, ==, RS_QPS_RTS);
     g_assert_cmpuint(q.cur_qp_state, ==, RS_QPS_RTS);
     g_assert_cmphex(q.sq_psn, ==, 0xfffffe);
@@ -1131,8 +1129,8 @@ static void test_qp(void *obj, void *data, QGuestAllocator *alloc)
         a.qkey = 0x44444444;
         mask = RS_QP_ATTR_QKEY;
     }
-    RS_ASSERT_OK(rs_modify_qp(d, qp, &a, RS_QP_ATTR_STATE | mask));
-    RS_ASSERT_OK(rs_query_qp(d, qp, &q));
+    RS_ASSERT_OK(qrs_modify_qp(d, qp, &a, RS_QP_ATTR_STATE | mask));
+    RS_ASSERT_OK(qrs_query_qp(d, qp, &q));
     g_assert_cmpuint(q.qp_state, ==, RS_QPS_RTS);
     if (rc) {
         g_assert_cmpuint(q.min_rnr_timer, ==, 5);
@@ -1146,9 +1144,9 @@ static void test_qp(void *obj, void *data, QGuestAllocator *alloc)
     /* RTS -> SQD with async notification, SQD -> SQD, SQD -> RTS */
     std_attr(&a, RS_QPS_RTS, RS_QPS_SQD);
     a.en_sqd_async_notify = 1;
-    RS_ASSERT_OK(rs_modify_qp(d, qp, &a, RS_QP_ATTR_STATE |
-                              RS_QP_ATTR_EN_SQD_ASYNC_NOTIFY));
-    RS_ASSERT_OK(rs_query_qp(d, qp, &q));
+    RS_ASSERT_OK(qrs_modify_qp(d, qp, &a, RS_QP_ATTR_STATE |
+                               RS_QP_ATTR_EN_SQD_ASYNC_NOTIFY));
+    RS_ASSERT_OK(qrs_query_qp(d, qp, &q));
     g_assert_cmpuint(q.qp_state, ==, RS_QPS_SQD);
     g_assert_cmpuint(q.en_sqd_async_notify, ==, 1);
 
@@ -1162,8 +1160,8 @@ static void test_qp(void *obj, void *data, QGuestAllocator *alloc)
         a.qkey = 0x55555555;
         mask = RS_QP_ATTR_QKEY;
     }
-    RS_ASSERT_OK(rs_modify_qp(d, qp, &a, RS_QP_ATTR_STATE | mask));
-    RS_ASSERT_OK(rs_query_qp(d, qp, &q));
+    RS_ASSERT_OK(qrs_modify_qp(d, qp, &a, RS_QP_ATTR_STATE | mask));
+    RS_ASSERT_OK(qrs_query_qp(d, qp, &q));
     g_assert_cmpuint(q.qp_state, ==, RS_QPS_SQD);
     if (rc) {
         g_assert_cmpuint(q.timeout, ==, 20);
@@ -1172,38 +1170,38 @@ static void test_qp(void *obj, void *data, QGuestAllocator *alloc)
     }
 
     std_attr(&a, RS_QPS_SQD, RS_QPS_RTS);
-    RS_ASSERT_OK(rs_modify_qp(d, qp, &a, RS_QP_ATTR_STATE));
+    RS_ASSERT_OK(qrs_modify_qp(d, qp, &a, RS_QP_ATTR_STATE));
     g_assert_cmpuint(qp_state(d, qp), ==, RS_QPS_RTS);
 
     /* RTS -> ERR -> RESET -> INIT */
     std_attr(&a, RS_QPS_RTS, RS_QPS_ERR);
-    RS_ASSERT_OK(rs_modify_qp(d, qp, &a, RS_QP_ATTR_STATE));
+    RS_ASSERT_OK(qrs_modify_qp(d, qp, &a, RS_QP_ATTR_STATE));
     g_assert_cmpuint(qp_state(d, qp), ==, RS_QPS_ERR);
     std_attr(&a, RS_QPS_ERR, RS_QPS_ERR);
-    RS_ASSERT_OK(rs_modify_qp(d, qp, &a, RS_QP_ATTR_STATE));
+    RS_ASSERT_OK(qrs_modify_qp(d, qp, &a, RS_QP_ATTR_STATE));
     g_assert_cmpuint(qp_state(d, qp), ==, RS_QPS_ERR);
     std_attr(&a, RS_QPS_ERR, RS_QPS_RESET);
-    RS_ASSERT_OK(rs_modify_qp(d, qp, &a, RS_QP_ATTR_STATE));
+    RS_ASSERT_OK(qrs_modify_qp(d, qp, &a, RS_QP_ATTR_STATE));
     g_assert_cmpuint(qp_state(d, qp), ==, RS_QPS_RESET);
     qp_walk(d, qp, type, RS_QPS_INIT);
     g_assert_cmpuint(qp_state(d, qp), ==, RS_QPS_INIT);
 
     /* The QP holds its PD and CQs. */
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_PD, pd), RS_STATUS_BUSY);
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_CQ, scq), RS_STATUS_BUSY);
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_CQ, rcq), RS_STATUS_BUSY);
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_PD, pd), RS_STATUS_BUSY);
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_CQ, scq), RS_STATUS_BUSY);
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_CQ, rcq), RS_STATUS_BUSY);
 
     /* Destroy; the handle dies, the slot returns with the next gen. */
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_QP, qp));
-    RS_ASSERT_STATUS(rs_query_qp(d, qp, &q), RS_STATUS_BAD_HANDLE);
-    RS_ASSERT_STATUS(rs_modify_qp(d, qp, &a, RS_QP_ATTR_STATE),
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_QP, qp));
+    RS_ASSERT_STATUS(qrs_query_qp(d, qp, &q), RS_STATUS_BAD_HANDLE);
+    RS_ASSERT_STATUS(qrs_modify_qp(d, qp, &a, RS_QP_ATTR_STATE),
                      RS_STATUS_BAD_HANDLE);
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_QP, qp),
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_QP, qp),
                      RS_STATUS_BAD_HANDLE);
     h = new_qp(d, &c);
     g_assert_cmphex(h, ==, HANDLE(1, first));
     if (gsi) {
-        RS_ASSERT_STATUS(rs_create_qp(d, &c, &h2, NULL), RS_STATUS_EXISTS);
+        RS_ASSERT_STATUS(qrs_create_qp(d, &c, &h2, NULL), RS_STATUS_EXISTS);
         qp_template(d, &c, RS_QPT_RC, pd, scq, rcq);
         h2 = new_qp(d, &c);
         g_assert_cmphex(h2, ==, HANDLE(0, 2));
@@ -1211,11 +1209,11 @@ static void test_qp(void *obj, void *data, QGuestAllocator *alloc)
         h2 = new_qp(d, &c);
         g_assert_cmphex(h2, ==, HANDLE(0, 3));
     }
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_QP, h));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_QP, h2));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_CQ, scq));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_CQ, rcq));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_PD, pd));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_QP, h));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_QP, h2));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_CQ, scq));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_CQ, rcq));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_PD, pd));
     assert_alive(d);
 }
 
@@ -1223,11 +1221,11 @@ static void test_qp(void *obj, void *data, QGuestAllocator *alloc)
 static uint64_t make_pbl(QRdmaSession *d, uint64_t base, uint64_t stride,
                          uint32_t npages)
 {
-    uint64_t pbl = rs_alloc_zeroed(d, MAX(npages * 8, 8));
+    uint64_t pbl = qrs_alloc_zeroed(d, MAX(npages * 8, 8));
     uint32_t i;
 
     for (i = 0; i < npages; i++) {
-        qtest_writeq(rs_qts(d), pbl + i * 8, base + i * stride);
+        qtest_writeq(qrs_qts(d), pbl + i * 8, base + i * stride);
     }
     return pbl;
 }
@@ -1237,21 +1235,21 @@ static uint64_t make_indirect_pbl(QRdmaSession *d, uint64_t base,
                                   uint32_t npages)
 {
     uint32_t nchunks = DIV_ROUND_UP(npages, RS_PBL_CHUNK_ENTRIES);
-    uint64_t list = rs_alloc_zeroed(d, nchunks * 8);
+    uint64_t list = qrs_alloc_zeroed(d, nchunks * 8);
     uint32_t i;
 
     for (i = 0; i < nchunks; i++) {
         uint32_t n = MIN(npages - i * RS_PBL_CHUNK_ENTRIES,
                          RS_PBL_CHUNK_ENTRIES);
-        uint64_t chunk = rs_alloc_zeroed(d, PAGE);
+        uint64_t chunk = qrs_alloc_zeroed(d, PAGE);
         uint32_t j;
 
         for (j = 0; j < n; j++) {
-            qtest_writeq(rs_qts(d), chunk + j * 8,
+            qtest_writeq(qrs_qts(d), chunk + j * 8,
                          base + (uint64_t)(i * RS_PBL_CHUNK_ENTRIES + j) *
                          PAGE);
         }
-        qtest_writeq(rs_qts(d), list + i * 8, chunk);
+        qtest_writeq(qrs_qts(d), list + i * 8, chunk);
     }
     return list;
 }
@@ -1260,7 +1258,7 @@ static uint32_t reg_mr_ok(QRdmaSession *d, const struct rs_cmd_reg_mr *c)
 {
     uint32_t lkey = 0, rkey = 0;
 
-    RS_ASSERT_OK(rs_reg_mr(d, c, &lkey, &rkey));
+    RS_ASSERT_OK(qrs_reg_mr(d, c, &lkey, &rkey));
     g_assert_cmphex(lkey, ==, rkey);
     return lkey;
 }
@@ -1268,7 +1266,7 @@ static uint32_t reg_mr_ok(QRdmaSession *d, const struct rs_cmd_reg_mr *c)
 static void test_mr(void *obj, void *data, QGuestAllocator *alloc)
 {
     QRdmaSession *d = rs_setup(obj);
-    uint64_t buf = rs_alloc_zeroed(d, 3 * PAGE);
+    uint64_t buf = qrs_alloc_zeroed(d, 3 * PAGE);
     uint64_t big = guest_alloc(alloc, 4 * MiB);
     uint64_t big_aligned = ROUND_UP(big, 2 * MiB);
     uint64_t many = guest_alloc(alloc, 600 * PAGE);
@@ -1332,35 +1330,35 @@ static void test_mr(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmphex(k5 >> RS_MKEY_INDEX_SHIFT, ==, 5);
 
     /* The MRs hold their PD and GIDs. */
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_PD, pd), RS_STATUS_BUSY);
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DEL_GID, 1), RS_STATUS_BUSY);
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_PD, pd), RS_STATUS_BUSY);
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DEL_GID, 1), RS_STATUS_BUSY);
 
     /* Re-registering a slot gives a new tag; the old key is dead. */
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEREG_MR, k1));
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DEREG_MR, k1),
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEREG_MR, k1));
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DEREG_MR, k1),
                      RS_STATUS_BAD_HANDLE);
     k1b = reg_mr_ok(d, &c);
     g_assert_cmphex(k1b >> RS_MKEY_INDEX_SHIFT, ==, 1);
     g_assert_cmphex(k1b & RS_MKEY_TAG_MASK, ==,
                     (k1 + 1) & RS_MKEY_TAG_MASK);
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DEREG_MR, k1),
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DEREG_MR, k1),
                      RS_STATUS_BAD_HANDLE);
 
     /* The tag counts registrations of the slot modulo 256. */
     for (i = 1; i <= 256; i++) {
-        RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEREG_MR, k1b));
+        RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEREG_MR, k1b));
         k1b = reg_mr_ok(d, &c3);
         g_assert_cmphex(k1b, ==, (1 << RS_MKEY_INDEX_SHIFT) |
                         ((k1 + 1 + i) & RS_MKEY_TAG_MASK));
     }
 
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEREG_MR, k1b));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEREG_MR, k2));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEREG_MR, k3));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEREG_MR, k4));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEREG_MR, k5));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEL_GID, 1));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_PD, pd));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEREG_MR, k1b));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEREG_MR, k2));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEREG_MR, k3));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEREG_MR, k4));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEREG_MR, k5));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEL_GID, 1));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_PD, pd));
     assert_alive(d);
 }
 
@@ -1385,26 +1383,26 @@ static void test_ah(void *obj, void *data, QGuestAllocator *alloc)
     add_gid_v4(d, 0, 1);
     pd = new_pd(d);
     ah_template(&c, pd, 0);
-    RS_ASSERT_OK(rs_create_ah(d, &c, &h1));
+    RS_ASSERT_OK(qrs_create_ah(d, &c, &h1));
     g_assert_cmphex(h1, ==, HANDLE(0, 1));
     c.flow_label = 0xfffff;
     c.traffic_class = 0xff;
     c.hop_limit = 255;
-    RS_ASSERT_OK(rs_create_ah(d, &c, &h2));
+    RS_ASSERT_OK(qrs_create_ah(d, &c, &h2));
     g_assert_cmphex(h2, ==, HANDLE(0, 2));
 
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_PD, pd), RS_STATUS_BUSY);
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DEL_GID, 0), RS_STATUS_BUSY);
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_PD, pd), RS_STATUS_BUSY);
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DEL_GID, 0), RS_STATUS_BUSY);
 
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_AH, h1));
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_AH, h1),
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_AH, h1));
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_AH, h1),
                      RS_STATUS_BAD_HANDLE);
-    RS_ASSERT_OK(rs_create_ah(d, &c, &h3));
+    RS_ASSERT_OK(qrs_create_ah(d, &c, &h3));
     g_assert_cmphex(h3, ==, HANDLE(1, 1));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_AH, h2));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_AH, h3));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_PD, pd));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEL_GID, 0));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_AH, h2));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_AH, h3));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_PD, pd));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEL_GID, 0));
     assert_alive(d);
 }
 
@@ -1427,7 +1425,7 @@ static uint32_t new_session(QRdmaSession *d, uint32_t gid_index,
     uint32_t h = 0;
 
     session_template(&c, gid_index, src_port);
-    RS_ASSERT_OK(rs_create_session(d, &c, &h));
+    RS_ASSERT_OK(qrs_create_session(d, &c, &h));
     return h;
 }
 
@@ -1441,7 +1439,7 @@ static uint32_t new_group(QRdmaSession *d, uint8_t policy, uint32_t s0,
     c.session[1] = s1;
     c.nsessions = s1 ? 2 : 1;
     c.policy = policy;
-    RS_ASSERT_OK(rs_create_session_group(d, &c, &h));
+    RS_ASSERT_OK(qrs_create_session_group(d, &c, &h));
     return h;
 }
 
@@ -1466,7 +1464,7 @@ static void test_session(void *obj, void *data, QGuestAllocator *alloc)
     memcpy(gc.session, s, sizeof(s));
     gc.nsessions = RS_MAX_GROUP_SESSIONS;
     gc.policy = RS_GROUP_ROUND_ROBIN;
-    RS_ASSERT_OK(rs_create_session_group(d, &gc, &g1));
+    RS_ASSERT_OK(qrs_create_session_group(d, &gc, &g1));
     g_assert_cmphex(g1, ==, HANDLE(0, 1));
     h = new_session(d, 1, 1024);
     g_assert_cmphex(h, ==, HANDLE(0, 9));
@@ -1479,38 +1477,38 @@ static void test_session(void *obj, void *data, QGuestAllocator *alloc)
     qp_template(d, &c, RS_QPT_RC, pd, cq, cq);
     c.session_group = g1;
     qp = new_qp(d, &c);
-    RS_ASSERT_OK(rs_query_qp(d, qp, &q));
+    RS_ASSERT_OK(qrs_query_qp(d, qp, &q));
     g_assert_cmphex(q.session_group, ==, g1);
 
     std_attr(&a, RS_QPS_RESET, RS_QPS_INIT);
     a.session_group = g2;
-    RS_ASSERT_OK(rs_modify_qp(d, qp, &a, RC_INIT_MASK |
-                              RS_QP_ATTR_SESSION_GROUP));
-    RS_ASSERT_OK(rs_query_qp(d, qp, &q));
+    RS_ASSERT_OK(qrs_modify_qp(d, qp, &a, RC_INIT_MASK |
+                               RS_QP_ATTR_SESSION_GROUP));
+    RS_ASSERT_OK(qrs_query_qp(d, qp, &q));
     g_assert_cmpuint(q.qp_state, ==, RS_QPS_INIT);
     g_assert_cmphex(q.session_group, ==, g2);
     /* g1 is no longer bound. */
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_SESSION_GROUP, g1));
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_SESSION_GROUP, g1),
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_SESSION_GROUP, g1));
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_SESSION_GROUP, g1),
                      RS_STATUS_BAD_HANDLE);
     g3 = new_group(d, RS_GROUP_ROUND_ROBIN, s[0], s[1]);
     g_assert_cmphex(g3, ==, HANDLE(1, 1));
 
     /* INIT -> RTR -> RTS, rebinding to g3 on the way to RTS. */
     std_attr(&a, RS_QPS_INIT, RS_QPS_RTR);
-    RS_ASSERT_OK(rs_modify_qp(d, qp, &a, RC_RTR_MASK));
+    RS_ASSERT_OK(qrs_modify_qp(d, qp, &a, RC_RTR_MASK));
     std_attr(&a, RS_QPS_RTR, RS_QPS_RTS);
     a.session_group = g3;
-    RS_ASSERT_OK(rs_modify_qp(d, qp, &a, RC_RTS_MASK |
-                              RS_QP_ATTR_SESSION_GROUP));
-    RS_ASSERT_OK(rs_query_qp(d, qp, &q));
+    RS_ASSERT_OK(qrs_modify_qp(d, qp, &a, RC_RTS_MASK |
+                               RS_QP_ATTR_SESSION_GROUP));
+    RS_ASSERT_OK(qrs_query_qp(d, qp, &q));
     g_assert_cmpuint(q.qp_state, ==, RS_QPS_RTS);
     g_assert_cmphex(q.session_group, ==, g3);
     /* RTS -> RTS back to g2. */
     std_attr(&a, RS_QPS_RTS, RS_QPS_RTS);
     a.session_group = g2;
-    RS_ASSERT_OK(rs_modify_qp(d, qp, &a, RS_QP_ATTR_SESSION_GROUP));
-    RS_ASSERT_OK(rs_query_qp(d, qp, &q));
+    RS_ASSERT_OK(qrs_modify_qp(d, qp, &a, RS_QP_ATTR_SESSION_GROUP));
+    RS_ASSERT_OK(qrs_query_qp(d, qp, &q));
     g_assert_cmphex(q.session_group, ==, g2);
 
     /* A UD QP bound at RESET -> INIT. */
@@ -1518,45 +1516,45 @@ static void test_session(void *obj, void *data, QGuestAllocator *alloc)
     ud = new_qp(d, &c);
     std_attr(&a, RS_QPS_RESET, RS_QPS_INIT);
     a.session_group = g3;
-    RS_ASSERT_OK(rs_modify_qp(d, ud, &a, UD_INIT_MASK |
-                              RS_QP_ATTR_SESSION_GROUP));
-    RS_ASSERT_OK(rs_query_qp(d, ud, &q));
+    RS_ASSERT_OK(qrs_modify_qp(d, ud, &a, UD_INIT_MASK |
+                               RS_QP_ATTR_SESSION_GROUP));
+    RS_ASSERT_OK(qrs_query_qp(d, ud, &q));
     g_assert_cmphex(q.session_group, ==, g3);
 
     /* References: group bound to a QP, session member of a group. */
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_SESSION_GROUP, g2),
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_SESSION_GROUP, g2),
                      RS_STATUS_BUSY);
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_SESSION_GROUP, g3),
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_SESSION_GROUP, g3),
                      RS_STATUS_BUSY);
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_SESSION, h),
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_SESSION, h),
                      RS_STATUS_BUSY);
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_SESSION, s[0]),
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_SESSION, s[0]),
                      RS_STATUS_BUSY);
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DEL_GID, 1), RS_STATUS_BUSY);
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DEL_GID, 1), RS_STATUS_BUSY);
     /* s[2] was only in g1, which is gone. */
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_SESSION, s[2]));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_SESSION, s[2]));
 
     /* The same tuple can be created again once destroyed. */
     session_template(&sc, 0, 49152 + 2);
-    RS_ASSERT_OK(rs_create_session(d, &sc, &s[2]));
+    RS_ASSERT_OK(qrs_create_session(d, &sc, &s[2]));
     g_assert_cmphex(s[2], ==, HANDLE(1, 3));
 
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_QP, qp));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_SESSION_GROUP, g2));
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_SESSION_GROUP, g3),
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_QP, qp));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_SESSION_GROUP, g2));
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_SESSION_GROUP, g3),
                      RS_STATUS_BUSY);
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_QP, ud));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_SESSION_GROUP, g3));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_SESSION, h));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_QP, ud));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_SESSION_GROUP, g3));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_SESSION, h));
     for (i = 0; i < RS_MAX_GROUP_SESSIONS; i++) {
-        RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_SESSION, s[i]));
+        RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_SESSION, s[i]));
     }
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_SESSION, s[0]),
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_SESSION, s[0]),
                      RS_STATUS_BAD_HANDLE);
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEL_GID, 1));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEL_GID, 0));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_CQ, cq));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_PD, pd));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEL_GID, 1));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEL_GID, 0));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_CQ, cq));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_PD, pd));
     assert_alive(d);
 }
 
@@ -1571,7 +1569,7 @@ static void test_gid(void *obj, void *data, QGuestAllocator *alloc)
     gid_v4(g.gid, 192, 168, 1, 1);
     g.index = 0;
     g.type = RS_GID_ROCE_V2_IPV4;
-    RS_ASSERT_OK(rs_add_gid(d, &g, &index));
+    RS_ASSERT_OK(qrs_add_gid(d, &g, &index));
     g_assert_cmpuint(index, ==, 0);
 
     /* IPv6 GID in the last slot with the largest VNI. */
@@ -1581,12 +1579,12 @@ static void test_gid(void *obj, void *data, QGuestAllocator *alloc)
     g.index = DEF_MAX_GIDS - 1;
     g.type = RS_GID_ROCE_V2_IPV6;
     g.vni = 0xffffff;
-    RS_ASSERT_OK(rs_add_gid(d, &g, &index));
+    RS_ASSERT_OK(qrs_add_gid(d, &g, &index));
     g_assert_cmpuint(index, ==, DEF_MAX_GIDS - 1);
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEL_GID, DEF_MAX_GIDS - 1));
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DEL_GID, DEF_MAX_GIDS - 1),
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEL_GID, DEF_MAX_GIDS - 1));
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DEL_GID, DEF_MAX_GIDS - 1),
                      RS_STATUS_BAD_HANDLE);
-    RS_ASSERT_OK(rs_add_gid(d, &g, &index));
+    RS_ASSERT_OK(qrs_add_gid(d, &g, &index));
     g_assert_cmpuint(index, ==, DEF_MAX_GIDS - 1);
 
     /* A QP's address vector holds its source GID. */
@@ -1597,15 +1595,15 @@ static void test_gid(void *obj, void *data, QGuestAllocator *alloc)
     qp_walk(d, qp, RS_QPT_RC, RS_QPS_INIT);
     std_attr(&a, RS_QPS_INIT, RS_QPS_RTR);
     a.ah.gid_index = DEF_MAX_GIDS - 1;
-    RS_ASSERT_OK(rs_modify_qp(d, qp, &a, RC_RTR_MASK));
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DEL_GID, DEF_MAX_GIDS - 1),
+    RS_ASSERT_OK(qrs_modify_qp(d, qp, &a, RC_RTR_MASK));
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DEL_GID, DEF_MAX_GIDS - 1),
                      RS_STATUS_BUSY);
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_QP, qp));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEL_GID, DEF_MAX_GIDS - 1));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEL_GID, 0));
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DEL_GID, 0), RS_STATUS_BAD_HANDLE);
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_CQ, cq));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_PD, pd));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_QP, qp));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEL_GID, DEF_MAX_GIDS - 1));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEL_GID, 0));
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DEL_GID, 0), RS_STATUS_BAD_HANDLE);
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_CQ, cq));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_PD, pd));
     assert_alive(d);
 }
 
@@ -1702,9 +1700,9 @@ static void apply_patches(BadFixture *f, void *obj, size_t obj_size,
 static void bad_fixture_memory(QRdmaSession *d, BadFixture *f)
 {
     uint64_t *t = f->tok;
-    uint64_t buf = rs_alloc_zeroed(d, 3 * PAGE);
+    uint64_t buf = qrs_alloc_zeroed(d, 3 * PAGE);
     uint64_t many = guest_alloc(d->alloc, 600 * PAGE);
-    uint64_t c0 = rs_alloc_zeroed(d, PAGE), c1 = rs_alloc_zeroed(d, PAGE);
+    uint64_t c0 = qrs_alloc_zeroed(d, PAGE), c1 = qrs_alloc_zeroed(d, PAGE);
     struct rs_qp_attr a;
     uint32_t i;
 
@@ -1715,37 +1713,37 @@ static void bad_fixture_memory(QRdmaSession *d, BadFixture *f)
     t[T_BAR1] = d->dev.msix_table_bar.addr;
     t[T_BAR2] = d->bar2.addr;
     t[T_RAM_END] = ram_end(d);
-    t[T_SCRATCH] = rs_alloc_zeroed(d, PAGE);
-    t[T_ATTR] = rs_alloc_zeroed(d, PAGE);
+    t[T_SCRATCH] = qrs_alloc_zeroed(d, PAGE);
+    t[T_ATTR] = qrs_alloc_zeroed(d, PAGE);
     std_attr(&a, RS_QPS_RESET, RS_QPS_RESET);
-    rs_qp_attr_to_le(&a);
-    qtest_memwrite(rs_qts(d), t[T_ATTR], &a, sizeof(a));
-    t[T_CQ_RING] = rs_alloc_zeroed(d, sizeof(struct rs_cqe) << 4);
-    t[T_CQ_RING2] = rs_alloc_zeroed(d, sizeof(struct rs_cqe) << 5);
+    qrs_qp_attr_to_le(&a);
+    qtest_memwrite(qrs_qts(d), t[T_ATTR], &a, sizeof(a));
+    t[T_CQ_RING] = qrs_alloc_zeroed(d, sizeof(struct rs_cqe) << 4);
+    t[T_CQ_RING2] = qrs_alloc_zeroed(d, sizeof(struct rs_cqe) << 5);
 
     /* Page lists of three pages: a good one and one bad entry each. */
     t[T_PBL] = make_pbl(d, buf, PAGE, 3);
     t[T_PBL_MISALIGNED] = make_pbl(d, buf, PAGE, 3);
-    qtest_writeq(rs_qts(d), t[T_PBL_MISALIGNED] + 8, buf + PAGE + 0x800);
+    qtest_writeq(qrs_qts(d), t[T_PBL_MISALIGNED] + 8, buf + PAGE + 0x800);
     t[T_PBL_FAR] = make_pbl(d, buf, PAGE, 3);
-    qtest_writeq(rs_qts(d), t[T_PBL_FAR] + 16, FAR_ADDR);
+    qtest_writeq(qrs_qts(d), t[T_PBL_FAR] + 16, FAR_ADDR);
     t[T_PBL_BAR0] = make_pbl(d, buf, PAGE, 3);
-    qtest_writeq(rs_qts(d), t[T_PBL_BAR0] + 8, d->bar0.addr);
+    qtest_writeq(qrs_qts(d), t[T_PBL_BAR0] + 8, d->bar0.addr);
     t[T_PBL_RAM_END] = make_pbl(d, buf, PAGE, 3);
-    qtest_writeq(rs_qts(d), t[T_PBL_RAM_END] + 16, t[T_RAM_END]);
+    qtest_writeq(qrs_qts(d), t[T_PBL_RAM_END] + 16, t[T_RAM_END]);
 
     /* Indirect lists for 600 pages: two chunks. */
     for (i = 0; i < 600; i++) {
-        qtest_writeq(rs_qts(d), (i < 512 ? c0 : c1) + (i % 512) * 8,
+        qtest_writeq(qrs_qts(d), (i < 512 ? c0 : c1) + (i % 512) * 8,
                      many + i * PAGE);
     }
     t[T_IPBL] = make_pbl(d, c0, c1 - c0, 2);
     t[T_IPBL_MISALIGNED] = make_pbl(d, c0, c1 - c0, 2);
-    qtest_writeq(rs_qts(d), t[T_IPBL_MISALIGNED] + 8, c1 + 0x800);
+    qtest_writeq(qrs_qts(d), t[T_IPBL_MISALIGNED] + 8, c1 + 0x800);
     t[T_IPBL_FAR] = make_pbl(d, c0, c1 - c0, 2);
-    qtest_writeq(rs_qts(d), t[T_IPBL_FAR] + 8, FAR_ADDR);
+    qtest_writeq(qrs_qts(d), t[T_IPBL_FAR] + 8, FAR_ADDR);
     t[T_IPBL_BAR0] = make_pbl(d, c0, c1 - c0, 2);
-    qtest_writeq(rs_qts(d), t[T_IPBL_BAR0] + 8, d->bar0.addr);
+    qtest_writeq(qrs_qts(d), t[T_IPBL_BAR0] + 8, d->bar0.addr);
 }
 
 /*
@@ -1777,14 +1775,14 @@ static void bad_fixture_objects(BadFixture *f)
     t[T_PD_MR] = new_pd(d);
     t[T_PD_AH] = new_pd(d);
     t[T_PD_STALE] = new_pd(d);
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_PD, t[T_PD_STALE]));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_PD, t[T_PD_STALE]));
 
     t[T_CQ] = new_cq(d, 4);
     t[T_CQ_SEND] = new_cq(d, 4);
     t[T_CQ_RECV] = new_cq(d, 4);
     t[T_CQ_FREE] = new_cq(d, 4);
     t[T_CQ_STALE] = new_cq(d, 4);
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_CQ, t[T_CQ_STALE]));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_CQ, t[T_CQ_STALE]));
 
     t[T_SESS] = new_session(d, 0, 49152);
     h = new_session(d, 0, 49153);
@@ -1792,26 +1790,26 @@ static void bad_fixture_objects(BadFixture *f)
     t[T_SESS_FREE2] = new_session(d, 0, 49155);
     t[T_SESS_GID1] = new_session(d, 1, 49152);
     t[T_SESS_STALE] = new_session(d, 0, 49160);
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_SESSION, t[T_SESS_STALE]));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_SESSION, t[T_SESS_STALE]));
     t[T_GROUP] = new_group(d, RS_GROUP_ROUND_ROBIN, t[T_SESS], h);
     t[T_GROUP_STALE] = new_group(d, RS_GROUP_ROUND_ROBIN,
                                  t[T_SESS_FREE1], 0);
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_SESSION_GROUP,
-                            t[T_GROUP_STALE]));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_SESSION_GROUP,
+                             t[T_GROUP_STALE]));
 
     qp_template(d, &f->qp_tmpl, RS_QPT_RC, t[T_PD], t[T_CQ], t[T_CQ]);
     t[T_SQ] = f->qp_tmpl.sq_addr;
     t[T_RQ] = f->qp_tmpl.rq_addr;
     t[T_QP] = new_qp(d, &f->qp_tmpl);
     t[T_QP_STALE] = new_qp(d, &f->qp_tmpl);
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_QP, t[T_QP_STALE]));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_QP, t[T_QP_STALE]));
 
     qp_template(d, &c, RS_QPT_RC, t[T_PD], t[T_CQ], t[T_CQ]);
     qp_av = new_qp(d, &c);
     qp_walk(d, qp_av, RS_QPT_RC, RS_QPS_INIT);
     std_attr(&a, RS_QPS_INIT, RS_QPS_RTR);
     a.ah.gid_index = 5;
-    RS_ASSERT_OK(rs_modify_qp(d, qp_av, &a, RC_RTR_MASK));
+    RS_ASSERT_OK(qrs_modify_qp(d, qp_av, &a, RC_RTR_MASK));
 
     qp_template(d, &c, RS_QPT_UD, t[T_PD], t[T_CQ_SEND], t[T_CQ_RECV]);
     c.session_group = t[T_GROUP];
@@ -1831,14 +1829,14 @@ static void bad_fixture_objects(BadFixture *f)
     mr.pd = t[T_PD];
     mr.gid_index = 0;
     t[T_MR_STALE] = reg_mr_ok(d, &mr);
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEREG_MR, t[T_MR_STALE]));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEREG_MR, t[T_MR_STALE]));
 
     ah_template(&ah, t[T_PD_AH], 4);
-    RS_ASSERT_OK(rs_create_ah(d, &ah, &h));
+    RS_ASSERT_OK(qrs_create_ah(d, &ah, &h));
     t[T_AH] = h;
-    RS_ASSERT_OK(rs_create_ah(d, &ah, &h));
+    RS_ASSERT_OK(qrs_create_ah(d, &ah, &h));
     t[T_AH_STALE] = h;
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_AH, h));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_AH, h));
 }
 
 /* A valid command of each kind, built from the fixture. */
@@ -2423,15 +2421,15 @@ static bool bad_cmd_run(BadFixture *f, const BadCmdRow *row, GString *why)
 
     bad_template(f, row->opcode, row->variant, &cmd);
     apply_patches(f, &cmd, sizeof(cmd), row->patch, ARRAY_SIZE(row->patch));
-    index = rs_admin_submit(d, &cmd);
-    if (!rs_admin_poll(d, index, &cqe, RS_QOS_TIMEOUT_US)) {
+    index = qrs_admin_submit(d, &cmd);
+    if (!qrs_admin_poll(d, index, &cqe, RS_QOS_TIMEOUT_US)) {
         g_string_append(why, "no completion");
         return false;
     }
     if (cqe.status != row->status) {
         g_string_append_printf(why, "expected %s, got %s",
-                               rs_status_name(row->status),
-                               rs_status_name(cqe.status));
+                               qrs_status_name(row->status),
+                               qrs_status_name(cqe.status));
         return false;
     }
     return true;
@@ -2440,7 +2438,7 @@ static bool bad_cmd_run(BadFixture *f, const BadCmdRow *row, GString *why)
 /* After a failed row: start over from a clean device. */
 static void bad_fixture_rebuild(BadFixture *f)
 {
-    rs_reset(f->d);
+    qrs_reset(f->d);
     rs_setup(f->d);
     bad_fixture_objects(f);
 }
@@ -2701,33 +2699,33 @@ static bool bad_modify_run(BadFixture *f, const BadModifyRow *row,
 
     std_attr(&a, row->from, row->to);
     apply_patches(f, &a, sizeof(a), row->patch, ARRAY_SIZE(row->patch));
-    rs_qp_attr_to_le(&a);
-    qtest_memwrite(rs_qts(d), f->tok[T_ATTR], &a, sizeof(a));
+    qrs_qp_attr_to_le(&a);
+    qtest_memwrite(qrs_qts(d), f->tok[T_ATTR], &a, sizeof(a));
     cmd_init(&cmd, RS_CMD_MODIFY_QP);
     cmd.modify_qp.attr_addr = f->tok[T_ATTR];
     cmd.modify_qp.handle = qp;
     cmd.modify_qp.attr_mask = row->mask;
-    index = rs_admin_submit(d, &cmd);
-    if (!rs_admin_poll(d, index, &cqe, RS_QOS_TIMEOUT_US)) {
+    index = qrs_admin_submit(d, &cmd);
+    if (!qrs_admin_poll(d, index, &cqe, RS_QOS_TIMEOUT_US)) {
         g_string_append(why, "no completion");
         return false;
     }
     if (cqe.status != row->status) {
         g_string_append_printf(why, "expected %s, got %s",
-                               rs_status_name(row->status),
-                               rs_status_name(cqe.status));
+                               qrs_status_name(row->status),
+                               qrs_status_name(cqe.status));
         ok = false;
     }
     /* A refused MODIFY_QP leaves the QP where it was. */
     if (row->status == RS_STATUS_OK && (row->mask & RS_QP_ATTR_STATE)) {
         expect = row->to;
     }
-    if (rs_query_qp(d, qp, &a) != RS_STATUS_OK || a.qp_state != expect) {
+    if (qrs_query_qp(d, qp, &a) != RS_STATUS_OK || a.qp_state != expect) {
         g_string_append_printf(why, "%sQP state %u afterwards, not %u",
                                ok ? "" : "; ", a.qp_state, expect);
         ok = false;
     }
-    if (rs_destroy(d, RS_CMD_DESTROY_QP, qp) != RS_STATUS_OK) {
+    if (qrs_destroy(d, RS_CMD_DESTROY_QP, qp) != RS_STATUS_OK) {
         g_string_append(why, "; DESTROY_QP failed");
         ok = false;
     }
@@ -2746,8 +2744,8 @@ static void bad_modify_fixture(QRdmaSession *d, BadFixture *f)
     s = new_session(d, 0, 49152);
     t[T_GROUP] = new_group(d, RS_GROUP_ROUND_ROBIN, s, 0);
     t[T_GROUP_STALE] = new_group(d, RS_GROUP_ROUND_ROBIN, s, 0);
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_SESSION_GROUP,
-                            t[T_GROUP_STALE]));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_SESSION_GROUP,
+                             t[T_GROUP_STALE]));
     qp_template(d, &f->qp_tmpl, RS_QPT_RC, t[T_PD], t[T_CQ], t[T_CQ]);
 }
 
@@ -2770,7 +2768,7 @@ static int run_modify_rows(QRdmaSession *d, BadFixture *f,
             nfail++;
             g_string_append_printf(failures, "  %s: %s\n", rows[i].name,
                                    why->str);
-            rs_reset(d);
+            qrs_reset(d);
             rs_setup(d);
             bad_modify_fixture(d, f);
         }
@@ -2782,7 +2780,7 @@ static void modify_fixture_init(QRdmaSession *d, BadFixture *f)
 {
     memset(f, 0, sizeof(*f));
     f->d = d;
-    f->tok[T_ATTR] = rs_alloc_zeroed(d, PAGE);
+    f->tok[T_ATTR] = qrs_alloc_zeroed(d, PAGE);
     bad_modify_fixture(d, f);
 }
 
@@ -2992,22 +2990,22 @@ static void test_bad_ring_config(void *obj, void *data,
         uint32_t status, code;
         uint64_t v;
 
-        rs_admin_configure(d, RS_QOS_ADMQ_LOG, RS_QOS_AEQ_LOG, 0, 0);
+        qrs_admin_configure(d, RS_QOS_ADMQ_LOG, RS_QOS_AEQ_LOG, 0, 0);
         f.tok[T_RING_ADMQ] = d->admq;
         f.tok[T_RING_ACQ] = d->acq;
         f.tok[T_RING_AEQ] = d->aeq;
         v = resolve(&f, row->value);
         if (row->reg == A_RS_ADMQ_BASE_LO || row->reg == A_RS_ACQ_BASE_LO ||
             row->reg == A_RS_AEQ_BASE_LO) {
-            rs_writel(d, row->reg, v & 0xffffffffu);
-            rs_writel(d, row->reg + 4, v >> 32);
+            qrs_writel(d, row->reg, v & 0xffffffffu);
+            qrs_writel(d, row->reg + 4, v >> 32);
         } else {
-            rs_writel(d, row->reg, v);
+            qrs_writel(d, row->reg, v);
         }
-        rs_writel(d, A_RS_CTRL, R_RS_CTRL_ENABLE_MASK);
+        qrs_writel(d, A_RS_CTRL, R_RS_CTRL_ENABLE_MASK);
 
-        status = rs_readl(d, A_RS_STATUS);
-        code = rs_readl(d, A_RS_FATAL_CODE);
+        status = qrs_readl(d, A_RS_STATUS);
+        code = qrs_readl(d, A_RS_FATAL_CODE);
         if ((status & (R_RS_STATUS_FATAL_MASK | R_RS_STATUS_READY_MASK)) !=
             R_RS_STATUS_FATAL_MASK || code != RS_FATAL_BAD_RING_CONFIG) {
             g_string_append_printf(failures,
@@ -3015,8 +3013,8 @@ static void test_bad_ring_config(void *obj, void *data,
                                    row->name, status, code);
         } else {
             /* Not READY: the doorbell is ignored. */
-            rs_writel(d, A_RS_ADMQ_DB, 1);
-            if (rs_readl(d, A_RS_ADMQ_CI) != 0) {
+            qrs_writel(d, A_RS_ADMQ_DB, 1);
+            if (qrs_readl(d, A_RS_ADMQ_CI) != 0) {
                 g_string_append_printf(failures,
                                        "  %s: ADMQ_CI moved while FATAL\n",
                                        row->name);
@@ -3024,14 +3022,14 @@ static void test_bad_ring_config(void *obj, void *data,
         }
 
         /* Cleared by CTRL.RESET or by writing ENABLE=0 (alternating). */
-        rs_writel(d, A_RS_CTRL, i & 1 ? R_RS_CTRL_RESET_MASK : 0);
-        g_assert_cmphex(rs_readl(d, A_RS_CTRL), ==, 0);
-        g_assert_cmphex(rs_readl(d, A_RS_STATUS), ==,
+        qrs_writel(d, A_RS_CTRL, i & 1 ? R_RS_CTRL_RESET_MASK : 0);
+        g_assert_cmphex(qrs_readl(d, A_RS_CTRL), ==, 0);
+        g_assert_cmphex(qrs_readl(d, A_RS_STATUS), ==,
                         R_RS_STATUS_LINK_UP_MASK);
-        g_assert_cmphex(rs_readl(d, A_RS_FATAL_CODE), ==, RS_FATAL_NONE);
+        g_assert_cmphex(qrs_readl(d, A_RS_FATAL_CODE), ==, RS_FATAL_NONE);
         rs_setup(d);
         assert_alive(d);
-        rs_reset(d);
+        qrs_reset(d);
     }
     g_test_message("bad-ring-config: %d rows", i);
     g_assert_cmpstr(failures->str, ==, "");
@@ -3046,7 +3044,7 @@ static void test_doorbells(void *obj, void *data, QGuestAllocator *alloc)
     QRdmaSession *d = rs_setup(obj);
     struct rs_cmd_create_qp c;
     struct rs_event ev;
-    uint64_t ring = rs_alloc_zeroed(d, sizeof(struct rs_cqe) << 4);
+    uint64_t ring = qrs_alloc_zeroed(d, sizeof(struct rs_cqe) << 4);
     uint32_t pd, cq, qp, qi, ci, ci_before;
     static const uint32_t offs[] = {
         RS_DB_SQ, RS_DB_RQ, RS_DB_CQ_CI, RS_DB_CQ_ARM, RS_DB_SRQ,
@@ -3056,7 +3054,7 @@ static void test_doorbells(void *obj, void *data, QGuestAllocator *alloc)
 
     add_gid_v4(d, 0, 1);
     pd = new_pd(d);
-    RS_ASSERT_OK(rs_create_cq(d, ring, 4, 0, 1, &cq));
+    RS_ASSERT_OK(qrs_create_cq(d, ring, 4, 0, 1, &cq));
     qp_template(d, &c, RS_QPT_RC, pd, cq, cq);
     c.uar = 1;
     qp = new_qp(d, &c);
@@ -3069,9 +3067,9 @@ static void test_doorbells(void *obj, void *data, QGuestAllocator *alloc)
      * and no packet arrives, so nothing is written to guest memory.
      */
     fill(d, ring, 0x5a, sizeof(struct rs_cqe) << 4);
-    fill(d, c.sq_addr, 0x5a, rs_qp_sq_bytes(&c));
-    fill(d, c.rq_addr, 0x5a, rs_qp_rq_bytes(&c));
-    ci_before = rs_readl(d, A_RS_ADMQ_CI);
+    fill(d, c.sq_addr, 0x5a, qrs_qp_sq_bytes(&c));
+    fill(d, c.rq_addr, 0x5a, qrs_qp_rq_bytes(&c));
+    ci_before = qrs_readl(d, A_RS_ADMQ_CI);
 
     for (i = 0; i < ARRAY_SIZE(pages); i++) {
         for (j = 0; j < ARRAY_SIZE(offs); j++) {
@@ -3079,30 +3077,30 @@ static void test_doorbells(void *obj, void *data, QGuestAllocator *alloc)
             uint32_t idx = cqdb ? ci : qi;
 
             /* the object's own page and index, then wrong indices */
-            rs_db_writel(d, pages[i], offs[j], idx | 1 << 16);
-            rs_db_writel(d, pages[i], offs[j], idx | RS_DB_CQ_ARM_NEXT |
-                         RS_DB_CQ_ARM_SOLICITED);
-            rs_db_writel(d, pages[i], offs[j], RS_DB_INDEX_MASK | 5 << 16);
-            rs_db_writel(d, pages[i], offs[j], 0);
-            rs_db_writel(d, pages[i], offs[j], 0xffffffff);
+            qrs_db_writel(d, pages[i], offs[j], idx | 1 << 16);
+            qrs_db_writel(d, pages[i], offs[j], idx | RS_DB_CQ_ARM_NEXT |
+                          RS_DB_CQ_ARM_SOLICITED);
+            qrs_db_writel(d, pages[i], offs[j], RS_DB_INDEX_MASK | 5 << 16);
+            qrs_db_writel(d, pages[i], offs[j], 0);
+            qrs_db_writel(d, pages[i], offs[j], 0xffffffff);
         }
-        rs_db_writel(d, pages[i], 0xffc, 0xffffffff);
+        qrs_db_writel(d, pages[i], 0xffc, 0xffffffff);
     }
 
-    g_assert_cmphex(rs_readl(d, A_RS_STATUS), ==,
+    g_assert_cmphex(qrs_readl(d, A_RS_STATUS), ==,
                     R_RS_STATUS_READY_MASK | R_RS_STATUS_LINK_UP_MASK);
-    g_assert_cmpuint(rs_readl(d, A_RS_ADMQ_CI), ==, ci_before);
+    g_assert_cmpuint(qrs_readl(d, A_RS_ADMQ_CI), ==, ci_before);
     g_assert_true(is_filled(d, ring, 0x5a, sizeof(struct rs_cqe) << 4));
-    g_assert_true(is_filled(d, c.sq_addr, 0x5a, rs_qp_sq_bytes(&c)));
-    g_assert_true(is_filled(d, c.rq_addr, 0x5a, rs_qp_rq_bytes(&c)));
-    g_assert_false(rs_aeq_poll(d, &ev, G_USEC_PER_SEC / 10));
+    g_assert_true(is_filled(d, c.sq_addr, 0x5a, qrs_qp_sq_bytes(&c)));
+    g_assert_true(is_filled(d, c.rq_addr, 0x5a, qrs_qp_rq_bytes(&c)));
+    g_assert_false(qrs_aeq_poll(d, &ev, G_USEC_PER_SEC / 10));
     g_assert_cmpuint(qp_state(d, qp), ==, RS_QPS_RTR);
     assert_alive(d);
 
     /* Doorbells of a disabled device are ignored too. */
-    rs_reset(d);
-    rs_db_writel(d, 1, RS_DB_SQ, qi | 1 << 16);
-    rs_db_writel(d, 1, RS_DB_CQ_ARM, ci | RS_DB_CQ_ARM_NEXT);
+    qrs_reset(d);
+    qrs_db_writel(d, 1, RS_DB_SQ, qi | 1 << 16);
+    qrs_db_writel(d, 1, RS_DB_CQ_ARM, ci | RS_DB_CQ_ARM_NEXT);
     assert_power_on_regs(d, DEF_DB_PAGES, DEF_NUM_MSIX);
 }
 
@@ -3164,7 +3162,7 @@ static void eng_connect(QRdmaSession *d, LoopQp *q, uint8_t type,
         if (path[i] == RS_QPS_RTR) {
             mask |= rtr_mask;
         }
-        RS_ASSERT_OK(rs_modify_qp(d, q->h, &a, mask));
+        RS_ASSERT_OK(qrs_modify_qp(d, q->h, &a, mask));
     }
 }
 
@@ -3174,15 +3172,15 @@ static void eng_post_recv(QRdmaSession *d, LoopQp *q, uint64_t wr_id,
     struct rs_recv_wqe_ctrl w = { .wr_id = wr_id, .num_sge = nsge };
     uint64_t slot = q->c.rq_addr +
         (uint64_t)(q->rq_pi & ((1u << q->c.rq_log_size) - 1)) *
-        (rs_qp_rq_bytes(&q->c) >> q->c.rq_log_size);
+        (qrs_qp_rq_bytes(&q->c) >> q->c.rq_log_size);
 
-    qtest_memwrite(rs_qts(d), slot, &w, sizeof(w));
+    qtest_memwrite(qrs_qts(d), slot, &w, sizeof(w));
     if (nsge) {
-        qtest_memwrite(rs_qts(d), slot + sizeof(w), sge,
+        qtest_memwrite(qrs_qts(d), slot + sizeof(w), sge,
                        nsge * sizeof(*sge));
     }
     q->rq_pi++;
-    rs_db_writel(d, 0, RS_DB_RQ, q->qpn | (q->rq_pi & 0xffff) << 16);
+    qrs_db_writel(d, 0, RS_DB_RQ, q->qpn | (q->rq_pi & 0xffff) << 16);
 }
 
 /* Post @w with the @nsge entries of @sge (w->num_sge is the caller's). */
@@ -3192,15 +3190,15 @@ static void eng_post_send(QRdmaSession *d, LoopQp *q,
 {
     uint64_t slot = q->c.sq_addr +
         (uint64_t)(q->sq_pi & ((1u << q->c.sq_log_size) - 1)) *
-        (rs_qp_sq_bytes(&q->c) >> q->c.sq_log_size);
+        (qrs_qp_sq_bytes(&q->c) >> q->c.sq_log_size);
 
-    qtest_memwrite(rs_qts(d), slot, w, sizeof(*w));
+    qtest_memwrite(qrs_qts(d), slot, w, sizeof(*w));
     if (nsge) {
-        qtest_memwrite(rs_qts(d), slot + sizeof(*w), sge,
+        qtest_memwrite(qrs_qts(d), slot + sizeof(*w), sge,
                        nsge * sizeof(*sge));
     }
     q->sq_pi++;
-    rs_db_writel(d, 0, RS_DB_SQ, q->qpn | (q->sq_pi & 0xffff) << 16);
+    qrs_db_writel(d, 0, RS_DB_SQ, q->qpn | (q->sq_pi & 0xffff) << 16);
 }
 
 /* A CQ as the driver polls it: ring, size, handle, consumer index. */
@@ -3214,8 +3212,8 @@ static void eng_cq_init(QRdmaSession *d, EngCq *cq, uint8_t log)
 {
     memset(cq, 0, sizeof(*cq));
     cq->log = log;
-    cq->ring = rs_alloc_zeroed(d, sizeof(struct rs_cqe) << log);
-    RS_ASSERT_OK(rs_create_cq(d, cq->ring, log, 0, 0, &cq->h));
+    cq->ring = qrs_alloc_zeroed(d, sizeof(struct rs_cqe) << log);
+    RS_ASSERT_OK(qrs_create_cq(d, cq->ring, log, 0, 0, &cq->h));
 }
 
 /* Is the entry at the consumer index written (owner bit of this lap)? */
@@ -3224,7 +3222,7 @@ static bool eng_cq_peek(QRdmaSession *d, EngCq *cq, struct rs_cqe *cqe)
     uint64_t addr = cq->ring +
         (uint64_t)(cq->ci & ((1u << cq->log) - 1)) * sizeof(*cqe);
 
-    qtest_memread(rs_qts(d), addr, cqe, sizeof(*cqe));
+    qtest_memread(qrs_qts(d), addr, cqe, sizeof(*cqe));
     return (cqe->owner & RS_CQE_OWNER) == !((cq->ci >> cq->log) & 1);
 }
 
@@ -3239,10 +3237,10 @@ static void eng_poll(QRdmaSession *d, EngCq *cq, struct rs_cqe *cqe,
         if (idle) {
             idle(opaque);
         }
-        qtest_clock_step(rs_qts(d), 1000);
+        qtest_clock_step(qrs_qts(d), 1000);
     }
     cq->ci++;
-    rs_db_writel(d, 0, RS_DB_CQ_CI, HINDEX(cq->h) | (cq->ci & 0xffff) << 16);
+    qrs_db_writel(d, 0, RS_DB_CQ_CI, HINDEX(cq->h) | (cq->ci & 0xffff) << 16);
 }
 
 /* ------------------------------------------------------------------ */
@@ -3265,7 +3263,7 @@ typedef struct Loop {
 
 static uint64_t loop_buf(QRdmaSession *d, uint32_t len)
 {
-    uint64_t a = rs_alloc_zeroed(d, len + PAGE);
+    uint64_t a = qrs_alloc_zeroed(d, len + PAGE);
 
     return (a + PAGE - 1) & ~(uint64_t)(PAGE - 1);
 }
@@ -3325,8 +3323,8 @@ static void loop_reconnect(Loop *l)
     struct rs_qp_attr a;
 
     std_attr(&a, 0, RS_QPS_RESET);
-    RS_ASSERT_OK(rs_modify_qp(l->d, l->a.h, &a, RS_QP_ATTR_STATE));
-    RS_ASSERT_OK(rs_modify_qp(l->d, l->b.h, &a, RS_QP_ATTR_STATE));
+    RS_ASSERT_OK(qrs_modify_qp(l->d, l->a.h, &a, RS_QP_ATTR_STATE));
+    RS_ASSERT_OK(qrs_modify_qp(l->d, l->b.h, &a, RS_QP_ATTR_STATE));
     l->a.sq_pi = l->a.rq_pi = l->b.sq_pi = l->b.rq_pi = 0;
     loop_connect(l, &l->a, l->b.qpn);
     loop_connect(l, &l->b, l->a.qpn);
@@ -3343,11 +3341,11 @@ static void loop_init(Loop *l, QRdmaSession *d, uint8_t type,
     l->d = d;
     l->type = type;
     add_gid_v4(l->d, 0, 1);                     /* 10.0.0.1 */
-    RS_ASSERT_OK(rs_create_pd_flags(l->d, pd_flags, &l->pd));
+    RS_ASSERT_OK(qrs_create_pd_flags(l->d, pd_flags, &l->pd));
     eng_cq_init(l->d, &l->cq, LOOP_CQ_LOG);
     session_template(&sc, 0, 49152);
     gid_v4(sc.dst_ip, 10, 0, 0, 1);             /* ourselves: loopback */
-    RS_ASSERT_OK(rs_create_session(l->d, &sc, &s));
+    RS_ASSERT_OK(qrs_create_session(l->d, &sc, &s));
     l->group = new_group(l->d, RS_GROUP_ROUND_ROBIN, s, 0);
     qp_template(l->d, &l->a.c, type, l->pd, l->cq.h, l->cq.h);
     qp_template(l->d, &l->b.c, type, l->pd, l->cq.h, l->cq.h);
@@ -3410,7 +3408,7 @@ static void loop_pattern(Loop *l, uint64_t addr, uint32_t len, uint8_t seed)
     for (i = 0; i < len; i++) {
         buf[i] = seed + i * 7 + (i >> 8);
     }
-    qtest_memwrite(rs_qts(l->d), addr, buf, len);
+    qtest_memwrite(qrs_qts(l->d), addr, buf, len);
 }
 
 static void loop_assert_same(Loop *l, uint64_t a, uint64_t b, uint32_t len)
@@ -3419,8 +3417,8 @@ static void loop_assert_same(Loop *l, uint64_t a, uint64_t b, uint32_t len)
     g_autofree uint8_t *y = g_malloc(len);
     uint32_t i;
 
-    qtest_memread(rs_qts(l->d), a, x, len);
-    qtest_memread(rs_qts(l->d), b, y, len);
+    qtest_memread(qrs_qts(l->d), a, x, len);
+    qtest_memread(qrs_qts(l->d), b, y, len);
     for (i = 0; i < len; i++) {
         g_assert_cmphex(x[i], ==, y[i]);
     }
@@ -3595,15 +3593,15 @@ static void fr_fail_on_spare(Loop *l, uint32_t pd, uint32_t uar,
         /* A user QP rings its own doorbell page. */
         uint64_t slot = q.c.sq_addr;
 
-        qtest_memwrite(rs_qts(l->d), slot, w, sizeof(*w));
+        qtest_memwrite(qrs_qts(l->d), slot, w, sizeof(*w));
         q.sq_pi++;
-        rs_db_writel(l->d, uar, RS_DB_SQ, q.qpn | (q.sq_pi & 0xffff) << 16);
+        qrs_db_writel(l->d, uar, RS_DB_SQ, q.qpn | (q.sq_pi & 0xffff) << 16);
     } else {
         loop_post_send(l, &q, w, 0, 0, 0);
     }
     fr_expect(l, w->wr_id, w->opcode, status);
     g_assert_cmpuint(qp_state(l->d, q.h), ==, RS_QPS_ERR);
-    RS_ASSERT_OK(rs_destroy(l->d, RS_CMD_DESTROY_QP, q.h));
+    RS_ASSERT_OK(qrs_destroy(l->d, RS_CMD_DESTROY_QP, q.h));
 }
 
 /* QEMU logs the doorbell's trace event, to the file data names. */
@@ -3644,13 +3642,13 @@ static void test_engine_local_op_budget(void *obj, void *data,
     memset(&q, 0, sizeof(q));
     qp_template(l.d, &q.c, RS_QPT_RC, l.pd, l.cq.h, l.cq.h);
     q.c.sq_log_size = 10;
-    q.c.sq_addr = rs_alloc_zeroed(l.d, rs_qp_sq_bytes(&q.c));
+    q.c.sq_addr = qrs_alloc_zeroed(l.d, qrs_qp_sq_bytes(&q.c));
     q.h = new_qp(l.d, &q.c);
     q.qpn = HINDEX(q.h);
     loop_connect(&l, &q, l.a.qpn);
     key = fr_alloc(&l, l.pd, 1);
     pbl = make_pbl(l.d, l.dst, PAGE, 1);
-    stride = rs_qp_sq_bytes(&q.c) >> q.c.sq_log_size;
+    stride = qrs_qp_sq_bytes(&q.c) >> q.c.sq_log_size;
     for (i = 0; i < n; i++) {
         struct rs_send_wqe_reg_mr f = {
             .wr_id = i, .opcode = RS_WR_REG_MR, .page_shift = 12,
@@ -3667,9 +3665,9 @@ static void test_engine_local_op_budget(void *obj, void *data,
         if (i == n - 1) {
             w.flags |= RS_WQE_F_SIGNALED;
         }
-        qtest_memwrite(rs_qts(l.d), q.c.sq_addr + i * stride, &w, sizeof(w));
+        qtest_memwrite(qrs_qts(l.d), q.c.sq_addr + i * stride, &w, sizeof(w));
     }
-    rs_db_writel(l.d, 0, RS_DB_SQ, q.qpn | n << 16);
+    qrs_db_writel(l.d, 0, RS_DB_SQ, q.qpn | n << 16);
     loop_poll(&l, &cqe);
     g_assert_cmphex(cqe.wr_id, ==, n - 1);
     g_assert_cmpuint(cqe.status, ==, RS_WC_SUCCESS);
@@ -3712,39 +3710,39 @@ static void test_engine_fast_reg(void *obj, void *data,
     uint64_t pbl, rbuf;
 
     loop_setup_pd(&l, obj, RS_PD_F_PRIVILEGED);
-    RS_ASSERT_OK(rs_create_pd(l.d, &upd));
-    RS_ASSERT_OK(rs_create_pd_flags(l.d, RS_PD_F_PRIVILEGED, &ppd2));
-    RS_ASSERT_STATUS(rs_create_pd_flags(l.d, 2, NULL), RS_STATUS_BAD_PARAM);
+    RS_ASSERT_OK(qrs_create_pd(l.d, &upd));
+    RS_ASSERT_OK(qrs_create_pd_flags(l.d, RS_PD_F_PRIVILEGED, &ppd2));
+    RS_ASSERT_STATUS(qrs_create_pd_flags(l.d, 2, NULL), RS_STATUS_BAD_PARAM);
 
     /* Allocation: kernel PDs only, 1 .. RS_MAX_FRMR_PAGES slots, no pages. */
     bad.pd = upd;
-    RS_ASSERT_STATUS(rs_reg_mr(l.d, &bad, NULL, NULL), RS_STATUS_BAD_PD);
+    RS_ASSERT_STATUS(qrs_reg_mr(l.d, &bad, NULL, NULL), RS_STATUS_BAD_PD);
     bad.pd = l.pd;
     bad.npages = 0;
-    RS_ASSERT_STATUS(rs_reg_mr(l.d, &bad, NULL, NULL), RS_STATUS_BAD_SIZE);
+    RS_ASSERT_STATUS(qrs_reg_mr(l.d, &bad, NULL, NULL), RS_STATUS_BAD_SIZE);
     bad.npages = RS_MAX_FRMR_PAGES + 1;
-    RS_ASSERT_STATUS(rs_reg_mr(l.d, &bad, NULL, NULL), RS_STATUS_BAD_SIZE);
+    RS_ASSERT_STATUS(qrs_reg_mr(l.d, &bad, NULL, NULL), RS_STATUS_BAD_SIZE);
     bad.npages = 4;
     bad.access = RS_ACCESS_LOCAL_WRITE;
-    RS_ASSERT_STATUS(rs_reg_mr(l.d, &bad, NULL, NULL), RS_STATUS_BAD_PARAM);
+    RS_ASSERT_STATUS(qrs_reg_mr(l.d, &bad, NULL, NULL), RS_STATUS_BAD_PARAM);
     bad.access = 0;
     bad.pbl_addr = 0x1000;
-    RS_ASSERT_STATUS(rs_reg_mr(l.d, &bad, NULL, NULL), RS_STATUS_BAD_PARAM);
+    RS_ASSERT_STATUS(qrs_reg_mr(l.d, &bad, NULL, NULL), RS_STATUS_BAD_PARAM);
 
     /* A kernel PD's QP rings doorbell page 0 only. */
     qp_template(l.d, &qc, RS_QPT_RC, l.pd, l.cq.h, l.cq.h);
     qc.uar = 1;
-    RS_ASSERT_STATUS(rs_create_qp(l.d, &qc, &h, NULL), RS_STATUS_BAD_PD);
+    RS_ASSERT_STATUS(qrs_create_qp(l.d, &qc, &h, NULL), RS_STATUS_BAD_PD);
 
     key = fr_alloc(&l, l.pd, 4);
     mr2 = fr_alloc(&l, ppd2, 4);
     g_assert_cmphex(key & RS_MKEY_TAG_MASK, !=, 0x5a);
 
     /* Page list out of order: IOVA page i is dst page perm[i]. */
-    pbl = rs_alloc_zeroed(l.d, 4 * 8);
-    qtest_writeq(rs_qts(l.d), pbl + 0, l.dst + 2 * PAGE);
-    qtest_writeq(rs_qts(l.d), pbl + 8, l.dst + 0 * PAGE);
-    qtest_writeq(rs_qts(l.d), pbl + 16, l.dst + 3 * PAGE);
+    pbl = qrs_alloc_zeroed(l.d, 4 * 8);
+    qtest_writeq(qrs_qts(l.d), pbl + 0, l.dst + 2 * PAGE);
+    qtest_writeq(qrs_qts(l.d), pbl + 8, l.dst + 0 * PAGE);
+    qtest_writeq(qrs_qts(l.d), pbl + 16, l.dst + 3 * PAGE);
 
     /* 1: B binds key k1 (tag 0x5a) to 3 pages at FR_IOVA + 0x80. */
     k1 = (key & ~RS_MKEY_TAG_MASK) | 0x5a;
@@ -3826,12 +3824,12 @@ static void test_engine_fast_reg(void *obj, void *data,
     fr_fail_on_spare(&l, ppd2, 0, &w, RS_WC_LOC_PROT_ERR);
     f.length = PAGE;
     f.npages = 1;
-    f.pbl_addr = rs_alloc_zeroed(l.d, 8);
-    qtest_writeq(rs_qts(l.d), f.pbl_addr, 1ull << 40);
+    f.pbl_addr = qrs_alloc_zeroed(l.d, 8);
+    qtest_writeq(qrs_qts(l.d), f.pbl_addr, 1ull << 40);
     memcpy(&w, &f, sizeof(w));
     fr_fail_on_spare(&l, ppd2, 0, &w, RS_WC_LOC_PROT_ERR);
     /* ... which left it Free: the same WQE with a good page binds it. */
-    qtest_writeq(rs_qts(l.d), f.pbl_addr, l.dst);
+    qtest_writeq(qrs_qts(l.d), f.pbl_addr, l.dst);
     f.wr_id = 0xe2;
     memcpy(&w, &f, sizeof(w));
     {
@@ -3844,7 +3842,7 @@ static void test_engine_fast_reg(void *obj, void *data,
         fr_post_op(&l, &q, 0xe3, RS_WR_LOCAL_INV, mr2, 0, 0, 0, 0, 0);
         fr_expect(&l, 0xe3, 0, RS_WC_LOC_PROT_ERR);
         g_assert_cmpuint(qp_state(l.d, q.h), ==, RS_QPS_ERR);
-        RS_ASSERT_OK(rs_destroy(l.d, RS_CMD_DESTROY_QP, q.h));
+        RS_ASSERT_OK(qrs_destroy(l.d, RS_CMD_DESTROY_QP, q.h));
     }
     memset(&w, 0, sizeof(w));
     w.wr_id = 0xe4;
@@ -3871,14 +3869,14 @@ static void test_engine_fast_reg(void *obj, void *data,
                               .lkey = RS_LOCAL_DMA_LKEY };
 
         fr_spare_qp(&l, &q, upd, 0);
-        qtest_memwrite(rs_qts(l.d), q.c.sq_addr, &w, sizeof(w));
-        qtest_memwrite(rs_qts(l.d), q.c.sq_addr + sizeof(w), &sge,
+        qtest_memwrite(qrs_qts(l.d), q.c.sq_addr, &w, sizeof(w));
+        qtest_memwrite(qrs_qts(l.d), q.c.sq_addr + sizeof(w), &sge,
                        sizeof(sge));
         q.sq_pi++;
-        rs_db_writel(l.d, 0, RS_DB_SQ, q.qpn | (q.sq_pi & 0xffff) << 16);
+        qrs_db_writel(l.d, 0, RS_DB_SQ, q.qpn | (q.sq_pi & 0xffff) << 16);
         fr_expect(&l, 0xe7, 0, RS_WC_LOC_PROT_ERR);
         g_assert_cmpuint(qp_state(l.d, q.h), ==, RS_QPS_ERR);
-        RS_ASSERT_OK(rs_destroy(l.d, RS_CMD_DESTROY_QP, q.h));
+        RS_ASSERT_OK(qrs_destroy(l.d, RS_CMD_DESTROY_QP, q.h));
     }
 
     /* The reserved lkey is never an rkey. */
@@ -3890,10 +3888,10 @@ static void test_engine_fast_reg(void *obj, void *data,
     g_assert_cmpuint(qp_state(l.d, l.a.h), ==, RS_QPS_ERR);
 
     /* A bound MR keeps its PD referenced; DEREG_MR releases it. */
-    RS_ASSERT_STATUS(rs_destroy(l.d, RS_CMD_DESTROY_PD, ppd2),
+    RS_ASSERT_STATUS(qrs_destroy(l.d, RS_CMD_DESTROY_PD, ppd2),
                      RS_STATUS_BUSY);
-    RS_ASSERT_OK(rs_destroy(l.d, RS_CMD_DEREG_MR, f.key));
-    RS_ASSERT_OK(rs_destroy(l.d, RS_CMD_DESTROY_PD, ppd2));
+    RS_ASSERT_OK(qrs_destroy(l.d, RS_CMD_DEREG_MR, f.key));
+    RS_ASSERT_OK(qrs_destroy(l.d, RS_CMD_DESTROY_PD, ppd2));
     assert_alive(l.d);
 }
 
@@ -3922,7 +3920,7 @@ static void test_engine_ud_av_addr(void *obj, void *data,
     uint32_t upd;
 
     loop_setup_pd(&l, obj, RS_PD_F_PRIVILEGED);
-    RS_ASSERT_OK(rs_create_pd(l.d, &upd));
+    RS_ASSERT_OK(qrs_create_pd(l.d, &upd));
     memset(&u, 0, sizeof(u));
     memset(&v, 0, sizeof(v));
     memset(&x, 0, sizeof(x));
@@ -3942,11 +3940,11 @@ static void test_engine_ud_av_addr(void *obj, void *data,
     memset(&a, 0, sizeof(a));
     gid_v4(a.dgid, 10, 0, 0, 1);                /* ourselves: loopback */
     a.hop_limit = 64;
-    av = rs_alloc_zeroed(l.d, sizeof(a));
-    qtest_memwrite(rs_qts(l.d), av, &a, sizeof(a));
+    av = qrs_alloc_zeroed(l.d, sizeof(a));
+    qtest_memwrite(qrs_qts(l.d), av, &a, sizeof(a));
     a.gid_index = 5;                            /* not populated */
-    bad_av = rs_alloc_zeroed(l.d, sizeof(a));
-    qtest_memwrite(rs_qts(l.d), bad_av, &a, sizeof(a));
+    bad_av = qrs_alloc_zeroed(l.d, sizeof(a));
+    qtest_memwrite(qrs_qts(l.d), bad_av, &a, sizeof(a));
 
     /* The AH handle is ignored: the vector in memory addresses v. */
     rbuf = loop_buf(l.d, PAGE);
@@ -4029,12 +4027,12 @@ static void test_engine_ipv6(void *obj, void *data, QGuestAllocator *alloc)
 
     loop_setup_pd(&l, obj, RS_PD_F_PRIVILEGED);
     gid_v6(g.gid, 0x70);
-    RS_ASSERT_OK(rs_add_gid(l.d, &g, &got));
+    RS_ASSERT_OK(qrs_add_gid(l.d, &g, &got));
 
     /* A second RC pair whose session and AV use the IPv6 GID. */
     session_template(&sc, 2, 49200);
     gid_v6(sc.dst_ip, 0x70);
-    RS_ASSERT_OK(rs_create_session(l.d, &sc, &s));
+    RS_ASSERT_OK(qrs_create_session(l.d, &sc, &s));
     grp = new_group(l.d, RS_GROUP_ROUND_ROBIN, s, 0);
     memset(&u, 0, sizeof(u));
     memset(&v, 0, sizeof(v));
@@ -4063,7 +4061,7 @@ static void test_engine_ipv6(void *obj, void *data, QGuestAllocator *alloc)
                 qa.session_group = grp;
                 mask |= RS_QP_ATTR_SESSION_GROUP;
             }
-            RS_ASSERT_OK(rs_modify_qp(l.d, q->h, &qa, mask));
+            RS_ASSERT_OK(qrs_modify_qp(l.d, q->h, &qa, mask));
         }
     }
 
@@ -4104,8 +4102,8 @@ static void test_engine_ipv6(void *obj, void *data, QGuestAllocator *alloc)
     a.hop_limit = 1;
     a.traffic_class = 0x28;
     a.flow_label = 0x12345;
-    av = rs_alloc_zeroed(l.d, sizeof(a));
-    qtest_memwrite(rs_qts(l.d), av, &a, sizeof(a));
+    av = qrs_alloc_zeroed(l.d, sizeof(a));
+    qtest_memwrite(qrs_qts(l.d), av, &a, sizeof(a));
     rbuf = loop_buf(l.d, PAGE);
     fill(l.d, rbuf, 0xee, PAGE);
     loop_pattern(&l, l.src, 200, 0x17);
@@ -4117,7 +4115,7 @@ static void test_engine_ipv6(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmpuint(cqe.byte_len, ==, RS_GRH_BYTES + 200);
     fr_expect(&l, 0xa3, RS_WR_SEND, RS_WC_SUCCESS);
     loop_assert_same(&l, l.src, rbuf + RS_GRH_BYTES, 200);
-    qtest_memread(rs_qts(l.d), rbuf, grh, sizeof(grh));
+    qtest_memread(qrs_qts(l.d), rbuf, grh, sizeof(grh));
     /* version 6, traffic class 0x28, flow label 0x12345 */
     g_assert_cmphex(grh[0], ==, 0x62);
     g_assert_cmphex(grh[1], ==, 0x81);
@@ -4201,7 +4199,7 @@ static void rel_connect(Loop *l, LoopQp *q, uint32_t peer, const RelAttr *r)
             a.session_group = l->group;
             mask |= RS_QP_ATTR_SESSION_GROUP;
         }
-        RS_ASSERT_OK(rs_modify_qp(l->d, q->h, &a, mask));
+        RS_ASSERT_OK(qrs_modify_qp(l->d, q->h, &a, mask));
     }
 }
 
@@ -4218,7 +4216,7 @@ static void rel_setup(Loop *l, void *obj, const RelAttr *r)
     eng_cq_init(l->d, &l->cq, LOOP_CQ_LOG);
     session_template(&sc, 0, 49152);
     gid_v4(sc.dst_ip, 10, 0, 0, 1);             /* ourselves: loopback */
-    RS_ASSERT_OK(rs_create_session(l->d, &sc, &s));
+    RS_ASSERT_OK(qrs_create_session(l->d, &sc, &s));
     l->group = new_group(l->d, RS_GROUP_ROUND_ROBIN, s, 0);
     qp_template(l->d, &l->a.c, RS_QPT_RC, l->pd, l->cq.h, l->cq.h);
     qp_template(l->d, &l->b.c, RS_QPT_RC, l->pd, l->cq.h, l->cq.h);
@@ -4249,12 +4247,12 @@ static bool rel_poll(Loop *l, struct rs_cqe *cqe, int64_t step_ns,
             return false;
         }
         g_assert_cmpint(g_get_monotonic_time(), <, end);
-        qtest_clock_step(rs_qts(l->d), step_ns);
+        qtest_clock_step(qrs_qts(l->d), step_ns);
         waited += step_ns;
     }
     l->cq.ci++;
-    rs_db_writel(l->d, 0, RS_DB_CQ_CI,
-                 HINDEX(l->cq.h) | (l->cq.ci & 0xffff) << 16);
+    qrs_db_writel(l->d, 0, RS_DB_CQ_CI,
+                  HINDEX(l->cq.h) | (l->cq.ci & 0xffff) << 16);
     return true;
 }
 
@@ -4516,15 +4514,15 @@ static void test_engine_rc_retry_msix_reentry(void *obj, void *data,
     Loop l;
 
     rel_setup(&l, obj, &r);
-    rs_msix_set_vector(l.d, RS_MSIX_COMP_VECTOR0, l.d->bar0.addr + A_RS_CTRL,
-                       0, false);
-    rs_db_writel(l.d, 0, RS_DB_CQ_ARM, HINDEX(l.cq.h) | RS_DB_CQ_ARM_NEXT);
+    qrs_msix_set_vector(l.d, RS_MSIX_COMP_VECTOR0, l.d->bar0.addr + A_RS_CTRL,
+                        0, false);
+    qrs_db_writel(l.d, 0, RS_DB_CQ_ARM, HINDEX(l.cq.h) | RS_DB_CQ_ARM_NEXT);
     rel_wqe(&w, 0xe6, RS_WR_RDMA_WRITE, l.dst, l.dst_key);
     loop_post_send(&l, &l.a, &w, l.src, 5000, l.src_key);
     g_assert_true(rel_poll(&l, &cqe, REL_MS, 10 * REL_S));
     g_assert_cmphex(cqe.wr_id, ==, 0xe6);
     g_assert_cmpuint(cqe.status, ==, RS_WC_RETRY_EXC_ERR);
-    g_assert_cmphex(rs_readl(l.d, A_RS_CTRL), !=, 0);
+    g_assert_cmphex(qrs_readl(l.d, A_RS_CTRL), !=, 0);
     assert_alive(l.d);
 }
 
@@ -4572,14 +4570,14 @@ static void test_engine_rc_timer_after_idle(void *obj, void *data,
 
     rel_setup(&l, obj, &r);
     /* (the engine reads a zero progress time as "not set yet") */
-    qtest_clock_step(rs_qts(l.d), 5 * REL_MS);
+    qtest_clock_step(qrs_qts(l.d), 5 * REL_MS);
     rel_wqe(&w, 0xe7, RS_WR_RDMA_WRITE, l.dst, l.dst_key);
     loop_post_send(&l, &l.a, &w, l.src, 5000, l.src_key);
     rel_expect(&l, 0xe7, RS_WC_SUCCESS, l.a.qpn);
     /* idle for a second of virtual time, then the responder stops */
     g_assert_false(rel_poll(&l, &cqe, 10 * REL_MS, REL_S));
     std_attr(&a, RS_QPS_RTS, RS_QPS_ERR);
-    RS_ASSERT_OK(rs_modify_qp(l.d, l.b.h, &a, RS_QP_ATTR_STATE));
+    RS_ASSERT_OK(qrs_modify_qp(l.d, l.b.h, &a, RS_QP_ATTR_STATE));
     fill(l.d, l.dst, 0xee, REL_BUF);
     rel_wqe(&w, 0xe8, RS_WR_RDMA_WRITE, l.dst, l.dst_key);
     loop_post_send(&l, &l.a, &w, l.src, 5000, l.src_key);
@@ -4602,7 +4600,7 @@ static void reset_make_objects(QRdmaSession *d, ResetObjects *o)
     struct rs_cmd_create_qp c;
     struct rs_cmd_reg_mr mr = { 0 };
     struct rs_cmd_create_ah ah;
-    uint64_t page = rs_alloc_zeroed(d, PAGE);
+    uint64_t page = qrs_alloc_zeroed(d, PAGE);
 
     add_gid_v4(d, 0, 1);
     o->pd = new_pd(d);
@@ -4627,7 +4625,7 @@ static void reset_make_objects(QRdmaSession *d, ResetObjects *o)
     o->lkey = reg_mr_ok(d, &mr);
     g_assert_cmphex(o->lkey >> RS_MKEY_INDEX_SHIFT, ==, 1);
     ah_template(&ah, o->pd, 0);
-    RS_ASSERT_OK(rs_create_ah(d, &ah, &o->ah));
+    RS_ASSERT_OK(qrs_create_ah(d, &ah, &o->ah));
     g_assert_cmphex(o->ah, ==, HANDLE(0, 1));
 }
 
@@ -4635,22 +4633,22 @@ static void reset_check_gone(QRdmaSession *d, ResetObjects *o)
 {
     struct rs_qp_attr a;
 
-    RS_ASSERT_STATUS(rs_query_qp(d, o->qp, &a), RS_STATUS_BAD_HANDLE);
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_QP, o->qp),
+    RS_ASSERT_STATUS(qrs_query_qp(d, o->qp, &a), RS_STATUS_BAD_HANDLE);
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_QP, o->qp),
                      RS_STATUS_BAD_HANDLE);
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DEREG_MR, o->lkey),
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DEREG_MR, o->lkey),
                      RS_STATUS_BAD_HANDLE);
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_AH, o->ah),
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_AH, o->ah),
                      RS_STATUS_BAD_HANDLE);
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_SESSION_GROUP, o->group),
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_SESSION_GROUP, o->group),
                      RS_STATUS_BAD_HANDLE);
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_SESSION, o->session),
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_SESSION, o->session),
                      RS_STATUS_BAD_HANDLE);
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_CQ, o->cq),
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_CQ, o->cq),
                      RS_STATUS_BAD_HANDLE);
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_PD, o->pd),
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_PD, o->pd),
                      RS_STATUS_BAD_HANDLE);
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DEL_GID, 0), RS_STATUS_BAD_HANDLE);
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DEL_GID, 0), RS_STATUS_BAD_HANDLE);
 
     /* Tables are back at power-on: first index, generation 0. */
     g_assert_cmphex(new_pd(d), ==, HANDLE(0, 1));
@@ -4660,7 +4658,7 @@ static void reset_check_gone(QRdmaSession *d, ResetObjects *o)
 static void test_reset(void *obj, void *data, QGuestAllocator *alloc)
 {
     QRdmaSession *d = rs_setup(obj);
-    QTestState *qts = rs_qts(d);
+    QTestState *qts = qrs_qts(d);
     ResetObjects o;
     int how;
 
@@ -4668,10 +4666,10 @@ static void test_reset(void *obj, void *data, QGuestAllocator *alloc)
         reset_make_objects(d, &o);
         switch (how) {
         case 0:
-            rs_writel(d, A_RS_CTRL, R_RS_CTRL_RESET_MASK);
+            qrs_writel(d, A_RS_CTRL, R_RS_CTRL_RESET_MASK);
             break;
         case 1:
-            rs_writel(d, A_RS_CTRL, 0);
+            qrs_writel(d, A_RS_CTRL, 0);
             break;
         case 2:
             /* System reset: config space is reset, map the BARs again. */
@@ -4685,7 +4683,7 @@ static void test_reset(void *obj, void *data, QGuestAllocator *alloc)
         assert_power_on_regs(d, DEF_DB_PAGES, DEF_NUM_MSIX);
         rs_setup(d);
         reset_check_gone(d, &o);
-        rs_reset(d);
+        qrs_reset(d);
         assert_power_on_regs(d, DEF_DB_PAGES, DEF_NUM_MSIX);
         rs_setup(d);
     }
@@ -4706,7 +4704,7 @@ static void test_flr(void *obj, void *data, QGuestAllocator *alloc)
     uint8_t exp = qpci_find_capability(dev, PCI_CAP_ID_EXP, 0);
     uint8_t msix = qpci_find_capability(dev, PCI_CAP_ID_MSIX, 0);
     size_t ring = sizeof(struct rs_lan_desc) << 4;
-    uint64_t lan = rs_alloc_zeroed(d, 2 * ring);
+    uint64_t lan = qrs_alloc_zeroed(d, 2 * ring);
     ResetObjects o;
     uint16_t ctl;
 
@@ -4715,8 +4713,8 @@ static void test_flr(void *obj, void *data, QGuestAllocator *alloc)
                     PCI_EXP_DEVCAP_FLR, ==, PCI_EXP_DEVCAP_FLR);
 
     reset_make_objects(d, &o);
-    RS_ASSERT_OK(rs_create_lan_queue(d, RS_LAN_TXQ, lan, 4, 0, NULL));
-    RS_ASSERT_OK(rs_create_lan_queue(d, RS_LAN_RXQ, lan + ring, 4, 0, NULL));
+    RS_ASSERT_OK(qrs_create_lan_queue(d, RS_LAN_TXQ, lan, 4, 0, NULL));
+    RS_ASSERT_OK(qrs_create_lan_queue(d, RS_LAN_RXQ, lan + ring, 4, 0, NULL));
 
     ctl = qpci_config_readw(dev, exp + PCI_EXP_DEVCTL);
     qpci_config_writew(dev, exp + PCI_EXP_DEVCTL,
@@ -4738,17 +4736,17 @@ static void test_flr(void *obj, void *data, QGuestAllocator *alloc)
     assert_power_on_regs(d, DEF_DB_PAGES, DEF_NUM_MSIX);
     rs_setup(d);
     reset_check_gone(d, &o);
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_LAN_QUEUE, RS_LAN_TXQ),
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_LAN_QUEUE, RS_LAN_TXQ),
                      RS_STATUS_BAD_HANDLE);
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_LAN_QUEUE, RS_LAN_RXQ),
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_LAN_QUEUE, RS_LAN_RXQ),
                      RS_STATUS_BAD_HANDLE);
 
     /* The same objects can be made again. */
-    rs_reset(d);
+    qrs_reset(d);
     rs_setup(d);
     reset_make_objects(d, &o);
-    RS_ASSERT_OK(rs_create_lan_queue(d, RS_LAN_TXQ, lan, 4, 0, NULL));
-    RS_ASSERT_OK(rs_create_lan_queue(d, RS_LAN_RXQ, lan + ring, 4, 0, NULL));
+    RS_ASSERT_OK(qrs_create_lan_queue(d, RS_LAN_TXQ, lan, 4, 0, NULL));
+    RS_ASSERT_OK(qrs_create_lan_queue(d, RS_LAN_RXQ, lan + ring, 4, 0, NULL));
     assert_alive(d);
 }
 
@@ -4760,9 +4758,9 @@ static void test_dma_containment(void *obj, void *data,
                                  QGuestAllocator *alloc)
 {
     QRdmaSession *d = rs_setup(obj);
-    QTestState *qts = rs_qts(d);
+    QTestState *qts = qrs_qts(d);
     uint64_t end = ram_end(d);
-    uint64_t buf = rs_alloc_zeroed(d, PAGE);
+    uint64_t buf = qrs_alloc_zeroed(d, PAGE);
     uint64_t msix = msix_table_addr(d);
     uint8_t msix_before[DEF_NUM_MSIX * PCI_MSIX_ENTRY_SIZE];
     uint8_t msix_after[sizeof(msix_before)];
@@ -4859,7 +4857,7 @@ static void test_dma_containment(void *obj, void *data,
     cmd.modify_qp.attr_addr = d->bar0.addr;
     cmd.modify_qp.handle = qp;
     cmd.modify_qp.attr_mask = RS_QP_ATTR_STATE;
-    RS_ASSERT_STATUS(rs_admin_exec(d, &cmd, NULL), RS_STATUS_BAD_ADDR);
+    RS_ASSERT_STATUS(qrs_admin_exec(d, &cmd, NULL), RS_STATUS_BAD_ADDR);
     g_assert_cmpuint(qp_state(d, qp), ==, RS_QPS_INIT);
     mr.length = 2 * PAGE;
     mr.npages = 2;
@@ -4867,10 +4865,10 @@ static void test_dma_containment(void *obj, void *data,
     mr.pd = pd;
     mr.page_shift = 12;
     mr.access = STD_ACCESS;
-    RS_ASSERT_STATUS(rs_reg_mr(d, &mr, NULL, NULL), RS_STATUS_BAD_ADDR);
+    RS_ASSERT_STATUS(qrs_reg_mr(d, &mr, NULL, NULL), RS_STATUS_BAD_ADDR);
     mr.pbl_addr = make_pbl(d, d->bar2.addr, PAGE, 2);
-    RS_ASSERT_STATUS(rs_reg_mr(d, &mr, NULL, NULL), RS_STATUS_BAD_ADDR);
-    RS_ASSERT_STATUS(rs_create_cq(d, msix & ~63ull, 1, 0, 0, NULL),
+    RS_ASSERT_STATUS(qrs_reg_mr(d, &mr, NULL, NULL), RS_STATUS_BAD_ADDR);
+    RS_ASSERT_STATUS(qrs_create_cq(d, msix & ~63ull, 1, 0, 0, NULL),
                      RS_STATUS_BAD_ADDR);
     dump_regs(d, after);
     g_assert_cmphex(after[A_RS_CTRL / 4], ==, R_RS_CTRL_ENABLE_MASK);
@@ -4883,7 +4881,7 @@ static void test_dma_containment(void *obj, void *data,
      * writes neither a response nor a completion.
      */
     fill(d, buf, 0xa5, PAGE);
-    ci = rs_readl(d, A_RS_ADMQ_CI);
+    ci = qrs_readl(d, A_RS_ADMQ_CI);
     g_assert_cmpuint(ci, ==, d->admq_pi);
     qtest_memread(qts, d->acq + (ci & ((1u << d->admq_log) - 1)) *
                   sizeof(cqe), &acq_before, sizeof(acq_before));
@@ -4892,27 +4890,27 @@ static void test_dma_containment(void *obj, void *data,
     cmd_init(&cmd, RS_CMD_QUERY_DEVICE);
     cmd.query.resp_addr = buf;
     cmd.query.resp_len = sizeof(struct rs_device_attr);
-    index = rs_admin_submit(d, &cmd);
-    g_assert_false(rs_admin_poll(d, index, &cqe, G_USEC_PER_SEC / 2));
+    index = qrs_admin_submit(d, &cmd);
+    g_assert_false(qrs_admin_poll(d, index, &cqe, G_USEC_PER_SEC / 2));
     qtest_memread(qts, d->acq + (ci & ((1u << d->admq_log) - 1)) *
                   sizeof(cqe), &acq_after, sizeof(acq_after));
     g_assert_cmpmem(&acq_before, sizeof(acq_before), &acq_after,
                     sizeof(acq_after));
     g_assert_true(is_filled(d, buf, 0xa5, PAGE));
-    g_assert_cmpuint(rs_readl(d, A_RS_ADMQ_CI), ==, ci);
+    g_assert_cmpuint(qrs_readl(d, A_RS_ADMQ_CI), ==, ci);
     /* Failing to read a command is a DMA fatal error. */
-    g_assert_cmphex(rs_readl(d, A_RS_STATUS) & R_RS_STATUS_FATAL_MASK, ==,
+    g_assert_cmphex(qrs_readl(d, A_RS_STATUS) & R_RS_STATUS_FATAL_MASK, ==,
                     R_RS_STATUS_FATAL_MASK);
-    g_assert_cmpuint(rs_readl(d, A_RS_FATAL_CODE), ==, RS_FATAL_DMA);
+    g_assert_cmpuint(qrs_readl(d, A_RS_FATAL_CODE), ==, RS_FATAL_DMA);
 
     /* Bus mastering back on: the fatal state stays until a reset. */
     qpci_config_writew(&d->dev, PCI_COMMAND, pci_cmd);
-    g_assert_cmpuint(rs_readl(d, A_RS_FATAL_CODE), ==, RS_FATAL_DMA);
+    g_assert_cmpuint(qrs_readl(d, A_RS_FATAL_CODE), ==, RS_FATAL_DMA);
     g_assert_true(is_filled(d, buf, 0xa5, PAGE));
-    rs_reset(d);
+    qrs_reset(d);
     assert_power_on_regs(d, DEF_DB_PAGES, DEF_NUM_MSIX);
     rs_setup(d);
-    RS_ASSERT_STATUS(rs_query_qp(d, qp, &a), RS_STATUS_BAD_HANDLE);
+    RS_ASSERT_STATUS(qrs_query_qp(d, qp, &a), RS_STATUS_BAD_HANDLE);
     assert_alive(d);
 }
 
@@ -4970,14 +4968,14 @@ static uint8_t reg_pages(QRdmaSession *d, uint32_t pd, uint64_t pages,
     c.pd = pd;
     c.page_shift = 12;
     c.access = RS_ACCESS_LOCAL_WRITE;
-    return rs_reg_mr(d, &c, lkey, NULL);
+    return qrs_reg_mr(d, &c, lkey, NULL);
 }
 
 static void test_limits(void *obj, void *data, QGuestAllocator *alloc)
 {
     QRdmaSession *d = obj;
-    uint64_t pages = rs_alloc_zeroed(d, LIM_MR_PAGES * PAGE);
-    uint64_t ring = rs_alloc_zeroed(d, sizeof(struct rs_cqe) << 4);
+    uint64_t pages = qrs_alloc_zeroed(d, LIM_MR_PAGES * PAGE);
+    uint64_t ring = qrs_alloc_zeroed(d, sizeof(struct rs_cqe) << 4);
     struct rs_device_attr a;
     struct rs_port_attr p;
     struct rs_cmd_create_qp c;
@@ -4990,13 +4988,13 @@ static void test_limits(void *obj, void *data, QGuestAllocator *alloc)
     int i;
 
     /* Identity follows the properties. */
-    g_assert_cmpuint(rs_readl(d, A_RS_DB_PAGES), ==, LIM_DB_PAGES);
-    g_assert_cmpuint(rs_readl(d, A_RS_NUM_MSIX), ==, 1 + LIM_VECTORS);
+    g_assert_cmpuint(qrs_readl(d, A_RS_DB_PAGES), ==, LIM_DB_PAGES);
+    g_assert_cmpuint(qrs_readl(d, A_RS_NUM_MSIX), ==, 1 + LIM_VECTORS);
     g_assert_cmpuint(qpci_msix_table_size(&d->dev), ==, 1 + LIM_VECTORS);
     g_assert_cmphex(d->bar2_size, ==, LIM_DB_PAGES * RS_DB_PAGE_SIZE);
 
     rs_setup(d);
-    RS_ASSERT_OK(rs_query_device(d, &a));
+    RS_ASSERT_OK(qrs_query_device(d, &a));
     g_assert_cmpuint(a.max_qp, ==, USABLE(LIM_QPS));
     g_assert_cmpuint(a.max_cq, ==, USABLE(LIM_CQS));
     g_assert_cmpuint(a.max_mr, ==, USABLE(LIM_MRS));
@@ -5009,7 +5007,7 @@ static void test_limits(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmpuint(a.num_comp_vectors, ==, LIM_VECTORS);
     g_assert_cmpuint(a.num_db_pages, ==, LIM_DB_PAGES);
     g_assert_cmphex(a.max_mr_size, ==, (uint64_t)LIM_MR_PAGES << 12);
-    RS_ASSERT_OK(rs_query_port(d, 1, &p));
+    RS_ASSERT_OK(qrs_query_port(d, 1, &p));
     g_assert_cmpuint(p.max_mtu, ==, RS_MTU_1024);
     g_assert_cmpuint(p.active_mtu, ==, RS_MTU_1024);
     g_assert_cmpuint(p.gid_tbl_len, ==, LIM_GIDS);
@@ -5019,30 +5017,30 @@ static void test_limits(void *obj, void *data, QGuestAllocator *alloc)
     add_gid_v4(d, LIM_GIDS - 1, 2);
     gid_v4(g.gid, 10, 0, 9, 9);
     g.index = LIM_GIDS;
-    RS_ASSERT_STATUS(rs_add_gid(d, &g, NULL), RS_STATUS_BAD_PARAM);
+    RS_ASSERT_STATUS(qrs_add_gid(d, &g, NULL), RS_STATUS_BAD_PARAM);
 
     /* PDs */
     for (i = 1; i < LIM_PDS; i++) {
         h[i] = new_pd(d);
         g_assert_cmphex(h[i], ==, HANDLE(0, i));
     }
-    RS_ASSERT_STATUS(rs_create_pd(d, NULL), RS_STATUS_NO_RESOURCES);
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_PD, h[1]));
+    RS_ASSERT_STATUS(qrs_create_pd(d, NULL), RS_STATUS_NO_RESOURCES);
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_PD, h[1]));
     g_assert_cmphex(new_pd(d), ==, HANDLE(1, 1));
-    RS_ASSERT_STATUS(rs_create_pd(d, NULL), RS_STATUS_NO_RESOURCES);
+    RS_ASSERT_STATUS(qrs_create_pd(d, NULL), RS_STATUS_NO_RESOURCES);
     pd = h[2];
 
     /* CQs, comp vectors and doorbell pages */
-    RS_ASSERT_STATUS(rs_create_cq(d, ring, 4, LIM_VECTORS, 0, NULL),
+    RS_ASSERT_STATUS(qrs_create_cq(d, ring, 4, LIM_VECTORS, 0, NULL),
                      RS_STATUS_BAD_PARAM);
-    RS_ASSERT_STATUS(rs_create_cq(d, ring, 4, 0, LIM_DB_PAGES, NULL),
+    RS_ASSERT_STATUS(qrs_create_cq(d, ring, 4, 0, LIM_DB_PAGES, NULL),
                      RS_STATUS_BAD_PARAM);
     for (i = 1; i < LIM_CQS; i++) {
-        RS_ASSERT_OK(rs_create_cq(d, ring, 4, LIM_VECTORS - 1,
-                                  LIM_DB_PAGES - 1, &h[i]));
+        RS_ASSERT_OK(qrs_create_cq(d, ring, 4, LIM_VECTORS - 1,
+                                   LIM_DB_PAGES - 1, &h[i]));
         g_assert_cmphex(h[i], ==, HANDLE(0, i));
     }
-    RS_ASSERT_STATUS(rs_create_cq(d, ring, 4, 0, 0, NULL),
+    RS_ASSERT_STATUS(qrs_create_cq(d, ring, 4, 0, 0, NULL),
                      RS_STATUS_NO_RESOURCES);
     cq = h[1];
 
@@ -5052,26 +5050,26 @@ static void test_limits(void *obj, void *data, QGuestAllocator *alloc)
         h[i] = new_qp(d, &c);
         g_assert_cmphex(h[i], ==, HANDLE(0, i));
     }
-    RS_ASSERT_STATUS(rs_create_qp(d, &c, NULL, NULL), RS_STATUS_NO_RESOURCES);
+    RS_ASSERT_STATUS(qrs_create_qp(d, &c, NULL, NULL), RS_STATUS_NO_RESOURCES);
     c.qp_type = RS_QPT_GSI;
     g_assert_cmphex(new_qp(d, &c), ==, HANDLE(0, RS_GSI_QPN));
-    RS_ASSERT_STATUS(rs_create_qp(d, &c, NULL, NULL), RS_STATUS_EXISTS);
+    RS_ASSERT_STATUS(qrs_create_qp(d, &c, NULL, NULL), RS_STATUS_EXISTS);
     c.qp_type = RS_QPT_UD;
     c.uar = LIM_DB_PAGES;
-    RS_ASSERT_STATUS(rs_create_qp(d, &c, NULL, NULL), RS_STATUS_BAD_PARAM);
+    RS_ASSERT_STATUS(qrs_create_qp(d, &c, NULL, NULL), RS_STATUS_BAD_PARAM);
 
     /* The path MTU is limited by the device's mtu property. */
     qp = h[2];
     qp_walk(d, qp, RS_QPT_RC, RS_QPS_INIT);
     std_attr(&attr, RS_QPS_INIT, RS_QPS_RTR);
     attr.path_mtu = RS_MTU_2048;
-    RS_ASSERT_STATUS(rs_modify_qp(d, qp, &attr, RC_RTR_MASK),
+    RS_ASSERT_STATUS(qrs_modify_qp(d, qp, &attr, RC_RTR_MASK),
                      RS_STATUS_BAD_PARAM);
     attr.path_mtu = RS_MTU_4096;
-    RS_ASSERT_STATUS(rs_modify_qp(d, qp, &attr, RC_RTR_MASK),
+    RS_ASSERT_STATUS(qrs_modify_qp(d, qp, &attr, RC_RTR_MASK),
                      RS_STATUS_BAD_PARAM);
     attr.path_mtu = RS_MTU_1024;
-    RS_ASSERT_OK(rs_modify_qp(d, qp, &attr, RC_RTR_MASK));
+    RS_ASSERT_OK(qrs_modify_qp(d, qp, &attr, RC_RTR_MASK));
 
     /* MR translation entries, then MR slots. */
     RS_ASSERT_OK(reg_pages(d, pd, pages, 5, &k1));
@@ -5080,28 +5078,28 @@ static void test_limits(void *obj, void *data, QGuestAllocator *alloc)
     RS_ASSERT_OK(reg_pages(d, pd, pages, 3, &k2));
     RS_ASSERT_STATUS(reg_pages(d, pd, pages, 1, NULL),
                      RS_STATUS_NO_RESOURCES);
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEREG_MR, k1));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEREG_MR, k1));
     RS_ASSERT_OK(reg_pages(d, pd, pages, 1, &k3));
     g_assert_cmphex(k3 >> RS_MKEY_INDEX_SHIFT, ==, 1);
     /* 4 entries free, but both MR slots are taken. */
     RS_ASSERT_STATUS(reg_pages(d, pd, pages, 1, NULL),
                      RS_STATUS_NO_RESOURCES);
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEREG_MR, k2));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEREG_MR, k2));
     RS_ASSERT_OK(reg_pages(d, pd, pages, LIM_MR_PAGES - 1, &k4));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEREG_MR, k3));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEREG_MR, k4));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEREG_MR, k3));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEREG_MR, k4));
     RS_ASSERT_STATUS(reg_pages(d, pd, pages, LIM_MR_PAGES + 1, NULL),
                      RS_STATUS_NO_RESOURCES);
     RS_ASSERT_OK(reg_pages(d, pd, pages, LIM_MR_PAGES, &k1));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEREG_MR, k1));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEREG_MR, k1));
 
     /* AHs */
     ah_template(&ah, pd, 0);
     for (i = 1; i < LIM_AHS; i++) {
-        RS_ASSERT_OK(rs_create_ah(d, &ah, &h[i]));
+        RS_ASSERT_OK(qrs_create_ah(d, &ah, &h[i]));
         g_assert_cmphex(h[i], ==, HANDLE(0, i));
     }
-    RS_ASSERT_STATUS(rs_create_ah(d, &ah, NULL), RS_STATUS_NO_RESOURCES);
+    RS_ASSERT_STATUS(qrs_create_ah(d, &ah, NULL), RS_STATUS_NO_RESOURCES);
 
     /* Sessions and groups */
     for (i = 1; i < LIM_SESSIONS; i++) {
@@ -5110,7 +5108,7 @@ static void test_limits(void *obj, void *data, QGuestAllocator *alloc)
     }
     s1 = h[1];
     session_template(&sc, 0, 3000);
-    RS_ASSERT_STATUS(rs_create_session(d, &sc, NULL),
+    RS_ASSERT_STATUS(qrs_create_session(d, &sc, NULL),
                      RS_STATUS_NO_RESOURCES);
     for (i = 1; i < LIM_GROUPS; i++) {
         h[i] = new_group(d, RS_GROUP_ACTIVE_BACKUP, s1, 0);
@@ -5118,13 +5116,13 @@ static void test_limits(void *obj, void *data, QGuestAllocator *alloc)
     }
     gc.session[0] = s1;
     gc.nsessions = 1;
-    RS_ASSERT_STATUS(rs_create_session_group(d, &gc, NULL),
+    RS_ASSERT_STATUS(qrs_create_session_group(d, &gc, NULL),
                      RS_STATUS_NO_RESOURCES);
 
     /* Full tables are not an error state. */
-    g_assert_cmphex(rs_readl(d, A_RS_STATUS), ==,
+    g_assert_cmphex(qrs_readl(d, A_RS_STATUS), ==,
                     R_RS_STATUS_READY_MASK | R_RS_STATUS_LINK_UP_MASK);
-    RS_ASSERT_OK(rs_query_device(d, &a));
+    RS_ASSERT_OK(qrs_query_device(d, &a));
     g_assert_cmpuint(a.max_qp, ==, USABLE(LIM_QPS));
 }
 
@@ -5283,7 +5281,7 @@ static void wait_migration_done(QTestState *qts)
 static void rs_attach_migrated(QRdmaSession *d, QPCIBus *bus,
                                const QRdmaSession *src)
 {
-    rs_attach_existing(d, bus, src->dev.devfn, src->alloc);
+    qrs_attach_existing(d, bus, src->dev.devfn, src->alloc);
     d->dev.msix_enabled = src->dev.msix_enabled;
     d->dev.msix_table_bar = src->dev.msix_table_bar;
     d->dev.msix_table_off = src->dev.msix_table_off;
@@ -5319,7 +5317,7 @@ static void mig_build(QRdmaSession *d, MigObjects *m)
     struct rs_cmd_create_ah ah;
     struct rs_cmd_add_gid g = { 0 };
     struct rs_qp_attr a;
-    uint64_t pages = rs_alloc_zeroed(d, 4 * PAGE);
+    uint64_t pages = qrs_alloc_zeroed(d, 4 * PAGE);
     uint64_t many = guest_alloc(d->alloc, 520 * PAGE);
 
     g_assert(many);
@@ -5330,16 +5328,16 @@ static void mig_build(QRdmaSession *d, MigObjects *m)
     g.index = 1;
     g.type = RS_GID_ROCE_V2_IPV6;
     g.vni = 0x123456;
-    RS_ASSERT_OK(rs_add_gid(d, &g, NULL));
+    RS_ASSERT_OK(qrs_add_gid(d, &g, NULL));
 
     m->pd1 = new_pd(d);
     m->pd2_dead = new_pd(d);
     m->pd3 = new_pd(d);
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_PD, m->pd2_dead));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_PD, m->pd2_dead));
 
     m->cq1 = new_cq(d, 4);
-    RS_ASSERT_OK(rs_create_cq(d, rs_alloc_zeroed(d, 32 << 6), 6, 3, 2,
-                              &m->cq2));
+    RS_ASSERT_OK(qrs_create_cq(d, qrs_alloc_zeroed(d, 32 << 6), 6, 3, 2,
+                               &m->cq2));
 
     qp_template(d, &c, RS_QPT_GSI, m->pd1, m->cq1, m->cq2);
     m->gsi = new_qp(d, &c);
@@ -5349,7 +5347,7 @@ static void mig_build(QRdmaSession *d, MigObjects *m)
     c.qp_type = RS_QPT_UD;
     m->ud = new_qp(d, &c);
     m->qp_dead = new_qp(d, &c);
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_QP, m->qp_dead));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_QP, m->qp_dead));
     m->tmpl = c;
 
     /* RC: distinctive attributes; UD in RTS. */
@@ -5358,11 +5356,11 @@ static void mig_build(QRdmaSession *d, MigObjects *m)
     a.ah.gid_index = 1;
     a.dest_qp_num = 0x00abcd;
     a.path_mtu = RS_MTU_2048;
-    RS_ASSERT_OK(rs_modify_qp(d, m->rc, &a, RC_RTR_MASK));
+    RS_ASSERT_OK(qrs_modify_qp(d, m->rc, &a, RC_RTR_MASK));
     std_attr(&a, RS_QPS_RTR, RS_QPS_RTS);
     a.sq_psn = 0x777777;
     a.timeout = 19;
-    RS_ASSERT_OK(rs_modify_qp(d, m->rc, &a, RC_RTS_MASK));
+    RS_ASSERT_OK(qrs_modify_qp(d, m->rc, &a, RC_RTS_MASK));
     qp_walk(d, m->ud, RS_QPT_UD, RS_QPS_RTS);
 
     /* MRs: a direct one, a dead slot (tag state), an indirect one. */
@@ -5385,27 +5383,27 @@ static void mig_build(QRdmaSession *d, MigObjects *m)
     mr.pbl_addr = make_indirect_pbl(d, many, 520);
     mr.pd = m->pd1;
     m->mr3 = reg_mr_ok(d, &mr);
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEREG_MR, m->mr2_dead));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEREG_MR, m->mr2_dead));
 
     ah_template(&ah, m->pd1, 1);
-    RS_ASSERT_OK(rs_create_ah(d, &ah, &m->ah));
+    RS_ASSERT_OK(qrs_create_ah(d, &ah, &m->ah));
 
     m->s1 = new_session(d, 0, 40000);
     m->s2 = new_session(d, 0, 40001);
     m->group = new_group(d, RS_GROUP_ACTIVE_BACKUP, m->s1, m->s2);
     std_attr(&a, RS_QPS_RTS, RS_QPS_RTS);
     a.session_group = m->group;
-    RS_ASSERT_OK(rs_modify_qp(d, m->ud, &a, RS_QP_ATTR_SESSION_GROUP));
+    RS_ASSERT_OK(qrs_modify_qp(d, m->ud, &a, RS_QP_ATTR_SESSION_GROUP));
 
     /* Vector 0 unmasked, pointing at guest memory. */
-    m->msi = rs_alloc_zeroed(d, PAGE);
-    rs_msix_set_vector(d, 0, m->msi, 0x5eed0000, false);
+    m->msi = qrs_alloc_zeroed(d, PAGE);
+    qrs_msix_set_vector(d, 0, m->msi, 0x5eed0000, false);
 }
 
 static void test_migrate(void *obj, void *data, QGuestAllocator *alloc)
 {
     QRdmaSession *src = obj;
-    QTestState *from = rs_qts(src);
+    QTestState *from = qrs_qts(src);
     g_autofree char *tmpdir = g_dir_make_tmp("rdma-session-mig-XXXXXX",
                                              NULL);
     g_autofree char *path = g_strdup_printf("%s/state", tmpdir);
@@ -5424,14 +5422,14 @@ static void test_migrate(void *obj, void *data, QGuestAllocator *alloc)
     int i;
 
     /* Small admin ring so that it has wrapped before migrating. */
-    rs_admin_init(src, 3, RS_QOS_AEQ_LOG);
+    qrs_admin_init(src, 3, RS_QOS_AEQ_LOG);
     wait_aeq_port_active(src);
     mig_build(src, &m);
     qps[0] = m.gsi;
     qps[1] = m.rc;
     qps[2] = m.ud;
     for (i = 0; i < 3; i++) {
-        RS_ASSERT_OK(rs_query_qp(src, qps[i], &q_src[i]));
+        RS_ASSERT_OK(qrs_query_qp(src, qps[i], &q_src[i]));
     }
     g_assert_cmpuint(q_src[0].qp_state, ==, RS_QPS_RTS);
     g_assert_cmpuint(q_src[1].qp_state, ==, RS_QPS_RTS);
@@ -5439,7 +5437,7 @@ static void test_migrate(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmphex(q_src[2].session_group, ==, m.group);
     /* Stop where the next command is on an odd pass (phase 0). */
     while ((src->admq_pi & 15) != 13 || src->admq_pi < 40) {
-        RS_ASSERT_OK(rs_query_device(src, &attr));
+        RS_ASSERT_OK(qrs_query_device(src, &attr));
     }
     dump_regs(src, regs_src);
     g_assert_cmpuint(regs_src[A_RS_ADMQ_CI / 4], ==, src->admq_pi);
@@ -5460,7 +5458,7 @@ static void test_migrate(void *obj, void *data, QGuestAllocator *alloc)
 
     bus = qpci_new_pc(to, NULL);
     d = g_new0(QRdmaSession, 1);
-    rs_attach_existing(d, bus, src->dev.devfn, src->alloc);
+    qrs_attach_existing(d, bus, src->dev.devfn, src->alloc);
     g_assert_cmphex(qpci_config_readw(&d->dev, PCI_VENDOR_ID), ==,
                     RS_PCI_VENDOR_ID);
     g_assert_cmphex(d->bar0.addr, ==, src->bar0.addr);
@@ -5488,89 +5486,89 @@ static void test_migrate(void *obj, void *data, QGuestAllocator *alloc)
 
     /* The admin queue continues at the right index with the right phase. */
     index = d->admq_pi;
-    g_assert_cmpuint(rs_ring_phase(index, 3), ==, 0);
+    g_assert_cmpuint(qrs_ring_phase(index, 3), ==, 0);
     cmd_init(&cmd, RS_CMD_QUERY_QP);
     cmd.query.resp_addr = d->scratch;
     cmd.query.resp_len = sizeof(struct rs_qp_attr);
     cmd.query.handle = m.rc;
-    RS_ASSERT_OK(rs_admin_exec(d, &cmd, &cqe));
+    RS_ASSERT_OK(qrs_admin_exec(d, &cmd, &cqe));
     g_assert_cmpuint(cqe.flags & RS_ACQE_PHASE, ==, 0);
-    g_assert_cmpuint(rs_readl(d, A_RS_ADMQ_CI), ==, index + 1);
+    g_assert_cmpuint(qrs_readl(d, A_RS_ADMQ_CI), ==, index + 1);
     /* ... and raises its interrupt through the migrated MSI-X table. */
     g_assert_cmphex(qtest_readl(to, m.msi), ==, 0x5eed0000);
 
     /* QP attributes */
     for (i = 0; i < 3; i++) {
-        RS_ASSERT_OK(rs_query_qp(d, qps[i], &q_dst[i]));
+        RS_ASSERT_OK(qrs_query_qp(d, qps[i], &q_dst[i]));
         g_assert_cmpmem(&q_src[i], sizeof(q_src[i]), &q_dst[i],
                         sizeof(q_dst[i]));
     }
 
     /* Old handles resolve; references are still counted. */
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_PD, m.pd1),
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_PD, m.pd1),
                      RS_STATUS_BUSY);
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_PD, m.pd3),
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_PD, m.pd3),
                      RS_STATUS_BUSY);
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_CQ, m.cq1),
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_CQ, m.cq1),
                      RS_STATUS_BUSY);
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_CQ, m.cq2),
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_CQ, m.cq2),
                      RS_STATUS_BUSY);
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_SESSION, m.s1),
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_SESSION, m.s1),
                      RS_STATUS_BUSY);
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_SESSION_GROUP, m.group),
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_SESSION_GROUP, m.group),
                      RS_STATUS_BUSY);
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DEL_GID, 0), RS_STATUS_BUSY);
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DEL_GID, 1), RS_STATUS_BUSY);
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_PD, m.pd2_dead),
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DEL_GID, 0), RS_STATUS_BUSY);
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DEL_GID, 1), RS_STATUS_BUSY);
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_PD, m.pd2_dead),
                      RS_STATUS_BAD_HANDLE);
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_QP, m.qp_dead),
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_QP, m.qp_dead),
                      RS_STATUS_BAD_HANDLE);
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DEREG_MR, m.mr2_dead),
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DEREG_MR, m.mr2_dead),
                      RS_STATUS_BAD_HANDLE);
 
     /* New objects take the next free index with the next generation. */
     h = new_pd(d);
     g_assert_cmphex(h, ==, HANDLE(1, HINDEX(m.pd2_dead)));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_PD, h));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_PD, h));
     h = new_qp(d, &m.tmpl);
     g_assert_cmphex(h, ==, HANDLE(1, HINDEX(m.qp_dead)));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_QP, h));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_QP, h));
     lkey = reg_mr_ok(d, &m.mr_cmd);
     g_assert_cmphex(lkey, ==, (m.mr2_dead & ~RS_MKEY_TAG_MASK) |
                     ((m.mr2_dead + 1) & RS_MKEY_TAG_MASK));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEREG_MR, lkey));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEREG_MR, lkey));
     h = new_cq(d, 4);
     g_assert_cmphex(h, ==, HANDLE(0, 3));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_CQ, h));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_CQ, h));
     h = new_session(d, 1, 40000);
     g_assert_cmphex(h, ==, HANDLE(0, 3));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_SESSION, h));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_SESSION, h));
     g.index = 0;
     gid_v4(g.gid, 10, 0, 0, 1);
-    RS_ASSERT_STATUS(rs_add_gid(d, &g, NULL), RS_STATUS_EXISTS);
+    RS_ASSERT_STATUS(qrs_add_gid(d, &g, NULL), RS_STATUS_EXISTS);
     add_gid_v4(d, 2, 3);
 
     /* Tear down in dependency order. */
     for (i = 0; i < 3; i++) {
-        RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_QP, qps[i]));
-        RS_ASSERT_STATUS(rs_query_qp(d, qps[i], &q), RS_STATUS_BAD_HANDLE);
+        RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_QP, qps[i]));
+        RS_ASSERT_STATUS(qrs_query_qp(d, qps[i], &q), RS_STATUS_BAD_HANDLE);
     }
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_SESSION_GROUP, m.group));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_SESSION, m.s1));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_SESSION, m.s2));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEREG_MR, m.mr1));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEREG_MR, m.mr3));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_AH, m.ah));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_CQ, m.cq1));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_CQ, m.cq2));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_PD, m.pd1));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_PD, m.pd3));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEL_GID, 0));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEL_GID, 1));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DEL_GID, 2));
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_PD, m.pd1),
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_SESSION_GROUP, m.group));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_SESSION, m.s1));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_SESSION, m.s2));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEREG_MR, m.mr1));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEREG_MR, m.mr3));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_AH, m.ah));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_CQ, m.cq1));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_CQ, m.cq2));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_PD, m.pd1));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_PD, m.pd3));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEL_GID, 0));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEL_GID, 1));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEL_GID, 2));
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_PD, m.pd1),
                      RS_STATUS_BAD_HANDLE);
-    g_assert_cmphex(rs_readl(d, A_RS_STATUS), ==,
+    g_assert_cmphex(qrs_readl(d, A_RS_STATUS), ==,
                     R_RS_STATUS_READY_MASK | R_RS_STATUS_LINK_UP_MASK);
 
     g_free(d);
@@ -5590,10 +5588,10 @@ static void test_migrate(void *obj, void *data, QGuestAllocator *alloc)
 static void test_migrate_twice(void *obj, void *data, QGuestAllocator *alloc)
 {
     QRdmaSession *d = rs_setup(obj);
-    QTestState *qts = rs_qts(d);
+    QTestState *qts = qrs_qts(d);
     g_autofree char *tmpdir = g_dir_make_tmp("rdma-session-mig2-XXXXXX",
                                              NULL);
-    uint64_t buf = rs_alloc_zeroed(d, 4 * PAGE);
+    uint64_t buf = qrs_alloc_zeroed(d, 4 * PAGE);
     uint32_t pd;
     int i;
 
@@ -5684,7 +5682,7 @@ static void test_migrate_corrupt(void *obj, void *data,
                                  QGuestAllocator *alloc)
 {
     QRdmaSession *d = rs_setup(obj);
-    QTestState *from = rs_qts(d);
+    QTestState *from = qrs_qts(d);
     g_autofree char *tmpdir = g_dir_make_tmp("rdma-session-mig-XXXXXX",
                                              NULL);
     g_autofree char *path = g_strdup_printf("%s/state", tmpdir);
@@ -5707,22 +5705,22 @@ static void test_migrate_corrupt(void *obj, void *data,
     g.index = 1;
     g.type = RS_GID_ROCE_V2_IPV6;
     g.vni = 0x5a5a5a;
-    RS_ASSERT_OK(rs_add_gid(d, &g, NULL));
+    RS_ASSERT_OK(qrs_add_gid(d, &g, NULL));
     pd = new_pd(d);
     ah_template(&ah, pd, 1);
-    RS_ASSERT_OK(rs_create_ah(d, &ah, &h));
+    RS_ASSERT_OK(qrs_create_ah(d, &ah, &h));
     /* An MR of 2 pages at a distinctive IOVA. */
     mr.iova = 0x5a5a00000000ull;
     mr.length = 2 * PAGE;
     mr.npages = 2;
-    mr.pbl_addr = make_pbl(d, rs_alloc_zeroed(d, 2 * PAGE), PAGE, 2);
+    mr.pbl_addr = make_pbl(d, qrs_alloc_zeroed(d, 2 * PAGE), PAGE, 2);
     mr.pd = pd;
     mr.page_shift = 12;
     mr.access = STD_ACCESS;
     reg_mr_ok(d, &mr);
-    admq_cfg = rs_readl(d, A_RS_ADMQ_CFG);
-    acq_cfg = rs_readl(d, A_RS_ACQ_CFG);
-    aeq_cfg = rs_readl(d, A_RS_AEQ_CFG);
+    admq_cfg = qrs_readl(d, A_RS_ADMQ_CFG);
+    acq_cfg = qrs_readl(d, A_RS_ACQ_CFG);
+    aeq_cfg = qrs_readl(d, A_RS_AEQ_CFG);
 
     qtest_qmp_assert_success(from, "{ 'execute': 'stop' }");
     qtest_qmp_assert_success(from, "{ 'execute': 'migrate',"
@@ -5757,7 +5755,7 @@ static void test_migrate_corrupt(void *obj, void *data,
     cases[3].needle_len = 32;
     cases[3].field_off = 32 + 4;
     cases[3].value = d->admq_pi + (1u << d->admq_log) + 1;
-    g_assert_cmpuint(rs_readl(d, A_RS_ADMQ_CI), ==, d->admq_pi);
+    g_assert_cmpuint(qrs_readl(d, A_RS_ADMQ_CI), ==, d->admq_pi);
 
     for (i = 0; i < ARRAY_SIZE(cases); i++) {
         g_autofree uint8_t *copy = g_memdup2(stream, len);
@@ -5831,7 +5829,7 @@ static void *lan_before(GString *cmd_line, void *arg)
     int *sv = g_new(int, 2);
 
     g_assert_cmpint(socketpair(PF_UNIX, SOCK_STREAM, 0, sv), ==, 0);
-    rs_qos_socket_netdev(cmd_line, sv[1]);
+    qrs_qos_socket_netdev(cmd_line, sv[1]);
     g_test_queue_destroy(lan_sockets_free, sv);
     /*
      * The fd number may be the previous test's: make sure QEMU restarts
@@ -5920,11 +5918,11 @@ static void lan_ring_init(LanEnv *e, LanRing *r, uint8_t type, uint8_t log,
 {
     uint32_t h = ~0u;
 
-    r->ring = rs_alloc_zeroed(e->d, sizeof(struct rs_lan_desc) << log);
+    r->ring = qrs_alloc_zeroed(e->d, sizeof(struct rs_lan_desc) << log);
     r->type = type;
     r->log = log;
     r->pi = 0;
-    RS_ASSERT_OK(rs_create_lan_queue(e->d, type, r->ring, log, vector, &h));
+    RS_ASSERT_OK(qrs_create_lan_queue(e->d, type, r->ring, log, vector, &h));
     g_assert_cmpuint(h, ==, type);
 }
 
@@ -5945,24 +5943,24 @@ static uint32_t lan_post(LanEnv *e, LanRing *r, uint64_t addr, uint16_t len,
         .addr = cpu_to_le64(addr),
         .len = cpu_to_le16(len),
         .flags = flags,
-        .status = rs_ring_phase(r->pi, r->log) ^ RS_LAN_S_PHASE,
+        .status = qrs_ring_phase(r->pi, r->log) ^ RS_LAN_S_PHASE,
     };
 
-    qtest_memwrite(rs_qts(e->d), lan_desc_addr(r, r->pi), &desc,
+    qtest_memwrite(qrs_qts(e->d), lan_desc_addr(r, r->pi), &desc,
                    sizeof(desc));
     return r->pi++;
 }
 
 static void lan_doorbell(LanEnv *e, LanRing *r)
 {
-    rs_db_writel(e->d, 0, r->type == RS_LAN_TXQ ? RS_DB_LAN_TX :
-                 RS_DB_LAN_RX, r->pi & RS_DB_INDEX_MASK);
+    qrs_db_writel(e->d, 0, r->type == RS_LAN_TXQ ? RS_DB_LAN_TX :
+                  RS_DB_LAN_RX, r->pi & RS_DB_INDEX_MASK);
 }
 
 static void lan_read_desc(LanEnv *e, LanRing *r, uint32_t index,
                           struct rs_lan_desc *desc)
 {
-    qtest_memread(rs_qts(e->d), lan_desc_addr(r, index), desc,
+    qtest_memread(qrs_qts(e->d), lan_desc_addr(r, index), desc,
                   sizeof(*desc));
     desc->addr = le64_to_cpu(desc->addr);
     desc->len = le16_to_cpu(desc->len);
@@ -5973,7 +5971,7 @@ static bool lan_done(LanEnv *e, LanRing *r, uint32_t index)
     struct rs_lan_desc desc;
 
     lan_read_desc(e, r, index, &desc);
-    return (desc.status & RS_LAN_S_PHASE) == rs_ring_phase(index, r->log);
+    return (desc.status & RS_LAN_S_PHASE) == qrs_ring_phase(index, r->log);
 }
 
 /* Wait for the write-back of descriptor @index; returns the descriptor. */
@@ -6000,12 +5998,12 @@ static uint8_t lan_status(LanEnv *e, LanRing *r, uint32_t index)
 
 static uint8_t lan_ok(LanRing *r, uint32_t index)
 {
-    return rs_ring_phase(index, r->log);
+    return qrs_ring_phase(index, r->log);
 }
 
 static uint8_t lan_err(LanRing *r, uint32_t index)
 {
-    return rs_ring_phase(index, r->log) | RS_LAN_S_ERR;
+    return qrs_ring_phase(index, r->log) | RS_LAN_S_ERR;
 }
 
 /* Admin queue up, MSI-X vectors pointing at e->msi, rings created. */
@@ -6018,9 +6016,9 @@ static void lan_setup(LanEnv *e, void *obj, void *data, uint8_t tx_log,
     memset(e, 0, sizeof(*e));
     e->d = d;
     e->fd = ((int *)data)[0];
-    e->msi = rs_alloc_zeroed(d, PAGE);
+    e->msi = qrs_alloc_zeroed(d, PAGE);
     for (v = 0; v < DEF_NUM_MSIX; v++) {
-        rs_msix_set_vector(d, v, e->msi + v * 4, 0x1a40000 + v, false);
+        qrs_msix_set_vector(d, v, e->msi + v * 4, 0x1a40000 + v, false);
     }
     if (tx_log) {
         lan_ring_init(e, &e->tx, RS_LAN_TXQ, tx_log, LAN_TX_VECTOR);
@@ -6058,11 +6056,11 @@ static void group_run(LanEnv *e, uint8_t policy, const uint16_t *want,
     cq = new_cq(d, 5);
     for (i = 0; i < 3; i++) {
         session_template(&sc, 0, 50001 + i);
-        RS_ASSERT_OK(rs_create_session(d, &sc, &gc.session[i]));
+        RS_ASSERT_OK(qrs_create_session(d, &sc, &gc.session[i]));
     }
     gc.nsessions = 3;
     gc.policy = policy;
-    RS_ASSERT_OK(rs_create_session_group(d, &gc, &grp));
+    RS_ASSERT_OK(qrs_create_session_group(d, &gc, &grp));
     qp_template(d, &qc, RS_QPT_RC, pd, cq, cq);
     qc.session_group = grp;
     qp = new_qp(d, &qc);
@@ -6073,17 +6071,17 @@ static void group_run(LanEnv *e, uint8_t policy, const uint16_t *want,
     /* nmsgs SENDs of 1500 bytes: two packets each at MTU 1024. */
     for (i = 0; i < nmsgs; i++) {
         uint64_t slot = qc.sq_addr + (uint64_t)i *
-                        (rs_qp_sq_bytes(&qc) >> qc.sq_log_size);
+                        (qrs_qp_sq_bytes(&qc) >> qc.sq_log_size);
 
         memset(&w, 0, sizeof(w));
         w.wr_id = i;
         w.opcode = RS_WR_SEND;
         w.num_sge = 1;
         sge = (struct rs_sge) { .addr = buf, .length = 1500, .lkey = key };
-        qtest_memwrite(rs_qts(d), slot, &w, sizeof(w));
-        qtest_memwrite(rs_qts(d), slot + sizeof(w), &sge, sizeof(sge));
+        qtest_memwrite(qrs_qts(d), slot, &w, sizeof(w));
+        qtest_memwrite(qrs_qts(d), slot + sizeof(w), &sge, sizeof(sge));
     }
-    rs_db_writel(d, 0, RS_DB_SQ, HINDEX(qp) | nmsgs << 16);
+    qrs_db_writel(d, 0, RS_DB_SQ, HINDEX(qp) | nmsgs << 16);
     for (i = 0; i < nmsgs; i++) {
         for (j = 0; j < 2; j++) {
             ssize_t n = lan_sock_recv(e->fd, f, sizeof(f), RS_QOS_TIMEOUT_US);
@@ -6158,9 +6156,9 @@ static void test_lan_tx(void *obj, void *data, QGuestAllocator *alloc)
     size_t len;
 
     lan_setup(&e, obj, data, 4, 0);
-    qts = rs_qts(e.d);
-    g_assert_cmphex(rs_readl(e.d, A_RS_CAPS) & RS_CAP_LAN, ==, RS_CAP_LAN);
-    buf = rs_alloc_zeroed(e.d, RS_LAN_MAX_FRAME + PAGE);
+    qts = qrs_qts(e.d);
+    g_assert_cmphex(qrs_readl(e.d, A_RS_CAPS) & RS_CAP_LAN, ==, RS_CAP_LAN);
+    buf = qrs_alloc_zeroed(e.d, RS_LAN_MAX_FRAME + PAGE);
 
     /* One descriptor, one frame; the TX vector fires. */
     lan_make_frame(f, 60, qos_mac, 1);
@@ -6193,7 +6191,7 @@ static void test_lan_tx(void *obj, void *data, QGuestAllocator *alloc)
     }
     frags[i] = RS_LAN_MAX_FRAME - len;
     /* the ring has 16 entries: use a bigger one from here on */
-    RS_ASSERT_OK(rs_destroy(e.d, RS_CMD_DESTROY_LAN_QUEUE, RS_LAN_TXQ));
+    RS_ASSERT_OK(qrs_destroy(e.d, RS_CMD_DESTROY_LAN_QUEUE, RS_LAN_TXQ));
     lan_ring_init(&e, &e.tx, RS_LAN_TXQ, 7, LAN_TX_VECTOR);
     first = lan_tx_frags(&e, buf, frags, RS_LAN_MAX_FRAGS);
     lan_expect_frame(&e, f, RS_LAN_MAX_FRAME);
@@ -6246,9 +6244,9 @@ static void test_lan_tx_backpressure(void *obj, void *data,
     uint32_t done = 0, i;
 
     lan_setup(&e, obj, data, 8, 0);         /* 2 descriptors a frame */
-    qts = rs_qts(e.d);
-    hdrs = rs_alloc_zeroed(e.d, FRAMES * 64);
-    body = rs_alloc_zeroed(e.d, BODY);
+    qts = qrs_qts(e.d);
+    hdrs = qrs_alloc_zeroed(e.d, FRAMES * 64);
+    body = qrs_alloc_zeroed(e.d, BODY);
     lan_make_frame(f, HDR + BODY, lan_bcast, 0);
     qtest_memwrite(qts, body, f + HDR, BODY);
     for (i = 0; i < FRAMES; i++) {
@@ -6292,7 +6290,7 @@ static void lan_expect_rx(LanEnv *e, uint32_t index, uint64_t buf,
     g_assert_cmpuint(desc.len, ==, len);
     g_assert_cmphex(desc.addr, ==, buf);
     g_assert_cmphex(desc.flags, ==, 0);
-    qtest_memread(rs_qts(e->d), buf, got, bufsize);
+    qtest_memread(qrs_qts(e->d), buf, got, bufsize);
     g_assert_cmpmem(got, len, f, len);
     /* the rest of the buffer is untouched */
     g_assert_true(is_filled(e->d, buf + len, 0xee, bufsize - len));
@@ -6300,7 +6298,7 @@ static void lan_expect_rx(LanEnv *e, uint32_t index, uint64_t buf,
 
 static uint64_t lan_rx_buf(LanEnv *e, size_t size)
 {
-    uint64_t buf = rs_alloc_zeroed(e->d, size);
+    uint64_t buf = qrs_alloc_zeroed(e->d, size);
 
     fill(e->d, buf, 0xee, size);
     return buf;
@@ -6316,7 +6314,7 @@ static void test_lan_rx(void *obj, void *data, QGuestAllocator *alloc)
     uint32_t idx, i;
 
     lan_setup(&e, obj, data, 0, 3);
-    qts = rs_qts(e.d);
+    qts = qrs_qts(e.d);
     for (i = 0; i < ARRAY_SIZE(bufs); i++) {
         bufs[i] = lan_rx_buf(&e, LAN_BUF_SIZE);
     }
@@ -6479,7 +6477,7 @@ static void lan_filter_check(LanEnv *e, uint64_t *bufs,
     }
     lan_expect_rx(e, first + k, bufs[k], LAN_BUF_SIZE, f[n], 90);
     /* Hand the unused descriptors back: destroy and recreate the ring. */
-    RS_ASSERT_OK(rs_destroy(e->d, RS_CMD_DESTROY_LAN_QUEUE, RS_LAN_RXQ));
+    RS_ASSERT_OK(qrs_destroy(e->d, RS_CMD_DESTROY_LAN_QUEUE, RS_LAN_RXQ));
     lan_ring_init(e, &e->rx, RS_LAN_RXQ, 4, LAN_RX_VECTOR);
 }
 
@@ -6522,7 +6520,7 @@ static void test_lan_rx_filter(void *obj, void *data,
     for (i = 0; i < ARRAY_SIZE(rows); i++) {
         g_test_message("rx mode 0x%x", rows[i].mode);
         if (rows[i].mode != ~0u) {
-            RS_ASSERT_OK(rs_set_lan_rx_mode(e.d, rows[i].mode));
+            RS_ASSERT_OK(qrs_set_lan_rx_mode(e.d, rows[i].mode));
         }
         lan_filter_check(&e, bufs, dst, rows[i].accept, 5);
     }
@@ -6539,7 +6537,7 @@ static void test_lan_rx_filter(void *obj, void *data,
     lan_expect_rx(&e, idx, bufs[0], LAN_BUF_SIZE, f, 64);
 
     /* A reset brings the default mode back. */
-    rs_reset(e.d);
+    qrs_reset(e.d);
     rs_setup(e.d);
     lan_ring_init(&e, &e.rx, RS_LAN_RXQ, 4, LAN_RX_VECTOR);
     lan_filter_check(&e, bufs, dst, rows[0].accept, 5);
@@ -6550,7 +6548,7 @@ static void test_lan_rx_filter(void *obj, void *data,
 static void lan_bad_commands(LanEnv *e)
 {
     QRdmaSession *d = e->d;
-    uint64_t ring = rs_alloc_zeroed(d, PAGE);
+    uint64_t ring = qrs_alloc_zeroed(d, PAGE);
     uint64_t end = ram_end(d);
     struct rs_admin_cmd cmd;
     uint32_t h;
@@ -6585,63 +6583,63 @@ static void lan_bad_commands(LanEnv *e)
                      ring + rows[i].ring_off;
 
         g_test_message("CREATE_LAN_QUEUE %s", rows[i].name);
-        RS_ASSERT_STATUS(rs_create_lan_queue(d, rows[i].type, r,
-                                             rows[i].log, rows[i].vector,
-                                             NULL), rows[i].status);
+        RS_ASSERT_STATUS(qrs_create_lan_queue(d, rows[i].type, r,
+                                              rows[i].log, rows[i].vector,
+                                              NULL), rows[i].status);
     }
     /* Rings outside guest RAM, in the BARs, straddling the end of RAM. */
-    RS_ASSERT_STATUS(rs_create_lan_queue(d, RS_LAN_TXQ, FAR_ADDR, 4, 0,
-                                         NULL), RS_STATUS_BAD_ADDR);
-    RS_ASSERT_STATUS(rs_create_lan_queue(d, RS_LAN_TXQ, d->bar0.addr, 4, 0,
-                                         NULL), RS_STATUS_BAD_ADDR);
-    RS_ASSERT_STATUS(rs_create_lan_queue(d, RS_LAN_RXQ, d->bar2.addr, 4, 0,
-                                         NULL), RS_STATUS_BAD_ADDR);
-    RS_ASSERT_STATUS(rs_create_lan_queue(d, RS_LAN_RXQ, end - 128, 4, 0,
-                                         NULL), RS_STATUS_BAD_ADDR);
-    RS_ASSERT_STATUS(rs_create_lan_queue(d, RS_LAN_RXQ,
-                                         0xffffffffffffffc0ull, 1, 0, NULL),
+    RS_ASSERT_STATUS(qrs_create_lan_queue(d, RS_LAN_TXQ, FAR_ADDR, 4, 0,
+                                          NULL), RS_STATUS_BAD_ADDR);
+    RS_ASSERT_STATUS(qrs_create_lan_queue(d, RS_LAN_TXQ, d->bar0.addr, 4, 0,
+                                          NULL), RS_STATUS_BAD_ADDR);
+    RS_ASSERT_STATUS(qrs_create_lan_queue(d, RS_LAN_RXQ, d->bar2.addr, 4, 0,
+                                          NULL), RS_STATUS_BAD_ADDR);
+    RS_ASSERT_STATUS(qrs_create_lan_queue(d, RS_LAN_RXQ, end - 128, 4, 0,
+                                          NULL), RS_STATUS_BAD_ADDR);
+    RS_ASSERT_STATUS(qrs_create_lan_queue(d, RS_LAN_RXQ,
+                                          0xffffffffffffffc0ull, 1, 0, NULL),
                      RS_STATUS_BAD_ADDR);
 
     /* Destroying what does not exist. */
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_LAN_QUEUE, RS_LAN_TXQ),
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_LAN_QUEUE, RS_LAN_TXQ),
                      RS_STATUS_BAD_HANDLE);
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_LAN_QUEUE, RS_LAN_RXQ),
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_LAN_QUEUE, RS_LAN_RXQ),
                      RS_STATUS_BAD_HANDLE);
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_LAN_QUEUE, 2),
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_LAN_QUEUE, 2),
                      RS_STATUS_BAD_HANDLE);
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_LAN_QUEUE, 0x01000000),
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_LAN_QUEUE, 0x01000000),
                      RS_STATUS_BAD_HANDLE);
 
     /* Good bounds: smallest and largest ring, last vector; then EXISTS. */
-    RS_ASSERT_OK(rs_create_lan_queue(d, RS_LAN_TXQ, ring, 1,
-                                     DEF_NUM_MSIX - 1, &h));
+    RS_ASSERT_OK(qrs_create_lan_queue(d, RS_LAN_TXQ, ring, 1,
+                                      DEF_NUM_MSIX - 1, &h));
     g_assert_cmpuint(h, ==, RS_LAN_TXQ);
-    RS_ASSERT_STATUS(rs_create_lan_queue(d, RS_LAN_TXQ, ring, 4, 0, NULL),
+    RS_ASSERT_STATUS(qrs_create_lan_queue(d, RS_LAN_TXQ, ring, 4, 0, NULL),
                      RS_STATUS_EXISTS);
-    RS_ASSERT_OK(rs_create_lan_queue(d, RS_LAN_RXQ,
-                                     rs_alloc_zeroed(d, 16 << RS_MAX_LAN_LOG),
-                                     RS_MAX_LAN_LOG, 0, &h));
+    RS_ASSERT_OK(qrs_create_lan_queue(d, RS_LAN_RXQ,
+                                      qrs_alloc_zeroed(d, 16 << RS_MAX_LAN_LOG),
+                                      RS_MAX_LAN_LOG, 0, &h));
     g_assert_cmpuint(h, ==, RS_LAN_RXQ);
-    RS_ASSERT_STATUS(rs_create_lan_queue(d, RS_LAN_RXQ, ring, 4, 0, NULL),
+    RS_ASSERT_STATUS(qrs_create_lan_queue(d, RS_LAN_RXQ, ring, 4, 0, NULL),
                      RS_STATUS_EXISTS);
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_LAN_QUEUE,
-                                RS_LAN_RXQ | 0x100), RS_STATUS_BAD_HANDLE);
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_LAN_QUEUE, RS_LAN_TXQ));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_LAN_QUEUE, RS_LAN_RXQ));
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_LAN_QUEUE, RS_LAN_TXQ),
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_LAN_QUEUE,
+                                 RS_LAN_RXQ | 0x100), RS_STATUS_BAD_HANDLE);
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_LAN_QUEUE, RS_LAN_TXQ));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_LAN_QUEUE, RS_LAN_RXQ));
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_LAN_QUEUE, RS_LAN_TXQ),
                      RS_STATUS_BAD_HANDLE);
 
     /* Unknown rx-mode flags. */
-    RS_ASSERT_STATUS(rs_set_lan_rx_mode(d, 1u << 3), RS_STATUS_BAD_PARAM);
-    RS_ASSERT_STATUS(rs_set_lan_rx_mode(d, RS_LAN_RX_PROMISC | 1u << 31),
+    RS_ASSERT_STATUS(qrs_set_lan_rx_mode(d, 1u << 3), RS_STATUS_BAD_PARAM);
+    RS_ASSERT_STATUS(qrs_set_lan_rx_mode(d, RS_LAN_RX_PROMISC | 1u << 31),
                      RS_STATUS_BAD_PARAM);
-    RS_ASSERT_STATUS(rs_set_lan_rx_mode(d, ~0u), RS_STATUS_BAD_PARAM);
-    RS_ASSERT_OK(rs_set_lan_rx_mode(d, RS_LAN_RX_BROADCAST));
+    RS_ASSERT_STATUS(qrs_set_lan_rx_mode(d, ~0u), RS_STATUS_BAD_PARAM);
+    RS_ASSERT_OK(qrs_set_lan_rx_mode(d, RS_LAN_RX_BROADCAST));
     /* reserved fields are ignored */
     cmd_init(&cmd, RS_CMD_SET_LAN_RX_MODE);
     cmd.set_lan_rx_mode.flags = RS_LAN_RX_BROADCAST;
     cmd.set_lan_rx_mode.rsvd = 0xffffffff;
-    RS_ASSERT_OK(rs_admin_exec(d, &cmd, NULL));
+    RS_ASSERT_OK(qrs_admin_exec(d, &cmd, NULL));
 }
 
 static void test_lan_bad_input(void *obj, void *data,
@@ -6654,12 +6652,12 @@ static void test_lan_bad_input(void *obj, void *data,
     uint32_t idx, i;
 
     lan_setup(&e, obj, data, 0, 0);
-    qts = rs_qts(e.d);
+    qts = qrs_qts(e.d);
     lan_bad_commands(&e);
 
     lan_ring_init(&e, &e.tx, RS_LAN_TXQ, 6, LAN_TX_VECTOR);
-    buf = rs_alloc_zeroed(e.d, PAGE);
-    big = rs_alloc_zeroed(e.d, 40000);
+    buf = qrs_alloc_zeroed(e.d, PAGE);
+    big = qrs_alloc_zeroed(e.d, 40000);
     lan_make_frame(f, 80, lan_bcast, 0x70);
     qtest_memwrite(qts, buf, f, 80);
     lan_make_frame(g, 90, lan_bcast, 0x71);
@@ -6667,13 +6665,13 @@ static void test_lan_bad_input(void *obj, void *data,
 
     /* Doorbells the device ignores: nothing goes out. */
     idx = lan_post(&e, &e.tx, buf, 80, 0);
-    rs_db_writel(e.d, 1, RS_DB_LAN_TX, e.tx.pi);
-    rs_db_writel(e.d, DEF_DB_PAGES - 1, RS_DB_LAN_TX, e.tx.pi);
-    rs_db_writel(e.d, 0, RS_DB_LAN_TX, e.tx.pi | 1u << 16);
-    rs_db_writel(e.d, 0, RS_DB_LAN_TX, 65);     /* > ring size ahead */
-    rs_db_writel(e.d, 0, RS_DB_LAN_TX, 0xffff);
-    rs_db_writel(e.d, 0, RS_DB_LAN_RX, 1);      /* no RX queue */
-    rs_db_writel(e.d, 1, RS_DB_LAN_RX, 1);
+    qrs_db_writel(e.d, 1, RS_DB_LAN_TX, e.tx.pi);
+    qrs_db_writel(e.d, DEF_DB_PAGES - 1, RS_DB_LAN_TX, e.tx.pi);
+    qrs_db_writel(e.d, 0, RS_DB_LAN_TX, e.tx.pi | 1u << 16);
+    qrs_db_writel(e.d, 0, RS_DB_LAN_TX, 65);     /* > ring size ahead */
+    qrs_db_writel(e.d, 0, RS_DB_LAN_TX, 0xffff);
+    qrs_db_writel(e.d, 0, RS_DB_LAN_RX, 1);      /* no RX queue */
+    qrs_db_writel(e.d, 1, RS_DB_LAN_RX, 1);
     lan_expect_quiet(&e);
     g_assert_false(lan_done(&e, &e.tx, idx));
     /* ... and then the right one. */
@@ -6788,8 +6786,8 @@ static void test_lan_bad_input(void *obj, void *data,
         g_assert_cmpuint(desc.len, ==, 0);
     }
     /* RX doorbell beyond the ring, or from another page: ignored. */
-    rs_db_writel(e.d, 0, RS_DB_LAN_RX, (e.rx.pi + 9) & 0xffff);
-    rs_db_writel(e.d, 2, RS_DB_LAN_RX, e.rx.pi + 1);
+    qrs_db_writel(e.d, 0, RS_DB_LAN_RX, (e.rx.pi + 9) & 0xffff);
+    qrs_db_writel(e.d, 2, RS_DB_LAN_RX, e.rx.pi + 1);
     lan_sock_send(e.fd, f, 80);
     g_usleep(LAN_QUIET_US);
     g_assert_false(lan_done(&e, &e.rx, e.rx.pi));
@@ -6798,17 +6796,17 @@ static void test_lan_bad_input(void *obj, void *data,
     lan_doorbell(&e, &e.rx);
     lan_expect_rx(&e, idx, rxbuf, LAN_BUF_SIZE, f, 80);
 
-    g_assert_cmphex(rs_readl(e.d, A_RS_STATUS), ==,
+    g_assert_cmphex(qrs_readl(e.d, A_RS_STATUS), ==,
                     R_RS_STATUS_READY_MASK | R_RS_STATUS_LINK_UP_MASK);
     assert_alive(e.d);
 
     /* A reset forgets the queues. */
-    rs_reset(e.d);
-    rs_db_writel(e.d, 0, RS_DB_LAN_TX, 1);
+    qrs_reset(e.d);
+    qrs_db_writel(e.d, 0, RS_DB_LAN_TX, 1);
     rs_setup(e.d);
-    RS_ASSERT_STATUS(rs_destroy(e.d, RS_CMD_DESTROY_LAN_QUEUE, RS_LAN_TXQ),
+    RS_ASSERT_STATUS(qrs_destroy(e.d, RS_CMD_DESTROY_LAN_QUEUE, RS_LAN_TXQ),
                      RS_STATUS_BAD_HANDLE);
-    RS_ASSERT_STATUS(rs_destroy(e.d, RS_CMD_DESTROY_LAN_QUEUE, RS_LAN_RXQ),
+    RS_ASSERT_STATUS(qrs_destroy(e.d, RS_CMD_DESTROY_LAN_QUEUE, RS_LAN_RXQ),
                      RS_STATUS_BAD_HANDLE);
     lan_expect_quiet(&e);
 }
@@ -6898,10 +6896,10 @@ static void test_lan_link(void *obj, void *data, QGuestAllocator *alloc)
     uint32_t idx, rx;
 
     lan_setup(&e, obj, data, 4, 3);
-    buf = rs_alloc_zeroed(e.d, PAGE);
+    buf = qrs_alloc_zeroed(e.d, PAGE);
     rxbuf = lan_rx_buf(&e, LAN_BUF_SIZE);
     lan_make_frame(f, 100, lan_bcast, 0xa0);
-    qtest_memwrite(rs_qts(e.d), buf, f, 100);
+    qtest_memwrite(qrs_qts(e.d), buf, f, 100);
     rx = lan_post(&e, &e.rx, rxbuf, LAN_BUF_SIZE, 0);
     lan_doorbell(&e, &e.rx);
 
@@ -6948,12 +6946,12 @@ static void test_lan_migrate(void *obj, void *data, QGuestAllocator *alloc)
     uint32_t idx, i;
 
     lan_setup(src, obj, data, 2, 2);
-    from = rs_qts(src->d);
-    buf = rs_alloc_zeroed(src->d, PAGE);
+    from = qrs_qts(src->d);
+    buf = qrs_alloc_zeroed(src->d, PAGE);
     for (i = 0; i < ARRAY_SIZE(rxbuf); i++) {
         rxbuf[i] = lan_rx_buf(src, LAN_BUF_SIZE);
     }
-    RS_ASSERT_OK(rs_set_lan_rx_mode(src->d, RS_LAN_RX_ALLMULTI));
+    RS_ASSERT_OK(qrs_set_lan_rx_mode(src->d, RS_LAN_RX_ALLMULTI));
 
     /* TX: 5 frames through the 4-entry ring, next one on lap 2. */
     for (i = 0; i < 5; i++) {
@@ -6988,7 +6986,7 @@ static void test_lan_migrate(void *obj, void *data, QGuestAllocator *alloc)
      */
     g_assert_cmpint(socketpair(PF_UNIX, SOCK_STREAM, 0, sv), ==, 0);
     g_string_append(cmd_line, qos_get_current_command_line());
-    rs_qos_socket_netdev(cmd_line, sv[1]);
+    qrs_qos_socket_netdev(cmd_line, sv[1]);
     to = qtest_initf("%s -incoming defer", cmd_line->str);
     qtest_qmp_assert_success(to, "{ 'execute': 'migrate-incoming',"
                              "  'arguments': { 'uri': %s } }", uri);
@@ -6997,7 +6995,7 @@ static void test_lan_migrate(void *obj, void *data, QGuestAllocator *alloc)
 
     bus = qpci_new_pc(to, NULL);
     d = g_new0(QRdmaSession, 1);
-    rs_attach_existing(d, bus, src->d->dev.devfn, src->d->alloc);
+    qrs_attach_existing(d, bus, src->d->dev.devfn, src->d->alloc);
     d->admq = src->d->admq;
     d->acq = src->d->acq;
     d->aeq = src->d->aeq;
@@ -7041,10 +7039,10 @@ static void test_lan_migrate(void *obj, void *data, QGuestAllocator *alloc)
         lan_expect_rx(&de, i, rxbuf[i % 4], LAN_BUF_SIZE, f, 72 + i);
     }
     g_assert_cmphex(lan_ok(&de.rx, 4), ==, 0);
-    RS_ASSERT_STATUS(rs_create_lan_queue(d, RS_LAN_TXQ, de.tx.ring, 2, 0,
-                                         NULL), RS_STATUS_EXISTS);
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_LAN_QUEUE, RS_LAN_TXQ));
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_LAN_QUEUE, RS_LAN_RXQ));
+    RS_ASSERT_STATUS(qrs_create_lan_queue(d, RS_LAN_TXQ, de.tx.ring, 2, 0,
+                                          NULL), RS_STATUS_EXISTS);
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_LAN_QUEUE, RS_LAN_TXQ));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_LAN_QUEUE, RS_LAN_RXQ));
 
     g_free(d);
     qpci_free_pc(bus);
@@ -7180,7 +7178,7 @@ static void pair_sockets_free(void *opaque)
 /* A's and B's netdevs on the QEMU ends of the wires, and B itself. */
 static void pair_cmd_line(GString *cmd_line, const PairSockets *s)
 {
-    rs_qos_socket_netdev(cmd_line, s->qemu[0]);
+    qrs_qos_socket_netdev(cmd_line, s->qemu[0]);
     g_string_append_printf(cmd_line, " -netdev socket,fd=%d,id=" PAIR_NETDEV
                            " -device rdma-session,netdev=" PAIR_NETDEV
                            ",mac=" PAIR_MAC_STR ",addr=0x%x.0%s ",
@@ -7414,7 +7412,7 @@ static GByteArray *pair_take(Pair *pr, int from)
             return g_queue_pop_head(&pr->held[from]);
         }
         g_assert_cmpint(g_get_monotonic_time(), <, end);
-        qtest_clock_step(rs_qts(pr->p[0].d), 1000);
+        qtest_clock_step(qrs_qts(pr->p[0].d), 1000);
     }
 }
 
@@ -7456,7 +7454,7 @@ static void peer_fill(Peer *p, uint32_t off, uint32_t len, uint8_t seed)
     for (i = 0; i < len; i++) {
         p->img[off + i] = seed + i * 13 + (i >> 8) * 7;
     }
-    qtest_memwrite(rs_qts(p->d), p->buf + off, p->img + off, len);
+    qtest_memwrite(qrs_qts(p->d), p->buf + off, p->img + off, len);
 }
 
 /* The whole buffer must be as expected, byte by byte. */
@@ -7465,7 +7463,7 @@ static void peer_check(Peer *p)
     g_autofree uint8_t *got = g_malloc(PAIR_BUF);
     uint32_t i;
 
-    qtest_memread(rs_qts(p->d), p->buf, got, PAIR_BUF);
+    qtest_memread(qrs_qts(p->d), p->buf, got, PAIR_BUF);
     for (i = 0; i < PAIR_BUF && got[i] == p->img[i]; i++) {
         continue;
     }
@@ -7479,7 +7477,7 @@ static void peer_check(Peer *p)
 /* Accept whatever the adapter left in a range IBTA leaves undefined. */
 static void peer_dont_care(Peer *p, uint32_t off, uint32_t len)
 {
-    qtest_memread(rs_qts(p->d), p->buf + off, p->img + off, len);
+    qtest_memread(qrs_qts(p->d), p->buf + off, p->img + off, len);
 }
 
 static struct rs_sge peer_sge(Peer *p, uint32_t off, uint32_t len)
@@ -7497,7 +7495,7 @@ static void pair_setup(Pair *pr, void *obj, void *data,
 
     memset(pr, 0, sizeof(*pr));
     pr->sock = data;
-    rs_attach_new(&pr->b, a->dev.bus, QPCI_DEVFN(PAIR_SLOT, 0), alloc);
+    qrs_attach_new(&pr->b, a->dev.bus, QPCI_DEVFN(PAIR_SLOT, 0), alloc);
     pr->p[0].d = a;
     pr->p[1].d = &pr->b;
     pr->frame = g_malloc(RS_LAN_MAX_FRAME);
@@ -7540,7 +7538,7 @@ static void pair_teardown(Pair *pr)
         assert_alive(pr->p[i].d);
         g_free(pr->p[i].img);
     }
-    rs_detach(&pr->b);
+    qrs_detach(&pr->b);
     if (pr->to) {
         qpci_free_pc(pr->to_bus);
         qtest_quit(pr->to);
@@ -7556,8 +7554,8 @@ static void pair_qp(Pair *pr, int i, LoopQp *q, uint8_t type, uint32_t pd)
     memset(q, 0, sizeof(*q));
     qp_template(p->d, &q->c, type, pd, p->cq.h, p->cq.h);
     q->c.max_send_sge = q->c.max_recv_sge = 4;
-    q->c.sq_addr = rs_alloc_zeroed(p->d, rs_qp_sq_bytes(&q->c));
-    q->c.rq_addr = rs_alloc_zeroed(p->d, rs_qp_rq_bytes(&q->c));
+    q->c.sq_addr = qrs_alloc_zeroed(p->d, qrs_qp_sq_bytes(&q->c));
+    q->c.rq_addr = qrs_alloc_zeroed(p->d, qrs_qp_rq_bytes(&q->c));
     q->h = new_qp(p->d, &q->c);
     q->qpn = HINDEX(q->h);
 }
@@ -7835,7 +7833,7 @@ static void test_engine_pair_ud(void *obj, void *data,
     }
     ah_template(&ac, a->pd, 0);
     memcpy(ac.dmac, pair_mac[1], 6);
-    RS_ASSERT_OK(rs_create_ah(a->d, &ac, &ah));
+    RS_ASSERT_OK(qrs_create_ah(a->d, &ac, &ah));
 
     /*
      * SEND with immediate: the receive buffer starts with the 40-byte GRH
@@ -8138,7 +8136,7 @@ static void prot_setup(ProtEnv *e, void *obj, void *data,
     e->off[PROT_TOP] = TOP_OFF;
     /* Deregister and register again: the index comes back, the tag not. */
     stale = eng_mr(b->d, b->pd, 0, win, WIN_LEN, STD_ACCESS);
-    RS_ASSERT_OK(rs_destroy(b->d, RS_CMD_DEREG_MR, stale));
+    RS_ASSERT_OK(qrs_destroy(b->d, RS_CMD_DEREG_MR, stale));
     e->rkey[PROT_STALE] = stale;
     i = eng_mr(b->d, b->pd, 0, win, WIN_LEN, STD_ACCESS);
     g_assert_cmphex(i >> RS_MKEY_INDEX_SHIFT, ==,
@@ -8618,7 +8616,7 @@ static void test_engine_pair_loss(void *obj, void *data,
     img_move(b, 0x3000, a, 0x2000, 2000);
     peer_check(b);
     pair_cq_empty(&pr, 0);
-    qtest_clock_step(rs_qts(a->d), 5000000000ll);
+    qtest_clock_step(qrs_qts(a->d), 5000000000ll);
     pair_poll(&pr, 0, &cqe);
     assert_cqe(&cqe, 0xa1, RS_WC_SUCCESS, RS_WR_RDMA_WRITE, q[0].qpn);
     g_assert_cmpuint(pr.nops[0], >=, 3);
@@ -8634,7 +8632,7 @@ static void test_engine_pair_loss(void *obj, void *data,
               b->buf + 0x4000, b->key[0], 0);
     pair_wait_frames(&pr, 1, 3);
     pair_cq_empty(&pr, 0);
-    qtest_clock_step(rs_qts(a->d), 5000000000ll);
+    qtest_clock_step(qrs_qts(a->d), 5000000000ll);
     pair_poll(&pr, 0, &cqe);
     assert_cqe(&cqe, 0xa2, RS_WC_SUCCESS, RS_WR_RDMA_READ, q[0].qpn);
     g_assert_cmpuint(cqe.byte_len, ==, 3000);
@@ -8654,7 +8652,7 @@ static void test_engine_pair_loss(void *obj, void *data,
         pair_post(&pr, 0, &q[0], RS_WR_RDMA_READ, 0xa3 + i, &sge, 1,
                   b->buf + 0x4000, b->key[0], 0);
         pair_wait_frames(&pr, 1, 3);
-        qtest_clock_step(rs_qts(a->d), 5000000000ll);
+        qtest_clock_step(qrs_qts(a->d), 5000000000ll);
         pair_poll(&pr, 0, &cqe);
         assert_cqe(&cqe, 0xa3 + i, RS_WC_SUCCESS, RS_WR_RDMA_READ,
                    q[0].qpn);
@@ -8785,7 +8783,7 @@ static void test_engine_pair_atomic(void *obj, void *data,
                        r->qp_plain ? STD_ACCESS : ATOMIC_ACCESS);
         if (r->off + 8 <= PAIR_BUF) {
             stq_le_p(b->img + r->off, r->value);
-            qtest_memwrite(rs_qts(b->d), b->buf + r->off, b->img + r->off,
+            qtest_memwrite(qrs_qts(b->d), b->buf + r->off, b->img + r->off,
                            8);
         }
         if (r->bad_lkey) {
@@ -8946,7 +8944,7 @@ static void loop_poll_none(Loop *l)
     int i;
 
     for (i = 0; i < 20; i++) {
-        qtest_clock_step(rs_qts(l->d), 1000000);
+        qtest_clock_step(qrs_qts(l->d), 1000000);
         g_assert_false(eng_cq_peek(l->d, &l->cq, &cqe));
     }
 }
@@ -8991,7 +8989,7 @@ static void test_engine_atomic(void *obj, void *data, QGuestAllocator *alloc)
     Loop l;
 
     loop_setup(&l, obj);
-    qts = rs_qts(l.d);
+    qts = qrs_qts(l.d);
     akey = loop_mr_access(&l, l.dst, LOOP_BUF, RS_ACCESS_LOCAL_WRITE |
                           RS_ACCESS_REMOTE_ATOMIC);
     fill(l.d, l.dst, 0xee, LOOP_BUF);
@@ -9098,7 +9096,7 @@ static void add_gid_peer(QRdmaSession *d)
     uint32_t got = ~0u;
 
     gid_v4(c.gid, 10, 0, 0, 2);
-    RS_ASSERT_OK(rs_add_gid(d, &c, &got));
+    RS_ASSERT_OK(qrs_add_gid(d, &c, &got));
 }
 
 /*
@@ -9116,7 +9114,7 @@ static void wire_setup(Loop *l, LanEnv *e, void *obj, void *data,
 
     lan_setup(e, obj, data, 0, 2);
     for (i = 0; i < 4; i++) {
-        bufs[i] = rs_alloc_zeroed(e->d, LAN_BUF_SIZE);
+        bufs[i] = qrs_alloc_zeroed(e->d, LAN_BUF_SIZE);
         lan_post(e, &e->rx, bufs[i], LAN_BUF_SIZE, 0);
     }
     lan_doorbell(e, &e->rx);
@@ -9163,7 +9161,7 @@ static void test_engine_atomic_dup(void *obj, void *data,
     int i;
 
     wire_setup(&l, &e, obj, data, RS_QPT_RC);
-    qts = rs_qts(l.d);
+    qts = qrs_qts(l.d);
     akey = loop_mr_access(&l, l.dst, LOOP_BUF, RS_ACCESS_LOCAL_WRITE |
                           RS_ACCESS_REMOTE_ATOMIC);
     qtest_writeq(qts, l.dst + 64, ATOMIC_INIT);
@@ -9382,7 +9380,7 @@ static void test_engine_uc_gap(void *obj, void *data, QGuestAllocator *alloc)
 /* The adapter's x-lan-rx-missed counter, through QMP. */
 static uint64_t lan_rx_missed(QRdmaSession *d)
 {
-    QTestState *qts = rs_qts(d);
+    QTestState *qts = qrs_qts(d);
     QDict *rsp = qtest_qmp(qts, "{ 'execute': 'qom-list', 'arguments':"
                            " { 'path': '/machine/peripheral-anon' } }");
     g_autofree char *path = NULL;
@@ -9510,7 +9508,7 @@ static void test_engine_flush(void *obj, void *data, QGuestAllocator *alloc)
     loop_post_recv(&l, &l.b, 0xb1, l.dst + 100, 100, l.dst_key);
     loop_post_recv(&l, &l.b, 0xb2, l.dst + 200, 100, l.dst_key);
     std_attr(&a, RS_QPS_RTS, RS_QPS_ERR);
-    RS_ASSERT_OK(rs_modify_qp(l.d, l.b.h, &a, RS_QP_ATTR_STATE));
+    RS_ASSERT_OK(qrs_modify_qp(l.d, l.b.h, &a, RS_QP_ATTR_STATE));
     loop_expect(&l, 0xb0, RS_WC_WR_FLUSH_ERR, RS_WR_RECV, l.b.qpn);
     loop_expect(&l, 0xb1, RS_WC_WR_FLUSH_ERR, RS_WR_RECV, l.b.qpn);
     loop_expect(&l, 0xb2, RS_WC_WR_FLUSH_ERR, RS_WR_RECV, l.b.qpn);
@@ -9564,17 +9562,11 @@ static void test_engine_flush(void *obj, void *data, QGuestAllocator *alloc)
 
     /* RESET drops what is left without completions. */
     std_attr(&a, RS_QPS_ERR, RS_QPS_RESET);
-    RS_ASSERT_OK(rs_modify_qp(l.d, l.a.h, &a, RS_QP_ATTR_STATE));
+    RS_ASSERT_OK(qrs_modify_qp(l.d, l.a.h, &a, RS_QP_ATTR_STATE));
     loop_poll_none(&l);
 }
 
 /* ---- SRQ ---- */
-
-static uint32_t rs_rq_stride_qos(uint8_t max_sge)
-{
-    return pow2ceil(sizeof(struct rs_recv_wqe_ctrl) +
-                    max_sge * sizeof(struct rs_sge));
-}
 
 static void srq_template(QRdmaSession *d, struct rs_cmd_create_srq *c,
                          uint32_t pd, uint8_t log, uint8_t max_sge)
@@ -9583,41 +9575,8 @@ static void srq_template(QRdmaSession *d, struct rs_cmd_create_srq *c,
     c->pd = pd;
     c->log_size = log;
     c->max_sge = max_sge;
-    c->ring_addr = rs_alloc_zeroed(d, (size_t)rs_rq_stride_qos(max_sge)
-                                   << log);
-}
-
-static uint8_t srq_create(QRdmaSession *d, const struct rs_cmd_create_srq *c,
-                          uint32_t *h)
-{
-    struct rs_admin_cmd cmd = { .hdr.opcode = RS_CMD_CREATE_SRQ };
-    struct rs_admin_cqe cqe;
-    uint8_t st;
-
-    cmd.create_srq = *c;
-    st = rs_admin_exec(d, &cmd, &cqe);
-    *h = cqe.handle;
-    return st;
-}
-
-static uint8_t srq_modify(QRdmaSession *d, uint32_t h, uint32_t mask,
-                          uint32_t limit, uint64_t ring, uint8_t log,
-                          uint32_t *moved)
-{
-    struct rs_admin_cmd cmd = { .hdr.opcode = RS_CMD_MODIFY_SRQ };
-    struct rs_admin_cqe cqe;
-    uint8_t st;
-
-    cmd.modify_srq.handle = h;
-    cmd.modify_srq.attr_mask = mask;
-    cmd.modify_srq.srq_limit = limit;
-    cmd.modify_srq.ring_addr = ring;
-    cmd.modify_srq.log_size = log;
-    st = rs_admin_exec(d, &cmd, &cqe);
-    if (moved) {
-        *moved = cqe.result1;
-    }
-    return st;
+    c->ring_addr = qrs_alloc_zeroed(d, (size_t)qrs_recv_stride(max_sge)
+                                    << log);
 }
 
 static void srq_post(QRdmaSession *d, const struct rs_cmd_create_srq *c,
@@ -9628,12 +9587,12 @@ static void srq_post(QRdmaSession *d, const struct rs_cmd_create_srq *c,
     struct rs_sge sge = { .addr = addr, .length = len, .lkey = lkey };
     uint64_t slot = c->ring_addr +
         (uint64_t)(*pi & ((1u << c->log_size) - 1)) *
-        rs_rq_stride_qos(c->max_sge);
+        qrs_recv_stride(c->max_sge);
 
-    qtest_memwrite(rs_qts(d), slot, &w, sizeof(w));
-    qtest_memwrite(rs_qts(d), slot + sizeof(w), &sge, sizeof(sge));
+    qtest_memwrite(qrs_qts(d), slot, &w, sizeof(w));
+    qtest_memwrite(qrs_qts(d), slot + sizeof(w), &sge, sizeof(sge));
     (*pi)++;
-    rs_db_writel(d, c->uar, RS_DB_SRQ, HINDEX(h) | (*pi & 0xffff) << 16);
+    qrs_db_writel(d, c->uar, RS_DB_SRQ, HINDEX(h) | (*pi & 0xffff) << 16);
 }
 
 /*
@@ -9657,8 +9616,8 @@ static void cq_full_post(QRdmaSession *d, uint64_t ring, uint32_t reg,
             wqe[offsetof(struct rs_send_wqe_ctrl, opcode)] = RS_WR_SEND;
         }
     }
-    qtest_bufwrite(rs_qts(d), ring, buf, (size_t)stride * n);
-    rs_db_writel(d, 0, reg, qpn | (n & 0xffff) << 16);
+    qtest_bufwrite(qrs_qts(d), ring, buf, (size_t)stride * n);
+    qrs_db_writel(d, 0, reg, qpn | (n & 0xffff) << 16);
 }
 
 /* Wait until the CQE in slot @index has the first lap's owner bit. */
@@ -9668,7 +9627,7 @@ static void cq_full_wait(QRdmaSession *d, uint64_t ring, uint32_t index)
     uint64_t owner = ring + (uint64_t)index * sizeof(struct rs_cqe) +
                      offsetof(struct rs_cqe, owner);
 
-    while (!(qtest_readb(rs_qts(d), owner) & RS_CQE_OWNER)) {
+    while (!(qtest_readb(qrs_qts(d), owner) & RS_CQE_OWNER)) {
         g_assert_cmpint(g_get_monotonic_time(), <, end);
         g_usleep(1000);
     }
@@ -9680,14 +9639,14 @@ static void test_cq_full_max(void *obj, void *data, QGuestAllocator *alloc)
     const uint32_t cap = 1u << RS_MAX_CQ_LOG, wq = 1u << RS_MAX_WQ_LOG;
     const uint32_t total = cap + 1;
     const size_t ring_len = (size_t)sizeof(struct rs_cqe) << RS_MAX_CQ_LOG;
-    uint64_t ring = rs_alloc_zeroed(d, ring_len);
+    uint64_t ring = qrs_alloc_zeroed(d, ring_len);
     g_autofree struct rs_cqe *cqes = g_malloc(ring_len);
     uint32_t pd = new_pd(d), cq = 0, done = 0, i;
     int64_t end;
     struct rs_event ev;
     bool got = false;
 
-    RS_ASSERT_OK(rs_create_cq(d, ring, RS_MAX_CQ_LOG, 0, 0, &cq));
+    RS_ASSERT_OK(qrs_create_cq(d, ring, RS_MAX_CQ_LOG, 0, 0, &cq));
     while (done < total) {
         struct rs_cmd_create_qp c = {
             .qp_type = RS_QPT_RC,
@@ -9701,13 +9660,13 @@ static void test_cq_full_max(void *obj, void *data, QGuestAllocator *alloc)
         };
         uint32_t qp, n;
 
-        c.sq_addr = rs_alloc_zeroed(d, rs_qp_sq_bytes(&c));
-        c.rq_addr = rs_alloc_zeroed(d, rs_qp_rq_bytes(&c));
+        c.sq_addr = qrs_alloc_zeroed(d, qrs_qp_sq_bytes(&c));
+        c.rq_addr = qrs_alloc_zeroed(d, qrs_qp_rq_bytes(&c));
         qp = new_qp(d, &c);
         qp_walk(d, qp, RS_QPT_RC, RS_QPS_ERR);
         n = MIN(total - done, wq);
         cq_full_post(d, c.rq_addr, RS_DB_RQ, HINDEX(qp),
-                     rs_qp_rq_bytes(&c) >> RS_MAX_WQ_LOG, n, done);
+                     qrs_qp_rq_bytes(&c) >> RS_MAX_WQ_LOG, n, done);
         done += n;
         if (done <= cap) {
             cq_full_wait(d, ring, done - 1);
@@ -9715,7 +9674,7 @@ static void test_cq_full_max(void *obj, void *data, QGuestAllocator *alloc)
         if (done < total) {
             n = MIN(total - done, wq);
             cq_full_post(d, c.sq_addr, RS_DB_SQ, HINDEX(qp),
-                         rs_qp_sq_bytes(&c) >> RS_MAX_WQ_LOG, n, done);
+                         qrs_qp_sq_bytes(&c) >> RS_MAX_WQ_LOG, n, done);
             done += n;
             if (done <= cap) {
                 cq_full_wait(d, ring, done - 1);
@@ -9726,11 +9685,11 @@ static void test_cq_full_max(void *obj, void *data, QGuestAllocator *alloc)
     /* The last CQE: an event, or (wrongly) slot 0 of the second lap. */
     end = g_get_monotonic_time() + RS_QOS_TIMEOUT_US;
     while (!got && g_get_monotonic_time() < end &&
-           (qtest_readb(rs_qts(d), ring + offsetof(struct rs_cqe, owner)) &
+           (qtest_readb(qrs_qts(d), ring + offsetof(struct rs_cqe, owner)) &
             RS_CQE_OWNER)) {
-        got = rs_aeq_poll(d, &ev, 10 * 1000);
+        got = qrs_aeq_poll(d, &ev, 10 * 1000);
     }
-    qtest_bufread(rs_qts(d), ring, cqes, ring_len);
+    qtest_bufread(qrs_qts(d), ring, cqes, ring_len);
     for (i = 0; i < cap; i++) {
         if (le64_to_cpu(cqes[i].wr_id) != i ||
             !(cqes[i].owner & RS_CQE_OWNER)) {
@@ -9741,7 +9700,7 @@ static void test_cq_full_max(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_true(got);
     g_assert_cmpuint(ev.type, ==, RS_EV_CQ_ERR);
     g_assert_cmphex(ev.handle, ==, cq);
-    g_assert_false(rs_aeq_poll(d, &ev, 100 * 1000));
+    g_assert_false(qrs_aeq_poll(d, &ev, 100 * 1000));
     assert_alive(d);
 }
 
@@ -9761,82 +9720,82 @@ static void test_srq(void *obj, void *data, QGuestAllocator *alloc)
     cq = new_cq(d, 4);
     srq_template(d, &c, pd, 3, 2);
     c.srq_limit = 2;
-    RS_ASSERT_OK(srq_create(d, &c, &srq));
+    RS_ASSERT_OK(qrs_create_srq(d, &c, &srq));
     g_assert_cmpuint(HINDEX(srq), ==, 1);
 
     /* Bad CREATE_SRQ inputs. */
     b = c;
     b.pd = HINDEX(pd) | 0x7f000000;
-    RS_ASSERT_STATUS(srq_create(d, &b, &h), RS_STATUS_BAD_HANDLE);
+    RS_ASSERT_STATUS(qrs_create_srq(d, &b, &h), RS_STATUS_BAD_HANDLE);
     b = c;
     b.log_size = 0;
-    RS_ASSERT_STATUS(srq_create(d, &b, &h), RS_STATUS_BAD_SIZE);
+    RS_ASSERT_STATUS(qrs_create_srq(d, &b, &h), RS_STATUS_BAD_SIZE);
     b.log_size = RS_MAX_WQ_LOG + 1;
-    RS_ASSERT_STATUS(srq_create(d, &b, &h), RS_STATUS_BAD_SIZE);
+    RS_ASSERT_STATUS(qrs_create_srq(d, &b, &h), RS_STATUS_BAD_SIZE);
     b = c;
     b.max_sge = 0;
-    RS_ASSERT_STATUS(srq_create(d, &b, &h), RS_STATUS_BAD_PARAM);
+    RS_ASSERT_STATUS(qrs_create_srq(d, &b, &h), RS_STATUS_BAD_PARAM);
     b.max_sge = RS_MAX_SGE + 1;
-    RS_ASSERT_STATUS(srq_create(d, &b, &h), RS_STATUS_BAD_PARAM);
+    RS_ASSERT_STATUS(qrs_create_srq(d, &b, &h), RS_STATUS_BAD_PARAM);
     b = c;
     b.uar = DEF_DB_PAGES;
-    RS_ASSERT_STATUS(srq_create(d, &b, &h), RS_STATUS_BAD_PARAM);
+    RS_ASSERT_STATUS(qrs_create_srq(d, &b, &h), RS_STATUS_BAD_PARAM);
     b = c;
     b.rsvd0 = 1;
-    RS_ASSERT_STATUS(srq_create(d, &b, &h), RS_STATUS_BAD_PARAM);
+    RS_ASSERT_STATUS(qrs_create_srq(d, &b, &h), RS_STATUS_BAD_PARAM);
     b = c;
     b.ring_addr = 0;
-    RS_ASSERT_STATUS(srq_create(d, &b, &h), RS_STATUS_BAD_ADDR);
+    RS_ASSERT_STATUS(qrs_create_srq(d, &b, &h), RS_STATUS_BAD_ADDR);
     b.ring_addr = c.ring_addr + 8;
-    RS_ASSERT_STATUS(srq_create(d, &b, &h), RS_STATUS_BAD_ALIGN);
+    RS_ASSERT_STATUS(qrs_create_srq(d, &b, &h), RS_STATUS_BAD_ALIGN);
     b.ring_addr = ram_end(d) - 64;
-    RS_ASSERT_STATUS(srq_create(d, &b, &h), RS_STATUS_BAD_ADDR);
+    RS_ASSERT_STATUS(qrs_create_srq(d, &b, &h), RS_STATUS_BAD_ADDR);
     b = c;
     b.srq_limit = 8;
-    RS_ASSERT_STATUS(srq_create(d, &b, &h), RS_STATUS_BAD_PARAM);
+    RS_ASSERT_STATUS(qrs_create_srq(d, &b, &h), RS_STATUS_BAD_PARAM);
 
     /* MODIFY_SRQ: handles, mask, limit. */
-    RS_ASSERT_STATUS(srq_modify(d, 0, RS_SRQ_ATTR_LIMIT, 1, 0, 0, NULL),
+    RS_ASSERT_STATUS(qrs_modify_srq(d, 0, RS_SRQ_ATTR_LIMIT, 1, 0, 0, NULL),
                      RS_STATUS_BAD_HANDLE);
-    RS_ASSERT_STATUS(srq_modify(d, srq + (1u << RS_HANDLE_GEN_SHIFT),
+    RS_ASSERT_STATUS(qrs_modify_srq(d, srq + (1u << RS_HANDLE_GEN_SHIFT),
                                 RS_SRQ_ATTR_LIMIT, 1, 0, 0, NULL),
                      RS_STATUS_BAD_HANDLE);
-    RS_ASSERT_STATUS(srq_modify(d, srq, 0, 1, 0, 0, NULL),
+    RS_ASSERT_STATUS(qrs_modify_srq(d, srq, 0, 1, 0, 0, NULL),
                      RS_STATUS_BAD_ATTR_MASK);
-    RS_ASSERT_STATUS(srq_modify(d, srq, 4, 1, 0, 0, NULL),
+    RS_ASSERT_STATUS(qrs_modify_srq(d, srq, 4, 1, 0, 0, NULL),
                      RS_STATUS_BAD_ATTR_MASK);
-    RS_ASSERT_STATUS(srq_modify(d, srq, RS_SRQ_ATTR_LIMIT, 8, 0, 0, NULL),
+    RS_ASSERT_STATUS(qrs_modify_srq(d, srq, RS_SRQ_ATTR_LIMIT, 8, 0, 0, NULL),
                      RS_STATUS_BAD_PARAM);
-    RS_ASSERT_OK(srq_modify(d, srq, RS_SRQ_ATTR_LIMIT, 7, 0, 0, NULL));
-    RS_ASSERT_OK(srq_modify(d, srq, RS_SRQ_ATTR_LIMIT, 0, 0, 0, NULL));
+    RS_ASSERT_OK(qrs_modify_srq(d, srq, RS_SRQ_ATTR_LIMIT, 7, 0, 0, NULL));
+    RS_ASSERT_OK(qrs_modify_srq(d, srq, RS_SRQ_ATTR_LIMIT, 0, 0, 0, NULL));
 
     /* Resize: the three posted WQEs move to the start of the new ring. */
     for (i = 0; i < 3; i++) {
         srq_post(d, &c, srq, &pi, 0x50 + i, 0x1000 * i, 64, 0x100 + i);
     }
-    ring2 = rs_alloc_zeroed(d, (size_t)rs_rq_stride_qos(2) << 4);
-    RS_ASSERT_STATUS(srq_modify(d, srq, RS_SRQ_ATTR_MAX_WR, 0, ring2, 1,
+    ring2 = qrs_alloc_zeroed(d, (size_t)qrs_recv_stride(2) << 4);
+    RS_ASSERT_STATUS(qrs_modify_srq(d, srq, RS_SRQ_ATTR_MAX_WR, 0, ring2, 1,
                                 NULL), RS_STATUS_BAD_SIZE);
-    RS_ASSERT_STATUS(srq_modify(d, srq, RS_SRQ_ATTR_MAX_WR, 0,
+    RS_ASSERT_STATUS(qrs_modify_srq(d, srq, RS_SRQ_ATTR_MAX_WR, 0,
                                 c.ring_addr + 64, 4, NULL),
                      RS_STATUS_BAD_SIZE);
-    RS_ASSERT_STATUS(srq_modify(d, srq, RS_SRQ_ATTR_MAX_WR, 0, ring2 + 8, 4,
+    RS_ASSERT_STATUS(qrs_modify_srq(d, srq, RS_SRQ_ATTR_MAX_WR, 0, ring2 + 8, 4,
                                 NULL), RS_STATUS_BAD_ALIGN);
-    RS_ASSERT_STATUS(srq_modify(d, srq, RS_SRQ_ATTR_MAX_WR |
+    RS_ASSERT_STATUS(qrs_modify_srq(d, srq, RS_SRQ_ATTR_MAX_WR |
                                 RS_SRQ_ATTR_LIMIT, 16, ring2, 4, NULL),
                      RS_STATUS_BAD_PARAM);
-    RS_ASSERT_OK(srq_modify(d, srq, RS_SRQ_ATTR_MAX_WR | RS_SRQ_ATTR_LIMIT,
+    RS_ASSERT_OK(qrs_modify_srq(d, srq, RS_SRQ_ATTR_MAX_WR | RS_SRQ_ATTR_LIMIT,
                             15, ring2, 4, &moved));
     g_assert_cmpuint(moved, ==, 3);
     for (i = 0; i < 3; i++) {
-        qtest_memread(rs_qts(d), c.ring_addr + i * rs_rq_stride_qos(2), wqe,
+        qtest_memread(qrs_qts(d), c.ring_addr + i * qrs_recv_stride(2), wqe,
                       sizeof(wqe));
-        qtest_memread(rs_qts(d), ring2 + i * rs_rq_stride_qos(2), wqe2,
+        qtest_memread(qrs_qts(d), ring2 + i * qrs_recv_stride(2), wqe2,
                       sizeof(wqe2));
         g_assert_cmpmem(wqe, sizeof(wqe), wqe2, sizeof(wqe2));
     }
-    g_assert_true(is_filled(d, ring2 + 3 * rs_rq_stride_qos(2), 0,
-                            13 * rs_rq_stride_qos(2)));
+    g_assert_true(is_filled(d, ring2 + 3 * qrs_recv_stride(2), 0,
+                            13 * qrs_recv_stride(2)));
 
     /* QPs on the SRQ. */
     qp_template(d, &q, RS_QPT_RC, pd, cq, cq);
@@ -9846,40 +9805,40 @@ static void test_srq(void *obj, void *data, QGuestAllocator *alloc)
     q.max_recv_sge = 0;
     qp = new_qp(d, &q);
     q.srq = srq + (1u << RS_HANDLE_GEN_SHIFT);
-    RS_ASSERT_STATUS(rs_create_qp(d, &q, &h, NULL), RS_STATUS_BAD_HANDLE);
+    RS_ASSERT_STATUS(qrs_create_qp(d, &q, &h, NULL), RS_STATUS_BAD_HANDLE);
     q.srq = srq;
     q.rq_addr = c.ring_addr;
-    RS_ASSERT_STATUS(rs_create_qp(d, &q, &h, NULL), RS_STATUS_BAD_PARAM);
+    RS_ASSERT_STATUS(qrs_create_qp(d, &q, &h, NULL), RS_STATUS_BAD_PARAM);
     q.rq_addr = 0;
     q.qp_type = RS_QPT_GSI;
-    RS_ASSERT_STATUS(rs_create_qp(d, &q, &h, NULL), RS_STATUS_BAD_PARAM);
+    RS_ASSERT_STATUS(qrs_create_qp(d, &q, &h, NULL), RS_STATUS_BAD_PARAM);
     q.qp_type = RS_QPT_UD;
     q.pd = pd2;
-    RS_ASSERT_STATUS(rs_create_qp(d, &q, &h, NULL), RS_STATUS_BAD_PD);
+    RS_ASSERT_STATUS(qrs_create_qp(d, &q, &h, NULL), RS_STATUS_BAD_PD);
     q.pd = pd;
     h = new_qp(d, &q);                          /* UD on an SRQ is fine */
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_QP, h));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_QP, h));
 
     /* BUSY while a QP uses it; its PD is busy too. */
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_SRQ, srq), RS_STATUS_BUSY);
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_QP, qp));
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_PD, pd), RS_STATUS_BUSY);
-    RS_ASSERT_OK(rs_destroy(d, RS_CMD_DESTROY_SRQ, srq));
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_SRQ, srq),
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_SRQ, srq), RS_STATUS_BUSY);
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_QP, qp));
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_PD, pd), RS_STATUS_BUSY);
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_SRQ, srq));
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_SRQ, srq),
                      RS_STATUS_BAD_HANDLE);
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_SRQ, 0),
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_SRQ, 0),
                      RS_STATUS_BAD_HANDLE);
-    RS_ASSERT_STATUS(srq_modify(d, srq, RS_SRQ_ATTR_LIMIT, 1, 0, 0, NULL),
+    RS_ASSERT_STATUS(qrs_modify_srq(d, srq, RS_SRQ_ATTR_LIMIT, 1, 0, 0, NULL),
                      RS_STATUS_BAD_HANDLE);
     /* The slot comes back with a new generation. */
-    RS_ASSERT_OK(srq_create(d, &c, &h));
+    RS_ASSERT_OK(qrs_create_srq(d, &c, &h));
     g_assert_cmphex(h, ==, srq + (1u << RS_HANDLE_GEN_SHIFT));
 
     /* The table holds max-srqs - 1. */
     for (i = 2; i < DEF_MAX_SRQS; i++) {
-        RS_ASSERT_OK(srq_create(d, &c, &h));
+        RS_ASSERT_OK(qrs_create_srq(d, &c, &h));
     }
-    RS_ASSERT_STATUS(srq_create(d, &c, &h), RS_STATUS_NO_RESOURCES);
+    RS_ASSERT_STATUS(qrs_create_srq(d, &c, &h), RS_STATUS_NO_RESOURCES);
     assert_alive(d);
 }
 
@@ -9901,7 +9860,7 @@ static void test_engine_srq(void *obj, void *data, QGuestAllocator *alloc)
     /* QP b and a second QP b2 take receive WQEs from one SRQ. */
     srq_template(l.d, &c, l.pd, 2, 1);
     c.srq_limit = 2;
-    RS_ASSERT_OK(srq_create(l.d, &c, &srq));
+    RS_ASSERT_OK(qrs_create_srq(l.d, &c, &srq));
     memset(&b2, 0, sizeof(b2));
     memset(&c2, 0, sizeof(c2));
     qp_template(l.d, &b2.c, RS_QPT_RC, l.pd, l.cq.h, l.cq.h);
@@ -9915,7 +9874,7 @@ static void test_engine_srq(void *obj, void *data, QGuestAllocator *alloc)
     loop_connect(&l, &c2, b2.qpn);
     loop_connect(&l, &b2, c2.qpn);
     /* QP b again, now on the SRQ: a new QP in its place. */
-    RS_ASSERT_OK(rs_destroy(l.d, RS_CMD_DESTROY_QP, l.b.h));
+    RS_ASSERT_OK(qrs_destroy(l.d, RS_CMD_DESTROY_QP, l.b.h));
     q = l.b.c;
     q.srq = srq;
     q.rq_addr = 0;
@@ -9924,12 +9883,12 @@ static void test_engine_srq(void *obj, void *data, QGuestAllocator *alloc)
     l.b.qpn = HINDEX(l.b.h);
     l.b.sq_pi = l.b.rq_pi = 0;
     std_attr(&a, 0, RS_QPS_RESET);
-    RS_ASSERT_OK(rs_modify_qp(l.d, l.a.h, &a, RS_QP_ATTR_STATE));
+    RS_ASSERT_OK(qrs_modify_qp(l.d, l.a.h, &a, RS_QP_ATTR_STATE));
     l.a.sq_pi = 0;
     loop_connect(&l, &l.a, l.b.qpn);
     loop_connect(&l, &l.b, l.a.qpn);
     /* Its RQ doorbell names no receive queue: ignored. */
-    rs_db_writel(l.d, 0, RS_DB_RQ, l.b.qpn | 1 << 16);
+    qrs_db_writel(l.d, 0, RS_DB_RQ, l.b.qpn | 1 << 16);
 
     fill(l.d, l.dst, 0xee, LOOP_BUF);
     for (i = 0; i < 4; i++) {
@@ -9951,7 +9910,7 @@ static void test_engine_srq(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmpuint(cqe.byte_len, ==, 1000);
     g_assert_cmpuint(cqe.status, ==, RS_WC_SUCCESS);
     loop_expect(&l, 0xa0, RS_WC_SUCCESS, RS_WR_SEND, l.a.qpn);
-    g_assert_false(rs_aeq_poll(l.d, &ev, 0));
+    g_assert_false(qrs_aeq_poll(l.d, &ev, 0));
 
     w.wr_id = 0xa1;
     loop_post_send(&l, &c2, &w, l.src + 1000, 1024, l.src_key);
@@ -9960,7 +9919,7 @@ static void test_engine_srq(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmpuint(cqe.qpn, ==, b2.qpn);
     g_assert_cmpuint(cqe.byte_len, ==, 1024);
     loop_expect(&l, 0xa1, RS_WC_SUCCESS, RS_WR_SEND, c2.qpn);
-    g_assert_false(rs_aeq_poll(l.d, &ev, 0));
+    g_assert_false(qrs_aeq_poll(l.d, &ev, 0));
 
     /* Fewer than srq_limit (2) left: the limit event, once. */
     w.wr_id = 0xa2;
@@ -9969,7 +9928,7 @@ static void test_engine_srq(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmphex(cqe.wr_id, ==, 0x72);
     g_assert_cmpuint(cqe.qpn, ==, l.b.qpn);
     loop_expect(&l, 0xa2, RS_WC_SUCCESS, RS_WR_SEND, l.a.qpn);
-    g_assert_true(rs_aeq_poll(l.d, &ev, RS_QOS_TIMEOUT_US));
+    g_assert_true(qrs_aeq_poll(l.d, &ev, RS_QOS_TIMEOUT_US));
     g_assert_cmpuint(ev.type, ==, RS_EV_SRQ_LIMIT_REACHED);
     g_assert_cmphex(ev.handle, ==, srq);
     g_assert_cmpuint(ev.data, ==, 1);
@@ -9990,10 +9949,10 @@ static void test_engine_srq(void *obj, void *data, QGuestAllocator *alloc)
      * QP b's invalid request error, then, on the SRQ in ERR: Last WQE
      * Reached, no receive flush.
      */
-    g_assert_true(rs_aeq_poll(l.d, &ev, RS_QOS_TIMEOUT_US));
+    g_assert_true(qrs_aeq_poll(l.d, &ev, RS_QOS_TIMEOUT_US));
     g_assert_cmpuint(ev.type, ==, RS_EV_QP_REQ_ERR);
     g_assert_cmphex(ev.handle, ==, l.b.h);
-    g_assert_true(rs_aeq_poll(l.d, &ev, RS_QOS_TIMEOUT_US));
+    g_assert_true(qrs_aeq_poll(l.d, &ev, RS_QOS_TIMEOUT_US));
     g_assert_cmpuint(ev.type, ==, RS_EV_QP_LAST_WQE_REACHED);
     g_assert_cmphex(ev.handle, ==, l.b.h);
     srq_post(l.d, &c, srq, &pi, 0x74, l.dst, 1024, l.dst_key);
@@ -10006,7 +9965,7 @@ static void test_engine_srq(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmphex(cqe.wr_id, ==, 0x74);
     g_assert_cmpuint(cqe.qpn, ==, b2.qpn);
     loop_expect(&l, 0xa4, RS_WC_SUCCESS, RS_WR_SEND, c2.qpn);
-    RS_ASSERT_STATUS(rs_destroy(l.d, RS_CMD_DESTROY_SRQ, srq),
+    RS_ASSERT_STATUS(qrs_destroy(l.d, RS_CMD_DESTROY_SRQ, srq),
                      RS_STATUS_BUSY);
     assert_alive(l.d);
 }
@@ -10037,8 +9996,8 @@ static void test_engine_srq_migrate(void *obj, void *data,
     loop_setup(&l, obj);
     src = l.d;
     srq_template(l.d, &c, l.pd, 3, 1);
-    RS_ASSERT_OK(srq_create(l.d, &c, &srq));
-    RS_ASSERT_OK(rs_destroy(l.d, RS_CMD_DESTROY_QP, l.b.h));
+    RS_ASSERT_OK(qrs_create_srq(l.d, &c, &srq));
+    RS_ASSERT_OK(qrs_destroy(l.d, RS_CMD_DESTROY_QP, l.b.h));
     q = l.b.c;
     q.srq = srq;
     q.rq_addr = 0;
@@ -10060,16 +10019,16 @@ static void test_engine_srq_migrate(void *obj, void *data,
     loop_expect(&l, 0xa0, RS_WC_SUCCESS, RS_WR_SEND, l.a.qpn);
     akey = loop_mr_access(&l, l.dst + 2 * PAGE, 2 * PAGE,
                           RS_ACCESS_LOCAL_WRITE | RS_ACCESS_REMOTE_ATOMIC);
-    qtest_writeq(rs_qts(l.d), l.dst + 2 * PAGE, 5);
+    qtest_writeq(qrs_qts(l.d), l.dst + 2 * PAGE, 5);
     loop_atomic(&l, 0xa1, RS_WR_ATOMIC_FETCH_ADD, l.dst + 2 * PAGE, akey,
                 10, 0, l.src + 1024, 8);
     loop_expect(&l, 0xa1, RS_WC_SUCCESS, RS_WR_ATOMIC_FETCH_ADD, l.a.qpn);
-    g_assert_cmphex(qtest_readq(rs_qts(l.d), l.dst + 2 * PAGE), ==, 15);
+    g_assert_cmphex(qtest_readq(qrs_qts(l.d), l.dst + 2 * PAGE), ==, 15);
 
-    qtest_qmp_assert_success(rs_qts(src), "{ 'execute': 'stop' }");
-    qtest_qmp_assert_success(rs_qts(src), "{ 'execute': 'migrate',"
+    qtest_qmp_assert_success(qrs_qts(src), "{ 'execute': 'stop' }");
+    qtest_qmp_assert_success(qrs_qts(src), "{ 'execute': 'migrate',"
                              "  'arguments': { 'uri': %s } }", uri);
-    wait_migration_done(rs_qts(src));
+    wait_migration_done(qrs_qts(src));
     to = qtest_initf("%s -incoming defer", qos_get_current_command_line());
     qtest_qmp_assert_success(to, "{ 'execute': 'migrate-incoming',"
                              "  'arguments': { 'uri': %s } }", uri);
@@ -10087,8 +10046,8 @@ static void test_engine_srq_migrate(void *obj, void *data,
     loop_expect(&l, 0xa2, RS_WC_SUCCESS, RS_WR_SEND, l.a.qpn);
     loop_assert_same(&l, l.src, l.dst, 100);
     loop_assert_same(&l, l.src + 1024, l.dst + 1024, 1000);
-    RS_ASSERT_STATUS(rs_destroy(d, RS_CMD_DESTROY_SRQ, srq), RS_STATUS_BUSY);
-    RS_ASSERT_OK(srq_modify(d, srq, RS_SRQ_ATTR_LIMIT, 1, 0, 0, NULL));
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_SRQ, srq), RS_STATUS_BUSY);
+    RS_ASSERT_OK(qrs_modify_srq(d, srq, RS_SRQ_ATTR_LIMIT, 1, 0, 0, NULL));
 
     g_free(d);
     qpci_free_pc(bus);
@@ -10121,18 +10080,18 @@ static void test_engine_fast_reg_migrate(void *obj, void *data,
     src = l.d;
     key = fr_alloc(&l, l.pd, 4);
     free_key = fr_alloc(&l, l.pd, 3);
-    pbl = rs_alloc_zeroed(l.d, 4 * 8);
-    qtest_writeq(rs_qts(l.d), pbl + 0, l.dst + 3 * PAGE);
-    qtest_writeq(rs_qts(l.d), pbl + 8, l.dst + 1 * PAGE);
+    pbl = qrs_alloc_zeroed(l.d, 4 * 8);
+    qtest_writeq(qrs_qts(l.d), pbl + 0, l.dst + 3 * PAGE);
+    qtest_writeq(qrs_qts(l.d), pbl + 8, l.dst + 1 * PAGE);
     k1 = (key & ~RS_MKEY_TAG_MASK) | 0xc3;
     fr_post_reg(&l, &l.b, 0xf1, k1, FR_IOVA + 0x200, 2 * PAGE - 0x200, pbl,
                 2, RS_ACCESS_LOCAL_WRITE | RS_ACCESS_REMOTE_WRITE);
     fr_expect(&l, 0xf1, RS_WR_REG_MR, RS_WC_SUCCESS);
 
-    qtest_qmp_assert_success(rs_qts(src), "{ 'execute': 'stop' }");
-    qtest_qmp_assert_success(rs_qts(src), "{ 'execute': 'migrate',"
+    qtest_qmp_assert_success(qrs_qts(src), "{ 'execute': 'stop' }");
+    qtest_qmp_assert_success(qrs_qts(src), "{ 'execute': 'migrate',"
                              "  'arguments': { 'uri': %s } }", uri);
-    wait_migration_done(rs_qts(src));
+    wait_migration_done(qrs_qts(src));
     to = qtest_initf("%s -incoming defer", qos_get_current_command_line());
     qtest_qmp_assert_success(to, "{ 'execute': 'migrate-incoming',"
                              "  'arguments': { 'uri': %s } }", uri);
@@ -10160,7 +10119,7 @@ static void test_engine_fast_reg_migrate(void *obj, void *data,
     fr_post_op(&l, &l.b, 0xf3, RS_WR_LOCAL_INV, k1, 0, 0, 0, 0, 0);
     fr_expect(&l, 0xf3, RS_WR_LOCAL_INV, RS_WC_SUCCESS);
     k2 = (free_key & ~RS_MKEY_TAG_MASK) | 0x11;
-    qtest_writeq(rs_qts(l.d), pbl + 16, l.dst);
+    qtest_writeq(qrs_qts(l.d), pbl + 16, l.dst);
     fr_post_reg(&l, &l.b, 0xf4, k2, FR_IOVA, 3 * PAGE, pbl, 3,
                 RS_ACCESS_LOCAL_WRITE);
     fr_expect(&l, 0xf4, RS_WR_REG_MR, RS_WC_SUCCESS);
@@ -10288,7 +10247,7 @@ static void test_lan_roce_backpressure(void *obj, void *data,
     add_gid_v4(e.d, 0, 1);
     pd = new_pd(e.d);
     eng_cq_init(e.d, &cq, 6);
-    key = alias_mr(e.d, pd, iova, rs_alloc_zeroed(e.d, PAGE), 4 * MiB);
+    key = alias_mr(e.d, pd, iova, qrs_alloc_zeroed(e.d, PAGE), 4 * MiB);
     memset(&q, 0, sizeof(q));
     qp_template(e.d, &q.c, RS_QPT_RC, pd, cq.h, cq.h);
     q.h = new_qp(e.d, &q.c);
@@ -10310,10 +10269,10 @@ static void test_lan_roce_backpressure(void *obj, void *data,
         assert_alive(e.d);
     }
 
-    lanbuf = rs_alloc_zeroed(e.d, nlan * 1024);
+    lanbuf = qrs_alloc_zeroed(e.d, nlan * 1024);
     for (i = 0; i < nlan; i++) {
         lan_make_frame(f, 1000, lan_bcast, i);
-        qtest_memwrite(rs_qts(e.d), lanbuf + i * 1024, f, 1000);
+        qtest_memwrite(qrs_qts(e.d), lanbuf + i * 1024, f, 1000);
         lan_post(&e, &e.tx, lanbuf + i * 1024, 1000, 0);
     }
     lan_doorbell(&e, &e.tx);
@@ -10354,8 +10313,8 @@ static void test_lan_announce(void *obj, void *data, QGuestAllocator *alloc)
     lan_setup(&e, obj, data, 0, 0);
     add_gid_v4(e.d, 0, 1);
     gid_v6(g6.gid, 0x70);
-    RS_ASSERT_OK(rs_add_gid(e.d, &g6, &got));
-    qtest_qmp_assert_success(rs_qts(e.d), "{ 'execute': 'announce-self',"
+    RS_ASSERT_OK(qrs_add_gid(e.d, &g6, &got));
+    qtest_qmp_assert_success(qrs_qts(e.d), "{ 'execute': 'announce-self',"
                              "  'arguments': { 'initial': 50, 'max': 550,"
                              "    'rounds': 1, 'step': 100 } }");
     while ((!arp || !na) &&
@@ -10441,11 +10400,11 @@ static void test_engine_pair_read_flood(void *obj, void *data,
 
     /* Nobody reads B's wire for a while; then B's QP goes away. */
     for (i = 0; i < 50; i++) {
-        qtest_clock_step(rs_qts(b->d), 1000);
+        qtest_clock_step(qrs_qts(b->d), 1000);
         g_usleep(2000);
     }
     std_attr(&attr, RS_QPS_RTS, RS_QPS_ERR);
-    RS_ASSERT_OK(rs_modify_qp(b->d, q[1].h, &attr, RS_QP_ATTR_STATE));
+    RS_ASSERT_OK(qrs_modify_qp(b->d, q[1].h, &attr, RS_QP_ATTR_STATE));
     while ((len = lan_sock_recv(pr.fd[1], pr.frame, RS_LAN_MAX_FRAME,
                                 G_USEC_PER_SEC / 5)) > 0) {
         n++;
@@ -10465,8 +10424,8 @@ static void test_engine_pair_read_flood(void *obj, void *data,
     eng_poll(a->d, &a->cq, &cqe, pair_relay, &pr);
     assert_cqe(&cqe, 0xa1, RS_WC_SUCCESS, RS_WR_RDMA_READ, q2[0].qpn);
     g_assert_cmpuint(cqe.byte_len, ==, 256 * KiB);
-    qtest_memread(rs_qts(b->d), b->buf, page, PAGE);
-    qtest_memread(rs_qts(a->d), a->buf, got, PAGE);
+    qtest_memread(qrs_qts(b->d), b->buf, page, PAGE);
+    qtest_memread(qrs_qts(a->d), a->buf, got, PAGE);
     g_assert_cmpmem(got, PAGE, page, PAGE);
     peer_dont_care(a, 0, PAGE);
     g_assert_cmpuint(qp_state(a->d, q2[0].h), ==, RS_QPS_RTS);
@@ -10502,7 +10461,7 @@ static void test_engine_pair_sq_rewrite(void *obj, void *data,
     pair_wait_frames(&pr, 0, 4);
 
     nslots = 1u << q[0].c.sq_log_size;
-    stride = rs_qp_sq_bytes(&q[0].c) >> q[0].c.sq_log_size;
+    stride = qrs_qp_sq_bytes(&q[0].c) >> q[0].c.sq_log_size;
     for (i = 0; i < nslots; i++) {
         struct rs_send_wqe_ctrl w = {
             .wr_id = 0xbad0000 + i,
@@ -10513,9 +10472,9 @@ static void test_engine_pair_sq_rewrite(void *obj, void *data,
         struct rs_sge huge = { .addr = a->buf, .length = 0xffffffffu,
                                .lkey = a->key[0] };
 
-        qtest_memwrite(rs_qts(a->d), q[0].c.sq_addr + i * stride, &w,
+        qtest_memwrite(qrs_qts(a->d), q[0].c.sq_addr + i * stride, &w,
                        sizeof(w));
-        qtest_memwrite(rs_qts(a->d), q[0].c.sq_addr + i * stride + sizeof(w),
+        qtest_memwrite(qrs_qts(a->d), q[0].c.sq_addr + i * stride + sizeof(w),
                        &huge, sizeof(huge));
     }
 
@@ -10636,7 +10595,7 @@ static void modify_state(QRdmaSession *d, LoopQp *q, uint8_t from,
 
     std_attr(&a, from, to);
     a.en_sqd_async_notify = sqd_notify;
-    RS_ASSERT_OK(rs_modify_qp(d, q->h, &a, RS_QP_ATTR_STATE | mask));
+    RS_ASSERT_OK(qrs_modify_qp(d, q->h, &a, RS_QP_ATTR_STATE | mask));
     g_assert_cmpuint(qp_state(d, q->h), ==, to);
 }
 
@@ -10675,11 +10634,11 @@ static void test_engine_pair_events(void *obj, void *data,
         } else {
             /* B stays in RTR. */
             attr.qp_state = RS_QPS_INIT;
-            RS_ASSERT_OK(rs_modify_qp(b->d, q[1].h, &attr,
+            RS_ASSERT_OK(qrs_modify_qp(b->d, q[1].h, &attr,
                          std_mask(RS_QPT_RC, RS_QPS_RESET, RS_QPS_INIT)));
             attr.cur_qp_state = RS_QPS_INIT;
             attr.qp_state = RS_QPS_RTR;
-            RS_ASSERT_OK(rs_modify_qp(b->d, q[1].h, &attr,
+            RS_ASSERT_OK(qrs_modify_qp(b->d, q[1].h, &attr,
                          std_mask(RS_QPT_RC, RS_QPS_INIT, RS_QPS_RTR)));
         }
     }
@@ -10735,8 +10694,8 @@ static void test_engine_pair_events(void *obj, void *data,
 
     /* A send queue producer more than a ring ahead: catastrophic. */
     pair_rc(&pr, x, 0, STD_ACCESS);
-    rs_db_writel(a->d, 0, RS_DB_SQ,
-                 x[0].qpn | ((1u << x[0].c.sq_log_size) + 5) << 16);
+    qrs_db_writel(a->d, 0, RS_DB_SQ,
+                  x[0].qpn | ((1u << x[0].c.sq_log_size) + 5) << 16);
     expect_event(a->d, RS_EV_QP_FATAL, x[0].h);
     g_assert_cmpuint(qp_state(a->d, x[0].h), ==, RS_QPS_ERR);
     peer_check(b);
@@ -10792,7 +10751,7 @@ static void pair_migrate(Pair *pr)
     g_autofree char *uri = g_strdup_printf("file:%s", path);
     g_autoptr(GString) cmd_line =
         g_string_new(qos_get_current_command_line());
-    QTestState *from = rs_qts(pr->p[0].d);
+    QTestState *from = qrs_qts(pr->p[0].d);
     PairSockets *s = pr->sock;
     int i, sv[2];
 
@@ -10923,7 +10882,7 @@ static void peer_wait(Peer *p)
     g_autofree uint8_t *got = g_malloc(PAIR_BUF);
 
     for (;;) {
-        qtest_memread(rs_qts(p->d), p->buf, got, PAIR_BUF);
+        qtest_memread(qrs_qts(p->d), p->buf, got, PAIR_BUF);
         if (!memcmp(got, p->img, PAIR_BUF)) {
             return;
         }
@@ -11083,7 +11042,7 @@ static void test_engine_pair_read_during_rnr(void *obj, void *data,
               b->buf + 0x3000, b->key[0], 0);
     g_usleep(20 * 1000);
     PAIR_EXPECT_NONE(&pr, 0);
-    qtest_clock_step(rs_qts(a->d), 700 * 1000 * 1000);
+    qtest_clock_step(qrs_qts(a->d), 700 * 1000 * 1000);
     pair_wait_frames(&pr, 0, 1);
     g_usleep(20 * 1000);
     PAIR_EXPECT_OPS(&pr, 0, OP_WRITE_ONLY);
@@ -11229,7 +11188,7 @@ static void test_engine_pair_migrate_read_owed(void *obj, void *data,
     pfd.fd = pr.fd[1];
     g_assert_cmpint(g_poll(&pfd, 1, RS_QOS_TIMEOUT_US / 1000), ==, 1);
     /* B's responder ran to the full wire before QEMU answers this. */
-    qtest_readl(rs_qts(b->d), b->buf);
+    qtest_readl(qrs_qts(b->d), b->buf);
 
     pair_migrate(&pr);
     k = g_queue_get_length(&pr.held[1]) - 4;
@@ -11366,15 +11325,15 @@ static void test_engine_pair_migrate_retry_timer(void *obj, void *data,
     /* The tail loss probe, lost. */
     pair_log_reset(&pr);
     pr.drop[0] = 3;
-    qtest_clock_step(rs_qts(a->d), 30 * 1000 * 1000);
+    qtest_clock_step(qrs_qts(a->d), 30 * 1000 * 1000);
     pair_wait_frames(&pr, 0, 2);
     PAIR_EXPECT_OPS(&pr, 0, OP_WRITE_FIRST, OP_WRITE_LAST);
     g_assert_cmphex(pr.psn[0][0], ==, psn);
-    qtest_clock_step(rs_qts(a->d), 4000 * 1000 * 1000ll);
+    qtest_clock_step(qrs_qts(a->d), 4000 * 1000 * 1000ll);
     PAIR_EXPECT_OPS(&pr, 0, OP_WRITE_FIRST, OP_WRITE_LAST);
 
     /* The local ACK timeout. */
-    qtest_clock_step(rs_qts(a->d), 500 * 1000 * 1000);
+    qtest_clock_step(qrs_qts(a->d), 500 * 1000 * 1000);
     pair_expect_cqe(&pr, 0, 0xa1, RS_WC_SUCCESS, RS_WR_RDMA_WRITE, q[0].qpn,
                     0);
     PAIR_EXPECT_OPS(&pr, 0, OP_WRITE_FIRST, OP_WRITE_LAST, OP_WRITE_FIRST,
@@ -11481,8 +11440,8 @@ static void test_engine_pair_migrate_cq(void *obj, void *data,
 
     pair_setup(&pr, obj, data, alloc);
     pair_rc(&pr, q, 0, STD_ACCESS);
-    msi = rs_alloc_zeroed(b->d, 64);
-    rs_msix_set_vector(b->d, RS_MSIX_COMP_VECTOR0 + 0, msi, msi_data, false);
+    msi = qrs_alloc_zeroed(b->d, 64);
+    qrs_msix_set_vector(b->d, RS_MSIX_COMP_VECTOR0 + 0, msi, msi_data, false);
     for (i = 0; i < 4; i++) {
         sge = peer_sge(b, 0x1000 * (i + 1), 1000);
         eng_post_recv(b->d, &q[1], 0xb0 + i, &sge, 1);
@@ -11494,7 +11453,7 @@ static void test_engine_pair_migrate_cq(void *obj, void *data,
     }
     pair_cq_wait(&pr, 1, 2);
     pair_cq_wait(&pr, 0, 2);
-    rs_db_writel(b->d, 0, RS_DB_CQ_ARM, HINDEX(b->cq.h) | RS_DB_CQ_ARM_NEXT);
+    qrs_db_writel(b->d, 0, RS_DB_CQ_ARM, HINDEX(b->cq.h) | RS_DB_CQ_ARM_NEXT);
 
     pair_migrate(&pr);
     pair_release(&pr, 0);
