@@ -31,6 +31,30 @@ static void pair_pump_old(Pair *pr, int i)
 }
 
 /*
+ * Once the source has saved: take in what it had put on the old wires,
+ * and give the destination's adapters new ones.
+ */
+static void pair_mig_rewire(GString *cmd_line, void *opaque)
+{
+    Pair *pr = opaque;
+    PairSockets *s = pr->sock;
+    int i, sv[2];
+
+    for (i = 0; i < 2; i++) {
+        pair_pump_old(pr, i);
+        g_assert_cmpint(socketpair(PF_UNIX, SOCK_STREAM, 0, sv), ==, 0);
+        qemu_set_cloexec(sv[0]);
+        s->old[i] = s->test[i];
+        s->test[i] = pr->fd[i] = sv[0];
+        close(s->qemu[i]);
+        s->qemu[i] = sv[1];
+    }
+    pr->nops[0] = pr->nops[1] = 0;
+    pr->drop[0] = pr->drop[1] = 0;
+    pair_cmd_line(cmd_line, s);
+}
+
+/*
  * Live migration of the QEMU that runs both adapters: stop it, save its
  * state, load it into a new QEMU with the same devices and continue
  * there.  A and B move together, at one instant, as the adapters of two
@@ -43,45 +67,14 @@ static void pair_pump_old(Pair *pr, int i)
  * and what the destination sent on resuming is still in the new sockets:
  * the caller delivers the old frames to the running destination
  * (pair_release: a switch's queue drains) or loses them (pair_lose_held).
- * No migration hold (x-migration-hold) runs: a stream backend has none,
- * and after 'stop' the run state at the save is not finish-migrate.
  */
 static void pair_migrate(Pair *pr)
 {
-    g_autofree char *tmpdir = g_dir_make_tmp("rdma-session-mig-XXXXXX",
-                                             NULL);
-    g_autofree char *path = g_strdup_printf("%s/state", tmpdir);
-    g_autofree char *uri = g_strdup_printf("file:%s", path);
-    g_autoptr(GString) cmd_line =
-        g_string_new(qos_get_current_command_line());
-    QTestState *from = qrs_qts(pr->p[0].d);
-    PairSockets *s = pr->sock;
-    int i, sv[2];
+    int i;
 
     g_assert_null(pr->to);
     pr->hold[0] = pr->hold[1] = true;
-    qtest_qmp_assert_success(from, "{ 'execute': 'stop' }");
-    qtest_qmp_assert_success(from, "{ 'execute': 'migrate',"
-                             "  'arguments': { 'uri': %s } }", uri);
-    wait_migration_done(from);
-    for (i = 0; i < 2; i++) {
-        pair_pump_old(pr, i);
-        g_assert_cmpint(socketpair(PF_UNIX, SOCK_STREAM, 0, sv), ==, 0);
-        qemu_set_cloexec(sv[0]);
-        s->old[i] = s->test[i];
-        s->test[i] = pr->fd[i] = sv[0];
-        close(s->qemu[i]);
-        s->qemu[i] = sv[1];
-    }
-    pr->nops[0] = pr->nops[1] = 0;
-    pr->drop[0] = pr->drop[1] = 0;
-
-    pair_cmd_line(cmd_line, s);
-    pr->to = qtest_initf("%s -incoming defer", cmd_line->str);
-    qtest_qmp_assert_success(pr->to, "{ 'execute': 'migrate-incoming',"
-                             "  'arguments': { 'uri': %s } }", uri);
-    wait_migration_done(pr->to);
-    qtest_qmp_assert_success(pr->to, "{ 'execute': 'cont' }");
+    pr->to = mig_move(qrs_qts(pr->p[0].d), pair_mig_rewire, pr);
     pr->to_bus = qpci_new_pc(pr->to, NULL);
     for (i = 0; i < 2; i++) {
         mig_attach(&pr->to_dev[i], pr->to_bus, pr->p[i].d);
@@ -89,8 +82,6 @@ static void pair_migrate(Pair *pr)
         /* The driver hears that it runs somewhere else now. */
         expect_event(pr->p[i].d, RS_EV_MIGRATION_NOTICE, 1);
     }
-    unlink(path);
-    rmdir(tmpdir);
 }
 
 /* The switch loses what it holds from adapter @from, and holds on. */

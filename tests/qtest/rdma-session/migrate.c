@@ -115,10 +115,6 @@ static void test_migrate(void *obj, void *data, QGuestAllocator *alloc)
 {
     QRdmaSession *src = obj;
     QTestState *from = qrs_qts(src);
-    g_autofree char *tmpdir = g_dir_make_tmp("rdma-session-mig-XXXXXX",
-                                             NULL);
-    g_autofree char *path = g_strdup_printf("%s/state", tmpdir);
-    g_autofree char *uri = g_strdup_printf("file:%s", path);
     uint32_t regs_src[NREGS], regs_dst[NREGS];
     struct rs_qp_attr q_src[3], q_dst[3], q;
     struct rs_admin_cmd cmd;
@@ -156,40 +152,17 @@ static void test_migrate(void *obj, void *data, QGuestAllocator *alloc)
     qtest_writel(from, m.msi, 0);
 
     /* Save to a file and load into a second QEMU. */
-    qtest_qmp_assert_success(from, "{ 'execute': 'stop' }");
-    qtest_qmp_assert_success(from, "{ 'execute': 'migrate',"
-                             "  'arguments': { 'uri': %s } }", uri);
-    wait_migration_done(from);
-
-    to = qtest_initf("%s -incoming defer", qos_get_current_command_line());
-    qtest_qmp_assert_success(to, "{ 'execute': 'migrate-incoming',"
-                             "  'arguments': { 'uri': %s } }", uri);
-    wait_migration_done(to);
-    qtest_qmp_assert_success(to, "{ 'execute': 'cont' }");
-
+    to = mig_move(from, NULL, NULL);
     bus = qpci_new_pc(to, NULL);
     d = g_new0(QRdmaSession, 1);
-    qrs_attach_existing(d, bus, src->dev.devfn, src->alloc);
+    mig_attach(d, bus, src);
     g_assert_cmphex(qpci_config_readw(&d->dev, PCI_VENDOR_ID), ==,
                     RS_PCI_VENDOR_ID);
     g_assert_cmphex(d->bar0.addr, ==, src->bar0.addr);
     g_assert_cmphex(d->bar2.addr, ==, src->bar2.addr);
     g_assert_cmphex(qpci_config_readw(&d->dev, PCI_COMMAND) &
                     PCI_COMMAND_MASTER, ==, PCI_COMMAND_MASTER);
-    d->dev.msix_enabled = true;
-    d->dev.msix_table_bar = src->dev.msix_table_bar;
-    d->dev.msix_table_off = src->dev.msix_table_off;
-    d->dev.msix_pba_bar = src->dev.msix_pba_bar;
-    d->dev.msix_pba_off = src->dev.msix_pba_off;
-    d->admq = src->admq;
-    d->acq = src->acq;
-    d->aeq = src->aeq;
-    d->admq_log = src->admq_log;
-    d->aeq_log = src->aeq_log;
-    d->admq_pi = src->admq_pi;
-    d->aeq_ci = src->aeq_ci;
-    d->next_cmd_id = src->next_cmd_id;
-    d->scratch = src->scratch;
+    g_assert_true(d->dev.msix_enabled);
 
     /* Registers */
     dump_regs(d, regs_dst);
@@ -285,10 +258,6 @@ static void test_migrate(void *obj, void *data, QGuestAllocator *alloc)
     g_free(d);
     qpci_free_pc(bus);
     qtest_quit(to);
-    unlink(path);
-    rmdir(tmpdir);
-    /* The source QEMU is stopped: start the next test with a new one. */
-    qos_invalidate_command_line();
 }
 
 /*
@@ -312,12 +281,8 @@ static void test_migrate_twice(void *obj, void *data, QGuestAllocator *alloc)
     eng_mr(d, pd, 0, buf, 2 * PAGE, STD_ACCESS);
     for (i = 0; i < 2; i++) {
         g_autofree char *file = g_strdup_printf("%s/state%d", tmpdir, i);
-        g_autofree char *to = g_strdup_printf("file:%s", file);
 
-        qtest_qmp_assert_success(qts, "{ 'execute': 'stop' }");
-        qtest_qmp_assert_success(qts, "{ 'execute': 'migrate',"
-                                 "  'arguments': { 'uri': %s } }", to);
-        wait_migration_done(qts);
+        mig_save(qts, file);
         unlink(file);
         qtest_qmp_assert_success(qts, "{ 'execute': 'cont' }");
     }
@@ -360,29 +325,13 @@ static bool mig_load(const char *path, char **err)
     g_autofree char *uri = g_strdup_printf("file:%s", path);
     QTestState *to = qtest_initf("%s -incoming defer",
                                  qos_get_current_command_line());
-    int64_t end = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
     bool ok;
 
     qtest_qmp_assert_success(to, "{ 'execute': 'migrate-incoming',"
                              "  'arguments': { 'uri': %s,"
                              "                 'exit-on-error': false } }",
                              uri);
-    for (;;) {
-        QDict *rsp = qtest_qmp_assert_success_ref(to,
-                                    "{ 'execute': 'query-migrate' }");
-        const char *status = qdict_get_try_str(rsp, "status");
-
-        if (status && (!strcmp(status, "completed") ||
-                       !strcmp(status, "failed"))) {
-            ok = !strcmp(status, "completed");
-            *err = g_strdup(qdict_get_try_str(rsp, "error-desc") ?: "");
-            qobject_unref(rsp);
-            break;
-        }
-        qobject_unref(rsp);
-        g_assert_cmpint(g_get_monotonic_time(), <, end);
-        g_usleep(10 * 1000);
-    }
+    ok = mig_wait(to, err);
     /* Still alive after a failure: it answers, then quits normally. */
     qtest_qmp_assert_success(to, "{ 'execute': 'query-status' }");
     qtest_quit(to);
@@ -398,7 +347,6 @@ static void test_migrate_corrupt(void *obj, void *data,
                                              NULL);
     g_autofree char *path = g_strdup_printf("%s/state", tmpdir);
     g_autofree char *bad = g_strdup_printf("%s/bad", tmpdir);
-    g_autofree char *uri = g_strdup_printf("file:%s", path);
     g_autofree uint8_t *stream = NULL;
     struct rs_cmd_add_gid g = { 0 };
     struct rs_cmd_reg_mr mr = { 0 };
@@ -433,10 +381,7 @@ static void test_migrate_corrupt(void *obj, void *data,
     acq_cfg = qrs_readl(d, A_RS_ACQ_CFG);
     aeq_cfg = qrs_readl(d, A_RS_AEQ_CFG);
 
-    qtest_qmp_assert_success(from, "{ 'execute': 'stop' }");
-    qtest_qmp_assert_success(from, "{ 'execute': 'migrate',"
-                             "  'arguments': { 'uri': %s } }", uri);
-    wait_migration_done(from);
+    mig_save(from, path);
     g_assert_true(g_file_get_contents(path, (gchar **)&stream, &len, NULL));
 
     /* RSGid: gid[16], vni, refs.  RSMr: ..., iova, length, npages. */
@@ -501,15 +446,16 @@ static void test_migrate_corrupt(void *obj, void *data,
  * LAN queue state survives migration: after loading, the TX ring goes on
  * at its index and phase, the RX ring at its own, with the rx mode kept.
  */
+/* The destination's adapter on the socket *@opaque. */
+static void lan_mig_netdev(GString *cmd_line, void *opaque)
+{
+    qrs_qos_socket_netdev(cmd_line, *(int *)opaque);
+}
+
 static void test_lan_migrate(void *obj, void *data, QGuestAllocator *alloc)
 {
     LanEnv e, *src = &e;
     QTestState *from, *to;
-    g_autofree char *tmpdir = g_dir_make_tmp("rdma-session-lan-XXXXXX",
-                                             NULL);
-    g_autofree char *path = g_strdup_printf("%s/state", tmpdir);
-    g_autofree char *uri = g_strdup_printf("file:%s", path);
-    g_autoptr(GString) cmd_line = g_string_new("");
     uint64_t buf, rxbuf[4];
     int sv[2];
     uint8_t f[128];
@@ -547,37 +493,16 @@ static void test_lan_migrate(void *obj, void *data, QGuestAllocator *alloc)
     lan_sock_send(src->fd, f, 70);
     lan_expect_rx(src, 0, rxbuf[0], LAN_BUF_SIZE, f, 70);
 
-    qtest_qmp_assert_success(from, "{ 'execute': 'stop' }");
-    qtest_qmp_assert_success(from, "{ 'execute': 'migrate',"
-                             "  'arguments': { 'uri': %s } }", uri);
-    wait_migration_done(from);
-
     /*
      * The destination gets a socket of its own: the stopped source still
      * reads the old one (the current command line is the one from before
      * lan_before()).
      */
     g_assert_cmpint(socketpair(PF_UNIX, SOCK_STREAM, 0, sv), ==, 0);
-    g_string_append(cmd_line, qos_get_current_command_line());
-    qrs_qos_socket_netdev(cmd_line, sv[1]);
-    to = qtest_initf("%s -incoming defer", cmd_line->str);
-    qtest_qmp_assert_success(to, "{ 'execute': 'migrate-incoming',"
-                             "  'arguments': { 'uri': %s } }", uri);
-    wait_migration_done(to);
-    qtest_qmp_assert_success(to, "{ 'execute': 'cont' }");
-
+    to = mig_move(from, lan_mig_netdev, &sv[1]);
     bus = qpci_new_pc(to, NULL);
     d = g_new0(QRdmaSession, 1);
-    qrs_attach_existing(d, bus, src->d->dev.devfn, src->d->alloc);
-    d->admq = src->d->admq;
-    d->acq = src->d->acq;
-    d->aeq = src->d->aeq;
-    d->admq_log = src->d->admq_log;
-    d->aeq_log = src->d->aeq_log;
-    d->admq_pi = src->d->admq_pi;
-    d->aeq_ci = src->d->aeq_ci;
-    d->next_cmd_id = src->d->next_cmd_id;
-    d->scratch = src->d->scratch;
+    mig_attach(d, bus, src->d);
     de = *src;
     de.d = d;
     de.fd = sv[0];
@@ -622,9 +547,6 @@ static void test_lan_migrate(void *obj, void *data, QGuestAllocator *alloc)
     qtest_quit(to);
     close(sv[0]);
     close(sv[1]);
-    unlink(path);
-    rmdir(tmpdir);
-    qos_invalidate_command_line();
 }
 
 /*
@@ -636,10 +558,6 @@ static void test_lan_migrate(void *obj, void *data, QGuestAllocator *alloc)
 static void test_engine_srq_migrate(void *obj, void *data,
                                     QGuestAllocator *alloc)
 {
-    g_autofree char *tmpdir = g_dir_make_tmp("rdma-session-mig-XXXXXX",
-                                             NULL);
-    g_autofree char *path = g_strdup_printf("%s/state", tmpdir);
-    g_autofree char *uri = g_strdup_printf("file:%s", path);
     QRdmaSession *src, *d;
     struct rs_cmd_create_srq c;
     struct rs_cmd_create_qp q;
@@ -681,15 +599,7 @@ static void test_engine_srq_migrate(void *obj, void *data,
     loop_expect(&l, 0xa1, RS_WC_SUCCESS, RS_WR_ATOMIC_FETCH_ADD, l.a.qpn);
     g_assert_cmphex(qtest_readq(qrs_qts(l.d), l.dst + 2 * PAGE), ==, 15);
 
-    qtest_qmp_assert_success(qrs_qts(src), "{ 'execute': 'stop' }");
-    qtest_qmp_assert_success(qrs_qts(src), "{ 'execute': 'migrate',"
-                             "  'arguments': { 'uri': %s } }", uri);
-    wait_migration_done(qrs_qts(src));
-    to = qtest_initf("%s -incoming defer", qos_get_current_command_line());
-    qtest_qmp_assert_success(to, "{ 'execute': 'migrate-incoming',"
-                             "  'arguments': { 'uri': %s } }", uri);
-    wait_migration_done(to);
-    qtest_qmp_assert_success(to, "{ 'execute': 'cont' }");
+    to = mig_move(qrs_qts(src), NULL, NULL);
     bus = qpci_new_pc(to, NULL);
     d = g_new0(QRdmaSession, 1);
     mig_attach(d, bus, src);
@@ -708,8 +618,6 @@ static void test_engine_srq_migrate(void *obj, void *data,
     g_free(d);
     qpci_free_pc(bus);
     qtest_quit(to);
-    unlink(path);
-    rmdir(tmpdir);
 }
 
 /*
@@ -721,10 +629,6 @@ static void test_engine_srq_migrate(void *obj, void *data,
 static void test_engine_fast_reg_migrate(void *obj, void *data,
                                          QGuestAllocator *alloc)
 {
-    g_autofree char *tmpdir = g_dir_make_tmp("rdma-session-mig-XXXXXX",
-                                             NULL);
-    g_autofree char *path = g_strdup_printf("%s/state", tmpdir);
-    g_autofree char *uri = g_strdup_printf("file:%s", path);
     QRdmaSession *src, *d;
     QTestState *to;
     QPCIBus *bus;
@@ -744,15 +648,7 @@ static void test_engine_fast_reg_migrate(void *obj, void *data,
                 2, RS_ACCESS_LOCAL_WRITE | RS_ACCESS_REMOTE_WRITE);
     fr_expect(&l, 0xf1, RS_WR_REG_MR, RS_WC_SUCCESS);
 
-    qtest_qmp_assert_success(qrs_qts(src), "{ 'execute': 'stop' }");
-    qtest_qmp_assert_success(qrs_qts(src), "{ 'execute': 'migrate',"
-                             "  'arguments': { 'uri': %s } }", uri);
-    wait_migration_done(qrs_qts(src));
-    to = qtest_initf("%s -incoming defer", qos_get_current_command_line());
-    qtest_qmp_assert_success(to, "{ 'execute': 'migrate-incoming',"
-                             "  'arguments': { 'uri': %s } }", uri);
-    wait_migration_done(to);
-    qtest_qmp_assert_success(to, "{ 'execute': 'cont' }");
+    to = mig_move(qrs_qts(src), NULL, NULL);
     bus = qpci_new_pc(to, NULL);
     d = g_new0(QRdmaSession, 1);
     mig_attach(d, bus, src);
@@ -790,8 +686,6 @@ static void test_engine_fast_reg_migrate(void *obj, void *data,
     g_free(d);
     qpci_free_pc(bus);
     qtest_quit(to);
-    unlink(path);
-    rmdir(tmpdir);
 }
 
 static void register_migrate_tests(void)

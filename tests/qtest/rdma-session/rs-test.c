@@ -503,7 +503,7 @@ void apply_patches(BadFixture *f, void *obj, size_t obj_size,
     }
 }
 
-void wait_migration_done(QTestState *qts)
+bool mig_wait(QTestState *qts, char **err)
 {
     int64_t end = g_get_monotonic_time() + 60 * G_USEC_PER_SEC;
 
@@ -511,19 +511,64 @@ void wait_migration_done(QTestState *qts)
         QDict *rsp = qtest_qmp_assert_success_ref(qts,
                                     "{ 'execute': 'query-migrate' }");
         const char *status = qdict_get_try_str(rsp, "status");
-        bool done = status && !strcmp(status, "completed");
 
-        if (status && !strcmp(status, "failed")) {
-            g_error("migration failed: %s",
-                    qdict_get_try_str(rsp, "error-desc") ?: "?");
+        if (status && (!strcmp(status, "completed") ||
+                       !strcmp(status, "failed"))) {
+            bool ok = !strcmp(status, "completed");
+
+            *err = g_strdup(qdict_get_try_str(rsp, "error-desc") ?: "");
+            qobject_unref(rsp);
+            return ok;
         }
         qobject_unref(rsp);
-        if (done) {
-            return;
-        }
         g_assert_cmpint(g_get_monotonic_time(), <, end);
         g_usleep(10 * 1000);
     }
+}
+
+void wait_migration_done(QTestState *qts)
+{
+    g_autofree char *err = NULL;
+
+    if (!mig_wait(qts, &err)) {
+        g_error("migration failed: %s", err);
+    }
+}
+
+void mig_save(QTestState *qts, const char *path)
+{
+    g_autofree char *uri = g_strdup_printf("file:%s", path);
+
+    qtest_qmp_assert_success(qts, "{ 'execute': 'stop' }");
+    qtest_qmp_assert_success(qts, "{ 'execute': 'migrate',"
+                             "  'arguments': { 'uri': %s } }", uri);
+    wait_migration_done(qts);
+}
+
+QTestState *mig_move(QTestState *from, MigCmdLineFn *edit, void *opaque)
+{
+    g_autofree char *tmpdir = g_dir_make_tmp("rdma-session-mig-XXXXXX",
+                                             NULL);
+    g_autofree char *path = g_strdup_printf("%s/state", tmpdir);
+    g_autofree char *uri = g_strdup_printf("file:%s", path);
+    g_autoptr(GString) cmd_line =
+        g_string_new(qos_get_current_command_line());
+    QTestState *to;
+
+    mig_save(from, path);
+    if (edit) {
+        edit(cmd_line, opaque);
+    }
+    to = qtest_initf("%s -incoming defer", cmd_line->str);
+    qtest_qmp_assert_success(to, "{ 'execute': 'migrate-incoming',"
+                             "  'arguments': { 'uri': %s } }", uri);
+    wait_migration_done(to);
+    qtest_qmp_assert_success(to, "{ 'execute': 'cont' }");
+    unlink(path);
+    rmdir(tmpdir);
+    /* The source QEMU is stopped: the next test starts a new one. */
+    qos_invalidate_command_line();
+    return to;
 }
 
 void mig_attach(QRdmaSession *d, QPCIBus *bus,

@@ -352,7 +352,32 @@ void av_addr_post(Loop *l, LoopQp *q, uint64_t wr_id, uint64_t av,
 /* fe80::5054:ff:fe12:34<host>, a link-local RoCEv2 GID. */
 void gid_v6(uint8_t gid[16], uint8_t host);
 
+/*
+ * Live migration through a file.  The source is stopped before it saves
+ * (no migration hold runs: a stream backend has none, and after 'stop'
+ * the run state at the save is not finish-migrate).
+ */
+
+/*
+ * Until the migration of @qts has completed (true) or failed (false);
+ * @err gets QEMU's error description (the caller frees it).
+ */
+bool mig_wait(QTestState *qts, char **err);
+/* Like mig_wait(), failing the test if the migration failed. */
 void wait_migration_done(QTestState *qts);
+/* Stop the QEMU of @qts and save its state to the file @path. */
+void mig_save(QTestState *qts, const char *path);
+
+/* Edits the destination's command line after the source has saved. */
+typedef void MigCmdLineFn(GString *cmd_line, void *opaque);
+
+/*
+ * The QEMU of @from migrates to a new one, which it returns running (the
+ * caller quits it): stop and save @from, start the destination with the
+ * test's command line as @edit (if not NULL) changes it, load, continue.
+ * The source stays stopped, so the next test gets a new QEMU.
+ */
+QTestState *mig_move(QTestState *from, MigCmdLineFn *edit, void *opaque);
 
 /*
  * Attach @d to the adapter that @src drove before it migrated to the QEMU
