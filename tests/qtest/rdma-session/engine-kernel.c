@@ -134,6 +134,101 @@ static void test_engine_local_op_budget(void *obj, void *data,
     unlink(data);
 }
 
+/*
+ * Bad local operations, each on a fresh QP of its own: REG_MR of a bound
+ * MR, of another PD's, past the slots or guest RAM; LOCAL_INV of a stale
+ * tag or an ordinary MR; privileged operations on a user QP.  Returns the
+ * key of the MR of @ppd2 the failures left Free and a good WQE then bound.
+ */
+static uint32_t fr_bad_local_ops(Loop *l, uint32_t upd, uint32_t ppd2,
+                                 uint32_t k3, uint32_t mr2, uint64_t pbl)
+{
+    struct rs_send_wqe_reg_mr f;
+    struct rs_send_wqe_ctrl w;
+
+    memset(&f, 0, sizeof(f));
+    f.wr_id = 0xe1;
+    f.opcode = RS_WR_REG_MR;
+    f.flags = RS_WQE_F_SIGNALED;
+    f.page_shift = 12;
+    f.key = k3;
+    f.iova = FR_IOVA;
+    f.length = PAGE;
+    f.pbl_addr = pbl;
+    f.npages = 1;
+    memcpy(&w, &f, sizeof(w));
+    /* REG_MR on a bound (Valid) MR. */
+    fr_fail_on_spare(l, l->pd, 0, &w, RS_WC_LOC_PROT_ERR);
+    /* REG_MR of an MR of another PD. */
+    f.key = mr2;
+    memcpy(&w, &f, sizeof(w));
+    fr_fail_on_spare(l, l->pd, 0, &w, RS_WC_LOC_PROT_ERR);
+    /* More pages than the MR has slots, a page outside guest RAM. */
+    f.key = (mr2 & ~RS_MKEY_TAG_MASK) | 0x77;
+    g_assert_cmphex(mr2 & RS_MKEY_TAG_MASK, !=, 0x77);
+    f.length = 5 * PAGE;
+    f.npages = 5;
+    memcpy(&w, &f, sizeof(w));
+    fr_fail_on_spare(l, ppd2, 0, &w, RS_WC_LOC_PROT_ERR);
+    f.length = PAGE;
+    f.npages = 1;
+    f.pbl_addr = qrs_alloc_zeroed(l->d, 8);
+    qtest_writeq(qrs_qts(l->d), f.pbl_addr, 1ull << 40);
+    memcpy(&w, &f, sizeof(w));
+    fr_fail_on_spare(l, ppd2, 0, &w, RS_WC_LOC_PROT_ERR);
+    /* ... which left it Free: the same WQE with a good page binds it. */
+    qtest_writeq(qrs_qts(l->d), f.pbl_addr, l->dst);
+    f.wr_id = 0xe2;
+    memcpy(&w, &f, sizeof(w));
+    {
+        LoopQp q;
+
+        fr_spare_qp(l, &q, ppd2, 0);
+        loop_post_send(l, &q, &w, 0, 0, 0);
+        fr_expect(l, 0xe2, RS_WR_REG_MR, RS_WC_SUCCESS);
+        /* LOCAL_INV with a stale tag, then of an ordinary MR. */
+        fr_post_op(l, &q, 0xe3, RS_WR_LOCAL_INV, mr2, 0, 0, 0, 0, 0);
+        fr_expect(l, 0xe3, 0, RS_WC_LOC_PROT_ERR);
+        g_assert_cmpuint(qp_state(l->d, q.h), ==, RS_QPS_ERR);
+        RS_ASSERT_OK(qrs_destroy(l->d, RS_CMD_DESTROY_QP, q.h));
+    }
+    memset(&w, 0, sizeof(w));
+    w.wr_id = 0xe4;
+    w.opcode = RS_WR_LOCAL_INV;
+    w.flags = RS_WQE_F_SIGNALED;
+    w.imm_or_inv = l->src_key;
+    fr_fail_on_spare(l, l->pd, 0, &w, RS_WC_LOC_PROT_ERR);
+    /* Privileged operations on a user QP (doorbell page 1, user PD). */
+    w.wr_id = 0xe5;
+    w.imm_or_inv = k3;
+    fr_fail_on_spare(l, upd, 1, &w, RS_WC_LOC_QP_OP_ERR);
+    memcpy(&w, &f, sizeof(w));
+    w.wr_id = 0xe6;
+    fr_fail_on_spare(l, upd, 1, &w, RS_WC_LOC_QP_OP_ERR);
+    /* The reserved lkey on a QP of a user PD, even on doorbell page 0. */
+    memset(&w, 0, sizeof(w));
+    w.wr_id = 0xe7;
+    w.opcode = RS_WR_SEND;
+    w.flags = RS_WQE_F_SIGNALED;
+    w.num_sge = 1;
+    {
+        LoopQp q;
+        struct rs_sge sge = { .addr = l->src, .length = 64,
+                              .lkey = RS_LOCAL_DMA_LKEY };
+
+        fr_spare_qp(l, &q, upd, 0);
+        qtest_memwrite(qrs_qts(l->d), q.c.sq_addr, &w, sizeof(w));
+        qtest_memwrite(qrs_qts(l->d), q.c.sq_addr + sizeof(w), &sge,
+                       sizeof(sge));
+        q.sq_pi++;
+        qrs_db_writel(l->d, 0, RS_DB_SQ, q.qpn | (q.sq_pi & 0xffff) << 16);
+        fr_expect(l, 0xe7, 0, RS_WC_LOC_PROT_ERR);
+        g_assert_cmpuint(qp_state(l->d, q.h), ==, RS_QPS_ERR);
+        RS_ASSERT_OK(qrs_destroy(l->d, RS_CMD_DESTROY_QP, q.h));
+    }
+    return f.key;
+}
+
 static void test_engine_fast_reg(void *obj, void *data,
                                  QGuestAllocator *alloc)
 {
@@ -142,8 +237,6 @@ static void test_engine_fast_reg(void *obj, void *data,
         .npages = 4, .page_shift = 12, .flags = RS_MR_F_FAST_REG,
     };
     struct rs_cmd_create_qp qc;
-    struct rs_send_wqe_reg_mr f;
-    struct rs_send_wqe_ctrl w;
     struct rs_cqe cqe;
     uint32_t key, k1, k2, k3, upd, ppd2, mr2, h;
     uint64_t pbl, rbuf;
@@ -236,87 +329,7 @@ static void test_engine_fast_reg(void *obj, void *data,
                 RS_ACCESS_LOCAL_WRITE | RS_ACCESS_REMOTE_WRITE);
     fr_expect(&l, 0xf7, RS_WR_REG_MR, RS_WC_SUCCESS);
 
-    /* Bad local operations, each on a fresh QP of its own. */
-    memset(&f, 0, sizeof(f));
-    f.wr_id = 0xe1;
-    f.opcode = RS_WR_REG_MR;
-    f.flags = RS_WQE_F_SIGNALED;
-    f.page_shift = 12;
-    f.key = k3;
-    f.iova = FR_IOVA;
-    f.length = PAGE;
-    f.pbl_addr = pbl;
-    f.npages = 1;
-    memcpy(&w, &f, sizeof(w));
-    /* REG_MR on a bound (Valid) MR. */
-    fr_fail_on_spare(&l, l.pd, 0, &w, RS_WC_LOC_PROT_ERR);
-    /* REG_MR of an MR of another PD. */
-    f.key = mr2;
-    memcpy(&w, &f, sizeof(w));
-    fr_fail_on_spare(&l, l.pd, 0, &w, RS_WC_LOC_PROT_ERR);
-    /* More pages than the MR has slots, a page outside guest RAM. */
-    f.key = (mr2 & ~RS_MKEY_TAG_MASK) | 0x77;
-    g_assert_cmphex(mr2 & RS_MKEY_TAG_MASK, !=, 0x77);
-    f.length = 5 * PAGE;
-    f.npages = 5;
-    memcpy(&w, &f, sizeof(w));
-    fr_fail_on_spare(&l, ppd2, 0, &w, RS_WC_LOC_PROT_ERR);
-    f.length = PAGE;
-    f.npages = 1;
-    f.pbl_addr = qrs_alloc_zeroed(l.d, 8);
-    qtest_writeq(qrs_qts(l.d), f.pbl_addr, 1ull << 40);
-    memcpy(&w, &f, sizeof(w));
-    fr_fail_on_spare(&l, ppd2, 0, &w, RS_WC_LOC_PROT_ERR);
-    /* ... which left it Free: the same WQE with a good page binds it. */
-    qtest_writeq(qrs_qts(l.d), f.pbl_addr, l.dst);
-    f.wr_id = 0xe2;
-    memcpy(&w, &f, sizeof(w));
-    {
-        LoopQp q;
-
-        fr_spare_qp(&l, &q, ppd2, 0);
-        loop_post_send(&l, &q, &w, 0, 0, 0);
-        fr_expect(&l, 0xe2, RS_WR_REG_MR, RS_WC_SUCCESS);
-        /* LOCAL_INV with a stale tag, then of an ordinary MR. */
-        fr_post_op(&l, &q, 0xe3, RS_WR_LOCAL_INV, mr2, 0, 0, 0, 0, 0);
-        fr_expect(&l, 0xe3, 0, RS_WC_LOC_PROT_ERR);
-        g_assert_cmpuint(qp_state(l.d, q.h), ==, RS_QPS_ERR);
-        RS_ASSERT_OK(qrs_destroy(l.d, RS_CMD_DESTROY_QP, q.h));
-    }
-    memset(&w, 0, sizeof(w));
-    w.wr_id = 0xe4;
-    w.opcode = RS_WR_LOCAL_INV;
-    w.flags = RS_WQE_F_SIGNALED;
-    w.imm_or_inv = l.src_key;
-    fr_fail_on_spare(&l, l.pd, 0, &w, RS_WC_LOC_PROT_ERR);
-    /* Privileged operations on a user QP (doorbell page 1, user PD). */
-    w.wr_id = 0xe5;
-    w.imm_or_inv = k3;
-    fr_fail_on_spare(&l, upd, 1, &w, RS_WC_LOC_QP_OP_ERR);
-    memcpy(&w, &f, sizeof(w));
-    w.wr_id = 0xe6;
-    fr_fail_on_spare(&l, upd, 1, &w, RS_WC_LOC_QP_OP_ERR);
-    /* The reserved lkey on a QP of a user PD, even on doorbell page 0. */
-    memset(&w, 0, sizeof(w));
-    w.wr_id = 0xe7;
-    w.opcode = RS_WR_SEND;
-    w.flags = RS_WQE_F_SIGNALED;
-    w.num_sge = 1;
-    {
-        LoopQp q;
-        struct rs_sge sge = { .addr = l.src, .length = 64,
-                              .lkey = RS_LOCAL_DMA_LKEY };
-
-        fr_spare_qp(&l, &q, upd, 0);
-        qtest_memwrite(qrs_qts(l.d), q.c.sq_addr, &w, sizeof(w));
-        qtest_memwrite(qrs_qts(l.d), q.c.sq_addr + sizeof(w), &sge,
-                       sizeof(sge));
-        q.sq_pi++;
-        qrs_db_writel(l.d, 0, RS_DB_SQ, q.qpn | (q.sq_pi & 0xffff) << 16);
-        fr_expect(&l, 0xe7, 0, RS_WC_LOC_PROT_ERR);
-        g_assert_cmpuint(qp_state(l.d, q.h), ==, RS_QPS_ERR);
-        RS_ASSERT_OK(qrs_destroy(l.d, RS_CMD_DESTROY_QP, q.h));
-    }
+    mr2 = fr_bad_local_ops(&l, upd, ppd2, k3, mr2, pbl);
 
     /* The reserved lkey is never an rkey. */
     fill(l.d, l.dst, 0xee, LOOP_BUF);
@@ -329,7 +342,7 @@ static void test_engine_fast_reg(void *obj, void *data,
     /* A bound MR keeps its PD referenced; DEREG_MR releases it. */
     RS_ASSERT_STATUS(qrs_destroy(l.d, RS_CMD_DESTROY_PD, ppd2),
                      RS_STATUS_BUSY);
-    RS_ASSERT_OK(qrs_destroy(l.d, RS_CMD_DEREG_MR, f.key));
+    RS_ASSERT_OK(qrs_destroy(l.d, RS_CMD_DEREG_MR, mr2));
     RS_ASSERT_OK(qrs_destroy(l.d, RS_CMD_DESTROY_PD, ppd2));
     assert_alive(l.d);
 }

@@ -500,6 +500,69 @@ static void lan_bad_commands(LanEnv *e)
     RS_ASSERT_OK(qrs_admin_exec(d, &cmd, NULL));
 }
 
+/*
+ * TX, bad descriptors: the frame is dropped, every descriptor of it is
+ * completed with ERR, and the next frame still goes out.
+ */
+static void lan_tx_bad_descs(LanEnv *e, uint64_t buf, uint64_t big,
+                             const uint8_t *g)
+{
+    static const struct {
+        const char *name;
+        int n;              /* descriptors */
+        int bad;            /* which one is bad, -1: the length */
+        uint64_t addr;      /* 0: good buffer; 1: BAR0; 2: RAM end */
+        uint16_t len;
+        uint8_t flags;
+    } rows[] = {
+        { "len 0", 1, 0, 0, 0, 0 },
+        { "len 0 in a chain", 3, 1, 0, 0, 0 },
+        { "address far", 1, 0, FAR_ADDR, 80, 0 },
+        { "address in BAR0", 1, 0, 1, 80, 0 },
+        { "straddles the end of RAM", 2, 1, 2, 80, 0 },
+        { "address wraps", 1, 0, 0xfffffffffffffff0ull, 80, 0 },
+        { "unknown flag", 1, 0, 0, 80, 0x2 },
+        { "chain too long", RS_LAN_MAX_FRAGS + 1, -1, 0, 0, 0 },
+        { "frame too long", 2, -2, 0, 0, 0 },
+    };
+    uint32_t idx;
+    int r;
+
+    for (r = 0; r < ARRAY_SIZE(rows); r++) {
+        uint32_t first = e->tx.pi;
+        int n = rows[r].n, k;
+
+        g_test_message("TX %s", rows[r].name);
+        for (k = 0; k < n; k++) {
+            uint64_t addr = buf;
+            uint16_t len = 10;
+            uint8_t flags = k < n - 1 ? RS_LAN_F_MORE : 0;
+
+            if (rows[r].bad == -2) {
+                addr = big;
+                len = 40000;        /* two of them: > 65535 */
+            } else if (k == rows[r].bad) {
+                addr = rows[r].addr == 0 ? buf :
+                       rows[r].addr == 1 ? e->d->bar0.addr :
+                       rows[r].addr == 2 ? ram_end(e->d) - 40 :
+                       rows[r].addr;
+                len = rows[r].len;
+                flags |= rows[r].flags;
+            }
+            lan_post(e, &e->tx, addr, len, flags);
+        }
+        idx = lan_post(e, &e->tx, buf + 128, 90, 0);
+        lan_doorbell(e, &e->tx);
+        lan_expect_frame(e, g, 90);
+        for (k = 0; k < n; k++) {
+            g_assert_cmphex(lan_status(e, &e->tx, first + k), ==,
+                            lan_err(&e->tx, first + k));
+        }
+        g_assert_cmphex(lan_status(e, &e->tx, idx), ==,
+                        lan_ok(&e->tx, idx));
+    }
+}
+
 static void test_lan_bad_input(void *obj, void *data,
                                QGuestAllocator *alloc)
 {
@@ -537,65 +600,7 @@ static void test_lan_bad_input(void *obj, void *data,
     lan_expect_frame(&e, f, 80);
     g_assert_cmphex(lan_status(&e, &e.tx, idx), ==, lan_ok(&e.tx, idx));
 
-    /*
-     * Bad descriptors: the frame is dropped, every descriptor of it is
-     * completed with ERR, and the next frame still goes out.
-     */
-    {
-        static const struct {
-            const char *name;
-            int n;              /* descriptors */
-            int bad;            /* which one is bad, -1: the length */
-            uint64_t addr;      /* 0: good buffer; 1: BAR0; 2: RAM end */
-            uint16_t len;
-            uint8_t flags;
-        } rows[] = {
-            { "len 0", 1, 0, 0, 0, 0 },
-            { "len 0 in a chain", 3, 1, 0, 0, 0 },
-            { "address far", 1, 0, FAR_ADDR, 80, 0 },
-            { "address in BAR0", 1, 0, 1, 80, 0 },
-            { "straddles the end of RAM", 2, 1, 2, 80, 0 },
-            { "address wraps", 1, 0, 0xfffffffffffffff0ull, 80, 0 },
-            { "unknown flag", 1, 0, 0, 80, 0x2 },
-            { "chain too long", RS_LAN_MAX_FRAGS + 1, -1, 0, 0, 0 },
-            { "frame too long", 2, -2, 0, 0, 0 },
-        };
-        int r;
-
-        for (r = 0; r < ARRAY_SIZE(rows); r++) {
-            uint32_t first = e.tx.pi;
-            int n = rows[r].n, k;
-
-            g_test_message("TX %s", rows[r].name);
-            for (k = 0; k < n; k++) {
-                uint64_t addr = buf;
-                uint16_t len = 10;
-                uint8_t flags = k < n - 1 ? RS_LAN_F_MORE : 0;
-
-                if (rows[r].bad == -2) {
-                    addr = big;
-                    len = 40000;        /* two of them: > 65535 */
-                } else if (k == rows[r].bad) {
-                    addr = rows[r].addr == 0 ? buf :
-                           rows[r].addr == 1 ? e.d->bar0.addr :
-                           rows[r].addr == 2 ? ram_end(e.d) - 40 :
-                           rows[r].addr;
-                    len = rows[r].len;
-                    flags |= rows[r].flags;
-                }
-                lan_post(&e, &e.tx, addr, len, flags);
-            }
-            idx = lan_post(&e, &e.tx, buf + 128, 90, 0);
-            lan_doorbell(&e, &e.tx);
-            lan_expect_frame(&e, g, 90);
-            for (k = 0; k < n; k++) {
-                g_assert_cmphex(lan_status(&e, &e.tx, first + k), ==,
-                                lan_err(&e.tx, first + k));
-            }
-            g_assert_cmphex(lan_status(&e, &e.tx, idx), ==,
-                            lan_ok(&e.tx, idx));
-        }
-    }
+    lan_tx_bad_descs(&e, buf, big, g);
     lan_expect_quiet(&e);
 
     /*

@@ -90,44 +90,16 @@ static void assert_ah_equal(const struct rs_ah_attr *a,
     g_assert_cmpuint(a->gid_index, ==, b->gid_index);
 }
 
-static void test_qp(void *obj, void *data, QGuestAllocator *alloc)
+/*
+ * A new QP from RESET to RTR, through RESET -> RESET and INIT -> INIT, with
+ * boundary values: each transition's attributes read back.
+ */
+static void qp_check_to_rtr(QRdmaSession *d, uint32_t qp, uint8_t type)
 {
-    uint8_t type = *(uint8_t *)data;
     bool rc = type == RS_QPT_RC, uc = type == RS_QPT_UC;
     bool gsi = type == RS_QPT_GSI, connected = rc || uc;
-    uint32_t first = gsi ? RS_GSI_QPN : 2;
-    QRdmaSession *d = admin_setup(obj);
-    struct rs_cmd_create_qp c;
     struct rs_qp_attr a, q;
-    uint32_t pd, scq, rcq, qp, qpn, h, h2;
     uint32_t mask;
-
-    add_gid_v4(d, 0, 1);
-    pd = new_pd(d);
-    scq = new_cq(d, 4);
-    rcq = new_cq(d, 5);
-
-    /* Largest SGE and inline sizes, last doorbell page. */
-    qp_template(d, &c, type, pd, scq, rcq);
-    c.max_send_sge = RS_MAX_SGE;
-    c.max_recv_sge = RS_MAX_SGE;
-    c.max_inline = RS_MAX_INLINE;
-    c.sq_log_size = 1;
-    c.rq_log_size = 3;
-    c.uar = DEF_DB_PAGES - 1;
-    c.flags = RS_QP_F_SIGNAL_ALL;
-    g_assert_cmpuint(qrs_qp_sq_bytes(&c), ==, 512 << 1);
-    g_assert_cmpuint(qrs_qp_rq_bytes(&c), ==, 512 << 3);
-    c.sq_addr = qrs_alloc_zeroed(d, qrs_qp_sq_bytes(&c));
-    c.rq_addr = qrs_alloc_zeroed(d, qrs_qp_rq_bytes(&c));
-    RS_ASSERT_OK(qrs_create_qp(d, &c, &qp, &qpn));
-    g_assert_cmphex(qp, ==, HANDLE(0, first));
-    g_assert_cmpuint(qpn, ==, first);
-
-    RS_ASSERT_OK(qrs_query_qp(d, qp, &q));
-    g_assert_cmpuint(q.qp_state, ==, RS_QPS_RESET);
-    g_assert_cmpuint(q.cur_qp_state, ==, RS_QPS_RESET);
-    g_assert_cmpuint(q.qp_type, ==, type);
 
     /* RESET -> RESET */
     std_attr(&a, RS_QPS_RESET, RS_QPS_RESET);
@@ -205,6 +177,18 @@ static void test_qp(void *obj, void *data, QGuestAllocator *alloc)
         g_assert_cmpuint(q.max_dest_rd_atomic, ==, RS_MAX_RD_ATOMIC);
         g_assert_cmpuint(q.min_rnr_timer, ==, 31);
     }
+}
+
+/*
+ * RTR -> RTS -> RTS -> SQD -> SQD -> RTS with optional attributes; the
+ * earlier transitions' attributes are kept.
+ */
+static void qp_check_rts_sqd(QRdmaSession *d, uint32_t qp, uint8_t type)
+{
+    bool rc = type == RS_QPT_RC, uc = type == RS_QPT_UC;
+    bool connected = rc || uc;
+    struct rs_qp_attr a, q;
+    uint32_t mask;
 
     /* RTR -> RTS, with the optional CUR_STATE */
     std_attr(&a, RS_QPS_RTR, RS_QPS_RTS);
@@ -290,6 +274,47 @@ static void test_qp(void *obj, void *data, QGuestAllocator *alloc)
     std_attr(&a, RS_QPS_SQD, RS_QPS_RTS);
     RS_ASSERT_OK(qrs_modify_qp(d, qp, &a, RS_QP_ATTR_STATE));
     g_assert_cmpuint(qp_state(d, qp), ==, RS_QPS_RTS);
+}
+
+static void test_qp(void *obj, void *data, QGuestAllocator *alloc)
+{
+    uint8_t type = *(uint8_t *)data;
+    bool gsi = type == RS_QPT_GSI;
+    uint32_t first = gsi ? RS_GSI_QPN : 2;
+    QRdmaSession *d = admin_setup(obj);
+    struct rs_cmd_create_qp c;
+    struct rs_qp_attr a, q;
+    uint32_t pd, scq, rcq, qp, qpn, h, h2;
+
+    add_gid_v4(d, 0, 1);
+    pd = new_pd(d);
+    scq = new_cq(d, 4);
+    rcq = new_cq(d, 5);
+
+    /* Largest SGE and inline sizes, last doorbell page. */
+    qp_template(d, &c, type, pd, scq, rcq);
+    c.max_send_sge = RS_MAX_SGE;
+    c.max_recv_sge = RS_MAX_SGE;
+    c.max_inline = RS_MAX_INLINE;
+    c.sq_log_size = 1;
+    c.rq_log_size = 3;
+    c.uar = DEF_DB_PAGES - 1;
+    c.flags = RS_QP_F_SIGNAL_ALL;
+    g_assert_cmpuint(qrs_qp_sq_bytes(&c), ==, 512 << 1);
+    g_assert_cmpuint(qrs_qp_rq_bytes(&c), ==, 512 << 3);
+    c.sq_addr = qrs_alloc_zeroed(d, qrs_qp_sq_bytes(&c));
+    c.rq_addr = qrs_alloc_zeroed(d, qrs_qp_rq_bytes(&c));
+    RS_ASSERT_OK(qrs_create_qp(d, &c, &qp, &qpn));
+    g_assert_cmphex(qp, ==, HANDLE(0, first));
+    g_assert_cmpuint(qpn, ==, first);
+
+    RS_ASSERT_OK(qrs_query_qp(d, qp, &q));
+    g_assert_cmpuint(q.qp_state, ==, RS_QPS_RESET);
+    g_assert_cmpuint(q.cur_qp_state, ==, RS_QPS_RESET);
+    g_assert_cmpuint(q.qp_type, ==, type);
+
+    qp_check_to_rtr(d, qp, type);
+    qp_check_rts_sqd(d, qp, type);
 
     /* RTS -> ERR -> RESET -> INIT */
     std_attr(&a, RS_QPS_RTS, RS_QPS_ERR);
