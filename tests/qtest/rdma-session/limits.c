@@ -173,6 +173,105 @@ static void test_flr(void *obj, void *data, QGuestAllocator *alloc)
     assert_alive(d);
 }
 
+/*
+ * Responses aimed at the device's own registers, its MSI-X table, the
+ * doorbell BAR or nowhere: refused, and nothing of the device changes.
+ */
+static void dma_into_device(QRdmaSession *d, uint32_t qp)
+{
+    QTestState *qts = qrs_qts(d);
+    uint64_t msix = msix_table_addr(d);
+    uint8_t msix_before[DEF_NUM_MSIX * PCI_MSIX_ENTRY_SIZE];
+    uint8_t msix_after[sizeof(msix_before)];
+    uint32_t before[NREGS], after[NREGS];
+
+    /* The device's own registers are not memory. */
+    dump_regs(d, before);
+    RS_ASSERT_STATUS(query_at(d, RS_CMD_QUERY_DEVICE, 0, d->bar0.addr,
+                              sizeof(struct rs_device_attr)),
+                     RS_STATUS_BAD_ADDR);
+    RS_ASSERT_STATUS(query_at(d, RS_CMD_QUERY_DEVICE, 0,
+                              d->bar0.addr + A_RS_CTRL,
+                              sizeof(struct rs_device_attr)),
+                     RS_STATUS_BAD_ADDR);
+    RS_ASSERT_STATUS(query_at(d, RS_CMD_QUERY_PORT, 1,
+                              d->bar0.addr + A_RS_ADMQ_BASE_LO,
+                              sizeof(struct rs_port_attr)),
+                     RS_STATUS_BAD_ADDR);
+    RS_ASSERT_STATUS(query_at(d, RS_CMD_QUERY_QP, qp,
+                              d->bar0.addr + A_RS_ADMQ_DB,
+                              sizeof(struct rs_qp_attr)),
+                     RS_STATUS_BAD_ADDR);
+    dump_regs(d, after);
+    /* ADMQ_CI moved by the four commands, nothing else. */
+    g_assert_cmpuint(after[A_RS_ADMQ_CI / 4], ==,
+                     before[A_RS_ADMQ_CI / 4] + 4);
+    after[A_RS_ADMQ_CI / 4] = before[A_RS_ADMQ_CI / 4];
+    assert_regs_equal(before, after);
+
+    /* Nor are the MSI-X table and the doorbell BAR. */
+    qtest_memread(qts, msix, msix_before, sizeof(msix_before));
+    RS_ASSERT_STATUS(query_at(d, RS_CMD_QUERY_DEVICE, 0, msix,
+                              sizeof(struct rs_device_attr)),
+                     RS_STATUS_BAD_ADDR);
+    qtest_memread(qts, msix, msix_after, sizeof(msix_after));
+    g_assert_cmpmem(msix_before, sizeof(msix_before), msix_after,
+                    sizeof(msix_after));
+    RS_ASSERT_STATUS(query_at(d, RS_CMD_QUERY_DEVICE, 0, d->bar2.addr,
+                              sizeof(struct rs_device_attr)),
+                     RS_STATUS_BAD_ADDR);
+    RS_ASSERT_STATUS(query_at(d, RS_CMD_QUERY_DEVICE, 0, FAR_ADDR,
+                              sizeof(struct rs_device_attr)),
+                     RS_STATUS_BAD_ADDR);
+}
+
+static void dma_bus_master_off(QRdmaSession *d, uint64_t buf, uint32_t qp)
+{
+    QTestState *qts = qrs_qts(d);
+    struct rs_admin_cmd cmd;
+    struct rs_admin_cqe cqe, acq_before, acq_after;
+    struct rs_qp_attr a;
+    uint32_t index, ci;
+    uint16_t pci_cmd;
+
+    /*
+     * Bus mastering off: the device cannot read the command, so it
+     * writes neither a response nor a completion.
+     */
+    fill(d, buf, 0xa5, PAGE);
+    ci = qrs_readl(d, A_RS_ADMQ_CI);
+    g_assert_cmpuint(ci, ==, d->admq_pi);
+    qtest_memread(qts, d->acq + (ci & ((1u << d->admq_log) - 1)) *
+                  sizeof(cqe), &acq_before, sizeof(acq_before));
+    pci_cmd = qpci_config_readw(&d->dev, PCI_COMMAND);
+    qpci_config_writew(&d->dev, PCI_COMMAND, pci_cmd & ~PCI_COMMAND_MASTER);
+    cmd_init(&cmd, RS_CMD_QUERY_DEVICE);
+    cmd.query.resp_addr = buf;
+    cmd.query.resp_len = sizeof(struct rs_device_attr);
+    index = qrs_admin_submit(d, &cmd);
+    g_assert_false(qrs_admin_poll(d, index, &cqe, G_USEC_PER_SEC / 2));
+    qtest_memread(qts, d->acq + (ci & ((1u << d->admq_log) - 1)) *
+                  sizeof(cqe), &acq_after, sizeof(acq_after));
+    g_assert_cmpmem(&acq_before, sizeof(acq_before), &acq_after,
+                    sizeof(acq_after));
+    g_assert_true(is_filled(d, buf, 0xa5, PAGE));
+    g_assert_cmpuint(qrs_readl(d, A_RS_ADMQ_CI), ==, ci);
+    /* Failing to read a command is a DMA fatal error. */
+    g_assert_cmphex(qrs_readl(d, A_RS_STATUS) & R_RS_STATUS_FATAL_MASK, ==,
+                    R_RS_STATUS_FATAL_MASK);
+    g_assert_cmpuint(qrs_readl(d, A_RS_FATAL_CODE), ==, RS_FATAL_DMA);
+
+    /* Bus mastering back on: the fatal state stays until a reset. */
+    qpci_config_writew(&d->dev, PCI_COMMAND, pci_cmd);
+    g_assert_cmpuint(qrs_readl(d, A_RS_FATAL_CODE), ==, RS_FATAL_DMA);
+    g_assert_true(is_filled(d, buf, 0xa5, PAGE));
+    qrs_reset(d);
+    assert_power_on_regs(d, DEF_DB_PAGES, DEF_NUM_MSIX);
+    admin_setup(d);
+    RS_ASSERT_STATUS(qrs_query_qp(d, qp, &a), RS_STATUS_BAD_HANDLE);
+    assert_alive(d);
+}
+
 static void test_dma_containment(void *obj, void *data,
                                  QGuestAllocator *alloc)
 {
@@ -181,16 +280,11 @@ static void test_dma_containment(void *obj, void *data,
     uint64_t end = ram_end(d);
     uint64_t buf = qrs_alloc_zeroed(d, PAGE);
     uint64_t msix = msix_table_addr(d);
-    uint8_t msix_before[DEF_NUM_MSIX * PCI_MSIX_ENTRY_SIZE];
-    uint8_t msix_after[sizeof(msix_before)];
-    uint32_t before[NREGS], after[NREGS];
+    uint32_t after[NREGS];
     struct rs_cmd_create_qp c;
     struct rs_cmd_reg_mr mr = { 0 };
     struct rs_admin_cmd cmd;
-    struct rs_admin_cqe cqe, acq_before, acq_after;
-    struct rs_qp_attr a;
-    uint32_t pd, cq, qp, index, ci;
-    uint16_t pci_cmd;
+    uint32_t pd, cq, qp;
 
     add_gid_v4(d, 0, 1);
     pd = new_pd(d);
@@ -232,44 +326,7 @@ static void test_dma_containment(void *obj, void *data,
                      RS_STATUS_BAD_ADDR);
     g_assert_true(is_filled(d, end - 64, 0x5a, 64));
 
-    /* The device's own registers are not memory. */
-    dump_regs(d, before);
-    RS_ASSERT_STATUS(query_at(d, RS_CMD_QUERY_DEVICE, 0, d->bar0.addr,
-                              sizeof(struct rs_device_attr)),
-                     RS_STATUS_BAD_ADDR);
-    RS_ASSERT_STATUS(query_at(d, RS_CMD_QUERY_DEVICE, 0,
-                              d->bar0.addr + A_RS_CTRL,
-                              sizeof(struct rs_device_attr)),
-                     RS_STATUS_BAD_ADDR);
-    RS_ASSERT_STATUS(query_at(d, RS_CMD_QUERY_PORT, 1,
-                              d->bar0.addr + A_RS_ADMQ_BASE_LO,
-                              sizeof(struct rs_port_attr)),
-                     RS_STATUS_BAD_ADDR);
-    RS_ASSERT_STATUS(query_at(d, RS_CMD_QUERY_QP, qp,
-                              d->bar0.addr + A_RS_ADMQ_DB,
-                              sizeof(struct rs_qp_attr)),
-                     RS_STATUS_BAD_ADDR);
-    dump_regs(d, after);
-    /* ADMQ_CI moved by the four commands, nothing else. */
-    g_assert_cmpuint(after[A_RS_ADMQ_CI / 4], ==,
-                     before[A_RS_ADMQ_CI / 4] + 4);
-    after[A_RS_ADMQ_CI / 4] = before[A_RS_ADMQ_CI / 4];
-    assert_regs_equal(before, after);
-
-    /* Nor are the MSI-X table and the doorbell BAR. */
-    qtest_memread(qts, msix, msix_before, sizeof(msix_before));
-    RS_ASSERT_STATUS(query_at(d, RS_CMD_QUERY_DEVICE, 0, msix,
-                              sizeof(struct rs_device_attr)),
-                     RS_STATUS_BAD_ADDR);
-    qtest_memread(qts, msix, msix_after, sizeof(msix_after));
-    g_assert_cmpmem(msix_before, sizeof(msix_before), msix_after,
-                    sizeof(msix_after));
-    RS_ASSERT_STATUS(query_at(d, RS_CMD_QUERY_DEVICE, 0, d->bar2.addr,
-                              sizeof(struct rs_device_attr)),
-                     RS_STATUS_BAD_ADDR);
-    RS_ASSERT_STATUS(query_at(d, RS_CMD_QUERY_DEVICE, 0, FAR_ADDR,
-                              sizeof(struct rs_device_attr)),
-                     RS_STATUS_BAD_ADDR);
+    dma_into_device(d, qp);
 
     /* Reads: MODIFY_QP attributes from BAR0, MR pages in BAR0. */
     cmd_init(&cmd, RS_CMD_MODIFY_QP);
@@ -295,42 +352,7 @@ static void test_dma_containment(void *obj, void *data,
                     R_RS_STATUS_READY_MASK | R_RS_STATUS_LINK_UP_MASK);
     assert_alive(d);
 
-    /*
-     * Bus mastering off: the device cannot read the command, so it
-     * writes neither a response nor a completion.
-     */
-    fill(d, buf, 0xa5, PAGE);
-    ci = qrs_readl(d, A_RS_ADMQ_CI);
-    g_assert_cmpuint(ci, ==, d->admq_pi);
-    qtest_memread(qts, d->acq + (ci & ((1u << d->admq_log) - 1)) *
-                  sizeof(cqe), &acq_before, sizeof(acq_before));
-    pci_cmd = qpci_config_readw(&d->dev, PCI_COMMAND);
-    qpci_config_writew(&d->dev, PCI_COMMAND, pci_cmd & ~PCI_COMMAND_MASTER);
-    cmd_init(&cmd, RS_CMD_QUERY_DEVICE);
-    cmd.query.resp_addr = buf;
-    cmd.query.resp_len = sizeof(struct rs_device_attr);
-    index = qrs_admin_submit(d, &cmd);
-    g_assert_false(qrs_admin_poll(d, index, &cqe, G_USEC_PER_SEC / 2));
-    qtest_memread(qts, d->acq + (ci & ((1u << d->admq_log) - 1)) *
-                  sizeof(cqe), &acq_after, sizeof(acq_after));
-    g_assert_cmpmem(&acq_before, sizeof(acq_before), &acq_after,
-                    sizeof(acq_after));
-    g_assert_true(is_filled(d, buf, 0xa5, PAGE));
-    g_assert_cmpuint(qrs_readl(d, A_RS_ADMQ_CI), ==, ci);
-    /* Failing to read a command is a DMA fatal error. */
-    g_assert_cmphex(qrs_readl(d, A_RS_STATUS) & R_RS_STATUS_FATAL_MASK, ==,
-                    R_RS_STATUS_FATAL_MASK);
-    g_assert_cmpuint(qrs_readl(d, A_RS_FATAL_CODE), ==, RS_FATAL_DMA);
-
-    /* Bus mastering back on: the fatal state stays until a reset. */
-    qpci_config_writew(&d->dev, PCI_COMMAND, pci_cmd);
-    g_assert_cmpuint(qrs_readl(d, A_RS_FATAL_CODE), ==, RS_FATAL_DMA);
-    g_assert_true(is_filled(d, buf, 0xa5, PAGE));
-    qrs_reset(d);
-    assert_power_on_regs(d, DEF_DB_PAGES, DEF_NUM_MSIX);
-    admin_setup(d);
-    RS_ASSERT_STATUS(qrs_query_qp(d, qp, &a), RS_STATUS_BAD_HANDLE);
-    assert_alive(d);
+    dma_bus_master_off(d, buf, qp);
 }
 
 /*
@@ -386,23 +408,12 @@ static uint8_t reg_pages(QRdmaSession *d, uint32_t pd, uint64_t pages,
     return qrs_reg_mr(d, &c, lkey, NULL);
 }
 
-static void test_limits(void *obj, void *data, QGuestAllocator *alloc)
+/* Registers and QUERY_DEVICE/QUERY_PORT follow the properties. */
+static void limits_identity(QRdmaSession *d)
 {
-    QRdmaSession *d = obj;
-    uint64_t pages = qrs_alloc_zeroed(d, LIM_MR_PAGES * PAGE);
-    uint64_t ring = qrs_alloc_zeroed(d, sizeof(struct rs_cqe) << 4);
     struct rs_device_attr a;
     struct rs_port_attr p;
-    struct rs_cmd_create_qp c;
-    struct rs_cmd_create_ah ah;
-    struct rs_cmd_create_session sc;
-    struct rs_cmd_create_session_group gc = { 0 };
-    struct rs_cmd_add_gid g = { 0 };
-    struct rs_qp_attr attr;
-    uint32_t h[8], k1, k2, k3, k4, pd, cq, qp, s1;
-    int i;
 
-    /* Identity follows the properties. */
     g_assert_cmpuint(qrs_readl(d, A_RS_DB_PAGES), ==, LIM_DB_PAGES);
     g_assert_cmpuint(qrs_readl(d, A_RS_NUM_MSIX), ==, 1 + LIM_VECTORS);
     g_assert_cmpuint(qpci_msix_table_size(&d->dev), ==, 1 + LIM_VECTORS);
@@ -426,6 +437,51 @@ static void test_limits(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmpuint(p.max_mtu, ==, RS_MTU_1024);
     g_assert_cmpuint(p.active_mtu, ==, RS_MTU_1024);
     g_assert_cmpuint(p.gid_tbl_len, ==, LIM_GIDS);
+}
+
+/* MR translation entries (max-mr-pages), then MR slots. */
+static void limits_mr(QRdmaSession *d, uint32_t pd, uint64_t pages)
+{
+    uint32_t k1, k2, k3, k4;
+
+    RS_ASSERT_OK(reg_pages(d, pd, pages, 5, &k1));
+    RS_ASSERT_STATUS(reg_pages(d, pd, pages, 4, NULL),
+                     RS_STATUS_NO_RESOURCES);
+    RS_ASSERT_OK(reg_pages(d, pd, pages, 3, &k2));
+    RS_ASSERT_STATUS(reg_pages(d, pd, pages, 1, NULL),
+                     RS_STATUS_NO_RESOURCES);
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEREG_MR, k1));
+    RS_ASSERT_OK(reg_pages(d, pd, pages, 1, &k3));
+    g_assert_cmphex(k3 >> RS_MKEY_INDEX_SHIFT, ==, 1);
+    /* 4 entries free, but both MR slots are taken. */
+    RS_ASSERT_STATUS(reg_pages(d, pd, pages, 1, NULL),
+                     RS_STATUS_NO_RESOURCES);
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEREG_MR, k2));
+    RS_ASSERT_OK(reg_pages(d, pd, pages, LIM_MR_PAGES - 1, &k4));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEREG_MR, k3));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEREG_MR, k4));
+    RS_ASSERT_STATUS(reg_pages(d, pd, pages, LIM_MR_PAGES + 1, NULL),
+                     RS_STATUS_NO_RESOURCES);
+    RS_ASSERT_OK(reg_pages(d, pd, pages, LIM_MR_PAGES, &k1));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEREG_MR, k1));
+}
+
+static void test_limits(void *obj, void *data, QGuestAllocator *alloc)
+{
+    QRdmaSession *d = obj;
+    uint64_t pages = qrs_alloc_zeroed(d, LIM_MR_PAGES * PAGE);
+    uint64_t ring = qrs_alloc_zeroed(d, sizeof(struct rs_cqe) << 4);
+    struct rs_device_attr a;
+    struct rs_cmd_create_qp c;
+    struct rs_cmd_create_ah ah;
+    struct rs_cmd_create_session sc;
+    struct rs_cmd_create_session_group gc = { 0 };
+    struct rs_cmd_add_gid g = { 0 };
+    struct rs_qp_attr attr;
+    uint32_t h[8], pd, cq, qp, s1;
+    int i;
+
+    limits_identity(d);
 
     /* GIDs: the index is the slot, beyond max-gids is a bad parameter. */
     add_gid_v4(d, 0, 1);
@@ -486,27 +542,7 @@ static void test_limits(void *obj, void *data, QGuestAllocator *alloc)
     attr.path_mtu = RS_MTU_1024;
     RS_ASSERT_OK(qrs_modify_qp(d, qp, &attr, RC_RTR_MASK));
 
-    /* MR translation entries, then MR slots. */
-    RS_ASSERT_OK(reg_pages(d, pd, pages, 5, &k1));
-    RS_ASSERT_STATUS(reg_pages(d, pd, pages, 4, NULL),
-                     RS_STATUS_NO_RESOURCES);
-    RS_ASSERT_OK(reg_pages(d, pd, pages, 3, &k2));
-    RS_ASSERT_STATUS(reg_pages(d, pd, pages, 1, NULL),
-                     RS_STATUS_NO_RESOURCES);
-    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEREG_MR, k1));
-    RS_ASSERT_OK(reg_pages(d, pd, pages, 1, &k3));
-    g_assert_cmphex(k3 >> RS_MKEY_INDEX_SHIFT, ==, 1);
-    /* 4 entries free, but both MR slots are taken. */
-    RS_ASSERT_STATUS(reg_pages(d, pd, pages, 1, NULL),
-                     RS_STATUS_NO_RESOURCES);
-    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEREG_MR, k2));
-    RS_ASSERT_OK(reg_pages(d, pd, pages, LIM_MR_PAGES - 1, &k4));
-    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEREG_MR, k3));
-    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEREG_MR, k4));
-    RS_ASSERT_STATUS(reg_pages(d, pd, pages, LIM_MR_PAGES + 1, NULL),
-                     RS_STATUS_NO_RESOURCES);
-    RS_ASSERT_OK(reg_pages(d, pd, pages, LIM_MR_PAGES, &k1));
-    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEREG_MR, k1));
+    limits_mr(d, pd, pages);
 
     /* AHs */
     ah_template(&ah, pd, 0);

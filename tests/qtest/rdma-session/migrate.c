@@ -111,21 +111,103 @@ static void mig_build(QRdmaSession *d, MigObjects *m)
     qrs_msix_set_vector(d, 0, m->msi, 0x5eed0000, false);
 }
 
+/*
+ * On the destination: the handles of the source resolve (dead ones do
+ * not), references are still counted, and new objects take the next
+ * free index with the next generation.
+ */
+static void mig_check_handles(QRdmaSession *d, const MigObjects *m)
+{
+    struct rs_cmd_add_gid g = { 0 };
+    uint32_t h, lkey;
+
+    /* Old handles resolve; references are still counted. */
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_PD, m->pd1),
+                     RS_STATUS_BUSY);
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_PD, m->pd3),
+                     RS_STATUS_BUSY);
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_CQ, m->cq1),
+                     RS_STATUS_BUSY);
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_CQ, m->cq2),
+                     RS_STATUS_BUSY);
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_SESSION, m->s1),
+                     RS_STATUS_BUSY);
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_SESSION_GROUP, m->group),
+                     RS_STATUS_BUSY);
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DEL_GID, 0), RS_STATUS_BUSY);
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DEL_GID, 1), RS_STATUS_BUSY);
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_PD, m->pd2_dead),
+                     RS_STATUS_BAD_HANDLE);
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_QP, m->qp_dead),
+                     RS_STATUS_BAD_HANDLE);
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DEREG_MR, m->mr2_dead),
+                     RS_STATUS_BAD_HANDLE);
+
+    /* New objects take the next free index with the next generation. */
+    h = new_pd(d);
+    g_assert_cmphex(h, ==, HANDLE(1, HINDEX(m->pd2_dead)));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_PD, h));
+    h = new_qp(d, &m->tmpl);
+    g_assert_cmphex(h, ==, HANDLE(1, HINDEX(m->qp_dead)));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_QP, h));
+    lkey = reg_mr_ok(d, &m->mr_cmd);
+    g_assert_cmphex(lkey, ==, (m->mr2_dead & ~RS_MKEY_TAG_MASK) |
+                    ((m->mr2_dead + 1) & RS_MKEY_TAG_MASK));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEREG_MR, lkey));
+    h = new_cq(d, 4);
+    g_assert_cmphex(h, ==, HANDLE(0, 3));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_CQ, h));
+    h = new_session(d, 1, 40000);
+    g_assert_cmphex(h, ==, HANDLE(0, 3));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_SESSION, h));
+    g.index = 0;
+    gid_v4(g.gid, 10, 0, 0, 1);
+    RS_ASSERT_STATUS(qrs_add_gid(d, &g, NULL), RS_STATUS_EXISTS);
+    add_gid_v4(d, 2, 3);
+}
+
+/* Tear down in dependency order: everything goes. */
+static void mig_teardown(QRdmaSession *d, const MigObjects *m,
+                         const uint32_t *qps)
+{
+    struct rs_qp_attr q;
+    int i;
+
+    for (i = 0; i < 3; i++) {
+        RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_QP, qps[i]));
+        RS_ASSERT_STATUS(qrs_query_qp(d, qps[i], &q), RS_STATUS_BAD_HANDLE);
+    }
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_SESSION_GROUP, m->group));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_SESSION, m->s1));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_SESSION, m->s2));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEREG_MR, m->mr1));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEREG_MR, m->mr3));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_AH, m->ah));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_CQ, m->cq1));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_CQ, m->cq2));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_PD, m->pd1));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_PD, m->pd3));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEL_GID, 0));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEL_GID, 1));
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEL_GID, 2));
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_PD, m->pd1),
+                     RS_STATUS_BAD_HANDLE);
+}
+
 static void test_migrate(void *obj, void *data, QGuestAllocator *alloc)
 {
     QRdmaSession *src = obj;
     QTestState *from = qrs_qts(src);
     uint32_t regs_src[NREGS], regs_dst[NREGS];
-    struct rs_qp_attr q_src[3], q_dst[3], q;
+    struct rs_qp_attr q_src[3], q_dst[3];
     struct rs_admin_cmd cmd;
     struct rs_admin_cqe cqe;
     struct rs_device_attr attr;
-    struct rs_cmd_add_gid g = { 0 };
     QRdmaSession *d;
     QTestState *to;
     QPCIBus *bus;
     MigObjects m;
-    uint32_t qps[3], h, lkey, index;
+    uint32_t qps[3], index;
     int i;
 
     /* Small admin ring so that it has wrapped before migrating. */
@@ -188,70 +270,9 @@ static void test_migrate(void *obj, void *data, QGuestAllocator *alloc)
                         sizeof(q_dst[i]));
     }
 
-    /* Old handles resolve; references are still counted. */
-    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_PD, m.pd1),
-                     RS_STATUS_BUSY);
-    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_PD, m.pd3),
-                     RS_STATUS_BUSY);
-    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_CQ, m.cq1),
-                     RS_STATUS_BUSY);
-    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_CQ, m.cq2),
-                     RS_STATUS_BUSY);
-    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_SESSION, m.s1),
-                     RS_STATUS_BUSY);
-    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_SESSION_GROUP, m.group),
-                     RS_STATUS_BUSY);
-    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DEL_GID, 0), RS_STATUS_BUSY);
-    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DEL_GID, 1), RS_STATUS_BUSY);
-    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_PD, m.pd2_dead),
-                     RS_STATUS_BAD_HANDLE);
-    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_QP, m.qp_dead),
-                     RS_STATUS_BAD_HANDLE);
-    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DEREG_MR, m.mr2_dead),
-                     RS_STATUS_BAD_HANDLE);
+    mig_check_handles(d, &m);
 
-    /* New objects take the next free index with the next generation. */
-    h = new_pd(d);
-    g_assert_cmphex(h, ==, HANDLE(1, HINDEX(m.pd2_dead)));
-    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_PD, h));
-    h = new_qp(d, &m.tmpl);
-    g_assert_cmphex(h, ==, HANDLE(1, HINDEX(m.qp_dead)));
-    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_QP, h));
-    lkey = reg_mr_ok(d, &m.mr_cmd);
-    g_assert_cmphex(lkey, ==, (m.mr2_dead & ~RS_MKEY_TAG_MASK) |
-                    ((m.mr2_dead + 1) & RS_MKEY_TAG_MASK));
-    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEREG_MR, lkey));
-    h = new_cq(d, 4);
-    g_assert_cmphex(h, ==, HANDLE(0, 3));
-    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_CQ, h));
-    h = new_session(d, 1, 40000);
-    g_assert_cmphex(h, ==, HANDLE(0, 3));
-    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_SESSION, h));
-    g.index = 0;
-    gid_v4(g.gid, 10, 0, 0, 1);
-    RS_ASSERT_STATUS(qrs_add_gid(d, &g, NULL), RS_STATUS_EXISTS);
-    add_gid_v4(d, 2, 3);
-
-    /* Tear down in dependency order. */
-    for (i = 0; i < 3; i++) {
-        RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_QP, qps[i]));
-        RS_ASSERT_STATUS(qrs_query_qp(d, qps[i], &q), RS_STATUS_BAD_HANDLE);
-    }
-    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_SESSION_GROUP, m.group));
-    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_SESSION, m.s1));
-    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_SESSION, m.s2));
-    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEREG_MR, m.mr1));
-    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEREG_MR, m.mr3));
-    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_AH, m.ah));
-    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_CQ, m.cq1));
-    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_CQ, m.cq2));
-    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_PD, m.pd1));
-    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_PD, m.pd3));
-    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEL_GID, 0));
-    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEL_GID, 1));
-    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEL_GID, 2));
-    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_PD, m.pd1),
-                     RS_STATUS_BAD_HANDLE);
+    mig_teardown(d, &m, qps);
     g_assert_cmphex(qrs_readl(d, A_RS_STATUS), ==,
                     R_RS_STATUS_READY_MASK | R_RS_STATUS_LINK_UP_MASK);
 
@@ -338,6 +359,35 @@ static bool mig_load(const char *path, char **err)
     return ok;
 }
 
+/* The objects whose saved fields the corrupt-stream cases patch. */
+static void corrupt_build(QRdmaSession *d, struct rs_cmd_add_gid *g,
+                          struct rs_cmd_reg_mr *mr)
+{
+    struct rs_cmd_create_ah ah;
+    uint32_t pd, h;
+
+    /* GID 1 (fd00::7e, VNI 0x5a5a5a) with one reference: an AH. */
+    add_gid_v4(d, 0, 1);
+    g->gid[0] = 0xfd;
+    g->gid[15] = 0x7e;
+    g->index = 1;
+    g->type = RS_GID_ROCE_V2_IPV6;
+    g->vni = 0x5a5a5a;
+    RS_ASSERT_OK(qrs_add_gid(d, g, NULL));
+    pd = new_pd(d);
+    ah_template(&ah, pd, 1);
+    RS_ASSERT_OK(qrs_create_ah(d, &ah, &h));
+    /* An MR of 2 pages at a distinctive IOVA. */
+    mr->iova = 0x5a5a00000000ull;
+    mr->length = 2 * PAGE;
+    mr->npages = 2;
+    mr->pbl_addr = make_pbl(d, qrs_alloc_zeroed(d, 2 * PAGE), PAGE, 2);
+    mr->pd = pd;
+    mr->page_shift = 12;
+    mr->access = STD_ACCESS;
+    reg_mr_ok(d, mr);
+}
+
 static void test_migrate_corrupt(void *obj, void *data,
                                  QGuestAllocator *alloc)
 {
@@ -350,33 +400,13 @@ static void test_migrate_corrupt(void *obj, void *data,
     g_autofree uint8_t *stream = NULL;
     struct rs_cmd_add_gid g = { 0 };
     struct rs_cmd_reg_mr mr = { 0 };
-    struct rs_cmd_create_ah ah;
     MigPatch cases[4];
-    uint32_t pd, h, admq_cfg, acq_cfg, aeq_cfg;
+    uint32_t admq_cfg, acq_cfg, aeq_cfg;
     char *err = NULL;
     gsize len;
     int i;
 
-    /* GID 1 (fd00::7e, VNI 0x5a5a5a) with one reference: an AH. */
-    add_gid_v4(d, 0, 1);
-    g.gid[0] = 0xfd;
-    g.gid[15] = 0x7e;
-    g.index = 1;
-    g.type = RS_GID_ROCE_V2_IPV6;
-    g.vni = 0x5a5a5a;
-    RS_ASSERT_OK(qrs_add_gid(d, &g, NULL));
-    pd = new_pd(d);
-    ah_template(&ah, pd, 1);
-    RS_ASSERT_OK(qrs_create_ah(d, &ah, &h));
-    /* An MR of 2 pages at a distinctive IOVA. */
-    mr.iova = 0x5a5a00000000ull;
-    mr.length = 2 * PAGE;
-    mr.npages = 2;
-    mr.pbl_addr = make_pbl(d, qrs_alloc_zeroed(d, 2 * PAGE), PAGE, 2);
-    mr.pd = pd;
-    mr.page_shift = 12;
-    mr.access = STD_ACCESS;
-    reg_mr_ok(d, &mr);
+    corrupt_build(d, &g, &mr);
     admq_cfg = qrs_readl(d, A_RS_ADMQ_CFG);
     acq_cfg = qrs_readl(d, A_RS_ACQ_CFG);
     aeq_cfg = qrs_readl(d, A_RS_AEQ_CFG);

@@ -491,6 +491,59 @@ static void test_ah(void *obj, void *data, QGuestAllocator *alloc)
     assert_alive(d);
 }
 
+/*
+ * An RC QP created in group @g1, rebound to @g2 at RESET -> INIT, to a new
+ * group *@g3 of s[0] and s[1] (in g1's slot, which the rebinding freed)
+ * at RTR -> RTS and back to @g2 at RTS -> RTS; returns the QP.
+ */
+static uint32_t session_rebind_qp(QRdmaSession *d, uint32_t pd, uint32_t cq,
+                                  uint32_t g1, uint32_t g2, const uint32_t *s,
+                                  uint32_t *g3)
+{
+    struct rs_cmd_create_qp c;
+    struct rs_qp_attr a, q;
+    uint32_t qp;
+
+    /* A QP created in a group; rebinding with MODIFY_QP. */
+    qp_template(d, &c, RS_QPT_RC, pd, cq, cq);
+    c.session_group = g1;
+    qp = new_qp(d, &c);
+    RS_ASSERT_OK(qrs_query_qp(d, qp, &q));
+    g_assert_cmphex(q.session_group, ==, g1);
+
+    std_attr(&a, RS_QPS_RESET, RS_QPS_INIT);
+    a.session_group = g2;
+    RS_ASSERT_OK(qrs_modify_qp(d, qp, &a, RC_INIT_MASK |
+                               RS_QP_ATTR_SESSION_GROUP));
+    RS_ASSERT_OK(qrs_query_qp(d, qp, &q));
+    g_assert_cmpuint(q.qp_state, ==, RS_QPS_INIT);
+    g_assert_cmphex(q.session_group, ==, g2);
+    /* g1 is no longer bound. */
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_SESSION_GROUP, g1));
+    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_SESSION_GROUP, g1),
+                     RS_STATUS_BAD_HANDLE);
+    *g3 = new_group(d, RS_GROUP_ROUND_ROBIN, s[0], s[1]);
+    g_assert_cmphex(*g3, ==, HANDLE(1, 1));
+
+    /* INIT -> RTR -> RTS, rebinding to g3 on the way to RTS. */
+    std_attr(&a, RS_QPS_INIT, RS_QPS_RTR);
+    RS_ASSERT_OK(qrs_modify_qp(d, qp, &a, RC_RTR_MASK));
+    std_attr(&a, RS_QPS_RTR, RS_QPS_RTS);
+    a.session_group = *g3;
+    RS_ASSERT_OK(qrs_modify_qp(d, qp, &a, RC_RTS_MASK |
+                               RS_QP_ATTR_SESSION_GROUP));
+    RS_ASSERT_OK(qrs_query_qp(d, qp, &q));
+    g_assert_cmpuint(q.qp_state, ==, RS_QPS_RTS);
+    g_assert_cmphex(q.session_group, ==, *g3);
+    /* RTS -> RTS back to g2. */
+    std_attr(&a, RS_QPS_RTS, RS_QPS_RTS);
+    a.session_group = g2;
+    RS_ASSERT_OK(qrs_modify_qp(d, qp, &a, RS_QP_ATTR_SESSION_GROUP));
+    RS_ASSERT_OK(qrs_query_qp(d, qp, &q));
+    g_assert_cmphex(q.session_group, ==, g2);
+    return qp;
+}
+
 static void test_session(void *obj, void *data, QGuestAllocator *alloc)
 {
     QRdmaSession *d = admin_setup(obj);
@@ -519,45 +572,9 @@ static void test_session(void *obj, void *data, QGuestAllocator *alloc)
     g2 = new_group(d, RS_GROUP_ACTIVE_BACKUP, h, 0);
     g_assert_cmphex(g2, ==, HANDLE(0, 2));
 
-    /* A QP created in a group; rebinding with MODIFY_QP. */
     pd = new_pd(d);
     cq = new_cq(d, 4);
-    qp_template(d, &c, RS_QPT_RC, pd, cq, cq);
-    c.session_group = g1;
-    qp = new_qp(d, &c);
-    RS_ASSERT_OK(qrs_query_qp(d, qp, &q));
-    g_assert_cmphex(q.session_group, ==, g1);
-
-    std_attr(&a, RS_QPS_RESET, RS_QPS_INIT);
-    a.session_group = g2;
-    RS_ASSERT_OK(qrs_modify_qp(d, qp, &a, RC_INIT_MASK |
-                               RS_QP_ATTR_SESSION_GROUP));
-    RS_ASSERT_OK(qrs_query_qp(d, qp, &q));
-    g_assert_cmpuint(q.qp_state, ==, RS_QPS_INIT);
-    g_assert_cmphex(q.session_group, ==, g2);
-    /* g1 is no longer bound. */
-    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_SESSION_GROUP, g1));
-    RS_ASSERT_STATUS(qrs_destroy(d, RS_CMD_DESTROY_SESSION_GROUP, g1),
-                     RS_STATUS_BAD_HANDLE);
-    g3 = new_group(d, RS_GROUP_ROUND_ROBIN, s[0], s[1]);
-    g_assert_cmphex(g3, ==, HANDLE(1, 1));
-
-    /* INIT -> RTR -> RTS, rebinding to g3 on the way to RTS. */
-    std_attr(&a, RS_QPS_INIT, RS_QPS_RTR);
-    RS_ASSERT_OK(qrs_modify_qp(d, qp, &a, RC_RTR_MASK));
-    std_attr(&a, RS_QPS_RTR, RS_QPS_RTS);
-    a.session_group = g3;
-    RS_ASSERT_OK(qrs_modify_qp(d, qp, &a, RC_RTS_MASK |
-                               RS_QP_ATTR_SESSION_GROUP));
-    RS_ASSERT_OK(qrs_query_qp(d, qp, &q));
-    g_assert_cmpuint(q.qp_state, ==, RS_QPS_RTS);
-    g_assert_cmphex(q.session_group, ==, g3);
-    /* RTS -> RTS back to g2. */
-    std_attr(&a, RS_QPS_RTS, RS_QPS_RTS);
-    a.session_group = g2;
-    RS_ASSERT_OK(qrs_modify_qp(d, qp, &a, RS_QP_ATTR_SESSION_GROUP));
-    RS_ASSERT_OK(qrs_query_qp(d, qp, &q));
-    g_assert_cmphex(q.session_group, ==, g2);
+    qp = session_rebind_qp(d, pd, cq, g1, g2, s, &g3);
 
     /* A UD QP bound at RESET -> INIT. */
     qp_template(d, &c, RS_QPT_UD, pd, cq, cq);
@@ -764,61 +781,61 @@ static void test_cq_full_max(void *obj, void *data, QGuestAllocator *alloc)
     assert_alive(d);
 }
 
-static void test_srq(void *obj, void *data, QGuestAllocator *alloc)
+/* CREATE_SRQ with each bad field of the good command @c. */
+static void srq_bad_create(QRdmaSession *d, const struct rs_cmd_create_srq *c,
+                           uint32_t pd)
 {
-    QRdmaSession *d = admin_setup(obj);
-    struct rs_cmd_create_srq c, b;
-    struct rs_cmd_create_qp q;
-    uint32_t pd, pd2, cq, srq, h, qp, moved, pi = 0;
-    uint64_t ring2;
-    uint8_t wqe[64], wqe2[64];
-    int i;
+    struct rs_cmd_create_srq b;
+    uint32_t h;
 
-    add_gid_v4(d, 0, 1);
-    pd = new_pd(d);
-    pd2 = new_pd(d);
-    cq = new_cq(d, 4);
-    srq_template(d, &c, pd, 3, 2);
-    c.srq_limit = 2;
-    RS_ASSERT_OK(qrs_create_srq(d, &c, &srq));
-    g_assert_cmpuint(HINDEX(srq), ==, 1);
-
-    /* Bad CREATE_SRQ inputs. */
-    b = c;
+    b = *c;
     b.pd = HINDEX(pd) | 0x7f000000;
     RS_ASSERT_STATUS(qrs_create_srq(d, &b, &h), RS_STATUS_BAD_HANDLE);
-    b = c;
+    b = *c;
     b.log_size = 0;
     RS_ASSERT_STATUS(qrs_create_srq(d, &b, &h), RS_STATUS_BAD_SIZE);
     b.log_size = RS_MAX_WQ_LOG + 1;
     RS_ASSERT_STATUS(qrs_create_srq(d, &b, &h), RS_STATUS_BAD_SIZE);
-    b = c;
+    b = *c;
     b.max_sge = 0;
     RS_ASSERT_STATUS(qrs_create_srq(d, &b, &h), RS_STATUS_BAD_PARAM);
     b.max_sge = RS_MAX_SGE + 1;
     RS_ASSERT_STATUS(qrs_create_srq(d, &b, &h), RS_STATUS_BAD_PARAM);
-    b = c;
+    b = *c;
     b.uar = DEF_DB_PAGES;
     RS_ASSERT_STATUS(qrs_create_srq(d, &b, &h), RS_STATUS_BAD_PARAM);
-    b = c;
+    b = *c;
     b.rsvd0 = 1;
     RS_ASSERT_STATUS(qrs_create_srq(d, &b, &h), RS_STATUS_BAD_PARAM);
-    b = c;
+    b = *c;
     b.ring_addr = 0;
     RS_ASSERT_STATUS(qrs_create_srq(d, &b, &h), RS_STATUS_BAD_ADDR);
-    b.ring_addr = c.ring_addr + 8;
+    b.ring_addr = c->ring_addr + 8;
     RS_ASSERT_STATUS(qrs_create_srq(d, &b, &h), RS_STATUS_BAD_ALIGN);
     b.ring_addr = ram_end(d) - 64;
     RS_ASSERT_STATUS(qrs_create_srq(d, &b, &h), RS_STATUS_BAD_ADDR);
-    b = c;
+    b = *c;
     b.srq_limit = 8;
     RS_ASSERT_STATUS(qrs_create_srq(d, &b, &h), RS_STATUS_BAD_PARAM);
+}
+
+/*
+ * MODIFY_SRQ of SRQ @srq (created from @c): bad handles, masks and
+ * limits, then a resize that moves the posted WQEs.
+ */
+static void srq_modify_resize(QRdmaSession *d,
+                              const struct rs_cmd_create_srq *c, uint32_t srq)
+{
+    uint64_t ring2;
+    uint8_t wqe[64], wqe2[64];
+    uint32_t moved, pi = 0;
+    int i;
 
     /* MODIFY_SRQ: handles, mask, limit. */
     RS_ASSERT_STATUS(qrs_modify_srq(d, 0, RS_SRQ_ATTR_LIMIT, 1, 0, 0, NULL),
                      RS_STATUS_BAD_HANDLE);
     RS_ASSERT_STATUS(qrs_modify_srq(d, srq + (1u << RS_HANDLE_GEN_SHIFT),
-                                RS_SRQ_ATTR_LIMIT, 1, 0, 0, NULL),
+                                    RS_SRQ_ATTR_LIMIT, 1, 0, 0, NULL),
                      RS_STATUS_BAD_HANDLE);
     RS_ASSERT_STATUS(qrs_modify_srq(d, srq, 0, 1, 0, 0, NULL),
                      RS_STATUS_BAD_ATTR_MASK);
@@ -831,24 +848,24 @@ static void test_srq(void *obj, void *data, QGuestAllocator *alloc)
 
     /* Resize: the three posted WQEs move to the start of the new ring. */
     for (i = 0; i < 3; i++) {
-        srq_post(d, &c, srq, &pi, 0x50 + i, 0x1000 * i, 64, 0x100 + i);
+        srq_post(d, c, srq, &pi, 0x50 + i, 0x1000 * i, 64, 0x100 + i);
     }
     ring2 = qrs_alloc_zeroed(d, (size_t)qrs_recv_stride(2) << 4);
     RS_ASSERT_STATUS(qrs_modify_srq(d, srq, RS_SRQ_ATTR_MAX_WR, 0, ring2, 1,
-                                NULL), RS_STATUS_BAD_SIZE);
+                                    NULL), RS_STATUS_BAD_SIZE);
     RS_ASSERT_STATUS(qrs_modify_srq(d, srq, RS_SRQ_ATTR_MAX_WR, 0,
-                                c.ring_addr + 64, 4, NULL),
+                                    c->ring_addr + 64, 4, NULL),
                      RS_STATUS_BAD_SIZE);
     RS_ASSERT_STATUS(qrs_modify_srq(d, srq, RS_SRQ_ATTR_MAX_WR, 0, ring2 + 8, 4,
-                                NULL), RS_STATUS_BAD_ALIGN);
+                                    NULL), RS_STATUS_BAD_ALIGN);
     RS_ASSERT_STATUS(qrs_modify_srq(d, srq, RS_SRQ_ATTR_MAX_WR |
-                                RS_SRQ_ATTR_LIMIT, 16, ring2, 4, NULL),
+                                    RS_SRQ_ATTR_LIMIT, 16, ring2, 4, NULL),
                      RS_STATUS_BAD_PARAM);
     RS_ASSERT_OK(qrs_modify_srq(d, srq, RS_SRQ_ATTR_MAX_WR | RS_SRQ_ATTR_LIMIT,
-                            15, ring2, 4, &moved));
+                                15, ring2, 4, &moved));
     g_assert_cmpuint(moved, ==, 3);
     for (i = 0; i < 3; i++) {
-        qtest_memread(qrs_qts(d), c.ring_addr + i * qrs_recv_stride(2), wqe,
+        qtest_memread(qrs_qts(d), c->ring_addr + i * qrs_recv_stride(2), wqe,
                       sizeof(wqe));
         qtest_memread(qrs_qts(d), ring2 + i * qrs_recv_stride(2), wqe2,
                       sizeof(wqe2));
@@ -856,6 +873,28 @@ static void test_srq(void *obj, void *data, QGuestAllocator *alloc)
     }
     g_assert_true(is_filled(d, ring2 + 3 * qrs_recv_stride(2), 0,
                             13 * qrs_recv_stride(2)));
+}
+
+static void test_srq(void *obj, void *data, QGuestAllocator *alloc)
+{
+    QRdmaSession *d = admin_setup(obj);
+    struct rs_cmd_create_srq c;
+    struct rs_cmd_create_qp q;
+    uint32_t pd, pd2, cq, srq, h, qp;
+    int i;
+
+    add_gid_v4(d, 0, 1);
+    pd = new_pd(d);
+    pd2 = new_pd(d);
+    cq = new_cq(d, 4);
+    srq_template(d, &c, pd, 3, 2);
+    c.srq_limit = 2;
+    RS_ASSERT_OK(qrs_create_srq(d, &c, &srq));
+    g_assert_cmpuint(HINDEX(srq), ==, 1);
+
+    srq_bad_create(d, &c, pd);
+
+    srq_modify_resize(d, &c, srq);
 
     /* QPs on the SRQ. */
     qp_template(d, &q, RS_QPT_RC, pd, cq, cq);

@@ -499,6 +499,76 @@ static void edit_to_ud_qp(uint8_t *f, size_t *len)
     stl_be_p(f + ROCE_BTH + 4, bad_ud_qpn);
 }
 
+/* B's LAN receive ring: frames that are not RoCE land there. */
+/* B's LAN receive ring, @n buffers posted: frames not RoCE land there. */
+static void bad_frames_lan_ring(Pair *pr, LanEnv *lan, uint64_t *lanbuf,
+                                int n)
+{
+    int i;
+
+    memset(lan, 0, sizeof(*lan));
+    lan->d = pr->p[1].d;
+    lan->fd = pr->fd[1];
+    lan_ring_init(lan, &lan->rx, RS_LAN_RXQ, 3, LAN_RX_VECTOR);
+    for (i = 0; i < n; i++) {
+        lanbuf[i] = lan_rx_buf(lan, LAN_BUF_SIZE);
+        lan_post(lan, &lan->rx, lanbuf[i], LAN_BUF_SIZE, 0);
+    }
+    lan_doorbell(lan, &lan->rx);
+}
+
+static void bad_frames_write_middle(Pair *pr, LoopQp q[2])
+{
+    Peer *a = &pr->p[0], *b = &pr->p[1];
+    struct rs_sge sge;
+    struct rs_cqe cqe;
+    GByteArray *g, *r;
+    uint32_t psn;
+
+    /*
+     * A WRITE MIDDLE where no WRITE is in progress, at the expected PSN:
+     * an invalid request NAK, and B's QP goes to the error state.
+     */
+    pr->hold[0] = pr->hold[1] = true;
+    sge = peer_sge(a, 0x1000, 1024);
+    pair_post(pr, 0, &q[0], RS_WR_RDMA_WRITE, 0xa2, &sge, 1,
+              b->buf + 0x5000, b->key[0], 0);
+    g = pair_take(pr, 0);
+    psn = ldl_be_p(g->data + ROCE_BTH + 8) & 0xffffff;
+    pair_inject_edit(pr, g, edit_write_middle, true);
+    r = pair_take(pr, 1);
+    g_assert_cmphex(r->data[ROCE_BTH], ==, OP_ACK);
+    g_assert_cmphex(r->data[ROCE_EXT], ==, AETH_NAK_INV_REQ);
+    g_assert_cmphex(ldl_be_p(r->data + ROCE_BTH + 8) & 0xffffff, ==, psn);
+    g_assert_cmpuint(qp_state(b->d, q[1].h), ==, RS_QPS_ERR);
+    /* The NAK ends A's request too; the genuine one finds B's QP shut. */
+    pr->hold[0] = pr->hold[1] = false;
+    pair_inject(pr, 0, r->data, r->len);
+    g_byte_array_unref(r);
+    pair_poll(pr, 0, &cqe);
+    assert_cqe(&cqe, 0xa2, RS_WC_REM_INV_REQ_ERR, RS_WR_RDMA_WRITE,
+               q[0].qpn);
+    g_assert_cmpuint(qp_state(a->d, q[0].h), ==, RS_QPS_ERR);
+    pair_log_reset(pr);
+    pair_inject(pr, 1, g->data, g->len);
+    g_byte_array_unref(g);
+    /* A SEND on another pair after it: B's only answer is its ACK. */
+    pair_rc(pr, q, 0, STD_ACCESS);
+    sge = peer_sge(b, 0x6000, 16);
+    eng_post_recv(b->d, &q[1], 0xb1, &sge, 1);
+    sge = peer_sge(a, 0x1000, 16);
+    pair_post(pr, 0, &q[0], RS_WR_SEND, 0xa3, &sge, 1, 0, 0, 0);
+    pair_poll(pr, 1, &cqe);
+    assert_cqe(&cqe, 0xb1, RS_WC_SUCCESS, RS_WR_RECV, q[1].qpn);
+    pair_poll(pr, 0, &cqe);
+    assert_cqe(&cqe, 0xa3, RS_WC_SUCCESS, RS_WR_SEND, q[0].qpn);
+    PAIR_EXPECT_OPS(pr, 1, OP_ACK);
+    img_move(b, 0x6000, a, 0x1000, 16);
+    pair_cq_empty(pr, 1);
+    peer_check(a);
+    peer_check(b);
+}
+
 static void test_engine_pair_bad_frames(void *obj, void *data,
                                         QGuestAllocator *alloc)
 {
@@ -519,16 +589,7 @@ static void test_engine_pair_bad_frames(void *obj, void *data,
     pair_qp(&pr, 1, &ud, RS_QPT_UD, b->pd);
     qp_walk(b->d, ud.h, RS_QPT_UD, RS_QPS_RTS);
     bad_ud_qpn = ud.qpn;
-    /* B's LAN receive ring: frames that are not RoCE land there. */
-    memset(&lan, 0, sizeof(lan));
-    lan.d = b->d;
-    lan.fd = pr.fd[1];
-    lan_ring_init(&lan, &lan.rx, RS_LAN_RXQ, 3, LAN_RX_VECTOR);
-    for (i = 0; i < ARRAY_SIZE(lanbuf); i++) {
-        lanbuf[i] = lan_rx_buf(&lan, LAN_BUF_SIZE);
-        lan_post(&lan, &lan.rx, lanbuf[i], LAN_BUF_SIZE, 0);
-    }
-    lan_doorbell(&lan, &lan.rx);
+    bad_frames_lan_ring(&pr, &lan, lanbuf, ARRAY_SIZE(lanbuf));
 
     /* The genuine RDMA WRITE of 300 bytes, kept off the wire for now. */
     pr.hold[0] = pr.hold[1] = true;
@@ -607,49 +668,8 @@ static void test_engine_pair_bad_frames(void *obj, void *data,
     img_move(b, 0x4000, a, 0x800, 2000);
     peer_check(b);
 
-    /*
-     * A WRITE MIDDLE where no WRITE is in progress, at the expected PSN:
-     * an invalid request NAK, and B's QP goes to the error state.
-     */
-    pr.hold[0] = pr.hold[1] = true;
-    sge = peer_sge(a, 0x1000, 1024);
-    pair_post(&pr, 0, &q[0], RS_WR_RDMA_WRITE, 0xa2, &sge, 1,
-              b->buf + 0x5000, b->key[0], 0);
     g_byte_array_unref(g);
-    g = pair_take(&pr, 0);
-    psn = ldl_be_p(g->data + ROCE_BTH + 8) & 0xffffff;
-    pair_inject_edit(&pr, g, edit_write_middle, true);
-    r = pair_take(&pr, 1);
-    g_assert_cmphex(r->data[ROCE_BTH], ==, OP_ACK);
-    g_assert_cmphex(r->data[ROCE_EXT], ==, AETH_NAK_INV_REQ);
-    g_assert_cmphex(ldl_be_p(r->data + ROCE_BTH + 8) & 0xffffff, ==, psn);
-    g_assert_cmpuint(qp_state(b->d, q[1].h), ==, RS_QPS_ERR);
-    /* The NAK ends A's request too; the genuine one finds B's QP shut. */
-    pr.hold[0] = pr.hold[1] = false;
-    pair_inject(&pr, 0, r->data, r->len);
-    g_byte_array_unref(r);
-    pair_poll(&pr, 0, &cqe);
-    assert_cqe(&cqe, 0xa2, RS_WC_REM_INV_REQ_ERR, RS_WR_RDMA_WRITE,
-               q[0].qpn);
-    g_assert_cmpuint(qp_state(a->d, q[0].h), ==, RS_QPS_ERR);
-    pair_log_reset(&pr);
-    pair_inject(&pr, 1, g->data, g->len);
-    g_byte_array_unref(g);
-    /* A SEND on another pair after it: B's only answer is its ACK. */
-    pair_rc(&pr, q, 0, STD_ACCESS);
-    sge = peer_sge(b, 0x6000, 16);
-    eng_post_recv(b->d, &q[1], 0xb1, &sge, 1);
-    sge = peer_sge(a, 0x1000, 16);
-    pair_post(&pr, 0, &q[0], RS_WR_SEND, 0xa3, &sge, 1, 0, 0, 0);
-    pair_poll(&pr, 1, &cqe);
-    assert_cqe(&cqe, 0xb1, RS_WC_SUCCESS, RS_WR_RECV, q[1].qpn);
-    pair_poll(&pr, 0, &cqe);
-    assert_cqe(&cqe, 0xa3, RS_WC_SUCCESS, RS_WR_SEND, q[0].qpn);
-    PAIR_EXPECT_OPS(&pr, 1, OP_ACK);
-    img_move(b, 0x6000, a, 0x1000, 16);
-    pair_cq_empty(&pr, 1);
-    peer_check(a);
-    peer_check(b);
+    bad_frames_write_middle(&pr, q);
     pair_teardown(&pr);
 }
 
