@@ -229,16 +229,45 @@ static uint32_t fr_bad_local_ops(Loop *l, uint32_t upd, uint32_t ppd2,
     return f.key;
 }
 
-static void test_engine_fast_reg(void *obj, void *data,
-                                 QGuestAllocator *alloc)
+/*
+ * Fast-registration MRs for kernel PDs only, of 1 .. RS_MAX_FRMR_PAGES
+ * slots and no pages; a kernel PD's QP rings doorbell page 0 only.
+ */
+static void fr_bad_alloc(Loop *l, uint32_t upd)
 {
-    Loop l;
     struct rs_cmd_reg_mr bad = {
         .npages = 4, .page_shift = 12, .flags = RS_MR_F_FAST_REG,
     };
     struct rs_cmd_create_qp qc;
+    uint32_t h;
+
+    /* Allocation: kernel PDs only, 1 .. RS_MAX_FRMR_PAGES slots, no pages. */
+    bad.pd = upd;
+    RS_ASSERT_STATUS(qrs_reg_mr(l->d, &bad, NULL, NULL), RS_STATUS_BAD_PD);
+    bad.pd = l->pd;
+    bad.npages = 0;
+    RS_ASSERT_STATUS(qrs_reg_mr(l->d, &bad, NULL, NULL), RS_STATUS_BAD_SIZE);
+    bad.npages = RS_MAX_FRMR_PAGES + 1;
+    RS_ASSERT_STATUS(qrs_reg_mr(l->d, &bad, NULL, NULL), RS_STATUS_BAD_SIZE);
+    bad.npages = 4;
+    bad.access = RS_ACCESS_LOCAL_WRITE;
+    RS_ASSERT_STATUS(qrs_reg_mr(l->d, &bad, NULL, NULL), RS_STATUS_BAD_PARAM);
+    bad.access = 0;
+    bad.pbl_addr = 0x1000;
+    RS_ASSERT_STATUS(qrs_reg_mr(l->d, &bad, NULL, NULL), RS_STATUS_BAD_PARAM);
+
+    /* A kernel PD's QP rings doorbell page 0 only. */
+    qp_template(l->d, &qc, RS_QPT_RC, l->pd, l->cq.h, l->cq.h);
+    qc.uar = 1;
+    RS_ASSERT_STATUS(qrs_create_qp(l->d, &qc, &h, NULL), RS_STATUS_BAD_PD);
+}
+
+static void test_engine_fast_reg(void *obj, void *data,
+                                 QGuestAllocator *alloc)
+{
+    Loop l;
     struct rs_cqe cqe;
-    uint32_t key, k1, k2, k3, upd, ppd2, mr2, h;
+    uint32_t key, k1, k2, k3, upd, ppd2, mr2;
     uint64_t pbl, rbuf;
 
     loop_setup_pd(&l, obj, RS_PD_F_PRIVILEGED);
@@ -246,25 +275,7 @@ static void test_engine_fast_reg(void *obj, void *data,
     RS_ASSERT_OK(qrs_create_pd_flags(l.d, RS_PD_F_PRIVILEGED, &ppd2));
     RS_ASSERT_STATUS(qrs_create_pd_flags(l.d, 2, NULL), RS_STATUS_BAD_PARAM);
 
-    /* Allocation: kernel PDs only, 1 .. RS_MAX_FRMR_PAGES slots, no pages. */
-    bad.pd = upd;
-    RS_ASSERT_STATUS(qrs_reg_mr(l.d, &bad, NULL, NULL), RS_STATUS_BAD_PD);
-    bad.pd = l.pd;
-    bad.npages = 0;
-    RS_ASSERT_STATUS(qrs_reg_mr(l.d, &bad, NULL, NULL), RS_STATUS_BAD_SIZE);
-    bad.npages = RS_MAX_FRMR_PAGES + 1;
-    RS_ASSERT_STATUS(qrs_reg_mr(l.d, &bad, NULL, NULL), RS_STATUS_BAD_SIZE);
-    bad.npages = 4;
-    bad.access = RS_ACCESS_LOCAL_WRITE;
-    RS_ASSERT_STATUS(qrs_reg_mr(l.d, &bad, NULL, NULL), RS_STATUS_BAD_PARAM);
-    bad.access = 0;
-    bad.pbl_addr = 0x1000;
-    RS_ASSERT_STATUS(qrs_reg_mr(l.d, &bad, NULL, NULL), RS_STATUS_BAD_PARAM);
-
-    /* A kernel PD's QP rings doorbell page 0 only. */
-    qp_template(l.d, &qc, RS_QPT_RC, l.pd, l.cq.h, l.cq.h);
-    qc.uar = 1;
-    RS_ASSERT_STATUS(qrs_create_qp(l.d, &qc, &h, NULL), RS_STATUS_BAD_PD);
+    fr_bad_alloc(&l, upd);
 
     key = fr_alloc(&l, l.pd, 4);
     mr2 = fr_alloc(&l, ppd2, 4);

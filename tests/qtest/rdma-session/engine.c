@@ -105,6 +105,45 @@ static void test_engine_loopback(void *obj, void *data,
     assert_alive(l.d);
 }
 
+/* A QP of @type on the loopback objects, in RESET. */
+static void loop_new_qp(Loop *l, LoopQp *q, uint8_t type)
+{
+    memset(q, 0, sizeof(*q));
+    qp_template(l->d, &q->c, type, l->pd, l->cq.h, l->cq.h);
+    q->h = new_qp(l->d, &q->c);
+    q->qpn = HINDEX(q->h);
+}
+
+/* @u and @v to RTS, connected to each other through IPv6 GID 2. */
+static void ipv6_connect(Loop *l, LoopQp *u, LoopQp *v, uint32_t grp)
+{
+    struct rs_qp_attr qa;
+    int i;
+
+    for (i = 0; i < 2; i++) {
+        LoopQp *q = i ? v : u;
+        static const uint8_t path[] = {
+            RS_QPS_RESET, RS_QPS_INIT, RS_QPS_RTR, RS_QPS_RTS,
+        };
+        int j;
+
+        for (j = 1; j < ARRAY_SIZE(path); j++) {
+            uint32_t mask = std_mask(RS_QPT_RC, path[j - 1], path[j]);
+
+            std_attr(&qa, path[j - 1], path[j]);
+            gid_v6(qa.ah.dgid, 0x70);
+            qa.ah.gid_index = 2;
+            qa.dest_qp_num = i ? u->qpn : v->qpn;
+            qa.rq_psn = qa.sq_psn = LOOP_PSN;
+            if (path[j] == RS_QPS_RTR) {
+                qa.session_group = grp;
+                mask |= RS_QP_ATTR_SESSION_GROUP;
+            }
+            RS_ASSERT_OK(qrs_modify_qp(l->d, q->h, &qa, mask));
+        }
+    }
+}
+
 /*
  * RoCEv2 over IPv6: two RC QPs over a link-local GID (loopback) and a UD
  * datagram whose receive GRH area is the IPv6 header itself.
@@ -117,14 +156,12 @@ static void test_engine_ipv6(void *obj, void *data, QGuestAllocator *alloc)
     struct rs_cmd_create_session sc;
     struct rs_send_wqe_ctrl w;
     struct rs_ah_attr a;
-    struct rs_qp_attr qa;
     struct rs_cqe cqe;
     uint8_t grh[RS_GRH_BYTES];
     LoopQp u, v;
     uint32_t s = 0, got = ~0u, grp;
     uint64_t av, rbuf;
     Loop l;
-    int i;
 
     loop_setup_pd(&l, obj, RS_PD_F_PRIVILEGED);
     gid_v6(g.gid, 0x70);
@@ -135,36 +172,9 @@ static void test_engine_ipv6(void *obj, void *data, QGuestAllocator *alloc)
     gid_v6(sc.dst_ip, 0x70);
     RS_ASSERT_OK(qrs_create_session(l.d, &sc, &s));
     grp = new_group(l.d, RS_GROUP_ROUND_ROBIN, s, 0);
-    memset(&u, 0, sizeof(u));
-    memset(&v, 0, sizeof(v));
-    qp_template(l.d, &u.c, RS_QPT_RC, l.pd, l.cq.h, l.cq.h);
-    qp_template(l.d, &v.c, RS_QPT_RC, l.pd, l.cq.h, l.cq.h);
-    u.h = new_qp(l.d, &u.c);
-    v.h = new_qp(l.d, &v.c);
-    u.qpn = HINDEX(u.h);
-    v.qpn = HINDEX(v.h);
-    for (i = 0; i < 2; i++) {
-        LoopQp *q = i ? &v : &u;
-        static const uint8_t path[] = {
-            RS_QPS_RESET, RS_QPS_INIT, RS_QPS_RTR, RS_QPS_RTS,
-        };
-        int j;
-
-        for (j = 1; j < ARRAY_SIZE(path); j++) {
-            uint32_t mask = std_mask(RS_QPT_RC, path[j - 1], path[j]);
-
-            std_attr(&qa, path[j - 1], path[j]);
-            gid_v6(qa.ah.dgid, 0x70);
-            qa.ah.gid_index = 2;
-            qa.dest_qp_num = i ? u.qpn : v.qpn;
-            qa.rq_psn = qa.sq_psn = LOOP_PSN;
-            if (path[j] == RS_QPS_RTR) {
-                qa.session_group = grp;
-                mask |= RS_QP_ATTR_SESSION_GROUP;
-            }
-            RS_ASSERT_OK(qrs_modify_qp(l.d, q->h, &qa, mask));
-        }
-    }
+    loop_new_qp(&l, &u, RS_QPT_RC);
+    loop_new_qp(&l, &v, RS_QPT_RC);
+    ipv6_connect(&l, &u, &v, grp);
 
     /* SEND of 3000 bytes (3 packets) and RDMA READ back, over IPv6. */
     loop_pattern(&l, l.src, 3000, 0x61);
@@ -187,14 +197,8 @@ static void test_engine_ipv6(void *obj, void *data, QGuestAllocator *alloc)
     loop_assert_same(&l, l.src, l.dst, 3000);
 
     /* UD from the IPv6 GID: the GRH area holds the IPv6 header. */
-    memset(&u, 0, sizeof(u));
-    memset(&v, 0, sizeof(v));
-    qp_template(l.d, &u.c, RS_QPT_UD, l.pd, l.cq.h, l.cq.h);
-    qp_template(l.d, &v.c, RS_QPT_UD, l.pd, l.cq.h, l.cq.h);
-    u.h = new_qp(l.d, &u.c);
-    v.h = new_qp(l.d, &v.c);
-    u.qpn = HINDEX(u.h);
-    v.qpn = HINDEX(v.h);
+    loop_new_qp(&l, &u, RS_QPT_UD);
+    loop_new_qp(&l, &v, RS_QPT_UD);
     qp_walk(l.d, u.h, RS_QPT_UD, RS_QPS_RTS);
     qp_walk(l.d, v.h, RS_QPT_UD, RS_QPS_RTS);
     memset(&a, 0, sizeof(a));
@@ -752,12 +756,53 @@ static void test_engine_flush(void *obj, void *data, QGuestAllocator *alloc)
     loop_poll_none(&l);
 }
 
+/*
+ * The SRQ of @c (limit 2) feeding QP b of the loopback pair, recreated
+ * on it, and a second pair c2 -> b2 whose b2 is on it too; returns it.
+ */
+static uint32_t srq_loop_setup(Loop *l, struct rs_cmd_create_srq *c,
+                               LoopQp *c2, LoopQp *b2)
+{
+    struct rs_cmd_create_qp q;
+    struct rs_qp_attr a;
+    uint32_t srq;
+
+    /* QP b and a second QP b2 take receive WQEs from one SRQ. */
+    srq_template(l->d, c, l->pd, 2, 1);
+    c->srq_limit = 2;
+    RS_ASSERT_OK(qrs_create_srq(l->d, c, &srq));
+    memset(b2, 0, sizeof(*b2));
+    qp_template(l->d, &b2->c, RS_QPT_RC, l->pd, l->cq.h, l->cq.h);
+    b2->c.srq = srq;
+    b2->c.rq_addr = 0;
+    b2->h = new_qp(l->d, &b2->c);
+    b2->qpn = HINDEX(b2->h);
+    loop_new_qp(l, c2, RS_QPT_RC);
+    loop_connect(l, c2, b2->qpn);
+    loop_connect(l, b2, c2->qpn);
+    /* QP b again, now on the SRQ: a new QP in its place. */
+    RS_ASSERT_OK(qrs_destroy(l->d, RS_CMD_DESTROY_QP, l->b.h));
+    q = l->b.c;
+    q.srq = srq;
+    q.rq_addr = 0;
+    l->b.c = q;
+    l->b.h = new_qp(l->d, &q);
+    l->b.qpn = HINDEX(l->b.h);
+    l->b.sq_pi = l->b.rq_pi = 0;
+    std_attr(&a, 0, RS_QPS_RESET);
+    RS_ASSERT_OK(qrs_modify_qp(l->d, l->a.h, &a, RS_QP_ATTR_STATE));
+    l->a.sq_pi = 0;
+    loop_connect(l, &l->a, l->b.qpn);
+    loop_connect(l, &l->b, l->a.qpn);
+    /* Its RQ doorbell names no receive queue: ignored. */
+    qrs_db_writel(l->d, 0, RS_DB_RQ, l->b.qpn | 1 << 16);
+    return srq;
+}
+
 static void test_engine_srq(void *obj, void *data, QGuestAllocator *alloc)
 {
     struct rs_cmd_create_srq c;
-    struct rs_cmd_create_qp q;
     struct rs_send_wqe_ctrl w;
-    struct rs_qp_attr a;
     struct rs_event ev;
     struct rs_cqe cqe;
     LoopQp c2, b2;
@@ -767,38 +812,7 @@ static void test_engine_srq(void *obj, void *data, QGuestAllocator *alloc)
 
     loop_setup(&l, obj);
 
-    /* QP b and a second QP b2 take receive WQEs from one SRQ. */
-    srq_template(l.d, &c, l.pd, 2, 1);
-    c.srq_limit = 2;
-    RS_ASSERT_OK(qrs_create_srq(l.d, &c, &srq));
-    memset(&b2, 0, sizeof(b2));
-    memset(&c2, 0, sizeof(c2));
-    qp_template(l.d, &b2.c, RS_QPT_RC, l.pd, l.cq.h, l.cq.h);
-    b2.c.srq = srq;
-    b2.c.rq_addr = 0;
-    b2.h = new_qp(l.d, &b2.c);
-    b2.qpn = HINDEX(b2.h);
-    qp_template(l.d, &c2.c, RS_QPT_RC, l.pd, l.cq.h, l.cq.h);
-    c2.h = new_qp(l.d, &c2.c);
-    c2.qpn = HINDEX(c2.h);
-    loop_connect(&l, &c2, b2.qpn);
-    loop_connect(&l, &b2, c2.qpn);
-    /* QP b again, now on the SRQ: a new QP in its place. */
-    RS_ASSERT_OK(qrs_destroy(l.d, RS_CMD_DESTROY_QP, l.b.h));
-    q = l.b.c;
-    q.srq = srq;
-    q.rq_addr = 0;
-    l.b.c = q;
-    l.b.h = new_qp(l.d, &q);
-    l.b.qpn = HINDEX(l.b.h);
-    l.b.sq_pi = l.b.rq_pi = 0;
-    std_attr(&a, 0, RS_QPS_RESET);
-    RS_ASSERT_OK(qrs_modify_qp(l.d, l.a.h, &a, RS_QP_ATTR_STATE));
-    l.a.sq_pi = 0;
-    loop_connect(&l, &l.a, l.b.qpn);
-    loop_connect(&l, &l.b, l.a.qpn);
-    /* Its RQ doorbell names no receive queue: ignored. */
-    qrs_db_writel(l.d, 0, RS_DB_RQ, l.b.qpn | 1 << 16);
+    srq = srq_loop_setup(&l, &c, &c2, &b2);
 
     fill(l.d, l.dst, 0xee, LOOP_BUF);
     for (i = 0; i < 4; i++) {
@@ -859,12 +873,8 @@ static void test_engine_srq(void *obj, void *data, QGuestAllocator *alloc)
      * QP b's invalid request error, then, on the SRQ in ERR: Last WQE
      * Reached, no receive flush.
      */
-    g_assert_true(qrs_aeq_poll(l.d, &ev, RS_QOS_TIMEOUT_US));
-    g_assert_cmpuint(ev.type, ==, RS_EV_QP_REQ_ERR);
-    g_assert_cmphex(ev.handle, ==, l.b.h);
-    g_assert_true(qrs_aeq_poll(l.d, &ev, RS_QOS_TIMEOUT_US));
-    g_assert_cmpuint(ev.type, ==, RS_EV_QP_LAST_WQE_REACHED);
-    g_assert_cmphex(ev.handle, ==, l.b.h);
+    expect_event(l.d, RS_EV_QP_REQ_ERR, l.b.h);
+    expect_event(l.d, RS_EV_QP_LAST_WQE_REACHED, l.b.h);
     srq_post(l.d, &c, srq, &pi, 0x74, l.dst, 1024, l.dst_key);
     loop_poll_none(&l);
 

@@ -563,12 +563,52 @@ static void lan_tx_bad_descs(LanEnv *e, uint64_t buf, uint64_t big,
     }
 }
 
+/*
+ * RX: a buffer outside guest RAM or too small completes with ERR and the
+ * frame goes to the next; doorbells beyond the ring or from another page
+ * are ignored.  @f: an 80-byte frame.
+ */
+static void lan_rx_bad_bufs(LanEnv *e, const uint8_t *f)
+{
+    uint64_t rxbuf;
+    uint32_t idx, i;
+
+    lan_ring_init(e, &e->rx, RS_LAN_RXQ, 3, LAN_RX_VECTOR);
+    rxbuf = lan_rx_buf(e, LAN_BUF_SIZE);
+    idx = lan_post(e, &e->rx, FAR_ADDR, LAN_BUF_SIZE, 0);
+    lan_post(e, &e->rx, e->d->bar0.addr, LAN_BUF_SIZE, 0);
+    lan_post(e, &e->rx, ram_end(e->d) - 64, LAN_BUF_SIZE, 0);
+    lan_post(e, &e->rx, rxbuf, 79, 0);
+    lan_post(e, &e->rx, rxbuf, LAN_BUF_SIZE, 0);
+    lan_doorbell(e, &e->rx);
+    for (i = 0; i < 5; i++) {
+        lan_sock_send(e->fd, f, 80);
+    }
+    lan_expect_rx(e, idx + 4, rxbuf, LAN_BUF_SIZE, f, 80);
+    for (i = 0; i < 4; i++) {
+        struct rs_lan_desc desc = lan_wait(e, &e->rx, idx + i);
+
+        g_assert_cmphex(desc.status, ==, lan_err(&e->rx, idx + i));
+        g_assert_cmpuint(desc.len, ==, 0);
+    }
+    /* RX doorbell beyond the ring, or from another page: ignored. */
+    qrs_db_writel(e->d, 0, RS_DB_LAN_RX, (e->rx.pi + 9) & 0xffff);
+    qrs_db_writel(e->d, 2, RS_DB_LAN_RX, e->rx.pi + 1);
+    lan_sock_send(e->fd, f, 80);
+    g_usleep(LAN_QUIET_US);
+    g_assert_false(lan_done(e, &e->rx, e->rx.pi));
+    fill(e->d, rxbuf, 0xee, LAN_BUF_SIZE);
+    idx = lan_post(e, &e->rx, rxbuf, LAN_BUF_SIZE, 0);
+    lan_doorbell(e, &e->rx);
+    lan_expect_rx(e, idx, rxbuf, LAN_BUF_SIZE, f, 80);
+}
+
 static void test_lan_bad_input(void *obj, void *data,
                                QGuestAllocator *alloc)
 {
     LanEnv e;
     QTestState *qts;
-    uint64_t buf, big, rxbuf;
+    uint64_t buf, big;
     uint8_t f[256], g[256];
     uint32_t idx, i;
 
@@ -629,35 +669,7 @@ static void test_lan_bad_input(void *obj, void *data,
     lan_expect_frame(&e, g, 90);
     g_assert_cmphex(lan_status(&e, &e.tx, idx), ==, lan_ok(&e.tx, idx));
 
-    /* RX: a buffer outside guest RAM or too small: ERR, then the next. */
-    lan_ring_init(&e, &e.rx, RS_LAN_RXQ, 3, LAN_RX_VECTOR);
-    rxbuf = lan_rx_buf(&e, LAN_BUF_SIZE);
-    idx = lan_post(&e, &e.rx, FAR_ADDR, LAN_BUF_SIZE, 0);
-    lan_post(&e, &e.rx, e.d->bar0.addr, LAN_BUF_SIZE, 0);
-    lan_post(&e, &e.rx, ram_end(e.d) - 64, LAN_BUF_SIZE, 0);
-    lan_post(&e, &e.rx, rxbuf, 79, 0);
-    lan_post(&e, &e.rx, rxbuf, LAN_BUF_SIZE, 0);
-    lan_doorbell(&e, &e.rx);
-    for (i = 0; i < 5; i++) {
-        lan_sock_send(e.fd, f, 80);
-    }
-    lan_expect_rx(&e, idx + 4, rxbuf, LAN_BUF_SIZE, f, 80);
-    for (i = 0; i < 4; i++) {
-        struct rs_lan_desc desc = lan_wait(&e, &e.rx, idx + i);
-
-        g_assert_cmphex(desc.status, ==, lan_err(&e.rx, idx + i));
-        g_assert_cmpuint(desc.len, ==, 0);
-    }
-    /* RX doorbell beyond the ring, or from another page: ignored. */
-    qrs_db_writel(e.d, 0, RS_DB_LAN_RX, (e.rx.pi + 9) & 0xffff);
-    qrs_db_writel(e.d, 2, RS_DB_LAN_RX, e.rx.pi + 1);
-    lan_sock_send(e.fd, f, 80);
-    g_usleep(LAN_QUIET_US);
-    g_assert_false(lan_done(&e, &e.rx, e.rx.pi));
-    fill(e.d, rxbuf, 0xee, LAN_BUF_SIZE);
-    idx = lan_post(&e, &e.rx, rxbuf, LAN_BUF_SIZE, 0);
-    lan_doorbell(&e, &e.rx);
-    lan_expect_rx(&e, idx, rxbuf, LAN_BUF_SIZE, f, 80);
+    lan_rx_bad_bufs(&e, f);
 
     g_assert_cmphex(qrs_readl(e.d, A_RS_STATUS), ==,
                     R_RS_STATUS_READY_MASK | R_RS_STATUS_LINK_UP_MASK);

@@ -466,19 +466,55 @@ static void limits_mr(QRdmaSession *d, uint32_t pd, uint64_t pages)
     RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEREG_MR, k1));
 }
 
+/*
+ * QPs (slot 1 stays for the GSI QP), their doorbell page, and a path
+ * MTU limited by the mtu property.
+ */
+static void limits_qp(QRdmaSession *d, uint32_t pd, uint32_t cq)
+{
+    struct rs_cmd_create_qp c;
+    struct rs_qp_attr attr;
+    uint32_t h[8], qp;
+    int i;
+
+    qp_template(d, &c, RS_QPT_RC, pd, cq, cq);
+    for (i = 2; i < LIM_QPS; i++) {
+        h[i] = new_qp(d, &c);
+        g_assert_cmphex(h[i], ==, HANDLE(0, i));
+    }
+    RS_ASSERT_STATUS(qrs_create_qp(d, &c, NULL, NULL), RS_STATUS_NO_RESOURCES);
+    c.qp_type = RS_QPT_GSI;
+    g_assert_cmphex(new_qp(d, &c), ==, HANDLE(0, RS_GSI_QPN));
+    RS_ASSERT_STATUS(qrs_create_qp(d, &c, NULL, NULL), RS_STATUS_EXISTS);
+    c.qp_type = RS_QPT_UD;
+    c.uar = LIM_DB_PAGES;
+    RS_ASSERT_STATUS(qrs_create_qp(d, &c, NULL, NULL), RS_STATUS_BAD_PARAM);
+
+    /* The path MTU is limited by the device's mtu property. */
+    qp = h[2];
+    qp_walk(d, qp, RS_QPT_RC, RS_QPS_INIT);
+    std_attr(&attr, RS_QPS_INIT, RS_QPS_RTR);
+    attr.path_mtu = RS_MTU_2048;
+    RS_ASSERT_STATUS(qrs_modify_qp(d, qp, &attr, RC_RTR_MASK),
+                     RS_STATUS_BAD_PARAM);
+    attr.path_mtu = RS_MTU_4096;
+    RS_ASSERT_STATUS(qrs_modify_qp(d, qp, &attr, RC_RTR_MASK),
+                     RS_STATUS_BAD_PARAM);
+    attr.path_mtu = RS_MTU_1024;
+    RS_ASSERT_OK(qrs_modify_qp(d, qp, &attr, RC_RTR_MASK));
+}
+
 static void test_limits(void *obj, void *data, QGuestAllocator *alloc)
 {
     QRdmaSession *d = obj;
     uint64_t pages = qrs_alloc_zeroed(d, LIM_MR_PAGES * PAGE);
     uint64_t ring = qrs_alloc_zeroed(d, sizeof(struct rs_cqe) << 4);
     struct rs_device_attr a;
-    struct rs_cmd_create_qp c;
     struct rs_cmd_create_ah ah;
     struct rs_cmd_create_session sc;
     struct rs_cmd_create_session_group gc = { 0 };
     struct rs_cmd_add_gid g = { 0 };
-    struct rs_qp_attr attr;
-    uint32_t h[8], pd, cq, qp, s1;
+    uint32_t h[8], pd, cq, s1;
     int i;
 
     limits_identity(d);
@@ -515,33 +551,7 @@ static void test_limits(void *obj, void *data, QGuestAllocator *alloc)
                      RS_STATUS_NO_RESOURCES);
     cq = h[1];
 
-    /* QPs: slot 1 stays for the GSI QP. */
-    qp_template(d, &c, RS_QPT_RC, pd, cq, cq);
-    for (i = 2; i < LIM_QPS; i++) {
-        h[i] = new_qp(d, &c);
-        g_assert_cmphex(h[i], ==, HANDLE(0, i));
-    }
-    RS_ASSERT_STATUS(qrs_create_qp(d, &c, NULL, NULL), RS_STATUS_NO_RESOURCES);
-    c.qp_type = RS_QPT_GSI;
-    g_assert_cmphex(new_qp(d, &c), ==, HANDLE(0, RS_GSI_QPN));
-    RS_ASSERT_STATUS(qrs_create_qp(d, &c, NULL, NULL), RS_STATUS_EXISTS);
-    c.qp_type = RS_QPT_UD;
-    c.uar = LIM_DB_PAGES;
-    RS_ASSERT_STATUS(qrs_create_qp(d, &c, NULL, NULL), RS_STATUS_BAD_PARAM);
-
-    /* The path MTU is limited by the device's mtu property. */
-    qp = h[2];
-    qp_walk(d, qp, RS_QPT_RC, RS_QPS_INIT);
-    std_attr(&attr, RS_QPS_INIT, RS_QPS_RTR);
-    attr.path_mtu = RS_MTU_2048;
-    RS_ASSERT_STATUS(qrs_modify_qp(d, qp, &attr, RC_RTR_MASK),
-                     RS_STATUS_BAD_PARAM);
-    attr.path_mtu = RS_MTU_4096;
-    RS_ASSERT_STATUS(qrs_modify_qp(d, qp, &attr, RC_RTR_MASK),
-                     RS_STATUS_BAD_PARAM);
-    attr.path_mtu = RS_MTU_1024;
-    RS_ASSERT_OK(qrs_modify_qp(d, qp, &attr, RC_RTR_MASK));
-
+    limits_qp(d, pd, cq);
     limits_mr(d, pd, pages);
 
     /* AHs */

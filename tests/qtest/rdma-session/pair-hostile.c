@@ -569,6 +569,28 @@ static void bad_frames_write_middle(Pair *pr, LoopQp q[2])
     peer_check(b);
 }
 
+/* After the bad frames the adapters go on working: a SEND of 2000 bytes. */
+static void bad_frames_send(Pair *pr, LoopQp q[2])
+{
+    Peer *a = &pr->p[0], *b = &pr->p[1];
+    struct rs_sge sge;
+    struct rs_cqe cqe;
+
+    pair_log_reset(pr);
+    sge = peer_sge(b, 0x4000, 2000);
+    eng_post_recv(b->d, &q[1], 0xb0, &sge, 1);
+    sge = peer_sge(a, 0x800, 2000);
+    pair_post(pr, 0, &q[0], RS_WR_SEND, 0xa1, &sge, 1, 0, 0, 0);
+    pair_poll(pr, 1, &cqe);
+    assert_cqe(&cqe, 0xb0, RS_WC_SUCCESS, RS_WR_RECV, q[1].qpn);
+    pair_poll(pr, 0, &cqe);
+    assert_cqe(&cqe, 0xa1, RS_WC_SUCCESS, RS_WR_SEND, q[0].qpn);
+    PAIR_EXPECT_OPS(pr, 0, OP_SEND_FIRST, OP_SEND_LAST);
+    PAIR_EXPECT_OPS(pr, 1, OP_ACK);
+    img_move(b, 0x4000, a, 0x800, 2000);
+    peer_check(b);
+}
+
 static void test_engine_pair_bad_frames(void *obj, void *data,
                                         QGuestAllocator *alloc)
 {
@@ -653,21 +675,7 @@ static void test_engine_pair_bad_frames(void *obj, void *data,
         g_assert_false(lan_done(&lan, &lan.rx, 1));
     }
 
-    /* The adapters go on working: a SEND of 2000 bytes. */
-    pair_log_reset(&pr);
-    sge = peer_sge(b, 0x4000, 2000);
-    eng_post_recv(b->d, &q[1], 0xb0, &sge, 1);
-    sge = peer_sge(a, 0x800, 2000);
-    pair_post(&pr, 0, &q[0], RS_WR_SEND, 0xa1, &sge, 1, 0, 0, 0);
-    pair_poll(&pr, 1, &cqe);
-    assert_cqe(&cqe, 0xb0, RS_WC_SUCCESS, RS_WR_RECV, q[1].qpn);
-    pair_poll(&pr, 0, &cqe);
-    assert_cqe(&cqe, 0xa1, RS_WC_SUCCESS, RS_WR_SEND, q[0].qpn);
-    PAIR_EXPECT_OPS(&pr, 0, OP_SEND_FIRST, OP_SEND_LAST);
-    PAIR_EXPECT_OPS(&pr, 1, OP_ACK);
-    img_move(b, 0x4000, a, 0x800, 2000);
-    peer_check(b);
-
+    bad_frames_send(&pr, q);
     g_byte_array_unref(g);
     bad_frames_write_middle(&pr, q);
     pair_teardown(&pr);

@@ -623,6 +623,50 @@ static void test_engine_pair_atomic(void *obj, void *data,
     pair_teardown(&pr);
 }
 
+/* UC SEND and WRITE with immediate: no ACKs, complete at A once sent. */
+static void pair_uc_good(Pair *pr, LoopQp q[2])
+{
+    Peer *a = &pr->p[0], *b = &pr->p[1];
+    struct rs_sge sge, rsge[1];
+    struct rs_cqe cqe;
+
+    /* SEND of three packets: completes at A once sent. */
+    pair_log_reset(pr);
+    rsge[0] = peer_sge(b, 0x1000, 4000);
+    eng_post_recv(b->d, &q[1], 0xb0, rsge, 1);
+    sge = peer_sge(a, 0x10, 3000);
+    pair_post(pr, 0, &q[0], RS_WR_SEND, 0xa0, &sge, 1, 0, 0, 0);
+    pair_poll(pr, 1, &cqe);
+    assert_cqe(&cqe, 0xb0, RS_WC_SUCCESS, RS_WR_RECV, q[1].qpn);
+    g_assert_cmpuint(cqe.byte_len, ==, 3000);
+    pair_poll(pr, 0, &cqe);
+    assert_cqe(&cqe, 0xa0, RS_WC_SUCCESS, RS_WR_SEND, q[0].qpn);
+    PAIR_EXPECT_OPS(pr, 0, OP_UC | OP_SEND_FIRST, OP_UC | OP_SEND_MIDDLE,
+                    OP_UC | OP_SEND_LAST);
+    PAIR_EXPECT_NONE(pr, 1);
+    img_move(b, 0x1000, a, 0x10, 3000);
+    peer_check(b);
+
+    /* RDMA WRITE with immediate. */
+    pair_log_reset(pr);
+    rsge[0] = peer_sge(b, 0x7000, 16);
+    eng_post_recv(b->d, &q[1], 0xb1, rsge, 1);
+    sge = peer_sge(a, 0x2000, 1500);
+    pair_post(pr, 0, &q[0], RS_WR_RDMA_WRITE_IMM, 0xa1, &sge, 1,
+              b->buf + 0x3000, b->key[0], 0xcafe);
+    pair_poll(pr, 1, &cqe);
+    assert_cqe(&cqe, 0xb1, RS_WC_SUCCESS, RS_WR_RECV_RDMA_IMM, q[1].qpn);
+    g_assert_cmpuint(cqe.byte_len, ==, 1500);
+    g_assert_cmphex(cqe.imm_or_inv, ==, 0xcafe);
+    pair_poll(pr, 0, &cqe);
+    assert_cqe(&cqe, 0xa1, RS_WC_SUCCESS, RS_WR_RDMA_WRITE_IMM, q[0].qpn);
+    PAIR_EXPECT_OPS(pr, 0, OP_UC | OP_WRITE_FIRST,
+                    OP_UC | OP_WRITE_LAST_IMM);
+    PAIR_EXPECT_NONE(pr, 1);
+    img_move(b, 0x3000, a, 0x2000, 1500);
+    peer_check(b);
+}
+
 /*
  * UC: no ACKs and no NAKs.  A bad rkey or a lost packet drops the rest
  * of that message at the responder, never the QP.
@@ -639,41 +683,7 @@ static void test_engine_pair_uc(void *obj, void *data,
     pair_setup(&pr, obj, data, alloc);
     pair_connected(&pr, q, RS_QPT_UC, STD_ACCESS);
 
-    /* SEND of three packets: completes at A once sent. */
-    pair_log_reset(&pr);
-    rsge[0] = peer_sge(b, 0x1000, 4000);
-    eng_post_recv(b->d, &q[1], 0xb0, rsge, 1);
-    sge = peer_sge(a, 0x10, 3000);
-    pair_post(&pr, 0, &q[0], RS_WR_SEND, 0xa0, &sge, 1, 0, 0, 0);
-    pair_poll(&pr, 1, &cqe);
-    assert_cqe(&cqe, 0xb0, RS_WC_SUCCESS, RS_WR_RECV, q[1].qpn);
-    g_assert_cmpuint(cqe.byte_len, ==, 3000);
-    pair_poll(&pr, 0, &cqe);
-    assert_cqe(&cqe, 0xa0, RS_WC_SUCCESS, RS_WR_SEND, q[0].qpn);
-    PAIR_EXPECT_OPS(&pr, 0, OP_UC | OP_SEND_FIRST, OP_UC | OP_SEND_MIDDLE,
-                    OP_UC | OP_SEND_LAST);
-    PAIR_EXPECT_NONE(&pr, 1);
-    img_move(b, 0x1000, a, 0x10, 3000);
-    peer_check(b);
-
-    /* RDMA WRITE with immediate. */
-    pair_log_reset(&pr);
-    rsge[0] = peer_sge(b, 0x7000, 16);
-    eng_post_recv(b->d, &q[1], 0xb1, rsge, 1);
-    sge = peer_sge(a, 0x2000, 1500);
-    pair_post(&pr, 0, &q[0], RS_WR_RDMA_WRITE_IMM, 0xa1, &sge, 1,
-              b->buf + 0x3000, b->key[0], 0xcafe);
-    pair_poll(&pr, 1, &cqe);
-    assert_cqe(&cqe, 0xb1, RS_WC_SUCCESS, RS_WR_RECV_RDMA_IMM, q[1].qpn);
-    g_assert_cmpuint(cqe.byte_len, ==, 1500);
-    g_assert_cmphex(cqe.imm_or_inv, ==, 0xcafe);
-    pair_poll(&pr, 0, &cqe);
-    assert_cqe(&cqe, 0xa1, RS_WC_SUCCESS, RS_WR_RDMA_WRITE_IMM, q[0].qpn);
-    PAIR_EXPECT_OPS(&pr, 0, OP_UC | OP_WRITE_FIRST,
-                    OP_UC | OP_WRITE_LAST_IMM);
-    PAIR_EXPECT_NONE(&pr, 1);
-    img_move(b, 0x3000, a, 0x2000, 1500);
-    peer_check(b);
+    pair_uc_good(&pr, q);
 
     /*
      * A WRITE with a bad rkey completes at A (nobody tells it) and

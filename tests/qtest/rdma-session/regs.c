@@ -185,13 +185,76 @@ static bool acq_slot_idle(QRdmaSession *d, uint32_t index)
     return !qrs_admin_poll(d, index, &cqe, G_USEC_PER_SEC / 5);
 }
 
+/*
+ * A producer index more than a ring ahead, or behind, is ignored;
+ * exactly one ring ahead is fine.  (Two-entry ring, two PDs created.)
+ */
+static void admq_bad_doorbells(QRdmaSession *d)
+{
+    struct rs_admin_cqe cqe;
+    uint32_t base;
+
+    base = d->admq_pi;
+    admq_put(d, base, RS_CMD_CREATE_PD, 0x2001);
+    admq_put(d, base + 1, RS_CMD_CREATE_PD, 0x2002);
+    qrs_writel(d, A_RS_ADMQ_DB, base + 3);
+    g_assert_true(acq_slot_idle(d, base));
+    g_assert_cmpuint(qrs_readl(d, A_RS_ADMQ_CI), ==, base);
+    qrs_writel(d, A_RS_ADMQ_DB, base - 1);
+    g_assert_true(acq_slot_idle(d, base));
+    g_assert_cmpuint(qrs_readl(d, A_RS_ADMQ_CI), ==, base);
+    /* Exactly one ring ahead is fine. */
+    qrs_writel(d, A_RS_ADMQ_DB, base + 2);
+    qrs_admin_wait(d, base, &cqe);
+    RS_ASSERT_OK(cqe.status);
+    g_assert_cmphex(cqe.cmd_id, ==, 0x2001);
+    g_assert_cmphex(cqe.handle, ==, HANDLE(0, 2));
+    qrs_admin_wait(d, base + 1, &cqe);
+    RS_ASSERT_OK(cqe.status);
+    g_assert_cmphex(cqe.cmd_id, ==, 0x2002);
+    g_assert_cmphex(cqe.handle, ==, HANDLE(0, 3));
+    d->admq_pi = base + 2;
+    g_assert_cmpuint(qrs_readl(d, A_RS_ADMQ_CI), ==, base + 2);
+}
+
+/* Rings that end exactly at the end of RAM are valid. */
+static void admq_at_ram_end(QRdmaSession *d)
+{
+    struct rs_device_attr attr;
+    uint64_t end = ram_end(d);
+    int i;
+
+    qrs_reset(d);
+    d->admq_log = 1;
+    d->aeq_log = 1;
+    d->admq = end - (sizeof(struct rs_admin_cmd) << 1);
+    d->acq = d->admq - 64;
+    d->aeq = d->acq - 64;
+    fill(d, d->aeq, 0, 3 * 64 + 64);
+    qrs_writel(d, A_RS_ADMQ_BASE_LO, d->admq);
+    qrs_writel(d, A_RS_ADMQ_BASE_HI, d->admq >> 32);
+    qrs_writel(d, A_RS_ADMQ_CFG, 1);
+    qrs_writel(d, A_RS_ACQ_BASE_LO, d->acq);
+    qrs_writel(d, A_RS_ACQ_BASE_HI, d->acq >> 32);
+    qrs_writel(d, A_RS_ACQ_CFG, 0);
+    qrs_writel(d, A_RS_AEQ_BASE_LO, d->aeq);
+    qrs_writel(d, A_RS_AEQ_BASE_HI, d->aeq >> 32);
+    qrs_writel(d, A_RS_AEQ_CFG, 1);
+    qrs_admin_enable(d);
+    wait_aeq_port_active(d);
+    for (i = 0; i < 5; i++) {
+        RS_ASSERT_OK(qrs_query_device(d, &attr));
+        g_assert_cmpuint(attr.max_qp, ==, USABLE(DEF_MAX_QPS));
+    }
+    qrs_reset(d);
+}
+
 static void test_admin_queue(void *obj, void *data, QGuestAllocator *alloc)
 {
     QRdmaSession *d = obj;
     struct rs_admin_cqe cqe;
     struct rs_event ev;
     struct rs_device_attr attr;
-    uint64_t end = ram_end(d);
     uint32_t base, i;
 
     /* Two-entry ring, no event queue. */
@@ -238,28 +301,7 @@ static void test_admin_queue(void *obj, void *data, QGuestAllocator *alloc)
     d->admq_pi = base + 2;
     g_assert_cmpuint(qrs_readl(d, A_RS_ADMQ_CI), ==, base + 2);
 
-    /* A producer index more than a ring ahead, or behind, is ignored. */
-    base = d->admq_pi;
-    admq_put(d, base, RS_CMD_CREATE_PD, 0x2001);
-    admq_put(d, base + 1, RS_CMD_CREATE_PD, 0x2002);
-    qrs_writel(d, A_RS_ADMQ_DB, base + 3);
-    g_assert_true(acq_slot_idle(d, base));
-    g_assert_cmpuint(qrs_readl(d, A_RS_ADMQ_CI), ==, base);
-    qrs_writel(d, A_RS_ADMQ_DB, base - 1);
-    g_assert_true(acq_slot_idle(d, base));
-    g_assert_cmpuint(qrs_readl(d, A_RS_ADMQ_CI), ==, base);
-    /* Exactly one ring ahead is fine. */
-    qrs_writel(d, A_RS_ADMQ_DB, base + 2);
-    qrs_admin_wait(d, base, &cqe);
-    RS_ASSERT_OK(cqe.status);
-    g_assert_cmphex(cqe.cmd_id, ==, 0x2001);
-    g_assert_cmphex(cqe.handle, ==, HANDLE(0, 2));
-    qrs_admin_wait(d, base + 1, &cqe);
-    RS_ASSERT_OK(cqe.status);
-    g_assert_cmphex(cqe.cmd_id, ==, 0x2002);
-    g_assert_cmphex(cqe.handle, ==, HANDLE(0, 3));
-    d->admq_pi = base + 2;
-    g_assert_cmpuint(qrs_readl(d, A_RS_ADMQ_CI), ==, base + 2);
+    admq_bad_doorbells(d);
 
     /* Largest ring, with an event queue: PORT_ACTIVE in slot 0. */
     qrs_reset(d);
@@ -273,30 +315,7 @@ static void test_admin_queue(void *obj, void *data, QGuestAllocator *alloc)
     RS_ASSERT_OK(qrs_query_device(d, &attr));
     g_assert_cmpuint(attr.max_qp, ==, USABLE(DEF_MAX_QPS));
 
-    /* Rings that end exactly at the end of RAM are valid. */
-    qrs_reset(d);
-    d->admq_log = 1;
-    d->aeq_log = 1;
-    d->admq = end - (sizeof(struct rs_admin_cmd) << 1);
-    d->acq = d->admq - 64;
-    d->aeq = d->acq - 64;
-    fill(d, d->aeq, 0, 3 * 64 + 64);
-    qrs_writel(d, A_RS_ADMQ_BASE_LO, d->admq);
-    qrs_writel(d, A_RS_ADMQ_BASE_HI, d->admq >> 32);
-    qrs_writel(d, A_RS_ADMQ_CFG, 1);
-    qrs_writel(d, A_RS_ACQ_BASE_LO, d->acq);
-    qrs_writel(d, A_RS_ACQ_BASE_HI, d->acq >> 32);
-    qrs_writel(d, A_RS_ACQ_CFG, 0);
-    qrs_writel(d, A_RS_AEQ_BASE_LO, d->aeq);
-    qrs_writel(d, A_RS_AEQ_BASE_HI, d->aeq >> 32);
-    qrs_writel(d, A_RS_AEQ_CFG, 1);
-    qrs_admin_enable(d);
-    wait_aeq_port_active(d);
-    for (i = 0; i < 5; i++) {
-        RS_ASSERT_OK(qrs_query_device(d, &attr));
-        g_assert_cmpuint(attr.max_qp, ==, USABLE(DEF_MAX_QPS));
-    }
-    qrs_reset(d);
+    admq_at_ram_end(d);
 }
 
 static void test_msix(void *obj, void *data, QGuestAllocator *alloc)
