@@ -8,7 +8,6 @@
 
 #include "qemu/osdep.h"
 #include "rs-test.h"
-#include "rs-peer.h"
 
 /* A spare RTS QP on @pd (doorbell page @uar) for one failing WQE. */
 static void fr_spare_qp(Loop *l, LoopQp *q, uint32_t pd, uint32_t uar)

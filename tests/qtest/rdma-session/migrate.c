@@ -7,7 +7,6 @@
 
 #include "qemu/osdep.h"
 #include "rs-test.h"
-#include "rs-peer.h"
 
 typedef struct MigObjects {
     uint32_t pd1, pd2_dead, pd3;

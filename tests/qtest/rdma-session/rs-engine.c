@@ -7,7 +7,6 @@
 
 #include "qemu/osdep.h"
 #include "rs-test.h"
-#include "rs-peer.h"
 
 uint32_t eng_mr_at(QRdmaSession *d, uint32_t pd, uint32_t gid_index,
                    uint64_t iova, uint64_t base, uint32_t len,
@@ -399,4 +398,15 @@ void srq_post(QRdmaSession *d, const struct rs_cmd_create_srq *c,
     qtest_memwrite(qrs_qts(d), slot + sizeof(w), &sge, sizeof(sge));
     (*pi)++;
     qrs_db_writel(d, c->uar, RS_DB_SRQ, HINDEX(h) | (*pi & 0xffff) << 16);
+}
+
+void modify_state(QRdmaSession *d, LoopQp *q, uint8_t from,
+                  uint8_t to, uint32_t mask, bool sqd_notify)
+{
+    struct rs_qp_attr a;
+
+    std_attr(&a, from, to);
+    a.en_sqd_async_notify = sqd_notify;
+    RS_ASSERT_OK(qrs_modify_qp(d, q->h, &a, RS_QP_ATTR_STATE | mask));
+    g_assert_cmpuint(qp_state(d, q->h), ==, to);
 }

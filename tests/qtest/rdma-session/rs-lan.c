@@ -7,9 +7,8 @@
 
 #include "qemu/osdep.h"
 #include "rs-test.h"
-#include "rs-peer.h"
 
-void lan_sockets_free(void *p)
+static void lan_sockets_free(void *p)
 {
     int *sv = p;
 
@@ -114,7 +113,7 @@ void lan_ring_init(LanEnv *e, LanRing *r, uint8_t type, uint8_t log,
     g_assert_cmpuint(h, ==, type);
 }
 
-uint64_t lan_desc_addr(const LanRing *r, uint32_t index)
+static uint64_t lan_desc_addr(const LanRing *r, uint32_t index)
 {
     return r->ring + (uint64_t)(index & ((1u << r->log) - 1)) *
                      sizeof(struct rs_lan_desc);
@@ -141,8 +140,8 @@ void lan_doorbell(LanEnv *e, LanRing *r)
                   RS_DB_LAN_RX, r->pi & RS_DB_INDEX_MASK);
 }
 
-void lan_read_desc(LanEnv *e, LanRing *r, uint32_t index,
-                   struct rs_lan_desc *desc)
+static void lan_read_desc(LanEnv *e, LanRing *r, uint32_t index,
+                          struct rs_lan_desc *desc)
 {
     qtest_memread(qrs_qts(e->d), lan_desc_addr(r, index), desc,
                   sizeof(*desc));

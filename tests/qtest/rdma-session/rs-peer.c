@@ -15,7 +15,7 @@ const uint8_t pair_mac[2][6] = {
 
 const uint32_t pair_psn[2] = { 0xfffffe, 0x000100 };
 
-void pair_sockets_free(void *opaque)
+static void pair_sockets_free(void *opaque)
 {
     PairSockets *s = opaque;
     int i;
@@ -60,7 +60,8 @@ void *pair_before(GString *cmd_line, void *arg)
     return s;
 }
 
-uint32_t crc32_ieee(uint32_t crc, const uint8_t *p, size_t n)
+/* CRC-32 (IEEE 802.3, reflected), as the ICRC uses it. */
+static uint32_t crc32_ieee(uint32_t crc, const uint8_t *p, size_t n)
 {
     int k;
 
@@ -74,7 +75,13 @@ uint32_t crc32_ieee(uint32_t crc, const uint8_t *p, size_t n)
     return ~crc;
 }
 
-uint32_t roce_icrc(const uint8_t *f, size_t icrc_off)
+/*
+ * ICRC of a RoCEv2/IPv4 frame (IBTA A17.8): over 8 bytes of ones, the
+ * IPv4 header with TOS, TTL and checksum as ones, the UDP header with its
+ * checksum as ones, the BTH with byte 4 as ones, and the rest up to the
+ * ICRC; stored little endian.
+ */
+static uint32_t roce_icrc(const uint8_t *f, size_t icrc_off)
 {
     uint8_t ph[8 + ROCE_EXT - 14];
     uint32_t crc;
@@ -88,7 +95,7 @@ uint32_t roce_icrc(const uint8_t *f, size_t icrc_off)
     return crc32_ieee(crc, f + ROCE_EXT, icrc_off - ROCE_EXT);
 }
 
-uint16_t ip4_csum(const uint8_t *h)
+static uint16_t ip4_csum(const uint8_t *h)
 {
     uint32_t sum = 0;
     int i;
@@ -111,13 +118,15 @@ void roce_reseal(uint8_t *f, size_t len)
     stl_le_p(f + len - 4, roce_icrc(f, len - 4));
 }
 
-bool roce_has_aeth(uint8_t op)
+/* Does AETH follow the BTH of this opcode (ACK, READ response)? */
+static bool roce_has_aeth(uint8_t op)
 {
     return op == OP_READ_RESP_FIRST || op == OP_READ_RESP_LAST ||
            op == OP_READ_RESP_ONLY || op == OP_ACK || op == OP_ACK + 1;
 }
 
-void pair_check_frame(int from, const uint8_t *f, size_t len)
+/* A frame adapter @from put on the wire: well formed RoCEv2 from it. */
+static void pair_check_frame(int from, const uint8_t *f, size_t len)
 {
     g_assert_cmpuint(len, >=, ROCE_EXT + 4);
     g_assert_cmpmem(f, 6, pair_mac[!from], 6);
@@ -137,7 +146,12 @@ void pair_check_frame(int from, const uint8_t *f, size_t len)
                     roce_icrc(f, len - 4));
 }
 
-bool pair_is_announce(int from, const uint8_t *f, size_t len)
+/*
+ * After a migration the destination's adapters tell the network where
+ * their GIDs are now (QEMU's announce-self, on a real-time timer): a
+ * gratuitous ARP per IPv4 GID.  Is this one of them?
+ */
+static bool pair_is_announce(int from, const uint8_t *f, size_t len)
 {
     static const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
 
@@ -433,7 +447,8 @@ ssize_t roce_recv(LanEnv *e, uint8_t *buf, uint8_t opcode)
     return n;
 }
 
-void add_gid_peer(QRdmaSession *d)
+/* 10.0.0.2 becomes ours (VNI 0, the MRs' table): frames to it come back. */
+static void add_gid_peer(QRdmaSession *d)
 {
     struct rs_cmd_add_gid c = {
         .index = 1,

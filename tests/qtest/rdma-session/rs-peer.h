@@ -117,41 +117,13 @@ typedef struct Pair {
     unsigned announced[2];      /* gratuitous ARPs from A / B, not logged */
 } Pair;
 
-void pair_sockets_free(void *opaque);
-
 /* A's and B's netdevs on the QEMU ends of the wires, and B itself. */
 void pair_cmd_line(GString *cmd_line, const PairSockets *s);
 
 void *pair_before(GString *cmd_line, void *arg);
 
-/* CRC-32 (IEEE 802.3, reflected), as the ICRC uses it. */
-uint32_t crc32_ieee(uint32_t crc, const uint8_t *p, size_t n);
-
-/*
- * ICRC of a RoCEv2/IPv4 frame (IBTA A17.8): over 8 bytes of ones, the
- * IPv4 header with TOS, TTL and checksum as ones, the UDP header with its
- * checksum as ones, the BTH with byte 4 as ones, and the rest up to the
- * ICRC; stored little endian.
- */
-uint32_t roce_icrc(const uint8_t *f, size_t icrc_off);
-
-uint16_t ip4_csum(const uint8_t *h);
-
 /* After a change to a frame of @len bytes: lengths, checksum, ICRC. */
 void roce_reseal(uint8_t *f, size_t len);
-
-/* Does AETH follow the BTH of this opcode (ACK, READ response)? */
-bool roce_has_aeth(uint8_t op);
-
-/* A frame adapter @from put on the wire: well formed RoCEv2 from it. */
-void pair_check_frame(int from, const uint8_t *f, size_t len);
-
-/*
- * After a migration the destination's adapters tell the network where
- * their GIDs are now (QEMU's announce-self, on a real-time timer): a
- * gratuitous ARP per IPv4 GID.  Is this one of them?
- */
-bool pair_is_announce(int from, const uint8_t *f, size_t len);
 
 /* Log the frame of @len bytes in pr->frame from adapter @i; move it on. */
 void pair_handle(Pair *pr, int i, size_t len);
@@ -229,9 +201,6 @@ void img_move(Peer *dst, uint32_t doff, Peer *src, uint32_t soff,
 
 /* Frames the device put on the wire: the RoCE ones, by BTH opcode. */
 ssize_t roce_recv(LanEnv *e, uint8_t *buf, uint8_t opcode);
-
-/* 10.0.0.2 becomes ours (VNI 0, the MRs' table): frames to it come back. */
-void add_gid_peer(QRdmaSession *d);
 
 void wire_peer(Loop *l);
 

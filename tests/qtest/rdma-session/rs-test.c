@@ -7,7 +7,6 @@
 
 #include "qemu/osdep.h"
 #include "rs-test.h"
-#include "rs-peer.h"
 
 const uint8_t qos_mac[6] = RS_QOS_MAC;
 
@@ -157,7 +156,7 @@ uint32_t new_qp(QRdmaSession *d, const struct rs_cmd_create_qp *c)
     return h;
 }
 
-void std_ah(struct rs_ah_attr *ah, uint32_t gid_index)
+static void std_ah(struct rs_ah_attr *ah, uint32_t gid_index)
 {
     memset(ah, 0, sizeof(*ah));
     gid_v4(ah->dgid, 10, 0, 0, 2);
@@ -526,7 +525,8 @@ bool mig_wait(QTestState *qts, char **err)
     }
 }
 
-void wait_migration_done(QTestState *qts)
+/* Like mig_wait(), failing the test if the migration failed. */
+static void wait_migration_done(QTestState *qts)
 {
     g_autofree char *err = NULL;
 
@@ -605,15 +605,4 @@ uint32_t alias_mr(QRdmaSession *d, uint32_t pd, uint64_t iova,
 
     c.pbl_addr = make_pbl(d, page, 0, c.npages);
     return reg_mr_ok(d, &c);
-}
-
-void modify_state(QRdmaSession *d, LoopQp *q, uint8_t from,
-                  uint8_t to, uint32_t mask, bool sqd_notify)
-{
-    struct rs_qp_attr a;
-
-    std_attr(&a, from, to);
-    a.en_sqd_async_notify = sqd_notify;
-    RS_ASSERT_OK(qrs_modify_qp(d, q->h, &a, RS_QP_ATTR_STATE | mask));
-    g_assert_cmpuint(qp_state(d, q->h), ==, to);
 }

@@ -28,6 +28,10 @@
 #include "libqos/libqos-malloc.h"
 #include "libqos/rdma-session.h"
 
+/* ------------------------------------------------------------------ */
+/* Device defaults, assertions, handles                               */
+/* ------------------------------------------------------------------ */
+
 /* Property defaults. */
 #define DEF_MAX_QPS             256
 
@@ -84,6 +88,10 @@
 
 extern const uint8_t qos_mac[6];
 
+/* ------------------------------------------------------------------ */
+/* Admin commands, objects and QP state walks (rs-test.c)             */
+/* ------------------------------------------------------------------ */
+
 /*
  * On the pc machine RAM sits below the PCI hole; the libqos allocator
  * covers it up to its end, and nothing is mapped right after it.
@@ -127,8 +135,6 @@ void qp_template(QRdmaSession *d, struct rs_cmd_create_qp *c,
 
 uint32_t new_qp(QRdmaSession *d, const struct rs_cmd_create_qp *c);
 
-void std_ah(struct rs_ah_attr *ah, uint32_t gid_index);
-
 /* Valid values for every attribute; @from/@to fill the two states. */
 void std_attr(struct rs_qp_attr *a, uint8_t from, uint8_t to);
 
@@ -140,6 +146,10 @@ void qp_walk(QRdmaSession *d, uint32_t qp, uint8_t type,
              uint8_t target);
 
 uint8_t qp_state(QRdmaSession *d, uint32_t qp);
+
+/* ------------------------------------------------------------------ */
+/* Registers and liveness (rs-test.c)                                 */
+/* ------------------------------------------------------------------ */
 
 /* Read the register block (0x000 .. 0x058). */
 #define NREGS   (0x58 / 4)
@@ -162,6 +172,10 @@ void wait_msg(QRdmaSession *d, uint64_t addr, uint32_t data);
 
 void set_link(QRdmaSession *d, bool up);
 
+/* ------------------------------------------------------------------ */
+/* Memory regions, AHs, sessions (rs-test.c)                          */
+/* ------------------------------------------------------------------ */
+
 /* A page list of @npages pages starting at @base, @stride apart. */
 uint64_t make_pbl(QRdmaSession *d, uint64_t base, uint64_t stride,
                   uint32_t npages);
@@ -183,6 +197,17 @@ uint32_t new_session(QRdmaSession *d, uint32_t gid_index,
 
 uint32_t new_group(QRdmaSession *d, uint8_t policy, uint32_t s0,
                    uint32_t s1);
+
+/*
+ * An MR of @len bytes at @iova whose pages are all the guest page @page:
+ * remote access to more memory than the test guest has.
+ */
+uint32_t alias_mr(QRdmaSession *d, uint32_t pd, uint64_t iova,
+                  uint64_t page, uint32_t len);
+
+/* ------------------------------------------------------------------ */
+/* Table-driven bad input: the fixture the rows name (rs-test.c)      */
+/* ------------------------------------------------------------------ */
 
 /*
  * Row values either are literals or name something of the fixture
@@ -230,6 +255,11 @@ uint64_t resolve(BadFixture *f, uint64_t v);
 void apply_patches(BadFixture *f, void *obj, size_t obj_size,
                    const BadPatch *p, int n);
 
+/* ------------------------------------------------------------------ */
+/* Posting work requests and polling CQs, the loopback pair, kernel   */
+/* consumers, SRQs (rs-engine.c)                                      */
+/* ------------------------------------------------------------------ */
+
 typedef struct LoopQp {
     struct rs_cmd_create_qp c;
     uint32_t h, qpn, sq_pi, rq_pi;
@@ -250,6 +280,13 @@ uint32_t eng_mr(QRdmaSession *d, uint32_t pd, uint32_t gid_index,
 /* Walk an RC or UC QP from RESET to RTS with @base's attributes. */
 void eng_connect(QRdmaSession *d, LoopQp *q, uint8_t type,
                  const struct rs_qp_attr *base, uint32_t rtr_mask);
+
+/*
+ * MODIFY_QP of @q from @from to @to with @mask (plus STATE) and the
+ * canonical attributes; @sqd_notify for RTS -> SQD.
+ */
+void modify_state(QRdmaSession *d, LoopQp *q, uint8_t from,
+                  uint8_t to, uint32_t mask, bool sqd_notify);
 
 void eng_post_recv(QRdmaSession *d, LoopQp *q, uint64_t wr_id,
                    const struct rs_sge *sge, uint8_t nsge);
@@ -329,6 +366,13 @@ void loop_pattern(Loop *l, uint64_t addr, uint32_t len, uint8_t seed);
 
 void loop_assert_same(Loop *l, uint64_t a, uint64_t b, uint32_t len);
 
+void loop_expect(Loop *l, uint64_t wr_id, uint8_t status,
+                 uint8_t opcode, uint32_t qpn);
+
+void loop_atomic(Loop *l, uint64_t wr_id, uint8_t op, uint64_t va,
+                 uint32_t rkey, uint64_t compare_add, uint64_t swap,
+                 uint64_t result, uint32_t result_len);
+
 #define FR_IOVA     0x7000000000ull     /* any IOVA: the page list decides */
 #define RS_GRH_BYTES 40                 /* UD receives: the GRH area first */
 
@@ -352,6 +396,18 @@ void av_addr_post(Loop *l, LoopQp *q, uint64_t wr_id, uint64_t av,
 /* fe80::5054:ff:fe12:34<host>, a link-local RoCEv2 GID. */
 void gid_v6(uint8_t gid[16], uint8_t host);
 
+/* Shared receive queues */
+void srq_template(QRdmaSession *d, struct rs_cmd_create_srq *c,
+                  uint32_t pd, uint8_t log, uint8_t max_sge);
+
+void srq_post(QRdmaSession *d, const struct rs_cmd_create_srq *c,
+              uint32_t h, uint32_t *pi, uint64_t wr_id, uint64_t addr,
+              uint32_t len, uint32_t lkey);
+
+/* ------------------------------------------------------------------ */
+/* Migration (rs-test.c)                                              */
+/* ------------------------------------------------------------------ */
+
 /*
  * Live migration through a file.  The source is stopped before it saves
  * (no migration hold runs: a stream backend has none, and after 'stop'
@@ -363,8 +419,7 @@ void gid_v6(uint8_t gid[16], uint8_t host);
  * @err gets QEMU's error description (the caller frees it).
  */
 bool mig_wait(QTestState *qts, char **err);
-/* Like mig_wait(), failing the test if the migration failed. */
-void wait_migration_done(QTestState *qts);
+
 /* Stop the QEMU of @qts and save its state to the file @path. */
 void mig_save(QTestState *qts, const char *path);
 
@@ -386,6 +441,10 @@ QTestState *mig_move(QTestState *from, MigCmdLineFn *edit, void *opaque);
  */
 void mig_attach(QRdmaSession *d, QPCIBus *bus,
                 const QRdmaSession *src);
+
+/* ------------------------------------------------------------------ */
+/* The LAN test environment (rs-lan.c)                                */
+/* ------------------------------------------------------------------ */
 
 /*
  * These tests attach the adapter to "-netdev socket" on one end of a
@@ -414,8 +473,6 @@ typedef struct LanEnv {
     LanRing tx, rx;
 } LanEnv;
 
-void lan_sockets_free(void *p);
-
 void *lan_before(GString *cmd_line, void *arg);
 
 void lan_sock_send(int fd, const void *frame, uint32_t len);
@@ -439,8 +496,6 @@ void lan_make_frame(uint8_t *f, size_t len, const uint8_t *dst,
 void lan_ring_init(LanEnv *e, LanRing *r, uint8_t type, uint8_t log,
                    uint16_t vector);
 
-uint64_t lan_desc_addr(const LanRing *r, uint32_t index);
-
 /*
  * Post one descriptor (not yet announced).  Its status keeps the phase of
  * the previous lap, so that the device's write-back stands out.
@@ -449,9 +504,6 @@ uint32_t lan_post(LanEnv *e, LanRing *r, uint64_t addr, uint16_t len,
                   uint8_t flags);
 
 void lan_doorbell(LanEnv *e, LanRing *r);
-
-void lan_read_desc(LanEnv *e, LanRing *r, uint32_t index,
-                   struct rs_lan_desc *desc);
 
 bool lan_done(LanEnv *e, LanRing *r, uint32_t index);
 
@@ -473,30 +525,5 @@ void lan_expect_rx(LanEnv *e, uint32_t index, uint64_t buf,
                    size_t bufsize, const uint8_t *f, size_t len);
 
 uint64_t lan_rx_buf(LanEnv *e, size_t size);
-
-void loop_expect(Loop *l, uint64_t wr_id, uint8_t status,
-                 uint8_t opcode, uint32_t qpn);
-
-void loop_atomic(Loop *l, uint64_t wr_id, uint8_t op, uint64_t va,
-                 uint32_t rkey, uint64_t compare_add, uint64_t swap,
-                 uint64_t result, uint32_t result_len);
-
-/* Shared receive queues */
-void srq_template(QRdmaSession *d, struct rs_cmd_create_srq *c,
-                  uint32_t pd, uint8_t log, uint8_t max_sge);
-
-void srq_post(QRdmaSession *d, const struct rs_cmd_create_srq *c,
-              uint32_t h, uint32_t *pi, uint64_t wr_id, uint64_t addr,
-              uint32_t len, uint32_t lkey);
-
-/*
- * An MR of @len bytes at @iova whose pages are all the guest page @page:
- * remote access to more memory than the test guest has.
- */
-uint32_t alias_mr(QRdmaSession *d, uint32_t pd, uint64_t iova,
-                  uint64_t page, uint32_t len);
-
-void modify_state(QRdmaSession *d, LoopQp *q, uint8_t from,
-                  uint8_t to, uint32_t mask, bool sqd_notify);
 
 #endif
