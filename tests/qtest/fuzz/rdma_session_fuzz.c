@@ -164,7 +164,7 @@ static void rsf_ok(uint8_t status, const char *what)
 {
     if (status != RS_STATUS_OK) {
         fprintf(stderr, "rdma-session fuzz: bring-up %s failed: %s\n", what,
-                rs_status_name(status));
+                qrs_status_name(status));
         abort();
     }
 }
@@ -175,7 +175,7 @@ static uint64_t rsf_buf(RSFState *f, uint32_t len)
 
     g_assert(a);
     a = ROUND_UP(a, RSF_PAGE);
-    qtest_memset(rs_qts(&f->d), a, 0, len);
+    qtest_memset(qrs_qts(&f->d), a, 0, len);
     return a;
 }
 
@@ -186,7 +186,7 @@ static void rsf_add_gid(RSFState *f, uint32_t index, uint8_t type,
     uint32_t got;
 
     memcpy(c.gid, gid, 16);
-    rsf_ok(rs_add_gid(&f->d, &c, &got), "ADD_GID");
+    rsf_ok(qrs_add_gid(&f->d, &c, &got), "ADD_GID");
 }
 
 static void rsf_gid_v4(uint8_t *gid, const uint8_t *ip)
@@ -214,9 +214,10 @@ static void rsf_reg_mr(RSFState *f, RSFMr *m, uint32_t pages,
     c.iova = m->base;
     c.pbl_addr = guest_alloc(&f->alloc, pages * 8);
     for (i = 0; i < pages; i++) {
-        qtest_writeq(rs_qts(&f->d), c.pbl_addr + i * 8, m->base + i * RSF_PAGE);
+        qtest_writeq(qrs_qts(&f->d), c.pbl_addr + i * 8,
+                     m->base + i * RSF_PAGE);
     }
-    rsf_ok(rs_reg_mr(&f->d, &c, &m->key, &rkey), "REG_MR");
+    rsf_ok(qrs_reg_mr(&f->d, &c, &m->key, &rkey), "REG_MR");
 }
 
 /* Large pages, so that one READ or WRITE may span gigabytes. */
@@ -236,9 +237,9 @@ static void rsf_reg_big_mr(RSFState *f, RSFMr *m)
     m->len = c.length;
     c.pbl_addr = guest_alloc(&f->alloc, RSF_BIG_PAGES * 8);
     for (i = 0; i < RSF_BIG_PAGES; i++) {
-        qtest_writeq(rs_qts(&f->d), c.pbl_addr + i * 8, RSF_BIG_PA);
+        qtest_writeq(qrs_qts(&f->d), c.pbl_addr + i * 8, RSF_BIG_PA);
     }
-    rsf_ok(rs_reg_mr(&f->d, &c, &m->key, &rkey), "REG_MR");
+    rsf_ok(qrs_reg_mr(&f->d, &c, &m->key, &rkey), "REG_MR");
 }
 
 static void rsf_create_qp(RSFState *f, RSFQp *q, uint8_t type, uint32_t group)
@@ -256,10 +257,10 @@ static void rsf_create_qp(RSFState *f, RSFQp *q, uint8_t type, uint32_t group)
     c->max_recv_sge = 2;
     c->max_inline = 64;
     c->session_group = 0;
-    c->sq_addr = rsf_buf(f, rs_qp_sq_bytes(c));
-    c->rq_addr = rsf_buf(f, rs_qp_rq_bytes(c));
+    c->sq_addr = rsf_buf(f, qrs_qp_sq_bytes(c));
+    c->rq_addr = rsf_buf(f, qrs_qp_rq_bytes(c));
     q->type = type;
-    rsf_ok(rs_create_qp(&f->d, c, &q->h, &q->qpn), "CREATE_QP");
+    rsf_ok(qrs_create_qp(&f->d, c, &q->h, &q->qpn), "CREATE_QP");
 }
 
 /* RESET -> INIT -> RTR -> RTS with the masks each QP type requires. */
@@ -306,13 +307,13 @@ static void rsf_connect(RSFState *f, RSFQp *q, uint32_t dest_qpn,
 
     a.cur_qp_state = RS_QPS_RESET;
     a.qp_state = RS_QPS_INIT;
-    rsf_ok(rs_modify_qp(&f->d, q->h, &a, init), "MODIFY_QP INIT");
+    rsf_ok(qrs_modify_qp(&f->d, q->h, &a, init), "MODIFY_QP INIT");
     a.cur_qp_state = RS_QPS_INIT;
     a.qp_state = RS_QPS_RTR;
-    rsf_ok(rs_modify_qp(&f->d, q->h, &a, rtr), "MODIFY_QP RTR");
+    rsf_ok(qrs_modify_qp(&f->d, q->h, &a, rtr), "MODIFY_QP RTR");
     a.cur_qp_state = RS_QPS_RTR;
     a.qp_state = RS_QPS_RTS;
-    rsf_ok(rs_modify_qp(&f->d, q->h, &a, rts), "MODIFY_QP RTS");
+    rsf_ok(qrs_modify_qp(&f->d, q->h, &a, rts), "MODIFY_QP RTS");
 }
 
 static uint64_t rsf_slot(uint64_t ring, uint64_t bytes, uint8_t log,
@@ -324,8 +325,8 @@ static uint64_t rsf_slot(uint64_t ring, uint64_t bytes, uint8_t log,
 static void rsf_post_send(RSFState *f, RSFQp *q, struct rs_send_wqe_ctrl *w,
                           const struct rs_sge *sge)
 {
-    QTestState *s = rs_qts(&f->d);
-    uint64_t slot = rsf_slot(q->c.sq_addr, rs_qp_sq_bytes(&q->c),
+    QTestState *s = qrs_qts(&f->d);
+    uint64_t slot = rsf_slot(q->c.sq_addr, qrs_qp_sq_bytes(&q->c),
                              q->c.sq_log_size, q->sq_pi);
 
     qtest_memwrite(s, slot, w, sizeof(*w));
@@ -333,20 +334,20 @@ static void rsf_post_send(RSFState *f, RSFQp *q, struct rs_send_wqe_ctrl *w,
         qtest_memwrite(s, slot + sizeof(*w), sge, sizeof(*sge));
     }
     q->sq_pi++;
-    rs_db_writel(&f->d, 0, RS_DB_SQ, q->qpn | (q->sq_pi & 0xffff) << 16);
+    qrs_db_writel(&f->d, 0, RS_DB_SQ, q->qpn | (q->sq_pi & 0xffff) << 16);
 }
 
 static void rsf_post_recv(RSFState *f, RSFQp *q, const struct rs_sge *sge)
 {
-    QTestState *s = rs_qts(&f->d);
+    QTestState *s = qrs_qts(&f->d);
     struct rs_recv_wqe_ctrl w = { .wr_id = 0x1000 + q->rq_pi, .num_sge = 1 };
-    uint64_t slot = rsf_slot(q->c.rq_addr, rs_qp_rq_bytes(&q->c),
+    uint64_t slot = rsf_slot(q->c.rq_addr, qrs_qp_rq_bytes(&q->c),
                              q->c.rq_log_size, q->rq_pi);
 
     qtest_memwrite(s, slot, &w, sizeof(w));
     qtest_memwrite(s, slot + sizeof(w), sge, sizeof(*sge));
     q->rq_pi++;
-    rs_db_writel(&f->d, 0, RS_DB_RQ, q->qpn | (q->rq_pi & 0xffff) << 16);
+    qrs_db_writel(&f->d, 0, RS_DB_RQ, q->qpn | (q->rq_pi & 0xffff) << 16);
 }
 
 /* A send WQE of @op from MR_ALL; remote address in @rmr at @roff. */
@@ -390,22 +391,22 @@ static void rsf_lan_rx(RSFState *f)
     uint64_t buf = rsf_buf(f, RSF_LAN_BUF);
     uint32_t h, i;
 
-    rsf_ok(rs_create_lan_queue(&f->d, RS_LAN_RXQ, ring, RSF_LAN_LOG, 0, &h),
+    rsf_ok(qrs_create_lan_queue(&f->d, RS_LAN_RXQ, ring, RSF_LAN_LOG, 0, &h),
            "CREATE_LAN_QUEUE");
-    rsf_ok(rs_set_lan_rx_mode(&f->d, RS_LAN_RX_PROMISC |
-                              RS_LAN_RX_ALLMULTI | RS_LAN_RX_BROADCAST),
+    rsf_ok(qrs_set_lan_rx_mode(&f->d, RS_LAN_RX_PROMISC |
+                               RS_LAN_RX_ALLMULTI | RS_LAN_RX_BROADCAST),
            "SET_LAN_RX_MODE");
     for (i = 0; i < RSF_LAN_POSTED; i++) {
         struct rs_lan_desc desc = {
             .addr = cpu_to_le64(buf),
             .len = cpu_to_le16(RSF_LAN_BUF),
-            .status = rs_ring_phase(i, RSF_LAN_LOG) ^ RS_LAN_S_PHASE,
+            .status = qrs_ring_phase(i, RSF_LAN_LOG) ^ RS_LAN_S_PHASE,
         };
 
-        qtest_memwrite(rs_qts(&f->d), ring + i * sizeof(desc), &desc,
+        qtest_memwrite(qrs_qts(&f->d), ring + i * sizeof(desc), &desc,
                        sizeof(desc));
     }
-    rs_db_writel(&f->d, 0, RS_DB_LAN_RX, RSF_LAN_POSTED);
+    qrs_db_writel(&f->d, 0, RS_DB_LAN_RX, RSF_LAN_POSTED);
 }
 
 static void rsf_bring_up(RSFState *f, QTestState *s)
@@ -421,18 +422,18 @@ static void rsf_bring_up(RSFState *f, QTestState *s)
     memset(f, 0, sizeof(*f));
     f->bus = qpci_new_pc(s, NULL);
     pc_alloc_init(&f->alloc, s, 0);
-    rs_attach_new(&f->d, f->bus, RSF_DEVFN, &f->alloc);
+    qrs_attach_new(&f->d, f->bus, RSF_DEVFN, &f->alloc);
     f->d.idle = rsf_idle;
-    rs_admin_init(&f->d, RS_QOS_ADMQ_LOG, RS_QOS_AEQ_LOG);
+    qrs_admin_init(&f->d, RS_QOS_ADMQ_LOG, RS_QOS_AEQ_LOG);
 
     rsf_gid_v4(gid, rsf_ip_self);
     rsf_add_gid(f, 0, RS_GID_ROCE_V2_IPV4, gid);
     rsf_add_gid(f, 1, RS_GID_ROCE_V2_IPV6, rsf_ip6_self);
-    rsf_ok(rs_create_pd(&f->d, &f->pd), "CREATE_PD");
+    rsf_ok(qrs_create_pd(&f->d, &f->pd), "CREATE_PD");
     for (i = 0; i < 2; i++) {
         uint64_t ring = rsf_buf(f, sizeof(struct rs_cqe) << RSF_CQ_LOG);
 
-        rsf_ok(rs_create_cq(&f->d, ring, RSF_CQ_LOG, 0, 0, &f->cq[i]),
+        rsf_ok(qrs_create_cq(&f->d, ring, RSF_CQ_LOG, 0, 0, &f->cq[i]),
                "CREATE_CQ");
     }
     rsf_reg_mr(f, &f->mr[RSF_MR_ALL], 4, RS_ACCESS_ALL, 0);
@@ -444,15 +445,15 @@ static void rsf_bring_up(RSFState *f, QTestState *s)
     /* Loopback: a session to our own address, as the qtests do. */
     memcpy(sc.dst_ip, gid, 16);
     memcpy(sc.dmac, rsf_mac, 6);
-    rsf_ok(rs_create_session(&f->d, &sc, &sess), "CREATE_SESSION");
+    rsf_ok(qrs_create_session(&f->d, &sc, &sess), "CREATE_SESSION");
     gc.session[0] = sess;
-    rsf_ok(rs_create_session_group(&f->d, &gc, &group),
+    rsf_ok(qrs_create_session_group(&f->d, &gc, &group),
            "CREATE_SESSION_GROUP");
     rsf_gid_v4(rgid, rsf_ip_remote);
     memcpy(ac.dgid, rgid, 16);
     memcpy(ac.dmac, rsf_remote_mac, 6);
     ac.pd = f->pd;
-    rsf_ok(rs_create_ah(&f->d, &ac, &f->ah), "CREATE_AH");
+    rsf_ok(qrs_create_ah(&f->d, &ac, &f->ah), "CREATE_AH");
 
     f->qp[RSF_QP_LOOP_A].loop = f->qp[RSF_QP_LOOP_B].loop = true;
     f->qp[RSF_QP_RC6].v6 = true;
@@ -514,7 +515,7 @@ static void rsf_bring_up(RSFState *f, QTestState *s)
 static void rsf_tear_down(RSFState *f, QTestState *s)
 {
     rsf_settle(s);
-    rs_detach(&f->d);
+    qrs_detach(&f->d);
     qpci_free_pc(f->bus);
     alloc_destroy(&f->alloc);
     fuzz_reset(s);
@@ -796,12 +797,12 @@ static void rsf_op_cq(RSFState *f, QTestState *s, const uint8_t *d,
     }
     i = d[0] & 1;
     f->cq_ci[i] += d[1];
-    rs_db_writel(&f->d, 0, RS_DB_CQ_CI,
-                 (f->cq[i] & RS_HANDLE_INDEX_MASK) |
-                 (f->cq_ci[i] & 0xffff) << 16);
+    qrs_db_writel(&f->d, 0, RS_DB_CQ_CI,
+                  (f->cq[i] & RS_HANDLE_INDEX_MASK) |
+                  (f->cq_ci[i] & 0xffff) << 16);
     if (d[2] & 3) {
-        rs_db_writel(&f->d, 0, RS_DB_CQ_ARM,
-                     (f->cq[i] & RS_HANDLE_INDEX_MASK) | (d[2] & 3) << 16);
+        qrs_db_writel(&f->d, 0, RS_DB_CQ_ARM,
+                      (f->cq[i] & RS_HANDLE_INDEX_MASK) | (d[2] & 3) << 16);
     }
 }
 

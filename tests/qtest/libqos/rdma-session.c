@@ -27,13 +27,13 @@
 #define SW32(x) le32_to_cpus(&(x))
 #define SW64(x) le64_to_cpus(&(x))
 
-static void rs_ah_attr_swap(struct rs_ah_attr *ah)
+static void qrs_ah_attr_swap(struct rs_ah_attr *ah)
 {
     SW32(ah->flow_label);
     SW32(ah->gid_index);
 }
 
-void rs_cmd_to_le(struct rs_admin_cmd *cmd)
+void qrs_cmd_to_le(struct rs_admin_cmd *cmd)
 {
     int i;
 
@@ -140,7 +140,7 @@ void rs_cmd_to_le(struct rs_admin_cmd *cmd)
     }
 }
 
-void rs_cqe_from_le(struct rs_admin_cqe *cqe)
+void qrs_cqe_from_le(struct rs_admin_cqe *cqe)
 {
     SW16(cqe->cmd_id);
     SW32(cqe->handle);
@@ -148,14 +148,14 @@ void rs_cqe_from_le(struct rs_admin_cqe *cqe)
     SW32(cqe->rsvd);
 }
 
-void rs_event_from_le(struct rs_event *ev)
+void qrs_event_from_le(struct rs_event *ev)
 {
     SW16(ev->rsvd);
     SW32(ev->handle);
     SW64(ev->data);
 }
 
-void rs_device_attr_from_le(struct rs_device_attr *a)
+void qrs_device_attr_from_le(struct rs_device_attr *a)
 {
     SW64(a->max_mr_size);
     SW64(a->page_size_cap);
@@ -182,14 +182,14 @@ void rs_device_attr_from_le(struct rs_device_attr *a)
     SW32(a->num_db_pages);
 }
 
-void rs_port_attr_from_le(struct rs_port_attr *a)
+void qrs_port_attr_from_le(struct rs_port_attr *a)
 {
     SW32(a->gid_tbl_len);
     SW32(a->pkey_tbl_len);
     SW32(a->active_speed_mbps);
 }
 
-void rs_qp_attr_to_le(struct rs_qp_attr *a)
+void qrs_qp_attr_to_le(struct rs_qp_attr *a)
 {
     SW32(a->qkey);
     SW32(a->rq_psn);
@@ -198,16 +198,16 @@ void rs_qp_attr_to_le(struct rs_qp_attr *a)
     SW16(a->access_flags);
     SW16(a->pkey_index);
     SW32(a->session_group);
-    rs_ah_attr_swap(&a->ah);
+    qrs_ah_attr_swap(&a->ah);
     SW32(a->qp_type);
 }
 
-void rs_qp_attr_from_le(struct rs_qp_attr *a)
+void qrs_qp_attr_from_le(struct rs_qp_attr *a)
 {
-    rs_qp_attr_to_le(a);
+    qrs_qp_attr_to_le(a);
 }
 
-const char *rs_status_name(uint8_t status)
+const char *qrs_status_name(uint8_t status)
 {
     static const char *const names[] = {
         [RS_STATUS_OK] = "OK",
@@ -239,33 +239,33 @@ const char *rs_status_name(uint8_t status)
 /* Registers                                                           */
 /* ------------------------------------------------------------------ */
 
-uint32_t rs_readl(QRdmaSession *d, uint32_t reg)
+uint32_t qrs_readl(QRdmaSession *d, uint32_t reg)
 {
     return qpci_io_readl(&d->dev, d->bar0, reg);
 }
 
-void rs_writel(QRdmaSession *d, uint32_t reg, uint32_t val)
+void qrs_writel(QRdmaSession *d, uint32_t reg, uint32_t val)
 {
     qpci_io_writel(&d->dev, d->bar0, reg, val);
 }
 
-void rs_db_writel(QRdmaSession *d, uint32_t page, uint32_t off, uint32_t val)
+void qrs_db_writel(QRdmaSession *d, uint32_t page, uint32_t off, uint32_t val)
 {
     qpci_io_writel(&d->dev, d->bar2,
                    ((uint64_t)page << RS_DB_PAGE_SHIFT) + off, val);
 }
 
-uint64_t rs_alloc_zeroed(QRdmaSession *d, size_t size)
+uint64_t qrs_alloc_zeroed(QRdmaSession *d, size_t size)
 {
     uint64_t addr = guest_alloc(d->alloc, size);
 
     g_assert(addr);
-    qtest_memset(rs_qts(d), addr, 0, size);
+    qtest_memset(qrs_qts(d), addr, 0, size);
     return addr;
 }
 
-void rs_msix_set_vector(QRdmaSession *d, uint16_t vector, uint64_t addr,
-                        uint32_t data, bool masked)
+void qrs_msix_set_vector(QRdmaSession *d, uint16_t vector, uint64_t addr,
+                         uint32_t data, bool masked)
 {
     uint64_t off = d->dev.msix_table_off + vector * PCI_MSIX_ENTRY_SIZE;
 
@@ -285,114 +285,114 @@ void rs_msix_set_vector(QRdmaSession *d, uint16_t vector, uint64_t addr,
 /* Admin queue                                                         */
 /* ------------------------------------------------------------------ */
 
-void rs_admin_configure(QRdmaSession *d, uint32_t admq_log, uint32_t aeq_log,
-                        uint32_t acq_vector, uint32_t aeq_vector)
+void qrs_admin_configure(QRdmaSession *d, uint32_t admq_log, uint32_t aeq_log,
+                         uint32_t acq_vector, uint32_t aeq_vector)
 {
     g_assert(admq_log >= 1 && admq_log <= RS_MAX_ADMQ_LOG);
     g_assert(aeq_log <= RS_MAX_AEQ_LOG);
 
     d->admq_log = admq_log;
     d->aeq_log = aeq_log;
-    d->admq = rs_alloc_zeroed(d, sizeof(struct rs_admin_cmd) << admq_log);
-    d->acq = rs_alloc_zeroed(d, sizeof(struct rs_admin_cqe) << admq_log);
-    d->aeq = aeq_log ? rs_alloc_zeroed(d, sizeof(struct rs_event) << aeq_log)
+    d->admq = qrs_alloc_zeroed(d, sizeof(struct rs_admin_cmd) << admq_log);
+    d->acq = qrs_alloc_zeroed(d, sizeof(struct rs_admin_cqe) << admq_log);
+    d->aeq = aeq_log ? qrs_alloc_zeroed(d, sizeof(struct rs_event) << aeq_log)
                      : 0;
     d->admq_pi = 0;
     d->aeq_ci = 0;
 
-    rs_writel(d, A_RS_ADMQ_BASE_LO, d->admq & 0xffffffffu);
-    rs_writel(d, A_RS_ADMQ_BASE_HI, d->admq >> 32);
-    rs_writel(d, A_RS_ADMQ_CFG, admq_log << R_RS_ADMQ_CFG_LOG_SIZE_SHIFT);
-    rs_writel(d, A_RS_ACQ_BASE_LO, d->acq & 0xffffffffu);
-    rs_writel(d, A_RS_ACQ_BASE_HI, d->acq >> 32);
-    rs_writel(d, A_RS_ACQ_CFG, acq_vector << R_RS_ACQ_CFG_VECTOR_SHIFT);
-    rs_writel(d, A_RS_AEQ_BASE_LO, d->aeq & 0xffffffffu);
-    rs_writel(d, A_RS_AEQ_BASE_HI, d->aeq >> 32);
-    rs_writel(d, A_RS_AEQ_CFG,
-              (aeq_log << R_RS_AEQ_CFG_LOG_SIZE_SHIFT) |
-              (aeq_vector << R_RS_AEQ_CFG_VECTOR_SHIFT));
+    qrs_writel(d, A_RS_ADMQ_BASE_LO, d->admq & 0xffffffffu);
+    qrs_writel(d, A_RS_ADMQ_BASE_HI, d->admq >> 32);
+    qrs_writel(d, A_RS_ADMQ_CFG, admq_log << R_RS_ADMQ_CFG_LOG_SIZE_SHIFT);
+    qrs_writel(d, A_RS_ACQ_BASE_LO, d->acq & 0xffffffffu);
+    qrs_writel(d, A_RS_ACQ_BASE_HI, d->acq >> 32);
+    qrs_writel(d, A_RS_ACQ_CFG, acq_vector << R_RS_ACQ_CFG_VECTOR_SHIFT);
+    qrs_writel(d, A_RS_AEQ_BASE_LO, d->aeq & 0xffffffffu);
+    qrs_writel(d, A_RS_AEQ_BASE_HI, d->aeq >> 32);
+    qrs_writel(d, A_RS_AEQ_CFG,
+               (aeq_log << R_RS_AEQ_CFG_LOG_SIZE_SHIFT) |
+               (aeq_vector << R_RS_AEQ_CFG_VECTOR_SHIFT));
 }
 
-void rs_admin_enable(QRdmaSession *d)
+void qrs_admin_enable(QRdmaSession *d)
 {
     uint32_t status;
 
-    rs_writel(d, A_RS_CTRL, R_RS_CTRL_ENABLE_MASK);
-    status = rs_readl(d, A_RS_STATUS);
+    qrs_writel(d, A_RS_CTRL, R_RS_CTRL_ENABLE_MASK);
+    status = qrs_readl(d, A_RS_STATUS);
     g_assert_cmphex(status & R_RS_STATUS_FATAL_MASK, ==, 0);
     g_assert_cmphex(status & R_RS_STATUS_READY_MASK, ==,
                     R_RS_STATUS_READY_MASK);
-    g_assert_cmphex(rs_readl(d, A_RS_CTRL), ==, R_RS_CTRL_ENABLE_MASK);
-    g_assert_cmphex(rs_readl(d, A_RS_ADMQ_CI), ==, 0);
+    g_assert_cmphex(qrs_readl(d, A_RS_CTRL), ==, R_RS_CTRL_ENABLE_MASK);
+    g_assert_cmphex(qrs_readl(d, A_RS_ADMQ_CI), ==, 0);
     d->admq_pi = 0;
     d->aeq_ci = 0;
 }
 
-void rs_admin_init(QRdmaSession *d, uint32_t admq_log, uint32_t aeq_log)
+void qrs_admin_init(QRdmaSession *d, uint32_t admq_log, uint32_t aeq_log)
 {
-    rs_admin_configure(d, admq_log, aeq_log, RS_MSIX_ADMIN_VECTOR,
-                       RS_MSIX_ADMIN_VECTOR);
-    rs_admin_enable(d);
+    qrs_admin_configure(d, admq_log, aeq_log, RS_MSIX_ADMIN_VECTOR,
+                        RS_MSIX_ADMIN_VECTOR);
+    qrs_admin_enable(d);
 }
 
-void rs_reset(QRdmaSession *d)
+void qrs_reset(QRdmaSession *d)
 {
-    rs_writel(d, A_RS_CTRL, R_RS_CTRL_RESET_MASK);
-    g_assert_cmphex(rs_readl(d, A_RS_CTRL), ==, 0);
-    g_assert_cmphex(rs_readl(d, A_RS_STATUS) &
+    qrs_writel(d, A_RS_CTRL, R_RS_CTRL_RESET_MASK);
+    g_assert_cmphex(qrs_readl(d, A_RS_CTRL), ==, 0);
+    g_assert_cmphex(qrs_readl(d, A_RS_STATUS) &
                     (R_RS_STATUS_READY_MASK | R_RS_STATUS_FATAL_MASK), ==, 0);
     d->admq_pi = 0;
     d->aeq_ci = 0;
 }
 
-uint32_t rs_admin_submit(QRdmaSession *d, const struct rs_admin_cmd *cmd)
+uint32_t qrs_admin_submit(QRdmaSession *d, const struct rs_admin_cmd *cmd)
 {
     struct rs_admin_cmd c = *cmd;
     uint32_t index = d->admq_pi;
     uint32_t slot = index & ((1u << d->admq_log) - 1);
 
     c.hdr.cmd_id = d->next_cmd_id++;
-    rs_cmd_to_le(&c);
-    qtest_memwrite(rs_qts(d), d->admq + slot * sizeof(c), &c, sizeof(c));
+    qrs_cmd_to_le(&c);
+    qtest_memwrite(qrs_qts(d), d->admq + slot * sizeof(c), &c, sizeof(c));
     d->admq_pi++;
-    rs_writel(d, A_RS_ADMQ_DB, d->admq_pi);
+    qrs_writel(d, A_RS_ADMQ_DB, d->admq_pi);
     return index;
 }
 
-bool rs_admin_poll(QRdmaSession *d, uint32_t index, struct rs_admin_cqe *cqe,
-                   int64_t timeout_us)
+bool qrs_admin_poll(QRdmaSession *d, uint32_t index, struct rs_admin_cqe *cqe,
+                    int64_t timeout_us)
 {
     uint32_t slot = index & ((1u << d->admq_log) - 1);
-    uint8_t phase = rs_ring_phase(index, d->admq_log);
+    uint8_t phase = qrs_ring_phase(index, d->admq_log);
     int64_t end = g_get_monotonic_time() + timeout_us;
 
     do {
         if (d->idle) {
-            d->idle(rs_qts(d));
+            d->idle(qrs_qts(d));
         }
-        qtest_memread(rs_qts(d), d->acq + slot * sizeof(*cqe), cqe,
+        qtest_memread(qrs_qts(d), d->acq + slot * sizeof(*cqe), cqe,
                       sizeof(*cqe));
         if ((cqe->flags & RS_ACQE_PHASE) == phase) {
-            rs_cqe_from_le(cqe);
+            qrs_cqe_from_le(cqe);
             return true;
         }
     } while (g_get_monotonic_time() < end);
-    rs_cqe_from_le(cqe);
+    qrs_cqe_from_le(cqe);
     return false;
 }
 
-void rs_admin_wait(QRdmaSession *d, uint32_t index, struct rs_admin_cqe *cqe)
+void qrs_admin_wait(QRdmaSession *d, uint32_t index, struct rs_admin_cqe *cqe)
 {
-    if (!rs_admin_poll(d, index, cqe, RS_QOS_TIMEOUT_US)) {
+    if (!qrs_admin_poll(d, index, cqe, RS_QOS_TIMEOUT_US)) {
         g_error("rdma-session: no admin completion for index %u "
                 "(ADMQ_CI=%u STATUS=0x%x FATAL_CODE=%u)", index,
-                rs_readl(d, A_RS_ADMQ_CI), rs_readl(d, A_RS_STATUS),
-                rs_readl(d, A_RS_FATAL_CODE));
+                qrs_readl(d, A_RS_ADMQ_CI), qrs_readl(d, A_RS_STATUS),
+                qrs_readl(d, A_RS_FATAL_CODE));
     }
 }
 
-uint8_t rs_admin_exec(QRdmaSession *d, const struct rs_admin_cmd *cmd,
-                      struct rs_admin_cqe *cqe)
+uint8_t qrs_admin_exec(QRdmaSession *d, const struct rs_admin_cmd *cmd,
+                       struct rs_admin_cqe *cqe)
 {
     struct rs_admin_cqe local;
     uint16_t id = d->next_cmd_id;
@@ -401,29 +401,29 @@ uint8_t rs_admin_exec(QRdmaSession *d, const struct rs_admin_cmd *cmd,
     if (!cqe) {
         cqe = &local;
     }
-    index = rs_admin_submit(d, cmd);
-    rs_admin_wait(d, index, cqe);
+    index = qrs_admin_submit(d, cmd);
+    qrs_admin_wait(d, index, cqe);
     g_assert_cmpuint(cqe->cmd_id, ==, id);
     return cqe->status;
 }
 
-bool rs_aeq_poll(QRdmaSession *d, struct rs_event *ev, int64_t timeout_us)
+bool qrs_aeq_poll(QRdmaSession *d, struct rs_event *ev, int64_t timeout_us)
 {
     uint32_t slot = d->aeq_ci & ((1u << d->aeq_log) - 1);
-    uint8_t phase = rs_ring_phase(d->aeq_ci, d->aeq_log);
+    uint8_t phase = qrs_ring_phase(d->aeq_ci, d->aeq_log);
     int64_t end = g_get_monotonic_time() + timeout_us;
 
     g_assert(d->aeq);
     do {
         if (d->idle) {
-            d->idle(rs_qts(d));
+            d->idle(qrs_qts(d));
         }
-        qtest_memread(rs_qts(d), d->aeq + slot * sizeof(*ev), ev,
+        qtest_memread(qrs_qts(d), d->aeq + slot * sizeof(*ev), ev,
                       sizeof(*ev));
         if ((ev->flags & RS_EQE_PHASE) == phase) {
-            rs_event_from_le(ev);
+            qrs_event_from_le(ev);
             d->aeq_ci++;
-            rs_writel(d, A_RS_AEQ_CI, d->aeq_ci);
+            qrs_writel(d, A_RS_AEQ_CI, d->aeq_ci);
             return true;
         }
     } while (g_get_monotonic_time() < end);
@@ -434,103 +434,238 @@ bool rs_aeq_poll(QRdmaSession *d, struct rs_event *ev, int64_t timeout_us)
 /* Commands                                                            */
 /* ------------------------------------------------------------------ */
 
-static void rs_cmd_init(struct rs_admin_cmd *cmd, uint8_t opcode)
-{
-    memset(cmd, 0, sizeof(*cmd));
-    cmd->hdr.opcode = opcode;
-}
-
-uint8_t rs_query_device(QRdmaSession *d, struct rs_device_attr *attr)
-{
-    struct rs_admin_cmd cmd;
-    uint8_t status;
-
-    rs_cmd_init(&cmd, RS_CMD_QUERY_DEVICE);
-    cmd.query.resp_addr = d->scratch;
-    cmd.query.resp_len = sizeof(*attr);
-    qtest_memset(rs_qts(d), d->scratch, 0, sizeof(*attr));
-    status = rs_admin_exec(d, &cmd, NULL);
-    qtest_memread(rs_qts(d), d->scratch, attr, sizeof(*attr));
-    rs_device_attr_from_le(attr);
-    return status;
-}
-
-uint8_t rs_query_port(QRdmaSession *d, uint32_t port,
-                      struct rs_port_attr *attr)
-{
-    struct rs_admin_cmd cmd;
-    uint8_t status;
-
-    rs_cmd_init(&cmd, RS_CMD_QUERY_PORT);
-    cmd.query.resp_addr = d->scratch;
-    cmd.query.resp_len = sizeof(*attr);
-    cmd.query.handle = port;
-    qtest_memset(rs_qts(d), d->scratch, 0, sizeof(*attr));
-    status = rs_admin_exec(d, &cmd, NULL);
-    qtest_memread(rs_qts(d), d->scratch, attr, sizeof(*attr));
-    rs_port_attr_from_le(attr);
-    return status;
-}
-
-uint8_t rs_create_pd(QRdmaSession *d, uint32_t *handle)
-{
-    return rs_create_pd_flags(d, 0, handle);
-}
-
-uint8_t rs_create_pd_flags(QRdmaSession *d, uint32_t flags, uint32_t *handle)
+uint8_t qrs_admin_cmd(QRdmaSession *d, uint8_t opcode, const void *body,
+                      size_t len, uint32_t *handle, uint32_t *result1)
 {
     struct rs_admin_cmd cmd;
     struct rs_admin_cqe cqe;
     uint8_t status;
 
-    rs_cmd_init(&cmd, RS_CMD_CREATE_PD);
-    cmd.create_pd.flags = cpu_to_le32(flags);
-    status = rs_admin_exec(d, &cmd, &cqe);
+    g_assert_cmpuint(len, <=, sizeof(cmd.raw));
+    memset(&cmd, 0, sizeof(cmd));
+    cmd.hdr.opcode = opcode;
+    if (len) {
+        memcpy(cmd.raw, body, len);
+    }
+    status = qrs_admin_exec(d, &cmd, &cqe);
     if (handle) {
         *handle = cqe.handle;
+    }
+    if (result1) {
+        *result1 = cqe.result1;
     }
     return status;
 }
 
-uint8_t rs_destroy(QRdmaSession *d, uint8_t opcode, uint32_t handle)
+/*
+ * QUERY_* into the scratch buffer, which is first filled with @fill so
+ * that a field the device leaves alone shows.
+ */
+static uint8_t qrs_query(QRdmaSession *d, uint8_t opcode, uint32_t handle,
+                         void *resp, uint32_t len, uint8_t fill)
 {
-    struct rs_admin_cmd cmd;
+    struct rs_cmd_query q = {
+        .resp_addr = d->scratch, .resp_len = len, .handle = handle,
+    };
+    uint8_t status;
 
-    rs_cmd_init(&cmd, opcode);
-    cmd.destroy.handle = handle;
-    return rs_admin_exec(d, &cmd, NULL);
+    g_assert_cmpuint(len, <=, RS_QOS_SCRATCH_SIZE);
+    qtest_memset(qrs_qts(d), d->scratch, fill, len);
+    status = qrs_admin_cmd(d, opcode, &q, sizeof(q), NULL, NULL);
+    qtest_memread(qrs_qts(d), d->scratch, resp, len);
+    return status;
 }
 
-uint8_t rs_create_lan_queue(QRdmaSession *d, uint8_t type, uint64_t ring,
-                            uint8_t log_size, uint16_t vector,
+uint8_t qrs_query_device(QRdmaSession *d, struct rs_device_attr *attr)
+{
+    uint8_t status = qrs_query(d, RS_CMD_QUERY_DEVICE, 0, attr,
+                               sizeof(*attr), 0);
+
+    qrs_device_attr_from_le(attr);
+    return status;
+}
+
+uint8_t qrs_query_port(QRdmaSession *d, uint32_t port,
+                       struct rs_port_attr *attr)
+{
+    uint8_t status = qrs_query(d, RS_CMD_QUERY_PORT, port, attr,
+                               sizeof(*attr), 0);
+
+    qrs_port_attr_from_le(attr);
+    return status;
+}
+
+uint8_t qrs_query_qp(QRdmaSession *d, uint32_t handle,
+                     struct rs_qp_attr *attr)
+{
+    uint8_t status = qrs_query(d, RS_CMD_QUERY_QP, handle, attr,
+                               sizeof(*attr), 0xee);
+
+    qrs_qp_attr_from_le(attr);
+    return status;
+}
+
+uint8_t qrs_create_pd(QRdmaSession *d, uint32_t *handle)
+{
+    return qrs_create_pd_flags(d, 0, handle);
+}
+
+uint8_t qrs_create_pd_flags(QRdmaSession *d, uint32_t flags,
                             uint32_t *handle)
 {
-    struct rs_admin_cmd cmd;
-    struct rs_admin_cqe cqe;
+    /* (qrs_cmd_to_le() has no case for CREATE_PD) */
+    struct rs_cmd_create_pd c = { .flags = cpu_to_le32(flags) };
+
+    return qrs_admin_cmd(d, RS_CMD_CREATE_PD, &c, sizeof(c), handle, NULL);
+}
+
+uint8_t qrs_destroy(QRdmaSession *d, uint8_t opcode, uint32_t handle)
+{
+    struct rs_cmd_destroy c = { .handle = handle };
+
+    return qrs_admin_cmd(d, opcode, &c, sizeof(c), NULL, NULL);
+}
+
+uint8_t qrs_create_lan_queue(QRdmaSession *d, uint8_t type, uint64_t ring,
+                             uint8_t log_size, uint16_t vector,
+                             uint32_t *handle)
+{
+    struct rs_cmd_create_lan_queue c = {
+        .ring_addr = ring, .type = type, .log_size = log_size,
+        .vector = vector,
+    };
+
+    return qrs_admin_cmd(d, RS_CMD_CREATE_LAN_QUEUE, &c, sizeof(c), handle,
+                         NULL);
+}
+
+uint8_t qrs_set_lan_rx_mode(QRdmaSession *d, uint32_t flags)
+{
+    struct rs_cmd_set_lan_rx_mode c = { .flags = flags };
+
+    return qrs_admin_cmd(d, RS_CMD_SET_LAN_RX_MODE, &c, sizeof(c), NULL,
+                         NULL);
+}
+
+uint8_t qrs_create_cq(QRdmaSession *d, uint64_t ring, uint8_t log_size,
+                      uint16_t comp_vector, uint32_t uar, uint32_t *handle)
+{
+    struct rs_cmd_create_cq c = {
+        .ring_addr = ring, .log_size = log_size, .comp_vector = comp_vector,
+        .uar = uar,
+    };
+
+    return qrs_admin_cmd(d, RS_CMD_CREATE_CQ, &c, sizeof(c), handle, NULL);
+}
+
+uint8_t qrs_resize_cq(QRdmaSession *d, uint32_t handle, uint64_t ring,
+                      uint8_t log_size, uint32_t consumer_index)
+{
+    struct rs_cmd_resize_cq c = {
+        .handle = handle, .ring_addr = ring, .log_size = log_size,
+        .consumer_index = consumer_index,
+    };
+    uint32_t echoed;
     uint8_t status;
 
-    rs_cmd_init(&cmd, RS_CMD_CREATE_LAN_QUEUE);
-    cmd.create_lan_queue.ring_addr = ring;
-    cmd.create_lan_queue.type = type;
-    cmd.create_lan_queue.log_size = log_size;
-    cmd.create_lan_queue.vector = vector;
-    status = rs_admin_exec(d, &cmd, &cqe);
-    if (handle) {
-        *handle = cqe.handle;
+    status = qrs_admin_cmd(d, RS_CMD_RESIZE_CQ, &c, sizeof(c), &echoed,
+                           NULL);
+    if (status == RS_STATUS_OK) {
+        g_assert_cmphex(echoed, ==, handle);
     }
     return status;
 }
 
-uint8_t rs_set_lan_rx_mode(QRdmaSession *d, uint32_t flags)
+uint8_t qrs_create_qp(QRdmaSession *d, const struct rs_cmd_create_qp *c,
+                      uint32_t *handle, uint32_t *qpn)
 {
-    struct rs_admin_cmd cmd;
-
-    rs_cmd_init(&cmd, RS_CMD_SET_LAN_RX_MODE);
-    cmd.set_lan_rx_mode.flags = flags;
-    return rs_admin_exec(d, &cmd, NULL);
+    return qrs_admin_cmd(d, RS_CMD_CREATE_QP, c, sizeof(*c), handle, qpn);
 }
 
-void rs_qos_socket_netdev(GString *cmd_line, int fd)
+uint8_t qrs_modify_qp(QRdmaSession *d, uint32_t handle,
+                      const struct rs_qp_attr *attr, uint32_t mask)
+{
+    struct rs_cmd_modify_qp c = {
+        .attr_addr = d->scratch, .handle = handle, .attr_mask = mask,
+    };
+    struct rs_qp_attr a = *attr;
+
+    qrs_qp_attr_to_le(&a);
+    qtest_memwrite(qrs_qts(d), d->scratch, &a, sizeof(a));
+    return qrs_admin_cmd(d, RS_CMD_MODIFY_QP, &c, sizeof(c), NULL, NULL);
+}
+
+uint8_t qrs_create_srq(QRdmaSession *d, const struct rs_cmd_create_srq *c,
+                       uint32_t *handle)
+{
+    return qrs_admin_cmd(d, RS_CMD_CREATE_SRQ, c, sizeof(*c), handle, NULL);
+}
+
+uint8_t qrs_modify_srq(QRdmaSession *d, uint32_t handle, uint32_t mask,
+                       uint32_t limit, uint64_t ring, uint8_t log_size,
+                       uint32_t *moved)
+{
+    struct rs_cmd_modify_srq c = {
+        .handle = handle, .attr_mask = mask, .srq_limit = limit,
+        .ring_addr = ring, .log_size = log_size,
+    };
+
+    return qrs_admin_cmd(d, RS_CMD_MODIFY_SRQ, &c, sizeof(c), NULL, moved);
+}
+
+uint8_t qrs_reg_mr(QRdmaSession *d, const struct rs_cmd_reg_mr *c,
+                   uint32_t *lkey, uint32_t *rkey)
+{
+    return qrs_admin_cmd(d, RS_CMD_REG_MR, c, sizeof(*c), lkey, rkey);
+}
+
+uint8_t qrs_create_ah(QRdmaSession *d, const struct rs_cmd_create_ah *c,
+                      uint32_t *handle)
+{
+    return qrs_admin_cmd(d, RS_CMD_CREATE_AH, c, sizeof(*c), handle, NULL);
+}
+
+uint8_t qrs_create_session(QRdmaSession *d,
+                           const struct rs_cmd_create_session *c,
+                           uint32_t *handle)
+{
+    return qrs_admin_cmd(d, RS_CMD_CREATE_SESSION, c, sizeof(*c), handle,
+                         NULL);
+}
+
+uint8_t qrs_create_session_group(QRdmaSession *d,
+                                 const struct rs_cmd_create_session_group *c,
+                                 uint32_t *handle)
+{
+    return qrs_admin_cmd(d, RS_CMD_CREATE_SESSION_GROUP, c, sizeof(*c),
+                         handle, NULL);
+}
+
+uint8_t qrs_add_gid(QRdmaSession *d, const struct rs_cmd_add_gid *c,
+                    uint32_t *index)
+{
+    return qrs_admin_cmd(d, RS_CMD_ADD_GID, c, sizeof(*c), index, NULL);
+}
+
+uint32_t qrs_recv_stride(uint32_t max_sge)
+{
+    return pow2ceil(sizeof(struct rs_recv_wqe_ctrl) +
+                    max_sge * sizeof(struct rs_sge));
+}
+
+uint64_t qrs_qp_sq_bytes(const struct rs_cmd_create_qp *c)
+{
+    uint64_t stride = pow2ceil(64 + MAX(16 * c->max_send_sge, c->max_inline));
+
+    return stride << c->sq_log_size;
+}
+
+uint64_t qrs_qp_rq_bytes(const struct rs_cmd_create_qp *c)
+{
+    return (uint64_t)qrs_recv_stride(c->max_recv_sge) << c->rq_log_size;
+}
+
+void qrs_qos_socket_netdev(GString *cmd_line, int fd)
 {
     static const char user[] = RS_QOS_NETDEV_OPTS;
     g_autofree char *sock = g_strdup_printf(" -netdev socket,fd=%d,id="
@@ -542,200 +677,12 @@ void rs_qos_socket_netdev(GString *cmd_line, int fd)
     g_string_insert(cmd_line, at - cmd_line->str, sock);
 }
 
-uint8_t rs_create_cq(QRdmaSession *d, uint64_t ring, uint8_t log_size,
-                     uint16_t comp_vector, uint32_t uar, uint32_t *handle)
-{
-    struct rs_admin_cmd cmd;
-    struct rs_admin_cqe cqe;
-    uint8_t status;
-
-    rs_cmd_init(&cmd, RS_CMD_CREATE_CQ);
-    cmd.create_cq.ring_addr = ring;
-    cmd.create_cq.log_size = log_size;
-    cmd.create_cq.comp_vector = comp_vector;
-    cmd.create_cq.uar = uar;
-    status = rs_admin_exec(d, &cmd, &cqe);
-    if (handle) {
-        *handle = cqe.handle;
-    }
-    return status;
-}
-
-uint8_t rs_resize_cq(QRdmaSession *d, uint32_t handle, uint64_t ring,
-                     uint8_t log_size, uint32_t consumer_index)
-{
-    struct rs_admin_cmd cmd;
-    struct rs_admin_cqe cqe;
-    uint8_t status;
-
-    rs_cmd_init(&cmd, RS_CMD_RESIZE_CQ);
-    cmd.resize_cq.handle = handle;
-    cmd.resize_cq.ring_addr = ring;
-    cmd.resize_cq.log_size = log_size;
-    cmd.resize_cq.consumer_index = consumer_index;
-    status = rs_admin_exec(d, &cmd, &cqe);
-    if (status == RS_STATUS_OK) {
-        g_assert_cmphex(cqe.handle, ==, handle);
-    }
-    return status;
-}
-
-uint8_t rs_create_qp(QRdmaSession *d, const struct rs_cmd_create_qp *c,
-                     uint32_t *handle, uint32_t *qpn)
-{
-    struct rs_admin_cmd cmd;
-    struct rs_admin_cqe cqe;
-    uint8_t status;
-
-    rs_cmd_init(&cmd, RS_CMD_CREATE_QP);
-    cmd.create_qp = *c;
-    status = rs_admin_exec(d, &cmd, &cqe);
-    if (handle) {
-        *handle = cqe.handle;
-    }
-    if (qpn) {
-        *qpn = cqe.result1;
-    }
-    return status;
-}
-
-uint8_t rs_modify_qp(QRdmaSession *d, uint32_t handle,
-                     const struct rs_qp_attr *attr, uint32_t mask)
-{
-    struct rs_admin_cmd cmd;
-    struct rs_qp_attr a = *attr;
-
-    rs_qp_attr_to_le(&a);
-    qtest_memwrite(rs_qts(d), d->scratch, &a, sizeof(a));
-    rs_cmd_init(&cmd, RS_CMD_MODIFY_QP);
-    cmd.modify_qp.attr_addr = d->scratch;
-    cmd.modify_qp.handle = handle;
-    cmd.modify_qp.attr_mask = mask;
-    return rs_admin_exec(d, &cmd, NULL);
-}
-
-uint8_t rs_query_qp(QRdmaSession *d, uint32_t handle,
-                    struct rs_qp_attr *attr)
-{
-    struct rs_admin_cmd cmd;
-    uint8_t status;
-
-    rs_cmd_init(&cmd, RS_CMD_QUERY_QP);
-    cmd.query.resp_addr = d->scratch;
-    cmd.query.resp_len = sizeof(*attr);
-    cmd.query.handle = handle;
-    qtest_memset(rs_qts(d), d->scratch, 0xee, sizeof(*attr));
-    status = rs_admin_exec(d, &cmd, NULL);
-    qtest_memread(rs_qts(d), d->scratch, attr, sizeof(*attr));
-    rs_qp_attr_from_le(attr);
-    return status;
-}
-
-uint8_t rs_reg_mr(QRdmaSession *d, const struct rs_cmd_reg_mr *c,
-                  uint32_t *lkey, uint32_t *rkey)
-{
-    struct rs_admin_cmd cmd;
-    struct rs_admin_cqe cqe;
-    uint8_t status;
-
-    rs_cmd_init(&cmd, RS_CMD_REG_MR);
-    cmd.reg_mr = *c;
-    status = rs_admin_exec(d, &cmd, &cqe);
-    if (lkey) {
-        *lkey = cqe.handle;
-    }
-    if (rkey) {
-        *rkey = cqe.result1;
-    }
-    return status;
-}
-
-uint8_t rs_create_ah(QRdmaSession *d, const struct rs_cmd_create_ah *c,
-                     uint32_t *handle)
-{
-    struct rs_admin_cmd cmd;
-    struct rs_admin_cqe cqe;
-    uint8_t status;
-
-    rs_cmd_init(&cmd, RS_CMD_CREATE_AH);
-    cmd.create_ah = *c;
-    status = rs_admin_exec(d, &cmd, &cqe);
-    if (handle) {
-        *handle = cqe.handle;
-    }
-    return status;
-}
-
-uint8_t rs_create_session(QRdmaSession *d,
-                          const struct rs_cmd_create_session *c,
-                          uint32_t *handle)
-{
-    struct rs_admin_cmd cmd;
-    struct rs_admin_cqe cqe;
-    uint8_t status;
-
-    rs_cmd_init(&cmd, RS_CMD_CREATE_SESSION);
-    cmd.create_session = *c;
-    status = rs_admin_exec(d, &cmd, &cqe);
-    if (handle) {
-        *handle = cqe.handle;
-    }
-    return status;
-}
-
-uint8_t rs_create_session_group(QRdmaSession *d,
-                                const struct rs_cmd_create_session_group *c,
-                                uint32_t *handle)
-{
-    struct rs_admin_cmd cmd;
-    struct rs_admin_cqe cqe;
-    uint8_t status;
-
-    rs_cmd_init(&cmd, RS_CMD_CREATE_SESSION_GROUP);
-    cmd.create_group = *c;
-    status = rs_admin_exec(d, &cmd, &cqe);
-    if (handle) {
-        *handle = cqe.handle;
-    }
-    return status;
-}
-
-uint8_t rs_add_gid(QRdmaSession *d, const struct rs_cmd_add_gid *c,
-                   uint32_t *index)
-{
-    struct rs_admin_cmd cmd;
-    struct rs_admin_cqe cqe;
-    uint8_t status;
-
-    rs_cmd_init(&cmd, RS_CMD_ADD_GID);
-    cmd.add_gid = *c;
-    status = rs_admin_exec(d, &cmd, &cqe);
-    if (index) {
-        *index = cqe.handle;
-    }
-    return status;
-}
-
-uint64_t rs_qp_sq_bytes(const struct rs_cmd_create_qp *c)
-{
-    uint64_t stride = pow2ceil(64 + MAX(16 * c->max_send_sge, c->max_inline));
-
-    return stride << c->sq_log_size;
-}
-
-uint64_t rs_qp_rq_bytes(const struct rs_cmd_create_qp *c)
-{
-    uint64_t stride = pow2ceil(16 + 16 * c->max_recv_sge);
-
-    return stride << c->rq_log_size;
-}
-
 /* ------------------------------------------------------------------ */
 /* qos graph node                                                      */
 /* ------------------------------------------------------------------ */
 
 /* The first adapter found: a test may add more at higher slots. */
-static void rs_foreach_callback(QPCIDevice *dev, int devfn, void *data)
+static void qrs_foreach_callback(QPCIDevice *dev, int devfn, void *data)
 {
     QPCIDevice *res = data;
 
@@ -746,7 +693,7 @@ static void rs_foreach_callback(QPCIDevice *dev, int devfn, void *data)
 }
 
 /* Assign and map the BARs of the adapter in d->dev. */
-static void rs_map(QRdmaSession *d, QGuestAllocator *alloc)
+static void qrs_map(QRdmaSession *d, QGuestAllocator *alloc)
 {
     d->alloc = alloc;
     d->bar0 = qpci_iomap(&d->dev, RS_BAR_REGS, &d->bar0_size);
@@ -755,16 +702,16 @@ static void rs_map(QRdmaSession *d, QGuestAllocator *alloc)
     g_assert(d->scratch);
 }
 
-static void rs_start(QRdmaSession *d)
+static void qrs_start(QRdmaSession *d)
 {
     qpci_device_enable(&d->dev);
     qpci_msix_enable(&d->dev);
     /* The adapter starts disabled after any reset. */
-    g_assert_cmphex(rs_readl(d, A_RS_MAGIC), ==, RS_MAGIC);
-    g_assert_cmphex(rs_readl(d, A_RS_CTRL), ==, 0);
+    g_assert_cmphex(qrs_readl(d, A_RS_MAGIC), ==, RS_MAGIC);
+    g_assert_cmphex(qrs_readl(d, A_RS_CTRL), ==, 0);
 }
 
-static void rs_unmap(QRdmaSession *d)
+static void qrs_unmap(QRdmaSession *d)
 {
     if (d->dev.msix_enabled) {
         qpci_msix_disable(&d->dev);
@@ -773,8 +720,8 @@ static void rs_unmap(QRdmaSession *d)
     qpci_iounmap(&d->dev, d->bar2);
 }
 
-void rs_attach_new(QRdmaSession *d, QPCIBus *bus, int devfn,
-                   QGuestAllocator *alloc)
+void qrs_attach_new(QRdmaSession *d, QPCIBus *bus, int devfn,
+                    QGuestAllocator *alloc)
 {
     QPCIDevice *dev = qpci_device_find(bus, devfn);
 
@@ -786,18 +733,18 @@ void rs_attach_new(QRdmaSession *d, QPCIBus *bus, int devfn,
                     RS_PCI_VENDOR_ID);
     g_assert_cmphex(qpci_config_readw(&d->dev, PCI_DEVICE_ID), ==,
                     RS_PCI_DEVICE_ID);
-    rs_map(d, alloc);
-    rs_start(d);
+    qrs_map(d, alloc);
+    qrs_start(d);
 }
 
-void rs_detach(QRdmaSession *d)
+void qrs_detach(QRdmaSession *d)
 {
-    rs_unmap(d);
+    qrs_unmap(d);
     guest_free(d->alloc, d->scratch);
 }
 
-void rs_attach_existing(QRdmaSession *d, QPCIBus *bus, int devfn,
-                        QGuestAllocator *alloc)
+void qrs_attach_existing(QRdmaSession *d, QPCIBus *bus, int devfn,
+                         QGuestAllocator *alloc)
 {
     QPCIDevice *dev = qpci_device_find(bus, devfn);
     uint32_t bar0, bar2_lo, bar2_hi;
@@ -819,17 +766,17 @@ void rs_attach_existing(QRdmaSession *d, QPCIBus *bus, int devfn,
     d->bar0_size = RS_REGS_SIZE;
 }
 
-static void rs_pci_destructor(QOSGraphObject *obj)
+static void qrs_pci_destructor(QOSGraphObject *obj)
 {
-    rs_unmap((QRdmaSession *)obj);
+    qrs_unmap((QRdmaSession *)obj);
 }
 
-static void rs_pci_start_hw(QOSGraphObject *obj)
+static void qrs_pci_start_hw(QOSGraphObject *obj)
 {
-    rs_start((QRdmaSession *)obj);
+    qrs_start((QRdmaSession *)obj);
 }
 
-static void *rs_pci_get_driver(void *obj, const char *interface)
+static void *qrs_pci_get_driver(void *obj, const char *interface)
 {
     QRdmaSession *d = obj;
 
@@ -844,25 +791,25 @@ static void *rs_pci_get_driver(void *obj, const char *interface)
     g_assert_not_reached();
 }
 
-static void *rs_pci_create(void *pci_bus, QGuestAllocator *alloc, void *addr)
+static void *qrs_pci_create(void *pci_bus, QGuestAllocator *alloc, void *addr)
 {
     QRdmaSession *d = g_new0(QRdmaSession, 1);
     QPCIBus *bus = pci_bus;
     QPCIAddress *address = addr;
 
     qpci_device_foreach(bus, address->vendor_id, address->device_id,
-                        rs_foreach_callback, &d->dev);
+                        qrs_foreach_callback, &d->dev);
     g_assert(d->dev.bus);
 
-    rs_map(d, alloc);
-    d->obj.get_driver = rs_pci_get_driver;
-    d->obj.start_hw = rs_pci_start_hw;
-    d->obj.destructor = rs_pci_destructor;
+    qrs_map(d, alloc);
+    d->obj.get_driver = qrs_pci_get_driver;
+    d->obj.start_hw = qrs_pci_start_hw;
+    d->obj.destructor = qrs_pci_destructor;
 
     return &d->obj;
 }
 
-static void rs_register_nodes(void)
+static void qrs_register_nodes(void)
 {
     QPCIAddress addr = {
         .vendor_id = RS_PCI_VENDOR_ID,
@@ -874,9 +821,9 @@ static void rs_register_nodes(void)
     };
 
     add_qpci_address(&opts, &addr);
-    qos_node_create_driver("rdma-session", rs_pci_create);
+    qos_node_create_driver("rdma-session", qrs_pci_create);
     qos_node_consumes("rdma-session", "pci-bus", &opts);
     qos_node_produces("rdma-session", "pci-device");
 }
 
-libqos_init(rs_register_nodes);
+libqos_init(qrs_register_nodes);
