@@ -6,22 +6,42 @@
 # in a passing run, is a failed test.
 #
 # Usage: tests/runners/qtest.sh QEMU-BUILD-DIR [PATTERN...]
+#        tests/runners/qtest.sh --areas QEMU-BUILD-DIR PATTERN...
+#   --areas: one test, which fails if a path matches none or several of
+#   the patterns (the areas meson runs): no qtest is left out of the suite.
 # Environment: RS_QTEST_TIMEOUT (seconds per path, default 300),
 #   ASAN_OPTIONS/UBSAN_OPTIONS for the sanitizer build.
 set -uo pipefail
 
+areas=0
+[ "$1" = --areas ] && { areas=1; shift; }
 qb=$1
 shift
 cd "$qb" || { echo "Bail out! no QEMU build directory $qb"; exit 1; }
 # (scripts/build-qemu.sh gave the build's data directory the firmware)
 export QTEST_QEMU_BINARY=./qemu-system-x86_64
 pat=$(IFS='|'; echo "${*:-.}")
-# "qos-test -l" lists full paths; GLib's -p takes exact paths and does not
-# recurse.
+[ $areas = 0 ] || pat=.
+# "qos-test -l" lists full paths; each runs in a process of its own.
 mapfile -t paths < <(./tests/qtest/qos-test -l 2>/dev/null |
                      grep -E '^/.*/rdma-session(/|$)' | grep -E -- "$pat")
 if [ ${#paths[@]} -eq 0 ]; then
     echo "Bail out! qos-test lists no rdma-session path matching '$pat'"
+    exit 1
+fi
+if [ $areas = 1 ]; then
+    echo "1..1"
+    bad=
+    for path in "${paths[@]}"; do
+        k=0
+        for p in "$@"; do grep -qE -- "$p" <<< "$path" && k=$((k + 1)); done
+        [ $k = 1 ] || bad+=" $path ($k areas)"
+    done
+    if [ -z "$bad" ]; then
+        echo "ok 1 - each of the ${#paths[@]} paths is in one area"
+        exit 0
+    fi
+    echo "not ok 1 - paths not in exactly one area:$bad"
     exit 1
 fi
 echo "1..${#paths[@]}"
