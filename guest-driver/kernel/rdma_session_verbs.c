@@ -176,7 +176,7 @@ struct rs_cq {
  * A work queue of a kernel QP or SRQ (send, receive or shared receive).
  *
  * Locking: @lock protects @pi, @ci and the ring's free slots.  The post
- * verbs write @pi with it held; the poll path (rs_poll_cq) advances @ci
+ * verbs write @pi with it held; the poll path (rs_ib_poll_cq) advances @ci
  * with it held, nested inside the CQ's lock (cq->lock, then wq->lock;
  * never the other way round).  Both indexes are therefore read plainly
  * under @lock, and a post sees a slot free only after the completion
@@ -423,7 +423,7 @@ static void rs_mmap_remove(struct rdma_user_mmap_entry **e)
 	}
 }
 
-static int rs_mmap(struct ib_ucontext *uc, struct vm_area_struct *vma)
+static int rs_ib_mmap(struct ib_ucontext *uc, struct vm_area_struct *vma)
 {
 	struct rs_ibdev *dev = to_rsdev(uc->device);
 	struct rdma_user_mmap_entry *re;
@@ -464,7 +464,7 @@ static int rs_mmap(struct ib_ucontext *uc, struct vm_area_struct *vma)
 	return err;
 }
 
-static void rs_mmap_free(struct rdma_user_mmap_entry *re)
+static void rs_ib_mmap_free(struct rdma_user_mmap_entry *re)
 {
 	struct rs_mmap_entry *e = to_rsmmap(re);
 	struct rs_ibdev *dev = e->dev;
@@ -482,8 +482,8 @@ static void rs_mmap_free(struct rdma_user_mmap_entry *re)
 /* Device and port                                                    */
 /* ------------------------------------------------------------------ */
 
-static int rs_query_device(struct ib_device *ibdev, struct ib_device_attr *a,
-			   struct ib_udata *udata)
+static int rs_ib_query_device(struct ib_device *ibdev, struct ib_device_attr *a,
+			      struct ib_udata *udata)
 {
 	struct rs_ibdev *dev = to_rsdev(ibdev);
 	const struct rs_device_attr *da = &dev->rdev->attr;
@@ -541,8 +541,8 @@ static bool rs_port_up(struct rs_ibdev *dev)
 	return dev->rdev->port_attr.state == RS_PORT_ACTIVE;
 }
 
-static int rs_query_port(struct ib_device *ibdev, u32 port,
-			 struct ib_port_attr *pa)
+static int rs_ib_query_port(struct ib_device *ibdev, u32 port,
+			    struct ib_port_attr *pa)
 {
 	struct rs_ibdev *dev = to_rsdev(ibdev);
 	const struct rs_port_attr *p = &dev->rdev->port_attr;
@@ -568,8 +568,8 @@ static int rs_query_port(struct ib_device *ibdev, u32 port,
 	return 0;
 }
 
-static int rs_get_port_immutable(struct ib_device *ibdev, u32 port,
-				 struct ib_port_immutable *im)
+static int rs_ib_get_port_immutable(struct ib_device *ibdev, u32 port,
+				    struct ib_port_immutable *im)
 {
 	struct ib_port_attr pa = {};
 	int err;
@@ -584,12 +584,12 @@ static int rs_get_port_immutable(struct ib_device *ibdev, u32 port,
 	return 0;
 }
 
-static enum rdma_link_layer rs_get_link_layer(struct ib_device *ibdev, u32 port)
+static enum rdma_link_layer rs_ib_get_link_layer(struct ib_device *ibdev, u32 port)
 {
 	return IB_LINK_LAYER_ETHERNET;
 }
 
-static int rs_query_pkey(struct ib_device *ibdev, u32 port, u16 index, u16 *pkey)
+static int rs_ib_query_pkey(struct ib_device *ibdev, u32 port, u16 index, u16 *pkey)
 {
 	if (index > 0)
 		return -EINVAL;
@@ -597,7 +597,7 @@ static int rs_query_pkey(struct ib_device *ibdev, u32 port, u16 index, u16 *pkey
 	return 0;
 }
 
-static void rs_get_dev_fw_str(struct ib_device *ibdev, char *str)
+static void rs_ib_get_dev_fw_str(struct ib_device *ibdev, char *str)
 {
 	u32 v = to_rsdev(ibdev)->rdev->version;
 
@@ -623,7 +623,7 @@ static int rs_cmd_add_gid(struct rs_ibdev *dev, const struct ib_gid_attr *attr)
 	return rs_exec(dev, &cmd, NULL);
 }
 
-static int rs_add_gid(const struct ib_gid_attr *attr, void **context)
+static int rs_ib_add_gid(const struct ib_gid_attr *attr, void **context)
 {
 	struct rs_ibdev *dev = to_rsdev(attr->device);
 	int err;
@@ -650,7 +650,7 @@ static int rs_add_gid(const struct ib_gid_attr *attr, void **context)
 	return err;
 }
 
-static int rs_del_gid(const struct ib_gid_attr *attr, void **context)
+static int rs_ib_del_gid(const struct ib_gid_attr *attr, void **context)
 {
 	struct rs_ibdev *dev = to_rsdev(attr->device);
 	int err;
@@ -686,7 +686,7 @@ static int rs_default_netid(struct rs_ibdev *dev, u32 *index)
 /* User contexts, PDs                                                 */
 /* ------------------------------------------------------------------ */
 
-static int rs_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata)
+static int rs_ib_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata)
 {
 	struct rs_ibdev *dev = to_rsdev(ibuc->device);
 	struct rs_ucontext *uc = to_rsuc(ibuc);
@@ -703,7 +703,7 @@ static int rs_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata)
 		return -ENOMEM;
 	uc->uar = uar;
 
-	/* From here on the page is released by rs_mmap_free(). */
+	/* From here on the page is released by rs_ib_mmap_free(). */
 	uc->db_entry = rs_mmap_insert(dev, ibuc, RS_MMAP_DB,
 				      dev->rdev->db_phys + (u64)uar * RS_DB_PAGE_SIZE,
 				      PAGE_SIZE, uar, &resp.db_mmap_key);
@@ -729,12 +729,12 @@ static int rs_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata)
 	return 0;
 }
 
-static void rs_dealloc_ucontext(struct ib_ucontext *ibuc)
+static void rs_ib_dealloc_ucontext(struct ib_ucontext *ibuc)
 {
 	rs_mmap_remove(&to_rsuc(ibuc)->db_entry);
 }
 
-static void rs_disassociate_ucontext(struct ib_ucontext *ibuc)
+static void rs_ib_disassociate_ucontext(struct ib_ucontext *ibuc)
 {
 	/*
 	 * The core zaps the doorbell mappings (rdma_user_mmap_io); ring pages
@@ -742,7 +742,7 @@ static void rs_disassociate_ucontext(struct ib_ucontext *ibuc)
 	 */
 }
 
-static int rs_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+static int rs_ib_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
 	struct rs_ibdev *dev = to_rsdev(ibpd->device);
 	struct rs_pd *pd = to_rspd(ibpd);
@@ -770,7 +770,7 @@ static int rs_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 	return 0;
 }
 
-static int rs_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+static int rs_ib_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
 	return rs_destroy(to_rsdev(ibpd->device), RS_CMD_DESTROY_PD,
 			  to_rspd(ibpd)->handle);
@@ -786,8 +786,8 @@ static void rs_ring_db(struct rs_ibdev *dev, u32 off, u32 val)
 	writel(val, dev->kdb + off);
 }
 
-static int rs_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
-			struct uverbs_attr_bundle *attrs)
+static int rs_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+			   struct uverbs_attr_bundle *attrs)
 {
 	struct ib_udata *udata = attrs ? &attrs->driver_udata : NULL;
 	struct rs_ibdev *dev = to_rsdev(ibcq->device);
@@ -861,7 +861,7 @@ err_free:
 	return err;
 }
 
-static int rs_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
+static int rs_ib_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 {
 	struct rs_ibdev *dev = to_rsdev(ibcq->device);
 	struct rs_cq *cq = to_rscq(ibcq);
@@ -933,7 +933,7 @@ static void rs_wq_consume_recv(struct rs_wq *wq)
 	spin_unlock(&wq->lock);
 }
 
-static int rs_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
+static int rs_ib_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
 {
 	struct rs_ibdev *dev = to_rsdev(ibcq->device);
 	struct rs_cq *cq = to_rscq(ibcq);
@@ -991,7 +991,7 @@ static int rs_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
 	return n;
 }
 
-static int rs_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
+static int rs_ib_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 {
 	struct rs_ibdev *dev = to_rsdev(ibcq->device);
 	struct rs_cq *cq = to_rscq(ibcq);
@@ -1209,8 +1209,8 @@ static void rs_wq_free(struct rs_ibdev *dev, struct rs_wq *wq)
 	wq->signaled = NULL;
 }
 
-static int rs_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
-			struct ib_udata *udata)
+static int rs_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+			   struct ib_udata *udata)
 {
 	struct rs_ibdev *dev = to_rsdev(ibqp->device);
 	const struct rs_device_attr *da = &dev->rdev->attr;
@@ -1357,7 +1357,7 @@ err_free:
 	return err;
 }
 
-static int rs_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
+static int rs_ib_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 {
 	struct rs_ibdev *dev = to_rsdev(ibqp->device);
 	struct rs_qp *qp = to_rsqp(ibqp);
@@ -1390,8 +1390,8 @@ static void rs_wq_reset(struct rs_wq *wq)
 /* Bits 0-20 of enum ib_qp_attr_mask are the device's bits. */
 #define RS_IB_QP_ATTR_MASK	(IB_QP_DEST_QPN * 2 - 1)
 
-static int rs_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
-			struct ib_udata *udata)
+static int rs_ib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+			   struct ib_udata *udata)
 {
 	struct rs_ibdev *dev = to_rsdev(ibqp->device);
 	struct rs_qp *qp = to_rsqp(ibqp);
@@ -1506,8 +1506,8 @@ out:
 	return err;
 }
 
-static int rs_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
-		       struct ib_qp_init_attr *init)
+static int rs_ib_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+			  struct ib_qp_init_attr *init)
 {
 	struct rs_ibdev *dev = to_rsdev(ibqp->device);
 	struct rs_qp *qp = to_rsqp(ibqp);
@@ -1698,8 +1698,8 @@ static int rs_build_send(struct rs_qp *qp, const struct ib_send_wr *wr, void *sl
 	return 0;
 }
 
-static int rs_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
-			const struct ib_send_wr **bad)
+static int rs_ib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+			   const struct ib_send_wr **bad)
 {
 	struct rs_ibdev *dev = to_rsdev(ibqp->device);
 	struct rs_qp *qp = to_rsqp(ibqp);
@@ -1789,8 +1789,8 @@ static int rs_wq_post_recv(struct rs_ibdev *dev, struct rs_wq *wq, u32 db,
 	return err;
 }
 
-static int rs_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
-			const struct ib_recv_wr **bad)
+static int rs_ib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+			   const struct ib_recv_wr **bad)
 {
 	struct rs_ibdev *dev = to_rsdev(ibqp->device);
 	struct rs_qp *qp = to_rsqp(ibqp);
@@ -1814,8 +1814,8 @@ static int rs_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 /* Shared receive queues                                              */
 /* ------------------------------------------------------------------ */
 
-static int rs_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
-			 struct ib_udata *udata)
+static int rs_ib_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
+			    struct ib_udata *udata)
 {
 	struct rs_ibdev *dev = to_rsdev(ibsrq->device);
 	const struct rs_device_attr *da = &dev->rdev->attr;
@@ -1901,8 +1901,8 @@ err_free:
  * Only the limit can change: like mlx5, no resize (IB_SRQ_MAX_WR), as the
  * rings of user SRQs are mapped into the process.
  */
-static int rs_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
-			 enum ib_srq_attr_mask mask, struct ib_udata *udata)
+static int rs_ib_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+			    enum ib_srq_attr_mask mask, struct ib_udata *udata)
 {
 	struct rs_ibdev *dev = to_rsdev(ibsrq->device);
 	struct rs_srq *srq = to_rssrq(ibsrq);
@@ -1925,7 +1925,7 @@ static int rs_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 	return err;
 }
 
-static int rs_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
+static int rs_ib_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
 {
 	struct rs_srq *srq = to_rssrq(ibsrq);
 
@@ -1935,7 +1935,7 @@ static int rs_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
 	return 0;
 }
 
-static int rs_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
+static int rs_ib_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 {
 	struct rs_ibdev *dev = to_rsdev(ibsrq->device);
 	struct rs_srq *srq = to_rssrq(ibsrq);
@@ -1950,8 +1950,8 @@ static int rs_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 }
 
 /* Kernel SRQs: the same ring as a kernel RQ (rs_wq_post_recv). */
-static int rs_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
-			    const struct ib_recv_wr **bad)
+static int rs_ib_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+			       const struct ib_recv_wr **bad)
 {
 	struct rs_ibdev *dev = to_rsdev(ibsrq->device);
 	struct rs_srq *srq = to_rssrq(ibsrq);
@@ -2018,8 +2018,8 @@ static void rs_ah_free_av(struct rs_ibdev *dev, struct rs_ah *ah)
 	ah->av = NULL;
 }
 
-static int rs_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
-			struct ib_udata *udata)
+static int rs_ib_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
+			   struct ib_udata *udata)
 {
 	struct rs_ibdev *dev = to_rsdev(ibah->device);
 	struct rdma_ah_attr *ah_attr = init->ah_attr;
@@ -2101,7 +2101,7 @@ static int rs_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 	return 0;
 }
 
-static int rs_destroy_ah(struct ib_ah *ibah, u32 flags)
+static int rs_ib_destroy_ah(struct ib_ah *ibah, u32 flags)
 {
 	struct rs_ibdev *dev = to_rsdev(ibah->device);
 	struct rs_ah *ah = to_rsah(ibah);
@@ -2207,8 +2207,8 @@ static int rs_pbl_build(struct rs_ibdev *dev, struct rs_pbl *pbl,
 				 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC | \
 				 IB_ACCESS_MW_BIND | IB_ACCESS_OPTIONAL)
 
-static struct ib_mr *rs_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
-				    u64 iova, int access, struct ib_udata *udata)
+static struct ib_mr *rs_ib_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+				       u64 iova, int access, struct ib_udata *udata)
 {
 	struct rs_ibdev *dev = to_rsdev(ibpd->device);
 	struct rs_admin_cmd cmd = {};
@@ -2282,7 +2282,7 @@ err_mr:
 	return ERR_PTR(err);
 }
 
-static int rs_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
+static int rs_ib_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
 	struct rs_ibdev *dev = to_rsdev(ibmr->device);
 	struct rs_mr *mr = to_rsmr(ibmr);
@@ -2305,7 +2305,7 @@ static int rs_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
  * The device has no all-memory rkey: a DMA MR is the reserved local key,
  * for kernel PDs and local access only (IB_PD_UNSAFE_GLOBAL_RKEY fails).
  */
-static struct ib_mr *rs_get_dma_mr(struct ib_pd *ibpd, int access)
+static struct ib_mr *rs_ib_get_dma_mr(struct ib_pd *ibpd, int access)
 {
 	struct rs_mr *mr;
 
@@ -2320,8 +2320,8 @@ static struct ib_mr *rs_get_dma_mr(struct ib_pd *ibpd, int access)
 	return &mr->ibmr;
 }
 
-static struct ib_mr *rs_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
-				 u32 max_num_sg)
+static struct ib_mr *rs_ib_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
+				    u32 max_num_sg)
 {
 	struct rs_ibdev *dev = to_rsdev(ibpd->device);
 	struct rs_admin_cmd cmd = {};
@@ -2381,8 +2381,8 @@ static int rs_set_page(struct ib_mr *ibmr, u64 addr)
 	return 0;
 }
 
-static int rs_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
-			unsigned int *sg_offset)
+static int rs_ib_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
+			   unsigned int *sg_offset)
 {
 	struct rs_mr *mr = to_rsmr(ibmr);
 
@@ -2394,15 +2394,15 @@ static int rs_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents
 /* Counters                                                           */
 /* ------------------------------------------------------------------ */
 
-static struct rdma_hw_stats *rs_alloc_hw_port_stats(struct ib_device *ibdev,
-						    u32 port)
+static struct rdma_hw_stats *rs_ib_alloc_hw_port_stats(struct ib_device *ibdev,
+						       u32 port)
 {
 	return rdma_alloc_hw_stats_struct(rs_ib_stat_descs, RS_CNT_NUM,
 					  RDMA_HW_STATS_DEFAULT_LIFESPAN);
 }
 
-static int rs_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
-			   u32 port, int index)
+static int rs_ib_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
+			      u32 port, int index)
 {
 	struct rs_ibdev *dev = to_rsdev(ibdev);
 	struct net_device *nd = dev->rdev->netdev;
@@ -2429,46 +2429,46 @@ static const struct ib_device_ops rs_ib_ops = {
 	.driver_id = RDMA_DRIVER_UNKNOWN,
 	.uverbs_abi_ver = RS_UVERBS_ABI_VERSION,
 
-	.alloc_hw_port_stats = rs_alloc_hw_port_stats,
-	.alloc_mr = rs_alloc_mr,
-	.alloc_pd = rs_alloc_pd,
-	.alloc_ucontext = rs_alloc_ucontext,
-	.add_gid = rs_add_gid,
-	.create_ah = rs_create_ah,
-	.create_user_ah = rs_create_ah,
-	.create_cq = rs_create_cq,
-	.create_qp = rs_create_qp,
-	.create_srq = rs_create_srq,
-	.modify_srq = rs_modify_srq,
-	.query_srq = rs_query_srq,
-	.dealloc_pd = rs_dealloc_pd,
-	.dealloc_ucontext = rs_dealloc_ucontext,
-	.del_gid = rs_del_gid,
-	.dereg_mr = rs_dereg_mr,
-	.destroy_ah = rs_destroy_ah,
-	.destroy_cq = rs_destroy_cq,
-	.destroy_qp = rs_destroy_qp,
-	.destroy_srq = rs_destroy_srq,
-	.disassociate_ucontext = rs_disassociate_ucontext,
-	.get_dev_fw_str = rs_get_dev_fw_str,
-	.get_dma_mr = rs_get_dma_mr,
-	.get_hw_stats = rs_get_hw_stats,
-	.get_link_layer = rs_get_link_layer,
-	.get_port_immutable = rs_get_port_immutable,
-	.map_mr_sg = rs_map_mr_sg,
-	.mmap = rs_mmap,
-	.mmap_free = rs_mmap_free,
-	.modify_qp = rs_modify_qp,
-	.poll_cq = rs_poll_cq,
-	.post_recv = rs_post_recv,
-	.post_srq_recv = rs_post_srq_recv,
-	.post_send = rs_post_send,
-	.query_device = rs_query_device,
-	.query_pkey = rs_query_pkey,
-	.query_port = rs_query_port,
-	.query_qp = rs_query_qp,
-	.reg_user_mr = rs_reg_user_mr,
-	.req_notify_cq = rs_req_notify_cq,
+	.alloc_hw_port_stats = rs_ib_alloc_hw_port_stats,
+	.alloc_mr = rs_ib_alloc_mr,
+	.alloc_pd = rs_ib_alloc_pd,
+	.alloc_ucontext = rs_ib_alloc_ucontext,
+	.add_gid = rs_ib_add_gid,
+	.create_ah = rs_ib_create_ah,
+	.create_user_ah = rs_ib_create_ah,
+	.create_cq = rs_ib_create_cq,
+	.create_qp = rs_ib_create_qp,
+	.create_srq = rs_ib_create_srq,
+	.modify_srq = rs_ib_modify_srq,
+	.query_srq = rs_ib_query_srq,
+	.dealloc_pd = rs_ib_dealloc_pd,
+	.dealloc_ucontext = rs_ib_dealloc_ucontext,
+	.del_gid = rs_ib_del_gid,
+	.dereg_mr = rs_ib_dereg_mr,
+	.destroy_ah = rs_ib_destroy_ah,
+	.destroy_cq = rs_ib_destroy_cq,
+	.destroy_qp = rs_ib_destroy_qp,
+	.destroy_srq = rs_ib_destroy_srq,
+	.disassociate_ucontext = rs_ib_disassociate_ucontext,
+	.get_dev_fw_str = rs_ib_get_dev_fw_str,
+	.get_dma_mr = rs_ib_get_dma_mr,
+	.get_hw_stats = rs_ib_get_hw_stats,
+	.get_link_layer = rs_ib_get_link_layer,
+	.get_port_immutable = rs_ib_get_port_immutable,
+	.map_mr_sg = rs_ib_map_mr_sg,
+	.mmap = rs_ib_mmap,
+	.mmap_free = rs_ib_mmap_free,
+	.modify_qp = rs_ib_modify_qp,
+	.poll_cq = rs_ib_poll_cq,
+	.post_recv = rs_ib_post_recv,
+	.post_srq_recv = rs_ib_post_srq_recv,
+	.post_send = rs_ib_post_send,
+	.query_device = rs_ib_query_device,
+	.query_pkey = rs_ib_query_pkey,
+	.query_port = rs_ib_query_port,
+	.query_qp = rs_ib_query_qp,
+	.reg_user_mr = rs_ib_reg_user_mr,
+	.req_notify_cq = rs_ib_req_notify_cq,
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, rs_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, rs_cq, ibcq),
