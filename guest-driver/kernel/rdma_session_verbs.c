@@ -325,13 +325,13 @@ static inline struct device *rs_dma_dev(struct rs_ibdev *dev)
 /* Admin command helpers                                              */
 /* ------------------------------------------------------------------ */
 
-static int rs_exec(struct rs_ibdev *dev, struct rs_admin_cmd *cmd,
-		   struct rs_admin_cqe *cqe)
+static int rs_ib_cmd_exec(struct rs_ibdev *dev, struct rs_admin_cmd *cmd,
+			  struct rs_admin_cqe *cqe)
 {
 	int err;
 
 	atomic64_inc(&dev->cnt[RS_CNT_ADMIN_CMDS]);
-	err = rs_admin_exec(dev->rdev, cmd, cqe);
+	err = rs_dev_admin_exec(dev->rdev, cmd, cqe);
 	if (err) {
 		atomic64_inc(&dev->cnt[RS_CNT_ADMIN_ERRS]);
 		ibdev_dbg(&dev->ibdev, "admin command %#x: %d\n",
@@ -345,14 +345,14 @@ static int rs_exec(struct rs_ibdev *dev, struct rs_admin_cmd *cmd,
  * reset or removal) means the device no longer holds the object, so the
  * driver side is released anyway and the verb succeeds.
  */
-static int rs_destroy(struct rs_ibdev *dev, u8 opcode, u32 handle)
+static int rs_ib_cmd_destroy(struct rs_ibdev *dev, u8 opcode, u32 handle)
 {
 	struct rs_admin_cmd cmd = {};
 	int err;
 
 	cmd.hdr.opcode = opcode;
 	cmd.destroy.handle = handle;
-	err = rs_exec(dev, &cmd, NULL);
+	err = rs_ib_cmd_exec(dev, &cmd, NULL);
 	if (err == -EIO)
 		return 0;
 	if (err)
@@ -610,7 +610,7 @@ static void rs_ib_get_dev_fw_str(struct ib_device *ibdev, char *str)
 /* GIDs: the device's network identities                              */
 /* ------------------------------------------------------------------ */
 
-static int rs_cmd_add_gid(struct rs_ibdev *dev, const struct ib_gid_attr *attr)
+static int rs_ib_cmd_add_gid(struct rs_ibdev *dev, const struct ib_gid_attr *attr)
 {
 	struct rs_admin_cmd cmd = {};
 
@@ -620,7 +620,7 @@ static int rs_cmd_add_gid(struct rs_ibdev *dev, const struct ib_gid_attr *attr)
 	cmd.add_gid.type = ipv6_addr_v4mapped((const struct in6_addr *)attr->gid.raw) ?
 			   RS_GID_ROCE_V2_IPV4 : RS_GID_ROCE_V2_IPV6;
 	cmd.add_gid.vni = 0;
-	return rs_exec(dev, &cmd, NULL);
+	return rs_ib_cmd_exec(dev, &cmd, NULL);
 }
 
 static int rs_ib_add_gid(const struct ib_gid_attr *attr, void **context)
@@ -635,11 +635,11 @@ static int rs_ib_add_gid(const struct ib_gid_attr *attr, void **context)
 		return -EINVAL;
 
 	mutex_lock(&dev->gid_lock);
-	err = rs_cmd_add_gid(dev, attr);
+	err = rs_ib_cmd_add_gid(dev, attr);
 	if (err == -EEXIST) {
 		/* A slot left behind by a refused DEL_GID: replace it. */
-		if (!rs_destroy(dev, RS_CMD_DEL_GID, attr->index))
-			err = rs_cmd_add_gid(dev, attr);
+		if (!rs_ib_cmd_destroy(dev, RS_CMD_DEL_GID, attr->index))
+			err = rs_ib_cmd_add_gid(dev, attr);
 	}
 	if (!err)
 		set_bit(attr->index, dev->gid_map);
@@ -661,7 +661,7 @@ static int rs_ib_del_gid(const struct ib_gid_attr *attr, void **context)
 		return -EINVAL;
 
 	mutex_lock(&dev->gid_lock);
-	err = rs_destroy(dev, RS_CMD_DEL_GID, attr->index);
+	err = rs_ib_cmd_destroy(dev, RS_CMD_DEL_GID, attr->index);
 	if (!err || err == -EINVAL)
 		clear_bit(attr->index, dev->gid_map);
 	mutex_unlock(&dev->gid_lock);
@@ -754,7 +754,7 @@ static int rs_ib_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 	cmd.hdr.opcode = RS_CMD_CREATE_PD;
 	if (!udata)
 		cmd.create_pd.flags = RS_PD_F_PRIVILEGED;
-	err = rs_exec(dev, &cmd, &cqe);
+	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
 	if (err)
 		return err;
 	pd->handle = cqe.handle;
@@ -763,7 +763,7 @@ static int rs_ib_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 		resp.pdn = pd->handle;
 		err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
 		if (err) {
-			rs_destroy(dev, RS_CMD_DESTROY_PD, pd->handle);
+			rs_ib_cmd_destroy(dev, RS_CMD_DESTROY_PD, pd->handle);
 			return err;
 		}
 	}
@@ -772,15 +772,15 @@ static int rs_ib_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 
 static int rs_ib_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
-	return rs_destroy(to_rsdev(ibpd->device), RS_CMD_DESTROY_PD,
-			  to_rspd(ibpd)->handle);
+	return rs_ib_cmd_destroy(to_rsdev(ibpd->device), RS_CMD_DESTROY_PD,
+				 to_rspd(ibpd)->handle);
 }
 
 /* ------------------------------------------------------------------ */
 /* CQs                                                                */
 /* ------------------------------------------------------------------ */
 
-static void rs_ring_db(struct rs_ibdev *dev, u32 off, u32 val)
+static void rs_ib_ring_db(struct rs_ibdev *dev, u32 off, u32 val)
 {
 	/* writel() orders the ring's stores before the doorbell. */
 	writel(val, dev->kdb + off);
@@ -821,7 +821,7 @@ static int rs_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *att
 	cmd.create_cq.log_size = cq->log;
 	cmd.create_cq.comp_vector = dev->vec_base + attr->comp_vector;
 	cmd.create_cq.uar = uc ? uc->uar : 0;
-	err = rs_exec(dev, &cmd, &cqe);
+	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
 	if (err)
 		goto err_free;
 	cq->handle = cqe.handle;
@@ -855,7 +855,7 @@ err_mmap:
 err_xa:
 	xa_erase_irq(&dev->cqs, cq->handle & RS_HANDLE_INDEX_MASK);
 err_destroy:
-	rs_destroy(dev, RS_CMD_DESTROY_CQ, cq->handle);
+	rs_ib_cmd_destroy(dev, RS_CMD_DESTROY_CQ, cq->handle);
 err_free:
 	rs_buf_free(dev, &cq->ring);
 	return err;
@@ -867,7 +867,7 @@ static int rs_ib_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 	struct rs_cq *cq = to_rscq(ibcq);
 	int err;
 
-	err = rs_destroy(dev, RS_CMD_DESTROY_CQ, cq->handle);
+	err = rs_ib_cmd_destroy(dev, RS_CMD_DESTROY_CQ, cq->handle);
 	if (err)
 		return err;
 	xa_erase_irq(&dev->cqs, cq->handle & RS_HANDLE_INDEX_MASK);
@@ -985,8 +985,8 @@ static int rs_ib_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
 		n++;
 	}
 	if (n)
-		rs_ring_db(dev, RS_DB_CQ_CI, (cq->handle & RS_DB_INDEX_MASK) |
-			   ((cq->ci & 0xffff) << RS_DB_VALUE_SHIFT));
+		rs_ib_ring_db(dev, RS_DB_CQ_CI, (cq->handle & RS_DB_INDEX_MASK) |
+			      ((cq->ci & 0xffff) << RS_DB_VALUE_SHIFT));
 	spin_unlock_irqrestore(&cq->lock, flags);
 	return n;
 }
@@ -1002,7 +1002,7 @@ static int rs_ib_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags
 	val |= (flags & IB_CQ_SOLICITED_MASK) == IB_CQ_SOLICITED ?
 	       RS_DB_CQ_ARM_SOLICITED : RS_DB_CQ_ARM_NEXT;
 	WRITE_ONCE(cq->armed, true);
-	rs_ring_db(dev, RS_DB_CQ_ARM, val);
+	rs_ib_ring_db(dev, RS_DB_CQ_ARM, val);
 	if (flags & IB_CQ_REPORT_MISSED_EVENTS) {
 		spin_lock_irqsave(&cq->lock, irqf);
 		ret = rs_cq_next(cq) ? 1 : 0;
@@ -1102,8 +1102,8 @@ static void rs_session_put(struct rs_ibdev *dev, struct rs_session *s)
 	mutex_lock(&dev->sess_lock);
 	if (refcount_dec_and_test(&s->refs)) {
 		list_del(&s->node);
-		rs_destroy(dev, RS_CMD_DESTROY_SESSION_GROUP, s->group);
-		rs_destroy(dev, RS_CMD_DESTROY_SESSION, s->session);
+		rs_ib_cmd_destroy(dev, RS_CMD_DESTROY_SESSION_GROUP, s->group);
+		rs_ib_cmd_destroy(dev, RS_CMD_DESTROY_SESSION, s->session);
 		kfree(s);
 	}
 	mutex_unlock(&dev->sess_lock);
@@ -1152,7 +1152,7 @@ static struct rs_session *rs_session_get(struct rs_ibdev *dev,
 	cmd.create_session.src_port = sport;
 	cmd.create_session.dst_port = RS_ROCE_V2_PORT;
 	cmd.create_session.gid_index = grh->sgid_index;
-	err = rs_exec(dev, &cmd, &cqe);
+	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
 	if (err)
 		goto err_free;
 	s->session = cqe.handle;
@@ -1162,7 +1162,7 @@ static struct rs_session *rs_session_get(struct rs_ibdev *dev,
 	cmd.create_group.session[0] = s->session;
 	cmd.create_group.nsessions = 1;
 	cmd.create_group.policy = RS_GROUP_ROUND_ROBIN;
-	err = rs_exec(dev, &cmd, &cqe);
+	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
 	if (err)
 		goto err_session;
 	s->group = cqe.handle;
@@ -1172,7 +1172,7 @@ static struct rs_session *rs_session_get(struct rs_ibdev *dev,
 	goto out;
 
 err_session:
-	rs_destroy(dev, RS_CMD_DESTROY_SESSION, s->session);
+	rs_ib_cmd_destroy(dev, RS_CMD_DESTROY_SESSION, s->session);
 err_free:
 	kfree(s);
 	s = ERR_PTR(err);
@@ -1294,7 +1294,7 @@ static int rs_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	cmd.create_qp.flags = qp->sig_all ? RS_QP_F_SIGNAL_ALL : 0;
 	cmd.create_qp.max_inline = inl;
 	cmd.create_qp.uar = uc ? uc->uar : 0;
-	err = rs_exec(dev, &cmd, &cqe);
+	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
 	if (err)
 		goto err_free;
 	qp->handle = cqe.handle;
@@ -1350,7 +1350,7 @@ static int rs_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 err_xa:
 	xa_erase_irq(&dev->qps, qp->qpn);
 err_destroy:
-	rs_destroy(dev, RS_CMD_DESTROY_QP, qp->handle);
+	rs_ib_cmd_destroy(dev, RS_CMD_DESTROY_QP, qp->handle);
 err_free:
 	rs_wq_free(dev, &qp->rq);
 	rs_wq_free(dev, &qp->sq);
@@ -1363,7 +1363,7 @@ static int rs_ib_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	struct rs_qp *qp = to_rsqp(ibqp);
 	int err;
 
-	err = rs_destroy(dev, RS_CMD_DESTROY_QP, qp->handle);
+	err = rs_ib_cmd_destroy(dev, RS_CMD_DESTROY_QP, qp->handle);
 	if (err)
 		return err;
 	xa_erase_irq(&dev->qps, qp->qpn);
@@ -1475,7 +1475,7 @@ static int rs_ib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask
 	cmd.modify_qp.attr_addr = dma;
 	cmd.modify_qp.handle = qp->handle;
 	cmd.modify_qp.attr_mask = dmask;
-	err = rs_exec(dev, &cmd, NULL);
+	err = rs_ib_cmd_exec(dev, &cmd, NULL);
 	if (err) {
 		rs_session_put(dev, sess);
 		goto out;
@@ -1523,7 +1523,7 @@ static int rs_ib_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	cmd.query.resp_addr = dma;
 	cmd.query.resp_len = sizeof(*a);
 	cmd.query.handle = qp->handle;
-	err = rs_exec(dev, &cmd, NULL);
+	err = rs_ib_cmd_exec(dev, &cmd, NULL);
 	if (err)
 		goto out;
 
@@ -1736,8 +1736,8 @@ static int rs_ib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	if (err)
 		*bad = wr;
 	if (n)
-		rs_ring_db(dev, RS_DB_SQ, (qp->qpn & RS_DB_INDEX_MASK) |
-			   ((wq->pi & 0xffff) << RS_DB_VALUE_SHIFT));
+		rs_ib_ring_db(dev, RS_DB_SQ, (qp->qpn & RS_DB_INDEX_MASK) |
+			      ((wq->pi & 0xffff) << RS_DB_VALUE_SHIFT));
 out:
 	spin_unlock_irqrestore(&wq->lock, flags);
 	return err;
@@ -1784,8 +1784,8 @@ static int rs_wq_post_recv(struct rs_ibdev *dev, struct rs_wq *wq, u32 db,
 	if (err)
 		*bad = wr;
 	if (n)
-		rs_ring_db(dev, db, (index & RS_DB_INDEX_MASK) |
-			   ((wq->pi & 0xffff) << RS_DB_VALUE_SHIFT));
+		rs_ib_ring_db(dev, db, (index & RS_DB_INDEX_MASK) |
+			      ((wq->pi & 0xffff) << RS_DB_VALUE_SHIFT));
 	return err;
 }
 
@@ -1855,7 +1855,7 @@ static int rs_ib_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	cmd.create_srq.log_size = srq->wq.log;
 	cmd.create_srq.max_sge = sge;
 	cmd.create_srq.srq_limit = attr->srq_limit;
-	err = rs_exec(dev, &cmd, &cqe);
+	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
 	if (err)
 		goto err_free;
 	srq->handle = cqe.handle;
@@ -1891,7 +1891,7 @@ static int rs_ib_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 err_xa:
 	xa_erase_irq(&dev->srqs, srq->handle & RS_HANDLE_INDEX_MASK);
 err_destroy:
-	rs_destroy(dev, RS_CMD_DESTROY_SRQ, srq->handle);
+	rs_ib_cmd_destroy(dev, RS_CMD_DESTROY_SRQ, srq->handle);
 err_free:
 	rs_wq_free(dev, &srq->wq);
 	return err;
@@ -1919,7 +1919,7 @@ static int rs_ib_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 	cmd.modify_srq.handle = srq->handle;
 	cmd.modify_srq.attr_mask = RS_SRQ_ATTR_LIMIT;
 	cmd.modify_srq.srq_limit = attr->srq_limit;
-	err = rs_exec(dev, &cmd, NULL);
+	err = rs_ib_cmd_exec(dev, &cmd, NULL);
 	if (!err)
 		WRITE_ONCE(srq->limit, attr->srq_limit);
 	return err;
@@ -1941,7 +1941,7 @@ static int rs_ib_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 	struct rs_srq *srq = to_rssrq(ibsrq);
 	int err;
 
-	err = rs_destroy(dev, RS_CMD_DESTROY_SRQ, srq->handle);
+	err = rs_ib_cmd_destroy(dev, RS_CMD_DESTROY_SRQ, srq->handle);
 	if (err)
 		return err;
 	xa_erase_irq(&dev->srqs, srq->handle & RS_HANDLE_INDEX_MASK);
@@ -1981,7 +1981,7 @@ static void rs_ah_create_fn(struct work_struct *w)
 	struct rs_ah_pend *p = container_of(w, struct rs_ah_pend, create_work);
 	struct rs_admin_cqe cqe;
 
-	if (!rs_exec(p->dev, &p->cmd, &cqe))
+	if (!rs_ib_cmd_exec(p->dev, &p->cmd, &cqe))
 		WRITE_ONCE(p->handle, cqe.handle);
 	rs_ah_pend_put(p);
 }
@@ -1991,7 +1991,7 @@ static void rs_ah_destroy_fn(struct work_struct *w)
 	struct rs_ah_pend *p = container_of(w, struct rs_ah_pend, destroy_work);
 
 	if (p->handle)
-		rs_destroy(p->dev, RS_CMD_DESTROY_AH, p->handle);
+		rs_ib_cmd_destroy(p->dev, RS_CMD_DESTROY_AH, p->handle);
 	rs_ah_pend_put(p);
 }
 
@@ -2005,7 +2005,7 @@ static void rs_ah_destroy_handle_fn(struct work_struct *w)
 {
 	struct rs_ah_destroy_work *dw = container_of(w, struct rs_ah_destroy_work, work);
 
-	rs_destroy(dw->dev, RS_CMD_DESTROY_AH, dw->handle);
+	rs_ib_cmd_destroy(dw->dev, RS_CMD_DESTROY_AH, dw->handle);
 	kfree(dw);
 }
 
@@ -2083,7 +2083,7 @@ static int rs_ib_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 		queue_work(dev->wq, &p->create_work);
 		return 0;
 	}
-	err = rs_exec(dev, &cmd, &cqe);
+	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
 	if (err) {
 		rs_ah_free_av(dev, ah);
 		return err;
@@ -2094,7 +2094,7 @@ static int rs_ib_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 		resp.ah_handle = ah->handle;
 		err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
 		if (err) {
-			rs_destroy(dev, RS_CMD_DESTROY_AH, ah->handle);
+			rs_ib_cmd_destroy(dev, RS_CMD_DESTROY_AH, ah->handle);
 			return err;
 		}
 	}
@@ -2115,7 +2115,7 @@ static int rs_ib_destroy_ah(struct ib_ah *ibah, u32 flags)
 		return 0;
 	}
 	if (flags & RDMA_DESTROY_AH_SLEEPABLE)
-		return rs_destroy(dev, RS_CMD_DESTROY_AH, ah->handle);
+		return rs_ib_cmd_destroy(dev, RS_CMD_DESTROY_AH, ah->handle);
 	/* Atomic context: DESTROY_AH (by handle) from the workqueue. */
 	dw = kzalloc(sizeof(*dw), GFP_ATOMIC);
 	if (!dw)
@@ -2259,7 +2259,7 @@ static struct ib_mr *rs_ib_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length
 	cmd.reg_mr.flags = indirect ? RS_MR_F_PBL_INDIRECT : 0;
 	cmd.reg_mr.access = access & RS_ACCESS_ALL;
 	cmd.reg_mr.gid_index = netid;
-	err = rs_exec(dev, &cmd, &cqe);
+	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
 	/* The device copied the translation: the page list can go. */
 	rs_pbl_free(dev, &pbl);
 	if (err)
@@ -2289,7 +2289,7 @@ static int rs_ib_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	int err;
 
 	if (!mr->dma) {
-		err = rs_destroy(dev, RS_CMD_DEREG_MR, ibmr->lkey);
+		err = rs_ib_cmd_destroy(dev, RS_CMD_DEREG_MR, ibmr->lkey);
 		if (err)
 			return err;
 	}
@@ -2355,7 +2355,7 @@ static struct ib_mr *rs_ib_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
 	cmd.reg_mr.page_shift = RS_MR_MIN_PAGE_SHIFT;
 	cmd.reg_mr.flags = RS_MR_F_FAST_REG;
 	cmd.reg_mr.gid_index = netid;
-	err = rs_exec(dev, &cmd, &cqe);
+	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
 	if (err)
 		goto err_pages;
 	mr->ibmr.lkey = cqe.handle;
