@@ -13,6 +13,8 @@
 
 #include "hw/rdma-session/rdma-session-abi.h"
 
+struct rs_ibdev;
+
 #define RS_DRV_NAME		"rdma_session"
 
 #define RS_ADMQ_LOG		6	/* 64 admin commands */
@@ -71,7 +73,7 @@ struct rs_dev {
 	struct work_struct notify_peers;	/* after a live migration */
 	struct net_device *netdev;	/* the LAN function, eth%d */
 
-	void *ib;			/* owned by rdma_session_verbs.c */
+	struct rs_ibdev *ib;		/* owned by rdma_session_verbs.c */
 };
 
 static inline u32 rs_rd32(struct rs_dev *rdev, u32 off)
