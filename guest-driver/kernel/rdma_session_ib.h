@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * rdma-session adapter: the ib_device (rdma_session_verbs.c) and its
- * objects: user context, PD, CQ, QP and its work queues, SRQ, AH, MR.
+ * rdma-session adapter: the ib_device and its objects (user context, PD,
+ * CQ, QP and its work queues, SRQ, AH, MR), shared by the control verbs
+ * (rdma_session_verbs.c) and the data path of kernel QPs, SRQs and CQs
+ * (rdma_session_datapath.c).
  */
 #ifndef RDMA_SESSION_IB_H
 #define RDMA_SESSION_IB_H
 
+#include <linux/interrupt.h>
 #include <linux/refcount.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
@@ -234,5 +237,17 @@ static inline struct device *rs_dma_dev(struct rs_ibdev *dev)
 {
 	return &dev->rdev->pdev->dev;
 }
+
+/* rdma_session_datapath.c */
+int rs_ib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		    const struct ib_send_wr **bad);
+int rs_ib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		    const struct ib_recv_wr **bad);
+int rs_ib_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+			const struct ib_recv_wr **bad);
+int rs_ib_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc);
+int rs_ib_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
+/* The handler of a completion vector's IRQ (dev_id: its struct rs_comp_vec). */
+irqreturn_t rs_ib_comp_irq(int irq, void *data);
 
 #endif /* RDMA_SESSION_IB_H */
