@@ -259,8 +259,12 @@ static int rs_build_send(struct rs_qp *qp, const struct ib_send_wr *wr, void *sl
 
 	if (op < 0)
 		return op;
-	if (wr->num_sge > qp->sq.max_sge)
+	if (wr->num_sge > qp->sq.max_sge) {
+		ibdev_dbg_ratelimited(qp->ibqp.device,
+				      "QP %u: send WR with %d SGEs, the QP has %u\n",
+				      qp->qpn, wr->num_sge, qp->sq.max_sge);
 		return -EINVAL;
+	}
 
 	memset(slot, 0, qp->sq.stride);
 	c->wr_id = wr->wr_id;
@@ -323,8 +327,12 @@ static int rs_build_send(struct rs_qp *qp, const struct ib_send_wr *wr, void *sl
 		u32 len = 0;
 
 		for (i = 0; i < wr->num_sge; i++) {
-			if (len + wr->sg_list[i].length > qp->max_inline)
+			if (len + wr->sg_list[i].length > qp->max_inline) {
+				ibdev_dbg_ratelimited(qp->ibqp.device,
+						      "QP %u: more than %u bytes inline\n",
+						      qp->qpn, qp->max_inline);
 				return -EINVAL;
+			}
 			memcpy(p + len, (void *)(uintptr_t)wr->sg_list[i].addr,
 			       wr->sg_list[i].length);
 			len += wr->sg_list[i].length;
@@ -352,11 +360,17 @@ int rs_ib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	unsigned long flags;
 	int err = 0, n = 0;
 
-	if (qp->user)
+	/* The provider posts to user QPs itself, in user space. */
+	if (qp->user) {
+		ibdev_dbg_ratelimited(&dev->ibdev, "QP %u: post_send by the kernel on a user QP\n",
+				      qp->qpn);
 		return -EINVAL;
+	}
 	spin_lock_irqsave(&wq->lock, flags);
 	/* In ERR the device completes them flushed (ib_drain_sq). */
 	if (qp->state < IB_QPS_RTS) {
+		ibdev_dbg_ratelimited(&dev->ibdev, "QP %u: post_send in state %d, before RTS\n",
+				      qp->qpn, qp->state);
 		err = -EINVAL;
 		*bad = wr;
 		goto out;
@@ -409,6 +423,10 @@ static int rs_wq_post_recv(struct rs_ibdev *dev, struct rs_wq *wq, u32 db,
 			break;
 		}
 		if (wr->num_sge > wq->max_sge) {
+			ibdev_dbg_ratelimited(&dev->ibdev,
+					      "%s %u: receive WR with %d SGEs, the queue has %u\n",
+					      db == RS_DB_SRQ ? "SRQ" : "QP", index,
+					      wr->num_sge, wq->max_sge);
 			err = -EINVAL;
 			break;
 		}
@@ -441,10 +459,20 @@ int rs_ib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	unsigned long flags;
 	int err;
 
-	if (qp->user || qp->srq)
+	if (qp->user) {
+		ibdev_dbg_ratelimited(&dev->ibdev, "QP %u: post_recv by the kernel on a user QP\n",
+				      qp->qpn);
 		return -EINVAL;
+	}
+	if (qp->srq) {
+		ibdev_dbg_ratelimited(&dev->ibdev, "QP %u: post_recv on a QP with an SRQ\n",
+				      qp->qpn);
+		return -EINVAL;
+	}
 	spin_lock_irqsave(&qp->rq.lock, flags);
 	if (qp->state == IB_QPS_RESET) {
+		ibdev_dbg_ratelimited(&dev->ibdev, "QP %u: post_recv in state RESET\n",
+				      qp->qpn);
 		err = -EINVAL;
 		*bad = wr;
 	} else {
@@ -463,8 +491,12 @@ int rs_ib_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 	unsigned long flags;
 	int err;
 
-	if (srq->user)
+	if (srq->user) {
+		ibdev_dbg_ratelimited(&dev->ibdev,
+				      "SRQ %u: post_srq_recv by the kernel on a user SRQ\n",
+				      srq->handle);
 		return -EINVAL;
+	}
 	spin_lock_irqsave(&srq->wq.lock, flags);
 	err = rs_wq_post_recv(dev, &srq->wq, RS_DB_SRQ, srq->handle, wr, bad);
 	spin_unlock_irqrestore(&srq->wq.lock, flags);

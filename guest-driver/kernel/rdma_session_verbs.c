@@ -218,14 +218,21 @@ static int rs_ib_mmap(struct ib_ucontext *uc, struct vm_area_struct *vma)
 	unsigned long va, pfn;
 	int err = 0;
 
-	if (vma->vm_flags & VM_EXEC)
+	if (vma->vm_flags & VM_EXEC) {
+		ibdev_dbg(&dev->ibdev, "mmap: executable mapping refused\n");
 		return -EPERM;
-	if (!(vma->vm_flags & VM_SHARED))
+	}
+	if (!(vma->vm_flags & VM_SHARED)) {
+		ibdev_dbg(&dev->ibdev, "mmap: not a shared mapping\n");
 		return -EINVAL;
+	}
 
 	re = rdma_user_mmap_entry_get(uc, vma);
-	if (!re)
+	if (!re) {
+		ibdev_dbg(&dev->ibdev, "mmap: no queue or doorbell at offset %#lx, length %#lx\n",
+			  vma->vm_pgoff << PAGE_SHIFT, vma->vm_end - vma->vm_start);
 		return -EINVAL;
+	}
 	e = to_rsmmap(re);
 
 	switch (e->type) {
@@ -243,6 +250,9 @@ static int rs_ib_mmap(struct ib_ucontext *uc, struct vm_area_struct *vma)
 		}
 		break;
 	default:
+		/* rs_mmap_insert() makes no other type: a driver bug. */
+		ibdev_warn_ratelimited(&dev->ibdev, "mmap: unknown entry type %u\n",
+				       e->type);
 		err = -EINVAL;
 	}
 	if (err)
@@ -276,8 +286,10 @@ static int rs_ib_query_device(struct ib_device *ibdev, struct ib_device_attr *a,
 	const struct rs_device_attr *da = &dev->rdev->attr;
 
 	if (udata && udata->inlen &&
-	    !ib_is_udata_cleared(udata, 0, udata->inlen))
+	    !ib_is_udata_cleared(udata, 0, udata->inlen)) {
+		ibdev_dbg(ibdev, "query_device: driver input is not supported\n");
 		return -EINVAL;
+	}
 
 	memset(a, 0, sizeof(*a));
 	a->fw_ver = da->abi_version;
@@ -378,8 +390,11 @@ static enum rdma_link_layer rs_ib_get_link_layer(struct ib_device *ibdev, u32 po
 
 static int rs_ib_query_pkey(struct ib_device *ibdev, u32 port, u16 index, u16 *pkey)
 {
-	if (index > 0)
+	if (index > 0) {
+		ibdev_dbg(ibdev, "query_pkey: index %u, the P_Key table has one entry\n",
+			  index);
 		return -EINVAL;
+	}
 	*pkey = IB_DEFAULT_PKEY_FULL;
 	return 0;
 }
@@ -418,8 +433,12 @@ static int rs_ib_add_gid(const struct ib_gid_attr *attr, void **context)
 	/* Only RoCEv2 entries are network identities of the device. */
 	if (attr->gid_type != IB_GID_TYPE_ROCE_UDP_ENCAP)
 		return 0;
-	if (attr->index >= dev->max_gids)
+	/* The core's table has gid_tbl_len = max_gids entries. */
+	if (attr->index >= dev->max_gids) {
+		ibdev_warn_ratelimited(&dev->ibdev, "add_gid: index %u beyond the %u GIDs\n",
+				       attr->index, dev->max_gids);
 		return -EINVAL;
+	}
 
 	mutex_lock(&dev->gid_lock);
 	err = rs_ib_cmd_add_gid(dev, attr);
@@ -444,8 +463,11 @@ static int rs_ib_del_gid(const struct ib_gid_attr *attr, void **context)
 
 	if (attr->gid_type != IB_GID_TYPE_ROCE_UDP_ENCAP)
 		return 0;
-	if (attr->index >= dev->max_gids)
+	if (attr->index >= dev->max_gids) {
+		ibdev_warn_ratelimited(&dev->ibdev, "del_gid: index %u beyond the %u GIDs\n",
+				       attr->index, dev->max_gids);
 		return -EINVAL;
+	}
 
 	mutex_lock(&dev->gid_lock);
 	err = rs_ib_cmd_destroy(dev, RS_CMD_DEL_GID, attr->index);
@@ -583,10 +605,16 @@ static int rs_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *att
 
 	if (attr->flags)
 		return -EOPNOTSUPP;
-	if (attr->cqe < 1 || attr->cqe > dev->ibdev.attrs.max_cqe)
+	if (attr->cqe < 1 || attr->cqe > dev->ibdev.attrs.max_cqe) {
+		ibdev_dbg(&dev->ibdev, "create_cq: %u entries, the device supports 1..%d\n",
+			  attr->cqe, dev->ibdev.attrs.max_cqe);
 		return -EINVAL;
-	if (attr->comp_vector >= dev->ibdev.num_comp_vectors)
+	}
+	if (attr->comp_vector >= dev->ibdev.num_comp_vectors) {
+		ibdev_dbg(&dev->ibdev, "create_cq: completion vector %u, the device has %d\n",
+			  attr->comp_vector, dev->ibdev.num_comp_vectors);
 		return -EINVAL;
+	}
 
 	entries = roundup_pow_of_two(attr->cqe + 1);
 	cq->log = ilog2(entries);
@@ -836,14 +864,24 @@ static int rs_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		return type;
 	if (init->create_flags)
 		return -EOPNOTSUPP;
-	if (init->srq && type == RS_QPT_GSI)
+	if (init->srq && type == RS_QPT_GSI) {
+		ibdev_dbg(&dev->ibdev, "create_qp: the GSI QP cannot use an SRQ\n");
 		return -EINVAL;
-	if (type == RS_QPT_GSI && udata)
+	}
+	if (type == RS_QPT_GSI && udata) {
+		ibdev_dbg(&dev->ibdev, "create_qp: the GSI QP is the kernel's\n");
 		return -EINVAL;
+	}
 	if (cap->max_send_wr > da->max_qp_wr || cap->max_recv_wr > da->max_qp_wr ||
 	    cap->max_send_sge > da->max_sge || cap->max_recv_sge > da->max_sge ||
-	    cap->max_inline_data > da->max_inline)
+	    cap->max_inline_data > da->max_inline) {
+		ibdev_dbg(&dev->ibdev,
+			  "create_qp: send_wr %u, recv_wr %u (max %u), send_sge %u, recv_sge %u (max %u), inline %u (max %u)\n",
+			  cap->max_send_wr, cap->max_recv_wr, da->max_qp_wr,
+			  cap->max_send_sge, cap->max_recv_sge, da->max_sge,
+			  cap->max_inline_data, da->max_inline);
 		return -EINVAL;
+	}
 
 	sq_n = roundup_pow_of_two(max(cap->max_send_wr, 2u));
 	rq_n = roundup_pow_of_two(max(cap->max_recv_wr, 2u));
@@ -1013,8 +1051,11 @@ static int rs_ib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask
 	if (mask & ~RS_IB_QP_ATTR_MASK)
 		return -EOPNOTSUPP;
 	if (udata && udata->inlen &&
-	    !ib_is_udata_cleared(udata, 0, udata->inlen))
+	    !ib_is_udata_cleared(udata, 0, udata->inlen)) {
+		ibdev_dbg(&dev->ibdev, "QP %u: modify_qp: driver input is not supported\n",
+			  qp->qpn);
 		return -EINVAL;
+	}
 
 	cur = (mask & IB_QP_CUR_STATE) ? attr->cur_qp_state : qp->state;
 	next = (mask & IB_QP_STATE) ? attr->qp_state : cur;
@@ -1023,11 +1064,17 @@ static int rs_ib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask
 			  qp->qpn, cur, next, mask);
 		return -EINVAL;
 	}
-	if ((mask & IB_QP_PORT) && attr->port_num != RS_PORT_NUM)
+	if ((mask & IB_QP_PORT) && attr->port_num != RS_PORT_NUM) {
+		ibdev_dbg(&dev->ibdev, "QP %u: port %u, the device has port %u only\n",
+			  qp->qpn, attr->port_num, RS_PORT_NUM);
 		return -EINVAL;
+	}
 	if ((mask & IB_QP_AV) &&
-	    attr->ah_attr.type != RDMA_AH_ATTR_TYPE_ROCE)
+	    attr->ah_attr.type != RDMA_AH_ATTR_TYPE_ROCE) {
+		ibdev_dbg(&dev->ibdev, "QP %u: address vector of type %d, not RoCE\n",
+			  qp->qpn, attr->ah_attr.type);
 		return -EINVAL;
+	}
 
 	a = dma_alloc_coherent(rs_dma_dev(dev), sizeof(*a), &dma, GFP_KERNEL);
 	if (!a)
@@ -1192,8 +1239,13 @@ static int rs_ib_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	if (!(dev->rdev->caps & RS_CAP_SRQ) || init->srq_type != IB_SRQT_BASIC)
 		return -EOPNOTSUPP;
 	if (attr->max_wr < 1 || attr->max_wr > da->max_srq_wr ||
-	    attr->max_sge > da->max_srq_sge || attr->srq_limit >= attr->max_wr)
+	    attr->max_sge > da->max_srq_sge || attr->srq_limit >= attr->max_wr) {
+		ibdev_dbg(&dev->ibdev,
+			  "create_srq: max_wr %u (1..%u), max_sge %u (max %u), srq_limit %u (below max_wr)\n",
+			  attr->max_wr, da->max_srq_wr, attr->max_sge, da->max_srq_sge,
+			  attr->srq_limit);
 		return -EINVAL;
+	}
 
 	n = roundup_pow_of_two(max(attr->max_wr, 2u));
 	sge = max(attr->max_sge, 1u);
@@ -1273,8 +1325,11 @@ static int rs_ib_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 		return -EOPNOTSUPP;
 	if (!(mask & IB_SRQ_LIMIT))
 		return 0;
-	if (attr->srq_limit >= (1u << srq->wq.log))
+	if (attr->srq_limit >= (1u << srq->wq.log)) {
+		ibdev_dbg(&dev->ibdev, "modify_srq: limit %u, the SRQ has %u entries\n",
+			  attr->srq_limit, 1u << srq->wq.log);
 		return -EINVAL;
+	}
 	cmd.hdr.opcode = RS_CMD_MODIFY_SRQ;
 	cmd.modify_srq.handle = srq->handle;
 	cmd.modify_srq.attr_mask = RS_SRQ_ATTR_LIMIT;
@@ -1373,8 +1428,11 @@ static int rs_ib_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 	struct rs_admin_cqe cqe;
 	int err;
 
-	if (ah_attr->type != RDMA_AH_ATTR_TYPE_ROCE)
+	if (ah_attr->type != RDMA_AH_ATTR_TYPE_ROCE) {
+		ibdev_dbg(&dev->ibdev, "create_ah: address vector of type %d, not RoCE\n",
+			  ah_attr->type);
 		return -EINVAL;
+	}
 
 	cmd.hdr.opcode = RS_CMD_CREATE_AH;
 	memcpy(cmd.create_ah.dgid, grh->dgid.raw, sizeof(cmd.create_ah.dgid));
@@ -1515,10 +1573,12 @@ static int rs_pbl_build(struct rs_ibdev *dev, struct rs_pbl *pbl,
 			return -ENOMEM;
 		rdma_umem_for_each_dma_block(umem, &it, pgsz) {
 			if (i >= npages)
-				return -EINVAL;
+				goto mismatch;
 			pbl->top[i++] = rdma_block_iter_dma_address(&it);
 		}
-		return i == npages ? 0 : -EINVAL;
+		if (i != npages)
+			goto mismatch;
+		return 0;
 	}
 
 	pbl->nchunks = DIV_ROUND_UP(npages, RS_PBL_CHUNK_ENTRIES);
@@ -1538,12 +1598,21 @@ static int rs_pbl_build(struct rs_ibdev *dev, struct rs_pbl *pbl,
 	i = 0;
 	rdma_umem_for_each_dma_block(umem, &it, pgsz) {
 		if (i >= npages)
-			return -EINVAL;
+			goto mismatch;
 		pbl->chunk[i / RS_PBL_CHUNK_ENTRIES][i % RS_PBL_CHUNK_ENTRIES] =
 			rdma_block_iter_dma_address(&it);
 		i++;
 	}
-	return i == npages ? 0 : -EINVAL;
+	if (i != npages)
+		goto mismatch;
+	return 0;
+
+mismatch:
+	/* ib_umem_num_dma_blocks() counted them: a driver bug. */
+	ibdev_warn_ratelimited(&dev->ibdev,
+			       "reg_mr: the umem does not have the %u blocks of %lu bytes counted\n",
+			       npages, pgsz);
+	return -EINVAL;
 }
 
 #define RS_IB_ACCESS_SUPPORTED	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
@@ -1565,8 +1634,11 @@ static struct ib_mr *rs_ib_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length
 
 	if (access & ~RS_IB_ACCESS_SUPPORTED)
 		return ERR_PTR(-EOPNOTSUPP);
-	if (!length || length > dev->rdev->attr.max_mr_size)
+	if (!length || length > dev->rdev->attr.max_mr_size) {
+		ibdev_dbg(&dev->ibdev, "reg_mr: length %llu, the device supports 1..%llu\n",
+			  length, dev->rdev->attr.max_mr_size);
 		return ERR_PTR(-EINVAL);
+	}
 	err = rs_default_netid(dev, &netid);
 	if (err) {
 		ibdev_dbg(&dev->ibdev, "reg_mr: no network identity (GID) yet\n");
@@ -1583,6 +1655,9 @@ static struct ib_mr *rs_ib_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length
 	}
 	pgsz = ib_umem_find_best_pgsz(mr->umem, dev->rdev->attr.page_size_cap, iova);
 	if (!pgsz) {
+		ibdev_dbg(&dev->ibdev,
+			  "reg_mr: no page size of the device (%#llx) maps iova %#llx to the buffer\n",
+			  dev->rdev->attr.page_size_cap, iova);
 		err = -EINVAL;
 		goto err_umem;
 	}
@@ -1675,8 +1750,11 @@ static struct ib_mr *rs_ib_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
 
 	if (type != IB_MR_TYPE_MEM_REG || ibpd->uobject)
 		return ERR_PTR(-EOPNOTSUPP);
-	if (!max_num_sg || max_num_sg > RS_MAX_FRMR_PAGES)
+	if (!max_num_sg || max_num_sg > RS_MAX_FRMR_PAGES) {
+		ibdev_dbg(&dev->ibdev, "alloc_mr: %u pages, the device supports 1..%u\n",
+			  max_num_sg, RS_MAX_FRMR_PAGES);
 		return ERR_PTR(-EINVAL);
+	}
 	err = rs_default_netid(dev, &netid);
 	if (err)
 		return ERR_PTR(err);
