@@ -13,6 +13,8 @@
 
 #include "hw/rdma-session/rdma-session-abi.h"
 
+struct rs_ibdev;
+
 #define RS_DRV_NAME		"rdma_session"
 
 #define RS_ADMQ_LOG		6	/* 64 admin commands */
@@ -42,7 +44,7 @@ struct rs_admin {
 /*
  * One per PCI function.  What the ib_device side (rdma_session_verbs.c)
  * uses: pdev, netdev, attr/port_attr (QUERY_DEVICE/QUERY_PORT at probe),
- * db/db_phys/db_len (doorbell BAR), nvecs, rs_admin_exec().
+ * db/db_phys/db_len (doorbell BAR), nvecs, rs_dev_admin_exec().
  */
 struct rs_dev {
 	struct pci_dev *pdev;
@@ -71,7 +73,7 @@ struct rs_dev {
 	struct work_struct notify_peers;	/* after a live migration */
 	struct net_device *netdev;	/* the LAN function, eth%d */
 
-	void *ib;			/* owned by rdma_session_verbs.c */
+	struct rs_ibdev *ib;		/* owned by rdma_session_verbs.c */
 };
 
 static inline u32 rs_rd32(struct rs_dev *rdev, u32 off)
@@ -85,16 +87,16 @@ static inline void rs_wr32(struct rs_dev *rdev, u32 off, u32 val)
 }
 
 /* rdma_session_admin.c */
-int rs_admin_init(struct rs_dev *rdev);
-void rs_admin_destroy(struct rs_dev *rdev);
-int rs_admin_exec(struct rs_dev *rdev, struct rs_admin_cmd *cmd,
-		  struct rs_admin_cqe *cqe);
+int rs_dev_admin_init(struct rs_dev *rdev);
+void rs_dev_admin_destroy(struct rs_dev *rdev);
+int rs_dev_admin_exec(struct rs_dev *rdev, struct rs_admin_cmd *cmd,
+		      struct rs_admin_cqe *cqe);
 int rs_status_to_errno(u8 status);
-void rs_admin_aeq_poll(struct rs_dev *rdev);
-int rs_cmd_query(struct rs_dev *rdev, u8 opcode, u32 handle,
-		 dma_addr_t resp, u32 len);
-int rs_cmd_create_pd(struct rs_dev *rdev, u32 *pd);
-int rs_cmd_destroy(struct rs_dev *rdev, u8 opcode, u32 handle);
+void rs_dev_aeq_poll(struct rs_dev *rdev);
+int rs_dev_cmd_query(struct rs_dev *rdev, u8 opcode, u32 handle,
+		     dma_addr_t resp, u32 len);
+int rs_dev_cmd_create_pd(struct rs_dev *rdev, u32 *pd);
+int rs_dev_cmd_destroy(struct rs_dev *rdev, u8 opcode, u32 handle);
 
 /*
  * The LAN queues' interrupts: MSI-X vector RS_LAN_VECTOR (= completion

@@ -75,7 +75,7 @@ static int rs_wait_ready(struct rs_dev *rdev)
 	}
 }
 
-static void rs_admin_free(struct rs_dev *rdev)
+static void rs_dev_admin_free(struct rs_dev *rdev)
 {
 	struct device *dev = &rdev->pdev->dev;
 	struct rs_admin *a = &rdev->admin;
@@ -91,7 +91,7 @@ static void rs_admin_free(struct rs_dev *rdev)
 	a->sq = NULL;
 }
 
-int rs_admin_init(struct rs_dev *rdev)
+int rs_dev_admin_init(struct rs_dev *rdev)
 {
 	struct device *dev = &rdev->pdev->dev;
 	struct rs_admin *a = &rdev->admin;
@@ -140,17 +140,17 @@ int rs_admin_init(struct rs_dev *rdev)
 err_disable:
 	rs_wr32(rdev, A_RS_CTRL, 0);
 err_free:
-	rs_admin_free(rdev);
+	rs_dev_admin_free(rdev);
 	return err;
 }
 
-void rs_admin_destroy(struct rs_dev *rdev)
+void rs_dev_admin_destroy(struct rs_dev *rdev)
 {
 	/* Disabling resets the function: the rings are no longer used. */
 	rs_wr32(rdev, A_RS_CTRL, 0);
 	rs_rd32(rdev, A_RS_STATUS);	/* flush the posted write */
 	rdev->admin.dead = true;
-	rs_admin_free(rdev);
+	rs_dev_admin_free(rdev);
 }
 
 /*
@@ -160,8 +160,8 @@ void rs_admin_destroy(struct rs_dev *rdev)
  * -EIO if the admin queue is (or just became) dead.  The completion is
  * copied to *cqe when cqe is not NULL, whatever its status.
  */
-int rs_admin_exec(struct rs_dev *rdev, struct rs_admin_cmd *cmd,
-		  struct rs_admin_cqe *cqe)
+int rs_dev_admin_exec(struct rs_dev *rdev, struct rs_admin_cmd *cmd,
+		      struct rs_admin_cqe *cqe)
 {
 	struct device *dev = &rdev->pdev->dev;
 	struct rs_admin *a = &rdev->admin;
@@ -227,7 +227,7 @@ out:
  * Drain the async event queue; called from the admin IRQ handler.  Each
  * event goes to rs_dispatch_event() (hard IRQ context, aeq_lock held).
  */
-void rs_admin_aeq_poll(struct rs_dev *rdev)
+void rs_dev_aeq_poll(struct rs_dev *rdev)
 {
 	struct rs_admin *a = &rdev->admin;
 	u32 mask = a->aeq_depth - 1;
@@ -258,8 +258,8 @@ out:
 	spin_unlock_irqrestore(&a->aeq_lock, flags);
 }
 
-int rs_cmd_query(struct rs_dev *rdev, u8 opcode, u32 handle,
-		 dma_addr_t resp, u32 len)
+int rs_dev_cmd_query(struct rs_dev *rdev, u8 opcode, u32 handle,
+		     dma_addr_t resp, u32 len)
 {
 	struct rs_admin_cmd cmd = {};
 
@@ -267,27 +267,27 @@ int rs_cmd_query(struct rs_dev *rdev, u8 opcode, u32 handle,
 	cmd.query.resp_addr = resp;
 	cmd.query.resp_len = len;
 	cmd.query.handle = handle;
-	return rs_admin_exec(rdev, &cmd, NULL);
+	return rs_dev_admin_exec(rdev, &cmd, NULL);
 }
 
-int rs_cmd_create_pd(struct rs_dev *rdev, u32 *pd)
+int rs_dev_cmd_create_pd(struct rs_dev *rdev, u32 *pd)
 {
 	struct rs_admin_cmd cmd = {};
 	struct rs_admin_cqe cqe;
 	int err;
 
 	cmd.hdr.opcode = RS_CMD_CREATE_PD;
-	err = rs_admin_exec(rdev, &cmd, &cqe);
+	err = rs_dev_admin_exec(rdev, &cmd, &cqe);
 	if (!err)
 		*pd = cqe.handle;
 	return err;
 }
 
-int rs_cmd_destroy(struct rs_dev *rdev, u8 opcode, u32 handle)
+int rs_dev_cmd_destroy(struct rs_dev *rdev, u8 opcode, u32 handle)
 {
 	struct rs_admin_cmd cmd = {};
 
 	cmd.hdr.opcode = opcode;
 	cmd.destroy.handle = handle;
-	return rs_admin_exec(rdev, &cmd, NULL);
+	return rs_dev_admin_exec(rdev, &cmd, NULL);
 }

@@ -82,7 +82,7 @@ static irqreturn_t rs_admin_irq(int irq, void *data)
 	struct rs_dev *rdev = data;
 
 	/* Admin completions are polled; drain the async events here. */
-	rs_admin_aeq_poll(rdev);
+	rs_dev_aeq_poll(rdev);
 	return IRQ_HANDLED;
 }
 
@@ -103,25 +103,25 @@ static int rs_query_and_selftest(struct rs_dev *rdev)
 	if (!buf)
 		return -ENOMEM;
 
-	err = rs_cmd_query(rdev, RS_CMD_QUERY_DEVICE, 0,
-			   dma + offsetof(struct rs_probe_buf, dev), sizeof(buf->dev));
+	err = rs_dev_cmd_query(rdev, RS_CMD_QUERY_DEVICE, 0,
+			       dma + offsetof(struct rs_probe_buf, dev), sizeof(buf->dev));
 	if (err) {
 		dev_err(dev, "QUERY_DEVICE failed: %d\n", err);
 		goto out;
 	}
-	err = rs_cmd_query(rdev, RS_CMD_QUERY_PORT, 1,
-			   dma + offsetof(struct rs_probe_buf, port), sizeof(buf->port));
+	err = rs_dev_cmd_query(rdev, RS_CMD_QUERY_PORT, 1,
+			       dma + offsetof(struct rs_probe_buf, port), sizeof(buf->port));
 	if (err) {
 		dev_err(dev, "QUERY_PORT failed: %d\n", err);
 		goto out;
 	}
 
-	err = rs_cmd_create_pd(rdev, &pd);
+	err = rs_dev_cmd_create_pd(rdev, &pd);
 	if (err) {
 		dev_err(dev, "self-test: CREATE_PD failed: %d\n", err);
 		goto out;
 	}
-	err = rs_cmd_destroy(rdev, RS_CMD_DESTROY_PD, pd);
+	err = rs_dev_cmd_destroy(rdev, RS_CMD_DESTROY_PD, pd);
 	if (err) {
 		dev_err(dev, "self-test: DESTROY_PD %#x failed: %d\n", pd, err);
 		goto out;
@@ -231,7 +231,7 @@ static int rs_dev_up(struct rs_dev *rdev)
 	}
 	rdev->admin_irq = true;
 
-	err = rs_admin_init(rdev);
+	err = rs_dev_admin_init(rdev);
 	if (err) {
 		dev_err(dev, "admin queue bring-up failed: %d\n", err);
 		goto err_irq;
@@ -261,7 +261,7 @@ err_admin:
 	rs_wr32(rdev, A_RS_CTRL, 0);
 	free_irq(pci_irq_vector(pdev, RS_MSIX_ADMIN_VECTOR), rdev);
 	rdev->admin_irq = false;
-	rs_admin_destroy(rdev);
+	rs_dev_admin_destroy(rdev);
 err_irq:
 	if (rdev->admin_irq)
 		free_irq(pci_irq_vector(pdev, RS_MSIX_ADMIN_VECTOR), rdev);
@@ -303,7 +303,7 @@ static void rs_dev_down(struct rs_dev *rdev)
 	/* CTRL = 0: the function resets and stops using the rings. */
 	rs_wr32(rdev, A_RS_CTRL, 0);
 	free_irq(pci_irq_vector(pdev, RS_MSIX_ADMIN_VECTOR), rdev);
-	rs_admin_destroy(rdev);
+	rs_dev_admin_destroy(rdev);
 	pci_free_irq_vectors(pdev);
 	pci_iounmap(pdev, rdev->db);
 	pci_iounmap(pdev, rdev->regs);

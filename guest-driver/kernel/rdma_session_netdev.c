@@ -103,7 +103,7 @@ static inline u32 rs_tx_free(const struct rs_ndev *nd)
 	return nd->tx.size - (READ_ONCE(nd->tx.pi) - READ_ONCE(nd->tx.ci));
 }
 
-static void rs_ring_db(struct rs_ndev *nd, u32 off, u32 pi)
+static void rs_ndev_ring_db(struct rs_ndev *nd, u32 off, u32 pi)
 {
 	/* writel() orders the descriptor stores before the doorbell. */
 	writel(pi & RS_DB_INDEX_MASK, nd->rdev->db + off);
@@ -113,7 +113,7 @@ static void rs_ring_db(struct rs_ndev *nd, u32 off, u32 pi)
 /* Admin commands                                                     */
 /* ------------------------------------------------------------------ */
 
-static int rs_cmd_create_lan_queue(struct rs_ndev *nd, struct rs_lan_ring *r, u8 type)
+static int rs_ndev_cmd_create_lan_queue(struct rs_ndev *nd, struct rs_lan_ring *r, u8 type)
 {
 	struct rs_admin_cmd cmd = {};
 
@@ -122,12 +122,12 @@ static int rs_cmd_create_lan_queue(struct rs_ndev *nd, struct rs_lan_ring *r, u8
 	cmd.create_lan_queue.type = type;
 	cmd.create_lan_queue.log_size = r->log;
 	cmd.create_lan_queue.vector = RS_LAN_VECTOR;
-	return rs_admin_exec(nd->rdev, &cmd, NULL);
+	return rs_dev_admin_exec(nd->rdev, &cmd, NULL);
 }
 
-static int rs_cmd_destroy_lan_queue(struct rs_ndev *nd, u8 type)
+static int rs_ndev_cmd_destroy_lan_queue(struct rs_ndev *nd, u8 type)
 {
-	return rs_cmd_destroy(nd->rdev, RS_CMD_DESTROY_LAN_QUEUE, type);
+	return rs_dev_cmd_destroy(nd->rdev, RS_CMD_DESTROY_LAN_QUEUE, type);
 }
 
 static void rs_apply_rx_mode(struct rs_ndev *nd)
@@ -143,7 +143,7 @@ static void rs_apply_rx_mode(struct rs_ndev *nd)
 	/* No multicast filter: every multicast frame is accepted. */
 	if ((flags & IFF_ALLMULTI) || (flags & IFF_MULTICAST))
 		cmd.set_lan_rx_mode.flags |= RS_LAN_RX_ALLMULTI;
-	err = rs_admin_exec(nd->rdev, &cmd, NULL);
+	err = rs_dev_admin_exec(nd->rdev, &cmd, NULL);
 	if (err)
 		netdev_warn(nd->netdev, "SET_LAN_RX_MODE %#x failed: %d\n",
 			    cmd.set_lan_rx_mode.flags, err);
@@ -371,7 +371,7 @@ static netdev_tx_t rs_start_xmit(struct sk_buff *skb, struct net_device *netdev)
 			netif_start_queue(netdev);
 	}
 	if (ring || netif_queue_stopped(netdev))
-		rs_ring_db(nd, RS_DB_LAN_TX, idx);
+		rs_ndev_ring_db(nd, RS_DB_LAN_TX, idx);
 	return NETDEV_TX_OK;
 
 unmap:
@@ -472,7 +472,7 @@ static int rs_rx_poll(struct rs_ndev *nd, int budget)
 		rs_rx_post(nd, r->pi++);
 	}
 	if (done)
-		rs_ring_db(nd, RS_DB_LAN_RX, r->pi);
+		rs_ndev_ring_db(nd, RS_DB_LAN_RX, r->pi);
 
 	if (pkts || errs || drops) {
 		u64_stats_update_begin(&nd->rx_syncp);
@@ -521,9 +521,9 @@ static u32 rs_rx_buf_len(u32 mtu)
 static void rs_lan_teardown(struct rs_ndev *nd)
 {
 	if (nd->tx.created)
-		rs_cmd_destroy_lan_queue(nd, RS_LAN_TXQ);
+		rs_ndev_cmd_destroy_lan_queue(nd, RS_LAN_TXQ);
 	if (nd->rx.created)
-		rs_cmd_destroy_lan_queue(nd, RS_LAN_RXQ);
+		rs_ndev_cmd_destroy_lan_queue(nd, RS_LAN_RXQ);
 	nd->tx.created = false;
 	nd->rx.created = false;
 }
@@ -572,13 +572,13 @@ static int rs_open(struct net_device *netdev)
 	nd->irq_requested = true;
 	napi_enable(&nd->napi);
 
-	err = rs_cmd_create_lan_queue(nd, &nd->rx, RS_LAN_RXQ);
+	err = rs_ndev_cmd_create_lan_queue(nd, &nd->rx, RS_LAN_RXQ);
 	if (err) {
 		netdev_err(netdev, "CREATE_LAN_QUEUE (RX) failed: %d\n", err);
 		goto err_napi;
 	}
 	nd->rx.created = true;
-	err = rs_cmd_create_lan_queue(nd, &nd->tx, RS_LAN_TXQ);
+	err = rs_ndev_cmd_create_lan_queue(nd, &nd->tx, RS_LAN_TXQ);
 	if (err) {
 		netdev_err(netdev, "CREATE_LAN_QUEUE (TX) failed: %d\n", err);
 		goto err_queues;
@@ -592,7 +592,7 @@ static int rs_open(struct net_device *netdev)
 	 * frames among them (IPv6 ND, MLD) would be dropped.
 	 */
 	rs_apply_rx_mode(nd);
-	rs_ring_db(nd, RS_DB_LAN_RX, nd->rx.pi);
+	rs_ndev_ring_db(nd, RS_DB_LAN_RX, nd->rx.pi);
 
 	netdev_reset_queue(netdev);
 	if (rs_rd32(rdev, A_RS_STATUS) & R_RS_STATUS_LINK_UP_MASK)

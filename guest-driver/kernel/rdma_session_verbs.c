@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * rdma-session adapter: the ib_device (RoCEv2, one port on the LAN
- * net_device) and its verbs, backed by admin commands
- * (docs/specs/rdma-session.rst, "Admin commands").
+ * net_device) and its control verbs, backed by admin commands
+ * (docs/specs/rdma-session.rst, "Admin commands").  The data path of
+ * kernel QPs, SRQs and CQs is in rdma_session_datapath.c, the objects in
+ * rdma_session_ib.h.
  *
  * - The port is bound to rdev->netdev with ib_device_set_netdev(): the RDMA
  *   core builds the GID table from the interface's addresses and calls
@@ -60,24 +62,10 @@
 #include <rdma/iter.h>
 #include <rdma/uverbs_ioctl.h>
 
-#include "rdma_session.h"
+#include "rdma_session_ib.h"
 #include "hw/rdma-session/rdma-session-uverbs.h"
 
 #define RS_ROCE_V2_PORT		4791
-#define RS_PORT_NUM		1
-
-enum rs_ib_counter {
-	RS_CNT_ADMIN_CMDS,
-	RS_CNT_ADMIN_ERRS,
-	RS_CNT_SESSIONS,
-	RS_CNT_QP_CREATED,
-	RS_CNT_MR_REGISTERED,
-	RS_CNT_TX_PACKETS,
-	RS_CNT_RX_PACKETS,
-	RS_CNT_TX_BYTES,
-	RS_CNT_RX_BYTES,
-	RS_CNT_NUM,
-};
 
 static const struct rdma_stat_desc rs_ib_stat_descs[RS_CNT_NUM] = {
 	[RS_CNT_ADMIN_CMDS].name = "admin_cmds",
@@ -89,48 +77,6 @@ static const struct rdma_stat_desc rs_ib_stat_descs[RS_CNT_NUM] = {
 	[RS_CNT_RX_PACKETS].name = "lan_rx_packets",
 	[RS_CNT_TX_BYTES].name = "lan_tx_bytes",
 	[RS_CNT_RX_BYTES].name = "lan_rx_bytes",
-};
-
-struct rs_ibdev {
-	struct ib_device ibdev;
-	struct rs_dev *rdev;
-	void __iomem *kdb;		/* doorbell page 0 */
-	u32 db_pages;
-	spinlock_t uar_lock;
-	unsigned long *uar_map;		/* doorbell pages in use */
-	struct xarray qps;		/* QP number -> rs_qp */
-	struct xarray cqs;		/* CQ index -> rs_cq */
-	struct xarray srqs;		/* SRQ index -> rs_srq */
-	struct mutex gid_lock;
-	unsigned long *gid_map;		/* RoCEv2 GIDs present in the device */
-	u32 max_gids;
-	struct mutex sess_lock;
-	struct list_head sessions;	/* rs_session, by 5-tuple */
-	atomic64_t cnt[RS_CNT_NUM];
-	struct workqueue_struct *wq;	/* deferred admin commands */
-	struct rs_comp_vec *vecs;	/* completion vector IRQs */
-	u32 nvecs;			/* ib completion vectors */
-	u32 vec_base;			/* ib vector i = device vector base + i */
-};
-
-/*
- * ib completion vector i is the device's completion vector vec_base + i,
- * MSI-X vector RS_MSIX_COMP_VECTOR0 + vec_base + i.  The LAN queues use
- * RS_LAN_VECTOR (the device's completion vector 0): when the device has
- * more than one completion vector, the CQs stay off it (vec_base 1), so
- * that LAN interrupts do not become completion events.
- */
-struct rs_comp_vec {
-	struct rs_ibdev *dev;
-	u32 vector;
-	bool requested;
-	char name[32];
-};
-
-struct rs_ucontext {
-	struct ib_ucontext ibuc;
-	u32 uar;
-	struct rdma_user_mmap_entry *db_entry;
 };
 
 enum rs_mmap_type {
@@ -146,55 +92,6 @@ struct rs_mmap_entry {
 	u8 type;
 };
 
-struct rs_pd {
-	struct ib_pd ibpd;
-	u32 handle;
-};
-
-/* Queue memory: whole pages, DMA-mapped; mappable with vm_insert_page. */
-struct rs_buf {
-	void *va;
-	dma_addr_t dma;
-	size_t size;
-	bool mapped;
-};
-
-struct rs_cq {
-	struct ib_cq ibcq;
-	u32 handle;
-	u32 log;
-	struct rs_buf ring;
-	struct rdma_user_mmap_entry *mentry;
-	spinlock_t lock;		/* kernel CQ consumer */
-	u32 ci;
-	u16 vector;			/* completion vector */
-	bool armed;			/* kernel CQs: req_notify_cq done */
-	bool user;
-};
-
-/*
- * A work queue of a kernel QP or SRQ (send, receive or shared receive).
- *
- * Locking: @lock protects @pi, @ci and the ring's free slots.  The post
- * verbs write @pi with it held; the poll path (rs_poll_cq) advances @ci
- * with it held, nested inside the CQ's lock (cq->lock, then wq->lock;
- * never the other way round).  Both indexes are therefore read plainly
- * under @lock, and a post sees a slot free only after the completion
- * that freed it was consumed.  One lock, not the CQ's, because the
- * receive completions of an SRQ come through the CQs of all its QPs.
- */
-struct rs_wq {
-	struct rs_buf ring;
-	struct rdma_user_mmap_entry *mentry;
-	u32 log;
-	u32 stride;
-	u32 max_sge;
-	spinlock_t lock;		/* kernel QPs and SRQs: pi, ci */
-	u32 pi;
-	u32 ci;
-	u8 *signaled;			/* SQ of kernel QPs: per slot */
-};
-
 /* A device session and its one-session group, shared by 5-tuple. */
 struct rs_session {
 	struct list_head node;
@@ -206,132 +103,22 @@ struct rs_session {
 	u32 gid_index;
 };
 
-struct rs_srq {
-	struct ib_srq ibsrq;
-	u32 handle;
-	u32 limit;			/* armed limit, 0 after the event */
-	bool user;
-	struct rs_wq wq;		/* ci: receive completions seen */
-};
-
-struct rs_qp {
-	struct ib_qp ibqp;
-	struct rs_srq *srq;
-	u32 handle;
-	u32 qpn;
-	u8 rs_type;
-	enum ib_qp_state state;
-	bool user;
-	bool sig_all;
-	u32 max_inline;
-	struct rs_wq sq;
-	struct rs_wq rq;
-	struct rs_session *sess;
-	u32 dest_qpn;
-	bool has_av;
-	struct rdma_ah_attr av;		/* for query_qp */
-	struct ib_qp_cap cap;
-};
-
-/*
- * An AH created in atomic context: CREATE_AH and DESTROY_AH run from the
- * device's ordered workqueue; handle is 0 until CREATE_AH completed.
- */
-struct rs_ah_pend {
-	struct work_struct create_work;
-	struct work_struct destroy_work;
-	struct rs_ibdev *dev;
-	struct rs_admin_cmd cmd;
-	refcount_t refs;
-	u32 handle;
-};
-
-struct rs_ah {
-	struct ib_ah ibah;
-	u32 handle;
-	struct rs_ah_pend *pend;
-	/* Kernel AHs: the vector kernel UD WQEs point to (RS_WQE_F_AV_ADDR). */
-	struct rs_ah_attr *av;
-	dma_addr_t av_dma;
-};
-
-static inline u32 rs_ah_handle(struct rs_ah *ah)
-{
-	return ah->pend ? READ_ONCE(ah->pend->handle) : ah->handle;
-}
-
-struct rs_mr {
-	struct ib_mr ibmr;
-	struct ib_umem *umem;
-	bool dma;			/* get_dma_mr: no device object */
-	/* Fast registration: page list of max_pages DMA addresses. */
-	u64 *pages;
-	dma_addr_t pages_dma;
-	u32 npages;
-	u32 max_pages;
-};
-
-static inline struct rs_ibdev *to_rsdev(struct ib_device *ibdev)
-{
-	return container_of(ibdev, struct rs_ibdev, ibdev);
-}
-
-static inline struct rs_ucontext *to_rsuc(struct ib_ucontext *uc)
-{
-	return container_of(uc, struct rs_ucontext, ibuc);
-}
-
-static inline struct rs_pd *to_rspd(struct ib_pd *pd)
-{
-	return container_of(pd, struct rs_pd, ibpd);
-}
-
-static inline struct rs_cq *to_rscq(struct ib_cq *cq)
-{
-	return container_of(cq, struct rs_cq, ibcq);
-}
-
-static inline struct rs_qp *to_rsqp(struct ib_qp *qp)
-{
-	return container_of(qp, struct rs_qp, ibqp);
-}
-
-static inline struct rs_srq *to_rssrq(struct ib_srq *srq)
-{
-	return container_of(srq, struct rs_srq, ibsrq);
-}
-
-static inline struct rs_ah *to_rsah(struct ib_ah *ah)
-{
-	return container_of(ah, struct rs_ah, ibah);
-}
-
-static inline struct rs_mr *to_rsmr(struct ib_mr *mr)
-{
-	return container_of(mr, struct rs_mr, ibmr);
-}
-
 static inline struct rs_mmap_entry *to_rsmmap(struct rdma_user_mmap_entry *e)
 {
 	return container_of(e, struct rs_mmap_entry, rdma);
-}
-
-static inline struct device *rs_dma_dev(struct rs_ibdev *dev)
-{
-	return &dev->rdev->pdev->dev;
 }
 
 /* ------------------------------------------------------------------ */
 /* Admin command helpers                                              */
 /* ------------------------------------------------------------------ */
 
-static int rs_exec(struct rs_ibdev *dev, struct rs_admin_cmd *cmd,
-		   struct rs_admin_cqe *cqe)
+static int rs_ib_cmd_exec(struct rs_ibdev *dev, struct rs_admin_cmd *cmd,
+			  struct rs_admin_cqe *cqe)
 {
 	int err;
 
 	atomic64_inc(&dev->cnt[RS_CNT_ADMIN_CMDS]);
-	err = rs_admin_exec(dev->rdev, cmd, cqe);
+	err = rs_dev_admin_exec(dev->rdev, cmd, cqe);
 	if (err) {
 		atomic64_inc(&dev->cnt[RS_CNT_ADMIN_ERRS]);
 		ibdev_dbg(&dev->ibdev, "admin command %#x: %d\n",
@@ -345,14 +132,14 @@ static int rs_exec(struct rs_ibdev *dev, struct rs_admin_cmd *cmd,
  * reset or removal) means the device no longer holds the object, so the
  * driver side is released anyway and the verb succeeds.
  */
-static int rs_destroy(struct rs_ibdev *dev, u8 opcode, u32 handle)
+static int rs_ib_cmd_destroy(struct rs_ibdev *dev, u8 opcode, u32 handle)
 {
 	struct rs_admin_cmd cmd = {};
 	int err;
 
 	cmd.hdr.opcode = opcode;
 	cmd.destroy.handle = handle;
-	err = rs_exec(dev, &cmd, NULL);
+	err = rs_ib_cmd_exec(dev, &cmd, NULL);
 	if (err == -EIO)
 		return 0;
 	if (err)
@@ -423,7 +210,7 @@ static void rs_mmap_remove(struct rdma_user_mmap_entry **e)
 	}
 }
 
-static int rs_mmap(struct ib_ucontext *uc, struct vm_area_struct *vma)
+static int rs_ib_mmap(struct ib_ucontext *uc, struct vm_area_struct *vma)
 {
 	struct rs_ibdev *dev = to_rsdev(uc->device);
 	struct rdma_user_mmap_entry *re;
@@ -431,14 +218,21 @@ static int rs_mmap(struct ib_ucontext *uc, struct vm_area_struct *vma)
 	unsigned long va, pfn;
 	int err = 0;
 
-	if (vma->vm_flags & VM_EXEC)
+	if (vma->vm_flags & VM_EXEC) {
+		ibdev_dbg(&dev->ibdev, "mmap: executable mapping refused\n");
 		return -EPERM;
-	if (!(vma->vm_flags & VM_SHARED))
+	}
+	if (!(vma->vm_flags & VM_SHARED)) {
+		ibdev_dbg(&dev->ibdev, "mmap: not a shared mapping\n");
 		return -EINVAL;
+	}
 
 	re = rdma_user_mmap_entry_get(uc, vma);
-	if (!re)
+	if (!re) {
+		ibdev_dbg(&dev->ibdev, "mmap: no queue or doorbell at offset %#lx, length %#lx\n",
+			  vma->vm_pgoff << PAGE_SHIFT, vma->vm_end - vma->vm_start);
 		return -EINVAL;
+	}
 	e = to_rsmmap(re);
 
 	switch (e->type) {
@@ -456,6 +250,9 @@ static int rs_mmap(struct ib_ucontext *uc, struct vm_area_struct *vma)
 		}
 		break;
 	default:
+		/* rs_mmap_insert() makes no other type: a driver bug. */
+		ibdev_warn_ratelimited(&dev->ibdev, "mmap: unknown entry type %u\n",
+				       e->type);
 		err = -EINVAL;
 	}
 	if (err)
@@ -464,7 +261,7 @@ static int rs_mmap(struct ib_ucontext *uc, struct vm_area_struct *vma)
 	return err;
 }
 
-static void rs_mmap_free(struct rdma_user_mmap_entry *re)
+static void rs_ib_mmap_free(struct rdma_user_mmap_entry *re)
 {
 	struct rs_mmap_entry *e = to_rsmmap(re);
 	struct rs_ibdev *dev = e->dev;
@@ -482,15 +279,17 @@ static void rs_mmap_free(struct rdma_user_mmap_entry *re)
 /* Device and port                                                    */
 /* ------------------------------------------------------------------ */
 
-static int rs_query_device(struct ib_device *ibdev, struct ib_device_attr *a,
-			   struct ib_udata *udata)
+static int rs_ib_query_device(struct ib_device *ibdev, struct ib_device_attr *a,
+			      struct ib_udata *udata)
 {
 	struct rs_ibdev *dev = to_rsdev(ibdev);
 	const struct rs_device_attr *da = &dev->rdev->attr;
 
 	if (udata && udata->inlen &&
-	    !ib_is_udata_cleared(udata, 0, udata->inlen))
+	    !ib_is_udata_cleared(udata, 0, udata->inlen)) {
+		ibdev_dbg(ibdev, "query_device: driver input is not supported\n");
 		return -EINVAL;
+	}
 
 	memset(a, 0, sizeof(*a));
 	a->fw_ver = da->abi_version;
@@ -541,8 +340,8 @@ static bool rs_port_up(struct rs_ibdev *dev)
 	return dev->rdev->port_attr.state == RS_PORT_ACTIVE;
 }
 
-static int rs_query_port(struct ib_device *ibdev, u32 port,
-			 struct ib_port_attr *pa)
+static int rs_ib_query_port(struct ib_device *ibdev, u32 port,
+			    struct ib_port_attr *pa)
 {
 	struct rs_ibdev *dev = to_rsdev(ibdev);
 	const struct rs_port_attr *p = &dev->rdev->port_attr;
@@ -568,8 +367,8 @@ static int rs_query_port(struct ib_device *ibdev, u32 port,
 	return 0;
 }
 
-static int rs_get_port_immutable(struct ib_device *ibdev, u32 port,
-				 struct ib_port_immutable *im)
+static int rs_ib_get_port_immutable(struct ib_device *ibdev, u32 port,
+				    struct ib_port_immutable *im)
 {
 	struct ib_port_attr pa = {};
 	int err;
@@ -584,20 +383,23 @@ static int rs_get_port_immutable(struct ib_device *ibdev, u32 port,
 	return 0;
 }
 
-static enum rdma_link_layer rs_get_link_layer(struct ib_device *ibdev, u32 port)
+static enum rdma_link_layer rs_ib_get_link_layer(struct ib_device *ibdev, u32 port)
 {
 	return IB_LINK_LAYER_ETHERNET;
 }
 
-static int rs_query_pkey(struct ib_device *ibdev, u32 port, u16 index, u16 *pkey)
+static int rs_ib_query_pkey(struct ib_device *ibdev, u32 port, u16 index, u16 *pkey)
 {
-	if (index > 0)
+	if (index > 0) {
+		ibdev_dbg(ibdev, "query_pkey: index %u, the P_Key table has one entry\n",
+			  index);
 		return -EINVAL;
+	}
 	*pkey = IB_DEFAULT_PKEY_FULL;
 	return 0;
 }
 
-static void rs_get_dev_fw_str(struct ib_device *ibdev, char *str)
+static void rs_ib_get_dev_fw_str(struct ib_device *ibdev, char *str)
 {
 	u32 v = to_rsdev(ibdev)->rdev->version;
 
@@ -610,7 +412,7 @@ static void rs_get_dev_fw_str(struct ib_device *ibdev, char *str)
 /* GIDs: the device's network identities                              */
 /* ------------------------------------------------------------------ */
 
-static int rs_cmd_add_gid(struct rs_ibdev *dev, const struct ib_gid_attr *attr)
+static int rs_ib_cmd_add_gid(struct rs_ibdev *dev, const struct ib_gid_attr *attr)
 {
 	struct rs_admin_cmd cmd = {};
 
@@ -620,10 +422,10 @@ static int rs_cmd_add_gid(struct rs_ibdev *dev, const struct ib_gid_attr *attr)
 	cmd.add_gid.type = ipv6_addr_v4mapped((const struct in6_addr *)attr->gid.raw) ?
 			   RS_GID_ROCE_V2_IPV4 : RS_GID_ROCE_V2_IPV6;
 	cmd.add_gid.vni = 0;
-	return rs_exec(dev, &cmd, NULL);
+	return rs_ib_cmd_exec(dev, &cmd, NULL);
 }
 
-static int rs_add_gid(const struct ib_gid_attr *attr, void **context)
+static int rs_ib_add_gid(const struct ib_gid_attr *attr, void **context)
 {
 	struct rs_ibdev *dev = to_rsdev(attr->device);
 	int err;
@@ -631,15 +433,19 @@ static int rs_add_gid(const struct ib_gid_attr *attr, void **context)
 	/* Only RoCEv2 entries are network identities of the device. */
 	if (attr->gid_type != IB_GID_TYPE_ROCE_UDP_ENCAP)
 		return 0;
-	if (attr->index >= dev->max_gids)
+	/* The core's table has gid_tbl_len = max_gids entries. */
+	if (attr->index >= dev->max_gids) {
+		ibdev_warn_ratelimited(&dev->ibdev, "add_gid: index %u beyond the %u GIDs\n",
+				       attr->index, dev->max_gids);
 		return -EINVAL;
+	}
 
 	mutex_lock(&dev->gid_lock);
-	err = rs_cmd_add_gid(dev, attr);
+	err = rs_ib_cmd_add_gid(dev, attr);
 	if (err == -EEXIST) {
 		/* A slot left behind by a refused DEL_GID: replace it. */
-		if (!rs_destroy(dev, RS_CMD_DEL_GID, attr->index))
-			err = rs_cmd_add_gid(dev, attr);
+		if (!rs_ib_cmd_destroy(dev, RS_CMD_DEL_GID, attr->index))
+			err = rs_ib_cmd_add_gid(dev, attr);
 	}
 	if (!err)
 		set_bit(attr->index, dev->gid_map);
@@ -650,18 +456,21 @@ static int rs_add_gid(const struct ib_gid_attr *attr, void **context)
 	return err;
 }
 
-static int rs_del_gid(const struct ib_gid_attr *attr, void **context)
+static int rs_ib_del_gid(const struct ib_gid_attr *attr, void **context)
 {
 	struct rs_ibdev *dev = to_rsdev(attr->device);
 	int err;
 
 	if (attr->gid_type != IB_GID_TYPE_ROCE_UDP_ENCAP)
 		return 0;
-	if (attr->index >= dev->max_gids)
+	if (attr->index >= dev->max_gids) {
+		ibdev_warn_ratelimited(&dev->ibdev, "del_gid: index %u beyond the %u GIDs\n",
+				       attr->index, dev->max_gids);
 		return -EINVAL;
+	}
 
 	mutex_lock(&dev->gid_lock);
-	err = rs_destroy(dev, RS_CMD_DEL_GID, attr->index);
+	err = rs_ib_cmd_destroy(dev, RS_CMD_DEL_GID, attr->index);
 	if (!err || err == -EINVAL)
 		clear_bit(attr->index, dev->gid_map);
 	mutex_unlock(&dev->gid_lock);
@@ -686,7 +495,7 @@ static int rs_default_netid(struct rs_ibdev *dev, u32 *index)
 /* User contexts, PDs                                                 */
 /* ------------------------------------------------------------------ */
 
-static int rs_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata)
+static int rs_ib_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata)
 {
 	struct rs_ibdev *dev = to_rsdev(ibuc->device);
 	struct rs_ucontext *uc = to_rsuc(ibuc);
@@ -703,7 +512,7 @@ static int rs_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata)
 		return -ENOMEM;
 	uc->uar = uar;
 
-	/* From here on the page is released by rs_mmap_free(). */
+	/* From here on the page is released by rs_ib_mmap_free(). */
 	uc->db_entry = rs_mmap_insert(dev, ibuc, RS_MMAP_DB,
 				      dev->rdev->db_phys + (u64)uar * RS_DB_PAGE_SIZE,
 				      PAGE_SIZE, uar, &resp.db_mmap_key);
@@ -729,12 +538,12 @@ static int rs_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata)
 	return 0;
 }
 
-static void rs_dealloc_ucontext(struct ib_ucontext *ibuc)
+static void rs_ib_dealloc_ucontext(struct ib_ucontext *ibuc)
 {
 	rs_mmap_remove(&to_rsuc(ibuc)->db_entry);
 }
 
-static void rs_disassociate_ucontext(struct ib_ucontext *ibuc)
+static void rs_ib_disassociate_ucontext(struct ib_ucontext *ibuc)
 {
 	/*
 	 * The core zaps the doorbell mappings (rdma_user_mmap_io); ring pages
@@ -742,7 +551,7 @@ static void rs_disassociate_ucontext(struct ib_ucontext *ibuc)
 	 */
 }
 
-static int rs_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+static int rs_ib_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
 	struct rs_ibdev *dev = to_rsdev(ibpd->device);
 	struct rs_pd *pd = to_rspd(ibpd);
@@ -754,7 +563,7 @@ static int rs_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 	cmd.hdr.opcode = RS_CMD_CREATE_PD;
 	if (!udata)
 		cmd.create_pd.flags = RS_PD_F_PRIVILEGED;
-	err = rs_exec(dev, &cmd, &cqe);
+	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
 	if (err)
 		return err;
 	pd->handle = cqe.handle;
@@ -763,31 +572,25 @@ static int rs_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 		resp.pdn = pd->handle;
 		err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
 		if (err) {
-			rs_destroy(dev, RS_CMD_DESTROY_PD, pd->handle);
+			rs_ib_cmd_destroy(dev, RS_CMD_DESTROY_PD, pd->handle);
 			return err;
 		}
 	}
 	return 0;
 }
 
-static int rs_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
+static int rs_ib_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
-	return rs_destroy(to_rsdev(ibpd->device), RS_CMD_DESTROY_PD,
-			  to_rspd(ibpd)->handle);
+	return rs_ib_cmd_destroy(to_rsdev(ibpd->device), RS_CMD_DESTROY_PD,
+				 to_rspd(ibpd)->handle);
 }
 
 /* ------------------------------------------------------------------ */
 /* CQs                                                                */
 /* ------------------------------------------------------------------ */
 
-static void rs_ring_db(struct rs_ibdev *dev, u32 off, u32 val)
-{
-	/* writel() orders the ring's stores before the doorbell. */
-	writel(val, dev->kdb + off);
-}
-
-static int rs_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
-			struct uverbs_attr_bundle *attrs)
+static int rs_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+			   struct uverbs_attr_bundle *attrs)
 {
 	struct ib_udata *udata = attrs ? &attrs->driver_udata : NULL;
 	struct rs_ibdev *dev = to_rsdev(ibcq->device);
@@ -802,10 +605,16 @@ static int rs_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 
 	if (attr->flags)
 		return -EOPNOTSUPP;
-	if (attr->cqe < 1 || attr->cqe > dev->ibdev.attrs.max_cqe)
+	if (attr->cqe < 1 || attr->cqe > dev->ibdev.attrs.max_cqe) {
+		ibdev_dbg(&dev->ibdev, "create_cq: %u entries, the device supports 1..%d\n",
+			  attr->cqe, dev->ibdev.attrs.max_cqe);
 		return -EINVAL;
-	if (attr->comp_vector >= dev->ibdev.num_comp_vectors)
+	}
+	if (attr->comp_vector >= dev->ibdev.num_comp_vectors) {
+		ibdev_dbg(&dev->ibdev, "create_cq: completion vector %u, the device has %d\n",
+			  attr->comp_vector, dev->ibdev.num_comp_vectors);
 		return -EINVAL;
+	}
 
 	entries = roundup_pow_of_two(attr->cqe + 1);
 	cq->log = ilog2(entries);
@@ -821,7 +630,7 @@ static int rs_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	cmd.create_cq.log_size = cq->log;
 	cmd.create_cq.comp_vector = dev->vec_base + attr->comp_vector;
 	cmd.create_cq.uar = uc ? uc->uar : 0;
-	err = rs_exec(dev, &cmd, &cqe);
+	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
 	if (err)
 		goto err_free;
 	cq->handle = cqe.handle;
@@ -855,199 +664,25 @@ err_mmap:
 err_xa:
 	xa_erase_irq(&dev->cqs, cq->handle & RS_HANDLE_INDEX_MASK);
 err_destroy:
-	rs_destroy(dev, RS_CMD_DESTROY_CQ, cq->handle);
+	rs_ib_cmd_destroy(dev, RS_CMD_DESTROY_CQ, cq->handle);
 err_free:
 	rs_buf_free(dev, &cq->ring);
 	return err;
 }
 
-static int rs_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
+static int rs_ib_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 {
 	struct rs_ibdev *dev = to_rsdev(ibcq->device);
 	struct rs_cq *cq = to_rscq(ibcq);
 	int err;
 
-	err = rs_destroy(dev, RS_CMD_DESTROY_CQ, cq->handle);
+	err = rs_ib_cmd_destroy(dev, RS_CMD_DESTROY_CQ, cq->handle);
 	if (err)
 		return err;
 	xa_erase_irq(&dev->cqs, cq->handle & RS_HANDLE_INDEX_MASK);
 	rs_mmap_remove(&cq->mentry);
 	rs_buf_free(dev, &cq->ring);
 	return 0;
-}
-
-static struct rs_cqe *rs_cq_next(struct rs_cq *cq)
-{
-	struct rs_cqe *e = (struct rs_cqe *)cq->ring.va + (cq->ci & ((1u << cq->log) - 1));
-	u8 phase = ((cq->ci >> cq->log) & 1) ^ 1;
-
-	if ((READ_ONCE(e->owner) & RS_CQE_OWNER) != phase)
-		return NULL;
-	/* Read the entry only after its owner bit. */
-	dma_rmb();
-	return e;
-}
-
-static const enum ib_wc_opcode rs_wc_opcode[] = {
-	[RS_WR_SEND] = IB_WC_SEND,
-	[RS_WR_SEND_IMM] = IB_WC_SEND,
-	[RS_WR_SEND_INV] = IB_WC_SEND,
-	[RS_WR_RDMA_WRITE] = IB_WC_RDMA_WRITE,
-	[RS_WR_RDMA_WRITE_IMM] = IB_WC_RDMA_WRITE,
-	[RS_WR_RDMA_READ] = IB_WC_RDMA_READ,
-	[RS_WR_ATOMIC_CMP_SWP] = IB_WC_COMP_SWAP,
-	[RS_WR_ATOMIC_FETCH_ADD] = IB_WC_FETCH_ADD,
-	[RS_WR_LOCAL_INV] = IB_WC_LOCAL_INV,
-	[RS_WR_REG_MR] = IB_WC_REG_MR,
-};
-
-static void rs_wq_consume_send(struct rs_qp *qp, u8 status)
-{
-	struct rs_wq *wq = &qp->sq;
-	u32 mask = (1u << wq->log) - 1;
-
-	/*
-	 * Completions are in order: retire up to the next signaled WQE.  An
-	 * error or flush completion is reported for every WQE, signaled or
-	 * not: it retires one.
-	 */
-	spin_lock(&wq->lock);
-	while (wq->ci != wq->pi) {
-		bool sig = wq->signaled[wq->ci & mask];
-
-		wq->ci++;
-		if (sig || status != RS_WC_SUCCESS)
-			break;
-	}
-	spin_unlock(&wq->lock);
-}
-
-/*
- * The device takes receive WQEs in ring order (an SRQ's from all its QPs)
- * and copies each one it takes: every receive completion frees one slot.
- */
-static void rs_wq_consume_recv(struct rs_wq *wq)
-{
-	spin_lock(&wq->lock);
-	wq->ci++;
-	spin_unlock(&wq->lock);
-}
-
-static int rs_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
-{
-	struct rs_ibdev *dev = to_rsdev(ibcq->device);
-	struct rs_cq *cq = to_rscq(ibcq);
-	unsigned long flags;
-	struct rs_cqe *e;
-	struct rs_qp *qp;
-	int n = 0;
-
-	spin_lock_irqsave(&cq->lock, flags);
-	while (n < num && (e = rs_cq_next(cq))) {
-		struct ib_wc *w = &wc[n];
-
-		memset(w, 0, sizeof(*w));
-		w->wr_id = e->wr_id;
-		w->status = (enum ib_wc_status)e->status;
-		w->byte_len = e->byte_len;
-		w->src_qp = e->src_qp;
-		w->port_num = RS_PORT_NUM;
-		w->pkey_index = 0;
-		xa_lock(&dev->qps);
-		qp = xa_load(&dev->qps, e->qpn);
-		if (qp) {
-			w->qp = &qp->ibqp;
-			if (!(e->opcode & RS_WR_RECV))
-				rs_wq_consume_send(qp, e->status);
-			else
-				rs_wq_consume_recv(qp->srq ? &qp->srq->wq : &qp->rq);
-		}
-		xa_unlock(&dev->qps);
-		if (e->opcode == RS_WR_RECV)
-			w->opcode = IB_WC_RECV;
-		else if (e->opcode == RS_WR_RECV_RDMA_IMM)
-			w->opcode = IB_WC_RECV_RDMA_WITH_IMM;
-		else if (e->opcode < ARRAY_SIZE(rs_wc_opcode))
-			w->opcode = rs_wc_opcode[e->opcode];
-		if (e->wc_flags & RS_WC_F_IMM) {
-			w->wc_flags |= IB_WC_WITH_IMM;
-			w->ex.imm_data = cpu_to_be32(e->imm_or_inv);
-		} else if (e->wc_flags & RS_WC_F_INV) {
-			w->wc_flags |= IB_WC_WITH_INVALIDATE;
-			w->ex.invalidate_rkey = e->imm_or_inv;
-		}
-		if (e->wc_flags & RS_WC_F_GRH)
-			w->wc_flags |= IB_WC_GRH;
-		if (!qp)
-			ibdev_warn_ratelimited(&dev->ibdev, "CQE for unknown QP %u\n",
-					       e->qpn);
-		cq->ci++;
-		n++;
-	}
-	if (n)
-		rs_ring_db(dev, RS_DB_CQ_CI, (cq->handle & RS_DB_INDEX_MASK) |
-			   ((cq->ci & 0xffff) << RS_DB_VALUE_SHIFT));
-	spin_unlock_irqrestore(&cq->lock, flags);
-	return n;
-}
-
-static int rs_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
-{
-	struct rs_ibdev *dev = to_rsdev(ibcq->device);
-	struct rs_cq *cq = to_rscq(ibcq);
-	unsigned long irqf;
-	u32 val = cq->handle & RS_DB_INDEX_MASK;
-	int ret = 0;
-
-	val |= (flags & IB_CQ_SOLICITED_MASK) == IB_CQ_SOLICITED ?
-	       RS_DB_CQ_ARM_SOLICITED : RS_DB_CQ_ARM_NEXT;
-	WRITE_ONCE(cq->armed, true);
-	rs_ring_db(dev, RS_DB_CQ_ARM, val);
-	if (flags & IB_CQ_REPORT_MISSED_EVENTS) {
-		spin_lock_irqsave(&cq->lock, irqf);
-		ret = rs_cq_next(cq) ? 1 : 0;
-		spin_unlock_irqrestore(&cq->lock, irqf);
-	}
-	return ret;
-}
-
-/*
- * A completion interrupt names no CQ (ABI 1.0 has no completion event
- * queue): the handler calls the completion handler of every armed kernel
- * CQ of the vector that has a new CQE, and of every user CQ of the vector
- * (user space arms its CQs itself, so this may be a spurious event for
- * some of them; a consumer polls, finds nothing and re-arms).
- */
-static irqreturn_t rs_comp_irq(int irq, void *data)
-{
-	struct rs_comp_vec *cv = data;
-	struct rs_ibdev *dev = cv->dev;
-	unsigned long idx;
-	struct rs_cq *cq;
-	bool any = false;
-
-	xa_lock(&dev->cqs);
-	xa_for_each(&dev->cqs, idx, cq) {
-		if (cq->vector != cv->vector)
-			continue;
-		if (!cq->user) {
-			bool ready;
-
-			if (!READ_ONCE(cq->armed))
-				continue;
-			spin_lock(&cq->lock);
-			ready = rs_cq_next(cq);
-			spin_unlock(&cq->lock);
-			if (!ready)
-				continue;
-			WRITE_ONCE(cq->armed, false);
-		}
-		any = true;
-		if (cq->ibcq.comp_handler)
-			cq->ibcq.comp_handler(&cq->ibcq, cq->ibcq.cq_context);
-	}
-	xa_unlock(&dev->cqs);
-	return any ? IRQ_HANDLED : IRQ_NONE;
 }
 
 static void rs_comp_irqs_free(struct rs_ibdev *dev)
@@ -1081,7 +716,7 @@ static int rs_comp_irqs_request(struct rs_ibdev *dev)
 		snprintf(cv->name, sizeof(cv->name), "%s-comp%u", RS_DRV_NAME, i);
 		err = request_irq(pci_irq_vector(pdev, RS_MSIX_COMP_VECTOR0 +
 						 dev->vec_base + i),
-				  rs_comp_irq, IRQF_SHARED, cv->name, cv);
+				  rs_ib_comp_irq, IRQF_SHARED, cv->name, cv);
 		if (err) {
 			rs_comp_irqs_free(dev);
 			return err;
@@ -1102,8 +737,8 @@ static void rs_session_put(struct rs_ibdev *dev, struct rs_session *s)
 	mutex_lock(&dev->sess_lock);
 	if (refcount_dec_and_test(&s->refs)) {
 		list_del(&s->node);
-		rs_destroy(dev, RS_CMD_DESTROY_SESSION_GROUP, s->group);
-		rs_destroy(dev, RS_CMD_DESTROY_SESSION, s->session);
+		rs_ib_cmd_destroy(dev, RS_CMD_DESTROY_SESSION_GROUP, s->group);
+		rs_ib_cmd_destroy(dev, RS_CMD_DESTROY_SESSION, s->session);
 		kfree(s);
 	}
 	mutex_unlock(&dev->sess_lock);
@@ -1152,7 +787,7 @@ static struct rs_session *rs_session_get(struct rs_ibdev *dev,
 	cmd.create_session.src_port = sport;
 	cmd.create_session.dst_port = RS_ROCE_V2_PORT;
 	cmd.create_session.gid_index = grh->sgid_index;
-	err = rs_exec(dev, &cmd, &cqe);
+	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
 	if (err)
 		goto err_free;
 	s->session = cqe.handle;
@@ -1162,7 +797,7 @@ static struct rs_session *rs_session_get(struct rs_ibdev *dev,
 	cmd.create_group.session[0] = s->session;
 	cmd.create_group.nsessions = 1;
 	cmd.create_group.policy = RS_GROUP_ROUND_ROBIN;
-	err = rs_exec(dev, &cmd, &cqe);
+	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
 	if (err)
 		goto err_session;
 	s->group = cqe.handle;
@@ -1172,7 +807,7 @@ static struct rs_session *rs_session_get(struct rs_ibdev *dev,
 	goto out;
 
 err_session:
-	rs_destroy(dev, RS_CMD_DESTROY_SESSION, s->session);
+	rs_ib_cmd_destroy(dev, RS_CMD_DESTROY_SESSION, s->session);
 err_free:
 	kfree(s);
 	s = ERR_PTR(err);
@@ -1209,8 +844,8 @@ static void rs_wq_free(struct rs_ibdev *dev, struct rs_wq *wq)
 	wq->signaled = NULL;
 }
 
-static int rs_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
-			struct ib_udata *udata)
+static int rs_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+			   struct ib_udata *udata)
 {
 	struct rs_ibdev *dev = to_rsdev(ibqp->device);
 	const struct rs_device_attr *da = &dev->rdev->attr;
@@ -1229,14 +864,24 @@ static int rs_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		return type;
 	if (init->create_flags)
 		return -EOPNOTSUPP;
-	if (init->srq && type == RS_QPT_GSI)
+	if (init->srq && type == RS_QPT_GSI) {
+		ibdev_dbg(&dev->ibdev, "create_qp: the GSI QP cannot use an SRQ\n");
 		return -EINVAL;
-	if (type == RS_QPT_GSI && udata)
+	}
+	if (type == RS_QPT_GSI && udata) {
+		ibdev_dbg(&dev->ibdev, "create_qp: the GSI QP is the kernel's\n");
 		return -EINVAL;
+	}
 	if (cap->max_send_wr > da->max_qp_wr || cap->max_recv_wr > da->max_qp_wr ||
 	    cap->max_send_sge > da->max_sge || cap->max_recv_sge > da->max_sge ||
-	    cap->max_inline_data > da->max_inline)
+	    cap->max_inline_data > da->max_inline) {
+		ibdev_dbg(&dev->ibdev,
+			  "create_qp: send_wr %u, recv_wr %u (max %u), send_sge %u, recv_sge %u (max %u), inline %u (max %u)\n",
+			  cap->max_send_wr, cap->max_recv_wr, da->max_qp_wr,
+			  cap->max_send_sge, cap->max_recv_sge, da->max_sge,
+			  cap->max_inline_data, da->max_inline);
 		return -EINVAL;
+	}
 
 	sq_n = roundup_pow_of_two(max(cap->max_send_wr, 2u));
 	rq_n = roundup_pow_of_two(max(cap->max_recv_wr, 2u));
@@ -1294,7 +939,7 @@ static int rs_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	cmd.create_qp.flags = qp->sig_all ? RS_QP_F_SIGNAL_ALL : 0;
 	cmd.create_qp.max_inline = inl;
 	cmd.create_qp.uar = uc ? uc->uar : 0;
-	err = rs_exec(dev, &cmd, &cqe);
+	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
 	if (err)
 		goto err_free;
 	qp->handle = cqe.handle;
@@ -1350,20 +995,20 @@ static int rs_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 err_xa:
 	xa_erase_irq(&dev->qps, qp->qpn);
 err_destroy:
-	rs_destroy(dev, RS_CMD_DESTROY_QP, qp->handle);
+	rs_ib_cmd_destroy(dev, RS_CMD_DESTROY_QP, qp->handle);
 err_free:
 	rs_wq_free(dev, &qp->rq);
 	rs_wq_free(dev, &qp->sq);
 	return err;
 }
 
-static int rs_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
+static int rs_ib_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 {
 	struct rs_ibdev *dev = to_rsdev(ibqp->device);
 	struct rs_qp *qp = to_rsqp(ibqp);
 	int err;
 
-	err = rs_destroy(dev, RS_CMD_DESTROY_QP, qp->handle);
+	err = rs_ib_cmd_destroy(dev, RS_CMD_DESTROY_QP, qp->handle);
 	if (err)
 		return err;
 	xa_erase_irq(&dev->qps, qp->qpn);
@@ -1390,8 +1035,8 @@ static void rs_wq_reset(struct rs_wq *wq)
 /* Bits 0-20 of enum ib_qp_attr_mask are the device's bits. */
 #define RS_IB_QP_ATTR_MASK	(IB_QP_DEST_QPN * 2 - 1)
 
-static int rs_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
-			struct ib_udata *udata)
+static int rs_ib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+			   struct ib_udata *udata)
 {
 	struct rs_ibdev *dev = to_rsdev(ibqp->device);
 	struct rs_qp *qp = to_rsqp(ibqp);
@@ -1406,8 +1051,11 @@ static int rs_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	if (mask & ~RS_IB_QP_ATTR_MASK)
 		return -EOPNOTSUPP;
 	if (udata && udata->inlen &&
-	    !ib_is_udata_cleared(udata, 0, udata->inlen))
+	    !ib_is_udata_cleared(udata, 0, udata->inlen)) {
+		ibdev_dbg(&dev->ibdev, "QP %u: modify_qp: driver input is not supported\n",
+			  qp->qpn);
 		return -EINVAL;
+	}
 
 	cur = (mask & IB_QP_CUR_STATE) ? attr->cur_qp_state : qp->state;
 	next = (mask & IB_QP_STATE) ? attr->qp_state : cur;
@@ -1416,11 +1064,17 @@ static int rs_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 			  qp->qpn, cur, next, mask);
 		return -EINVAL;
 	}
-	if ((mask & IB_QP_PORT) && attr->port_num != RS_PORT_NUM)
+	if ((mask & IB_QP_PORT) && attr->port_num != RS_PORT_NUM) {
+		ibdev_dbg(&dev->ibdev, "QP %u: port %u, the device has port %u only\n",
+			  qp->qpn, attr->port_num, RS_PORT_NUM);
 		return -EINVAL;
+	}
 	if ((mask & IB_QP_AV) &&
-	    attr->ah_attr.type != RDMA_AH_ATTR_TYPE_ROCE)
+	    attr->ah_attr.type != RDMA_AH_ATTR_TYPE_ROCE) {
+		ibdev_dbg(&dev->ibdev, "QP %u: address vector of type %d, not RoCE\n",
+			  qp->qpn, attr->ah_attr.type);
 		return -EINVAL;
+	}
 
 	a = dma_alloc_coherent(rs_dma_dev(dev), sizeof(*a), &dma, GFP_KERNEL);
 	if (!a)
@@ -1475,7 +1129,7 @@ static int rs_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	cmd.modify_qp.attr_addr = dma;
 	cmd.modify_qp.handle = qp->handle;
 	cmd.modify_qp.attr_mask = dmask;
-	err = rs_exec(dev, &cmd, NULL);
+	err = rs_ib_cmd_exec(dev, &cmd, NULL);
 	if (err) {
 		rs_session_put(dev, sess);
 		goto out;
@@ -1506,8 +1160,8 @@ out:
 	return err;
 }
 
-static int rs_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
-		       struct ib_qp_init_attr *init)
+static int rs_ib_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+			  struct ib_qp_init_attr *init)
 {
 	struct rs_ibdev *dev = to_rsdev(ibqp->device);
 	struct rs_qp *qp = to_rsqp(ibqp);
@@ -1523,7 +1177,7 @@ static int rs_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	cmd.query.resp_addr = dma;
 	cmd.query.resp_len = sizeof(*a);
 	cmd.query.handle = qp->handle;
-	err = rs_exec(dev, &cmd, NULL);
+	err = rs_ib_cmd_exec(dev, &cmd, NULL);
 	if (err)
 		goto out;
 
@@ -1563,259 +1217,12 @@ out:
 	return err;
 }
 
-/* Kernel QPs: WQEs into the rings, doorbells through page 0. */
-
-static int rs_wr_opcode(enum ib_wr_opcode op)
-{
-	switch (op) {
-	case IB_WR_SEND:
-		return RS_WR_SEND;
-	case IB_WR_SEND_WITH_IMM:
-		return RS_WR_SEND_IMM;
-	case IB_WR_SEND_WITH_INV:
-		return RS_WR_SEND_INV;
-	case IB_WR_RDMA_WRITE:
-		return RS_WR_RDMA_WRITE;
-	case IB_WR_RDMA_WRITE_WITH_IMM:
-		return RS_WR_RDMA_WRITE_IMM;
-	case IB_WR_RDMA_READ:
-		return RS_WR_RDMA_READ;
-	case IB_WR_ATOMIC_CMP_AND_SWP:
-		return RS_WR_ATOMIC_CMP_SWP;
-	case IB_WR_ATOMIC_FETCH_AND_ADD:
-		return RS_WR_ATOMIC_FETCH_ADD;
-	case IB_WR_LOCAL_INV:
-		return RS_WR_LOCAL_INV;
-	case IB_WR_REG_MR:
-		return RS_WR_REG_MR;
-	default:
-		return -EOPNOTSUPP;
-	}
-}
-
-static void rs_build_reg_mr(const struct ib_reg_wr *wr, struct rs_send_wqe_reg_mr *f)
-{
-	struct rs_mr *mr = to_rsmr(wr->mr);
-
-	f->key = wr->key;
-	f->iova = mr->ibmr.iova;
-	f->length = mr->ibmr.length;
-	f->pbl_addr = mr->pages_dma;
-	f->npages = mr->npages;
-	f->page_shift = ilog2(mr->ibmr.page_size);
-	f->access = wr->access & RS_ACCESS_ALL;
-}
-
-static int rs_build_send(struct rs_qp *qp, const struct ib_send_wr *wr, void *slot)
-{
-	struct rs_send_wqe_ctrl *c = slot;
-	struct rs_sge *sg = (struct rs_sge *)(c + 1);
-	int op = rs_wr_opcode(wr->opcode);
-	int i;
-
-	if (op < 0)
-		return op;
-	if (wr->num_sge > qp->sq.max_sge)
-		return -EINVAL;
-
-	memset(slot, 0, qp->sq.stride);
-	c->wr_id = wr->wr_id;
-	c->opcode = op;
-	if ((wr->send_flags & IB_SEND_SIGNALED) || qp->sig_all)
-		c->flags |= RS_WQE_F_SIGNALED;
-	if (wr->send_flags & IB_SEND_SOLICITED)
-		c->flags |= RS_WQE_F_SOLICITED;
-	if (wr->send_flags & IB_SEND_FENCE)
-		c->flags |= RS_WQE_F_FENCE;
-	if (wr->opcode == IB_WR_REG_MR) {
-		rs_build_reg_mr(reg_wr(wr), slot);
-		return 0;
-	}
-
-	switch (wr->opcode) {
-	case IB_WR_SEND_WITH_IMM:
-	case IB_WR_RDMA_WRITE_WITH_IMM:
-		c->imm_or_inv = be32_to_cpu(wr->ex.imm_data);
-		break;
-	case IB_WR_SEND_WITH_INV:
-	case IB_WR_LOCAL_INV:
-		c->imm_or_inv = wr->ex.invalidate_rkey;
-		break;
-	default:
-		break;
-	}
-	switch (wr->opcode) {
-	case IB_WR_RDMA_WRITE:
-	case IB_WR_RDMA_WRITE_WITH_IMM:
-	case IB_WR_RDMA_READ:
-		c->remote_addr = rdma_wr(wr)->remote_addr;
-		c->rkey = rdma_wr(wr)->rkey;
-		break;
-	case IB_WR_ATOMIC_CMP_AND_SWP:
-	case IB_WR_ATOMIC_FETCH_AND_ADD:
-		c->remote_addr = atomic_wr(wr)->remote_addr;
-		c->rkey = atomic_wr(wr)->rkey;
-		c->compare_add = atomic_wr(wr)->compare_add;
-		c->swap = atomic_wr(wr)->swap;
-		break;
-	default:
-		break;
-	}
-	if (qp->rs_type == RS_QPT_UD || qp->rs_type == RS_QPT_GSI) {
-		struct rs_ah *ah = to_rsah(ud_wr(wr)->ah);
-
-		c->ah = rs_ah_handle(ah);
-		c->remote_qpn = ud_wr(wr)->remote_qpn;
-		c->remote_qkey = ud_wr(wr)->remote_qkey;
-		/* The device handle of an AH made in atomic context may not exist yet. */
-		if (ah->av) {
-			c->flags |= RS_WQE_F_AV_ADDR;
-			c->swap = ah->av_dma;
-		}
-	}
-
-	if (wr->send_flags & IB_SEND_INLINE) {
-		u8 *p = (u8 *)(c + 1);
-		u32 len = 0;
-
-		for (i = 0; i < wr->num_sge; i++) {
-			if (len + wr->sg_list[i].length > qp->max_inline)
-				return -EINVAL;
-			memcpy(p + len, (void *)(uintptr_t)wr->sg_list[i].addr,
-			       wr->sg_list[i].length);
-			len += wr->sg_list[i].length;
-		}
-		c->flags |= RS_WQE_F_INLINE;
-		c->inline_len = len;
-	} else {
-		for (i = 0; i < wr->num_sge; i++) {
-			sg[i].addr = wr->sg_list[i].addr;
-			sg[i].length = wr->sg_list[i].length;
-			sg[i].lkey = wr->sg_list[i].lkey;
-		}
-		c->num_sge = wr->num_sge;
-	}
-	return 0;
-}
-
-static int rs_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
-			const struct ib_send_wr **bad)
-{
-	struct rs_ibdev *dev = to_rsdev(ibqp->device);
-	struct rs_qp *qp = to_rsqp(ibqp);
-	struct rs_wq *wq = &qp->sq;
-	u32 mask = (1u << wq->log) - 1;
-	unsigned long flags;
-	int err = 0, n = 0;
-
-	if (qp->user)
-		return -EINVAL;
-	spin_lock_irqsave(&wq->lock, flags);
-	/* In ERR the device completes them flushed (ib_drain_sq). */
-	if (qp->state < IB_QPS_RTS) {
-		err = -EINVAL;
-		*bad = wr;
-		goto out;
-	}
-	for (; wr; wr = wr->next) {
-		void *slot;
-
-		if (wq->pi - wq->ci >= (1u << wq->log)) {
-			err = -ENOMEM;
-			break;
-		}
-		slot = wq->ring.va + (size_t)(wq->pi & mask) * wq->stride;
-		err = rs_build_send(qp, wr, slot);
-		if (err)
-			break;
-		wq->signaled[wq->pi & mask] =
-			!!(((struct rs_send_wqe_ctrl *)slot)->flags & RS_WQE_F_SIGNALED);
-		wq->pi++;
-		n++;
-	}
-	if (err)
-		*bad = wr;
-	if (n)
-		rs_ring_db(dev, RS_DB_SQ, (qp->qpn & RS_DB_INDEX_MASK) |
-			   ((wq->pi & 0xffff) << RS_DB_VALUE_SHIFT));
-out:
-	spin_unlock_irqrestore(&wq->lock, flags);
-	return err;
-}
-
-/*
- * Post receive WQEs to @wq (a kernel QP's RQ or a kernel SRQ) and ring
- * doorbell @db for queue @index.  Called with wq->lock held: see struct
- * rs_wq for the rule.
- */
-static int rs_wq_post_recv(struct rs_ibdev *dev, struct rs_wq *wq, u32 db,
-			   u32 index, const struct ib_recv_wr *wr,
-			   const struct ib_recv_wr **bad)
-{
-	u32 mask = (1u << wq->log) - 1;
-	int err = 0, n = 0, i;
-
-	lockdep_assert_held(&wq->lock);
-	for (; wr; wr = wr->next) {
-		struct rs_recv_wqe_ctrl *c;
-		struct rs_sge *sg;
-
-		if (wq->pi - wq->ci >= (1u << wq->log)) {
-			err = -ENOMEM;
-			break;
-		}
-		if (wr->num_sge > wq->max_sge) {
-			err = -EINVAL;
-			break;
-		}
-		c = wq->ring.va + (size_t)(wq->pi & mask) * wq->stride;
-		sg = (struct rs_sge *)(c + 1);
-		memset(c, 0, wq->stride);
-		c->wr_id = wr->wr_id;
-		c->num_sge = wr->num_sge;
-		for (i = 0; i < wr->num_sge; i++) {
-			sg[i].addr = wr->sg_list[i].addr;
-			sg[i].length = wr->sg_list[i].length;
-			sg[i].lkey = wr->sg_list[i].lkey;
-		}
-		wq->pi++;
-		n++;
-	}
-	if (err)
-		*bad = wr;
-	if (n)
-		rs_ring_db(dev, db, (index & RS_DB_INDEX_MASK) |
-			   ((wq->pi & 0xffff) << RS_DB_VALUE_SHIFT));
-	return err;
-}
-
-static int rs_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
-			const struct ib_recv_wr **bad)
-{
-	struct rs_ibdev *dev = to_rsdev(ibqp->device);
-	struct rs_qp *qp = to_rsqp(ibqp);
-	unsigned long flags;
-	int err;
-
-	if (qp->user || qp->srq)
-		return -EINVAL;
-	spin_lock_irqsave(&qp->rq.lock, flags);
-	if (qp->state == IB_QPS_RESET) {
-		err = -EINVAL;
-		*bad = wr;
-	} else {
-		err = rs_wq_post_recv(dev, &qp->rq, RS_DB_RQ, qp->qpn, wr, bad);
-	}
-	spin_unlock_irqrestore(&qp->rq.lock, flags);
-	return err;
-}
-
 /* ------------------------------------------------------------------ */
 /* Shared receive queues                                              */
 /* ------------------------------------------------------------------ */
 
-static int rs_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
-			 struct ib_udata *udata)
+static int rs_ib_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
+			    struct ib_udata *udata)
 {
 	struct rs_ibdev *dev = to_rsdev(ibsrq->device);
 	const struct rs_device_attr *da = &dev->rdev->attr;
@@ -1832,8 +1239,13 @@ static int rs_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	if (!(dev->rdev->caps & RS_CAP_SRQ) || init->srq_type != IB_SRQT_BASIC)
 		return -EOPNOTSUPP;
 	if (attr->max_wr < 1 || attr->max_wr > da->max_srq_wr ||
-	    attr->max_sge > da->max_srq_sge || attr->srq_limit >= attr->max_wr)
+	    attr->max_sge > da->max_srq_sge || attr->srq_limit >= attr->max_wr) {
+		ibdev_dbg(&dev->ibdev,
+			  "create_srq: max_wr %u (1..%u), max_sge %u (max %u), srq_limit %u (below max_wr)\n",
+			  attr->max_wr, da->max_srq_wr, attr->max_sge, da->max_srq_sge,
+			  attr->srq_limit);
 		return -EINVAL;
+	}
 
 	n = roundup_pow_of_two(max(attr->max_wr, 2u));
 	sge = max(attr->max_sge, 1u);
@@ -1855,7 +1267,7 @@ static int rs_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	cmd.create_srq.log_size = srq->wq.log;
 	cmd.create_srq.max_sge = sge;
 	cmd.create_srq.srq_limit = attr->srq_limit;
-	err = rs_exec(dev, &cmd, &cqe);
+	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
 	if (err)
 		goto err_free;
 	srq->handle = cqe.handle;
@@ -1891,7 +1303,7 @@ static int rs_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 err_xa:
 	xa_erase_irq(&dev->srqs, srq->handle & RS_HANDLE_INDEX_MASK);
 err_destroy:
-	rs_destroy(dev, RS_CMD_DESTROY_SRQ, srq->handle);
+	rs_ib_cmd_destroy(dev, RS_CMD_DESTROY_SRQ, srq->handle);
 err_free:
 	rs_wq_free(dev, &srq->wq);
 	return err;
@@ -1901,8 +1313,8 @@ err_free:
  * Only the limit can change: like mlx5, no resize (IB_SRQ_MAX_WR), as the
  * rings of user SRQs are mapped into the process.
  */
-static int rs_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
-			 enum ib_srq_attr_mask mask, struct ib_udata *udata)
+static int rs_ib_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+			    enum ib_srq_attr_mask mask, struct ib_udata *udata)
 {
 	struct rs_ibdev *dev = to_rsdev(ibsrq->device);
 	struct rs_srq *srq = to_rssrq(ibsrq);
@@ -1913,19 +1325,22 @@ static int rs_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 		return -EOPNOTSUPP;
 	if (!(mask & IB_SRQ_LIMIT))
 		return 0;
-	if (attr->srq_limit >= (1u << srq->wq.log))
+	if (attr->srq_limit >= (1u << srq->wq.log)) {
+		ibdev_dbg(&dev->ibdev, "modify_srq: limit %u, the SRQ has %u entries\n",
+			  attr->srq_limit, 1u << srq->wq.log);
 		return -EINVAL;
+	}
 	cmd.hdr.opcode = RS_CMD_MODIFY_SRQ;
 	cmd.modify_srq.handle = srq->handle;
 	cmd.modify_srq.attr_mask = RS_SRQ_ATTR_LIMIT;
 	cmd.modify_srq.srq_limit = attr->srq_limit;
-	err = rs_exec(dev, &cmd, NULL);
+	err = rs_ib_cmd_exec(dev, &cmd, NULL);
 	if (!err)
 		WRITE_ONCE(srq->limit, attr->srq_limit);
 	return err;
 }
 
-static int rs_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
+static int rs_ib_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
 {
 	struct rs_srq *srq = to_rssrq(ibsrq);
 
@@ -1935,35 +1350,18 @@ static int rs_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
 	return 0;
 }
 
-static int rs_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
+static int rs_ib_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 {
 	struct rs_ibdev *dev = to_rsdev(ibsrq->device);
 	struct rs_srq *srq = to_rssrq(ibsrq);
 	int err;
 
-	err = rs_destroy(dev, RS_CMD_DESTROY_SRQ, srq->handle);
+	err = rs_ib_cmd_destroy(dev, RS_CMD_DESTROY_SRQ, srq->handle);
 	if (err)
 		return err;
 	xa_erase_irq(&dev->srqs, srq->handle & RS_HANDLE_INDEX_MASK);
 	rs_wq_free(dev, &srq->wq);
 	return 0;
-}
-
-/* Kernel SRQs: the same ring as a kernel RQ (rs_wq_post_recv). */
-static int rs_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
-			    const struct ib_recv_wr **bad)
-{
-	struct rs_ibdev *dev = to_rsdev(ibsrq->device);
-	struct rs_srq *srq = to_rssrq(ibsrq);
-	unsigned long flags;
-	int err;
-
-	if (srq->user)
-		return -EINVAL;
-	spin_lock_irqsave(&srq->wq.lock, flags);
-	err = rs_wq_post_recv(dev, &srq->wq, RS_DB_SRQ, srq->handle, wr, bad);
-	spin_unlock_irqrestore(&srq->wq.lock, flags);
-	return err;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1981,7 +1379,7 @@ static void rs_ah_create_fn(struct work_struct *w)
 	struct rs_ah_pend *p = container_of(w, struct rs_ah_pend, create_work);
 	struct rs_admin_cqe cqe;
 
-	if (!rs_exec(p->dev, &p->cmd, &cqe))
+	if (!rs_ib_cmd_exec(p->dev, &p->cmd, &cqe))
 		WRITE_ONCE(p->handle, cqe.handle);
 	rs_ah_pend_put(p);
 }
@@ -1991,7 +1389,7 @@ static void rs_ah_destroy_fn(struct work_struct *w)
 	struct rs_ah_pend *p = container_of(w, struct rs_ah_pend, destroy_work);
 
 	if (p->handle)
-		rs_destroy(p->dev, RS_CMD_DESTROY_AH, p->handle);
+		rs_ib_cmd_destroy(p->dev, RS_CMD_DESTROY_AH, p->handle);
 	rs_ah_pend_put(p);
 }
 
@@ -2005,7 +1403,7 @@ static void rs_ah_destroy_handle_fn(struct work_struct *w)
 {
 	struct rs_ah_destroy_work *dw = container_of(w, struct rs_ah_destroy_work, work);
 
-	rs_destroy(dw->dev, RS_CMD_DESTROY_AH, dw->handle);
+	rs_ib_cmd_destroy(dw->dev, RS_CMD_DESTROY_AH, dw->handle);
 	kfree(dw);
 }
 
@@ -2018,8 +1416,8 @@ static void rs_ah_free_av(struct rs_ibdev *dev, struct rs_ah *ah)
 	ah->av = NULL;
 }
 
-static int rs_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
-			struct ib_udata *udata)
+static int rs_ib_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
+			   struct ib_udata *udata)
 {
 	struct rs_ibdev *dev = to_rsdev(ibah->device);
 	struct rdma_ah_attr *ah_attr = init->ah_attr;
@@ -2030,8 +1428,11 @@ static int rs_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 	struct rs_admin_cqe cqe;
 	int err;
 
-	if (ah_attr->type != RDMA_AH_ATTR_TYPE_ROCE)
+	if (ah_attr->type != RDMA_AH_ATTR_TYPE_ROCE) {
+		ibdev_dbg(&dev->ibdev, "create_ah: address vector of type %d, not RoCE\n",
+			  ah_attr->type);
 		return -EINVAL;
+	}
 
 	cmd.hdr.opcode = RS_CMD_CREATE_AH;
 	memcpy(cmd.create_ah.dgid, grh->dgid.raw, sizeof(cmd.create_ah.dgid));
@@ -2083,7 +1484,7 @@ static int rs_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 		queue_work(dev->wq, &p->create_work);
 		return 0;
 	}
-	err = rs_exec(dev, &cmd, &cqe);
+	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
 	if (err) {
 		rs_ah_free_av(dev, ah);
 		return err;
@@ -2094,14 +1495,14 @@ static int rs_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 		resp.ah_handle = ah->handle;
 		err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
 		if (err) {
-			rs_destroy(dev, RS_CMD_DESTROY_AH, ah->handle);
+			rs_ib_cmd_destroy(dev, RS_CMD_DESTROY_AH, ah->handle);
 			return err;
 		}
 	}
 	return 0;
 }
 
-static int rs_destroy_ah(struct ib_ah *ibah, u32 flags)
+static int rs_ib_destroy_ah(struct ib_ah *ibah, u32 flags)
 {
 	struct rs_ibdev *dev = to_rsdev(ibah->device);
 	struct rs_ah *ah = to_rsah(ibah);
@@ -2115,7 +1516,7 @@ static int rs_destroy_ah(struct ib_ah *ibah, u32 flags)
 		return 0;
 	}
 	if (flags & RDMA_DESTROY_AH_SLEEPABLE)
-		return rs_destroy(dev, RS_CMD_DESTROY_AH, ah->handle);
+		return rs_ib_cmd_destroy(dev, RS_CMD_DESTROY_AH, ah->handle);
 	/* Atomic context: DESTROY_AH (by handle) from the workqueue. */
 	dw = kzalloc(sizeof(*dw), GFP_ATOMIC);
 	if (!dw)
@@ -2172,10 +1573,12 @@ static int rs_pbl_build(struct rs_ibdev *dev, struct rs_pbl *pbl,
 			return -ENOMEM;
 		rdma_umem_for_each_dma_block(umem, &it, pgsz) {
 			if (i >= npages)
-				return -EINVAL;
+				goto mismatch;
 			pbl->top[i++] = rdma_block_iter_dma_address(&it);
 		}
-		return i == npages ? 0 : -EINVAL;
+		if (i != npages)
+			goto mismatch;
+		return 0;
 	}
 
 	pbl->nchunks = DIV_ROUND_UP(npages, RS_PBL_CHUNK_ENTRIES);
@@ -2195,20 +1598,29 @@ static int rs_pbl_build(struct rs_ibdev *dev, struct rs_pbl *pbl,
 	i = 0;
 	rdma_umem_for_each_dma_block(umem, &it, pgsz) {
 		if (i >= npages)
-			return -EINVAL;
+			goto mismatch;
 		pbl->chunk[i / RS_PBL_CHUNK_ENTRIES][i % RS_PBL_CHUNK_ENTRIES] =
 			rdma_block_iter_dma_address(&it);
 		i++;
 	}
-	return i == npages ? 0 : -EINVAL;
+	if (i != npages)
+		goto mismatch;
+	return 0;
+
+mismatch:
+	/* ib_umem_num_dma_blocks() counted them: a driver bug. */
+	ibdev_warn_ratelimited(&dev->ibdev,
+			       "reg_mr: the umem does not have the %u blocks of %lu bytes counted\n",
+			       npages, pgsz);
+	return -EINVAL;
 }
 
 #define RS_IB_ACCESS_SUPPORTED	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
 				 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC | \
 				 IB_ACCESS_MW_BIND | IB_ACCESS_OPTIONAL)
 
-static struct ib_mr *rs_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
-				    u64 iova, int access, struct ib_udata *udata)
+static struct ib_mr *rs_ib_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+				       u64 iova, int access, struct ib_udata *udata)
 {
 	struct rs_ibdev *dev = to_rsdev(ibpd->device);
 	struct rs_admin_cmd cmd = {};
@@ -2222,8 +1634,11 @@ static struct ib_mr *rs_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 
 	if (access & ~RS_IB_ACCESS_SUPPORTED)
 		return ERR_PTR(-EOPNOTSUPP);
-	if (!length || length > dev->rdev->attr.max_mr_size)
+	if (!length || length > dev->rdev->attr.max_mr_size) {
+		ibdev_dbg(&dev->ibdev, "reg_mr: length %llu, the device supports 1..%llu\n",
+			  length, dev->rdev->attr.max_mr_size);
 		return ERR_PTR(-EINVAL);
+	}
 	err = rs_default_netid(dev, &netid);
 	if (err) {
 		ibdev_dbg(&dev->ibdev, "reg_mr: no network identity (GID) yet\n");
@@ -2240,6 +1655,9 @@ static struct ib_mr *rs_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	}
 	pgsz = ib_umem_find_best_pgsz(mr->umem, dev->rdev->attr.page_size_cap, iova);
 	if (!pgsz) {
+		ibdev_dbg(&dev->ibdev,
+			  "reg_mr: no page size of the device (%#llx) maps iova %#llx to the buffer\n",
+			  dev->rdev->attr.page_size_cap, iova);
 		err = -EINVAL;
 		goto err_umem;
 	}
@@ -2259,7 +1677,7 @@ static struct ib_mr *rs_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	cmd.reg_mr.flags = indirect ? RS_MR_F_PBL_INDIRECT : 0;
 	cmd.reg_mr.access = access & RS_ACCESS_ALL;
 	cmd.reg_mr.gid_index = netid;
-	err = rs_exec(dev, &cmd, &cqe);
+	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
 	/* The device copied the translation: the page list can go. */
 	rs_pbl_free(dev, &pbl);
 	if (err)
@@ -2282,14 +1700,14 @@ err_mr:
 	return ERR_PTR(err);
 }
 
-static int rs_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
+static int rs_ib_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 {
 	struct rs_ibdev *dev = to_rsdev(ibmr->device);
 	struct rs_mr *mr = to_rsmr(ibmr);
 	int err;
 
 	if (!mr->dma) {
-		err = rs_destroy(dev, RS_CMD_DEREG_MR, ibmr->lkey);
+		err = rs_ib_cmd_destroy(dev, RS_CMD_DEREG_MR, ibmr->lkey);
 		if (err)
 			return err;
 	}
@@ -2305,7 +1723,7 @@ static int rs_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
  * The device has no all-memory rkey: a DMA MR is the reserved local key,
  * for kernel PDs and local access only (IB_PD_UNSAFE_GLOBAL_RKEY fails).
  */
-static struct ib_mr *rs_get_dma_mr(struct ib_pd *ibpd, int access)
+static struct ib_mr *rs_ib_get_dma_mr(struct ib_pd *ibpd, int access)
 {
 	struct rs_mr *mr;
 
@@ -2320,8 +1738,8 @@ static struct ib_mr *rs_get_dma_mr(struct ib_pd *ibpd, int access)
 	return &mr->ibmr;
 }
 
-static struct ib_mr *rs_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
-				 u32 max_num_sg)
+static struct ib_mr *rs_ib_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
+				    u32 max_num_sg)
 {
 	struct rs_ibdev *dev = to_rsdev(ibpd->device);
 	struct rs_admin_cmd cmd = {};
@@ -2332,8 +1750,11 @@ static struct ib_mr *rs_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
 
 	if (type != IB_MR_TYPE_MEM_REG || ibpd->uobject)
 		return ERR_PTR(-EOPNOTSUPP);
-	if (!max_num_sg || max_num_sg > RS_MAX_FRMR_PAGES)
+	if (!max_num_sg || max_num_sg > RS_MAX_FRMR_PAGES) {
+		ibdev_dbg(&dev->ibdev, "alloc_mr: %u pages, the device supports 1..%u\n",
+			  max_num_sg, RS_MAX_FRMR_PAGES);
 		return ERR_PTR(-EINVAL);
+	}
 	err = rs_default_netid(dev, &netid);
 	if (err)
 		return ERR_PTR(err);
@@ -2355,7 +1776,7 @@ static struct ib_mr *rs_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
 	cmd.reg_mr.page_shift = RS_MR_MIN_PAGE_SHIFT;
 	cmd.reg_mr.flags = RS_MR_F_FAST_REG;
 	cmd.reg_mr.gid_index = netid;
-	err = rs_exec(dev, &cmd, &cqe);
+	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
 	if (err)
 		goto err_pages;
 	mr->ibmr.lkey = cqe.handle;
@@ -2381,8 +1802,8 @@ static int rs_set_page(struct ib_mr *ibmr, u64 addr)
 	return 0;
 }
 
-static int rs_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
-			unsigned int *sg_offset)
+static int rs_ib_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
+			   unsigned int *sg_offset)
 {
 	struct rs_mr *mr = to_rsmr(ibmr);
 
@@ -2394,15 +1815,15 @@ static int rs_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents
 /* Counters                                                           */
 /* ------------------------------------------------------------------ */
 
-static struct rdma_hw_stats *rs_alloc_hw_port_stats(struct ib_device *ibdev,
-						    u32 port)
+static struct rdma_hw_stats *rs_ib_alloc_hw_port_stats(struct ib_device *ibdev,
+						       u32 port)
 {
 	return rdma_alloc_hw_stats_struct(rs_ib_stat_descs, RS_CNT_NUM,
 					  RDMA_HW_STATS_DEFAULT_LIFESPAN);
 }
 
-static int rs_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
-			   u32 port, int index)
+static int rs_ib_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
+			      u32 port, int index)
 {
 	struct rs_ibdev *dev = to_rsdev(ibdev);
 	struct net_device *nd = dev->rdev->netdev;
@@ -2429,46 +1850,46 @@ static const struct ib_device_ops rs_ib_ops = {
 	.driver_id = RDMA_DRIVER_UNKNOWN,
 	.uverbs_abi_ver = RS_UVERBS_ABI_VERSION,
 
-	.alloc_hw_port_stats = rs_alloc_hw_port_stats,
-	.alloc_mr = rs_alloc_mr,
-	.alloc_pd = rs_alloc_pd,
-	.alloc_ucontext = rs_alloc_ucontext,
-	.add_gid = rs_add_gid,
-	.create_ah = rs_create_ah,
-	.create_user_ah = rs_create_ah,
-	.create_cq = rs_create_cq,
-	.create_qp = rs_create_qp,
-	.create_srq = rs_create_srq,
-	.modify_srq = rs_modify_srq,
-	.query_srq = rs_query_srq,
-	.dealloc_pd = rs_dealloc_pd,
-	.dealloc_ucontext = rs_dealloc_ucontext,
-	.del_gid = rs_del_gid,
-	.dereg_mr = rs_dereg_mr,
-	.destroy_ah = rs_destroy_ah,
-	.destroy_cq = rs_destroy_cq,
-	.destroy_qp = rs_destroy_qp,
-	.destroy_srq = rs_destroy_srq,
-	.disassociate_ucontext = rs_disassociate_ucontext,
-	.get_dev_fw_str = rs_get_dev_fw_str,
-	.get_dma_mr = rs_get_dma_mr,
-	.get_hw_stats = rs_get_hw_stats,
-	.get_link_layer = rs_get_link_layer,
-	.get_port_immutable = rs_get_port_immutable,
-	.map_mr_sg = rs_map_mr_sg,
-	.mmap = rs_mmap,
-	.mmap_free = rs_mmap_free,
-	.modify_qp = rs_modify_qp,
-	.poll_cq = rs_poll_cq,
-	.post_recv = rs_post_recv,
-	.post_srq_recv = rs_post_srq_recv,
-	.post_send = rs_post_send,
-	.query_device = rs_query_device,
-	.query_pkey = rs_query_pkey,
-	.query_port = rs_query_port,
-	.query_qp = rs_query_qp,
-	.reg_user_mr = rs_reg_user_mr,
-	.req_notify_cq = rs_req_notify_cq,
+	.alloc_hw_port_stats = rs_ib_alloc_hw_port_stats,
+	.alloc_mr = rs_ib_alloc_mr,
+	.alloc_pd = rs_ib_alloc_pd,
+	.alloc_ucontext = rs_ib_alloc_ucontext,
+	.add_gid = rs_ib_add_gid,
+	.create_ah = rs_ib_create_ah,
+	.create_user_ah = rs_ib_create_ah,
+	.create_cq = rs_ib_create_cq,
+	.create_qp = rs_ib_create_qp,
+	.create_srq = rs_ib_create_srq,
+	.modify_srq = rs_ib_modify_srq,
+	.query_srq = rs_ib_query_srq,
+	.dealloc_pd = rs_ib_dealloc_pd,
+	.dealloc_ucontext = rs_ib_dealloc_ucontext,
+	.del_gid = rs_ib_del_gid,
+	.dereg_mr = rs_ib_dereg_mr,
+	.destroy_ah = rs_ib_destroy_ah,
+	.destroy_cq = rs_ib_destroy_cq,
+	.destroy_qp = rs_ib_destroy_qp,
+	.destroy_srq = rs_ib_destroy_srq,
+	.disassociate_ucontext = rs_ib_disassociate_ucontext,
+	.get_dev_fw_str = rs_ib_get_dev_fw_str,
+	.get_dma_mr = rs_ib_get_dma_mr,
+	.get_hw_stats = rs_ib_get_hw_stats,
+	.get_link_layer = rs_ib_get_link_layer,
+	.get_port_immutable = rs_ib_get_port_immutable,
+	.map_mr_sg = rs_ib_map_mr_sg,
+	.mmap = rs_ib_mmap,
+	.mmap_free = rs_ib_mmap_free,
+	.modify_qp = rs_ib_modify_qp,
+	.poll_cq = rs_ib_poll_cq,
+	.post_recv = rs_ib_post_recv,
+	.post_srq_recv = rs_ib_post_srq_recv,
+	.post_send = rs_ib_post_send,
+	.query_device = rs_ib_query_device,
+	.query_pkey = rs_ib_query_pkey,
+	.query_port = rs_ib_query_port,
+	.query_qp = rs_ib_query_qp,
+	.reg_user_mr = rs_ib_reg_user_mr,
+	.req_notify_cq = rs_ib_req_notify_cq,
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, rs_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, rs_cq, ibcq),

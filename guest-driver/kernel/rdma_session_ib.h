@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * rdma-session adapter: the ib_device and its objects (user context, PD,
+ * CQ, QP and its work queues, SRQ, AH, MR), shared by the control verbs
+ * (rdma_session_verbs.c) and the data path of kernel QPs, SRQs and CQs
+ * (rdma_session_datapath.c).
+ */
+#ifndef RDMA_SESSION_IB_H
+#define RDMA_SESSION_IB_H
+
+#include <linux/interrupt.h>
+#include <linux/refcount.h>
+#include <linux/spinlock.h>
+#include <linux/types.h>
+#include <linux/workqueue.h>
+#include <linux/xarray.h>
+
+#include <rdma/ib_umem.h>
+#include <rdma/ib_verbs.h>
+
+#include "rdma_session.h"
+
+#define RS_PORT_NUM		1
+
+enum rs_ib_counter {
+	RS_CNT_ADMIN_CMDS,
+	RS_CNT_ADMIN_ERRS,
+	RS_CNT_SESSIONS,
+	RS_CNT_QP_CREATED,
+	RS_CNT_MR_REGISTERED,
+	RS_CNT_TX_PACKETS,
+	RS_CNT_RX_PACKETS,
+	RS_CNT_TX_BYTES,
+	RS_CNT_RX_BYTES,
+	RS_CNT_NUM,
+};
+
+struct rs_ibdev {
+	struct ib_device ibdev;
+	struct rs_dev *rdev;
+	void __iomem *kdb;		/* doorbell page 0 */
+	u32 db_pages;
+	spinlock_t uar_lock;
+	unsigned long *uar_map;		/* doorbell pages in use */
+	struct xarray qps;		/* QP number -> rs_qp */
+	struct xarray cqs;		/* CQ index -> rs_cq */
+	struct xarray srqs;		/* SRQ index -> rs_srq */
+	struct mutex gid_lock;
+	unsigned long *gid_map;		/* RoCEv2 GIDs present in the device */
+	u32 max_gids;
+	struct mutex sess_lock;
+	struct list_head sessions;	/* rs_session, by 5-tuple */
+	atomic64_t cnt[RS_CNT_NUM];
+	struct workqueue_struct *wq;	/* deferred admin commands */
+	struct rs_comp_vec *vecs;	/* completion vector IRQs */
+	u32 nvecs;			/* ib completion vectors */
+	u32 vec_base;			/* ib vector i = device vector base + i */
+};
+
+/*
+ * ib completion vector i is the device's completion vector vec_base + i,
+ * MSI-X vector RS_MSIX_COMP_VECTOR0 + vec_base + i.  The LAN queues use
+ * RS_LAN_VECTOR (the device's completion vector 0): when the device has
+ * more than one completion vector, the CQs stay off it (vec_base 1), so
+ * that LAN interrupts do not become completion events.
+ */
+struct rs_comp_vec {
+	struct rs_ibdev *dev;
+	u32 vector;
+	bool requested;
+	char name[32];
+};
+
+struct rs_ucontext {
+	struct ib_ucontext ibuc;
+	u32 uar;
+	struct rdma_user_mmap_entry *db_entry;
+};
+
+struct rs_pd {
+	struct ib_pd ibpd;
+	u32 handle;
+};
+
+/* Queue memory: whole pages, DMA-mapped; mappable with vm_insert_page. */
+struct rs_buf {
+	void *va;
+	dma_addr_t dma;
+	size_t size;
+	bool mapped;
+};
+
+struct rs_cq {
+	struct ib_cq ibcq;
+	u32 handle;
+	u32 log;
+	struct rs_buf ring;
+	struct rdma_user_mmap_entry *mentry;
+	spinlock_t lock;		/* kernel CQ consumer */
+	u32 ci;
+	u16 vector;			/* completion vector */
+	bool armed;			/* kernel CQs: req_notify_cq done */
+	bool user;
+};
+
+/*
+ * A work queue of a kernel QP or SRQ (send, receive or shared receive).
+ *
+ * Locking: @lock protects @pi, @ci and the ring's free slots.  The post
+ * verbs write @pi with it held; the poll path (rs_ib_poll_cq) advances @ci
+ * with it held, nested inside the CQ's lock (cq->lock, then wq->lock;
+ * never the other way round).  Both indexes are therefore read plainly
+ * under @lock, and a post sees a slot free only after the completion
+ * that freed it was consumed.  One lock, not the CQ's, because the
+ * receive completions of an SRQ come through the CQs of all its QPs.
+ */
+struct rs_wq {
+	struct rs_buf ring;
+	struct rdma_user_mmap_entry *mentry;
+	u32 log;
+	u32 stride;
+	u32 max_sge;
+	spinlock_t lock;		/* kernel QPs and SRQs: pi, ci */
+	u32 pi;
+	u32 ci;
+	u8 *signaled;			/* SQ of kernel QPs: per slot */
+};
+
+struct rs_srq {
+	struct ib_srq ibsrq;
+	u32 handle;
+	u32 limit;			/* armed limit, 0 after the event */
+	bool user;
+	struct rs_wq wq;		/* ci: receive completions seen */
+};
+
+struct rs_session;		/* rdma_session_verbs.c */
+
+struct rs_qp {
+	struct ib_qp ibqp;
+	struct rs_srq *srq;
+	u32 handle;
+	u32 qpn;
+	u8 rs_type;
+	enum ib_qp_state state;
+	bool user;
+	bool sig_all;
+	u32 max_inline;
+	struct rs_wq sq;
+	struct rs_wq rq;
+	struct rs_session *sess;
+	u32 dest_qpn;
+	bool has_av;
+	struct rdma_ah_attr av;		/* for query_qp */
+	struct ib_qp_cap cap;
+};
+
+/*
+ * An AH created in atomic context: CREATE_AH and DESTROY_AH run from the
+ * device's ordered workqueue; handle is 0 until CREATE_AH completed.
+ */
+struct rs_ah_pend {
+	struct work_struct create_work;
+	struct work_struct destroy_work;
+	struct rs_ibdev *dev;
+	struct rs_admin_cmd cmd;
+	refcount_t refs;
+	u32 handle;
+};
+
+struct rs_ah {
+	struct ib_ah ibah;
+	u32 handle;
+	struct rs_ah_pend *pend;
+	/* Kernel AHs: the vector kernel UD WQEs point to (RS_WQE_F_AV_ADDR). */
+	struct rs_ah_attr *av;
+	dma_addr_t av_dma;
+};
+
+static inline u32 rs_ah_handle(struct rs_ah *ah)
+{
+	return ah->pend ? READ_ONCE(ah->pend->handle) : ah->handle;
+}
+
+struct rs_mr {
+	struct ib_mr ibmr;
+	struct ib_umem *umem;
+	bool dma;			/* get_dma_mr: no device object */
+	/* Fast registration: page list of max_pages DMA addresses. */
+	u64 *pages;
+	dma_addr_t pages_dma;
+	u32 npages;
+	u32 max_pages;
+};
+
+static inline struct rs_ibdev *to_rsdev(struct ib_device *ibdev)
+{
+	return container_of(ibdev, struct rs_ibdev, ibdev);
+}
+
+static inline struct rs_ucontext *to_rsuc(struct ib_ucontext *uc)
+{
+	return container_of(uc, struct rs_ucontext, ibuc);
+}
+
+static inline struct rs_pd *to_rspd(struct ib_pd *pd)
+{
+	return container_of(pd, struct rs_pd, ibpd);
+}
+
+static inline struct rs_cq *to_rscq(struct ib_cq *cq)
+{
+	return container_of(cq, struct rs_cq, ibcq);
+}
+
+static inline struct rs_qp *to_rsqp(struct ib_qp *qp)
+{
+	return container_of(qp, struct rs_qp, ibqp);
+}
+
+static inline struct rs_srq *to_rssrq(struct ib_srq *srq)
+{
+	return container_of(srq, struct rs_srq, ibsrq);
+}
+
+static inline struct rs_ah *to_rsah(struct ib_ah *ah)
+{
+	return container_of(ah, struct rs_ah, ibah);
+}
+
+static inline struct rs_mr *to_rsmr(struct ib_mr *mr)
+{
+	return container_of(mr, struct rs_mr, ibmr);
+}
+
+static inline struct device *rs_dma_dev(struct rs_ibdev *dev)
+{
+	return &dev->rdev->pdev->dev;
+}
+
+/* rdma_session_datapath.c */
+int rs_ib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
+		    const struct ib_send_wr **bad);
+int rs_ib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
+		    const struct ib_recv_wr **bad);
+int rs_ib_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
+			const struct ib_recv_wr **bad);
+int rs_ib_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc);
+int rs_ib_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
+/* The handler of a completion vector's IRQ (dev_id: its struct rs_comp_vec). */
+irqreturn_t rs_ib_comp_irq(int irq, void *data);
+
+#endif /* RDMA_SESSION_IB_H */
