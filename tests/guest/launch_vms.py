@@ -1,0 +1,13 @@
+#!/usr/bin/env python3
+"""scripts/launch-vms.sh: guests with the adapter on one segment (see
+rstest/launcher.py, or --help)."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# pylint: disable=wrong-import-position
+from rstest.launcher import main  # noqa: E402
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

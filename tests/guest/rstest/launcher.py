@@ -1,0 +1,613 @@
+"""Start N guests (default 2) with the rdma-session adapter under TCG on one
+L2 segment, wait until each is ready, run a command in each, collect the
+outputs and exit statuses, and tear everything down (also on failure,
+timeout or Ctrl-C).
+
+The segment is QEMU's own multicast socket backend on the loopback
+interface (-netdev socket,mcast=230.x.y.z:port,localaddr=127.0.0.1, a
+random group per run): nothing leaves the host and no switch or tap
+device is needed.  VM i (1..N) gets MAC 52:54:00:77:00:<i> and address
+10.77.0.<i>/24 on its interface (the adapter's Ethernet function).
+
+Each guest's /init (scripts/guest-image.sh) loads the modules, brings the
+interface up, prints "rs-init: ready", then waits on its second serial
+port until the launcher sends the command, which it sends to all VMs
+once every VM is ready.  The command runs with sh -c and sees
+  RS_VM_INDEX  its VM's index (1..N)      RS_VM_COUNT  N
+  RS_IP        its own address            RS_PEERS     the other VMs' addresses
+  RS_PEER      the next VM's address (VM N: VM 1's)   RS_IFACE  interface
+  rs_barrier K [S]  a shell function: returns once every VM called
+               rs_barrier K (TCP ports 30000+K and 31000+K; fails after S
+               seconds, default 120)
+(with --netdev-user the addresses come from DHCP: RS_IP, RS_PEER and
+RS_PEERS are empty, and rs_barrier does not work).
+
+Usage: scripts/launch-vms.sh [options] [-- extra QEMU arguments for every VM]
+  -n N               number of VMs (default 2)
+  --cmd 'CMD'        command for every VM (default: ibv_devinfo; ip -4 addr)
+  --vm-cmd I 'CMD'   command for VM I only (overrides --cmd for that VM)
+  --timeout S        seconds the commands may run (default 120)
+  --boot-timeout S   seconds for all VMs to become ready (default 120)
+  --netdev-user      each VM on its own -netdev user (slirp) instead of the
+                     shared segment; the interface is configured by DHCP
+  --dgram            two VMs only: connect them with -netdev dgram (a
+                     unicast UDP socket pair on loopback) instead of the
+                     multicast segment; each QEMU then receives only its
+                     peer's frames, not every frame on the segment
+  --stream           two VMs only: connect them with -netdev stream over
+                     a Unix socket (VM 1 listens): no frame is lost,
+                     since the stream has flow control
+  --soft-roce        every VM gets virtio-net-pci instead of the adapter
+                     and Linux soft-RoCE (rdma_rxe, device rxe0)
+  --soft-roce-vm I   only VM I does (repeatable)
+  --pcap I FILE      record VM I's network traffic, both directions, into
+                     the pcap FILE (QEMU's filter-dump on its netdev;
+                     repeatable; after VM I's k-th migration in FILE.k)
+  --shell I          interactive shell on VM I's console (the others boot
+                     and run --cmd if one was given); exit powers it off
+  --device DEV       the adapter's -device name (default rdma-session)
+  --mem MB           guest memory (default 512)
+  --migrate I@S[xN]  live-migrate VM I to a new QEMU on this host S seconds
+                     after the commands start, N times (default 1), every S
+                     seconds (repeatable, one VM each;
+                     tests/guest/rstest/migration.py; the multicast segment
+                     only); each migration's figures are printed (QEMU's
+                     and the RDMA stall VM I's peer, RS_PEER, saw at the
+                     switch, from a capture of the peer's netdev,
+                     <run>/vmJ/migrate-peer.pcap; their median and
+                     worst), and a failed migration fails the run
+  --migrate-hold S   each of those migrations holds the switchover S
+                     seconds with the VM stopped (a long downtime)
+  --migrate-drill    first try migrations that must fail and leave VM I
+                     running (another max-qps, another MAC, cancelled)
+  --no-build         do not run scripts/build-qemu.sh first
+  -q, --quiet        only the command outputs and the summary
+Environment: RS_ACCEL=kvm (KVM instead of TCG; only if it really works),
+  RS_BUILD, RS_CACHE (scripts/build-qemu.sh), RS_NO_BUILD=1 (--no-build),
+  RS_KERNEL_ARGS (more guest kernel parameters for every VM, e.g.
+  tsc=reliable: bench/run-bench.sh),
+  RS_VMS_LOGDIR (default $RS_BUILD/vms/<run>; the last run is linked as
+  $RS_BUILD/vms/last), the guest-image.sh variables.
+Each VM has a QMP socket, <run>/vmI/qmp.sock (scripts/qmp.py sends it
+commands, e.g. system_reset); its /init takes a new command on the control
+port after every boot ("go BASE64" written to <run>/vmI/ctl.in).
+The run directory: vmI/serial.log (console), qemu.log (QEMU's output),
+cmdline, pid, cmd.sh (the script sent), output (the command's output),
+ctl.in/ctl.out, qmp.sock; with --migrate migrate.log, qemu-K.log,
+qmp-K.sock; harness.log (the QEMU library's log).
+Output: the command's output of each VM, each line prefixed "[vmI] ", then
+"launch-vms: vmI: exit status S" per VM and a summary line.  Exits 0 if
+every command exited 0 and every QEMU powered off cleanly, 1 otherwise,
+2 on a setup error.
+"""
+
+import glob
+import logging
+import os
+import random
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Dict, List, Optional, Tuple
+
+from . import console
+from .qemupath import BUILD, TOP
+from .vm import (VM, DgramSegment, McastSegment, Segment, StreamSegment,
+                 UserSegment, guest_script)
+from .migration import Mover
+
+QUIET = False
+
+
+def log(msg: str) -> None:
+    if not QUIET:
+        print("[launch-vms] %s" % msg, file=sys.stderr, flush=True)
+
+
+class SetupError(Exception):
+    """Exit status 2."""
+
+
+class Interrupted(Exception):
+    """SIGINT, SIGTERM or SIGHUP."""
+
+
+def die(msg: str):
+    raise SetupError(msg)
+
+
+class Options:
+    # pylint: disable=too-many-instance-attributes,too-few-public-methods
+    def __init__(self) -> None:
+        self.n = 2
+        self.cmd = "ibv_devinfo; ip -4 addr"
+        self.cmd_given = False
+        self.vmcmd: Dict[int, str] = {}
+        self.tmo = 120.0
+        self.btmo = 120.0
+        self.user = self.dgram = self.stream = False
+        self.softall = False
+        self.soft: Dict[int, bool] = {}
+        self.pcap: Dict[int, str] = {}
+        self.shell = 0
+        self.device = "rdma-session"
+        self.mem = 512
+        self.build = os.environ.get("RS_NO_BUILD", "0") != "1"
+        # VM -> (after, count)
+        self.migrate: Dict[int, Tuple[float, int]] = {}
+        self.mig_hold = 0.0
+        self.mig_drill = False
+        self.extra: List[str] = []
+
+
+def number(opt: str, val: str) -> float:
+    try:
+        return float(val)
+    except ValueError:
+        die("%s takes a number, not %s" % (opt, val))
+    return 0.0
+
+
+def index(opt: str, val: str) -> int:
+    if not re.fullmatch(r"[0-9]+", val):
+        die("%s takes a VM index, not %s" % (opt, val))
+    return int(val)
+
+
+def parse(argv: List[str]) -> Optional[Options]:
+    """The options, or None after --help."""
+    o = Options()
+    migrate: List[str] = []
+    hold = "0"
+    args = list(argv)
+
+    def take(k: int = 1) -> List[str]:
+        if len(args) < k:
+            die("%s needs %d argument%s (see --help)" %
+                (opt, k, "s" if k > 1 else ""))
+        got = args[:k]
+        del args[:k]
+        return got
+
+    while args:
+        opt = args.pop(0)
+        if opt == "-n":
+            v = take()[0]
+            if not re.fullmatch(r"[0-9]+", v):
+                die("-n needs a number")
+            o.n = int(v)
+        elif opt == "--cmd":
+            o.cmd = take()[0]
+            o.cmd_given = True
+        elif opt == "--vm-cmd":
+            i, c = take(2)
+            o.vmcmd[index(opt, i)] = c
+        elif opt == "--timeout":
+            o.tmo = number(opt, take()[0])
+        elif opt == "--boot-timeout":
+            o.btmo = number(opt, take()[0])
+        elif opt == "--netdev-user":
+            o.user = True
+        elif opt == "--dgram":
+            o.dgram = True
+        elif opt == "--stream":
+            o.stream = True
+        elif opt == "--soft-roce":
+            o.softall = True
+        elif opt == "--soft-roce-vm":
+            o.soft[index(opt, take()[0])] = True
+        elif opt == "--pcap":
+            i, f = take(2)
+            o.pcap[index(opt, i)] = f
+        elif opt == "--shell":
+            o.shell = index(opt, take()[0])
+        elif opt == "--device":
+            o.device = take()[0]
+        elif opt == "--mem":
+            o.mem = int(index(opt, take()[0]))
+        elif opt == "--migrate":
+            migrate.append(take()[0])
+        elif opt == "--migrate-hold":
+            hold = take()[0]
+        elif opt == "--migrate-drill":
+            o.mig_drill = True
+        elif opt == "--no-build":
+            o.build = False
+        elif opt in ("-q", "--quiet"):
+            global QUIET  # pylint: disable=global-statement
+            QUIET = True
+        elif opt == "--":
+            o.extra = args
+            break
+        elif opt in ("-h", "--help"):
+            print(__doc__.strip())
+            return None
+        else:
+            die("unknown argument %s (see --help)" % opt)
+    n = o.n
+    if not 1 <= n <= 200:
+        die("-n must be 1..200")
+    if o.shell > n:
+        die("--shell %d: there are only %d VMs" % (o.shell, n))
+    if o.dgram and n != 2:
+        die("--dgram connects exactly two VMs (-n 2)")
+    if o.stream and n != 2:
+        die("--stream connects exactly two VMs (-n 2)")
+    if o.dgram and o.stream:
+        die("--dgram or --stream, not both")
+    for m in migrate:
+        r = re.fullmatch(r"([0-9]+)@([0-9.]+)(x([0-9]+))?", m)
+        if not r:
+            die("--migrate takes I@SECONDS[xCOUNT], e.g. 1@10x3")
+        v = int(r.group(1))
+        if not 1 <= v <= n:
+            die("--migrate %s: no VM %d" % (m, v))
+        if v in o.migrate:
+            die("--migrate %s: VM %d twice" % (m, v))
+        o.migrate[v] = (number("--migrate", r.group(2)),
+                        int(r.group(4) or 1))
+    if o.migrate:
+        if o.user or o.dgram or o.stream:
+            die("--migrate needs the multicast segment (the destination "
+                "joins it too)")
+        if not re.fullmatch(r"[0-9]+(\.[0-9]+)?", hold):
+            die("--migrate-hold takes seconds, e.g. 30")
+        o.mig_hold = float(hold)
+    for i in list(o.vmcmd) + list(o.soft) + list(o.pcap):
+        if not 1 <= i <= n:
+            die("VM index %d out of range 1..%d" % (i, n))
+    return o
+
+
+def mig_peer(o: Options, v: int) -> Optional[int]:
+    """VM v's RS_PEER, whose capture shows the stall (None: no other VM)."""
+    p = v % o.n + 1
+    return p if p != v else None
+
+
+def prepare(o: Options) -> Tuple[str, Dict[str, str]]:
+    """Build QEMU if asked and the guest image; the QEMU binary and the
+    image (RS_KERNEL, RS_INITRD, RS_KVER)."""
+    qemu = os.path.join(BUILD, "qemu", "qemu-system-x86_64")
+    if o.build:
+        log("building QEMU (scripts/build-qemu.sh)")
+        if subprocess.call([os.path.join(TOP, "scripts", "build-qemu.sh"),
+                            "qemu-system-x86_64"], stdout=sys.stderr) != 0:
+            die("QEMU build failed (scripts/build-qemu.sh)")
+    if not os.access(qemu, os.X_OK):
+        die("%s does not exist: run scripts/build-qemu.sh" % qemu)
+    log("building the guest image (scripts/guest-image.sh)")
+    r = subprocess.run([os.path.join(TOP, "scripts", "guest-image.sh")],
+                       stdout=subprocess.PIPE,
+                       stderr=subprocess.DEVNULL if QUIET else None,
+                       text=True, check=False)
+    if r.returncode != 0:
+        die("guest image build failed (scripts/guest-image.sh)")
+    img = {}
+    for ln in r.stdout.splitlines():
+        k, _, v = ln.partition("=")
+        img[k] = (shlex.split(v) or [""])[0]
+    devs = subprocess.run([qemu, "-device", "help"], stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL, text=True, check=False)
+    if not any(ln.startswith('name "%s"' % o.device)
+               for ln in devs.stdout.splitlines()):
+        die('this QEMU build has no device "%s" (%s -device help)' %
+            (o.device, qemu))
+    return qemu, img
+
+
+def firmware() -> List[str]:
+    fw: List[str] = []
+    for d in ("/usr/share/seabios", "/usr/share/qemu", "/usr/lib/ipxe/qemu"):
+        if os.path.isdir(d):
+            fw += ["-L", d]
+    if not os.path.exists("/usr/share/seabios/bios-256k.bin"):
+        die("SeaBIOS is missing: install Debian's seabios package "
+            "(scripts/build-qemu.sh does)")
+    return fw
+
+
+def accel() -> List[str]:
+    a = os.environ.get("RS_ACCEL", "tcg")
+    if a == "kvm":
+        return ["-accel", "kvm", "-cpu", "host"]
+    if a == "tcg":
+        return ["-accel", "tcg"]
+    die("RS_ACCEL must be tcg or kvm, not %s" % a)
+    return []
+
+
+def run_dir() -> str:
+    """The run's directory; the five most recent runs under
+    $RS_BUILD/vms are kept."""
+    vms = os.path.join(BUILD, "vms")
+    os.makedirs(vms, exist_ok=True)
+    run = os.environ.get("RS_VMS_LOGDIR")
+    if run:
+        os.makedirs(run, exist_ok=True)
+    else:
+        run = tempfile.mkdtemp(prefix="run.", dir=vms)
+        os.chmod(run, 0o755)
+        tmp = os.path.join(vms, ".last.%d" % os.getpid())
+        os.symlink(os.path.basename(run), tmp)
+        os.replace(tmp, os.path.join(vms, "last"))
+    runs = sorted((d for d in glob.glob(os.path.join(vms, "run.*"))
+                   if os.path.isdir(d) and not os.path.islink(d)),
+                  key=os.path.getmtime, reverse=True)
+    for d in runs[5:]:
+        subprocess.call(["rm", "-rf", d])
+    return run
+
+
+def tail(path: str, n: int = 15) -> str:
+    try:
+        with open(path, errors="replace") as f:
+            return "".join(f.readlines()[-n:])
+    except OSError:
+        return ""
+
+
+def since(t: float) -> str:
+    return "%.1f" % (time.time() - t)
+
+
+class Launch:
+    """One run: its VMs, their commands, the report."""
+
+    def __init__(self, o: Options, qemu: str, img: Dict[str, str],
+                 run: str):
+        self.o = o
+        self.run = run
+        self.qemu = qemu
+        self.img = img
+        o_ = o
+        if o_.user:
+            self.segment: Segment = UserSegment()
+        elif o_.dgram:
+            self.segment = DgramSegment()
+        elif o_.stream:
+            self.segment = StreamSegment(os.path.join(run, "segment.sock"))
+        else:
+            self.segment = McastSegment()
+        peers = {mig_peer(o, v) for v in o.migrate} - {None}
+        fw, acc = firmware(), accel()
+        self.vms: Dict[int, VM] = {}
+        for i in range(1, o.n + 1):
+            self.vms[i] = VM(
+                i, run, binary=qemu, kernel=img["RS_KERNEL"],
+                initrd=img["RS_INITRD"], segment=self.segment,
+                device=o.device, mem=o.mem, accel=acc, firmware=fw,
+                soft_roce=self.soft(i), pcap=o.pcap.get(i),
+                peer_capture=i in peers,
+                kernel_args=os.environ.get("RS_KERNEL_ARGS", ""),
+                interactive=i == o.shell, extra=o.extra)
+        self.ready: Dict[int, str] = {}
+        self.movers: Dict[int, Mover] = {}
+
+    def soft(self, i: int) -> bool:
+        return self.o.softall or i in self.o.soft
+
+    def script(self, i: int) -> str:
+        return guest_script(i, self.o.n, self.segment,
+                            self.o.vmcmd.get(i, self.o.cmd), self.soft(i))
+
+    def started(self) -> List[VM]:
+        return [vm for i, vm in sorted(self.vms.items()) if i != self.o.shell]
+
+    def teardown(self) -> None:
+        for m in self.movers.values():
+            m.stop()
+        for vm in self.vms.values():
+            vm.stop()
+
+    def launch(self) -> bool:
+        for vm in self.started():
+            try:
+                vm.launch()
+            except Exception as e:  # pylint: disable=broad-except
+                rc = vm.machine.exitcode() if vm.machine else None
+                print("[launch-vms] %s: QEMU exited (status %s) before the "
+                      "guest was ready: %s" % (vm.name, rc,
+                                                     str(e).splitlines()[0]),
+                      file=sys.stderr)
+                for f in ("qemu.log", "serial.log"):
+                    print("==> %s <==\n%s" % (os.path.join(vm.dir, f),
+                                              tail(os.path.join(vm.dir, f))),
+                          file=sys.stderr)
+                return False
+        return True
+
+    def wait_ready(self, tb: float) -> bool:
+        deadline = time.monotonic() + self.o.btmo
+        while True:
+            done = True
+            for vm in self.started():
+                if vm.index in self.ready:
+                    continue
+                text = vm.console()
+                if console.readies(text):
+                    self.ready[vm.index] = since(tb)
+                    log("%s ready after %s s: %s" % (
+                        vm.name, self.ready[vm.index],
+                        console.ready_summary(text)))
+                    continue
+                done = False
+                if not vm.is_running():
+                    assert vm.machine is not None
+                    vm.machine.wait()
+                    print("[launch-vms] %s: QEMU exited (status %s) before "
+                          "the guest was ready:" % (vm.name,
+                                                    vm.machine.exitcode()),
+                          file=sys.stderr)
+                    for f in ("qemu.log", "serial.log"):
+                        p = os.path.join(vm.dir, f)
+                        print("==> %s <==\n%s" % (p, tail(p)),
+                              file=sys.stderr)
+                    return False
+            if done:
+                return True
+            if time.monotonic() >= deadline:
+                for vm in self.started():
+                    if vm.index not in self.ready:
+                        print("[launch-vms] %s not ready after %g s; its "
+                              "console:\n%s" % (vm.name, self.o.btmo,
+                                                tail(vm.serial_log)),
+                              end="", file=sys.stderr)
+                return False
+            time.sleep(0.2)
+
+    def shell(self) -> int:
+        """The others run their commands (if any) in the background; the
+        shell VM gets the terminal, its console also logged."""
+        o = self.o
+        others = self.started()
+        if others and self.launch() and self.wait_ready(time.time()) and \
+                (o.cmd_given or o.vmcmd):
+            for vm in others:
+                vm.send(self.script(vm.index))
+        ip = self.segment.ip
+        log("shell on vm%d (its address %s; the others: %s)" % (
+            o.shell, ip(o.shell),
+            "".join("%s " % ip(vm.index) for vm in others)))
+        log('"exit" powers it off; Ctrl-A x quits QEMU')
+        vm = self.vms[o.shell]
+        return subprocess.call([self.qemu] + vm.args)
+
+    def commands(self) -> Dict[int, str]:
+        """Send every VM its command, migrate, collect the statuses."""
+        o = self.o
+        for vm in self.started():
+            s = self.script(vm.index)
+            with open(os.path.join(vm.dir, "cmd.sh"), "w") as f:
+                f.write(s)
+            vm.send(s)
+        hold = o.mig_hold
+        for v, (after, count) in sorted(o.migrate.items()):
+            p = mig_peer(o, v)
+            cap = None
+            if p is not None:
+                cap = (os.path.join(self.vms[p].dir, "migrate-peer.pcap"),
+                       self.segment.ip(v), self.segment.ip(p))
+            self.movers[v] = Mover(self.vms[v], after, count, after, hold,
+                                   o.mig_drill, cap)
+            self.movers[v].start()
+        st: Dict[int, str] = {}
+        deadline = time.monotonic() + o.tmo
+        while True:
+            done = True
+            for vm in self.started():
+                if vm.index in st:
+                    continue
+                s = vm.exit_status()
+                if s is not None:
+                    st[vm.index] = s
+                    continue
+                done = False
+                if not vm.is_running():
+                    # it may have written its status just after the read
+                    s = vm.exit_status()
+                    st[vm.index] = s if s is not None else "QEMU exited"
+            if done:
+                return st
+            if time.monotonic() >= deadline:
+                for vm in self.started():
+                    st.setdefault(vm.index, "timed out after %g s" % o.tmo)
+                return st
+            time.sleep(0.2)
+
+    def main(self, t0: float) -> int:
+        o = self.o
+        tb = time.time()
+        log("starting %d VM(s) (%s, kernel %s, %s); logs in %s" % (
+            o.n, os.environ.get("RS_ACCEL", "tcg"), self.img.get("RS_KVER"),
+            self.segment.describe(), self.run))
+        if o.shell:
+            return self.shell()
+        if not self.launch() or not self.wait_ready(tb):
+            print("launch-vms: FAIL: not every VM became ready (logs in %s)"
+                  % self.run, flush=True)
+            return 1
+        tr0 = time.time()
+        st = self.commands()
+        tr1 = time.time()
+        # Let the guests power off; QEMU must end with status 0.
+        qrc: Dict[int, object] = {}
+        for vm in self.started():
+            r = vm.settle(10)
+            if r is not None:
+                qrc[vm.index] = r
+        for m in self.movers.values():
+            m.stop()        # (no more migrations: the commands ended)
+        for v, m in sorted(self.movers.items()):
+            m.join()
+            for ln in m.lines():
+                print("[launch-vms] %s" % ln)
+            if not m.ok:
+                qrc[v] = "migration failed (see %s)" % m.log_path
+        fail = False
+        for vm in self.started():
+            out = vm.output()
+            with open(os.path.join(vm.dir, "output"), "w") as f:
+                f.write("".join(ln + "\n" for ln in out))
+            for ln in out:
+                print("[%s] %s" % (vm.name, ln))
+        for vm in self.started():
+            i = vm.index
+            note = ""
+            if i in qrc:
+                note = ", QEMU: %s (see %s)" % (
+                    qrc[i], os.path.join(vm.dir, "qemu.log"))
+            if st[i] != "0" or i in qrc:
+                fail = True
+            print("launch-vms: %s: exit status %s%s" % (vm.name, st[i], note))
+        summary = ("build %.1f s, boot to ready %.1f s, commands %.1f s" %
+                   (tb - t0, tr0 - tb, tr1 - tr0))
+        for vm in self.started():
+            summary += ", %s ready at %s s" % (vm.name,
+                                               self.ready.get(vm.index))
+        if not fail:
+            print("launch-vms: PASS: %d VM(s) (%s)" % (o.n, summary))
+        else:
+            print("launch-vms: FAIL (%s; logs in %s)" % (summary, self.run))
+        sys.stdout.flush()
+        return 1 if fail else 0
+
+
+def interrupted(signum, frame):
+    raise Interrupted()
+
+
+def main(argv: List[str]) -> int:
+    t0 = time.time()
+    launch: Optional[Launch] = None
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, interrupted)
+    try:
+        o = parse(argv)
+        if o is None:
+            return 0
+        qemu, img = prepare(o)
+        run = run_dir()
+        logging.basicConfig(filename=os.path.join(run, "harness.log"),
+                            level=logging.INFO,
+                            format="%(asctime)s %(threadName)s %(name)s "
+                            "%(levelname)s %(message)s")
+        random.seed()
+        launch = Launch(o, qemu, img, run)
+        return launch.main(t0)
+    except SetupError as e:
+        print("[launch-vms] error: %s" % e, file=sys.stderr)
+        return 2
+    except Interrupted:
+        log("interrupted")
+        return 130
+    finally:
+        if launch is not None:
+            # (a second signal must not stop the teardown)
+            for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                signal.signal(s, signal.SIG_IGN)
+            launch.teardown()
