@@ -28,20 +28,18 @@ tap_skip()
 }
 
 # vm_checks OUT VM:NAME...: each named check of VM in the launcher's output
-# OUT ("[vmI] CHECK NAME ok|fail DETAIL"); a missing one fails.
+# OUT ("[vmI] CHECK NAME ok|fail DETAIL", parsed by tests/guest/rstest/
+# checks.py); a missing one fails.
+rs_checks_py=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/rstest/checks.py
 vm_checks()
 {
-    local out=$1 e vm c line
+    local out=$1 res name detail n=0
     shift
-    for e in "$@"; do
-        vm=${e%%:*} c=${e#*:}
-        line=$(grep -m1 "^\[vm$vm\] CHECK $c " "$out")
-        if [ "$(echo "$line" | awk '{print $4}')" = ok ]; then
-            tap ok "vm$vm $c"
-        else
-            tap fail "vm$vm $c" "${line:-no result (see $out)}"
-        fi
-    done
+    while IFS=$'\t' read -r res name detail; do
+        tap "$res" "$name" "$detail"
+        n=$((n + 1))
+    done < <(python3 "$rs_checks_py" "$out" "$@")
+    [ $n = $# ] || tap fail "vm checks" "$rs_checks_py gave $n results for $# checks"
 }
 
 # launcher_check STATUS [NAME OUT]: scripts/launch-vms.sh's exit status

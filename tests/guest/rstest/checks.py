@@ -1,13 +1,13 @@
 """The guests' verdicts: lines "CHECK <name> ok|fail <detail>", which the
 launcher prints prefixed "[vmI] ", and their report as TAP.
 
-As a program (scripts/vm-checks.sh uses it):
+As a program (vm_checks in tests/guest/suite-lib.sh uses it):
 
   checks.py OUT VM:NAME...
 
-prints, for each named check of VM in the launcher output OUT, "ok - vmVM
-NAME" or "not ok - vmVM NAME: <its line, or no result>" (a missing check
-fails), then a last line "tally PASSED FAILED".
+prints, for each named check of VM in the launcher output OUT, one line
+"ok<TAB>vmVM NAME<TAB>" or "fail<TAB>vmVM NAME<TAB><its line, or no
+result>" (a missing check fails), which the suite reports as TAP.
 """
 
 import re
@@ -88,9 +88,15 @@ def main(argv: List[str]) -> int:
             found = parse(f)
     except OSError:
         found = {}
-    tally = Tally()
-    tally.expect(found, parse_wanted(argv[2:]))
-    print("tally %d %d" % (tally.passed, tally.failed))
+    for vm, name in parse_wanted(argv[2:]):
+        c = found.get((vm, name))
+        if c is not None and c.ok:
+            print("ok\tvm%d %s\t" % (vm, name))
+        else:
+            detail = (c.line if c is not None else
+                      "no result (see %s)" % argv[1])
+            print("fail\tvm%d %s\t%s" % (vm, name,
+                                           detail.replace("\t", " ")))
     return 0
 
 
