@@ -6,8 +6,13 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-# pylint: disable=wrong-import-position
-from rstest.launcher import main  # noqa: E402
+try:
+    # pylint: disable=wrong-import-position
+    from rstest.launcher import main  # noqa: E402
+except ImportError as e:
+    # (no QEMU source tree, hence no QEMU Python library)
+    print("[launch-vms] error: %s" % e, file=sys.stderr)
+    sys.exit(2)
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

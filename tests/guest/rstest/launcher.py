@@ -438,7 +438,10 @@ class Launch:
                 done = False
                 if not vm.is_running():
                     assert vm.machine is not None
-                    vm.machine.wait()
+                    try:
+                        vm.machine.wait()
+                    except Exception:  # pylint: disable=broad-except
+                        pass    # (its QMP connection broke with it)
                     print("[launch-vms] %s: QEMU exited (status %s) before "
                           "the guest was ready:" % (vm.name,
                                                     vm.machine.exitcode()),
