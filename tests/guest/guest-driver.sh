@@ -9,10 +9,11 @@
 #    gateway 10.0.2.2 answers ping; MTU 9000 works; rmmod while the
 #    interface is up and a second insmod work, and the gateway answers
 #    again after the reload;
-#  - two VMs on one segment (-netdev socket,mcast=230.0.0.1:<port> on
-#    127.0.0.1) with 10.77.0.1/24 and 10.77.0.2/24 ping each other, also
-#    with 8000-byte (jumbo) and 30000-byte (fragmented) datagrams; the
-#    carrier of VM 1 goes off and on with HMP set_link (port events);
+#  - two VMs on one segment (scripts/launch-vms.sh -n 2: -netdev
+#    socket,mcast on 127.0.0.1) with 10.77.0.1/24 and 10.77.0.2/24 ping
+#    each other, also with 8000-byte (jumbo) and 30000-byte (fragmented)
+#    datagrams; the carrier of VM 1 goes off and on with QMP set_link
+#    (port events); each VM's command and QEMU must end with status 0;
 #  - no WARNING, BUG, Oops or call trace in any guest's kernel log.
 # Exits 0 on success, 1 on a failed check, 2 on a setup error.
 #
@@ -126,84 +127,52 @@ t2=$(date +%s)
 tr -d '\r' < "$out/serial.log" | sed -n '/^RS-DMESG-BEGIN$/,/^RS-DMESG-END$/p' > "$out/dmesg.log"
 
 # --- Two VMs on one segment ---------------------------------------------------
-# QEMU's own multicast socket backend on the loopback interface is the
-# switch.  Each VM pings the other until it answers (at most 30 tries),
-# then checks plain, jumbo and fragmented pings, stays up a while for the
-# peer and prints its kernel log.
-eval "$(RS_EXTRA_MODULES="$ko" "$top/scripts/guest-image.sh" 2>> "$out/demo.log")" ||
-    die "guest image build failed (scripts/guest-image.sh)"
-qemu="$RS_BUILD/qemu/qemu-system-x86_64"
-fw=()
-for d in /usr/share/seabios /usr/share/qemu /usr/lib/ipxe/qemu; do
-    [ -d "$d" ] && fw+=(-L "$d")
-done
-port=$(( 20000 + ($$ + RANDOM) % 20000 ))
-pids=()
-for n in 1 2; do
-    peer=$((3 - n))
-    vcmd="ip addr flush dev eth0; ip link set eth0 mtu 9000; ip addr add 10.77.0.$n/24 dev eth0; ip link set eth0 up
-i=0; while [ \$i -lt 30 ] && ! ping -c 1 -W 1 10.77.0.$peer > /dev/null 2>&1; do i=\$((i + 1)); done
-ping -c 3 -W 5 10.77.0.$peer && echo RS-PEER-PING-OK
-ping -c 2 -W 5 -s 8000 10.77.0.$peer && echo RS-PEER-JUMBO-OK
-ping -c 2 -W 5 -s 30000 10.77.0.$peer && echo RS-PEER-FRAG-OK
+# scripts/launch-vms.sh -n 2 (the VM test harness): QEMU's own multicast
+# socket backend on the loopback interface is the switch, the VMs have
+# 10.77.0.1/24 and 10.77.0.2/24, the image the module built above
+# (RS_EXTRA_MODULES).  Each VM pings the other until it answers (at most
+# 30 tries), then checks plain, jumbo and fragmented pings, stays up a
+# while for the peer and prints its kernel log.
+vms="$out/vms"
+rm -rf "$vms"
+vcmd=$(cat <<'EOS'
+ip link set "$RS_IFACE" mtu 9000
+i=0; while [ $i -lt 30 ] && ! ping -c 1 -W 1 $RS_PEER > /dev/null 2>&1; do i=$((i + 1)); done
+ping -c 3 -W 5 $RS_PEER && echo RS-PEER-PING-OK
+ping -c 2 -W 5 -s 8000 $RS_PEER && echo RS-PEER-JUMBO-OK
+ping -c 2 -W 5 -s 30000 $RS_PEER && echo RS-PEER-FRAG-OK
 sleep 5
-if [ $n = 1 ]; then
+if [ $RS_VM_INDEX = 1 ]; then
     echo RS-LINK-TEST
-    i=0; while [ \$i -lt 60 ] && [ \$(cat /sys/class/net/eth0/carrier) = 1 ]; do sleep 0.5; i=\$((i + 1)); done
-    [ \$(cat /sys/class/net/eth0/carrier) = 0 ] && echo RS-CARRIER-DOWN-OK
-    i=0; while [ \$i -lt 30 ] && [ \$(cat /sys/class/net/eth0/carrier) = 0 ]; do sleep 0.5; i=\$((i + 1)); done
-    [ \$(cat /sys/class/net/eth0/carrier) = 1 ] && echo RS-CARRIER-UP-OK
+    c=/sys/class/net/$RS_IFACE/carrier
+    i=0; while [ $i -lt 60 ] && [ $(cat $c) = 1 ]; do sleep 0.5; i=$((i + 1)); done
+    [ $(cat $c) = 0 ] && echo RS-CARRIER-DOWN-OK
+    i=0; while [ $i -lt 30 ] && [ $(cat $c) = 0 ]; do sleep 0.5; i=$((i + 1)); done
+    [ $(cat $c) = 1 ] && echo RS-CARRIER-UP-OK
 fi
-echo RS-DMESG-BEGIN; dmesg; echo RS-DMESG-END"
-    : > "$out/vm$n.serial.log"
-    timeout -k 5 "${RS_DEMO_TIMEOUT:-180}" "$qemu" -machine q35 -accel tcg -m 512 -smp 1 \
-        -nodefaults -display none -no-reboot "${fw[@]}" \
-        -kernel "$RS_KERNEL" -initrd "$RS_INITRD" \
-        -append "console=ttyS0 panic=-1 quiet no_timer_check rs.cmd64=$(printf '%s' "$vcmd" | base64 -w0)" \
-        -netdev "socket,id=n0,mcast=230.0.0.1:$port,localaddr=127.0.0.1" \
-        -device "rdma-session,netdev=n0,mac=52:54:00:77:00:0$n" \
-        -chardev "file,id=con,path=$out/vm$n.serial.log" -serial chardev:con \
-        -monitor "unix:$out/vm$n.mon,server=on,wait=off" \
-        < /dev/null > "$out/vm$n.qemu.log" 2>&1 &
-    pids+=($!)
-done
+echo RS-DMESG-BEGIN; dmesg; echo RS-DMESG-END
+EOS
+)
+RS_EXTRA_MODULES="$ko" RS_VMS_LOGDIR="$vms" "$top/scripts/launch-vms.sh" --no-build -q \
+    -n 2 --timeout "${RS_DEMO_TIMEOUT:-180}" --cmd "$vcmd" > "$out/two-vms.log" 2>&1 &
+lpid=$!
 # Link state: when VM 1 says RS-LINK-TEST, take its link down for 3 s
-# (HMP set_link); the guest must see carrier off, then on again.
-py=/usr/bin/python3
-[ -x "$py" ] || py=python3
-for _ in $(seq 1 "${RS_DEMO_TIMEOUT:-180}"); do
-    grep -q '^RS-LINK-TEST' "$out/vm1.serial.log" 2>/dev/null && break
-    kill -0 "${pids[0]}" 2>/dev/null || break
+# (QMP set_link on its netdev); the guest must see carrier off, then on
+# again.
+for _ in $(seq 1 $(( ${RS_DEMO_TIMEOUT:-180} + 120 ))); do
+    grep -q '^RS-LINK-TEST' "$vms/vm1/serial.log" 2>/dev/null && break
+    kill -0 $lpid 2>/dev/null || break
     sleep 1
 done
-if grep -q '^RS-LINK-TEST' "$out/vm1.serial.log" 2>/dev/null; then
-    "$py" - "$out/vm1.mon" <<'EOP' >> "$out/vm1.qemu.log" 2>&1
-import socket, sys, time
-s = socket.socket(socket.AF_UNIX)
-s.settimeout(30)
-s.connect(sys.argv[1])
-def prompt():
-    buf = b""
-    while not buf.endswith(b"(qemu) "):
-        data = s.recv(4096)
-        if not data:
-            sys.exit("monitor closed")
-        buf += data
-    return buf
-prompt()
-s.sendall(b"set_link n0 off\n")
-print(prompt().decode(errors="replace"))
-time.sleep(3)
-s.sendall(b"set_link n0 on\n")
-print(prompt().decode(errors="replace"))
-s.close()
-EOP
+if grep -q '^RS-LINK-TEST' "$vms/vm1/serial.log" 2>/dev/null; then
+    { "$top/scripts/qmp.py" "$vms/vm1/qmp.sock" set_link '{"name": "n0", "up": false}'
+      sleep 3
+      "$top/scripts/qmp.py" "$vms/vm1/qmp.sock" set_link '{"name": "n0", "up": true}'
+    } >> "$out/two-vms.qmp.log" 2>&1
 fi
-vmrc=()
-for p in "${pids[@]}"; do
-    wait "$p"
-    vmrc+=($?)
-done
+wait $lpid
+lrc=$?
+[ $lrc = 2 ] && { tail -n 20 "$out/two-vms.log"; die "scripts/launch-vms.sh could not start the two VMs (see $out/two-vms.log)"; }
 t3=$(date +%s)
 
 probe_re='rdma_session [0-9a-f:.]+: rdma-session: ABI 1\.[0-9]+, max_qp 255, max_cq 255, max_mr [0-9]+, max_gids [0-9]+, MAC ([0-9a-f]{2}:){5}[0-9a-f]{2}, port ACTIVE'
@@ -221,8 +190,10 @@ bad=$(grep -E 'WARNING|BUG|Oops|Call Trace|rdma_session .*(failed|timed out|fata
 [ -z "$bad" ] || fails+=("the kernel log has: $bad")
 
 for n in 1 2; do
-    s="$out/vm$n.serial.log"
-    [ "${vmrc[$((n - 1))]}" = 0 ] || fails+=("two-VM test: VM $n: QEMU status ${vmrc[$((n - 1))]} (see $s, $out/vm$n.qemu.log)")
+    s="$vms/vm$n/serial.log"
+    st=$(grep -m1 "^launch-vms: vm$n: exit status" "$out/two-vms.log")
+    [ "$st" = "launch-vms: vm$n: exit status 0" ] ||
+        fails+=("two-VM test: VM $n: ${st:-no status} (see $s, $out/two-vms.log)")
     marks=(RS-PEER-PING-OK RS-PEER-JUMBO-OK RS-PEER-FRAG-OK RS-DMESG-END)
     [ $n = 1 ] && marks+=(RS-CARRIER-DOWN-OK RS-CARRIER-UP-OK)
     for m in "${marks[@]}"; do
