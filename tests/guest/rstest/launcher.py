@@ -297,6 +297,8 @@ def prepare(o: Options) -> Tuple[str, Dict[str, str]]:
                for ln in devs.stdout.splitlines()):
         die('this QEMU build has no device "%s" (%s -device help)' %
             (o.device, qemu))
+    firmware()
+    accel()         # (both checked before the run directory is made)
     return qemu, img
 
 
@@ -364,12 +366,11 @@ class Launch:
         self.run = run
         self.qemu = qemu
         self.img = img
-        o_ = o
-        if o_.user:
+        if o.user:
             self.segment: Segment = UserSegment()
-        elif o_.dgram:
+        elif o.dgram:
             self.segment = DgramSegment()
-        elif o_.stream:
+        elif o.stream:
             self.segment = StreamSegment(os.path.join(run, "segment.sock"))
         else:
             self.segment = McastSegment()
