@@ -1,0 +1,118 @@
+"""Unit tests of the harness's parsers and guest script (no VM):
+
+  python3 -m unittest discover -s tests/guest -p 'test_*.py'
+
+(with RS_BUILD holding the unpacked QEMU tree, for qemu.machine)."""
+
+import io
+import os
+import subprocess
+import tempfile
+import unittest
+
+from rstest import checks, console
+from rstest.vm import McastSegment, UserSegment, guest_script
+
+# A guest that ran a command, was reset in the middle of its next one,
+# booted again and ran a third (as test-resilience's VM 2 does).
+CONSOLE = """\
+rs-init: Linux 6.12, uptime 1.0 s\r
+rs-init: end of PCI devices\r
+rs-init: eth0 (rdma_session) 52:54:00:77:00:01 10.77.0.1/24 \r
+rs-init: RDMA devices: rsess0 \r
+rs-init: ready\r
+rs-init: running the launcher's command\r
+first\r
+rs-init: command exit status 0\r
+rs-init: running the launcher's command\r
+second, reset
+[    0.000000] Linux version 6.12
+rs-init: ready
+rs-init: running the launcher's command
+third
+rs-init: command exit status 3
+"""
+
+
+class ConsoleTest(unittest.TestCase):
+    def setUp(self) -> None:
+        fd, self.path = tempfile.mkstemp()
+        os.write(fd, CONSOLE.encode())
+        os.close(fd)
+        self.text = console.read(self.path)
+
+    def tearDown(self) -> None:
+        os.unlink(self.path)
+
+    def test_ready(self) -> None:
+        self.assertEqual(console.readies(self.text), 2)
+        self.assertEqual(console.ready_summary(self.text),
+                         "end of PCI devices;eth0 (rdma_session) "
+                         "52:54:00:77:00:01 10.77.0.1/24 ;"
+                         "RDMA devices: rsess0 ;")
+
+    def test_status(self) -> None:
+        self.assertEqual(console.exit_status(self.text), "3")
+        self.assertIsNone(console.exit_status("rs-init: ready\n"))
+
+    def test_output(self) -> None:
+        # as the bash launcher's sed did: every range from a "running"
+        # line to a status line, the first "running" line and the status
+        # lines left out
+        self.assertEqual(console.command_output(self.text), [
+            "first", "rs-init: running the launcher's command",
+            "second, reset", "[    0.000000] Linux version 6.12",
+            "rs-init: ready", "rs-init: running the launcher's command",
+            "third"])
+        self.assertEqual(console.command_output(
+            "rs-init: running the launcher's command\nstill going\n"),
+            ["still going"])
+
+
+class ChecksTest(unittest.TestCase):
+    OUT = ("[vm1] CHECK a ok fine\n[vm2] CHECK b fail why not\n"
+           "[vm1] CHECK a fail later\n[vm1] CHECK dmesg-clean ok\n"
+           "[vm1] CHECKS x ok\n")
+
+    def test_parse(self) -> None:
+        found = checks.parse(io.StringIO(self.OUT))
+        self.assertTrue(found[(1, "a")].ok)
+        self.assertEqual(found[(1, "a")].detail, "fine")
+        self.assertFalse(found[(2, "b")].ok)
+        self.assertEqual(found[(2, "b")].detail, "why not")
+        self.assertTrue(found[(1, "dmesg-clean")].ok)
+        self.assertNotIn((1, "x"), found)
+
+    def test_tally(self) -> None:
+        out = io.StringIO()
+        t = checks.Tally(out)
+        t.expect(checks.parse(io.StringIO(self.OUT)),
+                 checks.parse_wanted(["1:a", "2:b", "2:c"]))
+        self.assertEqual((t.passed, t.failed), (1, 2))
+        self.assertEqual(out.getvalue().splitlines(), [
+            "ok - vm1 a", "not ok - vm2 b: [vm2] CHECK b fail why not",
+            "not ok - vm2 c: no result"])
+
+
+class GuestScriptTest(unittest.TestCase):
+    def test_environment(self) -> None:
+        s = guest_script(2, 3, McastSegment("230.1.2.3:4000"), "true",
+                         soft_roce=True)
+        self.assertTrue(s.startswith(
+            "export RS_VM_INDEX=2 RS_VM_COUNT=3 RS_IP=10.77.0.2 "
+            "RS_PEERS='10.77.0.1 10.77.0.3' RS_PEER=10.77.0.3\n"))
+        self.assertIn("rdma link add rxe0", s)
+        self.assertTrue(s.endswith("\ntrue\n"))
+        u = guest_script(1, 1, UserSegment(), "true", soft_roce=False)
+        self.assertTrue(u.startswith(
+            "export RS_VM_INDEX=1 RS_VM_COUNT=1 RS_IP= RS_PEERS='' "
+            "RS_PEER=\n"))
+
+    def test_shell_syntax(self) -> None:
+        s = guest_script(1, 2, McastSegment(), "rs_barrier 1 5", False)
+        r = subprocess.run(["sh", "-n"], input=s, text=True, check=False)
+        self.assertEqual(r.returncode, 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
