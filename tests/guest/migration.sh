@@ -3,8 +3,8 @@
 #
 # 1. Short downtimes: two adapter VMs on the multicast segment
 #    (scripts/launch-vms.sh -n 2); VM 1 is migrated to a new QEMU three
-#    times (--migrate 1@5x3, tests/guest/migrate_vm.py) while it serves
-#    rping -V (RDMA READ and WRITE of 4 KiB buffers, every ping verified
+#    times (--migrate 1@5x3, tests/guest/rstest/migration.py) while it
+#    serves rping -V (RDMA READ and WRITE of 4 KiB buffers, every ping verified
 #    by rping itself), ib_read_bw, ibv_srq_pingpong -c and a UD
 #    ib_send_bw to VM 2, and is VM 2's client of ib_send_bw and
 #    ibv_rc_pingpong -c; the RDMA stall VM 2 saw at each switch is
