@@ -16,17 +16,7 @@
 # and the host parses the client's (bench/bench.py).  secs is the wall time
 # of the program's run that counted (the client's last attempt), from
 # /proc/uptime.
-dev=$(ls /sys/class/infiniband 2>/dev/null | head -n 1)
 [ -n "${B_MTU:-}" ] && { ip link set "$RS_IFACE" mtu "$B_MTU" || echo "BENCH-WARN vm$RS_VM_INDEX: cannot set MTU $B_MTU on $RS_IFACE"; }
-gid_of() {  # IPv4 address -> index of its RoCE v2 GID on $dev port 1
-    h=$(echo "$1" | awk -F. '{ printf "%02x%02x:%02x%02x", $1, $2, $3, $4 }')
-    for f in /sys/class/infiniband/$dev/ports/1/gids/*; do
-        i=${f##*/}
-        [ "$(cat "$f" 2>/dev/null)" = "0000:0000:0000:0000:0000:ffff:$h" ] || continue
-        [ "$(cat /sys/class/infiniband/$dev/ports/1/gid_attrs/types/$i 2>/dev/null)" = "RoCE v2" ] && { echo "$i"; return 0; }
-    done
-    return 1
-}
 for t in $(seq 1 20); do gi=$(gid_of "$RS_IP") && break; sleep 0.5; done
 csf=/sys/devices/system/clocksource/clocksource0/current_clocksource
 cs=$(cat $csf 2>/dev/null)
@@ -61,19 +51,6 @@ if [ "$go" = reboot ]; then
     echo "BENCH-REBOOT vm$RS_VM_INDEX clocksource=$cs"
     exit 0
 fi
-# barrier K SECONDS: VM 1 listens on port 30000+K, VM 2 connects.
-barrier()
-{
-    if [ "$RS_VM_INDEX" = 1 ]; then
-        timeout "$2" nc -l -p $((30000 + $1)) </dev/null >/dev/null 2>&1
-    else
-        end=$(( $(date +%s) + $2 ))
-        until nc -w 2 "$RS_PEER" $((30000 + $1)) </dev/null >/dev/null 2>&1; do
-            [ "$(date +%s)" -lt "$end" ] || return 1
-            sleep 0.3
-        done
-    fi
-}
 # run_for SECONDS PROGRAM ARGS...: output in $out, exit status in $rc
 # ("timeout", or "stuck" for a process that SIGKILL does not end: it is left
 # behind, not waited for), wall time in $secs.  A server also ends 5 s

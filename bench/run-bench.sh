@@ -203,7 +203,9 @@ export RS_KERNEL_ARGS=${RS_KERNEL_ARGS-tsc=reliable}
 } > "$out/machine.env"
 
 # --- The two pairs -----------------------------------------------------------------
-guest=$(cat "$top/bench/guest-bench.sh") || die "bench/guest-bench.sh missing"
+# (lib.sh: dev, gid_of, barrier)
+guest=$(cat "$top/tests/guest/in-guest/lib.sh" "$top/bench/guest-bench.sh") ||
+    die "bench/guest-bench.sh or tests/guest/in-guest/lib.sh missing"
 watch_pid=''
 stop_watch() { [ -n "$watch_pid" ] && kill "$watch_pid" 2>/dev/null; wait "$watch_pid" 2>/dev/null; watch_pid=''; }
 trap 'stop_watch' EXIT

@@ -5,6 +5,7 @@
 #   badlog                    the kernel log's warnings, bugs and oopses
 #   gid_of IPV4               the index of its RoCE v2 GID on $dev port 1
 #   dev                       the guest's first RDMA device
+#   barrier K SECONDS         two VMs meet (step K) before going on
 
 ck() { echo "CHECK $1 $2 ${3:-}"; }
 badlog() { dmesg | grep -E 'WARNING|BUG|Oops|Call Trace|rdma_session .*(failed|timed out|fatal)' | head -n 3 | tr '\n' ' '; }
@@ -17,4 +18,18 @@ gid_of() {
         [ "$(cat /sys/class/infiniband/$dev/ports/1/gid_attrs/types/$i 2>/dev/null)" = "RoCE v2" ] && { echo "$i"; return 0; }
     done
     return 1
+}
+# barrier K SECONDS: VM 1 listens on port 30000+K, VM 2 connects (two
+# VMs; the harness's rs_barrier is the one for more).
+barrier()
+{
+    if [ "$RS_VM_INDEX" = 1 ]; then
+        timeout "$2" nc -l -p $((30000 + $1)) </dev/null >/dev/null 2>&1
+    else
+        end=$(( $(date +%s) + $2 ))
+        until nc -w 2 "$RS_PEER" $((30000 + $1)) </dev/null >/dev/null 2>&1; do
+            [ "$(date +%s)" -lt "$end" ] || return 1
+            sleep 0.3
+        done
+    fi
 }

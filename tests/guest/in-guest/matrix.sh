@@ -3,19 +3,6 @@
 # barrier before each.
 for t in $(seq 1 20); do gi=$(gid_of "$RS_IP") && break; sleep 0.5; done
 echo "rdma-matrix: vm$RS_VM_INDEX device '$dev' GID index '$gi' peer $RS_PEER"
-# barrier K SECONDS: VM 1 listens on port 30000+K, VM 2 connects.
-barrier()
-{
-    if [ "$RS_VM_INDEX" = 1 ]; then
-        timeout "$2" nc -l -p $((30000 + $1)) </dev/null >/dev/null 2>&1
-    else
-        end=$(( $(date +%s) + $2 ))
-        until nc -w 2 "$RS_PEER" $((30000 + $1)) </dev/null >/dev/null 2>&1; do
-            [ "$(date +%s)" -lt "$end" ] || return 1
-            sleep 0.3
-        done
-    fi
-}
 # rping_data FILE PREFIX: the lines "PREFIXrdma-ping-N: <pattern>" are what
 # rping -S 100 -C 10 sends (its pattern: letters from 'A' + N % 58, wrapping
 # after 'z'), all 10 of them.
