@@ -1,5 +1,6 @@
 # Guest side of bench/run-bench.sh (sent to both VMs of a pair through
-# scripts/launch-vms.sh --cmd, after a few variable assignments):
+# scripts/launch-vms.sh --cmd, after a few variable assignments and
+# tests/guest/in-guest/lib.sh):
 #   B_STEPS   the steps, one per line: "NAME REP TIMEOUT"
 #   B_DUR     perftest -D seconds for the bandwidth and message-rate tests
 #   B_LATN    perftest -n iterations for the latency tests

@@ -3,8 +3,8 @@
 # headers of the guest kernel (also with W=1: no warnings either way), boot
 # the guest image with the module loaded at boot (scripts/guest-image.sh,
 # RS_EXTRA_MODULES) and check:
-#  - one VM on -netdev user (scripts/run-demo.sh): the probe line with ABI
-#    1.0, max_qp 255, max_cq 255 and port ACTIVE, the eth0 line with link
+#  - one VM on -netdev user (scripts/launch-vms.sh -n 1 --netdev-user): the
+#    probe line with ABI 1.x, max_qp 255, max_cq 255 and port ACTIVE, the eth0 line with link
 #    up; udhcpc gets a lease from slirp through the adapter and the slirp
 #    gateway 10.0.2.2 answers ping; MTU 9000 works; rmmod while the
 #    interface is up and a second insmod work, and the gateway answers
@@ -23,8 +23,8 @@
 # 6.12 headers, and the module is built against those same headers.
 #
 # Environment: RS_BUILD, RS_CACHE (scripts/build-qemu.sh), RS_KERNEL_PKG
-#   (scripts/guest-image.sh), RS_DEMO_NO_BUILD, RS_DEMO_TIMEOUT
-#   (scripts/run-demo.sh; the timeout defaults to 180 here).
+#   (scripts/guest-image.sh), RS_DEMO_TIMEOUT (seconds for each run's
+#   commands, default 180).
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -117,12 +117,14 @@ ping -c 3 -W 5 10.0.2.2 && echo RS-PING-RELOAD-OK
 echo RS-DMESG-BEGIN; dmesg; echo RS-DMESG-END
 EOS
 )
-RS_EXTRA_MODULES="$ko" RS_DEMO_CMD="$gcmd" RS_DEMO_TIMEOUT="${RS_DEMO_TIMEOUT:-180}" \
-    "$top/scripts/run-demo.sh" > "$out/demo.log" 2>&1
+rm -rf "$out/user-vm"
+RS_EXTRA_MODULES="$ko" RS_VMS_LOGDIR="$out/user-vm" "$top/scripts/launch-vms.sh" \
+    --no-build -q -n 1 --netdev-user --timeout "${RS_DEMO_TIMEOUT:-180}" \
+    --cmd "$gcmd" > "$out/user-vm.log" 2>&1
 drc=$?
-cp "$RS_BUILD/demo/serial.log" "$out/serial.log" 2>/dev/null
+tr -d '\r' < "$out/user-vm/vm1/serial.log" > "$out/serial.log" 2>/dev/null
 t2=$(date +%s)
-[ $drc = 2 ] && { tail -n 20 "$out/demo.log"; die "scripts/run-demo.sh could not run (see $out/demo.log)"; }
+[ $drc = 2 ] && { tail -n 20 "$out/user-vm.log"; die "scripts/launch-vms.sh could not start the VM (see $out/user-vm.log)"; }
 
 tr -d '\r' < "$out/serial.log" | sed -n '/^RS-DMESG-BEGIN$/,/^RS-DMESG-END$/p' > "$out/dmesg.log"
 
@@ -177,7 +179,7 @@ t3=$(date +%s)
 
 probe_re='rdma_session [0-9a-f:.]+: rdma-session: ABI 1\.[0-9]+, max_qp 255, max_cq 255, max_mr [0-9]+, max_gids [0-9]+, MAC ([0-9a-f]{2}:){5}[0-9a-f]{2}, port ACTIVE'
 fails=()
-[ $drc = 0 ] || fails+=("the demo boot failed (status $drc, see $out/demo.log)")
+[ $drc = 0 ] || fails+=("the user-net VM failed (status $drc, see $out/user-vm.log)")
 grep -q '^RS-DMESG-END$' "$out/dmesg.log" || fails+=("the guest did not print its kernel log")
 nprobe=$(grep -cE "$probe_re" "$out/dmesg.log")
 [ "$nprobe" = 2 ] || fails+=("$nprobe probe lines with the expected values, expected 2 (boot and reload)")
