@@ -145,7 +145,8 @@ class SuiteTest(unittest.TestCase):
         self.assertEqual(len(lines[1]), suite.MAX_LINE)
         self.assertEqual(lines[2], "not ok - vm2 c: no result (see %s)" % log)
         self.assertEqual(lines[3], "not ok - run: launch-vms exit status 1: "
-                         "launch-vms: vm2: exit status 1 launch-vms: FAIL (..)")
+                         "launch-vms: vm2: exit status 1 "
+                         "launch-vms: FAIL (..)")
         self.assertEqual(lines[4:7], ["ok - d # SKIP known", "# two",
                                       "# lines"])
         self.assertEqual(lines[7], "1..5")
