@@ -4,7 +4,7 @@
 # modules (ib_core, ib_uverbs, ib_umad, ib_cm, iw_cm, rdma_cm, rdma_ucm with
 # their dependencies; crc32_generic and rdma_rxe for soft-RoCE peers, not
 # loaded by default; virtio_net and sch_netem too; nvme_rdma, nvmet_rdma
-# and brd for tests/guest/nvmf.sh, not loaded by default), our
+# and brd for tests/guest/nvmf.py, not loaded by default), our
 # rdma_session.ko (scripts/build-guest-module.sh),
 # rdma-core userspace (libibverbs, librdmacm, providers, ibv_* utilities,
 # rping, ucmatose) from build/rdma-core-stage (scripts/build-rdma-core.sh)

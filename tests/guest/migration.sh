@@ -29,7 +29,7 @@
 #    ib_read_bw and the server of ib_send_bw with a soft-RoCE VM, then the
 #    other way round, then the first way with an adapter VM (part 1 has
 #    the other way with an adapter, part 2 ib_write_bw).
-# 4. NVMe over Fabrics over RDMA (tests/guest/nvmf.sh --migrate): VM 1
+# 4. NVMe over Fabrics over RDMA (tests/guest/nvmf.py --migrate): VM 1
 #    the target, VM 2 the host, which verifies I/O round after round while
 #    VM 1 and then VM 2 are migrated.
 # Checks: each migration completed with the destination running (its
@@ -267,7 +267,7 @@ fi
 
 # --- 4. NVMe-oF while the target and then the host move -------------------------
 if [ "${RS_MIGRATION_NVMF:-1}" != 0 ]; then
-    RS_VMS_LOGDIR=$logdir/vms-nvmf "$top/tests/guest/nvmf.sh" --migrate \
+    RS_VMS_LOGDIR=$logdir/vms-nvmf "$top/tests/guest/nvmf.py" --migrate \
         > "$logdir/nvmf.log" 2>&1
     grep -E '^(ok|not ok) - |^# migrate-vm: ' "$logdir/nvmf.log" |
         sed -E 's/^(ok|not ok) - /\1 - nvmf-/'

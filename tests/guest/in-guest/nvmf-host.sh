@@ -1,4 +1,4 @@
-# nvmf: guest-side part 'host' (sent by tests/guest/nvmf.sh)
+# nvmf: guest-side part 'host' (sent by tests/guest/nvmf.py)
 send_md5() {
     for t in $(seq 1 20); do
         echo "$1" | nc "$RS_PEER" 7777 2>/dev/null && return 0

@@ -1,4 +1,4 @@
-# nvmf: guest-side part 'target' (sent by tests/guest/nvmf.sh)
+# nvmf: guest-side part 'target' (sent by tests/guest/nvmf.py)
 cfg=/sys/kernel/config/nvmet
 s=$cfg/subsystems/$nqn
 if ! modprobe brd rd_nr=1 rd_size=32768 || ! modprobe nvmet_rdma; then

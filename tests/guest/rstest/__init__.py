@@ -15,4 +15,6 @@ into $RS_BUILD):
   migration   live migration of a VM to a new QEMU on this host, and the
               RDMA stall its peer saw, from a capture
   launcher    scripts/launch-vms.sh: N guests, their commands, the report
+  suite       a VM-level suite in Python: TAP, its log directory, launcher
+              runs in-process (tests/guest/guest_stack.py, nvmf.py)
 """

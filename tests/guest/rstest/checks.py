@@ -62,12 +62,14 @@ class Tally:
             print("not ok - %s: %s" % (name, detail), file=self.out)
 
     def expect(self, found: Dict[Tuple[int, str], Check],
-               wanted: Iterable[Tuple[int, str]]) -> None:
-        """Each wanted (VM, name) must have passed; a missing one fails."""
+               wanted: Iterable[Tuple[int, str]], where: str = "") -> None:
+        """Each wanted (VM, name) must have passed; a missing one fails
+        (where: the output to see)."""
+        missing = "no result (see %s)" % where if where else "no result"
         for vm, name in wanted:
             c: Optional[Check] = found.get((vm, name))
             self.report(c is not None and c.ok, "vm%d %s" % (vm, name),
-                        c.line if c is not None else "no result")
+                        c.line if c is not None else missing)
 
 
 def parse_wanted(specs: Iterable[str]) -> List[Tuple[int, str]]:

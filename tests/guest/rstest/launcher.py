@@ -323,12 +323,13 @@ def accel() -> List[str]:
     return []
 
 
-def run_dir() -> str:
-    """The run's directory; the five most recent runs under
-    $RS_BUILD/vms are kept."""
+def run_dir(given: Optional[str] = None) -> str:
+    """The run's directory (given, else $RS_VMS_LOGDIR, else a new one
+    under $RS_BUILD/vms); the five most recent runs under $RS_BUILD/vms
+    are kept."""
     vms = os.path.join(BUILD, "vms")
     os.makedirs(vms, exist_ok=True)
-    run = os.environ.get("RS_VMS_LOGDIR")
+    run = given or os.environ.get("RS_VMS_LOGDIR")
     if run:
         os.makedirs(run, exist_ok=True)
     else:
@@ -585,23 +586,42 @@ def interrupted(signum, frame):
     raise Interrupted()
 
 
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 def main(argv: List[str]) -> int:
-    t0 = time.time()
-    launch: Optional[Launch] = None
-    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(s, interrupted)
+    """scripts/launch-vms.sh ARGV: its exit status."""
     try:
         o = parse(argv)
-        if o is None:
-            return 0
+    except SetupError as e:
+        print("[launch-vms] error: %s" % e, file=sys.stderr)
+        return 2
+    if o is None:
+        return 0
+    return run(o)
+
+
+def run(o: Options, rundir: Optional[str] = None) -> int:
+    """One run with the options o (parse()), in rundir (default as
+    run_dir()): the output and the exit status of scripts/launch-vms.sh
+    (0, 1, 2 on a setup error, 130 when interrupted).  The suites call it
+    in-process; the signal handlers it sets are restored when it
+    returns."""
+    t0 = time.time()
+    launch: Optional[Launch] = None
+    old = {s: signal.getsignal(s) for s in SIGNALS}
+    for s in SIGNALS:
+        signal.signal(s, interrupted)
+    try:
         qemu, img = prepare(o)
-        run = run_dir()
-        logging.basicConfig(filename=os.path.join(run, "harness.log"),
+        rdir = run_dir(rundir)
+        # (force: a suite's second run logs into its own run directory)
+        logging.basicConfig(filename=os.path.join(rdir, "harness.log"),
                             level=logging.INFO,
                             format="%(asctime)s %(threadName)s %(name)s "
-                            "%(levelname)s %(message)s")
+                            "%(levelname)s %(message)s", force=True)
         random.seed()
-        launch = Launch(o, qemu, img, run)
+        launch = Launch(o, qemu, img, rdir)
         return launch.main(t0)
     except SetupError as e:
         print("[launch-vms] error: %s" % e, file=sys.stderr)
@@ -612,6 +632,9 @@ def main(argv: List[str]) -> int:
     finally:
         if launch is not None:
             # (a second signal must not stop the teardown)
-            for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            for s in SIGNALS:
                 signal.signal(s, signal.SIG_IGN)
             launch.teardown()
+        for s, h in old.items():
+            if h is not None:
+                signal.signal(s, h)

@@ -8,9 +8,10 @@ import io
 import os
 import subprocess
 import tempfile
+import time
 import unittest
 
-from rstest import checks, console
+from rstest import checks, console, suite
 from rstest.vm import McastSegment, UserSegment, guest_script
 
 # A guest that ran a command, was reset in the middle of its next one,
@@ -112,6 +113,63 @@ class GuestScriptTest(unittest.TestCase):
         s = guest_script(1, 2, McastSegment(), "rs_barrier 1 5", False)
         r = subprocess.run(["sh", "-n"], input=s, text=True, check=False)
         self.assertEqual(r.returncode, 0)
+
+
+class SuiteTest(unittest.TestCase):
+    def setUp(self) -> None:
+        # pylint: disable=consider-using-with
+        self.tmp = tempfile.TemporaryDirectory()
+        self.old, suite.BUILD = suite.BUILD, self.tmp.name
+
+    def tearDown(self) -> None:
+        suite.BUILD = self.old
+        self.tmp.cleanup()
+
+    def test_tap(self) -> None:
+        out = io.StringIO()
+        s = suite.Suite("t", out)
+        log = os.path.join(s.dir, "run.log")
+        with open(log, "w") as f:
+            f.write("[vm1] CHECK a ok\n[vm2] CHECK b fail " + "x" * 700 +
+                    "\nlaunch-vms: vm2: exit status 1\n"
+                    "launch-vms: vm1: exit status 0\nlaunch-vms: FAIL (..)\n")
+        r = suite.Run("run", 1, log)
+        s.expect(r, ["1:a", "2:b", (2, "c")])
+        s.launcher_check(r, "run")
+        s.skip("d", "known")
+        s.note("two\nlines")
+        self.assertEqual(s.end(), 1)
+        lines = out.getvalue().splitlines()
+        self.assertEqual(lines[0], "ok - vm1 a")
+        self.assertTrue(lines[1].startswith("not ok - vm2 b: [vm2] CHECK b"))
+        self.assertEqual(len(lines[1]), suite.MAX_LINE)
+        self.assertEqual(lines[2], "not ok - vm2 c: no result (see %s)" % log)
+        self.assertEqual(lines[3], "not ok - run: launch-vms exit status 1: "
+                         "launch-vms: vm2: exit status 1 "
+                         "launch-vms: FAIL (..)")
+        self.assertEqual(lines[4:7], ["ok - d # SKIP known", "# two",
+                                      "# lines"])
+        self.assertEqual(lines[7], "1..5")
+        self.assertTrue(lines[8].startswith("# t: 1 passed, 3 failed, "
+                                            "1 not counted ("))
+
+    def test_pass_and_logs(self) -> None:
+        dirs = []
+        for _ in range(5):
+            out = io.StringIO()
+            s = suite.Suite("t", out)
+            dirs.append(s.dir)
+            s.report(True, "x")
+            self.assertEqual(s.end(), 0)
+            time.sleep(0.01)
+        self.assertEqual(out.getvalue().splitlines()[:2], ["ok - x", "1..1"])
+        logs = os.path.join(self.tmp.name, "test-logs")
+        self.assertEqual(sorted(d for d in os.listdir(logs)
+                                if d != "t.last"),
+                         sorted(os.path.basename(d) for d in dirs[2:]))
+        self.assertEqual(os.readlink(os.path.join(logs, "t.last")),
+                         os.path.basename(dirs[-1]))
+        self.assertEqual(suite.Suite("t", io.StringIO()).end(), 1)  # none ran
 
 
 if __name__ == "__main__":

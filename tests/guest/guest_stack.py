@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""The guest stack, as TAP: two launcher runs (rstest).  Two VMs with the
+adapter on one segment: in each, the module is bound and the kernel log is
+clean, eth0 is the adapter's with its MAC and carrier, the VMs ping each
+other, ibv_devices/ibv_devinfo show rsess0 ACTIVE on Ethernet, the port has
+the RoCE v2 GID of its address, rdma link/resource work, every perftest
+program, rping and ibv_*_pingpong start, and ibv_uc_pingpong,
+ibv_srq_pingpong and ib_atomic_bw run between the VMs.  Then one VM on
+-netdev user: a DHCP lease and the slirp gateway, and rmmod/modprobe while
+ibv_rc_pingpong holds a context.  One test per check and per run (the VMs
+ran and powered off cleanly).  The guest-side scripts are
+tests/guest/in-guest/*.sh.
+
+Usage: tests/guest/guest_stack.py
+Environment: RS_BUILD; RS_NO_BUILD=1 is implied (the build comes first).
+Logs: $RS_BUILD/test-logs/guest-stack.XXXXXX (guest-stack.last): each
+run's launcher output NAME.log and VM directory vms-NAME, and every CHECK
+line in checks.
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# pylint: disable=wrong-import-position
+from rstest import checks  # noqa: E402
+from rstest.suite import Suite, guest_files  # noqa: E402
+
+PAIR_CHECKS = ["module-load", "netdev", "ping", "ibv-devices", "ibv-devinfo",
+               "gid-rocev2", "rdma-link", "rdma-resource", "perftest-start",
+               "uc-pingpong", "srq-pingpong", "atomic-bw", "dmesg-clean"]
+USER_CHECKS = ["module-load", "dhcp-gateway", "reload-with-context",
+               "dmesg-clean"]
+
+
+def gs_run(s: Suite, name: str, expect, argv) -> None:
+    """One launcher run: a test per expected check and one for the run."""
+    r = s.launch(name, ["-q", "--no-build"] + argv,
+                 vms_dir=os.path.join(s.dir, "vms-" + name))
+    s.expect(r, expect)
+    s.launcher_check(r, name)
+    with open(os.path.join(s.dir, "checks"), "a") as f:
+        f.writelines(ln + "\n" for ln in r.lines if checks.LINE_RE.match(ln))
+
+
+def main() -> int:
+    s = Suite("guest-stack")
+    gs_run(s, "pair", [(v, c) for v in (1, 2) for c in PAIR_CHECKS],
+           ["-n", "2", "--timeout", "300", "--cmd",
+            guest_files("lib.sh", "stack-module.sh", "stack-pair.sh")])
+    gs_run(s, "user", [(1, c) for c in USER_CHECKS],
+           ["-n", "1", "--netdev-user", "--timeout", "120", "--cmd",
+            guest_files("lib.sh", "stack-module.sh", "stack-user.sh")])
+    return s.end()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,169 @@
+"""A VM-level suite as a Python program: its results as TAP on stdout (one
+"ok"/"not ok" line per test, "# " notes, the plan at the end), its log
+directory, and its launcher runs (rstest.launcher in-process, the output
+parsed by rstest.checks).  What tests/guest/suite-lib.sh is to the bash
+suites:
+
+    s = Suite("nvmf")                 # $RS_BUILD/test-logs/nvmf.XXXXXX
+    r = s.launch("pair", ["-n", "2", "--cmd", script])
+    s.expect(r, ["1:module-load", "2:module-load"])
+    s.launcher_check(r, "pair")
+    sys.exit(s.end())                 # 1 if any test failed (or none ran)
+"""
+
+import contextlib
+import glob
+import os
+import shutil
+import sys
+import tempfile
+import time
+from typing import Iterable, List, Optional
+
+from . import checks
+
+# (as in qemupath, which the launcher imports only when it runs: without
+# a QEMU tree a suite still reports every test as failed)
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
+BUILD = os.environ.get("RS_BUILD", os.path.join(TOP, "build"))
+
+GUEST_DIR = os.path.join(TOP, "tests", "guest", "in-guest")
+# a "not ok" line is cut there (a guest's line can be long)
+MAX_LINE = 600
+KEEP = 3
+
+
+def guest_files(*names: str) -> str:
+    """tests/guest/in-guest/NAME... concatenated, without the trailing
+    newlines (as "$(cat ...)" gave them)."""
+    text = ""
+    for n in names:
+        with open(os.path.join(GUEST_DIR, n)) as f:
+            text += f.read()
+    return text.rstrip("\n")
+
+
+class Run:
+    """One launcher run: its exit status and output (stdout and stderr, as
+    "launch-vms.sh > OUT 2>&1" had them, in the file path)."""
+
+    def __init__(self, name: str, rc: int, path: str):
+        self.name = name
+        self.rc = rc
+        self.path = path
+        with open(path, errors="replace") as f:
+            self.lines = f.read().splitlines()
+        self.found = checks.parse(self.lines)
+
+    def first(self, text: str) -> Optional[str]:
+        """The first output line containing text."""
+        return next((ln for ln in self.lines if text in ln), None)
+
+
+class Suite(checks.Tally):
+    """A suite's TAP, counts and log directory."""
+
+    def __init__(self, name: str, out=sys.stdout):
+        super().__init__(out)
+        self.name = name
+        self.skipped = 0
+        self.t0 = time.time()
+        logs = os.path.join(BUILD, "test-logs")
+        os.makedirs(logs, exist_ok=True)
+        self.dir = tempfile.mkdtemp(prefix=name + ".", dir=logs)
+        old = sorted((d for d in glob.glob(os.path.join(logs, name + ".*"))
+                      if os.path.isdir(d) and not os.path.islink(d)),
+                     key=os.path.getmtime, reverse=True)
+        for d in old[KEEP:]:
+            shutil.rmtree(d, ignore_errors=True)
+        tmp = os.path.join(logs, ".%s.last.%d" % (name, os.getpid()))
+        os.symlink(os.path.basename(self.dir), tmp)
+        os.replace(tmp, os.path.join(logs, name + ".last"))
+
+    # --- TAP ----------------------------------------------------------------
+
+    def report(self, ok: bool, name: str, detail: str = "") -> None:
+        """One test ("ok - NAME" or "not ok - NAME: DETAIL")."""
+        if ok:
+            self.passed += 1
+            line = "ok - %s" % name
+        else:
+            self.failed += 1
+            line = "not ok - %s" % name + (": %s" % detail if detail else "")
+        print(line[:MAX_LINE], file=self.out, flush=True)
+
+    def skip(self, name: str, reason: str) -> None:
+        """A test counted neither as passed nor as failed."""
+        self.skipped += 1
+        print(("ok - %s # SKIP %s" % (name, reason))[:MAX_LINE],
+              file=self.out, flush=True)
+
+    def note(self, text: str) -> None:
+        for ln in text.splitlines() or [""]:
+            print("# %s" % ln, file=self.out, flush=True)
+
+    def end(self) -> int:
+        """The plan and a summary note; the exit status (1 if a test
+        failed or none ran)."""
+        print("1..%d" % (self.passed + self.failed + self.skipped),
+              file=self.out)
+        extra = ", %d not counted" % self.skipped if self.skipped else ""
+        self.note("%s: %d passed, %d failed%s (%d s, logs in %s)" % (
+            self.name, self.passed, self.failed, extra,
+            time.time() - self.t0, self.dir))
+        self.out.flush()
+        return 0 if self.failed == 0 and self.passed + self.failed else 1
+
+    # --- launcher runs ------------------------------------------------------
+
+    def launch(self, name: str, argv: List[str],
+               vms_dir: Optional[str] = None) -> Run:
+        """scripts/launch-vms.sh ARGV, in-process (rstest.launcher.run),
+        its output in <dir>/NAME.log; the VMs' run directory vms_dir
+        (default: $RS_VMS_LOGDIR, else a new one under $RS_BUILD/vms)."""
+        path = os.path.join(self.dir, name + ".log")
+        with open(path, "w") as f, contextlib.redirect_stdout(f), \
+                contextlib.redirect_stderr(f):
+            try:
+                # pylint: disable=import-outside-toplevel
+                from . import launcher
+            except ImportError as e:
+                # (no QEMU source tree, hence no QEMU Python library)
+                print("[launch-vms] error: %s" % e)
+                rc = 2
+            else:
+                try:
+                    o = launcher.parse(argv)
+                except launcher.SetupError as e:
+                    print("[launch-vms] error: %s" % e)
+                    o = None
+                rc = launcher.run(o, vms_dir) if o is not None else 2
+        if rc == 130:
+            self.note("%s: interrupted (see %s)" % (name, path))
+            raise SystemExit(130)
+        return Run(name, rc, path)
+
+    def expect(self, found, wanted: Iterable, where: str = "") -> None:
+        """Each wanted check ("VM:NAME" or (VM, NAME)) of a run (or of
+        checks.parse()'s result) must have passed; a missing one fails."""
+        if isinstance(found, Run):
+            where = where or found.path
+            found = found.found
+        pairs = [checks.parse_wanted([w])[0] if isinstance(w, str) else w
+                 for w in wanted]
+        super().expect(found, pairs, where)
+
+    def launcher_check(self, r: Run, name: str = "") -> None:
+        """The run's exit status: every VM became ready, ran its command
+        with status 0 and powered off."""
+        pre = "%s: " % name if name else ""
+        if r.rc == 0:
+            self.report(True, "%sVMs ran and powered off" % pre)
+            return
+        why = " ".join(
+            ln for ln in r.lines
+            if ln.startswith(("launch-vms: FAIL", "[launch-vms] error:")) or
+            (ln.startswith("launch-vms: vm") and
+             ": exit status " in ln and ": exit status 0" not in ln))
+        self.report(False, "%slaunch-vms exit status %d" % (pre, r.rc), why)
