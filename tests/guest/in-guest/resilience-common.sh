@@ -1,4 +1,4 @@
-# resilience: guest-side part 'common' (sent by tests/guest/resilience.sh)
+# resilience: guest-side part 'common' (sent by tests/guest/resilience.py)
 ck() { echo "CHECK $1 $2 ${3:-} (uptime $(cut -d' ' -f1 /proc/uptime) s)"; }
 badlog() { dmesg | grep -E 'WARNING|BUG|Oops|Call Trace|blocked for more than' | head -n 3 | tr '\n' ' '; }
 gid_of() {  # IPv4 address -> index of its RoCE v2 GID on rsess0 port 1

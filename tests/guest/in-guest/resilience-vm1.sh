@@ -1,4 +1,4 @@
-# resilience: guest-side part 'vm1' (sent by tests/guest/resilience.sh)
+# resilience: guest-side part 'vm1' (sent by tests/guest/resilience.py)
 # 1. VM 2 is reset while this client writes.
 client /tmp/bw1.log 60 ib_write_bw -d rsess0 -x "$gi" -p 18601 -F -s 4096 -D 30 -u 15 &
 p=$!

@@ -1,4 +1,4 @@
-# resilience: guest-side part 'vm2b' (sent by tests/guest/resilience.sh)
+# resilience: guest-side part 'vm2b' (sent by tests/guest/resilience.py)
 timeout 120 ibv_rc_pingpong -d rsess0 -g "$gi" -p 18602 -n 100 -s 4096 -c > /tmp/pp2.log 2>&1; rc=$?
 passed reset-traffic-again /tmp/pp2.log
 client /tmp/bw3.log 60 ib_write_bw -d rsess0 -x "$gi" -p 18603 -F -s 4096 -D 30 -u 15

@@ -9,16 +9,25 @@ suites:
     s.expect(r, ["1:module-load", "2:module-load"])
     s.launcher_check(r, "pair")
     sys.exit(s.end())                 # 1 if any test failed (or none ran)
+
+A run the suite acts on while it runs (QMP, the control port) goes in the
+background, a child process of tests/guest/launch_vms.py:
+
+    with s.start("launch", argv, vms_dir) as bg:
+        bg.wait_for(200, lambda: ...)   # False if the launcher ended
+        qmp(os.path.join(vms_dir, "vm2", "qmp.sock"), [("system_reset", None)])
+        r = bg.wait()
 """
 
 import contextlib
 import glob
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
-from typing import Iterable, List, Optional
+from typing import Callable, Dict, Iterable, List, Optional
 
 from . import checks
 
@@ -29,6 +38,7 @@ TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
 BUILD = os.environ.get("RS_BUILD", os.path.join(TOP, "build"))
 
 GUEST_DIR = os.path.join(TOP, "tests", "guest", "in-guest")
+LAUNCHER = os.path.join(TOP, "tests", "guest", "launch_vms.py")
 # a "not ok" line is cut there (a guest's line can be long)
 MAX_LINE = 600
 KEEP = 3
@@ -42,6 +52,37 @@ def guest_files(*names: str) -> str:
         with open(os.path.join(GUEST_DIR, n)) as f:
             text += f.read()
     return text.rstrip("\n")
+
+
+def qmp(sock: str, cmds) -> "tuple[bool, list]":
+    """QMP commands [(NAME, ARGS or None), ...] on one connection to sock
+    (a VM's qmp.sock): (True, their return values) or (False, what went
+    wrong: the values so far and the error)."""
+    # pylint: disable=import-outside-toplevel
+    out: list = []
+    try:
+        from . import qemupath  # noqa: F401  (QEMU's python/ on sys.path)
+        from qemu.qmp import ExecuteError
+        from qemu.qmp.legacy import QEMUMonitorProtocol
+    except ImportError as e:
+        return False, ["no QEMU Python library: %s" % e]
+    mon = QEMUMonitorProtocol(sock)
+    mon.settimeout(10)
+    try:
+        mon.connect()
+    except Exception as e:  # pylint: disable=broad-except
+        return False, ["cannot connect to %s: %s" % (sock, e)]
+    try:
+        for name, args in cmds:
+            try:
+                out.append(mon.cmd(name, **(args or {})))
+            except ExecuteError as e:
+                return False, out + ["%s: %s" % (name, e)]
+            except Exception as e:  # pylint: disable=broad-except
+                return False, out + ["%s: %s" % (name, e)]
+    finally:
+        mon.close()
+    return True, out
 
 
 class Run:
@@ -59,6 +100,53 @@ class Run:
     def first(self, text: str) -> Optional[str]:
         """The first output line containing text."""
         return next((ln for ln in self.lines if text in ln), None)
+
+
+class Background:
+    """A launcher run in the background (a child process: the launcher's
+    signal handlers want the main thread), while the suite acts on its
+    VMs (QMP, the control port); wait() gives its Run."""
+
+    def __init__(self, name: str, path: str, argv: List[str],
+                 env: Dict[str, str]):
+        self.name = name
+        self.path = path
+        with open(path, "w") as f:
+            self.proc = subprocess.Popen(
+                [sys.executable, LAUNCHER] + argv, stdin=subprocess.DEVNULL,
+                stdout=f, stderr=subprocess.STDOUT, env=env)
+
+    def running(self) -> bool:
+        return self.proc.poll() is None
+
+    def wait_for(self, seconds: float, cond: Callable[[], bool]) -> bool:
+        """Until cond() holds (True), the launcher ended or seconds
+        passed (False)."""
+        end = time.monotonic() + seconds
+        while not cond():
+            if not self.running() or time.monotonic() >= end:
+                return False
+            time.sleep(0.5)
+        return True
+
+    def stop(self) -> None:
+        """SIGTERM: the launcher tears its VMs down."""
+        if self.running():
+            self.proc.terminate()
+
+    def wait(self) -> Run:
+        return Run(self.name, self.proc.wait(), self.path)
+
+    def __enter__(self) -> "Background":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.running():
+            self.stop()
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
 
 
 class Suite(checks.Tally):
@@ -143,6 +231,18 @@ class Suite(checks.Tally):
             self.note("%s: interrupted (see %s)" % (name, path))
             raise SystemExit(130)
         return Run(name, rc, path)
+
+    def start(self, name: str, argv: List[str], vms_dir: str,
+              env: Optional[Dict[str, str]] = None) -> Background:
+        """scripts/launch-vms.sh ARGV in the background (tests/guest/
+        launch_vms.py), its output in <dir>/NAME.log, the VMs' run
+        directory vms_dir; env: more environment variables."""
+        e = dict(os.environ)
+        e.update(env or {})
+        e["RS_BUILD"] = BUILD
+        e["RS_VMS_LOGDIR"] = vms_dir
+        return Background(name, os.path.join(self.dir, name + ".log"), argv,
+                          e)
 
     def expect(self, found, wanted: Iterable, where: str = "") -> None:
         """Each wanted check ("VM:NAME" or (VM, NAME)) of a run (or of
