@@ -203,17 +203,26 @@ def size_text(n):
     return "%.1f GiB" % (mib / 1024) if mib >= 1000 else "%.0f MiB" % mib
 
 
-def smoke_check(path):
-    """One line per benchmark of a results.csv: "ok|fail NAME DETAIL", ok
-    when every metric of it has numbers on both pairs."""
+def smoke_results(path):
+    """One (ok, name, detail) per benchmark of a results.csv, ok when every
+    metric of it has numbers on both pairs (tests/guest/bench_smoke.py
+    reports them as TAP)."""
     rows = {}
-    for r in csv.DictReader(open(path)):
-        rows.setdefault(r["benchmark"], []).append(r)
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            rows.setdefault(r["benchmark"], []).append(r)
+    out = []
     for name, rs in rows.items():
         bad = ["%s: adapter %s, soft-RoCE %s" % (r["metric"], r["adapter_status"], r["soft_roce_status"])
                for r in rs if r["adapter_status"] != "ok" or r["soft_roce_status"] != "ok"]
-        print("%s %s %s" % ("fail" if bad else "ok", name,
-                            "; ".join(bad) or "numbers on both pairs"))
+        out.append((not bad, name, "; ".join(bad) or "numbers on both pairs"))
+    return out
+
+
+def smoke_check(path):
+    """One line per benchmark of a results.csv: "ok|fail NAME DETAIL"."""
+    for ok, name, detail in smoke_results(path):
+        print("%s %s %s" % ("ok" if ok else "fail", name, detail))
 
 
 def main():

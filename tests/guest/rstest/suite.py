@@ -181,6 +181,17 @@ class Suite(checks.Tally):
             line = "not ok - %s" % name + (": %s" % detail if detail else "")
         print(line[:MAX_LINE], file=self.out, flush=True)
 
+    def tap(self, res: str, name: str, detail: str = "") -> None:
+        """One test as suite-lib.sh's tap gave it: RES "ok" or anything
+        else (failed), the detail after the name either way ("ok - NAME:
+        DETAIL"; only a "not ok" line is cut)."""
+        if res == "ok":
+            self.passed += 1
+            print("ok - %s" % name + (": %s" % detail if detail else ""),
+                  file=self.out, flush=True)
+        else:
+            self.report(False, name, detail)
+
     def skip(self, name: str, reason: str) -> None:
         """A test counted neither as passed nor as failed."""
         self.skipped += 1

@@ -153,6 +153,18 @@ class SuiteTest(unittest.TestCase):
         self.assertTrue(lines[8].startswith("# t: 1 passed, 3 failed, "
                                             "1 not counted ("))
 
+    def test_tap_detail(self) -> None:
+        out = io.StringIO()
+        s = suite.Suite("t", out)
+        s.tap("ok", "a", "3 frames")
+        s.tap("ok", "b")
+        s.tap("fail", "c", "y" * 700)
+        self.assertEqual((s.passed, s.failed), (2, 1))
+        lines = out.getvalue().splitlines()
+        self.assertEqual(lines[:2], ["ok - a: 3 frames", "ok - b"])
+        self.assertEqual(lines[2][:16], "not ok - c: yyyy")
+        self.assertEqual(len(lines[2]), suite.MAX_LINE)
+
     def test_pass_and_logs(self) -> None:
         dirs = []
         for _ in range(5):
