@@ -25,7 +25,7 @@ its own migration; any I/O error or difference fails it.
 The guests print "CHECK <name> ok|fail <detail>" lines; this program
 prints them as TAP ("ok"/"not ok"; with --migrate also "vmI migrated" and
 each migration's RDMA stall as a "# migrate-vm: " note, which
-tests/guest/migration.sh greps) and "# nvmf: N passed, N failed".  The
+tests/guest/migration.py reads) and "# nvmf: N passed, N failed".  The
 launcher's output goes to stderr too.  Exits 0 if every check passed.
 
 Usage: tests/guest/nvmf.py [--migrate]

@@ -1,14 +1,5 @@
 """The guests' verdicts: lines "CHECK <name> ok|fail <detail>", which the
-launcher prints prefixed "[vmI] ", and their report as TAP.
-
-As a program (vm_checks in tests/guest/suite-lib.sh uses it):
-
-  checks.py OUT VM:NAME...
-
-prints, for each named check of VM in the launcher output OUT, one line
-"ok<TAB>vmVM NAME<TAB>" or "fail<TAB>vmVM NAME<TAB><its line, or no
-result>" (a missing check fails), which the suite reports as TAP.
-"""
+launcher prints prefixed "[vmI] ", and their report as TAP."""
 
 import re
 import sys
@@ -80,27 +71,3 @@ def parse_wanted(specs: Iterable[str]) -> List[Tuple[int, str]]:
         out.append((int(vm), name))
     return out
 
-
-def main(argv: List[str]) -> int:
-    if len(argv) < 2:
-        print(__doc__.strip(), file=sys.stderr)
-        return 2
-    try:
-        with open(argv[1], errors="replace") as f:
-            found = parse(f)
-    except OSError:
-        found = {}
-    for vm, name in parse_wanted(argv[2:]):
-        c = found.get((vm, name))
-        if c is not None and c.ok:
-            print("ok\tvm%d %s\t" % (vm, name))
-        else:
-            detail = (c.line if c is not None else
-                      "no result (see %s)" % argv[1])
-            print("fail\tvm%d %s\t%s" % (vm, name,
-                                           detail.replace("\t", " ")))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv))

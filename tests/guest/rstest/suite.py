@@ -1,8 +1,7 @@
 """A VM-level suite as a Python program: its results as TAP on stdout (one
 "ok"/"not ok" line per test, "# " notes, the plan at the end), its log
 directory, and its launcher runs (rstest.launcher in-process, the output
-parsed by rstest.checks).  What tests/guest/suite-lib.sh is to the bash
-suites:
+parsed by rstest.checks):
 
     s = Suite("nvmf")                 # $RS_BUILD/test-logs/nvmf.XXXXXX
     r = s.launch("pair", ["-n", "2", "--cmd", script])
@@ -182,7 +181,7 @@ class Suite(checks.Tally):
         print(line[:MAX_LINE], file=self.out, flush=True)
 
     def tap(self, res: str, name: str, detail: str = "") -> None:
-        """One test as suite-lib.sh's tap gave it: RES "ok" or anything
+        """One test with its detail on an ok line too: RES "ok" or anything
         else (failed), the detail after the name either way ("ok - NAME:
         DETAIL"; only a "not ok" line is cut)."""
         if res == "ok":

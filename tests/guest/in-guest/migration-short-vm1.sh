@@ -1,0 +1,20 @@
+# migration part 1, VM 1 (migrated n_mig times): serves rping -V,
+# ib_read_bw, ibv_srq_pingpong and a UD ib_send_bw, is the client of
+# ib_send_bw and ibv_rc_pingpong.  Set before: n_mig, count (rping),
+# pingpong (ibv_*_pingpong -n).
+wait_gid
+pp="-d $dev -g $gi -n $pingpong -s 1024 -c"
+rping -s -V -C $count -S 4096 -a $RS_IP > /tmp/rp 2>&1 & p=$!
+ib_read_bw -p 18601 -F -D 30 -s 65536 > /tmp/rb 2>&1 & r=$!
+ibv_srq_pingpong -p 18602 $pp > /tmp/sp 2>&1 & s=$!
+ib_send_bw -c UD -p 18603 -F -D 30 -s 1024 > /tmp/ub 2>&1 & u=$!
+sleep 2
+retry /tmp/sb ib_send_bw -p 18604 -F -D 30 -s 65536 $RS_PEER & b=$!
+retry /tmp/cp ibv_rc_pingpong -p 18605 $pp $RS_PEER & c=$!
+wait $b; v send-bw-client $? /tmp/sb $n_mig
+wait $c; v rc-pingpong-client $? /tmp/cp 1
+wait $r; v read-bw-server $? /tmp/rb $n_mig
+wait $s; v srq-pingpong-server $? /tmp/sp 1
+wait $u; v ud-send-bw-server $? /tmp/ub $n_mig
+wait $p; v rping-server $? /tmp/rp $n_mig
+clean; notice $n_mig

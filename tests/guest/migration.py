@@ -1,0 +1,270 @@
+#!/usr/bin/env python3
+"""Live migration in the middle of RDMA traffic, with unmodified peers
+(launcher runs of rstest).
+
+1. Short downtimes: two adapter VMs on the multicast segment (-n 2); VM 1
+   is migrated to a new QEMU three times (--migrate 1@5x3,
+   tests/guest/rstest/migration.py) while it serves rping -V (RDMA READ
+   and WRITE of 4 KiB buffers, every ping verified by rping itself),
+   ib_read_bw, ibv_srq_pingpong -c and a UD ib_send_bw to VM 2, and is
+   VM 2's client of ib_send_bw and ibv_rc_pingpong -c; the RDMA stall
+   VM 2 saw at each switch is measured from a capture of its netdev.
+   Before those, migrations that must fail and leave VM 1 running with its
+   traffic (--migrate-drill): to a destination with another max-qps and to
+   one with another MAC (refused, the destination names the field), and
+   one cancelled during a held switchover.
+2. A downtime longer than the peers' retry budget: VM 1 (adapter), VM 2
+   (adapter) and VM 3 (soft-RoCE, rdma_rxe); VM 1 serves ib_write_bw to
+   VM 2 (ACK timeout 14: a retry budget of about 3 s; rdma_cm would set
+   18, whose budget with this adapter's backoff exceeds 30 s) for 20 s of
+   VM 2's time (VM 2 is still writing when VM 1 stops, then waits for its
+   last writes) and ibv_rc_pingpong -c (timeout 14), and rping -V (data
+   verified) to VM 3, and is migrated once with the switchover held
+   RS_MIGRATION_HOLD seconds (--migrate-hold): the source's RNR NAKs keep
+   the peers waiting.  VM 3's traffic is captured (--pcap): the capture
+   must show VM 1's RNR NAKs with the longest timer during the hold and
+   the destination's prompt (shortest timer) after it.
+3. perftest: VM 1, migrated twice, is the client of ib_write_bw and
+   ib_read_bw and the server of ib_send_bw with a soft-RoCE VM, then the
+   other way round, then the first way with an adapter VM (part 1 has the
+   other way with an adapter, part 2 ib_write_bw).
+4. NVMe over Fabrics over RDMA (tests/guest/nvmf.py --migrate): VM 1 the
+   target, VM 2 the host, which verifies I/O round after round while VM 1
+   and then VM 2 are migrated.
+Checks: each migration completed with the destination running (its
+figures are printed, and every "migrate-vm: " line as a "# " note), every
+program passed on both sides, VM 1's driver got the device's migration
+notice after each migration, the kernel logs are clean, every QEMU powered
+off.  The guest-side scripts are tests/guest/in-guest/migration-*.sh
+(after lib.sh and migration-common.sh), the run's values prepended as
+variable assignments.  Prints TAP and "# migration: N passed, N failed";
+exits 0 if every check passed.
+
+Usage: tests/guest/migration.py [extra QEMU arguments for every VM,
+  e.g. -trace 'rdma_session_migration*']
+Environment: RS_BUILD, RS_CACHE (scripts/build-qemu.sh), RS_NO_BUILD=1,
+  RS_MIGRATIONS (part 1's migrations, default 3; 0 skips part 1),
+  RS_RPING_COUNT (default 60000), RS_PINGPONG_COUNT (default 30000),
+  RS_STALL_MAX_MS (part 1's and 3's bound on the stall, default 3000),
+  RS_MIGRATION_HOLD (seconds, default 30; 0 skips part 2),
+  RS_MIGRATION_RXE=0 (skips part 3), RS_MIGRATION_NVMF=0 (skips part 4).
+Logs: $RS_BUILD/test-logs/migration.XXXXXX (migration.last): each run's
+launcher output (launch.log, hold.log with hold-vm3.pcap, rxe.log,
+rxe-rev.log, adapter.log, nvmf.log) and VM directory (vms, vms-NAME).
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# pylint: disable=wrong-import-position
+from rstest.suite import TOP, Run, Suite, guest_files  # noqa: E402
+
+LAUNCH_PREFIX = "[launch-vms] "
+
+
+def env_int(name: str, default: int) -> int:
+    return int(os.environ.get(name) or default)
+
+
+def script(values, part: str) -> str:
+    """A VM's command: the run's values as variable assignments, lib.sh,
+    migration-common.sh and the part's script."""
+    head = "".join("%s=%s\n" % (k, "'%s'" % v) for k, v in values)
+    return head + guest_files("lib.sh", "migration-common.sh", part)
+
+
+def extra(qemu_args) -> list:
+    """The suite's arguments for every VM's QEMU (as ${1:+-- "$@"})."""
+    return ["--"] + list(qemu_args) if qemu_args and qemu_args[0] else []
+
+
+def migrations(s: Suite, r: Run, vm: int, n: int, pre: str) -> None:
+    """The "migrate-vm: " lines as notes, then the figures of VM's n
+    migrations."""
+    for ln in r.lines:
+        if ln.startswith(LAUNCH_PREFIX + "migrate-vm:"):
+            s.note(ln[len(LAUNCH_PREFIX):])
+    for k in range(1, n + 1):
+        line = r.first("migrate-vm: vm%d #%d: " % (vm, k))
+        if line is not None:
+            s.report(True, "%smigration-%d (%s)" % (
+                pre, k, line.split(": ", 1)[1]))
+        else:
+            s.report(False, "%smigration-%d" % (pre, k),
+                     r.first("migrate-vm: FAIL") or "")
+
+
+def stall_check(s: Suite, r: Run, vm: int, n: int, pre: str,
+                most: int) -> None:
+    """The peer's RDMA stall was measured at each of VM's n switches and
+    none lasted most ms."""
+    tag = "vm%d: " % vm
+    line = r.first("migrate-vm: %sRDMA stall over %d migrations" % (tag, n))
+    m = re.search(r"worst ([0-9]*) ms", line or "")
+    if m and m.group(1) and int(m.group(1)) < most:
+        s.report(True, "%srdma-stall (%s, at most %d ms expected)" % (
+            pre, line.split(tag, 1)[1], most))
+    else:
+        s.report(False, "%srdma-stall" % pre, "%s, at most %d ms expected" % (
+            line or "no stall figures for %d migrations" % n, most))
+
+
+def short_part(s: Suite, n_mig: int, qemu_args) -> None:
+    """1: n_mig short migrations of VM 1 under RC and UD traffic, after
+    the drill.  The perftest runs last 30 s of guest time (they outlast
+    the migrations, which the check asserts); the pingpongs run a fixed
+    count (at least one migration)."""
+    count = env_int("RS_RPING_COUNT", 60000)
+    pp = env_int("RS_PINGPONG_COUNT", 30000)
+    r = s.launch("launch", [
+        "-q"] + (["--no-build"] if os.environ.get("RS_NO_BUILD") else []) + [
+        "-n", "2", "--timeout", "300", "--migrate", "1@5x%d" % n_mig,
+        "--migrate-drill",
+        "--vm-cmd", "1", script([("n_mig", n_mig), ("count", count),
+                                 ("pingpong", pp)], "migration-short-vm1.sh"),
+        "--vm-cmd", "2", script([("count", count), ("pingpong", pp)],
+                                "migration-short-vm2.sh")] + extra(qemu_args),
+        vms_dir=os.path.join(s.dir, "vms"))
+    for what, field in (("max-qps differs", "max_qps"), ("mac differs", "mac"),
+                        ("cancelled", "cancelled")):
+        name = "drill-" + what.replace(" ", "-")
+        line = r.first("migrate-vm: vm1 drill: %s: the source runs on" % what)
+        if line is not None and field in line:
+            s.report(True, "%s (%s)" % (name, line.split("drill: ", 1)[1]))
+        else:
+            s.report(False, name, r.first("migrate-vm: FAIL") or "")
+    migrations(s, r, 1, n_mig, "")
+    # Under TCG on 2 busy cores; the goal is a median under 300 ms.
+    stall_check(s, r, 1, n_mig, "", env_int("RS_STALL_MAX_MS", 3000))
+    s.expect(r, [
+        "1:send-bw-client", "1:rc-pingpong-client", "1:read-bw-server",
+        "1:srq-pingpong-server", "1:ud-send-bw-server", "1:rping-server",
+        "1:dmesg-clean", "1:migration-notice",
+        "2:send-bw-server", "2:rc-pingpong-server", "2:read-bw-client",
+        "2:srq-pingpong-client", "2:ud-send-bw-client", "2:rping-client",
+        "2:dmesg-clean"])
+    s.launcher_check(r)
+
+
+def held_capture(s: Suite, pcap: str, hold: int) -> None:
+    """The hold on the wire, as the soft-RoCE VM received it: RNR NAKs
+    (AETH syndrome 001 + timer) from VM 1, timer 0 (655.36 ms) every
+    300 ms of the hold, then timer 1 (0.01 ms) from the destination."""
+    tshark = shutil.which("tshark")
+    if not os.path.isfile(pcap) or os.path.getsize(pcap) == 0 or not tshark:
+        s.report(False, "held-capture", "no capture %s or no tshark" % pcap)
+        return
+
+    def nak(syndrome: str) -> int:
+        p = subprocess.run(
+            [tshark, "-n", "-r", pcap, "-Y",
+             "ip.src == 10.77.0.1 && ip.dst == 10.77.0.3 && "
+             "infiniband.aeth.syndrome == %s" % syndrome],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL, universal_newlines=True, check=False)
+        return len(p.stdout.splitlines())
+
+    h, p, want = nak("0x20"), nak("0x21"), hold * 10 // 3 // 2
+    if h >= want and p >= 1:
+        s.report(True, "held-capture %d RNR NAKs with timer 655.36 ms during "
+                 "the hold (at least %d expected), %d with 0.01 ms after it"
+                 % (h, want, p))
+    else:
+        s.report(False, "held-capture", "%d RNR NAKs with timer 655.36 ms (at "
+                 "least %d expected), %d with 0.01 ms" % (h, want, p))
+
+
+def held_part(s: Suite, hold: int, qemu_args) -> None:
+    """2: one migration of VM 1 with the switchover held hold seconds."""
+    pp = env_int("RS_PINGPONG_COUNT", 30000)
+    pcap = os.path.join(s.dir, "hold-vm3.pcap")
+    r = s.launch("hold", [
+        "-q", "--no-build", "-n", "3", "--soft-roce-vm", "3",
+        "--timeout", str(hold + 240), "--migrate", "1@5",
+        "--migrate-hold", str(hold), "--pcap", "3", pcap,
+        "--vm-cmd", "1", script([("pingpong", pp)], "migration-held-vm1.sh"),
+        "--vm-cmd", "2", script([("pingpong", pp)], "migration-held-vm2.sh"),
+        "--vm-cmd", "3", script([], "migration-held-vm3.sh")] +
+        extra(qemu_args), vms_dir=os.path.join(s.dir, "vms-hold"))
+    migrations(s, r, 1, 1, "held-")
+    stall_check(s, r, 1, 1, "held-", (hold + 3) * 1000)
+    s.expect(r, ["1:write-bw-server-adapter", "1:rping-server",
+                 "1:rc-pingpong-server", "1:dmesg-clean",
+                 "1:migration-notice", "2:write-bw-client",
+                 "2:rc-pingpong-client", "2:dmesg-clean", "3:rping-client",
+                 "3:dmesg-clean"])
+    s.launcher_check(r)
+    held_capture(s, pcap, hold)
+
+
+def perf_part(s: Suite, pre: str, opts, c1, s1, qemu_args) -> None:
+    """3: VM 1, migrated twice, the client of the perftest programs c1
+    and the server of s1 (write, read, send: ib_<x>_bw), VM 2 the other
+    way; on VM 1 each must have lived through both migrations."""
+    name = pre.rstrip("-")
+    r = s.launch(name, [
+        "-q", "--no-build", "-n", "2"] + opts + [
+        "--timeout", "240", "--migrate", "1@5x2",
+        "--vm-cmd", "1", script([("clients", " ".join(c1)),
+                                 ("servers", " ".join(s1)), ("migs", 2)],
+                                "migration-perf.sh"),
+        "--vm-cmd", "2", script([("clients", " ".join(s1)),
+                                 ("servers", " ".join(c1)), ("migs", "")],
+                                "migration-perf.sh")] + extra(qemu_args),
+        vms_dir=os.path.join(s.dir, "vms-" + name))
+    migrations(s, r, 1, 2, pre)
+    stall_check(s, r, 1, 2, pre, env_int("RS_STALL_MAX_MS", 3000))
+    s.expect(r, ["1:%s-bw-client" % x for x in c1] +
+             ["1:%s-bw-server" % x for x in s1] +
+             ["1:dmesg-clean", "1:migration-notice"] +
+             ["2:%s-bw-server" % x for x in c1] +
+             ["2:%s-bw-client" % x for x in s1] + ["2:dmesg-clean"])
+    s.launcher_check(r)
+
+
+def nvmf_part(s: Suite) -> None:
+    """4: tests/guest/nvmf.py --migrate, its tests prefixed nvmf-."""
+    log = os.path.join(s.dir, "nvmf.log")
+    env = dict(os.environ)
+    env["RS_VMS_LOGDIR"] = os.path.join(s.dir, "vms-nvmf")
+    with open(log, "w") as f:
+        subprocess.run([os.path.join(TOP, "tests", "guest", "nvmf.py"),
+                        "--migrate"], stdin=subprocess.DEVNULL, stdout=f,
+                       stderr=subprocess.STDOUT, env=env, check=False)
+    n = 0
+    with open(log, errors="replace") as f:
+        for ln in f.read().splitlines():
+            m = re.match(r"^(ok|not ok) - (.*)$", ln)
+            if m:
+                n += 1
+                s.report(m.group(1) == "ok", "nvmf-" + m.group(2))
+            elif ln.startswith("# migrate-vm: "):
+                s.note(ln[2:])
+    if n == 0:
+        s.report(False, "nvmf: no result (see %s)" % log)
+
+
+def main(qemu_args) -> int:
+    s = Suite("migration")
+    n_mig = env_int("RS_MIGRATIONS", 3)
+    hold = env_int("RS_MIGRATION_HOLD", 30)
+    if n_mig != 0:
+        short_part(s, n_mig, qemu_args)
+    if hold != 0:
+        held_part(s, hold, qemu_args)
+    if os.environ.get("RS_MIGRATION_RXE", "1") != "0":
+        rxe = ["--soft-roce-vm", "2"]
+        perf_part(s, "rxe-", rxe, ["write", "read"], ["send"], qemu_args)
+        perf_part(s, "rxe-rev-", rxe, ["send"], ["write", "read"], qemu_args)
+        perf_part(s, "adapter-", [], ["write", "read"], ["send"], qemu_args)
+    if os.environ.get("RS_MIGRATION_NVMF", "1") != "0":
+        nvmf_part(s)
+    return s.end()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
