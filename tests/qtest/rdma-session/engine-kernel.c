@@ -186,7 +186,7 @@ static uint32_t fr_bad_local_ops(Loop *l, uint32_t upd, uint32_t ppd2,
         loop_post_send(l, &q, &w, 0, 0, 0);
         fr_expect(l, 0xe2, RS_WR_REG_MR, RS_WC_SUCCESS);
         /* LOCAL_INV with a stale tag, then of an ordinary MR. */
-        fr_post_op(l, &q, 0xe3, RS_WR_LOCAL_INV, mr2, 0, 0, 0, 0, 0);
+        loop_post_op(l, &q, 0xe3, RS_WR_LOCAL_INV, mr2, 0, 0, 0, 0, 0);
         fr_expect(l, 0xe3, 0, RS_WC_LOC_PROT_ERR);
         g_assert_cmpuint(qp_state(l->d, q.h), ==, RS_QPS_ERR);
         RS_ASSERT_OK(qrs_destroy(l->d, RS_CMD_DESTROY_QP, q.h));
@@ -296,7 +296,7 @@ static void test_engine_fast_reg(void *obj, void *data,
     /* 2: A writes 5000 bytes at FR_IOVA + 0xe4 through k1. */
     fill(l.d, l.dst, 0xee, LOOP_BUF);
     loop_pattern(&l, l.src, 5000, 0x21);
-    fr_post_op(&l, &l.a, 0xf2, RS_WR_RDMA_WRITE, 0, FR_IOVA + 0xe4, k1,
+    loop_post_op(&l, &l.a, 0xf2, RS_WR_RDMA_WRITE, 0, FR_IOVA + 0xe4, k1,
                l.src, 5000, l.src_key);
     fr_expect(&l, 0xf2, RS_WR_RDMA_WRITE, RS_WC_SUCCESS);
     loop_assert_same(&l, l.src, l.dst + 2 * PAGE + 0xe4, PAGE - 0xe4);
@@ -308,7 +308,7 @@ static void test_engine_fast_reg(void *obj, void *data,
 
     /* 3: A reads it back into a DMA address: the reserved lkey. */
     rbuf = loop_buf(l.d, 2 * PAGE);
-    fr_post_op(&l, &l.a, 0xf3, RS_WR_RDMA_READ, 0, FR_IOVA + 0xe4, k1,
+    loop_post_op(&l, &l.a, 0xf3, RS_WR_RDMA_READ, 0, FR_IOVA + 0xe4, k1,
                rbuf, 5000, RS_LOCAL_DMA_LKEY);
     fr_expect(&l, 0xf3, RS_WR_RDMA_READ, RS_WC_SUCCESS);
     loop_assert_same(&l, l.src, rbuf, 5000);
@@ -316,7 +316,7 @@ static void test_engine_fast_reg(void *obj, void *data,
     /* 4: SEND with invalidate of k1; B receives into a DMA address. */
     fill(l.d, rbuf, 0, 2 * PAGE);
     loop_post_recv(&l, &l.b, 0xb4, rbuf, 100, RS_LOCAL_DMA_LKEY);
-    fr_post_op(&l, &l.a, 0xf4, RS_WR_SEND_INV, k1, 0, 0, l.src, 64,
+    loop_post_op(&l, &l.a, 0xf4, RS_WR_SEND_INV, k1, 0, 0, l.src, 64,
                l.src_key);
     loop_poll(&l, &cqe);
     g_assert_cmphex(cqe.wr_id, ==, 0xb4);
@@ -332,7 +332,7 @@ static void test_engine_fast_reg(void *obj, void *data,
     fr_post_reg(&l, &l.b, 0xf5, k2, FR_IOVA, 2 * PAGE, pbl, 2,
                 RS_ACCESS_LOCAL_WRITE | RS_ACCESS_REMOTE_WRITE);
     fr_expect(&l, 0xf5, RS_WR_REG_MR, RS_WC_SUCCESS);
-    fr_post_op(&l, &l.b, 0xf6, RS_WR_LOCAL_INV, k2, 0, 0, 0, 0, 0);
+    loop_post_op(&l, &l.b, 0xf6, RS_WR_LOCAL_INV, k2, 0, 0, 0, 0, 0);
     fr_expect(&l, 0xf6, RS_WR_LOCAL_INV, RS_WC_SUCCESS);
     k3 = (k1 & ~RS_MKEY_TAG_MASK) | 0x5c;
     fr_post_reg(&l, &l.b, 0xf7, k3, FR_IOVA, 2 * PAGE, pbl, 2,
@@ -343,7 +343,7 @@ static void test_engine_fast_reg(void *obj, void *data,
 
     /* The reserved lkey is never an rkey. */
     fill(l.d, l.dst, 0xee, LOOP_BUF);
-    fr_post_op(&l, &l.a, 0xf8, RS_WR_RDMA_WRITE, 0, l.dst,
+    loop_post_op(&l, &l.a, 0xf8, RS_WR_RDMA_WRITE, 0, l.dst,
                RS_LOCAL_DMA_LKEY, l.src, 64, l.src_key);
     fr_expect(&l, 0xf8, 0, RS_WC_REM_ACCESS_ERR);
     g_assert_true(is_filled(l.d, l.dst, 0xee, LOOP_BUF));
@@ -461,7 +461,7 @@ static void test_engine_remote_inv(void *obj, void *data,
     /* The allocation's key (the old tag) does not reach the bound MR. */
     fill(l.d, l.dst, 0xee, LOOP_BUF);
     loop_post_recv(&l, &l.b, 0xb1, l.dst + 3 * PAGE, 100, l.dst_key);
-    fr_post_op(&l, &l.a, 0xf2, RS_WR_SEND_INV, key, 0, 0, l.src, 16,
+    loop_post_op(&l, &l.a, 0xf2, RS_WR_SEND_INV, key, 0, 0, l.src, 16,
                l.src_key);
     loop_poll(&l, &cqe);
     g_assert_cmphex(cqe.wr_id, ==, 0xb1);

@@ -55,14 +55,8 @@ static void test_engine_loopback(void *obj, void *data,
     /* RDMA WRITE of 5000 bytes at an unaligned offset. */
     loop_pattern(&l, l.src, 5000, 0x5c);
     fill(l.d, l.dst, 0xee, LOOP_BUF);
-    memset(&w, 0, sizeof(w));
-    w.wr_id = 0xa1;
-    w.opcode = RS_WR_RDMA_WRITE;
-    w.flags = RS_WQE_F_SIGNALED;
-    w.num_sge = 1;
-    w.remote_addr = l.dst + 100;
-    w.rkey = l.dst_key;
-    loop_post_send(&l, &l.a, &w, l.src, 5000, l.src_key);
+    loop_post_op(&l, &l.a, 0xa1, RS_WR_RDMA_WRITE, 0, l.dst + 100,
+                 l.dst_key, l.src, 5000, l.src_key);
     loop_poll(&l, &cqe);
     g_assert_cmphex(cqe.wr_id, ==, 0xa1);
     g_assert_cmpuint(cqe.status, ==, RS_WC_SUCCESS);
@@ -72,14 +66,8 @@ static void test_engine_loopback(void *obj, void *data,
 
     /* RDMA READ back into the source buffer. */
     fill(l.d, l.src, 0, LOOP_BUF);
-    memset(&w, 0, sizeof(w));
-    w.wr_id = 0xa2;
-    w.opcode = RS_WR_RDMA_READ;
-    w.flags = RS_WQE_F_SIGNALED;
-    w.num_sge = 1;
-    w.remote_addr = l.dst + 100;
-    w.rkey = l.dst_key;
-    loop_post_send(&l, &l.a, &w, l.src, 5000, l.src_key);
+    loop_post_op(&l, &l.a, 0xa2, RS_WR_RDMA_READ, 0, l.dst + 100,
+                 l.dst_key, l.src, 5000, l.src_key);
     loop_poll(&l, &cqe);
     g_assert_cmphex(cqe.wr_id, ==, 0xa2);
     g_assert_cmpuint(cqe.status, ==, RS_WC_SUCCESS);
@@ -88,14 +76,8 @@ static void test_engine_loopback(void *obj, void *data,
 
     /* A bad rkey: remote access NAK, error completion, memory intact. */
     fill(l.d, l.dst, 0xee, LOOP_BUF);
-    memset(&w, 0, sizeof(w));
-    w.wr_id = 0xa3;
-    w.opcode = RS_WR_RDMA_WRITE;
-    w.flags = RS_WQE_F_SIGNALED;
-    w.num_sge = 1;
-    w.remote_addr = l.dst;
-    w.rkey = l.dst_key ^ 0x40;
-    loop_post_send(&l, &l.a, &w, l.src, 2000, l.src_key);
+    loop_post_op(&l, &l.a, 0xa3, RS_WR_RDMA_WRITE, 0, l.dst,
+                 l.dst_key ^ 0x40, l.src, 2000, l.src_key);
     loop_poll(&l, &cqe);
     g_assert_cmphex(cqe.wr_id, ==, 0xa3);
     g_assert_cmpuint(cqe.status, ==, RS_WC_REM_ACCESS_ERR);
@@ -191,7 +173,7 @@ static void test_engine_ipv6(void *obj, void *data, QGuestAllocator *alloc)
     loop_assert_same(&l, l.src, l.dst, 3000);
     g_assert_true(is_filled(l.d, l.dst + 3000, 0xee, LOOP_BUF - 3000));
     fill(l.d, l.src, 0, LOOP_BUF);
-    fr_post_op(&l, &u, 0xa2, RS_WR_RDMA_READ, 0, l.dst, l.dst_key, l.src,
+    loop_post_op(&l, &u, 0xa2, RS_WR_RDMA_READ, 0, l.dst, l.dst_key, l.src,
                3000, RS_LOCAL_DMA_LKEY);
     fr_expect(&l, 0xa2, RS_WR_RDMA_READ, RS_WC_SUCCESS);
     loop_assert_same(&l, l.src, l.dst, 3000);
@@ -572,14 +554,8 @@ static void test_engine_uc(void *obj, void *data, QGuestAllocator *alloc)
      * (no ACKs), the receiver's memory is untouched, both QPs stay up.
      */
     fill(l.d, l.dst, 0xee, LOOP_BUF);
-    memset(&w, 0, sizeof(w));
-    w.wr_id = 0xa2;
-    w.opcode = RS_WR_RDMA_WRITE;
-    w.flags = RS_WQE_F_SIGNALED;
-    w.num_sge = 1;
-    w.remote_addr = l.dst;
-    w.rkey = l.dst_key ^ 0x40;
-    loop_post_send(&l, &l.a, &w, l.src, 2000, l.src_key);
+    loop_post_op(&l, &l.a, 0xa2, RS_WR_RDMA_WRITE, 0, l.dst,
+                 l.dst_key ^ 0x40, l.src, 2000, l.src_key);
     loop_expect(&l, 0xa2, RS_WC_SUCCESS, RS_WR_RDMA_WRITE, l.a.qpn);
     loop_poll_none(&l);
     g_assert_true(is_filled(l.d, l.dst, 0xee, LOOP_BUF));
@@ -598,14 +574,8 @@ static void test_engine_uc(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_true(is_filled(l.d, l.dst, 0xee, LOOP_BUF));
 
     /* READ and atomics are not UC operations. */
-    memset(&w, 0, sizeof(w));
-    w.wr_id = 0xa4;
-    w.opcode = RS_WR_RDMA_READ;
-    w.flags = RS_WQE_F_SIGNALED;
-    w.num_sge = 1;
-    w.remote_addr = l.dst;
-    w.rkey = l.dst_key;
-    loop_post_send(&l, &l.a, &w, l.src, 100, l.src_key);
+    loop_post_op(&l, &l.a, 0xa4, RS_WR_RDMA_READ, 0, l.dst,
+                 l.dst_key, l.src, 100, l.src_key);
     loop_expect(&l, 0xa4, RS_WC_LOC_QP_OP_ERR, RS_WR_RDMA_READ, l.a.qpn);
     g_assert_cmpuint(qp_state(l.d, l.a.h), ==, RS_QPS_ERR);
 }

@@ -686,7 +686,7 @@ static void test_engine_fast_reg_migrate(void *obj, void *data,
     /* 5000 bytes at FR_IOVA + 0x300: dst page 3 from 0x300, then page 1. */
     fill(l.d, l.dst, 0xee, LOOP_BUF);
     loop_pattern(&l, l.src, 5000, 0x4d);
-    fr_post_op(&l, &l.a, 0xf2, RS_WR_RDMA_WRITE, 0, FR_IOVA + 0x300, k1,
+    loop_post_op(&l, &l.a, 0xf2, RS_WR_RDMA_WRITE, 0, FR_IOVA + 0x300, k1,
                l.src, 5000, RS_LOCAL_DMA_LKEY);
     fr_expect(&l, 0xf2, RS_WR_RDMA_WRITE, RS_WC_SUCCESS);
     loop_assert_same(&l, l.src, l.dst + 3 * PAGE + 0x300, PAGE - 0x300);
@@ -697,7 +697,7 @@ static void test_engine_fast_reg_migrate(void *obj, void *data,
                             PAGE - (5000 - (PAGE - 0x300))));
     g_assert_true(is_filled(l.d, l.dst + 2 * PAGE, 0xee, PAGE + 0x300));
 
-    fr_post_op(&l, &l.b, 0xf3, RS_WR_LOCAL_INV, k1, 0, 0, 0, 0, 0);
+    loop_post_op(&l, &l.b, 0xf3, RS_WR_LOCAL_INV, k1, 0, 0, 0, 0, 0);
     fr_expect(&l, 0xf3, RS_WR_LOCAL_INV, RS_WC_SUCCESS);
     k2 = (free_key & ~RS_MKEY_TAG_MASK) | 0x11;
     qtest_writeq(qrs_qts(l.d), pbl + 16, l.dst);
@@ -706,7 +706,7 @@ static void test_engine_fast_reg_migrate(void *obj, void *data,
     fr_expect(&l, 0xf4, RS_WR_REG_MR, RS_WC_SUCCESS);
     /* The invalidated key no longer reaches memory. */
     fill(l.d, l.dst, 0xee, LOOP_BUF);
-    fr_post_op(&l, &l.a, 0xf5, RS_WR_RDMA_WRITE, 0, FR_IOVA + 0x300, k1,
+    loop_post_op(&l, &l.a, 0xf5, RS_WR_RDMA_WRITE, 0, FR_IOVA + 0x300, k1,
                l.src, 64, RS_LOCAL_DMA_LKEY);
     fr_expect(&l, 0xf5, 0, RS_WC_REM_ACCESS_ERR);
     g_assert_true(is_filled(l.d, l.dst, 0xee, LOOP_BUF));

@@ -295,7 +295,7 @@ void fr_post_reg(Loop *l, LoopQp *q, uint64_t wr_id, uint32_t key,
     loop_post_send(l, q, &w, 0, 0, 0);
 }
 
-void fr_post_op(Loop *l, LoopQp *q, uint64_t wr_id, uint8_t op,
+void loop_post_op(Loop *l, LoopQp *q, uint64_t wr_id, uint8_t op,
                 uint32_t inv, uint64_t raddr, uint32_t rkey,
                 uint64_t addr, uint32_t len, uint32_t lkey)
 {

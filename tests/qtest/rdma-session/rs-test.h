@@ -383,7 +383,7 @@ void fr_post_reg(Loop *l, LoopQp *q, uint64_t wr_id, uint32_t key,
                  uint64_t iova, uint64_t len, uint64_t pbl,
                  uint32_t npages, uint16_t access);
 
-void fr_post_op(Loop *l, LoopQp *q, uint64_t wr_id, uint8_t op,
+void loop_post_op(Loop *l, LoopQp *q, uint64_t wr_id, uint8_t op,
                 uint32_t inv, uint64_t raddr, uint32_t rkey,
                 uint64_t addr, uint32_t len, uint32_t lkey);
 
