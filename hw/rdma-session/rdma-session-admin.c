@@ -66,6 +66,8 @@ static uint8_t rs_cmd_query_device(RSCore *c, const struct rs_admin_cmd *cmd,
         .max_srq = cpu_to_le32(p->max_srqs - 1),
         .max_srq_wr = cpu_to_le32(1u << RS_MAX_WQ_LOG),
         .max_srq_sge = cpu_to_le32(RS_MAX_SGE),
+        /* Windows take slots of the MR key table. */
+        .max_mw = cpu_to_le32(p->max_mrs - 1),
     };
 
     memcpy(a.mac, c->mac.a, sizeof(a.mac));
@@ -139,6 +141,8 @@ static const struct {
     [RS_CMD_REG_INDIRECT_MKEY] = { "REG_INDIRECT_MKEY", rs_cmd_reserved },
     [RS_CMD_REG_PATTERN_MKEY] = { "REG_PATTERN_MKEY", rs_cmd_reserved },
     [RS_CMD_ODP_RESOLVE] = { "ODP_RESOLVE", rs_cmd_reserved },
+    [RS_CMD_ALLOC_MW] = { "ALLOC_MW", rs_cmd_alloc_mw },
+    [RS_CMD_DEALLOC_MW] = { "DEALLOC_MW", rs_cmd_dealloc_mw },
 };
 
 static void rs_admin_exec(RSCore *c, const struct rs_admin_cmd *cmd,

@@ -241,6 +241,7 @@ static bool rs_req_opcode_ok(uint8_t qpt, uint8_t op)
         return true;
     case RS_WR_RDMA_WRITE:
     case RS_WR_RDMA_WRITE_IMM:
+    case RS_WR_BIND_MW:
         return qpt == RS_QPT_RC || qpt == RS_QPT_UC;
     case RS_WR_SEND_INV:
     case RS_WR_RDMA_READ:
@@ -531,8 +532,8 @@ static bool rs_req_fetch(RSCore *c, uint32_t qpn, RSQp *qp, RSSendWqe *s)
 }
 
 /*
- * LOCAL_INV and REG_MR (rxe's rxe_do_local_ops) wait until every earlier
- * WQE completed: they are then fenced as IBTA wants for LOCAL_INV,
+ * LOCAL_INV, REG_MR and BIND_MW (rxe's rxe_do_local_ops) wait until every
+ * earlier WQE completed: they are then fenced as IBTA wants for LOCAL_INV,
  * complete in order, and a go-back-N rewind never executes one twice.
  */
 static bool rs_req_local_op(RSCore *c, uint32_t qpn, RSQp *qp,
@@ -837,7 +838,8 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp, unsigned *budget)
     if (!rs_req_fetch(c, qpn, qp, &s)) {
         return false;
     }
-    if (s.w.opcode == RS_WR_LOCAL_INV || s.w.opcode == RS_WR_REG_MR) {
+    if (s.w.opcode == RS_WR_LOCAL_INV || s.w.opcode == RS_WR_REG_MR ||
+        s.w.opcode == RS_WR_BIND_MW) {
         return rs_req_local_op(c, qpn, qp, &s.w, budget);
     }
     memset(&pkt, 0, sizeof(pkt));

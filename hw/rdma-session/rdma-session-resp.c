@@ -340,6 +340,11 @@ static bool rs_resp_rkey(RSCore *c, RSQp *qp, uint32_t gid, uint32_t rkey,
         return true;
     }
     mr = rs_mkey_lookup(c, gid, rkey);
+    if (mr && mr->mw_type) {
+        mr = rs_mw_remote(c, qp, mr, va, len, right);
+        *mrp = mr;
+        return mr != NULL;
+    }
     if (!mr || mr->pd != qp->pd || !(mr->access & right) ||
         va < mr->iova || va + len < va ||
         va + len > mr->iova + mr->length) {

@@ -280,7 +280,10 @@ int main(void)
         F(rs_device_attr, max_srq, 96),
         F(rs_device_attr, max_srq_wr, 100),
         F(rs_device_attr, max_srq_sge, 104),
-        F(rs_device_attr, rsvd, 108));
+        F(rs_device_attr, max_mw, 108),
+        F(rs_device_attr, max_mcast_grp, 112),
+        F(rs_device_attr, max_mcast_qp_attach, 116),
+        F(rs_device_attr, rsvd, 120));
     CHECK_STRUCT(rs_port_attr, 64,
         F(rs_port_attr, state, 0),
         F(rs_port_attr, max_mtu, 1),
@@ -373,6 +376,27 @@ int main(void)
         F(rs_send_wqe_reg_mr, access, 44),
         F(rs_send_wqe_reg_mr, rsvd0, 46),
         F(rs_send_wqe_reg_mr, rsvd1, 48));
+    CHECK_STRUCT(rs_send_wqe_bind_mw, 64,
+        F(rs_send_wqe_bind_mw, wr_id, 0),
+        F(rs_send_wqe_bind_mw, opcode, 8),
+        F(rs_send_wqe_bind_mw, flags, 9),
+        F(rs_send_wqe_bind_mw, num_sge, 10),
+        F(rs_send_wqe_bind_mw, rsvd0, 11),
+        F(rs_send_wqe_bind_mw, mw_rkey, 12),
+        F(rs_send_wqe_bind_mw, addr, 16),
+        F(rs_send_wqe_bind_mw, length, 24),
+        F(rs_send_wqe_bind_mw, mr_lkey, 32),
+        F(rs_send_wqe_bind_mw, new_rkey, 36),
+        F(rs_send_wqe_bind_mw, access, 40),
+        F(rs_send_wqe_bind_mw, rsvd1, 42),
+        F(rs_send_wqe_bind_mw, rsvd2, 44));
+    CHECK_STRUCT(rs_cmd_alloc_mw, 16,
+        F(rs_cmd_alloc_mw, pd, 0),
+        F(rs_cmd_alloc_mw, gid_index, 4),
+        F(rs_cmd_alloc_mw, type, 8),
+        F(rs_cmd_alloc_mw, rsvd0, 9),
+        F(rs_cmd_alloc_mw, rsvd1, 12));
+    CHECK_CMD_BODY(alloc_mw, rs_cmd_alloc_mw);
     CHECK_STRUCT(rs_recv_wqe_ctrl, 16,
         F(rs_recv_wqe_ctrl, wr_id, 0),
         F(rs_recv_wqe_ctrl, num_sge, 8),
@@ -420,12 +444,20 @@ int main(void)
     CHECK_VALUE(RS_DB_CQ_ARM, 0x18);
     CHECK_VALUE(RS_DB_SRQ, 0x20);
     CHECK_VALUE(RS_ABI_VERSION_MAJOR, 1);
-    CHECK_VALUE(RS_ABI_VERSION_MINOR, 1);
+    CHECK_VALUE(RS_ABI_VERSION_MINOR, 2);
     CHECK_VALUE(RS_CMD_CREATE_SRQ, 0x20);
     CHECK_VALUE(RS_CMD_MODIFY_SRQ, 0x21);
     CHECK_VALUE(RS_CMD_DESTROY_SRQ, 0x22);
     CHECK_VALUE(RS_CAP_ATOMIC, 0x40);
     CHECK_VALUE(RS_CAP_SRQ, 0x80);
+    CHECK_VALUE(RS_CAP_MW, 0x1000);
+    CHECK_VALUE(RS_CMD_ALLOC_MW, 0x28);
+    CHECK_VALUE(RS_CMD_DEALLOC_MW, 0x29);
+    CHECK_VALUE(RS_CMD_MAX, 0x2c);
+    CHECK_VALUE(RS_WR_BIND_MW, 0x0a);
+    CHECK_VALUE(RS_WC_MW_BIND_ERR, 6);
+    CHECK_VALUE(RS_MW_TYPE_1, 1);
+    CHECK_VALUE(RS_MW_TYPE_2, 2);
     CHECK_VALUE(RS_EV_SRQ_LIMIT_REACHED, 0x0b);
 
     printf("1..%d\n", tests);

@@ -68,7 +68,7 @@ static void pair_mig_rewire(GString *cmd_line, void *opaque)
  * the caller delivers the old frames to the running destination
  * (pair_release: a switch's queue drains) or loses them (pair_lose_held).
  */
-static void pair_migrate(Pair *pr)
+void pair_migrate(Pair *pr)
 {
     int i;
 

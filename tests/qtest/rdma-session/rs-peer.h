@@ -213,6 +213,12 @@ void pair_release(Pair *pr, int from);
 /* Forget the frames held from adapter @from. */
 void pair_forget(Pair *pr, int from);
 
+/*
+ * Live-migrate the QEMU of both adapters (migrate-pair.c); the switch
+ * holds both directions afterwards.
+ */
+void pair_migrate(Pair *pr);
+
 /* The next completion on adapter @i must be this one. */
 void pair_expect_cqe(Pair *pr, int i, uint64_t wr_id, uint8_t status,
                      uint8_t opcode, uint32_t qpn, uint32_t byte_len);
