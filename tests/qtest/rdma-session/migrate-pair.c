@@ -34,6 +34,9 @@ static void pair_pump_old(Pair *pr, int i)
  * Once the source has saved: take in what it had put on the old wires,
  * and give the destination's adapters new ones.
  */
+/* A frame on adapter i's new wire before its destination runs. */
+static GByteArray *pair_early[2];
+
 static void pair_mig_rewire(GString *cmd_line, void *opaque)
 {
     Pair *pr = opaque;
@@ -48,6 +51,11 @@ static void pair_mig_rewire(GString *cmd_line, void *opaque)
         s->test[i] = pr->fd[i] = sv[0];
         close(s->qemu[i]);
         s->qemu[i] = sv[1];
+        if (pair_early[i]) {
+            pair_inject(pr, i, pair_early[i]->data, pair_early[i]->len);
+            g_byte_array_unref(pair_early[i]);
+            pair_early[i] = NULL;
+        }
     }
     pr->nops[0] = pr->nops[1] = 0;
     pr->drop[0] = pr->drop[1] = 0;
@@ -318,6 +326,62 @@ static void test_engine_pair_migrate_half_message(void *obj, void *data,
     PAIR_EXPECT_OPS(&pr, 1, OP_ACK);
     g_assert_cmphex(pr.syn[1][0], ==, AETH_RNR | 1);
     g_assert_cmphex(pr.psn[1][0], ==, (psn + 5) & 0xffffff);
+
+    pair_release(&pr, 0);
+    pair_release(&pr, 1);
+    pair_expect_cqe(&pr, 1, 0xb1, RS_WC_SUCCESS, RS_WR_RECV, q[1].qpn, 4000);
+    pair_expect_cqe(&pr, 0, 0xa1, RS_WC_SUCCESS, RS_WR_SEND, q[0].qpn, 0);
+    img_move(b, 0x4000, a, 0x2000, 4000);
+    pair_mig_done(&pr, q);
+}
+
+/*
+ * A gap waiting on the new wire: B has the first two packets of a
+ * four-packet SEND; the last one reaches B's destination before it runs,
+ * the third is lost.  B asks A to go back to the third packet's PSN once
+ * (a sequence NAK for the gap, or the prompt if it comes first), not
+ * twice: a requester told twice starts a second retry over the first,
+ * which soft-RoCE's gets wrong.  A's SEND then completes once.
+ */
+static void test_engine_pair_migrate_gap_at_resume(void *obj, void *data,
+                                                   QGuestAllocator *alloc)
+{
+    const uint32_t psn = pair_psn[0];
+    Pair pr;
+    Peer *a = &pr.p[0], *b = &pr.p[1];
+    struct rs_sge sge;
+    GByteArray *third;
+    LoopQp q[2];
+
+    pair_setup(&pr, obj, data, alloc);
+    pair_rc(&pr, q, 0, STD_ACCESS);
+    sge = peer_sge(b, 0x4000, 4096);
+    eng_post_recv(b->d, &q[1], 0xb1, &sge, 1);
+    pair_log_reset(&pr);
+    pr.hold[0] = true;
+    sge = peer_sge(a, 0x2000, 4000);
+    pair_post(&pr, 0, &q[0], RS_WR_SEND, 0xa1, &sge, 1, 0, 0, 0);
+    pair_wait_frames(&pr, 0, 4);
+    pair_pass(&pr, 0, 2);
+    img_move(b, 0x4000, a, 0x2000, 2048);
+    peer_wait(b);
+    third = g_queue_pop_head(&pr.held[0]);
+    pair_early[1] = g_queue_pop_head(&pr.held[0]);
+    g_byte_array_unref(third);
+    g_assert_cmphex(pair_early[1]->data[ROCE_BTH], ==, OP_SEND_LAST);
+
+    pair_migrate(&pr);
+    /* A: its prompt and the SEND again; then B has had time for a NAK. */
+    pair_wait_frames(&pr, 0, 5);
+    PAIR_EXPECT_OPS(&pr, 0, OP_ACK, OP_SEND_FIRST, OP_SEND_MIDDLE,
+                    OP_SEND_MIDDLE, OP_SEND_LAST);
+    g_usleep(100 * 1000);
+    qtest_readl(pr.to, b->buf);
+    pair_pump(&pr);
+    PAIR_EXPECT_OPS(&pr, 1, OP_ACK);
+    g_assert_true(pr.syn[1][0] == AETH_NAK_SEQ ||
+                  pr.syn[1][0] == (AETH_RNR | 1));
+    g_assert_cmphex(pr.psn[1][0], ==, (psn + 2) & 0xffffff);
 
     pair_release(&pr, 0);
     pair_release(&pr, 1);
@@ -697,6 +761,8 @@ static void register_migrate_pair_tests(void)
                  test_engine_pair_migrate_unacked, &pair);
     qos_add_test("migrate/pair-half-message", "rdma-session",
                  test_engine_pair_migrate_half_message, &pair);
+    qos_add_test("migrate/pair-gap-at-resume", "rdma-session",
+                 test_engine_pair_migrate_gap_at_resume, &pair);
     qos_add_test("migrate/pair-read-owed", "rdma-session",
                  test_engine_pair_migrate_read_owed, &pair_small_sndbuf);
     qos_add_test("migrate/pair-rnr", "rdma-session",
