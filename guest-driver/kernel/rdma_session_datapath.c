@@ -52,6 +52,7 @@ static const enum ib_wc_opcode rs_wc_opcode[] = {
 	[RS_WR_ATOMIC_FETCH_ADD] = IB_WC_FETCH_ADD,
 	[RS_WR_LOCAL_INV] = IB_WC_LOCAL_INV,
 	[RS_WR_REG_MR] = IB_WC_REG_MR,
+	[RS_WR_BIND_MW] = IB_WC_BIND_MW,
 };
 
 static void rs_wq_consume_send(struct rs_qp *qp, u8 status)

@@ -193,6 +193,11 @@ struct rs_mr {
 	u32 max_pages;
 };
 
+/* A memory window: its device key is ibmw.rkey as allocated. */
+struct rs_mw {
+	struct ib_mw ibmw;
+};
+
 static inline struct rs_ibdev *to_rsdev(struct ib_device *ibdev)
 {
 	return container_of(ibdev, struct rs_ibdev, ibdev);

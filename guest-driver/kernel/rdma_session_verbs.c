@@ -142,7 +142,8 @@ static int rs_ib_cmd_destroy(struct rs_ibdev *dev, u8 opcode, u32 handle)
 	err = rs_ib_cmd_exec(dev, &cmd, NULL);
 	if (err == -EIO)
 		return 0;
-	if (err)
+	/* -EBUSY (an MR with bound windows): the caller's to handle. */
+	if (err && err != -EBUSY)
 		ibdev_warn(&dev->ibdev, "destroy (opcode %#x) of %#x failed: %d\n",
 			   opcode, handle, err);
 	return err;
@@ -328,6 +329,11 @@ static int rs_ib_query_device(struct ib_device *ibdev, struct ib_device_attr *a,
 	a->max_pkeys = 1;
 	a->local_ca_ack_delay = 16;
 	a->max_fast_reg_page_list_len = RS_MAX_FRMR_PAGES;
+	if (dev->rdev->caps & RS_CAP_MW) {
+		a->device_cap_flags |= IB_DEVICE_MEM_WINDOW |
+				       IB_DEVICE_MEM_WINDOW_TYPE_2B;
+		a->max_mw = da->max_mw;
+	}
 	return 0;
 }
 
@@ -1792,6 +1798,41 @@ err_mr:
 	return ERR_PTR(err);
 }
 
+/*
+ * Memory windows (type 1 and 2B): the device keeps their binding; user
+ * space binds them with BIND_MW work requests on its own QPs.
+ */
+static int rs_ib_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
+{
+	struct rs_ibdev *dev = to_rsdev(ibmw->device);
+	struct rs_admin_cmd cmd = {};
+	struct rs_admin_cqe cqe;
+	u32 netid;
+	int err;
+
+	if (!(dev->rdev->caps & RS_CAP_MW))
+		return -EOPNOTSUPP;
+	err = rs_default_netid(dev, &netid);
+	if (err)
+		return err;
+	cmd.hdr.opcode = RS_CMD_ALLOC_MW;
+	cmd.alloc_mw.pd = to_rspd(ibmw->pd)->handle;
+	cmd.alloc_mw.gid_index = netid;
+	cmd.alloc_mw.type = ibmw->type == IB_MW_TYPE_1 ? RS_MW_TYPE_1 :
+							 RS_MW_TYPE_2;
+	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
+	if (err)
+		return err;
+	ibmw->rkey = cqe.handle;
+	return 0;
+}
+
+static int rs_ib_dealloc_mw(struct ib_mw *ibmw)
+{
+	return rs_ib_cmd_destroy(to_rsdev(ibmw->device), RS_CMD_DEALLOC_MW,
+				 ibmw->rkey);
+}
+
 static int rs_set_page(struct ib_mr *ibmr, u64 addr)
 {
 	struct rs_mr *mr = to_rsmr(ibmr);
@@ -1852,6 +1893,7 @@ static const struct ib_device_ops rs_ib_ops = {
 
 	.alloc_hw_port_stats = rs_ib_alloc_hw_port_stats,
 	.alloc_mr = rs_ib_alloc_mr,
+	.alloc_mw = rs_ib_alloc_mw,
 	.alloc_pd = rs_ib_alloc_pd,
 	.alloc_ucontext = rs_ib_alloc_ucontext,
 	.add_gid = rs_ib_add_gid,
@@ -1862,6 +1904,7 @@ static const struct ib_device_ops rs_ib_ops = {
 	.create_srq = rs_ib_create_srq,
 	.modify_srq = rs_ib_modify_srq,
 	.query_srq = rs_ib_query_srq,
+	.dealloc_mw = rs_ib_dealloc_mw,
 	.dealloc_pd = rs_ib_dealloc_pd,
 	.dealloc_ucontext = rs_ib_dealloc_ucontext,
 	.del_gid = rs_ib_del_gid,
@@ -1893,6 +1936,7 @@ static const struct ib_device_ops rs_ib_ops = {
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, rs_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, rs_cq, ibcq),
+	INIT_RDMA_OBJ_SIZE(ib_mw, rs_mw, ibmw),
 	INIT_RDMA_OBJ_SIZE(ib_pd, rs_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_qp, rs_qp, ibqp),
 	INIT_RDMA_OBJ_SIZE(ib_srq, rs_srq, ibsrq),

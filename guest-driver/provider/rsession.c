@@ -33,6 +33,9 @@ static const struct verbs_context_ops rs_ctx_ops = {
 	.dealloc_pd = rs_dealloc_pd,
 	.reg_mr = rs_reg_mr,
 	.dereg_mr = rs_dereg_mr,
+	.alloc_mw = rs_alloc_mw,
+	.dealloc_mw = rs_dealloc_mw,
+	.bind_mw = rs_bind_mw,
 	.create_cq = rs_create_cq,
 	.create_cq_ex = rs_create_cq_ex,
 	.poll_cq = rs_poll_cq,
@@ -52,7 +55,7 @@ static const struct verbs_context_ops rs_ctx_ops = {
 	.query_srq = rs_query_srq,
 	.destroy_srq = rs_destroy_srq,
 	.post_srq_recv = rs_post_srq_recv,
-	/* No MW, XRC: libibverbs' defaults fail with EOPNOTSUPP. */
+	/* No XRC: libibverbs' defaults fail with EOPNOTSUPP. */
 };
 
 static struct verbs_context *rs_alloc_context(struct ibv_device *ibdev,

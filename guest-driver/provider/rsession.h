@@ -170,6 +170,9 @@ int rs_dealloc_pd(struct ibv_pd *pd);
 struct ibv_mr *rs_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 			 uint64_t hca_va, int access);
 int rs_dereg_mr(struct verbs_mr *vmr);
+struct ibv_mw *rs_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int rs_dealloc_mw(struct ibv_mw *mw);
+int rs_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mwb);
 
 struct ibv_cq *rs_create_cq(struct ibv_context *context, int cqe,
 			    struct ibv_comp_channel *channel, int comp_vector);

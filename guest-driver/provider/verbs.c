@@ -124,6 +124,62 @@ struct ibv_mr *rs_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 	return &mr->vmr.ibv_mr;
 }
 
+struct ibv_mw *rs_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	struct ib_uverbs_alloc_mw_resp resp;
+	struct ibv_alloc_mw cmd;
+	struct ibv_mw *mw;
+	int err;
+
+	mw = calloc(1, sizeof(*mw));
+	if (!mw)
+		return NULL;
+	err = ibv_cmd_alloc_mw(pd, type, mw, &cmd, sizeof(cmd), &resp,
+			       sizeof(resp));
+	if (err) {
+		free(mw);
+		errno = err;
+		return NULL;
+	}
+	return mw;
+}
+
+int rs_dealloc_mw(struct ibv_mw *mw)
+{
+	int err;
+
+	err = ibv_cmd_dealloc_mw(mw);
+	if (err)
+		return err;
+	free(mw);
+	return 0;
+}
+
+/*
+ * Type 1: a BIND_MW work request on the QP, as rxe's provider does; the
+ * window's rkey is the new one from now on (an error completion leaves
+ * the old one valid: the consumer takes it back).
+ */
+int rs_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mwb)
+{
+	struct ibv_send_wr wr = {}, *bad;
+	int err;
+
+	if (mw->type != IBV_MW_TYPE_1)
+		return EINVAL;
+	wr.wr_id = mwb->wr_id;
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.send_flags = mwb->send_flags;
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+	wr.bind_mw.bind_info = mwb->bind_info;
+	err = rs_post_send(qp, &wr, &bad);
+	if (err)
+		return err;
+	mw->rkey = wr.bind_mw.rkey;
+	return 0;
+}
+
 int rs_dereg_mr(struct verbs_mr *vmr)
 {
 	int err;
@@ -247,6 +303,8 @@ static enum ibv_wc_opcode rs_wc_opcode(uint8_t op)
 		return IBV_WC_FETCH_ADD;
 	case RS_WR_LOCAL_INV:
 		return IBV_WC_LOCAL_INV;
+	case RS_WR_BIND_MW:
+		return IBV_WC_BIND_MW;
 	case RS_WR_RECV_RDMA_IMM:
 		return IBV_WC_RECV_RDMA_WITH_IMM;
 	case RS_WR_RECV:
@@ -263,6 +321,7 @@ static enum ibv_wc_status rs_wc_status(uint8_t st)
 	case RS_WC_LOC_QP_OP_ERR:
 	case RS_WC_LOC_PROT_ERR:
 	case RS_WC_WR_FLUSH_ERR:
+	case RS_WC_MW_BIND_ERR:
 	case RS_WC_BAD_RESP_ERR:
 	case RS_WC_LOC_ACCESS_ERR:
 	case RS_WC_REM_INV_REQ_ERR:
@@ -641,7 +700,8 @@ int rs_destroy_cq(struct ibv_cq *ibcq)
 		     IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |                    \
 		     IBV_QP_EX_WITH_RDMA_READ |                              \
 		     IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |                     \
-		     IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+		     IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |                   \
+		     IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW)
 
 static void rs_qp_fill_wr_pfns(struct rs_qp *qp,
 			       const struct ibv_qp_init_attr_ex *attr);
@@ -920,6 +980,10 @@ static bool rs_opcode_ok(enum ibv_qp_type type, uint8_t op)
 	case RS_WR_RDMA_WRITE_IMM:
 	case RS_WR_SEND_INV:
 		return type != IBV_QPT_UD;
+	/* Memory windows: RC and UC (IBTA 10.6.7.2). */
+	case RS_WR_LOCAL_INV:
+	case RS_WR_BIND_MW:
+		return type == IBV_QPT_RC || type == IBV_QPT_UC;
 	case RS_WR_RDMA_READ:
 	case RS_WR_ATOMIC_CMP_SWP:
 	case RS_WR_ATOMIC_FETCH_ADD:
@@ -956,12 +1020,14 @@ static int rs_ibv_opcode(enum ibv_wr_opcode op, uint8_t *out)
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 		*out = RS_WR_ATOMIC_FETCH_ADD;
 		return 0;
+	case IBV_WR_LOCAL_INV:
+		/* Of a type 2 window: a user MR's key fails the WQE. */
+		*out = RS_WR_LOCAL_INV;
+		return 0;
+	case IBV_WR_BIND_MW:
+		*out = RS_WR_BIND_MW;
+		return 0;
 	default:
-		/*
-		 * LOCAL_INV among them: invalidating an MR from the send queue
-		 * is for kernel consumers (IBTA; no memory windows yet), and
-		 * the device would move a user QP to ERR for it.
-		 */
 		return EINVAL;
 	}
 }
@@ -996,6 +1062,30 @@ static int rs_set_inline(struct rs_qp *qp, struct rs_send_wqe_ctrl *ctrl,
 	ctrl->flags |= RS_WQE_F_INLINE;
 	ctrl->num_sge = 0;
 	ctrl->inline_len = htole32(len);
+	return 0;
+}
+
+#define RS_MW_ACCESS (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
+		      IBV_ACCESS_REMOTE_ATOMIC)
+
+/*
+ * A BIND_MW WQE in the control segment; EINVAL for rights a window cannot
+ * have here (zero-based windows are not offered).
+ */
+static int rs_set_bind(struct rs_send_wqe_ctrl *ctrl, struct ibv_mw *mw,
+		       uint32_t rkey, const struct ibv_mw_bind_info *bi)
+{
+	struct rs_send_wqe_bind_mw *b = (struct rs_send_wqe_bind_mw *)ctrl;
+
+	if (!mw || (bi->mw_access_flags & ~RS_MW_ACCESS) ||
+	    (bi->length && !bi->mr))
+		return EINVAL;
+	b->mw_rkey = htole32(mw->rkey);
+	b->new_rkey = htole32(rkey);
+	b->addr = htole64(bi->addr);
+	b->length = htole64(bi->length);
+	b->mr_lkey = htole32(bi->length ? bi->mr->lkey : 0);
+	b->access = htole16(bi->mw_access_flags);
 	return 0;
 }
 
@@ -1054,10 +1144,25 @@ int rs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			ctrl->imm_or_inv = htole32(be32toh(wr->imm_data));
 			break;
 		case RS_WR_SEND_INV:
+		case RS_WR_LOCAL_INV:
 			ctrl->imm_or_inv = htole32(wr->invalidate_rkey);
 			break;
 		default:
 			break;
+		}
+		if (opcode == RS_WR_BIND_MW) {
+			err = rs_set_bind(ctrl, wr->bind_mw.mw, wr->bind_mw.rkey,
+					  &wr->bind_mw.bind_info);
+			if (err)
+				break;
+			__atomic_store_n(&qp->sq.pi, qp->sq.pi + 1,
+					 __ATOMIC_RELEASE);
+			continue;
+		}
+		if (opcode == RS_WR_LOCAL_INV) {
+			__atomic_store_n(&qp->sq.pi, qp->sq.pi + 1,
+					 __ATOMIC_RELEASE);
+			continue;
 		}
 		switch (opcode) {
 		case RS_WR_RDMA_WRITE:
@@ -1379,17 +1484,25 @@ static void rs_wr_send_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
 		c->imm_or_inv = htole32(invalidate_rkey);
 }
 
-/*
- * Not offered (see rs_ibv_opcode()), but installed so that a call fails
- * the batch instead of jumping through NULL.
- */
 static void rs_wr_local_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
 {
+	struct rs_send_wqe_ctrl *c = rs_wr_new(qpx, RS_WR_LOCAL_INV);
+
+	if (c)
+		c->imm_or_inv = htole32(invalidate_rkey);
+	to_rs_qp_ex(qpx)->cur_wqe = NULL;	/* no SGEs or inline data */
+}
+
+static void rs_wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw,
+			  uint32_t rkey, const struct ibv_mw_bind_info *bi)
+{
+	struct rs_send_wqe_ctrl *c = rs_wr_new(qpx, RS_WR_BIND_MW);
 	struct rs_qp *qp = to_rs_qp_ex(qpx);
 
+	if (!c)
+		return;
 	qp->cur_wqe = NULL;
-	if (!qp->wr_err)
-		qp->wr_err = EOPNOTSUPP;
+	qp->wr_err = rs_set_bind(c, mw, rkey, bi);
 }
 
 static struct rs_send_wqe_ctrl *rs_wr_rdma(struct ibv_qp_ex *qpx, uint8_t op,
@@ -1541,7 +1654,10 @@ static void rs_qp_fill_wr_pfns(struct rs_qp *qp,
 		qpx->wr_atomic_cmp_swp = rs_wr_atomic_cmp_swp;
 	if (ops & IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
 		qpx->wr_atomic_fetch_add = rs_wr_atomic_fetch_add;
-	qpx->wr_local_inv = rs_wr_local_inv;
+	if (ops & IBV_QP_EX_WITH_LOCAL_INV)
+		qpx->wr_local_inv = rs_wr_local_inv;
+	if (ops & IBV_QP_EX_WITH_BIND_MW)
+		qpx->wr_bind_mw = rs_wr_bind_mw;
 	qpx->wr_set_sge = rs_wr_set_sge;
 	qpx->wr_set_sge_list = rs_wr_set_sge_list;
 	qpx->wr_set_inline_data = rs_wr_set_inline_data;
