@@ -42,10 +42,29 @@ PAIRINGS = {
 
 TWO = ("adapter-adapter", "adapter-rxe")
 
+
+def _mw_checks(vm: int) -> List[str]:
+    """rsv-mw's checks on VM vm, for each window type and owner VM: the
+    owner's (bind, ...) or the user's (write-read, ...)."""
+    out = []
+    for t in (2, 1):
+        for owner in (1, 2):
+            if owner == vm:
+                cks = ["bind", "mr-busy", "remote-write",
+                       "remote-inv" if t == 2 else "unbind",
+                       "memory-unchanged"]
+            else:
+                cks = (["write-read"] + (["send-inv"] if t == 2 else []) +
+                       ["access-refused"])
+            out += ["t%d-vm%downs-%s" % (t, owner, c) for c in cks]
+    return out
+
+
 # (feature, pairings, {VM: [checks]})
 FEATURES: List[Tuple[str, Tuple[str, ...], Dict[int, List[str]]]] = [
     ("rc", TWO, {1: ["rc-connect", "rc-send"],
                  2: ["rc-connect", "rc-write-read"]}),
+    ("mw", TWO, {1: _mw_checks(1), 2: _mw_checks(2)}),
 ]
 
 
