@@ -44,19 +44,20 @@ TWO = ("adapter-adapter", "adapter-rxe")
 
 
 def _mw_checks(vm: int) -> List[str]:
-    """rsv-mw's checks on VM vm, for each window type and owner VM: the
-    owner's (bind, ...) or the user's (write-read, ...)."""
+    """rsv-mw's checks on VM vm, for each window type (2ex: type 2 bound
+    with ibv_wr_bind_mw) and owner VM: the owner's (bind, ...) or the
+    user's (write-read, ...)."""
     out = []
-    for t in (2, 1):
+    for t in ("2", "2ex", "1"):
         for owner in (1, 2):
             if owner == vm:
                 cks = ["bind", "mr-busy", "remote-write",
-                       "remote-inv" if t == 2 else "unbind",
+                       "unbind" if t == "1" else "remote-inv",
                        "memory-unchanged"]
             else:
-                cks = (["write-read"] + (["send-inv"] if t == 2 else []) +
+                cks = (["write-read"] + ([] if t == "1" else ["send-inv"]) +
                        ["access-refused"])
-            out += ["t%d-vm%downs-%s" % (t, owner, c) for c in cks]
+            out += ["t%s-vm%downs-%s" % (t, owner, c) for c in cks]
     return out
 
 

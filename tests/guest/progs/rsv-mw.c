@@ -7,7 +7,8 @@
  * user's next WRITE through it must fail with a remote access error while
  * the owner's memory stays as it was.
  *
- * Own arguments (after "--"): TYPE OWNER, TYPE 1 or 2, OWNER "server" or
+ * Own arguments (after "--"): TYPE OWNER, TYPE 1, 2 or 2ex (type 2 bound
+ * with ibv_wr_bind_mw on a QP of the extended send API), OWNER "server" or
  * "client" (which side binds the window).  Checks, each NAME prefixed with
  * "tTYPE-vm1owns-" (the server is VM 1) or "tTYPE-vm2owns-":
  *   owner: bind, mr-busy (the MR cannot be deregistered while the window
@@ -39,6 +40,7 @@ enum { SEED_GUARD = 3, SEED_READ = 5, SEED_WRITE = 7, SEED_LATE = 9 };
 
 static struct rsv_opts o;
 static char prefix[64];
+static bool use_ex;		/* type 2 through ibv_wr_bind_mw */
 
 static const char *nm(const char *check)
 {
@@ -88,6 +90,18 @@ static int mw_bind(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mw *mw,
 		if (err)
 			return err;
 		*rkey = mw->rkey;
+	} else if (use_ex) {
+		struct ibv_qp_ex *qpx = ibv_qp_to_qp_ex(qp);
+
+		*rkey = ibv_inc_rkey(mw->rkey);
+		ibv_wr_start(qpx);
+		qpx->wr_id = 2;
+		qpx->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_bind_mw(qpx, mw, *rkey, &bi);
+		err = ibv_wr_complete(qpx);
+		if (err)
+			return err;
+		mw->rkey = *rkey;
 	} else {
 		struct ibv_send_wr wr = {
 			.wr_id = 2, .opcode = IBV_WR_BIND_MW,
@@ -106,6 +120,35 @@ static int mw_bind(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mw *mw,
 	if (rsv_poll(cq, wc, o.timeout * 1000) != 1)
 		return ETIMEDOUT;
 	return 0;
+}
+
+/* The owner's RC QP, of the extended send API for ibv_wr_bind_mw. */
+static struct ibv_qp *owner_qp(struct rsv_dev *d, struct ibv_cq *cq)
+{
+	struct ibv_qp_init_attr_ex ia = {
+		.send_cq = cq,
+		.recv_cq = cq,
+		.qp_type = IBV_QPT_RC,
+		.cap = {
+			.max_send_wr = 8,
+			.max_recv_wr = 8,
+			.max_send_sge = 1,
+			.max_recv_sge = 1,
+		},
+		.comp_mask = IBV_QP_INIT_ATTR_PD |
+			     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.pd = d->pd,
+		.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_BIND_MW,
+	};
+	struct ibv_qp *qp;
+
+	if (!use_ex)
+		return rsv_rc_qp(d, cq, NULL, 8);
+	qp = ibv_create_qp_ex(d->ctx, &ia);
+	if (!qp)
+		rsv_die("ibv_create_qp_ex with IBV_QP_EX_WITH_BIND_MW: %s",
+			strerror(errno));
+	return qp;
 }
 
 static void owner(struct rsv_dev *d, int fd, int type)
@@ -137,7 +180,7 @@ static void owner(struct rsv_dev *d, int fd, int type)
 	if (!mr || !cq || !mw)
 		rsv_die("ibv_reg_mr / ibv_create_cq / ibv_alloc_mw failed: %s",
 			strerror(errno));
-	qp = rsv_rc_qp(d, cq, NULL, 8);
+	qp = owner_qp(d, cq);
 	rsv_info(d, qp, 0x2000, &me);
 	if (!rsv_xchg(fd, &me, &peer, sizeof(me)))
 		rsv_die("out-of-band exchange failed");
@@ -317,12 +360,14 @@ int main(int argc, char **argv)
 	int fd, type;
 
 	rsv_parse(&o, argc, argv);
-	if (o.argc != 2 || (strcmp(o.argv[0], "1") && strcmp(o.argv[0], "2")) ||
+	if (o.argc != 2 || (strcmp(o.argv[0], "1") && strcmp(o.argv[0], "2") &&
+			    strcmp(o.argv[0], "2ex")) ||
 	    (strcmp(o.argv[1], "server") && strcmp(o.argv[1], "client")))
-		rsv_die("usage: rsv-mw [options] -- 1|2 server|client");
+		rsv_die("usage: rsv-mw [options] -- 1|2|2ex server|client");
 	type = atoi(o.argv[0]);
+	use_ex = !strcmp(o.argv[0], "2ex");
 	owner_is_server = !strcmp(o.argv[1], "server");
-	snprintf(prefix, sizeof(prefix), "t%d-vm%downs-", type,
+	snprintf(prefix, sizeof(prefix), "t%s-vm%downs-", o.argv[0],
 		 owner_is_server ? 1 : 2);
 	rsv_open(&o, &d);
 	fd = rsv_oob(&o);
