@@ -358,6 +358,74 @@ static void bind_fails(Loop *l, uint32_t pd, uint64_t wr_id, uint32_t mw,
 }
 
 /*
+ * A window's rights are its own: a type 1 window with atomic rights only
+ * takes a FETCH_ADD (memory and result checked) and refuses a WRITE.  A
+ * type 2B window belongs to its QP, not to the QP number: once the QP is
+ * destroyed, a new QP in the same slot (the same QP number, another
+ * generation) does not inherit it, and the MR stays held until the
+ * window is deallocated.
+ */
+static void test_mw_rights_and_qp_slot(Loop *l, uint32_t mr, uint64_t base)
+{
+    QTestState *qts = qrs_qts(l->d);
+    uint32_t mw, k, qpn;
+    LoopQp p1, p2, p3;
+
+    loop_reconnect(l);
+    mw = mw_alloc(l->d, l->pd, RS_MW_TYPE_1);
+    k = mw_next(mw);
+    mw_post_bind(l->d, &l->b, 0xe1, mw, k, mr, base + 2 * PAGE, 64,
+                 RS_ACCESS_REMOTE_ATOMIC);
+    fr_expect(l, 0xe1, RS_WR_BIND_MW, RS_WC_SUCCESS);
+    qtest_writeq(qts, base + 2 * PAGE + 8, 1000);
+    fill(l->d, l->src, 0xee, 64);
+    loop_atomic(l, 0xe2, RS_WR_ATOMIC_FETCH_ADD, base + 2 * PAGE + 8, k, 5,
+                0, l->src, 8);
+    fr_expect(l, 0xe2, RS_WR_ATOMIC_FETCH_ADD, RS_WC_SUCCESS);
+    g_assert_cmpuint(qtest_readq(qts, base + 2 * PAGE + 8), ==, 1005);
+    g_assert_cmpuint(qtest_readq(qts, l->src), ==, 1000);
+    fill(l->d, base + 2 * PAGE, 0xee, 8);
+    loop_post_op(l, &l->a, 0xe3, RS_WR_RDMA_WRITE, 0, base + 2 * PAGE, k,
+                 l->src, 8, l->src_key);
+    fr_expect(l, 0xe3, 0, RS_WC_REM_ACCESS_ERR);
+    g_assert_true(is_filled(l->d, base + 2 * PAGE, 0xee, 8));
+    RS_ASSERT_OK(qrs_destroy(l->d, RS_CMD_DEALLOC_MW, k));
+
+    /* p1 -> p2; the window bound on p2; p2 replaced by p3. */
+    memset(&p1, 0, sizeof(p1));
+    memset(&p2, 0, sizeof(p2));
+    memset(&p3, 0, sizeof(p3));
+    qp_template(l->d, &p1.c, RS_QPT_RC, l->pd, l->cq.h, l->cq.h);
+    qp_template(l->d, &p2.c, RS_QPT_RC, l->pd, l->cq.h, l->cq.h);
+    p1.h = new_qp(l->d, &p1.c);
+    p2.h = new_qp(l->d, &p2.c);
+    p1.qpn = HINDEX(p1.h);
+    p2.qpn = HINDEX(p2.h);
+    loop_connect(l, &p1, p2.qpn);
+    loop_connect(l, &p2, p1.qpn);
+    mw = mw_alloc(l->d, l->pd, RS_MW_TYPE_2);
+    k = mw_next(mw);
+    mw_post_bind(l->d, &p2, 0xe4, mw, k, mr, base, PAGE, MW_RW);
+    fr_expect(l, 0xe4, RS_WR_BIND_MW, RS_WC_SUCCESS);
+    qpn = p2.qpn;
+    RS_ASSERT_OK(qrs_destroy(l->d, RS_CMD_DESTROY_QP, p2.h));
+    qp_template(l->d, &p3.c, RS_QPT_RC, l->pd, l->cq.h, l->cq.h);
+    p3.h = new_qp(l->d, &p3.c);
+    p3.qpn = HINDEX(p3.h);
+    g_assert_cmpuint(p3.qpn, ==, qpn);
+    g_assert_cmphex(p3.h, !=, p2.h);
+    loop_connect(l, &p3, p1.qpn);
+    fill(l->d, base, 0xee, PAGE);
+    loop_post_op(l, &p1, 0xe5, RS_WR_RDMA_WRITE, 0, base + 8, k, l->src, 8,
+                 l->src_key);
+    fr_expect(l, 0xe5, 0, RS_WC_REM_ACCESS_ERR);
+    g_assert_true(is_filled(l->d, base, 0xee, PAGE));
+    RS_ASSERT_STATUS(qrs_destroy(l->d, RS_CMD_DEREG_MR, mr), RS_STATUS_BUSY);
+    RS_ASSERT_OK(qrs_destroy(l->d, RS_CMD_DEALLOC_MW, k));
+    RS_ASSERT_OK(qrs_destroy(l->d, RS_CMD_DEREG_MR, mr));
+}
+
+/*
  * The IBTA protection rules of a bind, each refused with
  * RS_WC_MW_BIND_ERR (the QP fails); then local invalidation, a window's
  * key as an lkey, and access after a local invalidation (memory
@@ -498,6 +566,7 @@ static void test_mw_bad_bind(void *obj, void *data, QGuestAllocator *alloc)
     }
     RS_ASSERT_OK(qrs_destroy(l.d, RS_CMD_DEALLOC_MW, mwx));
     RS_ASSERT_OK(qrs_destroy(l.d, RS_CMD_DEREG_MR, mr2));
+    test_mw_rights_and_qp_slot(&l, mr, base);
     RS_ASSERT_OK(qrs_destroy(l.d, RS_CMD_DESTROY_PD, pd2));
     assert_alive(l.d);
 }
