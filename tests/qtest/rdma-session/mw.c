@@ -633,6 +633,88 @@ static void test_mw_migrate(void *obj, void *data, QGuestAllocator *alloc)
     pair_teardown(&pr);
 }
 
+/*
+ * A stream whose window state is wrong fails the incoming migration
+ * cleanly: the window's subsection (type, MR, QP) or its range patched
+ * into something its MR does not allow.  The stream as saved loads.
+ */
+static void test_mw_corrupt_stream(void *obj, void *data,
+                                   QGuestAllocator *alloc)
+{
+    static const char sub_name[] = "\x05\x12rdma-session/mr/mw";
+    g_autofree char *tmpdir = g_dir_make_tmp("rdma-session-mw-XXXXXX", NULL);
+    g_autofree char *path = g_strdup_printf("%s/state", tmpdir);
+    g_autofree char *bad = g_strdup_printf("%s/bad", tmpdir);
+    g_autofree uint8_t *stream = NULL;
+    uint32_t mr, mw, k;
+    uint8_t needle[16];
+    size_t sub, len_off;
+    char *err = NULL;
+    gsize len;
+    Loop l;
+    int i;
+
+    loop_setup(&l, obj);
+    mr = loop_mr_access(&l, l.dst, LOOP_BUF, STD_ACCESS | RS_ACCESS_MW_BIND);
+    mw = mw_alloc(l.d, l.pd, RS_MW_TYPE_1);
+    k = mw_next(mw);
+    mw_post_bind(l.d, &l.b, 0xf1, mw, k, mr, l.dst + 0x123, 0x345, MW_RW);
+    fr_expect(&l, 0xf1, RS_WR_BIND_MW, RS_WC_SUCCESS);
+    mig_save(qrs_qts(l.d), path);
+    g_assert_true(g_file_get_contents(path, (gchar **)&stream, &len, NULL));
+
+    /*
+     * The window's iova and length (big endian), and its subsection:
+     * marker, name length, name, version (4), type, MR index, QP handle.
+     */
+    stq_be_p(needle, l.dst + 0x123);
+    stq_be_p(needle + 8, 0x345);
+    len_off = mig_find(stream, len, needle, 16) + 8;
+    sub = mig_find(stream, len, (const uint8_t *)sub_name,
+                   sizeof(sub_name) - 1) + sizeof(sub_name) - 1 + 4;
+    g_assert_cmpuint(stream[sub], ==, RS_MW_TYPE_1);
+    g_assert_cmpuint(ldl_be_p(stream + sub + 1), ==,
+                     mr >> RS_MKEY_INDEX_SHIFT);
+    g_assert_cmpuint(ldl_be_p(stream + sub + 5), ==, 0);
+
+    for (i = 0; i < 5; i++) {
+        static const char *const what[] = {
+            "window type 3", "window bound to no MR",
+            "window bound to a window", "type 1 window with a QP",
+            "window beyond its MR",
+        };
+        g_autofree uint8_t *copy = g_memdup2(stream, len);
+
+        g_test_message("corrupt stream: %s", what[i]);
+        switch (i) {
+        case 0:
+            copy[sub] = 3;
+            break;
+        case 1:
+            stl_be_p(copy + sub + 1, 0xffffff);
+            break;
+        case 2:
+            stl_be_p(copy + sub + 1, k >> RS_MKEY_INDEX_SHIFT);
+            break;
+        case 3:
+            stl_be_p(copy + sub + 5, 1);
+            break;
+        default:
+            stl_be_p(copy + len_off + 4, LOOP_BUF);
+            break;
+        }
+        g_assert_true(g_file_set_contents(bad, (gchar *)copy, len, NULL));
+        g_assert_false(mig_load(bad, &err));
+        g_test_message("destination: %s", err);
+        g_free(err);
+    }
+    g_assert_true(mig_load(path, &err));
+    g_free(err);
+    unlink(bad);
+    unlink(path);
+    rmdir(tmpdir);
+}
+
 static void register_mw_tests(void)
 {
     QOSGraphTestOptions pair = { .before = pair_before };
@@ -642,6 +724,8 @@ static void register_mw_tests(void)
     qos_add_test("mw/type2", "rdma-session", test_mw_type2, &pair);
     qos_add_test("mw/type1", "rdma-session", test_mw_type1, &pair);
     qos_add_test("mw/migrate", "rdma-session", test_mw_migrate, &pair);
+    qos_add_test("mw/corrupt-stream", "rdma-session", test_mw_corrupt_stream,
+                 NULL);
 }
 
 libqos_init(register_mw_tests);

@@ -546,6 +546,39 @@ void mig_save(QTestState *qts, const char *path)
     wait_migration_done(qts);
 }
 
+/* The offset of the only occurrence of @needle in @buf. */
+size_t mig_find(const uint8_t *buf, size_t len, const uint8_t *needle,
+                size_t nlen)
+{
+    const uint8_t *p = buf, *found = NULL;
+
+    while ((p = memmem(p, len - (p - buf), needle, nlen))) {
+        g_assert_null(found);
+        found = p++;
+    }
+    g_assert_nonnull(found);
+    return found - buf;
+}
+
+/* Load @path into a new QEMU; true if the migration completed. */
+bool mig_load(const char *path, char **err)
+{
+    g_autofree char *uri = g_strdup_printf("file:%s", path);
+    QTestState *to = qtest_initf("%s -incoming defer",
+                                 qos_get_current_command_line());
+    bool ok;
+
+    qtest_qmp_assert_success(to, "{ 'execute': 'migrate-incoming',"
+                             "  'arguments': { 'uri': %s,"
+                             "                 'exit-on-error': false } }",
+                             uri);
+    ok = mig_wait(to, err);
+    /* Still alive after a failure: it answers, then quits normally. */
+    qtest_qmp_assert_success(to, "{ 'execute': 'query-status' }");
+    qtest_quit(to);
+    return ok;
+}
+
 QTestState *mig_move(QTestState *from, MigCmdLineFn *edit, void *opaque)
 {
     g_autofree char *tmpdir = g_dir_make_tmp("rdma-session-mig-XXXXXX",
