@@ -29,6 +29,7 @@
 
 #define HL(f) (RS_BTH_LEN +                                         \
                (((f) & RS_OPF_DETH) ? RS_DETH_LEN : 0) +            \
+               (((f) & RS_OPF_FETH) ? RS_FETH_LEN : 0) +            \
                (((f) & RS_OPF_RETH) ? RS_RETH_LEN : 0) +            \
                (((f) & RS_OPF_ATMETH) ? RS_ATMETH_LEN : 0) +        \
                (((f) & RS_OPF_AETH) ? RS_AETH_LEN : 0) +            \
@@ -76,6 +77,11 @@ const RSOpcodeInfo rs_opcode[256] = {
        RS_OPF_ATOMIC | RS_OPF_REQ | RS_OPF_ONLY | RS_OPF_ATMETH, Q_RC),
     OP(0x16, "RC_SEND_LAST_INV", SND | RS_OPF_LAST | RS_OPF_IETH, Q_RC),
     OP(0x17, "RC_SEND_ONLY_INV", SND | RS_OPF_ONLY | RS_OPF_IETH, Q_RC),
+    /* IBTA 1.5: answered by a READ RESPONSE Only without payload. */
+    OP(0x1c, "RC_FLUSH", RS_OPF_FLUSH | RS_OPF_REQ | RS_OPF_ONLY |
+       RS_OPF_FETH | RS_OPF_RETH, Q_RC),
+    OP(0x1d, "RC_ATOMIC_WRITE", RS_OPF_ATOMIC_WRITE | RS_OPF_REQ |
+       RS_OPF_ONLY | RS_OPF_RETH | RS_OPF_PAYLOAD, Q_RC),
     /* UC */
     OP(0x20, "UC_SEND_FIRST", SND | RS_OPF_FIRST, Q_UC),
     OP(0x21, "UC_SEND_MIDDLE", SND | RS_OPF_MIDDLE, Q_UC),
@@ -315,6 +321,10 @@ size_t rs_wire_build(uint8_t *f, RSPkt *pkt, uint32_t paylen)
         stl_be_p(h + 4, pkt->sqpn & RS_PSN_MASK);
         h += RS_DETH_LEN;
     }
+    if (oi->flags & RS_OPF_FETH) {
+        stl_be_p(h, pkt->feth);
+        h += RS_FETH_LEN;
+    }
     if (oi->flags & RS_OPF_RETH) {
         stq_be_p(h, pkt->va);
         stl_be_p(h + 8, pkt->rkey);
@@ -464,6 +474,10 @@ bool rs_wire_parse(const uint8_t *f, size_t len, RSPkt *pkt,
         pkt->qkey = ldl_be_p(h);
         pkt->sqpn = ldl_be_p(h + 4) & RS_PSN_MASK;
         h += RS_DETH_LEN;
+    }
+    if (oi->flags & RS_OPF_FETH) {
+        pkt->feth = ldl_be_p(h);
+        h += RS_FETH_LEN;
     }
     if (oi->flags & RS_OPF_RETH) {
         pkt->va = ldq_be_p(h);

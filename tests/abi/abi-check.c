@@ -280,7 +280,10 @@ int main(void)
         F(rs_device_attr, max_srq, 96),
         F(rs_device_attr, max_srq_wr, 100),
         F(rs_device_attr, max_srq_sge, 104),
-        F(rs_device_attr, rsvd, 108));
+        F(rs_device_attr, max_mw, 108),
+        F(rs_device_attr, max_mcast_grp, 112),
+        F(rs_device_attr, max_mcast_qp_attach, 116),
+        F(rs_device_attr, rsvd, 120));
     CHECK_STRUCT(rs_port_attr, 64,
         F(rs_port_attr, state, 0),
         F(rs_port_attr, max_mtu, 1),
@@ -420,13 +423,23 @@ int main(void)
     CHECK_VALUE(RS_DB_CQ_ARM, 0x18);
     CHECK_VALUE(RS_DB_SRQ, 0x20);
     CHECK_VALUE(RS_ABI_VERSION_MAJOR, 1);
-    CHECK_VALUE(RS_ABI_VERSION_MINOR, 1);
+    CHECK_VALUE(RS_ABI_VERSION_MINOR, 2);
     CHECK_VALUE(RS_CMD_CREATE_SRQ, 0x20);
     CHECK_VALUE(RS_CMD_MODIFY_SRQ, 0x21);
     CHECK_VALUE(RS_CMD_DESTROY_SRQ, 0x22);
     CHECK_VALUE(RS_CAP_ATOMIC, 0x40);
     CHECK_VALUE(RS_CAP_SRQ, 0x80);
     CHECK_VALUE(RS_EV_SRQ_LIMIT_REACHED, 0x0b);
+    CHECK_VALUE(RS_CAP_FLUSH, 0x4000);
+    CHECK_VALUE(RS_CAP_ATOMIC_WRITE, 0x8000);
+    CHECK_VALUE(RS_WR_FLUSH, 0x0b);
+    CHECK_VALUE(RS_WR_ATOMIC_WRITE, 0x0c);
+    CHECK_VALUE(RS_ACCESS_FLUSH_GLOBAL, 0x20);
+    CHECK_VALUE(RS_ACCESS_FLUSH_PERSISTENT, 0x40);
+    CHECK_VALUE(RS_FLUSH_PLT_GLOBAL, 1);
+    CHECK_VALUE(RS_FLUSH_PLT_PERSISTENT, 2);
+    CHECK_VALUE(RS_FLUSH_SEL_SHIFT, 4);
+    CHECK_VALUE(RS_FLUSH_SEL_MR, 1);
 
     printf("1..%d\n", tests);
     if (failures) {

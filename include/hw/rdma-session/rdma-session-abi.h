@@ -53,9 +53,10 @@
  * minor version when something is added that an older driver can ignore
  * (a reserved field, opcode or doorbell given a meaning, a new RS_CAP_ bit).
  * Minor 1: atomics, SRQs (RS_CAP_ATOMIC, RS_CAP_SRQ).
+ * Minor 2: RDMA FLUSH and ATOMIC WRITE (RS_CAP_FLUSH, RS_CAP_ATOMIC_WRITE).
  */
 #define RS_ABI_VERSION_MAJOR    1
-#define RS_ABI_VERSION_MINOR    1
+#define RS_ABI_VERSION_MINOR    2
 
 #define RS_BAR_REGS             0       /* registers, RS_REGS_SIZE bytes */
 #define RS_BAR_MSIX             1       /* MSI-X table and PBA */
@@ -125,6 +126,8 @@ REG32(RS_ADMQ_DB, 0x100)                /* write: admin producer index */
 #define RS_CAP_INDIRECT_MKEY    (1u << 9)  /* reserved: not yet offered */
 #define RS_CAP_PATTERN_MKEY     (1u << 10) /* reserved: not yet offered */
 #define RS_CAP_ODP              (1u << 11) /* reserved: not yet offered */
+#define RS_CAP_FLUSH            (1u << 14) /* RDMA FLUSH, global visibility */
+#define RS_CAP_ATOMIC_WRITE     (1u << 15) /* RDMA ATOMIC WRITE */
 
 enum rs_fatal {
     RS_FATAL_NONE = 0,
@@ -369,7 +372,10 @@ enum rs_access {
     RS_ACCESS_REMOTE_READ = 1 << 2,
     RS_ACCESS_REMOTE_ATOMIC = 1 << 3,
     RS_ACCESS_MW_BIND = 1 << 4,
-    RS_ACCESS_ALL = 0x1f,
+    /* ABI 1.2: the rights RDMA FLUSH needs, one per placement type. */
+    RS_ACCESS_FLUSH_GLOBAL = 1 << 5,
+    RS_ACCESS_FLUSH_PERSISTENT = 1 << 6,    /* never granted: see the spec */
+    RS_ACCESS_ALL = 0x7f,
 };
 
 /* MR translation: page list levels. */
@@ -538,7 +544,10 @@ struct rs_device_attr {
     uint32_t max_srq;               /* ABI 1.1; 0 before */
     uint32_t max_srq_wr;
     uint32_t max_srq_sge;
-    uint32_t rsvd[5];
+    uint32_t max_mw;
+    uint32_t max_mcast_grp;
+    uint32_t max_mcast_qp_attach;
+    uint32_t rsvd[2];
 };
 
 enum rs_port_state {
@@ -723,6 +732,8 @@ enum rs_wr_opcode {
     RS_WR_ATOMIC_FETCH_ADD = 0x07,
     RS_WR_LOCAL_INV = 0x08,
     RS_WR_REG_MR = 0x09,
+    RS_WR_FLUSH = 0x0b,             /* ABI 1.2 (RS_CAP_FLUSH) */
+    RS_WR_ATOMIC_WRITE = 0x0c,      /* ABI 1.2 (RS_CAP_ATOMIC_WRITE) */
     RS_WR_RECV = 0x80,              /* completion opcode of a receive */
     RS_WR_RECV_RDMA_IMM = 0x81,
 };
@@ -774,6 +785,21 @@ struct rs_send_wqe_ctrl {
     uint32_t remote_qkey;           /* UD */
     uint32_t rsvd1;
 };
+
+/*
+ * RS_WR_FLUSH (RC, no SGEs): remote_addr, rkey; compare_add the length of
+ * the range (at most 2^32 - 1; ignored when the selectivity is the whole
+ * MR); imm_or_inv the FETH value, placement type in bits 3-0, selectivity
+ * in bits 5-4.  RS_WR_ATOMIC_WRITE (RC, no SGEs): remote_addr (8-byte
+ * aligned), rkey; compare_add holds the 8 bytes to write, in memory order.
+ */
+#define RS_FLUSH_PLT_GLOBAL     (1u << 0)  /* global visibility */
+#define RS_FLUSH_PLT_PERSISTENT (1u << 1)  /* persistence: not offered */
+#define RS_FLUSH_PLT_MASK       0xfu
+#define RS_FLUSH_SEL_SHIFT      4
+#define RS_FLUSH_SEL_MASK       (3u << RS_FLUSH_SEL_SHIFT)
+#define RS_FLUSH_SEL_RANGE      0       /* the range the RETH names */
+#define RS_FLUSH_SEL_MR         1       /* the whole MR of the rkey */
 
 /*
  * RS_WR_REG_MR: the control segment read with this layout (no SGEs).
