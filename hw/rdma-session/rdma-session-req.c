@@ -770,6 +770,7 @@ static bool rs_req_flush_aw(RSCore *c, RSQp *qp, const RSSendWqe *s,
     }
     pkt->opcode = rs_req_rc_op(s->w.opcode, 0, 1);
     if (s->w.opcode == RS_WR_FLUSH) {
+        pkt->icrc_rxe_flush = c->p.rxe_flush_icrc;
         pkt->feth = le32_to_cpu(s->w.imm_or_inv);
         pkt->dmalen = le64_to_cpu(s->w.compare_add);
     } else {

@@ -1281,6 +1281,10 @@ void rs_roce_input(RSCore *c, const uint8_t *frame, size_t len)
         trace_rdma_session_roce_drop(len, why);
         return;
     }
+    if (pkt.icrc_rxe_flush && !c->p.rxe_flush_icrc) {
+        trace_rdma_session_roce_drop(len, "FLUSH with soft-RoCE's ICRC");
+        return;
+    }
     gid = rs_gid_find(c, pkt.dgid);
     qpn = pkt.dqpn;
     trace_rdma_session_roce_rx(rs_opcode[pkt.opcode].name, qpn, pkt.psn,

@@ -267,6 +267,21 @@ static uint32_t rs_icrc(const uint8_t *frame, size_t icrc_off, bool v6)
     return crc;
 }
 
+/*
+ * The ICRC Linux soft-RoCE (6.2 to at least 6.12) puts on, and expects
+ * of, a FLUSH: its opcode table gives RC_FLUSH no payload offset, so the
+ * CRC goes on over the transport headers (all a FLUSH has before its
+ * ICRC) a second time, as they are on the wire.
+ */
+static uint32_t rs_icrc_rxe_flush(const uint8_t *frame, size_t icrc_off,
+                                  bool v6)
+{
+    unsigned bth = v6 ? RS_BTH_OFF6 : RS_BTH_OFF;
+
+    return rs_crc32(rs_icrc(frame, icrc_off, v6), frame + bth,
+                    icrc_off - bth);
+}
+
 size_t rs_wire_build(uint8_t *f, RSPkt *pkt, uint32_t paylen)
 {
     const RSOpcodeInfo *oi = &rs_opcode[pkt->opcode];
@@ -355,7 +370,10 @@ size_t rs_wire_build(uint8_t *f, RSPkt *pkt, uint32_t paylen)
         h += RS_IETH_LEN;
     }
     memset(f + off + paylen, 0, pad);
-    stl_le_p(f + len - RS_ICRC_LEN, rs_icrc(f, len - RS_ICRC_LEN, pkt->v6));
+    stl_le_p(f + len - RS_ICRC_LEN,
+             pkt->icrc_rxe_flush && pkt->opcode == RS_OP_FLUSH ?
+             rs_icrc_rxe_flush(f, len - RS_ICRC_LEN, pkt->v6) :
+             rs_icrc(f, len - RS_ICRC_LEN, pkt->v6));
     if (pkt->v6) {
         /* IPv6 requires the UDP checksum (RFC 8200 8.1); the ICRC masks it. */
         uint32_t sum = rs_csum_add(0, ip + 8, 32);
@@ -441,10 +459,16 @@ bool rs_wire_parse(const uint8_t *f, size_t len, RSPkt *pkt,
         *why = "headers longer than the packet";
         return false;
     }
+    pkt->icrc_rxe_flush = false;
     if (ldl_le_p(f + end - RS_ICRC_LEN) !=
         rs_icrc(f, end - RS_ICRC_LEN, pkt->v6)) {
-        *why = "bad ICRC";
-        return false;
+        if (pkt->opcode != RS_OP_FLUSH ||
+            ldl_le_p(f + end - RS_ICRC_LEN) !=
+            rs_icrc_rxe_flush(f, end - RS_ICRC_LEN, pkt->v6)) {
+            *why = "bad ICRC";
+            return false;
+        }
+        pkt->icrc_rxe_flush = true;     /* the caller decides */
     }
     memcpy(pkt->dmac, f, 6);
     memcpy(pkt->smac, f + 6, 6);

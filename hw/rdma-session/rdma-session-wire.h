@@ -158,6 +158,11 @@ typedef struct RSPkt {
     uint32_t imm;               /* ImmDt: the wire's big-endian value */
     uint32_t ieth;              /* IETH rkey */
     uint32_t feth;              /* FETH: placement type, selectivity */
+    /*
+     * A FLUSH with the ICRC Linux soft-RoCE computes (rs_wire_build: send
+     * it so; rs_wire_parse: it came so).
+     */
+    bool icrc_rxe_flush;
     uint64_t swap_add;          /* AtomicETH (va, rkey in the RETH fields) */
     uint64_t compare;
     uint64_t orig;              /* AtomicAckETH: the original value */

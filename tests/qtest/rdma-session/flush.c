@@ -137,6 +137,9 @@ static void check_request(Pair *pr, const FlushRow *r, uint64_t raddr,
     }
     g_assert_cmphex(ldq_be_p(f + reth), ==, raddr);
     g_assert_cmphex(ldl_be_p(f + reth + 8), ==, rkey);
+    /* The IBTA's ICRC unless x-rxe-flush-icrc is on (flush/rxe-icrc). */
+    g_assert_cmphex((uint32_t)ldl_le_p(f + pr->last_len[0] - 4), ==,
+                    roce_icrc(f, pr->last_len[0] - 4));
 }
 
 static void flush_run(FlushEnv *e, const FlushRow *r, unsigned i)
@@ -426,9 +429,121 @@ static void test_flush_fence(void *obj, void *data, QGuestAllocator *alloc)
     pair_teardown(pr);
 }
 
+/* A FLUSH request from adapter @from on QP @q, signaled. */
+static void post_flush_on(Pair *pr, int from, LoopQp *q, uint64_t wr_id,
+                          uint64_t raddr, uint32_t rkey)
+{
+    struct rs_send_wqe_ctrl w = {
+        .wr_id = wr_id,
+        .opcode = RS_WR_FLUSH,
+        .flags = RS_WQE_F_SIGNALED,
+        .imm_or_inv = FETH_GLOBAL,
+        .remote_addr = raddr,
+        .rkey = rkey,
+        .compare_add = 64,
+    };
+
+    eng_post_send(pr->p[from].d, q, &w, NULL, 0);
+}
+
+/* An RC pair whose QPs both allow FLUSH_ACCESS. */
+static void flush_pair_rc(Pair *pr, LoopQp q[2])
+{
+    struct rs_qp_attr a;
+    int i;
+
+    for (i = 0; i < 2; i++) {
+        pair_qp(pr, i, &q[i], RS_QPT_RC, pr->p[i].pd);
+    }
+    for (i = 0; i < 2; i++) {
+        std_attr(&a, RS_QPS_RESET, RS_QPS_RESET);
+        gid_v4(a.ah.dgid, 10, 0, 0, !i + 1);
+        memcpy(a.ah.dmac, pair_mac[!i], 6);
+        a.dest_qp_num = q[!i].qpn;
+        a.sq_psn = pair_psn[i];
+        a.rq_psn = pair_psn[!i];
+        a.timeout = PAIR_TIMEOUT;
+        a.access_flags = FLUSH_ACCESS;
+        eng_connect(pr->p[i].d, &q[i], RS_QPT_RC, &a, 0);
+    }
+}
+
+/*
+ * x-rxe-flush-icrc=on on B: its FLUSHes carry the ICRC Linux soft-RoCE
+ * computes (headers twice), which A, without the property, drops; the
+ * same frame with the IBTA's ICRC is answered.  B takes a FLUSH with
+ * either ICRC.
+ */
+static void test_flush_rxe_icrc(void *obj, void *data,
+                                QGuestAllocator *alloc)
+{
+    Pair pr;
+    Peer *a = &pr.p[0], *b = &pr.p[1];
+    uint32_t akey, bkey;
+    GByteArray *g, *r;
+    unsigned k;
+    LoopQp q[2];
+
+    pair_setup(&pr, obj, data, alloc);
+    akey = eng_mr(a->d, a->pd, 0, a->buf, PAIR_BUF, FLUSH_ACCESS);
+    bkey = eng_mr(b->d, b->pd, 0, b->buf, PAIR_BUF, FLUSH_ACCESS);
+    flush_pair_rc(&pr, q);
+
+    /* B to A: soft-RoCE's ICRC, dropped by A. */
+    pr.hold[0] = pr.hold[1] = true;
+    post_flush_on(&pr, 1, &q[1], 0xc1, a->buf + 0x100, akey);
+    g = pair_take(&pr, 1);
+    g_assert_cmphex(g->data[ROCE_BTH], ==, 0x1c);
+    g_assert_cmphex((uint32_t)ldl_le_p(g->data + g->len - 4), ==,
+                    roce_icrc_rxe_flush(g->data, g->len - 4));
+    g_assert_cmphex((uint32_t)ldl_le_p(g->data + g->len - 4), !=,
+                    roce_icrc(g->data, g->len - 4));
+    pair_inject(&pr, 0, g->data, g->len);
+    for (k = 0; k < 10; k++) {
+        pair_pump(&pr);
+        qtest_clock_step(qrs_qts(a->d), 100000);
+    }
+    g_assert_true(g_queue_is_empty(&pr.held[0]));
+    /* The IBTA's ICRC: answered, and B completes. */
+    roce_reseal(g->data, g->len);
+    pair_inject(&pr, 0, g->data, g->len);
+    g_byte_array_unref(g);
+    r = pair_take(&pr, 0);
+    g_assert_cmphex(r->data[ROCE_BTH], ==, OP_READ_RESP_ONLY);
+    pair_inject(&pr, 1, r->data, r->len);
+    g_byte_array_unref(r);
+    pair_expect_cqe(&pr, 1, 0xc1, RS_WC_SUCCESS, RS_WR_FLUSH, q[1].qpn, 0);
+
+    /* A to B with soft-RoCE's ICRC, then with the IBTA's: both taken. */
+    post_flush_on(&pr, 0, &q[0], 0xc2, b->buf + 0x100, bkey);
+    g = pair_take(&pr, 0);
+    g_assert_cmphex((uint32_t)ldl_le_p(g->data + g->len - 4), ==,
+                    roce_icrc(g->data, g->len - 4));
+    stl_le_p(g->data + g->len - 4, roce_icrc_rxe_flush(g->data, g->len - 4));
+    pair_inject(&pr, 1, g->data, g->len);
+    g_byte_array_unref(g);
+    r = pair_take(&pr, 1);
+    g_assert_cmphex(r->data[ROCE_BTH], ==, OP_READ_RESP_ONLY);
+    pair_inject(&pr, 0, r->data, r->len);
+    g_byte_array_unref(r);
+    pair_expect_cqe(&pr, 0, 0xc2, RS_WC_SUCCESS, RS_WR_FLUSH, q[0].qpn, 0);
+    pr.hold[0] = pr.hold[1] = false;
+    post_flush_on(&pr, 0, &q[0], 0xc3, b->buf + 0x200, bkey);
+    pair_expect_cqe(&pr, 0, 0xc3, RS_WC_SUCCESS, RS_WR_FLUSH, q[0].qpn, 0);
+
+    pair_cq_empty(&pr, 0);
+    pair_cq_empty(&pr, 1);
+    g_assert_cmpuint(qp_state(a->d, q[0].h), ==, RS_QPS_RTS);
+    g_assert_cmpuint(qp_state(b->d, q[1].h), ==, RS_QPS_RTS);
+    pair_teardown(&pr);
+}
+
 static void register_flush_tests(void)
 {
     QOSGraphTestOptions pair = { .before = pair_before };
+    QOSGraphTestOptions rxe_icrc = {
+        .before = pair_before, .arg = (void *)",x-rxe-flush-icrc=on",
+    };
 
     qos_add_test("flush/ops", "rdma-session", test_flush_ops, &pair);
     qos_add_test("flush/bad-frames", "rdma-session", test_flush_bad_frames,
@@ -436,6 +551,8 @@ static void register_flush_tests(void)
     qos_add_test("flush/duplicate", "rdma-session", test_flush_duplicate,
                  &pair);
     qos_add_test("flush/fence", "rdma-session", test_flush_fence, &pair);
+    qos_add_test("flush/rxe-icrc", "rdma-session", test_flush_rxe_icrc,
+                 &rxe_icrc);
 }
 
 libqos_init(register_flush_tests);
