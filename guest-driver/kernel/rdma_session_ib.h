@@ -177,6 +177,36 @@ struct rs_ah {
 	dma_addr_t av_dma;
 };
 
+/*
+ * IB access flags to the device's: the first five are the same bits, the
+ * FLUSH rights are not.
+ */
+#define RS_IB_ACCESS_SAME	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
+				 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC | \
+				 IB_ACCESS_MW_BIND)
+
+static inline u16 rs_access_from_ib(int access)
+{
+	u16 a = access & RS_IB_ACCESS_SAME;
+
+	if (access & IB_ACCESS_FLUSH_GLOBAL)
+		a |= RS_ACCESS_FLUSH_GLOBAL;
+	if (access & IB_ACCESS_FLUSH_PERSISTENT)
+		a |= RS_ACCESS_FLUSH_PERSISTENT;
+	return a;
+}
+
+static inline int rs_access_to_ib(u16 a)
+{
+	int access = a & RS_IB_ACCESS_SAME;
+
+	if (a & RS_ACCESS_FLUSH_GLOBAL)
+		access |= IB_ACCESS_FLUSH_GLOBAL;
+	if (a & RS_ACCESS_FLUSH_PERSISTENT)
+		access |= IB_ACCESS_FLUSH_PERSISTENT;
+	return access;
+}
+
 static inline u32 rs_ah_handle(struct rs_ah *ah)
 {
 	return ah->pend ? READ_ONCE(ah->pend->handle) : ah->handle;

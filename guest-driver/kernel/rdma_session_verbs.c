@@ -305,6 +305,14 @@ static int rs_ib_query_device(struct ib_device *ibdev, struct ib_device_attr *a,
 	a->device_cap_flags = IB_DEVICE_PORT_ACTIVE_EVENT |
 			      IB_DEVICE_RC_RNR_NAK_GEN |
 			      IB_DEVICE_MEM_MGT_EXTENSIONS;
+	/*
+	 * FLUSH to global visibility and ATOMIC WRITE; never to persistence:
+	 * guest RAM is no persistence domain the device reaches.
+	 */
+	if (dev->rdev->caps & RS_CAP_FLUSH)
+		a->device_cap_flags |= IB_DEVICE_FLUSH_GLOBAL;
+	if (dev->rdev->caps & RS_CAP_ATOMIC_WRITE)
+		a->device_cap_flags |= IB_DEVICE_ATOMIC_WRITE;
 	a->kernel_cap_flags = IBK_LOCAL_DMA_LKEY;
 	a->max_send_sge = da->max_sge;
 	a->max_recv_sge = da->max_sge;
@@ -1095,7 +1103,7 @@ static int rs_ib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask
 	a->rq_psn = attr->rq_psn;
 	a->sq_psn = attr->sq_psn;
 	a->dest_qp_num = attr->dest_qp_num;
-	a->access_flags = attr->qp_access_flags & RS_ACCESS_ALL;
+	a->access_flags = rs_access_from_ib(attr->qp_access_flags);
 	a->pkey_index = attr->pkey_index;
 	a->max_rd_atomic = attr->max_rd_atomic;
 	a->max_dest_rd_atomic = attr->max_dest_rd_atomic;
@@ -1197,7 +1205,7 @@ static int rs_ib_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	attr->rq_psn = a->rq_psn;
 	attr->sq_psn = a->sq_psn;
 	attr->dest_qp_num = a->dest_qp_num;
-	attr->qp_access_flags = a->access_flags;
+	attr->qp_access_flags = rs_access_to_ib(a->access_flags);
 	attr->pkey_index = a->pkey_index;
 	attr->port_num = RS_PORT_NUM;
 	attr->max_rd_atomic = a->max_rd_atomic;
@@ -1623,7 +1631,8 @@ mismatch:
 
 #define RS_IB_ACCESS_SUPPORTED	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
 				 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC | \
-				 IB_ACCESS_MW_BIND | IB_ACCESS_OPTIONAL)
+				 IB_ACCESS_MW_BIND | IB_ACCESS_FLUSH_GLOBAL | \
+				 IB_ACCESS_OPTIONAL)
 
 static struct ib_mr *rs_ib_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				       u64 iova, int access, struct ib_udata *udata)
@@ -1681,7 +1690,7 @@ static struct ib_mr *rs_ib_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length
 	cmd.reg_mr.pd = to_rspd(ibpd)->handle;
 	cmd.reg_mr.page_shift = order_base_2(pgsz);
 	cmd.reg_mr.flags = indirect ? RS_MR_F_PBL_INDIRECT : 0;
-	cmd.reg_mr.access = access & RS_ACCESS_ALL;
+	cmd.reg_mr.access = rs_access_from_ib(access);
 	cmd.reg_mr.gid_index = netid;
 	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
 	/* The device copied the translation: the page list can go. */

@@ -305,6 +305,10 @@ static enum ibv_wc_opcode rs_wc_opcode(uint8_t op)
 		return IBV_WC_LOCAL_INV;
 	case RS_WR_BIND_MW:
 		return IBV_WC_BIND_MW;
+	case RS_WR_FLUSH:
+		return IBV_WC_FLUSH;
+	case RS_WR_ATOMIC_WRITE:
+		return IBV_WC_ATOMIC_WRITE;
 	case RS_WR_RECV_RDMA_IMM:
 		return IBV_WC_RECV_RDMA_WITH_IMM;
 	case RS_WR_RECV:
@@ -701,7 +705,8 @@ int rs_destroy_cq(struct ibv_cq *ibcq)
 		     IBV_QP_EX_WITH_RDMA_READ |                              \
 		     IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |                     \
 		     IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |                   \
-		     IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW)
+		     IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW |       \
+		     IBV_QP_EX_WITH_FLUSH | IBV_QP_EX_WITH_ATOMIC_WRITE)
 
 static void rs_qp_fill_wr_pfns(struct rs_qp *qp,
 			       const struct ibv_qp_init_attr_ex *attr);
@@ -987,6 +992,8 @@ static bool rs_opcode_ok(enum ibv_qp_type type, uint8_t op)
 	case RS_WR_RDMA_READ:
 	case RS_WR_ATOMIC_CMP_SWP:
 	case RS_WR_ATOMIC_FETCH_ADD:
+	case RS_WR_FLUSH:
+	case RS_WR_ATOMIC_WRITE:
 		return type == IBV_QPT_RC;
 	default:
 		return false;
@@ -1562,6 +1569,43 @@ static void rs_wr_atomic_fetch_add(struct ibv_qp_ex *qpx, uint32_t rkey,
 		c->compare_add = htole64(add);
 }
 
+/*
+ * FLUSH and ATOMIC WRITE exist only in the extended API, as in rxe: struct
+ * ibv_send_wr has no fields for them.  Neither takes SGEs.
+ */
+static void rs_wr_flush(struct ibv_qp_ex *qpx, uint32_t rkey,
+			uint64_t remote_addr, size_t len, uint8_t type,
+			uint8_t level)
+{
+	struct rs_qp *qp = to_rs_qp_ex(qpx);
+	struct rs_send_wqe_ctrl *c;
+
+	if (len > UINT32_MAX || !type ||
+	    (type & ~(IBV_FLUSH_GLOBAL | IBV_FLUSH_PERSISTENT)) ||
+	    level > IBV_FLUSH_MR) {
+		qp->cur_wqe = NULL;
+		if (!qp->wr_err)
+			qp->wr_err = EINVAL;
+		return;
+	}
+	c = rs_wr_rdma(qpx, RS_WR_FLUSH, rkey, remote_addr);
+	if (c) {
+		c->compare_add = htole64(len);
+		c->imm_or_inv = htole32(type | level << RS_FLUSH_SEL_SHIFT);
+	}
+}
+
+static void rs_wr_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey,
+			       uint64_t remote_addr, const void *atomic_wr)
+{
+	struct rs_send_wqe_ctrl *c =
+		rs_wr_rdma(qpx, RS_WR_ATOMIC_WRITE, rkey, remote_addr);
+
+	/* The 8 bytes as they are in memory. */
+	if (c)
+		memcpy(&c->compare_add, atomic_wr, sizeof(c->compare_add));
+}
+
 static void rs_wr_set_sge(struct ibv_qp_ex *qpx, uint32_t lkey, uint64_t addr,
 			  uint32_t length)
 {
@@ -1658,6 +1702,10 @@ static void rs_qp_fill_wr_pfns(struct rs_qp *qp,
 		qpx->wr_local_inv = rs_wr_local_inv;
 	if (ops & IBV_QP_EX_WITH_BIND_MW)
 		qpx->wr_bind_mw = rs_wr_bind_mw;
+	if (ops & IBV_QP_EX_WITH_FLUSH)
+		qpx->wr_flush = rs_wr_flush;
+	if (ops & IBV_QP_EX_WITH_ATOMIC_WRITE)
+		qpx->wr_atomic_write = rs_wr_atomic_write;
 	qpx->wr_set_sge = rs_wr_set_sge;
 	qpx->wr_set_sge_list = rs_wr_set_sge_list;
 	qpx->wr_set_inline_data = rs_wr_set_inline_data;

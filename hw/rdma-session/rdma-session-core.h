@@ -38,6 +38,7 @@ typedef struct RSParams {
     uint32_t drop_tx;           /* x-drop-tx: test only, drop every Nth */
     uint32_t ack_backoff;       /* x-ack-backoff: timeout doublings */
     bool migration_hold;        /* x-migration-hold: RNR NAKs while out */
+    bool rxe_flush_icrc;        /* x-rxe-flush-icrc: FLUSH as rxe's ICRC */
 } RSParams;
 
 typedef struct RSPd {

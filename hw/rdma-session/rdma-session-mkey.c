@@ -42,6 +42,13 @@ static uint8_t rs_mr_check_access(uint16_t access)
     if (access & ~RS_ACCESS_ALL) {
         return RS_STATUS_BAD_ACCESS;
     }
+    /*
+     * Guest RAM is no persistence domain the device can flush to: an MR
+     * that asks for persistent FLUSH is refused, never silently degraded.
+     */
+    if (access & RS_ACCESS_FLUSH_PERSISTENT) {
+        return RS_STATUS_BAD_ACCESS;
+    }
     /* IBTA 10.6.3.1: remote write or atomic needs local write. */
     if ((access & (RS_ACCESS_REMOTE_WRITE | RS_ACCESS_REMOTE_ATOMIC)) &&
         !(access & RS_ACCESS_LOCAL_WRITE)) {

@@ -53,7 +53,8 @@
  * minor version when something is added that an older driver can ignore
  * (a reserved field, opcode or doorbell given a meaning, a new RS_CAP_ bit).
  * Minor 1: atomics, SRQs (RS_CAP_ATOMIC, RS_CAP_SRQ).
- * Minor 2: memory windows (RS_CAP_MW), ...
+ * Minor 2: memory windows (RS_CAP_MW), RDMA FLUSH and ATOMIC WRITE
+ * (RS_CAP_FLUSH, RS_CAP_ATOMIC_WRITE), UD multicast (RS_CAP_MCAST).
  */
 #define RS_ABI_VERSION_MAJOR    1
 #define RS_ABI_VERSION_MINOR    2
@@ -127,6 +128,8 @@ REG32(RS_ADMQ_DB, 0x100)                /* write: admin producer index */
 #define RS_CAP_PATTERN_MKEY     (1u << 10) /* reserved: not yet offered */
 #define RS_CAP_ODP              (1u << 11) /* reserved: not yet offered */
 #define RS_CAP_MW               (1u << 12) /* memory windows, type 1 and 2B */
+#define RS_CAP_FLUSH            (1u << 14) /* RDMA FLUSH, global visibility */
+#define RS_CAP_ATOMIC_WRITE     (1u << 15) /* RDMA ATOMIC WRITE */
 
 enum rs_fatal {
     RS_FATAL_NONE = 0,
@@ -373,7 +376,10 @@ enum rs_access {
     RS_ACCESS_REMOTE_READ = 1 << 2,
     RS_ACCESS_REMOTE_ATOMIC = 1 << 3,
     RS_ACCESS_MW_BIND = 1 << 4,
-    RS_ACCESS_ALL = 0x1f,
+    /* ABI 1.2: the rights RDMA FLUSH needs, one per placement type. */
+    RS_ACCESS_FLUSH_GLOBAL = 1 << 5,
+    RS_ACCESS_FLUSH_PERSISTENT = 1 << 6,    /* never granted: see the spec */
+    RS_ACCESS_ALL = 0x7f,
 };
 
 /* MR translation: page list levels. */
@@ -752,6 +758,8 @@ enum rs_wr_opcode {
     RS_WR_LOCAL_INV = 0x08,
     RS_WR_REG_MR = 0x09,
     RS_WR_BIND_MW = 0x0a,           /* ABI 1.2 (RS_CAP_MW) */
+    RS_WR_FLUSH = 0x0b,             /* ABI 1.2 (RS_CAP_FLUSH) */
+    RS_WR_ATOMIC_WRITE = 0x0c,      /* ABI 1.2 (RS_CAP_ATOMIC_WRITE) */
     RS_WR_RECV = 0x80,              /* completion opcode of a receive */
     RS_WR_RECV_RDMA_IMM = 0x81,
 };
@@ -803,6 +811,21 @@ struct rs_send_wqe_ctrl {
     uint32_t remote_qkey;           /* UD */
     uint32_t rsvd1;
 };
+
+/*
+ * RS_WR_FLUSH (RC, no SGEs): remote_addr, rkey; compare_add the length of
+ * the range (at most 2^32 - 1; ignored when the selectivity is the whole
+ * MR); imm_or_inv the FETH value, placement type in bits 3-0, selectivity
+ * in bits 5-4.  RS_WR_ATOMIC_WRITE (RC, no SGEs): remote_addr (8-byte
+ * aligned), rkey; compare_add holds the 8 bytes to write, in memory order.
+ */
+#define RS_FLUSH_PLT_GLOBAL     (1u << 0)  /* global visibility */
+#define RS_FLUSH_PLT_PERSISTENT (1u << 1)  /* persistence: not offered */
+#define RS_FLUSH_PLT_MASK       0xfu
+#define RS_FLUSH_SEL_SHIFT      4
+#define RS_FLUSH_SEL_MASK       (3u << RS_FLUSH_SEL_SHIFT)
+#define RS_FLUSH_SEL_RANGE      0       /* the range the RETH names */
+#define RS_FLUSH_SEL_MR         1       /* the whole MR of the rkey */
 
 /*
  * RS_WR_REG_MR: the control segment read with this layout (no SGEs).

@@ -233,7 +233,7 @@ static void rsf_reg_big_mr(RSFState *f, RSFMr *m)
         .npages = RSF_BIG_PAGES,
         .pd = f->pd,
         .page_shift = RSF_BIG_SHIFT,
-        .access = RS_ACCESS_ALL,
+        .access = RS_ACCESS_ALL & ~RS_ACCESS_FLUSH_PERSISTENT,
     };
     uint32_t i, rkey;
 
@@ -477,10 +477,12 @@ static void rsf_bring_up(RSFState *f, QTestState *s)
         rsf_ok(qrs_create_cq(&f->d, ring, RSF_CQ_LOG, 0, 0, &f->cq[i]),
                "CREATE_CQ");
     }
-    rsf_reg_mr(f, &f->mr[RSF_MR_ALL], 4, RS_ACCESS_ALL, 0);
+    rsf_reg_mr(f, &f->mr[RSF_MR_ALL], 4,
+               RS_ACCESS_ALL & ~RS_ACCESS_FLUSH_PERSISTENT, 0);
     rsf_reg_mr(f, &f->mr[RSF_MR_READ_ONLY], 1,
                RS_ACCESS_LOCAL_WRITE | RS_ACCESS_REMOTE_READ, 0);
-    rsf_reg_mr(f, &f->mr[RSF_MR_ALL6], 2, RS_ACCESS_ALL, 1);
+    rsf_reg_mr(f, &f->mr[RSF_MR_ALL6], 2,
+               RS_ACCESS_ALL & ~RS_ACCESS_FLUSH_PERSISTENT, 1);
     rsf_reg_big_mr(f, &f->mr[RSF_MR_BIG]);
 
     /* Loopback: a session to our own address, as the qtests do. */

@@ -122,6 +122,12 @@ void pair_cmd_line(GString *cmd_line, const PairSockets *s);
 
 void *pair_before(GString *cmd_line, void *arg);
 
+/* The ICRC of the frame whose ICRC is at @icrc_off (IBTA A17.8). */
+uint32_t roce_icrc(const uint8_t *f, size_t icrc_off);
+
+/* The ICRC Linux soft-RoCE puts on a FLUSH: the headers covered twice. */
+uint32_t roce_icrc_rxe_flush(const uint8_t *f, size_t icrc_off);
+
 /* After a change to a frame of @len bytes: lengths, checksum, ICRC. */
 void roce_reseal(uint8_t *f, size_t len);
 

@@ -67,6 +67,8 @@
 #define STD_SQ_PSN              0x654321u
 #define STD_DEST_QPN            0x123456u
 #define STD_FLOW_LABEL          0x12345u
+/* The lowest access bit no right has yet. */
+#define RS_ACCESS_UNKNOWN       (RS_ACCESS_ALL + 1)
 #define STD_ACCESS              (RS_ACCESS_LOCAL_WRITE |                  \
                                  RS_ACCESS_REMOTE_WRITE |                 \
                                  RS_ACCESS_REMOTE_READ)
