@@ -185,6 +185,7 @@ static inline u32 rs_ah_handle(struct rs_ah *ah)
 struct rs_mr {
 	struct ib_mr ibmr;
 	struct ib_umem *umem;
+	int access;			/* user MRs: for rereg_user_mr */
 	bool dma;			/* get_dma_mr: no device object */
 	/* Fast registration: page list of max_pages DMA addresses. */
 	u64 *pages;
