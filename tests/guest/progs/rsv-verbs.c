@@ -53,6 +53,8 @@ static int fd;
 
 static const char *err_str(int e)
 {
+	if (e < -1000)
+		e = -e - 1000;
 	return e ? strerror(e) : "success";
 }
 
@@ -199,6 +201,22 @@ static int to_state(struct ibv_qp *qp, enum ibv_qp_state s)
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE);
 }
 
+/* post1()'s result as text: the errno, and whether *bad_wr was wrong. */
+static const char *post_str(int e)
+{
+	static char b[4][96];
+	static int i;
+
+	i = (i + 1) % 4;
+	snprintf(b[i], sizeof(b[i]), "%s%s", err_str(e),
+		 e < -1000 ? " (bad_wr not set)" : "");
+	return b[i];
+}
+
+/*
+ * One SEND or receive of MSG bytes: 0, the errno, or -errno - 1000 when
+ * the post failed without pointing *bad_wr at the work request.
+ */
 static int post1(struct ibv_qp *qp, uint64_t id, void *buf, uint32_t lkey,
 		 bool recv)
 {
@@ -209,14 +227,17 @@ static int post1(struct ibv_qp *qp, uint64_t id, void *buf, uint32_t lkey,
 	struct ibv_recv_wr rwr = { .wr_id = id, .sg_list = &sge, .num_sge = 1 };
 	struct ibv_send_wr *sbad = NULL;
 	struct ibv_recv_wr *rbad = NULL;
+	bool bad_wr_wrong;
 	int e;
 
 	if (recv) {
 		e = ibv_post_recv(qp, &rwr, &rbad);
-		return e && rbad != &rwr ? -1 : e;
+		bad_wr_wrong = e && rbad != &rwr;
+	} else {
+		e = ibv_post_send(qp, &swr, &sbad);
+		bad_wr_wrong = e && sbad != &swr;
 	}
-	e = ibv_post_send(qp, &swr, &sbad);
-	return e && sbad != &swr ? -1 : e;
+	return bad_wr_wrong ? -e - 1000 : e;
 }
 
 static int wr_api_send(struct ibv_qp *qp, uint64_t id, void *buf,
@@ -252,6 +273,7 @@ static void state_rules(void)
 	struct ibv_mr *mr;
 	uint8_t *buf;
 	int e1, e2, e3, n, got, st, i;
+	char list[256] = "";
 	bool flushed;
 
 	buf = aligned_alloc(4096, 4096);
@@ -273,7 +295,7 @@ static void state_rules(void)
 	rsv_check(&o, "state-reset", e1 == EINVAL && e2 == EINVAL &&
 		  e3 == EINVAL,
 		  "post_send %s, post_recv %s, wr_complete %s (EINVAL each)",
-		  err_str(e1), err_str(e2), err_str(e3));
+		  post_str(e1), post_str(e2), err_str(e3));
 
 	a.qp_state = IBV_QPS_INIT;
 	a.port_num = 1;
@@ -286,7 +308,7 @@ static void state_rules(void)
 	e2 = post1(qp, 6, buf + 1024, mr->lkey, true);
 	rsv_check(&o, "state-init", e1 == EINVAL && e3 == EINVAL && !e2,
 		  "post_send %s, wr_complete %s (EINVAL each), post_recv %s",
-		  err_str(e1), err_str(e3), err_str(e2));
+		  post_str(e1), err_str(e3), post_str(e2));
 
 	rsv_info(&d, qp, 0x2000, &me);
 	if (!rsv_xchg(fd, &me, &peer, sizeof(me)))
@@ -313,7 +335,7 @@ static void state_rules(void)
 	e3 = wr_api_send(qp, 8, buf, mr->lkey);
 	rsv_check(&o, "state-rtr", e1 == EINVAL && e3 == EINVAL,
 		  "post_send %s, wr_complete %s (EINVAL each)",
-		  err_str(e1), err_str(e3));
+		  post_str(e1), err_str(e3));
 
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
@@ -353,11 +375,17 @@ static void state_rules(void)
 			got |= 4;
 	}
 	usleep(200000);
-	n += ibv_poll_cq(cq, 8, wc);
+	i = ibv_poll_cq(cq, 6, wc + 2);
+	n += i > 0 ? i : 0;
+	for (i = 0; i < n && i < 8; i++)
+		snprintf(list + strlen(list), sizeof(list) - strlen(list),
+			 " %llu:%s", (unsigned long long)wc[i].wr_id,
+			 wc[i].status ? ibv_wc_status_str(wc[i].status) :
+			 wc[i].opcode == IBV_WC_RECV ? "recv" : "send");
 	rsv_check(&o, "state-posted-nothing", e1 == 0 && got == 3 && n == 2 &&
 		  !st,
-		  "RTS send %s; %d completions (want 2: send 9, receive 6 posted in INIT with the peer's data), flags %#x, status %d",
-		  err_str(e1), n, got, st);
+		  "RTS send %s; completions (want 9:send and 6:recv, posted in INIT, with the peer's data):%s; flags %#x",
+		  err_str(e1), list, got);
 	if (!rsv_sync(fd))
 		rsv_die("peer gone");
 
@@ -366,16 +394,23 @@ static void state_rules(void)
 	e1 = post1(qp, 10, buf, mr->lkey, false);
 	e2 = post1(qp, 11, buf + 1024, mr->lkey, true);
 	flushed = true;
+	list[0] = 0;
 	for (i = 0; i < 2 && !e1 && !e2; i++) {
-		if (rsv_poll(cq, &wc[0], o.timeout * 1000) != 1 ||
-		    wc[0].status != IBV_WC_WR_FLUSH_ERR ||
+		if (rsv_poll(cq, &wc[0], o.timeout * 1000) != 1) {
+			strcat(list, " (none)");
+			flushed = false;
+			break;
+		}
+		snprintf(list + strlen(list), sizeof(list) - strlen(list),
+			 " %llu:%s", (unsigned long long)wc[0].wr_id,
+			 ibv_wc_status_str(wc[0].status));
+		if (wc[0].status != IBV_WC_WR_FLUSH_ERR ||
 		    (wc[0].wr_id != 10 && wc[0].wr_id != 11))
 			flushed = false;
 	}
 	rsv_check(&o, "state-err-flush", !e3 && !e1 && !e2 && flushed,
-		  "modify to ERR %s, post_send %s, post_recv %s, both completed with WR_FLUSH_ERR: %s",
-		  err_str(e3), err_str(e1), err_str(e2),
-		  flushed ? "yes" : "no");
+		  "modify to ERR %s, post_send %s, post_recv %s; completions (want 10 and 11 flushed):%s",
+		  err_str(e3), post_str(e1), post_str(e2), list);
 
 	/* RESET again: the rings start over and posts are refused again. */
 	e3 = to_state(qp, IBV_QPS_RESET);
@@ -383,7 +418,7 @@ static void state_rules(void)
 	e2 = post1(qp, 13, buf, mr->lkey, true);
 	rsv_check(&o, "state-reset-again", !e3 && e1 == EINVAL && e2 == EINVAL,
 		  "modify to RESET %s; post_send %s, post_recv %s",
-		  err_str(e3), err_str(e1), err_str(e2));
+		  err_str(e3), post_str(e1), post_str(e2));
 	ibv_destroy_qp(qp);
 	ibv_destroy_cq(cq);
 	ibv_dereg_mr(mr);
