@@ -684,6 +684,7 @@ int rs_resize_cq(struct ibv_cq *ibcq, int cqe)
 	ring = mmap(NULL, drv->ring_bytes, PROT_READ, MAP_SHARED,
 		    ibcq->context->cmd_fd, drv->ring_mmap_key);
 	if (ring == MAP_FAILED) {
+		/* As above: the CQ is unusable, only destroying it is left. */
 		err = errno;
 		goto out;
 	}
