@@ -866,6 +866,94 @@ static void test_engine_cq_resize(void *obj, void *data,
     assert_alive(l.d);
 }
 
+/*
+ * MODIFY_SRQ with RS_SRQ_ATTR_MAX_WR between messages: the WQEs not taken
+ * yet move to the new ring and are taken next, in order, and posting goes
+ * on there from the number moved; a ring too small for them is refused
+ * and the SRQ keeps working on the old one.
+ */
+static void test_engine_srq_resize(void *obj, void *data,
+                                   QGuestAllocator *alloc)
+{
+    struct rs_cmd_create_srq c;
+    struct rs_send_wqe_ctrl w;
+    struct rs_cqe cqe;
+    uint32_t srq, pi = 0, posted = 0, sent = 0, moved;
+    uint64_t ring;
+    uint8_t log;
+    LoopQp c2, b2;
+    Loop l;
+    int round, i;
+    bool got_recv, got_send;
+
+    loop_setup(&l, obj);
+    srq = srq_loop_setup(&l, &c, &c2, &b2);
+    fill(l.d, l.dst, 0xee, LOOP_BUF);
+    loop_pattern(&l, l.src, LOOP_BUF, 0x42);
+    memset(&w, 0, sizeof(w));
+    w.opcode = RS_WR_SEND;
+    w.flags = RS_WQE_F_SIGNALED;
+    w.num_sge = 1;
+
+    for (round = 0; round < 6; round++) {
+        /* Two WQEs in, one message out: one more waits each round. */
+        for (i = 0; i < 2; i++, posted++) {
+            srq_post(l.d, &c, srq, &pi, 0x7000 + posted,
+                     l.dst + posted * 256, 256, l.dst_key);
+        }
+        w.wr_id = 0xa000 + sent;
+        loop_post_send(&l, &l.a, &w, l.src + sent * 256, 256, l.src_key);
+        got_recv = got_send = false;
+        for (i = 0; i < 2; i++) {
+            loop_poll(&l, &cqe);
+            g_assert_cmpuint(cqe.status, ==, RS_WC_SUCCESS);
+            if (cqe.opcode == RS_WR_RECV) {
+                g_assert_cmphex(cqe.wr_id, ==, 0x7000 + sent);
+                g_assert_cmpuint(cqe.qpn, ==, l.b.qpn);
+                got_recv = true;
+            } else {
+                g_assert_cmphex(cqe.wr_id, ==, 0xa000 + sent);
+                got_send = true;
+            }
+        }
+        g_assert_true(got_recv && got_send);
+        loop_assert_same(&l, l.src + sent * 256, l.dst + sent * 256, 256);
+        sent++;
+
+        /* posted - sent WQEs wait: 1, 2, ... 6. */
+        if (posted - sent > 2) {
+            ring = qrs_alloc_zeroed(l.d, (size_t)qrs_recv_stride(1) << 1);
+            RS_ASSERT_STATUS(qrs_modify_srq(l.d, srq, RS_SRQ_ATTR_MAX_WR, 0,
+                                            ring, 1, NULL),
+                             RS_STATUS_BAD_SIZE);
+        }
+        /* Room for the waiting WQEs and the next round's two. */
+        log = posted - sent + 2 <= 4 && (round & 1) ? 2 : 3;
+        ring = qrs_alloc_zeroed(l.d, (size_t)qrs_recv_stride(1) << log);
+        RS_ASSERT_OK(qrs_modify_srq(l.d, srq, RS_SRQ_ATTR_MAX_WR, 0, ring,
+                                    log, &moved));
+        g_assert_cmpuint(moved, ==, posted - sent);
+        c.ring_addr = ring;
+        c.log_size = log;
+        pi = moved;
+    }
+    /* The WQEs still waiting are taken in order from the last ring. */
+    while (sent < posted) {
+        w.wr_id = 0xa000 + sent;
+        loop_post_send(&l, &l.a, &w, l.src + sent * 256, 256, l.src_key);
+        for (i = 0; i < 2; i++) {
+            loop_poll(&l, &cqe);
+            g_assert_cmpuint(cqe.status, ==, RS_WC_SUCCESS);
+            g_assert_cmphex(cqe.wr_id, ==, (cqe.opcode == RS_WR_RECV ?
+                                            0x7000 : 0xa000) + sent);
+        }
+        loop_assert_same(&l, l.src + sent * 256, l.dst + sent * 256, 256);
+        sent++;
+    }
+    g_assert_false(eng_cq_peek(l.d, &l.cq, &cqe));
+    assert_alive(l.d);
+}
+
 static void test_engine_srq(void *obj, void *data, QGuestAllocator *alloc)
 {
     struct rs_cmd_create_srq c;
@@ -975,6 +1063,8 @@ static void register_engine_tests(void)
     qos_add_test("engine/flush", "rdma-session", test_engine_flush, NULL);
     qos_add_test("engine/srq", "rdma-session", test_engine_srq, NULL);
     qos_add_test("engine/cq-resize", "rdma-session", test_engine_cq_resize,
+                 NULL);
+    qos_add_test("engine/srq-resize", "rdma-session", test_engine_srq_resize,
                  NULL);
 }
 
