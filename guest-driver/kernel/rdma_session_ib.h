@@ -97,6 +97,7 @@ struct rs_cq {
 	struct rs_buf ring;
 	struct rdma_user_mmap_entry *mentry;
 	spinlock_t lock;		/* kernel CQ consumer */
+	struct mutex resize_lock;	/* ring, log and mentry of user CQs */
 	u32 ci;
 	u16 vector;			/* completion vector */
 	bool armed;			/* kernel CQs: req_notify_cq done */

@@ -621,6 +621,7 @@ static int rs_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *att
 	cq->user = !!udata;
 	cq->vector = attr->comp_vector;
 	spin_lock_init(&cq->lock);
+	mutex_init(&cq->resize_lock);
 	err = rs_buf_alloc(dev, &cq->ring, sizeof(struct rs_cqe) << cq->log);
 	if (err)
 		return err;
@@ -736,19 +737,23 @@ static int rs_ib_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 		return err;
 	if (req.rsvd)
 		return -EINVAL;
+
+	/* uverbs lets resizes of one CQ run concurrently. */
+	mutex_lock(&cq->resize_lock);
 	/* IBTA 11.2.6: not below the completions the CQ holds. */
 	n = rs_cq_unpolled(cq, req.consumer_index);
 	if (n > cqe) {
 		ibdev_dbg(&dev->ibdev, "resize_cq: %d entries, %u not polled yet\n",
 			  cqe, n);
-		return -EINVAL;
+		err = -EINVAL;
+		goto out;
 	}
 
 	entries = roundup_pow_of_two(cqe + 1);
 	log = ilog2(entries);
 	err = rs_buf_alloc(dev, &ring, sizeof(struct rs_cqe) << log);
 	if (err)
-		return err;
+		goto out;
 	mentry = rs_mmap_insert(dev, &uc->ibuc, RS_MMAP_MEM,
 				(u64)(uintptr_t)ring.va, ring.size, 0,
 				&resp.ring_mmap_key);
@@ -777,12 +782,15 @@ static int rs_ib_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 	resp.ring_bytes = ring.size;
 	resp.log_size = log;
 	/* The device uses the new ring now: there is no going back. */
-	return ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
+	err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
+	goto out;
 
 err_mmap:
 	rdma_user_mmap_entry_remove(mentry);
 err_free:
 	rs_buf_free(dev, &ring);
+out:
+	mutex_unlock(&cq->resize_lock);
 	return err;
 }
 
