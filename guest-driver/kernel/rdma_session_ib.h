@@ -97,6 +97,7 @@ struct rs_cq {
 	struct rs_buf ring;
 	struct rdma_user_mmap_entry *mentry;
 	spinlock_t lock;		/* kernel CQ consumer */
+	struct mutex resize_lock;	/* ring, log and mentry of user CQs */
 	u32 ci;
 	u16 vector;			/* completion vector */
 	bool armed;			/* kernel CQs: req_notify_cq done */
@@ -215,6 +216,7 @@ static inline u32 rs_ah_handle(struct rs_ah *ah)
 struct rs_mr {
 	struct ib_mr ibmr;
 	struct ib_umem *umem;
+	int access;			/* user MRs: for rereg_user_mr */
 	bool dma;			/* get_dma_mr: no device object */
 	/* Fast registration: page list of max_pages DMA addresses. */
 	u64 *pages;

@@ -635,6 +635,7 @@ static int rs_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *att
 	cq->user = !!udata;
 	cq->vector = attr->comp_vector;
 	spin_lock_init(&cq->lock);
+	mutex_init(&cq->resize_lock);
 	err = rs_buf_alloc(dev, &cq->ring, sizeof(struct rs_cqe) << cq->log);
 	if (err)
 		return err;
@@ -697,6 +698,114 @@ static int rs_ib_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 	rs_mmap_remove(&cq->mentry);
 	rs_buf_free(dev, &cq->ring);
 	return 0;
+}
+
+/* Valid entries from the consumer index on, as the owner bits show. */
+static u32 rs_cq_unpolled(struct rs_cq *cq, u32 ci)
+{
+	u32 size = 1u << cq->log, n;
+	struct rs_cqe *ring = cq->ring.va;
+
+	for (n = 0; n < size; n++) {
+		u32 i = ci + n;
+		u8 phase = ((i >> cq->log) & 1) ? 0 : RS_CQE_OWNER;
+
+		if ((READ_ONCE(ring[i & (size - 1)].owner) & RS_CQE_OWNER) != phase)
+			break;
+	}
+	return n;
+}
+
+/*
+ * User CQs only: the process gives the consumer index it reached, the
+ * device moves the unpolled entries to the start of the new ring
+ * (RS_CMD_RESIZE_CQ), and the process maps that ring.  Kernel CQs are
+ * polled under cq->lock, under which no admin command can wait, so they
+ * keep their size.
+ */
+static int rs_ib_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
+{
+	struct rs_ibdev *dev = to_rsdev(ibcq->device);
+	struct rs_ucontext *uc =
+		rdma_udata_to_drv_context(udata, struct rs_ucontext, ibuc);
+	struct rs_uverbs_resize_cq_resp resp = {};
+	struct rs_uverbs_resize_cq req = {};
+	struct rdma_user_mmap_entry *mentry;
+	struct rs_cq *cq = to_rscq(ibcq);
+	struct rs_admin_cmd cmd = {};
+	struct rs_buf ring = {}, old;
+	u32 entries, log, n;
+	int err;
+
+	if (!udata || !cq->user)
+		return -EOPNOTSUPP;
+	if (cqe < 1 || cqe > dev->ibdev.attrs.max_cqe) {
+		ibdev_dbg(&dev->ibdev, "resize_cq: %d entries, the device supports 1..%d\n",
+			  cqe, dev->ibdev.attrs.max_cqe);
+		return -EINVAL;
+	}
+	if (udata->inlen < sizeof(req))
+		return -EINVAL;
+	err = ib_copy_from_udata(&req, udata, sizeof(req));
+	if (err)
+		return err;
+	if (req.rsvd)
+		return -EINVAL;
+
+	/* uverbs lets resizes of one CQ run concurrently. */
+	mutex_lock(&cq->resize_lock);
+	/* IBTA 11.2.6: not below the completions the CQ holds. */
+	n = rs_cq_unpolled(cq, req.consumer_index);
+	if (n > cqe) {
+		ibdev_dbg(&dev->ibdev, "resize_cq: %d entries, %u not polled yet\n",
+			  cqe, n);
+		err = -EINVAL;
+		goto out;
+	}
+
+	entries = roundup_pow_of_two(cqe + 1);
+	log = ilog2(entries);
+	err = rs_buf_alloc(dev, &ring, sizeof(struct rs_cqe) << log);
+	if (err)
+		goto out;
+	mentry = rs_mmap_insert(dev, &uc->ibuc, RS_MMAP_MEM,
+				(u64)(uintptr_t)ring.va, ring.size, 0,
+				&resp.ring_mmap_key);
+	if (IS_ERR(mentry)) {
+		err = PTR_ERR(mentry);
+		goto err_free;
+	}
+
+	cmd.hdr.opcode = RS_CMD_RESIZE_CQ;
+	cmd.resize_cq.ring_addr = ring.dma;
+	cmd.resize_cq.handle = cq->handle;
+	cmd.resize_cq.log_size = log;
+	cmd.resize_cq.consumer_index = req.consumer_index;
+	err = rs_ib_cmd_exec(dev, &cmd, NULL);
+	if (err)
+		goto err_mmap;
+
+	old = cq->ring;
+	cq->ring = ring;
+	cq->log = log;
+	rs_mmap_remove(&cq->mentry);
+	cq->mentry = mentry;
+	rs_buf_free(dev, &old);
+	ibcq->cqe = entries - 1;
+
+	resp.ring_bytes = ring.size;
+	resp.log_size = log;
+	/* The device uses the new ring now: there is no going back. */
+	err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
+	goto out;
+
+err_mmap:
+	rdma_user_mmap_entry_remove(mentry);
+err_free:
+	rs_buf_free(dev, &ring);
+out:
+	mutex_unlock(&cq->resize_lock);
+	return err;
 }
 
 static void rs_comp_irqs_free(struct rs_ibdev *dev)
@@ -1703,6 +1812,7 @@ static struct ib_mr *rs_ib_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length
 	mr->ibmr.iova = iova;
 	mr->ibmr.length = length;
 	mr->ibmr.page_size = pgsz;
+	mr->access = access;
 	atomic64_inc(&dev->cnt[RS_CNT_MR_REGISTERED]);
 	return &mr->ibmr;
 
@@ -1713,6 +1823,39 @@ err_umem:
 err_mr:
 	kfree(mr);
 	return ERR_PTR(err);
+}
+
+/*
+ * The device has no command that changes a key in place, so every rereg
+ * registers anew (what did not change taken from the old MR) and hands
+ * ib_core a new MR, which then deregisters the old one: the keys always
+ * change, and the old keys are refused from then on.  On failure the old
+ * MR stays as it was.
+ */
+static struct ib_mr *rs_ib_rereg_user_mr(struct ib_mr *ibmr, int flags,
+					 u64 start, u64 length, u64 iova,
+					 int access, struct ib_pd *ibpd,
+					 struct ib_udata *udata)
+{
+	struct rs_mr *mr = to_rsmr(ibmr);
+
+	if (flags & ~IB_MR_REREG_SUPPORTED)
+		return ERR_PTR(-EOPNOTSUPP);
+	if (!mr->umem) {
+		ibdev_dbg(ibmr->device, "rereg_mr: MR %#x is not a user MR\n",
+			  ibmr->lkey);
+		return ERR_PTR(-EINVAL);
+	}
+	if (!(flags & IB_MR_REREG_TRANS)) {
+		start = mr->umem->address;
+		length = mr->umem->length;
+		iova = ibmr->iova;
+	}
+	if (!(flags & IB_MR_REREG_PD))
+		ibpd = ibmr->pd;
+	if (!(flags & IB_MR_REREG_ACCESS))
+		access = mr->access;
+	return rs_ib_reg_user_mr(ibpd, start, length, iova, access, udata);
 }
 
 static int rs_ib_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
@@ -1941,7 +2084,9 @@ static const struct ib_device_ops rs_ib_ops = {
 	.query_port = rs_ib_query_port,
 	.query_qp = rs_ib_query_qp,
 	.reg_user_mr = rs_ib_reg_user_mr,
+	.rereg_user_mr = rs_ib_rereg_user_mr,
 	.req_notify_cq = rs_ib_req_notify_cq,
+	.resize_cq = rs_ib_resize_cq,
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, rs_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, rs_cq, ibcq),

@@ -191,6 +191,23 @@ int rs_dereg_mr(struct verbs_mr *vmr)
 	return 0;
 }
 
+/*
+ * The device has no command that changes a key in place: the kernel
+ * registers the new translation, PD or access under new keys, then
+ * deregisters the old ones (docs: keys change on every rereg).
+ * libibverbs has checked the flags and the address and length already.
+ */
+int rs_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
+		void *addr, size_t length, int access)
+{
+	struct ib_uverbs_rereg_mr_resp resp;
+	struct ibv_rereg_mr cmd;
+
+	return ibv_cmd_rereg_mr(vmr, flags, addr, length, (uintptr_t)addr,
+				access, pd, &cmd, sizeof(cmd), &resp,
+				sizeof(resp));
+}
+
 struct ibv_ah *rs_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
 	struct rs_create_ah_resp resp = {};
@@ -591,12 +608,22 @@ static struct ibv_cq_ex *rs_create_cq_common(struct ibv_context *context,
 	struct rs_create_cq_resp resp = {};
 	struct rs_uverbs_create_cq_resp *drv = &resp.drv_payload;
 	struct rs_create_cq cmd = {};
+	struct ibv_cq_init_attr_ex kattr;
 	struct rs_cq *cq;
 	int err;
 
-	if (!check_comp_mask(attr->comp_mask, IBV_CQ_INIT_ATTR_MASK_FLAGS) ||
+	/*
+	 * A parent domain (MASK_PD) would change the CQ's allocation and
+	 * locking: only a NULL one is the default.  SINGLE_THREADED is a
+	 * hint that changes nothing here; IGNORE_OVERRUN is not offered.
+	 */
+	if (!check_comp_mask(attr->comp_mask, IBV_CQ_INIT_ATTR_MASK_FLAGS |
+					      IBV_CQ_INIT_ATTR_MASK_PD) ||
 	    !check_comp_mask(attr->wc_flags, IBV_WC_STANDARD_FLAGS) ||
-	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) && attr->flags)) {
+	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+	     !check_comp_mask(attr->flags,
+			      IBV_CREATE_CQ_ATTR_SINGLE_THREADED)) ||
+	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) && attr->parent_domain)) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -609,7 +636,11 @@ static struct ibv_cq_ex *rs_create_cq_common(struct ibv_context *context,
 	if (!cq)
 		return NULL;
 
-	err = ibv_cmd_create_cq_ex(context, attr, &cq->vcq, &cmd.ibv_cmd,
+	/* The kernel's CQ takes no flags: the hint stays here. */
+	kattr = *attr;
+	kattr.comp_mask = 0;
+	kattr.flags = 0;
+	err = ibv_cmd_create_cq_ex(context, &kattr, &cq->vcq, &cmd.ibv_cmd,
 				   sizeof(cmd), &resp.ibv_resp, sizeof(resp), 0);
 	if (err) {
 		errno = err;
@@ -678,6 +709,57 @@ int rs_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 		   (cq->cq_index & RS_DB_INDEX_MASK) |
 		   (solicited_only ? RS_DB_CQ_ARM_SOLICITED : RS_DB_CQ_ARM_NEXT));
 	return 0;
+}
+
+/*
+ * The device copies the entries not yet polled to the start of the new
+ * ring (RS_CMD_RESIZE_CQ), so the consumer index starts over at 0; the CQ
+ * lock keeps pollers out meanwhile.  The kernel refuses a size below the
+ * number of unpolled entries with EINVAL.
+ */
+int rs_resize_cq(struct ibv_cq *ibcq, int cqe)
+{
+	struct rs_cq *cq = to_rs_cq(ibcq);
+	struct rs_resize_cq_resp resp = {};
+	struct rs_uverbs_resize_cq_resp *drv = &resp.drv_payload;
+	struct rs_resize_cq cmd = {};
+	struct rs_cqe *ring;
+	int err;
+
+	if (cqe <= 0 || (unsigned int)cqe > (1u << RS_MAX_CQ_LOG) - 1)
+		return EINVAL;
+
+	pthread_spin_lock(&cq->lock);
+	cmd.drv_payload.consumer_index = cq->ci;
+	err = ibv_cmd_resize_cq(ibcq, cqe, &cmd.ibv_cmd, sizeof(cmd),
+				&resp.ibv_resp, sizeof(resp));
+	if (err)
+		goto out;
+	if (drv->log_size < 1 || drv->log_size > RS_MAX_CQ_LOG ||
+	    drv->ring_bytes < (sizeof(struct rs_cqe) << drv->log_size)) {
+		/* The device uses the new ring already: nothing to go back to. */
+		verbs_err(verbs_get_ctx(ibcq->context),
+			  "rdma_session: bad CQ geometry from the kernel (log %u, %u bytes)\n",
+			  drv->log_size, drv->ring_bytes);
+		err = EIO;
+		goto out;
+	}
+	ring = mmap(NULL, drv->ring_bytes, PROT_READ, MAP_SHARED,
+		    ibcq->context->cmd_fd, drv->ring_mmap_key);
+	if (ring == MAP_FAILED) {
+		/* As above: the CQ is unusable, only destroying it is left. */
+		err = errno;
+		goto out;
+	}
+	munmap(cq->ring, cq->ring_len);
+	cq->ring = ring;
+	cq->ring_len = drv->ring_bytes;
+	cq->log_size = drv->log_size;
+	cq->ci = 0;
+	cq->ci_dirty = false;
+out:
+	pthread_spin_unlock(&cq->lock);
+	return err;
 }
 
 int rs_destroy_cq(struct ibv_cq *ibcq)
@@ -750,6 +832,7 @@ static struct ibv_qp *rs_create_qp_common(struct ibv_context *context,
 	struct rs_create_qp_resp resp = {};
 	struct rs_uverbs_create_qp_resp *drv = &resp.drv_payload;
 	struct rs_create_qp cmd = {};
+	uint32_t comp_mask;
 	struct rs_qp *qp;
 	int err;
 
@@ -758,8 +841,30 @@ static struct ibv_qp *rs_create_qp_common(struct ibv_context *context,
 		err = EOPNOTSUPP;
 		goto err_out;
 	}
+	/*
+	 * Every field behind a comp_mask bit may hold its default (no XRC
+	 * domain, no create flags, no TSO header, no RSS): such a bit is
+	 * accepted and dropped before the command, which knows only PD and
+	 * SEND_OPS_FLAGS.  Anything else is not offered.
+	 */
 	if (!check_comp_mask(attr->comp_mask, IBV_QP_INIT_ATTR_PD |
+					      IBV_QP_INIT_ATTR_XRCD |
+					      IBV_QP_INIT_ATTR_CREATE_FLAGS |
+					      IBV_QP_INIT_ATTR_MAX_TSO_HEADER |
+					      IBV_QP_INIT_ATTR_IND_TABLE |
+					      IBV_QP_INIT_ATTR_RX_HASH |
 					      IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) ||
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) && attr->xrcd) ||
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
+	     attr->create_flags) ||
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_MAX_TSO_HEADER) &&
+	     attr->max_tso_header) ||
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_IND_TABLE) &&
+	     attr->rwq_ind_tbl) ||
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_RX_HASH) &&
+	     (attr->rx_hash_conf.rx_hash_function ||
+	      attr->rx_hash_conf.rx_hash_key_len ||
+	      attr->rx_hash_conf.rx_hash_fields_mask)) ||
 	    ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
 	     !check_comp_mask(attr->send_ops_flags, RS_SEND_OPS))) {
 		err = EOPNOTSUPP;
@@ -782,10 +887,14 @@ static struct ibv_qp *rs_create_qp_common(struct ibv_context *context,
 		goto err_out;
 	}
 
+	comp_mask = attr->comp_mask;
+	attr->comp_mask &= IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 	err = ibv_cmd_create_qp_ex(context, &qp->vqp, attr, &cmd.ibv_cmd,
 				   sizeof(cmd), &resp.ibv_resp, sizeof(resp));
+	attr->comp_mask = comp_mask;
 	if (err)
 		goto err_free;
+	qp->state = IBV_QPS_RESET;
 
 	qp->qpn = drv->qpn & RS_HANDLE_INDEX_MASK;
 	qp->srq = attr->srq ?
@@ -894,17 +1003,20 @@ int rs_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
 	err = ibv_cmd_modify_qp(ibqp, attr, attr_mask, &cmd, sizeof(cmd));
 	if (err)
 		return err;
+	if (!(attr_mask & IBV_QP_STATE))
+		return 0;
 
+	pthread_spin_lock(&qp->sq.lock);
+	pthread_spin_lock(&qp->rq.lock);
+	qp->state = attr->qp_state;
 	/* A QP back in RESET starts its rings over, as the device does. */
-	if ((attr_mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET) {
-		pthread_spin_lock(&qp->sq.lock);
+	if (attr->qp_state == IBV_QPS_RESET) {
 		qp->sq.pi = qp->sq.ci = 0;
 		memset(qp->sq_signaled, 0, qp->sq.wqe_cnt);
-		pthread_spin_unlock(&qp->sq.lock);
-		pthread_spin_lock(&qp->rq.lock);
 		qp->rq.pi = qp->rq.ci = 0;
-		pthread_spin_unlock(&qp->rq.lock);
 	}
+	pthread_spin_unlock(&qp->rq.lock);
+	pthread_spin_unlock(&qp->sq.lock);
 	return 0;
 }
 
@@ -1103,6 +1215,23 @@ static inline void rs_sq_doorbell(struct rs_qp *qp)
 		   (qp->qpn & RS_DB_INDEX_MASK) | (qp->sq.pi << RS_DB_VALUE_SHIFT));
 }
 
+/*
+ * Which states take work requests (IBTA 10.8.2, C10-40/C10-42; Linux
+ * rxe and the kernel driver alike): the send queue from RTS on, where
+ * SQD queues them, and SQE and ERR complete them with flush errors; the
+ * receive queue in every state but RESET.
+ */
+static inline bool rs_sq_state_ok(const struct rs_qp *qp)
+{
+	return qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD ||
+	       qp->state == IBV_QPS_SQE || qp->state == IBV_QPS_ERR;
+}
+
+static inline bool rs_rq_state_ok(const struct rs_qp *qp)
+{
+	return qp->state != IBV_QPS_RESET && qp->state != IBV_QPS_UNKNOWN;
+}
+
 /* Start a send WQE in the next slot (sq.lock held, room checked). */
 static struct rs_send_wqe_ctrl *rs_sq_begin(struct rs_qp *qp, uint64_t wr_id,
 					    uint8_t opcode, uint8_t flags)
@@ -1130,7 +1259,9 @@ int rs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 
 	pthread_spin_lock(&qp->sq.lock);
 	start = qp->sq.pi;
-	for (; wr; wr = wr->next) {
+	if (!rs_sq_state_ok(qp))
+		err = EINVAL;
+	for (; wr && !err; wr = wr->next) {
 		if (rs_wq_full(&qp->sq)) {
 			err = ENOMEM;
 			break;
@@ -1248,7 +1379,9 @@ int rs_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	}
 	pthread_spin_lock(&qp->rq.lock);
 	start = qp->rq.pi;
-	for (; wr; wr = wr->next) {
+	if (!rs_rq_state_ok(qp))
+		err = EINVAL;
+	for (; wr && !err; wr = wr->next) {
 		if (rs_wq_full(&qp->rq)) {
 			err = ENOMEM;
 			break;
@@ -1332,6 +1465,52 @@ err_free:
 	free(srq);
 	errno = err;
 	return NULL;
+}
+
+/*
+ * ibv_create_srq_ex: a basic SRQ, whatever bits with default values come
+ * along (no XRC domain or CQ: those are XRC's; no tag matching).
+ * libibverbs calls create_srq itself for PD and TYPE BASIC alone.
+ */
+struct ibv_srq *rs_create_srq_ex(struct ibv_context *context,
+				 struct ibv_srq_init_attr_ex *attr)
+{
+	struct ibv_srq_init_attr init = {
+		.srq_context = attr->srq_context,
+		.attr = attr->attr,
+	};
+	struct ibv_srq *srq;
+
+	if (!check_comp_mask(attr->comp_mask, IBV_SRQ_INIT_ATTR_TYPE |
+					      IBV_SRQ_INIT_ATTR_PD |
+					      IBV_SRQ_INIT_ATTR_XRCD |
+					      IBV_SRQ_INIT_ATTR_CQ |
+					      IBV_SRQ_INIT_ATTR_TM) ||
+	    ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
+	     attr->srq_type != IBV_SRQT_BASIC) ||
+	    ((attr->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) && attr->xrcd) ||
+	    ((attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ) && attr->cq) ||
+	    ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TM) &&
+	     (attr->tm_cap.max_num_tags || attr->tm_cap.max_ops))) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd) {
+		errno = EINVAL;
+		return NULL;
+	}
+	srq = rs_create_srq(attr->pd, &init);
+	if (!srq)
+		return NULL;
+	/* What libibverbs' ibv_create_srq() fills in for the other path. */
+	srq->context = context;
+	srq->srq_context = attr->srq_context;
+	srq->pd = attr->pd;
+	srq->events_completed = 0;
+	pthread_mutex_init(&srq->mutex, NULL);
+	pthread_cond_init(&srq->cond, NULL);
+	attr->attr = init.attr;
+	return srq;
 }
 
 int rs_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
@@ -1420,7 +1599,8 @@ static void rs_wr_start(struct ibv_qp_ex *qpx)
 
 	pthread_spin_lock(&qp->sq.lock);
 	qp->wr_start_pi = qp->sq.pi;
-	qp->wr_err = 0;
+	/* wr_complete() then fails the whole batch, as post_send would. */
+	qp->wr_err = rs_sq_state_ok(qp) ? 0 : EINVAL;
 	qp->cur_wqe = NULL;
 }
 

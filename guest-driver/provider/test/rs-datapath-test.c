@@ -94,6 +94,7 @@ static struct rs_qp *make_qp(struct rs_context *ctx, struct rs_cq *cq,
 	qp->rq.max_sge = 2;
 	qp->rq.buf = zalloc_aligned(8 * 64);
 	qp->sq_signaled = calloc(8, 1);
+	qp->state = IBV_QPS_RTS;
 	if (rs_qp_table_insert(ctx, qp))
 		abort();
 	rs_qp_fill_wr_pfns(qp, &attr);
@@ -128,6 +129,64 @@ static void dev_cqe(struct rs_cq *cq, uint64_t wr_id, uint32_t qpn,
 static struct rs_send_wqe_ctrl *sq_wqe(struct rs_qp *qp, uint32_t i)
 {
 	return rs_wqe(&qp->sq, i);
+}
+
+/*
+ * The QP states that take work requests: sends from RTS on (SQD queues,
+ * SQE and ERR flush), receives in all but RESET.  A refused post writes
+ * no WQE and rings no doorbell.
+ */
+static void test_state_rules(struct rs_context *ctx, struct rs_cq *cq)
+{
+	static const struct {
+		enum ibv_qp_state state;
+		bool send, recv;
+	} rules[] = {
+		{ IBV_QPS_RESET, false, false },
+		{ IBV_QPS_INIT, false, true },
+		{ IBV_QPS_RTR, false, true },
+		{ IBV_QPS_RTS, true, true },
+		{ IBV_QPS_SQD, true, true },
+		{ IBV_QPS_SQE, true, true },
+		{ IBV_QPS_ERR, true, true },
+	};
+	struct ibv_sge sg = { .addr = 0x1000, .length = 8, .lkey = 1 };
+	struct ibv_send_wr swr = {
+		.wr_id = 1, .opcode = IBV_WR_SEND, .sg_list = &sg, .num_sge = 1,
+	};
+	struct ibv_recv_wr rwr = { .wr_id = 2, .sg_list = &sg, .num_sge = 1 };
+	struct ibv_send_wr *bad = NULL;
+	struct ibv_recv_wr *rbad = NULL;
+	size_t i;
+
+	for (i = 0; i < sizeof(rules) / sizeof(rules[0]); i++) {
+		struct rs_qp *qp = make_qp(ctx, cq, IBV_QPT_RC, 0x300 + i);
+		uint32_t sq_db = db_read(ctx, RS_DB_SQ);
+		uint32_t rq_db = db_read(ctx, RS_DB_RQ);
+
+		qp->state = rules[i].state;
+		bad = NULL;
+		CHECK(rs_post_send(&qp->vqp.qp, &swr, &bad) ==
+		      (rules[i].send ? 0 : EINVAL));
+		CHECK(rules[i].send ? !bad : bad == &swr);
+		CHECK(qp->sq.pi == rules[i].send);
+		if (!rules[i].send)
+			CHECK(db_read(ctx, RS_DB_SQ) == sq_db);
+		rbad = NULL;
+		CHECK(rs_post_recv(&qp->vqp.qp, &rwr, &rbad) ==
+		      (rules[i].recv ? 0 : EINVAL));
+		CHECK(rules[i].recv ? !rbad : rbad == &rwr);
+		CHECK(qp->rq.pi == rules[i].recv);
+		if (!rules[i].recv)
+			CHECK(db_read(ctx, RS_DB_RQ) == rq_db);
+
+		ibv_wr_start(&qp->vqp.qp_ex);
+		ibv_wr_send(&qp->vqp.qp_ex);
+		ibv_wr_set_sge(&qp->vqp.qp_ex, 1, 0x1000, 8);
+		CHECK(ibv_wr_complete(&qp->vqp.qp_ex) ==
+		      (rules[i].send ? 0 : EINVAL));
+		CHECK(qp->sq.pi == 2u * rules[i].send);
+	}
 }
 
 int main(void)
@@ -445,6 +504,8 @@ int main(void)
 		ibv_wr_rdma_write(&ud->vqp.qp_ex, 1, 2);
 		CHECK(ibv_wr_complete(&ud->vqp.qp_ex) == EINVAL);
 	}
+
+	test_state_rules(ctx, cq);
 
 	if (failures) {
 		fprintf(stderr, "rs-datapath-test: %d check(s) failed\n",
