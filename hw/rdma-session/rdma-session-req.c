@@ -723,12 +723,31 @@ static void rs_req_init_pkt(uint32_t qpn, const RSQp *qp,
     pkt->dmalen = s->total;
 }
 
+/*
+ * Send a request of one packet whose one response completes the WQE (an
+ * atomic, FLUSH, ATOMIC WRITE): it counts against max_rd_atomic.
+ */
+static void rs_req_one_response(RSCore *c, RSQp *qp, RSPkt *pkt,
+                                uint32_t paylen, unsigned *budget)
+{
+    size_t len;
+
+    pkt->psn = qp->sq_psn;
+    pkt->ackreq = true;
+    len = rs_wire_build(c->req_buf, pkt, paylen);
+    rs_req_timer_start(c, qp);
+    rs_req_advance(qp, 1);
+    qp->sq_ci++;
+    qp->req_pkt = 0;
+    qp->rd_out++;
+    (*budget)--;
+    rs_roce_xmit(c, c->req_buf, len, pkt->dip);
+}
+
 /* An atomic: one request packet; its response completes the WQE. */
 static bool rs_req_atomic(RSCore *c, RSQp *qp, const RSSendWqe *s,
                           RSPkt *pkt, unsigned *budget)
 {
-    size_t len;
-
     /* Atomics share max_rd_atomic with READ requests. */
     if (!rs_req_room(c, qp) ||
         qp->rd_out >= MAX(qp->max_rd_atomic, 1)) {
@@ -741,16 +760,7 @@ static bool rs_req_atomic(RSCore *c, RSQp *qp, const RSSendWqe *s,
     } else {
         pkt->swap_add = le64_to_cpu(s->w.compare_add);
     }
-    pkt->psn = qp->sq_psn;
-    pkt->ackreq = true;
-    len = rs_wire_build(c->req_buf, pkt, 0);
-    rs_req_timer_start(c, qp);
-    rs_req_advance(qp, 1);
-    qp->sq_ci++;
-    qp->req_pkt = 0;
-    qp->rd_out++;
-    (*budget)--;
-    rs_roce_xmit(c, c->req_buf, len, pkt->dip);
+    rs_req_one_response(c, qp, pkt, 0, budget);
     return true;
 }
 
@@ -763,7 +773,6 @@ static bool rs_req_flush_aw(RSCore *c, RSQp *qp, const RSSendWqe *s,
                             RSPkt *pkt, unsigned *budget)
 {
     uint32_t paylen = 0;
-    size_t len;
 
     if (!rs_req_room(c, qp) ||
         qp->rd_out >= MAX(qp->max_rd_atomic, 1)) {
@@ -780,16 +789,7 @@ static bool rs_req_flush_aw(RSCore *c, RSQp *qp, const RSSendWqe *s,
         memcpy(c->req_buf + rs_wire_payload_off(pkt), &s->w.compare_add,
                paylen);
     }
-    pkt->psn = qp->sq_psn;
-    pkt->ackreq = true;
-    len = rs_wire_build(c->req_buf, pkt, paylen);
-    rs_req_timer_start(c, qp);
-    rs_req_advance(qp, 1);
-    qp->sq_ci++;
-    qp->req_pkt = 0;
-    qp->rd_out++;
-    (*budget)--;
-    rs_roce_xmit(c, c->req_buf, len, pkt->dip);
+    rs_req_one_response(c, qp, pkt, paylen, budget);
     return true;
 }
 
