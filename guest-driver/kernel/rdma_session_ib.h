@@ -132,6 +132,7 @@ struct rs_srq {
 	u32 handle;
 	u32 limit;			/* armed limit, 0 after the event */
 	bool user;
+	struct mutex resize_lock;	/* user SRQs: wq.ring, log, mentry */
 	struct rs_wq wq;		/* ci: receive completions seen */
 };
 

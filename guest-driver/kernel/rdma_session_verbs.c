@@ -313,6 +313,9 @@ static int rs_ib_query_device(struct ib_device *ibdev, struct ib_device_attr *a,
 		a->device_cap_flags |= IB_DEVICE_FLUSH_GLOBAL;
 	if (dev->rdev->caps & RS_CAP_ATOMIC_WRITE)
 		a->device_cap_flags |= IB_DEVICE_ATOMIC_WRITE;
+	/* User SRQs only: rs_ib_modify_srq(). */
+	if (dev->rdev->caps & RS_CAP_SRQ)
+		a->device_cap_flags |= IB_DEVICE_SRQ_RESIZE;
 	a->kernel_cap_flags = IBK_LOCAL_DMA_LKEY;
 	a->max_send_sge = da->max_sge;
 	a->max_recv_sge = da->max_sge;
@@ -1379,6 +1382,7 @@ static int rs_ib_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	srq->wq.stride = roundup_pow_of_two(sizeof(struct rs_recv_wqe_ctrl) +
 					    sge * (u32)sizeof(struct rs_sge));
 	spin_lock_init(&srq->wq.lock);
+	mutex_init(&srq->resize_lock);
 	err = rs_buf_alloc(dev, &srq->wq.ring, (size_t)srq->wq.stride << srq->wq.log);
 	if (err)
 		return err;
@@ -1433,33 +1437,121 @@ err_free:
 }
 
 /*
- * Only the limit can change: like mlx5, no resize (IB_SRQ_MAX_WR), as the
- * rings of user SRQs are mapped into the process.
+ * IB_SRQ_MAX_WR, user SRQs only: the device moves the WQEs not yet taken
+ * to slots 0, 1, ... of a new ring (RS_SRQ_ATTR_MAX_WR) and the process
+ * maps that ring; it learns the ring and the number of WQEs moved through
+ * the address it passed in struct rs_uverbs_modify_srq, as uverbs'
+ * MODIFY_SRQ has no response.  The provider holds its SRQ lock across the
+ * call, so no post races the move.  Kernel SRQs are posted to under
+ * wq.lock, under which no admin command can wait, so they keep their
+ * size.  Fewer entries than WQEs waiting: the device refuses
+ * (RS_STATUS_BAD_SIZE, -EINVAL) and nothing changes.
  */
 static int rs_ib_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 			    enum ib_srq_attr_mask mask, struct ib_udata *udata)
 {
 	struct rs_ibdev *dev = to_rsdev(ibsrq->device);
+	struct rs_ucontext *uc =
+		rdma_udata_to_drv_context(udata, struct rs_ucontext, ibuc);
+	const struct rs_device_attr *da = &dev->rdev->attr;
+	struct rs_uverbs_modify_srq_resp resp = {};
+	struct rs_uverbs_modify_srq req = {};
+	struct rdma_user_mmap_entry *mentry = NULL;
 	struct rs_srq *srq = to_rssrq(ibsrq);
 	struct rs_admin_cmd cmd = {};
+	struct rs_buf ring = {}, old;
+	struct rs_admin_cqe cqe;
+	void __user *uresp;
+	u32 entries, log;
 	int err;
 
-	if (mask & ~IB_SRQ_LIMIT)
+	if (mask & ~(IB_SRQ_LIMIT | IB_SRQ_MAX_WR))
 		return -EOPNOTSUPP;
-	if (!(mask & IB_SRQ_LIMIT))
+	if (!mask)
 		return 0;
-	if (attr->srq_limit >= (1u << srq->wq.log)) {
+	if (mask & IB_SRQ_MAX_WR) {
+		if (!udata || !srq->user)
+			return -EOPNOTSUPP;
+		if (attr->max_wr < 1 || attr->max_wr > da->max_srq_wr) {
+			ibdev_dbg(&dev->ibdev, "modify_srq: max_wr %u (1..%u)\n",
+				  attr->max_wr, da->max_srq_wr);
+			return -EINVAL;
+		}
+		if (udata->inlen < sizeof(req))
+			return -EINVAL;
+		err = ib_copy_from_udata(&req, udata, sizeof(req));
+		if (err)
+			return err;
+		uresp = u64_to_user_ptr(req.resp_addr);
+		/* A bad address fails here, before the device switches rings. */
+		if (copy_to_user(uresp, &resp, sizeof(resp)))
+			return -EFAULT;
+	}
+
+	mutex_lock(&srq->resize_lock);
+	entries = mask & IB_SRQ_MAX_WR ?
+		  roundup_pow_of_two(max(attr->max_wr, 2u)) : 1u << srq->wq.log;
+	if ((mask & IB_SRQ_LIMIT) && attr->srq_limit >= entries) {
 		ibdev_dbg(&dev->ibdev, "modify_srq: limit %u, the SRQ has %u entries\n",
-			  attr->srq_limit, 1u << srq->wq.log);
-		return -EINVAL;
+			  attr->srq_limit, entries);
+		err = -EINVAL;
+		goto out;
 	}
 	cmd.hdr.opcode = RS_CMD_MODIFY_SRQ;
 	cmd.modify_srq.handle = srq->handle;
-	cmd.modify_srq.attr_mask = RS_SRQ_ATTR_LIMIT;
-	cmd.modify_srq.srq_limit = attr->srq_limit;
-	err = rs_ib_cmd_exec(dev, &cmd, NULL);
-	if (!err)
+	if (mask & IB_SRQ_LIMIT) {
+		cmd.modify_srq.attr_mask |= RS_SRQ_ATTR_LIMIT;
+		cmd.modify_srq.srq_limit = attr->srq_limit;
+	}
+	if (mask & IB_SRQ_MAX_WR) {
+		log = ilog2(entries);
+		err = rs_buf_alloc(dev, &ring, (size_t)srq->wq.stride << log);
+		if (err)
+			goto out;
+		mentry = rs_mmap_insert(dev, &uc->ibuc, RS_MMAP_MEM,
+					(u64)(uintptr_t)ring.va, ring.size, 0,
+					&resp.ring_mmap_key);
+		if (IS_ERR(mentry)) {
+			err = PTR_ERR(mentry);
+			goto err_free;
+		}
+		cmd.modify_srq.attr_mask |= RS_SRQ_ATTR_MAX_WR;
+		cmd.modify_srq.ring_addr = ring.dma;
+		cmd.modify_srq.log_size = log;
+	}
+	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
+	if (err) {
+		ibdev_dbg(&dev->ibdev, "modify_srq: mask %#x, max_wr %u: %d\n",
+			  mask, attr->max_wr, err);
+		goto err_mmap;
+	}
+	if (mask & IB_SRQ_LIMIT)
 		WRITE_ONCE(srq->limit, attr->srq_limit);
+	if (!(mask & IB_SRQ_MAX_WR))
+		goto out;
+
+	old = srq->wq.ring;
+	srq->wq.ring = ring;
+	WRITE_ONCE(srq->wq.log, log);
+	rs_mmap_remove(&srq->wq.mentry);
+	srq->wq.mentry = mentry;
+	rs_buf_free(dev, &old);
+
+	resp.ring_bytes = ring.size;
+	resp.log_size = log;
+	resp.wqes_moved = cqe.result1;
+	/* The device uses the new ring now: there is no going back. */
+	if (copy_to_user(uresp, &resp, sizeof(resp)))
+		err = -EFAULT;
+	goto out;
+
+err_mmap:
+	if (mentry)
+		rdma_user_mmap_entry_remove(mentry);
+err_free:
+	rs_buf_free(dev, &ring);
+out:
+	mutex_unlock(&srq->resize_lock);
 	return err;
 }
 
@@ -1467,7 +1559,7 @@ static int rs_ib_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr)
 {
 	struct rs_srq *srq = to_rssrq(ibsrq);
 
-	attr->max_wr = 1u << srq->wq.log;
+	attr->max_wr = 1u << READ_ONCE(srq->wq.log);
 	attr->max_sge = srq->wq.max_sge;
 	attr->srq_limit = READ_ONCE(srq->limit);
 	return 0;

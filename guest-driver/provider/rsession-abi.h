@@ -22,6 +22,7 @@
 #define _STRUCT_rs_uverbs_create_srq_resp struct {}
 #define _STRUCT_rs_uverbs_resize_cq struct {}
 #define _STRUCT_rs_uverbs_resize_cq_resp struct {}
+#define _STRUCT_rs_uverbs_modify_srq struct {}
 
 DECLARE_DRV_CMD(rs_alloc_ucontext, IB_USER_VERBS_CMD_GET_CONTEXT, empty,
 		rs_uverbs_alloc_ucontext_resp);
@@ -37,5 +38,7 @@ DECLARE_DRV_CMD(rs_create_srq, IB_USER_VERBS_CMD_CREATE_SRQ, empty,
 		rs_uverbs_create_srq_resp);
 DECLARE_DRV_CMD(rs_resize_cq, IB_USER_VERBS_CMD_RESIZE_CQ, rs_uverbs_resize_cq,
 		rs_uverbs_resize_cq_resp);
+DECLARE_DRV_CMD(rs_modify_srq, IB_USER_VERBS_CMD_MODIFY_SRQ,
+		rs_uverbs_modify_srq, empty);
 
 #endif /* RSESSION_ABI_H */

@@ -1513,12 +1513,69 @@ struct ibv_srq *rs_create_srq_ex(struct ibv_context *context,
 	return srq;
 }
 
+/*
+ * IBV_SRQ_MAX_WR: the kernel writes the new ring and the number of WQEs
+ * the device moved to its slots 0, 1, ... into resp (struct
+ * rs_uverbs_modify_srq).  The SRQ lock is held throughout, so no post
+ * races the move; the poll path only counts completions in "done".  The
+ * WQEs taken before the resize whose completions are not polled yet
+ * (pi - done - moved of them) stay counted as outstanding: "done" is
+ * moved back by the old pi - moved, so pi - done is unchanged and a slot
+ * of the new ring is reused only after as many completions as before.
+ */
 int rs_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
 		  int attr_mask)
 {
-	struct ibv_modify_srq cmd;
+	struct rs_srq *srq = to_rs_srq(ibsrq);
+	struct rs_wq *wq = &srq->wq;
+	struct rs_uverbs_modify_srq_resp resp = {};
+	struct rs_modify_srq cmd = {};
+	uint8_t *buf;
+	int err;
 
-	return ibv_cmd_modify_srq(ibsrq, attr, attr_mask, &cmd, sizeof(cmd));
+	if (!(attr_mask & IBV_SRQ_MAX_WR))
+		return ibv_cmd_modify_srq(ibsrq, attr, attr_mask, &cmd.ibv_cmd,
+					  sizeof(cmd.ibv_cmd));
+	if (attr->max_wr > (1u << RS_MAX_WQ_LOG))
+		return EINVAL;
+
+	cmd.drv_payload.resp_addr = (uintptr_t)&resp;
+	pthread_spin_lock(&wq->lock);
+	err = ibv_cmd_modify_srq(ibsrq, attr, attr_mask, &cmd.ibv_cmd,
+				 sizeof(cmd));
+	if (err)
+		goto out;
+	if (resp.log_size < 1 || resp.log_size > RS_MAX_WQ_LOG ||
+	    (uint64_t)wq->stride << resp.log_size > resp.ring_bytes ||
+	    resp.wqes_moved > (1u << resp.log_size)) {
+		buf = MAP_FAILED;
+		errno = EINVAL;
+	} else {
+		buf = mmap(NULL, resp.ring_bytes, PROT_READ | PROT_WRITE,
+			   MAP_SHARED, ibsrq->context->cmd_fd,
+			   resp.ring_mmap_key);
+	}
+	if (buf == MAP_FAILED) {
+		/*
+		 * The device uses the new ring already: posting to the old
+		 * one would lose the WQEs, so the SRQ stays full.
+		 */
+		err = errno;
+		rs_unmap_wq(wq);
+		wq->wqe_cnt = 0;
+		goto out;
+	}
+	__atomic_fetch_sub(&srq->done, wq->pi - resp.wqes_moved,
+			   __ATOMIC_RELEASE);
+	wq->pi = resp.wqes_moved;
+	rs_unmap_wq(wq);
+	wq->buf = buf;
+	wq->buf_len = resp.ring_bytes;
+	wq->wqe_cnt = 1u << resp.log_size;
+	attr->max_wr = wq->wqe_cnt;
+out:
+	pthread_spin_unlock(&wq->lock);
+	return err;
 }
 
 int rs_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)

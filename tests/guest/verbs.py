@@ -101,7 +101,8 @@ VERBS_RXE = ["qp-ex-create-flags-0", "qp-ex-create-flags-unsupported",
              "srq-ex-defaults", "query-device-ex"]
 VERBS_SERVER = ["cq-resize-below-unpolled", "cq-resize-carry",
                 "cq-resize-traffic", "cq-resize-no-extra",
-                "srq-resize-as-reported", "rereg-bad-input", "rereg-before",
+                "srq-resize-traffic", "srq-resize-below-waiting",
+                "srq-resize-limit", "rereg-bad-input", "rereg-before",
                 "rereg-translation", "rereg-pd", "rereg-access"]
 
 # (feature, pairings, {VM: [checks]})

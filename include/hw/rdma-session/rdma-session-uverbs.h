@@ -85,4 +85,24 @@ struct rs_uverbs_create_ah_resp {
 	__u32 rsvd;
 };
 
+/*
+ * ibv_modify_srq with IBV_SRQ_MAX_WR (user SRQs): uverbs' MODIFY_SRQ has
+ * driver input but no response, so the provider passes the address of a
+ * struct rs_uverbs_modify_srq_resp and the driver writes the new ring
+ * there (as soft-RoCE does).  The ring holds the wqes_moved WQEs that
+ * were waiting, in order, in its slots 0, 1, ...; the provider posts on
+ * from index wqes_moved.  Without IBV_SRQ_MAX_WR the input may be absent.
+ */
+struct rs_uverbs_modify_srq {
+	__aligned_u64 resp_addr;        /* struct rs_uverbs_modify_srq_resp */
+};
+
+struct rs_uverbs_modify_srq_resp {
+	__aligned_u64 ring_mmap_key;
+	__u32 ring_bytes;
+	__u32 log_size;                 /* entries = 1 << log_size */
+	__u32 wqes_moved;
+	__u32 rsvd;
+};
+
 #endif /* HW_RDMA_SESSION_UVERBS_H */

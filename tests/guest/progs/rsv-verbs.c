@@ -16,8 +16,12 @@
  *    resizing below the unpolled completions fails with EINVAL, unpolled
  *    completions are carried over in order, and a stream of numbered
  *    messages arrives once each, in order, data checked, while the CQ is
- *    resized up and down.  SRQ resize is checked against what the device
- *    reports (IBV_DEVICE_SRQ_RESIZE).
+ *    resized up and down.  SRQ resize (server, where the device reports
+ *    IBV_DEVICE_SRQ_RESIZE): the same stream, the SRQ resized up and down
+ *    too, takes its WQEs in the order posted; resizing below the WQEs
+ *    waiting fails with EINVAL and loses none of them (16 more messages
+ *    fill them, in order, data checked); MAX_WR with LIMIT together
+ *    take both.
  *  - rereg_mr (server's MR, the client accesses it): after a change of
  *    translation, of PD and of access, the new keys work (data checked)
  *    and the old ones are refused; bad flags are refused.
@@ -458,11 +462,16 @@ static bool msg_ok(const uint8_t *p, uint32_t i)
 static void resize_server(void)
 {
 	static const int sizes[] = { 16, 255, 24, 1000, 17, 100, 33, 63 };
+	/* Never below SRQ_WR: that many WQEs can be waiting. */
+	static const uint32_t srq_sizes[] = { 64, 16, 200, 17, 40, 16, 256,
+					      16, 33, 100, 16, 24, 128, 16,
+					      20, 16 };
 	struct rsv_peer_info me = { 0 }, peer;
 	struct ibv_srq_init_attr sa = { .attr = { .max_wr = SRQ_WR,
 						  .max_sge = 1 } };
 	struct ibv_srq_attr sattr = { .max_wr = 2 * SRQ_WR };
-	uint32_t next = 0, resizes = 0, bad_at = ~0u, slot;
+	uint32_t next = 0, resizes = 0, srq_resizes = 0, bad_at = ~0u, slot;
+	int srq_err = 0;
 	struct ibv_srq *srq;
 	struct ibv_cq *cq;
 	struct ibv_qp *qp;
@@ -471,6 +480,7 @@ static void resize_server(void)
 	uint8_t *bufs;
 	int e, e2, i, r;
 	bool srq_resize;
+	struct ibv_device_attr da;
 
 	bufs = aligned_alloc(4096, SRQ_WR * MSG);
 	mr = ibv_reg_mr(d.pd, bufs, SRQ_WR * MSG, IBV_ACCESS_LOCAL_WRITE);
@@ -478,6 +488,9 @@ static void resize_server(void)
 	srq = ibv_create_srq(d.pd, &sa);
 	if (!mr || !cq || !srq)
 		rsv_die("resize setup failed");
+	if (ibv_query_device(d.ctx, &da))
+		rsv_die("ibv_query_device failed");
+	srq_resize = da.device_cap_flags & IBV_DEVICE_SRQ_RESIZE;
 	for (slot = 0; slot < SRQ_WR; slot++)
 		if (post_srq(srq, mr, bufs, slot))
 			rsv_die("ibv_post_srq_recv failed");
@@ -515,7 +528,8 @@ static void resize_server(void)
 	/* The stream: resize every 25 completions, up and down. */
 	while (next < NMSG) {
 		r = rsv_poll(cq, &wc, o.timeout * 1000);
-		if (r != 1 || wc.status || wc.wr_id >= SRQ_WR ||
+		/* Slots are reposted as they complete: WQE order is next's. */
+		if (r != 1 || wc.status || wc.wr_id != next % SRQ_WR ||
 		    !msg_ok(bufs + wc.wr_id * MSG, next)) {
 			bad_at = next;
 			break;
@@ -533,6 +547,12 @@ static void resize_server(void)
 			}
 			resizes++;
 		}
+		if (srq_resize && !srq_err && next % 25 == 12) {
+			sattr.max_wr = srq_sizes[srq_resizes % 16];
+			srq_err = ibv_modify_srq(srq, &sattr, IBV_SRQ_MAX_WR);
+			if (!srq_err)
+				srq_resizes++;
+		}
 	}
 	rsv_check(&o, "cq-resize-traffic", next == NMSG && resizes == NMSG / 25,
 		  "%u of %d messages arrived once, in order, data checked, across %u CQ resizes (stopped at %d: %s)",
@@ -542,18 +562,45 @@ static void resize_server(void)
 	usleep(200000);
 	rsv_check(&o, "cq-resize-no-extra", ibv_poll_cq(cq, 1, &wc) == 0,
 		  "no completion after the last message");
+	rsv_check(&o, "srq-resize-traffic",
+		  srq_resize && !srq_err && srq_resizes == NMSG / 25,
+		  "IBV_DEVICE_SRQ_RESIZE %s; %u SRQ resizes during the stream (%s)",
+		  srq_resize ? "set" : "clear", srq_resizes, err_str(srq_err));
 
-	/* SRQ resize only where the device says it works. */
+	/* All SRQ_WR slots wait: a resize below them fails, losing none. */
+	sattr.max_wr = SRQ_WR / 2;
+	e = ibv_modify_srq(srq, &sattr, IBV_SRQ_MAX_WR);
+	if (!rsv_sync(fd))
+		rsv_die("peer gone");
+	for (i = 0; i < SRQ_WR; i++) {
+		r = rsv_poll(cq, &wc, o.timeout * 1000);
+		if (r != 1 || wc.status || wc.wr_id != next % SRQ_WR ||
+		    !msg_ok(bufs + wc.wr_id * MSG, next))
+			break;
+		if (post_srq(srq, mr, bufs, wc.wr_id))
+			break;
+		next++;
+	}
+	usleep(200000);
+	rsv_check(&o, "srq-resize-below-waiting",
+		  e == EINVAL && i == SRQ_WR && ibv_poll_cq(cq, 1, &wc) == 0,
+		  "resize to %d with %d WQEs waiting: %s (EINVAL); then %d of %d messages into them, in order, data checked",
+		  SRQ_WR / 2, SRQ_WR, err_str(e), i, SRQ_WR);
+
+	/* MAX_WR and LIMIT together (a limit below the WQEs waiting). */
 	{
-		struct ibv_device_attr da;
+		struct ibv_srq_attr q = { 0 };
 
-		ibv_query_device(d.ctx, &da);
-		srq_resize = da.device_cap_flags & IBV_DEVICE_SRQ_RESIZE;
-		e = ibv_modify_srq(srq, &sattr, IBV_SRQ_MAX_WR);
-		rsv_check(&o, "srq-resize-as-reported",
-			  srq_resize ? !e : e != 0,
-			  "IBV_DEVICE_SRQ_RESIZE %s, modify_srq MAX_WR: %s",
-			  srq_resize ? "set" : "clear", err_str(e));
+		sattr.max_wr = 2 * SRQ_WR;
+		sattr.srq_limit = SRQ_WR - 4;
+		e = ibv_modify_srq(srq, &sattr, IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT);
+		e2 = ibv_query_srq(srq, &q);
+		rsv_check(&o, "srq-resize-limit",
+			  !e && !e2 && q.max_wr >= 2 * SRQ_WR &&
+			  q.srq_limit == SRQ_WR - 4,
+			  "MAX_WR %d with LIMIT %d: %s; query: %s, max_wr %u, srq_limit %u",
+			  2 * SRQ_WR, SRQ_WR - 4, err_str(e), err_str(e2),
+			  q.max_wr, q.srq_limit);
 	}
 	rsv_sync(fd);
 	ibv_destroy_qp(qp);
@@ -625,7 +672,24 @@ static void resize_client(void)
 			rsv_die("stream send %u failed", done);
 		done++;
 	}
-	rsv_check(&o, "stream-sent", true, "%d messages sent", NMSG);
+	/* After the server's refused SRQ resize: SRQ_WR more messages. */
+	if (!rsv_sync(fd))
+		rsv_die("peer gone");
+	for (; i < NMSG + SRQ_WR; i++) {
+		uint8_t *p = buf + (i % 64) * MSG;
+
+		msg_fill(p, i);
+		sge = (struct ibv_sge){ (uintptr_t)p, MSG, mr->lkey };
+		wr.wr_id = i;
+		if (ibv_post_send(qp, &wr, &bad))
+			rsv_die("ibv_post_send %u failed", i);
+	}
+	while (done < NMSG + SRQ_WR) {
+		if (rsv_poll(cq, &wc, o.timeout * 1000) != 1 || wc.status)
+			rsv_die("stream send %u failed", done);
+		done++;
+	}
+	rsv_check(&o, "stream-sent", true, "%d messages sent", NMSG + SRQ_WR);
 	rsv_sync(fd);
 	ibv_destroy_qp(qp);
 	ibv_destroy_cq(cq);
