@@ -66,6 +66,8 @@ static uint8_t rs_cmd_query_device(RSCore *c, const struct rs_admin_cmd *cmd,
         .max_srq = cpu_to_le32(p->max_srqs - 1),
         .max_srq_wr = cpu_to_le32(1u << RS_MAX_WQ_LOG),
         .max_srq_sge = cpu_to_le32(RS_MAX_SGE),
+        .max_mcast_grp = cpu_to_le32(p->max_mcast_grps),
+        .max_mcast_qp_attach = cpu_to_le32(p->max_mcast_qp_attach),
     };
 
     memcpy(a.mac, c->mac.a, sizeof(a.mac));
@@ -139,6 +141,8 @@ static const struct {
     [RS_CMD_REG_INDIRECT_MKEY] = { "REG_INDIRECT_MKEY", rs_cmd_reserved },
     [RS_CMD_REG_PATTERN_MKEY] = { "REG_PATTERN_MKEY", rs_cmd_reserved },
     [RS_CMD_ODP_RESOLVE] = { "ODP_RESOLVE", rs_cmd_reserved },
+    [RS_CMD_ATTACH_MCAST] = { "ATTACH_MCAST", rs_cmd_attach_mcast },
+    [RS_CMD_DETACH_MCAST] = { "DETACH_MCAST", rs_cmd_detach_mcast },
 };
 
 static void rs_admin_exec(RSCore *c, const struct rs_admin_cmd *cmd,

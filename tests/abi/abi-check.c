@@ -169,6 +169,10 @@ int main(void)
         F(rs_cmd_create_srq, max_sge, 17),
         F(rs_cmd_create_srq, rsvd0, 18),
         F(rs_cmd_create_srq, srq_limit, 20));
+    CHECK_STRUCT(rs_cmd_mcast, 24,
+        F(rs_cmd_mcast, gid, 0),
+        F(rs_cmd_mcast, qp, 16),
+        F(rs_cmd_mcast, rsvd, 20));
     CHECK_STRUCT(rs_cmd_modify_srq, 24,
         F(rs_cmd_modify_srq, ring_addr, 0),
         F(rs_cmd_modify_srq, handle, 8),
@@ -232,6 +236,7 @@ int main(void)
     CHECK_CMD_BODY(modify_qp, rs_cmd_modify_qp);
     CHECK_CMD_BODY(create_srq, rs_cmd_create_srq);
     CHECK_CMD_BODY(modify_srq, rs_cmd_modify_srq);
+    CHECK_CMD_BODY(mcast, rs_cmd_mcast);
     CHECK_CMD_BODY(reg_mr, rs_cmd_reg_mr);
     CHECK_CMD_BODY(create_ah, rs_cmd_create_ah);
     CHECK_CMD_BODY(create_session, rs_cmd_create_session);
@@ -280,7 +285,10 @@ int main(void)
         F(rs_device_attr, max_srq, 96),
         F(rs_device_attr, max_srq_wr, 100),
         F(rs_device_attr, max_srq_sge, 104),
-        F(rs_device_attr, rsvd, 108));
+        F(rs_device_attr, max_mw, 108),
+        F(rs_device_attr, max_mcast_grp, 112),
+        F(rs_device_attr, max_mcast_qp_attach, 116),
+        F(rs_device_attr, rsvd, 120));
     CHECK_STRUCT(rs_port_attr, 64,
         F(rs_port_attr, state, 0),
         F(rs_port_attr, max_mtu, 1),
@@ -420,12 +428,17 @@ int main(void)
     CHECK_VALUE(RS_DB_CQ_ARM, 0x18);
     CHECK_VALUE(RS_DB_SRQ, 0x20);
     CHECK_VALUE(RS_ABI_VERSION_MAJOR, 1);
-    CHECK_VALUE(RS_ABI_VERSION_MINOR, 1);
+    CHECK_VALUE(RS_ABI_VERSION_MINOR, 2);
     CHECK_VALUE(RS_CMD_CREATE_SRQ, 0x20);
     CHECK_VALUE(RS_CMD_MODIFY_SRQ, 0x21);
     CHECK_VALUE(RS_CMD_DESTROY_SRQ, 0x22);
     CHECK_VALUE(RS_CAP_ATOMIC, 0x40);
     CHECK_VALUE(RS_CAP_SRQ, 0x80);
+    CHECK_VALUE(RS_CAP_MCAST, 0x2000);
+    CHECK_VALUE(RS_CMD_ATTACH_MCAST, 0x2a);
+    CHECK_VALUE(RS_CMD_DETACH_MCAST, 0x2b);
+    CHECK_VALUE(RS_CMD_MAX, 0x2c);
+    CHECK_VALUE(RS_MCAST_QPN, 0xffffff);
     CHECK_VALUE(RS_EV_SRQ_LIMIT_REACHED, 0x0b);
 
     printf("1..%d\n", tests);

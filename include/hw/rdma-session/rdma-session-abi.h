@@ -53,9 +53,10 @@
  * minor version when something is added that an older driver can ignore
  * (a reserved field, opcode or doorbell given a meaning, a new RS_CAP_ bit).
  * Minor 1: atomics, SRQs (RS_CAP_ATOMIC, RS_CAP_SRQ).
+ * Minor 2: UD multicast (RS_CAP_MCAST).
  */
 #define RS_ABI_VERSION_MAJOR    1
-#define RS_ABI_VERSION_MINOR    1
+#define RS_ABI_VERSION_MINOR    2
 
 #define RS_BAR_REGS             0       /* registers, RS_REGS_SIZE bytes */
 #define RS_BAR_MSIX             1       /* MSI-X table and PBA */
@@ -125,6 +126,7 @@ REG32(RS_ADMQ_DB, 0x100)                /* write: admin producer index */
 #define RS_CAP_INDIRECT_MKEY    (1u << 9)  /* reserved: not yet offered */
 #define RS_CAP_PATTERN_MKEY     (1u << 10) /* reserved: not yet offered */
 #define RS_CAP_ODP              (1u << 11) /* reserved: not yet offered */
+#define RS_CAP_MCAST            (1u << 13) /* UD multicast (ABI 1.2) */
 
 enum rs_fatal {
     RS_FATAL_NONE = 0,
@@ -227,7 +229,9 @@ enum rs_admin_opcode {
     RS_CMD_REG_INDIRECT_MKEY = 0x25,
     RS_CMD_REG_PATTERN_MKEY = 0x26,
     RS_CMD_ODP_RESOLVE = 0x27,
-    RS_CMD_MAX = 0x28,
+    RS_CMD_ATTACH_MCAST = 0x2a,     /* ABI 1.2 (RS_CAP_MCAST) */
+    RS_CMD_DETACH_MCAST = 0x2b,
+    RS_CMD_MAX = 0x2c,
 };
 
 enum rs_status {
@@ -472,6 +476,20 @@ struct rs_cmd_set_lan_rx_mode {
     uint32_t rsvd;
 };
 
+/*
+ * UD multicast (RS_CAP_MCAST): attach a UD QP to a multicast group, or
+ * detach it.  The GID is an IPv4-mapped 224.0.0.0/4 or an ff00::/8
+ * address; RoCEv2 UD packets to it with DQPN RS_MCAST_QPN are delivered
+ * to every QP attached to it.
+ */
+struct rs_cmd_mcast {               /* ATTACH_MCAST, DETACH_MCAST */
+    uint8_t gid[16];
+    uint32_t qp;                    /* UD QP handle */
+    uint32_t rsvd;
+};
+
+#define RS_MCAST_QPN            0xffffffu
+
 struct rs_admin_cmd {
     struct rs_cmd_hdr hdr;
     union {
@@ -491,6 +509,7 @@ struct rs_admin_cmd {
         struct rs_cmd_add_gid add_gid;
         struct rs_cmd_create_lan_queue create_lan_queue;
         struct rs_cmd_set_lan_rx_mode set_lan_rx_mode;
+        struct rs_cmd_mcast mcast;
         uint8_t raw[56];
     };
 };
@@ -538,7 +557,10 @@ struct rs_device_attr {
     uint32_t max_srq;               /* ABI 1.1; 0 before */
     uint32_t max_srq_wr;
     uint32_t max_srq_sge;
-    uint32_t rsvd[5];
+    uint32_t max_mw;                /* ABI 1.2 */
+    uint32_t max_mcast_grp;         /* ABI 1.2: multicast groups */
+    uint32_t max_mcast_qp_attach;   /* ABI 1.2: QPs per group */
+    uint32_t rsvd[2];
 };
 
 enum rs_port_state {
@@ -846,5 +868,6 @@ RS_ABI_SIZE(struct rs_ah_attr, 32);
 RS_ABI_SIZE(struct rs_qp_attr, 96);
 RS_ABI_SIZE(struct rs_cmd_create_srq, 24);
 RS_ABI_SIZE(struct rs_cmd_modify_srq, 24);
+RS_ABI_SIZE(struct rs_cmd_mcast, 24);
 
 #endif /* HW_RDMA_SESSION_ABI_H */

@@ -263,7 +263,7 @@ static const BadCmdRow bad_cmd_rows[] = {
     RAW("opcode 0x19", 0x19, BAD_OPCODE),
     RAW("opcode 0x1a", 0x1a, BAD_OPCODE),
     RAW("opcode 0x1f", 0x1f, BAD_OPCODE),
-    RAW("opcode 0x28", 0x28, BAD_OPCODE),
+    RAW("opcode RS_CMD_MAX", RS_CMD_MAX, BAD_OPCODE),
     RAW("opcode 0x80", 0x80, BAD_OPCODE),
     RAW("opcode 0xff", 0xff, BAD_OPCODE),
     RAW("CREATE_SRQ all zero", RS_CMD_CREATE_SRQ, BAD_HANDLE),

@@ -128,8 +128,19 @@ static bool roce_has_aeth(uint8_t op)
 /* A frame adapter @from put on the wire: well formed RoCEv2 from it. */
 static void pair_check_frame(int from, const uint8_t *f, size_t len)
 {
+    static const uint8_t mc_mac[3] = { 0x01, 0x00, 0x5e };
+    bool mcast = f[14 + 16] >> 4 == 0xe;   /* 224.0.0.0/4 */
+
     g_assert_cmpuint(len, >=, ROCE_EXT + 4);
-    g_assert_cmpmem(f, 6, pair_mac[!from], 6);
+    if (mcast) {
+        /* UD multicast: the group's Ethernet address (RFC 1112). */
+        g_assert_cmpmem(f, 3, mc_mac, 3);
+        g_assert_cmpuint(f[3], ==, f[14 + 17] & 0x7f);
+        g_assert_cmpmem(f + 4, 2, f + 14 + 18, 2);
+        g_assert_cmphex(ldl_be_p(f + ROCE_BTH + 4) & 0xffffff, ==, 0xffffff);
+    } else {
+        g_assert_cmpmem(f, 6, pair_mac[!from], 6);
+    }
     g_assert_cmpmem(f + 6, 6, pair_mac[from], 6);
     g_assert_cmphex(lduw_be_p(f + 12), ==, 0x0800);
     g_assert_cmphex(f[14], ==, 0x45);
@@ -138,7 +149,9 @@ static void pair_check_frame(int from, const uint8_t *f, size_t len)
     g_assert_cmphex(ip4_csum(f + 14), ==, 0);
     g_assert_cmpuint(f[14 + 12], ==, 10);
     g_assert_cmpuint(f[14 + 15], ==, from + 1);
-    g_assert_cmpuint(f[14 + 19], ==, !from + 1);
+    if (!mcast) {
+        g_assert_cmpuint(f[14 + 19], ==, !from + 1);
+    }
     g_assert_cmpuint(lduw_be_p(f + 14 + 20 + 2), ==, 4791);
     g_assert_cmpuint(lduw_be_p(f + 14 + 20 + 4), ==, len - 14 - 20);
     g_assert_cmphex(f[ROCE_BTH + 1] & 0xf, ==, 0);     /* TVer */
@@ -518,5 +531,80 @@ void pair_expect_cqe(Pair *pr, int i, uint64_t wr_id, uint8_t status,
     if (status == RS_WC_SUCCESS && (opcode == RS_WR_RECV ||
                                     opcode == RS_WR_RDMA_READ)) {
         g_assert_cmpuint(cqe.byte_len, ==, byte_len);
+    }
+}
+
+/*
+ * What the source had put on adapter @i's old wire when it was saved: the
+ * bytes in the socket now.  Reading them makes room, and the stopped
+ * source's net queue and bottom halves may then send more; that comes
+ * after the state was saved and is left unread, lost with the old wire.
+ */
+static void pair_pump_old(Pair *pr, int i)
+{
+    int left;
+
+    g_assert_cmpint(ioctl(pr->fd[i], FIONREAD, &left), ==, 0);
+    while (left > 0) {
+        ssize_t len = lan_sock_recv(pr->fd[i], pr->frame, RS_LAN_MAX_FRAME,
+                                    RS_QOS_TIMEOUT_US);
+
+        g_assert_cmpint(len, >, 0);
+        left -= sizeof(uint32_t) + len;
+        pair_handle(pr, i, len);
+    }
+}
+
+/*
+ * Once the source has saved: take in what it had put on the old wires,
+ * and give the destination's adapters new ones.
+ */
+static void pair_mig_rewire(GString *cmd_line, void *opaque)
+{
+    Pair *pr = opaque;
+    PairSockets *s = pr->sock;
+    int i, sv[2];
+
+    for (i = 0; i < 2; i++) {
+        pair_pump_old(pr, i);
+        g_assert_cmpint(socketpair(PF_UNIX, SOCK_STREAM, 0, sv), ==, 0);
+        qemu_set_cloexec(sv[0]);
+        s->old[i] = s->test[i];
+        s->test[i] = pr->fd[i] = sv[0];
+        close(s->qemu[i]);
+        s->qemu[i] = sv[1];
+    }
+    pr->nops[0] = pr->nops[1] = 0;
+    pr->drop[0] = pr->drop[1] = 0;
+    pair_cmd_line(cmd_line, s);
+}
+
+/*
+ * Live migration of the QEMU that runs both adapters: stop it, save its
+ * state, load it into a new QEMU with the same devices and continue
+ * there.  A and B move together, at one instant, as the adapters of two
+ * VMs whose hosts switch over at once would; the relay is the switch
+ * between them and stays.  The destination's command line gives the same
+ * devices, its netdevs on new socketpairs.
+ *
+ * From here on the switch holds both directions.  On return held[] has
+ * what the source had put on the wire (pair_pump_old), the log is empty,
+ * and what the destination sent on resuming is still in the new sockets:
+ * the caller delivers the old frames to the running destination
+ * (pair_release: a switch's queue drains) or loses them (pair_lose_held).
+ */
+void pair_migrate(Pair *pr)
+{
+    int i;
+
+    g_assert_null(pr->to);
+    pr->hold[0] = pr->hold[1] = true;
+    pr->to = mig_move(qrs_qts(pr->p[0].d), pair_mig_rewire, pr);
+    pr->to_bus = qpci_new_pc(pr->to, NULL);
+    for (i = 0; i < 2; i++) {
+        mig_attach(&pr->to_dev[i], pr->to_bus, pr->p[i].d);
+        pr->p[i].d = &pr->to_dev[i];
+        /* The driver hears that it runs somewhere else now. */
+        expect_event(pr->p[i].d, RS_EV_MIGRATION_NOTICE, 1);
     }
 }
