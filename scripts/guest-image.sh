@@ -9,8 +9,9 @@
 # rdma-core userspace (libibverbs, librdmacm, providers, ibv_* utilities,
 # rping, ucmatose) from build/rdma-core-stage (scripts/build-rdma-core.sh)
 # when it exists, else Debian bookworm's packages, perftest from Debian,
-# iproute2's ip, rdma and tc, every shared library they need, and a udhcpc
-# script.  /init loads the modules, brings the network interface up,
+# iproute2's ip, rdma and tc, every shared library they need, a udhcpc
+# script, and the verbs suite's programs (tests/guest/progs, built here
+# against the staging tree).  /init loads the modules, brings the network interface up,
 # prints "rs-init: ready", runs the command given on the kernel command
 # line (or over the second serial port) or starts a shell, and powers the
 # VM off.
@@ -69,6 +70,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 # The guest's /init, profile, udhcpc script and lspci, as installed.
 files=$top/scripts/guest-image
+progs=$top/tests/guest/progs
 . "$top/scripts/apt-private.sh"
 
 log() { printf '[guest-image] %s\n' "$*" >&2; }
@@ -86,6 +88,7 @@ need=()
 command -v depmod >/dev/null || [ -x /usr/sbin/depmod ] || [ -x /sbin/depmod ] || need+=(kmod)
 command -v xz >/dev/null || need+=(xz-utils)
 command -v readelf >/dev/null && command -v strip >/dev/null || need+=(binutils)
+command -v gcc >/dev/null || need+=(gcc)
 [ ${#need[@]} -eq 0 ] || apt_need "" "${need[@]}" || die "cannot install ${need[*]}"
 PATH=$PATH:/usr/sbin:/sbin
 apt_priv_setup || die "apt-get update with the private sources failed"
@@ -243,7 +246,7 @@ key=$( { for p in "${!deb[@]}"; do basename "${deb[$p]}"; done | LC_ALL=C sort
          echo "$modules"; echo "$extrasum"
          [ "$extramodsum" = none ] || echo "extramods $extramodsum"
          echo "stage $stagesum ko $kosum"
-         sha1sum < "$0"; cat "$files"/*; } | sha1sum | cut -c1-16)
+         sha1sum < "$0"; cat "$files"/* "$progs"/*; } | sha1sum | cut -c1-16)
 out="$gdir/$key"
 if [ -s "$out/vmlinuz" ] && [ -s "$out/initramfs.cpio.gz" ] && [ -s "$out/kver" ]; then
     log "up to date: $out"
@@ -359,6 +362,20 @@ for b in $bins; do
     cp -L "$f" "$root/usr/bin/"
 done
 [ -x "$root/usr/bin/ibv_devinfo" ] || die "no ibv_devinfo in ${stage:-the Debian packages}"
+# The verbs suite's own programs (tests/guest/progs/rsv-*.c, each linked
+# with rsv-common.c) against the staging tree's headers and libraries.
+if [ -n "$stage" ]; then
+    for f in "$progs"/rsv-*.c; do
+        [ "$f" = "$progs/rsv-common.c" ] && continue
+        b=$(basename "$f" .c)
+        gcc -O2 -g -Wall -Wextra -Wno-sign-compare -Wno-unused-parameter -Werror \
+            -I"$stage/usr/include" -o "$root/usr/bin/$b" "$f" "$progs/rsv-common.c" \
+            -L"$stage/usr/lib/x86_64-linux-gnu" -Wl,-rpath-link,"$stage/usr/lib/x86_64-linux-gnu" \
+            -lrdmacm -libverbs -lpthread >&2 || die "tests/guest/progs/$b.c does not build"
+    done
+else
+    log "no rdma-core staging tree: the verbs suite's programs are left out"
+fi
 # perftest: every ib_* / raw_ethernet_* test.
 for f in "$deb_tree"/usr/bin/ib_* "$deb_tree"/usr/bin/raw_ethernet_*; do
     [ -e "$f" ] && cp -L "$f" "$root/usr/bin/"

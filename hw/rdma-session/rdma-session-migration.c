@@ -996,8 +996,9 @@ void rs_migration_hold_stop(RSCore *c)
  * The destination runs: what waited for the switch goes now, not after a
  * backed-off timeout.  The peers' requesters get an RNR NAK with the
  * shortest timer at the PSN expected here (they send again at once, also
- * those that waited in the hold), this side's requesters send again from
- * the first unacknowledged PSN.
+ * those that waited in the hold), unless a sequence NAK already asked
+ * for that PSN; this side's requesters send again from the first
+ * unacknowledged PSN.
  */
 void rs_migration_resume(RSCore *c)
 {
@@ -1009,7 +1010,16 @@ void rs_migration_resume(RSCore *c)
     for (qpn = 1; qpn < c->p.max_qps; qpn++) {
         RSQp *qp = &c->qps[qpn];
 
-        if (rs_resp_rnr_prompt(c, qpn, RS_RNR_TIMER_MIN)) {
+        /*
+         * One request to go back per PSN: a peer told twice (a sequence
+         * NAK for a frame queued during the switch, then the prompt)
+         * starts a second retry over the first, which soft-RoCE's
+         * requester gets wrong (it resent the tail of a SEND as a new
+         * message).  Until the expected PSN comes, gaps get no NAK either.
+         */
+        if (!qp->seq_nak_sent &&
+            rs_resp_rnr_prompt(c, qpn, RS_RNR_TIMER_MIN)) {
+            qp->seq_nak_sent = true;
             prompted++;
         }
         if (qp->valid && qp->type == RS_QPT_RC &&

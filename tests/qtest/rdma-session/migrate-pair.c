@@ -9,6 +9,89 @@
 #include "rs-test.h"
 #include "rs-peer.h"
 
+/*
+ * What the source had put on adapter @i's old wire when it was saved: the
+ * bytes in the socket now.  Reading them makes room, and the stopped
+ * source's net queue and bottom halves may then send more; that comes
+ * after the state was saved and is left unread, lost with the old wire.
+ */
+static void pair_pump_old(Pair *pr, int i)
+{
+    int left;
+
+    g_assert_cmpint(ioctl(pr->fd[i], FIONREAD, &left), ==, 0);
+    while (left > 0) {
+        ssize_t len = lan_sock_recv(pr->fd[i], pr->frame, RS_LAN_MAX_FRAME,
+                                    RS_QOS_TIMEOUT_US);
+
+        g_assert_cmpint(len, >, 0);
+        left -= sizeof(uint32_t) + len;
+        pair_handle(pr, i, len);
+    }
+}
+
+/*
+ * Once the source has saved: take in what it had put on the old wires,
+ * and give the destination's adapters new ones.
+ */
+/* A frame on adapter i's new wire before its destination runs. */
+static GByteArray *pair_early[2];
+
+static void pair_mig_rewire(GString *cmd_line, void *opaque)
+{
+    Pair *pr = opaque;
+    PairSockets *s = pr->sock;
+    int i, sv[2];
+
+    for (i = 0; i < 2; i++) {
+        pair_pump_old(pr, i);
+        g_assert_cmpint(socketpair(PF_UNIX, SOCK_STREAM, 0, sv), ==, 0);
+        qemu_set_cloexec(sv[0]);
+        s->old[i] = s->test[i];
+        s->test[i] = pr->fd[i] = sv[0];
+        close(s->qemu[i]);
+        s->qemu[i] = sv[1];
+        if (pair_early[i]) {
+            pair_inject(pr, i, pair_early[i]->data, pair_early[i]->len);
+            g_byte_array_unref(pair_early[i]);
+            pair_early[i] = NULL;
+        }
+    }
+    pr->nops[0] = pr->nops[1] = 0;
+    pr->drop[0] = pr->drop[1] = 0;
+    pair_cmd_line(cmd_line, s);
+}
+
+/*
+ * Live migration of the QEMU that runs both adapters: stop it, save its
+ * state, load it into a new QEMU with the same devices and continue
+ * there.  A and B move together, at one instant, as the adapters of two
+ * VMs whose hosts switch over at once would; the relay is the switch
+ * between them and stays.  The destination's command line gives the same
+ * devices, its netdevs on new socketpairs.
+ *
+ * From here on the switch holds both directions.  On return held[] has
+ * what the source had put on the wire (pair_pump_old), the log is empty,
+ * and what the destination sent on resuming is still in the new sockets:
+ * the caller delivers the old frames to the running destination
+ * (pair_release: a switch's queue drains) or loses them (pair_lose_held).
+ */
+void pair_migrate(Pair *pr)
+{
+    int i;
+
+    g_assert_null(pr->to);
+    pr->hold[0] = pr->hold[1] = true;
+    pr->to = mig_move(qrs_qts(pr->p[0].d), pair_mig_rewire, pr);
+    pr->to_bus = qpci_new_pc(pr->to, NULL);
+    for (i = 0; i < 2; i++) {
+        mig_attach(&pr->to_dev[i], pr->to_bus, pr->p[i].d);
+        pr->p[i].d = &pr->to_dev[i];
+        /* The driver hears that it runs somewhere else now. */
+        expect_event(pr->p[i].d, RS_EV_MIGRATION_NOTICE, 1);
+    }
+}
+
 /* The switch loses what it holds from adapter @from, and holds on. */
 static void pair_lose_held(Pair *pr, int from)
 {
@@ -243,6 +326,62 @@ static void test_engine_pair_migrate_half_message(void *obj, void *data,
     PAIR_EXPECT_OPS(&pr, 1, OP_ACK);
     g_assert_cmphex(pr.syn[1][0], ==, AETH_RNR | 1);
     g_assert_cmphex(pr.psn[1][0], ==, (psn + 5) & 0xffffff);
+
+    pair_release(&pr, 0);
+    pair_release(&pr, 1);
+    pair_expect_cqe(&pr, 1, 0xb1, RS_WC_SUCCESS, RS_WR_RECV, q[1].qpn, 4000);
+    pair_expect_cqe(&pr, 0, 0xa1, RS_WC_SUCCESS, RS_WR_SEND, q[0].qpn, 0);
+    img_move(b, 0x4000, a, 0x2000, 4000);
+    pair_mig_done(&pr, q);
+}
+
+/*
+ * A gap waiting on the new wire: B has the first two packets of a
+ * four-packet SEND; the last one reaches B's destination before it runs,
+ * the third is lost.  B asks A to go back to the third packet's PSN once
+ * (a sequence NAK for the gap, or the prompt if it comes first), not
+ * twice: a requester told twice starts a second retry over the first,
+ * which soft-RoCE's gets wrong.  A's SEND then completes once.
+ */
+static void test_engine_pair_migrate_gap_at_resume(void *obj, void *data,
+                                                   QGuestAllocator *alloc)
+{
+    const uint32_t psn = pair_psn[0];
+    Pair pr;
+    Peer *a = &pr.p[0], *b = &pr.p[1];
+    struct rs_sge sge;
+    GByteArray *third;
+    LoopQp q[2];
+
+    pair_setup(&pr, obj, data, alloc);
+    pair_rc(&pr, q, 0, STD_ACCESS);
+    sge = peer_sge(b, 0x4000, 4096);
+    eng_post_recv(b->d, &q[1], 0xb1, &sge, 1);
+    pair_log_reset(&pr);
+    pr.hold[0] = true;
+    sge = peer_sge(a, 0x2000, 4000);
+    pair_post(&pr, 0, &q[0], RS_WR_SEND, 0xa1, &sge, 1, 0, 0, 0);
+    pair_wait_frames(&pr, 0, 4);
+    pair_pass(&pr, 0, 2);
+    img_move(b, 0x4000, a, 0x2000, 2048);
+    peer_wait(b);
+    third = g_queue_pop_head(&pr.held[0]);
+    pair_early[1] = g_queue_pop_head(&pr.held[0]);
+    g_byte_array_unref(third);
+    g_assert_cmphex(pair_early[1]->data[ROCE_BTH], ==, OP_SEND_LAST);
+
+    pair_migrate(&pr);
+    /* A: its prompt and the SEND again; then B has had time for a NAK. */
+    pair_wait_frames(&pr, 0, 5);
+    PAIR_EXPECT_OPS(&pr, 0, OP_ACK, OP_SEND_FIRST, OP_SEND_MIDDLE,
+                    OP_SEND_MIDDLE, OP_SEND_LAST);
+    g_usleep(100 * 1000);
+    qtest_readl(pr.to, b->buf);
+    pair_pump(&pr);
+    PAIR_EXPECT_OPS(&pr, 1, OP_ACK);
+    g_assert_true(pr.syn[1][0] == AETH_NAK_SEQ ||
+                  pr.syn[1][0] == (AETH_RNR | 1));
+    g_assert_cmphex(pr.psn[1][0], ==, (psn + 2) & 0xffffff);
 
     pair_release(&pr, 0);
     pair_release(&pr, 1);
@@ -622,6 +761,8 @@ static void register_migrate_pair_tests(void)
                  test_engine_pair_migrate_unacked, &pair);
     qos_add_test("migrate/pair-half-message", "rdma-session",
                  test_engine_pair_migrate_half_message, &pair);
+    qos_add_test("migrate/pair-gap-at-resume", "rdma-session",
+                 test_engine_pair_migrate_gap_at_resume, &pair);
     qos_add_test("migrate/pair-read-owed", "rdma-session",
                  test_engine_pair_migrate_read_owed, &pair_small_sndbuf);
     qos_add_test("migrate/pair-rnr", "rdma-session",
