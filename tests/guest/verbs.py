@@ -46,6 +46,16 @@ TWO = ("adapter-adapter", "adapter-rxe")
 FEATURES: List[Tuple[str, Tuple[str, ...], Dict[int, List[str]]]] = [
     ("rc", TWO, {1: ["rc-connect", "rc-send"],
                  2: ["rc-connect", "rc-write-read"]}),
+    ("mcast", ("three",), {1: ["devinfo", "ud-send", "mckey-send"],
+                           2: ["devinfo", "ud-attach", "ud-recv",
+                               "ud-detach", "mckey-recv"],
+                           3: ["devinfo", "ud-attach", "ud-recv",
+                               "ud-detach", "mckey-recv"]}),
+    ("mcast-rxe", ("adapter-rxe",), {
+        1: ["a2r-send", "r2a-attach", "r2a-recv", "r2a-detach",
+            "mckey-a2r-send", "mckey-r2a-recv"],
+        2: ["a2r-attach", "a2r-recv", "a2r-detach", "r2a-send",
+            "mckey-a2r-recv", "mckey-r2a-send"]}),
 ]
 
 
