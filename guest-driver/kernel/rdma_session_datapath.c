@@ -52,6 +52,9 @@ static const enum ib_wc_opcode rs_wc_opcode[] = {
 	[RS_WR_ATOMIC_FETCH_ADD] = IB_WC_FETCH_ADD,
 	[RS_WR_LOCAL_INV] = IB_WC_LOCAL_INV,
 	[RS_WR_REG_MR] = IB_WC_REG_MR,
+	[RS_WR_BIND_MW] = IB_WC_BIND_MW,
+	[RS_WR_FLUSH] = IB_WC_FLUSH,
+	[RS_WR_ATOMIC_WRITE] = IB_WC_ATOMIC_WRITE,
 };
 
 static void rs_wq_consume_send(struct rs_qp *qp, u8 status)
@@ -247,7 +250,7 @@ static void rs_build_reg_mr(const struct ib_reg_wr *wr, struct rs_send_wqe_reg_m
 	f->pbl_addr = mr->pages_dma;
 	f->npages = mr->npages;
 	f->page_shift = ilog2(mr->ibmr.page_size);
-	f->access = wr->access & RS_ACCESS_ALL;
+	f->access = rs_access_from_ib(wr->access);
 }
 
 static int rs_build_send(struct rs_qp *qp, const struct ib_send_wr *wr, void *slot)

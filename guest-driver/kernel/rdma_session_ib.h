@@ -97,6 +97,7 @@ struct rs_cq {
 	struct rs_buf ring;
 	struct rdma_user_mmap_entry *mentry;
 	spinlock_t lock;		/* kernel CQ consumer */
+	struct mutex resize_lock;	/* ring, log and mentry of user CQs */
 	u32 ci;
 	u16 vector;			/* completion vector */
 	bool armed;			/* kernel CQs: req_notify_cq done */
@@ -177,6 +178,36 @@ struct rs_ah {
 	dma_addr_t av_dma;
 };
 
+/*
+ * IB access flags to the device's: the first five are the same bits, the
+ * FLUSH rights are not.
+ */
+#define RS_IB_ACCESS_SAME	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
+				 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC | \
+				 IB_ACCESS_MW_BIND)
+
+static inline u16 rs_access_from_ib(int access)
+{
+	u16 a = access & RS_IB_ACCESS_SAME;
+
+	if (access & IB_ACCESS_FLUSH_GLOBAL)
+		a |= RS_ACCESS_FLUSH_GLOBAL;
+	if (access & IB_ACCESS_FLUSH_PERSISTENT)
+		a |= RS_ACCESS_FLUSH_PERSISTENT;
+	return a;
+}
+
+static inline int rs_access_to_ib(u16 a)
+{
+	int access = a & RS_IB_ACCESS_SAME;
+
+	if (a & RS_ACCESS_FLUSH_GLOBAL)
+		access |= IB_ACCESS_FLUSH_GLOBAL;
+	if (a & RS_ACCESS_FLUSH_PERSISTENT)
+		access |= IB_ACCESS_FLUSH_PERSISTENT;
+	return access;
+}
+
 static inline u32 rs_ah_handle(struct rs_ah *ah)
 {
 	return ah->pend ? READ_ONCE(ah->pend->handle) : ah->handle;
@@ -185,12 +216,18 @@ static inline u32 rs_ah_handle(struct rs_ah *ah)
 struct rs_mr {
 	struct ib_mr ibmr;
 	struct ib_umem *umem;
+	int access;			/* user MRs: for rereg_user_mr */
 	bool dma;			/* get_dma_mr: no device object */
 	/* Fast registration: page list of max_pages DMA addresses. */
 	u64 *pages;
 	dma_addr_t pages_dma;
 	u32 npages;
 	u32 max_pages;
+};
+
+/* A memory window: its device key is ibmw.rkey as allocated. */
+struct rs_mw {
+	struct ib_mw ibmw;
 };
 
 static inline struct rs_ibdev *to_rsdev(struct ib_device *ibdev)

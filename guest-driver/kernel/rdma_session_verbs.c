@@ -142,7 +142,8 @@ static int rs_ib_cmd_destroy(struct rs_ibdev *dev, u8 opcode, u32 handle)
 	err = rs_ib_cmd_exec(dev, &cmd, NULL);
 	if (err == -EIO)
 		return 0;
-	if (err)
+	/* -EBUSY (an MR with bound windows): the caller's to handle. */
+	if (err && err != -EBUSY)
 		ibdev_warn(&dev->ibdev, "destroy (opcode %#x) of %#x failed: %d\n",
 			   opcode, handle, err);
 	return err;
@@ -304,6 +305,14 @@ static int rs_ib_query_device(struct ib_device *ibdev, struct ib_device_attr *a,
 	a->device_cap_flags = IB_DEVICE_PORT_ACTIVE_EVENT |
 			      IB_DEVICE_RC_RNR_NAK_GEN |
 			      IB_DEVICE_MEM_MGT_EXTENSIONS;
+	/*
+	 * FLUSH to global visibility and ATOMIC WRITE; never to persistence:
+	 * guest RAM is no persistence domain the device reaches.
+	 */
+	if (dev->rdev->caps & RS_CAP_FLUSH)
+		a->device_cap_flags |= IB_DEVICE_FLUSH_GLOBAL;
+	if (dev->rdev->caps & RS_CAP_ATOMIC_WRITE)
+		a->device_cap_flags |= IB_DEVICE_ATOMIC_WRITE;
 	a->kernel_cap_flags = IBK_LOCAL_DMA_LKEY;
 	a->max_send_sge = da->max_sge;
 	a->max_recv_sge = da->max_sge;
@@ -334,6 +343,11 @@ static int rs_ib_query_device(struct ib_device *ibdev, struct ib_device_attr *a,
 	a->max_pkeys = 1;
 	a->local_ca_ack_delay = 16;
 	a->max_fast_reg_page_list_len = RS_MAX_FRMR_PAGES;
+	if (dev->rdev->caps & RS_CAP_MW) {
+		a->device_cap_flags |= IB_DEVICE_MEM_WINDOW |
+				       IB_DEVICE_MEM_WINDOW_TYPE_2B;
+		a->max_mw = da->max_mw;
+	}
 	return 0;
 }
 
@@ -627,6 +641,7 @@ static int rs_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *att
 	cq->user = !!udata;
 	cq->vector = attr->comp_vector;
 	spin_lock_init(&cq->lock);
+	mutex_init(&cq->resize_lock);
 	err = rs_buf_alloc(dev, &cq->ring, sizeof(struct rs_cqe) << cq->log);
 	if (err)
 		return err;
@@ -689,6 +704,114 @@ static int rs_ib_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 	rs_mmap_remove(&cq->mentry);
 	rs_buf_free(dev, &cq->ring);
 	return 0;
+}
+
+/* Valid entries from the consumer index on, as the owner bits show. */
+static u32 rs_cq_unpolled(struct rs_cq *cq, u32 ci)
+{
+	u32 size = 1u << cq->log, n;
+	struct rs_cqe *ring = cq->ring.va;
+
+	for (n = 0; n < size; n++) {
+		u32 i = ci + n;
+		u8 phase = ((i >> cq->log) & 1) ? 0 : RS_CQE_OWNER;
+
+		if ((READ_ONCE(ring[i & (size - 1)].owner) & RS_CQE_OWNER) != phase)
+			break;
+	}
+	return n;
+}
+
+/*
+ * User CQs only: the process gives the consumer index it reached, the
+ * device moves the unpolled entries to the start of the new ring
+ * (RS_CMD_RESIZE_CQ), and the process maps that ring.  Kernel CQs are
+ * polled under cq->lock, under which no admin command can wait, so they
+ * keep their size.
+ */
+static int rs_ib_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
+{
+	struct rs_ibdev *dev = to_rsdev(ibcq->device);
+	struct rs_ucontext *uc =
+		rdma_udata_to_drv_context(udata, struct rs_ucontext, ibuc);
+	struct rs_uverbs_resize_cq_resp resp = {};
+	struct rs_uverbs_resize_cq req = {};
+	struct rdma_user_mmap_entry *mentry;
+	struct rs_cq *cq = to_rscq(ibcq);
+	struct rs_admin_cmd cmd = {};
+	struct rs_buf ring = {}, old;
+	u32 entries, log, n;
+	int err;
+
+	if (!udata || !cq->user)
+		return -EOPNOTSUPP;
+	if (cqe < 1 || cqe > dev->ibdev.attrs.max_cqe) {
+		ibdev_dbg(&dev->ibdev, "resize_cq: %d entries, the device supports 1..%d\n",
+			  cqe, dev->ibdev.attrs.max_cqe);
+		return -EINVAL;
+	}
+	if (udata->inlen < sizeof(req))
+		return -EINVAL;
+	err = ib_copy_from_udata(&req, udata, sizeof(req));
+	if (err)
+		return err;
+	if (req.rsvd)
+		return -EINVAL;
+
+	/* uverbs lets resizes of one CQ run concurrently. */
+	mutex_lock(&cq->resize_lock);
+	/* IBTA 11.2.6: not below the completions the CQ holds. */
+	n = rs_cq_unpolled(cq, req.consumer_index);
+	if (n > cqe) {
+		ibdev_dbg(&dev->ibdev, "resize_cq: %d entries, %u not polled yet\n",
+			  cqe, n);
+		err = -EINVAL;
+		goto out;
+	}
+
+	entries = roundup_pow_of_two(cqe + 1);
+	log = ilog2(entries);
+	err = rs_buf_alloc(dev, &ring, sizeof(struct rs_cqe) << log);
+	if (err)
+		goto out;
+	mentry = rs_mmap_insert(dev, &uc->ibuc, RS_MMAP_MEM,
+				(u64)(uintptr_t)ring.va, ring.size, 0,
+				&resp.ring_mmap_key);
+	if (IS_ERR(mentry)) {
+		err = PTR_ERR(mentry);
+		goto err_free;
+	}
+
+	cmd.hdr.opcode = RS_CMD_RESIZE_CQ;
+	cmd.resize_cq.ring_addr = ring.dma;
+	cmd.resize_cq.handle = cq->handle;
+	cmd.resize_cq.log_size = log;
+	cmd.resize_cq.consumer_index = req.consumer_index;
+	err = rs_ib_cmd_exec(dev, &cmd, NULL);
+	if (err)
+		goto err_mmap;
+
+	old = cq->ring;
+	cq->ring = ring;
+	cq->log = log;
+	rs_mmap_remove(&cq->mentry);
+	cq->mentry = mentry;
+	rs_buf_free(dev, &old);
+	ibcq->cqe = entries - 1;
+
+	resp.ring_bytes = ring.size;
+	resp.log_size = log;
+	/* The device uses the new ring now: there is no going back. */
+	err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
+	goto out;
+
+err_mmap:
+	rdma_user_mmap_entry_remove(mentry);
+err_free:
+	rs_buf_free(dev, &ring);
+out:
+	mutex_unlock(&cq->resize_lock);
+	return err;
 }
 
 static void rs_comp_irqs_free(struct rs_ibdev *dev)
@@ -1123,7 +1246,7 @@ static int rs_ib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask
 	a->rq_psn = attr->rq_psn;
 	a->sq_psn = attr->sq_psn;
 	a->dest_qp_num = attr->dest_qp_num;
-	a->access_flags = attr->qp_access_flags & RS_ACCESS_ALL;
+	a->access_flags = rs_access_from_ib(attr->qp_access_flags);
 	a->pkey_index = attr->pkey_index;
 	a->max_rd_atomic = attr->max_rd_atomic;
 	a->max_dest_rd_atomic = attr->max_dest_rd_atomic;
@@ -1225,7 +1348,7 @@ static int rs_ib_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	attr->rq_psn = a->rq_psn;
 	attr->sq_psn = a->sq_psn;
 	attr->dest_qp_num = a->dest_qp_num;
-	attr->qp_access_flags = a->access_flags;
+	attr->qp_access_flags = rs_access_to_ib(a->access_flags);
 	attr->pkey_index = a->pkey_index;
 	attr->port_num = RS_PORT_NUM;
 	attr->max_rd_atomic = a->max_rd_atomic;
@@ -1651,7 +1774,8 @@ mismatch:
 
 #define RS_IB_ACCESS_SUPPORTED	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
 				 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC | \
-				 IB_ACCESS_MW_BIND | IB_ACCESS_OPTIONAL)
+				 IB_ACCESS_MW_BIND | IB_ACCESS_FLUSH_GLOBAL | \
+				 IB_ACCESS_OPTIONAL)
 
 static struct ib_mr *rs_ib_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				       u64 iova, int access, struct ib_udata *udata)
@@ -1709,7 +1833,7 @@ static struct ib_mr *rs_ib_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length
 	cmd.reg_mr.pd = to_rspd(ibpd)->handle;
 	cmd.reg_mr.page_shift = order_base_2(pgsz);
 	cmd.reg_mr.flags = indirect ? RS_MR_F_PBL_INDIRECT : 0;
-	cmd.reg_mr.access = access & RS_ACCESS_ALL;
+	cmd.reg_mr.access = rs_access_from_ib(access);
 	cmd.reg_mr.gid_index = netid;
 	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
 	/* The device copied the translation: the page list can go. */
@@ -1722,6 +1846,7 @@ static struct ib_mr *rs_ib_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length
 	mr->ibmr.iova = iova;
 	mr->ibmr.length = length;
 	mr->ibmr.page_size = pgsz;
+	mr->access = access;
 	atomic64_inc(&dev->cnt[RS_CNT_MR_REGISTERED]);
 	return &mr->ibmr;
 
@@ -1732,6 +1857,39 @@ err_umem:
 err_mr:
 	kfree(mr);
 	return ERR_PTR(err);
+}
+
+/*
+ * The device has no command that changes a key in place, so every rereg
+ * registers anew (what did not change taken from the old MR) and hands
+ * ib_core a new MR, which then deregisters the old one: the keys always
+ * change, and the old keys are refused from then on.  On failure the old
+ * MR stays as it was.
+ */
+static struct ib_mr *rs_ib_rereg_user_mr(struct ib_mr *ibmr, int flags,
+					 u64 start, u64 length, u64 iova,
+					 int access, struct ib_pd *ibpd,
+					 struct ib_udata *udata)
+{
+	struct rs_mr *mr = to_rsmr(ibmr);
+
+	if (flags & ~IB_MR_REREG_SUPPORTED)
+		return ERR_PTR(-EOPNOTSUPP);
+	if (!mr->umem) {
+		ibdev_dbg(ibmr->device, "rereg_mr: MR %#x is not a user MR\n",
+			  ibmr->lkey);
+		return ERR_PTR(-EINVAL);
+	}
+	if (!(flags & IB_MR_REREG_TRANS)) {
+		start = mr->umem->address;
+		length = mr->umem->length;
+		iova = ibmr->iova;
+	}
+	if (!(flags & IB_MR_REREG_PD))
+		ibpd = ibmr->pd;
+	if (!(flags & IB_MR_REREG_ACCESS))
+		access = mr->access;
+	return rs_ib_reg_user_mr(ibpd, start, length, iova, access, udata);
 }
 
 static int rs_ib_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
@@ -1826,6 +1984,41 @@ err_mr:
 	return ERR_PTR(err);
 }
 
+/*
+ * Memory windows (type 1 and 2B): the device keeps their binding; user
+ * space binds them with BIND_MW work requests on its own QPs.
+ */
+static int rs_ib_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
+{
+	struct rs_ibdev *dev = to_rsdev(ibmw->device);
+	struct rs_admin_cmd cmd = {};
+	struct rs_admin_cqe cqe;
+	u32 netid;
+	int err;
+
+	if (!(dev->rdev->caps & RS_CAP_MW))
+		return -EOPNOTSUPP;
+	err = rs_default_netid(dev, &netid);
+	if (err)
+		return err;
+	cmd.hdr.opcode = RS_CMD_ALLOC_MW;
+	cmd.alloc_mw.pd = to_rspd(ibmw->pd)->handle;
+	cmd.alloc_mw.gid_index = netid;
+	cmd.alloc_mw.type = ibmw->type == IB_MW_TYPE_1 ? RS_MW_TYPE_1 :
+							 RS_MW_TYPE_2;
+	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
+	if (err)
+		return err;
+	ibmw->rkey = cqe.handle;
+	return 0;
+}
+
+static int rs_ib_dealloc_mw(struct ib_mw *ibmw)
+{
+	return rs_ib_cmd_destroy(to_rsdev(ibmw->device), RS_CMD_DEALLOC_MW,
+				 ibmw->rkey);
+}
+
 static int rs_set_page(struct ib_mr *ibmr, u64 addr)
 {
 	struct rs_mr *mr = to_rsmr(ibmr);
@@ -1886,6 +2079,7 @@ static const struct ib_device_ops rs_ib_ops = {
 
 	.alloc_hw_port_stats = rs_ib_alloc_hw_port_stats,
 	.alloc_mr = rs_ib_alloc_mr,
+	.alloc_mw = rs_ib_alloc_mw,
 	.alloc_pd = rs_ib_alloc_pd,
 	.alloc_ucontext = rs_ib_alloc_ucontext,
 	.add_gid = rs_ib_add_gid,
@@ -1897,6 +2091,7 @@ static const struct ib_device_ops rs_ib_ops = {
 	.create_srq = rs_ib_create_srq,
 	.modify_srq = rs_ib_modify_srq,
 	.query_srq = rs_ib_query_srq,
+	.dealloc_mw = rs_ib_dealloc_mw,
 	.dealloc_pd = rs_ib_dealloc_pd,
 	.dealloc_ucontext = rs_ib_dealloc_ucontext,
 	.del_gid = rs_ib_del_gid,
@@ -1925,10 +2120,13 @@ static const struct ib_device_ops rs_ib_ops = {
 	.query_port = rs_ib_query_port,
 	.query_qp = rs_ib_query_qp,
 	.reg_user_mr = rs_ib_reg_user_mr,
+	.rereg_user_mr = rs_ib_rereg_user_mr,
 	.req_notify_cq = rs_ib_req_notify_cq,
+	.resize_cq = rs_ib_resize_cq,
 
 	INIT_RDMA_OBJ_SIZE(ib_ah, rs_ah, ibah),
 	INIT_RDMA_OBJ_SIZE(ib_cq, rs_cq, ibcq),
+	INIT_RDMA_OBJ_SIZE(ib_mw, rs_mw, ibmw),
 	INIT_RDMA_OBJ_SIZE(ib_pd, rs_pd, ibpd),
 	INIT_RDMA_OBJ_SIZE(ib_qp, rs_qp, ibqp),
 	INIT_RDMA_OBJ_SIZE(ib_srq, rs_srq, ibsrq),

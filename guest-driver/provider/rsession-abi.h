@@ -20,6 +20,8 @@
 #define _STRUCT_rs_uverbs_create_qp_resp struct {}
 #define _STRUCT_rs_uverbs_create_ah_resp struct {}
 #define _STRUCT_rs_uverbs_create_srq_resp struct {}
+#define _STRUCT_rs_uverbs_resize_cq struct {}
+#define _STRUCT_rs_uverbs_resize_cq_resp struct {}
 
 DECLARE_DRV_CMD(rs_alloc_ucontext, IB_USER_VERBS_CMD_GET_CONTEXT, empty,
 		rs_uverbs_alloc_ucontext_resp);
@@ -33,5 +35,7 @@ DECLARE_DRV_CMD(rs_create_ah, IB_USER_VERBS_CMD_CREATE_AH, empty,
 		rs_uverbs_create_ah_resp);
 DECLARE_DRV_CMD(rs_create_srq, IB_USER_VERBS_CMD_CREATE_SRQ, empty,
 		rs_uverbs_create_srq_resp);
+DECLARE_DRV_CMD(rs_resize_cq, IB_USER_VERBS_CMD_RESIZE_CQ, rs_uverbs_resize_cq,
+		rs_uverbs_resize_cq_resp);
 
 #endif /* RSESSION_ABI_H */

@@ -33,10 +33,15 @@ static const struct verbs_context_ops rs_ctx_ops = {
 	.dealloc_pd = rs_dealloc_pd,
 	.reg_mr = rs_reg_mr,
 	.dereg_mr = rs_dereg_mr,
+	.alloc_mw = rs_alloc_mw,
+	.dealloc_mw = rs_dealloc_mw,
+	.bind_mw = rs_bind_mw,
+	.rereg_mr = rs_rereg_mr,
 	.create_cq = rs_create_cq,
 	.create_cq_ex = rs_create_cq_ex,
 	.poll_cq = rs_poll_cq,
 	.req_notify_cq = rs_req_notify_cq,
+	.resize_cq = rs_resize_cq,
 	.destroy_cq = rs_destroy_cq,
 	.create_qp = rs_create_qp,
 	.create_qp_ex = rs_create_qp_ex,
@@ -48,13 +53,14 @@ static const struct verbs_context_ops rs_ctx_ops = {
 	.create_ah = rs_create_ah,
 	.destroy_ah = rs_destroy_ah,
 	.create_srq = rs_create_srq,
+	.create_srq_ex = rs_create_srq_ex,
 	.modify_srq = rs_modify_srq,
 	.query_srq = rs_query_srq,
 	.destroy_srq = rs_destroy_srq,
 	.post_srq_recv = rs_post_srq_recv,
 	.attach_mcast = ibv_cmd_attach_mcast,
 	.detach_mcast = ibv_cmd_detach_mcast,
-	/* No MW, XRC: libibverbs' defaults fail with EOPNOTSUPP. */
+	/* No XRC: libibverbs' defaults fail with EOPNOTSUPP. */
 };
 
 static struct verbs_context *rs_alloc_context(struct ibv_device *ibdev,

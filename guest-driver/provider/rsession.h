@@ -95,6 +95,13 @@ struct rs_qp {
 	uint32_t qpn;
 	uint32_t max_inline;
 	bool sq_sig_all;
+	/*
+	 * enum ibv_qp_state as of the last successful modify_qp, written
+	 * with sq.lock and rq.lock held: the post verbs check it under
+	 * their queue's lock.  A move to ERR or SQE by the device is not
+	 * tracked: posting is allowed in RTS, SQE and ERR alike.
+	 */
+	uint8_t state;
 
 	/* ibv_wr_* session state, under sq.lock */
 	struct rs_send_wqe_ctrl *cur_wqe;
@@ -170,6 +177,11 @@ int rs_dealloc_pd(struct ibv_pd *pd);
 struct ibv_mr *rs_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 			 uint64_t hca_va, int access);
 int rs_dereg_mr(struct verbs_mr *vmr);
+struct ibv_mw *rs_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int rs_dealloc_mw(struct ibv_mw *mw);
+int rs_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mwb);
+int rs_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
+		void *addr, size_t length, int access);
 
 struct ibv_cq *rs_create_cq(struct ibv_context *context, int cqe,
 			    struct ibv_comp_channel *channel, int comp_vector);
@@ -177,6 +189,7 @@ struct ibv_cq_ex *rs_create_cq_ex(struct ibv_context *context,
 				  struct ibv_cq_init_attr_ex *attr);
 int rs_poll_cq(struct ibv_cq *cq, int ne, struct ibv_wc *wc);
 int rs_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+int rs_resize_cq(struct ibv_cq *cq, int cqe);
 int rs_destroy_cq(struct ibv_cq *cq);
 
 struct ibv_qp *rs_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
@@ -188,6 +201,8 @@ int rs_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask);
 int rs_destroy_qp(struct ibv_qp *qp);
 struct ibv_srq *rs_create_srq(struct ibv_pd *pd,
 			      struct ibv_srq_init_attr *attr);
+struct ibv_srq *rs_create_srq_ex(struct ibv_context *context,
+				 struct ibv_srq_init_attr_ex *attr);
 int rs_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr,
 		  int attr_mask);
 int rs_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr);

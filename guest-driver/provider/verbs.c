@@ -124,6 +124,62 @@ struct ibv_mr *rs_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 	return &mr->vmr.ibv_mr;
 }
 
+struct ibv_mw *rs_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	struct ib_uverbs_alloc_mw_resp resp;
+	struct ibv_alloc_mw cmd;
+	struct ibv_mw *mw;
+	int err;
+
+	mw = calloc(1, sizeof(*mw));
+	if (!mw)
+		return NULL;
+	err = ibv_cmd_alloc_mw(pd, type, mw, &cmd, sizeof(cmd), &resp,
+			       sizeof(resp));
+	if (err) {
+		free(mw);
+		errno = err;
+		return NULL;
+	}
+	return mw;
+}
+
+int rs_dealloc_mw(struct ibv_mw *mw)
+{
+	int err;
+
+	err = ibv_cmd_dealloc_mw(mw);
+	if (err)
+		return err;
+	free(mw);
+	return 0;
+}
+
+/*
+ * Type 1: a BIND_MW work request on the QP, as rxe's provider does; the
+ * window's rkey is the new one from now on (an error completion leaves
+ * the old one valid: the consumer takes it back).
+ */
+int rs_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mwb)
+{
+	struct ibv_send_wr wr = {}, *bad;
+	int err;
+
+	if (mw->type != IBV_MW_TYPE_1)
+		return EINVAL;
+	wr.wr_id = mwb->wr_id;
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.send_flags = mwb->send_flags;
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+	wr.bind_mw.bind_info = mwb->bind_info;
+	err = rs_post_send(qp, &wr, &bad);
+	if (err)
+		return err;
+	mw->rkey = wr.bind_mw.rkey;
+	return 0;
+}
+
 int rs_dereg_mr(struct verbs_mr *vmr)
 {
 	int err;
@@ -133,6 +189,23 @@ int rs_dereg_mr(struct verbs_mr *vmr)
 		return err;
 	free(container_of(vmr, struct rs_mr, vmr));
 	return 0;
+}
+
+/*
+ * The device has no command that changes a key in place: the kernel
+ * registers the new translation, PD or access under new keys, then
+ * deregisters the old ones (docs: keys change on every rereg).
+ * libibverbs has checked the flags and the address and length already.
+ */
+int rs_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
+		void *addr, size_t length, int access)
+{
+	struct ib_uverbs_rereg_mr_resp resp;
+	struct ibv_rereg_mr cmd;
+
+	return ibv_cmd_rereg_mr(vmr, flags, addr, length, (uintptr_t)addr,
+				access, pd, &cmd, sizeof(cmd), &resp,
+				sizeof(resp));
 }
 
 struct ibv_ah *rs_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
@@ -247,6 +320,12 @@ static enum ibv_wc_opcode rs_wc_opcode(uint8_t op)
 		return IBV_WC_FETCH_ADD;
 	case RS_WR_LOCAL_INV:
 		return IBV_WC_LOCAL_INV;
+	case RS_WR_BIND_MW:
+		return IBV_WC_BIND_MW;
+	case RS_WR_FLUSH:
+		return IBV_WC_FLUSH;
+	case RS_WR_ATOMIC_WRITE:
+		return IBV_WC_ATOMIC_WRITE;
 	case RS_WR_RECV_RDMA_IMM:
 		return IBV_WC_RECV_RDMA_WITH_IMM;
 	case RS_WR_RECV:
@@ -263,6 +342,7 @@ static enum ibv_wc_status rs_wc_status(uint8_t st)
 	case RS_WC_LOC_QP_OP_ERR:
 	case RS_WC_LOC_PROT_ERR:
 	case RS_WC_WR_FLUSH_ERR:
+	case RS_WC_MW_BIND_ERR:
 	case RS_WC_BAD_RESP_ERR:
 	case RS_WC_LOC_ACCESS_ERR:
 	case RS_WC_REM_INV_REQ_ERR:
@@ -528,12 +608,22 @@ static struct ibv_cq_ex *rs_create_cq_common(struct ibv_context *context,
 	struct rs_create_cq_resp resp = {};
 	struct rs_uverbs_create_cq_resp *drv = &resp.drv_payload;
 	struct rs_create_cq cmd = {};
+	struct ibv_cq_init_attr_ex kattr;
 	struct rs_cq *cq;
 	int err;
 
-	if (!check_comp_mask(attr->comp_mask, IBV_CQ_INIT_ATTR_MASK_FLAGS) ||
+	/*
+	 * A parent domain (MASK_PD) would change the CQ's allocation and
+	 * locking: only a NULL one is the default.  SINGLE_THREADED is a
+	 * hint that changes nothing here; IGNORE_OVERRUN is not offered.
+	 */
+	if (!check_comp_mask(attr->comp_mask, IBV_CQ_INIT_ATTR_MASK_FLAGS |
+					      IBV_CQ_INIT_ATTR_MASK_PD) ||
 	    !check_comp_mask(attr->wc_flags, IBV_WC_STANDARD_FLAGS) ||
-	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) && attr->flags)) {
+	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+	     !check_comp_mask(attr->flags,
+			      IBV_CREATE_CQ_ATTR_SINGLE_THREADED)) ||
+	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) && attr->parent_domain)) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -546,7 +636,11 @@ static struct ibv_cq_ex *rs_create_cq_common(struct ibv_context *context,
 	if (!cq)
 		return NULL;
 
-	err = ibv_cmd_create_cq_ex(context, attr, &cq->vcq, &cmd.ibv_cmd,
+	/* The kernel's CQ takes no flags: the hint stays here. */
+	kattr = *attr;
+	kattr.comp_mask = 0;
+	kattr.flags = 0;
+	err = ibv_cmd_create_cq_ex(context, &kattr, &cq->vcq, &cmd.ibv_cmd,
 				   sizeof(cmd), &resp.ibv_resp, sizeof(resp), 0);
 	if (err) {
 		errno = err;
@@ -617,6 +711,57 @@ int rs_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	return 0;
 }
 
+/*
+ * The device copies the entries not yet polled to the start of the new
+ * ring (RS_CMD_RESIZE_CQ), so the consumer index starts over at 0; the CQ
+ * lock keeps pollers out meanwhile.  The kernel refuses a size below the
+ * number of unpolled entries with EINVAL.
+ */
+int rs_resize_cq(struct ibv_cq *ibcq, int cqe)
+{
+	struct rs_cq *cq = to_rs_cq(ibcq);
+	struct rs_resize_cq_resp resp = {};
+	struct rs_uverbs_resize_cq_resp *drv = &resp.drv_payload;
+	struct rs_resize_cq cmd = {};
+	struct rs_cqe *ring;
+	int err;
+
+	if (cqe <= 0 || (unsigned int)cqe > (1u << RS_MAX_CQ_LOG) - 1)
+		return EINVAL;
+
+	pthread_spin_lock(&cq->lock);
+	cmd.drv_payload.consumer_index = cq->ci;
+	err = ibv_cmd_resize_cq(ibcq, cqe, &cmd.ibv_cmd, sizeof(cmd),
+				&resp.ibv_resp, sizeof(resp));
+	if (err)
+		goto out;
+	if (drv->log_size < 1 || drv->log_size > RS_MAX_CQ_LOG ||
+	    drv->ring_bytes < (sizeof(struct rs_cqe) << drv->log_size)) {
+		/* The device uses the new ring already: nothing to go back to. */
+		verbs_err(verbs_get_ctx(ibcq->context),
+			  "rdma_session: bad CQ geometry from the kernel (log %u, %u bytes)\n",
+			  drv->log_size, drv->ring_bytes);
+		err = EIO;
+		goto out;
+	}
+	ring = mmap(NULL, drv->ring_bytes, PROT_READ, MAP_SHARED,
+		    ibcq->context->cmd_fd, drv->ring_mmap_key);
+	if (ring == MAP_FAILED) {
+		/* As above: the CQ is unusable, only destroying it is left. */
+		err = errno;
+		goto out;
+	}
+	munmap(cq->ring, cq->ring_len);
+	cq->ring = ring;
+	cq->ring_len = drv->ring_bytes;
+	cq->log_size = drv->log_size;
+	cq->ci = 0;
+	cq->ci_dirty = false;
+out:
+	pthread_spin_unlock(&cq->lock);
+	return err;
+}
+
 int rs_destroy_cq(struct ibv_cq *ibcq)
 {
 	struct rs_cq *cq = to_rs_cq(ibcq);
@@ -641,7 +786,9 @@ int rs_destroy_cq(struct ibv_cq *ibcq)
 		     IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |                    \
 		     IBV_QP_EX_WITH_RDMA_READ |                              \
 		     IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |                     \
-		     IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+		     IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |                   \
+		     IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_BIND_MW |       \
+		     IBV_QP_EX_WITH_FLUSH | IBV_QP_EX_WITH_ATOMIC_WRITE)
 
 static void rs_qp_fill_wr_pfns(struct rs_qp *qp,
 			       const struct ibv_qp_init_attr_ex *attr);
@@ -685,6 +832,7 @@ static struct ibv_qp *rs_create_qp_common(struct ibv_context *context,
 	struct rs_create_qp_resp resp = {};
 	struct rs_uverbs_create_qp_resp *drv = &resp.drv_payload;
 	struct rs_create_qp cmd = {};
+	uint32_t comp_mask;
 	struct rs_qp *qp;
 	int err;
 
@@ -693,8 +841,30 @@ static struct ibv_qp *rs_create_qp_common(struct ibv_context *context,
 		err = EOPNOTSUPP;
 		goto err_out;
 	}
+	/*
+	 * Every field behind a comp_mask bit may hold its default (no XRC
+	 * domain, no create flags, no TSO header, no RSS): such a bit is
+	 * accepted and dropped before the command, which knows only PD and
+	 * SEND_OPS_FLAGS.  Anything else is not offered.
+	 */
 	if (!check_comp_mask(attr->comp_mask, IBV_QP_INIT_ATTR_PD |
+					      IBV_QP_INIT_ATTR_XRCD |
+					      IBV_QP_INIT_ATTR_CREATE_FLAGS |
+					      IBV_QP_INIT_ATTR_MAX_TSO_HEADER |
+					      IBV_QP_INIT_ATTR_IND_TABLE |
+					      IBV_QP_INIT_ATTR_RX_HASH |
 					      IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) ||
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) && attr->xrcd) ||
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
+	     attr->create_flags) ||
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_MAX_TSO_HEADER) &&
+	     attr->max_tso_header) ||
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_IND_TABLE) &&
+	     attr->rwq_ind_tbl) ||
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_RX_HASH) &&
+	     (attr->rx_hash_conf.rx_hash_function ||
+	      attr->rx_hash_conf.rx_hash_key_len ||
+	      attr->rx_hash_conf.rx_hash_fields_mask)) ||
 	    ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
 	     !check_comp_mask(attr->send_ops_flags, RS_SEND_OPS))) {
 		err = EOPNOTSUPP;
@@ -717,10 +887,14 @@ static struct ibv_qp *rs_create_qp_common(struct ibv_context *context,
 		goto err_out;
 	}
 
+	comp_mask = attr->comp_mask;
+	attr->comp_mask &= IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 	err = ibv_cmd_create_qp_ex(context, &qp->vqp, attr, &cmd.ibv_cmd,
 				   sizeof(cmd), &resp.ibv_resp, sizeof(resp));
+	attr->comp_mask = comp_mask;
 	if (err)
 		goto err_free;
+	qp->state = IBV_QPS_RESET;
 
 	qp->qpn = drv->qpn & RS_HANDLE_INDEX_MASK;
 	qp->srq = attr->srq ?
@@ -829,17 +1003,20 @@ int rs_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
 	err = ibv_cmd_modify_qp(ibqp, attr, attr_mask, &cmd, sizeof(cmd));
 	if (err)
 		return err;
+	if (!(attr_mask & IBV_QP_STATE))
+		return 0;
 
+	pthread_spin_lock(&qp->sq.lock);
+	pthread_spin_lock(&qp->rq.lock);
+	qp->state = attr->qp_state;
 	/* A QP back in RESET starts its rings over, as the device does. */
-	if ((attr_mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET) {
-		pthread_spin_lock(&qp->sq.lock);
+	if (attr->qp_state == IBV_QPS_RESET) {
 		qp->sq.pi = qp->sq.ci = 0;
 		memset(qp->sq_signaled, 0, qp->sq.wqe_cnt);
-		pthread_spin_unlock(&qp->sq.lock);
-		pthread_spin_lock(&qp->rq.lock);
 		qp->rq.pi = qp->rq.ci = 0;
-		pthread_spin_unlock(&qp->rq.lock);
 	}
+	pthread_spin_unlock(&qp->rq.lock);
+	pthread_spin_unlock(&qp->sq.lock);
 	return 0;
 }
 
@@ -920,9 +1097,15 @@ static bool rs_opcode_ok(enum ibv_qp_type type, uint8_t op)
 	case RS_WR_RDMA_WRITE_IMM:
 	case RS_WR_SEND_INV:
 		return type != IBV_QPT_UD;
+	/* Memory windows: RC and UC (IBTA 10.6.7.2). */
+	case RS_WR_LOCAL_INV:
+	case RS_WR_BIND_MW:
+		return type == IBV_QPT_RC || type == IBV_QPT_UC;
 	case RS_WR_RDMA_READ:
 	case RS_WR_ATOMIC_CMP_SWP:
 	case RS_WR_ATOMIC_FETCH_ADD:
+	case RS_WR_FLUSH:
+	case RS_WR_ATOMIC_WRITE:
 		return type == IBV_QPT_RC;
 	default:
 		return false;
@@ -956,12 +1139,14 @@ static int rs_ibv_opcode(enum ibv_wr_opcode op, uint8_t *out)
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 		*out = RS_WR_ATOMIC_FETCH_ADD;
 		return 0;
+	case IBV_WR_LOCAL_INV:
+		/* Of a type 2 window: a user MR's key fails the WQE. */
+		*out = RS_WR_LOCAL_INV;
+		return 0;
+	case IBV_WR_BIND_MW:
+		*out = RS_WR_BIND_MW;
+		return 0;
 	default:
-		/*
-		 * LOCAL_INV among them: invalidating an MR from the send queue
-		 * is for kernel consumers (IBTA; no memory windows yet), and
-		 * the device would move a user QP to ERR for it.
-		 */
 		return EINVAL;
 	}
 }
@@ -999,11 +1184,52 @@ static int rs_set_inline(struct rs_qp *qp, struct rs_send_wqe_ctrl *ctrl,
 	return 0;
 }
 
+#define RS_MW_ACCESS (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
+		      IBV_ACCESS_REMOTE_ATOMIC)
+
+/*
+ * A BIND_MW WQE in the control segment; EINVAL for rights a window cannot
+ * have here (zero-based windows are not offered).
+ */
+static int rs_set_bind(struct rs_send_wqe_ctrl *ctrl, struct ibv_mw *mw,
+		       uint32_t rkey, const struct ibv_mw_bind_info *bi)
+{
+	struct rs_send_wqe_bind_mw *b = (struct rs_send_wqe_bind_mw *)ctrl;
+
+	if (!mw || (bi->mw_access_flags & ~RS_MW_ACCESS) ||
+	    (bi->length && !bi->mr))
+		return EINVAL;
+	b->mw_rkey = htole32(mw->rkey);
+	b->new_rkey = htole32(rkey);
+	b->addr = htole64(bi->addr);
+	b->length = htole64(bi->length);
+	b->mr_lkey = htole32(bi->length ? bi->mr->lkey : 0);
+	b->access = htole16(bi->mw_access_flags);
+	return 0;
+}
+
 static inline void rs_sq_doorbell(struct rs_qp *qp)
 {
 	udma_to_device_barrier();
 	rs_ring_db(to_rs_ctx(qp->vqp.qp.context), RS_DB_SQ,
 		   (qp->qpn & RS_DB_INDEX_MASK) | (qp->sq.pi << RS_DB_VALUE_SHIFT));
+}
+
+/*
+ * Which states take work requests (IBTA 10.8.2, C10-40/C10-42; Linux
+ * rxe and the kernel driver alike): the send queue from RTS on, where
+ * SQD queues them, and SQE and ERR complete them with flush errors; the
+ * receive queue in every state but RESET.
+ */
+static inline bool rs_sq_state_ok(const struct rs_qp *qp)
+{
+	return qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD ||
+	       qp->state == IBV_QPS_SQE || qp->state == IBV_QPS_ERR;
+}
+
+static inline bool rs_rq_state_ok(const struct rs_qp *qp)
+{
+	return qp->state != IBV_QPS_RESET && qp->state != IBV_QPS_UNKNOWN;
 }
 
 /* Start a send WQE in the next slot (sq.lock held, room checked). */
@@ -1033,7 +1259,9 @@ int rs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 
 	pthread_spin_lock(&qp->sq.lock);
 	start = qp->sq.pi;
-	for (; wr; wr = wr->next) {
+	if (!rs_sq_state_ok(qp))
+		err = EINVAL;
+	for (; wr && !err; wr = wr->next) {
 		if (rs_wq_full(&qp->sq)) {
 			err = ENOMEM;
 			break;
@@ -1054,10 +1282,25 @@ int rs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			ctrl->imm_or_inv = htole32(be32toh(wr->imm_data));
 			break;
 		case RS_WR_SEND_INV:
+		case RS_WR_LOCAL_INV:
 			ctrl->imm_or_inv = htole32(wr->invalidate_rkey);
 			break;
 		default:
 			break;
+		}
+		if (opcode == RS_WR_BIND_MW) {
+			err = rs_set_bind(ctrl, wr->bind_mw.mw, wr->bind_mw.rkey,
+					  &wr->bind_mw.bind_info);
+			if (err)
+				break;
+			__atomic_store_n(&qp->sq.pi, qp->sq.pi + 1,
+					 __ATOMIC_RELEASE);
+			continue;
+		}
+		if (opcode == RS_WR_LOCAL_INV) {
+			__atomic_store_n(&qp->sq.pi, qp->sq.pi + 1,
+					 __ATOMIC_RELEASE);
+			continue;
 		}
 		switch (opcode) {
 		case RS_WR_RDMA_WRITE:
@@ -1136,7 +1379,9 @@ int rs_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	}
 	pthread_spin_lock(&qp->rq.lock);
 	start = qp->rq.pi;
-	for (; wr; wr = wr->next) {
+	if (!rs_rq_state_ok(qp))
+		err = EINVAL;
+	for (; wr && !err; wr = wr->next) {
 		if (rs_wq_full(&qp->rq)) {
 			err = ENOMEM;
 			break;
@@ -1220,6 +1465,52 @@ err_free:
 	free(srq);
 	errno = err;
 	return NULL;
+}
+
+/*
+ * ibv_create_srq_ex: a basic SRQ, whatever bits with default values come
+ * along (no XRC domain or CQ: those are XRC's; no tag matching).
+ * libibverbs calls create_srq itself for PD and TYPE BASIC alone.
+ */
+struct ibv_srq *rs_create_srq_ex(struct ibv_context *context,
+				 struct ibv_srq_init_attr_ex *attr)
+{
+	struct ibv_srq_init_attr init = {
+		.srq_context = attr->srq_context,
+		.attr = attr->attr,
+	};
+	struct ibv_srq *srq;
+
+	if (!check_comp_mask(attr->comp_mask, IBV_SRQ_INIT_ATTR_TYPE |
+					      IBV_SRQ_INIT_ATTR_PD |
+					      IBV_SRQ_INIT_ATTR_XRCD |
+					      IBV_SRQ_INIT_ATTR_CQ |
+					      IBV_SRQ_INIT_ATTR_TM) ||
+	    ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
+	     attr->srq_type != IBV_SRQT_BASIC) ||
+	    ((attr->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) && attr->xrcd) ||
+	    ((attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ) && attr->cq) ||
+	    ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TM) &&
+	     (attr->tm_cap.max_num_tags || attr->tm_cap.max_ops))) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd) {
+		errno = EINVAL;
+		return NULL;
+	}
+	srq = rs_create_srq(attr->pd, &init);
+	if (!srq)
+		return NULL;
+	/* What libibverbs' ibv_create_srq() fills in for the other path. */
+	srq->context = context;
+	srq->srq_context = attr->srq_context;
+	srq->pd = attr->pd;
+	srq->events_completed = 0;
+	pthread_mutex_init(&srq->mutex, NULL);
+	pthread_cond_init(&srq->cond, NULL);
+	attr->attr = init.attr;
+	return srq;
 }
 
 int rs_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr,
@@ -1308,7 +1599,8 @@ static void rs_wr_start(struct ibv_qp_ex *qpx)
 
 	pthread_spin_lock(&qp->sq.lock);
 	qp->wr_start_pi = qp->sq.pi;
-	qp->wr_err = 0;
+	/* wr_complete() then fails the whole batch, as post_send would. */
+	qp->wr_err = rs_sq_state_ok(qp) ? 0 : EINVAL;
 	qp->cur_wqe = NULL;
 }
 
@@ -1379,17 +1671,25 @@ static void rs_wr_send_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
 		c->imm_or_inv = htole32(invalidate_rkey);
 }
 
-/*
- * Not offered (see rs_ibv_opcode()), but installed so that a call fails
- * the batch instead of jumping through NULL.
- */
 static void rs_wr_local_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
 {
+	struct rs_send_wqe_ctrl *c = rs_wr_new(qpx, RS_WR_LOCAL_INV);
+
+	if (c)
+		c->imm_or_inv = htole32(invalidate_rkey);
+	to_rs_qp_ex(qpx)->cur_wqe = NULL;	/* no SGEs or inline data */
+}
+
+static void rs_wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw,
+			  uint32_t rkey, const struct ibv_mw_bind_info *bi)
+{
+	struct rs_send_wqe_ctrl *c = rs_wr_new(qpx, RS_WR_BIND_MW);
 	struct rs_qp *qp = to_rs_qp_ex(qpx);
 
+	if (!c)
+		return;
 	qp->cur_wqe = NULL;
-	if (!qp->wr_err)
-		qp->wr_err = EOPNOTSUPP;
+	qp->wr_err = rs_set_bind(c, mw, rkey, bi);
 }
 
 static struct rs_send_wqe_ctrl *rs_wr_rdma(struct ibv_qp_ex *qpx, uint8_t op,
@@ -1447,6 +1747,43 @@ static void rs_wr_atomic_fetch_add(struct ibv_qp_ex *qpx, uint32_t rkey,
 
 	if (c)
 		c->compare_add = htole64(add);
+}
+
+/*
+ * FLUSH and ATOMIC WRITE exist only in the extended API, as in rxe: struct
+ * ibv_send_wr has no fields for them.  Neither takes SGEs.
+ */
+static void rs_wr_flush(struct ibv_qp_ex *qpx, uint32_t rkey,
+			uint64_t remote_addr, size_t len, uint8_t type,
+			uint8_t level)
+{
+	struct rs_qp *qp = to_rs_qp_ex(qpx);
+	struct rs_send_wqe_ctrl *c;
+
+	if (len > UINT32_MAX || !type ||
+	    (type & ~(IBV_FLUSH_GLOBAL | IBV_FLUSH_PERSISTENT)) ||
+	    level > IBV_FLUSH_MR) {
+		qp->cur_wqe = NULL;
+		if (!qp->wr_err)
+			qp->wr_err = EINVAL;
+		return;
+	}
+	c = rs_wr_rdma(qpx, RS_WR_FLUSH, rkey, remote_addr);
+	if (c) {
+		c->compare_add = htole64(len);
+		c->imm_or_inv = htole32(type | level << RS_FLUSH_SEL_SHIFT);
+	}
+}
+
+static void rs_wr_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey,
+			       uint64_t remote_addr, const void *atomic_wr)
+{
+	struct rs_send_wqe_ctrl *c =
+		rs_wr_rdma(qpx, RS_WR_ATOMIC_WRITE, rkey, remote_addr);
+
+	/* The 8 bytes as they are in memory. */
+	if (c)
+		memcpy(&c->compare_add, atomic_wr, sizeof(c->compare_add));
 }
 
 static void rs_wr_set_sge(struct ibv_qp_ex *qpx, uint32_t lkey, uint64_t addr,
@@ -1541,7 +1878,14 @@ static void rs_qp_fill_wr_pfns(struct rs_qp *qp,
 		qpx->wr_atomic_cmp_swp = rs_wr_atomic_cmp_swp;
 	if (ops & IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
 		qpx->wr_atomic_fetch_add = rs_wr_atomic_fetch_add;
-	qpx->wr_local_inv = rs_wr_local_inv;
+	if (ops & IBV_QP_EX_WITH_LOCAL_INV)
+		qpx->wr_local_inv = rs_wr_local_inv;
+	if (ops & IBV_QP_EX_WITH_BIND_MW)
+		qpx->wr_bind_mw = rs_wr_bind_mw;
+	if (ops & IBV_QP_EX_WITH_FLUSH)
+		qpx->wr_flush = rs_wr_flush;
+	if (ops & IBV_QP_EX_WITH_ATOMIC_WRITE)
+		qpx->wr_atomic_write = rs_wr_atomic_write;
 	qpx->wr_set_sge = rs_wr_set_sge;
 	qpx->wr_set_sge_list = rs_wr_set_sge_list;
 	qpx->wr_set_inline_data = rs_wr_set_inline_data;

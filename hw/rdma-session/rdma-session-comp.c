@@ -276,11 +276,15 @@ static uint8_t rs_nak_status(uint8_t syndrome)
     }
 }
 
-/* READ and atomics complete on their own responses, not on an ACK. */
+/*
+ * READ, atomics, FLUSH and ATOMIC WRITE complete on their own responses,
+ * not on an ACK.
+ */
 static bool rs_comp_needs_resp(uint8_t opcode)
 {
     return opcode == RS_WR_RDMA_READ || opcode == RS_WR_ATOMIC_CMP_SWP ||
-           opcode == RS_WR_ATOMIC_FETCH_ADD;
+           opcode == RS_WR_ATOMIC_FETCH_ADD || opcode == RS_WR_FLUSH ||
+           opcode == RS_WR_ATOMIC_WRITE;
 }
 
 /* Copy a response's payload to the local SGEs the requester recorded. */
@@ -368,6 +372,18 @@ static void rs_comp_retry(RSCore *c, uint32_t qpn, RSQp *qp, const char *why)
     }
 }
 
+/* The empty READ response that completes a FLUSH or ATOMIC WRITE. */
+static void rs_comp_empty_resp(RSCore *c, uint32_t qpn, RSQp *qp,
+                               const RSPkt *pkt)
+{
+    rs_sq_complete(c, qpn, RS_WC_SUCCESS, 0);
+    qp->comp_psn = qp->una_psn = (pkt->psn + 1) & RS_PSN_MASK;
+    if (qp->rd_out) {
+        qp->rd_out--;
+    }
+    rs_comp_progress(c, qp, 1);
+}
+
 /* The READ response for una_psn. */
 static void rs_comp_read_resp(RSCore *c, uint32_t qpn, RSQp *qp,
                               const RSPkt *pkt)
@@ -379,6 +395,14 @@ static void rs_comp_read_resp(RSCore *c, uint32_t qpn, RSQp *qp,
     bool last;
     uint8_t st;
 
+    /* FLUSH and ATOMIC WRITE: a READ RESPONSE Only without payload. */
+    if (rec && (rec->opcode == RS_WR_FLUSH ||
+                rec->opcode == RS_WR_ATOMIC_WRITE) &&
+        pkt->opcode == RS_OP_READ_RESP_ONLY && !pkt->paylen &&
+        pkt->psn == qp->comp_psn) {
+        rs_comp_empty_resp(c, qpn, qp, pkt);
+        return;
+    }
     if (!rec || rec->opcode != RS_WR_RDMA_READ) {
         trace_rdma_session_comp_drop(qpn, pkt->psn, "READ response for "
                                      "another operation");

@@ -362,7 +362,8 @@ uint64_t rs_core_reg_read(RSCore *c, hwaddr addr)
     case A_RS_CAPS:
         val = RS_CAP_RC | RS_CAP_UC | RS_CAP_UD | RS_CAP_SESSION_GROUPS |
               RS_CAP_NETID_MKEYS | RS_CAP_LAN | RS_CAP_ATOMIC | RS_CAP_SRQ |
-              RS_CAP_MCAST;
+              RS_CAP_MW | RS_CAP_MCAST | RS_CAP_FLUSH |
+              RS_CAP_ATOMIC_WRITE;
         break;
     case A_RS_DB_PAGES:
         val = c->p.db_pages;

@@ -40,6 +40,7 @@ typedef struct RSParams {
     uint32_t drop_tx;           /* x-drop-tx: test only, drop every Nth */
     uint32_t ack_backoff;       /* x-ack-backoff: timeout doublings */
     bool migration_hold;        /* x-migration-hold: RNR NAKs while out */
+    bool rxe_flush_icrc;        /* x-rxe-flush-icrc: FLUSH as rxe's ICRC */
 } RSParams;
 
 typedef struct RSPd {
@@ -267,6 +268,17 @@ typedef struct RSMr {
     uint32_t npages;
     uint64_t *pages;            /* guest physical address of each page */
     struct RSCore *core;        /* the page budget, for incoming migration */
+    /*
+     * A memory window in this key slot (rdma-session-mw.c): mw_type
+     * RS_MW_TYPE_*, 0 for an MR.  While bound (mw_mr: the MR's index),
+     * iova, length and access are the window's and mw_qp is a type 2B
+     * window's QP handle.  mw_binds: an MR's bound windows (not migrated,
+     * rebuilt at load).
+     */
+    uint8_t mw_type;
+    uint32_t mw_mr;
+    uint32_t mw_qp;
+    uint32_t mw_binds;
 } RSMr;
 
 /* A multicast group: its GID and the UD QPs (indices) attached to it. */
@@ -543,6 +555,20 @@ uint8_t rs_sge_copy(RSCore *c, const RSQp *qp, uint32_t gid_index,
                     void *buf, uint32_t len, bool to_mem);
 uint8_t rs_mr_rw(RSCore *c, const RSMr *mr, uint64_t va, void *buf,
                  uint32_t len, bool write);
+
+/* rdma-session-mw.c: memory windows */
+uint8_t rs_cmd_alloc_mw(RSCore *c, const struct rs_admin_cmd *cmd,
+                        struct rs_admin_cqe *cqe);
+uint8_t rs_cmd_dealloc_mw(RSCore *c, const struct rs_admin_cmd *cmd,
+                          struct rs_admin_cqe *cqe);
+bool rs_mw_key(RSCore *c, uint32_t key);
+uint8_t rs_mw_bind(RSCore *c, const RSQp *qp, int gid_index,
+                   const struct rs_send_wqe_ctrl *w);
+bool rs_mw_invalidate(RSCore *c, const RSQp *qp, int gid_index, uint32_t key,
+                      bool remote);
+RSMr *rs_mw_remote(RSCore *c, const RSQp *qp, RSMr *mw, uint64_t va,
+                   uint32_t len, uint16_t right);
+bool rs_mw_post_load(RSCore *c);
 
 /* rdma-session-session.c: UDP sessions, session groups, GIDs */
 uint8_t rs_cmd_create_session(RSCore *c, const struct rs_admin_cmd *cmd,

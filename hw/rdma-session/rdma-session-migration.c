@@ -247,6 +247,27 @@ static bool rs_mr_npages_valid(void *opaque, int version_id)
     return true;
 }
 
+/* A memory window's state: only a slot that holds a window sends it. */
+static bool rs_mr_mw_needed(void *opaque)
+{
+    RSMr *mr = opaque;
+
+    return mr->mw_type != 0;
+}
+
+static const VMStateDescription vmstate_rs_mr_mw = {
+    .name = "rdma-session/mr/mw",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rs_mr_mw_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT8(mw_type, RSMr),
+        VMSTATE_UINT32(mw_mr, RSMr),
+        VMSTATE_UINT32(mw_qp, RSMr),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
 static const VMStateDescription vmstate_rs_mr = {
     .name = "rdma-session/mr",
     .version_id = 2,
@@ -269,6 +290,10 @@ static const VMStateDescription vmstate_rs_mr = {
         VMSTATE_BOOL_V(fast, RSMr, 2),
         VMSTATE_BOOL_V(fr_bound, RSMr, 2),
         VMSTATE_END_OF_LIST()
+    },
+    .subsections = (const VMStateDescription * const []) {
+        &vmstate_rs_mr_mw,
+        NULL
     },
 };
 
@@ -496,6 +521,10 @@ static int rs_core_pre_load(void *opaque)
         g_free(c->mrs[i].pages);
         c->mrs[i].pages = NULL;
         c->mrs[i].npages = 0;
+        /* A slot without the window subsection holds no window. */
+        c->mrs[i].mw_type = 0;
+        c->mrs[i].mw_mr = 0;
+        c->mrs[i].mw_qp = 0;
     }
     c->mr_pages_loaded = 0;
     /* A stream without SRQs (no subsection) leaves the table empty. */
@@ -808,12 +837,16 @@ static bool rs_core_state_valid(RSCore *c)
             }
             continue;
         }
-        if (!rs_mr_state_valid(c, mr)) {
+        if (!mr->mw_type && !rs_mr_state_valid(c, mr)) {
             return false;
         }
         pages += mr->npages;
     }
     if (pages != c->mr_pages_used || pages > p->max_mr_pages) {
+        return false;
+    }
+    /* Windows (checked by rs_mw_post_load) after the MRs they reach. */
+    if (!rs_mw_post_load(c)) {
         return false;
     }
     for (i = 0; i < p->max_ahs; i++) {

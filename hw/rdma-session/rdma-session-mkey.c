@@ -42,6 +42,13 @@ static uint8_t rs_mr_check_access(uint16_t access)
     if (access & ~RS_ACCESS_ALL) {
         return RS_STATUS_BAD_ACCESS;
     }
+    /*
+     * Guest RAM is no persistence domain the device can flush to: an MR
+     * that asks for persistent FLUSH is refused, never silently degraded.
+     */
+    if (access & RS_ACCESS_FLUSH_PERSISTENT) {
+        return RS_STATUS_BAD_ACCESS;
+    }
     /* IBTA 10.6.3.1: remote write or atomic needs local write. */
     if ((access & (RS_ACCESS_REMOTE_WRITE | RS_ACCESS_REMOTE_ATOMIC)) &&
         !(access & RS_ACCESS_LOCAL_WRITE)) {
@@ -357,6 +364,15 @@ uint8_t rs_mr_local_op(RSCore *c, const RSQp *qp,
     int gid_index = qp->has_av ? (int)qp->av.gid_index : -1;
     struct rs_send_wqe_reg_mr f;
 
+    /* Windows are for every consumer, not only the kernel. */
+    if (w->opcode == RS_WR_BIND_MW) {
+        return rs_mw_bind(c, qp, gid_index, w);
+    }
+    if (w->opcode == RS_WR_LOCAL_INV &&
+        rs_mw_key(c, le32_to_cpu(w->imm_or_inv))) {
+        return rs_mw_invalidate(c, qp, gid_index, le32_to_cpu(w->imm_or_inv),
+                                false) ? RS_WC_SUCCESS : RS_WC_LOC_PROT_ERR;
+    }
     if (!rs_qp_privileged(c, qp)) {
         return RS_WC_LOC_QP_OP_ERR;
     }
@@ -374,6 +390,9 @@ uint8_t rs_mr_local_op(RSCore *c, const RSQp *qp,
 bool rs_mr_remote_inv(RSCore *c, const RSQp *qp, uint32_t gid_index,
                       uint32_t rkey)
 {
+    if (rs_mw_key(c, rkey)) {
+        return rs_mw_invalidate(c, qp, gid_index, rkey, true);
+    }
     return rs_mr_invalidate(c, qp, gid_index, rkey);
 }
 
@@ -384,8 +403,12 @@ uint8_t rs_cmd_dereg_mr(RSCore *c, const struct rs_admin_cmd *cmd,
     uint32_t idx = key >> RS_MKEY_INDEX_SHIFT;
 
     if (idx == 0 || idx >= c->p.max_mrs || !c->mrs[idx].valid ||
-        c->mrs[idx].tag != (key & RS_MKEY_TAG_MASK)) {
+        c->mrs[idx].mw_type || c->mrs[idx].tag != (key & RS_MKEY_TAG_MASK)) {
         return RS_STATUS_BAD_HANDLE;
+    }
+    /* IBTA 10.6.7.2.6 lets it fail or invalidate the windows: it fails. */
+    if (c->mrs[idx].mw_binds) {
+        return RS_STATUS_BUSY;
     }
     rs_mr_free(c, idx);
     return RS_STATUS_OK;
@@ -444,7 +467,8 @@ static uint8_t rs_sge_map(RSCore *c, const RSQp *qp, uint32_t gid_index,
                RS_WC_LOC_PROT_ERR : RS_WC_SUCCESS;
     }
     mr = rs_mkey_lookup(c, gid_index, lkey);
-    if (!mr || mr->pd != qp->pd) {
+    /* A window's key is an rkey only. */
+    if (!mr || mr->mw_type || mr->pd != qp->pd) {
         return RS_WC_LOC_PROT_ERR;
     }
     if ((access & RS_ACCESS_LOCAL_WRITE) &&

@@ -385,6 +385,8 @@ static const Property rs_properties[] = {
     /* Test only: drop every Nth RoCE frame the engine sends (0: none). */
     DEFINE_PROP_UINT32("x-drop-tx", RSState, core.p.drop_tx, 0),
     DEFINE_PROP_UINT32("x-ack-backoff", RSState, core.p.ack_backoff, 3),
+    DEFINE_PROP_BOOL("x-rxe-flush-icrc", RSState, core.p.rxe_flush_icrc,
+                     false),
     DEFINE_PROP_BOOL("x-migration-hold", RSState, core.p.migration_hold,
                      true),
 };

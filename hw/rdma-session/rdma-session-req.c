@@ -249,11 +249,14 @@ static bool rs_req_opcode_ok(uint8_t qpt, uint8_t op)
         return true;
     case RS_WR_RDMA_WRITE:
     case RS_WR_RDMA_WRITE_IMM:
+    case RS_WR_BIND_MW:
         return qpt == RS_QPT_RC || qpt == RS_QPT_UC;
     case RS_WR_SEND_INV:
     case RS_WR_RDMA_READ:
     case RS_WR_ATOMIC_CMP_SWP:
     case RS_WR_ATOMIC_FETCH_ADD:
+    case RS_WR_FLUSH:
+    case RS_WR_ATOMIC_WRITE:
         return qpt == RS_QPT_RC;
     default:
         return false;
@@ -304,6 +307,10 @@ static uint8_t rs_req_rc_op(uint8_t wr_op, uint32_t i, uint32_t n)
         return RS_OP_CMP_SWAP;
     case RS_WR_ATOMIC_FETCH_ADD:
         return RS_OP_FETCH_ADD;
+    case RS_WR_FLUSH:
+        return RS_OP_FLUSH;
+    case RS_WR_ATOMIC_WRITE:
+        return RS_OP_ATOMIC_WRITE;
     default:
         return RS_OP_READ_REQ;
     }
@@ -487,6 +494,15 @@ static void rs_req_timer_start(RSCore *c, RSQp *qp)
     rs_req_arm_retry(c);
 }
 
+/*
+ * FLUSH and ATOMIC WRITE name no local memory and are answered by an empty
+ * READ response; they count against max_rd_atomic as READs do.
+ */
+static bool rs_wr_empty_resp(uint8_t op)
+{
+    return op == RS_WR_FLUSH || op == RS_WR_ATOMIC_WRITE;
+}
+
 /* READ and atomics: the response lands in the WQE's local SGEs. */
 static bool rs_wr_local_dest(uint8_t op)
 {
@@ -539,8 +555,8 @@ static bool rs_req_fetch(RSCore *c, uint32_t qpn, RSQp *qp, RSSendWqe *s)
 }
 
 /*
- * LOCAL_INV and REG_MR (rxe's rxe_do_local_ops) wait until every earlier
- * WQE completed: they are then fenced as IBTA wants for LOCAL_INV,
+ * LOCAL_INV, REG_MR and BIND_MW (rxe's rxe_do_local_ops) wait until every
+ * earlier WQE completed: they are then fenced as IBTA wants for LOCAL_INV,
  * complete in order, and a go-back-N rewind never executes one twice.
  */
 static bool rs_req_local_op(RSCore *c, uint32_t qpn, RSQp *qp,
@@ -593,6 +609,34 @@ static bool rs_req_dest(RSCore *c, uint32_t qpn, RSQp *qp, RSSendWqe *s,
 }
 
 /*
+ * FLUSH and ATOMIC WRITE: no SGEs, no inline data; a FLUSH's placement
+ * type one the IBTA defines (persistence is the responder's to refuse),
+ * its selectivity a range or the MR, the range's length a RETH's.
+ */
+static bool rs_req_flush_check(RSCore *c, uint32_t qpn, RSQp *qp,
+                               RSSendWqe *s)
+{
+    uint32_t feth = le32_to_cpu(s->w.imm_or_inv);
+    uint32_t plt = feth & RS_FLUSH_PLT_MASK;
+    uint32_t sel = (feth & RS_FLUSH_SEL_MASK) >> RS_FLUSH_SEL_SHIFT;
+
+    if (s->w.num_sge || (s->w.flags & RS_WQE_F_INLINE)) {
+        rs_req_fail(c, qpn, qp, &s->w, RS_WC_LOC_QP_OP_ERR);
+        return false;
+    }
+    if (s->w.opcode == RS_WR_FLUSH &&
+        (!plt || (plt & ~(RS_FLUSH_PLT_GLOBAL | RS_FLUSH_PLT_PERSISTENT)) ||
+         sel > RS_FLUSH_SEL_MR ||
+         (feth & ~(RS_FLUSH_PLT_MASK | RS_FLUSH_SEL_MASK)) ||
+         le64_to_cpu(s->w.compare_add) > UINT32_MAX)) {
+        rs_req_fail(c, qpn, qp, &s->w, RS_WC_LOC_QP_OP_ERR);
+        return false;
+    }
+    s->npkts = 1;
+    return true;
+}
+
+/*
  * The message length, from the inline data or the local SGEs, each SGE
  * checked, and the packets it takes.  False: the QP failed.
  */
@@ -607,6 +651,9 @@ static bool rs_req_length(RSCore *c, uint32_t qpn, RSQp *qp, RSSendWqe *s)
 
     s->total = 0;
     s->is_inline = (s->w.flags & RS_WQE_F_INLINE) && !local_dest;
+    if (rs_wr_empty_resp(s->w.opcode)) {
+        return rs_req_flush_check(c, qpn, qp, s);
+    }
     if (s->is_inline) {
         s->total = le32_to_cpu(s->w.inline_len);
         if (s->total > qp->max_inline) {
@@ -684,12 +731,31 @@ static void rs_req_init_pkt(uint32_t qpn, const RSQp *qp,
     pkt->dmalen = s->total;
 }
 
+/*
+ * Send a request of one packet whose one response completes the WQE (an
+ * atomic, FLUSH, ATOMIC WRITE): it counts against max_rd_atomic.
+ */
+static void rs_req_one_response(RSCore *c, RSQp *qp, RSPkt *pkt,
+                                uint32_t paylen, unsigned *budget)
+{
+    size_t len;
+
+    pkt->psn = qp->sq_psn;
+    pkt->ackreq = true;
+    len = rs_wire_build(c->req_buf, pkt, paylen);
+    rs_req_timer_start(c, qp);
+    rs_req_advance(qp, 1);
+    qp->sq_ci++;
+    qp->req_pkt = 0;
+    qp->rd_out++;
+    (*budget)--;
+    rs_roce_xmit(c, c->req_buf, len, pkt->dip);
+}
+
 /* An atomic: one request packet; its response completes the WQE. */
 static bool rs_req_atomic(RSCore *c, RSQp *qp, const RSSendWqe *s,
                           RSPkt *pkt, unsigned *budget)
 {
-    size_t len;
-
     /* Atomics share max_rd_atomic with READ requests. */
     if (!rs_req_room(c, qp) ||
         qp->rd_out >= MAX(qp->max_rd_atomic, 1)) {
@@ -702,16 +768,36 @@ static bool rs_req_atomic(RSCore *c, RSQp *qp, const RSSendWqe *s,
     } else {
         pkt->swap_add = le64_to_cpu(s->w.compare_add);
     }
-    pkt->psn = qp->sq_psn;
-    pkt->ackreq = true;
-    len = rs_wire_build(c->req_buf, pkt, 0);
-    rs_req_timer_start(c, qp);
-    rs_req_advance(qp, 1);
-    qp->sq_ci++;
-    qp->req_pkt = 0;
-    qp->rd_out++;
-    (*budget)--;
-    rs_roce_xmit(c, c->req_buf, len, pkt->dip);
+    rs_req_one_response(c, qp, pkt, 0, budget);
+    return true;
+}
+
+/*
+ * FLUSH or ATOMIC WRITE: one request packet, answered by a READ RESPONSE
+ * Only without payload that completes the WQE.  The 8 bytes of an ATOMIC
+ * WRITE go on the wire as they are in the WQE, in memory order.
+ */
+static bool rs_req_flush_aw(RSCore *c, RSQp *qp, const RSSendWqe *s,
+                            RSPkt *pkt, unsigned *budget)
+{
+    uint32_t paylen = 0;
+
+    if (!rs_req_room(c, qp) ||
+        qp->rd_out >= MAX(qp->max_rd_atomic, 1)) {
+        return false;
+    }
+    pkt->opcode = rs_req_rc_op(s->w.opcode, 0, 1);
+    if (s->w.opcode == RS_WR_FLUSH) {
+        pkt->icrc_rxe_flush = c->p.rxe_flush_icrc;
+        pkt->feth = le32_to_cpu(s->w.imm_or_inv);
+        pkt->dmalen = le64_to_cpu(s->w.compare_add);
+    } else {
+        paylen = sizeof(s->w.compare_add);
+        pkt->dmalen = paylen;
+        memcpy(c->req_buf + rs_wire_payload_off(pkt), &s->w.compare_add,
+               paylen);
+    }
+    rs_req_one_response(c, qp, pkt, paylen, budget);
     return true;
 }
 
@@ -845,8 +931,16 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp, unsigned *budget)
     if (!rs_req_fetch(c, qpn, qp, &s)) {
         return false;
     }
-    if (s.w.opcode == RS_WR_LOCAL_INV || s.w.opcode == RS_WR_REG_MR) {
+    if (s.w.opcode == RS_WR_LOCAL_INV || s.w.opcode == RS_WR_REG_MR ||
+        s.w.opcode == RS_WR_BIND_MW) {
         return rs_req_local_op(c, qpn, qp, &s.w, budget);
+    }
+    /*
+     * The fence indicator: wait until the READs, atomics, FLUSHes and
+     * ATOMIC WRITEs before it have their responses.
+     */
+    if ((s.w.flags & RS_WQE_F_FENCE) && !s.rec && qp->rd_out) {
+        return false;
     }
     memset(&pkt, 0, sizeof(pkt));
     if (!rs_req_check(c, qpn, qp, &s, &pkt)) {
@@ -859,6 +953,9 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp, unsigned *budget)
         return rs_req_atomic(c, qp, &s, &pkt, budget);
     case RS_WR_RDMA_READ:
         return rs_req_read(c, qp, &s, &pkt, budget);
+    case RS_WR_FLUSH:
+    case RS_WR_ATOMIC_WRITE:
+        return rs_req_flush_aw(c, qp, &s, &pkt, budget);
     default:
         return rs_req_segment(c, qpn, qp, &s, &pkt, budget);
     }

@@ -343,6 +343,11 @@ static bool rs_resp_rkey(RSCore *c, RSQp *qp, uint32_t gid, uint32_t rkey,
         return true;
     }
     mr = rs_mkey_lookup(c, gid, rkey);
+    if (mr && mr->mw_type) {
+        mr = rs_mw_remote(c, qp, mr, va, len, right);
+        *mrp = mr;
+        return mr != NULL;
+    }
     if (!mr || mr->pd != qp->pd || !(mr->access & right) ||
         va < mr->iova || va + len < va ||
         va + len > mr->iova + mr->length) {
@@ -629,6 +634,39 @@ static unsigned rs_resp_nres(RSQp *qp)
 }
 
 /*
+ * A duplicate FLUSH or ATOMIC WRITE: the empty READ RESPONSE Only again
+ * from the resource of its PSN, as often as a READ's; never executed
+ * again.  Found by PSN alone, as rxe does: soft-RoCE sends an ATOMIC
+ * WRITE again with a RETH address of 0.
+ */
+static void rs_resp_flush_aw_dup(RSCore *c, uint32_t qpn, RSQp *qp,
+                                 const RSPkt *pkt)
+{
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    unsigned i;
+
+    for (i = 0; i < RS_MAX_RD_ATOMIC; i++) {
+        RSRdRes *r = &qp->rd_res[i];
+
+        if (!r->valid || r->psn != pkt->psn || r->len || r->npkts != 1) {
+            continue;
+        }
+        if (r->replay_ns && now - r->replay_ns < RS_READ_REPLAY_NS) {
+            break;
+        }
+        trace_rdma_session_resp_drop(qpn, pkt->psn,
+                                     "duplicate FLUSH/ATOMIC WRITE: replay");
+        r->replay_ns = now;
+        r->first = r->next = 0;
+        r->stop = 1;
+        rs_resp_owe(c, qpn, qp);
+        return;
+    }
+    trace_rdma_session_resp_drop(qpn, pkt->psn, "duplicate FLUSH/ATOMIC "
+                                 "WRITE: no such resource or replayed");
+}
+
+/*
  * A request with a PSN before the expected one: its ACK or its READ
  * responses were lost.  SEND/WRITE are acknowledged again, not executed
  * (C9-105); a READ is answered again from its resource (C9-106), for the
@@ -646,6 +684,11 @@ static void rs_resp_duplicate(RSCore *c, uint32_t qpn, RSQp *qp,
 
     if (rs_opcode[pkt->opcode].flags & RS_OPF_ATOMIC) {
         rs_resp_atomic_dup(c, qpn, qp, pkt);
+        return;
+    }
+    if (rs_opcode[pkt->opcode].flags &
+        (RS_OPF_FLUSH | RS_OPF_ATOMIC_WRITE)) {
+        rs_resp_flush_aw_dup(c, qpn, qp, pkt);
         return;
     }
     if (!(rs_opcode[pkt->opcode].flags & RS_OPF_READ)) {
@@ -790,6 +833,114 @@ static void rs_resp_read_req(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
     qp->rq_psn = (qp->rq_psn + res->npkts) & RS_PSN_MASK;
     qp->msn++;
     qp->ack_pending = false;    /* the responses acknowledge it */
+    rs_resp_owe(c, qpn, qp);
+}
+
+/*
+ * The rights a FLUSH needs for its placement type; 0 if the FETH is not
+ * one the IBTA defines (no placement type, reserved bits or selectivity).
+ */
+static uint16_t rs_resp_flush_right(uint32_t feth)
+{
+    uint32_t plt = feth & RS_FLUSH_PLT_MASK;
+    uint32_t sel = (feth & RS_FLUSH_SEL_MASK) >> RS_FLUSH_SEL_SHIFT;
+
+    if (!plt || (plt & ~(RS_FLUSH_PLT_GLOBAL | RS_FLUSH_PLT_PERSISTENT)) ||
+        sel > RS_FLUSH_SEL_MR ||
+        (feth & ~(RS_FLUSH_PLT_MASK | RS_FLUSH_SEL_MASK))) {
+        return 0;
+    }
+    return ((plt & RS_FLUSH_PLT_GLOBAL) ? RS_ACCESS_FLUSH_GLOBAL : 0) |
+           ((plt & RS_FLUSH_PLT_PERSISTENT) ? RS_ACCESS_FLUSH_PERSISTENT : 0);
+}
+
+/*
+ * RDMA FLUSH and ATOMIC WRITE (IBTA 1.5 oA19; rxe's process_flush and
+ * atomic_write_reply).  The QP and the MR must have every right the
+ * request needs (a FLUSH one per placement type, an ATOMIC WRITE remote
+ * write); a FLUSH of the whole MR names no range.  Both take a READ
+ * resource of no length, as a zero-byte READ does: its empty READ
+ * RESPONSE Only acknowledges the request, and a duplicate is answered
+ * from it, never executed again.
+ *
+ * The engine writes guest RAM synchronously, so everything before a FLUSH
+ * is globally visible when it executes; the barrier orders it for the
+ * guest's CPUs.  No MR has the persistent right (rs_mr_check_access).
+ * The 8 bytes of an ATOMIC WRITE are written with one copy in the bottom
+ * half, so no other operation of the device sees half of them.
+ */
+static void rs_resp_flush_aw(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
+                             const RSPkt *pkt)
+{
+    bool flush = rs_opcode[pkt->opcode].flags & RS_OPF_FLUSH;
+    bool whole = flush && ((pkt->feth & RS_FLUSH_SEL_MASK) >>
+                           RS_FLUSH_SEL_SHIFT) == RS_FLUSH_SEL_MR;
+    uint16_t right;
+    RSRdRes *res;
+    RSMr *mr;
+
+    if (flush) {
+        right = rs_resp_flush_right(pkt->feth);
+        if (!right) {
+            rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_INV_REQ, pkt->psn,
+                              "FLUSH placement type or selectivity");
+            return;
+        }
+    } else {
+        right = RS_ACCESS_REMOTE_WRITE;
+        if (pkt->paylen != 8 || pkt->dmalen != 8) {
+            rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_INV_REQ, pkt->psn,
+                              "ATOMIC WRITE length");
+            return;
+        }
+    }
+    if ((qp->access & right) != right) {
+        rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_INV_REQ, pkt->psn,
+                          "QP without the right for FLUSH/ATOMIC WRITE");
+        return;
+    }
+    mr = rs_mkey_lookup(c, gid, pkt->rkey);
+    if (!mr || mr->pd != qp->pd || (mr->access & right) != right ||
+        (!whole && (pkt->va < mr->iova || pkt->va + pkt->dmalen < pkt->va ||
+                    pkt->va + pkt->dmalen > mr->iova + mr->length))) {
+        rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_REM_ACCESS, pkt->psn,
+                          "FLUSH/ATOMIC WRITE rkey, rights or bounds");
+        return;
+    }
+    if (!flush && (pkt->va & 7)) {
+        rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_INV_REQ, pkt->psn,
+                          "misaligned ATOMIC WRITE");
+        return;
+    }
+    res = &qp->rd_res[qp->rd_head % rs_resp_nres(qp)];
+    if (res->valid && res->next < res->stop) {
+        rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_INV_REQ, pkt->psn,
+                          "more READs and atomics outstanding than allowed");
+        return;
+    }
+    if (flush) {
+        /* Global visibility: our writes before it, before its response. */
+        smp_mb();
+    } else if (rs_mr_rw(c, mr, pkt->va, (void *)pkt->payload, 8, true)) {
+        rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_REM_OP, pkt->psn,
+                          "ATOMIC WRITE DMA");
+        return;
+    }
+    trace_rdma_session_resp_flush_aw(qpn, pkt->psn, pkt->opcode, pkt->va,
+                                     pkt->dmalen, pkt->feth);
+    qp->rd_head++;
+    *res = (RSRdRes) {
+        .valid = true,
+        .psn = pkt->psn,
+        .npkts = 1,
+        .va = pkt->va,
+        .rkey = pkt->rkey,
+        .gid = gid,
+        .stop = 1,
+    };
+    qp->rq_psn = (pkt->psn + 1) & RS_PSN_MASK;
+    qp->msn++;
+    qp->ack_pending = false;    /* the response acknowledges it */
     rs_resp_owe(c, qpn, qp);
 }
 
@@ -1031,6 +1182,10 @@ static void rs_resp_rc(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
         rs_resp_atomic(c, qpn, qp, gid, pkt);
         return;
     }
+    if (f & (RS_OPF_FLUSH | RS_OPF_ATOMIC_WRITE)) {
+        rs_resp_flush_aw(c, qpn, qp, gid, pkt);
+        return;
+    }
     if (!rs_resp_rc_rwqe_ready(c, qpn, qp, pkt) ||
         !rs_resp_execute(c, qpn, qp, gid, pkt)) {
         return;
@@ -1132,6 +1287,10 @@ void rs_roce_input(RSCore *c, const uint8_t *frame, size_t len)
     }
     if (!rs_wire_parse(frame, len, &pkt, &why)) {
         trace_rdma_session_roce_drop(len, why);
+        return;
+    }
+    if (pkt.icrc_rxe_flush && !c->p.rxe_flush_icrc) {
+        trace_rdma_session_roce_drop(len, "FLUSH with soft-RoCE's ICRC");
         return;
     }
     gid = rs_gid_find(c, pkt.dgid);

@@ -29,6 +29,7 @@
 
 #define HL(f) (RS_BTH_LEN +                                         \
                (((f) & RS_OPF_DETH) ? RS_DETH_LEN : 0) +            \
+               (((f) & RS_OPF_FETH) ? RS_FETH_LEN : 0) +            \
                (((f) & RS_OPF_RETH) ? RS_RETH_LEN : 0) +            \
                (((f) & RS_OPF_ATMETH) ? RS_ATMETH_LEN : 0) +        \
                (((f) & RS_OPF_AETH) ? RS_AETH_LEN : 0) +            \
@@ -76,6 +77,11 @@ const RSOpcodeInfo rs_opcode[256] = {
        RS_OPF_ATOMIC | RS_OPF_REQ | RS_OPF_ONLY | RS_OPF_ATMETH, Q_RC),
     OP(0x16, "RC_SEND_LAST_INV", SND | RS_OPF_LAST | RS_OPF_IETH, Q_RC),
     OP(0x17, "RC_SEND_ONLY_INV", SND | RS_OPF_ONLY | RS_OPF_IETH, Q_RC),
+    /* IBTA 1.5: answered by a READ RESPONSE Only without payload. */
+    OP(0x1c, "RC_FLUSH", RS_OPF_FLUSH | RS_OPF_REQ | RS_OPF_ONLY |
+       RS_OPF_FETH | RS_OPF_RETH, Q_RC),
+    OP(0x1d, "RC_ATOMIC_WRITE", RS_OPF_ATOMIC_WRITE | RS_OPF_REQ |
+       RS_OPF_ONLY | RS_OPF_RETH | RS_OPF_PAYLOAD, Q_RC),
     /* UC */
     OP(0x20, "UC_SEND_FIRST", SND | RS_OPF_FIRST, Q_UC),
     OP(0x21, "UC_SEND_MIDDLE", SND | RS_OPF_MIDDLE, Q_UC),
@@ -261,6 +267,21 @@ static uint32_t rs_icrc(const uint8_t *frame, size_t icrc_off, bool v6)
     return crc;
 }
 
+/*
+ * The ICRC Linux soft-RoCE (6.2 to at least 6.12) puts on, and expects
+ * of, a FLUSH: its opcode table gives RC_FLUSH no payload offset, so the
+ * CRC goes on over the transport headers (all a FLUSH has before its
+ * ICRC) a second time, as they are on the wire.
+ */
+static uint32_t rs_icrc_rxe_flush(const uint8_t *frame, size_t icrc_off,
+                                  bool v6)
+{
+    unsigned bth = v6 ? RS_BTH_OFF6 : RS_BTH_OFF;
+
+    return rs_crc32(rs_icrc(frame, icrc_off, v6), frame + bth,
+                    icrc_off - bth);
+}
+
 size_t rs_wire_build(uint8_t *f, RSPkt *pkt, uint32_t paylen)
 {
     const RSOpcodeInfo *oi = &rs_opcode[pkt->opcode];
@@ -315,6 +336,10 @@ size_t rs_wire_build(uint8_t *f, RSPkt *pkt, uint32_t paylen)
         stl_be_p(h + 4, pkt->sqpn & RS_PSN_MASK);
         h += RS_DETH_LEN;
     }
+    if (oi->flags & RS_OPF_FETH) {
+        stl_be_p(h, pkt->feth);
+        h += RS_FETH_LEN;
+    }
     if (oi->flags & RS_OPF_RETH) {
         stq_be_p(h, pkt->va);
         stl_be_p(h + 8, pkt->rkey);
@@ -345,7 +370,10 @@ size_t rs_wire_build(uint8_t *f, RSPkt *pkt, uint32_t paylen)
         h += RS_IETH_LEN;
     }
     memset(f + off + paylen, 0, pad);
-    stl_le_p(f + len - RS_ICRC_LEN, rs_icrc(f, len - RS_ICRC_LEN, pkt->v6));
+    stl_le_p(f + len - RS_ICRC_LEN,
+             pkt->icrc_rxe_flush && pkt->opcode == RS_OP_FLUSH ?
+             rs_icrc_rxe_flush(f, len - RS_ICRC_LEN, pkt->v6) :
+             rs_icrc(f, len - RS_ICRC_LEN, pkt->v6));
     if (pkt->v6) {
         /* IPv6 requires the UDP checksum (RFC 8200 8.1); the ICRC masks it. */
         uint32_t sum = rs_csum_add(0, ip + 8, 32);
@@ -431,10 +459,16 @@ bool rs_wire_parse(const uint8_t *f, size_t len, RSPkt *pkt,
         *why = "headers longer than the packet";
         return false;
     }
+    pkt->icrc_rxe_flush = false;
     if (ldl_le_p(f + end - RS_ICRC_LEN) !=
         rs_icrc(f, end - RS_ICRC_LEN, pkt->v6)) {
-        *why = "bad ICRC";
-        return false;
+        if (pkt->opcode != RS_OP_FLUSH ||
+            ldl_le_p(f + end - RS_ICRC_LEN) !=
+            rs_icrc_rxe_flush(f, end - RS_ICRC_LEN, pkt->v6)) {
+            *why = "bad ICRC";
+            return false;
+        }
+        pkt->icrc_rxe_flush = true;     /* the caller decides */
     }
     memcpy(pkt->dmac, f, 6);
     memcpy(pkt->smac, f + 6, 6);
@@ -464,6 +498,10 @@ bool rs_wire_parse(const uint8_t *f, size_t len, RSPkt *pkt,
         pkt->qkey = ldl_be_p(h);
         pkt->sqpn = ldl_be_p(h + 4) & RS_PSN_MASK;
         h += RS_DETH_LEN;
+    }
+    if (oi->flags & RS_OPF_FETH) {
+        pkt->feth = ldl_be_p(h);
+        h += RS_FETH_LEN;
     }
     if (oi->flags & RS_OPF_RETH) {
         pkt->va = ldq_be_p(h);

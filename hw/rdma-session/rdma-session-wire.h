@@ -28,6 +28,7 @@
 #define RS_IETH_LEN         4
 #define RS_ATMETH_LEN       28
 #define RS_ATMACK_LEN       8
+#define RS_FETH_LEN         4
 #define RS_ICRC_LEN         4
 #define RS_L3_OFF           RS_ETH_HLEN
 #define RS_BTH_OFF          (RS_ETH_HLEN + RS_IP4_HLEN + RS_UDP_HLEN)
@@ -66,6 +67,8 @@ enum {
     RS_OP_FETCH_ADD = 0x14,
     RS_OP_SEND_LAST_INV = 0x16,
     RS_OP_SEND_ONLY_INV = 0x17,
+    RS_OP_FLUSH = 0x1c,
+    RS_OP_ATOMIC_WRITE = 0x1d,
 };
 
 /* Opcode table flags. */
@@ -88,6 +91,9 @@ enum {
     RS_OPF_ATOMIC = 1 << 14,
     RS_OPF_RESP = 1 << 15,      /* ACK / READ response: to the completer */
     RS_OPF_REQ = 1 << 16,       /* to the responder */
+    RS_OPF_FETH = 1 << 17,      /* FLUSH extended header, before the RETH */
+    RS_OPF_FLUSH = 1 << 18,
+    RS_OPF_ATOMIC_WRITE = 1 << 19,
 };
 
 typedef struct RSOpcodeInfo {
@@ -151,6 +157,12 @@ typedef struct RSPkt {
     uint32_t msn;
     uint32_t imm;               /* ImmDt: the wire's big-endian value */
     uint32_t ieth;              /* IETH rkey */
+    uint32_t feth;              /* FETH: placement type, selectivity */
+    /*
+     * A FLUSH with the ICRC Linux soft-RoCE computes (rs_wire_build: send
+     * it so; rs_wire_parse: it came so).
+     */
+    bool icrc_rxe_flush;
     uint64_t swap_add;          /* AtomicETH (va, rkey in the RETH fields) */
     uint64_t compare;
     uint64_t orig;              /* AtomicAckETH: the original value */

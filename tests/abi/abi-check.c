@@ -381,6 +381,27 @@ int main(void)
         F(rs_send_wqe_reg_mr, access, 44),
         F(rs_send_wqe_reg_mr, rsvd0, 46),
         F(rs_send_wqe_reg_mr, rsvd1, 48));
+    CHECK_STRUCT(rs_send_wqe_bind_mw, 64,
+        F(rs_send_wqe_bind_mw, wr_id, 0),
+        F(rs_send_wqe_bind_mw, opcode, 8),
+        F(rs_send_wqe_bind_mw, flags, 9),
+        F(rs_send_wqe_bind_mw, num_sge, 10),
+        F(rs_send_wqe_bind_mw, rsvd0, 11),
+        F(rs_send_wqe_bind_mw, mw_rkey, 12),
+        F(rs_send_wqe_bind_mw, addr, 16),
+        F(rs_send_wqe_bind_mw, length, 24),
+        F(rs_send_wqe_bind_mw, mr_lkey, 32),
+        F(rs_send_wqe_bind_mw, new_rkey, 36),
+        F(rs_send_wqe_bind_mw, access, 40),
+        F(rs_send_wqe_bind_mw, rsvd1, 42),
+        F(rs_send_wqe_bind_mw, rsvd2, 44));
+    CHECK_STRUCT(rs_cmd_alloc_mw, 16,
+        F(rs_cmd_alloc_mw, pd, 0),
+        F(rs_cmd_alloc_mw, gid_index, 4),
+        F(rs_cmd_alloc_mw, type, 8),
+        F(rs_cmd_alloc_mw, rsvd0, 9),
+        F(rs_cmd_alloc_mw, rsvd1, 12));
+    CHECK_CMD_BODY(alloc_mw, rs_cmd_alloc_mw);
     CHECK_STRUCT(rs_recv_wqe_ctrl, 16,
         F(rs_recv_wqe_ctrl, wr_id, 0),
         F(rs_recv_wqe_ctrl, num_sge, 8),
@@ -434,12 +455,29 @@ int main(void)
     CHECK_VALUE(RS_CMD_DESTROY_SRQ, 0x22);
     CHECK_VALUE(RS_CAP_ATOMIC, 0x40);
     CHECK_VALUE(RS_CAP_SRQ, 0x80);
+    CHECK_VALUE(RS_CAP_MW, 0x1000);
+    CHECK_VALUE(RS_CMD_ALLOC_MW, 0x28);
+    CHECK_VALUE(RS_CMD_DEALLOC_MW, 0x29);
+    CHECK_VALUE(RS_CMD_MAX, 0x2c);
+    CHECK_VALUE(RS_WR_BIND_MW, 0x0a);
+    CHECK_VALUE(RS_WC_MW_BIND_ERR, 6);
+    CHECK_VALUE(RS_MW_TYPE_1, 1);
+    CHECK_VALUE(RS_MW_TYPE_2, 2);
     CHECK_VALUE(RS_CAP_MCAST, 0x2000);
     CHECK_VALUE(RS_CMD_ATTACH_MCAST, 0x2a);
     CHECK_VALUE(RS_CMD_DETACH_MCAST, 0x2b);
-    CHECK_VALUE(RS_CMD_MAX, 0x2c);
     CHECK_VALUE(RS_MCAST_QPN, 0xffffff);
     CHECK_VALUE(RS_EV_SRQ_LIMIT_REACHED, 0x0b);
+    CHECK_VALUE(RS_CAP_FLUSH, 0x4000);
+    CHECK_VALUE(RS_CAP_ATOMIC_WRITE, 0x8000);
+    CHECK_VALUE(RS_WR_FLUSH, 0x0b);
+    CHECK_VALUE(RS_WR_ATOMIC_WRITE, 0x0c);
+    CHECK_VALUE(RS_ACCESS_FLUSH_GLOBAL, 0x20);
+    CHECK_VALUE(RS_ACCESS_FLUSH_PERSISTENT, 0x40);
+    CHECK_VALUE(RS_FLUSH_PLT_GLOBAL, 1);
+    CHECK_VALUE(RS_FLUSH_PLT_PERSISTENT, 2);
+    CHECK_VALUE(RS_FLUSH_SEL_SHIFT, 4);
+    CHECK_VALUE(RS_FLUSH_SEL_MR, 1);
 
     printf("1..%d\n", tests);
     if (failures) {

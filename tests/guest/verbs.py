@@ -23,10 +23,21 @@ Environment: RS_BUILD; RS_NO_BUILD=1 is implied (the build comes first).
 Logs: $RS_BUILD/test-logs/verbs.XXXXXX (verbs.last): each pairing's
 launcher output PAIRING.log and VM directory vms-PAIRING, and every CHECK
 line in checks.
+
+A boot with the flush feature captures VM 1's traffic (--pcap) in
+PAIRING.pcap and checks it: tshark decodes every RoCE frame with a BTH and
+finds nothing malformed, scripts/roce-icrc.py finds every ICRC right, and
+the FLUSH (0x1c) and ATOMIC WRITE (0x1d) requests, which tshark 4.0 shows
+as "Unknown OpCode", are checked byte by byte, each with its response.
 """
 
+import importlib.util
 import os
+import shutil
+import struct
+import subprocess
 import sys
+import zlib
 from typing import Dict, List, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -42,10 +53,69 @@ PAIRINGS = {
 
 TWO = ("adapter-adapter", "adapter-rxe")
 
+
+def _mw_checks(vm: int) -> List[str]:
+    """rsv-mw's checks on VM vm, for each window type (2ex: type 2 bound
+    with ibv_wr_bind_mw) and owner VM: the owner's (bind, ...) or the
+    user's (write-read, ...)."""
+    out = []
+    for t in ("2", "2ex", "1"):
+        for owner in (1, 2):
+            if owner == vm:
+                cks = ["bind", "mr-busy", "remote-write",
+                       "unbind" if t == "1" else "remote-inv",
+                       "memory-unchanged"]
+            else:
+                cks = (["write-read"] + ([] if t == "1" else ["send-inv"]) +
+                       ["access-refused"])
+            out += ["t%s-vm%downs-%s" % (t, owner, c) for c in cks]
+    return out
+
+
+# rsv-flush: every side is the requester once and the responder once.
+FLUSH_CHECKS = ["flush-caps", "flush-connect", "atomic-write",
+                "atomic-write-peer", "flush-range", "flush-mr",
+                "flush-no-right"]
+
+# QEMU arguments of a pairing's VMs.  Linux 6.12's soft-RoCE computes the
+# ICRC of a FLUSH over the transport headers twice: the adapters next to
+# it send and accept FLUSHes so (x-rxe-flush-icrc).
+PAIRING_QEMU = {
+    "adapter-rxe": ["--", "-global", "rdma-session.x-rxe-flush-icrc=on"],
+}
+
+# rsv-verbs' checks on both sides (local to each VM) and on VM 1 alone.
+VERBS_LOCAL = ["qp-ex-create-flags-0", "qp-ex-create-flags-unsupported",
+               "qp-ex-defaults", "qp-ex-xrc-refused", "cq-ex-defaults",
+               "cq-ex-unsupported", "srq-ex-defaults", "srq-ex-xrc-refused",
+               "query-device-ex", "state-reset", "state-init", "state-rtr",
+               "state-posted-nothing", "state-err-flush",
+               "state-reset-again"]
+# What soft-RoCE (Debian's 6.12 rdma_rxe, rdma-core 56.1) passes of them.
+# Its post verbs answer EINVAL outside the states but keep the work
+# request queued (sent in RTS, flushed in ERR) and leave bad_wr unset;
+# it refuses MAX_TSO_HEADER 0 with EOPNOTSUPP and an
+# XRC SRQ with EINVAL (docs/system/devices/rdma-session.rst).
+VERBS_RXE = ["qp-ex-create-flags-0", "qp-ex-create-flags-unsupported",
+             "qp-ex-xrc-refused", "cq-ex-defaults", "cq-ex-unsupported",
+             "srq-ex-defaults", "query-device-ex"]
+VERBS_SERVER = ["cq-resize-below-unpolled", "cq-resize-carry",
+                "cq-resize-traffic", "cq-resize-no-extra",
+                "srq-resize-as-reported", "rereg-bad-input", "rereg-before",
+                "rereg-translation", "rereg-pd", "rereg-access"]
+
 # (feature, pairings, {VM: [checks]})
 FEATURES: List[Tuple[str, Tuple[str, ...], Dict[int, List[str]]]] = [
     ("rc", TWO, {1: ["rc-connect", "rc-send"],
                  2: ["rc-connect", "rc-write-read"]}),
+    ("mw", TWO, {1: _mw_checks(1), 2: _mw_checks(2)}),
+    ("flush", TWO, {vm: FLUSH_CHECKS for vm in (1, 2)}),
+    # rsv-verbs: VM 1 (the adapter) resizes and re-registers; soft-RoCE
+    # as VM 2 is held to the checks it passes (docs: what it does).
+    ("verbs", ("adapter-adapter",),
+     {1: VERBS_LOCAL + VERBS_SERVER, 2: VERBS_LOCAL + ["stream-sent"]}),
+    ("verbs", ("adapter-rxe",),
+     {1: VERBS_LOCAL + VERBS_SERVER, 2: VERBS_RXE + ["stream-sent"]}),
     ("mcast", ("three",), {1: ["devinfo", "ud-send", "mckey-send"],
                            2: ["devinfo", "ud-attach", "ud-recv",
                                "ud-detach", "mckey-recv"],
@@ -59,8 +129,160 @@ FEATURES: List[Tuple[str, Tuple[str, ...], Dict[int, List[str]]]] = [
 ]
 
 
+ROCE_PORT = 4791
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+
+
+def roce_frames(path: str) -> List[Tuple[str, str, bytes]]:
+    """The IPv4 RoCEv2 frames of a pcap: (source, destination, from the
+    BTH on, ICRC included)."""
+    out = []
+    with open(path, "rb") as f:
+        data = f.read()
+    end = "<" if data[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") \
+        else ">"
+    off = 24
+    while off + 16 <= len(data):
+        incl = struct.unpack(end + "I", data[off + 8:off + 12])[0]
+        fr = data[off + 16:off + 16 + incl]
+        off += 16 + incl
+        if len(fr) < 42 or fr[12:14] != b"\x08\x00" or fr[23] != 17:
+            continue
+        ihl = (fr[14] & 15) * 4
+        udp = 14 + ihl
+        if struct.unpack("!H", fr[udp + 2:udp + 4])[0] != ROCE_PORT:
+            continue
+        ulen = struct.unpack("!H", fr[udp + 4:udp + 6])[0]
+        out.append((".".join(map(str, fr[26:30])),
+                    ".".join(map(str, fr[30:34])),
+                    fr[udp + 8:udp + ulen]))
+    return out
+
+
+def flush_bytes(path: str) -> Tuple[bool, str]:
+    """Every FLUSH (BTH, FETH global with a range or the MR, RETH, ICRC)
+    and ATOMIC WRITE (BTH, RETH of 8 bytes, 8 bytes, ICRC) request, and
+    for each the other side's answer at its PSN: an empty READ RESPONSE
+    Only with an ACK, or a NAK.  Each side sends 1 ATOMIC WRITE and 3
+    FLUSHes (one refused with a remote access NAK)."""
+    fl = aw = ok = nak = 0
+    bad = []
+    frames = roce_frames(path)
+    seen = set()
+    for i, (src, dst, b) in enumerate(frames):
+        op = b[0]
+        psn = struct.unpack("!I", b[8:12])[0] & 0xffffff
+        if op not in (0x1c, 0x1d) or (src, op, psn) in seen:
+            continue        # a retransmission is answered like the first
+        seen.add((src, op, psn))
+        if op == 0x1c:
+            fl += 1
+            feth = struct.unpack("!I", b[12:16])[0]
+            if len(b) != 12 + 4 + 16 + 4 or feth not in (0x01, 0x11):
+                bad.append("FLUSH %d bytes FETH 0x%x" % (len(b), feth))
+        else:
+            aw += 1
+            rlen = struct.unpack("!I", b[24:28])[0]
+            if len(b) != 12 + 16 + 8 + 4 or rlen != 8:
+                bad.append("ATOMIC WRITE %d bytes RETH length %d" %
+                           (len(b), rlen))
+        resp = [r for s2, d2, r in frames[i + 1:]
+                if s2 == dst and d2 == src and r[0] in (0x10, 0x11) and
+                struct.unpack("!I", r[8:12])[0] & 0xffffff == psn]
+        if not resp:
+            bad.append("no response to 0x%x PSN %d" % (op, psn))
+        elif resp[0][0] == 0x10 and len(resp[0]) == 12 + 4 + 4 and \
+                resp[0][12] & 0xe0 == 0:
+            ok += 1
+        elif resp[0][0] == 0x11 and resp[0][12] == 0x62:
+            nak += 1
+        else:
+            bad.append("response 0x%x syndrome 0x%x to 0x%x PSN %d" %
+                       (resp[0][0], resp[0][12], op, psn))
+    detail = ("%d FLUSH, %d ATOMIC WRITE, %d empty READ responses, %d "
+              "remote access NAKs" % (fl, aw, ok, nak))
+    return (not bad and fl == 6 and aw == 2 and ok == 6 and nak == 2,
+            detail + ("; " + "; ".join(bad[:3]) if bad else ""))
+
+
+def icrc_check(pcap: str, rxe_flush: bool) -> Tuple[bool, str]:
+    """scripts/roce-icrc.py's check of every ICRC; with rxe_flush, a
+    FLUSH may carry soft-RoCE's instead (the headers covered twice)."""
+    spec = importlib.util.spec_from_file_location(
+        "roce_icrc", os.path.join(TOP, "scripts", "roce-icrc.py"))
+    ri = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ri)  # type: ignore
+    with open(pcap, "rb") as f:
+        data = f.read()
+    n = rxe = 0
+    bad = []
+    for num, fr, _ in ri.frames(data):
+        r = ri.roce(fr)
+        if not r:
+            continue
+        ip, udp, v6 = r
+        n += 1
+        comp, stored = ri.icrc(fr, ip, udp, v6)
+        if comp == stored:
+            continue
+        end = udp + struct.unpack(">H", fr[udp + 4:udp + 6])[0]
+        if rxe_flush and fr[udp + 8] == 0x1c and stored == \
+                zlib.crc32(fr[udp + 8:end - 4], comp) & 0xffffffff:
+            rxe += 1
+            continue
+        bad.append("frame %d opcode 0x%x" % (num, fr[udp + 8]))
+    return (n > 0 and not bad,
+            "%d RoCEv2 packets, %d bad ICRC%s, %d FLUSH with soft-RoCE's "
+            "ICRC" % (n, len(bad), (": " + ", ".join(bad[:3])) if bad
+                      else "", rxe))
+
+
+def flush_capture(s: Suite, pairing: str, pcap: str) -> None:
+    """The checks of the capture of a boot that ran rsv-flush."""
+    name = "%s/flush/capture" % pairing
+    if not os.path.isfile(pcap) or os.path.getsize(pcap) == 0:
+        s.report(False, name, "no capture " + pcap)
+        return
+    ok, detail = flush_bytes(pcap)
+    s.tap("ok" if ok else "fail", name + "-bytes", detail)
+    ok, detail = icrc_check(pcap, pairing in PAIRING_QEMU)
+    s.tap("ok" if ok else "fail", name + "-icrc", detail)
+    tshark = shutil.which("tshark")
+    if not tshark:
+        s.report(False, name + "-tshark", "no tshark")
+        return
+
+    # The payloads are test data: no guessing of what they carry (tshark
+    # took a 56-byte SEND for an Ethernet frame with a malformed CGMP).
+    noheur = ["--disable-heuristic", "eth_over_ib"]
+    for p in ("smc", "smb_direct", "rpcordma", "nvme-rdma", "lnet", "iser",
+              "infiniband_sdp", "fcoib"):
+        noheur += ["--disable-protocol", p]
+
+    def count(flt: str) -> int:
+        r = subprocess.run([tshark, "-n"] + noheur + ["-r", pcap, "-Y", flt],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                           stdin=subprocess.DEVNULL, universal_newlines=True,
+                           check=False)
+        return len(r.stdout.splitlines()) if r.returncode == 0 else -1
+
+    nudp = count("udp.port == 4791")
+    nbth = count("udp.port == 4791 && infiniband.bth")
+    # (the programs' TCP exchanges on ports 19000+ are not RoCE; tshark
+    # takes some of those ports for other protocols)
+    nbad = count('udp.port == 4791 && '
+                 '(_ws.malformed || _ws.expert.severity >= "error")')
+    nnew = count("infiniband.bth.opcode == 28 || infiniband.bth.opcode == 29")
+    s.tap("ok" if nudp > 0 and nudp == nbth and nbad == 0 and
+          nnew >= 8 else "fail", name + "-tshark",
+          "%d RoCE frames, %d with a BTH, %d of them malformed or with an "
+          "expert error; %d FLUSH/ATOMIC WRITE (tshark 4.0: \"Unknown OpCode\")" %
+          (nudp, nbth, nbad, nnew))
+
+
 def main(argv: List[str]) -> int:
-    names = [f[0] for f in FEATURES]
+    names = sorted(set(f[0] for f in FEATURES))
     for a in argv:
         if a not in names:
             print("usage: %s [%s]..." % (sys.argv[0], "|".join(names)),
@@ -76,8 +298,12 @@ def main(argv: List[str]) -> int:
         script = "VB_PAIRING=%s\n%s" % (pairing, guest_files(
             "lib.sh", "verbs-common.sh",
             *["verbs-%s.sh" % f[0] for f in feats], "verbs-end.sh"))
+        pcap = os.path.join(s.dir, pairing + ".pcap")
+        cap = ["--pcap", "1", pcap] if any(f[0] == "flush" for f in feats) \
+            else []
         r = s.launch(pairing, ["-q", "--no-build", "--timeout", "600"] +
-                     args + ["--cmd", script],
+                     args + cap + ["--cmd", script] +
+                     PAIRING_QEMU.get(pairing, []),
                      vms_dir=os.path.join(s.dir, "vms-" + pairing))
         want = [(vm, "%s/%s/%s" % (pairing, f[0], c))
                 for f in feats for vm, cks in sorted(f[2].items())
@@ -86,6 +312,8 @@ def main(argv: List[str]) -> int:
                  for vm in range(1, nvm + 1)]
         s.expect(r, want)
         s.launcher_check(r, pairing)
+        if cap:
+            flush_capture(s, pairing, pcap)
         with open(os.path.join(s.dir, "checks"), "a") as f:
             f.writelines(ln + "\n" for ln in r.lines
                          if checks.LINE_RE.match(ln))

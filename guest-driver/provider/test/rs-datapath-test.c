@@ -94,6 +94,7 @@ static struct rs_qp *make_qp(struct rs_context *ctx, struct rs_cq *cq,
 	qp->rq.max_sge = 2;
 	qp->rq.buf = zalloc_aligned(8 * 64);
 	qp->sq_signaled = calloc(8, 1);
+	qp->state = IBV_QPS_RTS;
 	if (rs_qp_table_insert(ctx, qp))
 		abort();
 	rs_qp_fill_wr_pfns(qp, &attr);
@@ -128,6 +129,64 @@ static void dev_cqe(struct rs_cq *cq, uint64_t wr_id, uint32_t qpn,
 static struct rs_send_wqe_ctrl *sq_wqe(struct rs_qp *qp, uint32_t i)
 {
 	return rs_wqe(&qp->sq, i);
+}
+
+/*
+ * The QP states that take work requests: sends from RTS on (SQD queues,
+ * SQE and ERR flush), receives in all but RESET.  A refused post writes
+ * no WQE and rings no doorbell.
+ */
+static void test_state_rules(struct rs_context *ctx, struct rs_cq *cq)
+{
+	static const struct {
+		enum ibv_qp_state state;
+		bool send, recv;
+	} rules[] = {
+		{ IBV_QPS_RESET, false, false },
+		{ IBV_QPS_INIT, false, true },
+		{ IBV_QPS_RTR, false, true },
+		{ IBV_QPS_RTS, true, true },
+		{ IBV_QPS_SQD, true, true },
+		{ IBV_QPS_SQE, true, true },
+		{ IBV_QPS_ERR, true, true },
+	};
+	struct ibv_sge sg = { .addr = 0x1000, .length = 8, .lkey = 1 };
+	struct ibv_send_wr swr = {
+		.wr_id = 1, .opcode = IBV_WR_SEND, .sg_list = &sg, .num_sge = 1,
+	};
+	struct ibv_recv_wr rwr = { .wr_id = 2, .sg_list = &sg, .num_sge = 1 };
+	struct ibv_send_wr *bad = NULL;
+	struct ibv_recv_wr *rbad = NULL;
+	size_t i;
+
+	for (i = 0; i < sizeof(rules) / sizeof(rules[0]); i++) {
+		struct rs_qp *qp = make_qp(ctx, cq, IBV_QPT_RC, 0x300 + i);
+		uint32_t sq_db = db_read(ctx, RS_DB_SQ);
+		uint32_t rq_db = db_read(ctx, RS_DB_RQ);
+
+		qp->state = rules[i].state;
+		bad = NULL;
+		CHECK(rs_post_send(&qp->vqp.qp, &swr, &bad) ==
+		      (rules[i].send ? 0 : EINVAL));
+		CHECK(rules[i].send ? !bad : bad == &swr);
+		CHECK(qp->sq.pi == rules[i].send);
+		if (!rules[i].send)
+			CHECK(db_read(ctx, RS_DB_SQ) == sq_db);
+		rbad = NULL;
+		CHECK(rs_post_recv(&qp->vqp.qp, &rwr, &rbad) ==
+		      (rules[i].recv ? 0 : EINVAL));
+		CHECK(rules[i].recv ? !rbad : rbad == &rwr);
+		CHECK(qp->rq.pi == rules[i].recv);
+		if (!rules[i].recv)
+			CHECK(db_read(ctx, RS_DB_RQ) == rq_db);
+
+		ibv_wr_start(&qp->vqp.qp_ex);
+		ibv_wr_send(&qp->vqp.qp_ex);
+		ibv_wr_set_sge(&qp->vqp.qp_ex, 1, 0x1000, 8);
+		CHECK(ibv_wr_complete(&qp->vqp.qp_ex) ==
+		      (rules[i].send ? 0 : EINVAL));
+		CHECK(qp->sq.pi == 2u * rules[i].send);
+	}
 }
 
 int main(void)
@@ -335,62 +394,82 @@ int main(void)
 	CHECK(qp->sq.pi == 10);
 
 	/*
-	 * LOCAL_INV is a kernel consumer's operation (the device refuses it
-	 * on a user QP, which would go to ERR): refused here, nothing
-	 * posted, the QP goes on.
+	 * Memory windows: LOCAL_INV (of a type 2 window) and BIND_MW WQEs as
+	 * the device reads them; rights a window cannot have here (zero-based)
+	 * are refused with nothing posted.
 	 */
 	{
-		struct ibv_qp_init_attr_ex qattr = {
-			.qp_type = IBV_QPT_RC,
-			.comp_mask = IBV_QP_INIT_ATTR_PD |
-				     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
-			.send_ops_flags = IBV_QP_EX_WITH_SEND |
-					  IBV_QP_EX_WITH_LOCAL_INV,
-		};
+		struct ibv_mr mr = { .lkey = 0x1201 };
+		struct ibv_mw mw = { .rkey = 0x3402, .type = IBV_MW_TYPE_2 };
+		struct ibv_mw mw1 = { .rkey = 0x56ff, .type = IBV_MW_TYPE_1 };
 		struct ibv_send_wr w = {
 			.wr_id = 400, .opcode = IBV_WR_LOCAL_INV,
 			.send_flags = IBV_SEND_SIGNALED,
 			.invalidate_rkey = 0x4444,
 		};
+		struct ibv_mw_bind mb = { .wr_id = 403 };
+		struct rs_send_wqe_bind_mw *b;
 
-		/* create QP logs its failure through the verbs context */
-		static struct ibv_device dev = { .name = "rsess-test" };
-
-		ctx->ibvctx.context.device = &dev;
-		ctx->ibvctx.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
-		errno = 0;
-		CHECK(!rs_create_qp_common(&ctx->ibvctx.context, &qattr) &&
-		      errno == EOPNOTSUPP);
-		/* Without it the same attributes get past that check. */
-		qattr.send_ops_flags = IBV_QP_EX_WITH_SEND;
-		errno = 0;
-		CHECK(!rs_create_qp_common(&ctx->ibvctx.context, &qattr) &&
-		      errno == EINVAL);
-		CHECK(!(RS_SEND_OPS & IBV_QP_EX_WITH_LOCAL_INV));
-
+		qp->sq.ci = qp->sq.pi;	/* the device took them all */
+		CHECK(RS_SEND_OPS & IBV_QP_EX_WITH_LOCAL_INV);
+		CHECK(RS_SEND_OPS & IBV_QP_EX_WITH_BIND_MW);
 		bad = NULL;
-		CHECK(rs_post_send(ibqp, &w, &bad) == EINVAL && bad == &w);
-		CHECK(qp->sq.pi == 10);
-		CHECK(db_read(ctx, RS_DB_SQ) == (0x2345 | 10u << 16));
-
-		ibv_wr_start(qpx);
-		qpx->wr_id = 401;
-		qpx->wr_flags = IBV_SEND_SIGNALED;
-		ibv_wr_send(qpx);
-		ibv_wr_set_sge(qpx, 0x101, 0x1000, 10);
-		ibv_wr_local_inv(qpx, 0x4444);
-		CHECK(ibv_wr_complete(qpx) == EOPNOTSUPP);
-		CHECK(qp->sq.pi == 10);
-		CHECK(db_read(ctx, RS_DB_SQ) == (0x2345 | 10u << 16));
-
-		/* The QP is still usable. */
-		w.opcode = IBV_WR_SEND;
-		w.sg_list = sg;
-		w.num_sge = 1;
 		CHECK(rs_post_send(ibqp, &w, &bad) == 0);
 		CHECK(qp->sq.pi == 11);
-		CHECK(sq_wqe(qp, 10)->opcode == RS_WR_SEND);
-		CHECK(db_read(ctx, RS_DB_SQ) == (0x2345 | 11u << 16));
+		CHECK(sq_wqe(qp, 10)->opcode == RS_WR_LOCAL_INV);
+		CHECK(sq_wqe(qp, 10)->imm_or_inv == htole32(0x4444));
+		CHECK(sq_wqe(qp, 10)->num_sge == 0);
+
+		w.wr_id = 401;
+		w.opcode = IBV_WR_BIND_MW;
+		w.bind_mw.mw = &mw;
+		w.bind_mw.rkey = 0x3403;
+		w.bind_mw.bind_info.mr = &mr;
+		w.bind_mw.bind_info.addr = 0x10000;
+		w.bind_mw.bind_info.length = 0x2000;
+		w.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE |
+						      IBV_ACCESS_REMOTE_READ;
+		CHECK(rs_post_send(ibqp, &w, &bad) == 0);
+		CHECK(qp->sq.pi == 12);
+		b = (struct rs_send_wqe_bind_mw *)sq_wqe(qp, 11);
+		CHECK(b->opcode == RS_WR_BIND_MW && b->num_sge == 0);
+		CHECK(b->flags == RS_WQE_F_SIGNALED && b->wr_id == htole64(401));
+		CHECK(b->mw_rkey == htole32(0x3402) && b->new_rkey == htole32(0x3403));
+		CHECK(b->mr_lkey == htole32(0x1201) && b->addr == htole64(0x10000) &&
+		      b->length == htole64(0x2000));
+		CHECK(b->access == htole16(RS_ACCESS_REMOTE_WRITE |
+					   RS_ACCESS_REMOTE_READ));
+		CHECK(db_read(ctx, RS_DB_SQ) == (0x2345 | 12u << 16));
+
+		w.bind_mw.bind_info.mw_access_flags |= IBV_ACCESS_ZERO_BASED;
+		CHECK(rs_post_send(ibqp, &w, &bad) == EINVAL && bad == &w);
+		CHECK(qp->sq.pi == 12);
+
+		ibv_wr_start(qpx);
+		qpx->wr_id = 402;
+		qpx->wr_flags = IBV_SEND_SIGNALED;
+		w.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_READ;
+		ibv_wr_bind_mw(qpx, &mw, 0x3404, &w.bind_mw.bind_info);
+		ibv_wr_local_inv(qpx, 0x3404);
+		CHECK(ibv_wr_complete(qpx) == 0);
+		CHECK(qp->sq.pi == 14);
+		b = (struct rs_send_wqe_bind_mw *)sq_wqe(qp, 12);
+		CHECK(b->opcode == RS_WR_BIND_MW && b->wr_id == htole64(402));
+		CHECK(b->new_rkey == htole32(0x3404) &&
+		      b->access == htole16(RS_ACCESS_REMOTE_READ));
+		CHECK(sq_wqe(qp, 13)->opcode == RS_WR_LOCAL_INV);
+		CHECK(sq_wqe(qp, 13)->imm_or_inv == htole32(0x3404));
+		CHECK(db_read(ctx, RS_DB_SQ) == (0x2345 | 14u << 16));
+
+		/* Type 1 through ibv_bind_mw: the next tag, the rkey moves on. */
+		mb.bind_info = w.bind_mw.bind_info;
+		CHECK(rs_bind_mw(ibqp, &mw1, &mb) == 0);
+		CHECK(mw1.rkey == 0x5600);
+		b = (struct rs_send_wqe_bind_mw *)sq_wqe(qp, 14);
+		CHECK(b->opcode == RS_WR_BIND_MW && b->wr_id == htole64(403));
+		CHECK(b->mw_rkey == htole32(0x56ff) && b->new_rkey == htole32(0x5600));
+		CHECK(rs_bind_mw(ibqp, &mw, &mb) == EINVAL);
+		CHECK(qp->sq.pi == 15);
 	}
 
 	/* UD: address in the WQE, no RDMA. */
@@ -425,6 +504,8 @@ int main(void)
 		ibv_wr_rdma_write(&ud->vqp.qp_ex, 1, 2);
 		CHECK(ibv_wr_complete(&ud->vqp.qp_ex) == EINVAL);
 	}
+
+	test_state_rules(ctx, cq);
 
 	if (failures) {
 		fprintf(stderr, "rs-datapath-test: %d check(s) failed\n",

@@ -53,7 +53,8 @@
  * minor version when something is added that an older driver can ignore
  * (a reserved field, opcode or doorbell given a meaning, a new RS_CAP_ bit).
  * Minor 1: atomics, SRQs (RS_CAP_ATOMIC, RS_CAP_SRQ).
- * Minor 2: UD multicast (RS_CAP_MCAST).
+ * Minor 2: memory windows (RS_CAP_MW), RDMA FLUSH and ATOMIC WRITE
+ * (RS_CAP_FLUSH, RS_CAP_ATOMIC_WRITE), UD multicast (RS_CAP_MCAST).
  */
 #define RS_ABI_VERSION_MAJOR    1
 #define RS_ABI_VERSION_MINOR    2
@@ -126,7 +127,10 @@ REG32(RS_ADMQ_DB, 0x100)                /* write: admin producer index */
 #define RS_CAP_INDIRECT_MKEY    (1u << 9)  /* reserved: not yet offered */
 #define RS_CAP_PATTERN_MKEY     (1u << 10) /* reserved: not yet offered */
 #define RS_CAP_ODP              (1u << 11) /* reserved: not yet offered */
+#define RS_CAP_MW               (1u << 12) /* memory windows, type 1 and 2B */
 #define RS_CAP_MCAST            (1u << 13) /* UD multicast (ABI 1.2) */
+#define RS_CAP_FLUSH            (1u << 14) /* RDMA FLUSH, global visibility */
+#define RS_CAP_ATOMIC_WRITE     (1u << 15) /* RDMA ATOMIC WRITE */
 
 enum rs_fatal {
     RS_FATAL_NONE = 0,
@@ -229,6 +233,8 @@ enum rs_admin_opcode {
     RS_CMD_REG_INDIRECT_MKEY = 0x25,
     RS_CMD_REG_PATTERN_MKEY = 0x26,
     RS_CMD_ODP_RESOLVE = 0x27,
+    RS_CMD_ALLOC_MW = 0x28,         /* ABI 1.2 (RS_CAP_MW) */
+    RS_CMD_DEALLOC_MW = 0x29,
     RS_CMD_ATTACH_MCAST = 0x2a,     /* ABI 1.2 (RS_CAP_MCAST) */
     RS_CMD_DETACH_MCAST = 0x2b,
     RS_CMD_MAX = 0x2c,
@@ -373,7 +379,10 @@ enum rs_access {
     RS_ACCESS_REMOTE_READ = 1 << 2,
     RS_ACCESS_REMOTE_ATOMIC = 1 << 3,
     RS_ACCESS_MW_BIND = 1 << 4,
-    RS_ACCESS_ALL = 0x1f,
+    /* ABI 1.2: the rights RDMA FLUSH needs, one per placement type. */
+    RS_ACCESS_FLUSH_GLOBAL = 1 << 5,
+    RS_ACCESS_FLUSH_PERSISTENT = 1 << 6,    /* never granted: see the spec */
+    RS_ACCESS_ALL = 0x7f,
 };
 
 /* MR translation: page list levels. */
@@ -395,6 +404,24 @@ struct rs_cmd_reg_mr {
     uint8_t flags;                  /* RS_MR_F_* */
     uint16_t access;                /* enum rs_access */
     uint32_t gid_index;             /* network identity the keys live in */
+};
+
+/*
+ * A memory window of PD pd in the key table of gid_index's network
+ * identity; it takes a key (an MR slot) from the table MRs use.  The
+ * completion's handle and result1 are its rkey.  DEALLOC_MW takes the
+ * window's rkey (struct rs_cmd_destroy); its tag is not checked, as binds
+ * change it.
+ */
+#define RS_MW_TYPE_1            1
+#define RS_MW_TYPE_2            2       /* type 2B: bound to a QP */
+
+struct rs_cmd_alloc_mw {
+    uint32_t pd;
+    uint32_t gid_index;
+    uint8_t type;                   /* RS_MW_TYPE_* */
+    uint8_t rsvd0[3];
+    uint32_t rsvd1;
 };
 
 struct rs_cmd_create_ah {
@@ -503,6 +530,7 @@ struct rs_admin_cmd {
         struct rs_cmd_create_srq create_srq;
         struct rs_cmd_modify_srq modify_srq;
         struct rs_cmd_reg_mr reg_mr;
+        struct rs_cmd_alloc_mw alloc_mw;
         struct rs_cmd_create_ah create_ah;
         struct rs_cmd_create_session create_session;
         struct rs_cmd_create_session_group create_group;
@@ -557,7 +585,8 @@ struct rs_device_attr {
     uint32_t max_srq;               /* ABI 1.1; 0 before */
     uint32_t max_srq_wr;
     uint32_t max_srq_sge;
-    uint32_t max_mw;                /* ABI 1.2 */
+    uint32_t max_mw;                /* ABI 1.2: windows and MRs share */
+                                    /* max_mr keys; 0 without RS_CAP_MW */
     uint32_t max_mcast_grp;         /* ABI 1.2: multicast groups */
     uint32_t max_mcast_qp_attach;   /* ABI 1.2: QPs per group */
     uint32_t rsvd[2];
@@ -707,6 +736,7 @@ enum rs_wc_status {
     RS_WC_LOC_QP_OP_ERR = 2,
     RS_WC_LOC_PROT_ERR = 4,
     RS_WC_WR_FLUSH_ERR = 5,
+    RS_WC_MW_BIND_ERR = 6,
     RS_WC_BAD_RESP_ERR = 7,
     RS_WC_LOC_ACCESS_ERR = 8,
     RS_WC_REM_INV_REQ_ERR = 9,
@@ -745,6 +775,9 @@ enum rs_wr_opcode {
     RS_WR_ATOMIC_FETCH_ADD = 0x07,
     RS_WR_LOCAL_INV = 0x08,
     RS_WR_REG_MR = 0x09,
+    RS_WR_BIND_MW = 0x0a,           /* ABI 1.2 (RS_CAP_MW) */
+    RS_WR_FLUSH = 0x0b,             /* ABI 1.2 (RS_CAP_FLUSH) */
+    RS_WR_ATOMIC_WRITE = 0x0c,      /* ABI 1.2 (RS_CAP_ATOMIC_WRITE) */
     RS_WR_RECV = 0x80,              /* completion opcode of a receive */
     RS_WR_RECV_RDMA_IMM = 0x81,
 };
@@ -798,6 +831,21 @@ struct rs_send_wqe_ctrl {
 };
 
 /*
+ * RS_WR_FLUSH (RC, no SGEs): remote_addr, rkey; compare_add the length of
+ * the range (at most 2^32 - 1; ignored when the selectivity is the whole
+ * MR); imm_or_inv the FETH value, placement type in bits 3-0, selectivity
+ * in bits 5-4.  RS_WR_ATOMIC_WRITE (RC, no SGEs): remote_addr (8-byte
+ * aligned), rkey; compare_add holds the 8 bytes to write, in memory order.
+ */
+#define RS_FLUSH_PLT_GLOBAL     (1u << 0)  /* global visibility */
+#define RS_FLUSH_PLT_PERSISTENT (1u << 1)  /* persistence: not offered */
+#define RS_FLUSH_PLT_MASK       0xfu
+#define RS_FLUSH_SEL_SHIFT      4
+#define RS_FLUSH_SEL_MASK       (3u << RS_FLUSH_SEL_SHIFT)
+#define RS_FLUSH_SEL_RANGE      0       /* the range the RETH names */
+#define RS_FLUSH_SEL_MR         1       /* the whole MR of the rkey */
+
+/*
  * RS_WR_REG_MR: the control segment read with this layout (no SGEs).
  * Binds key (the MR's index, the consumer's tag), iova, length, access
  * and a page list of npages guest DMA addresses of 2^page_shift pages to
@@ -817,6 +865,28 @@ struct rs_send_wqe_reg_mr {
     uint16_t access;                /* enum rs_access */
     uint16_t rsvd0;
     uint32_t rsvd1[4];
+};
+
+/*
+ * RS_WR_BIND_MW: the control segment read with this layout (no SGEs).
+ * Binds the window mw_rkey names to [addr, +length) of the MR mr_lkey
+ * names, with the remote rights access, under new_rkey (the window's
+ * index, a new tag).  length 0 unbinds a type 1 window.
+ */
+struct rs_send_wqe_bind_mw {
+    uint64_t wr_id;
+    uint8_t opcode;                 /* RS_WR_BIND_MW */
+    uint8_t flags;                  /* RS_WQE_F_*, never INLINE */
+    uint8_t num_sge;                /* 0 */
+    uint8_t rsvd0;
+    uint32_t mw_rkey;               /* the window's current rkey */
+    uint64_t addr;
+    uint64_t length;
+    uint32_t mr_lkey;
+    uint32_t new_rkey;
+    uint16_t access;                /* REMOTE_WRITE, _READ, _ATOMIC only */
+    uint16_t rsvd1;
+    uint32_t rsvd2[5];
 };
 
 struct rs_recv_wqe_ctrl {
@@ -858,6 +928,8 @@ RS_ABI_SIZE(struct rs_sge, 16);
 RS_ABI_SIZE(struct rs_pattern_sge, 24);
 RS_ABI_SIZE(struct rs_send_wqe_ctrl, 64);
 RS_ABI_SIZE(struct rs_send_wqe_reg_mr, 64);
+RS_ABI_SIZE(struct rs_send_wqe_bind_mw, 64);
+RS_ABI_SIZE(struct rs_cmd_alloc_mw, 16);
 RS_ABI_SIZE(struct rs_recv_wqe_ctrl, 16);
 RS_ABI_SIZE(struct rs_cmd_create_pd, 8);
 RS_ABI_SIZE(struct rs_lan_desc, 16);

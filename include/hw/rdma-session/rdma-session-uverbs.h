@@ -40,6 +40,21 @@ struct rs_uverbs_create_cq_resp {
 	__u32 rsvd;
 };
 
+/*
+ * ibv_resize_cq: the provider gives the consumer index it has reached and
+ * gets the new ring, which holds the unpolled entries from its index 0 on.
+ */
+struct rs_uverbs_resize_cq {
+	__u32 consumer_index;           /* free-running, as in RS_DB_CQ_CI */
+	__u32 rsvd;
+};
+
+struct rs_uverbs_resize_cq_resp {
+	__aligned_u64 ring_mmap_key;
+	__u32 ring_bytes;
+	__u32 log_size;                 /* entries = 1 << log_size */
+};
+
 struct rs_uverbs_create_qp_resp {
 	__aligned_u64 sq_mmap_key;
 	__aligned_u64 rq_mmap_key;

@@ -56,11 +56,12 @@ int main(int argc, char **argv)
 	sge = (struct ibv_sge){ (uintptr_t)(buf + LEN), LEN, mr->lkey };
 	rwr.sg_list = &sge;
 	rwr.num_sge = 1;
-	if (!o.server && ibv_post_recv(qp, &rwr, &rbad))
-		rsv_die("ibv_post_recv failed");
 	err = rsv_rc_connect(&d, qp, IBV_ACCESS_LOCAL_WRITE |
 			     IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
 			     me.psn, &peer);
+	/* Not before INIT: a QP in RESET takes no receives (IBTA). */
+	if (!err && !o.server && ibv_post_recv(qp, &rwr, &rbad))
+		rsv_die("ibv_post_recv failed");
 	rsv_check(&o, "rc-connect", !err, "%s qpn %u to qpn %u: %s", d.name,
 		  me.qpn, peer.qpn, err ? strerror(err) : "RTS");
 	if (err || !rsv_sync(fd))

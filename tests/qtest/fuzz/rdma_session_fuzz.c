@@ -4,7 +4,8 @@
  * Brings the adapter up as a driver does (admin queue, GIDs, a PD, CQs,
  * MRs with every access right, RC QPs over loopback, RC/UC/UD QPs paired
  * with a remote GID that exists only in this fuzzer, an RC QP over IPv6,
- * requests outstanding towards the remote) and then feeds the input to
+ * a bound type 1 and type 2 memory window, requests outstanding towards
+ * the remote) and then feeds the input to
  * the adapter as frames from the network through a socket netdev: RoCEv2
  * frames built from the input with valid Ethernet/IP/UDP/BTH headers and
  * a correct ICRC, so that the input reaches the responder, the completer
@@ -81,6 +82,9 @@ enum {
     RSF_MR_READ_ONLY,   /* remote read only, GID 0 */
     RSF_MR_ALL6,        /* every access right, GID 1 */
     RSF_MR_BIG,         /* 2 GiB, every right, GID 0 */
+    /* Memory windows: their rkey, range as last bound (they are rkeys). */
+    RSF_MW_1,           /* type 1 on pages 1-2 of RSF_MR_ALL */
+    RSF_MW_2,           /* type 2, bound on RSF_QP_RC, page 0 of it */
     RSF_NMR,
 };
 
@@ -229,7 +233,7 @@ static void rsf_reg_big_mr(RSFState *f, RSFMr *m)
         .npages = RSF_BIG_PAGES,
         .pd = f->pd,
         .page_shift = RSF_BIG_SHIFT,
-        .access = RS_ACCESS_ALL,
+        .access = RS_ACCESS_ALL & ~RS_ACCESS_FLUSH_PERSISTENT,
     };
     uint32_t i, rkey;
 
@@ -350,6 +354,41 @@ static void rsf_post_recv(RSFState *f, RSFQp *q, const struct rs_sge *sge)
     qrs_db_writel(&f->d, 0, RS_DB_RQ, q->qpn | (q->rq_pi & 0xffff) << 16);
 }
 
+/*
+ * A BIND_MW WQE: window RSF_MW_1 or RSF_MW_2 (bit 0 of @sel) to @len bytes
+ * of @mr (an MR or, refused, a window) at @off, with the remote rights in
+ * bits 1-3 of @sel and the next tag.  The window's entry takes the new
+ * binding whether or not the device refuses it: a wrong guess only makes
+ * later requests through it fail, which the fuzzer wants too.
+ */
+static void rsf_post_bind(RSFState *f, RSFQp *q, uint32_t sel,
+                          const RSFMr *mr, uint32_t off, uint32_t len,
+                          uint8_t flags)
+{
+    RSFMr *mw = &f->mr[sel & 1 ? RSF_MW_2 : RSF_MW_1];
+    uint32_t key = (mw->key & ~RS_MKEY_TAG_MASK) |
+                   ((mw->key + 1) & RS_MKEY_TAG_MASK);
+    struct rs_send_wqe_bind_mw b = {
+        .wr_id = 0x2000 + q->sq_pi,
+        .opcode = RS_WR_BIND_MW,
+        .flags = flags | RS_WQE_F_SIGNALED,
+        .mw_rkey = mw->key,
+        .addr = mr->base + off,
+        .length = len,
+        .mr_lkey = mr->key,
+        .new_rkey = key,
+        .access = sel & (RS_ACCESS_REMOTE_WRITE | RS_ACCESS_REMOTE_READ |
+                         RS_ACCESS_REMOTE_ATOMIC),
+    };
+    struct rs_send_wqe_ctrl w;
+
+    memcpy(&w, &b, sizeof(w));
+    rsf_post_send(f, q, &w, NULL);
+    mw->key = key;
+    mw->base = b.addr;
+    mw->len = MAX(len, 1);
+}
+
 /* A send WQE of @op from MR_ALL; remote address in @rmr at @roff. */
 static void rsf_post_op(RSFState *f, RSFQp *q, uint8_t op, uint32_t len,
                         const RSFMr *rmr, uint32_t roff, uint8_t flags)
@@ -367,6 +406,8 @@ static void rsf_post_op(RSFState *f, RSFQp *q, uint8_t op, uint32_t len,
         .ah = f->ah,
         .remote_qpn = RSF_REMOTE_QPN,
         .remote_qkey = RSF_QKEY,
+        /* SEND_INV, LOCAL_INV: the remote key, an MR's or a window's. */
+        .imm_or_inv = rmr->key,
     };
     struct rs_sge sge = {
         .addr = l->base,
@@ -436,10 +477,12 @@ static void rsf_bring_up(RSFState *f, QTestState *s)
         rsf_ok(qrs_create_cq(&f->d, ring, RSF_CQ_LOG, 0, 0, &f->cq[i]),
                "CREATE_CQ");
     }
-    rsf_reg_mr(f, &f->mr[RSF_MR_ALL], 4, RS_ACCESS_ALL, 0);
+    rsf_reg_mr(f, &f->mr[RSF_MR_ALL], 4,
+               RS_ACCESS_ALL & ~RS_ACCESS_FLUSH_PERSISTENT, 0);
     rsf_reg_mr(f, &f->mr[RSF_MR_READ_ONLY], 1,
                RS_ACCESS_LOCAL_WRITE | RS_ACCESS_REMOTE_READ, 0);
-    rsf_reg_mr(f, &f->mr[RSF_MR_ALL6], 2, RS_ACCESS_ALL, 1);
+    rsf_reg_mr(f, &f->mr[RSF_MR_ALL6], 2,
+               RS_ACCESS_ALL & ~RS_ACCESS_FLUSH_PERSISTENT, 1);
     rsf_reg_big_mr(f, &f->mr[RSF_MR_BIG]);
 
     /* Loopback: a session to our own address, as the qtests do. */
@@ -472,6 +515,24 @@ static void rsf_bring_up(RSFState *f, QTestState *s)
     rsf_connect(f, &f->qp[RSF_QP_UC], RSF_REMOTE_QPN, rgid, 0, 0);
     rsf_connect(f, &f->qp[RSF_QP_UD], 0, rgid, 0, 0);
     rsf_connect(f, &f->qp[RSF_QP_RC6], RSF_REMOTE_QPN, rsf_ip6_remote, 1, 0);
+
+    /*
+     * Memory windows, bound before the requests below leave the send
+     * queues waiting (a bind runs once every earlier WQE completed).
+     */
+    for (i = RSF_MW_1; i <= RSF_MW_2; i++) {
+        struct rs_cmd_alloc_mw ac = {
+            .pd = f->pd,
+            .type = i == RSF_MW_1 ? RS_MW_TYPE_1 : RS_MW_TYPE_2,
+        };
+
+        rsf_ok(qrs_admin_cmd(&f->d, RS_CMD_ALLOC_MW, &ac, sizeof(ac),
+                             &f->mr[i].key, NULL), "ALLOC_MW");
+    }
+    rsf_post_bind(f, &f->qp[RSF_QP_LOOP_A], 0x0e, &f->mr[RSF_MR_ALL],
+                  RSF_PAGE, 2 * RSF_PAGE, 0);
+    rsf_post_bind(f, &f->qp[RSF_QP_RC], 0x0f, &f->mr[RSF_MR_ALL], 0,
+                  RSF_PAGE, 0);
 
     /* Receives everywhere, so SENDs from the wire find a buffer. */
     for (i = 0; i < RSF_NQP; i++) {
@@ -764,7 +825,13 @@ static void rsf_op_post_send(RSFState *f, QTestState *s, const uint8_t *d,
         return;
     }
     m = &f->mr[d[3] % RSF_NMR];
-    rsf_post_op(f, rsf_qp_sel(f, d[0]), d[1] % (RS_WR_LOCAL_INV + 1),
+    if (d[1] % (RS_WR_BIND_MW + 1) == RS_WR_BIND_MW) {
+        rsf_post_bind(f, rsf_qp_sel(f, d[0]), d[2] >> 4, m,
+                      lduw_le_p(d + 6) % m->len, lduw_le_p(d + 4),
+                      d[2] & (RS_WQE_F_SOLICITED | RS_WQE_F_FENCE));
+        return;
+    }
+    rsf_post_op(f, rsf_qp_sel(f, d[0]), d[1] % (RS_WR_BIND_MW + 1),
                 lduw_le_p(d + 4), m, lduw_le_p(d + 6) % m->len,
                 d[2] & (RS_WQE_F_SOLICITED | RS_WQE_F_FENCE));
 }

@@ -769,6 +769,191 @@ static uint32_t srq_loop_setup(Loop *l, struct rs_cmd_create_srq *c,
     return srq;
 }
 
+/* Wait until the CQ holds @n entries from its consumer index on. */
+static void cq_wait_unpolled(Loop *l, uint32_t n)
+{
+    gint64 end = g_get_monotonic_time() + RS_QOS_TIMEOUT_US;
+    EngCq peek = l->cq;
+    struct rs_cqe cqe;
+
+    peek.ci += n - 1;
+    while (!eng_cq_peek(l->d, &peek, &cqe)) {
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        qtest_clock_step(qrs_qts(l->d), 1000);
+    }
+}
+
+/*
+ * RESIZE_CQ with completions not yet polled: a ring too small for them
+ * is refused and the CQ keeps working on the old one; a larger ring gets
+ * them in the same order (owner bits of their new places), and traffic
+ * goes on into it.  Then resizes up and down with sends in flight: every
+ * completion arrives once, in order per queue.
+ */
+static void test_engine_cq_resize(void *obj, void *data,
+                                  QGuestAllocator *alloc)
+{
+    struct rs_cqe before[12], after, cqe;
+    struct rs_send_wqe_ctrl w;
+    uint32_t next_send = 0, next_recv = 0, posted = 0;
+    uint64_t small, big;
+    uint8_t log;
+    Loop l;
+    int i, round;
+
+    loop_setup(&l, obj);
+    memset(&w, 0, sizeof(w));
+    w.opcode = RS_WR_SEND;
+    w.flags = RS_WQE_F_SIGNALED;
+    w.num_sge = 1;
+    loop_pattern(&l, l.src, LOOP_BUF, 0x31);
+    for (i = 0; i < 6; i++) {
+        loop_post_recv(&l, &l.b, 0xb000 + i, l.dst + i * 64, 64, l.dst_key);
+        w.wr_id = 0xa000 + i;
+        loop_post_send(&l, &l.a, &w, l.src + i * 64, 64, l.src_key);
+    }
+    cq_wait_unpolled(&l, 12);
+    for (i = 0; i < 12; i++) {
+        qtest_memread(qrs_qts(l.d), l.cq.ring + i * sizeof(cqe), &before[i],
+                      sizeof(cqe));
+    }
+
+    small = qrs_alloc_zeroed(l.d, sizeof(cqe) << 3);
+    RS_ASSERT_STATUS(qrs_resize_cq(l.d, l.cq.h, small, 3, l.cq.ci),
+                     RS_STATUS_BAD_SIZE);
+    big = qrs_alloc_zeroed(l.d, sizeof(cqe) << 4);
+    RS_ASSERT_OK(qrs_resize_cq(l.d, l.cq.h, big, 4, l.cq.ci));
+    l.cq.ring = big;
+    l.cq.log = 4;
+    l.cq.ci = 0;
+    for (i = 0; i < 12; i++) {
+        loop_poll(&l, &after);
+        g_assert_cmphex(after.owner & RS_CQE_OWNER, ==, RS_CQE_OWNER);
+        after.owner = before[i].owner;
+        g_assert_cmpmem(&after, sizeof(after), &before[i], sizeof(after));
+    }
+    loop_assert_same(&l, l.src, l.dst, 6 * 64);
+    g_assert_false(eng_cq_peek(l.d, &l.cq, &cqe));
+
+    /* Up and down with two sends in flight at each resize. */
+    next_send = next_recv = posted = 6;
+    for (round = 0; round < 8; round++) {
+        for (i = 0; i < 2; i++, posted++) {
+            loop_post_recv(&l, &l.b, 0xb000 + posted,
+                           l.dst + (posted % 64) * 64, 64, l.dst_key);
+            w.wr_id = 0xa000 + posted;
+            loop_post_send(&l, &l.a, &w, l.src + (posted % 64) * 64, 64,
+                           l.src_key);
+        }
+        log = round & 1 ? 2 : 5;
+        big = qrs_alloc_zeroed(l.d, sizeof(cqe) << log);
+        RS_ASSERT_OK(qrs_resize_cq(l.d, l.cq.h, big, log, l.cq.ci));
+        l.cq.ring = big;
+        l.cq.log = log;
+        l.cq.ci = 0;
+        while (next_send < posted || next_recv < posted) {
+            loop_poll(&l, &cqe);
+            g_assert_cmpuint(cqe.status, ==, RS_WC_SUCCESS);
+            if (cqe.opcode == RS_WR_RECV) {
+                g_assert_cmphex(cqe.wr_id, ==, 0xb000 + next_recv++);
+            } else {
+                g_assert_cmphex(cqe.wr_id, ==, 0xa000 + next_send++);
+            }
+        }
+        g_assert_false(eng_cq_peek(l.d, &l.cq, &cqe));
+    }
+    loop_assert_same(&l, l.src, l.dst, posted * 64);
+    assert_alive(l.d);
+}
+
+/*
+ * MODIFY_SRQ with RS_SRQ_ATTR_MAX_WR between messages: the WQEs not taken
+ * yet move to the new ring and are taken next, in order, and posting goes
+ * on there from the number moved; a ring too small for them is refused
+ * and the SRQ keeps working on the old one.
+ */
+static void test_engine_srq_resize(void *obj, void *data,
+                                   QGuestAllocator *alloc)
+{
+    struct rs_cmd_create_srq c;
+    struct rs_send_wqe_ctrl w;
+    struct rs_cqe cqe;
+    uint32_t srq, pi = 0, posted = 0, sent = 0, moved;
+    uint64_t ring;
+    uint8_t log;
+    LoopQp c2, b2;
+    Loop l;
+    int round, i;
+    bool got_recv, got_send;
+
+    loop_setup(&l, obj);
+    srq = srq_loop_setup(&l, &c, &c2, &b2);
+    fill(l.d, l.dst, 0xee, LOOP_BUF);
+    loop_pattern(&l, l.src, LOOP_BUF, 0x42);
+    memset(&w, 0, sizeof(w));
+    w.opcode = RS_WR_SEND;
+    w.flags = RS_WQE_F_SIGNALED;
+    w.num_sge = 1;
+
+    for (round = 0; round < 6; round++) {
+        /* Two WQEs in, one message out: one more waits each round. */
+        for (i = 0; i < 2; i++, posted++) {
+            srq_post(l.d, &c, srq, &pi, 0x7000 + posted,
+                     l.dst + posted * 256, 256, l.dst_key);
+        }
+        w.wr_id = 0xa000 + sent;
+        loop_post_send(&l, &l.a, &w, l.src + sent * 256, 256, l.src_key);
+        got_recv = got_send = false;
+        for (i = 0; i < 2; i++) {
+            loop_poll(&l, &cqe);
+            g_assert_cmpuint(cqe.status, ==, RS_WC_SUCCESS);
+            if (cqe.opcode == RS_WR_RECV) {
+                g_assert_cmphex(cqe.wr_id, ==, 0x7000 + sent);
+                g_assert_cmpuint(cqe.qpn, ==, l.b.qpn);
+                got_recv = true;
+            } else {
+                g_assert_cmphex(cqe.wr_id, ==, 0xa000 + sent);
+                got_send = true;
+            }
+        }
+        g_assert_true(got_recv && got_send);
+        loop_assert_same(&l, l.src + sent * 256, l.dst + sent * 256, 256);
+        sent++;
+
+        /* posted - sent WQEs wait: 1, 2, ... 6. */
+        if (posted - sent > 2) {
+            ring = qrs_alloc_zeroed(l.d, (size_t)qrs_recv_stride(1) << 1);
+            RS_ASSERT_STATUS(qrs_modify_srq(l.d, srq, RS_SRQ_ATTR_MAX_WR, 0,
+                                            ring, 1, NULL),
+                             RS_STATUS_BAD_SIZE);
+        }
+        /* Room for the waiting WQEs and the next round's two. */
+        log = posted - sent + 2 <= 4 && (round & 1) ? 2 : 3;
+        ring = qrs_alloc_zeroed(l.d, (size_t)qrs_recv_stride(1) << log);
+        RS_ASSERT_OK(qrs_modify_srq(l.d, srq, RS_SRQ_ATTR_MAX_WR, 0, ring,
+                                    log, &moved));
+        g_assert_cmpuint(moved, ==, posted - sent);
+        c.ring_addr = ring;
+        c.log_size = log;
+        pi = moved;
+    }
+    /* The WQEs still waiting are taken in order from the last ring. */
+    while (sent < posted) {
+        w.wr_id = 0xa000 + sent;
+        loop_post_send(&l, &l.a, &w, l.src + sent * 256, 256, l.src_key);
+        for (i = 0; i < 2; i++) {
+            loop_poll(&l, &cqe);
+            g_assert_cmpuint(cqe.status, ==, RS_WC_SUCCESS);
+            g_assert_cmphex(cqe.wr_id, ==, (cqe.opcode == RS_WR_RECV ?
+                                            0x7000 : 0xa000) + sent);
+        }
+        loop_assert_same(&l, l.src + sent * 256, l.dst + sent * 256, 256);
+        sent++;
+    }
+    g_assert_false(eng_cq_peek(l.d, &l.cq, &cqe));
+    assert_alive(l.d);
+}
+
 static void test_engine_srq(void *obj, void *data, QGuestAllocator *alloc)
 {
     struct rs_cmd_create_srq c;
@@ -877,6 +1062,10 @@ static void register_engine_tests(void)
     qos_add_test("engine/uc-gap", "rdma-session", test_engine_uc_gap, &lan);
     qos_add_test("engine/flush", "rdma-session", test_engine_flush, NULL);
     qos_add_test("engine/srq", "rdma-session", test_engine_srq, NULL);
+    qos_add_test("engine/cq-resize", "rdma-session", test_engine_cq_resize,
+                 NULL);
+    qos_add_test("engine/srq-resize", "rdma-session", test_engine_srq_resize,
+                 NULL);
 }
 
 libqos_init(register_engine_tests);

@@ -750,6 +750,69 @@ static void test_engine_pair_migrate_cq(void *obj, void *data,
     pair_mig_done(&pr, q);
 }
 
+/*
+ * An ATOMIC WRITE that B executed, its empty READ response lost with the
+ * source's wire: on the destination the request comes again and B
+ * answers it from the READ resource that migrated, without writing
+ * again (the 8 bytes were changed meanwhile); A completes it once.
+ */
+static void test_engine_pair_migrate_atomic_write(void *obj, void *data,
+                                                  QGuestAllocator *alloc)
+{
+    Pair pr;
+    Peer *b = &pr.p[1];
+    struct rs_send_wqe_ctrl w = {
+        .wr_id = 0xa7,
+        .opcode = RS_WR_ATOMIC_WRITE,
+        .flags = RS_WQE_F_SIGNALED,
+        .compare_add = 0x1020304050607080ull,
+    };
+    uint32_t key, psn;
+    GByteArray *req, *r;
+    LoopQp q[2];
+
+    pair_setup(&pr, obj, data, alloc);
+    key = eng_mr(b->d, b->pd, 0, b->buf, PAIR_BUF, STD_ACCESS);
+    pair_rc(&pr, q, 0, STD_ACCESS);
+    pr.hold[0] = pr.hold[1] = true;
+    w.remote_addr = b->buf + 0x400;
+    w.rkey = key;
+    eng_post_send(pr.p[0].d, &q[0], &w, NULL, 0);
+    req = pair_take(&pr, 0);
+    g_assert_cmphex(req->data[ROCE_BTH], ==, 0x1d);
+    psn = ldl_be_p(req->data + ROCE_BTH + 8) & 0xffffff;
+    pair_inject(&pr, 1, req->data, req->len);
+    r = pair_take(&pr, 1);
+    g_assert_cmphex(r->data[ROCE_BTH], ==, OP_READ_RESP_ONLY);
+    g_byte_array_unref(r);
+    g_assert_cmphex(qtest_readq(qrs_qts(b->d), b->buf + 0x400), ==,
+                    0x1020304050607080ull);
+
+    pair_migrate(&pr);
+    pair_lose_held(&pr, 0);
+    pair_lose_held(&pr, 1);
+    qtest_writeq(pr.to, b->buf + 0x400, 0x99);
+    stq_le_p(b->img + 0x400, 0x99);
+    pair_inject(&pr, 1, req->data, req->len);
+    g_byte_array_unref(req);
+    r = pair_take(&pr, 1);
+    while (r->data[ROCE_BTH] != OP_READ_RESP_ONLY) {
+        /* The destination's RNR prompt at the PSN B expects. */
+        g_assert_cmphex(r->data[ROCE_BTH], ==, OP_ACK);
+        g_byte_array_unref(r);
+        r = pair_take(&pr, 1);
+    }
+    g_assert_cmphex(ldl_be_p(r->data + ROCE_BTH + 8) & 0xffffff, ==, psn);
+    g_assert_cmphex(qtest_readq(pr.to, b->buf + 0x400), ==, 0x99);
+    pair_lose_held(&pr, 0);
+    pr.hold[0] = pr.hold[1] = false;
+    pair_inject(&pr, 0, r->data, r->len);
+    g_byte_array_unref(r);
+    pair_expect_cqe(&pr, 0, 0xa7, RS_WC_SUCCESS, RS_WR_ATOMIC_WRITE,
+                    q[0].qpn, 0);
+    pair_mig_done(&pr, q);
+}
+
 static void register_migrate_pair_tests(void)
 {
     QOSGraphTestOptions pair = { .before = pair_before };
@@ -773,6 +836,8 @@ static void register_migrate_pair_tests(void)
                  test_engine_pair_migrate_sqd_err, &pair);
     qos_add_test("migrate/pair-cq", "rdma-session",
                  test_engine_pair_migrate_cq, &pair);
+    qos_add_test("migrate/pair-atomic-write", "rdma-session",
+                 test_engine_pair_migrate_atomic_write, &pair);
 }
 
 libqos_init(register_migrate_pair_tests);

@@ -325,39 +325,6 @@ typedef struct MigPatch {
     uint32_t value;             /* big endian in the stream */
 } MigPatch;
 
-/* The offset of the only occurrence of @needle in @buf. */
-static size_t mig_find(const uint8_t *buf, size_t len, const uint8_t *needle,
-                       size_t nlen)
-{
-    const uint8_t *p = buf, *found = NULL;
-
-    while ((p = memmem(p, len - (p - buf), needle, nlen))) {
-        g_assert_null(found);
-        found = p++;
-    }
-    g_assert_nonnull(found);
-    return found - buf;
-}
-
-/* Load @path into a new QEMU; true if the migration completed. */
-static bool mig_load(const char *path, char **err)
-{
-    g_autofree char *uri = g_strdup_printf("file:%s", path);
-    QTestState *to = qtest_initf("%s -incoming defer",
-                                 qos_get_current_command_line());
-    bool ok;
-
-    qtest_qmp_assert_success(to, "{ 'execute': 'migrate-incoming',"
-                             "  'arguments': { 'uri': %s,"
-                             "                 'exit-on-error': false } }",
-                             uri);
-    ok = mig_wait(to, err);
-    /* Still alive after a failure: it answers, then quits normally. */
-    qtest_qmp_assert_success(to, "{ 'execute': 'query-status' }");
-    qtest_quit(to);
-    return ok;
-}
-
 /* The objects whose saved fields the corrupt-stream cases patch. */
 static void corrupt_build(QRdmaSession *d, struct rs_cmd_add_gid *g,
                           struct rs_cmd_reg_mr *mr)

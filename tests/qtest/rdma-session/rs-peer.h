@@ -122,6 +122,12 @@ void pair_cmd_line(GString *cmd_line, const PairSockets *s);
 
 void *pair_before(GString *cmd_line, void *arg);
 
+/* The ICRC of the frame whose ICRC is at @icrc_off (IBTA A17.8). */
+uint32_t roce_icrc(const uint8_t *f, size_t icrc_off);
+
+/* The ICRC Linux soft-RoCE puts on a FLUSH: the headers covered twice. */
+uint32_t roce_icrc_rxe_flush(const uint8_t *f, size_t icrc_off);
+
 /* After a change to a frame of @len bytes: lengths, checksum, ICRC. */
 void roce_reseal(uint8_t *f, size_t len);
 
@@ -212,6 +218,12 @@ void pair_release(Pair *pr, int from);
 
 /* Forget the frames held from adapter @from. */
 void pair_forget(Pair *pr, int from);
+
+/*
+ * Live-migrate the QEMU of both adapters (migrate-pair.c); the switch
+ * holds both directions afterwards.
+ */
+void pair_migrate(Pair *pr);
 
 /* The next completion on adapter @i must be this one. */
 void pair_expect_cqe(Pair *pr, int i, uint64_t wr_id, uint8_t status,

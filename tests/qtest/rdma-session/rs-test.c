@@ -271,7 +271,8 @@ void assert_power_on_regs(QRdmaSession *d, uint32_t db_pages,
                     RS_CAP_RC | RS_CAP_UC | RS_CAP_UD |
                     RS_CAP_SESSION_GROUPS | RS_CAP_NETID_MKEYS |
                     RS_CAP_LAN | RS_CAP_ATOMIC | RS_CAP_SRQ |
-                    RS_CAP_MCAST);
+                    RS_CAP_MW | RS_CAP_MCAST | RS_CAP_FLUSH |
+                    RS_CAP_ATOMIC_WRITE);
     g_assert_cmpuint(qrs_readl(d, A_RS_DB_PAGES), ==, db_pages);
     g_assert_cmphex(qrs_readl(d, A_RS_CTRL), ==, 0);
     g_assert_cmphex(qrs_readl(d, A_RS_STATUS), ==, R_RS_STATUS_LINK_UP_MASK);
@@ -544,6 +545,39 @@ void mig_save(QTestState *qts, const char *path)
     qtest_qmp_assert_success(qts, "{ 'execute': 'migrate',"
                              "  'arguments': { 'uri': %s } }", uri);
     wait_migration_done(qts);
+}
+
+/* The offset of the only occurrence of @needle in @buf. */
+size_t mig_find(const uint8_t *buf, size_t len, const uint8_t *needle,
+                size_t nlen)
+{
+    const uint8_t *p = buf, *found = NULL;
+
+    while ((p = memmem(p, len - (p - buf), needle, nlen))) {
+        g_assert_null(found);
+        found = p++;
+    }
+    g_assert_nonnull(found);
+    return found - buf;
+}
+
+/* Load @path into a new QEMU; true if the migration completed. */
+bool mig_load(const char *path, char **err)
+{
+    g_autofree char *uri = g_strdup_printf("file:%s", path);
+    QTestState *to = qtest_initf("%s -incoming defer",
+                                 qos_get_current_command_line());
+    bool ok;
+
+    qtest_qmp_assert_success(to, "{ 'execute': 'migrate-incoming',"
+                             "  'arguments': { 'uri': %s,"
+                             "                 'exit-on-error': false } }",
+                             uri);
+    ok = mig_wait(to, err);
+    /* Still alive after a failure: it answers, then quits normally. */
+    qtest_qmp_assert_success(to, "{ 'execute': 'query-status' }");
+    qtest_quit(to);
+    return ok;
 }
 
 QTestState *mig_move(QTestState *from, MigCmdLineFn *edit, void *opaque)

@@ -69,6 +69,8 @@
 #define STD_SQ_PSN              0x654321u
 #define STD_DEST_QPN            0x123456u
 #define STD_FLOW_LABEL          0x12345u
+/* The lowest access bit no right has yet. */
+#define RS_ACCESS_UNKNOWN       (RS_ACCESS_ALL + 1)
 #define STD_ACCESS              (RS_ACCESS_LOCAL_WRITE |                  \
                                  RS_ACCESS_REMOTE_WRITE |                 \
                                  RS_ACCESS_REMOTE_READ)
@@ -424,6 +426,17 @@ bool mig_wait(QTestState *qts, char **err);
 
 /* Stop the QEMU of @qts and save its state to the file @path. */
 void mig_save(QTestState *qts, const char *path);
+
+/*
+ * Load the saved state @path into a new QEMU with the test's command
+ * line; true if the migration completed (@err: QEMU's error, the caller
+ * frees it).  The destination is quit either way.
+ */
+bool mig_load(const char *path, char **err);
+
+/* The offset of the only occurrence of @needle in @buf (a saved state). */
+size_t mig_find(const uint8_t *buf, size_t len, const uint8_t *needle,
+                size_t nlen);
 
 /* Edits the destination's command line after the source has saved. */
 typedef void MigCmdLineFn(GString *cmd_line, void *opaque);
