@@ -123,9 +123,9 @@ FEATURES: List[Tuple[str, Tuple[str, ...], Dict[int, List[str]]]] = [
                                "ud-detach", "mckey-recv"]}),
     ("mcast-rxe", ("adapter-rxe",), {
         1: ["a2r-send", "r2a-attach", "r2a-recv", "r2a-detach",
-            "mckey-a2r-send", "mckey-r2a-recv"],
+            "mckey-a2r-send"],
         2: ["a2r-attach", "a2r-recv", "a2r-detach", "r2a-send",
-            "mckey-a2r-recv", "mckey-r2a-send"]}),
+            "mckey-a2r-recv"]}),
 ]
 
 

@@ -25,10 +25,9 @@ vb_pair()
     echo "verbs: $prog exit status $rc"
 }
 echo "verbs: $VB_PAIRING vm$RS_VM_INDEX device '$dev' ($(cat /sys/class/infiniband/$dev/ports/1/gid_attrs/ndevs/0 2>/dev/null))"
-# vb_mckey FEATURE TAG GROUP SENDER_VM [COUNT]: librdmacm's mckey, every VM
-# joining GROUP (rdma_join_multicast), VM SENDER_VM sending 20 messages
-# once the others have joined, the others waiting for COUNT (default 20)
-# of them; checks TAG-send, TAG-recv.
+# vb_mckey FEATURE TAG GROUP SENDER_VM: librdmacm's mckey, every VM joining
+# GROUP (rdma_join_multicast), VM SENDER_VM sending 20 messages once the
+# others have joined, the others counting them; checks TAG-send, TAG-recv.
 vb_mckey()
 {
     local out=/tmp/mckey.out pid rc t=0 ok=fail p u0 u1
@@ -41,7 +40,7 @@ vb_mckey()
         grep -q '^data transfers complete' $out && [ $rc = 0 ] && ok=ok
         ck "$VB_PAIRING/$1/$2-send" $ok "mckey -s to $3: exit $rc, $(grep -E 'joined|complete' $out | tr '\n' ' ')"
     else
-        timeout 150 mckey -m "$3" -b "$RS_IP" -C "${5:-20}" > $out 2>&1 &
+        timeout 150 mckey -m "$3" -b "$RS_IP" -C 20 > $out 2>&1 &
         pid=$!
         # Joined and attached: mckey then pauses 3 s and busy-polls its CQ,
         # so its user time grows (its own output is buffered until it
