@@ -337,6 +337,12 @@ static int rs_ib_query_device(struct ib_device *ibdev, struct ib_device_attr *a,
 		a->max_srq_wr = da->max_srq_wr;
 		a->max_srq_sge = da->max_srq_sge;
 	}
+	if (dev->rdev->caps & RS_CAP_MCAST) {
+		a->max_mcast_grp = da->max_mcast_grp;
+		a->max_mcast_qp_attach = da->max_mcast_qp_attach;
+		a->max_total_mcast_qp_attach = da->max_mcast_grp *
+					       da->max_mcast_qp_attach;
+	}
 	a->max_pkeys = 1;
 	a->local_ca_ack_delay = 16;
 	a->max_fast_reg_page_list_len = RS_MAX_FRMR_PAGES;
@@ -1144,6 +1150,34 @@ static int rs_ib_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	rs_wq_free(dev, &qp->rq);
 	rs_wq_free(dev, &qp->sq);
 	return 0;
+}
+
+/*
+ * UD multicast: the device delivers the group's packets to the QP.  ib_core
+ * has checked that the QP is UD and the GID multicast; it detaches before
+ * the QP is destroyed (the device refuses to destroy an attached QP).
+ */
+static int rs_ib_mcast(struct ib_qp *ibqp, union ib_gid *gid, u8 opcode)
+{
+	struct rs_ibdev *dev = to_rsdev(ibqp->device);
+	struct rs_admin_cmd cmd = {};
+
+	if (!(dev->rdev->caps & RS_CAP_MCAST))
+		return -EOPNOTSUPP;
+	cmd.hdr.opcode = opcode;
+	memcpy(cmd.mcast.gid, gid->raw, sizeof(cmd.mcast.gid));
+	cmd.mcast.qp = to_rsqp(ibqp)->handle;
+	return rs_ib_cmd_exec(dev, &cmd, NULL);
+}
+
+static int rs_ib_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid)
+{
+	return rs_ib_mcast(ibqp, gid, RS_CMD_ATTACH_MCAST);
+}
+
+static int rs_ib_detach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid)
+{
+	return rs_ib_mcast(ibqp, gid, RS_CMD_DETACH_MCAST);
 }
 
 /* Back to RESET: the device forgot the queue, so does the driver. */
@@ -2141,6 +2175,7 @@ static const struct ib_device_ops rs_ib_ops = {
 	.alloc_pd = rs_ib_alloc_pd,
 	.alloc_ucontext = rs_ib_alloc_ucontext,
 	.add_gid = rs_ib_add_gid,
+	.attach_mcast = rs_ib_attach_mcast,
 	.create_ah = rs_ib_create_ah,
 	.create_user_ah = rs_ib_create_ah,
 	.create_cq = rs_ib_create_cq,
@@ -2157,6 +2192,7 @@ static const struct ib_device_ops rs_ib_ops = {
 	.destroy_cq = rs_ib_destroy_cq,
 	.destroy_qp = rs_ib_destroy_qp,
 	.destroy_srq = rs_ib_destroy_srq,
+	.detach_mcast = rs_ib_detach_mcast,
 	.disassociate_ucontext = rs_ib_disassociate_ucontext,
 	.get_dev_fw_str = rs_ib_get_dev_fw_str,
 	.get_dma_mr = rs_ib_get_dma_mr,

@@ -58,6 +58,8 @@ static const struct verbs_context_ops rs_ctx_ops = {
 	.query_srq = rs_query_srq,
 	.destroy_srq = rs_destroy_srq,
 	.post_srq_recv = rs_post_srq_recv,
+	.attach_mcast = ibv_cmd_attach_mcast,
+	.detach_mcast = ibv_cmd_detach_mcast,
 	/* No XRC: libibverbs' defaults fail with EOPNOTSUPP. */
 };
 

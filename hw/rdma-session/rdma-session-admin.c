@@ -68,6 +68,8 @@ static uint8_t rs_cmd_query_device(RSCore *c, const struct rs_admin_cmd *cmd,
         .max_srq_sge = cpu_to_le32(RS_MAX_SGE),
         /* Windows take slots of the MR key table. */
         .max_mw = cpu_to_le32(p->max_mrs - 1),
+        .max_mcast_grp = cpu_to_le32(p->max_mcast_grps),
+        .max_mcast_qp_attach = cpu_to_le32(p->max_mcast_qp_attach),
     };
 
     memcpy(a.mac, c->mac.a, sizeof(a.mac));
@@ -143,6 +145,8 @@ static const struct {
     [RS_CMD_ODP_RESOLVE] = { "ODP_RESOLVE", rs_cmd_reserved },
     [RS_CMD_ALLOC_MW] = { "ALLOC_MW", rs_cmd_alloc_mw },
     [RS_CMD_DEALLOC_MW] = { "DEALLOC_MW", rs_cmd_dealloc_mw },
+    [RS_CMD_ATTACH_MCAST] = { "ATTACH_MCAST", rs_cmd_attach_mcast },
+    [RS_CMD_DETACH_MCAST] = { "DETACH_MCAST", rs_cmd_detach_mcast },
 };
 
 static void rs_admin_exec(RSCore *c, const struct rs_admin_cmd *cmd,

@@ -128,6 +128,7 @@ static void rs_clear_tables(RSCore *c)
     memset(c->groups, 0, sizeof(*c->groups) * c->p.max_groups);
     memset(c->gids, 0, sizeof(*c->gids) * c->p.max_gids);
     memset(c->srqs, 0, sizeof(*c->srqs) * c->p.max_srqs);
+    rs_mcast_reset(c);
     c->mr_pages_used = 0;
 }
 
@@ -196,6 +197,9 @@ bool rs_core_realize(RSCore *c, Error **errp)
         error_setg(errp, "rdma-session: max-msg-size must be 1..2147483648");
         return false;
     }
+    if (!rs_mcast_realize(c, errp)) {
+        return false;
+    }
 
     c->pds = g_new0(RSPd, p->max_pds);
     c->cqs = g_new0(RSCq, p->max_cqs);
@@ -218,6 +222,7 @@ void rs_core_unrealize(RSCore *c)
     rs_lan_unrealize(c);
     rs_engine_unrealize(c);
     rs_free_tables(c);
+    rs_mcast_unrealize(c);
     g_free(c->pds);
     g_free(c->cqs);
     g_free(c->qps);
@@ -357,7 +362,8 @@ uint64_t rs_core_reg_read(RSCore *c, hwaddr addr)
     case A_RS_CAPS:
         val = RS_CAP_RC | RS_CAP_UC | RS_CAP_UD | RS_CAP_SESSION_GROUPS |
               RS_CAP_NETID_MKEYS | RS_CAP_LAN | RS_CAP_ATOMIC | RS_CAP_SRQ |
-              RS_CAP_MW | RS_CAP_FLUSH | RS_CAP_ATOMIC_WRITE;
+              RS_CAP_MW | RS_CAP_MCAST | RS_CAP_FLUSH |
+              RS_CAP_ATOMIC_WRITE;
         break;
     case A_RS_DB_PAGES:
         val = c->p.db_pages;

@@ -34,6 +34,8 @@ typedef struct RSParams {
     uint32_t db_pages;
     uint32_t max_mr_pages;
     uint32_t max_srqs;
+    uint32_t max_mcast_grps;
+    uint32_t max_mcast_qp_attach;
     uint32_t window;            /* x-window: RC packets in flight per QP */
     uint32_t drop_tx;           /* x-drop-tx: test only, drop every Nth */
     uint32_t ack_backoff;       /* x-ack-backoff: timeout doublings */
@@ -279,6 +281,16 @@ typedef struct RSMr {
     uint32_t mw_binds;
 } RSMr;
 
+/* A multicast group: its GID and the UD QPs (indices) attached to it. */
+#define RS_MCAST_QP_MAX     64      /* max-mcast-qp-attach's limit */
+
+typedef struct RSMcastGrp {
+    bool valid;
+    uint8_t gid[16];
+    uint32_t nqp;
+    uint32_t qp[RS_MCAST_QP_MAX];   /* the first nqp are attached */
+} RSMcastGrp;
+
 typedef struct RSAh {
     bool valid;
     uint8_t gen;
@@ -397,6 +409,7 @@ struct RSCore {
     RSSessionGroup *groups;
     RSGid *gids;
     RSSrq *srqs;
+    RSMcastGrp *mcast;          /* max_mcast_grps groups */
     uint32_t mr_pages_used;
     uint32_t mr_pages_loaded;   /* incoming migration: MRs' pages so far */
 
@@ -572,6 +585,22 @@ uint8_t rs_cmd_del_gid(RSCore *c, const struct rs_admin_cmd *cmd,
                        struct rs_admin_cqe *cqe);
 bool rs_gid_valid(RSCore *c, uint32_t gid_index);
 
+/* rdma-session-mcast.c: UD multicast groups */
+struct RSPkt;
+uint8_t rs_cmd_attach_mcast(RSCore *c, const struct rs_admin_cmd *cmd,
+                            struct rs_admin_cqe *cqe);
+uint8_t rs_cmd_detach_mcast(RSCore *c, const struct rs_admin_cmd *cmd,
+                            struct rs_admin_cqe *cqe);
+bool rs_gid_is_mcast(const uint8_t *gid);
+void rs_mcast_mac(const uint8_t *gid, uint8_t *mac);
+int rs_mcast_find(RSCore *c, const uint8_t *gid);
+bool rs_mcast_qp_attached(RSCore *c, uint32_t qpn);
+void rs_mcast_input(RSCore *c, const struct RSPkt *pkt);
+bool rs_mcast_state_valid(RSCore *c);
+void rs_mcast_reset(RSCore *c);
+bool rs_mcast_realize(RSCore *c, Error **errp);
+void rs_mcast_unrealize(RSCore *c);
+
 /* rdma-session-lan.c: the Ethernet path */
 uint8_t rs_cmd_create_lan_queue(RSCore *c, const struct rs_admin_cmd *cmd,
                                 struct rs_admin_cqe *cqe);
@@ -618,6 +647,8 @@ struct RSPkt;
 bool rs_qp_tuple(RSCore *c, RSQp *qp, uint32_t qpn, const RSAv *ud_av,
                  struct RSPkt *pkt);
 void rs_comp_receive(RSCore *c, uint32_t qpn, const struct RSPkt *pkt);
+void rs_resp_ud(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
+                const struct RSPkt *pkt);
 void rs_cq_post(RSCore *c, uint32_t cq, struct rs_cqe *cqe, bool solicited);
 void rs_send_cqe(RSCore *c, uint32_t qpn, const struct rs_send_wqe_ctrl *w,
                  uint8_t status, uint32_t byte_len);

@@ -418,6 +418,57 @@ static const VMStateDescription vmstate_rs_srqs = {
     },
 };
 
+static const VMStateDescription vmstate_rs_mcast_grp = {
+    .name = "rdma-session/mcast-grp",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(valid, RSMcastGrp),
+        VMSTATE_UINT8_ARRAY(gid, RSMcastGrp, 16),
+        VMSTATE_UINT32(nqp, RSMcastGrp),
+        VMSTATE_UINT32_ARRAY(qp, RSMcastGrp, RS_MCAST_QP_MAX),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/* Multicast came with ABI 1.2: sent only while a QP is attached. */
+static bool rs_mcast_needed(void *opaque)
+{
+    RSCore *c = opaque;
+
+    for (uint32_t i = 0; i < c->p.max_mcast_grps; i++) {
+        if (c->mcast[i].valid) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The QP table is loaded before any subsection: check what it names. */
+static int rs_mcast_post_load(void *opaque, int version_id)
+{
+    if (!rs_mcast_state_valid(opaque)) {
+        trace_rdma_session_migration_invalid();
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static const VMStateDescription vmstate_rs_mcast = {
+    .name = "rdma-session/core/mcast",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rs_mcast_needed,
+    .post_load = rs_mcast_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32_EQUAL(p.max_mcast_grps, RSCore, NULL),
+        VMSTATE_STRUCT_VARRAY_POINTER_UINT32(mcast, RSCore, p.max_mcast_grps,
+                                             vmstate_rs_mcast_grp,
+                                             RSMcastGrp),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
 /*
  * The guest read the MAC when it probed the device, and its GIDs' peers
  * know it: a destination configured with another MAC fails the migration.
@@ -478,6 +529,7 @@ static int rs_core_pre_load(void *opaque)
     c->mr_pages_loaded = 0;
     /* A stream without SRQs (no subsection) leaves the table empty. */
     memset(c->srqs, 0, sizeof(*c->srqs) * c->p.max_srqs);
+    rs_mcast_reset(c);
     return 0;
 }
 
@@ -899,6 +951,7 @@ const VMStateDescription vmstate_rs_core = {
     .subsections = (const VMStateDescription * const []) {
         &vmstate_rs_srqs,
         &vmstate_rs_mac,
+        &vmstate_rs_mcast,
         NULL
     },
 };

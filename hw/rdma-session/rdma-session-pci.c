@@ -378,6 +378,9 @@ static const Property rs_properties[] = {
     DEFINE_PROP_UINT32("max-mr-pages", RSState, core.p.max_mr_pages,
                        262144),
     DEFINE_PROP_UINT32("max-srqs", RSState, core.p.max_srqs, 256),
+    DEFINE_PROP_UINT32("max-mcast-grps", RSState, core.p.max_mcast_grps, 32),
+    DEFINE_PROP_UINT32("max-mcast-qp-attach", RSState,
+                       core.p.max_mcast_qp_attach, 8),
     DEFINE_PROP_UINT32("x-window", RSState, core.p.window, 64),
     /* Test only: drop every Nth RoCE frame the engine sends (0: none). */
     DEFINE_PROP_UINT32("x-drop-tx", RSState, core.p.drop_tx, 0),

@@ -646,6 +646,9 @@ uint8_t rs_cmd_destroy_qp(RSCore *c, const struct rs_admin_cmd *cmd,
     if (!idx) {
         return RS_STATUS_BAD_HANDLE;
     }
+    if (rs_mcast_qp_attached(c, idx)) {
+        return RS_STATUS_BUSY;      /* IBTA o10-2.2.3 */
+    }
     rs_qp_release(c, idx);
     return RS_STATUS_OK;
 }

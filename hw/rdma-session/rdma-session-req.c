@@ -95,6 +95,10 @@ void rs_roce_xmit(RSCore *c, uint8_t *frame, size_t len, uint32_t dip)
         rs_roce_input(c, frame, len);       /* loopback */
         return;
     }
+    if (roce && rs_gid_is_mcast(dgid) && rs_mcast_find(c, dgid) >= 0) {
+        /* Our own QPs in the group get a copy, as a switch would send. */
+        rs_roce_input(c, frame, len);
+    }
     if (!c->link_up) {
         return;
     }
@@ -190,6 +194,10 @@ static bool rs_qp_tuple_at(RSCore *c, RSQp *qp, uint32_t qpn,
     v4d = rs_gid_to_ip4(dgid, &pkt->dip);
     if (v4s != v4d) {
         return false;
+    }
+    if (ud_av && rs_gid_is_mcast(dgid)) {
+        /* The group's Ethernet address, whatever the AV says. */
+        rs_mcast_mac(dgid, pkt->dmac);
     }
     pkt->v6 = !v4s;
     pkt->flow_label = pkt->v6 ? flow_label : 0;

@@ -3,7 +3,8 @@
  * receive path.
  *
  * The LAN receive path hands over every IPv4 or IPv6 UDP frame for port
- * 4791 that is addressed to one of our GIDs (rs_resp_divert); the
+ * 4791 that is addressed to one of our GIDs or to a multicast group a QP
+ * is attached to (rs_resp_divert, rdma-session-mcast.c); the
  * requester's frames to our own GIDs come here directly (loopback).
  * Requests go to the responder below, ACKs and READ responses to the
  * completer.  Remote keys resolve in the key table of the VNI of the GID
@@ -49,7 +50,9 @@ bool rs_resp_divert(RSCore *c, const struct iovec *iov, int iovcnt)
     uint8_t hdr[RS_BTH_OFF6], dgid[16];
     size_t size, n = iov_to_buf(iov, iovcnt, 0, hdr, sizeof(hdr));
 
-    if (!rs_wire_is_roce(hdr, n, dgid) || rs_gid_find(c, dgid) < 0) {
+    if (!rs_wire_is_roce(hdr, n, dgid) ||
+        (rs_gid_find(c, dgid) < 0 &&
+         (!rs_gid_is_mcast(dgid) || rs_mcast_find(c, dgid) < 0))) {
         return false;
     }
     size = iov_size(iov, iovcnt);
@@ -276,8 +279,8 @@ static void rs_recv_cqe(RSCore *c, uint32_t qpn, RSQp *qp,
     rs_cq_post(c, qp->recv_cq, &cqe, pkt->se);
 }
 
-static void rs_resp_ud(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
-                       const RSPkt *pkt)
+void rs_resp_ud(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
+                const RSPkt *pkt)
 {
     uint8_t grh[RS_GRH_LEN] = { 0 };
     RSRecvWqe r;
@@ -1294,6 +1297,10 @@ void rs_roce_input(RSCore *c, const uint8_t *frame, size_t len)
     qpn = pkt.dqpn;
     trace_rdma_session_roce_rx(rs_opcode[pkt.opcode].name, qpn, pkt.psn,
                                pkt.paylen);
+    if (qpn == RS_MCAST_QPN && rs_gid_is_mcast(pkt.dgid)) {
+        rs_mcast_input(c, &pkt);
+        return;
+    }
     if (gid < 0 || qpn == 0 || qpn >= c->p.max_qps || !c->qps[qpn].valid) {
         trace_rdma_session_roce_drop(len, "no such GID or QP");
         return;

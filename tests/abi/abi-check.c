@@ -169,6 +169,10 @@ int main(void)
         F(rs_cmd_create_srq, max_sge, 17),
         F(rs_cmd_create_srq, rsvd0, 18),
         F(rs_cmd_create_srq, srq_limit, 20));
+    CHECK_STRUCT(rs_cmd_mcast, 24,
+        F(rs_cmd_mcast, gid, 0),
+        F(rs_cmd_mcast, qp, 16),
+        F(rs_cmd_mcast, rsvd, 20));
     CHECK_STRUCT(rs_cmd_modify_srq, 24,
         F(rs_cmd_modify_srq, ring_addr, 0),
         F(rs_cmd_modify_srq, handle, 8),
@@ -232,6 +236,7 @@ int main(void)
     CHECK_CMD_BODY(modify_qp, rs_cmd_modify_qp);
     CHECK_CMD_BODY(create_srq, rs_cmd_create_srq);
     CHECK_CMD_BODY(modify_srq, rs_cmd_modify_srq);
+    CHECK_CMD_BODY(mcast, rs_cmd_mcast);
     CHECK_CMD_BODY(reg_mr, rs_cmd_reg_mr);
     CHECK_CMD_BODY(create_ah, rs_cmd_create_ah);
     CHECK_CMD_BODY(create_session, rs_cmd_create_session);
@@ -458,6 +463,10 @@ int main(void)
     CHECK_VALUE(RS_WC_MW_BIND_ERR, 6);
     CHECK_VALUE(RS_MW_TYPE_1, 1);
     CHECK_VALUE(RS_MW_TYPE_2, 2);
+    CHECK_VALUE(RS_CAP_MCAST, 0x2000);
+    CHECK_VALUE(RS_CMD_ATTACH_MCAST, 0x2a);
+    CHECK_VALUE(RS_CMD_DETACH_MCAST, 0x2b);
+    CHECK_VALUE(RS_MCAST_QPN, 0xffffff);
     CHECK_VALUE(RS_EV_SRQ_LIMIT_REACHED, 0x0b);
     CHECK_VALUE(RS_CAP_FLUSH, 0x4000);
     CHECK_VALUE(RS_CAP_ATOMIC_WRITE, 0x8000);

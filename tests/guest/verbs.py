@@ -117,6 +117,16 @@ FEATURES: List[Tuple[str, Tuple[str, ...], Dict[int, List[str]]]] = [
      {1: VERBS_LOCAL + VERBS_SERVER, 2: VERBS_LOCAL + ["stream-sent"]}),
     ("verbs", ("adapter-rxe",),
      {1: VERBS_LOCAL + VERBS_SERVER, 2: VERBS_RXE + ["stream-sent"]}),
+    ("mcast", ("three",), {1: ["devinfo", "ud-send", "mckey-send"],
+                           2: ["devinfo", "ud-attach", "ud-recv",
+                               "ud-detach", "mckey-recv"],
+                           3: ["devinfo", "ud-attach", "ud-recv",
+                               "ud-detach", "mckey-recv"]}),
+    ("mcast-rxe", ("adapter-rxe",), {
+        1: ["a2r-send", "r2a-attach", "r2a-recv", "r2a-detach",
+            "mckey-a2r-send"],
+        2: ["a2r-attach", "a2r-recv", "a2r-detach", "r2a-send",
+            "mckey-a2r-recv"]}),
 ]
 
 

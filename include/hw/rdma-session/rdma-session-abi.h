@@ -128,6 +128,7 @@ REG32(RS_ADMQ_DB, 0x100)                /* write: admin producer index */
 #define RS_CAP_PATTERN_MKEY     (1u << 10) /* reserved: not yet offered */
 #define RS_CAP_ODP              (1u << 11) /* reserved: not yet offered */
 #define RS_CAP_MW               (1u << 12) /* memory windows, type 1 and 2B */
+#define RS_CAP_MCAST            (1u << 13) /* UD multicast (ABI 1.2) */
 #define RS_CAP_FLUSH            (1u << 14) /* RDMA FLUSH, global visibility */
 #define RS_CAP_ATOMIC_WRITE     (1u << 15) /* RDMA ATOMIC WRITE */
 
@@ -234,6 +235,8 @@ enum rs_admin_opcode {
     RS_CMD_ODP_RESOLVE = 0x27,
     RS_CMD_ALLOC_MW = 0x28,         /* ABI 1.2 (RS_CAP_MW) */
     RS_CMD_DEALLOC_MW = 0x29,
+    RS_CMD_ATTACH_MCAST = 0x2a,     /* ABI 1.2 (RS_CAP_MCAST) */
+    RS_CMD_DETACH_MCAST = 0x2b,
     RS_CMD_MAX = 0x2c,
 };
 
@@ -500,6 +503,20 @@ struct rs_cmd_set_lan_rx_mode {
     uint32_t rsvd;
 };
 
+/*
+ * UD multicast (RS_CAP_MCAST): attach a UD QP to a multicast group, or
+ * detach it.  The GID is an IPv4-mapped 224.0.0.0/4 or an ff00::/8
+ * address; RoCEv2 UD packets to it with DQPN RS_MCAST_QPN are delivered
+ * to every QP attached to it.
+ */
+struct rs_cmd_mcast {               /* ATTACH_MCAST, DETACH_MCAST */
+    uint8_t gid[16];
+    uint32_t qp;                    /* UD QP handle */
+    uint32_t rsvd;
+};
+
+#define RS_MCAST_QPN            0xffffffu
+
 struct rs_admin_cmd {
     struct rs_cmd_hdr hdr;
     union {
@@ -520,6 +537,7 @@ struct rs_admin_cmd {
         struct rs_cmd_add_gid add_gid;
         struct rs_cmd_create_lan_queue create_lan_queue;
         struct rs_cmd_set_lan_rx_mode set_lan_rx_mode;
+        struct rs_cmd_mcast mcast;
         uint8_t raw[56];
     };
 };
@@ -569,8 +587,8 @@ struct rs_device_attr {
     uint32_t max_srq_sge;
     uint32_t max_mw;                /* ABI 1.2: windows and MRs share */
                                     /* max_mr keys; 0 without RS_CAP_MW */
-    uint32_t max_mcast_grp;
-    uint32_t max_mcast_qp_attach;
+    uint32_t max_mcast_grp;         /* ABI 1.2: multicast groups */
+    uint32_t max_mcast_qp_attach;   /* ABI 1.2: QPs per group */
     uint32_t rsvd[2];
 };
 
@@ -922,5 +940,6 @@ RS_ABI_SIZE(struct rs_ah_attr, 32);
 RS_ABI_SIZE(struct rs_qp_attr, 96);
 RS_ABI_SIZE(struct rs_cmd_create_srq, 24);
 RS_ABI_SIZE(struct rs_cmd_modify_srq, 24);
+RS_ABI_SIZE(struct rs_cmd_mcast, 24);
 
 #endif /* HW_RDMA_SESSION_ABI_H */

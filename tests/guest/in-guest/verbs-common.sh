@@ -25,3 +25,39 @@ vb_pair()
     echo "verbs: $prog exit status $rc"
 }
 echo "verbs: $VB_PAIRING vm$RS_VM_INDEX device '$dev' ($(cat /sys/class/infiniband/$dev/ports/1/gid_attrs/ndevs/0 2>/dev/null))"
+# vb_mckey FEATURE TAG GROUP SENDER_VM: librdmacm's mckey, every VM joining
+# GROUP (rdma_join_multicast), VM SENDER_VM sending 20 messages once the
+# others have joined, the others counting them; checks TAG-send, TAG-recv.
+vb_mckey()
+{
+    local out=/tmp/mckey.out pid rc t=0 ok=fail p u0 u1
+    vb_step
+    if [ "$RS_VM_INDEX" = "$4" ]; then
+        rs_barrier $((500 + vb_n)) 150
+        timeout 120 mckey -m "$3" -b "$RS_IP" -s -C 20 > $out 2>&1
+        rc=$?
+        cat $out
+        grep -q '^data transfers complete' $out && [ $rc = 0 ] && ok=ok
+        ck "$VB_PAIRING/$1/$2-send" $ok "mckey -s to $3: exit $rc, $(grep -E 'joined|complete' $out | tr '\n' ' ')"
+    else
+        timeout 150 mckey -m "$3" -b "$RS_IP" -C 20 > $out 2>&1 &
+        pid=$!
+        # Joined and attached: mckey then pauses 3 s and busy-polls its CQ,
+        # so its user time grows (its own output is buffered until it
+        # exits).
+        until [ $t -ge 90 ]; do
+            p=$(pidof mckey)
+            u0=$(cut -d' ' -f14 /proc/$p/stat 2>/dev/null || echo 0)
+            sleep 1
+            u1=$(cut -d' ' -f14 /proc/$p/stat 2>/dev/null || echo 0)
+            [ $((u1 - u0)) -ge 20 ] && break
+            t=$((t + 1))
+        done
+        rs_barrier $((500 + vb_n)) 150
+        wait $pid
+        rc=$?
+        cat $out
+        grep -q '^data transfers complete' $out && [ $rc = 0 ] && ok=ok
+        ck "$VB_PAIRING/$1/$2-recv" $ok "mckey on $3: exit $rc, $(grep -E 'joined|complete' $out | tr '\n' ' ')"
+    fi
+}

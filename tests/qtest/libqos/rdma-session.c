@@ -135,6 +135,10 @@ void qrs_cmd_to_le(struct rs_admin_cmd *cmd)
         SW32(cmd->set_lan_rx_mode.flags);
         SW32(cmd->set_lan_rx_mode.rsvd);
         break;
+    case RS_CMD_ATTACH_MCAST:
+    case RS_CMD_DETACH_MCAST:
+        SW32(cmd->mcast.qp);
+        break;
     default:
         break;
     }
@@ -175,6 +179,8 @@ void qrs_device_attr_from_le(struct rs_device_attr *a)
     SW32(a->max_srq);
     SW32(a->max_srq_wr);
     SW32(a->max_srq_sge);
+    SW32(a->max_mcast_grp);
+    SW32(a->max_mcast_qp_attach);
     SW32(a->max_gids);
     SW32(a->max_msg_size);
     SW32(a->max_inline);
@@ -545,6 +551,15 @@ uint8_t qrs_set_lan_rx_mode(QRdmaSession *d, uint32_t flags)
 
     return qrs_admin_cmd(d, RS_CMD_SET_LAN_RX_MODE, &c, sizeof(c), NULL,
                          NULL);
+}
+
+uint8_t qrs_mcast(QRdmaSession *d, uint8_t opcode, const uint8_t *gid,
+                  uint32_t qp)
+{
+    struct rs_cmd_mcast c = { .qp = qp };
+
+    memcpy(c.gid, gid, sizeof(c.gid));
+    return qrs_admin_cmd(d, opcode, &c, sizeof(c), NULL, NULL);
 }
 
 uint8_t qrs_create_cq(QRdmaSession *d, uint64_t ring, uint8_t log_size,

@@ -159,6 +159,9 @@ uint8_t qrs_create_lan_queue(QRdmaSession *d, uint8_t type, uint64_t ring,
                              uint8_t log_size, uint16_t vector,
                              uint32_t *handle);
 uint8_t qrs_set_lan_rx_mode(QRdmaSession *d, uint32_t flags);
+/* RS_CMD_ATTACH_MCAST or RS_CMD_DETACH_MCAST of UD QP @qp and @gid. */
+uint8_t qrs_mcast(QRdmaSession *d, uint8_t opcode, const uint8_t *gid,
+                  uint32_t qp);
 uint8_t qrs_create_cq(QRdmaSession *d, uint64_t ring, uint8_t log_size,
                       uint16_t comp_vector, uint32_t uar, uint32_t *handle);
 /* On success also checks that the completion names the CQ. */

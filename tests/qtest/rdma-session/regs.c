@@ -389,6 +389,8 @@ static void test_query(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmpuint(a.max_srq, ==, USABLE(DEF_MAX_SRQS));
     g_assert_cmpuint(a.max_srq_wr, ==, 1u << RS_MAX_WQ_LOG);
     g_assert_cmpuint(a.max_srq_sge, ==, RS_MAX_SGE);
+    g_assert_cmpuint(a.max_mcast_grp, ==, DEF_MAX_MCAST_GRP);
+    g_assert_cmpuint(a.max_mcast_qp_attach, ==, DEF_MAX_MCAST_QP_ATTACH);
 
     RS_ASSERT_OK(qrs_query_port(d, 1, &p));
     g_assert_cmpuint(p.state, ==, RS_PORT_ACTIVE);

@@ -134,8 +134,19 @@ static bool roce_has_aeth(uint8_t op)
 /* A frame adapter @from put on the wire: well formed RoCEv2 from it. */
 static void pair_check_frame(int from, const uint8_t *f, size_t len)
 {
+    static const uint8_t mc_mac[3] = { 0x01, 0x00, 0x5e };
+    bool mcast = f[14 + 16] >> 4 == 0xe;   /* 224.0.0.0/4 */
+
     g_assert_cmpuint(len, >=, ROCE_EXT + 4);
-    g_assert_cmpmem(f, 6, pair_mac[!from], 6);
+    if (mcast) {
+        /* UD multicast: the group's Ethernet address (RFC 1112). */
+        g_assert_cmpmem(f, 3, mc_mac, 3);
+        g_assert_cmpuint(f[3], ==, f[14 + 17] & 0x7f);
+        g_assert_cmpmem(f + 4, 2, f + 14 + 18, 2);
+        g_assert_cmphex(ldl_be_p(f + ROCE_BTH + 4) & 0xffffff, ==, 0xffffff);
+    } else {
+        g_assert_cmpmem(f, 6, pair_mac[!from], 6);
+    }
     g_assert_cmpmem(f + 6, 6, pair_mac[from], 6);
     g_assert_cmphex(lduw_be_p(f + 12), ==, 0x0800);
     g_assert_cmphex(f[14], ==, 0x45);
@@ -144,7 +155,9 @@ static void pair_check_frame(int from, const uint8_t *f, size_t len)
     g_assert_cmphex(ip4_csum(f + 14), ==, 0);
     g_assert_cmpuint(f[14 + 12], ==, 10);
     g_assert_cmpuint(f[14 + 15], ==, from + 1);
-    g_assert_cmpuint(f[14 + 19], ==, !from + 1);
+    if (!mcast) {
+        g_assert_cmpuint(f[14 + 19], ==, !from + 1);
+    }
     g_assert_cmpuint(lduw_be_p(f + 14 + 20 + 2), ==, 4791);
     g_assert_cmpuint(lduw_be_p(f + 14 + 20 + 4), ==, len - 14 - 20);
     g_assert_cmphex(f[ROCE_BTH + 1] & 0xf, ==, 0);     /* TVer */

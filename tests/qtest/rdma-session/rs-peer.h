@@ -229,4 +229,11 @@ void pair_migrate(Pair *pr);
 void pair_expect_cqe(Pair *pr, int i, uint64_t wr_id, uint8_t status,
                      uint8_t opcode, uint32_t qpn, uint32_t byte_len);
 
+/*
+ * Live migration of the QEMU that runs both adapters to a new one with
+ * the same devices on new wires (migrate-pair.c, where it lives, tells
+ * the story); from then on the switch holds both directions.
+ */
+void pair_migrate(Pair *pr);
+
 #endif

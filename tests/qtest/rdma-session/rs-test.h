@@ -39,6 +39,8 @@
 #define DEF_MAX_PDS             256
 #define DEF_MAX_SRQS            256
 #define DEF_MAX_GIDS            16
+#define DEF_MAX_MCAST_GRP       32
+#define DEF_MAX_MCAST_QP_ATTACH 8
 #define DEF_COMP_VECTORS        4
 #define DEF_DB_PAGES            64
 #define DEF_MAX_MR_PAGES        262144

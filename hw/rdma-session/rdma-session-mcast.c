@@ -1,0 +1,292 @@
+/*
+ * rdma-session adapter: UD multicast (rxe_mcast.c's role).
+ *
+ * The multicast table holds up to max-mcast-grps groups, each a multicast
+ * GID (IPv4-mapped 224.0.0.0/4 or IPv6 ff00::/8) with the indices of up to
+ * max-mcast-qp-attach UD QPs.  A RoCEv2 UD packet to a group's address
+ * with DQPN 0xffffff is delivered to every QP attached to the group, each
+ * copy into a receive WQE of that QP (rs_resp_ud), so one packet costs at
+ * most max-mcast-qp-attach deliveries.  The LAN receive path hands such a
+ * packet to the engine only while its group has a QP attached; otherwise
+ * it is an ordinary multicast frame for the Ethernet filter.
+ *
+ * A QP that is attached cannot be destroyed (IBTA o10-2.2.3; ib_core and
+ * rdma_cm detach first), so the table never names a free QP.
+ *
+ * Copyright (c) 2026 rdma-session developers
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "qemu/log.h"
+#include "qapi/error.h"
+#include "rdma-session-core.h"
+#include "rdma-session-wire.h"
+#include "trace.h"
+
+bool rs_gid_is_mcast(const uint8_t *gid)
+{
+    uint32_t ip;
+
+    if (rs_gid_to_ip4(gid, &ip)) {
+        return (ip >> 28) == 0xe;       /* 224.0.0.0/4 */
+    }
+    return gid[0] == 0xff;
+}
+
+/* The Ethernet group address of a multicast GID (RFC 1112, RFC 2464). */
+void rs_mcast_mac(const uint8_t *gid, uint8_t *mac)
+{
+    uint32_t ip;
+
+    if (rs_gid_to_ip4(gid, &ip)) {
+        mac[0] = 0x01;
+        mac[1] = 0x00;
+        mac[2] = 0x5e;
+        mac[3] = (ip >> 16) & 0x7f;
+        mac[4] = ip >> 8;
+        mac[5] = ip;
+    } else {
+        mac[0] = 0x33;
+        mac[1] = 0x33;
+        memcpy(mac + 2, gid + 12, 4);
+    }
+}
+
+/* The table index of the group with this GID, -1 if none. */
+int rs_mcast_find(RSCore *c, const uint8_t *gid)
+{
+    uint32_t i;
+
+    for (i = 0; i < c->p.max_mcast_grps; i++) {
+        if (c->mcast[i].valid && !memcmp(c->mcast[i].gid, gid, 16)) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* The position of QP qpn in group g's list, -1 if it is not attached. */
+static int rs_mcast_qp_pos(const RSMcastGrp *g, uint32_t qpn)
+{
+    uint32_t i;
+
+    for (i = 0; i < g->nqp; i++) {
+        if (g->qp[i] == qpn) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+bool rs_mcast_qp_attached(RSCore *c, uint32_t qpn)
+{
+    uint32_t i;
+
+    for (i = 0; i < c->p.max_mcast_grps; i++) {
+        if (c->mcast[i].valid && rs_mcast_qp_pos(&c->mcast[i], qpn) >= 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The GID and UD QP of an ATTACH/DETACH_MCAST command, validated. */
+static uint8_t rs_mcast_args(RSCore *c, const struct rs_admin_cmd *cmd,
+                             uint32_t *qpn)
+{
+    const struct rs_cmd_mcast *m = &cmd->mcast;
+
+    *qpn = RS_LOOKUP(c->qps, c->p.max_qps, le32_to_cpu(m->qp));
+    if (!*qpn) {
+        return RS_STATUS_BAD_HANDLE;
+    }
+    if (c->qps[*qpn].type != RS_QPT_UD) {
+        return RS_STATUS_NOT_SUPPORTED;
+    }
+    if (!rs_gid_is_mcast(m->gid)) {
+        return RS_STATUS_BAD_PARAM;
+    }
+    return RS_STATUS_OK;
+}
+
+uint8_t rs_cmd_attach_mcast(RSCore *c, const struct rs_admin_cmd *cmd,
+                            struct rs_admin_cqe *cqe)
+{
+    const uint8_t *gid = cmd->mcast.gid;
+    RSMcastGrp *g;
+    uint32_t qpn;
+    int idx;
+    uint8_t st = rs_mcast_args(c, cmd, &qpn);
+
+    if (st) {
+        return st;
+    }
+    idx = rs_mcast_find(c, gid);
+    if (idx < 0) {
+        for (idx = 0; idx < c->p.max_mcast_grps; idx++) {
+            if (!c->mcast[idx].valid) {
+                break;
+            }
+        }
+        if (idx == c->p.max_mcast_grps) {
+            return RS_STATUS_NO_RESOURCES;
+        }
+        g = &c->mcast[idx];
+        memset(g, 0, sizeof(*g));
+        memcpy(g->gid, gid, sizeof(g->gid));
+    } else {
+        g = &c->mcast[idx];
+        if (rs_mcast_qp_pos(g, qpn) >= 0) {
+            return RS_STATUS_EXISTS;
+        }
+        if (g->nqp >= c->p.max_mcast_qp_attach) {
+            return RS_STATUS_NO_RESOURCES;
+        }
+    }
+    g->qp[g->nqp++] = qpn;
+    g->valid = true;
+    trace_rdma_session_mcast("attach", idx, qpn, g->nqp);
+    return RS_STATUS_OK;
+}
+
+uint8_t rs_cmd_detach_mcast(RSCore *c, const struct rs_admin_cmd *cmd,
+                            struct rs_admin_cqe *cqe)
+{
+    RSMcastGrp *g;
+    uint32_t qpn;
+    int idx, pos;
+    uint8_t st = rs_mcast_args(c, cmd, &qpn);
+
+    if (st) {
+        return st;
+    }
+    idx = rs_mcast_find(c, cmd->mcast.gid);
+    if (idx < 0) {
+        return RS_STATUS_BAD_PARAM;
+    }
+    g = &c->mcast[idx];
+    pos = rs_mcast_qp_pos(g, qpn);
+    if (pos < 0) {
+        return RS_STATUS_BAD_PARAM;
+    }
+    g->qp[pos] = g->qp[--g->nqp];
+    g->qp[g->nqp] = 0;
+    if (!g->nqp) {
+        memset(g, 0, sizeof(*g));     /* the group's last QP left */
+    }
+    trace_rdma_session_mcast("detach", idx, qpn, g->nqp);
+    return RS_STATUS_OK;
+}
+
+/*
+ * The GID whose key tables the receive buffers resolve in: the port's
+ * first address of the packet's IP version (the one a unicast packet
+ * from the same sender would arrive on).
+ */
+static int rs_mcast_local_gid(RSCore *c, bool v6)
+{
+    uint32_t i, ip;
+
+    for (i = 0; i < c->p.max_gids; i++) {
+        if (c->gids[i].valid && rs_gid_to_ip4(c->gids[i].gid, &ip) == !v6) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* A UD packet to a multicast group: a copy to each attached QP. */
+void rs_mcast_input(RSCore *c, const RSPkt *pkt)
+{
+    const RSMcastGrp *g;
+    uint32_t i, n = 0;
+    int idx, gid;
+
+    if (!(rs_opcode[pkt->opcode].qpt_mask & (1u << RS_QPT_UD))) {
+        trace_rdma_session_mcast_drop("not a UD opcode");
+        return;
+    }
+    idx = rs_mcast_find(c, pkt->dgid);
+    if (idx < 0) {
+        trace_rdma_session_mcast_drop("no QP attached to the group");
+        return;
+    }
+    gid = rs_mcast_local_gid(c, pkt->v6);
+    if (gid < 0) {
+        trace_rdma_session_mcast_drop("no GID of the packet's IP version");
+        return;
+    }
+    g = &c->mcast[idx];
+    for (i = 0; i < g->nqp && i < c->p.max_mcast_qp_attach; i++) {
+        RSQp *qp = &c->qps[g->qp[i]];
+
+        if (qp->valid && qp->type == RS_QPT_UD) {
+            rs_resp_ud(c, g->qp[i], qp, gid, pkt);
+            n++;
+        }
+    }
+    trace_rdma_session_mcast_rx(idx, n);
+}
+
+bool rs_mcast_state_valid(RSCore *c)
+{
+    uint32_t i, j;
+
+    for (i = 0; i < c->p.max_mcast_grps; i++) {
+        const RSMcastGrp *g = &c->mcast[i];
+
+        if (!g->valid) {
+            if (g->nqp) {
+                return false;
+            }
+            continue;
+        }
+        if (!rs_gid_is_mcast(g->gid) || !g->nqp ||
+            g->nqp > c->p.max_mcast_qp_attach) {
+            return false;
+        }
+        for (j = 0; j < g->nqp; j++) {
+            uint32_t q = g->qp[j];
+
+            if (q == 0 || q >= c->p.max_qps || !c->qps[q].valid ||
+                c->qps[q].type != RS_QPT_UD || rs_mcast_qp_pos(g, q) != j) {
+                return false;
+            }
+        }
+        for (j = 0; j < i; j++) {
+            if (c->mcast[j].valid &&
+                !memcmp(c->mcast[j].gid, g->gid, sizeof(g->gid))) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+void rs_mcast_reset(RSCore *c)
+{
+    memset(c->mcast, 0, sizeof(*c->mcast) * c->p.max_mcast_grps);
+}
+
+bool rs_mcast_realize(RSCore *c, Error **errp)
+{
+    if (c->p.max_mcast_grps < 1 || c->p.max_mcast_grps > 1024) {
+        error_setg(errp, "rdma-session: max-mcast-grps must be 1..1024");
+        return false;
+    }
+    if (c->p.max_mcast_qp_attach < 1 ||
+        c->p.max_mcast_qp_attach > RS_MCAST_QP_MAX) {
+        error_setg(errp, "rdma-session: max-mcast-qp-attach must be 1..%d",
+                   RS_MCAST_QP_MAX);
+        return false;
+    }
+    c->mcast = g_new0(RSMcastGrp, c->p.max_mcast_grps);
+    return true;
+}
+
+void rs_mcast_unrealize(RSCore *c)
+{
+    g_free(c->mcast);
+}
