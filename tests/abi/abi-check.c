@@ -145,7 +145,7 @@ int main(void)
         F(rs_cmd_resize_cq, rsvd1, 14),
         F(rs_cmd_resize_cq, consumer_index, 16),
         F(rs_cmd_resize_cq, rsvd2, 20));
-    CHECK_STRUCT(rs_cmd_create_qp, 48,
+    CHECK_STRUCT(rs_cmd_create_qp, 56,
         F(rs_cmd_create_qp, sq_addr, 0),
         F(rs_cmd_create_qp, rq_addr, 8),
         F(rs_cmd_create_qp, pd, 16),
@@ -160,15 +160,19 @@ int main(void)
         F(rs_cmd_create_qp, flags, 37),
         F(rs_cmd_create_qp, max_inline, 38),
         F(rs_cmd_create_qp, uar, 40),
-        F(rs_cmd_create_qp, session_group, 44));
-    CHECK_STRUCT(rs_cmd_create_srq, 24,
+        F(rs_cmd_create_qp, session_group, 44),
+        F(rs_cmd_create_qp, xrcd, 48),
+        F(rs_cmd_create_qp, rsvd2, 52));
+    CHECK_STRUCT(rs_cmd_create_srq, 32,
         F(rs_cmd_create_srq, ring_addr, 0),
         F(rs_cmd_create_srq, pd, 8),
         F(rs_cmd_create_srq, uar, 12),
         F(rs_cmd_create_srq, log_size, 16),
         F(rs_cmd_create_srq, max_sge, 17),
         F(rs_cmd_create_srq, rsvd0, 18),
-        F(rs_cmd_create_srq, srq_limit, 20));
+        F(rs_cmd_create_srq, srq_limit, 20),
+        F(rs_cmd_create_srq, xrcd, 24),
+        F(rs_cmd_create_srq, cq, 28));
     CHECK_STRUCT(rs_cmd_mcast, 24,
         F(rs_cmd_mcast, gid, 0),
         F(rs_cmd_mcast, qp, 16),
@@ -288,7 +292,8 @@ int main(void)
         F(rs_device_attr, max_mw, 108),
         F(rs_device_attr, max_mcast_grp, 112),
         F(rs_device_attr, max_mcast_qp_attach, 116),
-        F(rs_device_attr, rsvd, 120));
+        F(rs_device_attr, max_xrcds, 120),
+        F(rs_device_attr, rsvd, 124));
     CHECK_STRUCT(rs_port_attr, 64,
         F(rs_port_attr, state, 0),
         F(rs_port_attr, max_mtu, 1),
@@ -340,7 +345,7 @@ int main(void)
         F(rs_cqe, status, 25),
         F(rs_cqe, wc_flags, 26),
         F(rs_cqe, owner, 27),
-        F(rs_cqe, rsvd, 28));
+        F(rs_cqe, srqn, 28));
     CHECK_STRUCT(rs_sge, 16,
         F(rs_sge, addr, 0),
         F(rs_sge, length, 8),
@@ -366,7 +371,7 @@ int main(void)
         F(rs_send_wqe_ctrl, ah, 48),
         F(rs_send_wqe_ctrl, remote_qpn, 52),
         F(rs_send_wqe_ctrl, remote_qkey, 56),
-        F(rs_send_wqe_ctrl, rsvd1, 60));
+        F(rs_send_wqe_ctrl, xrc_srqn, 60));
     CHECK_STRUCT(rs_send_wqe_reg_mr, 64,
         F(rs_send_wqe_reg_mr, wr_id, 0),
         F(rs_send_wqe_reg_mr, opcode, 8),
@@ -449,7 +454,7 @@ int main(void)
     CHECK_VALUE(RS_DB_CQ_ARM, 0x18);
     CHECK_VALUE(RS_DB_SRQ, 0x20);
     CHECK_VALUE(RS_ABI_VERSION_MAJOR, 1);
-    CHECK_VALUE(RS_ABI_VERSION_MINOR, 2);
+    CHECK_VALUE(RS_ABI_VERSION_MINOR, 3);
     CHECK_VALUE(RS_CMD_CREATE_SRQ, 0x20);
     CHECK_VALUE(RS_CMD_MODIFY_SRQ, 0x21);
     CHECK_VALUE(RS_CMD_DESTROY_SRQ, 0x22);
@@ -458,7 +463,7 @@ int main(void)
     CHECK_VALUE(RS_CAP_MW, 0x1000);
     CHECK_VALUE(RS_CMD_ALLOC_MW, 0x28);
     CHECK_VALUE(RS_CMD_DEALLOC_MW, 0x29);
-    CHECK_VALUE(RS_CMD_MAX, 0x2c);
+    CHECK_VALUE(RS_CMD_MAX, 0x2e);
     CHECK_VALUE(RS_WR_BIND_MW, 0x0a);
     CHECK_VALUE(RS_WC_MW_BIND_ERR, 6);
     CHECK_VALUE(RS_MW_TYPE_1, 1);
@@ -478,6 +483,11 @@ int main(void)
     CHECK_VALUE(RS_FLUSH_PLT_PERSISTENT, 2);
     CHECK_VALUE(RS_FLUSH_SEL_SHIFT, 4);
     CHECK_VALUE(RS_FLUSH_SEL_MR, 1);
+    CHECK_VALUE(RS_CAP_XRC, 0x10000);
+    CHECK_VALUE(RS_CMD_CREATE_XRCD, 0x2c);
+    CHECK_VALUE(RS_CMD_DESTROY_XRCD, 0x2d);
+    CHECK_VALUE(RS_QPT_XRC_INI, 6);
+    CHECK_VALUE(RS_QPT_XRC_TGT, 7);
 
     printf("1..%d\n", tests);
     if (failures) {

@@ -55,9 +55,10 @@
  * Minor 1: atomics, SRQs (RS_CAP_ATOMIC, RS_CAP_SRQ).
  * Minor 2: memory windows (RS_CAP_MW), RDMA FLUSH and ATOMIC WRITE
  * (RS_CAP_FLUSH, RS_CAP_ATOMIC_WRITE), UD multicast (RS_CAP_MCAST).
+ * Minor 3: XRC domains, XRC SRQs and XRC QPs (RS_CAP_XRC).
  */
 #define RS_ABI_VERSION_MAJOR    1
-#define RS_ABI_VERSION_MINOR    2
+#define RS_ABI_VERSION_MINOR    3
 
 #define RS_BAR_REGS             0       /* registers, RS_REGS_SIZE bytes */
 #define RS_BAR_MSIX             1       /* MSI-X table and PBA */
@@ -131,6 +132,7 @@ REG32(RS_ADMQ_DB, 0x100)                /* write: admin producer index */
 #define RS_CAP_MCAST            (1u << 13) /* UD multicast (ABI 1.2) */
 #define RS_CAP_FLUSH            (1u << 14) /* RDMA FLUSH, global visibility */
 #define RS_CAP_ATOMIC_WRITE     (1u << 15) /* RDMA ATOMIC WRITE */
+#define RS_CAP_XRC              (1u << 16) /* XRC (ABI 1.3) */
 
 enum rs_fatal {
     RS_FATAL_NONE = 0,
@@ -237,7 +239,9 @@ enum rs_admin_opcode {
     RS_CMD_DEALLOC_MW = 0x29,
     RS_CMD_ATTACH_MCAST = 0x2a,     /* ABI 1.2 (RS_CAP_MCAST) */
     RS_CMD_DETACH_MCAST = 0x2b,
-    RS_CMD_MAX = 0x2c,
+    RS_CMD_CREATE_XRCD = 0x2c,      /* ABI 1.3 (RS_CAP_XRC) */
+    RS_CMD_DESTROY_XRCD = 0x2d,
+    RS_CMD_MAX = 0x2e,
 };
 
 enum rs_status {
@@ -279,7 +283,7 @@ struct rs_cmd_destroy {             /* every DESTROY_*, DEREG_MR, DEL_GID */
     uint32_t rsvd;
 };
 
-struct rs_cmd_create_pd {
+struct rs_cmd_create_pd {           /* CREATE_PD; CREATE_XRCD (no flags) */
     uint32_t flags;                 /* RS_PD_F_* */
     uint32_t rsvd;
 };
@@ -317,7 +321,21 @@ enum rs_qp_type {
     RS_QPT_GSI = 3,
     RS_QPT_DCI = 4,                 /* reserved */
     RS_QPT_DCT = 5,                 /* reserved */
+    RS_QPT_XRC_INI = 6,             /* XRC send QP (ABI 1.3) */
+    RS_QPT_XRC_TGT = 7,             /* XRC receive QP (ABI 1.3) */
 };
+
+/*
+ * XRC (RS_CAP_XRC).  An XRC initiator (RS_QPT_XRC_INI) is an RC send queue
+ * without a receive side (rq_addr, rq_log_size, srq and recv_cq 0); each
+ * of its send WQEs names the XRC SRQ at the target (xrc_srqn).  An XRC
+ * target (RS_QPT_XRC_TGT) has no queues, PD or CQs of its own (sq_addr,
+ * rq_addr, sizes, pd, send_cq, recv_cq and srq 0) and belongs to the XRC
+ * domain xrcd: it takes each request to the XRC SRQ its XRCETH names,
+ * which must be of the same domain, and checks R_Keys against that SRQ's
+ * PD.  An XRC SRQ's number (in the XRCETH and in rs_cqe.srqn) is the
+ * index of its handle.
+ */
 
 struct rs_cmd_create_qp {
     uint64_t sq_addr;               /* RS_RING_ALIGN aligned */
@@ -335,6 +353,8 @@ struct rs_cmd_create_qp {
     uint16_t max_inline;            /* <= RS_MAX_INLINE */
     uint32_t uar;
     uint32_t session_group;         /* 0: none (QP's own session) */
+    uint32_t xrcd;                  /* RS_QPT_XRC_TGT: its XRC domain; */
+    uint32_t rsvd2;                 /* else 0 */
 };
 
 #define RS_QP_F_SIGNAL_ALL      (1u << 0)
@@ -353,6 +373,8 @@ struct rs_cmd_create_srq {
     uint8_t max_sge;                /* 1 .. RS_MAX_SGE */
     uint16_t rsvd0;
     uint32_t srq_limit;             /* 0: not armed; < 2^log_size */
+    uint32_t xrcd;                  /* ABI 1.3: 0, or the XRC domain of */
+    uint32_t cq;                    /* an XRC SRQ and its receive CQ */
 };
 
 #define RS_SRQ_ATTR_MAX_WR      (1u << 0)  /* resize: ring_addr, log_size */
@@ -589,7 +611,8 @@ struct rs_device_attr {
                                     /* max_mr keys; 0 without RS_CAP_MW */
     uint32_t max_mcast_grp;         /* ABI 1.2: multicast groups */
     uint32_t max_mcast_qp_attach;   /* ABI 1.2: QPs per group */
-    uint32_t rsvd[2];
+    uint32_t max_xrcds;             /* ABI 1.3: 0 without RS_CAP_XRC */
+    uint32_t rsvd;
 };
 
 enum rs_port_state {
@@ -757,7 +780,7 @@ struct rs_cqe {                     /* 32 bytes */
     uint8_t status;                 /* enum rs_wc_status */
     uint8_t wc_flags;               /* RS_WC_F_* */
     uint8_t owner;                  /* RS_CQE_OWNER, flips per wrap */
-    uint32_t rsvd;
+    uint32_t srqn;                  /* receive on an XRC SRQ: its number */
 };
 
 #define RS_WC_F_IMM             (1u << 0)
@@ -827,7 +850,7 @@ struct rs_send_wqe_ctrl {
     uint32_t ah;                    /* UD: AH handle */
     uint32_t remote_qpn;            /* UD */
     uint32_t remote_qkey;           /* UD */
-    uint32_t rsvd1;
+    uint32_t xrc_srqn;              /* XRC_INI: the target's XRC SRQ */
 };
 
 /*
@@ -938,7 +961,8 @@ RS_ABI_SIZE(struct rs_device_attr, 128);
 RS_ABI_SIZE(struct rs_port_attr, 64);
 RS_ABI_SIZE(struct rs_ah_attr, 32);
 RS_ABI_SIZE(struct rs_qp_attr, 96);
-RS_ABI_SIZE(struct rs_cmd_create_srq, 24);
+RS_ABI_SIZE(struct rs_cmd_create_srq, 32);
+RS_ABI_SIZE(struct rs_cmd_create_qp, 56);
 RS_ABI_SIZE(struct rs_cmd_modify_srq, 24);
 RS_ABI_SIZE(struct rs_cmd_mcast, 24);
 

@@ -57,6 +57,7 @@ void qrs_cmd_to_le(struct rs_admin_cmd *cmd)
     case RS_CMD_DESTROY_SESSION_GROUP:
     case RS_CMD_DEL_GID:
     case RS_CMD_DESTROY_LAN_QUEUE:
+    case RS_CMD_DESTROY_XRCD:
         SW32(cmd->destroy.handle);
         SW32(cmd->destroy.rsvd);
         break;
@@ -80,12 +81,15 @@ void qrs_cmd_to_le(struct rs_admin_cmd *cmd)
         SW16(cmd->create_qp.max_inline);
         SW32(cmd->create_qp.uar);
         SW32(cmd->create_qp.session_group);
+        SW32(cmd->create_qp.xrcd);
         break;
     case RS_CMD_CREATE_SRQ:
         SW64(cmd->create_srq.ring_addr);
         SW32(cmd->create_srq.pd);
         SW32(cmd->create_srq.uar);
         SW32(cmd->create_srq.srq_limit);
+        SW32(cmd->create_srq.xrcd);
+        SW32(cmd->create_srq.cq);
         break;
     case RS_CMD_MODIFY_SRQ:
         SW64(cmd->modify_srq.ring_addr);
