@@ -798,8 +798,10 @@ static bool rs_qp_sent_valid(RSCore *c, const RSQp *qp)
 static bool rs_qp_state_valid(RSCore *c, const RSQp *qp)
 {
     const RSParams *p = &c->p;
-    /* XRC: the target has no queues (rs_xrc_state_valid checked what it
-     * borrows), the initiator no receive side. */
+    /*
+     * XRC: the target has no queues (rs_xrc_state_valid checked what it
+     * borrows), the initiator no receive side.
+     */
     bool tgt = qp->type == RS_QPT_XRC_TGT;
     bool ini = qp->type == RS_QPT_XRC_INI;
     uint32_t j;
