@@ -131,6 +131,7 @@ typedef struct RSRdRes {
     uint32_t rkey;
     uint32_t len;
     uint32_t gid;               /* the GID the request arrived on */
+    uint32_t srq;               /* XRC target: the SRQ it named (its PD) */
     uint32_t first;
     uint32_t next;
     uint32_t stop;
@@ -567,6 +568,7 @@ uint8_t rs_xrc_srq_check(RSCore *c, const struct rs_cmd_create_srq *cs,
                          uint32_t pd, uint32_t *xrcd, uint32_t *cq);
 void rs_xrc_srq_destroyed(RSCore *c, uint32_t srq);
 bool rs_xrc_tgt_select(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t srqn);
+uint32_t rs_xrc_srq_pd(RSCore *c, const RSQp *qp, uint32_t srq);
 bool rs_xrc_state_valid(RSCore *c);
 
 /*
@@ -610,8 +612,8 @@ uint8_t rs_mw_bind(RSCore *c, const RSQp *qp, int gid_index,
                    const struct rs_send_wqe_ctrl *w);
 bool rs_mw_invalidate(RSCore *c, const RSQp *qp, int gid_index, uint32_t key,
                       bool remote);
-RSMr *rs_mw_remote(RSCore *c, const RSQp *qp, RSMr *mw, uint64_t va,
-                   uint32_t len, uint16_t right);
+RSMr *rs_mw_remote(RSCore *c, const RSQp *qp, uint32_t pd, RSMr *mw,
+                   uint64_t va, uint32_t len, uint16_t right);
 bool rs_mw_post_load(RSCore *c);
 
 /* rdma-session-session.c: UDP sessions, session groups, GIDs */

@@ -83,10 +83,38 @@ static const VMStateDescription vmstate_rs_atomic_res = {
     },
 };
 
+/* An XRC target's READ resource: the SRQ its request named (ABI 1.3). */
+static bool rs_rd_res_xrc_needed(void *opaque)
+{
+    RSRdRes *r = opaque;
+
+    return r->srq != 0;
+}
+
+static const VMStateDescription vmstate_rs_rd_res_xrc = {
+    .name = "rdma-session/rd-res/xrc",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rs_rd_res_xrc_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(srq, RSRdRes),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static int rs_rd_res_pre_load(void *opaque)
+{
+    RSRdRes *r = opaque;
+
+    r->srq = 0;
+    return 0;
+}
+
 static const VMStateDescription vmstate_rs_rd_res = {
     .name = "rdma-session/rd-res",
     .version_id = 2,
     .minimum_version_id = 2,
+    .pre_load = rs_rd_res_pre_load,
     .fields = (const VMStateField[]) {
         VMSTATE_BOOL(valid, RSRdRes),
         VMSTATE_UINT32(psn, RSRdRes),
@@ -99,6 +127,10 @@ static const VMStateDescription vmstate_rs_rd_res = {
         VMSTATE_UINT32(next, RSRdRes),
         VMSTATE_UINT32(stop, RSRdRes),
         VMSTATE_END_OF_LIST()
+    },
+    .subsections = (const VMStateDescription * const []) {
+        &vmstate_rs_rd_res_xrc,
+        NULL
     },
 };
 
@@ -864,7 +896,8 @@ static bool rs_qp_state_valid(RSCore *c, const RSQp *qp)
                          !r->npkts ||
                          r->npkts > p->max_msg_size / 256 + 1 ||
                          r->first > r->next || r->next > r->stop ||
-                         r->stop > r->npkts || r->gid >= p->max_gids)) {
+                         r->stop > r->npkts || r->gid >= p->max_gids ||
+                         r->srq >= p->max_srqs || (r->srq && !tgt))) {
             return false;
         }
     }

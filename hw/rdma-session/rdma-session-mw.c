@@ -256,14 +256,15 @@ bool rs_mw_invalidate(RSCore *c, const RSQp *qp, int gid_index, uint32_t key,
 
 /*
  * Responder: remote access of len bytes at va with right through window
- * mw (a valid key slot rs_mkey_lookup() resolved): the MR to move the
+ * mw (a valid key slot rs_mkey_lookup() resolved) for QP qp, in PD pd
+ * (the QP's, or an XRC target's SRQ's): the MR to move the
  * data through, or NULL.  Checked on every packet, so an invalidation,
  * rebind or deallocation takes effect at once.
  */
-RSMr *rs_mw_remote(RSCore *c, const RSQp *qp, RSMr *mw, uint64_t va,
-                   uint32_t len, uint16_t right)
+RSMr *rs_mw_remote(RSCore *c, const RSQp *qp, uint32_t pd, RSMr *mw,
+                   uint64_t va, uint32_t len, uint16_t right)
 {
-    if (!mw->mw_mr || mw->pd != qp->pd || !(mw->access & right) ||
+    if (!mw->mw_mr || mw->pd != pd || !(mw->access & right) ||
         (mw->mw_type == RS_MW_TYPE_2 &&
          mw->mw_qp != rs_mw_qp_handle(c, qp)) ||
         va < mw->iova || va + len < va || va + len > mw->iova + mw->length) {

@@ -338,9 +338,9 @@ void rs_resp_ud(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
  * of zero bytes names no memory: its R_Key and VA are not checked (IBTA
  * C9-88), and *mrp is NULL.
  */
-static bool rs_resp_rkey(RSCore *c, RSQp *qp, uint32_t gid, uint32_t rkey,
-                         uint64_t va, uint32_t len, uint16_t right,
-                         RSMr **mrp)
+static bool rs_resp_rkey_pd(RSCore *c, RSQp *qp, uint32_t pd, uint32_t gid,
+                            uint32_t rkey, uint64_t va, uint32_t len,
+                            uint16_t right, RSMr **mrp)
 {
     RSMr *mr;
 
@@ -353,17 +353,25 @@ static bool rs_resp_rkey(RSCore *c, RSQp *qp, uint32_t gid, uint32_t rkey,
     }
     mr = rs_mkey_lookup(c, gid, rkey);
     if (mr && mr->mw_type) {
-        mr = rs_mw_remote(c, qp, mr, va, len, right);
+        mr = rs_mw_remote(c, qp, pd, mr, va, len, right);
         *mrp = mr;
         return mr != NULL;
     }
-    if (!mr || mr->pd != qp->pd || !(mr->access & right) ||
+    if (!mr || mr->pd != pd || !(mr->access & right) ||
         va < mr->iova || va + len < va ||
         va + len > mr->iova + mr->length) {
         return false;
     }
     *mrp = mr;
     return true;
+}
+
+/* ... in the QP's PD (an XRC target's: its current SRQ's). */
+static bool rs_resp_rkey(RSCore *c, RSQp *qp, uint32_t gid, uint32_t rkey,
+                         uint64_t va, uint32_t len, uint16_t right,
+                         RSMr **mrp)
+{
+    return rs_resp_rkey_pd(c, qp, qp->pd, gid, rkey, va, len, right, mrp);
 }
 
 /*
@@ -426,9 +434,16 @@ static bool rs_resp_read_pkt(RSCore *c, uint32_t qpn, RSQp *qp, RSRdRes *rd)
     }
     p.opcode |= rs_resp_transport(qp);
     if (n) {
-        /* Checked for every packet: the MR may be gone meanwhile. */
-        if (!rs_resp_rkey(c, qp, rd->gid, rd->rkey, rd->va + off, n,
-                          RS_ACCESS_REMOTE_READ, &mr)) {
+        /*
+         * Checked for every packet: the MR may be gone meanwhile.  An
+         * XRC target's later requests may name SRQs of other PDs: the
+         * READ's own SRQ's PD counts.
+         */
+        uint32_t pd = qp->type == RS_QPT_XRC_TGT ?
+                      rs_xrc_srq_pd(c, qp, rd->srq) : qp->pd;
+
+        if (!rs_resp_rkey_pd(c, qp, pd, rd->gid, rd->rkey, rd->va + off, n,
+                             RS_ACCESS_REMOTE_READ, &mr)) {
             rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_REM_ACCESS, p.psn,
                               "READ rkey gone");
             return false;
@@ -839,6 +854,7 @@ static void rs_resp_read_req(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
         .rkey = pkt->rkey,
         .len = pkt->dmalen,
         .gid = gid,
+        .srq = qp->type == RS_QPT_XRC_TGT ? qp->srq : 0,
     };
     res->stop = res->npkts;
     qp->rq_psn = (qp->rq_psn + res->npkts) & RS_PSN_MASK;

@@ -145,6 +145,18 @@ bool rs_xrc_tgt_select(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t srqn)
 }
 
 /*
+ * The PD of target qp's SRQ srq, as a READ resource of it recorded it: 0
+ * (no MR's) if the SRQ is gone or no longer of the target's domain.
+ */
+uint32_t rs_xrc_srq_pd(RSCore *c, const RSQp *qp, uint32_t srq)
+{
+    const RSSrq *s = &c->srqs[srq];
+
+    return srq && srq < c->p.max_srqs && s->valid && s->xrcd == qp->xrcd ?
+           s->pd : 0;
+}
+
+/*
  * Incoming migration: domains' references, XRC SRQs' domains and CQs,
  * targets' domains and their borrowed SRQ, PD and CQ.  The other tables
  * were checked; the reference counts are checked with the rest.

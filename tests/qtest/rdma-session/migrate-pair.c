@@ -392,21 +392,6 @@ static void test_engine_pair_migrate_gap_at_resume(void *obj, void *data,
 }
 
 /*
- * The pair with a small send buffer on B's wire: a few frames fill it,
- * and B's responder then owes the rest of a READ's responses until the
- * test reads them.
- */
-static void *pair_small_sndbuf_before(GString *cmd_line, void *arg)
-{
-    PairSockets *s = pair_before(cmd_line, arg);
-    int v = 4096;
-
-    g_assert_cmpint(setsockopt(s->qemu[1], SOL_SOCKET, SO_SNDBUF, &v,
-                               sizeof(v)), ==, 0);
-    return s;
-}
-
-/*
  * READ responses still owed.  X: B answered a READ, its four responses
  * wait at the switch and are lost there.  Y: B took a READ of 16 packets
  * but its wire filled up, so it still owes most responses when the state

@@ -379,6 +379,16 @@ void pair_setup(Pair *pr, void *obj, void *data,
     }
 }
 
+void *pair_small_sndbuf_before(GString *cmd_line, void *arg)
+{
+    PairSockets *s = pair_before(cmd_line, arg);
+    int v = 4096;
+
+    g_assert_cmpint(setsockopt(s->qemu[1], SOL_SOCKET, SO_SNDBUF, &v,
+                               sizeof(v)), ==, 0);
+    return s;
+}
+
 void pair_teardown(Pair *pr)
 {
     int i;

@@ -123,6 +123,13 @@ void pair_cmd_line(GString *cmd_line, const PairSockets *s);
 
 void *pair_before(GString *cmd_line, void *arg);
 
+/*
+ * The pair with a small send buffer on B's wire: a few frames fill it,
+ * and B's responder then owes the rest of a READ's responses until the
+ * test reads them.
+ */
+void *pair_small_sndbuf_before(GString *cmd_line, void *arg);
+
 /* The ICRC of the frame whose ICRC is at @icrc_off (IBTA A17.8). */
 uint32_t roce_icrc(const uint8_t *f, size_t icrc_off);
 
@@ -219,12 +226,6 @@ void pair_release(Pair *pr, int from);
 
 /* Forget the frames held from adapter @from. */
 void pair_forget(Pair *pr, int from);
-
-/*
- * Live-migrate the QEMU of both adapters (migrate-pair.c); the switch
- * holds both directions afterwards.
- */
-void pair_migrate(Pair *pr);
 
 /* The next completion on adapter @i must be this one. */
 void pair_expect_cqe(Pair *pr, int i, uint64_t wr_id, uint8_t status,

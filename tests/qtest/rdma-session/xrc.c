@@ -394,6 +394,66 @@ static void test_xrc_switch_mid_message(void *obj, void *data,
 }
 
 /*
+ * READ responses owed while a later request names another SRQ: B owes
+ * most of a 16-packet READ through SRQ_A (its wire is full) when a SEND
+ * to SRQ_B, of another PD, arrives.  The READ's remaining responses are
+ * still checked against SRQ_A's PD, the READ's, and both complete.
+ */
+static void test_xrc_read_owed(void *obj, void *data, QGuestAllocator *alloc)
+{
+    XrcEnv e;
+    Pair *pr = &e.pr;
+    Peer *a = &pr->p[0], *b = &pr->p[1];
+    GPollFD pfd = { .events = G_IO_IN };
+    GByteArray *f;
+    struct rs_cqe cqe;
+    unsigned i;
+
+    xrc_setup(&e, obj, data, alloc);
+    peer_fill(b, 0x2000, 16384, 0x57);
+    xrc_recv(&e, SRQ_B, 0xb2, 0x7000, 512);
+    pair_log_reset(pr);
+    pr->hold[0] = pr->hold[1] = true;
+    xrc_post(&e, RS_WR_RDMA_READ, 0xa1, srqn(&e, SRQ_A), 0x3000, 16384,
+             b->buf + 0x2000, b->key[0]);
+    xrc_post(&e, RS_WR_SEND, 0xa2, srqn(&e, SRQ_B), 0x800, 300, 0, 0);
+    img_move(a, 0x3000, b, 0x2000, 16384);
+    img_move(b, 0x7000, a, 0x800, 300);
+    f = pair_take(pr, 0);
+    g_assert_cmphex(f->data[ROCE_BTH], ==, OP_XRC | OP_READ_REQ);
+    pair_inject(pr, 1, f->data, f->len);
+    g_byte_array_unref(f);
+    /* B's responder ran to the full wire before QEMU answers this. */
+    pfd.fd = pr->fd[1];
+    g_assert_cmpint(g_poll(&pfd, 1, RS_QOS_TIMEOUT_US / 1000), ==, 1);
+    qtest_readl(qrs_qts(b->d), b->buf);
+    f = pair_take(pr, 0);
+    g_assert_cmphex(f->data[ROCE_BTH], ==, OP_XRC | OP_SEND_ONLY);
+    pair_inject(pr, 1, f->data, f->len);
+    g_byte_array_unref(f);
+    qtest_readl(qrs_qts(b->d), b->buf);
+    /*
+     * The SEND is received while nobody read B's wire, which holds fewer
+     * than the READ's 16 responses (xrc.c's small send buffer, as
+     * migrate/pair-read-owed measures): most are still owed.
+     */
+    g_assert_true(eng_cq_peek(b->d, &e.cq2, &cqe));
+
+    pair_release(pr, 1);
+    pair_release(pr, 0);
+    pair_expect_cqe(pr, 0, 0xa1, RS_WC_SUCCESS, RS_WR_RDMA_READ, e.ini.qpn,
+                    16384);
+    pair_expect_cqe(pr, 0, 0xa2, RS_WC_SUCCESS, RS_WR_SEND, e.ini.qpn, 0);
+    eng_poll(b->d, &e.cq2, &cqe, pair_pump, pr);
+    assert_cqe(&cqe, 0xb2, RS_WC_SUCCESS, RS_WR_RECV, e.tgt.qpn);
+    for (i = 0; i < pr->nops[1]; i++) {
+        g_assert_cmphex(pr->syn[1][i] & 0xe0, ==, 0);   /* no NAK */
+    }
+    g_assert_cmpuint(qp_state(b->d, e.tgt.h), ==, RS_QPS_RTS);
+    xrc_teardown(&e);
+}
+
+/*
  * The admin commands' checks: domains, XRC SRQs, initiator and target
  * QPs; what holds a domain or a CQ; an XRC SRQ destroyed after a target
  * used it; doorbells for queues an XRC QP does not have.
@@ -538,12 +598,17 @@ static void test_xrc_migrate(void *obj, void *data, QGuestAllocator *alloc)
 static void register_xrc_tests(void)
 {
     QOSGraphTestOptions pair = { .before = pair_before };
+    QOSGraphTestOptions pair_small_sndbuf = {
+        .before = pair_small_sndbuf_before,
+    };
 
     qos_add_test("xrc/send", "rdma-session", test_xrc_send, &pair);
     qos_add_test("xrc/rdma", "rdma-session", test_xrc_rdma, &pair);
     qos_add_test("xrc/bad-srq", "rdma-session", test_xrc_bad_srq, &pair);
     qos_add_test("xrc/switch-mid-message", "rdma-session",
                  test_xrc_switch_mid_message, &pair);
+    qos_add_test("xrc/read-owed", "rdma-session", test_xrc_read_owed,
+                 &pair_small_sndbuf);
     qos_add_test("xrc/objects", "rdma-session", test_xrc_objects, &pair);
     qos_add_test("xrc/migrate", "rdma-session", test_xrc_migrate, &pair);
 }
