@@ -70,6 +70,7 @@ static uint8_t rs_cmd_query_device(RSCore *c, const struct rs_admin_cmd *cmd,
         .max_mw = cpu_to_le32(p->max_mrs - 1),
         .max_mcast_grp = cpu_to_le32(p->max_mcast_grps),
         .max_mcast_qp_attach = cpu_to_le32(p->max_mcast_qp_attach),
+        .max_xrcds = cpu_to_le32(p->max_xrcds - 1),
     };
 
     memcpy(a.mac, c->mac.a, sizeof(a.mac));
@@ -147,6 +148,8 @@ static const struct {
     [RS_CMD_DEALLOC_MW] = { "DEALLOC_MW", rs_cmd_dealloc_mw },
     [RS_CMD_ATTACH_MCAST] = { "ATTACH_MCAST", rs_cmd_attach_mcast },
     [RS_CMD_DETACH_MCAST] = { "DETACH_MCAST", rs_cmd_detach_mcast },
+    [RS_CMD_CREATE_XRCD] = { "CREATE_XRCD", rs_cmd_create_xrcd },
+    [RS_CMD_DESTROY_XRCD] = { "DESTROY_XRCD", rs_cmd_destroy_xrcd },
 };
 
 static void rs_admin_exec(RSCore *c, const struct rs_admin_cmd *cmd,

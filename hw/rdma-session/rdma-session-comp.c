@@ -48,8 +48,8 @@ void rs_cq_post(RSCore *c, uint32_t idx, struct rs_cqe *cqe, bool solicited)
     addr = cq->ring + (uint64_t)(cq->pi & (size - 1)) * sizeof(*cqe);
     cqe->owner = ((cq->pi >> cq->log_size) & 1) ? 0 : RS_CQE_OWNER;
     if (rs_dma_write(c, addr, cqe, offsetof(struct rs_cqe, owner)) ||
-        rs_dma_write(c, addr + offsetof(struct rs_cqe, rsvd), &cqe->rsvd,
-                     sizeof(cqe->rsvd))) {
+        rs_dma_write(c, addr + offsetof(struct rs_cqe, srqn), &cqe->srqn,
+                     sizeof(cqe->srqn))) {
         rs_core_raise_event(c, RS_EV_CQ_ERR, rs_handle(idx, cq->gen),
                             cq->pi);
         return;
@@ -123,7 +123,7 @@ void rs_qp_to_err(RSCore *c, uint32_t qpn)
     if (qp->state != RS_QPS_ERR) {
         trace_rdma_session_qp_state(qpn, qp->state, RS_QPS_ERR);
         qp->state = RS_QPS_ERR;
-        if (qp->srq) {
+        if (qp->srq && qp->type != RS_QPT_XRC_TGT) {
             rs_core_raise_event(c, RS_EV_QP_LAST_WQE_REACHED,
                                 rs_handle(qpn, qp->gen), 0);
         }
@@ -225,6 +225,9 @@ bool rs_qp_flush(RSCore *c, uint32_t qpn, unsigned budget)
                 .status = RS_WC_WR_FLUSH_ERR,
             };
 
+            if (qp->type == RS_QPT_XRC_TGT) {
+                cqe.srqn = cpu_to_le32(qp->srq);
+            }
             qp->srq_claimed = false;
             rs_cq_post(c, qp->recv_cq, &cqe, false);
             rq++;
@@ -398,7 +401,7 @@ static void rs_comp_read_resp(RSCore *c, uint32_t qpn, RSQp *qp,
     /* FLUSH and ATOMIC WRITE: a READ RESPONSE Only without payload. */
     if (rec && (rec->opcode == RS_WR_FLUSH ||
                 rec->opcode == RS_WR_ATOMIC_WRITE) &&
-        pkt->opcode == RS_OP_READ_RESP_ONLY && !pkt->paylen &&
+        rs_op_code(pkt->opcode) == RS_OP_READ_RESP_ONLY && !pkt->paylen &&
         pkt->psn == qp->comp_psn) {
         rs_comp_empty_resp(c, qpn, qp, pkt);
         return;
@@ -461,18 +464,22 @@ static void rs_comp_atomic_ack(RSCore *c, uint32_t qpn, RSQp *qp,
     rs_comp_progress(c, qp, 1);
 }
 
-/* An ACK, NAK, READ response or ATOMIC ACKNOWLEDGE for RC QP qpn. */
+/*
+ * An ACK, NAK, READ response or ATOMIC ACKNOWLEDGE for RC (or XRC
+ * initiator) QP qpn; the opcode table let only its transport's through.
+ */
 void rs_comp_receive(RSCore *c, uint32_t qpn, const RSPkt *pkt)
 {
     const RSOpcodeInfo *oi = &rs_opcode[pkt->opcode];
     RSQp *qp = &c->qps[qpn];
     uint8_t type = (oi->flags & RS_OPF_AETH) ?
                    pkt->syndrome & RS_AETH_TYPE_MASK : RS_AETH_TYPE_ACK;
-    bool is_rresp = pkt->opcode >= RS_OP_READ_RESP_FIRST &&
-                    pkt->opcode <= RS_OP_READ_RESP_ONLY;
+    uint8_t op = rs_op_code(pkt->opcode);
+    bool is_rresp = op >= RS_OP_READ_RESP_FIRST &&
+                    op <= RS_OP_READ_RESP_ONLY;
     int r;
 
-    if (qp->type != RS_QPT_RC ||
+    if ((qp->type != RS_QPT_RC && qp->type != RS_QPT_XRC_INI) ||
         (qp->state != RS_QPS_RTS && qp->state != RS_QPS_SQD)) {
         trace_rdma_session_comp_drop(qpn, pkt->psn, "QP not sending");
         return;
@@ -485,8 +492,7 @@ void rs_comp_receive(RSCore *c, uint32_t qpn, const RSPkt *pkt)
         trace_rdma_session_comp_drop(qpn, pkt->psn, "duplicate response");
         return;
     }
-    if (type == RS_AETH_TYPE_ACK && !is_rresp &&
-        pkt->opcode != RS_OP_ATOMIC_ACK) {
+    if (type == RS_AETH_TYPE_ACK && !is_rresp && op != RS_OP_ATOMIC_ACK) {
         if (rs_comp_acked(c, qpn, qp, (pkt->psn + 1) & RS_PSN_MASK) ==
             RS_COMP_READ_GAP) {
             rs_comp_retry(c, qpn, qp, "ACK past missing READ or atomic "
@@ -506,7 +512,7 @@ void rs_comp_receive(RSCore *c, uint32_t qpn, const RSPkt *pkt)
         rs_comp_read_resp(c, qpn, qp, pkt);
         return;
     }
-    if (pkt->opcode == RS_OP_ATOMIC_ACK) {
+    if (op == RS_OP_ATOMIC_ACK) {
         rs_comp_atomic_ack(c, qpn, qp, pkt);
         return;
     }

@@ -128,6 +128,7 @@ static void rs_clear_tables(RSCore *c)
     memset(c->groups, 0, sizeof(*c->groups) * c->p.max_groups);
     memset(c->gids, 0, sizeof(*c->gids) * c->p.max_gids);
     memset(c->srqs, 0, sizeof(*c->srqs) * c->p.max_srqs);
+    memset(c->xrcds, 0, sizeof(*c->xrcds) * c->p.max_xrcds);
     rs_mcast_reset(c);
     c->mr_pages_used = 0;
 }
@@ -157,7 +158,8 @@ bool rs_core_realize(RSCore *c, Error **errp)
         p->max_ahs < 2 || p->max_ahs > 65536 || p->max_mrs < 2 ||
         p->max_mrs > (1u << 20) || p->max_sessions < 2 ||
         p->max_sessions > 65536 || p->max_groups < 2 ||
-        p->max_groups > 65536 || p->max_srqs < 2 || p->max_srqs > 65536) {
+        p->max_groups > 65536 || p->max_srqs < 2 || p->max_srqs > 65536 ||
+        p->max_xrcds < 2 || p->max_xrcds > 65536) {
         error_setg(errp, "rdma-session: object counts must be 2..65536 "
                    "(max-mrs up to 1048576)");
         return false;
@@ -210,6 +212,7 @@ bool rs_core_realize(RSCore *c, Error **errp)
     c->groups = g_new0(RSSessionGroup, p->max_groups);
     c->gids = g_new0(RSGid, p->max_gids);
     c->srqs = g_new0(RSSrq, p->max_srqs);
+    c->xrcds = g_new0(RSXrcd, p->max_xrcds);
     c->admin_bh = qemu_bh_new_guarded(rs_admin_process, c, c->guard);
     rs_lan_realize(c);
     rs_engine_realize(c);
@@ -232,6 +235,7 @@ void rs_core_unrealize(RSCore *c)
     g_free(c->groups);
     g_free(c->gids);
     g_free(c->srqs);
+    g_free(c->xrcds);
 }
 
 void rs_core_raise_event(RSCore *c, uint8_t type, uint32_t handle,
@@ -363,7 +367,7 @@ uint64_t rs_core_reg_read(RSCore *c, hwaddr addr)
         val = RS_CAP_RC | RS_CAP_UC | RS_CAP_UD | RS_CAP_SESSION_GROUPS |
               RS_CAP_NETID_MKEYS | RS_CAP_LAN | RS_CAP_ATOMIC | RS_CAP_SRQ |
               RS_CAP_MW | RS_CAP_MCAST | RS_CAP_FLUSH |
-              RS_CAP_ATOMIC_WRITE;
+              RS_CAP_ATOMIC_WRITE | RS_CAP_XRC;
         break;
     case A_RS_DB_PAGES:
         val = c->p.db_pages;
@@ -537,9 +541,12 @@ void rs_core_db_write(RSCore *c, hwaddr addr, uint32_t val)
             break;
         }
         if (reg == RS_DB_SQ) {
+            if (!c->qps[idx].sq_log) {
+                break;          /* an XRC target has no send queue */
+            }
             c->qps[idx].sq_pi = value;
             rs_req_doorbell(c, idx);
-        } else if (c->qps[idx].srq) {
+        } else if (c->qps[idx].srq || !c->qps[idx].rq_log) {
             break;              /* it has no receive queue of its own */
         } else {
             c->qps[idx].rq_pi = value;

@@ -34,6 +34,7 @@ typedef struct RSParams {
     uint32_t db_pages;
     uint32_t max_mr_pages;
     uint32_t max_srqs;
+    uint32_t max_xrcds;
     uint32_t max_mcast_grps;
     uint32_t max_mcast_qp_attach;
     uint32_t window;            /* x-window: RC packets in flight per QP */
@@ -63,7 +64,21 @@ typedef struct RSCq {
     uint32_t refs;
 } RSCq;
 
-/* Shared receive queue: a ring of receive WQEs taken in order. */
+/*
+ * An XRC domain: what XRC SRQs and XRC target QPs belong to.  refs: the
+ * SRQs and target QPs in it.
+ */
+typedef struct RSXrcd {
+    bool valid;
+    uint8_t gen;
+    uint32_t refs;
+} RSXrcd;
+
+/*
+ * Shared receive queue: a ring of receive WQEs taken in order.  An XRC
+ * SRQ (xrcd: its domain's index) posts its receive completions to its
+ * own CQ (cq), for whichever XRC target QP of its domain took the WQE.
+ */
 typedef struct RSSrq {
     bool valid;
     uint8_t gen;
@@ -76,6 +91,8 @@ typedef struct RSSrq {
     uint32_t ci;                /* WQEs taken by QPs (free running) */
     uint32_t limit;             /* armed when non-zero */
     uint32_t refs;              /* QPs using it */
+    uint32_t xrcd;              /* 0: a basic SRQ */
+    uint32_t cq;                /* XRC: its receive CQ */
 } RSSrq;
 
 /*
@@ -205,8 +222,12 @@ typedef struct RSQp {
     /*
      * SRQ (index, 0: none).  The receive WQE a message in progress took
      * from the SRQ is kept here: the SRQ slot is the driver's again.
+     * An XRC target QP (xrcd: its domain) has no PD, CQ or SRQ of its
+     * own: srq, pd and recv_cq are those of the XRC SRQ the last request
+     * named (rdma-session-xrc.c), and hold no references.
      */
     uint32_t srq;
+    uint32_t xrcd;
     bool srq_claimed;
     uint8_t srq_nsge;
     uint64_t srq_wr_id;
@@ -409,6 +430,7 @@ struct RSCore {
     RSSessionGroup *groups;
     RSGid *gids;
     RSSrq *srqs;
+    RSXrcd *xrcds;
     RSMcastGrp *mcast;          /* max_mcast_grps groups */
     uint32_t mr_pages_used;
     uint32_t mr_pages_loaded;   /* incoming migration: MRs' pages so far */
@@ -535,6 +557,28 @@ uint8_t rs_cmd_destroy_qp(RSCore *c, const struct rs_admin_cmd *cmd,
                           struct rs_admin_cqe *cqe);
 uint32_t rs_sq_stride(uint8_t max_sge, uint16_t max_inline);
 uint32_t rs_rq_stride(uint8_t max_sge);
+
+/* rdma-session-xrc.c: XRC domains, XRC SRQs of target QPs */
+uint8_t rs_cmd_create_xrcd(RSCore *c, const struct rs_admin_cmd *cmd,
+                           struct rs_admin_cqe *cqe);
+uint8_t rs_cmd_destroy_xrcd(RSCore *c, const struct rs_admin_cmd *cmd,
+                            struct rs_admin_cqe *cqe);
+uint8_t rs_xrc_srq_check(RSCore *c, const struct rs_cmd_create_srq *cs,
+                         uint32_t pd, uint32_t *xrcd, uint32_t *cq);
+void rs_xrc_srq_destroyed(RSCore *c, uint32_t srq);
+bool rs_xrc_tgt_select(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t srqn);
+bool rs_xrc_state_valid(RSCore *c);
+
+/*
+ * RC and both halves of XRC: reliable, acknowledged, in PSN order.  The
+ * initiator sends as an RC requester, the target answers as an RC
+ * responder.
+ */
+static inline bool rs_qpt_reliable(uint8_t type)
+{
+    return type == RS_QPT_RC || type == RS_QPT_XRC_INI ||
+           type == RS_QPT_XRC_TGT;
+}
 
 /* rdma-session-mkey.c: memory keys and translation tables */
 uint8_t rs_cmd_reg_mr(RSCore *c, const struct rs_admin_cmd *cmd,

@@ -130,6 +130,15 @@ static const VMStateDescription vmstate_rs_sge = {
         VMSTATE_END_OF_LIST()
     },
 };
+/* A QP without the XRC subsection is not an XRC target. */
+static int rs_qp_pre_load(void *opaque)
+{
+    RSQp *qp = opaque;
+
+    qp->xrcd = 0;
+    return 0;
+}
+
 static int rs_qp_post_load(void *opaque, int version_id)
 {
     RSQp *qp = opaque;
@@ -141,10 +150,30 @@ static int rs_qp_post_load(void *opaque, int version_id)
     return 0;
 }
 
+/* An XRC target's domain (ABI 1.3): sent only by XRC targets. */
+static bool rs_qp_xrc_needed(void *opaque)
+{
+    RSQp *qp = opaque;
+
+    return qp->xrcd != 0;
+}
+
+static const VMStateDescription vmstate_rs_qp_xrc = {
+    .name = "rdma-session/qp/xrc",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rs_qp_xrc_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(xrcd, RSQp),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
 static const VMStateDescription vmstate_rs_qp = {
     .name = "rdma-session/qp",
     .version_id = 5,
     .minimum_version_id = 1,
+    .pre_load = rs_qp_pre_load,
     .post_load = rs_qp_post_load,
     .fields = (const VMStateField[]) {
         VMSTATE_BOOL(valid, RSQp),
@@ -225,6 +254,10 @@ static const VMStateDescription vmstate_rs_qp = {
         VMSTATE_STRUCT_ARRAY(rd_sge, RSQp, RS_RD_SGE_POOL, 5, vmstate_rs_sge,
                              struct rs_sge),
         VMSTATE_END_OF_LIST()
+    },
+    .subsections = (const VMStateDescription * const []) {
+        &vmstate_rs_qp_xrc,
+        NULL
     },
 };
 
@@ -372,10 +405,40 @@ static const VMStateDescription vmstate_rs_lan_queue = {
     },
 };
 
+/* An XRC SRQ's domain and CQ (ABI 1.3): sent only by XRC SRQs. */
+static bool rs_srq_xrc_needed(void *opaque)
+{
+    RSSrq *s = opaque;
+
+    return s->xrcd != 0;
+}
+
+static const VMStateDescription vmstate_rs_srq_xrc = {
+    .name = "rdma-session/srq/xrc",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rs_srq_xrc_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(xrcd, RSSrq),
+        VMSTATE_UINT32(cq, RSSrq),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/* An SRQ without the XRC subsection is a basic one. */
+static int rs_srq_pre_load(void *opaque)
+{
+    RSSrq *s = opaque;
+
+    s->xrcd = s->cq = 0;
+    return 0;
+}
+
 static const VMStateDescription vmstate_rs_srq = {
     .name = "rdma-session/srq",
     .version_id = 1,
     .minimum_version_id = 1,
+    .pre_load = rs_srq_pre_load,
     .fields = (const VMStateField[]) {
         VMSTATE_BOOL(valid, RSSrq),
         VMSTATE_UINT8(gen, RSSrq),
@@ -389,6 +452,10 @@ static const VMStateDescription vmstate_rs_srq = {
         VMSTATE_UINT32(limit, RSSrq),
         VMSTATE_UINT32(refs, RSSrq),
         VMSTATE_END_OF_LIST()
+    },
+    .subsections = (const VMStateDescription * const []) {
+        &vmstate_rs_srq_xrc,
+        NULL
     },
 };
 
@@ -414,6 +481,44 @@ static const VMStateDescription vmstate_rs_srqs = {
         VMSTATE_UINT32_EQUAL(p.max_srqs, RSCore, NULL),
         VMSTATE_STRUCT_VARRAY_POINTER_UINT32(srqs, RSCore, p.max_srqs,
                                              vmstate_rs_srq, RSSrq),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static const VMStateDescription vmstate_rs_xrcd = {
+    .name = "rdma-session/xrcd",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(valid, RSXrcd),
+        VMSTATE_UINT8(gen, RSXrcd),
+        VMSTATE_UINT32(refs, RSXrcd),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/* XRC came with ABI 1.3: sent only once a domain was created. */
+static bool rs_xrcds_needed(void *opaque)
+{
+    RSCore *c = opaque;
+
+    for (uint32_t i = 0; i < c->p.max_xrcds; i++) {
+        if (c->xrcds[i].valid || c->xrcds[i].gen) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static const VMStateDescription vmstate_rs_xrcds = {
+    .name = "rdma-session/core/xrcds",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rs_xrcds_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32_EQUAL(p.max_xrcds, RSCore, NULL),
+        VMSTATE_STRUCT_VARRAY_POINTER_UINT32(xrcds, RSCore, p.max_xrcds,
+                                             vmstate_rs_xrcd, RSXrcd),
         VMSTATE_END_OF_LIST()
     },
 };
@@ -529,6 +634,7 @@ static int rs_core_pre_load(void *opaque)
     c->mr_pages_loaded = 0;
     /* A stream without SRQs (no subsection) leaves the table empty. */
     memset(c->srqs, 0, sizeof(*c->srqs) * c->p.max_srqs);
+    memset(c->xrcds, 0, sizeof(*c->xrcds) * c->p.max_xrcds);
     rs_mcast_reset(c);
     return 0;
 }
@@ -567,6 +673,7 @@ static bool rs_core_refs_valid(RSCore *c)
     g_autofree uint32_t *pd = g_new0(uint32_t, p->max_pds);
     g_autofree uint32_t *cq = g_new0(uint32_t, p->max_cqs);
     g_autofree uint32_t *srq = g_new0(uint32_t, p->max_srqs);
+    g_autofree uint32_t *xrcd = g_new0(uint32_t, p->max_xrcds);
     g_autofree uint32_t *gid = g_new0(uint32_t, p->max_gids);
     g_autofree uint32_t *ses = g_new0(uint32_t, p->max_sessions);
     g_autofree uint32_t *grp = g_new0(uint32_t, p->max_groups);
@@ -575,7 +682,10 @@ static bool rs_core_refs_valid(RSCore *c)
     for (i = 0; i < p->max_qps; i++) {
         const RSQp *qp = &c->qps[i];
 
-        if (qp->valid) {
+        if (qp->valid && qp->type == RS_QPT_XRC_TGT) {
+            /* Its SRQ, PD and CQ are borrowed from the last request's. */
+            xrcd[qp->xrcd]++;
+        } else if (qp->valid) {
             pd[qp->pd]++;
             cq[qp->send_cq]++;
             cq[qp->recv_cq]++;
@@ -606,6 +716,10 @@ static bool rs_core_refs_valid(RSCore *c)
         if (c->srqs[i].valid) {
             pd[c->srqs[i].pd]++;
         }
+        if (c->srqs[i].valid && c->srqs[i].xrcd) {
+            xrcd[c->srqs[i].xrcd]++;
+            cq[c->srqs[i].cq]++;
+        }
     }
     for (i = 0; i < p->max_sessions; i++) {
         if (c->sessions[i].valid) {
@@ -630,6 +744,7 @@ static bool rs_core_refs_valid(RSCore *c)
     return RS_REFS_MATCH(pds, p->max_pds, pd) &&
            RS_REFS_MATCH(cqs, p->max_cqs, cq) &&
            RS_REFS_MATCH(srqs, p->max_srqs, srq) &&
+           RS_REFS_MATCH(xrcds, p->max_xrcds, xrcd) &&
            RS_REFS_MATCH(gids, p->max_gids, gid) &&
            RS_REFS_MATCH(sessions, p->max_sessions, ses) &&
            RS_REFS_MATCH(groups, p->max_groups, grp);
@@ -678,13 +793,20 @@ static bool rs_qp_sent_valid(RSCore *c, const RSQp *qp)
 static bool rs_qp_state_valid(RSCore *c, const RSQp *qp)
 {
     const RSParams *p = &c->p;
+    /* XRC: the target has no queues (rs_xrc_state_valid checked what it
+     * borrows), the initiator no receive side. */
+    bool tgt = qp->type == RS_QPT_XRC_TGT;
+    bool ini = qp->type == RS_QPT_XRC_INI;
     uint32_t j;
 
     /* Receive side: its own queue, or an SRQ and the WQE it took. */
-    if (qp->srq ? (!RS_REF_OK(c, srqs, p->max_srqs, qp->srq) ||
+    if (qp->srq ? (!RS_REF_OK(c, srqs, p->max_srqs, qp->srq) || ini ||
                    qp->rq_log || qp->max_recv_sge ||
                    (qp->srq_nsge > RS_MAX_SGE &&
                     qp->srq_nsge < RS_SRQ_WQE_BAD_DMA)) :
+                  tgt || ini ?
+                  (qp->srq_claimed || qp->rq_log || qp->max_recv_sge ||
+                   (ini && qp->recv_cq)) :
                   (qp->srq_claimed ||
                    qp->rq_log < 1 || qp->rq_log > RS_MAX_WQ_LOG)) {
         return false;
@@ -692,17 +814,18 @@ static bool rs_qp_state_valid(RSCore *c, const RSQp *qp)
     if (qp->atomic_next >= RS_ATOMIC_RES) {
         return false;
     }
-    if (qp->type > RS_QPT_GSI || qp->state > RS_QPS_ERR ||
-        !RS_REF_OK(c, pds, p->max_pds, qp->pd) ||
-        ((c->pds[qp->pd].flags & RS_PD_F_PRIVILEGED) && qp->uar) ||
-        !RS_REF_OK(c, cqs, p->max_cqs, qp->send_cq) ||
-        !RS_REF_OK(c, cqs, p->max_cqs, qp->recv_cq) ||
+    if ((qp->type > RS_QPT_GSI && !tgt && !ini) || qp->state > RS_QPS_ERR ||
+        (!tgt && (!RS_REF_OK(c, pds, p->max_pds, qp->pd) ||
+                  ((c->pds[qp->pd].flags & RS_PD_F_PRIVILEGED) && qp->uar) ||
+                  !RS_REF_OK(c, cqs, p->max_cqs, qp->send_cq))) ||
+        (!tgt && !ini && !RS_REF_OK(c, cqs, p->max_cqs, qp->recv_cq)) ||
         (qp->group && !RS_REF_OK(c, groups, p->max_groups, qp->group)) ||
         (qp->has_av && !rs_gid_valid(c, qp->av.gid_index))) {
         return false;
     }
     /* Engine state: in-flight WQEs fit the ring, PSNs are 24 bits. */
-    if (qp->sq_log < 1 || qp->sq_log > RS_MAX_WQ_LOG ||
+    if ((tgt ? qp->sq_log != 0 || qp->sq_pi || qp->sq_ci || qp->sq_rec :
+               qp->sq_log < 1 || qp->sq_log > RS_MAX_WQ_LOG) ||
         qp->sq_ci - qp->sq_comp > (1u << qp->sq_log) ||
         qp->resp_op > RS_RESP_DROP ||
         qp->max_send_sge > RS_MAX_SGE || qp->max_recv_sge > RS_MAX_SGE ||
@@ -817,6 +940,10 @@ static bool rs_core_state_valid(RSCore *c)
              s->limit >= (1u << s->log_size))) {
             return false;
         }
+    }
+    /* XRC first: a target's queues are checked by what it borrows. */
+    if (!rs_xrc_state_valid(c)) {
+        return false;
     }
     for (i = 0; i < p->max_qps; i++) {
         if (c->qps[i].valid && !rs_qp_state_valid(c, &c->qps[i])) {
@@ -952,6 +1079,7 @@ const VMStateDescription vmstate_rs_core = {
         &vmstate_rs_srqs,
         &vmstate_rs_mac,
         &vmstate_rs_mcast,
+        &vmstate_rs_xrcds,
         NULL
     },
 };
@@ -1055,7 +1183,7 @@ void rs_migration_resume(RSCore *c)
             qp->seq_nak_sent = true;
             prompted++;
         }
-        if (qp->valid && qp->type == RS_QPT_RC &&
+        if (qp->valid && rs_qpt_reliable(qp->type) &&
             qp->state == RS_QPS_RTS && !qp->rnr_wait &&
             rs_psn_diff(qp->sq_psn, qp->una_psn) > 0) {
             rs_req_rewind(c, qpn);

@@ -235,7 +235,7 @@ uint8_t rs_cmd_create_srq(RSCore *c, const struct rs_admin_cmd *cmd,
     uint64_t ring = le64_to_cpu(cs->ring_addr);
     uint32_t uar = le32_to_cpu(cs->uar);
     uint32_t limit = le32_to_cpu(cs->srq_limit);
-    uint32_t idx;
+    uint32_t idx, xrcd, cq;
     uint8_t st;
     RSSrq *s;
 
@@ -245,6 +245,10 @@ uint8_t rs_cmd_create_srq(RSCore *c, const struct rs_admin_cmd *cmd,
     if (cs->max_sge < 1 || cs->max_sge > RS_MAX_SGE ||
         uar >= c->p.db_pages || cs->rsvd0) {
         return RS_STATUS_BAD_PARAM;
+    }
+    st = rs_xrc_srq_check(c, cs, pd, &xrcd, &cq);
+    if (st) {
+        return st;
     }
     st = rs_check_ring(c, ring, cs->log_size, RS_MAX_WQ_LOG,
                        rs_rq_stride(cs->max_sge));
@@ -268,8 +272,14 @@ uint8_t rs_cmd_create_srq(RSCore *c, const struct rs_admin_cmd *cmd,
         .uar = uar,
         .ring = ring,
         .limit = limit,
+        .xrcd = xrcd,
+        .cq = cq,
     };
     c->pds[pd].refs++;
+    if (xrcd) {
+        c->xrcds[xrcd].refs++;
+        c->cqs[cq].refs++;
+    }
     cqe->handle = cpu_to_le32(rs_handle(idx, s->gen));
     return RS_STATUS_OK;
 }
@@ -359,6 +369,11 @@ uint8_t rs_cmd_destroy_srq(RSCore *c, const struct rs_admin_cmd *cmd,
     }
     if (c->srqs[idx].refs) {
         return RS_STATUS_BUSY;
+    }
+    if (c->srqs[idx].xrcd) {
+        rs_xrc_srq_destroyed(c, idx);
+        c->xrcds[c->srqs[idx].xrcd].refs--;
+        c->cqs[c->srqs[idx].cq].refs--;
     }
     c->pds[c->srqs[idx].pd].refs--;
     c->srqs[idx].valid = false;

@@ -378,6 +378,7 @@ static const Property rs_properties[] = {
     DEFINE_PROP_UINT32("max-mr-pages", RSState, core.p.max_mr_pages,
                        262144),
     DEFINE_PROP_UINT32("max-srqs", RSState, core.p.max_srqs, 256),
+    DEFINE_PROP_UINT32("max-xrcds", RSState, core.p.max_xrcds, 64),
     DEFINE_PROP_UINT32("max-mcast-grps", RSState, core.p.max_mcast_grps, 32),
     DEFINE_PROP_UINT32("max-mcast-qp-attach", RSState,
                        core.p.max_mcast_qp_attach, 8),

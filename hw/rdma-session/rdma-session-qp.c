@@ -16,7 +16,7 @@
 #include "rdma-session-core.h"
 #include "trace.h"
 
-#define RS_QPT_NUM      4       /* RC, UC, UD, GSI */
+#define RS_QPT_NUM      (RS_QPT_XRC_TGT + 1)
 #define RS_QPS_NUM      (RS_QPS_ERR + 1)
 
 enum {
@@ -55,6 +55,8 @@ typedef struct RSQpTransition {
 #define UC RS_QPT_UC
 #define UD RS_QPT_UD
 #define GSI RS_QPT_GSI
+#define XI RS_QPT_XRC_INI
+#define XT RS_QPT_XRC_TGT
 
 static const RSQpTransition rs_qp_table[RS_QPS_NUM][RS_QPS_NUM] = {
     [RS_QPS_RESET] = {
@@ -66,8 +68,11 @@ static const RSQpTransition rs_qp_table[RS_QPS_NUM][RS_QPS_NUM] = {
                 [UC] = A_PKEY | A_PORT | A_ACCESS,
                 [RC] = A_PKEY | A_PORT | A_ACCESS,
                 [GSI] = A_PKEY | A_QKEY,
+                [XI] = A_PKEY | A_PORT | A_ACCESS,
+                [XT] = A_PKEY | A_PORT | A_ACCESS,
             },
-            .opt = { [UD] = A_GROUP, [UC] = A_GROUP, [RC] = A_GROUP },
+            .opt = { [UD] = A_GROUP, [UC] = A_GROUP, [RC] = A_GROUP,
+                     [XI] = A_GROUP, [XT] = A_GROUP },
         },
     },
     [RS_QPS_INIT] = {
@@ -80,6 +85,8 @@ static const RSQpTransition rs_qp_table[RS_QPS_NUM][RS_QPS_NUM] = {
                 [UC] = A_PKEY | A_PORT | A_ACCESS | A_GROUP,
                 [RC] = A_PKEY | A_PORT | A_ACCESS | A_GROUP,
                 [GSI] = A_PKEY | A_QKEY,
+                [XI] = A_PKEY | A_PORT | A_ACCESS | A_GROUP,
+                [XT] = A_PKEY | A_PORT | A_ACCESS | A_GROUP,
             },
         },
         [RS_QPS_RTR] = {
@@ -88,12 +95,19 @@ static const RSQpTransition rs_qp_table[RS_QPS_NUM][RS_QPS_NUM] = {
                 [UC] = A_AV | A_MTU | A_DQPN | A_RQ_PSN,
                 [RC] = A_AV | A_MTU | A_DQPN | A_RQ_PSN | A_DEST_RD_ATOMIC |
                        A_RNR_TIMER,
+                /* The initiator receives responses only. */
+                [XI] = A_AV | A_MTU | A_DQPN | A_RQ_PSN,
+                [XT] = A_AV | A_MTU | A_DQPN | A_RQ_PSN | A_DEST_RD_ATOMIC |
+                       A_RNR_TIMER,
             },
             .opt = {
                 [UD] = A_PKEY | A_QKEY | A_GROUP,
                 [UC] = A_ALT | A_ACCESS | A_PKEY | A_GROUP,
                 [RC] = A_ALT | A_ACCESS | A_PKEY | A_GROUP,
                 [GSI] = A_PKEY | A_QKEY,
+                [XI] = A_ALT | A_ACCESS | A_PKEY | A_GROUP |
+                       A_DEST_RD_ATOMIC | A_RNR_TIMER,
+                [XT] = A_ALT | A_ACCESS | A_PKEY | A_GROUP,
             },
         },
     },
@@ -108,6 +122,10 @@ static const RSQpTransition rs_qp_table[RS_QPS_NUM][RS_QPS_NUM] = {
                 [RC] = A_TIMEOUT | A_RETRY | A_RNR_RETRY | A_SQ_PSN |
                        A_RD_ATOMIC,
                 [GSI] = A_SQ_PSN,
+                [XI] = A_TIMEOUT | A_RETRY | A_RNR_RETRY | A_SQ_PSN |
+                       A_RD_ATOMIC,
+                /* The target sends responses only. */
+                [XT] = A_TIMEOUT | A_SQ_PSN,
             },
             .opt = {
                 [UD] = A_CUR | A_QKEY | A_GROUP,
@@ -115,6 +133,10 @@ static const RSQpTransition rs_qp_table[RS_QPS_NUM][RS_QPS_NUM] = {
                 [RC] = A_CUR | A_ALT | A_ACCESS | A_RNR_TIMER | A_MIG |
                        A_GROUP,
                 [GSI] = A_CUR | A_QKEY,
+                [XI] = A_CUR | A_ALT | A_ACCESS | A_RNR_TIMER | A_MIG |
+                       A_GROUP,
+                [XT] = A_CUR | A_ALT | A_ACCESS | A_RNR_TIMER | A_MIG |
+                       A_GROUP | A_RETRY | A_RNR_RETRY | A_RD_ATOMIC,
             },
         },
     },
@@ -129,6 +151,10 @@ static const RSQpTransition rs_qp_table[RS_QPS_NUM][RS_QPS_NUM] = {
                 [RC] = A_CUR | A_ACCESS | A_ALT | A_MIG | A_RNR_TIMER |
                        A_GROUP,
                 [GSI] = A_CUR | A_QKEY,
+                [XI] = A_CUR | A_ACCESS | A_ALT | A_MIG | A_RNR_TIMER |
+                       A_GROUP,
+                [XT] = A_CUR | A_ACCESS | A_ALT | A_MIG | A_RNR_TIMER |
+                       A_GROUP,
             },
         },
         [RS_QPS_SQD] = {
@@ -136,6 +162,7 @@ static const RSQpTransition rs_qp_table[RS_QPS_NUM][RS_QPS_NUM] = {
             .opt = {
                 [UD] = A_SQD_ASYNC, [UC] = A_SQD_ASYNC,
                 [RC] = A_SQD_ASYNC, [GSI] = A_SQD_ASYNC,
+                [XI] = A_SQD_ASYNC,
             },
         },
     },
@@ -150,6 +177,8 @@ static const RSQpTransition rs_qp_table[RS_QPS_NUM][RS_QPS_NUM] = {
                 [RC] = A_CUR | A_ALT | A_ACCESS | A_RNR_TIMER | A_MIG |
                        A_GROUP,
                 [GSI] = A_CUR | A_QKEY,
+                [XI] = A_CUR | A_ALT | A_ACCESS | A_RNR_TIMER | A_MIG |
+                       A_GROUP,
             },
         },
         [RS_QPS_SQD] = {
@@ -161,6 +190,9 @@ static const RSQpTransition rs_qp_table[RS_QPS_NUM][RS_QPS_NUM] = {
                        A_RD_ATOMIC | A_DEST_RD_ATOMIC | A_ALT | A_ACCESS |
                        A_PKEY | A_RNR_TIMER | A_MIG | A_GROUP,
                 [GSI] = A_PKEY | A_QKEY,
+                [XI] = A_PORT | A_AV | A_TIMEOUT | A_RETRY | A_RNR_RETRY |
+                       A_RD_ATOMIC | A_ALT | A_ACCESS | A_PKEY | A_MIG |
+                       A_GROUP,
             },
         },
     },
@@ -186,6 +218,8 @@ static const RSQpTransition rs_qp_table[RS_QPS_NUM][RS_QPS_NUM] = {
 #undef UC
 #undef UD
 #undef GSI
+#undef XI
+#undef XT
 
 /* SQE->RTS is the one transition some types lack: RC cannot recover. */
 static bool rs_qp_transition_ok(uint8_t type, uint8_t cur, uint8_t next)
@@ -195,7 +229,11 @@ static bool rs_qp_transition_ok(uint8_t type, uint8_t cur, uint8_t next)
     if (!t->valid) {
         return false;
     }
-    return !(cur == RS_QPS_SQE && next == RS_QPS_RTS && type == RS_QPT_RC);
+    if (type == RS_QPT_XRC_TGT && next == RS_QPS_SQD) {
+        return false;               /* nothing to drain */
+    }
+    return !(cur == RS_QPS_SQE && next == RS_QPS_RTS &&
+             rs_qpt_reliable(type));
 }
 
 uint32_t rs_sq_stride(uint8_t max_sge, uint16_t max_inline)
@@ -264,6 +302,7 @@ static void rs_qp_to_reset(RSCore *c, RSQp *qp)
         .uar = qp->uar,
         .group = qp->group,
         .srq = qp->srq,
+        .xrcd = qp->xrcd,
         .sq_addr = qp->sq_addr,
         .rq_addr = qp->rq_addr,
         .path_mtu = rs_max_mtu(c),
@@ -271,29 +310,51 @@ static void rs_qp_to_reset(RSCore *c, RSQp *qp)
     };
 }
 
-uint8_t rs_cmd_create_qp(RSCore *c, const struct rs_admin_cmd *cmd,
-                         struct rs_admin_cqe *cqe)
+/*
+ * An XRC target has no queues, PD or CQs of its own: every field that
+ * names one is 0, its domain is valid.  *xrcd: the domain's index.
+ */
+static uint8_t rs_create_qp_xrc_tgt(RSCore *c,
+                                    const struct rs_cmd_create_qp *cq,
+                                    uint32_t *xrcd)
 {
-    const struct rs_cmd_create_qp *cq = &cmd->create_qp;
-    uint32_t pd, scq, rcq, group = 0, srq = 0, idx;
+    if (cq->sq_addr || cq->rq_addr || cq->pd || cq->send_cq ||
+        cq->recv_cq || cq->srq || cq->sq_log_size || cq->rq_log_size ||
+        cq->max_send_sge || cq->max_recv_sge || cq->flags ||
+        cq->max_inline || cq->uar) {
+        return RS_STATUS_BAD_PARAM;
+    }
+    *xrcd = RS_LOOKUP(c->xrcds, c->p.max_xrcds, le32_to_cpu(cq->xrcd));
+    return *xrcd ? RS_STATUS_OK : RS_STATUS_BAD_HANDLE;
+}
+
+/*
+ * Every other type: PD, send CQ and send queue; a receive CQ and a
+ * receive queue or SRQ, except an XRC initiator, which has no receive
+ * side (recv_cq, srq, rq_addr, rq_log_size and max_recv_sge 0).
+ */
+static uint8_t rs_create_qp_queues(RSCore *c,
+                                   const struct rs_cmd_create_qp *cq,
+                                   uint32_t *pd, uint32_t *scq,
+                                   uint32_t *rcq, uint32_t *srq)
+{
+    bool ini = cq->qp_type == RS_QPT_XRC_INI;
+    bool rq;
     uint32_t uar = le32_to_cpu(cq->uar);
-    uint32_t gh = le32_to_cpu(cq->session_group);
-    uint64_t sq_addr = le64_to_cpu(cq->sq_addr);
     uint64_t rq_addr = le64_to_cpu(cq->rq_addr);
     uint16_t max_inline = le16_to_cpu(cq->max_inline);
     uint8_t st;
-    RSQp *qp;
 
-    if (cq->qp_type == RS_QPT_DCI || cq->qp_type == RS_QPT_DCT) {
-        return RS_STATUS_NOT_SUPPORTED;
-    }
-    if (cq->qp_type > RS_QPT_DCT) {
+    if (cq->xrcd || (ini && (cq->recv_cq || cq->srq || rq_addr ||
+                             cq->rq_log_size || cq->max_recv_sge))) {
         return RS_STATUS_BAD_PARAM;
     }
-    pd = RS_LOOKUP(c->pds, c->p.max_pds, le32_to_cpu(cq->pd));
-    scq = RS_LOOKUP(c->cqs, c->p.max_cqs, le32_to_cpu(cq->send_cq));
-    rcq = RS_LOOKUP(c->cqs, c->p.max_cqs, le32_to_cpu(cq->recv_cq));
-    if (!pd || !scq || !rcq) {
+    *pd = RS_LOOKUP(c->pds, c->p.max_pds, le32_to_cpu(cq->pd));
+    *scq = RS_LOOKUP(c->cqs, c->p.max_cqs, le32_to_cpu(cq->send_cq));
+    *rcq = ini ? 0 : RS_LOOKUP(c->cqs, c->p.max_cqs,
+                               le32_to_cpu(cq->recv_cq));
+    *srq = 0;
+    if (!*pd || !*scq || (!ini && !*rcq)) {
         return RS_STATUS_BAD_HANDLE;
     }
     if (cq->srq) {
@@ -301,45 +362,68 @@ uint8_t rs_cmd_create_qp(RSCore *c, const struct rs_admin_cmd *cmd,
          * Receive WQEs come from the SRQ: no receive queue of its own
          * (rq_addr 0; rq_log_size, max_recv_sge ignored), the SRQ's PD.
          */
-        srq = RS_LOOKUP(c->srqs, c->p.max_srqs, le32_to_cpu(cq->srq));
-        if (!srq) {
+        *srq = RS_LOOKUP(c->srqs, c->p.max_srqs, le32_to_cpu(cq->srq));
+        if (!*srq) {
             return RS_STATUS_BAD_HANDLE;
         }
-        if (cq->qp_type == RS_QPT_GSI || rq_addr) {
+        if (cq->qp_type == RS_QPT_GSI || rq_addr || c->srqs[*srq].xrcd) {
             return RS_STATUS_BAD_PARAM;
         }
-        if (c->srqs[srq].pd != pd) {
+        if (c->srqs[*srq].pd != *pd) {
             return RS_STATUS_BAD_PD;
         }
     }
+    rq = !*srq && !ini;
     /* A kernel PD's QP rings the kernel's doorbell page only. */
-    if ((c->pds[pd].flags & RS_PD_F_PRIVILEGED) && uar != 0) {
+    if ((c->pds[*pd].flags & RS_PD_F_PRIVILEGED) && uar != 0) {
         return RS_STATUS_BAD_PD;
     }
     if (cq->sq_log_size < 1 || cq->sq_log_size > RS_MAX_WQ_LOG ||
-        (!srq && (cq->rq_log_size < 1 || cq->rq_log_size > RS_MAX_WQ_LOG))) {
+        (rq && (cq->rq_log_size < 1 || cq->rq_log_size > RS_MAX_WQ_LOG))) {
         return RS_STATUS_BAD_SIZE;
     }
     if (cq->max_send_sge < 1 || cq->max_send_sge > RS_MAX_SGE ||
-        (!srq && (cq->max_recv_sge < 1 || cq->max_recv_sge > RS_MAX_SGE)) ||
+        (rq && (cq->max_recv_sge < 1 || cq->max_recv_sge > RS_MAX_SGE)) ||
         max_inline > RS_MAX_INLINE || uar >= c->p.db_pages ||
         (cq->flags & ~RS_QP_F_SIGNAL_ALL)) {
         return RS_STATUS_BAD_PARAM;
+    }
+    st = rs_check_wq(c, le64_to_cpu(cq->sq_addr), cq->sq_log_size,
+                     rs_sq_stride(cq->max_send_sge, max_inline));
+    if (!st && rq) {
+        st = rs_check_wq(c, rq_addr, cq->rq_log_size,
+                         rs_rq_stride(cq->max_recv_sge));
+    }
+    return st;
+}
+
+uint8_t rs_cmd_create_qp(RSCore *c, const struct rs_admin_cmd *cmd,
+                         struct rs_admin_cqe *cqe)
+{
+    const struct rs_cmd_create_qp *cq = &cmd->create_qp;
+    uint32_t pd = 0, scq = 0, rcq = 0, srq = 0, xrcd = 0, group = 0, idx;
+    uint32_t gh = le32_to_cpu(cq->session_group);
+    bool tgt = cq->qp_type == RS_QPT_XRC_TGT;
+    bool rq;
+    uint8_t st;
+    RSQp *qp;
+
+    if (cq->qp_type == RS_QPT_DCI || cq->qp_type == RS_QPT_DCT) {
+        return RS_STATUS_NOT_SUPPORTED;
+    }
+    if (cq->qp_type > RS_QPT_XRC_TGT || cq->rsvd2) {
+        return RS_STATUS_BAD_PARAM;
+    }
+    st = tgt ? rs_create_qp_xrc_tgt(c, cq, &xrcd) :
+               rs_create_qp_queues(c, cq, &pd, &scq, &rcq, &srq);
+    if (st) {
+        return st;
     }
     if (gh) {
         group = RS_LOOKUP(c->groups, c->p.max_groups, gh);
         if (!group) {
             return RS_STATUS_BAD_HANDLE;
         }
-    }
-    st = rs_check_wq(c, sq_addr, cq->sq_log_size,
-                     rs_sq_stride(cq->max_send_sge, max_inline));
-    if (!st && !srq) {
-        st = rs_check_wq(c, rq_addr, cq->rq_log_size,
-                         rs_rq_stride(cq->max_recv_sge));
-    }
-    if (st) {
-        return st;
     }
     if (cq->qp_type == RS_QPT_GSI) {
         if (c->qps[RS_GSI_QPN].valid) {
@@ -353,29 +437,37 @@ uint8_t rs_cmd_create_qp(RSCore *c, const struct rs_admin_cmd *cmd,
         }
     }
 
+    rq = !tgt && !srq && cq->qp_type != RS_QPT_XRC_INI;
     qp = &c->qps[idx];
     *qp = (RSQp) { .gen = qp->gen };
     qp->valid = true;
     qp->type = cq->qp_type;
     qp->state = RS_QPS_RESET;
     qp->sq_log = cq->sq_log_size;
-    qp->rq_log = srq ? 0 : cq->rq_log_size;
+    qp->rq_log = rq ? cq->rq_log_size : 0;
     qp->max_send_sge = cq->max_send_sge;
-    qp->max_recv_sge = srq ? 0 : cq->max_recv_sge;
+    qp->max_recv_sge = rq ? cq->max_recv_sge : 0;
     qp->srq = srq;
+    qp->xrcd = xrcd;
     qp->flags = cq->flags;
-    qp->max_inline = max_inline;
+    qp->max_inline = le16_to_cpu(cq->max_inline);
     qp->pd = pd;
     qp->send_cq = scq;
     qp->recv_cq = rcq;
-    qp->uar = uar;
+    qp->uar = le32_to_cpu(cq->uar);
     qp->group = group;
-    qp->sq_addr = sq_addr;
-    qp->rq_addr = rq_addr;
+    qp->sq_addr = le64_to_cpu(cq->sq_addr);
+    qp->rq_addr = le64_to_cpu(cq->rq_addr);
     rs_qp_to_reset(c, qp);
-    c->pds[pd].refs++;
-    c->cqs[scq].refs++;
-    c->cqs[rcq].refs++;
+    if (tgt) {
+        c->xrcds[xrcd].refs++;
+    } else {
+        c->pds[pd].refs++;
+        c->cqs[scq].refs++;
+    }
+    if (rcq) {
+        c->cqs[rcq].refs++;
+    }
     if (group) {
         c->groups[group].refs++;
     }
@@ -627,11 +719,18 @@ static void rs_qp_release(RSCore *c, uint32_t idx)
 
     rs_qp_set_av(c, qp, NULL);
     rs_qp_set_group(c, qp, 0);
-    c->pds[qp->pd].refs--;
-    c->cqs[qp->send_cq].refs--;
-    c->cqs[qp->recv_cq].refs--;
-    if (qp->srq) {
-        c->srqs[qp->srq].refs--;
+    if (qp->type == RS_QPT_XRC_TGT) {
+        /* Its SRQ, PD and CQ are the last request's: no references. */
+        c->xrcds[qp->xrcd].refs--;
+    } else {
+        c->pds[qp->pd].refs--;
+        c->cqs[qp->send_cq].refs--;
+        if (qp->recv_cq) {
+            c->cqs[qp->recv_cq].refs--;
+        }
+        if (qp->srq) {
+            c->srqs[qp->srq].refs--;
+        }
     }
     qp->valid = false;
     qp->gen++;

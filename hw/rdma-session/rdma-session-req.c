@@ -249,12 +249,14 @@ static bool rs_req_opcode_ok(uint8_t qpt, uint8_t op)
         return true;
     case RS_WR_RDMA_WRITE:
     case RS_WR_RDMA_WRITE_IMM:
+        return qpt == RS_QPT_RC || qpt == RS_QPT_UC || qpt == RS_QPT_XRC_INI;
     case RS_WR_BIND_MW:
         return qpt == RS_QPT_RC || qpt == RS_QPT_UC;
     case RS_WR_SEND_INV:
     case RS_WR_RDMA_READ:
     case RS_WR_ATOMIC_CMP_SWP:
     case RS_WR_ATOMIC_FETCH_ADD:
+        return qpt == RS_QPT_RC || qpt == RS_QPT_XRC_INI;
     case RS_WR_FLUSH:
     case RS_WR_ATOMIC_WRITE:
         return qpt == RS_QPT_RC;
@@ -265,15 +267,19 @@ static bool rs_req_opcode_ok(uint8_t qpt, uint8_t op)
 
 static uint8_t rs_req_rc_op(uint8_t wr_op, uint32_t i, uint32_t n);
 
-/* The wire opcode of packet i (of n) of a message. */
+/*
+ * The wire opcode of packet i (of n) of a message.  UC's and XRC's are
+ * RC's in their transport's range.
+ */
 static uint8_t rs_req_wire_op(uint8_t qpt, uint8_t wr_op, uint32_t i,
                               uint32_t n)
 {
     if (qpt == RS_QPT_UD || qpt == RS_QPT_GSI) {
         return wr_op == RS_WR_SEND_IMM ? 0x65 : 0x64;
     }
-    /* UC's SEND and WRITE opcodes are RC's in the UC transport range. */
-    return rs_req_rc_op(wr_op, i, n) | (qpt == RS_QPT_UC ? RS_OP_UC : 0);
+    return rs_req_rc_op(wr_op, i, n) |
+           (qpt == RS_QPT_UC ? RS_OP_UC :
+            qpt == RS_QPT_XRC_INI ? RS_OP_XRC : RS_OP_RC);
 }
 
 static uint8_t rs_req_rc_op(uint8_t wr_op, uint32_t i, uint32_t n)
@@ -718,6 +724,9 @@ static void rs_req_init_pkt(uint32_t qpn, const RSQp *qp,
 
     pkt->dqpn = ud ? le32_to_cpu(s->w.remote_qpn) : qp->dest_qpn;
     pkt->pkey = 0xffff;
+    if (qp->type == RS_QPT_XRC_INI) {
+        pkt->xrcsrq = le32_to_cpu(s->w.xrc_srqn) & RS_PSN_MASK;
+    }
     if (ud) {
         uint32_t qkey = le32_to_cpu(s->w.remote_qkey);
 
@@ -761,7 +770,7 @@ static bool rs_req_atomic(RSCore *c, RSQp *qp, const RSSendWqe *s,
         qp->rd_out >= MAX(qp->max_rd_atomic, 1)) {
         return false;
     }
-    pkt->opcode = rs_req_rc_op(s->w.opcode, 0, 1);
+    pkt->opcode = rs_req_wire_op(qp->type, s->w.opcode, 0, 1);
     if (s->w.opcode == RS_WR_ATOMIC_CMP_SWP) {
         pkt->swap_add = le64_to_cpu(s->w.swap);
         pkt->compare = le64_to_cpu(s->w.compare_add);
@@ -822,7 +831,7 @@ static bool rs_req_read(RSCore *c, RSQp *qp, const RSSendWqe *s,
         qp->rd_out >= MAX(qp->max_rd_atomic, 1)) {
         return false;
     }
-    pkt->opcode = RS_OP_READ_REQ;
+    pkt->opcode = rs_req_wire_op(qp->type, RS_WR_RDMA_READ, 0, 1);
     pkt->psn = qp->sq_psn;
     pkt->ackreq = true;
     pkt->va += off;
@@ -1096,7 +1105,7 @@ static void rs_req_retry_tick(void *opaque)
         RSQp *qp = &c->qps[qpn];
         int64_t tmo;
 
-        if (!qp->valid || qp->type != RS_QPT_RC ||
+        if (!qp->valid || !rs_qpt_reliable(qp->type) ||
             qp->state != RS_QPS_RTS ||
             rs_psn_diff(qp->sq_psn, qp->una_psn) <= 0 || !qp->timeout) {
             continue;
@@ -1222,7 +1231,7 @@ void rs_engine_post_load(RSCore *c)
         if (qp->ack_pending) {
             qemu_bh_schedule(c->resp_bh);
         }
-        if (qp->type == RS_QPT_RC &&
+        if (rs_qpt_reliable(qp->type) &&
             rs_psn_diff(qp->sq_psn, qp->una_psn) > 0) {
             rs_req_arm_retry(c);
         }

@@ -70,6 +70,12 @@ bool rs_resp_divert(RSCore *c, const struct iovec *iov, int iovcnt)
     return true;
 }
 
+/* A response's transport: RC's, or XRC's for an XRC target. */
+static uint8_t rs_resp_transport(const RSQp *qp)
+{
+    return qp->type == RS_QPT_XRC_TGT ? RS_OP_XRC : RS_OP_RC;
+}
+
 /*
  * Send an ACK/NAK (AETH syndrome) for PSN psn to the QP's peer, or with
  * opcode RS_OP_ATOMIC_ACK the response to an atomic with its original value.
@@ -85,7 +91,7 @@ static void rs_resp_send_ack(RSCore *c, uint32_t qpn, RSQp *qp,
     if (!rs_qp_tuple(c, qp, qpn, NULL, &a)) {
         return;
     }
-    a.opcode = opcode;
+    a.opcode = opcode | rs_resp_transport(qp);
     a.dqpn = qp->dest_qpn;
     a.psn = psn;
     a.syndrome = syndrome;
@@ -271,6 +277,9 @@ static void rs_recv_cqe(RSCore *c, uint32_t qpn, RSQp *qp,
         cqe.src_qp = cpu_to_le32(pkt->sqpn);
         cqe.wc_flags |= RS_WC_F_GRH;
     }
+    if (qp->type == RS_QPT_XRC_TGT) {
+        cqe.srqn = cpu_to_le32(qp->srq);
+    }
     if (qp->srq) {
         qp->srq_claimed = false;
     } else {
@@ -415,6 +424,7 @@ static bool rs_resp_read_pkt(RSCore *c, uint32_t qpn, RSQp *qp, RSRdRes *rd)
     } else {
         p.opcode = RS_OP_READ_RESP_MIDDLE;
     }
+    p.opcode |= rs_resp_transport(qp);
     if (n) {
         /* Checked for every packet: the MR may be gone meanwhile. */
         if (!rs_resp_rkey(c, qp, rd->gid, rd->rkey, rd->va + off, n,
@@ -497,7 +507,8 @@ bool rs_resp_rnr_prompt(RSCore *c, uint32_t qpn, uint8_t timer)
 {
     RSQp *qp = &c->qps[qpn];
 
-    if (!qp->valid || qp->type != RS_QPT_RC || !rs_qp_receiving(qp) ||
+    if (!qp->valid || qp->type == RS_QPT_XRC_INI ||
+        !rs_qpt_reliable(qp->type) || !rs_qp_receiving(qp) ||
         rs_resp_owes(qp)) {
         return false;
     }
@@ -529,7 +540,7 @@ void rs_resp_process(void *opaque)
         if (!qp->valid) {
             continue;
         }
-        if (qp->type == RS_QPT_RC && rs_qp_receiving(qp) &&
+        if (rs_qpt_reliable(qp->type) && rs_qp_receiving(qp) &&
             rs_resp_send_owed(c, qpn, qp, RS_RESP_BUDGET)) {
             more = true;
             continue;
@@ -538,7 +549,7 @@ void rs_resp_process(void *opaque)
             continue;
         }
         qp->ack_pending = false;
-        if (qp->type == RS_QPT_RC && rs_qp_receiving(qp)) {
+        if (rs_qpt_reliable(qp->type) && rs_qp_receiving(qp)) {
             rs_resp_ack(c, qpn, qp, RS_AETH_ACK, qp->ack_psn);
         }
     }
@@ -587,7 +598,7 @@ static void rs_resp_atomic(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
         return;
     }
     orig = ldq_le_p(buf);
-    if (pkt->opcode == RS_OP_CMP_SWAP) {
+    if (rs_op_code(pkt->opcode) == RS_OP_CMP_SWAP) {
         val = orig == pkt->compare ? pkt->swap_add : orig;
     } else {
         val = orig + pkt->swap_add;
@@ -992,7 +1003,7 @@ static void rs_resp_exec_fail(RSCore *c, uint32_t qpn, RSQp *qp,
                               const RSPkt *pkt, uint8_t syndrome,
                               const char *why, const char *uc_why)
 {
-    if (qp->type == RS_QPT_RC) {
+    if (rs_qpt_reliable(qp->type)) {
         rs_resp_nak_fatal(c, qpn, qp, syndrome, pkt->psn, why);
     } else {
         rs_resp_uc_drop(qp, qpn, pkt->psn, uc_why);
@@ -1007,7 +1018,7 @@ static void rs_resp_rwqe_fail(RSCore *c, uint32_t qpn, RSQp *qp,
                               const RSRecvWqe *r, const RSPkt *pkt,
                               uint8_t st)
 {
-    if (qp->type == RS_QPT_RC) {
+    if (rs_qpt_reliable(qp->type)) {
         rs_recv_cqe(c, qpn, qp, r, pkt, st, 0, RS_WR_RECV);
         rs_resp_nak_fatal(c, qpn, qp, st == RS_WC_LOC_LEN_ERR ?
                           RS_AETH_NAK_INV_REQ : RS_AETH_NAK_REM_OP,
@@ -1026,7 +1037,7 @@ static void rs_resp_msg_done(RSQp *qp)
 {
     qp->resp_op = RS_RESP_NONE;
     qp->resp_off = 0;
-    if (qp->type == RS_QPT_RC) {
+    if (rs_qpt_reliable(qp->type)) {
         qp->msn++;
     }
 }
@@ -1044,7 +1055,7 @@ static bool rs_resp_exec_send(RSCore *c, uint32_t qpn, RSQp *qp,
 
     st = rs_resp_get_rwqe(c, qpn, qp, gid, &r);
     if (!st && rs_resp_send_too_long(c, qp, pkt, &r)) {
-        if (qp->type != RS_QPT_RC) {
+        if (!rs_qpt_reliable(qp->type)) {
             rs_resp_uc_drop(qp, qpn, pkt->psn, "UC: message too long");
             return false;
         }
@@ -1197,6 +1208,26 @@ static void rs_resp_rc(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
 }
 
 /*
+ * XRC target: RC's responder, on the XRC SRQ the XRCETH names.  A request
+ * naming an SRQ the target may not use (none, another domain's, another
+ * than its message's first packet named) is an invalid request.
+ */
+static void rs_resp_xrc(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
+                        const RSPkt *pkt)
+{
+    if (!rs_qp_receiving(qp)) {
+        trace_rdma_session_resp_drop(qpn, pkt->psn, "QP not receiving");
+        return;
+    }
+    if (!rs_xrc_tgt_select(c, qpn, qp, pkt->xrcsrq)) {
+        rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_INV_REQ, pkt->psn,
+                          "XRC SRQ");
+        return;
+    }
+    rs_resp_rc(c, qpn, qp, gid, pkt);
+}
+
+/*
  * UC (IBTA vol. 1 chapter 9; rxe's check_psn/check_op_seq): no ACKs, no
  * NAKs.
  * A PSN gap, an opcode out of sequence, a bad rkey or length drop the
@@ -1316,16 +1347,18 @@ void rs_roce_input(RSCore *c, const uint8_t *frame, size_t len)
         return;
     }
     if (qp->state == RS_QPS_RTR && !qp->comm_est &&
-        (qp->type == RS_QPT_RC || qp->type == RS_QPT_UC)) {
+        (rs_qpt_reliable(qp->type) || qp->type == RS_QPT_UC)) {
         /* Communication Established: the first packet in RTR. */
         qp->comm_est = true;
         rs_qp_event(c, qpn, RS_EV_QP_COMM_EST);
     }
     if (rs_opcode[pkt.opcode].flags & RS_OPF_RESP) {
         rs_comp_receive(c, qpn, &pkt);
+    } else if (qp->type == RS_QPT_XRC_TGT) {
+        rs_resp_xrc(c, qpn, qp, gid, &pkt);
     } else if (qp->type == RS_QPT_UD || qp->type == RS_QPT_GSI) {
         rs_resp_ud(c, qpn, qp, gid, &pkt);
-    } else if (qp->type == RS_QPT_RC) {
+    } else if (rs_qpt_reliable(qp->type)) {
         rs_resp_rc(c, qpn, qp, gid, &pkt);
     } else {
         rs_resp_uc(c, qpn, qp, gid, &pkt);

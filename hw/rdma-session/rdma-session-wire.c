@@ -26,9 +26,12 @@
 #define Q_RC    (1u << RS_QPT_RC)
 #define Q_UC    (1u << RS_QPT_UC)
 #define Q_UD    ((1u << RS_QPT_UD) | (1u << RS_QPT_GSI))
+#define Q_XI    (1u << RS_QPT_XRC_INI)      /* XRC responses */
+#define Q_XT    (1u << RS_QPT_XRC_TGT)      /* XRC requests */
 
 #define HL(f) (RS_BTH_LEN +                                         \
                (((f) & RS_OPF_DETH) ? RS_DETH_LEN : 0) +            \
+               (((f) & RS_OPF_XRCETH) ? RS_XRCETH_LEN : 0) +        \
                (((f) & RS_OPF_FETH) ? RS_FETH_LEN : 0) +            \
                (((f) & RS_OPF_RETH) ? RS_RETH_LEN : 0) +            \
                (((f) & RS_OPF_ATMETH) ? RS_ATMETH_LEN : 0) +        \
@@ -43,6 +46,8 @@
 #define SND (RS_OPF_SEND | RS_OPF_REQ | RS_OPF_PAYLOAD)
 #define WRT (RS_OPF_WRITE | RS_OPF_REQ | RS_OPF_PAYLOAD)
 #define RRS (RS_OPF_RESP | RS_OPF_PAYLOAD)
+#define XSN (SND | RS_OPF_XRCETH)
+#define XWR (WRT | RS_OPF_XRCETH)
 
 const RSOpcodeInfo rs_opcode[256] = {
     /* RC */
@@ -96,6 +101,41 @@ const RSOpcodeInfo rs_opcode[256] = {
     OP(0x2a, "UC_WRITE_ONLY", WRT | RS_OPF_ONLY | RS_OPF_RETH, Q_UC),
     OP(0x2b, "UC_WRITE_ONLY_IMM",
        WRT | RS_OPF_ONLY | RS_OPF_RETH | RS_OPF_IMM, Q_UC),
+    /*
+     * XRC: RC's operations in the XRC transport range; every request
+     * carries the XRCETH naming the XRC SRQ at the target.
+     */
+    OP(0xa0, "XRC_SEND_FIRST", XSN | RS_OPF_FIRST, Q_XT),
+    OP(0xa1, "XRC_SEND_MIDDLE", XSN | RS_OPF_MIDDLE, Q_XT),
+    OP(0xa2, "XRC_SEND_LAST", XSN | RS_OPF_LAST, Q_XT),
+    OP(0xa3, "XRC_SEND_LAST_IMM", XSN | RS_OPF_LAST | RS_OPF_IMM, Q_XT),
+    OP(0xa4, "XRC_SEND_ONLY", XSN | RS_OPF_ONLY, Q_XT),
+    OP(0xa5, "XRC_SEND_ONLY_IMM", XSN | RS_OPF_ONLY | RS_OPF_IMM, Q_XT),
+    OP(0xa6, "XRC_WRITE_FIRST", XWR | RS_OPF_FIRST | RS_OPF_RETH, Q_XT),
+    OP(0xa7, "XRC_WRITE_MIDDLE", XWR | RS_OPF_MIDDLE, Q_XT),
+    OP(0xa8, "XRC_WRITE_LAST", XWR | RS_OPF_LAST, Q_XT),
+    OP(0xa9, "XRC_WRITE_LAST_IMM", XWR | RS_OPF_LAST | RS_OPF_IMM, Q_XT),
+    OP(0xaa, "XRC_WRITE_ONLY", XWR | RS_OPF_ONLY | RS_OPF_RETH, Q_XT),
+    OP(0xab, "XRC_WRITE_ONLY_IMM",
+       XWR | RS_OPF_ONLY | RS_OPF_RETH | RS_OPF_IMM, Q_XT),
+    OP(0xac, "XRC_READ_REQUEST", RS_OPF_READ | RS_OPF_REQ | RS_OPF_ONLY |
+       RS_OPF_RETH | RS_OPF_XRCETH, Q_XT),
+    OP(0xad, "XRC_READ_RESPONSE_FIRST", RRS | RS_OPF_FIRST | RS_OPF_AETH,
+       Q_XI),
+    OP(0xae, "XRC_READ_RESPONSE_MIDDLE", RRS | RS_OPF_MIDDLE, Q_XI),
+    OP(0xaf, "XRC_READ_RESPONSE_LAST", RRS | RS_OPF_LAST | RS_OPF_AETH,
+       Q_XI),
+    OP(0xb0, "XRC_READ_RESPONSE_ONLY", RRS | RS_OPF_ONLY | RS_OPF_AETH,
+       Q_XI),
+    OP(0xb1, "XRC_ACK", RS_OPF_RESP | RS_OPF_ONLY | RS_OPF_AETH, Q_XI),
+    OP(0xb2, "XRC_ATOMIC_ACK",
+       RS_OPF_RESP | RS_OPF_ONLY | RS_OPF_AETH | RS_OPF_ATMACK, Q_XI),
+    OP(0xb3, "XRC_COMPARE_SWAP", RS_OPF_ATOMIC | RS_OPF_REQ | RS_OPF_ONLY |
+       RS_OPF_ATMETH | RS_OPF_XRCETH, Q_XT),
+    OP(0xb4, "XRC_FETCH_ADD", RS_OPF_ATOMIC | RS_OPF_REQ | RS_OPF_ONLY |
+       RS_OPF_ATMETH | RS_OPF_XRCETH, Q_XT),
+    OP(0xb6, "XRC_SEND_LAST_INV", XSN | RS_OPF_LAST | RS_OPF_IETH, Q_XT),
+    OP(0xb7, "XRC_SEND_ONLY_INV", XSN | RS_OPF_ONLY | RS_OPF_IETH, Q_XT),
     /* UD */
     OP(0x64, "UD_SEND_ONLY", SND | RS_OPF_ONLY | RS_OPF_DETH, Q_UD),
     OP(0x65, "UD_SEND_ONLY_IMM",
@@ -336,6 +376,10 @@ size_t rs_wire_build(uint8_t *f, RSPkt *pkt, uint32_t paylen)
         stl_be_p(h + 4, pkt->sqpn & RS_PSN_MASK);
         h += RS_DETH_LEN;
     }
+    if (oi->flags & RS_OPF_XRCETH) {
+        stl_be_p(h, pkt->xrcsrq & RS_PSN_MASK);
+        h += RS_XRCETH_LEN;
+    }
     if (oi->flags & RS_OPF_FETH) {
         stl_be_p(h, pkt->feth);
         h += RS_FETH_LEN;
@@ -498,6 +542,10 @@ bool rs_wire_parse(const uint8_t *f, size_t len, RSPkt *pkt,
         pkt->qkey = ldl_be_p(h);
         pkt->sqpn = ldl_be_p(h + 4) & RS_PSN_MASK;
         h += RS_DETH_LEN;
+    }
+    if (oi->flags & RS_OPF_XRCETH) {
+        pkt->xrcsrq = ldl_be_p(h) & RS_PSN_MASK;
+        h += RS_XRCETH_LEN;
     }
     if (oi->flags & RS_OPF_FETH) {
         pkt->feth = ldl_be_p(h);

@@ -29,6 +29,7 @@
 #define RS_ATMETH_LEN       28
 #define RS_ATMACK_LEN       8
 #define RS_FETH_LEN         4
+#define RS_XRCETH_LEN       4
 #define RS_ICRC_LEN         4
 #define RS_L3_OFF           RS_ETH_HLEN
 #define RS_BTH_OFF          (RS_ETH_HLEN + RS_IP4_HLEN + RS_UDP_HLEN)
@@ -43,6 +44,8 @@ enum {
     RS_OP_RC = 0x00,
     RS_OP_UC = 0x20,
     RS_OP_UD = 0x60,
+    RS_OP_XRC = 0xa0,
+    RS_OP_TRANSPORT = 0xe0,     /* the transport bits */
 
     RS_OP_SEND_FIRST = 0x00,
     RS_OP_SEND_MIDDLE = 0x01,
@@ -94,6 +97,7 @@ enum {
     RS_OPF_FETH = 1 << 17,      /* FLUSH extended header, before the RETH */
     RS_OPF_FLUSH = 1 << 18,
     RS_OPF_ATOMIC_WRITE = 1 << 19,
+    RS_OPF_XRCETH = 1 << 20,    /* XRC request: right after the BTH */
 };
 
 typedef struct RSOpcodeInfo {
@@ -117,6 +121,12 @@ extern const RSOpcodeInfo rs_opcode[256];
 #define RS_AETH_NAK_REM_OP      0x63
 
 #define RS_PSN_MASK             0xffffffu
+
+/* The operation of an opcode, whatever its transport (RC's value). */
+static inline uint8_t rs_op_code(uint8_t opcode)
+{
+    return opcode & ~RS_OP_TRANSPORT;
+}
 
 /* Signed distance a - b between two 24-bit PSNs. */
 static inline int32_t rs_psn_diff(uint32_t a, uint32_t b)
@@ -158,6 +168,7 @@ typedef struct RSPkt {
     uint32_t imm;               /* ImmDt: the wire's big-endian value */
     uint32_t ieth;              /* IETH rkey */
     uint32_t feth;              /* FETH: placement type, selectivity */
+    uint32_t xrcsrq;            /* XRCETH: the XRC SRQ number, 24 bits */
     /*
      * A FLUSH with the ICRC Linux soft-RoCE computes (rs_wire_build: send
      * it so; rs_wire_parse: it came so).

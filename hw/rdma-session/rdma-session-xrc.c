@@ -1,0 +1,191 @@
+/*
+ * rdma-session adapter: XRC domains, XRC SRQs and the target's choice of
+ * SRQ (IBTA vol. 1 sections 9.8 and 11.2.10).
+ *
+ * An XRC initiator QP is an RC requester whose requests carry an XRCETH
+ * naming an XRC SRQ at the target.  The XRC target QP answering them has
+ * no receive queue, PD or CQ of its own: each request is taken by the XRC
+ * SRQ its XRCETH names, which must belong to the target's XRC domain; the
+ * SRQ's PD checks the request's R_Key and the SRQ's CQ gets the receive
+ * completion.  So processes sharing a domain share one target QP per
+ * peer, each with its own SRQ.
+ *
+ * The target keeps the SRQ of the last request in its srq, pd and
+ * recv_cq without references; an SRQ that is destroyed is first taken
+ * away from every target that names it (rs_xrc_srq_destroyed), so a
+ * target never follows a stale index.
+ *
+ * Copyright (c) 2026 rdma-session developers
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "rdma-session-core.h"
+#include "trace.h"
+
+uint8_t rs_cmd_create_xrcd(RSCore *c, const struct rs_admin_cmd *cmd,
+                           struct rs_admin_cqe *cqe)
+{
+    uint32_t idx;
+
+    if (cmd->create_pd.flags || cmd->create_pd.rsvd) {
+        return RS_STATUS_BAD_PARAM;
+    }
+    idx = RS_ALLOC(c->xrcds, c->p.max_xrcds, 1);
+    if (!idx) {
+        return RS_STATUS_NO_RESOURCES;
+    }
+    c->xrcds[idx].valid = true;
+    c->xrcds[idx].refs = 0;
+    cqe->handle = cpu_to_le32(rs_handle(idx, c->xrcds[idx].gen));
+    return RS_STATUS_OK;
+}
+
+uint8_t rs_cmd_destroy_xrcd(RSCore *c, const struct rs_admin_cmd *cmd,
+                            struct rs_admin_cqe *cqe)
+{
+    uint32_t idx = RS_LOOKUP(c->xrcds, c->p.max_xrcds,
+                             le32_to_cpu(cmd->destroy.handle));
+
+    if (!idx) {
+        return RS_STATUS_BAD_HANDLE;
+    }
+    if (c->xrcds[idx].refs) {
+        return RS_STATUS_BUSY;      /* its SRQs and target QPs first */
+    }
+    c->xrcds[idx].valid = false;
+    c->xrcds[idx].gen++;
+    return RS_STATUS_OK;
+}
+
+/*
+ * CREATE_SRQ of an XRC SRQ: a valid domain and receive CQ (the PD was
+ * checked by the caller).  *xrcd, *cq: their indices; both 0 for a basic
+ * SRQ, which names neither.
+ */
+uint8_t rs_xrc_srq_check(RSCore *c, const struct rs_cmd_create_srq *cs,
+                         uint32_t pd, uint32_t *xrcd, uint32_t *cq)
+{
+    *xrcd = *cq = 0;
+    if (!cs->xrcd) {
+        return cs->cq ? RS_STATUS_BAD_PARAM : RS_STATUS_OK;
+    }
+    *xrcd = RS_LOOKUP(c->xrcds, c->p.max_xrcds, le32_to_cpu(cs->xrcd));
+    *cq = RS_LOOKUP(c->cqs, c->p.max_cqs, le32_to_cpu(cs->cq));
+    if (!*xrcd || !*cq) {
+        return RS_STATUS_BAD_HANDLE;
+    }
+    /* A kernel SRQ's CQ is the kernel's: its doorbell page is 0. */
+    if ((c->pds[pd].flags & RS_PD_F_PRIVILEGED) && c->cqs[*cq].uar) {
+        return RS_STATUS_BAD_PD;
+    }
+    return RS_STATUS_OK;
+}
+
+/*
+ * XRC SRQ srq is being destroyed: targets that took a receive WQE of it
+ * for a message in progress complete it flushed (its CQ still exists),
+ * and no target names it any more.  The message's next packet names an
+ * SRQ that is gone and is refused.  Bounded by the QP table's size.
+ */
+void rs_xrc_srq_destroyed(RSCore *c, uint32_t srq)
+{
+    for (uint32_t i = 1; i < c->p.max_qps; i++) {
+        RSQp *qp = &c->qps[i];
+
+        if (!qp->valid || qp->type != RS_QPT_XRC_TGT || qp->srq != srq) {
+            continue;
+        }
+        if (qp->srq_claimed) {
+            struct rs_cqe cqe = {
+                .wr_id = qp->srq_wr_id,
+                .qpn = cpu_to_le32(i),
+                .opcode = RS_WR_RECV,
+                .status = RS_WC_WR_FLUSH_ERR,
+                .srqn = cpu_to_le32(srq),
+            };
+
+            qp->srq_claimed = false;
+            rs_cq_post(c, qp->recv_cq, &cqe, false);
+        }
+        trace_rdma_session_xrc_srq_detach(i, srq);
+        qp->srq = qp->pd = qp->recv_cq = 0;
+    }
+}
+
+/*
+ * The XRC SRQ a request to target qp names (XRCETH): one of the target's
+ * domain, and for every packet of a SEND the one its first packet named.
+ * It becomes the target's SRQ, PD and receive CQ.  False: refused.
+ */
+bool rs_xrc_tgt_select(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t srqn)
+{
+    const RSSrq *s;
+
+    if (!srqn || srqn >= c->p.max_srqs) {
+        trace_rdma_session_xrc_refused(qpn, srqn, "no such SRQ");
+        return false;
+    }
+    s = &c->srqs[srqn];
+    if (!s->valid || s->xrcd != qp->xrcd) {
+        trace_rdma_session_xrc_refused(qpn, srqn, "not an SRQ of the "
+                                       "target's XRC domain");
+        return false;
+    }
+    if (qp->srq_claimed && qp->srq != srqn) {
+        trace_rdma_session_xrc_refused(qpn, srqn, "another SRQ than the "
+                                       "message's");
+        return false;
+    }
+    qp->srq = srqn;
+    qp->pd = s->pd;
+    qp->recv_cq = s->cq;
+    return true;
+}
+
+/*
+ * Incoming migration: domains' references, XRC SRQs' domains and CQs,
+ * targets' domains and their borrowed SRQ, PD and CQ.  The other tables
+ * were checked; the reference counts are checked with the rest.
+ */
+bool rs_xrc_state_valid(RSCore *c)
+{
+    uint32_t i;
+
+    for (i = 0; i < c->p.max_srqs; i++) {
+        const RSSrq *s = &c->srqs[i];
+
+        if (!s->valid) {
+            continue;
+        }
+        if (!s->xrcd ? s->cq != 0 :
+            (s->xrcd >= c->p.max_xrcds || !c->xrcds[s->xrcd].valid ||
+             !s->cq || s->cq >= c->p.max_cqs || !c->cqs[s->cq].valid)) {
+            return false;
+        }
+    }
+    for (i = 0; i < c->p.max_qps; i++) {
+        const RSQp *qp = &c->qps[i];
+        const RSSrq *s;
+
+        if (!qp->valid || qp->type != RS_QPT_XRC_TGT) {
+            if (qp->valid && qp->xrcd) {
+                return false;
+            }
+            continue;
+        }
+        if (!qp->xrcd || qp->xrcd >= c->p.max_xrcds ||
+            !c->xrcds[qp->xrcd].valid || qp->send_cq || qp->uar ||
+            qp->sq_log || qp->rq_log || qp->srq >= c->p.max_srqs) {
+            return false;
+        }
+        s = &c->srqs[qp->srq];
+        if (qp->srq ? (!s->valid || s->xrcd != qp->xrcd ||
+                       qp->pd != s->pd || qp->recv_cq != s->cq) :
+                      (qp->pd || qp->recv_cq || qp->srq_claimed)) {
+            return false;
+        }
+    }
+    return true;
+}
