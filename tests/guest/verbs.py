@@ -122,10 +122,11 @@ FEATURES: List[Tuple[str, Tuple[str, ...], Dict[int, List[str]]]] = [
     # rsv-xrc, then ibv_xsrq_pingpong: VM 1 the sender, VM 2 the two
     # processes that share an XRC domain and target QP.
     ("xrc", ("adapter-adapter",),
-     {1: ["xrc-connect", "xrc-send", "xrc-write-read", "xrc-other-domain",
-          "xsrq-pingpong"],
-      2: ["xrc-tgt-connect", "xrc-open-qp", "xrc-recv-a", "xrc-recv-b",
-          "xrc-write-mem", "xrc-other-domain-nothing", "xsrq-pingpong"]}),
+     {1: ["xrc-post-refused", "xrc-connect", "xrc-send", "xrc-write-read",
+          "xrc-other-domain", "xsrq-pingpong"],
+      2: ["xrc-tgt-post-refused", "xrc-tgt-connect", "xrc-open-qp",
+          "xrc-recv-a", "xrc-recv-b", "xrc-write-mem",
+          "xrc-other-domain-nothing", "xsrq-pingpong"]}),
     ("mcast", ("three",), {1: ["devinfo", "ud-send", "mckey-send"],
                            2: ["devinfo", "ud-attach", "ud-recv",
                                "ud-detach", "mckey-recv"],

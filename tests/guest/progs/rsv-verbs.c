@@ -220,8 +220,9 @@ static void comp_masks(void)
 		errno = 0;
 		srq = xrcd ? ibv_create_srq_ex(d.ctx, &sa) : NULL;
 		e = errno;
-		rsv_check(&o, "srq-ex-xrc", ok && srq && !ibv_get_srq_num(srq, &num) &&
-			  num > 0 && num < (1u << 24),
+		if (srq && ibv_get_srq_num(srq, &num))
+			num = 0;
+		rsv_check(&o, "srq-ex-xrc", ok && srq && num > 0 && num < (1u << 24),
 			  "without domain and CQ %s; XRC domain %s; XRC SRQ %s, number %u",
 			  ok ? "refused" : "not refused",
 			  xrcd ? "opened" : strerror(xe),

@@ -32,9 +32,13 @@
  * Usage: rsv-xrc [common options] -- send
  *        rsv-xrc [common options] -c VM1 -- recv-a DOMAIN_FILE SOCKET
  *        rsv-xrc [common options] -- recv-b DOMAIN_FILE SOCKET
- * Checks (prefix -n): send: xrc-connect, xrc-send, xrc-write-read,
- * xrc-other-domain; recv-a: xrc-tgt-connect, xrc-recv-a, xrc-write-mem;
- * recv-b: xrc-open-qp, xrc-recv-b, xrc-other-domain-nothing.
+ *  Posting to a queue an XRC QP does not have fails with EINVAL in the
+ *  provider and is refused by the kernel's uverbs commands.
+ *
+ * Checks (prefix -n): send: xrc-post-refused, xrc-connect, xrc-send,
+ * xrc-write-read, xrc-other-domain; recv-a: xrc-tgt-post-refused,
+ * xrc-tgt-connect, xrc-recv-a, xrc-write-mem; recv-b: xrc-open-qp,
+ * xrc-recv-b, xrc-other-domain-nothing.
  *
  * Copyright (c) 2026 rdma-session developers
  *
@@ -81,6 +85,45 @@ static const struct {
 
 static struct rsv_opts o;
 static struct rsv_dev d;
+
+/*
+ * libibverbs' private (IBVERBS_PRIVATE_34) entry points of the uverbs
+ * POST_SEND and POST_RECV commands, which providers may fall back on:
+ * work requests for the kernel driver.  uverbs refuses both
+ * (EOPNOTSUPP: the driver does not enable them in its uverbs_cmd_mask);
+ * were they enabled, the driver refuses them for XRC QPs (EINVAL: a
+ * target QP has no queues, though it looks like a kernel QP to the
+ * driver, as ib_core creates it without user data).  Anything else,
+ * or a kernel oops (dmesg-clean), is a failure.
+ */
+int ibv_cmd_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+		      struct ibv_send_wr **bad_wr);
+int ibv_cmd_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+		      struct ibv_recv_wr **bad_wr);
+
+/*
+ * What posting to an XRC QP without the queue gives, through the
+ * provider and through the kernel: 4 errnos into e[].
+ */
+static bool kernel_refused(int e)
+{
+	return e == EOPNOTSUPP || e == EINVAL;
+}
+
+static void post_refused(struct ibv_qp *qp, bool send, int e[4])
+{
+	static uint8_t b[64];
+	struct ibv_sge sge = { (uintptr_t)b, sizeof(b), 0 };
+	struct ibv_send_wr swr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1,
+				   .opcode = IBV_WR_SEND }, *sbad;
+	struct ibv_recv_wr rwr = { .wr_id = 2, .sg_list = &sge, .num_sge = 1 },
+		*rbad;
+
+	e[0] = send ? ibv_post_send(qp, &swr, &sbad) : 0;
+	e[1] = ibv_post_recv(qp, &rwr, &rbad);
+	e[2] = send ? ibv_cmd_post_send(qp, &swr, &sbad) : 0;
+	e[3] = ibv_cmd_post_recv(qp, &rwr, &rbad);
+}
 
 static uint32_t seed_of(int i)
 {
@@ -357,7 +400,7 @@ static int recv_a(const char *file, const char *sock)
 	char why[256] = "";
 	uint8_t *mem;
 	struct rx r;
-	int ls, bfd, fd, err, got;
+	int ls, bfd, fd, err, got, pe[4];
 	bool ok;
 	long bad;
 
@@ -368,6 +411,13 @@ static int recv_a(const char *file, const char *sock)
 	tgt = ibv_create_qp_ex(d.ctx, &qa);
 	if (!tgt)
 		rsv_die("ibv_create_qp_ex XRC_RECV: %s", strerror(errno));
+	post_refused(tgt, true, pe);
+	rsv_check(&o, "xrc-tgt-post-refused", pe[0] == EINVAL &&
+		  pe[1] == EINVAL && kernel_refused(pe[2]) &&
+		  kernel_refused(pe[3]),
+		  "XRC_RECV QP %u: ibv_post_send %s, ibv_post_recv %s; through the kernel: send %s, receive %s",
+		  tgt->qp_num, strerror(pe[0]), strerror(pe[1]),
+		  strerror(pe[2]), strerror(pe[3]));
 	mem = aligned_alloc(4096, 4 * 4096);
 	memset(mem, 0, MEMLEN);
 	/* On the PD of A's SRQ, which the target checks R_Keys against. */
@@ -585,7 +635,7 @@ static int sender(void)
 	struct ibv_qp *qp;
 	char why[256] = "";
 	uint8_t *buf, *rd;
-	int fd, err, i, st;
+	int fd, err, i, st, pe[4];
 	bool ok;
 	long bad;
 
@@ -601,6 +651,11 @@ static int sender(void)
 	if (!qp)
 		rsv_die("ibv_create_qp_ex XRC_SEND: %s", strerror(errno));
 	qpx = ibv_qp_to_qp_ex(qp);
+	post_refused(qp, false, pe);
+	rsv_check(&o, "xrc-post-refused", pe[1] == EINVAL &&
+		  kernel_refused(pe[3]),
+		  "XRC_SEND QP %u: ibv_post_recv %s; through the kernel %s",
+		  qp->qp_num, strerror(pe[1]), strerror(pe[3]));
 	rsv_info(&d, qp, 0x1000, &me);
 	if (!rsv_xchg(fd, &me, &peer, sizeof(me)))
 		rsv_die("out-of-band exchange failed");
