@@ -663,7 +663,9 @@ static bool rs_mr_pages_used_valid(void *opaque, int version_id)
 /*
  * Every reference count is the number of live objects that hold one:
  * QPs hold their PD, CQs, SRQ, session group and (with an address
- * vector) GID; MRs and AHs their PD and GID; SRQs their PD; sessions
+ * vector) GID, XRC targets their domain instead of PD, CQs and SRQ; MRs
+ * and AHs their PD and GID; SRQs their PD, XRC SRQs also their domain
+ * and CQ; sessions
  * their GID; groups each member session.  The indices were checked
  * before.  A wrong count would let DESTROY free an object still in use.
  */
@@ -682,22 +684,25 @@ static bool rs_core_refs_valid(RSCore *c)
     for (i = 0; i < p->max_qps; i++) {
         const RSQp *qp = &c->qps[i];
 
-        if (qp->valid && qp->type == RS_QPT_XRC_TGT) {
+        if (!qp->valid) {
+            continue;
+        }
+        if (qp->type == RS_QPT_XRC_TGT) {
             /* Its SRQ, PD and CQ are borrowed from the last request's. */
             xrcd[qp->xrcd]++;
-        } else if (qp->valid) {
+        } else {
             pd[qp->pd]++;
             cq[qp->send_cq]++;
             cq[qp->recv_cq]++;
             if (qp->srq) {
                 srq[qp->srq]++;
             }
-            if (qp->group) {
-                grp[qp->group]++;
-            }
-            if (qp->has_av) {
-                gid[qp->av.gid_index]++;
-            }
+        }
+        if (qp->group) {
+            grp[qp->group]++;
+        }
+        if (qp->has_av) {
+            gid[qp->av.gid_index]++;
         }
     }
     for (i = 0; i < p->max_mrs; i++) {
@@ -793,8 +798,10 @@ static bool rs_qp_sent_valid(RSCore *c, const RSQp *qp)
 static bool rs_qp_state_valid(RSCore *c, const RSQp *qp)
 {
     const RSParams *p = &c->p;
-    /* XRC: the target has no queues (rs_xrc_state_valid checked what it
-     * borrows), the initiator no receive side. */
+    /*
+     * XRC: the target has no queues (rs_xrc_state_valid checked what it
+     * borrows), the initiator no receive side.
+     */
     bool tgt = qp->type == RS_QPT_XRC_TGT;
     bool ini = qp->type == RS_QPT_XRC_INI;
     uint32_t j;

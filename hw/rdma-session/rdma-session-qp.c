@@ -331,7 +331,8 @@ static uint8_t rs_create_qp_xrc_tgt(RSCore *c,
 /*
  * Every other type: PD, send CQ and send queue; a receive CQ and a
  * receive queue or SRQ, except an XRC initiator, which has no receive
- * side (recv_cq, srq, rq_addr, rq_log_size and max_recv_sge 0).
+ * side (recv_cq, srq, rq_addr, rq_log_size and max_recv_sge 0).  The
+ * rings' memory is checked last (rs_create_qp_rings).
  */
 static uint8_t rs_create_qp_queues(RSCore *c,
                                    const struct rs_cmd_create_qp *cq,
@@ -343,7 +344,6 @@ static uint8_t rs_create_qp_queues(RSCore *c,
     uint32_t uar = le32_to_cpu(cq->uar);
     uint64_t rq_addr = le64_to_cpu(cq->rq_addr);
     uint16_t max_inline = le16_to_cpu(cq->max_inline);
-    uint8_t st;
 
     if (cq->xrcd || (ini && (cq->recv_cq || cq->srq || rq_addr ||
                              cq->rq_log_size || cq->max_recv_sge))) {
@@ -388,10 +388,20 @@ static uint8_t rs_create_qp_queues(RSCore *c,
         (cq->flags & ~RS_QP_F_SIGNAL_ALL)) {
         return RS_STATUS_BAD_PARAM;
     }
+    return RS_STATUS_OK;
+}
+
+/* The send queue's and receive queue's memory (rq: it has its own). */
+static uint8_t rs_create_qp_rings(RSCore *c,
+                                  const struct rs_cmd_create_qp *cq, bool rq)
+{
+    uint8_t st;
+
     st = rs_check_wq(c, le64_to_cpu(cq->sq_addr), cq->sq_log_size,
-                     rs_sq_stride(cq->max_send_sge, max_inline));
+                     rs_sq_stride(cq->max_send_sge,
+                                  le16_to_cpu(cq->max_inline)));
     if (!st && rq) {
-        st = rs_check_wq(c, rq_addr, cq->rq_log_size,
+        st = rs_check_wq(c, le64_to_cpu(cq->rq_addr), cq->rq_log_size,
                          rs_rq_stride(cq->max_recv_sge));
     }
     return st;
@@ -425,6 +435,11 @@ uint8_t rs_cmd_create_qp(RSCore *c, const struct rs_admin_cmd *cmd,
             return RS_STATUS_BAD_HANDLE;
         }
     }
+    rq = !tgt && !srq && cq->qp_type != RS_QPT_XRC_INI;
+    st = tgt ? RS_STATUS_OK : rs_create_qp_rings(c, cq, rq);
+    if (st) {
+        return st;
+    }
     if (cq->qp_type == RS_QPT_GSI) {
         if (c->qps[RS_GSI_QPN].valid) {
             return RS_STATUS_EXISTS;
@@ -437,7 +452,6 @@ uint8_t rs_cmd_create_qp(RSCore *c, const struct rs_admin_cmd *cmd,
         }
     }
 
-    rq = !tgt && !srq && cq->qp_type != RS_QPT_XRC_INI;
     qp = &c->qps[idx];
     *qp = (RSQp) { .gen = qp->gen };
     qp->valid = true;

@@ -55,13 +55,13 @@ rxe-rev.log, adapter.log, nvmf.log) and VM directory (vms, vms-NAME).
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # pylint: disable=wrong-import-position
-from rstest.suite import TOP, Run, Suite, guest_files  # noqa: E402
+from rstest.suite import (TOP, Run, Suite, guest_files,  # noqa: E402
+                          need_tshark)
 
 LAUNCH_PREFIX = "[launch-vms] "
 
@@ -154,7 +154,7 @@ def held_capture(s: Suite, pcap: str, hold: int) -> None:
     """The hold on the wire, as the soft-RoCE VM received it: RNR NAKs
     (AETH syndrome 001 + timer) from VM 1, timer 0 (655.36 ms) every
     300 ms of the hold, then timer 1 (0.01 ms) from the destination."""
-    tshark = shutil.which("tshark")
+    tshark = need_tshark(os.path.join(s.dir, "tshark-install.log"))
     if not os.path.isfile(pcap) or os.path.getsize(pcap) == 0 or not tshark:
         s.report(False, "held-capture", "no capture %s or no tshark" % pcap)
         return

@@ -32,7 +32,8 @@ from typing import List, Optional, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # pylint: disable=wrong-import-position
-from rstest.suite import TOP, Run, Suite, guest_files  # noqa: E402
+from rstest.suite import (TOP, Run, Suite, guest_files,  # noqa: E402
+                          need_tshark)
 
 PROGS = ("ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong ibv_srq_pingpong "
          "ib_send_bw ib_send_lat ib_write_bw ib_write_lat ib_read_bw "
@@ -204,14 +205,7 @@ class Matrix:
         scripts/roce-icrc.py checks every ICRC (tshark 4.0 shows the ICRC
         but does not verify it) and must reject a copy with one flipped
         byte."""
-        if shutil.which("tshark") is None:
-            with open(os.path.join(self.dir, "tshark-install.log"),
-                      "w") as log:
-                subprocess.call(
-                    ["bash", "-c", '. "$1/scripts/apt-private.sh" && '
-                     'apt_need "" tshark', "bash", TOP],
-                    stdin=subprocess.DEVNULL, stdout=log,
-                    stderr=subprocess.STDOUT)
+        need_tshark(os.path.join(self.dir, "tshark-install.log"))
         noheur: List[str] = []
         if shutil.which("tshark") is not None:
             # The payloads are test data: no guessing of upper protocols

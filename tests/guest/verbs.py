@@ -33,7 +33,6 @@ as "Unknown OpCode", are checked byte by byte, each with its response.
 
 import importlib.util
 import os
-import shutil
 import struct
 import subprocess
 import sys
@@ -43,7 +42,7 @@ from typing import Dict, List, Tuple
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # pylint: disable=wrong-import-position
 from rstest import checks  # noqa: E402
-from rstest.suite import Suite, guest_files  # noqa: E402
+from rstest.suite import Suite, guest_files, need_tshark  # noqa: E402
 
 PAIRINGS = {
     "adapter-adapter": ["-n", "2"],
@@ -259,9 +258,10 @@ def flush_capture(s: Suite, pairing: str, pcap: str) -> None:
     s.tap("ok" if ok else "fail", name + "-bytes", detail)
     ok, detail = icrc_check(pcap, pairing in PAIRING_QEMU)
     s.tap("ok" if ok else "fail", name + "-icrc", detail)
-    tshark = shutil.which("tshark")
+    tshark = need_tshark(os.path.join(s.dir, "tshark-install.log"))
     if not tshark:
-        s.report(False, name + "-tshark", "no tshark")
+        s.report(False, name + "-tshark", "no tshark (see %s)" %
+                 os.path.join(s.dir, "tshark-install.log"))
         return
 
     # The payloads are test data: no guessing of what they carry (tshark

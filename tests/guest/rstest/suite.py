@@ -53,6 +53,19 @@ def guest_files(*names: str) -> str:
     return text.rstrip("\n")
 
 
+def need_tshark(log: str) -> Optional[str]:
+    """tshark's path, installed first (Debian's, with the project's
+    private apt configuration) if the machine has none; apt's output goes
+    to the file log.  None if it could not be installed."""
+    if shutil.which("tshark") is None:
+        with open(log, "w") as f:
+            subprocess.call(["bash", "-c", '. "$1/scripts/apt-private.sh" && '
+                             'apt_need "" tshark', "bash", TOP],
+                            stdin=subprocess.DEVNULL, stdout=f,
+                            stderr=subprocess.STDOUT)
+    return shutil.which("tshark")
+
+
 def qmp(sock: str, cmds) -> "tuple[bool, list]":
     """QMP commands [(NAME, ARGS or None), ...] on one connection to sock
     (a VM's qmp.sock): (True, their return values) or (False, what went

@@ -4,8 +4,9 @@
  * Brings the adapter up as a driver does (admin queue, GIDs, a PD, CQs,
  * MRs with every access right, RC QPs over loopback, RC/UC/UD QPs paired
  * with a remote GID that exists only in this fuzzer, an RC QP over IPv6,
- * a bound type 1 and type 2 memory window, requests outstanding towards
- * the remote) and then feeds the input to
+ * a bound type 1 and type 2 memory window, an XRC initiator and an XRC
+ * target with an XRC SRQ, requests outstanding towards the remote) and
+ * then feeds the input to
  * the adapter as frames from the network through a socket netdev: RoCEv2
  * frames built from the input with valid Ethernet/IP/UDP/BTH headers and
  * a correct ICRC, so that the input reaches the responder, the completer
@@ -74,6 +75,8 @@ enum {
     RSF_QP_UC,          /* UC to the remote */
     RSF_QP_UD,
     RSF_QP_RC6,         /* RC to the remote fd00::2 over GID 1 */
+    RSF_QP_XINI,        /* XRC initiator to the remote */
+    RSF_QP_XTGT,        /* XRC target of the remote, on the XRC SRQ */
     RSF_NQP,
 };
 
@@ -108,6 +111,8 @@ typedef struct RSFState {
     RSFMr mr[RSF_NMR];
     uint32_t pd, ah, cq[2];
     uint32_t cq_ci[2];
+    uint32_t xrcd, srq, srq_pi;     /* an XRC domain and its XRC SRQ */
+    struct rs_cmd_create_srq srq_c;
 } RSFState;
 
 static int rsf_sock[2] = { -1, -1 };
@@ -252,18 +257,25 @@ static void rsf_create_qp(RSFState *f, RSFQp *q, uint8_t type, uint32_t group)
 
     memset(c, 0, sizeof(*c));
     c->qp_type = type;
+    q->type = type;
+    if (type == RS_QPT_XRC_TGT) {
+        c->xrcd = f->xrcd;
+        rsf_ok(qrs_create_qp(&f->d, c, &q->h, &q->qpn), "CREATE_QP");
+        return;
+    }
     c->pd = f->pd;
     c->send_cq = f->cq[0];
-    c->recv_cq = f->cq[1];
     c->sq_log_size = RSF_WQ_LOG;
-    c->rq_log_size = RSF_WQ_LOG;
     c->max_send_sge = 2;
-    c->max_recv_sge = 2;
     c->max_inline = 64;
     c->session_group = 0;
     c->sq_addr = rsf_buf(f, qrs_qp_sq_bytes(c));
-    c->rq_addr = rsf_buf(f, qrs_qp_rq_bytes(c));
-    q->type = type;
+    if (type != RS_QPT_XRC_INI) {
+        c->recv_cq = f->cq[1];
+        c->rq_log_size = RSF_WQ_LOG;
+        c->max_recv_sge = 2;
+        c->rq_addr = rsf_buf(f, qrs_qp_rq_bytes(c));
+    }
     rsf_ok(qrs_create_qp(&f->d, c, &q->h, &q->qpn), "CREATE_QP");
 }
 
@@ -272,7 +284,9 @@ static void rsf_connect(RSFState *f, RSFQp *q, uint32_t dest_qpn,
                         const uint8_t *dgid, uint32_t gid_index,
                         uint32_t group)
 {
-    bool rc = q->type == RS_QPT_RC, ud = q->type == RS_QPT_UD;
+    bool rc = q->type == RS_QPT_RC || q->type == RS_QPT_XRC_INI ||
+              q->type == RS_QPT_XRC_TGT;
+    bool ud = q->type == RS_QPT_UD;
     struct rs_qp_attr a = {
         .path_mtu = RS_MTU_1024,
         .port_num = 1,
@@ -341,15 +355,28 @@ static void rsf_post_send(RSFState *f, RSFQp *q, struct rs_send_wqe_ctrl *w,
     qrs_db_writel(&f->d, 0, RS_DB_SQ, q->qpn | (q->sq_pi & 0xffff) << 16);
 }
 
+/* A receive on the QP's queue; an XRC QP's goes to the XRC SRQ. */
 static void rsf_post_recv(RSFState *f, RSFQp *q, const struct rs_sge *sge)
 {
     QTestState *s = qrs_qts(&f->d);
+    bool xrc = q->type == RS_QPT_XRC_INI || q->type == RS_QPT_XRC_TGT;
     struct rs_recv_wqe_ctrl w = { .wr_id = 0x1000 + q->rq_pi, .num_sge = 1 };
-    uint64_t slot = rsf_slot(q->c.rq_addr, qrs_qp_rq_bytes(&q->c),
-                             q->c.rq_log_size, q->rq_pi);
+    uint64_t slot = xrc ?
+        rsf_slot(f->srq_c.ring_addr,
+                 (uint64_t)qrs_recv_stride(1) << f->srq_c.log_size,
+                 f->srq_c.log_size, f->srq_pi) :
+        rsf_slot(q->c.rq_addr, qrs_qp_rq_bytes(&q->c), q->c.rq_log_size,
+                 q->rq_pi);
 
     qtest_memwrite(s, slot, &w, sizeof(w));
     qtest_memwrite(s, slot + sizeof(w), sge, sizeof(*sge));
+    if (xrc) {
+        f->srq_pi++;
+        qrs_db_writel(&f->d, 0, RS_DB_SRQ,
+                      (f->srq & RS_HANDLE_INDEX_MASK) |
+                      (f->srq_pi & 0xffff) << 16);
+        /* A doorbell for the receive queue XRC QPs do not have. */
+    }
     q->rq_pi++;
     qrs_db_writel(&f->d, 0, RS_DB_RQ, q->qpn | (q->rq_pi & 0xffff) << 16);
 }
@@ -408,6 +435,7 @@ static void rsf_post_op(RSFState *f, RSFQp *q, uint8_t op, uint32_t len,
         .remote_qkey = RSF_QKEY,
         /* SEND_INV, LOCAL_INV: the remote key, an MR's or a window's. */
         .imm_or_inv = rmr->key,
+        .xrc_srqn = f->srq & RS_HANDLE_INDEX_MASK,
     };
     struct rs_sge sge = {
         .addr = l->base,
@@ -418,6 +446,13 @@ static void rsf_post_op(RSFState *f, RSFQp *q, uint8_t op, uint32_t len,
     if (op == RS_WR_ATOMIC_CMP_SWP || op == RS_WR_ATOMIC_FETCH_ADD) {
         sge.length = 8;
         w.remote_addr &= ~7ull;
+    }
+    if (!q->c.sq_log_size) {
+        /* An XRC target has no send queue: the doorbell alone. */
+        q->sq_pi++;
+        qrs_db_writel(&f->d, 0, RS_DB_SQ,
+                      q->qpn | (q->sq_pi & 0xffff) << 16);
+        return;
     }
     rsf_post_send(f, q, &w, &sge);
 }
@@ -506,6 +541,21 @@ static void rsf_bring_up(RSFState *f, QTestState *s)
     rsf_create_qp(f, &f->qp[RSF_QP_UC], RS_QPT_UC, 0);
     rsf_create_qp(f, &f->qp[RSF_QP_UD], RS_QPT_UD, 0);
     rsf_create_qp(f, &f->qp[RSF_QP_RC6], RS_QPT_RC, 0);
+    {
+        struct rs_cmd_create_pd xc = { 0 };
+
+        rsf_ok(qrs_admin_cmd(&f->d, RS_CMD_CREATE_XRCD, &xc, sizeof(xc),
+                             &f->xrcd, NULL), "CREATE_XRCD");
+        f->srq_c = (struct rs_cmd_create_srq) {
+            .pd = f->pd, .log_size = RSF_WQ_LOG, .max_sge = 1,
+            .xrcd = f->xrcd, .cq = f->cq[1],
+        };
+        f->srq_c.ring_addr = rsf_buf(f, (uint64_t)qrs_recv_stride(1) <<
+                                        RSF_WQ_LOG);
+        rsf_ok(qrs_create_srq(&f->d, &f->srq_c, &f->srq), "CREATE_SRQ");
+    }
+    rsf_create_qp(f, &f->qp[RSF_QP_XINI], RS_QPT_XRC_INI, 0);
+    rsf_create_qp(f, &f->qp[RSF_QP_XTGT], RS_QPT_XRC_TGT, 0);
     memcpy(lgid, gid, 16);
     rsf_connect(f, &f->qp[RSF_QP_LOOP_A], f->qp[RSF_QP_LOOP_B].qpn, lgid, 0,
                 group);
@@ -515,6 +565,8 @@ static void rsf_bring_up(RSFState *f, QTestState *s)
     rsf_connect(f, &f->qp[RSF_QP_UC], RSF_REMOTE_QPN, rgid, 0, 0);
     rsf_connect(f, &f->qp[RSF_QP_UD], 0, rgid, 0, 0);
     rsf_connect(f, &f->qp[RSF_QP_RC6], RSF_REMOTE_QPN, rsf_ip6_remote, 1, 0);
+    rsf_connect(f, &f->qp[RSF_QP_XINI], RSF_REMOTE_QPN, rgid, 0, 0);
+    rsf_connect(f, &f->qp[RSF_QP_XTGT], RSF_REMOTE_QPN, rgid, 0, 0);
 
     /*
      * Memory windows, bound before the requests below leave the send
@@ -564,6 +616,15 @@ static void rsf_bring_up(RSFState *f, QTestState *s)
         rsf_post_op(f, q, RS_WR_ATOMIC_FETCH_ADD, 8, m, 64, 0);
         rsf_post_op(f, q, RS_WR_SEND, 100, m, 0, 0);
     }
+    /* ... and from the XRC initiator: XRC responses complete them. */
+    rsf_post_op(f, &f->qp[RSF_QP_XINI], RS_WR_RDMA_WRITE, 64,
+                &f->mr[RSF_MR_ALL], 0, 0);
+    rsf_post_op(f, &f->qp[RSF_QP_XINI], RS_WR_RDMA_READ, 2048,
+                &f->mr[RSF_MR_ALL], RSF_PAGE, 0);
+    rsf_post_op(f, &f->qp[RSF_QP_XINI], RS_WR_ATOMIC_FETCH_ADD, 8,
+                &f->mr[RSF_MR_ALL], 64, 0);
+    rsf_post_op(f, &f->qp[RSF_QP_XINI], RS_WR_SEND, 100,
+                &f->mr[RSF_MR_ALL], 0, 0);
     rsf_lan_rx(f);
     rsf_settle(s);
 }
@@ -700,20 +761,23 @@ static RSFQp *rsf_qp_sel(RSFState *f, uint8_t sel)
 /*
  * A RoCE frame to one of our QPs.  Operands: qp, opcode, BTH flags,
  * control (bit 0: raw opcode, 1: raw dest QPN in the next 3 bytes,
- * 2: valid key and address from MR control>>4 & 3, 3: bad ICRC),
+ * 2: valid key and address from MR control>>4 & 3, 3: bad ICRC,
+ * 6: an XRC request's XRCETH from the input, not the XRC SRQ's number),
  * PSN delta (signed), UDP source port low byte, ack request, then the
- * extension headers and payload.
+ * extension headers and payload.  An XRC request to the target gets
+ * the XRCETH after the BTH (the input's headers follow it).
  */
 static void rsf_op_roce(RSFState *f, QTestState *s, const uint8_t *d,
                         size_t len)
 {
     static const uint8_t tbits[] = {
         [RS_QPT_RC] = 0x00, [RS_QPT_UC] = 0x20, [RS_QPT_UD] = 0x60,
+        [RS_QPT_XRC_INI] = 0xa0, [RS_QPT_XRC_TGT] = 0xa0,
     };
     uint8_t l4[12 + RSF_MAX_FRAME], frame[RSF_MAX_FRAME + 128];
     uint8_t op, ctl, bth_flags, sport, ackreq;
     uint32_t qpn, psn;
-    size_t ext, n;
+    size_t ext, n, h = 12;       /* where the input's headers go */
     RSFQp *q;
 
     if (len < 7) {
@@ -738,35 +802,45 @@ static void rsf_op_roce(RSFState *f, QTestState *s, const uint8_t *d,
         d += 3;
         len -= 3;
     }
-    ext = MIN(len, sizeof(l4) - 12 - 28);
+    if (q->type == RS_QPT_XRC_TGT && !rsf_op_is_resp(op) &&
+        (op & 0xe0) == 0xa0) {
+        stl_be_p(l4 + 12, ctl & 0x40 && len >= 4 ? ldl_be_p(d) :
+                 f->srq & RS_HANDLE_INDEX_MASK);
+        if (ctl & 0x40 && len >= 4) {
+            d += 4;
+            len -= 4;
+        }
+        h = 16;
+    }
+    ext = MIN(len, sizeof(l4) - h - 28);
 
     l4[0] = op;
     l4[1] = bth_flags;
     stw_be_p(l4 + 2, 0xffff);
     stl_be_p(l4 + 4, qpn);
     stl_be_p(l4 + 8, (psn & 0xffffff) | (uint32_t)ackreq << 24);
-    memcpy(l4 + 12, d, ext);
-    n = 12 + ext;
+    memcpy(l4 + h, d, ext);
+    n = h + ext;
     if (q->type == RS_QPT_UD && (op & 0xe0) == 0x60 && n >= 20 &&
         (ctl & 4)) {
         stl_be_p(l4 + 12, RSF_QKEY);
     } else if ((ctl & 4) && rsf_op_has_va(op)) {
         const RSFMr *m = &f->mr[(ctl >> 4) % RSF_NMR];
-        size_t need = 12 + ((op & 0x1f) >= 0x13 ? 28 : 16);  /* ATMETH, RETH */
+        size_t need = h + ((op & 0x1f) >= 0x13 ? 28 : 16);  /* ATMETH, RETH */
         uint64_t va;
 
         if (n < need) {
             memset(l4 + n, 0, need - n);
             n = need;
         }
-        va = m->base + ldl_be_p(l4 + 12 + 4) % m->len;
+        va = m->base + ldl_be_p(l4 + h + 4) % m->len;
         if ((op & 0x1f) >= 0x13) {
             va &= ~7ull;
         }
-        stq_be_p(l4 + 12, va);
-        stl_be_p(l4 + 20, m->key);
+        stq_be_p(l4 + h, va);
+        stl_be_p(l4 + h + 8, m->key);
         if ((op & 0x1f) < 0x13) {
-            stl_be_p(l4 + 24, ldl_be_p(l4 + 24) % (m->len + 1));
+            stl_be_p(l4 + h + 12, ldl_be_p(l4 + h + 12) % (m->len + 1));
         }
     }
     if (!rsf_op_is_resp(op)) {
@@ -914,8 +988,8 @@ static GString *rsf_cmdline(FuzzTarget *t)
     g_string_printf(cmd_line,
         TARGET_NAME " -display none -machine q35,accel=qtest -nodefaults "
         "-m 128M -device rdma-session,addr=04.0,netdev=n0,mac=" RS_QOS_MAC_STR
-        ",max-qps=8,max-cqs=4,max-mrs=8,max-pds=2,max-ahs=2,max-sessions=2,"
-        "max-session-groups=2,max-gids=4,max-srqs=2,db-pages=2,"
+        ",max-qps=10,max-cqs=4,max-mrs=8,max-pds=2,max-ahs=2,max-sessions=2,"
+        "max-session-groups=2,max-gids=4,max-srqs=2,max-xrcds=2,db-pages=2,"
         "max-mr-pages=64,num-comp-vectors=1,mtu=1024 "
         "-netdev socket,fd=%d,id=n0", rsf_sock[1]);
     return cmd_line;

@@ -127,6 +127,9 @@ void roce_reseal(uint8_t *f, size_t len)
 /* Does AETH follow the BTH of this opcode (ACK, READ response)? */
 static bool roce_has_aeth(uint8_t op)
 {
+    if ((op & 0xe0) == OP_XRC) {
+        op &= 0x1f;             /* XRC's responses are RC's */
+    }
     return op == OP_READ_RESP_FIRST || op == OP_READ_RESP_LAST ||
            op == OP_READ_RESP_ONLY || op == OP_ACK || op == OP_ACK + 1;
 }

@@ -64,6 +64,7 @@ enum {
     OP_CMP_SWAP = 0x13,
     OP_FETCH_ADD = 0x14,
     OP_UC = 0x20,               /* | the RC opcode: its UC one */
+    OP_XRC = 0xa0,              /* | the RC opcode: its XRC one */
     OP_UD_SEND_ONLY = 0x64,
     OP_UD_SEND_ONLY_IMM = 0x65,
 

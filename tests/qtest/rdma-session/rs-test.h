@@ -38,6 +38,7 @@
 #define DEF_MAX_MRS             1024
 #define DEF_MAX_PDS             256
 #define DEF_MAX_SRQS            256
+#define DEF_MAX_XRCDS           64
 #define DEF_MAX_GIDS            16
 #define DEF_MAX_MCAST_GRP       32
 #define DEF_MAX_MCAST_QP_ATTACH 8
