@@ -94,6 +94,7 @@ int rs_ib_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
 	struct rs_ibdev *dev = to_rsdev(ibcq->device);
 	struct rs_cq *cq = to_rscq(ibcq);
 	unsigned long flags;
+	struct rs_srq *srq;
 	struct rs_cqe *e;
 	struct rs_qp *qp;
 	int n = 0;
@@ -115,10 +116,21 @@ int rs_ib_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
 			w->qp = &qp->ibqp;
 			if (!(e->opcode & RS_WR_RECV))
 				rs_wq_consume_send(qp, e->status);
-			else
+			else if (!e->srqn)
 				rs_wq_consume_recv(qp->srq ? &qp->srq->wq : &qp->rq);
 		}
 		xa_unlock(&dev->qps);
+		/*
+		 * A receive through an XRC target QP (qpn) took a WQE of the
+		 * XRC SRQ srqn, which is this CQ's: the target has no queue.
+		 */
+		if (e->srqn && (e->opcode & RS_WR_RECV)) {
+			xa_lock(&dev->srqs);
+			srq = xa_load(&dev->srqs, e->srqn & RS_HANDLE_INDEX_MASK);
+			if (srq && srq->ibsrq.srq_type == IB_SRQT_XRC)
+				rs_wq_consume_recv(&srq->wq);
+			xa_unlock(&dev->srqs);
+		}
 		if (e->opcode == RS_WR_RECV)
 			w->opcode = IB_WC_RECV;
 		else if (e->opcode == RS_WR_RECV_RDMA_IMM)
@@ -369,6 +381,13 @@ int rs_ib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 				      qp->qpn);
 		return -EINVAL;
 	}
+	/* Not a user QP for ib_core, but without a send queue. */
+	if (qp->rs_type == RS_QPT_XRC_TGT) {
+		ibdev_dbg_ratelimited(&dev->ibdev, "QP %u: post_send on an XRC target QP\n",
+				      qp->qpn);
+		*bad = wr;
+		return -EINVAL;
+	}
 	spin_lock_irqsave(&wq->lock, flags);
 	/* In ERR the device completes them flushed (ib_drain_sq). */
 	if (qp->state < IB_QPS_RTS) {
@@ -470,6 +489,13 @@ int rs_ib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 	if (qp->srq) {
 		ibdev_dbg_ratelimited(&dev->ibdev, "QP %u: post_recv on a QP with an SRQ\n",
 				      qp->qpn);
+		return -EINVAL;
+	}
+	/* Its requests take the WQEs of the XRC SRQs they name. */
+	if (qp->rs_type == RS_QPT_XRC_TGT) {
+		ibdev_dbg_ratelimited(&dev->ibdev, "QP %u: post_recv on an XRC target QP\n",
+				      qp->qpn);
+		*bad = wr;
 		return -EINVAL;
 	}
 	spin_lock_irqsave(&qp->rq.lock, flags);

@@ -82,6 +82,12 @@ struct rs_pd {
 	u32 handle;
 };
 
+/* An XRC domain (RS_CAP_XRC): its XRC SRQs and target QPs name it. */
+struct rs_xrcd {
+	struct ib_xrcd ibxrcd;
+	u32 handle;
+};
+
 /* Queue memory: whole pages, DMA-mapped; mappable with vm_insert_page. */
 struct rs_buf {
 	void *va;
@@ -127,6 +133,11 @@ struct rs_wq {
 	u8 *signaled;			/* SQ of kernel QPs: per slot */
 };
 
+/*
+ * An XRC SRQ (IB_SRQT_XRC) is a basic SRQ plus its domain and receive CQ;
+ * its receive completions carry its number (rs_cqe.srqn, the handle's
+ * index) and the target QP's number, not a QP of its own.
+ */
 struct rs_srq {
 	struct ib_srq ibsrq;
 	u32 handle;
@@ -138,6 +149,12 @@ struct rs_srq {
 
 struct rs_session;		/* rdma_session_verbs.c */
 
+/*
+ * An XRC target QP (RS_QPT_XRC_TGT) has no rings, PD or CQs: sq and rq
+ * stay empty (ring.va NULL), and ib_core creates it with udata NULL even
+ * for user space, so user is false for it.  An XRC initiator is a user
+ * QP with a send ring only.
+ */
 struct rs_qp {
 	struct ib_qp ibqp;
 	struct rs_srq *srq;
@@ -244,6 +261,11 @@ static inline struct rs_ucontext *to_rsuc(struct ib_ucontext *uc)
 static inline struct rs_pd *to_rspd(struct ib_pd *pd)
 {
 	return container_of(pd, struct rs_pd, ibpd);
+}
+
+static inline struct rs_xrcd *to_rsxrcd(struct ib_xrcd *xrcd)
+{
+	return container_of(xrcd, struct rs_xrcd, ibxrcd);
 }
 
 static inline struct rs_cq *to_rscq(struct ib_cq *cq)

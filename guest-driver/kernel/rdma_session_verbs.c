@@ -38,6 +38,11 @@
  * - Kernel AHs keep a DMA-mapped copy of their address vector that kernel
  *   UD WQEs point to (RS_WQE_F_AV_ADDR): an AH created in atomic context
  *   is usable before its deferred CREATE_AH has run.
+ * - XRC (RS_CAP_XRC only): XRC domains, XRC SRQs (domain and receive CQ;
+ *   srq_num is the handle's index, the number the initiators' XRCETH and
+ *   the CQEs carry), XRC initiator QPs (user space only: a send ring) and
+ *   XRC target QPs (no rings, PD or CQs; ib_core creates them with udata
+ *   NULL, for user space too).  Both XRC QP types get a session like RC.
  */
 #include <linux/bitfield.h>
 #include <linux/bitmap.h>
@@ -106,6 +111,12 @@ struct rs_session {
 static inline struct rs_mmap_entry *to_rsmmap(struct rdma_user_mmap_entry *e)
 {
 	return container_of(e, struct rs_mmap_entry, rdma);
+}
+
+/* XRC domains, SRQs and QPs: only a device that reports them. */
+static inline bool rs_has_xrc(struct rs_ibdev *dev)
+{
+	return dev->rdev->caps & RS_CAP_XRC;
 }
 
 /* ------------------------------------------------------------------ */
@@ -316,6 +327,13 @@ static int rs_ib_query_device(struct ib_device *ibdev, struct ib_device_attr *a,
 	/* User SRQs only: rs_ib_modify_srq(). */
 	if (dev->rdev->caps & RS_CAP_SRQ)
 		a->device_cap_flags |= IB_DEVICE_SRQ_RESIZE;
+	/*
+	 * ib_device_attr has no XRC domain limit (nor has ibv_device_attr):
+	 * the device's max_xrcds is enforced by the device, CREATE_XRCD
+	 * failing with RS_STATUS_NO_RESOURCES.
+	 */
+	if (rs_has_xrc(dev))
+		a->device_cap_flags |= IB_DEVICE_XRC;
 	a->kernel_cap_flags = IBK_LOCAL_DMA_LKEY;
 	a->max_send_sge = da->max_sge;
 	a->max_recv_sge = da->max_sge;
@@ -606,6 +624,40 @@ static int rs_ib_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
 	return rs_ib_cmd_destroy(to_rsdev(ibpd->device), RS_CMD_DESTROY_PD,
 				 to_rspd(ibpd)->handle);
+}
+
+/*
+ * XRC domains: a device object that XRC SRQs and target QPs name.
+ * ib_core shares one between processes (the inode of the file given to
+ * ibv_open_xrcd) and deallocates it once nothing uses it; the device
+ * refuses to destroy a domain that an SRQ or target QP still belongs to.
+ */
+static int rs_ib_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
+{
+	struct rs_ibdev *dev = to_rsdev(ibxrcd->device);
+	struct rs_admin_cmd cmd = {};
+	struct rs_admin_cqe cqe;
+	int err;
+
+	if (!rs_has_xrc(dev))
+		return -EOPNOTSUPP;
+	if (udata && udata->inlen &&
+	    !ib_is_udata_cleared(udata, 0, udata->inlen)) {
+		ibdev_dbg(&dev->ibdev, "alloc_xrcd: driver input is not supported\n");
+		return -EINVAL;
+	}
+	cmd.hdr.opcode = RS_CMD_CREATE_XRCD;
+	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
+	if (err)
+		return err;
+	to_rsxrcd(ibxrcd)->handle = cqe.handle;
+	return 0;
+}
+
+static int rs_ib_dealloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
+{
+	return rs_ib_cmd_destroy(to_rsdev(ibxrcd->device), RS_CMD_DESTROY_XRCD,
+				 to_rsxrcd(ibxrcd)->handle);
 }
 
 /* ------------------------------------------------------------------ */
@@ -963,6 +1015,10 @@ static int rs_qp_type(enum ib_qp_type t)
 		return RS_QPT_UD;
 	case IB_QPT_GSI:
 		return RS_QPT_GSI;
+	case IB_QPT_XRC_INI:
+		return RS_QPT_XRC_INI;
+	case IB_QPT_XRC_TGT:
+		return RS_QPT_XRC_TGT;
 	default:
 		return -EOPNOTSUPP;
 	}
@@ -974,6 +1030,50 @@ static void rs_wq_free(struct rs_ibdev *dev, struct rs_wq *wq)
 	rs_buf_free(dev, &wq->ring);
 	kfree(wq->signaled);
 	wq->signaled = NULL;
+}
+
+/*
+ * An XRC target QP: no rings, PD, CQs or doorbell page, only its domain.
+ * ib_core calls with udata NULL and pd NULL for user space too
+ * (ib_create_qp_user), and then makes the QP shareable through the
+ * domain (ib_open_qp).  Queue sizes asked for are ignored, as mlx5 does:
+ * the QP has no queues, and reports none.
+ */
+static int rs_ib_create_xrc_tgt(struct rs_ibdev *dev, struct rs_qp *qp,
+				struct ib_qp_init_attr *init)
+{
+	struct rs_admin_cmd cmd = {};
+	struct rs_admin_cqe cqe;
+	int err;
+
+	if (!init->xrcd) {
+		ibdev_dbg(&dev->ibdev, "create_qp: XRC target QP without an XRC domain\n");
+		return -EINVAL;
+	}
+	qp->rs_type = RS_QPT_XRC_TGT;
+	qp->state = IB_QPS_RESET;
+	spin_lock_init(&qp->sq.lock);
+	spin_lock_init(&qp->rq.lock);
+
+	cmd.hdr.opcode = RS_CMD_CREATE_QP;
+	cmd.create_qp.qp_type = RS_QPT_XRC_TGT;
+	cmd.create_qp.xrcd = to_rsxrcd(init->xrcd)->handle;
+	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
+	if (err)
+		return err;
+	qp->handle = cqe.handle;
+	qp->qpn = cqe.result1;
+	qp->ibqp.qp_num = qp->qpn;
+
+	err = xa_err(xa_store_irq(&dev->qps, qp->qpn, qp, GFP_KERNEL));
+	if (err) {
+		rs_ib_cmd_destroy(dev, RS_CMD_DESTROY_QP, qp->handle);
+		return err;
+	}
+	memset(&init->cap, 0, sizeof(init->cap));
+	qp->cap = init->cap;
+	atomic64_inc(&dev->cnt[RS_CNT_QP_CREATED]);
+	return 0;
 }
 
 static int rs_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
@@ -989,6 +1089,7 @@ static int rs_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	struct rs_admin_cmd cmd = {};
 	struct rs_admin_cqe cqe;
 	u32 sq_n, rq_n, ssge, rsge, inl;
+	bool ini, has_rq;
 	int type, err;
 
 	type = rs_qp_type(init->qp_type);
@@ -996,13 +1097,42 @@ static int rs_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		return type;
 	if (init->create_flags)
 		return -EOPNOTSUPP;
-	if (init->srq && type == RS_QPT_GSI) {
-		ibdev_dbg(&dev->ibdev, "create_qp: the GSI QP cannot use an SRQ\n");
+	ini = type == RS_QPT_XRC_INI;
+	if ((ini || type == RS_QPT_XRC_TGT) && !rs_has_xrc(dev))
+		return -EOPNOTSUPP;
+	if (type == RS_QPT_XRC_TGT)
+		return rs_ib_create_xrc_tgt(dev, qp, init);
+	/*
+	 * The send queue of an initiator is written by the provider; the
+	 * kernel's data path builds no XRCETH.
+	 */
+	if (ini && !udata) {
+		ibdev_dbg(&dev->ibdev, "create_qp: XRC initiator QPs are for user space only\n");
+		return -EOPNOTSUPP;
+	}
+	if (init->srq && (type == RS_QPT_GSI || ini)) {
+		ibdev_dbg(&dev->ibdev, "create_qp: a %s QP cannot use an SRQ\n",
+			  ini ? "XRC initiator" : "GSI");
+		return -EINVAL;
+	}
+	if (init->srq && init->srq->srq_type != IB_SRQT_BASIC) {
+		ibdev_dbg(&dev->ibdev, "create_qp: SRQ of type %d, only XRC target QPs take requests to an XRC SRQ\n",
+			  init->srq->srq_type);
+		return -EINVAL;
+	}
+	if (!init->send_cq || (!ini && !init->recv_cq)) {
+		ibdev_dbg(&dev->ibdev, "create_qp: no %s CQ\n",
+			  init->send_cq ? "receive" : "send");
 		return -EINVAL;
 	}
 	if (type == RS_QPT_GSI && udata) {
 		ibdev_dbg(&dev->ibdev, "create_qp: the GSI QP is the kernel's\n");
 		return -EINVAL;
+	}
+	/* An initiator has no receive side: uverbs' write path zeroes these too. */
+	if (ini) {
+		cap->max_recv_wr = 0;
+		cap->max_recv_sge = 0;
 	}
 	if (cap->max_send_wr > da->max_qp_wr || cap->max_recv_wr > da->max_qp_wr ||
 	    cap->max_send_sge > da->max_sge || cap->max_recv_sge > da->max_sge ||
@@ -1015,6 +1145,7 @@ static int rs_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		return -EINVAL;
 	}
 
+	has_rq = !init->srq && !ini;
 	sq_n = roundup_pow_of_two(max(cap->max_send_wr, 2u));
 	rq_n = roundup_pow_of_two(max(cap->max_recv_wr, 2u));
 	ssge = max(cap->max_send_sge, 1u);
@@ -1028,9 +1159,9 @@ static int rs_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
 	qp->max_inline = inl;
 	qp->sq.log = ilog2(sq_n);
-	qp->rq.log = ilog2(rq_n);
+	qp->rq.log = has_rq ? ilog2(rq_n) : 0;
 	qp->sq.max_sge = ssge;
-	qp->rq.max_sge = rsge;
+	qp->rq.max_sge = has_rq ? rsge : 0;
 	/* The device's strides (spec, "Work queues"). */
 	qp->sq.stride = roundup_pow_of_two(sizeof(struct rs_send_wqe_ctrl) +
 					   max(ssge * (u32)sizeof(struct rs_sge), inl));
@@ -1042,7 +1173,7 @@ static int rs_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	err = rs_buf_alloc(dev, &qp->sq.ring, (size_t)qp->sq.stride << qp->sq.log);
 	if (err)
 		return err;
-	if (!qp->srq) {
+	if (has_rq) {
 		err = rs_buf_alloc(dev, &qp->rq.ring,
 				   (size_t)qp->rq.stride << qp->rq.log);
 		if (err)
@@ -1058,16 +1189,16 @@ static int rs_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 
 	cmd.hdr.opcode = RS_CMD_CREATE_QP;
 	cmd.create_qp.sq_addr = qp->sq.ring.dma;
-	cmd.create_qp.rq_addr = qp->srq ? 0 : qp->rq.ring.dma;
+	cmd.create_qp.rq_addr = has_rq ? qp->rq.ring.dma : 0;
 	cmd.create_qp.srq = qp->srq ? qp->srq->handle : 0;
 	cmd.create_qp.pd = to_rspd(ibqp->pd)->handle;
 	cmd.create_qp.send_cq = to_rscq(init->send_cq)->handle;
-	cmd.create_qp.recv_cq = to_rscq(init->recv_cq)->handle;
+	cmd.create_qp.recv_cq = ini ? 0 : to_rscq(init->recv_cq)->handle;
 	cmd.create_qp.qp_type = type;
 	cmd.create_qp.sq_log_size = qp->sq.log;
-	cmd.create_qp.rq_log_size = qp->srq ? 0 : qp->rq.log;
+	cmd.create_qp.rq_log_size = qp->rq.log;
 	cmd.create_qp.max_send_sge = ssge;
-	cmd.create_qp.max_recv_sge = qp->srq ? 0 : rsge;
+	cmd.create_qp.max_recv_sge = qp->rq.max_sge;
 	cmd.create_qp.flags = qp->sig_all ? RS_QP_F_SIGNAL_ALL : 0;
 	cmd.create_qp.max_inline = inl;
 	cmd.create_qp.uar = uc ? uc->uar : 0;
@@ -1083,9 +1214,9 @@ static int rs_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		goto err_destroy;
 
 	cap->max_send_wr = sq_n;
-	cap->max_recv_wr = qp->srq ? 0 : rq_n;
+	cap->max_recv_wr = has_rq ? rq_n : 0;
 	cap->max_send_sge = ssge;
-	cap->max_recv_sge = qp->srq ? 0 : rsge;
+	cap->max_recv_sge = qp->rq.max_sge;
 	cap->max_inline_data = inl;
 	qp->cap = *cap;
 
@@ -1098,7 +1229,7 @@ static int rs_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 			qp->sq.mentry = NULL;
 			goto err_xa;
 		}
-		if (!qp->srq) {
+		if (has_rq) {
 			qp->rq.mentry = rs_mmap_insert(dev, &uc->ibuc, RS_MMAP_MEM,
 						       (u64)(uintptr_t)qp->rq.ring.va,
 						       qp->rq.ring.size, 0,
@@ -1113,9 +1244,9 @@ static int rs_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		resp.sq_bytes = qp->sq.ring.size;
 		resp.qpn = qp->qpn;
 		resp.sq_log_size = qp->sq.log;
-		resp.rq_log_size = qp->srq ? 0 : qp->rq.log;
+		resp.rq_log_size = qp->rq.log;
 		resp.sq_stride = qp->sq.stride;
-		resp.rq_stride = qp->srq ? 0 : qp->rq.stride;
+		resp.rq_stride = has_rq ? qp->rq.stride : 0;
 		resp.max_inline = inl;
 		err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
 		if (err)
@@ -1185,6 +1316,9 @@ static void rs_wq_reset(struct rs_wq *wq)
 {
 	unsigned long flags;
 
+	/* No such queue (an SRQ's QP, an XRC QP). */
+	if (!wq->ring.va)
+		return;
 	spin_lock_irqsave(&wq->lock, flags);
 	wq->pi = 0;
 	wq->ci = 0;
@@ -1269,8 +1403,13 @@ static int rs_ib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask
 		a->ah.flow_label = grh->flow_label;
 		a->ah.gid_index = grh->sgid_index;
 
-		/* A new primary path of a connected QP: its session. */
-		if (qp->rs_type == RS_QPT_RC || qp->rs_type == RS_QPT_UC) {
+		/*
+		 * A new primary path of a connected QP: its session.  An
+		 * XRC target sends its responses on one as RC does.
+		 */
+		if (qp->rs_type == RS_QPT_RC || qp->rs_type == RS_QPT_UC ||
+		    qp->rs_type == RS_QPT_XRC_INI ||
+		    qp->rs_type == RS_QPT_XRC_TGT) {
 			u32 rqpn = (mask & IB_QP_DEST_QPN) ? attr->dest_qp_num :
 							     qp->dest_qpn;
 
@@ -1369,6 +1508,7 @@ static int rs_ib_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	init->qp_type = ibqp->qp_type;
 	init->send_cq = ibqp->send_cq;
 	init->recv_cq = ibqp->recv_cq;
+	init->xrcd = ibqp->xrcd;
 	init->cap = qp->cap;
 	init->sq_sig_type = qp->sig_all ? IB_SIGNAL_ALL_WR : IB_SIGNAL_REQ_WR;
 	init->port_num = RS_PORT_NUM;
@@ -1393,11 +1533,26 @@ static int rs_ib_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	struct ib_srq_attr *attr = &init->attr;
 	struct rs_admin_cmd cmd = {};
 	struct rs_admin_cqe cqe;
+	bool xrc = init->srq_type == IB_SRQT_XRC;
 	u32 n, sge;
 	int err;
 
-	if (!(dev->rdev->caps & RS_CAP_SRQ) || init->srq_type != IB_SRQT_BASIC)
+	/* No tag matching. */
+	if (!(dev->rdev->caps & RS_CAP_SRQ) ||
+	    (init->srq_type != IB_SRQT_BASIC && !(xrc && rs_has_xrc(dev))))
 		return -EOPNOTSUPP;
+	if (xrc && (!init->ext.xrc.xrcd || !init->ext.cq)) {
+		ibdev_dbg(&dev->ibdev, "create_srq: XRC SRQ without %s\n",
+			  init->ext.cq ? "an XRC domain" : "a CQ");
+		return -EINVAL;
+	}
+	/* Its receive completions are polled where the SRQ is posted to. */
+	if (xrc && to_rscq(init->ext.cq)->user != !!udata) {
+		ibdev_dbg(&dev->ibdev, "create_srq: XRC SRQ of %s with a CQ of %s\n",
+			  udata ? "user space" : "the kernel",
+			  udata ? "the kernel" : "user space");
+		return -EINVAL;
+	}
 	if (attr->max_wr < 1 || attr->max_wr > da->max_srq_wr ||
 	    attr->max_sge > da->max_srq_sge || attr->srq_limit >= attr->max_wr) {
 		ibdev_dbg(&dev->ibdev,
@@ -1428,10 +1583,17 @@ static int rs_ib_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	cmd.create_srq.log_size = srq->wq.log;
 	cmd.create_srq.max_sge = sge;
 	cmd.create_srq.srq_limit = attr->srq_limit;
+	if (xrc) {
+		cmd.create_srq.xrcd = to_rsxrcd(init->ext.xrc.xrcd)->handle;
+		cmd.create_srq.cq = to_rscq(init->ext.cq)->handle;
+	}
 	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
 	if (err)
 		goto err_free;
 	srq->handle = cqe.handle;
+	/* The XRCETH's and the CQEs' SRQ number (ABI: the handle's index). */
+	if (xrc)
+		ibsrq->ext.xrc.srq_num = srq->handle & RS_HANDLE_INDEX_MASK;
 
 	err = xa_err(xa_store_irq(&dev->srqs, srq->handle & RS_HANDLE_INDEX_MASK,
 				  srq, GFP_KERNEL));
@@ -2225,6 +2387,14 @@ static const struct ib_device_ops rs_ib_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_ucontext, rs_ucontext, ibuc),
 };
 
+/* Added to rs_ib_ops when the device reports RS_CAP_XRC. */
+static const struct ib_device_ops rs_ib_xrc_ops = {
+	.alloc_xrcd = rs_ib_alloc_xrcd,
+	.dealloc_xrcd = rs_ib_dealloc_xrcd,
+
+	INIT_RDMA_OBJ_SIZE(ib_xrcd, rs_xrcd, ibxrcd),
+};
+
 int rs_ib_register(struct rs_dev *rdev)
 {
 	struct device *pdev = &rdev->pdev->dev;
@@ -2277,6 +2447,10 @@ int rs_ib_register(struct rs_dev *rdev)
 	strscpy(dev->ibdev.node_desc, "rdma-session RoCEv2 adapter",
 		sizeof(dev->ibdev.node_desc));
 	ib_set_device_ops(&dev->ibdev, &rs_ib_ops);
+	if (rs_has_xrc(dev)) {
+		ib_set_device_ops(&dev->ibdev, &rs_ib_xrc_ops);
+		dev_info(pdev, "XRC: up to %u XRC domains\n", da->max_xrcds);
+	}
 
 	err = rs_comp_irqs_request(dev);
 	if (err) {

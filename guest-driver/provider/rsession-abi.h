@@ -36,6 +36,8 @@ DECLARE_DRV_CMD(rs_create_ah, IB_USER_VERBS_CMD_CREATE_AH, empty,
 		rs_uverbs_create_ah_resp);
 DECLARE_DRV_CMD(rs_create_srq, IB_USER_VERBS_CMD_CREATE_SRQ, empty,
 		rs_uverbs_create_srq_resp);
+DECLARE_DRV_CMD(rs_create_xsrq, IB_USER_VERBS_CMD_CREATE_XSRQ, empty,
+		rs_uverbs_create_srq_resp);
 DECLARE_DRV_CMD(rs_resize_cq, IB_USER_VERBS_CMD_RESIZE_CQ, rs_uverbs_resize_cq,
 		rs_uverbs_resize_cq_resp);
 DECLARE_DRV_CMD(rs_modify_srq, IB_USER_VERBS_CMD_MODIFY_SRQ,

@@ -60,7 +60,15 @@ static const struct verbs_context_ops rs_ctx_ops = {
 	.post_srq_recv = rs_post_srq_recv,
 	.attach_mcast = ibv_cmd_attach_mcast,
 	.detach_mcast = ibv_cmd_detach_mcast,
-	/* No XRC: libibverbs' defaults fail with EOPNOTSUPP. */
+	/*
+	 * XRC: the kernel offers XRC domains only on a device that reports
+	 * them (RS_CAP_XRC, IBV_DEVICE_XRC); elsewhere open_xrcd fails there
+	 * and nothing XRC can be created.
+	 */
+	.open_xrcd = rs_open_xrcd,
+	.close_xrcd = rs_close_xrcd,
+	.get_srq_num = rs_get_srq_num,
+	.open_qp = rs_open_qp,
 };
 
 static struct verbs_context *rs_alloc_context(struct ibv_device *ibdev,
@@ -106,6 +114,7 @@ static struct verbs_context *rs_alloc_context(struct ibv_device *ibdev,
 	}
 
 	pthread_spin_init(&ctx->qp_table_lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_spin_init(&ctx->srq_table_lock, PTHREAD_PROCESS_PRIVATE);
 	verbs_set_ops(&ctx->ibvctx, &rs_ctx_ops);
 	return &ctx->ibvctx;
 
@@ -122,6 +131,8 @@ static void rs_free_context(struct ibv_context *ibctx)
 	munmap(ctx->db, ctx->db_map_len);
 	free(ctx->qp_table);
 	pthread_spin_destroy(&ctx->qp_table_lock);
+	free(ctx->srq_table);
+	pthread_spin_destroy(&ctx->srq_table_lock);
 	verbs_uninit_context(&ctx->ibvctx);
 	free(ctx);
 }

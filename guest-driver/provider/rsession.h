@@ -41,6 +41,15 @@ struct rs_context {
 	pthread_spinlock_t qp_table_lock;
 	struct rs_qp **qp_table;
 	uint32_t qp_table_size;
+
+	/*
+	 * XRC SRQ number -> XRC SRQ of this context, for the receive
+	 * completions that name it (rs_cqe.srqn): they come through an XRC
+	 * target QP, which has no queue of its own.  Grown on demand.
+	 */
+	pthread_spinlock_t srq_table_lock;
+	struct rs_srq **srq_table;
+	uint32_t srq_table_size;
 };
 
 struct rs_pd {
@@ -77,7 +86,9 @@ struct rs_wq {
 /*
  * Shared receive queue.  The device takes WQEs in ring order and copies
  * each one it takes, so a slot is free once as many receive completions
- * of its QPs as WQEs before it were polled: "done" counts them.
+ * of its QPs as WQEs before it were polled: "done" counts them.  An XRC
+ * SRQ (vsrq.srq_type IBV_SRQT_XRC, number vsrq.srq_num) counts the
+ * completions of its CQ that carry its number.
  */
 struct rs_srq {
 	struct verbs_srq vsrq;
@@ -86,6 +97,11 @@ struct rs_srq {
 	uint32_t done;			/* receive completions polled */
 };
 
+/*
+ * A QP.  XRC_SEND: a send queue only (rq empty).  XRC_RECV (created or
+ * opened with ibv_open_qp): no queues at all; its receives complete on
+ * the XRC SRQs the requests name, so it is not in the QP table.
+ */
 struct rs_qp {
 	struct verbs_qp vqp;
 	struct rs_srq *srq;
@@ -173,6 +189,9 @@ int rs_query_port(struct ibv_context *context, uint8_t port,
 
 struct ibv_pd *rs_alloc_pd(struct ibv_context *context);
 int rs_dealloc_pd(struct ibv_pd *pd);
+struct ibv_xrcd *rs_open_xrcd(struct ibv_context *context,
+			      struct ibv_xrcd_init_attr *attr);
+int rs_close_xrcd(struct ibv_xrcd *xrcd);
 
 struct ibv_mr *rs_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 			 uint64_t hca_va, int access);
@@ -199,6 +218,8 @@ int rs_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 		struct ibv_qp_init_attr *init_attr);
 int rs_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask);
 int rs_destroy_qp(struct ibv_qp *qp);
+struct ibv_qp *rs_open_qp(struct ibv_context *context,
+			  struct ibv_qp_open_attr *attr);
 struct ibv_srq *rs_create_srq(struct ibv_pd *pd,
 			      struct ibv_srq_init_attr *attr);
 struct ibv_srq *rs_create_srq_ex(struct ibv_context *context,
@@ -207,6 +228,7 @@ int rs_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr,
 		  int attr_mask);
 int rs_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr);
 int rs_destroy_srq(struct ibv_srq *srq);
+int rs_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num);
 int rs_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 		     struct ibv_recv_wr **bad_wr);
 int rs_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr,

@@ -102,6 +102,43 @@ int rs_dealloc_pd(struct ibv_pd *ibpd)
 	return 0;
 }
 
+/*
+ * XRC domains: the kernel shares one between the processes that open it
+ * through the same file (attr->fd, O_CREAT); no driver data.
+ */
+struct ibv_xrcd *rs_open_xrcd(struct ibv_context *context,
+			      struct ibv_xrcd_init_attr *attr)
+{
+	struct ib_uverbs_open_xrcd_resp resp;
+	struct ibv_open_xrcd cmd;
+	struct verbs_xrcd *xrcd;
+	int err;
+
+	xrcd = calloc(1, sizeof(*xrcd));
+	if (!xrcd)
+		return NULL;
+	err = ibv_cmd_open_xrcd(context, xrcd, sizeof(*xrcd), attr, &cmd,
+				sizeof(cmd), &resp, sizeof(resp));
+	if (err) {
+		free(xrcd);
+		errno = err;
+		return NULL;
+	}
+	return &xrcd->xrcd;
+}
+
+int rs_close_xrcd(struct ibv_xrcd *ibxrcd)
+{
+	struct verbs_xrcd *xrcd = container_of(ibxrcd, struct verbs_xrcd, xrcd);
+	int err;
+
+	err = ibv_cmd_close_xrcd(xrcd);
+	if (err)
+		return err;
+	free(xrcd);
+	return 0;
+}
+
 struct ibv_mr *rs_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 			 uint64_t hca_va, int access)
 {
@@ -299,6 +336,69 @@ static struct rs_qp *rs_qp_lookup(struct rs_context *ctx, struct rs_cq *cq,
 }
 
 /* ------------------------------------------------------------------ */
+/* XRC SRQ table: SRQ number -> XRC SRQ for the completion path       */
+/* ------------------------------------------------------------------ */
+
+static int rs_srq_table_insert(struct rs_context *ctx, struct rs_srq *srq)
+{
+	uint32_t num = srq->vsrq.srq_num;
+	int err = 0;
+
+	pthread_spin_lock(&ctx->srq_table_lock);
+	if (num >= ctx->srq_table_size) {
+		uint32_t n = roundup_pow_of_two((uint64_t)num + 1);
+		struct rs_srq **t;
+
+		if (n < 64)
+			n = 64;
+		t = realloc(ctx->srq_table, n * sizeof(*t));
+		if (!t) {
+			err = ENOMEM;
+			goto out;
+		}
+		memset(t + ctx->srq_table_size, 0,
+		       (n - ctx->srq_table_size) * sizeof(*t));
+		ctx->srq_table = t;
+		ctx->srq_table_size = n;
+	}
+	if (ctx->srq_table[num])
+		err = EEXIST;
+	else
+		ctx->srq_table[num] = srq;
+out:
+	pthread_spin_unlock(&ctx->srq_table_lock);
+	return err;
+}
+
+static void rs_srq_table_remove(struct rs_context *ctx, struct rs_srq *srq)
+{
+	uint32_t num = srq->vsrq.srq_num;
+
+	pthread_spin_lock(&ctx->srq_table_lock);
+	if (num < ctx->srq_table_size && ctx->srq_table[num] == srq)
+		ctx->srq_table[num] = NULL;
+	pthread_spin_unlock(&ctx->srq_table_lock);
+}
+
+/*
+ * A receive completion of the XRC SRQ numbered srqn: one more WQE of it
+ * done.  Under the table lock, so that the SRQ is not freed meanwhile.
+ * False if this context has no such SRQ (destroyed since).
+ */
+static bool rs_xrc_srq_done(struct rs_context *ctx, uint32_t srqn)
+{
+	struct rs_srq *srq = NULL;
+
+	pthread_spin_lock(&ctx->srq_table_lock);
+	if (srqn < ctx->srq_table_size)
+		srq = ctx->srq_table[srqn];
+	if (srq)
+		__atomic_fetch_add(&srq->done, 1, __ATOMIC_RELEASE);
+	pthread_spin_unlock(&ctx->srq_table_lock);
+	return srq != NULL;
+}
+
+/* ------------------------------------------------------------------ */
 /* Completion queues                                                  */
 /* ------------------------------------------------------------------ */
 
@@ -383,8 +483,10 @@ static __be32 rs_wc_imm(const struct rs_cqe *cqe)
 /*
  * Take the next valid CQE into *out (copied, so the ring slot can be
  * reused as soon as the consumer index is reported) and retire the work
- * request it completes.  Returns the QP, or NULL when the CQ is empty.
- * CQEs of QPs destroyed meanwhile are dropped.  Called with cq->lock.
+ * request it completes.  0 with the QP in *qpp (NULL for a receive on an
+ * XRC SRQ: its qpn is the XRC target QP's, which is not polled here), or
+ * ENOENT when the CQ is empty.  CQEs of QPs or XRC SRQs destroyed
+ * meanwhile are dropped.  Called with cq->lock.
  */
 static int rs_next_cqe(struct rs_cq *cq, struct rs_cqe *out,
 		       struct rs_qp **qpp)
@@ -406,6 +508,15 @@ static int rs_next_cqe(struct rs_cq *cq, struct rs_cqe *out,
 		memcpy(out, cqe, sizeof(*out));
 		cq->ci++;
 		cq->ci_dirty = true;
+
+		/* srqn is 0 in every CQE but an XRC SRQ's receive. */
+		if (out->srqn) {
+			if (!(out->opcode & RS_WR_RECV) ||
+			    !rs_xrc_srq_done(ctx, le32toh(out->srqn)))
+				continue;
+			*qpp = NULL;
+			return 0;
+		}
 
 		qp = rs_qp_lookup(ctx, cq, le32toh(out->qpn) & RS_HANDLE_INDEX_MASK);
 		if (!qp)
@@ -825,6 +936,12 @@ static void rs_unmap_wq(struct rs_wq *wq)
 	wq->buf = NULL;
 }
 
+static bool rs_qp_type_ok(enum ibv_qp_type t)
+{
+	return t == IBV_QPT_RC || t == IBV_QPT_UC || t == IBV_QPT_UD ||
+	       t == IBV_QPT_XRC_SEND || t == IBV_QPT_XRC_RECV;
+}
+
 static struct ibv_qp *rs_create_qp_common(struct ibv_context *context,
 					  struct ibv_qp_init_attr_ex *attr)
 {
@@ -832,20 +949,22 @@ static struct ibv_qp *rs_create_qp_common(struct ibv_context *context,
 	struct rs_create_qp_resp resp = {};
 	struct rs_uverbs_create_qp_resp *drv = &resp.drv_payload;
 	struct rs_create_qp cmd = {};
-	uint32_t comp_mask;
+	struct ibv_qp_init_attr_ex kattr;
+	bool xsend = attr->qp_type == IBV_QPT_XRC_SEND;
+	bool xrecv = attr->qp_type == IBV_QPT_XRC_RECV;
 	struct rs_qp *qp;
 	int err;
 
-	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
-	    attr->qp_type != IBV_QPT_UD) {
+	if (!rs_qp_type_ok(attr->qp_type)) {
 		err = EOPNOTSUPP;
 		goto err_out;
 	}
 	/*
-	 * Every field behind a comp_mask bit may hold its default (no XRC
-	 * domain, no create flags, no TSO header, no RSS): such a bit is
-	 * accepted and dropped before the command, which knows only PD and
-	 * SEND_OPS_FLAGS.  Anything else is not offered.
+	 * Every field behind a comp_mask bit may hold its default (no
+	 * create flags, no TSO header, no RSS; no XRC domain but for
+	 * XRC_RECV): such a bit is accepted and dropped before the command,
+	 * which knows only PD, XRCD and SEND_OPS_FLAGS.  Anything else is
+	 * not offered.
 	 */
 	if (!check_comp_mask(attr->comp_mask, IBV_QP_INIT_ATTR_PD |
 					      IBV_QP_INIT_ATTR_XRCD |
@@ -854,7 +973,8 @@ static struct ibv_qp *rs_create_qp_common(struct ibv_context *context,
 					      IBV_QP_INIT_ATTR_IND_TABLE |
 					      IBV_QP_INIT_ATTR_RX_HASH |
 					      IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) ||
-	    ((attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) && attr->xrcd) ||
+	    (!xrecv && (attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) &&
+	     attr->xrcd) ||
 	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) &&
 	     attr->create_flags) ||
 	    ((attr->comp_mask & IBV_QP_INIT_ATTR_MAX_TSO_HEADER) &&
@@ -870,15 +990,46 @@ static struct ibv_qp *rs_create_qp_common(struct ibv_context *context,
 		err = EOPNOTSUPP;
 		goto err_out;
 	}
-	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->send_cq ||
-	    !attr->recv_cq ||
-	    attr->cap.max_send_sge > ctx->max_send_sge ||
-	    attr->cap.max_recv_sge > ctx->max_recv_sge ||
-	    attr->cap.max_inline_data > ctx->max_inline ||
-	    attr->cap.max_send_wr > (1u << RS_MAX_WQ_LOG) ||
-	    attr->cap.max_recv_wr > (1u << RS_MAX_WQ_LOG)) {
-		err = EINVAL;
-		goto err_out;
+
+	kattr = *attr;
+	if (xrecv) {
+		/*
+		 * An XRC target: its domain only; no PD, CQs, SRQ or queues
+		 * (the sizes asked for are ignored, as the kernel does), and
+		 * no send operations.
+		 */
+		if (!(attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) ||
+		    !attr->xrcd || attr->srq ||
+		    ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+		     attr->send_ops_flags)) {
+			err = EINVAL;
+			goto err_out;
+		}
+		kattr.comp_mask = IBV_QP_INIT_ATTR_XRCD;
+		kattr.pd = NULL;
+		kattr.send_cq = NULL;
+		kattr.recv_cq = NULL;
+		memset(&kattr.cap, 0, sizeof(kattr.cap));
+	} else {
+		/* An XRC initiator has no receive side. */
+		if (xsend) {
+			kattr.recv_cq = NULL;
+			kattr.cap.max_recv_wr = 0;
+			kattr.cap.max_recv_sge = 0;
+		}
+		if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd ||
+		    !attr->send_cq || (!xsend && !attr->recv_cq) ||
+		    (xsend && attr->srq) ||
+		    kattr.cap.max_send_sge > ctx->max_send_sge ||
+		    kattr.cap.max_recv_sge > ctx->max_recv_sge ||
+		    kattr.cap.max_inline_data > ctx->max_inline ||
+		    kattr.cap.max_send_wr > (1u << RS_MAX_WQ_LOG) ||
+		    kattr.cap.max_recv_wr > (1u << RS_MAX_WQ_LOG)) {
+			err = EINVAL;
+			goto err_out;
+		}
+		kattr.comp_mask &= IBV_QP_INIT_ATTR_PD |
+				   IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 	}
 
 	qp = calloc(1, sizeof(*qp));
@@ -887,33 +1038,44 @@ static struct ibv_qp *rs_create_qp_common(struct ibv_context *context,
 		goto err_out;
 	}
 
-	comp_mask = attr->comp_mask;
-	attr->comp_mask &= IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-	err = ibv_cmd_create_qp_ex(context, &qp->vqp, attr, &cmd.ibv_cmd,
+	err = ibv_cmd_create_qp_ex(context, &qp->vqp, &kattr, &cmd.ibv_cmd,
 				   sizeof(cmd), &resp.ibv_resp, sizeof(resp));
-	attr->comp_mask = comp_mask;
 	if (err)
 		goto err_free;
 	qp->state = IBV_QPS_RESET;
+	qp->sq_sig_all = attr->sq_sig_all;
+
+	if (xrecv) {
+		/* The kernel creates it without driver data: no rings. */
+		qp->qpn = qp->vqp.qp.qp_num & RS_HANDLE_INDEX_MASK;
+		rs_map_wq(context, &qp->sq, 0, 0, 0, 0, 0, 0);
+		rs_map_wq(context, &qp->rq, 0, 0, 0, 0, 0, 0);
+		qp->sq_signaled = calloc(1, 1);
+		if (!qp->sq_signaled) {
+			err = ENOMEM;
+			goto err_unmap;
+		}
+		attr->cap = kattr.cap;
+		return &qp->vqp.qp;
+	}
 
 	qp->qpn = drv->qpn & RS_HANDLE_INDEX_MASK;
 	qp->srq = attr->srq ?
 		  container_of(attr->srq, struct rs_srq, vsrq.srq) : NULL;
 	qp->max_inline = drv->max_inline;
-	qp->sq_sig_all = attr->sq_sig_all;
 	if (qp->max_inline > drv->sq_stride - sizeof(struct rs_send_wqe_ctrl))
 		qp->max_inline = drv->sq_stride - sizeof(struct rs_send_wqe_ctrl);
 
 	err = rs_map_wq(context, &qp->sq, drv->sq_mmap_key, drv->sq_bytes,
 			drv->sq_log_size, drv->sq_stride,
 			sizeof(struct rs_send_wqe_ctrl),
-			attr->cap.max_send_sge);
+			kattr.cap.max_send_sge);
 	if (err)
 		goto err_destroy;
 	err = rs_map_wq(context, &qp->rq, drv->rq_mmap_key, drv->rq_bytes,
 			drv->rq_log_size, drv->rq_stride,
 			sizeof(struct rs_recv_wqe_ctrl),
-			attr->cap.max_recv_sge);
+			kattr.cap.max_recv_sge);
 	if (err)
 		goto err_unmap;
 	qp->sq_signaled = calloc(qp->sq.wqe_cnt ? qp->sq.wqe_cnt : 1, 1);
@@ -1058,6 +1220,47 @@ int rs_destroy_qp(struct ibv_qp *ibqp)
 	return 0;
 }
 
+/*
+ * Another process's XRC target QP, by number, in an XRC domain this
+ * process opened too: a handle for modify, query and destroy only.
+ */
+struct ibv_qp *rs_open_qp(struct ibv_context *context,
+			  struct ibv_qp_open_attr *attr)
+{
+	struct ib_uverbs_create_qp_resp resp;
+	struct ibv_open_qp cmd;
+	struct rs_qp *qp;
+	int err;
+
+	if ((attr->comp_mask & IBV_QP_OPEN_ATTR_TYPE) &&
+	    attr->qp_type != IBV_QPT_XRC_RECV) {
+		errno = EINVAL;
+		return NULL;
+	}
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return NULL;
+	qp->sq_signaled = calloc(1, 1);
+	if (!qp->sq_signaled) {
+		free(qp);
+		errno = ENOMEM;
+		return NULL;
+	}
+	err = ibv_cmd_open_qp(context, &qp->vqp, sizeof(qp->vqp), attr, &cmd,
+			      sizeof(cmd), &resp, sizeof(resp));
+	if (err) {
+		free(qp->sq_signaled);
+		free(qp);
+		errno = err;
+		return NULL;
+	}
+	qp->qpn = attr->qp_num & RS_HANDLE_INDEX_MASK;
+	qp->state = IBV_QPS_UNKNOWN;
+	rs_map_wq(context, &qp->sq, 0, 0, 0, 0, 0, 0);
+	rs_map_wq(context, &qp->rq, 0, 0, 0, 0, 0, 0);
+	return &qp->vqp.qp;
+}
+
 /* ------------------------------------------------------------------ */
 /* Posting work requests                                              */
 /* ------------------------------------------------------------------ */
@@ -1086,9 +1289,15 @@ static uint8_t rs_wqe_flags(const struct rs_qp *qp, unsigned int send_flags)
 	return f;
 }
 
-/* Which opcodes a QP type accepts (IBTA: UD sends only, UC no reads). */
+/*
+ * Which opcodes a QP type accepts (IBTA: UD sends only, UC no reads; an
+ * XRC initiator RC's requests, which the device carries in XRC packets,
+ * but no windows, FLUSH or ATOMIC WRITE; an XRC target sends nothing).
+ */
 static bool rs_opcode_ok(enum ibv_qp_type type, uint8_t op)
 {
+	if (type == IBV_QPT_XRC_RECV)
+		return false;
 	switch (op) {
 	case RS_WR_SEND:
 	case RS_WR_SEND_IMM:
@@ -1104,6 +1313,7 @@ static bool rs_opcode_ok(enum ibv_qp_type type, uint8_t op)
 	case RS_WR_RDMA_READ:
 	case RS_WR_ATOMIC_CMP_SWP:
 	case RS_WR_ATOMIC_FETCH_ADD:
+		return type == IBV_QPT_RC || type == IBV_QPT_XRC_SEND;
 	case RS_WR_FLUSH:
 	case RS_WR_ATOMIC_WRITE:
 		return type == IBV_QPT_RC;
@@ -1111,6 +1321,9 @@ static bool rs_opcode_ok(enum ibv_qp_type type, uint8_t op)
 		return false;
 	}
 }
+
+/* The XRCETH's SRQ number is 24 bits. */
+#define RS_XRC_SRQN_MAX 0xffffffu
 
 static int rs_ibv_opcode(enum ibv_wr_opcode op, uint8_t *out)
 {
@@ -1257,6 +1470,11 @@ int rs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	int err = 0;
 	int i;
 
+	/* An XRC target has no send queue. */
+	if (ibqp->qp_type == IBV_QPT_XRC_RECV) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
 	pthread_spin_lock(&qp->sq.lock);
 	start = qp->sq.pi;
 	if (!rs_sq_state_ok(qp))
@@ -1328,6 +1546,13 @@ int rs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			ctrl->remote_qpn = htole32(wr->wr.ud.remote_qpn);
 			ctrl->remote_qkey = htole32(wr->wr.ud.remote_qkey);
 		}
+		if (ibqp->qp_type == IBV_QPT_XRC_SEND) {
+			if (wr->qp_type.xrc.remote_srqn > RS_XRC_SRQN_MAX) {
+				err = EINVAL;
+				break;
+			}
+			ctrl->xrc_srqn = htole32(wr->qp_type.xrc.remote_srqn);
+		}
 
 		if ((wr->send_flags & IBV_SEND_INLINE) && wr->num_sge &&
 		    opcode != RS_WR_RDMA_READ && opcode != RS_WR_ATOMIC_CMP_SWP &&
@@ -1373,7 +1598,9 @@ int rs_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	int err = 0;
 	int i;
 
-	if (qp->srq) {
+	/* No receive queue: an SRQ's QP, or XRC (requests go to XRC SRQs). */
+	if (qp->srq || ibqp->qp_type == IBV_QPT_XRC_SEND ||
+	    ibqp->qp_type == IBV_QPT_XRC_RECV) {
 		*bad_wr = wr;
 		return EINVAL;
 	}
@@ -1423,12 +1650,32 @@ static inline struct rs_srq *to_rs_srq(struct ibv_srq *ibsrq)
 	return container_of(ibsrq, struct rs_srq, vsrq.srq);
 }
 
+/*
+ * The ring of a new SRQ (basic or XRC alike), from the kernel's driver
+ * data; on failure the SRQ is destroyed again.
+ */
+static int rs_srq_map(struct ibv_context *context, struct rs_srq *srq,
+		      const struct rs_uverbs_create_srq_resp *drv)
+{
+	int err;
+
+	srq->srq_index = drv->srq_index;
+	err = rs_map_wq(context, &srq->wq, drv->ring_mmap_key,
+			drv->ring_bytes, drv->log_size, drv->stride,
+			sizeof(struct rs_recv_wqe_ctrl), drv->max_sge);
+	if (err || !srq->wq.wqe_cnt) {
+		rs_unmap_wq(&srq->wq);
+		ibv_cmd_destroy_srq(&srq->vsrq.srq);
+		return err ? err : EINVAL;
+	}
+	return 0;
+}
+
 struct ibv_srq *rs_create_srq(struct ibv_pd *pd,
 			      struct ibv_srq_init_attr *attr)
 {
 	struct rs_context *ctx = to_rs_ctx(pd->context);
 	struct rs_create_srq_resp resp = {};
-	struct rs_uverbs_create_srq_resp *drv = &resp.drv_payload;
 	struct rs_create_srq cmd = {};
 	struct rs_srq *srq;
 	int err;
@@ -1445,21 +1692,71 @@ struct ibv_srq *rs_create_srq(struct ibv_pd *pd,
 	}
 	err = ibv_cmd_create_srq(pd, &srq->vsrq.srq, attr, &cmd.ibv_cmd,
 				 sizeof(cmd), &resp.ibv_resp, sizeof(resp));
+	if (!err)
+		err = rs_srq_map(pd->context, srq, &resp.drv_payload);
+	if (err) {
+		free(srq);
+		errno = err;
+		return NULL;
+	}
+	attr->attr.max_wr = srq->wq.wqe_cnt;
+	attr->attr.max_sge = srq->wq.max_sge;
+	return &srq->vsrq.srq;
+}
+
+/*
+ * An XRC SRQ: a basic SRQ's ring, plus its domain and the CQ of its
+ * receive completions; its number (ibv_get_srq_num) goes into the
+ * context's table for the poll path.
+ */
+static struct ibv_srq *rs_create_xrc_srq(struct ibv_context *context,
+					 struct ibv_srq_init_attr_ex *attr)
+{
+	struct rs_context *ctx = to_rs_ctx(context);
+	struct rs_create_xsrq_resp resp = {};
+	struct rs_create_xsrq cmd = {};
+	struct ibv_srq_init_attr_ex kattr = *attr;
+	struct rs_srq *srq;
+	int err;
+
+	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) || !attr->xrcd ||
+	    !(attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ) || !attr->cq ||
+	    attr->attr.max_sge > ctx->max_recv_sge ||
+	    attr->attr.max_wr > (1u << RS_MAX_WQ_LOG)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	srq = calloc(1, sizeof(*srq));
+	if (!srq) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	kattr.comp_mask &= IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+			   IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+	err = ibv_cmd_create_srq_ex(context, &srq->vsrq, &kattr, &cmd.ibv_cmd,
+				    sizeof(cmd), &resp.ibv_resp, sizeof(resp));
 	if (err)
 		goto err_free;
-	srq->srq_index = drv->srq_index;
-	err = rs_map_wq(pd->context, &srq->wq, drv->ring_mmap_key,
-			drv->ring_bytes, drv->log_size, drv->stride,
-			sizeof(struct rs_recv_wqe_ctrl), drv->max_sge);
-	if (err || !srq->wq.wqe_cnt) {
-		err = err ? err : EINVAL;
+	err = rs_srq_map(context, srq, &resp.drv_payload);
+	if (err)
+		goto err_free;
+	if (!srq->vsrq.srq_num || srq->vsrq.srq_num > RS_XRC_SRQN_MAX) {
+		err = EINVAL;
 		goto err_destroy;
 	}
+	err = rs_srq_table_insert(ctx, srq);
+	if (err)
+		goto err_destroy;
+	/* What libibverbs' ibv_create_srq() fills in for the basic path. */
+	srq->vsrq.srq.srq_context = attr->srq_context;
+	srq->vsrq.srq.pd = attr->pd;
+	srq->vsrq.srq.events_completed = 0;
 	attr->attr.max_wr = srq->wq.wqe_cnt;
 	attr->attr.max_sge = srq->wq.max_sge;
 	return &srq->vsrq.srq;
 
 err_destroy:
+	rs_unmap_wq(&srq->wq);
 	ibv_cmd_destroy_srq(&srq->vsrq.srq);
 err_free:
 	free(srq);
@@ -1469,8 +1766,9 @@ err_free:
 
 /*
  * ibv_create_srq_ex: a basic SRQ, whatever bits with default values come
- * along (no XRC domain or CQ: those are XRC's; no tag matching).
- * libibverbs calls create_srq itself for PD and TYPE BASIC alone.
+ * along (no XRC domain or CQ: those are XRC's; no tag matching), or an
+ * XRC SRQ.  libibverbs calls create_srq itself for PD and TYPE BASIC
+ * alone.
  */
 struct ibv_srq *rs_create_srq_ex(struct ibv_context *context,
 				 struct ibv_srq_init_attr_ex *attr)
@@ -1479,6 +1777,8 @@ struct ibv_srq *rs_create_srq_ex(struct ibv_context *context,
 		.srq_context = attr->srq_context,
 		.attr = attr->attr,
 	};
+	bool xrc = (attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
+		   attr->srq_type == IBV_SRQT_XRC;
 	struct ibv_srq *srq;
 
 	if (!check_comp_mask(attr->comp_mask, IBV_SRQ_INIT_ATTR_TYPE |
@@ -1487,9 +1787,10 @@ struct ibv_srq *rs_create_srq_ex(struct ibv_context *context,
 					      IBV_SRQ_INIT_ATTR_CQ |
 					      IBV_SRQ_INIT_ATTR_TM) ||
 	    ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
-	     attr->srq_type != IBV_SRQT_BASIC) ||
-	    ((attr->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) && attr->xrcd) ||
-	    ((attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ) && attr->cq) ||
+	     attr->srq_type != IBV_SRQT_BASIC && !xrc) ||
+	    (!xrc && (attr->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) &&
+	     attr->xrcd) ||
+	    (!xrc && (attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ) && attr->cq) ||
 	    ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TM) &&
 	     (attr->tm_cap.max_num_tags || attr->tm_cap.max_ops))) {
 		errno = EOPNOTSUPP;
@@ -1499,6 +1800,8 @@ struct ibv_srq *rs_create_srq_ex(struct ibv_context *context,
 		errno = EINVAL;
 		return NULL;
 	}
+	if (xrc)
+		return rs_create_xrc_srq(context, attr);
 	srq = rs_create_srq(attr->pd, &init);
 	if (!srq)
 		return NULL;
@@ -1593,9 +1896,21 @@ int rs_destroy_srq(struct ibv_srq *ibsrq)
 	err = ibv_cmd_destroy_srq(ibsrq);
 	if (err)
 		return err;
+	if (srq->vsrq.srq_type == IBV_SRQT_XRC)
+		rs_srq_table_remove(to_rs_ctx(ibsrq->context), srq);
 	rs_unmap_wq(&srq->wq);
 	pthread_spin_destroy(&srq->wq.lock);
 	free(srq);
+	return 0;
+}
+
+int rs_get_srq_num(struct ibv_srq *ibsrq, uint32_t *srq_num)
+{
+	struct rs_srq *srq = to_rs_srq(ibsrq);
+
+	if (srq->vsrq.srq_type != IBV_SRQT_XRC)
+		return EOPNOTSUPP;
+	*srq_num = srq->vsrq.srq_num;
 	return 0;
 }
 
@@ -1910,6 +2225,19 @@ static void rs_wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah,
 	c->remote_qkey = htole32(remote_qkey);
 }
 
+static void rs_wr_set_xrc_srqn(struct ibv_qp_ex *qpx, uint32_t remote_srqn)
+{
+	struct rs_qp *qp = to_rs_qp_ex(qpx);
+
+	if (!qp->cur_wqe)
+		return;
+	if (remote_srqn > RS_XRC_SRQN_MAX) {
+		qp->wr_err = EINVAL;
+		return;
+	}
+	qp->cur_wqe->xrc_srqn = htole32(remote_srqn);
+}
+
 static void rs_qp_fill_wr_pfns(struct rs_qp *qp,
 			       const struct ibv_qp_init_attr_ex *attr)
 {
@@ -1948,4 +2276,6 @@ static void rs_qp_fill_wr_pfns(struct rs_qp *qp,
 	qpx->wr_set_inline_data = rs_wr_set_inline_data;
 	qpx->wr_set_inline_data_list = rs_wr_set_inline_data_list;
 	qpx->wr_set_ud_addr = rs_wr_set_ud_addr;
+	if (attr->qp_type == IBV_QPT_XRC_SEND)
+		qpx->wr_set_xrc_srqn = rs_wr_set_xrc_srqn;
 }

@@ -85,8 +85,8 @@ PAIRING_QEMU = {
 
 # rsv-verbs' checks on both sides (local to each VM) and on VM 1 alone.
 VERBS_LOCAL = ["qp-ex-create-flags-0", "qp-ex-create-flags-unsupported",
-               "qp-ex-defaults", "qp-ex-xrc-refused", "cq-ex-defaults",
-               "cq-ex-unsupported", "srq-ex-defaults", "srq-ex-xrc-refused",
+               "qp-ex-defaults", "qp-ex-xrc", "cq-ex-defaults",
+               "cq-ex-unsupported", "srq-ex-defaults", "srq-ex-xrc",
                "query-device-ex", "state-reset", "state-init", "state-rtr",
                "state-posted-nothing", "state-err-flush",
                "state-reset-again"]
@@ -94,7 +94,9 @@ VERBS_LOCAL = ["qp-ex-create-flags-0", "qp-ex-create-flags-unsupported",
 # Its post verbs answer EINVAL outside the states but keep the work
 # request queued (sent in RTS, flushed in ERR) and leave bad_wr unset;
 # it refuses MAX_TSO_HEADER 0 with EOPNOTSUPP and an
-# XRC SRQ with EINVAL (docs/system/devices/rdma-session.rst).
+# XRC SRQ with EINVAL (docs/system/devices/rdma-session.rst).  It has no
+# XRC: it is held to refusing the XRC_SEND QP (qp-ex-xrc-refused), where
+# the adapter creates it (qp-ex-xrc).
 VERBS_RXE = ["qp-ex-create-flags-0", "qp-ex-create-flags-unsupported",
              "qp-ex-xrc-refused", "cq-ex-defaults", "cq-ex-unsupported",
              "srq-ex-defaults", "query-device-ex"]
@@ -116,6 +118,14 @@ FEATURES: List[Tuple[str, Tuple[str, ...], Dict[int, List[str]]]] = [
      {1: VERBS_LOCAL + VERBS_SERVER, 2: VERBS_LOCAL + ["stream-sent"]}),
     ("verbs", ("adapter-rxe",),
      {1: VERBS_LOCAL + VERBS_SERVER, 2: VERBS_RXE + ["stream-sent"]}),
+    # rsv-xrc, then ibv_xsrq_pingpong: VM 1 the sender, VM 2 the two
+    # processes that share an XRC domain and target QP.
+    ("xrc", ("adapter-adapter",),
+     {1: ["xrc-post-refused", "xrc-connect", "xrc-send", "xrc-write-read",
+          "xrc-other-domain", "xsrq-pingpong"],
+      2: ["xrc-tgt-post-refused", "xrc-tgt-connect", "xrc-open-qp",
+          "xrc-recv-a", "xrc-recv-b", "xrc-write-mem",
+          "xrc-other-domain-nothing", "xsrq-pingpong"]}),
     ("mcast", ("three",), {1: ["devinfo", "ud-send", "mckey-send"],
                            2: ["devinfo", "ud-attach", "ud-recv",
                                "ud-detach", "mckey-recv"],

@@ -48,6 +48,7 @@ static struct rs_context *make_ctx(void)
 	ctx->max_recv_sge = 2;
 	ctx->max_inline = 64;
 	pthread_spin_init(&ctx->qp_table_lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_spin_init(&ctx->srq_table_lock, PTHREAD_PROCESS_PRIVATE);
 	return ctx;
 }
 
@@ -71,6 +72,7 @@ static struct rs_qp *make_qp(struct rs_context *ctx, struct rs_cq *cq,
 			     enum ibv_qp_type type, uint32_t qpn)
 {
 	struct ibv_qp_init_attr_ex attr = {
+		.qp_type = type,
 		.comp_mask = IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
 		.send_ops_flags = RS_SEND_OPS,
 	};
@@ -105,9 +107,10 @@ static struct rs_qp *make_qp(struct rs_context *ctx, struct rs_cq *cq,
 /* The device's side: complete the next CQE slot of a CQ. */
 static uint32_t dev_cq_pi;
 
-static void dev_cqe(struct rs_cq *cq, uint64_t wr_id, uint32_t qpn,
-		    uint8_t opcode, uint8_t status, uint8_t flags,
-		    uint32_t byte_len, uint32_t imm)
+/* srqn: the XRC SRQ of a receive through an XRC target QP (qpn), or 0. */
+static void dev_cqe_srq(struct rs_cq *cq, uint64_t wr_id, uint32_t qpn,
+			uint32_t srqn, uint8_t opcode, uint8_t status,
+			uint8_t flags, uint32_t byte_len, uint32_t imm)
 {
 	struct rs_cqe *e = &cq->ring[dev_cq_pi & ((1u << cq->log_size) - 1)];
 	struct rs_cqe v = {
@@ -121,9 +124,17 @@ static void dev_cqe(struct rs_cq *cq, uint64_t wr_id, uint32_t qpn,
 	};
 
 	memcpy(e, &v, offsetof(struct rs_cqe, owner));
+	e->srqn = htole32(srqn);
 	udma_to_device_barrier();
 	e->owner = ((dev_cq_pi >> cq->log_size) & 1) ? 0 : RS_CQE_OWNER;
 	dev_cq_pi++;
+}
+
+static void dev_cqe(struct rs_cq *cq, uint64_t wr_id, uint32_t qpn,
+		    uint8_t opcode, uint8_t status, uint8_t flags,
+		    uint32_t byte_len, uint32_t imm)
+{
+	dev_cqe_srq(cq, wr_id, qpn, 0, opcode, status, flags, byte_len, imm);
 }
 
 static struct rs_send_wqe_ctrl *sq_wqe(struct rs_qp *qp, uint32_t i)
@@ -187,6 +198,111 @@ static void test_state_rules(struct rs_context *ctx, struct rs_cq *cq)
 		      (rules[i].send ? 0 : EINVAL));
 		CHECK(qp->sq.pi == 2u * rules[i].send);
 	}
+}
+
+/*
+ * XRC: an XRC_SEND QP's WQEs carry the remote SRQ number (24 bits) from
+ * both APIs and take RC's requests but windows; it has no receive queue.
+ * A receive completion naming an XRC SRQ (srqn) frees a slot of that
+ * SRQ, whatever its qpn (the target QP's, no QP of this context), and
+ * reports that qpn; one naming an SRQ this context does not have is
+ * dropped.
+ */
+static void test_xrc(struct rs_context *ctx, struct rs_cq *cq)
+{
+	struct rs_qp *xs = make_qp(ctx, cq, IBV_QPT_XRC_SEND, 0x30001);
+	struct ibv_qp_ex *qpx = &xs->vqp.qp_ex;
+	struct ibv_sge sg = { .addr = 0x1000, .length = 10, .lkey = 0x11 };
+	struct ibv_send_wr w = {
+		.wr_id = 1, .opcode = IBV_WR_SEND, .sg_list = &sg,
+		.num_sge = 1,
+	}, *bad;
+	struct ibv_recv_wr rw = { .wr_id = 7, .sg_list = &sg, .num_sge = 1 },
+		*rbad;
+	struct ibv_cq_ex *cqx = &cq->vcq.cq_ex;
+	struct ibv_poll_cq_attr pattr = {};
+	struct rs_srq *srq = calloc(1, sizeof(*srq));
+	struct ibv_wc wc[2];
+	int i;
+
+	xs->rq.wqe_cnt = 0;	/* as the kernel makes it */
+	w.qp_type.xrc.remote_srqn = 0xabcdef;
+	CHECK(rs_post_send(&xs->vqp.qp, &w, &bad) == 0);
+	CHECK(le32toh(sq_wqe(xs, 0)->xrc_srqn) == 0xabcdef);
+	CHECK(db_read(ctx, RS_DB_SQ) == (0x0001 | 1u << 16));
+	w.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+	CHECK(rs_post_send(&xs->vqp.qp, &w, &bad) == 0);
+	w.qp_type.xrc.remote_srqn = 1u << 24;
+	CHECK(rs_post_send(&xs->vqp.qp, &w, &bad) == EINVAL && bad == &w);
+	w.qp_type.xrc.remote_srqn = 5;
+	w.opcode = IBV_WR_LOCAL_INV;
+	CHECK(rs_post_send(&xs->vqp.qp, &w, &bad) == EINVAL);
+	CHECK(xs->sq.pi == 2);
+	CHECK(rs_post_recv(&xs->vqp.qp, &rw, &rbad) == EINVAL && rbad == &rw);
+
+	ibv_wr_start(qpx);
+	qpx->wr_id = 2;
+	ibv_wr_rdma_write(qpx, 0x99, 0x5000);
+	ibv_wr_set_xrc_srqn(qpx, 0x123456);
+	ibv_wr_set_sge(qpx, 1, 2, 3);
+	CHECK(ibv_wr_complete(qpx) == 0);
+	CHECK(sq_wqe(xs, 2)->opcode == RS_WR_RDMA_WRITE &&
+	      le32toh(sq_wqe(xs, 2)->xrc_srqn) == 0x123456);
+	ibv_wr_start(qpx);
+	ibv_wr_send(qpx);
+	ibv_wr_set_xrc_srqn(qpx, 1u << 24);
+	CHECK(ibv_wr_complete(qpx) == EINVAL);
+	CHECK(xs->sq.pi == 3);
+
+	/* An XRC SRQ of 2 WQEs, number 5. */
+	srq->vsrq.srq.context = &ctx->ibvctx.context;
+	srq->vsrq.srq_type = IBV_SRQT_XRC;
+	srq->vsrq.srq_num = 5;
+	srq->srq_index = 5;
+	srq->wq.wqe_cnt = 2;
+	srq->wq.stride = 64;
+	srq->wq.max_sge = 2;
+	srq->wq.buf = zalloc_aligned(2 * 64);
+	pthread_spin_init(&srq->wq.lock, PTHREAD_PROCESS_PRIVATE);
+	CHECK(rs_srq_table_insert(ctx, srq) == 0);
+	CHECK(rs_post_srq_recv(&srq->vsrq.srq, &rw, &rbad) == 0);
+	CHECK(rs_post_srq_recv(&srq->vsrq.srq, &rw, &rbad) == 0);
+	CHECK(rs_post_srq_recv(&srq->vsrq.srq, &rw, &rbad) == ENOMEM);
+
+	/* Target QP 0x40001 (not in the table), SRQ 5; then an unknown SRQ. */
+	dev_cqe_srq(cq, 7, 0x40001, 5, RS_WR_RECV, RS_WC_SUCCESS, RS_WC_F_IMM,
+		    10, 0x1234);
+	dev_cqe_srq(cq, 8, 0x40001, 6, RS_WR_RECV, RS_WC_SUCCESS, 0, 10, 0);
+	CHECK(rs_poll_cq(&cq->vcq.cq, 2, wc) == 1);
+	CHECK(wc[0].wr_id == 7 && wc[0].opcode == IBV_WC_RECV &&
+	      wc[0].qp_num == 0x40001 && wc[0].byte_len == 10 &&
+	      (wc[0].wc_flags & IBV_WC_WITH_IMM) &&
+	      wc[0].imm_data == htobe32(0x1234));
+	CHECK(srq->done == 1);
+	CHECK(rs_post_srq_recv(&srq->vsrq.srq, &rw, &rbad) == 0);
+	CHECK(rs_post_srq_recv(&srq->vsrq.srq, &rw, &rbad) == ENOMEM);
+
+	/* The extended API, and a send completion of the XRC_SEND QP. */
+	dev_cqe_srq(cq, 9, 0x40001, 5, RS_WR_RECV, RS_WC_SUCCESS, 0, 3, 0);
+	dev_cqe(cq, 1, 0x30001, RS_WR_SEND, RS_WC_SUCCESS, 0, 0, 0);
+	xs->sq_signaled[0] = 1;
+	CHECK(ibv_start_poll(cqx, &pattr) == 0);
+	CHECK(cqx->wr_id == 9 && ibv_wc_read_opcode(cqx) == IBV_WC_RECV &&
+	      ibv_wc_read_qp_num(cqx) == 0x40001);
+	CHECK(ibv_next_poll(cqx) == 0 && cqx->wr_id == 1 &&
+	      ibv_wc_read_qp_num(cqx) == 0x30001);
+	CHECK(ibv_next_poll(cqx) == ENOENT);
+	ibv_end_poll(cqx);
+	CHECK(srq->done == 2 && xs->sq.ci == 1);
+
+	/* Gone from the table: its completions are dropped. */
+	rs_srq_table_remove(ctx, srq);
+	dev_cqe_srq(cq, 10, 0x40001, 5, RS_WR_RECV, RS_WC_SUCCESS, 0, 3, 0);
+	CHECK(rs_poll_cq(&cq->vcq.cq, 2, wc) == 0);
+	CHECK(srq->done == 2);
+	for (i = 0; i < 2; i++)
+		CHECK(!rs_opcode_ok(IBV_QPT_XRC_RECV, i ? RS_WR_SEND :
+				    RS_WR_RDMA_WRITE));
 }
 
 int main(void)
@@ -506,6 +622,7 @@ int main(void)
 	}
 
 	test_state_rules(ctx, cq);
+	test_xrc(ctx, cq);
 
 	if (failures) {
 		fprintf(stderr, "rs-datapath-test: %d check(s) failed\n",

@@ -5,7 +5,10 @@
  *  - comp masks (both sides, local): every comp_mask bit of
  *    ibv_create_qp_ex, ibv_create_cq_ex, ibv_create_srq_ex and
  *    ibv_query_device_ex with its default value is accepted; values the
- *    device does not offer are refused.
+ *    device does not offer are refused.  XRC: a device that reports
+ *    IBV_DEVICE_XRC creates an XRC_SEND QP and an XRC SRQ with a number
+ *    (qp-ex-xrc, srq-ex-xrc); one that does not refuses them
+ *    (qp-ex-xrc-refused, srq-ex-xrc-refused).
  *  - state rules (both sides): ibv_post_send, ibv_wr_complete and
  *    ibv_post_recv fail with EINVAL and post nothing in the states that
  *    take no work requests (sends before RTS, receives in RESET); the
@@ -35,6 +38,7 @@
  */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,7 +104,7 @@ static void comp_masks(void)
 	struct ibv_qp *qp;
 	char why[256] = "";
 	size_t i;
-	int ok, e;
+	int ok, e, xrc;
 
 	if (!cq)
 		rsv_die("ibv_create_cq: %s", strerror(errno));
@@ -139,11 +143,26 @@ static void comp_masks(void)
 	if (qp)
 		ibv_destroy_qp(qp);
 
+	/*
+	 * XRC: a device that reports IBV_DEVICE_XRC (the adapter) creates
+	 * an XRC_SEND QP (caps as for RC; the receive side it has not is
+	 * ignored) and an XRC SRQ with a number; one that does not
+	 * (soft-RoCE) refuses the QP with EOPNOTSUPP.  The suite expects
+	 * the names each device should print.
+	 */
+	xrc = !!(d.attr.orig_attr.device_cap_flags & IBV_DEVICE_XRC);
 	errno = 0;
 	qp = qp_ex(cq, IBV_QPT_XRC_SEND, 0, 0);
 	e = errno;
-	rsv_check(&o, "qp-ex-xrc-refused", !qp && e == EOPNOTSUPP,
-		  "XRC_SEND: %s", qp ? "created" : strerror(e));
+	if (xrc)
+		rsv_check(&o, "qp-ex-xrc", qp && qp->qp_type == IBV_QPT_XRC_SEND &&
+			  !qp->recv_cq,
+			  "device reports XRC; XRC_SEND: %s", qp ? "created" :
+			  strerror(e));
+	else
+		rsv_check(&o, "qp-ex-xrc-refused", !qp && e == EOPNOTSUPP,
+			  "device does not report XRC; XRC_SEND: %s",
+			  qp ? "created" : strerror(e));
 	if (qp)
 		ibv_destroy_qp(qp);
 
@@ -178,13 +197,49 @@ static void comp_masks(void)
 		ibv_destroy_srq(srq);
 	sa.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD;
 	sa.srq_type = IBV_SRQT_XRC;
-	errno = 0;
-	srq = ibv_create_srq_ex(d.ctx, &sa);
-	e = errno;
-	rsv_check(&o, "srq-ex-xrc-refused", !srq && e == EOPNOTSUPP,
-		  "XRC: %s", srq ? "created" : strerror(e));
-	if (srq)
-		ibv_destroy_srq(srq);
+	if (xrc) {
+		struct ibv_xrcd_init_attr xa = {
+			.comp_mask = IBV_XRCD_INIT_ATTR_FD |
+				     IBV_XRCD_INIT_ATTR_OFLAGS,
+			.fd = -1,
+			.oflags = O_CREAT,
+		};
+		struct ibv_xrcd *xrcd = ibv_open_xrcd(d.ctx, &xa);
+		int xe = errno;
+		uint32_t num = 0;
+
+		/* An XRC SRQ without its domain and CQ: EINVAL. */
+		errno = 0;
+		srq = ibv_create_srq_ex(d.ctx, &sa);
+		ok = !srq && errno == EINVAL;
+		if (srq)
+			ibv_destroy_srq(srq);
+		sa.comp_mask |= IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+		sa.xrcd = xrcd;
+		sa.cq = cq;
+		errno = 0;
+		srq = xrcd ? ibv_create_srq_ex(d.ctx, &sa) : NULL;
+		e = errno;
+		if (srq && ibv_get_srq_num(srq, &num))
+			num = 0;
+		rsv_check(&o, "srq-ex-xrc", ok && srq && num > 0 && num < (1u << 24),
+			  "without domain and CQ %s; XRC domain %s; XRC SRQ %s, number %u",
+			  ok ? "refused" : "not refused",
+			  xrcd ? "opened" : strerror(xe),
+			  srq ? "created" : strerror(e), num);
+		if (srq)
+			ibv_destroy_srq(srq);
+		if (xrcd)
+			ibv_close_xrcd(xrcd);
+	} else {
+		errno = 0;
+		srq = ibv_create_srq_ex(d.ctx, &sa);
+		e = errno;
+		rsv_check(&o, "srq-ex-xrc-refused", !srq && e == EOPNOTSUPP,
+			  "XRC: %s", srq ? "created" : strerror(e));
+		if (srq)
+			ibv_destroy_srq(srq);
+	}
 
 	e = ibv_query_device_ex(d.ctx, &qin, &dattr);
 	qin.comp_mask = 1;
