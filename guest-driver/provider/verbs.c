@@ -281,27 +281,41 @@ int rs_destroy_ah(struct ibv_ah *ibah)
 /* QP table: qpn -> QP for the completion path                        */
 /* ------------------------------------------------------------------ */
 
+/*
+ * The table tab of *size entries of elem bytes, grown (new entries
+ * zeroed) so that index idx fits; NULL if that fails, tab unchanged.
+ */
+static void *rs_table_grow(void *tab, uint32_t *size, uint32_t idx,
+			   size_t elem)
+{
+	uint32_t n = roundup_pow_of_two((uint64_t)idx + 1);
+	char *t;
+
+	if (idx < *size)
+		return tab;
+	if (n < 64)
+		n = 64;
+	t = realloc(tab, (size_t)n * elem);
+	if (!t)
+		return NULL;
+	memset(t + (size_t)*size * elem, 0, (size_t)(n - *size) * elem);
+	*size = n;
+	return t;
+}
+
 static int rs_qp_table_insert(struct rs_context *ctx, struct rs_qp *qp)
 {
+	struct rs_qp **t;
 	int err = 0;
 
 	pthread_spin_lock(&ctx->qp_table_lock);
-	if (qp->qpn >= ctx->qp_table_size) {
-		uint32_t n = roundup_pow_of_two((uint64_t)qp->qpn + 1);
-		struct rs_qp **t;
-
-		if (n < 64)
-			n = 64;
-		t = realloc(ctx->qp_table, n * sizeof(*t));
-		if (!t) {
-			err = ENOMEM;
-			goto out;
-		}
-		memset(t + ctx->qp_table_size, 0,
-		       (n - ctx->qp_table_size) * sizeof(*t));
-		ctx->qp_table = t;
-		ctx->qp_table_size = n;
+	t = rs_table_grow(ctx->qp_table, &ctx->qp_table_size, qp->qpn,
+			  sizeof(*t));
+	if (!t) {
+		err = ENOMEM;
+		goto out;
 	}
+	ctx->qp_table = t;
 	if (ctx->qp_table[qp->qpn])
 		err = EEXIST;
 	else
@@ -342,25 +356,17 @@ static struct rs_qp *rs_qp_lookup(struct rs_context *ctx, struct rs_cq *cq,
 static int rs_srq_table_insert(struct rs_context *ctx, struct rs_srq *srq)
 {
 	uint32_t num = srq->vsrq.srq_num;
+	struct rs_srq **t;
 	int err = 0;
 
 	pthread_spin_lock(&ctx->srq_table_lock);
-	if (num >= ctx->srq_table_size) {
-		uint32_t n = roundup_pow_of_two((uint64_t)num + 1);
-		struct rs_srq **t;
-
-		if (n < 64)
-			n = 64;
-		t = realloc(ctx->srq_table, n * sizeof(*t));
-		if (!t) {
-			err = ENOMEM;
-			goto out;
-		}
-		memset(t + ctx->srq_table_size, 0,
-		       (n - ctx->srq_table_size) * sizeof(*t));
-		ctx->srq_table = t;
-		ctx->srq_table_size = n;
+	t = rs_table_grow(ctx->srq_table, &ctx->srq_table_size, num,
+			  sizeof(*t));
+	if (!t) {
+		err = ENOMEM;
+		goto out;
 	}
+	ctx->srq_table = t;
 	if (ctx->srq_table[num])
 		err = EEXIST;
 	else

@@ -198,6 +198,27 @@ void rs_sq_flush_before(RSCore *c, uint32_t qpn, uint32_t end)
     }
 }
 
+/*
+ * The receive WQE QP qpn took from its SRQ for a message in progress
+ * completes flushed (an XRC target's names the XRC SRQ it came from).
+ */
+void rs_srq_flush_claimed(RSCore *c, uint32_t qpn)
+{
+    RSQp *qp = &c->qps[qpn];
+    struct rs_cqe cqe = {
+        .wr_id = qp->srq_wr_id,
+        .qpn = cpu_to_le32(qpn),
+        .opcode = RS_WR_RECV,
+        .status = RS_WC_WR_FLUSH_ERR,
+    };
+
+    if (qp->type == RS_QPT_XRC_TGT) {
+        cqe.srqn = cpu_to_le32(qp->srq);
+    }
+    qp->srq_claimed = false;
+    rs_cq_post(c, qp->recv_cq, &cqe, false);
+}
+
 bool rs_qp_flush(RSCore *c, uint32_t qpn, unsigned budget)
 {
     RSQp *qp = &c->qps[qpn];
@@ -218,18 +239,7 @@ bool rs_qp_flush(RSCore *c, uint32_t qpn, unsigned budget)
 
     if (qp->srq) {
         if (qp->srq_claimed) {
-            struct rs_cqe cqe = {
-                .wr_id = qp->srq_wr_id,
-                .qpn = cpu_to_le32(qpn),
-                .opcode = RS_WR_RECV,
-                .status = RS_WC_WR_FLUSH_ERR,
-            };
-
-            if (qp->type == RS_QPT_XRC_TGT) {
-                cqe.srqn = cpu_to_le32(qp->srq);
-            }
-            qp->srq_claimed = false;
-            rs_cq_post(c, qp->recv_cq, &cqe, false);
+            rs_srq_flush_claimed(c, qpn);
             rq++;
         }
     } else {

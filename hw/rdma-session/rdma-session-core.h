@@ -702,6 +702,7 @@ void rs_qp_to_err(RSCore *c, uint32_t qpn);
 void rs_qp_event(RSCore *c, uint32_t qpn, uint8_t type);
 void rs_sq_drained_check(RSCore *c, uint32_t qpn);
 bool rs_qp_flush(RSCore *c, uint32_t qpn, unsigned budget);
+void rs_srq_flush_claimed(RSCore *c, uint32_t qpn);
 void rs_sq_flush_before(RSCore *c, uint32_t qpn, uint32_t end);
 RSSentWqe *rs_sq_started(RSQp *qp, uint32_t index);
 void rs_sq_complete(RSCore *c, uint32_t qpn, uint8_t status,

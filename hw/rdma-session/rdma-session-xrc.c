@@ -98,16 +98,7 @@ void rs_xrc_srq_destroyed(RSCore *c, uint32_t srq)
             continue;
         }
         if (qp->srq_claimed) {
-            struct rs_cqe cqe = {
-                .wr_id = qp->srq_wr_id,
-                .qpn = cpu_to_le32(i),
-                .opcode = RS_WR_RECV,
-                .status = RS_WC_WR_FLUSH_ERR,
-                .srqn = cpu_to_le32(srq),
-            };
-
-            qp->srq_claimed = false;
-            rs_cq_post(c, qp->recv_cq, &cqe, false);
+            rs_srq_flush_claimed(c, i);
         }
         trace_rdma_session_xrc_srq_detach(i, srq);
         qp->srq = qp->pd = qp->recv_cq = 0;
