@@ -845,7 +845,7 @@ static bool rs_qp_state_valid(RSCore *c, const RSQp *qp)
                     qp->srq_nsge < RS_SRQ_WQE_BAD_DMA)) :
                   tgt || ini ?
                   (qp->srq_claimed || qp->rq_log || qp->max_recv_sge ||
-                   (ini && qp->recv_cq)) :
+                   qp->rq_pi || qp->rq_ci || (ini && qp->recv_cq)) :
                   (qp->srq_claimed ||
                    qp->rq_log < 1 || qp->rq_log > RS_MAX_WQ_LOG)) {
         return false;

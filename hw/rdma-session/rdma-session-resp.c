@@ -1224,9 +1224,12 @@ static void rs_resp_rc(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
 }
 
 /*
- * XRC target: RC's responder, on the XRC SRQ the XRCETH names.  A request
- * naming an SRQ the target may not use (none, another domain's, another
- * than its message's first packet named) is an invalid request.
+ * XRC target: RC's responder, on the XRC SRQ the XRCETH names.  A new
+ * request naming an SRQ the target may not use (none, another domain's,
+ * another than its message's first packet named) is an invalid request.
+ * Only the expected PSN selects: a duplicate of an earlier message (its
+ * ACK was lost) is acknowledged or answered from its resources as RC's
+ * are, whatever message is in progress; a later PSN gets RC's NAK.
  */
 static void rs_resp_xrc(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
                         const RSPkt *pkt)
@@ -1235,7 +1238,8 @@ static void rs_resp_xrc(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
         trace_rdma_session_resp_drop(qpn, pkt->psn, "QP not receiving");
         return;
     }
-    if (!rs_xrc_tgt_select(c, qpn, qp, pkt->xrcsrq)) {
+    if (pkt->psn == qp->rq_psn &&
+        !rs_xrc_tgt_select(c, qpn, qp, pkt->xrcsrq)) {
         rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_INV_REQ, pkt->psn,
                           "XRC SRQ");
         return;

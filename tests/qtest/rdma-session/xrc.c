@@ -394,6 +394,58 @@ static void test_xrc_switch_mid_message(void *obj, void *data,
 }
 
 /*
+ * A duplicate of a message to SRQ_A (as after a lost ACK) arrives while a
+ * SEND to SRQ_B is half received: B acknowledges it as a duplicate, does
+ * not execute it again, and completes the SEND in SRQ_B.
+ */
+static void test_xrc_duplicate_mid_message(void *obj, void *data,
+                                           QGuestAllocator *alloc)
+{
+    XrcEnv e;
+    Pair *pr = &e.pr;
+    Peer *a = &pr->p[0], *b = &pr->p[1];
+    GByteArray *f[4];
+    struct rs_cqe cqe;
+    unsigned i;
+
+    xrc_setup(&e, obj, data, alloc);
+    xrc_recv(&e, SRQ_A, 0xb1, 0x1000, 512);
+    xrc_recv(&e, SRQ_B, 0xb2, 0x3000, 4096);
+    pair_log_reset(pr);
+    pr->hold[0] = true;
+    xrc_post(&e, RS_WR_SEND, 0xa1, srqn(&e, SRQ_A), 0x100, 100, 0, 0);
+    xrc_post(&e, RS_WR_SEND, 0xa2, srqn(&e, SRQ_B), 0x800, 3000, 0, 0);
+    img_move(b, 0x1000, a, 0x100, 100);
+    img_move(b, 0x3000, a, 0x800, 3000);
+    for (i = 0; i < 4; i++) {
+        f[i] = pair_take(pr, 0);
+    }
+    g_assert_cmphex(f[0]->data[ROCE_BTH], ==, OP_XRC | OP_SEND_ONLY);
+    g_assert_cmphex(f[1]->data[ROCE_BTH], ==, OP_XRC | OP_SEND_FIRST);
+    pair_inject(pr, 1, f[0]->data, f[0]->len);
+    pair_inject(pr, 1, f[1]->data, f[1]->len);
+    qtest_readl(qrs_qts(b->d), b->buf);
+    pair_inject(pr, 1, f[0]->data, f[0]->len);      /* the duplicate */
+    qtest_readl(qrs_qts(b->d), b->buf);
+    pair_inject(pr, 1, f[2]->data, f[2]->len);
+    pair_inject(pr, 1, f[3]->data, f[3]->len);
+    for (i = 0; i < 4; i++) {
+        g_byte_array_unref(f[i]);
+    }
+    pr->hold[0] = false;
+
+    pair_expect_cqe(pr, 1, 0xb1, RS_WC_SUCCESS, RS_WR_RECV, e.tgt.qpn, 100);
+    eng_poll(b->d, &e.cq2, &cqe, pair_pump, pr);
+    assert_cqe(&cqe, 0xb2, RS_WC_SUCCESS, RS_WR_RECV, e.tgt.qpn);
+    g_assert_cmpuint(cqe.byte_len, ==, 3000);
+    pair_expect_cqe(pr, 0, 0xa1, RS_WC_SUCCESS, RS_WR_SEND, e.ini.qpn, 0);
+    pair_expect_cqe(pr, 0, 0xa2, RS_WC_SUCCESS, RS_WR_SEND, e.ini.qpn, 0);
+    expect_tgt_acks(pr, AETH_ACK);
+    g_assert_cmpuint(qp_state(b->d, e.tgt.h), ==, RS_QPS_RTS);
+    xrc_teardown(&e);
+}
+
+/*
  * READ responses owed while a later request names another SRQ: B owes
  * most of a 16-packet READ through SRQ_A (its wire is full) when a SEND
  * to SRQ_B, of another PD, arrives.  The READ's remaining responses are
@@ -607,6 +659,8 @@ static void register_xrc_tests(void)
     qos_add_test("xrc/bad-srq", "rdma-session", test_xrc_bad_srq, &pair);
     qos_add_test("xrc/switch-mid-message", "rdma-session",
                  test_xrc_switch_mid_message, &pair);
+    qos_add_test("xrc/duplicate-mid-message", "rdma-session",
+                 test_xrc_duplicate_mid_message, &pair);
     qos_add_test("xrc/read-owed", "rdma-session", test_xrc_read_owed,
                  &pair_small_sndbuf);
     qos_add_test("xrc/objects", "rdma-session", test_xrc_objects, &pair);
