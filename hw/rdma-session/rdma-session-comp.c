@@ -489,7 +489,7 @@ void rs_comp_receive(RSCore *c, uint32_t qpn, const RSPkt *pkt)
                     op <= RS_OP_READ_RESP_ONLY;
     int r;
 
-    if ((qp->type != RS_QPT_RC && qp->type != RS_QPT_XRC_INI) ||
+    if (!rs_qpt_rc_requester(qp->type) ||
         (qp->state != RS_QPS_RTS && qp->state != RS_QPS_SQD)) {
         trace_rdma_session_comp_drop(qpn, pkt->psn, "QP not sending");
         return;

@@ -572,14 +572,18 @@ uint32_t rs_xrc_srq_pd(RSCore *c, const RSQp *qp, uint32_t srq);
 bool rs_xrc_state_valid(RSCore *c);
 
 /*
- * RC and both halves of XRC: reliable, acknowledged, in PSN order.  The
- * initiator sends as an RC requester, the target answers as an RC
- * responder.
+ * The reliable (acknowledged, PSN-ordered) send and receive sides: RC
+ * has both, an XRC initiator only RC's requester, an XRC target only
+ * RC's responder.
  */
-static inline bool rs_qpt_reliable(uint8_t type)
+static inline bool rs_qpt_rc_requester(uint8_t type)
 {
-    return type == RS_QPT_RC || type == RS_QPT_XRC_INI ||
-           type == RS_QPT_XRC_TGT;
+    return type == RS_QPT_RC || type == RS_QPT_XRC_INI;
+}
+
+static inline bool rs_qpt_rc_responder(uint8_t type)
+{
+    return type == RS_QPT_RC || type == RS_QPT_XRC_TGT;
 }
 
 /* rdma-session-mkey.c: memory keys and translation tables */

@@ -457,20 +457,10 @@ static const VMStateDescription vmstate_rs_srq_xrc = {
     },
 };
 
-/* An SRQ without the XRC subsection is a basic one. */
-static int rs_srq_pre_load(void *opaque)
-{
-    RSSrq *s = opaque;
-
-    s->xrcd = s->cq = 0;
-    return 0;
-}
-
 static const VMStateDescription vmstate_rs_srq = {
     .name = "rdma-session/srq",
     .version_id = 1,
     .minimum_version_id = 1,
-    .pre_load = rs_srq_pre_load,
     .fields = (const VMStateField[]) {
         VMSTATE_BOOL(valid, RSSrq),
         VMSTATE_UINT8(gen, RSSrq),
@@ -664,7 +654,10 @@ static int rs_core_pre_load(void *opaque)
         c->mrs[i].mw_qp = 0;
     }
     c->mr_pages_loaded = 0;
-    /* A stream without SRQs (no subsection) leaves the table empty. */
+    /*
+     * A stream without SRQs or XRC domains (no subsections) leaves the
+     * tables empty; an SRQ without its XRC subsection is a basic one.
+     */
     memset(c->srqs, 0, sizeof(*c->srqs) * c->p.max_srqs);
     memset(c->xrcds, 0, sizeof(*c->xrcds) * c->p.max_xrcds);
     rs_mcast_reset(c);
@@ -1223,7 +1216,7 @@ void rs_migration_resume(RSCore *c)
             qp->seq_nak_sent = true;
             prompted++;
         }
-        if (qp->valid && rs_qpt_reliable(qp->type) &&
+        if (qp->valid && rs_qpt_rc_requester(qp->type) &&
             qp->state == RS_QPS_RTS && !qp->rnr_wait &&
             rs_psn_diff(qp->sq_psn, qp->una_psn) > 0) {
             rs_req_rewind(c, qpn);

@@ -233,7 +233,7 @@ static bool rs_qp_transition_ok(uint8_t type, uint8_t cur, uint8_t next)
         return false;               /* nothing to drain */
     }
     return !(cur == RS_QPS_SQE && next == RS_QPS_RTS &&
-             rs_qpt_reliable(type));
+             (rs_qpt_rc_requester(type) || rs_qpt_rc_responder(type)));
 }
 
 uint32_t rs_sq_stride(uint8_t max_sge, uint16_t max_inline)
@@ -328,6 +328,13 @@ static uint8_t rs_create_qp_xrc_tgt(RSCore *c,
     return *xrcd ? RS_STATUS_OK : RS_STATUS_BAD_HANDLE;
 }
 
+/* A receive queue of its own: not on an SRQ, not an XRC QP. */
+static bool rs_create_qp_has_rq(const struct rs_cmd_create_qp *cq)
+{
+    return !cq->srq && cq->qp_type != RS_QPT_XRC_INI &&
+           cq->qp_type != RS_QPT_XRC_TGT;
+}
+
 /*
  * Every other type: PD, send CQ and send queue; a receive CQ and a
  * receive queue or SRQ, except an XRC initiator, which has no receive
@@ -340,7 +347,7 @@ static uint8_t rs_create_qp_queues(RSCore *c,
                                    uint32_t *rcq, uint32_t *srq)
 {
     bool ini = cq->qp_type == RS_QPT_XRC_INI;
-    bool rq;
+    bool rq = rs_create_qp_has_rq(cq);
     uint32_t uar = le32_to_cpu(cq->uar);
     uint64_t rq_addr = le64_to_cpu(cq->rq_addr);
     uint16_t max_inline = le16_to_cpu(cq->max_inline);
@@ -373,7 +380,6 @@ static uint8_t rs_create_qp_queues(RSCore *c,
             return RS_STATUS_BAD_PD;
         }
     }
-    rq = !*srq && !ini;
     /* A kernel PD's QP rings the kernel's doorbell page only. */
     if ((c->pds[*pd].flags & RS_PD_F_PRIVILEGED) && uar != 0) {
         return RS_STATUS_BAD_PD;
@@ -391,16 +397,16 @@ static uint8_t rs_create_qp_queues(RSCore *c,
     return RS_STATUS_OK;
 }
 
-/* The send queue's and receive queue's memory (rq: it has its own). */
+/* The send queue's and (if it has its own) receive queue's memory. */
 static uint8_t rs_create_qp_rings(RSCore *c,
-                                  const struct rs_cmd_create_qp *cq, bool rq)
+                                  const struct rs_cmd_create_qp *cq)
 {
     uint8_t st;
 
     st = rs_check_wq(c, le64_to_cpu(cq->sq_addr), cq->sq_log_size,
                      rs_sq_stride(cq->max_send_sge,
                                   le16_to_cpu(cq->max_inline)));
-    if (!st && rq) {
+    if (!st && rs_create_qp_has_rq(cq)) {
         st = rs_check_wq(c, le64_to_cpu(cq->rq_addr), cq->rq_log_size,
                          rs_rq_stride(cq->max_recv_sge));
     }
@@ -414,7 +420,7 @@ uint8_t rs_cmd_create_qp(RSCore *c, const struct rs_admin_cmd *cmd,
     uint32_t pd = 0, scq = 0, rcq = 0, srq = 0, xrcd = 0, group = 0, idx;
     uint32_t gh = le32_to_cpu(cq->session_group);
     bool tgt = cq->qp_type == RS_QPT_XRC_TGT;
-    bool rq;
+    bool rq = rs_create_qp_has_rq(cq);
     uint8_t st;
     RSQp *qp;
 
@@ -435,8 +441,7 @@ uint8_t rs_cmd_create_qp(RSCore *c, const struct rs_admin_cmd *cmd,
             return RS_STATUS_BAD_HANDLE;
         }
     }
-    rq = !tgt && !srq && cq->qp_type != RS_QPT_XRC_INI;
-    st = tgt ? RS_STATUS_OK : rs_create_qp_rings(c, cq, rq);
+    st = tgt ? RS_STATUS_OK : rs_create_qp_rings(c, cq);
     if (st) {
         return st;
     }

@@ -277,9 +277,7 @@ static uint8_t rs_req_wire_op(uint8_t qpt, uint8_t wr_op, uint32_t i,
     if (qpt == RS_QPT_UD || qpt == RS_QPT_GSI) {
         return wr_op == RS_WR_SEND_IMM ? 0x65 : 0x64;
     }
-    return rs_req_rc_op(wr_op, i, n) |
-           (qpt == RS_QPT_UC ? RS_OP_UC :
-            qpt == RS_QPT_XRC_INI ? RS_OP_XRC : RS_OP_RC);
+    return rs_req_rc_op(wr_op, i, n) | rs_qpt_transport(qpt);
 }
 
 static uint8_t rs_req_rc_op(uint8_t wr_op, uint32_t i, uint32_t n)
@@ -1105,7 +1103,7 @@ static void rs_req_retry_tick(void *opaque)
         RSQp *qp = &c->qps[qpn];
         int64_t tmo;
 
-        if (!qp->valid || !rs_qpt_reliable(qp->type) ||
+        if (!qp->valid || !rs_qpt_rc_requester(qp->type) ||
             qp->state != RS_QPS_RTS ||
             rs_psn_diff(qp->sq_psn, qp->una_psn) <= 0 || !qp->timeout) {
             continue;
@@ -1231,7 +1229,7 @@ void rs_engine_post_load(RSCore *c)
         if (qp->ack_pending) {
             qemu_bh_schedule(c->resp_bh);
         }
-        if (rs_qpt_reliable(qp->type) &&
+        if (rs_qpt_rc_requester(qp->type) &&
             rs_psn_diff(qp->sq_psn, qp->una_psn) > 0) {
             rs_req_arm_retry(c);
         }

@@ -70,12 +70,6 @@ bool rs_resp_divert(RSCore *c, const struct iovec *iov, int iovcnt)
     return true;
 }
 
-/* A response's transport: RC's, or XRC's for an XRC target. */
-static uint8_t rs_resp_transport(const RSQp *qp)
-{
-    return qp->type == RS_QPT_XRC_TGT ? RS_OP_XRC : RS_OP_RC;
-}
-
 /*
  * Send an ACK/NAK (AETH syndrome) for PSN psn to the QP's peer, or with
  * opcode RS_OP_ATOMIC_ACK the response to an atomic with its original value.
@@ -91,7 +85,7 @@ static void rs_resp_send_ack(RSCore *c, uint32_t qpn, RSQp *qp,
     if (!rs_qp_tuple(c, qp, qpn, NULL, &a)) {
         return;
     }
-    a.opcode = opcode | rs_resp_transport(qp);
+    a.opcode = opcode | rs_qpt_transport(qp->type);
     a.dqpn = qp->dest_qpn;
     a.psn = psn;
     a.syndrome = syndrome;
@@ -432,7 +426,7 @@ static bool rs_resp_read_pkt(RSCore *c, uint32_t qpn, RSQp *qp, RSRdRes *rd)
     } else {
         p.opcode = RS_OP_READ_RESP_MIDDLE;
     }
-    p.opcode |= rs_resp_transport(qp);
+    p.opcode |= rs_qpt_transport(qp->type);
     if (n) {
         /*
          * Checked for every packet: the MR may be gone meanwhile.  An
@@ -522,9 +516,8 @@ bool rs_resp_rnr_prompt(RSCore *c, uint32_t qpn, uint8_t timer)
 {
     RSQp *qp = &c->qps[qpn];
 
-    if (!qp->valid || qp->type == RS_QPT_XRC_INI ||
-        !rs_qpt_reliable(qp->type) || !rs_qp_receiving(qp) ||
-        rs_resp_owes(qp)) {
+    if (!qp->valid || !rs_qpt_rc_responder(qp->type) ||
+        !rs_qp_receiving(qp) || rs_resp_owes(qp)) {
         return false;
     }
     rs_resp_ack(c, qpn, qp, RS_AETH_TYPE_RNR | (timer & 0x1f), qp->rq_psn);
@@ -555,7 +548,7 @@ void rs_resp_process(void *opaque)
         if (!qp->valid) {
             continue;
         }
-        if (rs_qpt_reliable(qp->type) && rs_qp_receiving(qp) &&
+        if (rs_qpt_rc_responder(qp->type) && rs_qp_receiving(qp) &&
             rs_resp_send_owed(c, qpn, qp, RS_RESP_BUDGET)) {
             more = true;
             continue;
@@ -564,7 +557,7 @@ void rs_resp_process(void *opaque)
             continue;
         }
         qp->ack_pending = false;
-        if (rs_qpt_reliable(qp->type) && rs_qp_receiving(qp)) {
+        if (rs_qpt_rc_responder(qp->type) && rs_qp_receiving(qp)) {
             rs_resp_ack(c, qpn, qp, RS_AETH_ACK, qp->ack_psn);
         }
     }
@@ -1019,7 +1012,7 @@ static void rs_resp_exec_fail(RSCore *c, uint32_t qpn, RSQp *qp,
                               const RSPkt *pkt, uint8_t syndrome,
                               const char *why, const char *uc_why)
 {
-    if (rs_qpt_reliable(qp->type)) {
+    if (rs_qpt_rc_responder(qp->type)) {
         rs_resp_nak_fatal(c, qpn, qp, syndrome, pkt->psn, why);
     } else {
         rs_resp_uc_drop(qp, qpn, pkt->psn, uc_why);
@@ -1034,7 +1027,7 @@ static void rs_resp_rwqe_fail(RSCore *c, uint32_t qpn, RSQp *qp,
                               const RSRecvWqe *r, const RSPkt *pkt,
                               uint8_t st)
 {
-    if (rs_qpt_reliable(qp->type)) {
+    if (rs_qpt_rc_responder(qp->type)) {
         rs_recv_cqe(c, qpn, qp, r, pkt, st, 0, RS_WR_RECV);
         rs_resp_nak_fatal(c, qpn, qp, st == RS_WC_LOC_LEN_ERR ?
                           RS_AETH_NAK_INV_REQ : RS_AETH_NAK_REM_OP,
@@ -1053,7 +1046,7 @@ static void rs_resp_msg_done(RSQp *qp)
 {
     qp->resp_op = RS_RESP_NONE;
     qp->resp_off = 0;
-    if (rs_qpt_reliable(qp->type)) {
+    if (rs_qpt_rc_responder(qp->type)) {
         qp->msn++;
     }
 }
@@ -1071,7 +1064,7 @@ static bool rs_resp_exec_send(RSCore *c, uint32_t qpn, RSQp *qp,
 
     st = rs_resp_get_rwqe(c, qpn, qp, gid, &r);
     if (!st && rs_resp_send_too_long(c, qp, pkt, &r)) {
-        if (!rs_qpt_reliable(qp->type)) {
+        if (!rs_qpt_rc_responder(qp->type)) {
             rs_resp_uc_drop(qp, qpn, pkt->psn, "UC: message too long");
             return false;
         }
@@ -1367,7 +1360,7 @@ void rs_roce_input(RSCore *c, const uint8_t *frame, size_t len)
         return;
     }
     if (qp->state == RS_QPS_RTR && !qp->comm_est &&
-        (rs_qpt_reliable(qp->type) || qp->type == RS_QPT_UC)) {
+        (rs_qpt_rc_responder(qp->type) || qp->type == RS_QPT_UC)) {
         /* Communication Established: the first packet in RTR. */
         qp->comm_est = true;
         rs_qp_event(c, qpn, RS_EV_QP_COMM_EST);
@@ -1378,7 +1371,7 @@ void rs_roce_input(RSCore *c, const uint8_t *frame, size_t len)
         rs_resp_xrc(c, qpn, qp, gid, &pkt);
     } else if (qp->type == RS_QPT_UD || qp->type == RS_QPT_GSI) {
         rs_resp_ud(c, qpn, qp, gid, &pkt);
-    } else if (rs_qpt_reliable(qp->type)) {
+    } else if (rs_qpt_rc_responder(qp->type)) {
         rs_resp_rc(c, qpn, qp, gid, &pkt);
     } else {
         rs_resp_uc(c, qpn, qp, gid, &pkt);

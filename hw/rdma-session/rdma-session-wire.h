@@ -122,6 +122,14 @@ extern const RSOpcodeInfo rs_opcode[256];
 
 #define RS_PSN_MASK             0xffffffu
 
+/* The transport bits of a connected QP type's opcodes. */
+static inline uint8_t rs_qpt_transport(uint8_t type)
+{
+    return type == RS_QPT_UC ? RS_OP_UC :
+           type == RS_QPT_XRC_INI || type == RS_QPT_XRC_TGT ? RS_OP_XRC :
+           RS_OP_RC;
+}
+
 /* The operation of an opcode, whatever its transport (RC's value). */
 static inline uint8_t rs_op_code(uint8_t opcode)
 {
