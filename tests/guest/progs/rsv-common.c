@@ -278,6 +278,15 @@ void rsv_info(const struct rsv_dev *d, const struct ibv_qp *qp, uint32_t psn,
 int rsv_rc_connect(struct rsv_dev *d, struct ibv_qp *qp, int access,
 		   uint32_t my_psn, const struct rsv_peer_info *peer)
 {
+	return rsv_connect(d, qp, access, my_psn, peer,
+			   IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
+			   RSV_RTS_REQUESTER);
+}
+
+int rsv_connect(struct rsv_dev *d, struct ibv_qp *qp, int access,
+		uint32_t my_psn, const struct rsv_peer_info *peer,
+		int rtr_mask, int rts_mask)
+{
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_INIT,
 		.port_num = 1,
@@ -303,8 +312,7 @@ int rsv_rc_connect(struct rsv_dev *d, struct ibv_qp *qp, int access,
 	a.ah_attr.port_num = 1;
 	err = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
 			    IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			    IBV_QP_MIN_RNR_TIMER);
+			    IBV_QP_RQ_PSN | rtr_mask);
 	if (err)
 		return err;
 	memset(&a, 0, sizeof(a));
@@ -315,9 +323,7 @@ int rsv_rc_connect(struct rsv_dev *d, struct ibv_qp *qp, int access,
 	a.retry_cnt = 7;
 	a.rnr_retry = 7;
 	a.max_rd_atomic = 1;
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
-			     IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			     IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | rts_mask);
 }
 
 int rsv_poll(struct ibv_cq *cq, struct ibv_wc *wc, int timeout_ms)

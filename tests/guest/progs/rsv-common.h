@@ -86,6 +86,18 @@ struct ibv_qp *rsv_rc_qp(struct rsv_dev *d, struct ibv_cq *cq,
 /* RESET -> INIT -> RTR -> RTS towards the peer; 0 or an errno. */
 int rsv_rc_connect(struct rsv_dev *d, struct ibv_qp *qp, int access,
 		   uint32_t my_psn, const struct rsv_peer_info *peer);
+/*
+ * The same with the attributes the QP type takes beyond the common ones:
+ * rtr_mask's for RTR (RC's responder side: MAX_DEST_RD_ATOMIC,
+ * MIN_RNR_TIMER), all of rts_mask's but STATE for RTS (RC's:
+ * RSV_RTS_REQUESTER; an XRC target's: SQ_PSN and TIMEOUT only).
+ */
+#define RSV_RTS_REQUESTER (IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | \
+			   IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | \
+			   IBV_QP_MAX_QP_RD_ATOMIC)
+int rsv_connect(struct rsv_dev *d, struct ibv_qp *qp, int access,
+		uint32_t my_psn, const struct rsv_peer_info *peer,
+		int rtr_mask, int rts_mask);
 /* Fill in qpn, psn and gid of this side. */
 void rsv_info(const struct rsv_dev *d, const struct ibv_qp *qp, uint32_t psn,
 	      struct rsv_peer_info *me);

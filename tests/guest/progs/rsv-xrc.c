@@ -7,8 +7,8 @@
  *    connected to the target QP.  It sends 8 messages alternately to
  *    process A's and process B's XRC SRQ, half with ibv_post_send
  *    (wr.qp_type.xrc.remote_srqn), half with ibv_wr_* and
- *    ibv_wr_set_xrc_srqn; SEND and SEND_WITH_IMM, 1 to 10000 bytes (10
- *    packets at the 1024-byte path MTU).  Then an RDMA WRITE (ibv_wr_*)
+ *    ibv_wr_set_xrc_srqn; SEND and SEND_WITH_IMM, 1 to 10000 bytes
+ *    (several packets at the port's active MTU, 10 at 1024).  Then an RDMA WRITE (ibv_wr_*)
  *    and an RDMA READ (ibv_post_send) through the target into an MR of
  *    A, registered on the PD of A's SRQ, data checked both ways.  Last,
  *    as it breaks the connection: a SEND naming an XRC SRQ of another XRC
@@ -59,7 +59,7 @@
 #include "rsv-common.h"
 
 #define NMSG 8
-#define MAXLEN 10000		/* 10 packets at a 1024-byte path MTU */
+#define MAXLEN 10000		/* several packets at any path MTU */
 #define SLOT 10240		/* bytes per send or receive buffer */
 #define SRQ_WR 2		/* WQEs per XRC SRQ: reposted as they complete */
 #define MEMLEN 10000		/* A's MR, written and read through XRC */
@@ -344,47 +344,6 @@ static bool rx_messages(struct rx *r, int who, uint32_t tgt_qpn,
 	return true;
 }
 
-static int xrc_connect_tgt(struct ibv_qp *qp, const struct rsv_peer_info *peer,
-			   uint32_t my_psn)
-{
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT,
-		.port_num = 1,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
-				   IBV_ACCESS_REMOTE_READ,
-	};
-	int err;
-
-	err = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			    IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
-	if (err)
-		return err;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = peer->qpn;
-	a.rq_psn = peer->psn;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = peer->gid;
-	a.ah_attr.grh.sgid_index = d.gid_index;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	err = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
-			    IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			    IBV_QP_MIN_RNR_TIMER);
-	if (err)
-		return err;
-	/* A target sends responses only: timeout and PSN. */
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 18;
-	a.sq_psn = my_psn;
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-			     IBV_QP_SQ_PSN);
-}
 
 static int recv_a(const char *file, const char *sock)
 {
@@ -446,7 +405,11 @@ static int recv_a(const char *file, const char *sock)
 	me.extra[2] = in.val[1];	/* B's SRQ of another domain */
 	if (!rsv_xchg(fd, &me, &peer, sizeof(me)))
 		rsv_die("out-of-band exchange failed");
-	err = xrc_connect_tgt(tgt, &peer, me.psn);
+	/* A target sends responses only: RTS takes its PSN and timeout. */
+	err = rsv_connect(&d, tgt, IBV_ACCESS_REMOTE_WRITE |
+			  IBV_ACCESS_REMOTE_READ, me.psn, &peer,
+			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER,
+			  IBV_QP_SQ_PSN | IBV_QP_TIMEOUT);
 	rsv_check(&o, "xrc-tgt-connect", !err,
 		  "XRC_RECV QP %u (domain opened with %s) to XRC_SEND QP %u: %s; SRQ numbers A %u, B %u, B's other domain %u",
 		  tgt->qp_num, file, peer.qpn, err ? strerror(err) : "RTS",
@@ -547,47 +510,6 @@ static int recv_b(const char *file, const char *sock)
 /* Sender                                                             */
 /* ------------------------------------------------------------------ */
 
-static int xrc_connect_ini(struct ibv_qp *qp, const struct rsv_peer_info *peer,
-			   uint32_t my_psn)
-{
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT,
-		.port_num = 1,
-	};
-	int err;
-
-	err = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			    IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
-	if (err)
-		return err;
-	/* An initiator receives responses only. */
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = peer->qpn;
-	a.rq_psn = peer->psn;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = peer->gid;
-	a.ah_attr.grh.sgid_index = d.gid_index;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	err = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
-			    IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			    IBV_QP_RQ_PSN);
-	if (err)
-		return err;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = my_psn;
-	/* ~1 s local ACK timeout: a TCG guest can stall for a while. */
-	a.timeout = 18;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 1;
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
-			     IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			     IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
-}
 
 /* Wait for n send completions: wr_id i at index i; false on the first
  * one missing or failed. */
@@ -659,7 +581,8 @@ static int sender(void)
 	rsv_info(&d, qp, 0x1000, &me);
 	if (!rsv_xchg(fd, &me, &peer, sizeof(me)))
 		rsv_die("out-of-band exchange failed");
-	err = xrc_connect_ini(qp, &peer, me.psn);
+	/* An initiator receives responses only: RTR takes nothing more. */
+	err = rsv_connect(&d, qp, 0, me.psn, &peer, 0, RSV_RTS_REQUESTER);
 	rsv_check(&o, "xrc-connect", !err && qpx &&
 		  (d.attr.orig_attr.device_cap_flags & IBV_DEVICE_XRC),
 		  "%s reports XRC: %s; XRC_SEND QP %u to XRC_RECV QP %u: %s",
