@@ -241,9 +241,17 @@ void rs_core_unrealize(RSCore *c)
 void rs_core_raise_event(RSCore *c, uint8_t type, uint32_t handle,
                          uint64_t data)
 {
+    rs_core_raise_event_info(c, type, 0, 0, handle, data);
+}
+
+/* An event with type-specific flags and info (ODP_PAGE_FAULT). */
+void rs_core_raise_event_info(RSCore *c, uint8_t type, uint8_t flags,
+                              uint16_t info, uint32_t handle, uint64_t data)
+{
     unsigned log = FIELD_EX32(c->aeq_cfg, RS_AEQ_CFG, LOG_SIZE);
     struct rs_event ev = {
         .type = type,
+        .info = cpu_to_le16(info),
         .handle = cpu_to_le32(handle),
         .data = cpu_to_le64(data),
     };
@@ -256,7 +264,7 @@ void rs_core_raise_event(RSCore *c, uint8_t type, uint32_t handle,
         c->status |= R_RS_STATUS_AEQ_OVERFLOW_MASK;
         return;
     }
-    ev.flags = ((c->aeq_pi >> log) & 1) ? 0 : RS_EQE_PHASE;
+    ev.flags = flags | (((c->aeq_pi >> log) & 1) ? 0 : RS_EQE_PHASE);
     if (rs_dma_write(c, c->aeq_base +
                      (uint64_t)(c->aeq_pi & ((1u << log) - 1)) * sizeof(ev),
                      &ev, sizeof(ev)) != RS_STATUS_OK) {

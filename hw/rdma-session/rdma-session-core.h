@@ -474,6 +474,8 @@ void rs_core_db_write(RSCore *c, hwaddr addr, uint32_t val);
 void rs_core_set_link(RSCore *c, bool up);
 void rs_core_raise_event(RSCore *c, uint8_t type, uint32_t handle,
                          uint64_t data);
+void rs_core_raise_event_info(RSCore *c, uint8_t type, uint8_t flags,
+                              uint16_t info, uint32_t handle, uint64_t data);
 uint8_t rs_dma_check(RSCore *c, uint64_t addr, uint64_t len, bool write);
 uint8_t rs_dma_read(RSCore *c, uint64_t addr, void *buf, uint64_t len);
 uint8_t rs_dma_write(RSCore *c, uint64_t addr, const void *buf,

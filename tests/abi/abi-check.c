@@ -177,6 +177,27 @@ int main(void)
         F(rs_cmd_mcast, gid, 0),
         F(rs_cmd_mcast, qp, 16),
         F(rs_cmd_mcast, rsvd, 20));
+    CHECK_STRUCT(rs_cmd_odp_resolve, 32,
+        F(rs_cmd_odp_resolve, key, 0),
+        F(rs_cmd_odp_resolve, seq, 4),
+        F(rs_cmd_odp_resolve, va, 8),
+        F(rs_cmd_odp_resolve, pbl_addr, 16),
+        F(rs_cmd_odp_resolve, npages, 24),
+        F(rs_cmd_odp_resolve, flags, 28));
+    CHECK_STRUCT(rs_cmd_odp_invalidate, 24,
+        F(rs_cmd_odp_invalidate, key, 0),
+        F(rs_cmd_odp_invalidate, rsvd, 4),
+        F(rs_cmd_odp_invalidate, va, 8),
+        F(rs_cmd_odp_invalidate, length, 16));
+    CHECK_STRUCT(rs_device_stats, 64,
+        F(rs_device_stats, odp_faults, 0),
+        F(rs_device_stats, odp_resolved_pages, 8),
+        F(rs_device_stats, odp_invalidations, 16),
+        F(rs_device_stats, odp_fault_fails, 24),
+        F(rs_device_stats, odp_pauses_sent, 32),
+        F(rs_device_stats, odp_pauses_rcvd, 40),
+        F(rs_device_stats, odp_resumes_rcvd, 48),
+        F(rs_device_stats, rnr_naks_rcvd, 56));
     CHECK_STRUCT(rs_cmd_modify_srq, 24,
         F(rs_cmd_modify_srq, ring_addr, 0),
         F(rs_cmd_modify_srq, handle, 8),
@@ -242,6 +263,8 @@ int main(void)
     CHECK_CMD_BODY(modify_srq, rs_cmd_modify_srq);
     CHECK_CMD_BODY(mcast, rs_cmd_mcast);
     CHECK_CMD_BODY(reg_mr, rs_cmd_reg_mr);
+    CHECK_CMD_BODY(odp_resolve, rs_cmd_odp_resolve);
+    CHECK_CMD_BODY(odp_invalidate, rs_cmd_odp_invalidate);
     CHECK_CMD_BODY(create_ah, rs_cmd_create_ah);
     CHECK_CMD_BODY(create_session, rs_cmd_create_session);
     CHECK_CMD_BODY(create_group, rs_cmd_create_session_group);
@@ -258,7 +281,7 @@ int main(void)
     CHECK_STRUCT(rs_event, 16,
         F(rs_event, type, 0),
         F(rs_event, flags, 1),
-        F(rs_event, rsvd, 2),
+        F(rs_event, info, 2),
         F(rs_event, handle, 4),
         F(rs_event, data, 8));
 
@@ -293,7 +316,7 @@ int main(void)
         F(rs_device_attr, max_mcast_grp, 112),
         F(rs_device_attr, max_mcast_qp_attach, 116),
         F(rs_device_attr, max_xrcds, 120),
-        F(rs_device_attr, rsvd, 124));
+        F(rs_device_attr, max_odp_pages, 124));
     CHECK_STRUCT(rs_port_attr, 64,
         F(rs_port_attr, state, 0),
         F(rs_port_attr, max_mtu, 1),
@@ -454,7 +477,7 @@ int main(void)
     CHECK_VALUE(RS_DB_CQ_ARM, 0x18);
     CHECK_VALUE(RS_DB_SRQ, 0x20);
     CHECK_VALUE(RS_ABI_VERSION_MAJOR, 1);
-    CHECK_VALUE(RS_ABI_VERSION_MINOR, 3);
+    CHECK_VALUE(RS_ABI_VERSION_MINOR, 4);
     CHECK_VALUE(RS_CMD_CREATE_SRQ, 0x20);
     CHECK_VALUE(RS_CMD_MODIFY_SRQ, 0x21);
     CHECK_VALUE(RS_CMD_DESTROY_SRQ, 0x22);
@@ -463,7 +486,7 @@ int main(void)
     CHECK_VALUE(RS_CAP_MW, 0x1000);
     CHECK_VALUE(RS_CMD_ALLOC_MW, 0x28);
     CHECK_VALUE(RS_CMD_DEALLOC_MW, 0x29);
-    CHECK_VALUE(RS_CMD_MAX, 0x2e);
+    CHECK_VALUE(RS_CMD_MAX, 0x30);
     CHECK_VALUE(RS_WR_BIND_MW, 0x0a);
     CHECK_VALUE(RS_WC_MW_BIND_ERR, 6);
     CHECK_VALUE(RS_MW_TYPE_1, 1);
@@ -488,6 +511,19 @@ int main(void)
     CHECK_VALUE(RS_CMD_DESTROY_XRCD, 0x2d);
     CHECK_VALUE(RS_QPT_XRC_INI, 6);
     CHECK_VALUE(RS_QPT_XRC_TGT, 7);
+    CHECK_VALUE(RS_CAP_ODP, 0x800);
+    CHECK_VALUE(RS_MR_F_ODP, 2);
+    CHECK_VALUE(RS_MR_F_ODP_IMPLICIT, 8);
+    CHECK_VALUE(RS_CMD_ODP_RESOLVE, 0x27);
+    CHECK_VALUE(RS_CMD_ODP_INVALIDATE, 0x2e);
+    CHECK_VALUE(RS_CMD_QUERY_STATS, 0x2f);
+    CHECK_VALUE(RS_STATUS_STALE, 0x11);
+    CHECK_VALUE(RS_EV_ODP_PAGE_FAULT, 0x10);
+    CHECK_VALUE(RS_EQE_ODP_WRITE, 2);
+    CHECK_VALUE(RS_ODP_PAGE_READ, 1);
+    CHECK_VALUE(RS_ODP_PAGE_WRITE, 2);
+    CHECK_VALUE(RS_ODP_RESOLVE_MAX_PAGES, 512);
+    CHECK_VALUE(RS_ODP_RESOLVE_F_FAIL, 1);
 
     printf("1..%d\n", tests);
     if (failures) {

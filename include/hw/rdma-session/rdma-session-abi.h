@@ -58,7 +58,7 @@
  * Minor 3: XRC domains, XRC SRQs and XRC QPs (RS_CAP_XRC).
  */
 #define RS_ABI_VERSION_MAJOR    1
-#define RS_ABI_VERSION_MINOR    3
+#define RS_ABI_VERSION_MINOR    4
 
 #define RS_BAR_REGS             0       /* registers, RS_REGS_SIZE bytes */
 #define RS_BAR_MSIX             1       /* MSI-X table and PBA */
@@ -127,7 +127,7 @@ REG32(RS_ADMQ_DB, 0x100)                /* write: admin producer index */
 #define RS_CAP_DC               (1u << 8)  /* reserved: not yet offered */
 #define RS_CAP_INDIRECT_MKEY    (1u << 9)  /* reserved: not yet offered */
 #define RS_CAP_PATTERN_MKEY     (1u << 10) /* reserved: not yet offered */
-#define RS_CAP_ODP              (1u << 11) /* reserved: not yet offered */
+#define RS_CAP_ODP              (1u << 11) /* on-demand paging (ABI 1.4) */
 #define RS_CAP_MW               (1u << 12) /* memory windows, type 1 and 2B */
 #define RS_CAP_MCAST            (1u << 13) /* UD multicast (ABI 1.2) */
 #define RS_CAP_FLUSH            (1u << 14) /* RDMA FLUSH, global visibility */
@@ -234,14 +234,16 @@ enum rs_admin_opcode {
     RS_CMD_DESTROY_DCT = 0x24,
     RS_CMD_REG_INDIRECT_MKEY = 0x25,
     RS_CMD_REG_PATTERN_MKEY = 0x26,
-    RS_CMD_ODP_RESOLVE = 0x27,
+    RS_CMD_ODP_RESOLVE = 0x27,      /* ABI 1.4 (RS_CAP_ODP) */
     RS_CMD_ALLOC_MW = 0x28,         /* ABI 1.2 (RS_CAP_MW) */
     RS_CMD_DEALLOC_MW = 0x29,
     RS_CMD_ATTACH_MCAST = 0x2a,     /* ABI 1.2 (RS_CAP_MCAST) */
     RS_CMD_DETACH_MCAST = 0x2b,
     RS_CMD_CREATE_XRCD = 0x2c,      /* ABI 1.3 (RS_CAP_XRC) */
     RS_CMD_DESTROY_XRCD = 0x2d,
-    RS_CMD_MAX = 0x2e,
+    RS_CMD_ODP_INVALIDATE = 0x2e,   /* ABI 1.4 (RS_CAP_ODP) */
+    RS_CMD_QUERY_STATS = 0x2f,      /* ABI 1.4: struct rs_device_stats */
+    RS_CMD_MAX = 0x30,
 };
 
 enum rs_status {
@@ -262,6 +264,7 @@ enum rs_status {
     RS_STATUS_NOT_SUPPORTED = 0x0e, /* reserved opcode or feature */
     RS_STATUS_BAD_NETID = 0x0f,     /* GID index not populated */
     RS_STATUS_EXISTS = 0x10,        /* GID slot, GSI QP or 5-tuple taken */
+    RS_STATUS_STALE = 0x11,         /* ODP_RESOLVE older than an invalidation */
 };
 
 /* Command: 64 bytes. */
@@ -409,8 +412,9 @@ enum rs_access {
 
 /* MR translation: page list levels. */
 #define RS_MR_F_PBL_INDIRECT    (1u << 0)  /* list of 4 KiB pages of PAs */
-#define RS_MR_F_ODP             (1u << 1)  /* reserved */
+#define RS_MR_F_ODP             (1u << 1)  /* on demand: no page list */
 #define RS_MR_F_FAST_REG        (1u << 2)  /* allocate in the Free state */
+#define RS_MR_F_ODP_IMPLICIT    (1u << 3)  /* with ODP: all of the space */
 #define RS_MAX_FRMR_PAGES       512     /* fast-registration page list */
 #define RS_MR_MIN_PAGE_SHIFT    12
 #define RS_MR_MAX_PAGE_SHIFT    30
@@ -426,6 +430,58 @@ struct rs_cmd_reg_mr {
     uint8_t flags;                  /* RS_MR_F_* */
     uint16_t access;                /* enum rs_access */
     uint32_t gid_index;             /* network identity the keys live in */
+};
+
+/*
+ * On-demand paging (ABI 1.4).  An ODP MR (REG_MR with RS_MR_F_ODP,
+ * page_shift 12, no page list) starts with no translation; an access to a
+ * page it does not have raises RS_EV_ODP_PAGE_FAULT and waits.
+ * ODP_RESOLVE hands the device up to RS_ODP_RESOLVE_MAX_PAGES pages from
+ * va on: each list entry is a 4 KiB-aligned guest physical address with
+ * RS_ODP_PAGE_READ (and RS_ODP_PAGE_WRITE if the page may be written), or
+ * 0 to leave the page as it is.  seq is the number of ODP_INVALIDATE
+ * commands the driver issued for the key (mod 2^32); a resolve built
+ * before the latest invalidation is refused with RS_STATUS_STALE.  With
+ * RS_ODP_RESOLVE_F_FAIL (npages and pbl_addr 0) the range cannot be
+ * mapped: the accesses waiting for it fail.
+ */
+#define RS_ODP_PAGE_READ        (1ull << 0)
+#define RS_ODP_PAGE_WRITE       (1ull << 1)
+#define RS_ODP_RESOLVE_MAX_PAGES 512
+#define RS_ODP_RESOLVE_F_FAIL   (1u << 0)
+
+struct rs_cmd_odp_resolve {
+    uint32_t key;                   /* the ODP MR's lkey */
+    uint32_t seq;
+    uint64_t va;                    /* 4 KiB aligned */
+    uint64_t pbl_addr;              /* npages 8-byte entries, 8-byte aligned */
+    uint32_t npages;                /* 1 - RS_ODP_RESOLVE_MAX_PAGES */
+    uint32_t flags;                 /* RS_ODP_RESOLVE_F_* */
+};
+
+/*
+ * ODP_INVALIDATE: the device drops its translation of the pages of
+ * [va, va + length) (whole pages) of the key and counts one invalidation
+ * (result1: the new count).  When it completes, the device reads and
+ * writes none of the old pages any more.
+ */
+struct rs_cmd_odp_invalidate {
+    uint32_t key;
+    uint32_t rsvd;
+    uint64_t va;
+    uint64_t length;
+};
+
+/* QUERY_STATS: struct rs_cmd_query's addr receives these counters. */
+struct rs_device_stats {
+    uint64_t odp_faults;            /* page-fault events raised */
+    uint64_t odp_resolved_pages;    /* pages ODP_RESOLVE installed */
+    uint64_t odp_invalidations;     /* ODP_INVALIDATE commands */
+    uint64_t odp_fault_fails;       /* faults failed or timed out */
+    uint64_t odp_pauses_sent;       /* page-fault pauses sent to peers */
+    uint64_t odp_pauses_rcvd;       /* pauses peers sent our requesters */
+    uint64_t odp_resumes_rcvd;
+    uint64_t rnr_naks_rcvd;
 };
 
 /*
@@ -560,6 +616,8 @@ struct rs_admin_cmd {
         struct rs_cmd_create_lan_queue create_lan_queue;
         struct rs_cmd_set_lan_rx_mode set_lan_rx_mode;
         struct rs_cmd_mcast mcast;
+        struct rs_cmd_odp_resolve odp_resolve;
+        struct rs_cmd_odp_invalidate odp_invalidate;
         uint8_t raw[56];
     };
 };
@@ -612,7 +670,7 @@ struct rs_device_attr {
     uint32_t max_mcast_grp;         /* ABI 1.2: multicast groups */
     uint32_t max_mcast_qp_attach;   /* ABI 1.2: QPs per group */
     uint32_t max_xrcds;             /* ABI 1.3: 0 without RS_CAP_XRC */
-    uint32_t rsvd;
+    uint32_t max_odp_pages;         /* ABI 1.4: ODP translation entries */
 };
 
 enum rs_port_state {
@@ -731,18 +789,24 @@ enum rs_event_type {
     RS_EV_PORT_ERR = 0x09,
     RS_EV_DEVICE_FATAL = 0x0a,
     RS_EV_SRQ_LIMIT_REACHED = 0x0b, /* handle: SRQ; the limit is disarmed */
+    /*
+     * ABI 1.4: handle: the ODP MR's lkey; data: the first page (4 KiB
+     * aligned) of the range; info: its pages (1 - 512); flags
+     * RS_EQE_ODP_WRITE if the access writes.
+     */
+    RS_EV_ODP_PAGE_FAULT = 0x10,
     /* Raised by later features. */
-    RS_EV_ODP_PAGE_FAULT = 0x10,    /* handle: lkey; data: faulting IOVA */
     RS_EV_MIGRATION_NOTICE = 0x11,
     RS_EV_DCT_KEY_VIOLATION = 0x12,
 };
 
 #define RS_EQE_PHASE            (1u << 0)
+#define RS_EQE_ODP_WRITE        (1u << 1)
 
 struct rs_event {
     uint8_t type;                   /* enum rs_event_type */
-    uint8_t flags;                  /* RS_EQE_PHASE */
-    uint16_t rsvd;
+    uint8_t flags;                  /* RS_EQE_PHASE, RS_EQE_ODP_WRITE */
+    uint16_t info;                  /* ODP_PAGE_FAULT: pages; else 0 */
     uint32_t handle;                /* QP / CQ handle, port number */
     uint64_t data;
 };
@@ -965,5 +1029,8 @@ RS_ABI_SIZE(struct rs_cmd_create_srq, 32);
 RS_ABI_SIZE(struct rs_cmd_create_qp, 56);
 RS_ABI_SIZE(struct rs_cmd_modify_srq, 24);
 RS_ABI_SIZE(struct rs_cmd_mcast, 24);
+RS_ABI_SIZE(struct rs_cmd_odp_resolve, 32);
+RS_ABI_SIZE(struct rs_cmd_odp_invalidate, 24);
+RS_ABI_SIZE(struct rs_device_stats, 64);
 
 #endif /* HW_RDMA_SESSION_ABI_H */

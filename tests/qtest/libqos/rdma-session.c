@@ -158,7 +158,7 @@ void qrs_cqe_from_le(struct rs_admin_cqe *cqe)
 
 void qrs_event_from_le(struct rs_event *ev)
 {
-    SW16(ev->rsvd);
+    SW16(ev->info);
     SW32(ev->handle);
     SW64(ev->data);
 }
