@@ -18,7 +18,11 @@ struct rs_ibdev;
 #define RS_DRV_NAME		"rdma_session"
 
 #define RS_ADMQ_LOG		6	/* 64 admin commands */
-#define RS_AEQ_LOG		6	/* 64 async events */
+/*
+ * 256 async events: ODP page faults come one per waiting QP side and
+ * again every 100 ms while unresolved; a full AEQ drops events.
+ */
+#define RS_AEQ_LOG		8
 #define RS_ADMIN_TIMEOUT_MS	5000
 #define RS_READY_TIMEOUT_MS	2000
 

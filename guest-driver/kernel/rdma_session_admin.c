@@ -41,6 +41,9 @@ int rs_status_to_errno(u8 status)
 		return -EACCES;
 	case RS_STATUS_DMA_ERROR:
 		return -EIO;
+	case RS_STATUS_STALE:
+		/* ODP_RESOLVE built before an invalidation: try again. */
+		return -EAGAIN;
 	case RS_STATUS_BAD_HANDLE:
 	case RS_STATUS_BAD_PARAM:
 	case RS_STATUS_BAD_STATE:

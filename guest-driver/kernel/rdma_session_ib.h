@@ -8,6 +8,7 @@
 #ifndef RDMA_SESSION_IB_H
 #define RDMA_SESSION_IB_H
 
+#include <linux/completion.h>
 #include <linux/interrupt.h>
 #include <linux/refcount.h>
 #include <linux/spinlock.h>
@@ -32,6 +33,29 @@ enum rs_ib_counter {
 	RS_CNT_RX_PACKETS,
 	RS_CNT_TX_BYTES,
 	RS_CNT_RX_BYTES,
+	/* On-demand paging, counted by the driver (rdma_session_odp.c). */
+	RS_CNT_ODP_FAULT_EVENTS,	/* ODP_PAGE_FAULT events taken */
+	RS_CNT_ODP_FAULT_DROPPED,	/* events for no ODP MR, or no memory */
+	RS_CNT_ODP_FAULTS_RESOLVED,	/* faults answered with their pages */
+	RS_CNT_ODP_FAULT_PAGES,		/* pages those answers handed over */
+	RS_CNT_ODP_FAULTS_FAILED,	/* faults answered RS_ODP_RESOLVE_F_FAIL */
+	RS_CNT_ODP_STALE,		/* ODP_RESOLVE refused as STALE */
+	RS_CNT_ODP_INVALIDATIONS,	/* ODP_INVALIDATE commands issued */
+	RS_CNT_ODP_PREFETCHES,		/* advise_mr SGEs prefetched */
+	RS_CNT_ODP_CHILDREN,		/* implicit MR children created */
+	RS_CNT_DRV_NUM,
+	/*
+	 * The device's own counters (QUERY_STATS, struct rs_device_stats,
+	 * ABI 1.4), read by get_hw_stats; in the structure's order.
+	 */
+	RS_CNT_DEV_ODP_FAULTS = RS_CNT_DRV_NUM,
+	RS_CNT_DEV_ODP_RESOLVED_PAGES,
+	RS_CNT_DEV_ODP_INVALIDATIONS,
+	RS_CNT_DEV_ODP_FAULT_FAILS,
+	RS_CNT_DEV_ODP_PAUSES_SENT,
+	RS_CNT_DEV_ODP_PAUSES_RCVD,
+	RS_CNT_DEV_ODP_RESUMES_RCVD,
+	RS_CNT_DEV_RNR_NAKS_RCVD,
 	RS_CNT_NUM,
 };
 
@@ -55,6 +79,10 @@ struct rs_ibdev {
 	struct rs_comp_vec *vecs;	/* completion vector IRQs */
 	u32 nvecs;			/* ib completion vectors */
 	u32 vec_base;			/* ib vector i = device vector base + i */
+	/* On-demand paging (RS_CAP_ODP), rdma_session_odp.c. */
+	struct xarray odp_mrs;		/* lkey -> ODP rs_mr (IRQ-safe lock) */
+	struct workqueue_struct *odp_wq; /* page faults, prefetches */
+	struct dma_pool *odp_pool;	/* ODP_RESOLVE page lists */
 };
 
 /*
@@ -231,6 +259,32 @@ static inline u32 rs_ah_handle(struct rs_ah *ah)
 	return ah->pend ? READ_ONCE(ah->pend->handle) : ah->handle;
 }
 
+/*
+ * The ODP state of an MR (rdma_session_odp.c).
+ *
+ * Locking: @lock serialises the ODP_RESOLVE and ODP_INVALIDATE commands
+ * of the key and protects @seq and @live.  It nests inside the umem_mutex
+ * of the MR's umem (explicit) or of any of its children (implicit): an
+ * invalidation holds the child's umem_mutex and then @lock, a fault holds
+ * the umem_mutex that ib_umem_odp_map_dma_and_lock() returned with and
+ * then @lock, so @seq, read under @lock, is the device's count whenever
+ * a resolve is issued.  Neither lock is held across a GFP_KERNEL
+ * allocation: the invalidate callback runs in reclaim.
+ *
+ * @users is 1 while the MR is in dev->odp_mrs, plus one per fault or
+ * prefetch work item that holds it; dereg takes the MR out of the
+ * xarray and waits on @idle for the count to drop to 0.
+ */
+struct rs_mr_odp {
+	struct mutex lock;
+	u32 seq;			/* ODP_INVALIDATE commands for the key */
+	bool live;			/* REG_MR done, DEREG_MR not yet */
+	bool implicit;
+	refcount_t users;
+	struct completion idle;
+	struct xarray children;		/* implicit: VA >> RS_ODP_CHILD_SHIFT */
+};
+
 struct rs_mr {
 	struct ib_mr ibmr;
 	struct ib_umem *umem;
@@ -241,6 +295,7 @@ struct rs_mr {
 	dma_addr_t pages_dma;
 	u32 npages;
 	u32 max_pages;
+	struct rs_mr_odp *odp;		/* ODP MRs only */
 };
 
 /* A memory window: its device key is ibmw.rkey as allocated. */
@@ -297,6 +352,24 @@ static inline struct device *rs_dma_dev(struct rs_ibdev *dev)
 {
 	return &dev->rdev->pdev->dev;
 }
+
+/* rdma_session_verbs.c */
+int rs_ib_cmd_exec(struct rs_ibdev *dev, struct rs_admin_cmd *cmd,
+		   struct rs_admin_cqe *cqe);
+int rs_ib_cmd_destroy(struct rs_ibdev *dev, u8 opcode, u32 handle);
+
+/* rdma_session_odp.c: on-demand paging (RS_CAP_ODP). */
+bool rs_odp_supported(struct rs_ibdev *dev);
+int rs_odp_init(struct rs_ibdev *dev);
+void rs_odp_cleanup(struct rs_ibdev *dev);
+void rs_odp_query_device(struct rs_ibdev *dev, struct ib_device_attr *a);
+struct ib_mr *rs_odp_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+				 u64 iova, int access, u32 netid);
+int rs_odp_dereg_mr(struct rs_ibdev *dev, struct rs_mr *mr);
+void rs_odp_fault_event(struct rs_ibdev *dev, const struct rs_event *ev);
+int rs_ib_advise_mr(struct ib_pd *pd, enum ib_uverbs_advise_mr_advice advice,
+		    u32 flags, struct ib_sge *sg_list, u32 num_sge,
+		    struct uverbs_attr_bundle *attrs);
 
 /* rdma_session_datapath.c */
 int rs_ib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,

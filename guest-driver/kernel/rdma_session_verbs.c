@@ -82,7 +82,28 @@ static const struct rdma_stat_desc rs_ib_stat_descs[RS_CNT_NUM] = {
 	[RS_CNT_RX_PACKETS].name = "lan_rx_packets",
 	[RS_CNT_TX_BYTES].name = "lan_tx_bytes",
 	[RS_CNT_RX_BYTES].name = "lan_rx_bytes",
+	[RS_CNT_ODP_FAULT_EVENTS].name = "odp_fault_events",
+	[RS_CNT_ODP_FAULT_DROPPED].name = "odp_fault_events_dropped",
+	[RS_CNT_ODP_FAULTS_RESOLVED].name = "odp_faults_handled",
+	[RS_CNT_ODP_FAULT_PAGES].name = "odp_fault_pages_mapped",
+	[RS_CNT_ODP_FAULTS_FAILED].name = "odp_faults_failed",
+	[RS_CNT_ODP_STALE].name = "odp_resolves_stale",
+	[RS_CNT_ODP_INVALIDATIONS].name = "odp_invalidations_issued",
+	[RS_CNT_ODP_PREFETCHES].name = "odp_prefetches",
+	[RS_CNT_ODP_CHILDREN].name = "odp_implicit_children",
+	/* The device's (QUERY_STATS). */
+	[RS_CNT_DEV_ODP_FAULTS].name = "odp_faults",
+	[RS_CNT_DEV_ODP_RESOLVED_PAGES].name = "odp_resolved_pages",
+	[RS_CNT_DEV_ODP_INVALIDATIONS].name = "odp_invalidations",
+	[RS_CNT_DEV_ODP_FAULT_FAILS].name = "odp_fault_fails",
+	[RS_CNT_DEV_ODP_PAUSES_SENT].name = "odp_pauses_sent",
+	[RS_CNT_DEV_ODP_PAUSES_RCVD].name = "odp_pauses_rcvd",
+	[RS_CNT_DEV_ODP_RESUMES_RCVD].name = "odp_resumes_rcvd",
+	[RS_CNT_DEV_RNR_NAKS_RCVD].name = "rnr_naks_rcvd",
 };
+
+static_assert(RS_CNT_NUM - RS_CNT_DRV_NUM ==
+	      sizeof(struct rs_device_stats) / sizeof(u64));
 
 enum rs_mmap_type {
 	RS_MMAP_DB,
@@ -123,8 +144,8 @@ static inline bool rs_has_xrc(struct rs_ibdev *dev)
 /* Admin command helpers                                              */
 /* ------------------------------------------------------------------ */
 
-static int rs_ib_cmd_exec(struct rs_ibdev *dev, struct rs_admin_cmd *cmd,
-			  struct rs_admin_cqe *cqe)
+int rs_ib_cmd_exec(struct rs_ibdev *dev, struct rs_admin_cmd *cmd,
+		   struct rs_admin_cqe *cqe)
 {
 	int err;
 
@@ -143,7 +164,7 @@ static int rs_ib_cmd_exec(struct rs_ibdev *dev, struct rs_admin_cmd *cmd,
  * reset or removal) means the device no longer holds the object, so the
  * driver side is released anyway and the verb succeeds.
  */
-static int rs_ib_cmd_destroy(struct rs_ibdev *dev, u8 opcode, u32 handle)
+int rs_ib_cmd_destroy(struct rs_ibdev *dev, u8 opcode, u32 handle)
 {
 	struct rs_admin_cmd cmd = {};
 	int err;
@@ -369,6 +390,7 @@ static int rs_ib_query_device(struct ib_device *ibdev, struct ib_device_attr *a,
 				       IB_DEVICE_MEM_WINDOW_TYPE_2B;
 		a->max_mw = da->max_mw;
 	}
+	rs_odp_query_device(dev, a);
 	return 0;
 }
 
@@ -2029,7 +2051,7 @@ mismatch:
 #define RS_IB_ACCESS_SUPPORTED	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
 				 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC | \
 				 IB_ACCESS_MW_BIND | IB_ACCESS_FLUSH_GLOBAL | \
-				 IB_ACCESS_OPTIONAL)
+				 IB_ACCESS_OPTIONAL | IB_ACCESS_ON_DEMAND)
 
 static struct ib_mr *rs_ib_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				       u64 iova, int access, struct ib_udata *udata)
@@ -2044,9 +2066,13 @@ static struct ib_mr *rs_ib_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length
 	u32 npages, netid;
 	int err;
 
-	if (access & ~RS_IB_ACCESS_SUPPORTED)
+	if (access & ~RS_IB_ACCESS_SUPPORTED) {
+		ibdev_dbg(&dev->ibdev, "reg_mr: access flags %#x not supported\n",
+			  access & ~RS_IB_ACCESS_SUPPORTED);
 		return ERR_PTR(-EOPNOTSUPP);
-	if (!length || length > dev->rdev->attr.max_mr_size) {
+	}
+	if (!(access & IB_ACCESS_ON_DEMAND) &&
+	    (!length || length > dev->rdev->attr.max_mr_size)) {
 		ibdev_dbg(&dev->ibdev, "reg_mr: length %llu, the device supports 1..%llu\n",
 			  length, dev->rdev->attr.max_mr_size);
 		return ERR_PTR(-EINVAL);
@@ -2056,6 +2082,9 @@ static struct ib_mr *rs_ib_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length
 		ibdev_dbg(&dev->ibdev, "reg_mr: no network identity (GID) yet\n");
 		return ERR_PTR(err);
 	}
+	/* On-demand paging: no pinning, no page list (rdma_session_odp.c). */
+	if (access & IB_ACCESS_ON_DEMAND)
+		return rs_odp_reg_user_mr(ibpd, start, length, iova, access, netid);
 
 	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
 	if (!mr)
@@ -2138,6 +2167,12 @@ static struct ib_mr *rs_ib_rereg_user_mr(struct ib_mr *ibmr, int flags,
 		start = mr->umem->address;
 		length = mr->umem->length;
 		iova = ibmr->iova;
+		/* An implicit ODP MR's root umem has no range. */
+		if (mr->odp && mr->odp->implicit) {
+			start = 0;
+			length = U64_MAX;
+			iova = 0;
+		}
 	}
 	if (!(flags & IB_MR_REREG_PD))
 		ibpd = ibmr->pd;
@@ -2152,6 +2187,13 @@ static int rs_ib_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 	struct rs_mr *mr = to_rsmr(ibmr);
 	int err;
 
+	if (mr->odp) {
+		err = rs_odp_dereg_mr(dev, mr);
+		if (err)
+			return err;
+		kfree(mr);
+		return 0;
+	}
 	if (!mr->dma) {
 		err = rs_ib_cmd_destroy(dev, RS_CMD_DEREG_MR, ibmr->lkey);
 		if (err)
@@ -2296,11 +2338,51 @@ static int rs_ib_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_ne
 /* Counters                                                           */
 /* ------------------------------------------------------------------ */
 
+/* The device's counters (QUERY_STATS) came with ABI 1.4. */
+static bool rs_has_dev_stats(struct rs_ibdev *dev)
+{
+	return FIELD_GET(R_RS_VERSION_MINOR_MASK, dev->rdev->version) >= 4;
+}
+
 static struct rdma_hw_stats *rs_ib_alloc_hw_port_stats(struct ib_device *ibdev,
 						       u32 port)
 {
-	return rdma_alloc_hw_stats_struct(rs_ib_stat_descs, RS_CNT_NUM,
+	struct rs_ibdev *dev = to_rsdev(ibdev);
+
+	return rdma_alloc_hw_stats_struct(rs_ib_stat_descs,
+					  rs_has_dev_stats(dev) ? RS_CNT_NUM :
+								  RS_CNT_DRV_NUM,
 					  RDMA_HW_STATS_DEFAULT_LIFESPAN);
+}
+
+/* QUERY_STATS into stats->value[RS_CNT_DRV_NUM ...]. */
+static int rs_ib_query_dev_stats(struct rs_ibdev *dev, u64 *value)
+{
+	struct device *d = rs_dma_dev(dev);
+	struct rs_device_stats *st;
+	struct rs_admin_cmd cmd = {};
+	dma_addr_t dma;
+	int err;
+
+	st = dma_alloc_coherent(d, sizeof(*st), &dma, GFP_KERNEL);
+	if (!st)
+		return -ENOMEM;
+	cmd.hdr.opcode = RS_CMD_QUERY_STATS;
+	cmd.query.resp_addr = dma;
+	cmd.query.resp_len = sizeof(*st);
+	err = rs_ib_cmd_exec(dev, &cmd, NULL);
+	if (!err) {
+		value[RS_CNT_DEV_ODP_FAULTS] = st->odp_faults;
+		value[RS_CNT_DEV_ODP_RESOLVED_PAGES] = st->odp_resolved_pages;
+		value[RS_CNT_DEV_ODP_INVALIDATIONS] = st->odp_invalidations;
+		value[RS_CNT_DEV_ODP_FAULT_FAILS] = st->odp_fault_fails;
+		value[RS_CNT_DEV_ODP_PAUSES_SENT] = st->odp_pauses_sent;
+		value[RS_CNT_DEV_ODP_PAUSES_RCVD] = st->odp_pauses_rcvd;
+		value[RS_CNT_DEV_ODP_RESUMES_RCVD] = st->odp_resumes_rcvd;
+		value[RS_CNT_DEV_RNR_NAKS_RCVD] = st->rnr_naks_rcvd;
+	}
+	dma_free_coherent(d, sizeof(*st), st, dma);
+	return err;
 }
 
 static int rs_ib_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
@@ -2311,7 +2393,7 @@ static int rs_ib_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *sta
 	struct rtnl_link_stats64 ns = {};
 	int i;
 
-	for (i = 0; i < RS_CNT_TX_PACKETS; i++)
+	for (i = 0; i < RS_CNT_DRV_NUM; i++)
 		stats->value[i] = atomic64_read(&dev->cnt[i]);
 	if (nd)
 		dev_get_stats(nd, &ns);
@@ -2319,6 +2401,10 @@ static int rs_ib_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *sta
 	stats->value[RS_CNT_RX_PACKETS] = ns.rx_packets;
 	stats->value[RS_CNT_TX_BYTES] = ns.tx_bytes;
 	stats->value[RS_CNT_RX_BYTES] = ns.rx_bytes;
+	if (!rs_has_dev_stats(dev))
+		return RS_CNT_DRV_NUM;
+	/* A failed query (a dead admin queue) leaves the last values. */
+	rs_ib_query_dev_stats(dev, stats->value);
 	return RS_CNT_NUM;
 }
 
@@ -2395,6 +2481,11 @@ static const struct ib_device_ops rs_ib_xrc_ops = {
 	INIT_RDMA_OBJ_SIZE(ib_xrcd, rs_xrcd, ibxrcd),
 };
 
+/* Added when the device reports RS_CAP_ODP (rdma_session_odp.c). */
+static const struct ib_device_ops rs_ib_odp_ops = {
+	.advise_mr = rs_ib_advise_mr,
+};
+
 int rs_ib_register(struct rs_dev *rdev)
 {
 	struct device *pdev = &rdev->pdev->dev;
@@ -2419,6 +2510,7 @@ int rs_ib_register(struct rs_dev *rdev)
 	xa_init_flags(&dev->qps, XA_FLAGS_LOCK_IRQ);
 	xa_init_flags(&dev->cqs, XA_FLAGS_LOCK_IRQ);
 	xa_init_flags(&dev->srqs, XA_FLAGS_LOCK_IRQ);
+	xa_init_flags(&dev->odp_mrs, XA_FLAGS_LOCK_IRQ);
 	mutex_init(&dev->gid_lock);
 	mutex_init(&dev->sess_lock);
 	INIT_LIST_HEAD(&dev->sessions);
@@ -2430,6 +2522,9 @@ int rs_ib_register(struct rs_dev *rdev)
 	if (!dev->uar_map || !dev->gid_map || !dev->wq)
 		goto err_free;
 	set_bit(0, dev->uar_map);	/* page 0: the kernel's */
+	err = rs_odp_init(dev);
+	if (err)
+		goto err_free;
 
 	addrconf_addr_eui48((u8 *)&dev->ibdev.node_guid, rdev->netdev->dev_addr);
 	dev->ibdev.node_type = RDMA_NODE_IB_CA;
@@ -2450,6 +2545,11 @@ int rs_ib_register(struct rs_dev *rdev)
 	if (rs_has_xrc(dev)) {
 		ib_set_device_ops(&dev->ibdev, &rs_ib_xrc_ops);
 		dev_info(pdev, "XRC: up to %u XRC domains\n", da->max_xrcds);
+	}
+	if (rs_odp_supported(dev)) {
+		ib_set_device_ops(&dev->ibdev, &rs_ib_odp_ops);
+		dev_info(pdev, "on-demand paging: %u translation entries (%u MiB)\n",
+			 da->max_odp_pages, da->max_odp_pages >> (20 - RS_MR_MIN_PAGE_SHIFT));
 	}
 
 	err = rs_comp_irqs_request(dev);
@@ -2478,6 +2578,7 @@ int rs_ib_register(struct rs_dev *rdev)
 
 err_free:
 	rs_comp_irqs_free(dev);
+	rs_odp_cleanup(dev);
 	if (dev->wq)
 		destroy_workqueue(dev->wq);
 	bitmap_free(dev->gid_map);
@@ -2499,6 +2600,7 @@ void rs_ib_unregister(struct rs_dev *rdev)
 	/* Destroys every object, user contexts included (disassociate). */
 	ib_unregister_device(&dev->ibdev);
 	rs_comp_irqs_free(dev);
+	rs_odp_cleanup(dev);
 	destroy_workqueue(dev->wq);
 	if (!xa_empty(&dev->qps) || !xa_empty(&dev->cqs) ||
 	    !list_empty(&dev->sessions))
@@ -2592,6 +2694,9 @@ void rs_ib_event(struct rs_dev *rdev, const struct rs_event *ev)
 		ie.event = IB_EVENT_DEVICE_FATAL;
 		ie.element.port_num = RS_PORT_NUM;
 		ib_dispatch_event(&ie);
+		break;
+	case RS_EV_ODP_PAGE_FAULT:
+		rs_odp_fault_event(dev, ev);
 		break;
 	default:
 		break;
