@@ -61,6 +61,14 @@ static const struct verbs_context_ops rs_ctx_ops = {
 	.attach_mcast = ibv_cmd_attach_mcast,
 	.detach_mcast = ibv_cmd_detach_mcast,
 	/*
+	 * On-demand paging: ibv_reg_mr with IBV_ACCESS_ON_DEMAND (implicit:
+	 * NULL, SIZE_MAX) goes to the kernel like any registration, and the
+	 * kernel checks and performs the prefetch; where the device has no
+	 * ODP both fail there (EOPNOTSUPP), and query_device_ex reports no
+	 * ODP caps.
+	 */
+	.advise_mr = ibv_cmd_advise_mr,
+	/*
 	 * XRC: the kernel offers XRC domains only on a device that reports
 	 * them (RS_CAP_XRC, IBV_DEVICE_XRC); elsewhere open_xrcd fails there
 	 * and nothing XRC can be created.

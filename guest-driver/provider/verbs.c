@@ -139,6 +139,11 @@ int rs_close_xrcd(struct ibv_xrcd *ibxrcd)
 	return 0;
 }
 
+/*
+ * Every registration is the kernel's, IBV_ACCESS_ON_DEMAND included: an
+ * explicit ODP MR, or with addr NULL and length SIZE_MAX the implicit one
+ * covering the whole address space (libibverbs pins nothing for either).
+ */
 struct ibv_mr *rs_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 			 uint64_t hca_va, int access)
 {
