@@ -110,6 +110,17 @@ VERBS_SERVER = ["cq-resize-below-unpolled", "cq-resize-carry",
                 "srq-resize-limit", "rereg-bad-input", "rereg-before",
                 "rereg-translation", "rereg-pd", "rereg-access"]
 
+# rsv-odp's checks: VM 1 owns the implicit ODP MR, VM 2 is its peer; then
+# the unmodified programs with ODP on the adapter's side (both ways).
+ODP_VM1 = ["odp-caps", "odp-implicit-mr", "odp-connect", "odp-write",
+           "odp-halves", "odp-same-pages", "odp-final-write", "odp-prefetch",
+           "odp-counters"]
+ODP_VM2 = ["odp-client-mr", "odp-connect", "odp-peer-write", "odp-read",
+           "odp-read-dropped", "odp-fault-fail"]
+ODP_RUNS = ["rc-pingpong-odp", "rc-pingpong-iodp"] + [
+    "%s-server%d" % (p, s) for p in ("ib_write_bw", "ib_read_bw", "ib_send_bw")
+    for s in (1, 2)]
+
 # (feature, pairings, {VM: [checks]})
 FEATURES: List[Tuple[str, Tuple[str, ...], Dict[int, List[str]]]] = [
     ("rc", TWO, {1: ["rc-connect", "rc-send"],
@@ -130,6 +141,16 @@ FEATURES: List[Tuple[str, Tuple[str, ...], Dict[int, List[str]]]] = [
       2: ["xrc-tgt-post-refused", "xrc-tgt-connect", "xrc-open-qp",
           "xrc-recv-a", "xrc-recv-b", "xrc-write-mem",
           "xrc-other-domain-nothing", "xsrq-pingpong"]}),
+    # On-demand paging: rsv-odp (VM 1 the implicit ODP MR), then
+    # ibv_rc_pingpong and perftest with ODP on the adapter's side.
+    ("odp", ("adapter-adapter",),
+     {1: ["devinfo"] + ODP_VM1 + ODP_RUNS + ["ib_write_bw-pinned",
+                                             "rdma-statistic"],
+      2: ["devinfo"] + ODP_VM2 + ["odp-requester-counters"] + ODP_RUNS +
+         ["ib_write_bw-pinned", "rdma-statistic"]}),
+    ("odp", ("adapter-rxe",),
+     {1: ["devinfo"] + ODP_VM1 + ODP_RUNS + ["rdma-statistic"],
+      2: ODP_VM2 + ODP_RUNS}),
     ("mcast", ("three",), {1: ["devinfo", "ud-send", "mckey-send"],
                            2: ["devinfo", "ud-attach", "ud-recv",
                                "ud-detach", "mckey-recv"],
