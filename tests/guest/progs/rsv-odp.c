@@ -153,13 +153,18 @@ enum {
 	C_PREFETCHES,
 };
 
-/* -1 where the counter does not exist. */
+/*
+ * -1 where the counter does not exist.  ib_core keeps what it read for
+ * RDMA_HW_STATS_DEFAULT_LIFESPAN (10 ms): wait that long before a read,
+ * else it shows the values of the read before.
+ */
 static int64_t counter(const char *name)
 {
 	char path[256];
 	long long v;
 	FILE *f;
 
+	usleep(30 * 1000);
 	snprintf(path, sizeof(path),
 		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s", d.name,
 		 name);
