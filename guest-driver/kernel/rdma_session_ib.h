@@ -276,12 +276,15 @@ static inline u32 rs_ah_handle(struct rs_ah *ah)
  * xarray and waits on @idle for the count to drop to 0.
  */
 struct rs_mr_odp {
+	struct rs_ibdev *dev;
 	struct mutex lock;
 	u32 seq;			/* ODP_INVALIDATE commands for the key */
 	bool live;			/* REG_MR done, DEREG_MR not yet */
 	bool implicit;
 	refcount_t users;
 	struct completion idle;
+	u64 iova_page;			/* explicit: the region's first page */
+	struct mm_struct *mm;		/* implicit: the owner's (mmgrab) */
 	struct xarray children;		/* implicit: VA >> RS_ODP_CHILD_SHIFT */
 };
 

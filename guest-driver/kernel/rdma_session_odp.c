@@ -80,14 +80,6 @@
 #define RS_ODP_F_WRITE		BIT(0)	/* the access writes */
 #define RS_ODP_F_NO_FAULT	BIT(1)	/* only pages present already */
 
-/* The ODP state of an MR that the driver adds to struct rs_mr_odp. */
-struct rs_odp_mr {
-	struct rs_mr_odp pub;
-	struct rs_ibdev *dev;
-	u64 iova_page;			/* explicit: the region's first page */
-	struct mm_struct *mm;		/* implicit: the owner (mmgrab) */
-};
-
 struct rs_odp_fault {
 	struct work_struct work;
 	struct rs_mr *mr;
@@ -108,11 +100,6 @@ struct rs_odp_prefetch {
 	u32 num_sge;
 	struct rs_odp_sge sge[] __counted_by(num_sge);
 };
-
-static inline struct rs_odp_mr *to_odp(struct rs_mr *mr)
-{
-	return container_of(mr->odp, struct rs_odp_mr, pub);
-}
 
 bool rs_odp_supported(struct rs_ibdev *dev)
 {
@@ -186,7 +173,7 @@ static int rs_odp_cmd_resolve(struct rs_mr *mr, u64 va, u32 npages,
 	cmd.odp_resolve.pbl_addr = pbl;
 	cmd.odp_resolve.npages = npages;
 	cmd.odp_resolve.flags = flags;
-	return rs_ib_cmd_exec(to_odp(mr)->dev, &cmd, NULL);
+	return rs_ib_cmd_exec(mr->odp->dev, &cmd, NULL);
 }
 
 /*
@@ -196,7 +183,7 @@ static int rs_odp_cmd_resolve(struct rs_mr *mr, u64 va, u32 npages,
  */
 static int rs_odp_cmd_invalidate(struct rs_mr *mr, u64 va, u64 len)
 {
-	struct rs_ibdev *dev = to_odp(mr)->dev;
+	struct rs_ibdev *dev = mr->odp->dev;
 	struct rs_admin_cmd cmd = {};
 	struct rs_admin_cqe cqe;
 	int err;
@@ -229,7 +216,7 @@ static u64 rs_odp_dev_va(struct rs_mr *mr, struct ib_umem_odp *odp, u64 uva)
 {
 	if (mr->odp->implicit)
 		return uva;
-	return uva - ib_umem_start(odp) + to_odp(mr)->iova_page;
+	return uva - ib_umem_start(odp) + mr->odp->iova_page;
 }
 
 static bool rs_odp_invalidate(struct mmu_interval_notifier *mni,
@@ -272,7 +259,7 @@ static bool rs_odp_invalidate(struct mmu_interval_notifier *mni,
 		err = rs_odp_cmd_invalidate(mr, rs_odp_dev_va(mr, odp, first),
 					    last + PAGE_SIZE - first);
 		if (err)
-			ibdev_warn_ratelimited(&to_odp(mr)->dev->ibdev,
+			ibdev_warn_ratelimited(&mr->odp->dev->ibdev,
 					       "ODP MR %#x: ODP_INVALIDATE of %#llx+%#llx failed (%d): unmapping anyway\n",
 					       mr->ibmr.lkey, first, last + PAGE_SIZE - first, err);
 	}
@@ -321,7 +308,7 @@ static int rs_odp_resolve_umem(struct rs_mr *mr, struct ib_umem_odp *odp,
 			       u64 va, u64 uva, u32 npages, unsigned int flags,
 			       u64 *pbl, dma_addr_t pbl_dma)
 {
-	struct rs_ibdev *dev = to_odp(mr)->dev;
+	struct rs_ibdev *dev = mr->odp->dev;
 	u64 access = ODP_READ_ALLOWED_BIT;
 	unsigned int tries = 0;
 	u64 idx;
@@ -372,7 +359,7 @@ again:
  */
 static struct ib_umem_odp *rs_odp_child(struct rs_mr *mr, u64 va)
 {
-	struct rs_odp_mr *om = to_odp(mr);
+	struct rs_mr_odp *om = mr->odp;
 	unsigned long idx = va >> RS_ODP_CHILD_SHIFT;
 	struct ib_umem_odp *child, *old;
 
@@ -416,8 +403,8 @@ static struct ib_umem_odp *rs_odp_umem_at(struct rs_mr *mr, u64 va, u64 *uva)
 		*uva = va;
 		return rs_odp_child(mr, va);
 	}
-	off = va - to_odp(mr)->iova_page;
-	if (va < to_odp(mr)->iova_page ||
+	off = va - mr->odp->iova_page;
+	if (va < mr->odp->iova_page ||
 	    off >= ib_umem_end(odp) - ib_umem_start(odp))
 		return ERR_PTR(-EFAULT);
 	*uva = ib_umem_start(odp) + off;
@@ -432,7 +419,7 @@ static struct ib_umem_odp *rs_odp_umem_at(struct rs_mr *mr, u64 va, u64 *uva)
 static int rs_odp_resolve_range(struct rs_mr *mr, u64 va, u64 len,
 				unsigned int flags, u64 *pages)
 {
-	struct rs_ibdev *dev = to_odp(mr)->dev;
+	struct rs_ibdev *dev = mr->odp->dev;
 	struct ib_umem_odp *odp;
 	u64 last, left, n, uva;
 	dma_addr_t pbl_dma;
@@ -515,7 +502,7 @@ static void rs_odp_fault_work(struct work_struct *work)
 {
 	struct rs_odp_fault *f = container_of(work, struct rs_odp_fault, work);
 	struct rs_mr *mr = f->mr;
-	struct rs_ibdev *dev = to_odp(mr)->dev;
+	struct rs_ibdev *dev = mr->odp->dev;
 	u64 pages = 0;
 	int err;
 
@@ -585,7 +572,6 @@ drop:
 
 static void rs_odp_mr_free(struct rs_mr *mr)
 {
-	struct rs_odp_mr *om = to_odp(mr);
 	struct ib_umem_odp *child;
 	unsigned long idx;
 
@@ -595,9 +581,9 @@ static void rs_odp_mr_free(struct rs_mr *mr)
 	if (mr->umem)
 		ib_umem_odp_release(to_ib_umem_odp(mr->umem));
 	mr->umem = NULL;
-	if (om->mm)
-		mmdrop(om->mm);
-	kfree(om);
+	if (mr->odp->mm)
+		mmdrop(mr->odp->mm);
+	kfree(mr->odp);
 	mr->odp = NULL;
 }
 
@@ -609,7 +595,7 @@ struct ib_mr *rs_odp_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	struct rs_admin_cmd cmd = {};
 	struct ib_umem_odp *odp;
 	struct rs_admin_cqe cqe;
-	struct rs_odp_mr *om;
+	struct rs_mr_odp *om;
 	struct rs_mr *mr;
 	u64 end;
 	int err;
@@ -648,12 +634,12 @@ struct ib_mr *rs_odp_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 		kfree(om);
 		return ERR_PTR(-ENOMEM);
 	}
-	mr->odp = &om->pub;
-	mutex_init(&om->pub.lock);
-	refcount_set(&om->pub.users, 1);
-	init_completion(&om->pub.idle);
-	xa_init(&om->pub.children);
-	om->pub.implicit = implicit;
+	mr->odp = om;
+	mutex_init(&om->lock);
+	refcount_set(&om->users, 1);
+	init_completion(&om->idle);
+	xa_init(&om->children);
+	om->implicit = implicit;
 	om->dev = dev;
 	om->iova_page = iova & PAGE_MASK;
 
@@ -695,7 +681,7 @@ struct ib_mr *rs_odp_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	mr->ibmr.page_size = PAGE_SIZE;
 	mr->access = access;
 	/* Nothing is mapped before the first fault: no invalidation yet. */
-	om->pub.live = true;
+	om->live = true;
 	err = xa_insert_irq(&dev->odp_mrs, mr->ibmr.lkey, mr, GFP_KERNEL);
 	if (err) {
 		ibdev_dbg(&dev->ibdev, "reg_mr: ODP key %#x: %d\n", mr->ibmr.lkey, err);
