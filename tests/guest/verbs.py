@@ -114,7 +114,7 @@ VERBS_SERVER = ["cq-resize-below-unpolled", "cq-resize-carry",
 # the unmodified programs with ODP on the adapter's side (both ways).
 ODP_VM1 = ["odp-caps", "odp-implicit-mr", "odp-connect", "odp-write",
            "odp-halves", "odp-same-pages", "odp-final-write", "odp-prefetch",
-           "odp-counters"]
+           "odp-local-fail", "odp-counters"]
 ODP_VM2 = ["odp-client-mr", "odp-connect", "odp-peer-write", "odp-read",
            "odp-read-dropped", "odp-fault-fail"]
 ODP_RUNS = ["rc-pingpong-odp", "rc-pingpong-iodp"] + [

@@ -8,8 +8,10 @@
  *    rkey covers every address of the process.
  *  - VM 2 (-c VM1, an adapter or soft-RoCE) writes and reads VM 1's
  *    buffer through that rkey from a buffer of its own, registered as an
- *    explicit ODP MR when its device has ODP (its requester then faults
- *    on its own SGEs and on READ responses), else pinned.
+ *    explicit ODP MR at an iova that is not the buffer's address when
+ *    its device has ODP (its requester then faults on its own SGEs and
+ *    on READ responses, and before its last READ it drops its own
+ *    pages), else pinned.
  *
  * Steps (both sides meet over TCP before each):
  *  1. write: VM 2 writes the whole buffer (every page faults at VM 1);
@@ -36,6 +38,9 @@
  *     pages never touched (nothing installed: the counter stays) and on
  *     the 64 prefetched (grows by 64 again); an lkey that is no ODP MR
  *     of the PD: EINVAL.
+ *     Then a WRITE between two QPs of VM 1 from an explicit ODP MR
+ *     over a PROT_NONE page: the requester's fault fails, the WQE
+ *     completes with IBV_WC_LOC_PROT_ERR.
  *  6. fault-fail: VM 2 writes 4 KiB at an address of VM 1 that is
  *     mapped PROT_NONE: the driver cannot fault it in and answers the
  *     fault with RS_ODP_RESOLVE_F_FAIL; the WRITE completes with
@@ -54,7 +59,7 @@
  *
  * Checks (prefix -n): VM 1: odp-caps, odp-implicit-mr, odp-connect,
  * odp-write, odp-halves, odp-same-pages, odp-final-write, odp-prefetch,
- * odp-counters; VM 2: odp-client-mr, odp-connect, odp-peer-write,
+ * odp-local-fail, odp-counters; VM 2: odp-client-mr, odp-connect, odp-peer-write,
  * odp-read, odp-read-dropped, odp-fault-fail, and with ODP
  * odp-requester-counters.
  *
@@ -83,6 +88,7 @@
 #define SEED_HALVES 20		/* + round */
 #define SEED_SAME 40
 #define SEED_FINAL 50
+#define CLIENT_IOVA 0x5a5a00000000ull
 
 #define ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
 		IBV_ACCESS_REMOTE_READ)
@@ -208,7 +214,7 @@ static void print_deltas(const int64_t *a, const int64_t *b, int64_t *delta)
  * -1 (post failed) or -2 (timeout).
  */
 static int stream(struct ibv_qp *qp, struct ibv_cq *cq,
-		  enum ibv_wr_opcode op, uint8_t *local, uint32_t lkey,
+		  enum ibv_wr_opcode op, uint64_t local, uint32_t lkey,
 		  const struct rsv_peer_info *peer, size_t off, size_t n)
 {
 	size_t posted = off, end = off + n;
@@ -219,9 +225,7 @@ static int stream(struct ibv_qp *qp, struct ibv_cq *cq,
 		while (out < DEPTH && posted < end) {
 			uint32_t k = (uint32_t)(end - posted < STEP ?
 						end - posted : STEP);
-			struct ibv_sge sge = {
-				(uintptr_t)(local + posted), k, lkey
-			};
+			struct ibv_sge sge = { local + posted, k, lkey };
 			struct ibv_send_wr wr = {
 				.wr_id = posted,
 				.sg_list = &sge,
@@ -280,6 +284,56 @@ static long drop_until_done(int fd, uint8_t *buf, size_t from, size_t n,
 /* ------------------------------------------------------------------ */
 /* VM 1: the implicit ODP MR                                           */
 /* ------------------------------------------------------------------ */
+
+/*
+ * A requester whose local SGE cannot be faulted in: an explicit ODP MR
+ * over a PROT_NONE page, the source of an RDMA WRITE between two QPs of
+ * this device (to @to of the implicit MR): IBV_WC_LOC_PROT_ERR.
+ */
+static void local_fail(struct ibv_mr *imr, void *to)
+{
+	struct rsv_peer_info a = { 0 }, b = { 0 };
+	struct ibv_send_wr wr = { 0 };
+	struct ibv_qp *qa, *qb;
+	struct ibv_sge sge;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	int64_t t0;
+	void *none;
+	int st;
+
+	none = mmap(NULL, PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (none == MAP_FAILED)
+		rsv_die("mmap: %s", strerror(errno));
+	mr = ibv_reg_mr(d.pd, none, PAGE, ACCESS | IBV_ACCESS_ON_DEMAND);
+	cq = ibv_create_cq(d.ctx, 4, NULL, NULL, 0);
+	if (!mr || !cq)
+		rsv_die("ODP MR over PROT_NONE / CQ: %s", strerror(errno));
+	qa = rsv_rc_qp(&d, cq, NULL, 2);
+	qb = rsv_rc_qp(&d, cq, NULL, 2);
+	rsv_info(&d, qa, 0x5000, &a);
+	rsv_info(&d, qb, 0x6000, &b);
+	if (rsv_rc_connect(&d, qa, ACCESS, a.psn, &b) ||
+	    rsv_rc_connect(&d, qb, ACCESS, b.psn, &a))
+		rsv_die("loopback QPs: %s", strerror(errno));
+	sge = (struct ibv_sge){ (uintptr_t)none, PAGE, mr->lkey };
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.wr.rdma.remote_addr = (uintptr_t)to;
+	wr.wr.rdma.rkey = imr->rkey;
+	t0 = now_ms();
+	st = rsv_post_wait(qa, cq, &wr, o.timeout * 1000);
+	rsv_check(&o, "odp-local-fail", st == IBV_WC_LOC_PROT_ERR,
+		  "WRITE from an ODP MR over a PROT_NONE page: %s after %" PRId64
+		  " ms", st >= 0 ? ibv_wc_status_str(st) :
+		  "post failed or timed out", now_ms() - t0);
+	ibv_destroy_qp(qa);
+	ibv_destroy_qp(qb);
+	ibv_destroy_cq(cq);
+	ibv_dereg_mr(mr);
+	munmap(none, PAGE);
+}
 
 static int advise(struct ibv_pd *pd, uint32_t lkey, void *addr, size_t n,
 		  enum ibv_advise_mr_advice advice)
@@ -438,6 +492,9 @@ static void server(int fd)
 		  PF_PAGES, strerror(a2), r2 - r1, PF_PAGES, strerror(a3),
 		  r3 - r2, strerror(a4));
 
+	/* 5b. a local SGE that cannot be faulted in */
+	local_fail(mr, pf);
+
 	/* 6. fault-fail: VM 2 writes into the PROT_NONE page */
 	rsv_sync(fd);
 	rsv_sync(fd);
@@ -447,7 +504,7 @@ static void server(int fd)
 	rsv_check(&o, "odp-counters",
 		  dl[C_FAULTS] > 0 && dl[C_RESOLVED] > 0 && dl[C_INVAL] > 0 &&
 		  dl[C_INVAL] == dl[C_INVAL_ISSUED] && dl[C_HANDLED] > 0 &&
-		  dl[C_FAILED] >= 1 && dl[C_FAILS] >= 1 &&
+		  dl[C_FAILED] >= 2 && dl[C_FAILS] >= 2 &&
 		  dl[C_PAUSES_SENT] > 0 && dl[C_CHILDREN] >= 1,
 		  "device: %" PRId64 " faults, %" PRId64 " pages resolved, %"
 		  PRId64 " invalidations (driver issued %" PRId64 "), %" PRId64
@@ -487,6 +544,7 @@ static void client(int fd)
 	struct ibv_qp *qp;
 	struct ibv_mr *mr;
 	long bad, bad2;
+	uint64_t laddr;
 	uint8_t *buf;
 
 	counters(c0);
@@ -494,11 +552,15 @@ static void client(int fd)
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (buf == MAP_FAILED)
 		rsv_die("mmap: %s", strerror(errno));
-	mr = ibv_reg_mr(d.pd, buf, len,
-			ACCESS | (odp ? IBV_ACCESS_ON_DEMAND : 0));
+	/* The ODP MR's addresses are not the buffer's: SGEs use the iova. */
+	laddr = odp ? CLIENT_IOVA : (uintptr_t)buf;
+	mr = odp ? ibv_reg_mr_iova(d.pd, buf, len, CLIENT_IOVA,
+				   ACCESS | IBV_ACCESS_ON_DEMAND) :
+		   ibv_reg_mr(d.pd, buf, len, ACCESS);
 	err = mr ? 0 : errno;
 	rsv_check(&o, "odp-client-mr", mr != NULL, "%s: %zu KiB, %s: %s",
-		  d.name, len >> 10, odp ? "explicit ODP" : "pinned (no ODP)",
+		  d.name, len >> 10,
+		  odp ? "explicit ODP at iova 0x5a5a00000000" : "pinned (no ODP)",
 		  mr ? "registered" : strerror(err));
 	if (!mr)
 		rsv_die("no MR");
@@ -521,7 +583,7 @@ static void client(int fd)
 	/* 1. write */
 	fill(buf, 0, len, SEED_WRITE);
 	t0 = now_ms();
-	st = stream(qp, cq, IBV_WR_RDMA_WRITE, buf, mr->lkey, &peer, 0, len);
+	st = stream(qp, cq, IBV_WR_RDMA_WRITE, laddr, mr->lkey, &peer, 0, len);
 	printf("rsv-odp: step 1: %zu KiB written in %" PRId64 " ms: status %d\n",
 	       len >> 10, now_ms() - t0, st);
 	ok_all &= !st;
@@ -531,7 +593,7 @@ static void client(int fd)
 	for (r = 1; !st && r <= rounds; r++) {
 		rsv_sync(fd);
 		fill(buf, 0, len, SEED_HALVES + r);
-		st = stream(qp, cq, IBV_WR_RDMA_WRITE, buf, mr->lkey, &peer,
+		st = stream(qp, cq, IBV_WR_RDMA_WRITE, laddr, mr->lkey, &peer,
 			    (r % 2) * half, half);
 		ok_all &= !st;
 		rsv_sync(fd);
@@ -542,7 +604,7 @@ static void client(int fd)
 		rsv_sync(fd);
 		fill(buf, 0, len, SEED_SAME);
 		t0 = now_ms();
-		st = stream(qp, cq, IBV_WR_RDMA_WRITE, buf, mr->lkey, &peer, 0,
+		st = stream(qp, cq, IBV_WR_RDMA_WRITE, laddr, mr->lkey, &peer, 0,
 			    len);
 		printf("rsv-odp: step 3: %zu KiB written under drops in %" PRId64
 		       " ms: status %d\n", len >> 10, now_ms() - t0, st);
@@ -553,7 +615,7 @@ static void client(int fd)
 	/* 4. final */
 	if (!st) {
 		fill(buf, 0, len, SEED_FINAL);
-		st = stream(qp, cq, IBV_WR_RDMA_WRITE, buf, mr->lkey, &peer, 0,
+		st = stream(qp, cq, IBV_WR_RDMA_WRITE, laddr, mr->lkey, &peer, 0,
 			    len);
 		ok_all &= !st;
 	}
@@ -567,15 +629,22 @@ static void client(int fd)
 	rsv_sync(fd);
 	memset(buf, 0, len);
 	t0 = now_ms();
-	st = stream(qp, cq, IBV_WR_RDMA_READ, buf, mr->lkey, &peer, 0, len);
+	st = stream(qp, cq, IBV_WR_RDMA_READ, laddr, mr->lkey, &peer, 0, len);
 	bad = st ? -2 : verify(buf, 0, len, SEED_FINAL);
 	rsv_check(&o, "odp-read", !st && bad < 0,
 		  "%zu KiB read back in %" PRId64 " ms: status %d, first difference %ld",
 		  len >> 10, now_ms() - t0, st, bad);
 	rsv_sync(fd);
 	rsv_sync(fd);			/* VM 1 dropped its first half */
+	/*
+	 * With ODP, this side drops its pages too: the READ responses must
+	 * land in the new pages (an invalidation of the iova range the
+	 * device knows), not in the old ones, which would leave 0xee.
+	 */
+	if (odp && madvise(buf, len, MADV_DONTNEED))
+		rsv_die("madvise: %s", strerror(errno));
 	memset(buf, 0xee, len);
-	st2 = stream(qp, cq, IBV_WR_RDMA_READ, buf, mr->lkey, &peer, 0, len);
+	st2 = stream(qp, cq, IBV_WR_RDMA_READ, laddr, mr->lkey, &peer, 0, len);
 	bad = st2 ? -2 : verify_zero(buf, 0, half);
 	bad2 = st2 ? -2 : verify(buf, half, half, SEED_FINAL);
 	rsv_check(&o, "odp-read-dropped", !st2 && bad < 0 && bad2 < 0,
@@ -591,7 +660,7 @@ static void client(int fd)
 	fail.addr = (uint64_t)peer.extra[0] | (uint64_t)peer.extra[1] << 32;
 	fill(buf, 0, PAGE, 1);
 	t0 = now_ms();
-	st = stream(qp, cq, IBV_WR_RDMA_WRITE, buf, mr->lkey, &fail, 0, PAGE);
+	st = stream(qp, cq, IBV_WR_RDMA_WRITE, laddr, mr->lkey, &fail, 0, PAGE);
 	rsv_check(&o, "odp-fault-fail", st == IBV_WC_REM_ACCESS_ERR,
 		  "WRITE into VM 1's PROT_NONE page: %s after %" PRId64 " ms",
 		  st > 0 ? ibv_wc_status_str(st) : (st ? "post failed or timed out" :
@@ -603,11 +672,14 @@ static void client(int fd)
 		print_deltas(c0, c1, dl);
 		rsv_check(&o, "odp-requester-counters",
 			  dl[C_FAULTS] > 0 && dl[C_HANDLED] > 0 &&
+			  dl[C_INVAL] > 0 && dl[C_INVAL] == dl[C_INVAL_ISSUED] &&
 			  dl[C_PAUSES_RCVD] > 0 && dl[C_RESUMES_RCVD] > 0,
 			  "own faults (SGEs, READ responses) %" PRId64
-			  ", handled %" PRId64 "; VM 1's pauses received %" PRId64
-			  ", resumes %" PRId64, dl[C_FAULTS], dl[C_HANDLED],
-			  dl[C_PAUSES_RCVD], dl[C_RESUMES_RCVD]);
+			  ", handled %" PRId64 ", invalidations %" PRId64
+			  " (driver issued %" PRId64 "); VM 1's pauses received %"
+			  PRId64 ", resumes %" PRId64, dl[C_FAULTS], dl[C_HANDLED],
+			  dl[C_INVAL], dl[C_INVAL_ISSUED], dl[C_PAUSES_RCVD],
+			  dl[C_RESUMES_RCVD]);
 	}
 	rsv_sync(fd);
 	ibv_destroy_qp(qp);
