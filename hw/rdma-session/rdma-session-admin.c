@@ -71,6 +71,7 @@ static uint8_t rs_cmd_query_device(RSCore *c, const struct rs_admin_cmd *cmd,
         .max_mcast_grp = cpu_to_le32(p->max_mcast_grps),
         .max_mcast_qp_attach = cpu_to_le32(p->max_mcast_qp_attach),
         .max_xrcds = cpu_to_le32(p->max_xrcds - 1),
+        .max_odp_pages = cpu_to_le32(p->odp ? p->odp_pages : 0),
     };
 
     memcpy(a.mac, c->mac.a, sizeof(a.mac));
@@ -95,6 +96,24 @@ static uint8_t rs_cmd_query_port(RSCore *c, const struct rs_admin_cmd *cmd,
     if (le32_to_cpu(cmd->query.handle) != 1) {
         return RS_STATUS_BAD_PARAM;
     }
+    return rs_write_resp(c, &cmd->query, &a, sizeof(a));
+}
+
+static uint8_t rs_cmd_query_stats(RSCore *c, const struct rs_admin_cmd *cmd,
+                                  struct rs_admin_cqe *cqe)
+{
+    const struct rs_device_stats *s = &c->stats;
+    struct rs_device_stats a = {
+        .odp_faults = cpu_to_le64(s->odp_faults),
+        .odp_resolved_pages = cpu_to_le64(s->odp_resolved_pages),
+        .odp_invalidations = cpu_to_le64(s->odp_invalidations),
+        .odp_fault_fails = cpu_to_le64(s->odp_fault_fails),
+        .odp_pauses_sent = cpu_to_le64(s->odp_pauses_sent),
+        .odp_pauses_rcvd = cpu_to_le64(s->odp_pauses_rcvd),
+        .odp_resumes_rcvd = cpu_to_le64(s->odp_resumes_rcvd),
+        .rnr_naks_rcvd = cpu_to_le64(s->rnr_naks_rcvd),
+    };
+
     return rs_write_resp(c, &cmd->query, &a, sizeof(a));
 }
 
@@ -143,13 +162,15 @@ static const struct {
     [RS_CMD_DESTROY_DCT] = { "DESTROY_DCT", rs_cmd_reserved },
     [RS_CMD_REG_INDIRECT_MKEY] = { "REG_INDIRECT_MKEY", rs_cmd_reserved },
     [RS_CMD_REG_PATTERN_MKEY] = { "REG_PATTERN_MKEY", rs_cmd_reserved },
-    [RS_CMD_ODP_RESOLVE] = { "ODP_RESOLVE", rs_cmd_reserved },
+    [RS_CMD_ODP_RESOLVE] = { "ODP_RESOLVE", rs_cmd_odp_resolve },
     [RS_CMD_ALLOC_MW] = { "ALLOC_MW", rs_cmd_alloc_mw },
     [RS_CMD_DEALLOC_MW] = { "DEALLOC_MW", rs_cmd_dealloc_mw },
     [RS_CMD_ATTACH_MCAST] = { "ATTACH_MCAST", rs_cmd_attach_mcast },
     [RS_CMD_DETACH_MCAST] = { "DETACH_MCAST", rs_cmd_detach_mcast },
     [RS_CMD_CREATE_XRCD] = { "CREATE_XRCD", rs_cmd_create_xrcd },
     [RS_CMD_DESTROY_XRCD] = { "DESTROY_XRCD", rs_cmd_destroy_xrcd },
+    [RS_CMD_ODP_INVALIDATE] = { "ODP_INVALIDATE", rs_cmd_odp_invalidate },
+    [RS_CMD_QUERY_STATS] = { "QUERY_STATS", rs_cmd_query_stats },
 };
 
 static void rs_admin_exec(RSCore *c, const struct rs_admin_cmd *cmd,

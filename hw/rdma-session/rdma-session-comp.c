@@ -123,6 +123,7 @@ void rs_qp_to_err(RSCore *c, uint32_t qpn)
     if (qp->state != RS_QPS_ERR) {
         trace_rdma_session_qp_state(qpn, qp->state, RS_QPS_ERR);
         qp->state = RS_QPS_ERR;
+        rs_odp_qp_clear(c, qp);
         if (qp->srq && qp->type != RS_QPT_XRC_TGT) {
             rs_core_raise_event(c, RS_EV_QP_LAST_WQE_REACHED,
                                 rs_handle(qpn, qp->gen), 0);
@@ -397,6 +398,58 @@ static void rs_comp_empty_resp(RSCore *c, uint32_t qpn, RSQp *qp,
     rs_comp_progress(c, qp, 1);
 }
 
+/*
+ * A READ response or ATOMIC ACKNOWLEDGE cannot land for want of a page:
+ * it is dropped, the requester waits for the page and then asks again.
+ */
+static void rs_comp_odp_landing(RSCore *c, uint32_t qpn, RSQp *qp,
+                                uint32_t psn)
+{
+    trace_rdma_session_comp_drop(qpn, psn, "ODP page fault");
+    if (rs_odp_wait(c, qpn, &qp->odp_req, RS_ODP_WAIT_LANDING, psn)) {
+        if (rs_sq_started(qp, qp->sq_comp)) {
+            rs_sq_complete(c, qpn, RS_WC_LOC_PROT_ERR, 0);
+        }
+        rs_qp_to_err(c, qpn);
+    }
+}
+
+/*
+ * The peer's responder waits for a page fault at pkt->psn (PAUSE) or
+ * has it resolved (RESUME): see "Page-fault pause on the wire".
+ */
+static void rs_comp_odp(RSCore *c, uint32_t qpn, RSQp *qp, const RSPkt *pkt)
+{
+    bool resume = pkt->opcode == RS_OP_ODP_RESUME;
+
+    trace_rdma_session_odp_pause_rx(qpn, pkt->psn, resume);
+    if (resume) {
+        if (!qp->odp_paused || pkt->psn != qp->pause_psn) {
+            trace_rdma_session_comp_drop(qpn, pkt->psn,
+                                         "RESUME without a pause");
+            return;
+        }
+        c->stats.odp_resumes_rcvd++;
+        qp->odp_paused = false;
+        qp->rnr_wait = false;
+        qp->last_progress = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+        rs_req_kick(c);
+        return;
+    }
+    if ((pkt->syndrome & RS_AETH_TYPE_MASK) != RS_AETH_TYPE_RNR) {
+        trace_rdma_session_comp_drop(qpn, pkt->psn, "PAUSE without RNR");
+        return;
+    }
+    /* Like an RNR NAK it acknowledges the PSNs before its own. */
+    if (rs_comp_acked(c, qpn, qp, pkt->psn) == RS_COMP_READ_GAP) {
+        rs_comp_retry(c, qpn, qp, "PAUSE past missing READ or atomic "
+                      "responses");
+        return;
+    }
+    c->stats.odp_pauses_rcvd++;
+    rs_req_pause(c, qp, pkt->psn, pkt->syndrome & ~RS_AETH_TYPE_MASK);
+}
+
 /* The READ response for una_psn. */
 static void rs_comp_read_resp(RSCore *c, uint32_t qpn, RSQp *qp,
                               const RSPkt *pkt)
@@ -431,6 +484,10 @@ static void rs_comp_read_resp(RSCore *c, uint32_t qpn, RSQp *qp,
         return;
     }
     st = rs_comp_to_sges(c, qp, rec, off, pkt->payload, pkt->paylen);
+    if (st == RS_WC_ODP_FAULT) {
+        rs_comp_odp_landing(c, qpn, qp, pkt->psn);
+        return;
+    }
     if (st) {
         rs_sq_complete(c, qpn, st, 0);
         rs_qp_to_err(c, qpn);
@@ -462,6 +519,10 @@ static void rs_comp_atomic_ack(RSCore *c, uint32_t qpn, RSQp *qp,
     }
     stq_le_p(buf, pkt->orig);
     st = rs_comp_to_sges(c, qp, rec, 0, buf, sizeof(buf));
+    if (st == RS_WC_ODP_FAULT) {
+        rs_comp_odp_landing(c, qpn, qp, pkt->psn);
+        return;
+    }
     rs_sq_complete(c, qpn, st, st ? 0 : sizeof(buf));
     qp->comp_psn = qp->una_psn = (pkt->psn + 1) & RS_PSN_MASK;
     if (qp->rd_out) {
@@ -502,6 +563,10 @@ void rs_comp_receive(RSCore *c, uint32_t qpn, const RSPkt *pkt)
         trace_rdma_session_comp_drop(qpn, pkt->psn, "duplicate response");
         return;
     }
+    if (oi->flags & RS_OPF_ODP) {
+        rs_comp_odp(c, qpn, qp, pkt);
+        return;
+    }
     if (type == RS_AETH_TYPE_ACK && !is_rresp && op != RS_OP_ATOMIC_ACK) {
         if (rs_comp_acked(c, qpn, qp, (pkt->psn + 1) & RS_PSN_MASK) ==
             RS_COMP_READ_GAP) {
@@ -527,6 +592,10 @@ void rs_comp_receive(RSCore *c, uint32_t qpn, const RSPkt *pkt)
         return;
     }
     if (type == RS_AETH_TYPE_RNR) {
+        c->stats.rnr_naks_rcvd++;
+        if (qp->odp_paused && pkt->psn == qp->pause_psn) {
+            return;             /* the pause's own RNR NAK: not counted */
+        }
         rs_req_rnr_wait(c, qp, pkt->syndrome & ~RS_AETH_TYPE_MASK);
         return;
     }

@@ -130,6 +130,7 @@ static void rs_clear_tables(RSCore *c)
     memset(c->srqs, 0, sizeof(*c->srqs) * c->p.max_srqs);
     memset(c->xrcds, 0, sizeof(*c->xrcds) * c->p.max_xrcds);
     rs_mcast_reset(c);
+    rs_odp_reset(c);
     c->mr_pages_used = 0;
 }
 
@@ -199,6 +200,17 @@ bool rs_core_realize(RSCore *c, Error **errp)
         error_setg(errp, "rdma-session: max-msg-size must be 1..2147483648");
         return false;
     }
+    if (p->odp_pages < 64 || p->odp_pages > (1u << 20) ||
+        !is_power_of_2(p->odp_pages)) {
+        error_setg(errp, "rdma-session: odp-pages must be a power of two "
+                   "in 64..1048576");
+        return false;
+    }
+    if (p->odp_fault_timeout < 1 || p->odp_fault_timeout > 60000) {
+        error_setg(errp, "rdma-session: odp-fault-timeout must be "
+                   "1..60000 ms");
+        return false;
+    }
     if (!rs_mcast_realize(c, errp)) {
         return false;
     }
@@ -216,6 +228,7 @@ bool rs_core_realize(RSCore *c, Error **errp)
     c->admin_bh = qemu_bh_new_guarded(rs_admin_process, c, c->guard);
     rs_lan_realize(c);
     rs_engine_realize(c);
+    rs_odp_realize(c);
     return true;
 }
 
@@ -224,6 +237,7 @@ void rs_core_unrealize(RSCore *c)
     qemu_bh_delete(c->admin_bh);
     rs_lan_unrealize(c);
     rs_engine_unrealize(c);
+    rs_odp_unrealize(c);
     rs_free_tables(c);
     rs_mcast_unrealize(c);
     g_free(c->pds);
@@ -375,7 +389,8 @@ uint64_t rs_core_reg_read(RSCore *c, hwaddr addr)
         val = RS_CAP_RC | RS_CAP_UC | RS_CAP_UD | RS_CAP_SESSION_GROUPS |
               RS_CAP_NETID_MKEYS | RS_CAP_LAN | RS_CAP_ATOMIC | RS_CAP_SRQ |
               RS_CAP_MW | RS_CAP_MCAST | RS_CAP_FLUSH |
-              RS_CAP_ATOMIC_WRITE | RS_CAP_XRC;
+              RS_CAP_ATOMIC_WRITE | RS_CAP_XRC |
+              (c->p.odp ? RS_CAP_ODP : 0);
         break;
     case A_RS_DB_PAGES:
         val = c->p.db_pages;

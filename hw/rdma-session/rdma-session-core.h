@@ -42,6 +42,10 @@ typedef struct RSParams {
     uint32_t ack_backoff;       /* x-ack-backoff: timeout doublings */
     bool migration_hold;        /* x-migration-hold: RNR NAKs while out */
     bool rxe_flush_icrc;        /* x-rxe-flush-icrc: FLUSH as rxe's ICRC */
+    bool odp;                   /* odp: RS_CAP_ODP */
+    bool odp_pause;             /* odp-pause: PAUSE/RESUME to requesters */
+    uint32_t odp_pages;         /* odp-pages: translation table entries */
+    uint32_t odp_fault_timeout; /* odp-fault-timeout: ms until it fails */
 } RSParams;
 
 typedef struct RSPd {
@@ -156,6 +160,38 @@ typedef struct RSSentWqe {
     uint8_t sge_at;             /* from rd_sge[sge_at] on, wrapping */
 } RSSentWqe;
 
+/*
+ * On-demand paging (rdma-session-odp.c): a page fault one side of a QP
+ * waits for.  mr is an MR index (0: no fault); va the faulting page.
+ */
+enum {
+    RS_ODP_WAIT_REQ = 1,        /* requester: local SGEs of a send WQE */
+    RS_ODP_WAIT_LANDING = 2,    /* requester: a READ/atomic response */
+    RS_ODP_WAIT_RESP = 3,       /* responder: the request at psn */
+    RS_ODP_WAIT_READ = 4,       /* responder: READ responses from psn */
+};
+
+typedef struct RSOdpWait {
+    uint32_t mr;
+    uint32_t npages;            /* the access's pages from va, <= 512 */
+    uint64_t va;
+    uint32_t psn;
+    uint8_t kind;               /* RS_ODP_WAIT_* */
+    bool write;
+    bool failed;                /* timed out or resolved with F_FAIL */
+    /* Runtime only (restarted after migration). */
+    int64_t deadline;           /* QEMU_CLOCK_VIRTUAL ns */
+    int64_t repost;             /* next time the event is raised again */
+} RSOdpWait;
+
+/* The translation of one page of an ODP MR (rdma-session-odp.c). */
+typedef struct RSOdpPage {
+    uint32_t mr;                /* MR index; 0: free entry */
+    uint32_t rsvd;
+    uint64_t vpn;               /* IOVA >> 12 */
+    uint64_t pa;                /* page | RS_ODP_PAGE_READ/WRITE */
+} RSOdpPage;
+
 typedef struct RSQp {
     bool valid;
     bool has_av;
@@ -255,6 +291,15 @@ typedef struct RSQp {
     uint32_t ssthresh;          /* slow start below, +1 per window above */
     uint32_t cwnd_acked;        /* acknowledged towards the next +1 */
     uint32_t recover_psn;       /* losses before it: the same episode */
+    /*
+     * On-demand paging: the faults the requester and the responder wait
+     * for, and a requester paused by its peer's page fault (the RNR wait
+     * at pause_psn; RNR NAKs for that PSN are not counted).
+     */
+    RSOdpWait odp_req;
+    RSOdpWait odp_resp;
+    bool odp_paused;
+    uint32_t pause_psn;
 } RSQp;
 
 /* RS_RESP_DROP: UC, the rest of a message after a PSN gap or an error. */
@@ -301,6 +346,11 @@ typedef struct RSMr {
     uint32_t mw_mr;
     uint32_t mw_qp;
     uint32_t mw_binds;
+    /*
+     * An ODP MR (RS_MR_F_ODP) has no pages[]: its translations are in
+     * RSCore.odp.  odp_seq counts its ODP_INVALIDATE commands.
+     */
+    uint32_t odp_seq;
 } RSMr;
 
 /* A multicast group: its GID and the UD QPs (indices) attached to it. */
@@ -435,6 +485,22 @@ struct RSCore {
     RSMcastGrp *mcast;          /* max_mcast_grps groups */
     uint32_t mr_pages_used;
     uint32_t mr_pages_loaded;   /* incoming migration: MRs' pages so far */
+    /*
+     * On-demand paging: the translations of every ODP MR, odp_pages
+     * entries in sets of RS_ODP_WAYS; odp_used of them hold a page.
+     */
+    RSOdpPage *odp;
+    uint32_t odp_used;
+    uint32_t odp_victim;        /* round robin replacement in a full set */
+    QEMUTimer *odp_timer;       /* fault events again, fault timeouts */
+    /* The fault rs_mr_rw() last met (RS_STATUS_ODP_FAULT). */
+    RSOdpWait odp_fault;
+    /* UD/UC drops: the last fault raised without a waiting QP. */
+    uint32_t odp_ff_mr;
+    uint64_t odp_ff_va;
+    int64_t odp_ff_time;
+    /* QUERY_STATS counters, since the function was enabled. */
+    struct rs_device_stats stats;
 
     /* LAN path: indexed by enum rs_lan_queue_type. */
     RSLanQueue lanq[2];
@@ -608,6 +674,42 @@ uint8_t rs_sge_copy(RSCore *c, const RSQp *qp, uint32_t gid_index,
 uint8_t rs_mr_rw(RSCore *c, const RSMr *mr, uint64_t va, void *buf,
                  uint32_t len, bool write);
 
+/*
+ * Internal results (never reported to the guest): rs_mr_rw() met a page
+ * an ODP MR has no translation for (RS_STATUS_*), and so did
+ * rs_sge_copy() (RS_WC_*).  c->odp_fault says which.
+ */
+#define RS_STATUS_ODP_FAULT 0xf0
+#define RS_WC_ODP_FAULT     0xf0
+
+/* rdma-session-odp.c: on-demand paging */
+#define RS_ODP_WAYS         8
+#define RS_ODP_PAGE_SHIFT   12
+#define RS_ODP_REPOST_NS    (100 * SCALE_MS)
+uint8_t rs_odp_reg_mr(RSCore *c, const struct rs_cmd_reg_mr *r,
+                      uint32_t pd, uint32_t gid, uint16_t access,
+                      struct rs_admin_cqe *cqe);
+void rs_odp_mr_free(RSCore *c, uint32_t idx);
+uint8_t rs_odp_rw(RSCore *c, uint32_t idx, uint64_t va, void *buf,
+                  uint32_t len, bool write);
+bool rs_odp_probe(RSCore *c, uint32_t idx, uint64_t va, uint64_t len,
+                  bool write);
+uint8_t rs_cmd_odp_resolve(RSCore *c, const struct rs_admin_cmd *cmd,
+                           struct rs_admin_cqe *cqe);
+uint8_t rs_cmd_odp_invalidate(RSCore *c, const struct rs_admin_cmd *cmd,
+                              struct rs_admin_cqe *cqe);
+bool rs_odp_wait(RSCore *c, uint32_t qpn, RSOdpWait *w, uint8_t kind,
+                 uint32_t psn);
+void rs_odp_drop_fault(RSCore *c);
+void rs_odp_widen(RSCore *c, uint64_t end);
+void rs_odp_qp_clear(RSCore *c, RSQp *qp);
+void rs_odp_realize(RSCore *c);
+void rs_odp_unrealize(RSCore *c);
+void rs_odp_reset(RSCore *c);
+bool rs_odp_post_load(RSCore *c);
+void rs_resp_odp_resume(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t psn);
+void rs_resp_odp_fail(RSCore *c, uint32_t qpn, RSQp *qp);
+
 /* rdma-session-mw.c: memory windows */
 uint8_t rs_cmd_alloc_mw(RSCore *c, const struct rs_admin_cmd *cmd,
                         struct rs_admin_cqe *cqe);
@@ -686,6 +788,7 @@ void rs_req_rewind(RSCore *c, uint32_t qpn);
 void rs_req_lost(RSCore *c, uint32_t qpn, bool timeout);
 void rs_req_acked(RSCore *c, RSQp *qp, uint32_t n);
 void rs_req_rnr_wait(RSCore *c, RSQp *qp, uint8_t timer);
+void rs_req_pause(RSCore *c, RSQp *qp, uint32_t psn, uint8_t timer);
 void rs_engine_post_load(RSCore *c);
 void rs_resp_process(void *opaque);
 bool rs_roce_tx_busy(RSCore *c);

@@ -162,12 +162,19 @@ static const VMStateDescription vmstate_rs_sge = {
         VMSTATE_END_OF_LIST()
     },
 };
-/* A QP without the XRC subsection is not an XRC target. */
+/*
+ * A QP without the XRC subsection is not an XRC target, one without the
+ * ODP subsection waits for no page fault.
+ */
 static int rs_qp_pre_load(void *opaque)
 {
     RSQp *qp = opaque;
 
     qp->xrcd = 0;
+    memset(&qp->odp_req, 0, sizeof(qp->odp_req));
+    memset(&qp->odp_resp, 0, sizeof(qp->odp_resp));
+    qp->odp_paused = false;
+    qp->pause_psn = 0;
     return 0;
 }
 
@@ -197,6 +204,45 @@ static const VMStateDescription vmstate_rs_qp_xrc = {
     .needed = rs_qp_xrc_needed,
     .fields = (const VMStateField[]) {
         VMSTATE_UINT32(xrcd, RSQp),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/* A page fault a QP waits for (ABI 1.4); the timers restart at load. */
+static const VMStateDescription vmstate_rs_odp_wait = {
+    .name = "rdma-session/odp-wait",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(mr, RSOdpWait),
+        VMSTATE_UINT32(npages, RSOdpWait),
+        VMSTATE_UINT64(va, RSOdpWait),
+        VMSTATE_UINT32(psn, RSOdpWait),
+        VMSTATE_UINT8(kind, RSOdpWait),
+        VMSTATE_BOOL(write, RSOdpWait),
+        VMSTATE_BOOL(failed, RSOdpWait),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static bool rs_qp_odp_needed(void *opaque)
+{
+    RSQp *qp = opaque;
+
+    return qp->valid &&
+           (qp->odp_req.mr || qp->odp_resp.mr || qp->odp_paused);
+}
+
+static const VMStateDescription vmstate_rs_qp_odp = {
+    .name = "rdma-session/qp/odp",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rs_qp_odp_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_STRUCT(odp_req, RSQp, 1, vmstate_rs_odp_wait, RSOdpWait),
+        VMSTATE_STRUCT(odp_resp, RSQp, 1, vmstate_rs_odp_wait, RSOdpWait),
+        VMSTATE_BOOL(odp_paused, RSQp),
+        VMSTATE_UINT32(pause_psn, RSQp),
         VMSTATE_END_OF_LIST()
     },
 };
@@ -289,6 +335,7 @@ static const VMStateDescription vmstate_rs_qp = {
     },
     .subsections = (const VMStateDescription * const []) {
         &vmstate_rs_qp_xrc,
+        &vmstate_rs_qp_odp,
         NULL
     },
 };
@@ -333,6 +380,25 @@ static const VMStateDescription vmstate_rs_mr_mw = {
     },
 };
 
+/* An ODP MR's invalidation count (ABI 1.4). */
+static bool rs_mr_odp_needed(void *opaque)
+{
+    RSMr *mr = opaque;
+
+    return mr->valid && (mr->flags & RS_MR_F_ODP) && !mr->mw_type;
+}
+
+static const VMStateDescription vmstate_rs_mr_odp = {
+    .name = "rdma-session/mr/odp",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rs_mr_odp_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(odp_seq, RSMr),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
 static const VMStateDescription vmstate_rs_mr = {
     .name = "rdma-session/mr",
     .version_id = 2,
@@ -358,6 +424,7 @@ static const VMStateDescription vmstate_rs_mr = {
     },
     .subsections = (const VMStateDescription * const []) {
         &vmstate_rs_mr_mw,
+        &vmstate_rs_mr_odp,
         NULL
     },
 };
@@ -652,8 +719,13 @@ static int rs_core_pre_load(void *opaque)
         c->mrs[i].mw_type = 0;
         c->mrs[i].mw_mr = 0;
         c->mrs[i].mw_qp = 0;
+        c->mrs[i].odp_seq = 0;
     }
     c->mr_pages_loaded = 0;
+    /* A stream without the ODP subsection has no translations. */
+    memset(c->odp, 0, sizeof(*c->odp) * c->p.odp_pages);
+    c->odp_used = 0;
+    memset(&c->stats, 0, sizeof(c->stats));
     /*
      * A stream without SRQs or XRC domains (no subsections) leaves the
      * tables empty; an SRQ without its XRC subsection is a basic one.
@@ -917,6 +989,19 @@ static bool rs_mr_state_valid(RSCore *c, const RSMr *mr)
     if (!mr->fast && mr->fr_bound) {
         return false;
     }
+    if (mr->flags & RS_MR_F_ODP) {
+        return !mr->fast && !mr->npages &&
+               !(mr->flags & ~(RS_MR_F_ODP | RS_MR_F_ODP_IMPLICIT)) &&
+               mr->page_shift == RS_ODP_PAGE_SHIFT &&
+               ((mr->flags & RS_MR_F_ODP_IMPLICIT) ?
+                !mr->iova && mr->length == UINT64_MAX :
+                mr->length && mr->iova + mr->length >= mr->iova) &&
+               RS_REF_OK(c, pds, p->max_pds, mr->pd) &&
+               rs_gid_valid(c, mr->gid_index);
+    }
+    if (mr->flags & RS_MR_F_ODP_IMPLICIT) {
+        return false;
+    }
     return RS_REF_OK(c, pds, p->max_pds, mr->pd) &&
            rs_gid_valid(c, mr->gid_index) && mr->npages &&
            mr->page_shift >= RS_MR_MIN_PAGE_SHIFT &&
@@ -1027,7 +1112,8 @@ static bool rs_core_state_valid(RSCore *c)
             return false;
         }
     }
-    return rs_core_refs_valid(c) && rs_lan_state_valid(c);
+    return rs_core_refs_valid(c) && rs_lan_state_valid(c) &&
+           rs_odp_post_load(c);
 }
 
 static int rs_core_post_load(void *opaque, int version_id)
@@ -1048,6 +1134,76 @@ static int rs_core_post_load(void *opaque, int version_id)
     c->migrated_in = true;
     return 0;
 }
+
+/* ODP translations (ABI 1.4): sent while any is installed. */
+static bool rs_odp_needed(void *opaque)
+{
+    RSCore *c = opaque;
+
+    return c->odp_used != 0;
+}
+
+static bool rs_odp_used_valid(void *opaque, int version_id)
+{
+    RSCore *c = opaque;
+
+    return c->odp_used <= c->p.odp_pages;
+}
+
+static const VMStateDescription vmstate_rs_odp_page = {
+    .name = "rdma-session/odp-page",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(mr, RSOdpPage),
+        VMSTATE_UINT32(rsvd, RSOdpPage),
+        VMSTATE_UINT64(vpn, RSOdpPage),
+        VMSTATE_UINT64(pa, RSOdpPage),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static const VMStateDescription vmstate_rs_odp = {
+    .name = "rdma-session/core/odp",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rs_odp_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32_EQUAL(p.odp_pages, RSCore, NULL),
+        VMSTATE_UINT32(odp_used, RSCore),
+        VMSTATE_VALIDATE("odp_used within odp-pages", rs_odp_used_valid),
+        VMSTATE_STRUCT_VARRAY_POINTER_UINT32(odp, RSCore, p.odp_pages,
+                                             vmstate_rs_odp_page, RSOdpPage),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/* Device statistics (ABI 1.4): sent once any counted. */
+static bool rs_stats_needed(void *opaque)
+{
+    RSCore *c = opaque;
+    static const struct rs_device_stats zero;
+
+    return memcmp(&c->stats, &zero, sizeof(zero)) != 0;
+}
+
+static const VMStateDescription vmstate_rs_stats = {
+    .name = "rdma-session/core/stats",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rs_stats_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(stats.odp_faults, RSCore),
+        VMSTATE_UINT64(stats.odp_resolved_pages, RSCore),
+        VMSTATE_UINT64(stats.odp_invalidations, RSCore),
+        VMSTATE_UINT64(stats.odp_fault_fails, RSCore),
+        VMSTATE_UINT64(stats.odp_pauses_sent, RSCore),
+        VMSTATE_UINT64(stats.odp_pauses_rcvd, RSCore),
+        VMSTATE_UINT64(stats.odp_resumes_rcvd, RSCore),
+        VMSTATE_UINT64(stats.rnr_naks_rcvd, RSCore),
+        VMSTATE_END_OF_LIST()
+    },
+};
 
 const VMStateDescription vmstate_rs_core = {
     .name = "rdma-session/core",
@@ -1113,6 +1269,8 @@ const VMStateDescription vmstate_rs_core = {
         &vmstate_rs_mac,
         &vmstate_rs_mcast,
         &vmstate_rs_xrcds,
+        &vmstate_rs_odp,
+        &vmstate_rs_stats,
         NULL
     },
 };

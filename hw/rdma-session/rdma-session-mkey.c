@@ -17,7 +17,7 @@
 #include "rdma-session-core.h"
 #include "trace.h"
 
-#define RS_MR_F_KNOWN   (RS_MR_F_PBL_INDIRECT | RS_MR_F_ODP | RS_MR_F_FAST_REG)
+#define RS_MR_F_KNOWN   (RS_MR_F_PBL_INDIRECT | RS_MR_F_FAST_REG)
 
 RSMr *rs_mkey_lookup(RSCore *c, uint32_t gid_index, uint32_t key)
 {
@@ -189,7 +189,7 @@ uint8_t rs_cmd_reg_mr(RSCore *c, const struct rs_admin_cmd *cmd,
         return st;
     }
     if (r->flags & RS_MR_F_ODP) {
-        return RS_STATUS_NOT_SUPPORTED;
+        return rs_odp_reg_mr(c, r, pd, gid, access, cqe);
     }
     if ((r->flags & ~RS_MR_F_KNOWN) || r->page_shift < RS_MR_MIN_PAGE_SHIFT ||
         r->page_shift > RS_MR_MAX_PAGE_SHIFT) {
@@ -250,6 +250,9 @@ static void rs_mr_free(RSCore *c, uint32_t idx)
     c->pds[mr->pd].refs--;
     c->gids[mr->gid_index].refs--;
     c->mr_pages_used -= mr->npages;
+    if (mr->flags & RS_MR_F_ODP) {
+        rs_odp_mr_free(c, idx);
+    }
     g_free(mr->pages);
     mr->pages = NULL;
     mr->npages = 0;
@@ -424,6 +427,9 @@ uint8_t rs_mr_rw(RSCore *c, const RSMr *mr, uint64_t va, void *buf,
     uint64_t psize = 1ull << mr->page_shift;
     uint8_t *p = buf;
 
+    if (mr->flags & RS_MR_F_ODP) {
+        return rs_odp_rw(c, mr - c->mrs, va, buf, len, write);
+    }
     while (len) {
         uint64_t idx = (va >> mr->page_shift) - (mr->iova >> mr->page_shift);
         uint64_t in = va & (psize - 1);
@@ -536,6 +542,10 @@ uint8_t rs_sge_copy(RSCore *c, const RSQp *qp, uint32_t gid_index,
         } else {
             st = to_mem ? rs_dma_write(c, addr + off, p, chunk) :
                           rs_dma_read(c, addr + off, p, chunk);
+        }
+        if (st == RS_STATUS_ODP_FAULT) {
+            rs_odp_widen(c, addr + slen);
+            return RS_WC_ODP_FAULT;
         }
         if (st) {
             return RS_WC_LOC_PROT_ERR;

@@ -382,6 +382,11 @@ static const Property rs_properties[] = {
     DEFINE_PROP_UINT32("max-mcast-grps", RSState, core.p.max_mcast_grps, 32),
     DEFINE_PROP_UINT32("max-mcast-qp-attach", RSState,
                        core.p.max_mcast_qp_attach, 8),
+    DEFINE_PROP_BOOL("odp", RSState, core.p.odp, true),
+    DEFINE_PROP_BOOL("odp-pause", RSState, core.p.odp_pause, true),
+    DEFINE_PROP_UINT32("odp-pages", RSState, core.p.odp_pages, 16384),
+    DEFINE_PROP_UINT32("odp-fault-timeout", RSState,
+                       core.p.odp_fault_timeout, 3000),
     DEFINE_PROP_UINT32("x-window", RSState, core.p.window, 64),
     /* Test only: drop every Nth RoCE frame the engine sends (0: none). */
     DEFINE_PROP_UINT32("x-drop-tx", RSState, core.p.drop_tx, 0),

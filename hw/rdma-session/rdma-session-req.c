@@ -885,6 +885,14 @@ static bool rs_req_segment(RSCore *c, uint32_t qpn, RSQp *qp,
             st = rs_sge_copy(c, qp, s->gid_index, s->sge, s->w.num_sge, off,
                              payload, n, false);
         }
+        if (st == RS_WC_ODP_FAULT) {
+            /* Nothing leaves until the page is there. */
+            if (!rs_odp_wait(c, qpn, &qp->odp_req, RS_ODP_WAIT_REQ,
+                             qp->sq_psn)) {
+                return false;
+            }
+            st = RS_WC_LOC_PROT_ERR;
+        }
         if (st) {
             /* Packets already sent: the peer sees a truncated message. */
             rs_req_fail(c, qpn, qp, &s->w, st);
@@ -968,6 +976,12 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp, unsigned *budget)
     }
 }
 
+/* The requester waits for a page fault (one that failed: it fails). */
+static bool rs_req_odp_waits(const RSQp *qp)
+{
+    return qp->odp_req.mr && !qp->odp_req.failed;
+}
+
 /*
  * Work on QP qpn's send queue; true if it has more than the budget.
  * *used: how much of the budget it took.
@@ -983,7 +997,8 @@ static bool rs_req_qp(RSCore *c, uint32_t qpn, bool active, unsigned *used)
         /* Flushing needs no link. */
         return rs_qp_flush(c, qpn, budget);
     }
-    if (!active || !qp->valid || qp->state != RS_QPS_RTS || qp->rnr_wait) {
+    if (!active || !qp->valid || qp->state != RS_QPS_RTS || qp->rnr_wait ||
+        rs_req_odp_waits(qp)) {
         return false;
     }
     if ((uint16_t)(qp->sq_pi - qp->sq_ci) > (1u << qp->sq_log)) {
@@ -996,7 +1011,7 @@ static bool rs_req_qp(RSCore *c, uint32_t qpn, bool active, unsigned *used)
     }
     while ((uint16_t)(qp->sq_pi - qp->sq_ci) && qp->valid &&
            qp->state == RS_QPS_RTS && !qp->rnr_wait &&
-           !rs_roce_tx_busy(c)) {
+           !rs_req_odp_waits(qp) && !rs_roce_tx_busy(c)) {
         if (!budget) {
             more = true;
             break;
@@ -1111,7 +1126,7 @@ static void rs_req_retry_tick(void *opaque)
         pending = true;
         tmo = MAX(4096LL << MIN(qp->timeout, 31), RS_RETRY_TICK_NS) <<
               MIN(qp->retries, c->p.ack_backoff);
-        if (qp->last_progress == 0 || qp->rnr_wait) {
+        if (qp->last_progress == 0 || qp->rnr_wait || qp->odp_req.mr) {
             qp->last_progress = now;    /* e.g. after migration */
         }
         if (now - qp->last_progress < tmo) {
@@ -1176,6 +1191,25 @@ void rs_req_rnr_wait(RSCore *c, RSQp *qp, uint8_t timer)
     timer_mod_anticipate(c->rnr_timer, qp->rnr_until);
 }
 
+/*
+ * The peer's responder waits for a page fault at psn (PAUSE): wait for
+ * its RESUME, or at most its timer, then send from psn again.  Neither
+ * retry_cnt nor rnr_retry is spent.
+ */
+void rs_req_pause(RSCore *c, RSQp *qp, uint32_t psn, uint8_t timer)
+{
+    uint32_t qpn = qp - c->qps;
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+
+    trace_rdma_session_req_rnr_wait(qpn, psn, timer, qp->rnr_retries);
+    rs_req_rewind(c, qpn);
+    qp->odp_paused = true;
+    qp->pause_psn = psn;
+    qp->rnr_wait = true;
+    qp->rnr_until = now + rs_rnr_10us[timer & 31] * 10 * SCALE_US;
+    timer_mod_anticipate(c->rnr_timer, qp->rnr_until);
+}
+
 static void rs_req_rnr_tick(void *opaque)
 {
     RSCore *c = opaque;
@@ -1196,6 +1230,7 @@ static void rs_req_rnr_tick(void *opaque)
         }
         if (qp->state != RS_QPS_RTS || now >= qp->rnr_until) {
             qp->rnr_wait = false;
+            qp->odp_paused = false;
             qp->last_progress = now;
             rs_req_kick(c);
         } else {

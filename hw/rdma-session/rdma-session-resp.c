@@ -85,7 +85,9 @@ static void rs_resp_send_ack(RSCore *c, uint32_t qpn, RSQp *qp,
     if (!rs_qp_tuple(c, qp, qpn, NULL, &a)) {
         return;
     }
-    a.opcode = opcode | rs_qpt_transport(qp->type);
+    /* The page-fault pause's opcodes have no transport bits. */
+    a.opcode = opcode >= RS_OP_ODP_PAUSE ? opcode :
+               opcode | rs_qpt_transport(qp->type);
     a.dqpn = qp->dest_qpn;
     a.psn = psn;
     a.syndrome = syndrome;
@@ -147,6 +149,50 @@ typedef struct RSRecvWqe {
     unsigned nsge;
     uint64_t total;
 } RSRecvWqe;
+
+/*
+ * On-demand paging: the request at psn met a page fault (c->odp_fault)
+ * and is not executed.  The peer's requester pauses (PAUSE, if it is an
+ * adapter) or waits out an RNR timer (the RNR NAK, any requester); what
+ * follows is dropped until it sends from psn again.  A fault that failed
+ * ends the QP.
+ */
+#define RS_ODP_PAUSE_TIMER  28      /* RNR timer code: 163.84 ms */
+
+static void rs_resp_odp_fault(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t psn)
+{
+    if (rs_odp_wait(c, qpn, &qp->odp_resp, RS_ODP_WAIT_RESP, psn)) {
+        rs_resp_odp_fail(c, qpn, qp);
+        return;
+    }
+    if (c->p.odp_pause) {
+        c->stats.odp_pauses_sent++;
+        trace_rdma_session_odp_pause_tx(qpn, psn, false);
+        rs_resp_send_ack(c, qpn, qp, RS_OP_ODP_PAUSE,
+                         RS_AETH_TYPE_RNR | RS_ODP_PAUSE_TIMER, psn, 0);
+    }
+    trace_rdma_session_resp_nak(qpn, psn, RS_AETH_TYPE_RNR, "ODP page fault");
+    rs_resp_nak(c, qpn, qp, RS_AETH_TYPE_RNR | (qp->min_rnr_timer & 0x1f),
+                psn);
+    qp->seq_nak_sent = true;
+}
+
+/* The fault of the request at psn is resolved: the peer may go on. */
+void rs_resp_odp_resume(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t psn)
+{
+    if (c->p.odp_pause && rs_qp_receiving(qp) && psn == qp->rq_psn) {
+        trace_rdma_session_odp_pause_tx(qpn, psn, true);
+        rs_resp_send_ack(c, qpn, qp, RS_OP_ODP_RESUME, RS_AETH_ACK, psn, 0);
+    }
+    qemu_bh_schedule(c->resp_bh);
+}
+
+/* The responder's fault failed: IBTA's answer to memory it cannot reach. */
+void rs_resp_odp_fail(RSCore *c, uint32_t qpn, RSQp *qp)
+{
+    rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_REM_ACCESS, qp->odp_resp.psn,
+                      "ODP page fault failed");
+}
 
 /*
  * Take the next receive WQE of the QP's SRQ and keep a copy in the QP for
@@ -323,6 +369,12 @@ void rs_resp_ud(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
         st = rs_sge_copy(c, qp, gid, r.sge, r.nsge, RS_GRH_LEN,
                          (void *)pkt->payload, pkt->paylen, true);
     }
+    if (st == RS_WC_ODP_FAULT) {
+        /* Unreliable: the datagram is lost, the WQE waits for the next. */
+        trace_rdma_session_resp_drop(qpn, pkt->psn, "ODP page fault");
+        rs_odp_drop_fault(c);
+        return;
+    }
     rs_recv_cqe(c, qpn, qp, &r, pkt, st, RS_GRH_LEN + pkt->paylen,
                 RS_WR_RECV);
 }
@@ -406,6 +458,7 @@ static bool rs_resp_read_pkt(RSCore *c, uint32_t qpn, RSQp *qp, RSRdRes *rd)
     uint32_t n = rd->len ? MIN(mtu, rd->len - off) : 0;
     RSMr *mr;
     size_t len;
+    uint8_t st;
     RSPkt p;
 
     memset(&p, 0, sizeof(p));
@@ -442,8 +495,18 @@ static bool rs_resp_read_pkt(RSCore *c, uint32_t qpn, RSQp *qp, RSRdRes *rd)
                               "READ rkey gone");
             return false;
         }
-        if (rs_mr_rw(c, mr, rd->va + off,
-                     c->resp_buf + rs_wire_payload_off(&p), n, false)) {
+        st = rs_mr_rw(c, mr, rd->va + off,
+                      c->resp_buf + rs_wire_payload_off(&p), n, false);
+        if (st == RS_STATUS_ODP_FAULT) {
+            /* The responses stop until the page is there. */
+            if (rs_odp_wait(c, qpn, &qp->odp_resp, RS_ODP_WAIT_READ,
+                            p.psn)) {
+                rs_resp_odp_fail(c, qpn, qp);
+                return false;
+            }
+            return true;
+        }
+        if (st) {
             rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_REM_OP, p.psn,
                               "READ DMA");
             return false;
@@ -468,6 +531,9 @@ static bool rs_resp_send_owed(RSCore *c, uint32_t qpn, RSQp *qp,
         int32_t best = INT32_MAX;
         unsigned i;
 
+        if (qp->odp_resp.mr && qp->odp_resp.kind == RS_ODP_WAIT_READ) {
+            return false;       /* a READ response waits for a page */
+        }
         for (i = 0; i < RS_MAX_RD_ATOMIC; i++) {
             RSRdRes *r = &qp->rd_res[i];
             int32_t d = rs_psn_diff(r->psn + r->next, qp->rq_psn);
@@ -593,13 +659,19 @@ static void rs_resp_atomic(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
                           "more atomics outstanding than allowed");
         return;
     }
-    qp->atomic_next = (qp->atomic_next + 1) % RS_ATOMIC_RES;
     if (!rs_resp_rkey(c, qp, gid, pkt->rkey, pkt->va, sizeof(buf),
                       RS_ACCESS_REMOTE_ATOMIC, &mr)) {
         rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_REM_ACCESS, pkt->psn,
                           "atomic rkey, rights or bounds");
         return;
     }
+    /* The read and the write happen together or not at all. */
+    if ((mr->flags & RS_MR_F_ODP) &&
+        !rs_odp_probe(c, mr - c->mrs, pkt->va, sizeof(buf), true)) {
+        rs_resp_odp_fault(c, qpn, qp, pkt->psn);
+        return;
+    }
+    qp->atomic_next = (qp->atomic_next + 1) % RS_ATOMIC_RES;
     if (rs_mr_rw(c, mr, pkt->va, buf, sizeof(buf), false)) {
         rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_REM_OP, pkt->psn,
                           "atomic DMA");
@@ -838,6 +910,12 @@ static void rs_resp_read_req(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
                           "more READs outstanding than allowed");
         return;
     }
+    /* Its first pages must be there: a NAK can only come before them. */
+    if (mr && (mr->flags & RS_MR_F_ODP) &&
+        !rs_odp_probe(c, mr - c->mrs, pkt->va, pkt->dmalen, false)) {
+        rs_resp_odp_fault(c, qpn, qp, pkt->psn);
+        return;
+    }
     qp->rd_head++;
     *res = (RSRdRes) {
         .valid = true,
@@ -941,10 +1019,18 @@ static void rs_resp_flush_aw(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
     if (flush) {
         /* Global visibility: our writes before it, before its response. */
         smp_mb();
-    } else if (rs_mr_rw(c, mr, pkt->va, (void *)pkt->payload, 8, true)) {
-        rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_REM_OP, pkt->psn,
-                          "ATOMIC WRITE DMA");
-        return;
+    } else {
+        uint8_t st = rs_mr_rw(c, mr, pkt->va, (void *)pkt->payload, 8, true);
+
+        if (st == RS_STATUS_ODP_FAULT) {
+            rs_resp_odp_fault(c, qpn, qp, pkt->psn);
+            return;
+        }
+        if (st) {
+            rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_REM_OP, pkt->psn,
+                              "ATOMIC WRITE DMA");
+            return;
+        }
     }
     trace_rdma_session_resp_flush_aw(qpn, pkt->psn, pkt->opcode, pkt->va,
                                      pkt->dmalen, pkt->feth);
@@ -1074,6 +1160,16 @@ static bool rs_resp_exec_send(RSCore *c, uint32_t qpn, RSQp *qp,
         st = rs_sge_copy(c, qp, gid, r.sge, r.nsge, qp->resp_off,
                          (void *)pkt->payload, pkt->paylen, true);
     }
+    if (st == RS_WC_ODP_FAULT) {
+        /* The receive WQE stays; the packet comes again (RC) or not. */
+        if (rs_qpt_rc_responder(qp->type)) {
+            rs_resp_odp_fault(c, qpn, qp, pkt->psn);
+        } else {
+            rs_odp_drop_fault(c);
+            rs_resp_uc_drop(qp, qpn, pkt->psn, "UC: ODP page fault");
+        }
+        return false;
+    }
     if (st) {
         rs_resp_rwqe_fail(c, qpn, qp, &r, pkt, st);
         return false;
@@ -1138,8 +1234,19 @@ static bool rs_resp_exec_write(RSCore *c, uint32_t qpn, RSQp *qp,
                               "WRITE rkey gone", "UC WRITE rkey gone or DMA");
             return false;
         }
-        if (rs_mr_rw(c, mr, qp->resp_va, (void *)pkt->payload,
-                     pkt->paylen, true)) {
+        st = rs_mr_rw(c, mr, qp->resp_va, (void *)pkt->payload,
+                      pkt->paylen, true);
+        if (st == RS_STATUS_ODP_FAULT) {
+            rs_odp_widen(c, qp->resp_va + qp->resp_left);
+            if (rs_qpt_rc_responder(qp->type)) {
+                rs_resp_odp_fault(c, qpn, qp, pkt->psn);
+            } else {
+                rs_odp_drop_fault(c);
+                rs_resp_uc_drop(qp, qpn, pkt->psn, "UC: ODP page fault");
+            }
+            return false;
+        }
+        if (st) {
             rs_resp_exec_fail(c, qpn, qp, pkt, RS_AETH_NAK_REM_OP,
                               "WRITE DMA", "UC WRITE rkey gone or DMA");
             return false;
@@ -1181,8 +1288,8 @@ static bool rs_resp_execute(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
     return rs_resp_exec_write(c, qpn, qp, gid, pkt);
 }
 
-static void rs_resp_rc(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
-                       const RSPkt *pkt)
+static void rs_resp_rc_exec(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
+                            const RSPkt *pkt)
 {
     uint32_t f = rs_opcode[pkt->opcode].flags;
 
@@ -1213,6 +1320,17 @@ static void rs_resp_rc(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
     qp->rq_psn = (pkt->psn + 1) & RS_PSN_MASK;
     if (pkt->ackreq) {
         rs_resp_ack_later(c, qp, pkt->psn);
+    }
+}
+
+static void rs_resp_rc(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
+                       const RSPkt *pkt)
+{
+    rs_resp_rc_exec(c, qpn, qp, gid, pkt);
+    /* The request that faulted went through after all. */
+    if (qp->odp_resp.mr && qp->odp_resp.kind == RS_ODP_WAIT_RESP &&
+        rs_psn_diff(qp->rq_psn, qp->odp_resp.psn) > 0) {
+        memset(&qp->odp_resp, 0, sizeof(qp->odp_resp));
     }
 }
 

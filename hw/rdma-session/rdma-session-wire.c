@@ -140,6 +140,11 @@ const RSOpcodeInfo rs_opcode[256] = {
     OP(0x64, "UD_SEND_ONLY", SND | RS_OPF_ONLY | RS_OPF_DETH, Q_UD),
     OP(0x65, "UD_SEND_ONLY_IMM",
        SND | RS_OPF_ONLY | RS_OPF_DETH | RS_OPF_IMM, Q_UD),
+    /* The page-fault pause, to RC requesters (and XRC initiators) */
+    OP(0xc0, "RS_ODP_PAUSE",
+       RS_OPF_RESP | RS_OPF_ONLY | RS_OPF_AETH | RS_OPF_ODP, Q_RC | Q_XI),
+    OP(0xc1, "RS_ODP_RESUME",
+       RS_OPF_RESP | RS_OPF_ONLY | RS_OPF_AETH | RS_OPF_ODP, Q_RC | Q_XI),
 };
 
 static uint16_t rs_ip4_checksum(const uint8_t *hdr, unsigned len)

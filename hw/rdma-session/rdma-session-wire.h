@@ -72,6 +72,12 @@ enum {
     RS_OP_SEND_ONLY_INV = 0x17,
     RS_OP_FLUSH = 0x1c,
     RS_OP_ATOMIC_WRITE = 0x1d,
+    /*
+     * The page-fault pause (docs/specs: "Page-fault pause on the wire"),
+     * in IBTA's manufacturer-specific range: BTH and AETH, any transport.
+     */
+    RS_OP_ODP_PAUSE = 0xc0,
+    RS_OP_ODP_RESUME = 0xc1,
 };
 
 /* Opcode table flags. */
@@ -98,6 +104,7 @@ enum {
     RS_OPF_FLUSH = 1 << 18,
     RS_OPF_ATOMIC_WRITE = 1 << 19,
     RS_OPF_XRCETH = 1 << 20,    /* XRC request: right after the BTH */
+    RS_OPF_ODP = 1 << 21,       /* PAUSE, RESUME */
 };
 
 typedef struct RSOpcodeInfo {

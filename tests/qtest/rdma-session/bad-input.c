@@ -275,7 +275,9 @@ static const BadCmdRow bad_cmd_rows[] = {
         NOT_SUPPORTED),
     RAW("reserved REG_PATTERN_MKEY", RS_CMD_REG_PATTERN_MKEY,
         NOT_SUPPORTED),
-    RAW("reserved ODP_RESOLVE", RS_CMD_ODP_RESOLVE, NOT_SUPPORTED),
+    RAW("ODP_RESOLVE all zero", RS_CMD_ODP_RESOLVE, BAD_HANDLE),
+    RAW("ODP_INVALIDATE all zero", RS_CMD_ODP_INVALIDATE, BAD_HANDLE),
+    RAW("QUERY_STATS all zero", RS_CMD_QUERY_STATS, BAD_SIZE),
 
     /* QUERY_DEVICE */
     ROW("QUERY_DEVICE resp_len 0", QUERY_DEVICE, BAD_SIZE,
@@ -509,7 +511,7 @@ static const BadCmdRow bad_cmd_rows[] = {
     ROW("REG_MR FLUSH_PERSISTENT (no persistence domain)", REG_MR,
         BAD_ACCESS, P(reg_mr.access, RS_ACCESS_LOCAL_WRITE |
                       RS_ACCESS_FLUSH_PERSISTENT)),
-    ROW("REG_MR flags ODP", REG_MR, NOT_SUPPORTED,
+    ROW("REG_MR flags ODP with a page list", REG_MR, BAD_PARAM,
         P(reg_mr.flags, RS_MR_F_ODP)),
     ROW("REG_MR flags 0x08", REG_MR, BAD_PARAM, P(reg_mr.flags, 0x08)),
     ROW("REG_MR flags 0x80", REG_MR, BAD_PARAM, P(reg_mr.flags, 0x80)),
@@ -699,7 +701,7 @@ static const BadCmdRow bad_cmd_rows[] = {
         P(reg_mr.gid_index, 3), P(reg_mr.access, RS_ACCESS_UNKNOWN)),
     ROW("order: REG_MR access before ODP", REG_MR, BAD_ACCESS,
         P(reg_mr.access, RS_ACCESS_UNKNOWN), P(reg_mr.flags, RS_MR_F_ODP)),
-    ROW("order: REG_MR ODP before page_shift", REG_MR, NOT_SUPPORTED,
+    ROW("order: REG_MR ODP's checks before page_shift", REG_MR, BAD_PARAM,
         P(reg_mr.flags, RS_MR_F_ODP), P(reg_mr.page_shift, 11)),
     ROW("order: REG_MR page_shift before length", REG_MR, BAD_PARAM,
         P(reg_mr.page_shift, 11), P(reg_mr.length, 0)),
