@@ -634,28 +634,10 @@ static void odp_query_device(QRdmaSession *d, struct rs_device_attr *attr)
     attr->max_odp_pages = le32_to_cpu(attr->max_odp_pages);
 }
 
-/*
- * REG_MR with ODP, explicit and implicit, and every bad combination in
- * the spec's order; an ODP region takes no entry of max-mr-pages (16
- * here); DEREG_MR; a key after DEREG_MR; QUERY_STATS and its buffer
- * checks.  With odp-pages=64 and max-mr-pages=16 (odp_objects_before).
- */
-static void test_odp_objects(void *obj, void *data, QGuestAllocator *alloc)
+/* QUERY_STATS after the enable: zeros; its response buffer checks. */
+static void odp_stats_fresh(QRdmaSession *d)
 {
-    QRdmaSession *d = admin_setup(obj);
-    struct rs_device_attr attr;
     struct rs_device_stats st;
-    uint32_t pd, k1, k2, k3, plain, old;
-    uint64_t buf;
-
-    add_gid_v4(d, 0, 1);
-    pd = new_pd(d);
-    odp_query_device(d, &attr);
-    g_assert_cmphex(attr.caps & RS_CAP_ODP, ==, RS_CAP_ODP);
-    g_assert_cmphex(qrs_readl(d, A_RS_CAPS), ==, attr.caps);
-    g_assert_cmphex(attr.abi_version, ==, 0x00010004);
-    g_assert_cmphex(qrs_readl(d, A_RS_VERSION), ==, 0x00010004);
-    g_assert_cmpuint(attr.max_odp_pages, ==, 64);
 
     /* Since the function was enabled: nothing yet. */
     odp_stats(d, &st);
@@ -679,6 +661,32 @@ static void test_odp_objects(void *obj, void *data, QGuestAllocator *alloc)
                               64), RS_STATUS_BAD_ADDR);
     RS_ASSERT_STATUS(query_at(d, RS_CMD_QUERY_STATS, 0, d->scratch + 4, 8),
                      RS_STATUS_BAD_SIZE);
+}
+
+/*
+ * REG_MR with ODP, explicit and implicit, and every bad combination in
+ * the spec's order; an ODP region takes no entry of max-mr-pages (16
+ * here); DEREG_MR; a key after DEREG_MR; QUERY_STATS and its buffer
+ * checks.  With odp-pages=64 and max-mr-pages=16 (odp_objects_before).
+ */
+static void test_odp_objects(void *obj, void *data, QGuestAllocator *alloc)
+{
+    QRdmaSession *d = admin_setup(obj);
+    struct rs_device_attr attr;
+    struct rs_device_stats st;
+    uint32_t pd, k1, k2, k3, plain, old;
+    uint64_t buf;
+
+    add_gid_v4(d, 0, 1);
+    pd = new_pd(d);
+    odp_query_device(d, &attr);
+    g_assert_cmphex(attr.caps & RS_CAP_ODP, ==, RS_CAP_ODP);
+    g_assert_cmphex(qrs_readl(d, A_RS_CAPS), ==, attr.caps);
+    g_assert_cmphex(attr.abi_version, ==, 0x00010004);
+    g_assert_cmphex(qrs_readl(d, A_RS_VERSION), ==, 0x00010004);
+    g_assert_cmpuint(attr.max_odp_pages, ==, 64);
+
+    odp_stats_fresh(d);
 
     /* Explicit and implicit; rkey = lkey; each a key of its own. */
     k1 = odp_mr(d, pd, ODP_VA, ODP_PAGES * PAGE);
@@ -969,6 +977,63 @@ static void bad_fix(Pair *pr, BadFix *f, uint32_t key)
 }
 
 /*
+ * The bad rows while the WRITE waits for page 2 (B has sent PAUSE and the
+ * RNR NAK): each is refused and B sends nothing; the page faults of @ev's
+ * kind that a STALE one brings are taken.
+ */
+static void resolve_bad_rows(Pair *pr, const BadFix *f, uint32_t key,
+                             const struct rs_event *ev)
+{
+    Peer *b = &pr->p[1];
+    unsigned i;
+
+    for (i = 0; i < ARRAY_SIZE(resolve_rows); i++) {
+        const ResolveRow *r = &resolve_rows[i];
+
+        g_test_message("ODP_RESOLVE %s", r->name);
+        RS_ASSERT_STATUS(odp_resolve_at(b->d, f->key[r->key], r->seq,
+                                        ODP_VA + r->va, f->list[r->pbl],
+                                        r->npages, r->flags), r->status);
+        /* Installed nothing, failed nothing: B says nothing to A. */
+        g_usleep(2 * 1000);
+        pair_pump(pr);
+        g_assert_cmpuint(pr->nops[1], ==, 2);
+        /* (a STALE one may make the access fault again) */
+        drain_faults(b->d, ev);
+    }
+    for (i = 0; i < ARRAY_SIZE(inval_rows); i++) {
+        const InvalRow *r = &inval_rows[i];
+
+        g_test_message("ODP_INVALIDATE %s", r->name);
+        RS_ASSERT_STATUS(odp_inval(b->d, f->key[r->key],
+                                   r->abs ? r->va : ODP_VA + r->va,
+                                   r->length, r->rsvd, NULL), r->status);
+    }
+    /*
+     * A page list at address 0 without F_FAIL: check 6 does not refuse
+     * it (guest RAM on this machine), the status table's BAD_ADDR
+     * ("address 0 where a buffer is required") would.  Logged only; it
+     * reads zeros here, which leave page 2 alone.
+     */
+    {
+        uint8_t s = odp_resolve_at(b->d, key, 0, ODP_VA + P2, 0, 1, 0);
+
+        g_test_message("ODP_RESOLVE with page list address 0 -> %s",
+                       qrs_status_name(s));
+        g_assert_cmpuint(qtest_readq(qrs_qts(b->d), 0), ==, 0);
+        drain_faults(b->d, ev);
+    }
+    /* A page without READ or WRITE: the spec does not say; log it. */
+    {
+        uint64_t e = b->buf + 0x4000;
+        uint8_t s = odp_resolve(b->d, key, 0, ODP_VA + 9 * PAGE, &e, 1);
+
+        g_test_message("ODP_RESOLVE with an entry without rights -> %s",
+                       qrs_status_name(s));
+    }
+}
+
+/*
  * Every bad ODP_RESOLVE and ODP_INVALIDATE while a WRITE waits for page 2
  * of B's region: each is refused with the status of the first check it
  * fails, in the spec's order, and installs nothing (the WRITE goes on
@@ -986,7 +1051,7 @@ static void test_odp_resolve_bad(void *obj, void *data,
     struct rs_event ev;
     int64_t pause_ns;
     uint32_t key, psn = pair_psn[0];
-    unsigned nb, i;
+    unsigned nb;
     BadFix f;
     LoopQp q[2];
 
@@ -1004,50 +1069,7 @@ static void test_odp_resolve_bad(void *obj, void *data,
     ev = expect_fault(&pr, 1, key, ODP_VA + P2, 1, 1, true);
     pause_ns = expect_pause(&pr, 1, 0, psn, ODP_MIN_RNR);
 
-    for (i = 0; i < ARRAY_SIZE(resolve_rows); i++) {
-        const ResolveRow *r = &resolve_rows[i];
-
-        g_test_message("ODP_RESOLVE %s", r->name);
-        RS_ASSERT_STATUS(odp_resolve_at(b->d, f.key[r->key], r->seq,
-                                        ODP_VA + r->va, f.list[r->pbl],
-                                        r->npages, r->flags), r->status);
-        /* Installed nothing, failed nothing: B says nothing to A. */
-        g_usleep(2 * 1000);
-        pair_pump(&pr);
-        g_assert_cmpuint(pr.nops[1], ==, 2);
-        /* (a STALE one may make the access fault again) */
-        drain_faults(b->d, &ev);
-    }
-    for (i = 0; i < ARRAY_SIZE(inval_rows); i++) {
-        const InvalRow *r = &inval_rows[i];
-
-        g_test_message("ODP_INVALIDATE %s", r->name);
-        RS_ASSERT_STATUS(odp_inval(b->d, f.key[r->key],
-                                   r->abs ? r->va : ODP_VA + r->va,
-                                   r->length, r->rsvd, NULL), r->status);
-    }
-    /*
-     * A page list at address 0 without F_FAIL: check 6 does not refuse
-     * it (guest RAM on this machine), the status table's BAD_ADDR
-     * ("address 0 where a buffer is required") would.  Logged only; it
-     * reads zeros here, which leave page 2 alone.
-     */
-    {
-        uint8_t s = odp_resolve_at(b->d, key, 0, ODP_VA + P2, 0, 1, 0);
-
-        g_test_message("ODP_RESOLVE with page list address 0 -> %s",
-                       qrs_status_name(s));
-        g_assert_cmpuint(qtest_readq(qrs_qts(b->d), 0), ==, 0);
-        drain_faults(b->d, &ev);
-    }
-    /* A page without READ or WRITE: the spec does not say; log it. */
-    {
-        uint64_t e = b->buf + 0x4000;
-        uint8_t s = odp_resolve(b->d, key, 0, ODP_VA + 9 * PAGE, &e, 1);
-
-        g_test_message("ODP_RESOLVE with an entry without rights -> %s",
-                       qrs_status_name(s));
-    }
+    resolve_bad_rows(&pr, &f, key, &ev);
     expect_paused(&pr, pause_ns);
     drain_faults(b->d, &ev);
     peer_check(b);
@@ -1814,6 +1836,61 @@ static void test_odp_resolve_fail(void *obj, void *data,
 /* ------------------------------------------------------------------ */
 
 /*
+ * An invalidation in the middle of a WRITE of three pages (twelve
+ * packets, the first at @psn): the first five packets have landed in the
+ * old pages; the sixth faults on page 1; resolved to new pages, the rest
+ * lands there and nothing more in the old ones.  The count is 3 before.
+ */
+static void invalidate_mid_write(Pair *pr, LoopQp *q, uint32_t key,
+                                 uint32_t psn)
+{
+    Peer *a = &pr->p[0], *b = &pr->p[1];
+    int64_t pause_ns;
+    GByteArray *f;
+    unsigned i, k;
+
+    /* The whole region, then pages 0 - 2 again to B's 0x0000 - 0x2fff. */
+    odp_inval_ok(b->d, key, ODP_VA, ODP_PAGES * PAGE, 4);
+    odp_map(b->d, key, 4, ODP_VA, b->buf, 3, ODP_RW);
+    peer_fill(a, 0x1000, 3 * PAGE, 0x33);
+
+    /* Twelve packets held at the switch; the first five go through. */
+    pair_log_reset(pr);
+    pr->hold[0] = true;
+    pair_post_sge(pr, 0, &q[0], RS_WR_RDMA_WRITE, 0xa5, a->buf + 0x1000,
+                  3 * PAGE, a->key[0], ODP_VA, key);
+    pair_wait_frames(pr, 0, 12);
+    for (i = 0; i < 5; i++) {
+        f = g_queue_pop_head(&pr->held[0]);
+        pair_inject(pr, 1, f->data, f->len);
+        g_byte_array_unref(f);
+    }
+    img_move(b, 0, a, 0x1000, PAGE + 1024);
+    peer_wait_range(b, 0, PAGE + 1024);
+
+    /* Pages 1 and 2 go; then the rest of the WRITE reaches B. */
+    odp_inval_ok(b->d, key, ODP_VA + PAGE, 2 * PAGE, 5);
+    pair_release(pr, 0);
+    expect_fault(pr, 1, key, ODP_VA + PAGE, 1, 2, true);
+    i = wait_op(pr, 1, OP_ODP_PAUSE);
+    for (k = 0; k < i; k++) {
+        g_assert_cmphex(pr->op[1][k], ==, OP_ACK);
+        g_assert_cmphex(pr->syn[1][k], ==, AETH_ACK);
+    }
+    pause_ns = expect_pause(pr, 1, i, psn + 5, ODP_MIN_RNR);
+    expect_paused(pr, pause_ns);
+    peer_check(b);
+
+    /* New pages: B's 0x4000 and 0x5000. */
+    odp_map(b->d, key, 5, ODP_VA + PAGE, b->buf + 0x4000, 2, ODP_RW);
+    expect_resume(pr, 1, i + 2, psn + 5);
+    odp_expect_cqe(pr, 0, 0xa5, RS_WC_SUCCESS, RS_WR_RDMA_WRITE, q[0].qpn);
+    img_move(b, 0x4000 + 1024, a, 0x2000 + 1024, PAGE - 1024);
+    img_move(b, 0x5000, a, 0x3000, PAGE);
+    peer_check(b);
+}
+
+/*
  * After ODP_INVALIDATE of a page, a WRITE to it faults again and one to
  * the pages around it does not; a range outside the region is counted
  * and drops nothing.  An invalidation in the middle of a WRITE of three
@@ -1829,9 +1906,7 @@ static void test_odp_invalidate(void *obj, void *data,
     struct rs_device_stats st;
     uint32_t key, psn = pair_psn[0];
     int64_t pause_ns;
-    GByteArray *f;
     LoopQp q[2];
-    unsigned i, k;
 
     pair_setup(&pr, obj, data, alloc);
     odp_rc(&pr, q);
@@ -1901,45 +1976,7 @@ static void test_odp_invalidate(void *obj, void *data,
     peer_check(b);
     psn++;
 
-    /* The whole region, then pages 0 - 2 again to B's 0x0000 - 0x2fff. */
-    odp_inval_ok(b->d, key, ODP_VA, ODP_PAGES * PAGE, 4);
-    odp_map(b->d, key, 4, ODP_VA, b->buf, 3, ODP_RW);
-    peer_fill(a, 0x1000, 3 * PAGE, 0x33);
-
-    /* Twelve packets held at the switch; the first five go through. */
-    pair_log_reset(&pr);
-    pr.hold[0] = true;
-    pair_post_sge(&pr, 0, &q[0], RS_WR_RDMA_WRITE, 0xa5, a->buf + 0x1000,
-                  3 * PAGE, a->key[0], ODP_VA, key);
-    pair_wait_frames(&pr, 0, 12);
-    for (i = 0; i < 5; i++) {
-        f = g_queue_pop_head(&pr.held[0]);
-        pair_inject(&pr, 1, f->data, f->len);
-        g_byte_array_unref(f);
-    }
-    img_move(b, 0, a, 0x1000, PAGE + 1024);
-    peer_wait_range(b, 0, PAGE + 1024);
-
-    /* Pages 1 and 2 go; then the rest of the WRITE reaches B. */
-    odp_inval_ok(b->d, key, ODP_VA + PAGE, 2 * PAGE, 5);
-    pair_release(&pr, 0);
-    expect_fault(&pr, 1, key, ODP_VA + PAGE, 1, 2, true);
-    i = wait_op(&pr, 1, OP_ODP_PAUSE);
-    for (k = 0; k < i; k++) {
-        g_assert_cmphex(pr.op[1][k], ==, OP_ACK);
-        g_assert_cmphex(pr.syn[1][k], ==, AETH_ACK);
-    }
-    pause_ns = expect_pause(&pr, 1, i, psn + 5, ODP_MIN_RNR);
-    expect_paused(&pr, pause_ns);
-    peer_check(b);
-
-    /* New pages: B's 0x4000 and 0x5000. */
-    odp_map(b->d, key, 5, ODP_VA + PAGE, b->buf + 0x4000, 2, ODP_RW);
-    expect_resume(&pr, 1, i + 2, psn + 5);
-    odp_expect_cqe(&pr, 0, 0xa5, RS_WC_SUCCESS, RS_WR_RDMA_WRITE, q[0].qpn);
-    img_move(b, 0x4000 + 1024, a, 0x2000 + 1024, PAGE - 1024);
-    img_move(b, 0x5000, a, 0x3000, PAGE);
-    peer_check(b);
+    invalidate_mid_write(&pr, q, key, psn);
 
     odp_stats(b->d, &st);
     g_assert_cmpuint(st.odp_invalidations, ==, 5);
@@ -2061,172 +2098,215 @@ static void settle(Pair *pr)
  * a tail loss probe, and the RNR NAK after it costs no RNR retry); bad
  * RESUMEs leave it paused; the right RESUME makes it send again at once.
  */
+typedef struct Hostile {
+    Pair pr;
+    LoopQp q[2], u[2], x[2];    /* RC, UD, UC */
+    GByteArray *tmpl;           /* B's ACK: what the frames are made of */
+    uint32_t psn;               /* A's next PSN on q */
+} Hostile;
+
+/* Nothing outstanding: PAUSE at the next PSN, an old one; RESUME. */
+static void hostile_idle(Hostile *h)
+{
+    Pair *pr = &h->pr;
+    Peer *a = &pr->p[0], *b = &pr->p[1];
+    LoopQp *q = h->q;
+    GByteArray *tmpl = h->tmpl;
+    uint32_t psn = h->psn;
+
+    inject(pr, ctl_frame(tmpl, OP_ODP_PAUSE, q[0].qpn, psn, AETH_RNR, 0,
+                          false));
+    inject(pr, ctl_frame(tmpl, OP_ODP_PAUSE, q[0].qpn, psn - 1, AETH_RNR, 0,
+                          false));
+    inject(pr, ctl_frame(tmpl, OP_ODP_RESUME, q[0].qpn, psn, AETH_ACK, 0,
+                          false));
+    settle(pr);
+    pair_log_reset(pr);
+    pr->hold[1] = false;
+    pair_post_sge(pr, 0, &q[0], RS_WR_RDMA_WRITE, 0xa1, a->buf + 0x200, 100,
+                  a->key[0], b->buf + 0x200, b->key[0]);
+    pair_wait_frames(pr, 0, 1);
+    pair_expect_cqe(pr, 0, 0xa1, RS_WC_SUCCESS, RS_WR_RDMA_WRITE, q[0].qpn,
+                    0);
+    img_move(b, 0x200, a, 0x200, 100);
+    psn++;
+    h->psn = psn;
+}
+
+/*
+ * A WRITE outstanding (its ACK held): PAUSEs outside the window, bad
+ * lengths, a RESUME for a QP that is not paused, to other QPs; then the
+ * next WRITE leaves at once.
+ */
+static void hostile_window(Hostile *h)
+{
+    Pair *pr = &h->pr;
+    Peer *a = &pr->p[0], *b = &pr->p[1];
+    LoopQp *q = h->q, *u = h->u, *x = h->x;
+    GByteArray *tmpl = h->tmpl;
+    uint32_t psn = h->psn;
+
+    pair_log_reset(pr);
+    pr->hold[1] = true;
+    pair_post_sge(pr, 0, &q[0], RS_WR_RDMA_WRITE, 0xa2, a->buf + 0x300, 100,
+                  a->key[0], b->buf + 0x300, b->key[0]);
+    pair_wait_frames(pr, 1, 1);
+    inject(pr, ctl_frame(tmpl, OP_ODP_PAUSE, q[0].qpn, psn + 5, AETH_RNR, 0,
+                          false));
+    inject(pr, ctl_frame(tmpl, OP_ODP_PAUSE, q[0].qpn, psn - 10, AETH_RNR,
+                          0, false));
+    inject(pr, ctl_frame(tmpl, OP_ODP_PAUSE, q[0].qpn, psn + 0x800000,
+                          AETH_RNR, 0, false));
+    inject(pr, ctl_frame(tmpl, OP_ODP_PAUSE, q[0].qpn, psn, AETH_RNR, 0,
+                          true));
+    inject(pr, ctl_frame(tmpl, OP_ODP_PAUSE, q[0].qpn, psn, AETH_RNR, 8,
+                          false));
+    inject(pr, ctl_frame(tmpl, OP_ODP_PAUSE, q[0].qpn, psn, AETH_RNR, 1,
+                          false));
+    inject(pr, ctl_frame(tmpl, OP_ODP_RESUME, q[0].qpn, psn, AETH_ACK, 0,
+                          false));
+    inject(pr, ctl_frame(tmpl, OP_ODP_PAUSE, x[0].qpn, pair_psn[0],
+                          AETH_RNR, 0, false));
+    inject(pr, ctl_frame(tmpl, OP_ODP_PAUSE, u[0].qpn, 0, AETH_RNR, 0,
+                          false));
+    inject(pr, ctl_frame(tmpl, OP_ODP_PAUSE, 0xabcd, psn, AETH_RNR, 0,
+                          false));
+    inject(pr, ctl_frame(tmpl, OP_ODP_RESUME, u[0].qpn, 0, AETH_ACK, 0,
+                          false));
+    settle(pr);
+    PAIR_EXPECT_OPS(pr, 0, OP_WRITE_ONLY);
+    /* Not paused: the next WRITE leaves at once. */
+    pair_post_sge(pr, 0, &q[0], RS_WR_RDMA_WRITE, 0xa3, a->buf + 0x400, 100,
+                  a->key[0], b->buf + 0x400, b->key[0]);
+    pair_wait_frames(pr, 0, 2);
+    g_assert_cmphex(pr->psn[0][1], ==, (psn + 1) & 0xffffff);
+    pair_release(pr, 1);
+    pair_expect_cqe(pr, 0, 0xa2, RS_WC_SUCCESS, RS_WR_RDMA_WRITE, q[0].qpn,
+                    0);
+    pair_expect_cqe(pr, 0, 0xa3, RS_WC_SUCCESS, RS_WR_RDMA_WRITE, q[0].qpn,
+                    0);
+    img_move(b, 0x300, a, 0x300, 100);
+    img_move(b, 0x400, a, 0x400, 100);
+    psn += 2;
+    h->psn = psn;
+}
+
+/*
+ * A real pause of A's outstanding WRITE (its ACK lost), timer code 0
+ * (655 ms), and the RNR NAK after it (A has no RNR retry to spend);
+ * RESUMEs that are not it; the one that is.
+ */
+static void hostile_pause(Hostile *h)
+{
+    Pair *pr = &h->pr;
+    Peer *a = &pr->p[0], *b = &pr->p[1];
+    LoopQp *q = h->q, *u = h->u;
+    GByteArray *tmpl = h->tmpl;
+    uint32_t psn = h->psn;
+
+    pair_log_reset(pr);
+    pr->hold[1] = true;
+    pair_post_sge(pr, 0, &q[0], RS_WR_RDMA_WRITE, 0xa4, a->buf + 0x500, 100,
+                  a->key[0], b->buf + 0x500, b->key[0]);
+    pair_wait_frames(pr, 1, 1);
+    pair_forget(pr, 1);
+    inject(pr, ctl_frame(tmpl, OP_ODP_PAUSE, q[0].qpn, psn, AETH_RNR, 0,
+                          false));
+    inject(pr, ctl_frame(tmpl, OP_ACK, q[0].qpn, psn, AETH_RNR | 0, 0,
+                          false));
+    settle(pr);
+    pair_post_sge(pr, 0, &q[0], RS_WR_RDMA_WRITE, 0xa5, a->buf + 0x600, 100,
+                  a->key[0], b->buf + 0x600, b->key[0]);
+    settle(pr);
+    PAIR_EXPECT_OPS(pr, 0, OP_WRITE_ONLY);
+    /* RESUMEs that are not it: no AETH, too long, another PSN, UD. */
+    inject(pr, ctl_frame(tmpl, OP_ODP_RESUME, q[0].qpn, psn, AETH_ACK, 0,
+                          true));
+    inject(pr, ctl_frame(tmpl, OP_ODP_RESUME, q[0].qpn, psn, AETH_ACK, 8,
+                          false));
+    inject(pr, ctl_frame(tmpl, OP_ODP_RESUME, q[0].qpn, psn + 7, AETH_ACK,
+                          0, false));
+    inject(pr, ctl_frame(tmpl, OP_ODP_RESUME, q[0].qpn, psn - 3, AETH_ACK,
+                          0, false));
+    inject(pr, ctl_frame(tmpl, OP_ODP_RESUME, u[0].qpn, psn, AETH_ACK, 0,
+                          false));
+    settle(pr);
+    /* 100 ms: past the tail loss probe, short of the PAUSE's timer. */
+    odp_step(pr, 100 * ODP_MS);
+    settle(pr);
+    PAIR_EXPECT_OPS(pr, 0, OP_WRITE_ONLY);
+    pair_cq_empty(pr, 0);
+    inject(pr, ctl_frame(tmpl, OP_ODP_RESUME, q[0].qpn, psn, AETH_ACK, 0,
+                          false));
+    pair_wait_frames(pr, 0, 3);
+    PAIR_EXPECT_OPS(pr, 0, OP_WRITE_ONLY, OP_WRITE_ONLY, OP_WRITE_ONLY);
+    g_assert_cmphex(pr->psn[0][1], ==, psn & 0xffffff);
+    g_assert_cmphex(pr->psn[0][2], ==, (psn + 1) & 0xffffff);
+    pair_expect_cqe(pr, 0, 0xa4, RS_WC_SUCCESS, RS_WR_RDMA_WRITE, q[0].qpn,
+                    0);
+    pair_expect_cqe(pr, 0, 0xa5, RS_WC_SUCCESS, RS_WR_RDMA_WRITE, q[0].qpn,
+                    0);
+    img_move(b, 0x500, a, 0x500, 100);
+    img_move(b, 0x600, a, 0x600, 100);
+    h->psn = psn;
+}
+
 static void test_odp_hostile(void *obj, void *data, QGuestAllocator *alloc)
 {
-    Pair pr;
-    Peer *a = &pr.p[0], *b = &pr.p[1];
+    Hostile h;
+    Pair *pr = &h.pr;
+    Peer *a = &pr->p[0], *b = &pr->p[1];
+    LoopQp *q = h.q, *u = h.u, *x = h.x;
     struct rs_cmd_create_ah ac;
     struct rs_device_stats sa;
     struct rs_sge rs[2];
     struct rs_cqe cqe;
-    GByteArray *tmpl;
-    uint32_t psn = pair_psn[0], ah;
-    LoopQp q[2], u[2], x[2];
+    uint32_t ah;
     int i;
 
-    pair_setup(&pr, obj, data, alloc);
-    odp_rc(&pr, q);
-    odp_connect(&pr, x, RS_QPT_UC, 1, 0, 12);
+    pair_setup(pr, obj, data, alloc);
+    odp_rc(pr, q);
+    odp_connect(pr, x, RS_QPT_UC, 1, 0, 12);
     for (i = 0; i < 2; i++) {
-        pair_qp(&pr, i, &u[i], RS_QPT_UD, pr.p[i].pd);
-        qp_walk(pr.p[i].d, u[i].h, RS_QPT_UD, RS_QPS_RTS);
+        pair_qp(pr, i, &u[i], RS_QPT_UD, pr->p[i].pd);
+        qp_walk(pr->p[i].d, u[i].h, RS_QPT_UD, RS_QPS_RTS);
     }
     ah_template(&ac, a->pd, 0);
     memcpy(ac.dmac, pair_mac[1], 6);
     RS_ASSERT_OK(qrs_create_ah(a->d, &ac, &ah));
 
     /* B's ACK of a WRITE: the template. */
-    pr.hold[1] = true;
-    pair_post_sge(&pr, 0, &q[0], RS_WR_RDMA_WRITE, 0xa0, a->buf, 100,
+    pr->hold[1] = true;
+    pair_post_sge(pr, 0, &q[0], RS_WR_RDMA_WRITE, 0xa0, a->buf, 100,
                   a->key[0], b->buf + 0x100, b->key[0]);
-    tmpl = pair_take(&pr, 1);
-    g_assert_cmphex(tmpl->data[ROCE_BTH], ==, OP_ACK);
-    pair_inject(&pr, 0, tmpl->data, tmpl->len);
-    pair_expect_cqe(&pr, 0, 0xa0, RS_WC_SUCCESS, RS_WR_RDMA_WRITE, q[0].qpn,
+    h.tmpl = pair_take(pr, 1);
+    g_assert_cmphex(h.tmpl->data[ROCE_BTH], ==, OP_ACK);
+    pair_inject(pr, 0, h.tmpl->data, h.tmpl->len);
+    pair_expect_cqe(pr, 0, 0xa0, RS_WC_SUCCESS, RS_WR_RDMA_WRITE, q[0].qpn,
                     0);
     img_move(b, 0x100, a, 0, 100);
-    psn++;
+    h.psn = pair_psn[0] + 1;
 
-    /* Nothing outstanding: PAUSE at the next PSN, an old one; RESUME. */
-    inject(&pr, ctl_frame(tmpl, OP_ODP_PAUSE, q[0].qpn, psn, AETH_RNR, 0,
-                          false));
-    inject(&pr, ctl_frame(tmpl, OP_ODP_PAUSE, q[0].qpn, psn - 1, AETH_RNR, 0,
-                          false));
-    inject(&pr, ctl_frame(tmpl, OP_ODP_RESUME, q[0].qpn, psn, AETH_ACK, 0,
-                          false));
-    settle(&pr);
-    pair_log_reset(&pr);
-    pr.hold[1] = false;
-    pair_post_sge(&pr, 0, &q[0], RS_WR_RDMA_WRITE, 0xa1, a->buf + 0x200, 100,
-                  a->key[0], b->buf + 0x200, b->key[0]);
-    pair_wait_frames(&pr, 0, 1);
-    pair_expect_cqe(&pr, 0, 0xa1, RS_WC_SUCCESS, RS_WR_RDMA_WRITE, q[0].qpn,
-                    0);
-    img_move(b, 0x200, a, 0x200, 100);
-    psn++;
-
-    /*
-     * A WRITE outstanding (its ACK held): PAUSEs outside the window, bad
-     * lengths, a RESUME for a QP that is not paused, to other QPs.
-     */
-    pair_log_reset(&pr);
-    pr.hold[1] = true;
-    pair_post_sge(&pr, 0, &q[0], RS_WR_RDMA_WRITE, 0xa2, a->buf + 0x300, 100,
-                  a->key[0], b->buf + 0x300, b->key[0]);
-    pair_wait_frames(&pr, 1, 1);
-    inject(&pr, ctl_frame(tmpl, OP_ODP_PAUSE, q[0].qpn, psn + 5, AETH_RNR, 0,
-                          false));
-    inject(&pr, ctl_frame(tmpl, OP_ODP_PAUSE, q[0].qpn, psn - 10, AETH_RNR,
-                          0, false));
-    inject(&pr, ctl_frame(tmpl, OP_ODP_PAUSE, q[0].qpn, psn + 0x800000,
-                          AETH_RNR, 0, false));
-    inject(&pr, ctl_frame(tmpl, OP_ODP_PAUSE, q[0].qpn, psn, AETH_RNR, 0,
-                          true));
-    inject(&pr, ctl_frame(tmpl, OP_ODP_PAUSE, q[0].qpn, psn, AETH_RNR, 8,
-                          false));
-    inject(&pr, ctl_frame(tmpl, OP_ODP_PAUSE, q[0].qpn, psn, AETH_RNR, 1,
-                          false));
-    inject(&pr, ctl_frame(tmpl, OP_ODP_RESUME, q[0].qpn, psn, AETH_ACK, 0,
-                          false));
-    inject(&pr, ctl_frame(tmpl, OP_ODP_PAUSE, x[0].qpn, pair_psn[0],
-                          AETH_RNR, 0, false));
-    inject(&pr, ctl_frame(tmpl, OP_ODP_PAUSE, u[0].qpn, 0, AETH_RNR, 0,
-                          false));
-    inject(&pr, ctl_frame(tmpl, OP_ODP_PAUSE, 0xabcd, psn, AETH_RNR, 0,
-                          false));
-    inject(&pr, ctl_frame(tmpl, OP_ODP_RESUME, u[0].qpn, 0, AETH_ACK, 0,
-                          false));
-    settle(&pr);
-    PAIR_EXPECT_OPS(&pr, 0, OP_WRITE_ONLY);
-    /* Not paused: the next WRITE leaves at once. */
-    pair_post_sge(&pr, 0, &q[0], RS_WR_RDMA_WRITE, 0xa3, a->buf + 0x400, 100,
-                  a->key[0], b->buf + 0x400, b->key[0]);
-    pair_wait_frames(&pr, 0, 2);
-    g_assert_cmphex(pr.psn[0][1], ==, (psn + 1) & 0xffffff);
-    pair_release(&pr, 1);
-    pair_expect_cqe(&pr, 0, 0xa2, RS_WC_SUCCESS, RS_WR_RDMA_WRITE, q[0].qpn,
-                    0);
-    pair_expect_cqe(&pr, 0, 0xa3, RS_WC_SUCCESS, RS_WR_RDMA_WRITE, q[0].qpn,
-                    0);
-    img_move(b, 0x300, a, 0x300, 100);
-    img_move(b, 0x400, a, 0x400, 100);
-    psn += 2;
-
-    /*
-     * A real pause of A's outstanding WRITE (its ACK lost), timer code 0
-     * (655 ms), and the RNR NAK after it (A has no RNR retry to spend).
-     */
-    pair_log_reset(&pr);
-    pr.hold[1] = true;
-    pair_post_sge(&pr, 0, &q[0], RS_WR_RDMA_WRITE, 0xa4, a->buf + 0x500, 100,
-                  a->key[0], b->buf + 0x500, b->key[0]);
-    pair_wait_frames(&pr, 1, 1);
-    pair_forget(&pr, 1);
-    inject(&pr, ctl_frame(tmpl, OP_ODP_PAUSE, q[0].qpn, psn, AETH_RNR, 0,
-                          false));
-    inject(&pr, ctl_frame(tmpl, OP_ACK, q[0].qpn, psn, AETH_RNR | 0, 0,
-                          false));
-    settle(&pr);
-    pair_post_sge(&pr, 0, &q[0], RS_WR_RDMA_WRITE, 0xa5, a->buf + 0x600, 100,
-                  a->key[0], b->buf + 0x600, b->key[0]);
-    settle(&pr);
-    PAIR_EXPECT_OPS(&pr, 0, OP_WRITE_ONLY);
-    /* RESUMEs that are not it: no AETH, too long, another PSN, UD. */
-    inject(&pr, ctl_frame(tmpl, OP_ODP_RESUME, q[0].qpn, psn, AETH_ACK, 0,
-                          true));
-    inject(&pr, ctl_frame(tmpl, OP_ODP_RESUME, q[0].qpn, psn, AETH_ACK, 8,
-                          false));
-    inject(&pr, ctl_frame(tmpl, OP_ODP_RESUME, q[0].qpn, psn + 7, AETH_ACK,
-                          0, false));
-    inject(&pr, ctl_frame(tmpl, OP_ODP_RESUME, q[0].qpn, psn - 3, AETH_ACK,
-                          0, false));
-    inject(&pr, ctl_frame(tmpl, OP_ODP_RESUME, u[0].qpn, psn, AETH_ACK, 0,
-                          false));
-    settle(&pr);
-    /* 100 ms: past the tail loss probe, short of the PAUSE's timer. */
-    odp_step(&pr, 100 * ODP_MS);
-    settle(&pr);
-    PAIR_EXPECT_OPS(&pr, 0, OP_WRITE_ONLY);
-    pair_cq_empty(&pr, 0);
-    inject(&pr, ctl_frame(tmpl, OP_ODP_RESUME, q[0].qpn, psn, AETH_ACK, 0,
-                          false));
-    pair_wait_frames(&pr, 0, 3);
-    PAIR_EXPECT_OPS(&pr, 0, OP_WRITE_ONLY, OP_WRITE_ONLY, OP_WRITE_ONLY);
-    g_assert_cmphex(pr.psn[0][1], ==, psn & 0xffffff);
-    g_assert_cmphex(pr.psn[0][2], ==, (psn + 1) & 0xffffff);
-    pair_expect_cqe(&pr, 0, 0xa4, RS_WC_SUCCESS, RS_WR_RDMA_WRITE, q[0].qpn,
-                    0);
-    pair_expect_cqe(&pr, 0, 0xa5, RS_WC_SUCCESS, RS_WR_RDMA_WRITE, q[0].qpn,
-                    0);
-    img_move(b, 0x500, a, 0x500, 100);
-    img_move(b, 0x600, a, 0x600, 100);
+    hostile_idle(&h);
+    hostile_window(&h);
+    hostile_pause(&h);
 
     /* UC and UD still carry data. */
     rs[0] = peer_sge(b, 0x1000, 40);
     rs[1] = peer_sge(b, 0x1100, 300);
     eng_post_recv(b->d, &u[1], 0xb0, rs, 2);
-    pair_post_ud(&pr, &u[0], ah, 0xa6, 0x700, 300, u[1].qpn);
-    pair_expect_cqe(&pr, 0, 0xa6, RS_WC_SUCCESS, RS_WR_SEND, u[0].qpn, 0);
-    pair_poll(&pr, 1, &cqe);
+    pair_post_ud(pr, &u[0], ah, 0xa6, 0x700, 300, u[1].qpn);
+    pair_expect_cqe(pr, 0, 0xa6, RS_WC_SUCCESS, RS_WR_SEND, u[0].qpn, 0);
+    pair_poll(pr, 1, &cqe);
     assert_cqe(&cqe, 0xb0, RS_WC_SUCCESS, RS_WR_RECV, u[1].qpn);
     peer_dont_care(b, 0x1000, 40);
     img_move(b, 0x1100, a, 0x700, 300);
     rs[0] = peer_sge(b, 0x2000, 500);
     eng_post_recv(b->d, &x[1], 0xb1, rs, 1);
-    pair_post_sge(&pr, 0, &x[0], RS_WR_SEND, 0xa7, a->buf + 0x800, 500,
+    pair_post_sge(pr, 0, &x[0], RS_WR_SEND, 0xa7, a->buf + 0x800, 500,
                   a->key[0], 0, 0);
-    pair_expect_cqe(&pr, 1, 0xb1, RS_WC_SUCCESS, RS_WR_RECV, x[1].qpn, 500);
-    pair_expect_cqe(&pr, 0, 0xa7, RS_WC_SUCCESS, RS_WR_SEND, x[0].qpn, 0);
+    pair_expect_cqe(pr, 1, 0xb1, RS_WC_SUCCESS, RS_WR_RECV, x[1].qpn, 500);
+    pair_expect_cqe(pr, 0, 0xa7, RS_WC_SUCCESS, RS_WR_SEND, x[0].qpn, 0);
     img_move(b, 0x2000, a, 0x800, 500);
     peer_check(b);
 
@@ -2238,8 +2318,8 @@ static void test_odp_hostile(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmpuint(qp_state(a->d, q[0].h), ==, RS_QPS_RTS);
     g_assert_cmpuint(qp_state(a->d, x[0].h), ==, RS_QPS_RTS);
     g_assert_cmpuint(qp_state(a->d, u[0].h), ==, RS_QPS_RTS);
-    g_byte_array_unref(tmpl);
-    pair_teardown(&pr);
+    g_byte_array_unref(h.tmpl);
+    pair_teardown(pr);
 }
 
 static void *odp_small_table_before(GString *cmd_line, void *arg)
