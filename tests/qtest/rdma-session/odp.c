@@ -487,13 +487,15 @@ static void pair_atomic(Pair *pr, LoopQp *q, uint8_t op, uint64_t wr_id,
     eng_post_send(pr->p[0].d, q, &w, &sge, 1);
 }
 
-/* Until the @len bytes at @off of peer @p are as expected. */
-static void peer_wait_range(Peer *p, uint32_t off, uint32_t len)
+/* Until the @len bytes at @off of peer @i are as expected. */
+static void peer_wait_range(Pair *pr, int i, uint32_t off, uint32_t len)
 {
     gint64 end = g_get_monotonic_time() + RS_QOS_TIMEOUT_US;
     g_autofree uint8_t *got = g_malloc(len);
+    Peer *p = &pr->p[i];
 
     for (;;) {
+        pair_pump(pr);
         qtest_memread(qrs_qts(p->d), p->buf + off, got, len);
         if (!memcmp(got, p->img + off, len)) {
             return;
@@ -664,6 +666,35 @@ static void odp_stats_fresh(QRdmaSession *d)
 }
 
 /*
+ * The pages of a region are those its range touches: two for 5000 bytes
+ * from @explicit's odd start, every page but the last (which holds 2^64 -
+ * 1) for @implicit.  Invalidating all of the implicit region's space is
+ * quick: the work is bounded by the table.
+ */
+static void odp_region_pages(QRdmaSession *d, uint32_t implicit,
+                             uint32_t explicit)
+{
+    uint32_t count = 0;
+    uint8_t st;
+
+    RS_ASSERT_OK(odp_fail(d, explicit, 0, ODP_VA, 2));
+    RS_ASSERT_OK(odp_fail(d, explicit, 0, ODP_VA + PAGE, 1));
+    RS_ASSERT_STATUS(odp_fail(d, explicit, 0, ODP_VA + 2 * PAGE, 1),
+                     RS_STATUS_BAD_SIZE);
+    RS_ASSERT_STATUS(odp_fail(d, explicit, 0, ODP_VA - PAGE, 2),
+                     RS_STATUS_BAD_SIZE);
+    RS_ASSERT_OK(odp_fail(d, implicit, 0, 0, RS_ODP_RESOLVE_MAX_PAGES));
+    RS_ASSERT_OK(odp_fail(d, implicit, 0, -(uint64_t)(2 * PAGE), 1));
+    st = odp_fail(d, implicit, 0, -(uint64_t)PAGE, 1);
+    g_test_message("the implicit region's last page -> %s",
+                   qrs_status_name(st));
+    RS_ASSERT_OK(odp_inval(d, implicit, 0, UINT64_MAX, 0, &count));
+    g_assert_cmpuint(count, ==, 1);
+    RS_ASSERT_OK(odp_inval(d, implicit, 1, UINT64_MAX - 1, 0, &count));
+    g_assert_cmpuint(count, ==, 2);
+}
+
+/*
  * REG_MR with ODP, explicit and implicit, and every bad combination in
  * the spec's order; an ODP region takes no entry of max-mr-pages (16
  * here); DEREG_MR; a key after DEREG_MR; QUERY_STATS and its buffer
@@ -694,6 +725,7 @@ static void test_odp_objects(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmphex(k1, !=, k2);
     /* An explicit region at an odd address, and one of 4 GiB. */
     k3 = odp_mr(d, pd, ODP_VA + 0x123, 5000);
+    odp_region_pages(d, k2, k3);
 
     /*
      * No entry of max-mr-pages: a 16-page MR takes them all, a 4 GiB ODP
@@ -748,7 +780,7 @@ static void test_odp_objects(void *obj, void *data, QGuestAllocator *alloc)
     RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEREG_MR, k3));
     RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEREG_MR, plain));
     odp_stats(d, &st);
-    g_assert_cmpuint(st.odp_invalidations, ==, 2);
+    g_assert_cmpuint(st.odp_invalidations, ==, 4);
     assert_alive(d);
 }
 
@@ -1417,7 +1449,7 @@ static void test_odp_remote_send(void *obj, void *data,
     uint8_t grh[40];
     bool grh_written;
     int64_t pause_ns;
-    LoopQp q[2], u[2];
+    LoopQp q[2], u[2], c[2];
     int i;
 
     pair_setup(&pr, obj, data, alloc);
@@ -1488,6 +1520,26 @@ static void test_odp_remote_send(void *obj, void *data,
     peer_check(b);
     PAIR_EXPECT_NONE(&pr, 1);
     g_assert_cmpuint(qp_state(b->d, u[1].h), ==, RS_QPS_RTS);
+
+    /* UC: a WRITE into page 6, not mapped, is dropped; the next lands. */
+    odp_connect(&pr, c, RS_QPT_UC, 1, 0, 12);
+    pair_post_sge(&pr, 0, &c[0], RS_WR_RDMA_WRITE, 0xa3, a->buf + 0x800, 1500,
+                  a->key[0], ODP_VA + 6 * PAGE + 0x40, key);
+    pair_expect_cqe(&pr, 0, 0xa3, RS_WC_SUCCESS, RS_WR_RDMA_WRITE, c[0].qpn,
+                    0);
+    expect_fault(&pr, 1, key, ODP_VA + 6 * PAGE, 1, 1, true);
+    PAIR_EXPECT_NONE(&pr, 1);
+    peer_check(b);
+    odp_map(b->d, key, 0, ODP_VA + 6 * PAGE, b->buf + 0x5000, 1, ODP_RW);
+    pair_post_sge(&pr, 0, &c[0], RS_WR_RDMA_WRITE, 0xa4, a->buf + 0x900, 1500,
+                  a->key[0], ODP_VA + 6 * PAGE + 0x40, key);
+    pair_expect_cqe(&pr, 0, 0xa4, RS_WC_SUCCESS, RS_WR_RDMA_WRITE, c[0].qpn,
+                    0);
+    img_move(b, 0x5040, a, 0x900, 1500);
+    peer_wait_range(&pr, 1, 0x5040, 1500);
+    peer_check(b);
+    PAIR_EXPECT_NONE(&pr, 1);
+    g_assert_cmpuint(qp_state(b->d, c[1].h), ==, RS_QPS_RTS);
     g_assert_cmpuint(qp_state(b->d, q[1].h), ==, RS_QPS_RTS);
     g_assert_false(grh_written);
     pair_teardown(&pr);
@@ -1866,7 +1918,7 @@ static void invalidate_mid_write(Pair *pr, LoopQp *q, uint32_t key,
         g_byte_array_unref(f);
     }
     img_move(b, 0, a, 0x1000, PAGE + 1024);
-    peer_wait_range(b, 0, PAGE + 1024);
+    peer_wait_range(pr, 1, 0, PAGE + 1024);
 
     /* Pages 1 and 2 go; then the rest of the WRITE reaches B. */
     odp_inval_ok(b->d, key, ODP_VA + PAGE, 2 * PAGE, 5);
@@ -2090,6 +2142,21 @@ static void settle(Pair *pr)
 }
 
 /*
+ * Inject @f (@what), which A must drop: it sends nothing and completes
+ * nothing because of it.
+ */
+static void inject_dropped(Pair *pr, GByteArray *f, const char *what)
+{
+    unsigned n = pr->nops[0];
+
+    g_test_message("injected: %s", what);
+    inject(pr, f);
+    settle(pr);
+    g_assert_cmpuint(pr->nops[0], ==, n);
+    pair_cq_empty(pr, 0);
+}
+
+/*
  * PAUSE and RESUME from a peer that has no fault: for a QP with nothing
  * outstanding, for PSNs outside what A has outstanding, a RESUME for a QP
  * that is not paused, to a UD and a UC QP, to no QP, with no AETH or with
@@ -2151,31 +2218,41 @@ static void hostile_window(Hostile *h)
     pair_post_sge(pr, 0, &q[0], RS_WR_RDMA_WRITE, 0xa2, a->buf + 0x300, 100,
                   a->key[0], b->buf + 0x300, b->key[0]);
     pair_wait_frames(pr, 1, 1);
-    inject(pr, ctl_frame(tmpl, OP_ODP_PAUSE, q[0].qpn, psn + 5, AETH_RNR, 0,
-                          false));
-    inject(pr, ctl_frame(tmpl, OP_ODP_PAUSE, q[0].qpn, psn - 10, AETH_RNR,
-                          0, false));
-    inject(pr, ctl_frame(tmpl, OP_ODP_PAUSE, q[0].qpn, psn + 0x800000,
-                          AETH_RNR, 0, false));
-    inject(pr, ctl_frame(tmpl, OP_ODP_PAUSE, q[0].qpn, psn, AETH_RNR, 0,
-                          true));
-    inject(pr, ctl_frame(tmpl, OP_ODP_PAUSE, q[0].qpn, psn, AETH_RNR, 8,
-                          false));
-    inject(pr, ctl_frame(tmpl, OP_ODP_PAUSE, q[0].qpn, psn, AETH_RNR, 1,
-                          false));
-    inject(pr, ctl_frame(tmpl, OP_ODP_RESUME, q[0].qpn, psn, AETH_ACK, 0,
-                          false));
-    inject(pr, ctl_frame(tmpl, OP_ODP_PAUSE, x[0].qpn, pair_psn[0],
-                          AETH_RNR, 0, false));
-    inject(pr, ctl_frame(tmpl, OP_ODP_PAUSE, u[0].qpn, 0, AETH_RNR, 0,
-                          false));
-    inject(pr, ctl_frame(tmpl, OP_ODP_PAUSE, 0xabcd, psn, AETH_RNR, 0,
-                          false));
-    inject(pr, ctl_frame(tmpl, OP_ODP_RESUME, u[0].qpn, 0, AETH_ACK, 0,
-                          false));
-    settle(pr);
+    inject_dropped(pr, ctl_frame(tmpl, OP_ODP_PAUSE, q[0].qpn, psn + 5,
+                                 AETH_RNR, 0, false),
+                   "PAUSE past the PSNs sent");
+    inject_dropped(pr, ctl_frame(tmpl, OP_ODP_PAUSE, q[0].qpn, psn - 10,
+                                 AETH_RNR, 0, false),
+                   "PAUSE before the PSNs outstanding");
+    inject_dropped(pr, ctl_frame(tmpl, OP_ODP_PAUSE, q[0].qpn,
+                                 psn + 0x800000, AETH_RNR, 0, false),
+                   "PAUSE half the PSN space away");
+    inject_dropped(pr, ctl_frame(tmpl, OP_ODP_PAUSE, q[0].qpn, psn,
+                                 AETH_RNR, 0, true),
+                   "PAUSE without AETH");
+    inject_dropped(pr, ctl_frame(tmpl, OP_ODP_PAUSE, q[0].qpn, psn,
+                                 AETH_RNR, 8, false),
+                   "PAUSE with 8 bytes after the AETH");
+    inject_dropped(pr, ctl_frame(tmpl, OP_ODP_PAUSE, q[0].qpn, psn,
+                                 AETH_RNR, 1, false),
+                   "PAUSE with a byte after the AETH");
+    inject_dropped(pr, ctl_frame(tmpl, OP_ODP_RESUME, q[0].qpn, psn,
+                                 AETH_ACK, 0, false),
+                   "RESUME for a QP that is not paused");
+    inject_dropped(pr, ctl_frame(tmpl, OP_ODP_PAUSE, x[0].qpn, pair_psn[0],
+                                 AETH_RNR, 0, false),
+                   "PAUSE to a UC QP");
+    inject_dropped(pr, ctl_frame(tmpl, OP_ODP_PAUSE, u[0].qpn, 0, AETH_RNR,
+                                 0, false),
+                   "PAUSE to a UD QP");
+    inject_dropped(pr, ctl_frame(tmpl, OP_ODP_PAUSE, 0xabcd, psn, AETH_RNR,
+                                 0, false),
+                   "PAUSE to no QP");
+    inject_dropped(pr, ctl_frame(tmpl, OP_ODP_RESUME, u[0].qpn, 0, AETH_ACK,
+                                 0, false),
+                   "RESUME to a UD QP");
+    /* Not paused either: the next WRITE leaves at once. */
     PAIR_EXPECT_OPS(pr, 0, OP_WRITE_ONLY);
-    /* Not paused: the next WRITE leaves at once. */
     pair_post_sge(pr, 0, &q[0], RS_WR_RDMA_WRITE, 0xa3, a->buf + 0x400, 100,
                   a->key[0], b->buf + 0x400, b->key[0]);
     pair_wait_frames(pr, 0, 2);
@@ -2248,7 +2325,47 @@ static void hostile_pause(Hostile *h)
                     0);
     img_move(b, 0x500, a, 0x500, 100);
     img_move(b, 0x600, a, 0x600, 100);
-    h->psn = psn;
+    h->psn = psn + 2;
+}
+
+/*
+ * Like an RNR NAK, a PAUSE acknowledges the PSNs before its own: of two
+ * outstanding WRITEs whose ACKs are lost, a PAUSE at the second completes
+ * the first; the RESUME sends only the second again.
+ */
+static void hostile_ack(Hostile *h)
+{
+    Pair *pr = &h->pr;
+    Peer *a = &pr->p[0], *b = &pr->p[1];
+    LoopQp *q = h->q;
+    uint32_t psn = h->psn;
+
+    pair_log_reset(pr);
+    pr->hold[1] = true;
+    pair_post_sge(pr, 0, &q[0], RS_WR_RDMA_WRITE, 0xa8, a->buf + 0x900, 100,
+                  a->key[0], b->buf + 0x900, b->key[0]);
+    pair_post_sge(pr, 0, &q[0], RS_WR_RDMA_WRITE, 0xa9, a->buf + 0xa00, 100,
+                  a->key[0], b->buf + 0xa00, b->key[0]);
+    pair_wait_frames(pr, 0, 2);
+    pair_wait_frames(pr, 1, 1);
+    settle(pr);
+    pair_forget(pr, 1);
+    inject(pr, ctl_frame(h->tmpl, OP_ODP_PAUSE, q[0].qpn, psn + 1, AETH_RNR,
+                         0, false));
+    pair_expect_cqe(pr, 0, 0xa8, RS_WC_SUCCESS, RS_WR_RDMA_WRITE, q[0].qpn,
+                    0);
+    settle(pr);
+    pair_cq_empty(pr, 0);
+    PAIR_EXPECT_OPS(pr, 0, OP_WRITE_ONLY, OP_WRITE_ONLY);
+    inject(pr, ctl_frame(h->tmpl, OP_ODP_RESUME, q[0].qpn, psn + 1, AETH_ACK,
+                         0, false));
+    pair_expect_cqe(pr, 0, 0xa9, RS_WC_SUCCESS, RS_WR_RDMA_WRITE, q[0].qpn,
+                    0);
+    PAIR_EXPECT_OPS(pr, 0, OP_WRITE_ONLY, OP_WRITE_ONLY, OP_WRITE_ONLY);
+    g_assert_cmphex(pr->psn[0][2], ==, (psn + 1) & 0xffffff);
+    img_move(b, 0x900, a, 0x900, 100);
+    img_move(b, 0xa00, a, 0xa00, 100);
+    h->psn = psn + 2;
 }
 
 static void test_odp_hostile(void *obj, void *data, QGuestAllocator *alloc)
@@ -2290,6 +2407,7 @@ static void test_odp_hostile(void *obj, void *data, QGuestAllocator *alloc)
     hostile_idle(&h);
     hostile_window(&h);
     hostile_pause(&h);
+    hostile_ack(&h);
 
     /* UC and UD still carry data. */
     rs[0] = peer_sge(b, 0x1000, 40);
