@@ -327,6 +327,17 @@ static bool odp_poll(Pair *pr, int i, struct rs_cqe *cqe, int64_t step_ns,
     return true;
 }
 
+/* The next completion on adapter @i, 1 ms of virtual time per look. */
+static struct rs_cqe odp_next_cqe(Pair *pr, int i)
+{
+    struct rs_cqe cqe;
+
+    if (!odp_poll(pr, i, &cqe, ODP_MS, 10000 * ODP_MS)) {
+        g_error("adapter %c: no completion", 'A' + i);
+    }
+    return cqe;
+}
+
 static void odp_expect_cqe(Pair *pr, int i, uint64_t wr_id, uint8_t status,
                            uint8_t opcode, uint32_t qpn)
 {
@@ -1829,7 +1840,7 @@ static void test_odp_resolve_fail(void *obj, void *data,
     struct rs_device_stats st;
     uint32_t key, lkey, psn = pair_psn[0];
     int64_t pause_ns;
-    LoopQp q[2], x[2], y[2];
+    LoopQp q[2], x[2], y[2], z[2];
 
     pair_setup(&pr, obj, data, alloc);
     odp_rc(&pr, q);
@@ -1855,6 +1866,23 @@ static void test_odp_resolve_fail(void *obj, void *data,
     g_assert_cmpuint(st.odp_fault_fails, ==, 1);
     g_assert_cmpuint(st.odp_resolved_pages, ==, 0);
 
+    /*
+     * A READ of B's pages 7 (mapped) and 8 (not): whichever way B meets
+     * the fault, failing it ends the READ with REM_ACCESS_ERR.
+     */
+    odp_rc(&pr, z);
+    odp_map(b->d, key, 0, ODP_VA + 7 * PAGE, b->buf + 0x7000, 1, ODP_RO);
+    pair_log_reset(&pr);
+    pair_post_sge(&pr, 0, &z[0], RS_WR_RDMA_READ, 0xa3, a->buf, 6000,
+                  a->key[0], ODP_VA + 7 * PAGE, key);
+    expect_refault(&pr, 1, key, ODP_VA + 8 * PAGE, 1, 1, false);
+    RS_ASSERT_OK(odp_fail(b->d, key, 0, ODP_VA + 8 * PAGE, 1));
+    odp_expect_cqe(&pr, 0, 0xa3, RS_WC_REM_ACCESS_ERR, RS_WR_RDMA_READ,
+                   z[0].qpn);
+    expect_event(b->d, RS_EV_QP_ACCESS_ERR, z[1].h);
+    g_assert_cmpuint(qp_state(b->d, z[1].h), ==, RS_QPS_ERR);
+    peer_dont_care(a, 0, 6000);
+
     /* A SEND from A's region. */
     odp_rc(&pr, x);
     pair_log_reset(&pr);
@@ -1877,6 +1905,8 @@ static void test_odp_resolve_fail(void *obj, void *data,
                    y[0].qpn);
     g_assert_cmpuint(qp_state(a->d, y[0].h), ==, RS_QPS_ERR);
     odp_stats(a->d, &st);
+    g_assert_cmpuint(st.odp_fault_fails, ==, 2);
+    odp_stats(b->d, &st);
     g_assert_cmpuint(st.odp_fault_fails, ==, 2);
     peer_check(a);
     peer_check(b);
@@ -2584,19 +2614,90 @@ static void test_odp_migrate(void *obj, void *data, QGuestAllocator *alloc)
 }
 
 /* ------------------------------------------------------------------ */
-/* Tearing down what a fault waits for                                */
+/* Several accesses waiting at once                                   */
 /* ------------------------------------------------------------------ */
 
-/* The next completion on adapter @i, 1 ms of virtual time per look. */
-static struct rs_cqe odp_next_cqe(Pair *pr, int i)
+/*
+ * Two QPs' responders wait for the same page of B's region: each posts
+ * its fault and pauses its requester; one resolve lets both go on.  Then
+ * one QP of A waits twice at once, as a requester (a SEND from A's region)
+ * and as a responder (B's WRITE into another page of it): two faults, each
+ * resolved on its own, and both transfers complete.
+ */
+static void test_odp_concurrent(void *obj, void *data,
+                                QGuestAllocator *alloc)
 {
-    struct rs_cqe cqe;
+    Pair pr;
+    Peer *a = &pr.p[0], *b = &pr.p[1];
+    struct rs_event ev[2];
+    uint32_t key, lkey;
+    struct rs_sge rs;
+    LoopQp q[2], x[2];
+    int i;
 
-    if (!odp_poll(pr, i, &cqe, ODP_MS, 10000 * ODP_MS)) {
-        g_error("adapter %c: no completion", 'A' + i);
+    pair_setup(&pr, obj, data, alloc);
+    odp_rc(&pr, q);
+    odp_rc(&pr, x);
+    key = odp_mr(b->d, b->pd, ODP_VA, ODP_PAGES * PAGE);
+    lkey = odp_mr(a->d, a->pd, ODP_LVA, ODP_PAGES * PAGE);
+
+    pair_log_reset(&pr);
+    pair_post_sge(&pr, 0, &q[0], RS_WR_RDMA_WRITE, 0xa0, a->buf, 100,
+                  a->key[0], ODP_VA + 0x100, key);
+    pair_post_sge(&pr, 0, &x[0], RS_WR_RDMA_WRITE, 0xa1, a->buf + 0x200, 100,
+                  a->key[0], ODP_VA + 0x300, key);
+    for (i = 0; i < 2; i++) {
+        ev[i] = expect_fault(&pr, 1, key, ODP_VA, 1, 1, true);
     }
-    return cqe;
+    pair_wait_frames(&pr, 1, 4);
+    for (i = 0; i < 4; i++) {
+        g_assert_cmphex(pr.op[1][i], ==, i % 2 ? OP_ACK : OP_ODP_PAUSE);
+    }
+    pair_cq_empty(&pr, 0);
+    odp_map(b->d, key, 0, ODP_VA, b->buf + 0x4000, 1, ODP_RW);
+    for (i = 0; i < 2; i++) {
+        struct rs_cqe cqe = odp_next_cqe(&pr, 0);
+
+        g_assert_cmpuint(cqe.status, ==, RS_WC_SUCCESS);
+        g_assert_true(cqe.wr_id == 0xa0 || cqe.wr_id == 0xa1);
+    }
+    img_move(b, 0x4100, a, 0, 100);
+    img_move(b, 0x4300, a, 0x200, 100);
+    peer_check(b);
+    drain_faults(b->d, &ev[0]);
+
+    /* A's q[0]: a requester fault and a responder fault at once. */
+    pair_log_reset(&pr);
+    rs = peer_sge(b, 0x1000, 500);
+    eng_post_recv(b->d, &q[1], 0xb0, &rs, 1);
+    pair_post_sge(&pr, 0, &q[0], RS_WR_SEND, 0xa2, ODP_LVA + 0x40, 500, lkey,
+                  0, 0);
+    ev[0] = expect_fault(&pr, 0, lkey, ODP_LVA, 1, 1, false);
+    pair_post_sge(&pr, 1, &q[1], RS_WR_RDMA_WRITE, 0xb1, b->buf + 0x2000,
+                  300, b->key[0], ODP_LVA + 3 * PAGE + 0x80, lkey);
+    ev[1] = expect_fault(&pr, 0, lkey, ODP_LVA + 3 * PAGE, 1, 1, true);
+    odp_map(a->d, lkey, 0, ODP_LVA + 3 * PAGE, a->buf + 0x6000, 1, ODP_RW);
+    pair_expect_cqe(&pr, 1, 0xb1, RS_WC_SUCCESS, RS_WR_RDMA_WRITE, q[1].qpn,
+                    0);
+    pair_cq_empty(&pr, 0);
+    odp_map(a->d, lkey, 0, ODP_LVA, a->buf + 0x5000, 1, ODP_RO);
+    pair_expect_cqe(&pr, 1, 0xb0, RS_WC_SUCCESS, RS_WR_RECV, q[1].qpn, 500);
+    pair_expect_cqe(&pr, 0, 0xa2, RS_WC_SUCCESS, RS_WR_SEND, q[0].qpn, 0);
+    img_move(a, 0x6080, b, 0x2000, 300);
+    img_move(b, 0x1000, a, 0x5040, 500);
+    peer_check(a);
+    peer_check(b);
+    drain_faults(a->d, &ev[1]);
+    for (i = 0; i < 2; i++) {
+        g_assert_cmpuint(qp_state(pr.p[i].d, q[i].h), ==, RS_QPS_RTS);
+        g_assert_cmpuint(qp_state(pr.p[i].d, x[i].h), ==, RS_QPS_RTS);
+    }
+    pair_teardown(&pr);
 }
+
+/* ------------------------------------------------------------------ */
+/* Tearing down what a fault waits for                                */
+/* ------------------------------------------------------------------ */
 
 /*
  * What the spec leaves open, watched for hangs and crashes: the region
@@ -2734,6 +2835,8 @@ static void register_odp_tests(void)
                  &pause_off);
     qos_add_test("odp/hostile", "rdma-session", test_odp_hostile, &pair);
     qos_add_test("odp/evict", "rdma-session", test_odp_evict, &small);
+    qos_add_test("odp/concurrent", "rdma-session", test_odp_concurrent,
+                 &pair);
     qos_add_test("odp/teardown", "rdma-session", test_odp_teardown, &pair);
     qos_add_test("odp/migrate", "rdma-session", test_odp_migrate, &pair);
 }
