@@ -2614,6 +2614,137 @@ static void test_odp_migrate(void *obj, void *data, QGuestAllocator *alloc)
 }
 
 /* ------------------------------------------------------------------ */
+/* XRC                                                                */
+/* ------------------------------------------------------------------ */
+
+/*
+ * B's frames @at, @at + 1: PAUSE and the XRC RNR NAK at @psn.  Returns
+ * the PAUSE's timer.
+ */
+static int64_t expect_xrc_pause(Pair *pr, unsigned at, uint32_t psn)
+{
+    pair_wait_frames(pr, 1, at + 2);
+    g_assert_cmphex(pr->op[1][at], ==, OP_ODP_PAUSE);
+    g_assert_cmphex(pr->psn[1][at], ==, psn & 0xffffff);
+    g_assert_cmphex(pr->syn[1][at] & 0xe0, ==, AETH_RNR);
+    g_assert_cmphex(pr->op[1][at + 1], ==, OP_XRC | OP_ACK);
+    g_assert_cmphex(pr->syn[1][at + 1], ==, AETH_RNR | ODP_MIN_RNR);
+    g_assert_cmphex(pr->psn[1][at + 1], ==, psn & 0xffffff);
+    return rnr_timer_ns(pr->syn[1][at] & 0x1f);
+}
+
+/* A's XRC initiator q[0] and B's XRC target q[1] of domain @xrcd. */
+static void odp_xrc_connect(Pair *pr, LoopQp q[2], uint32_t xrcd)
+{
+    Peer *a = &pr->p[0];
+    struct rs_qp_attr at;
+    int i;
+
+    memset(q, 0, 2 * sizeof(*q));
+    q[0].c.qp_type = RS_QPT_XRC_INI;
+    q[0].c.pd = a->pd;
+    q[0].c.send_cq = a->cq.h;
+    q[0].c.sq_log_size = 4;
+    q[0].c.max_send_sge = 4;
+    q[0].c.max_inline = 64;
+    q[0].c.sq_addr = qrs_alloc_zeroed(a->d, qrs_qp_sq_bytes(&q[0].c));
+    q[1].c.qp_type = RS_QPT_XRC_TGT;
+    q[1].c.xrcd = xrcd;
+    for (i = 0; i < 2; i++) {
+        q[i].h = new_qp(pr->p[i].d, &q[i].c);
+        q[i].qpn = HINDEX(q[i].h);
+    }
+    for (i = 0; i < 2; i++) {
+        std_attr(&at, RS_QPS_RESET, RS_QPS_RESET);
+        gid_v4(at.ah.dgid, 10, 0, 0, !i + 1);
+        memcpy(at.ah.dmac, pair_mac[!i], 6);
+        at.dest_qp_num = q[!i].qpn;
+        at.sq_psn = pair_psn[i];
+        at.rq_psn = pair_psn[!i];
+        at.timeout = PAIR_TIMEOUT;
+        at.retry_cnt = 1;
+        at.rnr_retry = 0;
+        at.min_rnr_timer = ODP_MIN_RNR;
+        at.access_flags = ODP_ACCESS;
+        eng_connect(pr->p[i].d, &q[i], RS_QPT_RC, &at, 0);
+    }
+}
+
+/*
+ * An XRC target faults like an RC responder: a WRITE into B's region (an
+ * R_Key of the XRC SRQ's PD) and a SEND into an XRC SRQ's receive buffer
+ * in it each pause A's initiator (PAUSE, then the XRC RNR NAK) until the
+ * resolve, then complete.
+ */
+static void test_odp_xrc(void *obj, void *data, QGuestAllocator *alloc)
+{
+    Pair pr;
+    Peer *a = &pr.p[0], *b = &pr.p[1];
+    struct rs_cmd_create_pd xc = { 0 };
+    struct rs_cmd_create_srq sc;
+    struct rs_send_wqe_ctrl w;
+    struct rs_sge sge;
+    struct rs_cqe cqe;
+    uint32_t xrcd = 0, srq = 0, srq_pi = 0, key, psn = pair_psn[0];
+    LoopQp q[2];
+
+    pair_setup(&pr, obj, data, alloc);
+    RS_ASSERT_OK(qrs_admin_cmd(b->d, RS_CMD_CREATE_XRCD, &xc, sizeof(xc),
+                               &xrcd, NULL));
+    srq_template(b->d, &sc, b->pd, 4, 1);
+    sc.xrcd = xrcd;
+    sc.cq = b->cq.h;
+    RS_ASSERT_OK(qrs_create_srq(b->d, &sc, &srq));
+    odp_xrc_connect(&pr, q, xrcd);
+    key = odp_mr(b->d, b->pd, ODP_VA, ODP_PAGES * PAGE);
+
+    pair_log_reset(&pr);
+    w = (struct rs_send_wqe_ctrl) {
+        .wr_id = 0xa0,
+        .opcode = RS_WR_RDMA_WRITE,
+        .flags = RS_WQE_F_SIGNALED,
+        .num_sge = 1,
+        .remote_addr = ODP_VA + 0x20,
+        .rkey = key,
+        .xrc_srqn = HINDEX(srq),
+    };
+    sge = peer_sge(a, 0x100, 2000);
+    eng_post_send(a->d, &q[0], &w, &sge, 1);
+    expect_fault(&pr, 1, key, ODP_VA, 1, 1, true);
+    expect_paused(&pr, expect_xrc_pause(&pr, 0, psn));
+    odp_map(b->d, key, 0, ODP_VA, b->buf + 0x3000, 1, ODP_RW);
+    expect_resume(&pr, 1, 2, psn);
+    odp_expect_cqe(&pr, 0, 0xa0, RS_WC_SUCCESS, RS_WR_RDMA_WRITE, q[0].qpn);
+    img_move(b, 0x3020, a, 0x100, 2000);
+    peer_check(b);
+
+    /* A SEND into an XRC SRQ's receive buffer on page 2. */
+    srq_post(b->d, &sc, srq, &srq_pi, 0xb0, ODP_VA + 2 * PAGE + 0x10, 1000,
+             key);
+    pair_log_reset(&pr);
+    w.wr_id = 0xa1;
+    w.opcode = RS_WR_SEND;
+    w.remote_addr = 0;
+    w.rkey = 0;
+    sge = peer_sge(a, 0x1000, 1000);
+    eng_post_send(a->d, &q[0], &w, &sge, 1);
+    expect_fault(&pr, 1, key, ODP_VA + 2 * PAGE, 1, 1, true);
+    expect_paused(&pr, expect_xrc_pause(&pr, 0, psn + 2));
+    odp_map(b->d, key, 0, ODP_VA + 2 * PAGE, b->buf + 0x5000, 1, ODP_RW);
+    expect_resume(&pr, 1, 2, psn + 2);
+    pair_poll(&pr, 1, &cqe);
+    assert_cqe(&cqe, 0xb0, RS_WC_SUCCESS, RS_WR_RECV, q[1].qpn);
+    g_assert_cmpuint(cqe.srqn, ==, HINDEX(srq));
+    g_assert_cmpuint(cqe.byte_len, ==, 1000);
+    odp_expect_cqe(&pr, 0, 0xa1, RS_WC_SUCCESS, RS_WR_SEND, q[0].qpn);
+    img_move(b, 0x5010, a, 0x1000, 1000);
+    peer_check(b);
+    g_assert_cmpuint(qp_state(a->d, q[0].h), ==, RS_QPS_RTS);
+    g_assert_cmpuint(qp_state(b->d, q[1].h), ==, RS_QPS_RTS);
+    pair_teardown(&pr);
+}
+
+/* ------------------------------------------------------------------ */
 /* Several accesses waiting at once                                   */
 /* ------------------------------------------------------------------ */
 
@@ -2835,6 +2966,7 @@ static void register_odp_tests(void)
                  &pause_off);
     qos_add_test("odp/hostile", "rdma-session", test_odp_hostile, &pair);
     qos_add_test("odp/evict", "rdma-session", test_odp_evict, &small);
+    qos_add_test("odp/xrc", "rdma-session", test_odp_xrc, &pair);
     qos_add_test("odp/concurrent", "rdma-session", test_odp_concurrent,
                  &pair);
     qos_add_test("odp/teardown", "rdma-session", test_odp_teardown, &pair);
