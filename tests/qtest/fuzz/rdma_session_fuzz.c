@@ -5,7 +5,9 @@
  * MRs with every access right, RC QPs over loopback, RC/UC/UD QPs paired
  * with a remote GID that exists only in this fuzzer, an RC QP over IPv6,
  * a bound type 1 and type 2 memory window, an XRC initiator and an XRC
- * target with an XRC SRQ, requests outstanding towards the remote) and
+ * target with an XRC SRQ, an explicit and an implicit on-demand-paging
+ * MR with half their pages resolved, requests outstanding towards the
+ * remote) and
  * then feeds the input to
  * the adapter as frames from the network through a socket netdev: RoCEv2
  * frames built from the input with valid Ethernet/IP/UDP/BTH headers and
@@ -13,7 +15,8 @@
  * and the READ/atomic resources, plus raw frames for the parser.  Work
  * requests, receives, CQ doorbells and virtual time come from the input
  * too.  Every input starts from a system reset and the same bring-up, so
- * a crash reproduces from its input alone.
+ * a crash reproduces from its input alone.  Page faults are answered (or
+ * not, or refused) by the input too, as a driver would.
  *
  * Input: commands separated by "RSFZ"; a command's first byte selects
  * the operation, the rest are its operands (see rsf_ops[]).
@@ -88,6 +91,8 @@ enum {
     /* Memory windows: their rkey, range as last bound (they are rkeys). */
     RSF_MW_1,           /* type 1 on pages 1-2 of RSF_MR_ALL */
     RSF_MW_2,           /* type 2, bound on RSF_QP_RC, page 0 of it */
+    RSF_MR_ODP,         /* on demand, 4 pages, the first 2 resolved */
+    RSF_MR_ODPI,        /* implicit on demand: the same */
     RSF_NMR,
 };
 
@@ -101,6 +106,7 @@ typedef struct RSFQp {
 typedef struct RSFMr {
     uint64_t base;
     uint32_t len, key;
+    uint32_t seq;               /* ODP: invalidations issued */
 } RSFMr;
 
 typedef struct RSFState {
@@ -249,6 +255,53 @@ static void rsf_reg_big_mr(RSFState *f, RSFMr *m)
         qtest_writeq(qrs_qts(&f->d), c.pbl_addr + i * 8, RSF_BIG_PA);
     }
     rsf_ok(qrs_reg_mr(&f->d, &c, &m->key, &rkey), "REG_MR");
+}
+
+/*
+ * ODP_RESOLVE of n pages of ODP MR m from page first, page i mapped to
+ * the buffer's page (first + i + shift) % 4 with flags.
+ */
+static uint8_t rsf_odp_resolve(RSFState *f, RSFMr *m, uint32_t first,
+                               uint32_t n, uint32_t shift, uint64_t flags,
+                               uint32_t seq, uint32_t rflags)
+{
+    struct rs_cmd_odp_resolve c = {
+        .key = m->key, .seq = seq, .va = m->base + first * RSF_PAGE,
+        .npages = n, .flags = rflags,
+    };
+    uint32_t i;
+
+    if (!(rflags & RS_ODP_RESOLVE_F_FAIL)) {
+        c.pbl_addr = guest_alloc(&f->alloc, MAX(n, 1) * 8);
+        for (i = 0; i < n; i++) {
+            qtest_writeq(qrs_qts(&f->d), c.pbl_addr + i * 8,
+                         (m->base + ((first + i + shift) % 4) * RSF_PAGE) |
+                         flags);
+        }
+    }
+    return qrs_admin_cmd(&f->d, RS_CMD_ODP_RESOLVE, &c, sizeof(c), NULL,
+                         NULL);
+}
+
+static void rsf_reg_odp_mr(RSFState *f, RSFMr *m, bool implicit)
+{
+    struct rs_cmd_reg_mr c = {
+        .pd = f->pd,
+        .page_shift = 12,
+        .flags = RS_MR_F_ODP | (implicit ? RS_MR_F_ODP_IMPLICIT : 0),
+        .access = RS_ACCESS_ALL & ~RS_ACCESS_FLUSH_PERSISTENT,
+    };
+    uint32_t rkey;
+
+    m->len = 4 * RSF_PAGE;
+    m->base = rsf_buf(f, m->len);
+    if (!implicit) {
+        c.iova = m->base;
+        c.length = m->len;
+    }
+    rsf_ok(qrs_reg_mr(&f->d, &c, &m->key, &rkey), "REG_MR ODP");
+    rsf_ok(rsf_odp_resolve(f, m, 0, 2, 0, RS_ODP_PAGE_READ |
+                           RS_ODP_PAGE_WRITE, 0, 0), "ODP_RESOLVE");
 }
 
 static void rsf_create_qp(RSFState *f, RSFQp *q, uint8_t type, uint32_t group)
@@ -519,6 +572,8 @@ static void rsf_bring_up(RSFState *f, QTestState *s)
     rsf_reg_mr(f, &f->mr[RSF_MR_ALL6], 2,
                RS_ACCESS_ALL & ~RS_ACCESS_FLUSH_PERSISTENT, 1);
     rsf_reg_big_mr(f, &f->mr[RSF_MR_BIG]);
+    rsf_reg_odp_mr(f, &f->mr[RSF_MR_ODP], false);
+    rsf_reg_odp_mr(f, &f->mr[RSF_MR_ODPI], true);
 
     /* Loopback: a session to our own address, as the qtests do. */
     memcpy(sc.dst_ip, gid, 16);
@@ -747,10 +802,14 @@ static bool rsf_op_has_va(uint8_t op)
     return false;
 }
 
-/* Opcodes the completer takes: ACK, READ responses, atomic ACK. */
+/*
+ * Opcodes the completer takes: ACK, READ responses, atomic ACK, the
+ * page-fault pause.
+ */
 static bool rsf_op_is_resp(uint8_t op)
 {
-    return (op & 0x1f) >= 0x0d && (op & 0x1f) <= 0x12;
+    return ((op & 0x1f) >= 0x0d && (op & 0x1f) <= 0x12) ||
+           op == 0xc0 || op == 0xc1;
 }
 
 static RSFQp *rsf_qp_sel(RSFState *f, uint8_t sel)
@@ -947,11 +1006,53 @@ static void rsf_op_cq(RSFState *f, QTestState *s, const uint8_t *d,
     }
 }
 
+/*
+ * The driver's side of on-demand paging: MR (ODP, implicit ODP or any
+ * other key), action (0 resolve, 1 invalidate, 2 resolve with F_FAIL,
+ * 3 resolve with the input's seq), first page, pages, page shift, entry
+ * flags, then for action 3 the seq (4 bytes).
+ */
+static void rsf_op_odp(RSFState *f, QTestState *s, const uint8_t *d,
+                       size_t len)
+{
+    RSFMr *m;
+    uint32_t seq;
+
+    if (len < 6) {
+        return;
+    }
+    m = &f->mr[d[0] % RSF_NMR];
+    seq = d[1] % 4 == 3 && len >= 10 ? ldl_le_p(d + 6) : m->seq;
+    switch (d[1] % 4) {
+    case 1: {
+        struct rs_cmd_odp_invalidate c = {
+            .key = m->key, .va = m->base + (d[2] % 8) * RSF_PAGE,
+            .length = (uint64_t)d[3] * RSF_PAGE / 2 + (d[4] & 1),
+        };
+
+        if (qrs_admin_cmd(&f->d, RS_CMD_ODP_INVALIDATE, &c, sizeof(c),
+                          NULL, NULL) == RS_STATUS_OK) {
+            m->seq++;
+        }
+        break;
+    }
+    case 2:
+        rsf_odp_resolve(f, m, d[2] % 8, d[3] % 10, 0, 0, seq,
+                        RS_ODP_RESOLVE_F_FAIL);
+        break;
+    default:
+        rsf_odp_resolve(f, m, d[2] % 8, d[3] % 10, d[4], d[5] & 0xfff, seq,
+                        0);
+        break;
+    }
+}
+
 typedef void RSFOp(RSFState *f, QTestState *s, const uint8_t *d, size_t len);
 
 static RSFOp *const rsf_ops[] = {
     rsf_op_roce, rsf_op_roce, rsf_op_roce, rsf_op_bth, rsf_op_raw,
     rsf_op_clock, rsf_op_post_send, rsf_op_post_recv, rsf_op_cq,
+    rsf_op_odp,
 };
 
 static void rsf_fuzz(QTestState *s, const unsigned char *data, size_t size)
@@ -988,10 +1089,15 @@ static GString *rsf_cmdline(FuzzTarget *t)
     g_string_printf(cmd_line,
         TARGET_NAME " -display none -machine q35,accel=qtest -nodefaults "
         "-m 128M -device rdma-session,addr=04.0,netdev=n0,mac=" RS_QOS_MAC_STR
-        ",max-qps=10,max-cqs=4,max-mrs=8,max-pds=2,max-ahs=2,max-sessions=2,"
+        ",max-qps=10,max-cqs=4,max-mrs=10,max-pds=2,max-ahs=2,max-sessions=2,"
         "max-session-groups=2,max-gids=4,max-srqs=2,max-xrcds=2,db-pages=2,"
-        "max-mr-pages=64,num-comp-vectors=1,mtu=1024 "
+        "max-mr-pages=64,num-comp-vectors=1,mtu=1024,odp-pages=64,"
+        "odp-fault-timeout=50 "
         "-netdev socket,fd=%d,id=n0", rsf_sock[1]);
+    /* RS_FUZZ_ARGS: more QEMU options, e.g. "-d trace:rdma_session_odp*". */
+    if (getenv("RS_FUZZ_ARGS")) {
+        g_string_append_printf(cmd_line, " %s", getenv("RS_FUZZ_ARGS"));
+    }
     return cmd_line;
 }
 
