@@ -178,7 +178,7 @@ static void odp_inval_ok(QRdmaSession *d, uint32_t key, uint64_t va,
     g_assert_cmpuint(got, ==, count);
 }
 
-static void odp_stats(QRdmaSession *d, struct rs_device_stats *s)
+static void odp_stats_get(QRdmaSession *d, struct rs_device_stats *s)
 {
     uint64_t *v = (uint64_t *)s;
     size_t i;
@@ -193,6 +193,11 @@ static void odp_stats(QRdmaSession *d, struct rs_device_stats *s)
     /* 64 bytes, not one more. */
     g_assert_cmphex(qtest_readq(qrs_qts(d), d->scratch + sizeof(*s)), ==,
                     0xeeeeeeeeeeeeeeeeull);
+}
+
+static void odp_stats(QRdmaSession *d, struct rs_device_stats *s)
+{
+    odp_stats_get(d, s);
     g_test_message("stats: faults %" PRIu64 " resolved %" PRIu64
                    " invalidations %" PRIu64 " fails %" PRIu64
                    " pauses sent %" PRIu64 " rcvd %" PRIu64
@@ -2172,6 +2177,25 @@ static void settle(Pair *pr)
 }
 
 /*
+ * Until A has taken @n pauses in all: the PAUSE injected last is in
+ * (QEMU reads the wire in order: what was injected before it is too).
+ */
+static void wait_pauses_rcvd(Pair *pr, uint64_t n)
+{
+    gint64 end = g_get_monotonic_time() + RS_QOS_TIMEOUT_US;
+    struct rs_device_stats st;
+
+    for (;;) {
+        odp_stats_get(pr->p[0].d, &st);
+        if (st.odp_pauses_rcvd >= n) {
+            return;
+        }
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        g_usleep(1000);
+    }
+}
+
+/*
  * Inject @f (@what), which A must drop: it sends nothing and completes
  * nothing because of it.
  */
@@ -2310,6 +2334,7 @@ static void hostile_pause(Hostile *h)
     LoopQp *q = h->q, *u = h->u;
     GByteArray *tmpl = h->tmpl;
     uint32_t psn = h->psn;
+    struct rs_device_stats st;
 
     pair_log_reset(pr);
     pr->hold[1] = true;
@@ -2317,10 +2342,12 @@ static void hostile_pause(Hostile *h)
                   a->key[0], b->buf + 0x500, b->key[0]);
     pair_wait_frames(pr, 1, 1);
     pair_forget(pr, 1);
+    odp_stats_get(a->d, &st);
     inject(pr, ctl_frame(tmpl, OP_ODP_PAUSE, q[0].qpn, psn, AETH_RNR, 0,
                           false));
     inject(pr, ctl_frame(tmpl, OP_ACK, q[0].qpn, psn, AETH_RNR | 0, 0,
                           false));
+    wait_pauses_rcvd(pr, st.odp_pauses_rcvd + 1);
     settle(pr);
     pair_post_sge(pr, 0, &q[0], RS_WR_RDMA_WRITE, 0xa5, a->buf + 0x600, 100,
                   a->key[0], b->buf + 0x600, b->key[0]);
