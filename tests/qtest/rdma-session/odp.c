@@ -798,6 +798,12 @@ static void test_odp_objects(void *obj, void *data, QGuestAllocator *alloc)
     odp_stats(d, &st);
     g_assert_cmpuint(st.odp_invalidations, ==, 4);
     assert_alive(d);
+
+    /* Counted since the function was enabled: a reset starts again. */
+    qrs_reset(d);
+    admin_setup(d);
+    odp_stats_fresh(d);
+    assert_alive(d);
 }
 
 static void *odp_objects_before(GString *cmd_line, void *arg)
@@ -1844,8 +1850,9 @@ static void test_odp_resolve_fail(void *obj, void *data,
     Peer *a = &pr.p[0], *b = &pr.p[1];
     struct rs_device_stats st;
     uint32_t key, lkey, psn = pair_psn[0];
+    struct rs_event ev;
     int64_t pause_ns;
-    LoopQp q[2], x[2], y[2], z[2];
+    LoopQp q[2], x[2], y[2], z[2], v[2];
 
     pair_setup(&pr, obj, data, alloc);
     odp_rc(&pr, q);
@@ -1911,8 +1918,27 @@ static void test_odp_resolve_fail(void *obj, void *data,
     g_assert_cmpuint(qp_state(a->d, y[0].h), ==, RS_QPS_ERR);
     odp_stats(a->d, &st);
     g_assert_cmpuint(st.odp_fault_fails, ==, 2);
+
+    /*
+     * A READ of 3 MiB from B's implicit region: the fault names at most
+     * 512 pages; failing those ends the READ.
+     */
+    odp_rc(&pr, v);
+    key = odp_mr(b->d, b->pd, 0, 0);
+    lkey = alias_mr(a->d, a->pd, 0x40000000, a->buf + 0x7000, 3 * MiB);
+    pair_log_reset(&pr);
+    pair_post_sge(&pr, 0, &v[0], RS_WR_RDMA_READ, 0xa4, 0x40000000,
+                  3 * MiB, lkey, ODP_IVA, key);
+    ev = expect_fault(&pr, 1, key, ODP_IVA, 1, RS_ODP_RESOLVE_MAX_PAGES,
+                      false);
+    g_test_message("a READ of 768 pages faults for %u", ev.info);
+    RS_ASSERT_OK(odp_fail(b->d, key, 0, ODP_IVA, ev.info));
+    odp_expect_cqe(&pr, 0, 0xa4, RS_WC_REM_ACCESS_ERR, RS_WR_RDMA_READ,
+                   v[0].qpn);
+    expect_event(b->d, RS_EV_QP_ACCESS_ERR, v[1].h);
     odp_stats(b->d, &st);
-    g_assert_cmpuint(st.odp_fault_fails, ==, 2);
+    g_assert_cmpuint(st.odp_fault_fails, ==, 3);
+    peer_dont_care(a, 0x7000, PAGE);
     peer_check(a);
     peer_check(b);
     pair_teardown(&pr);
