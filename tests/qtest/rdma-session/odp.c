@@ -3,10 +3,12 @@
  * checks, ODP_RESOLVE and ODP_INVALIDATE, page faults of responders and
  * requesters between two adapters on a wire the test carries (A requests,
  * B responds, unless a test says otherwise), the page-fault pause on the
- * wire (PAUSE 0xc0 and RESUME 0xc1), faults that fail or time out,
- * QUERY_STATS, the translation table's size and migration with a fault
- * pending.  The test is the driver: it takes ODP_PAGE_FAULT events from
- * the event queue and answers them with ODP_RESOLVE, or does not.
+ * wire (PAUSE 0xc0 and RESUME 0xc1) and hostile copies of it, faults
+ * that fail or time out, XRC targets, several faults at once, regions and
+ * QPs torn down while a fault waits, QUERY_STATS, the translation table's
+ * size and migration with a fault pending.  The test is the driver: it
+ * takes ODP_PAGE_FAULT events from the event queue and answers them with
+ * ODP_RESOLVE, or does not.
  *
  * Written from docs/specs/rdma-session.rst, "On-demand paging".
  *
