@@ -182,6 +182,7 @@ typedef struct RSOdpWait {
     /* Runtime only (restarted after migration). */
     int64_t deadline;           /* QEMU_CLOCK_VIRTUAL ns */
     int64_t repost;             /* next time the event is raised again */
+    int64_t start;              /* QEMU_CLOCK_REALTIME ns, for the trace */
 } RSOdpWait;
 
 /* The translation of one page of an ODP MR (rdma-session-odp.c). */
