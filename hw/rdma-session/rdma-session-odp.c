@@ -508,6 +508,9 @@ uint8_t rs_cmd_odp_resolve(RSCore *c, const struct rs_admin_cmd *cmd,
     if (pbl & 7) {
         return RS_STATUS_BAD_ALIGN;
     }
+    if (!pbl) {
+        return RS_STATUS_BAD_ADDR;
+    }
     pages = g_new(uint64_t, npages);
     if (rs_dma_read(c, pbl, pages, (uint64_t)npages * sizeof(*pages))) {
         return RS_STATUS_BAD_ADDR;
