@@ -2973,6 +2973,84 @@ static void test_odp_teardown(void *obj, void *data, QGuestAllocator *alloc)
     pair_teardown(&pr);
 }
 
+/* ------------------------------------------------------------------ */
+/* A fault storm: what the pause saves                                */
+/* ------------------------------------------------------------------ */
+
+#define STORM_FAULTS    ODP_PAGES
+#define STORM_WAIT_US   10000   /* each fault resolved after 10 ms */
+#define STORM_MIN_RNR   12      /* 0.64 ms: rdma_cm's min_rnr_timer */
+
+/*
+ * 16 WRITEs, each into a page B does not have, each resolved 10 ms of
+ * virtual time after its fault (time moves 100 us at a time).  Counted:
+ * the WRITEs A sends again, B's RNR NAKs and PAUSEs.  With the pause A
+ * sends each WRITE once more, after RESUME; with RNR NAKs only
+ * (odp-pause=off on B) it sends it again at every RNR timer.
+ */
+static void odp_storm(void *obj, void *data, QGuestAllocator *alloc,
+                      bool pause)
+{
+    Pair pr;
+    Peer *a = &pr.p[0], *b = &pr.p[1];
+    unsigned i, j, resent = 0, rnr = 0, pauses = 0;
+    uint32_t key;
+    LoopQp q[2];
+
+    pair_setup(&pr, obj, data, alloc);
+    odp_connect(&pr, q, RS_QPT_RC, 1, 7, STORM_MIN_RNR);
+    key = odp_mr(b->d, b->pd, ODP_VA, ODP_PAGES * PAGE);
+    for (i = 0; i < STORM_FAULTS; i++) {
+        uint64_t va = ODP_VA + (uint64_t)i * PAGE;
+        struct rs_event ev;
+
+        pair_log_reset(&pr);
+        pair_post_sge(&pr, 0, &q[0], RS_WR_RDMA_WRITE, 0x100 + i,
+                      a->buf + 0x100, 64, a->key[0], va, key);
+        ev = expect_fault(&pr, 1, key, va, 1, 1, true);
+        for (j = 0; j < STORM_WAIT_US / 100; j++) {
+            qtest_clock_step(qrs_qts(a->d), 100 * 1000);
+            pair_pump(&pr);
+        }
+        drain_faults(b->d, &ev);
+        odp_map(b->d, key, 0, va, b->buf + (i % 4) * PAGE, 1, ODP_RW);
+        odp_expect_cqe(&pr, 0, 0x100 + i, RS_WC_SUCCESS, RS_WR_RDMA_WRITE,
+                       q[0].qpn);
+        for (j = 0; j < pr.nops[0]; j++) {
+            resent += j > 0 && pr.op[0][j] == OP_WRITE_ONLY;
+        }
+        for (j = 0; j < pr.nops[1]; j++) {
+            rnr += pr.op[1][j] == OP_ACK &&
+                   (pr.syn[1][j] & 0xe0) == AETH_RNR;
+            pauses += pr.op[1][j] == OP_ODP_PAUSE;
+        }
+    }
+    g_test_message("fault storm, %s: %u faults resolved after %u ms each: "
+                   "A sent %u WRITEs again; B sent %u RNR NAKs, %u PAUSEs",
+                   pause ? "page-fault pause" : "RNR NAKs only",
+                   STORM_FAULTS, STORM_WAIT_US / 1000, resent, rnr, pauses);
+    if (pause) {
+        g_assert_cmpuint(resent, ==, STORM_FAULTS);
+        g_assert_cmpuint(pauses, ==, STORM_FAULTS);
+    } else {
+        g_assert_cmpuint(resent, >=, 10 * STORM_FAULTS);
+        g_assert_cmpuint(pauses, ==, 0);
+    }
+    pair_teardown(&pr);
+}
+
+static void test_odp_storm_pause(void *obj, void *data,
+                                 QGuestAllocator *alloc)
+{
+    odp_storm(obj, data, alloc, true);
+}
+
+static void test_odp_storm_rnr(void *obj, void *data,
+                               QGuestAllocator *alloc)
+{
+    odp_storm(obj, data, alloc, false);
+}
+
 static void register_odp_tests(void)
 {
     QOSGraphTestOptions objects = { .before = odp_objects_before };
@@ -3012,6 +3090,10 @@ static void register_odp_tests(void)
                  &pair);
     qos_add_test("odp/teardown", "rdma-session", test_odp_teardown, &pair);
     qos_add_test("odp/migrate", "rdma-session", test_odp_migrate, &pair);
+    qos_add_test("odp/storm-pause", "rdma-session", test_odp_storm_pause,
+                 &pair);
+    qos_add_test("odp/storm-rnr", "rdma-session", test_odp_storm_rnr,
+                 &pause_off);
 }
 
 libqos_init(register_odp_tests);
