@@ -182,6 +182,7 @@ typedef struct RSOdpWait {
     /* Runtime only (restarted after migration). */
     int64_t deadline;           /* QEMU_CLOCK_VIRTUAL ns */
     int64_t repost;             /* next time the event is raised again */
+    int64_t start;              /* QEMU_CLOCK_REALTIME ns, for the trace */
 } RSOdpWait;
 
 /* The translation of one page of an ODP MR (rdma-session-odp.c). */
@@ -671,6 +672,9 @@ uint8_t rs_sge_check(RSCore *c, const RSQp *qp, uint32_t gid_index,
 uint8_t rs_sge_copy(RSCore *c, const RSQp *qp, uint32_t gid_index,
                     const struct rs_sge *sge, unsigned n, uint64_t off,
                     void *buf, uint32_t len, bool to_mem);
+uint8_t rs_sge_ready(RSCore *c, const RSQp *qp, uint32_t gid_index,
+                     const struct rs_sge *sge, unsigned n, uint64_t off,
+                     uint32_t len, bool to_mem);
 uint8_t rs_mr_rw(RSCore *c, const RSMr *mr, uint64_t va, void *buf,
                  uint32_t len, bool write);
 

@@ -512,40 +512,87 @@ uint8_t rs_sge_check(RSCore *c, const RSQp *qp, uint32_t gid_index,
     return RS_WC_SUCCESS;
 }
 
-/* Copy len bytes at byte offset off of the SGE list to or from buf. */
-uint8_t rs_sge_copy(RSCore *c, const RSQp *qp, uint32_t gid_index,
-                    const struct rs_sge *sge, unsigned n, uint64_t off,
-                    void *buf, uint32_t len, bool to_mem)
+/*
+ * Resolve the SGEs that bytes [off, off + len) of the list cover into
+ * mrs[] (NULL: a DMA address) and check that ODP MRs have every page
+ * those bytes need, before any byte moves: a packet that faults moves
+ * nothing (RS_WC_ODP_FAULT, c->odp_fault: the first page missing, up to
+ * the end of its SGE).
+ */
+static uint8_t rs_sge_resolve(RSCore *c, const RSQp *qp, uint32_t gid_index,
+                              const struct rs_sge *sge, unsigned n,
+                              uint64_t off, uint32_t len, bool to_mem,
+                              RSMr **mrs)
 {
-    uint8_t *p = buf;
     unsigned i;
 
-    for (i = 0; i < n && len; i++) {
+    for (i = 0; i < n && i < RS_MAX_SGE && len; i++) {
         uint32_t slen = le32_to_cpu(sge[i].length);
         uint64_t addr = le64_to_cpu(sge[i].addr);
         uint32_t chunk;
-        RSMr *mr;
         uint8_t st;
 
+        mrs[i] = NULL;
         if (off >= slen) {
             off -= slen;
             continue;
         }
         chunk = MIN(slen - off, len);
         st = rs_sge_map(c, qp, gid_index, &sge[i],
-                        to_mem ? RS_ACCESS_LOCAL_WRITE : 0, &mr);
+                        to_mem ? RS_ACCESS_LOCAL_WRITE : 0, &mrs[i]);
         if (st) {
             return st;
         }
-        if (mr) {
-            st = rs_mr_rw(c, mr, addr + off, p, chunk, to_mem);
+        if (mrs[i] && (mrs[i]->flags & RS_MR_F_ODP) &&
+            !rs_odp_probe(c, mrs[i] - c->mrs, addr + off, chunk, to_mem)) {
+            rs_odp_widen(c, addr + slen);
+            return RS_WC_ODP_FAULT;
+        }
+        len -= chunk;
+        off = 0;
+    }
+    return len ? RS_WC_LOC_LEN_ERR : RS_WC_SUCCESS;
+}
+
+/* Whether bytes [off, off + len) of the SGE list can move now. */
+uint8_t rs_sge_ready(RSCore *c, const RSQp *qp, uint32_t gid_index,
+                     const struct rs_sge *sge, unsigned n, uint64_t off,
+                     uint32_t len, bool to_mem)
+{
+    RSMr *mrs[RS_MAX_SGE];
+
+    return rs_sge_resolve(c, qp, gid_index, sge, n, off, len, to_mem, mrs);
+}
+
+/* Copy len bytes at byte offset off of the SGE list to or from buf. */
+uint8_t rs_sge_copy(RSCore *c, const RSQp *qp, uint32_t gid_index,
+                    const struct rs_sge *sge, unsigned n, uint64_t off,
+                    void *buf, uint32_t len, bool to_mem)
+{
+    RSMr *mrs[RS_MAX_SGE];
+    uint8_t *p = buf;
+    unsigned i;
+    uint8_t st;
+
+    st = rs_sge_resolve(c, qp, gid_index, sge, n, off, len, to_mem, mrs);
+    if (st) {
+        return st;
+    }
+    for (i = 0; i < n && i < RS_MAX_SGE && len; i++) {
+        uint32_t slen = le32_to_cpu(sge[i].length);
+        uint64_t addr = le64_to_cpu(sge[i].addr);
+        uint32_t chunk;
+
+        if (off >= slen) {
+            off -= slen;
+            continue;
+        }
+        chunk = MIN(slen - off, len);
+        if (mrs[i]) {
+            st = rs_mr_rw(c, mrs[i], addr + off, p, chunk, to_mem);
         } else {
             st = to_mem ? rs_dma_write(c, addr + off, p, chunk) :
                           rs_dma_read(c, addr + off, p, chunk);
-        }
-        if (st == RS_STATUS_ODP_FAULT) {
-            rs_odp_widen(c, addr + slen);
-            return RS_WC_ODP_FAULT;
         }
         if (st) {
             return RS_WC_LOC_PROT_ERR;
@@ -554,5 +601,5 @@ uint8_t rs_sge_copy(RSCore *c, const RSQp *qp, uint32_t gid_index,
         len -= chunk;
         off = 0;
     }
-    return len ? RS_WC_LOC_LEN_ERR : RS_WC_SUCCESS;
+    return RS_WC_SUCCESS;
 }

@@ -317,6 +317,7 @@ bool rs_odp_wait(RSCore *c, uint32_t qpn, RSOdpWait *w, uint8_t kind,
     w->failed = false;
     w->deadline = now + (int64_t)c->p.odp_fault_timeout * SCALE_MS;
     w->repost = now + RS_ODP_REPOST_NS;
+    w->start = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
     trace_rdma_session_odp_wait(qpn, kind, psn);
     rs_odp_raise(c, w);
     timer_mod_anticipate(c->odp_timer, w->repost);
@@ -377,7 +378,8 @@ static void rs_odp_wake(RSCore *c, uint32_t qpn, RSQp *qp, RSOdpWait *w)
     uint8_t kind = w->kind;
     uint32_t psn = w->psn;
 
-    trace_rdma_session_odp_resume(qpn, kind, psn);
+    trace_rdma_session_odp_resume(qpn, kind, psn,
+        (qemu_clock_get_ns(QEMU_CLOCK_REALTIME) - w->start) / SCALE_US);
     memset(w, 0, sizeof(*w));
     switch (kind) {
     case RS_ODP_WAIT_REQ:
@@ -505,6 +507,9 @@ uint8_t rs_cmd_odp_resolve(RSCore *c, const struct rs_admin_cmd *cmd,
     }
     if (pbl & 7) {
         return RS_STATUS_BAD_ALIGN;
+    }
+    if (!pbl) {
+        return RS_STATUS_BAD_ADDR;
     }
     pages = g_new(uint64_t, npages);
     if (rs_dma_read(c, pbl, pages, (uint64_t)npages * sizeof(*pages))) {
@@ -701,6 +706,7 @@ bool rs_odp_post_load(RSCore *c)
             }
             w->deadline = now + (int64_t)c->p.odp_fault_timeout * SCALE_MS;
             w->repost = now;
+            w->start = qemu_clock_get_ns(QEMU_CLOCK_REALTIME);
             waiting = true;
         }
     }

@@ -353,6 +353,11 @@ void rs_resp_ud(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
         st = RS_WC_LOC_LEN_ERR;
     }
     if (!st) {
+        /* A datagram that faults is dropped whole, its GRH too. */
+        st = rs_sge_ready(c, qp, gid, r.sge, r.nsge, 0,
+                          RS_GRH_LEN + pkt->paylen, true);
+    }
+    if (!st) {
         /*
          * RoCEv2: the IPv6 header is the GRH; an IPv4 header goes in the
          * GRH's last 20 bytes.

@@ -442,8 +442,8 @@ struct rs_cmd_reg_mr {
  * 0 to leave the page as it is.  seq is the number of ODP_INVALIDATE
  * commands the driver issued for the key (mod 2^32); a resolve built
  * before the latest invalidation is refused with RS_STATUS_STALE.  With
- * RS_ODP_RESOLVE_F_FAIL (npages and pbl_addr 0) the range cannot be
- * mapped: the accesses waiting for it fail.
+ * RS_ODP_RESOLVE_F_FAIL (pbl_addr 0) the npages from va cannot be
+ * mapped: the accesses waiting for them fail.
  */
 #define RS_ODP_PAGE_READ        (1ull << 0)
 #define RS_ODP_PAGE_WRITE       (1ull << 1)

@@ -76,7 +76,7 @@ static void pair_mig_rewire(GString *cmd_line, void *opaque)
  * the caller delivers the old frames to the running destination
  * (pair_release: a switch's queue drains) or loses them (pair_lose_held).
  */
-void pair_migrate(Pair *pr)
+void pair_migrate_raw(Pair *pr)
 {
     int i;
 
@@ -87,6 +87,15 @@ void pair_migrate(Pair *pr)
     for (i = 0; i < 2; i++) {
         mig_attach(&pr->to_dev[i], pr->to_bus, pr->p[i].d);
         pr->p[i].d = &pr->to_dev[i];
+    }
+}
+
+void pair_migrate(Pair *pr)
+{
+    int i;
+
+    pair_migrate_raw(pr);
+    for (i = 0; i < 2; i++) {
         /* The driver hears that it runs somewhere else now. */
         expect_event(pr->p[i].d, RS_EV_MIGRATION_NOTICE, 1);
     }

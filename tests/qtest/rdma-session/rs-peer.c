@@ -124,9 +124,15 @@ void roce_reseal(uint8_t *f, size_t len)
     stl_le_p(f + len - 4, roce_icrc(f, len - 4));
 }
 
-/* Does AETH follow the BTH of this opcode (ACK, READ response)? */
+/*
+ * Does AETH follow the BTH of this opcode (ACK, READ response, the
+ * page-fault PAUSE and RESUME)?
+ */
 static bool roce_has_aeth(uint8_t op)
 {
+    if (op == OP_ODP_PAUSE || op == OP_ODP_RESUME) {
+        return true;
+    }
     if ((op & 0xe0) == OP_XRC) {
         op &= 0x1f;             /* XRC's responses are RC's */
     }

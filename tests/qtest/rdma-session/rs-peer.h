@@ -67,6 +67,9 @@ enum {
     OP_XRC = 0xa0,              /* | the RC opcode: its XRC one */
     OP_UD_SEND_ONLY = 0x64,
     OP_UD_SEND_ONLY_IMM = 0x65,
+    /* Manufacturer-specific: the page-fault pause (ABI 1.4), BTH + AETH. */
+    OP_ODP_PAUSE = 0xc0,
+    OP_ODP_RESUME = 0xc1,
 
     AETH_ACK = 0x1f,
     AETH_RNR = 0x20,            /* | the RNR timer code */
@@ -237,5 +240,11 @@ void pair_expect_cqe(Pair *pr, int i, uint64_t wr_id, uint8_t status,
  * the story); from then on the switch holds both directions.
  */
 void pair_migrate(Pair *pr);
+
+/*
+ * The same, but the events the destination posts (MIGRATION_NOTICE and
+ * whatever else) are left in the event queues for the caller.
+ */
+void pair_migrate_raw(Pair *pr);
 
 #endif
