@@ -31,7 +31,10 @@ the FLUSH (0x1c) and ATOMIC WRITE (0x1d) requests, which tshark 4.0 shows
 as "Unknown OpCode", are checked byte by byte, each with its response.
 With the xrc feature too, the XRC packets are checked: the XRCETH of
 every request (tshark 4.0 names the XRC opcodes but has no XRCETH
-fields) and none on the responses.
+fields) and none on the responses.  With the odp feature, the page-fault
+pause: VM 1's PAUSEs each with its RNR NAK, tshark decoding them, and
+no retransmission from an adapter requester while it is paused
+(odp_capture).
 """
 
 import importlib.util
@@ -172,6 +175,11 @@ TOP = os.path.dirname(os.path.dirname(os.path.dirname(
 def roce_frames(path: str) -> List[Tuple[str, str, bytes]]:
     """The IPv4 RoCEv2 frames of a pcap: (source, destination, from the
     BTH on, ICRC included)."""
+    return [f[1:] for f in roce_frames_ts(path)]
+
+
+def roce_frames_ts(path: str) -> List[Tuple[float, str, str, bytes]]:
+    """roce_frames() with each frame's capture time (seconds) first."""
     out = []
     with open(path, "rb") as f:
         data = f.read()
@@ -189,7 +197,9 @@ def roce_frames(path: str) -> List[Tuple[str, str, bytes]]:
         if struct.unpack("!H", fr[udp + 2:udp + 4])[0] != ROCE_PORT:
             continue
         ulen = struct.unpack("!H", fr[udp + 4:udp + 6])[0]
-        out.append((".".join(map(str, fr[26:30])),
+        sec, usec = struct.unpack(end + "II", data[off - 16 - incl:
+                                                     off - 8 - incl])
+        out.append((sec + usec / 1e6, ".".join(map(str, fr[26:30])),
                     ".".join(map(str, fr[30:34])),
                     fr[udp + 8:udp + ulen]))
     return out
@@ -317,6 +327,93 @@ def flush_capture(s: Suite, pairing: str, pcap: str) -> None:
           (nudp, nbth, nbad, nnew))
 
 
+def odp_capture(s: Suite, pairing: str, pcap: str) -> None:
+    """The page-fault pause in the capture of VM 1 (an adapter) in a boot
+    that ran the odp feature.  Each PAUSE (0xc0: BTH, AETH with an RNR
+    syndrome) VM 1's responder sends is followed by a standard RNR NAK at
+    its PSN to the same QP, and tshark decodes both (the PAUSE as a BTH
+    with a manufacturer-specific opcode).  An adapter requester sends
+    nothing at the paused PSN until the RESUME (0xc1) or the PAUSE's
+    163.84 ms; a soft-RoCE requester does not know the PAUSE and sends
+    again at every RNR timer, as the IBTA makes it.  The detail gives how
+    long the faults took on the wire (PAUSE to RESUME) and what each kind
+    of requester sent meanwhile.  The multicast segment hands VM 1 its own
+    frames back, which the capture records again: a frame of VM 1's that
+    repeats one of its last 50 ms byte for byte is that copy, and skipped."""
+    name = "%s/odp/capture" % pairing
+    me = "10.77.0.1"
+    if not os.path.isfile(pcap):
+        s.report(False, name, "no capture " + pcap)
+        return
+    frames = []
+    seen = {}
+    for f in roce_frames_ts(pcap):
+        if f[1] == me:
+            t0 = seen.get(f[3])
+            seen[f[3]] = f[0]
+            if t0 is not None and f[0] - t0 < 0.050:
+                continue
+        frames.append(f)
+    open_ = {}                  # (responder, requester, PSN) -> PAUSE time
+    waits = []
+    npause = nresume = early = late = 0
+    bad = []
+    for i, (t, src, dst, b) in enumerate(frames):
+        op = b[0]
+        psn = struct.unpack("!I", b[8:12])[0] & 0xffffff
+        if op == 0xc0 and src == me:
+            npause += 1
+            nxt = [f for f in frames[i + 1:i + 50] if f[1] == src and
+                   f[2] == dst][:1]
+            if len(b) != 12 + 4 + 4 or b[12] & 0xe0 != 0x20:
+                bad.append("PAUSE of %d bytes, AETH 0x%x" % (len(b), b[12]))
+            elif not nxt or nxt[0][3][0] != 0x11 or \
+                    nxt[0][3][12] & 0xe0 != 0x20 or \
+                    struct.unpack("!I", nxt[0][3][8:12])[0] & 0xffffff != psn:
+                bad.append("PAUSE at PSN %d without its RNR NAK" % psn)
+            open_.setdefault((src, dst, psn), t)
+        elif op == 0xc1 and src == me:
+            nresume += 1
+            # (a QP whose fault outlived its peer's QP may resume a newer
+            # QP of the same number: not every RESUME has a PAUSE here)
+            t0 = open_.pop((src, dst, psn), None)
+            if t0 is not None:
+                waits.append(t - t0)
+        elif op < 0x11 and op not in range(0x0d, 0x11) and dst == me:
+            t0 = open_.get((dst, src, psn))
+            if t0 is not None:
+                # the requester sends the paused PSN again meanwhile
+                if t - t0 < 0.150:
+                    early += 1
+                else:
+                    late += 1
+    tshark = need_tshark(os.path.join(s.dir, "tshark-install.log"))
+    nts = nall = -1
+    if tshark:
+        r = subprocess.run([tshark, "-n", "-r", pcap, "-Y",
+                            "infiniband.bth.opcode == 192 || "
+                            "infiniband.bth.opcode == 193"],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                           stdin=subprocess.DEVNULL, universal_newlines=True,
+                           check=False)
+        nts = len(r.stdout.splitlines()) if r.returncode == 0 else -1
+        nall = sum(1 for f in roce_frames(pcap) if f[2][0] in (0xc0, 0xc1))
+    waits.sort()
+    med = waits[len(waits) // 2] * 1000 if waits else 0
+    p90 = waits[len(waits) * 9 // 10] * 1000 if waits else 0
+    adapter_peer = pairing == "adapter-adapter"
+    ok = not bad and npause > 0 and nresume > 0 and nts == nall and \
+        (early == 0 if adapter_peer else True)
+    s.tap("ok" if ok else "fail", name,
+          "VM 1 sent %d PAUSE, %d RESUME (tshark decodes all %d such frames "
+          "of the capture: %d); fault on the wire (PAUSE to RESUME) median "
+          "%.1f ms, 90%% %.1f ms; the paused PSN sent again %d times within "
+          "150 ms, %d later (%s requester)%s" %
+          (npause, nresume, nall, nts, med, p90, early, late,
+           "adapter" if adapter_peer else "soft-RoCE",
+           "; " + "; ".join(bad[:3]) if bad else ""))
+
+
 XRC_REQ = set(range(0xa0, 0xad)) | {0xb3, 0xb4, 0xb6, 0xb7}
 XRC_RESP = set(range(0xad, 0xb3))
 
@@ -405,6 +502,8 @@ def main(argv: List[str]) -> int:
             flush_capture(s, pairing, pcap)
         if cap and any(f[0] == "xrc" for f in feats):
             xrc_capture(s, pairing, pcap, r.lines)
+        if cap and any(f[0] == "odp" for f in feats):
+            odp_capture(s, pairing, pcap)
         with open(os.path.join(s.dir, "checks"), "a") as f:
             f.writelines(ln + "\n" for ln in r.lines
                          if checks.LINE_RE.match(ln))
