@@ -105,6 +105,24 @@ static uint8_t rs_mr_read_pbl(RSCore *c, const struct rs_cmd_reg_mr *r,
 }
 
 /*
+ * Make free MR slot idx the MR m (its pages owned by the slot from now
+ * on) with a new tag, and take its references; its key.
+ */
+uint32_t rs_mr_install(RSCore *c, uint32_t idx, RSMr m)
+{
+    RSMr *mr = &c->mrs[idx];
+
+    m.valid = true;
+    m.tag = mr->tag + 1;
+    m.core = c;
+    *mr = m;
+    c->mr_pages_used += m.npages;
+    c->pds[m.pd].refs++;
+    c->gids[m.gid_index].refs++;
+    return (idx << RS_MKEY_INDEX_SHIFT) | mr->tag;
+}
+
+/*
  * REG_MR with RS_MR_F_FAST_REG (ib_alloc_mr): a kernel PD's MR with room
  * for npages pages and no translation yet.  Its key resolves only once a
  * REG_MR work request bound it.
@@ -116,7 +134,6 @@ static uint8_t rs_mr_alloc_fast(RSCore *c, uint32_t pd, uint32_t gid,
     uint32_t npages = le32_to_cpu(r->npages);
     uint32_t idx, key;
     uint64_t *pages;
-    RSMr *mr;
 
     if (!(c->pds[pd].flags & RS_PD_F_PRIVILEGED)) {
         return RS_STATUS_BAD_PD;
@@ -139,24 +156,15 @@ static uint8_t rs_mr_alloc_fast(RSCore *c, uint32_t pd, uint32_t gid,
     if (!pages) {
         return RS_STATUS_NO_RESOURCES;
     }
-    mr = &c->mrs[idx];
-    mr->valid = true;
-    mr->fast = true;
-    mr->fr_bound = false;
-    mr->tag++;
-    mr->page_shift = RS_MR_MIN_PAGE_SHIFT;
-    mr->flags = r->flags;
-    mr->access = 0;
-    mr->pd = pd;
-    mr->gid_index = gid;
-    mr->iova = 0;
-    mr->length = 0;
-    mr->npages = npages;
-    mr->pages = pages;
-    c->mr_pages_used += npages;
-    c->pds[pd].refs++;
-    c->gids[gid].refs++;
-    key = (idx << RS_MKEY_INDEX_SHIFT) | mr->tag;
+    key = rs_mr_install(c, idx, (RSMr) {
+        .fast = true,
+        .page_shift = RS_MR_MIN_PAGE_SHIFT,
+        .flags = r->flags,
+        .pd = pd,
+        .gid_index = gid,
+        .npages = npages,
+        .pages = pages,
+    });
     trace_rdma_session_mr_reg(key, 0, 0, npages, gid);
     cqe->handle = cpu_to_le32(key);
     cqe->result1 = cpu_to_le32(key);
@@ -176,7 +184,6 @@ uint8_t rs_cmd_reg_mr(RSCore *c, const struct rs_admin_cmd *cmd,
     g_autofree uint64_t *pages = NULL;
     uint32_t idx, key;
     uint8_t st;
-    RSMr *mr;
 
     if (!pd) {
         return RS_STATUS_BAD_HANDLE;
@@ -219,24 +226,17 @@ uint8_t rs_cmd_reg_mr(RSCore *c, const struct rs_admin_cmd *cmd,
         return st;
     }
 
-    mr = &c->mrs[idx];
-    mr->valid = true;
-    mr->fast = false;
-    mr->fr_bound = false;
-    mr->tag++;
-    mr->page_shift = r->page_shift;
-    mr->flags = r->flags;
-    mr->access = access;
-    mr->pd = pd;
-    mr->gid_index = gid;
-    mr->iova = iova;
-    mr->length = len;
-    mr->npages = npages;
-    mr->pages = g_steal_pointer(&pages);
-    c->mr_pages_used += npages;
-    c->pds[pd].refs++;
-    c->gids[gid].refs++;
-    key = (idx << RS_MKEY_INDEX_SHIFT) | mr->tag;
+    key = rs_mr_install(c, idx, (RSMr) {
+        .page_shift = r->page_shift,
+        .flags = r->flags,
+        .access = access,
+        .pd = pd,
+        .gid_index = gid,
+        .iova = iova,
+        .length = len,
+        .npages = npages,
+        .pages = g_steal_pointer(&pages),
+    });
     trace_rdma_session_mr_reg(key, iova, len, npages, gid);
     cqe->handle = cpu_to_le32(key);
     cqe->result1 = cpu_to_le32(key);

@@ -144,7 +144,6 @@ uint8_t rs_odp_reg_mr(RSCore *c, const struct rs_cmd_reg_mr *r,
     uint64_t iova = le64_to_cpu(r->iova);
     uint64_t len = le64_to_cpu(r->length);
     uint32_t idx, key;
-    RSMr *mr;
 
     if (!c->p.odp) {
         return RS_STATUS_NOT_SUPPORTED;
@@ -163,24 +162,15 @@ uint8_t rs_odp_reg_mr(RSCore *c, const struct rs_cmd_reg_mr *r,
     if (!idx) {
         return RS_STATUS_NO_RESOURCES;
     }
-    mr = &c->mrs[idx];
-    mr->valid = true;
-    mr->fast = false;
-    mr->fr_bound = false;
-    mr->tag++;
-    mr->page_shift = RS_ODP_PAGE_SHIFT;
-    mr->flags = r->flags;
-    mr->access = access;
-    mr->pd = pd;
-    mr->gid_index = gid;
-    mr->iova = iova;
-    mr->length = len;
-    mr->npages = 0;
-    mr->pages = NULL;
-    mr->odp_seq = 0;
-    c->pds[pd].refs++;
-    c->gids[gid].refs++;
-    key = (idx << RS_MKEY_INDEX_SHIFT) | mr->tag;
+    key = rs_mr_install(c, idx, (RSMr) {
+        .page_shift = RS_ODP_PAGE_SHIFT,
+        .flags = r->flags,
+        .access = access,
+        .pd = pd,
+        .gid_index = gid,
+        .iova = iova,
+        .length = len,
+    });
     trace_rdma_session_odp_reg(key, iova, len, implicit);
     cqe->handle = cpu_to_le32(key);
     cqe->result1 = cpu_to_le32(key);

@@ -1,15 +1,17 @@
 # migration part 1, VM 1 (migrated n_mig times): serves rping -V,
 # ib_read_bw, ibv_srq_pingpong and a UD ib_send_bw, is the client of
-# ib_send_bw and ibv_rc_pingpong.  Set before: n_mig, count (rping),
-# pingpong (ibv_*_pingpong -n).
+# ib_send_bw and ibv_rc_pingpong.  Its ib_read_bw and ib_send_bw register
+# their buffers on demand (--odp): ODP MRs, their translations and the
+# faults in flight migrate.  Set before: n_mig, count (rping), pingpong
+# (ibv_*_pingpong -n).
 wait_gid
 pp="-d $dev -g $gi -n $pingpong -s 1024 -c"
 rping -s -V -C $count -S 4096 -a $RS_IP > /tmp/rp 2>&1 & p=$!
-ib_read_bw -p 18601 -F -D 30 -s 65536 > /tmp/rb 2>&1 & r=$!
+ib_read_bw --odp -p 18601 -F -D 30 -s 65536 > /tmp/rb 2>&1 & r=$!
 ibv_srq_pingpong -p 18602 $pp > /tmp/sp 2>&1 & s=$!
 ib_send_bw -c UD -p 18603 -F -D 30 -s 1024 > /tmp/ub 2>&1 & u=$!
 sleep 2
-retry /tmp/sb ib_send_bw -p 18604 -F -D 30 -s 65536 $RS_PEER & b=$!
+retry /tmp/sb ib_send_bw --odp -p 18604 -F -D 30 -s 65536 $RS_PEER & b=$!
 retry /tmp/cp ibv_rc_pingpong -p 18605 $pp $RS_PEER & c=$!
 wait $b; v send-bw-client $? /tmp/sb $n_mig
 wait $c; v rc-pingpong-client $? /tmp/cp 1
