@@ -109,8 +109,6 @@ all_perf="write_bw_64k write_bw_64k_odp write_bw_64k_odp_cold write_bw_4k read_b
 sel=''
 if [ -z "$only" ]; then
     sel="$all_perf verify transfer_1g"
-    # --smoke: not the ODP rows (see bench/README.md)
-    [ $mode = smoke ] && sel=${sel/write_bw_64k_odp write_bw_64k_odp_cold /}
 else
     for b in ${only//,/ }; do
         case $b in
@@ -123,6 +121,7 @@ else
         esac
     done
 fi
+sel=" $(printf '%s\n' $sel | awk '!seen[$0]++' | tr '\n' ' ')"
 has() { case " $sel " in *" $1 "*) return 0 ;; esac; return 1; }
 perf=''
 for b in $all_perf; do has "$b" && perf+=" $b"; done
