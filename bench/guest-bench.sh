@@ -100,7 +100,7 @@ odp_counters()
 {
     rdma statistic show link "$dev/1" 2>/dev/null | tr -s ' ' '\n' | awk '
         p { print n, $0; p = 0 }
-        /^(odp_faults|odp_resolved_pages|odp_pauses_sent|rnr_naks_rcvd|odp_faults_handled|odp_fault_pages_mapped)$/ { n = $0; p = 1 }'
+        /^(odp_faults|odp_resolved_pages|odp_pauses_sent|odp_pauses_rcvd|odp_resumes_rcvd|rnr_naks_rcvd|odp_faults_handled|odp_fault_pages_mapped)$/ { n = $0; p = 1 }'
 }
 pf="-d $dev -x $gi -F -u 18"
 # A perftest client whose timestamp-frequency sampling failed ("Correlation

@@ -94,9 +94,10 @@ case $mtu in ''|*[!0-9]*) die "--mtu needs a number" ;; esac
 [ "$mtu" -ge 1280 ] && [ "$mtu" -le 9000 ] || die "--mtu: 1280 to 9000"
 
 # Sizes of the tests (odpn: the cold ODP test's iterations, the same in
-# every mode, so that its cold cost weighs the same).  The full run (3 repetitions, both pairs) takes
-# about 9 minutes on an idle 2-core host under TCG (14 on a loaded one), the
-# soft-RoCE pair 55% of it.
+# every mode, so that its cold cost weighs the same).  The full run (3
+# repetitions, both pairs) took about 9 minutes on an idle 2-core host
+# under TCG (14 on a loaded one), the soft-RoCE pair 55% of it, before the
+# two ODP rows (about a minute more, on the adapter pair).
 vsize=65535 odpn=100
 case $mode in
 full)  dur=10 latn=2000 vshort=256 vlong=8192 ;;
