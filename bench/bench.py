@@ -9,9 +9,12 @@ OUTDIR/soft-roce.log (every guest line prefixed "[vmI] "; the guest script
 bench/guest-bench.sh prints "BENCH-STEP K NAME REP ROLE rc=RC secs=S", the
 program's output as "| " lines and "BENCH-END K").  Writes results.csv,
 results.json, table.txt and chart.png (gnuplot, when installed) into
-OUTDIR, prints the table and the two performance bars (ib_write_bw 64 KiB
-at 50x soft-RoCE, ib_write_lat 8 B at a tenth of it).  Exits 1 if a cell
-is ERROR or FAIL, else 0.  Standard library only.
+OUTDIR, prints the table, the two performance bars (ib_write_bw 64 KiB
+at 50x soft-RoCE, ib_write_lat 8 B at a tenth of it) and the ODP rows
+against pinned memory (the adapter's ib_write_bw 64 KiB with --odp, warm
+and cold, over its pinned ib_write_bw 64 KiB of the same run).  Exits 1
+if a cell is ERROR or FAIL, else 0 (soft-RoCE's "n/a (no ODP)" cells
+count as neither).  Standard library only.
 """
 
 import csv
@@ -24,6 +27,11 @@ import subprocess
 import sys
 
 PAIRS = [("adapter", "adapter", "rsess0"), ("soft-roce", "soft-RoCE", "rxe0")]
+# The pairs whose device may lack ODP (Debian's 6.12 rdma_rxe has none):
+# there an ODP step the guests skipped (rc=no-odp) is "n/a (no ODP)"; on
+# the adapter it is an error.
+NO_ODP_OK = {"soft-roce"}
+NA_TEXT = "n/a (no ODP)"
 
 # name -> (label, program, [(metric key, metric label, unit, better)])
 # better: "higher" (bandwidth, rate) or "lower" (latency, time)
@@ -32,6 +40,9 @@ LAT = [("t_typical", "t_typical", "usec", "lower"), ("t_avg", "t_avg", "usec", "
 RPING = [("mbps", "throughput", "MB/s", "higher"), ("time", "time", "s", "lower")]
 BENCH = {
     "write_bw_64k": ("ib_write_bw 64 KiB", BW),
+    # ODP on both sides; adapter only (NO_ODP_OK); compared with write_bw_64k
+    "write_bw_64k_odp": ("ib_write_bw 64 KiB ODP", BW),
+    "write_bw_64k_odp_cold": ("ib_write_bw 64 KiB ODP cold", BW),
     "write_bw_4k": ("ib_write_bw 4 KiB", BW),
     "read_bw_64k": ("ib_read_bw 64 KiB", BW),
     "send_bw_4k": ("ib_send_bw 4 KiB", BW),
@@ -43,6 +54,8 @@ BENCH = {
     "transfer_1g": ("rping -V 1 GiB", RPING),
 }
 ORDER = list(BENCH)
+ODP_ROWS = ("write_bw_64k_odp", "write_bw_64k_odp_cold")
+ODP_PINNED = "write_bw_64k"
 
 # perftest column names -> our keys
 COLS = {
@@ -141,12 +154,31 @@ def short(lines, n=4):
     return " / ".join(keep[-n:])[:400]
 
 
+def odp_counters(step):
+    """The "odp-counters NAME=N ..." line guest-bench.sh appends to an ODP
+    step's output -> {name: int}, or None."""
+    for l in (step or {}).get("out", []):
+        if l.startswith("odp-counters"):
+            c = {}
+            for kv in l.split()[1:]:
+                k, _, v = kv.partition("=")
+                try:
+                    c[k] = int(v)
+                except ValueError:
+                    pass
+            return c
+    return None
+
+
 def measure(name, cl, sv, env):
     """One repetition of one benchmark -> (status, {metric: value}, note).
-    status: ok, error (no numbers), fail (verification failed)."""
+    status: ok, error (no numbers), fail (verification failed), na (an ODP
+    step the guests skipped: the device has no ODP)."""
     if cl is None:
         return "error", {}, "no result from the client (VM 2)"
     rc = cl["rc"]
+    if rc == "no-odp":
+        return "na", {}, "skipped: the device has no ODP for RC WRITE (ibv_devinfo -v)"
     if name in ("verify", "transfer_1g"):
         count = int(env.get("rping_count_verify" if name == "verify" else "rping_count_transfer", "0"))
         size = int(env.get("rping_size", "0"))
@@ -205,7 +237,8 @@ def size_text(n):
 
 def smoke_results(path):
     """One (ok, name, detail) per benchmark of a results.csv, ok when every
-    metric of it has numbers on both pairs (tests/guest/bench_smoke.py
+    metric of it has numbers on both pairs, or, for the ODP rows, on the
+    adapter with soft-RoCE "n/a" (no ODP) (tests/guest/bench_smoke.py
     reports them as TAP)."""
     rows = {}
     with open(path, newline="") as f:
@@ -214,8 +247,10 @@ def smoke_results(path):
     out = []
     for name, rs in rows.items():
         bad = ["%s: adapter %s, soft-RoCE %s" % (r["metric"], r["adapter_status"], r["soft_roce_status"])
-               for r in rs if r["adapter_status"] != "ok" or r["soft_roce_status"] != "ok"]
-        out.append((not bad, name, "; ".join(bad) or "numbers on both pairs"))
+               for r in rs if r["adapter_status"] != "ok" or r["soft_roce_status"] not in ("ok", "n/a")]
+        na = all(r["soft_roce_status"] == "n/a" for r in rs)
+        out.append((not bad, name, "; ".join(bad) or (
+            "numbers on the adapter, soft-RoCE %s" % NA_TEXT if na else "numbers on both pairs")))
     return out
 
 
@@ -238,6 +273,8 @@ def main():
         BENCH["transfer_1g"] = ("rping -V %s" % size_text(2 * vs * int(env["rping_count_transfer"])), RPING)
     except (KeyError, ValueError):
         pass
+    if env.get("odp_cold_iterations"):
+        BENCH["write_bw_64k_odp_cold"] = ("ib_write_bw 64 KiB ODP cold, -n %s" % env["odp_cold_iterations"], BW)
     results = {}   # name -> pair -> {"reps": [...]}
     pairinfo = {}
     for pair, label, dev in PAIRS:
@@ -259,12 +296,16 @@ def main():
             if name not in BENCH:
                 continue
             status, vals, note = measure(name, cl, sv, env)
+            if status == "na" and pair not in NO_ODP_OK:
+                status, note = "error", "the %s has no ODP (ibv_devinfo -v): a guest driver without ODP?" % label
             r = {"rep": rep, "status": status, "values": vals, "note": note,
                  "client_rc": cl["rc"] if cl else None, "server_rc": sv["rc"] if sv else None,
                  "client_secs": cl["secs"] if cl else None,
                  "attempts": cl["attempt"] if cl else None,
                  "command": (cl or sv)["out"][0] if (cl or sv)["out"] else ""}
-            if status != "ok":
+            if name in ODP_ROWS and status != "na":
+                r["odp_counters"] = {"client": odp_counters(cl), "server": odp_counters(sv)}
+            if status not in ("ok", "na"):
                 r["client_output_tail"] = (cl["out"][-12:] if cl else [])
                 r["server_output_tail"] = (sv["out"][-12:] if sv else [])
             results.setdefault(name, {}).setdefault(pair, {"reps": []})["reps"].append(r)
@@ -287,9 +328,10 @@ def main():
                 vals = [r["values"][key] for r in reps if r["status"] == "ok" and r["values"].get(key) is not None]
                 nfail = sum(1 for r in reps if r["status"] == "fail")
                 nerr = sum(1 for r in reps if r["status"] == "error") + (0 if reps else 1)
+                nna = sum(1 for r in reps if r["status"] == "na")
                 cell = {"values": [r["values"].get(key) for r in reps],
                         "statuses": [r["status"] for r in reps],
-                        "n": len(vals), "fail": nfail, "error": nerr}
+                        "n": len(vals), "fail": nfail, "error": nerr, "na": nna}
                 if vals:
                     cell.update(median=statistics.median(vals), min=min(vals), max=max(vals))
                 if nfail or nerr:
@@ -303,6 +345,8 @@ def main():
             rows.append(row)
 
     def cell_text(c):
+        if c["na"] and c["na"] == len(c["statuses"]):
+            return NA_TEXT
         if c["fail"]:
             t = "FAIL"
             if c["n"]:
@@ -315,6 +359,8 @@ def main():
             t += " [%s-%s]" % (fmt(c["min"]), fmt(c["max"]))
         if c["error"]:
             t += " (%d err)" % c["error"]
+        if c["na"]:
+            t += " (%d n/a)" % c["na"]
         return t
 
     head = ["benchmark", "metric", "adapter", "soft-RoCE", "ratio"]
@@ -352,12 +398,49 @@ def main():
             lines.append("bar: %s: %s" % (b["bar"], b["status"]))
         else:
             lines.append("bar: %s: %s (measured %.2fx, needs %.0fx)" % (b["bar"], b["status"].upper(), b["ratio"], b["need"]))
+    # The ODP rows against pinned memory: the adapter's medians of the same
+    # run, ODP/pinned (BW average), with the faults each side's device took
+    # per run (the counters' change, median over the repetitions).
+    odp = []
+    pin = next((r for r in rows if r["benchmark"] == ODP_PINNED and r["metric_key"] == "bw_avg"), None)
+    for n in ODP_ROWS:
+        r = next((r for r in rows if r["benchmark"] == n and r["metric_key"] == "bw_avg"), None)
+        if r is None:
+            continue
+        o = r["adapter"].get("median")
+        p = pin["adapter"].get("median") if pin else None
+        e = {"benchmark": n, "label": r["label"], "pinned_benchmark": ODP_PINNED,
+             "metric": r["metric"], "odp": o, "pinned": p, "ratio": o / p if o and p else None,
+             "soft_roce": NA_TEXT if r["soft-roce"]["na"] else r["soft-roce"].get("median")}
+        for side in ("client", "server"):
+            cs = [x["odp_counters"][side] for x in results[n]["adapter"]["reps"]
+                  if x["status"] == "ok" and x.get("odp_counters", {}).get(side)]
+            if cs:
+                e["%s_faults" % side] = statistics.median(c.get("odp_faults", 0) for c in cs)
+                e["%s_pages" % side] = statistics.median(c.get("odp_resolved_pages", 0) for c in cs)
+        odp.append(e)
+    if odp:
+        lines.append("")
+    for e in odp:
+        what = "%s / pinned (adapter, BW average)" % e["label"]
+        if e["ratio"] is None:
+            t = "odp: %s: not measured (ODP %s, pinned %s)" % (
+                what, fmt(e["odp"]), fmt(e["pinned"]) if pin else "not run")
+        else:
+            t = "odp: %s: %.2fx (%s vs %s MB/s)" % (what, e["ratio"], fmt(e["odp"]), fmt(e["pinned"]))
+        f = ["%s %g (%g pages)" % (side, e[side + "_faults"], e[side + "_pages"])
+             for side in ("client", "server") if side + "_faults" in e]
+        if f:
+            t += "; faults per run: %s" % ", ".join(f)
+        if e["soft_roce"] == NA_TEXT:
+            t += "; soft-RoCE %s" % NA_TEXT
+        lines.append(t)
     # The failures, with what the client printed.
     notes = []
     for n in names:
         for pair, plabel, _ in PAIRS:
             for r in results[n][pair]["reps"]:
-                if r["status"] != "ok":
+                if r["status"] not in ("ok", "na"):
                     notes.append("%s: %s %s rep %d: %s" % (r["status"].upper(), plabel, n, r["rep"], r["note"]))
     for pair, plabel, _ in PAIRS:
         pi = pairinfo[pair]
@@ -383,8 +466,9 @@ def main():
     def pair_text(pair):
         pi = pairinfo[pair]
         cs = "/".join(re.sub(r".*clocksource=(\S+).*", r"\1", pi["guest_info"].get(vm, "?")) for vm in ("1", "2"))
-        return "%s %s s (%s boot(s), %s, clocksource %s, launch-vms status %s)" % (
-            pi["label"], pi["seconds"], pi["boots"], pi["boot"], cs, pi["launch_status"])
+        odp = "/".join(re.sub(r".*\bodp=(\S+).*", r"\1", pi["guest_info"].get(vm, "odp=?")) for vm in ("1", "2"))
+        return "%s %s s (%s boot(s), %s, clocksource %s, ODP %s, launch-vms status %s)" % (
+            pi["label"], pi["seconds"], pi["boots"], pi["boot"], cs, odp, pi["launch_status"])
     lines.append("Pairs: %s; %s" % (pair_text("adapter"), pair_text("soft-roce")))
     text = "\n".join(lines) + "\n"
     sys.stdout.write(text)
@@ -406,6 +490,8 @@ def main():
             for pair in ("adapter", "soft-roce"):
                 c = r[pair]
                 st = "FAIL" if c["fail"] else ("ERROR" if "median" not in c else ("ok" if not c["error"] else "partial"))
+                if st == "ERROR" and c["na"] == len(c["statuses"]) and c["na"]:
+                    st = "n/a"
                 vals = c["values"] + [None] * (nrep - len(c["values"]))
                 line += [c.get("median", ""), c.get("min", ""), c.get("max", ""), st] + \
                         ["" if v is None else v for v in vals[:nrep]]
@@ -415,12 +501,15 @@ def main():
     doc = {
         "machine": m,
         "settings": {k: m.get(k) for k in ("mode", "reps", "perftest_duration_s", "latency_iterations",
+                                             "odp_cold_iterations",
                                              "rping_size", "rping_count_verify", "rping_count_transfer",
                                              "segment", "accel")},
         "ratio_definition": "adapter/soft-RoCE for higher-is-better metrics, soft-RoCE/adapter for lower-is-better; > 1 means the adapter is better",
         "pairs": pairinfo,
         "table": rows,
         "bars": bars,
+        "odp_vs_pinned_definition": "the adapter's median BW average of an ODP row over that of %s of the same run (< 1: ODP is slower); faults and pages: the change of the device's odp_faults and odp_resolved_pages counters over one run, median" % ODP_PINNED,
+        "odp_vs_pinned": odp,
         "runs": {n: {p: results[n][p]["reps"] for p, _, _ in PAIRS} for n in names},
         "ok": not bad,
     }
@@ -454,7 +543,8 @@ def chart(out, rows, m):
                         vals += [c["median"], c["min"], c["max"]]
                     else:
                         vals += ["NaN", "NaN", "NaN"]
-                        lab += "\\n%s: %s" % (plabel, "FAIL" if c["fail"] else "ERROR")
+                        lab += "\\n%s: %s" % (plabel, "FAIL" if c["fail"] else (
+                            NA_TEXT if c["na"] and c["na"] == len(c["statuses"]) else "ERROR"))
                 f.write('"%s" %s\n' % (lab, " ".join(str(v) for v in vals)))
         vals = [r[p][k] for r in sel for p in ("adapter", "soft-roce") for k in ("min", "max") if r[p].get(k)]
         yr = "[%g:%g]" % (min(vals) / 3, max(vals) * 3) if vals else "[*:*]"

@@ -7,6 +7,7 @@
 #   B_VSHORT  rping -C count of the short verified transfer (every repetition)
 #   B_VLONG   rping -C count of the long verified transfer (once)
 #   B_VSIZE   rping -S size of both
+#   B_ODPN    perftest -n iterations of the cold ODP test
 #   B_NEED_TSC=1  stop (BENCH-REBOOT) unless both VMs' clocksource is tsc
 #   B_MTU     the Ethernet MTU (the RoCE path MTU follows: 9000 gives 4096)
 # VM 1 is the server, VM 2 the client.  Both walk the same steps and meet at
@@ -16,13 +17,23 @@
 #   BENCH-END K
 # and the host parses the client's (bench/bench.py).  secs is the wall time
 # of the program's run that counted (the client's last attempt), from
-# /proc/uptime.
+# /proc/uptime.  The ODP steps (*_odp*) run only when both VMs' devices
+# have ODP for RC WRITE (ibv_devinfo -v); otherwise both print rc=no-odp
+# and skip them.  After an ODP run each VM appends the change of its
+# device's ODP counters (rdma statistic) as "| odp-counters NAME=N ...".
 [ -n "${B_MTU:-}" ] && { ip link set "$RS_IFACE" mtu "$B_MTU" || echo "BENCH-WARN vm$RS_VM_INDEX: cannot set MTU $B_MTU on $RS_IFACE"; }
 for t in $(seq 1 20); do gi=$(gid_of "$RS_IP") && break; sleep 0.5; done
 csf=/sys/devices/system/clocksource/clocksource0/current_clocksource
 cs=$(cat $csf 2>/dev/null)
 amtu=$(ibv_devinfo -d "$dev" 2>/dev/null | awk '/active_mtu/ { print $2; exit }')
-echo "BENCH-INFO vm$RS_VM_INDEX device=$dev gid_index=$gi ip=$RS_IP peer=$RS_PEER mtu=$(cat /sys/class/net/$RS_IFACE/mtu) roce_mtu=$amtu kernel=$(uname -r) clocksource=$cs cpu_mhz=$(awk -F': ' '/^cpu MHz/ { print $2; exit }' /proc/cpuinfo)"
+# ODP: the device offers it (general_odp_caps ODP_SUPPORT) for RC WRITEs
+# (rc_odp_caps SUPPORT_WRITE), what perftest's --odp needs here
+odp=$(ibv_devinfo -v -d "$dev" 2>/dev/null | awk '
+    /^\t[a-z_]*odp_caps:/ { s = $1; next }
+    /^\t\t\t\t\t/ && s != "" { c[s $1] = 1; next }
+    { s = "" }
+    END { print (c["general_odp_caps:ODP_SUPPORT"] && c["rc_odp_caps:SUPPORT_WRITE"]) ? "yes" : "no" }')
+echo "BENCH-INFO vm$RS_VM_INDEX device=$dev gid_index=$gi ip=$RS_IP peer=$RS_PEER mtu=$(cat /sys/class/net/$RS_IFACE/mtu) roce_mtu=$amtu kernel=$(uname -r) clocksource=$cs odp=$odp cpu_mhz=$(awk -F': ' '/^cpu MHz/ { print $2; exit }' /proc/cpuinfo)"
 now() { awk '{ print $1 }' /proc/uptime; }
 # send PORT MESSAGE: to the peer's listener (retrying until it listens, 60 s)
 send()
@@ -38,15 +49,20 @@ send()
 # port.  That slows every clock read of the guest kernel (soft-RoCE's
 # network stack reads it often) and makes perftest's clock sampling fail.
 # Both VMs must be on tsc, or the pair is booted again (B_NEED_TSC=1; the
-# host gives up after a few boots and then records what it got).
+# host gives up after a few boots and then records what it got).  The
+# same exchange settles the pair's ODP: yes only if both VMs have it.
 if [ "$RS_VM_INDEX" = 1 ]; then
-    pcs=$(timeout 90 nc -l -p 29998 </dev/null 2>/dev/null | head -n 1)
+    r=$(timeout 90 nc -l -p 29998 </dev/null 2>/dev/null | head -n 1)
+    pcs=${r%% *} podp=${r#* }
     go=go
     [ "${B_NEED_TSC:-0}" = 1 ] && { [ "$cs" != tsc ] || [ "$pcs" != tsc ]; } && go=reboot
-    send 29997 "$go"
+    [ "$odp" = yes ] && [ "$podp" = yes ] || odp=no
+    send 29997 "$go $odp"
 else
-    send 29998 "$cs"
-    go=$(timeout 90 nc -l -p 29997 </dev/null 2>/dev/null | head -n 1)
+    send 29998 "$cs $odp"
+    r=$(timeout 90 nc -l -p 29997 </dev/null 2>/dev/null | head -n 1)
+    go=${r%% *}
+    [ "${r#* }" = yes ] || odp=no
 fi
 if [ "$go" = reboot ]; then
     echo "BENCH-REBOOT vm$RS_VM_INDEX clocksource=$cs"
@@ -78,6 +94,14 @@ run_for()
     wait $p; rc=$?
     secs=$(awk -v a="$s0" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }')
 }
+# odp_counters: "NAME VALUE" lines of the device's ODP counters and the
+# driver's (rdma statistic; ib_core keeps what it read for 10 ms)
+odp_counters()
+{
+    rdma statistic show link "$dev/1" 2>/dev/null | tr -s ' ' '\n' | awk '
+        p { print n, $0; p = 0 }
+        /^(odp_faults|odp_resolved_pages|odp_pauses_sent|odp_pauses_rcvd|odp_resumes_rcvd|rnr_naks_rcvd|odp_faults_handled|odp_fault_pages_mapped)$/ { n = $0; p = 1 }'
+}
 pf="-d $dev -x $gi -F -u 18"
 # A perftest client whose timestamp-frequency sampling failed ("Correlation
 # coefficient r^2: ... < 0.9": a TCG guest on a busy host is descheduled
@@ -104,7 +128,21 @@ run_step()  # ID: barrier, ports; prints the step's result
         return
     fi
     case $name in
+    *_odp*)
+        if [ "$odp" != yes ]; then
+            echo "BENCH-STEP $k $name $rep $role0 rc=no-odp secs=0 attempt=$attempt"
+            echo "| skipped: no ODP for RC WRITE on $dev or on the peer's device (ibv_devinfo -v)"
+            echo "BENCH-END $k"
+            return
+        fi ;;
+    esac
+    case $name in
     write_bw_64k) prog=ib_write_bw a="$pf -p $port -D $B_DUR -s 65536" ;;
+    # ODP on both sides: warm (the pages fault in the -D run's warm-up,
+    # which perftest does not count), and cold (a fresh process, whose
+    # first WRITEs fault every page they touch on both sides, counted)
+    write_bw_64k_odp)      prog=ib_write_bw a="$pf -p $port -D $B_DUR -s 65536 --odp" ;;
+    write_bw_64k_odp_cold) prog=ib_write_bw a="$pf -p $port -n $B_ODPN -s 65536 --odp" ;;
     write_bw_4k)  prog=ib_write_bw a="$pf -p $port -D $B_DUR -s 4096" ;;
     # -o 16: perftest 4.5 takes the peer's outstanding-read count for its
     # own QP; soft-RoCE's is 128, more than the adapter's 16
@@ -119,6 +157,8 @@ run_step()  # ID: barrier, ports; prints the step's result
     *) echo "BENCH-STEP $k $name $rep $role0 rc=unknown-step secs=0 attempt=$attempt"; echo "BENCH-END $k"; return ;;
     esac
     out=/tmp/bench.$id.out
+    c0=
+    case $name in *_odp*) c0=$(odp_counters) ;; esac
     if [ "$RS_VM_INDEX" = 1 ]; then
         role=server
         [ "$prog" = rping ] && a="-s -a $RS_IP $a"
@@ -150,6 +190,12 @@ run_step()  # ID: barrier, ports; prints the step's result
         # (a retry only if the server heard it, or the two would part ways)
         send $((32000 + id)) "$verdict" || verdict=done
     fi
+    # the change of this VM's ODP counters over its own run
+    [ -n "$c0" ] && printf '%s\n%s\n' "$c0" "$(odp_counters)" | awk '
+        NF < 2 { next }
+        !($1 in a) { a[$1] = $2; o[++n] = $1; next }
+        { d[$1] = $2 - a[$1] }
+        END { printf "odp-counters"; for (i = 1; i <= n; i++) printf " %s=%s", o[i], (o[i] in d) ? d[o[i]] : "?"; print "" }' >> "$out"
     echo "BENCH-STEP $k $name $rep $role rc=$rc secs=$secs attempt=$attempt${verdict:+ verdict=$verdict}"
     echo "| $prog $a"
     # the whole output of perftest (about 30 lines); rping -V without -v

@@ -10,6 +10,13 @@
 # with -F -x GID -d DEV -p PORT -u 18; rping from rdma-core 56.1):
 #   write_bw_64k  ib_write_bw -s 65536 -D DUR     BW average MB/s, MsgRate Mpps
 #                 (DUR 10 s, N 2000 iterations; less with --quick, --smoke)
+#   write_bw_64k_odp       ib_write_bw -s 65536 -D DUR --odp (both sides):
+#                 on-demand paging, warm (the pages fault in the warm-up)
+#   write_bw_64k_odp_cold  ib_write_bw -s 65536 -n 100 --odp (both sides):
+#                 a fresh process each time, every page faults: the cold
+#                 cost.  Both ODP rows run only where both devices have
+#                 ODP (the adapter; not soft-RoCE, "n/a (no ODP)") and are
+#                 compared with the adapter's write_bw_64k (ODP/pinned)
 #   write_bw_4k   ib_write_bw -s 4096 -D DUR      BW average MB/s, MsgRate Mpps
 #   read_bw_64k   ib_read_bw -s 65536 -o 16 -D DUR  BW average MB/s, MsgRate Mpps
 #   send_bw_4k    ib_send_bw -s 4096 -D DUR       BW average MB/s, MsgRate Mpps
@@ -34,9 +41,10 @@
 #                  -C 256, no chart unless gnuplot is installed: about
 #                  2 minutes; exits non-zero on any error or failed check
 #   --only LIST    only these benchmarks (comma or space separated names
-#                  from the list above; "bw", "lat" select groups); the
-#                  per-repetition verify runs whenever a perftest program
-#                  does
+#                  from the list above; "bw", "lat", "odp" select groups,
+#                  "odp" the two ODP rows and write_bw_64k, their pinned
+#                  reference); the per-repetition verify runs whenever a
+#                  perftest program does
 #   --out DIR      output directory (default build/bench/<timestamp>; the
 #                  last run is linked as build/bench/last)
 #   --no-build     do not run scripts/build-qemu.sh
@@ -85,10 +93,12 @@ case $segment in stream|dgram) ;; *) die "--segment: stream or dgram, not '$segm
 case $mtu in ''|*[!0-9]*) die "--mtu needs a number" ;; esac
 [ "$mtu" -ge 1280 ] && [ "$mtu" -le 9000 ] || die "--mtu: 1280 to 9000"
 
-# Sizes of the tests.  The full run (3 repetitions, both pairs) takes
-# about 9 minutes on an idle 2-core host under TCG (14 on a loaded one), the
-# soft-RoCE pair 55% of it.
-vsize=65535
+# Sizes of the tests (odpn: the cold ODP test's iterations, the same in
+# every mode, so that its cold cost weighs the same).  The full run (3
+# repetitions, both pairs) took about 9 minutes on an idle 2-core host
+# under TCG (14 on a loaded one), the soft-RoCE pair 55% of it, before the
+# two ODP rows (about a minute more, on the adapter pair).
+vsize=65535 odpn=100
 case $mode in
 full)  dur=10 latn=2000 vshort=256 vlong=8192 ;;
 quick) dur=2 latn=300 vshort=64 vlong=1024 ;;
@@ -96,7 +106,7 @@ smoke) dur=1 latn=100 vshort=32 vlong=256 ;;
 esac
 [ $mode != full ] && [ $reps_given = 0 ] && reps=1
 
-all_perf="write_bw_64k write_bw_4k read_bw_64k send_bw_4k msg_rate write_lat send_lat read_lat"
+all_perf="write_bw_64k write_bw_64k_odp write_bw_64k_odp_cold write_bw_4k read_bw_64k send_bw_4k msg_rate write_lat send_lat read_lat"
 sel=''
 if [ -z "$only" ]; then
     sel="$all_perf verify transfer_1g"
@@ -105,12 +115,14 @@ else
         case $b in
         bw) sel+=" write_bw_64k write_bw_4k read_bw_64k send_bw_4k msg_rate" ;;
         lat) sel+=" write_lat send_lat read_lat" ;;
-        write_bw_64k|write_bw_4k|read_bw_64k|send_bw_4k|msg_rate|write_lat|send_lat|read_lat|verify|transfer_1g)
+        odp) sel+=" write_bw_64k write_bw_64k_odp write_bw_64k_odp_cold" ;;
+        write_bw_64k|write_bw_64k_odp|write_bw_64k_odp_cold|write_bw_4k|read_bw_64k|send_bw_4k|msg_rate|write_lat|send_lat|read_lat|verify|transfer_1g)
             sel+=" $b" ;;
-        *) die "--only: unknown benchmark '$b' (names: $all_perf verify transfer_1g, or bw, lat)" ;;
+        *) die "--only: unknown benchmark '$b' (names: $all_perf verify transfer_1g, or bw, lat, odp)" ;;
         esac
     done
 fi
+sel=" $(printf '%s\n' $sel | awk '!seen[$0]++' | tr '\n' ' ')"
 has() { case " $sel " in *" $1 "*) return 0 ;; esac; return 1; }
 perf=''
 for b in $all_perf; do has "$b" && perf+=" $b"; done
@@ -125,6 +137,7 @@ for rep in $(seq 1 "$reps"); do
     for b in $perf; do
         case $b in
         *_lat) steps+="$b $rep $((60 + latn * 12 / 100))"$'\n' ;;  # ~1 ms/iteration on soft-RoCE
+        *_odp_cold) steps+="$b $rep 60"$'\n' ;;
         *) steps+="$b $rep $((60 + dur * 3))"$'\n' ;;
         esac
     done
@@ -150,7 +163,7 @@ else
 fi
 t_start=$(date +%s)
 say "$mode run, $reps repetition(s), benchmarks:$(printf ' %s' $sel); output in $out"
-say "settings: -netdev $segment, Ethernet MTU $mtu; perftest -D $dur (bandwidth, message rate), -n $latn (latency); rping -S $vsize -C $vshort (every repetition), -C $vlong (once)"
+say "settings: -netdev $segment, Ethernet MTU $mtu; perftest -D $dur (bandwidth, message rate), -n $latn (latency)$(has write_bw_64k_odp_cold && echo ", -n $odpn (cold ODP)"); rping -S $vsize -C $vshort (every repetition), -C $vlong (once)"
 
 # --- Build ------------------------------------------------------------------
 if [ $build = 1 ]; then
@@ -197,6 +210,7 @@ export RS_KERNEL_ARGS=${RS_KERNEL_ARGS-tsc=reliable}
     echo "reps=$reps"
     echo "perftest_duration_s=$dur"
     echo "latency_iterations=$latn"
+    echo "odp_cold_iterations=$odpn"
     echo "rping_size=$vsize"
     echo "rping_count_verify=$vshort"
     echo "rping_count_transfer=$vlong"
@@ -249,7 +263,7 @@ run_pair()
         watch_pid=$!
         RS_NO_BUILD=1 RS_VMS_LOGDIR="$out/vms-$name" \
             "$top/scripts/launch-vms.sh" -q -n 2 --$segment "$@" --timeout "$tmo_all" \
-            --cmd "B_NEED_TSC=$need B_MTU=$mtu B_DUR=$dur B_LATN=$latn B_VSIZE=$vsize B_VSHORT=$vshort B_VLONG=$vlong B_STEPS='$steps'
+            --cmd "B_NEED_TSC=$need B_MTU=$mtu B_DUR=$dur B_LATN=$latn B_VSIZE=$vsize B_VSHORT=$vshort B_VLONG=$vlong B_ODPN=$odpn B_STEPS='$steps'
 $guest" > "$out/$name.log" 2>&1
         lrc=$?
         stop_watch
