@@ -116,10 +116,11 @@ VERBS_SERVER = ["cq-resize-below-unpolled", "cq-resize-carry",
 # rsv-odp's checks: VM 1 owns the implicit ODP MR, VM 2 is its peer; then
 # the unmodified programs with ODP on the adapter's side (both ways).
 ODP_VM1 = ["odp-caps", "odp-implicit-mr", "odp-connect", "odp-write",
-           "odp-halves", "odp-same-pages", "odp-final-write", "odp-prefetch",
+           "odp-halves", "odp-same-pages", "odp-final-write", "odp-fork-child",
+           "odp-prefetch",
            "odp-local-fail", "odp-counters"]
 ODP_VM2 = ["odp-client-mr", "odp-connect", "odp-peer-write", "odp-read",
-           "odp-read-dropped", "odp-fault-fail"]
+           "odp-read-dropped", "odp-fork-cow", "odp-fault-fail"]
 ODP_RUNS = ["rc-pingpong-odp", "rc-pingpong-iodp"] + [
     "%s-server%d" % (p, s) for p in ("ib_write_bw", "ib_read_bw", "ib_send_bw")
     for s in (1, 2)]

@@ -32,6 +32,11 @@
  *     have sent its data to a page the process no longer has).  VM 2
  *     reads it back (checked); VM 1 drops the first half; VM 2 reads
  *     again: zero, then the pattern.
+ *  4b. fork: VM 1 forks a child that keeps the second half's pages, then
+ *     writes a new pattern there itself (copy on write: the kernel gives
+ *     the parent new pages and invalidates the old ones); VM 2 reads the
+ *     second half: the parent's new pattern, not the child's pages; the
+ *     child checks its copy still has the old pattern.
  *  5. prefetch (VM 1 alone): ibv_advise_mr PREFETCH_WRITE with
  *     IB_UVERBS_ADVISE_MR_FLAG_FLUSH on 64 fresh pages (the device's
  *     odp_resolved_pages grows by at least 64), PREFETCH_NO_FAULT on 64
@@ -75,6 +80,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -88,6 +94,7 @@
 #define SEED_HALVES 20		/* + round */
 #define SEED_SAME 40
 #define SEED_FINAL 50
+#define SEED_COW 60
 #define CLIENT_IOVA 0x5a5a00000000ull
 
 #define ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
@@ -344,6 +351,40 @@ static int advise(struct ibv_pd *pd, uint32_t lkey, void *addr, size_t n,
 			     1);
 }
 
+/*
+ * VM 1 forks; the child keeps its copy of [half, 2 * half) (and checks it
+ * at the end), the parent writes a new pattern there and lets VM 2 read.
+ */
+static void fork_cow(int fd, uint8_t *buf, size_t half)
+{
+	int cp[2], ws = 0;
+	pid_t child;
+	char c;
+
+	if (pipe(cp))
+		rsv_die("pipe: %s", strerror(errno));
+	child = fork();
+	if (child < 0)
+		rsv_die("fork: %s", strerror(errno));
+	if (!child) {
+		close(cp[1]);
+		if (read(cp[0], &c, 1) < 0)
+			_exit(2);
+		_exit(verify(buf, half, half, SEED_FINAL) < 0 ? 0 : 1);
+	}
+	close(cp[0]);
+	fill(buf, half, half, SEED_COW);
+	rsv_sync(fd);			/* VM 2 reads the second half */
+	rsv_sync(fd);
+	close(cp[1]);
+	if (waitpid(child, &ws, 0) < 0)
+		rsv_die("waitpid: %s", strerror(errno));
+	rsv_check(&o, "odp-fork-child", WIFEXITED(ws) && !WEXITSTATUS(ws),
+		  "the forked child's copy of the second half %s after the parent wrote its own",
+		  WIFEXITED(ws) && !WEXITSTATUS(ws) ? "kept the old pattern" :
+		  "changed (or the child failed)");
+}
+
 static void server(int fd)
 {
 	const uint32_t rc_need = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
@@ -468,6 +509,9 @@ static void server(int fd)
 		rsv_die("madvise: %s", strerror(errno));
 	rsv_sync(fd);			/* VM 2 reads again */
 	rsv_sync(fd);
+
+	/* 4b. fork: the child keeps the second half, the parent writes it */
+	fork_cow(fd, buf, half);
 
 	/* 5. prefetch */
 	r0 = counter("odp_resolved_pages");
@@ -650,6 +694,17 @@ static void client(int fd)
 	rsv_check(&o, "odp-read-dropped", !st2 && bad < 0 && bad2 < 0,
 		  "read after VM 1 dropped its first half: status %d, first nonzero in it %ld, first difference in the second %ld",
 		  st2, bad, bad2);
+	rsv_sync(fd);
+
+	/* 4b. VM 1 forked and wrote its second half: copy on write */
+	rsv_sync(fd);			/* VM 1 wrote */
+	memset(buf + half, 0xee, half);
+	st = stream(qp, cq, IBV_WR_RDMA_READ, laddr, mr->lkey, &peer, half,
+		    half);
+	bad = st ? -2 : verify(buf, half, half, SEED_COW);
+	rsv_check(&o, "odp-fork-cow", !st && bad < 0,
+		  "READ of VM 1's second half after it forked and wrote it (copy on write): status %d, first difference %ld",
+		  st, bad);
 	rsv_sync(fd);
 
 	/* 5. VM 1 prefetches */
