@@ -430,10 +430,7 @@ static void rs_comp_odp(RSCore *c, uint32_t qpn, RSQp *qp, const RSPkt *pkt)
             return;
         }
         c->stats.odp_resumes_rcvd++;
-        qp->odp_paused = false;
-        qp->rnr_wait = false;
-        qp->last_progress = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
-        rs_req_kick(c);
+        rs_req_rnr_end(c, qp);
         return;
     }
     if ((pkt->syndrome & RS_AETH_TYPE_MASK) != RS_AETH_TYPE_RNR) {

@@ -794,6 +794,7 @@ void rs_req_lost(RSCore *c, uint32_t qpn, bool timeout);
 void rs_req_acked(RSCore *c, RSQp *qp, uint32_t n);
 void rs_req_rnr_wait(RSCore *c, RSQp *qp, uint8_t timer);
 void rs_req_pause(RSCore *c, RSQp *qp, uint32_t psn, uint8_t timer);
+void rs_req_rnr_end(RSCore *c, RSQp *qp);
 void rs_engine_post_load(RSCore *c);
 void rs_resp_process(void *opaque);
 bool rs_roce_tx_busy(RSCore *c);

@@ -1167,6 +1167,27 @@ static const uint32_t rs_rnr_10us[32] = {
     24576, 32768, 49152,
 };
 
+/* Stop QP qpn for RNR timer code @timer, then send from una_psn again. */
+static void rs_req_rnr_start(RSCore *c, uint32_t qpn, RSQp *qp,
+                             uint8_t timer)
+{
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+
+    rs_req_rewind(c, qpn);
+    qp->rnr_wait = true;
+    qp->rnr_until = now + rs_rnr_10us[timer & 31] * 10 * SCALE_US;
+    timer_mod_anticipate(c->rnr_timer, qp->rnr_until);
+}
+
+/* The RNR wait (or the page-fault pause) is over: send again. */
+void rs_req_rnr_end(RSCore *c, RSQp *qp)
+{
+    qp->rnr_wait = false;
+    qp->odp_paused = false;
+    qp->last_progress = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    rs_req_kick(c);
+}
+
 /*
  * An RNR NAK for the first unacknowledged PSN: pause the QP for the
  * peer's timer, then send from there again; give up after rnr_retry.
@@ -1174,7 +1195,6 @@ static const uint32_t rs_rnr_10us[32] = {
 void rs_req_rnr_wait(RSCore *c, RSQp *qp, uint8_t timer)
 {
     uint32_t qpn = qp - c->qps;
-    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
 
     if (qp->rnr_retry != 7 && qp->rnr_retries >= qp->rnr_retry) {
         rs_req_give_up(c, qpn, qp, RS_WC_RNR_RETRY_EXC_ERR);
@@ -1185,10 +1205,7 @@ void rs_req_rnr_wait(RSCore *c, RSQp *qp, uint8_t timer)
     }
     trace_rdma_session_req_rnr_wait(qpn, qp->una_psn, timer,
                                     qp->rnr_retries);
-    rs_req_rewind(c, qpn);
-    qp->rnr_wait = true;
-    qp->rnr_until = now + rs_rnr_10us[timer & 31] * 10 * SCALE_US;
-    timer_mod_anticipate(c->rnr_timer, qp->rnr_until);
+    rs_req_rnr_start(c, qpn, qp, timer);
 }
 
 /*
@@ -1199,15 +1216,11 @@ void rs_req_rnr_wait(RSCore *c, RSQp *qp, uint8_t timer)
 void rs_req_pause(RSCore *c, RSQp *qp, uint32_t psn, uint8_t timer)
 {
     uint32_t qpn = qp - c->qps;
-    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
 
     trace_rdma_session_req_rnr_wait(qpn, psn, timer, qp->rnr_retries);
-    rs_req_rewind(c, qpn);
+    rs_req_rnr_start(c, qpn, qp, timer);
     qp->odp_paused = true;
     qp->pause_psn = psn;
-    qp->rnr_wait = true;
-    qp->rnr_until = now + rs_rnr_10us[timer & 31] * 10 * SCALE_US;
-    timer_mod_anticipate(c->rnr_timer, qp->rnr_until);
 }
 
 static void rs_req_rnr_tick(void *opaque)
@@ -1229,10 +1242,7 @@ static void rs_req_rnr_tick(void *opaque)
             continue;
         }
         if (qp->state != RS_QPS_RTS || now >= qp->rnr_until) {
-            qp->rnr_wait = false;
-            qp->odp_paused = false;
-            qp->last_progress = now;
-            rs_req_kick(c);
+            rs_req_rnr_end(c, qp);
         } else {
             next = MIN(next, qp->rnr_until);
         }
