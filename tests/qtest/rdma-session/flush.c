@@ -456,13 +456,7 @@ static void flush_pair_rc(Pair *pr, LoopQp q[2])
         pair_qp(pr, i, &q[i], RS_QPT_RC, pr->p[i].pd);
     }
     for (i = 0; i < 2; i++) {
-        std_attr(&a, RS_QPS_RESET, RS_QPS_RESET);
-        gid_v4(a.ah.dgid, 10, 0, 0, !i + 1);
-        memcpy(a.ah.dmac, pair_mac[!i], 6);
-        a.dest_qp_num = q[!i].qpn;
-        a.sq_psn = pair_psn[i];
-        a.rq_psn = pair_psn[!i];
-        a.timeout = PAIR_TIMEOUT;
+        pair_attr(q, i, 0, &a);
         a.access_flags = FLUSH_ACCESS;
         eng_connect(pr->p[i].d, &q[i], RS_QPT_RC, &a, 0);
     }

@@ -808,13 +808,7 @@ static void odp_xrc_connect(Pair *pr, LoopQp q[2], uint32_t xrcd)
         q[i].qpn = HINDEX(q[i].h);
     }
     for (i = 0; i < 2; i++) {
-        std_attr(&at, RS_QPS_RESET, RS_QPS_RESET);
-        gid_v4(at.ah.dgid, 10, 0, 0, !i + 1);
-        memcpy(at.ah.dmac, pair_mac[!i], 6);
-        at.dest_qp_num = q[!i].qpn;
-        at.sq_psn = pair_psn[i];
-        at.rq_psn = pair_psn[!i];
-        at.timeout = PAIR_TIMEOUT;
+        pair_attr(q, i, 0, &at);
         at.retry_cnt = 1;
         at.rnr_retry = 0;
         at.min_rnr_timer = ODP_MIN_RNR;

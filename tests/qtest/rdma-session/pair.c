@@ -536,13 +536,7 @@ static void pair_connected(Pair *pr, LoopQp q[2], uint8_t type,
         pair_qp(pr, i, &q[i], type, pr->p[i].pd);
     }
     for (i = 0; i < 2; i++) {
-        std_attr(&a, RS_QPS_RESET, RS_QPS_RESET);
-        gid_v4(a.ah.dgid, 10, 0, 0, !i + 1);
-        memcpy(a.ah.dmac, pair_mac[!i], 6);
-        a.dest_qp_num = q[!i].qpn;
-        a.sq_psn = pair_psn[i];
-        a.rq_psn = pair_psn[!i];
-        a.timeout = PAIR_TIMEOUT;
+        pair_attr(q, i, 0, &a);
         a.access_flags = i ? resp_access : STD_ACCESS;
         eng_connect(pr->p[i].d, &q[i], type, &a, 0);
     }
@@ -765,13 +759,7 @@ static void test_engine_pair_events(void *obj, void *data,
         pair_qp(&pr, i, &q[i], RS_QPT_RC, pr.p[i].pd);
     }
     for (i = 0; i < 2; i++) {
-        std_attr(&attr, RS_QPS_RESET, RS_QPS_RESET);
-        gid_v4(attr.ah.dgid, 10, 0, 0, !i + 1);
-        memcpy(attr.ah.dmac, pair_mac[!i], 6);
-        attr.dest_qp_num = q[!i].qpn;
-        attr.sq_psn = pair_psn[i];
-        attr.rq_psn = pair_psn[!i];
-        attr.timeout = PAIR_TIMEOUT;
+        pair_attr(q, i, 0, &attr);
         if (i == 0) {
             eng_connect(a->d, &q[0], RS_QPT_RC, &attr, 0);
         } else {

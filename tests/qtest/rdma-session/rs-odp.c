@@ -414,13 +414,7 @@ void odp_connect(Pair *pr, LoopQp q[2], uint8_t type,
         pair_qp(pr, i, &q[i], type, pr->p[i].pd);
     }
     for (i = 0; i < 2; i++) {
-        std_attr(&a, RS_QPS_RESET, RS_QPS_RESET);
-        gid_v4(a.ah.dgid, 10, 0, 0, !i + 1);
-        memcpy(a.ah.dmac, pair_mac[!i], 6);
-        a.dest_qp_num = q[!i].qpn;
-        a.sq_psn = pair_psn[i];
-        a.rq_psn = pair_psn[!i];
-        a.timeout = PAIR_TIMEOUT;
+        pair_attr(q, i, 0, &a);
         a.retry_cnt = retry_cnt;
         a.rnr_retry = rnr_retry;
         a.min_rnr_timer = min_rnr_timer;

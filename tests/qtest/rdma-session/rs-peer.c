@@ -426,6 +426,18 @@ void pair_qp(Pair *pr, int i, LoopQp *q, uint8_t type, uint32_t pd)
     q->qpn = HINDEX(q->h);
 }
 
+void pair_attr(const LoopQp q[2], int i, uint32_t gid, struct rs_qp_attr *a)
+{
+    std_attr(a, RS_QPS_RESET, RS_QPS_RESET);
+    gid_v4(a->ah.dgid, 10, 0, gid, !i + 1);
+    memcpy(a->ah.dmac, pair_mac[!i], 6);
+    a->ah.gid_index = gid;
+    a->dest_qp_num = q[!i].qpn;
+    a->sq_psn = pair_psn[i];
+    a->rq_psn = pair_psn[!i];
+    a->timeout = PAIR_TIMEOUT;
+}
+
 void pair_rc_mtu(Pair *pr, LoopQp q[2], uint32_t gid,
                  uint16_t resp_access, uint8_t path_mtu)
 {
@@ -436,14 +448,7 @@ void pair_rc_mtu(Pair *pr, LoopQp q[2], uint32_t gid,
         pair_qp(pr, i, &q[i], RS_QPT_RC, pr->p[i].pd);
     }
     for (i = 0; i < 2; i++) {
-        std_attr(&a, RS_QPS_RESET, RS_QPS_RESET);
-        gid_v4(a.ah.dgid, 10, 0, gid, !i + 1);
-        memcpy(a.ah.dmac, pair_mac[!i], 6);
-        a.ah.gid_index = gid;
-        a.dest_qp_num = q[!i].qpn;
-        a.sq_psn = pair_psn[i];
-        a.rq_psn = pair_psn[!i];
-        a.timeout = PAIR_TIMEOUT;
+        pair_attr(q, i, gid, &a);
         a.access_flags = i ? resp_access : STD_ACCESS;
         a.path_mtu = path_mtu;
         eng_connect(pr->p[i].d, &q[i], RS_QPT_RC, &a, 0);

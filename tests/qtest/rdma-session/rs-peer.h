@@ -198,6 +198,12 @@ void pair_teardown(Pair *pr);
 void pair_qp(Pair *pr, int i, LoopQp *q, uint8_t type, uint32_t pd);
 
 /*
+ * The attributes that take side @i's QP of q[] to RTS, connected to the
+ * other side's through GID @gid: the tests' defaults, to adjust.
+ */
+void pair_attr(const LoopQp q[2], int i, uint32_t gid, struct rs_qp_attr *a);
+
+/*
  * A connected RC pair: q[0] on A, q[1] on B, through GID @gid of both,
  * in the adapters' PDs; B's QP allows @resp_access.
  */
