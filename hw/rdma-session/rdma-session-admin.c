@@ -34,6 +34,9 @@ static uint8_t rs_write_resp(RSCore *c, const struct rs_cmd_query *q,
     return rs_dma_write(c, addr, resp, len);
 }
 
+#define RS_DEVICE_ATTR_V14_SIZE \
+    offsetof(struct rs_device_attr, max_dc_contexts)
+
 static uint8_t rs_cmd_query_device(RSCore *c, const struct rs_admin_cmd *cmd,
                                    struct rs_admin_cqe *cqe)
 {
@@ -72,10 +75,17 @@ static uint8_t rs_cmd_query_device(RSCore *c, const struct rs_admin_cmd *cmd,
         .max_mcast_qp_attach = cpu_to_le32(p->max_mcast_qp_attach),
         .max_xrcds = cpu_to_le32(p->max_xrcds - 1),
         .max_odp_pages = cpu_to_le32(p->odp ? p->odp_pages : 0),
+        .max_dc_contexts = cpu_to_le32(p->dc_contexts),
+        .max_mkey_entries = cpu_to_le32(RS_MKEY_MAX_ENTRIES),
+        .max_mkey_nest = cpu_to_le32(RS_MKEY_MAX_NEST),
+        .dc_idle_us = cpu_to_le32(p->dc_idle_us),
     };
 
     memcpy(a.mac, c->mac.a, sizeof(a.mac));
-    return rs_write_resp(c, &cmd->query, &a, sizeof(a));
+    /* A driver of ABI 1.4 or older asks for the first 128 bytes. */
+    return rs_write_resp(c, &cmd->query, &a,
+                         MIN(sizeof(a), MAX(le32_to_cpu(cmd->query.resp_len),
+                                            RS_DEVICE_ATTR_V14_SIZE)));
 }
 
 static uint8_t rs_cmd_query_port(RSCore *c, const struct rs_admin_cmd *cmd,

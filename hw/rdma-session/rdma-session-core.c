@@ -211,6 +211,14 @@ bool rs_core_realize(RSCore *c, Error **errp)
                    "1..60000 ms");
         return false;
     }
+    if (p->dc_contexts > 4096) {
+        error_setg(errp, "rdma-session: dc-contexts must be 0..4096");
+        return false;
+    }
+    if (p->dc_idle_us < 10 || p->dc_idle_us > 10000000) {
+        error_setg(errp, "rdma-session: dc-idle must be 10..10000000 us");
+        return false;
+    }
     if (!rs_mcast_realize(c, errp)) {
         return false;
     }

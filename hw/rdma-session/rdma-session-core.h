@@ -46,6 +46,8 @@ typedef struct RSParams {
     bool odp_pause;             /* odp-pause: PAUSE/RESUME to requesters */
     uint32_t odp_pages;         /* odp-pages: translation table entries */
     uint32_t odp_fault_timeout; /* odp-fault-timeout: ms until it fails */
+    uint32_t dc_contexts;       /* dc-contexts: DCIs all DCTs serve */
+    uint32_t dc_idle_us;        /* dc-idle: a DCI disconnects after it */
 } RSParams;
 
 typedef struct RSPd {

@@ -387,6 +387,8 @@ static const Property rs_properties[] = {
     DEFINE_PROP_UINT32("odp-pages", RSState, core.p.odp_pages, 16384),
     DEFINE_PROP_UINT32("odp-fault-timeout", RSState,
                        core.p.odp_fault_timeout, 3000),
+    DEFINE_PROP_UINT32("dc-contexts", RSState, core.p.dc_contexts, 64),
+    DEFINE_PROP_UINT32("dc-idle", RSState, core.p.dc_idle_us, 1000),
     DEFINE_PROP_UINT32("x-window", RSState, core.p.window, 64),
     /* Test only: drop every Nth RoCE frame the engine sends (0: none). */
     DEFINE_PROP_UINT32("x-drop-tx", RSState, core.p.drop_tx, 0),

@@ -163,6 +163,9 @@ int main(void)
         F(rs_cmd_create_qp, session_group, 44),
         F(rs_cmd_create_qp, xrcd, 48),
         F(rs_cmd_create_qp, rsvd2, 52));
+    /* Members of an anonymous union with the one above. */
+    CHECK_VALUE(offsetof(struct rs_cmd_create_qp, dc_key_lo), 48);
+    CHECK_VALUE(offsetof(struct rs_cmd_create_qp, dc_key_hi), 52);
     CHECK_STRUCT(rs_cmd_create_srq, 32,
         F(rs_cmd_create_srq, ring_addr, 0),
         F(rs_cmd_create_srq, pd, 8),
@@ -265,6 +268,7 @@ int main(void)
     CHECK_CMD_BODY(reg_mr, rs_cmd_reg_mr);
     CHECK_CMD_BODY(odp_resolve, rs_cmd_odp_resolve);
     CHECK_CMD_BODY(odp_invalidate, rs_cmd_odp_invalidate);
+    CHECK_CMD_BODY(reg_mkey, rs_cmd_reg_mkey_list);
     CHECK_CMD_BODY(create_ah, rs_cmd_create_ah);
     CHECK_CMD_BODY(create_session, rs_cmd_create_session);
     CHECK_CMD_BODY(create_group, rs_cmd_create_session_group);
@@ -286,7 +290,7 @@ int main(void)
         F(rs_event, data, 8));
 
     /* Attributes (QUERY_* responses, MODIFY_QP input). */
-    CHECK_STRUCT(rs_device_attr, 128,
+    CHECK_STRUCT(rs_device_attr, 160,
         F(rs_device_attr, max_mr_size, 0),
         F(rs_device_attr, page_size_cap, 8),
         F(rs_device_attr, abi_version, 16),
@@ -316,7 +320,12 @@ int main(void)
         F(rs_device_attr, max_mcast_grp, 112),
         F(rs_device_attr, max_mcast_qp_attach, 116),
         F(rs_device_attr, max_xrcds, 120),
-        F(rs_device_attr, max_odp_pages, 124));
+        F(rs_device_attr, max_odp_pages, 124),
+        F(rs_device_attr, max_dc_contexts, 128),
+        F(rs_device_attr, max_mkey_entries, 132),
+        F(rs_device_attr, max_mkey_nest, 136),
+        F(rs_device_attr, dc_idle_us, 140),
+        F(rs_device_attr, rsvd1, 144));
     CHECK_STRUCT(rs_port_attr, 64,
         F(rs_port_attr, state, 0),
         F(rs_port_attr, max_mtu, 1),
@@ -373,12 +382,36 @@ int main(void)
         F(rs_sge, addr, 0),
         F(rs_sge, length, 8),
         F(rs_sge, lkey, 12));
-    CHECK_STRUCT(rs_pattern_sge, 24,
-        F(rs_pattern_sge, addr, 0),
-        F(rs_pattern_sge, lkey, 8),
-        F(rs_pattern_sge, block_len, 12),
-        F(rs_pattern_sge, stride, 16),
-        F(rs_pattern_sge, count, 20));
+    CHECK_STRUCT(rs_mkey_entry, 16,
+        F(rs_mkey_entry, addr, 0),
+        F(rs_mkey_entry, length, 8),
+        F(rs_mkey_entry, key, 12));
+    CHECK_STRUCT(rs_pattern_entry, 24,
+        F(rs_pattern_entry, addr, 0),
+        F(rs_pattern_entry, key, 8),
+        F(rs_pattern_entry, bytes_count, 12),
+        F(rs_pattern_entry, bytes_skip, 16),
+        F(rs_pattern_entry, rsvd, 20));
+    CHECK_STRUCT(rs_cmd_reg_mkey_list, 32,
+        F(rs_cmd_reg_mkey_list, list_addr, 0),
+        F(rs_cmd_reg_mkey_list, pd, 8),
+        F(rs_cmd_reg_mkey_list, gid_index, 12),
+        F(rs_cmd_reg_mkey_list, nentries, 16),
+        F(rs_cmd_reg_mkey_list, access, 18),
+        F(rs_cmd_reg_mkey_list, repeat, 20),
+        F(rs_cmd_reg_mkey_list, flags, 24),
+        F(rs_cmd_reg_mkey_list, rsvd, 28));
+    CHECK_STRUCT(rs_send_wqe_reg_mkey, 64,
+        F(rs_send_wqe_reg_mkey, wr_id, 0),
+        F(rs_send_wqe_reg_mkey, opcode, 8),
+        F(rs_send_wqe_reg_mkey, flags, 9),
+        F(rs_send_wqe_reg_mkey, num_sge, 10),
+        F(rs_send_wqe_reg_mkey, rsvd0, 11),
+        F(rs_send_wqe_reg_mkey, key, 12),
+        F(rs_send_wqe_reg_mkey, nentries, 16),
+        F(rs_send_wqe_reg_mkey, access, 18),
+        F(rs_send_wqe_reg_mkey, repeat, 20),
+        F(rs_send_wqe_reg_mkey, rsvd1, 24));
     CHECK_STRUCT(rs_send_wqe_ctrl, 64,
         F(rs_send_wqe_ctrl, wr_id, 0),
         F(rs_send_wqe_ctrl, opcode, 8),
@@ -395,6 +428,8 @@ int main(void)
         F(rs_send_wqe_ctrl, remote_qpn, 52),
         F(rs_send_wqe_ctrl, remote_qkey, 56),
         F(rs_send_wqe_ctrl, xrc_srqn, 60));
+    CHECK_VALUE(offsetof(struct rs_send_wqe_ctrl, dc_key_lo), 56);
+    CHECK_VALUE(offsetof(struct rs_send_wqe_ctrl, dc_key_hi), 60);
     CHECK_STRUCT(rs_send_wqe_reg_mr, 64,
         F(rs_send_wqe_reg_mr, wr_id, 0),
         F(rs_send_wqe_reg_mr, opcode, 8),
@@ -477,7 +512,7 @@ int main(void)
     CHECK_VALUE(RS_DB_CQ_ARM, 0x18);
     CHECK_VALUE(RS_DB_SRQ, 0x20);
     CHECK_VALUE(RS_ABI_VERSION_MAJOR, 1);
-    CHECK_VALUE(RS_ABI_VERSION_MINOR, 4);
+    CHECK_VALUE(RS_ABI_VERSION_MINOR, 5);
     CHECK_VALUE(RS_CMD_CREATE_SRQ, 0x20);
     CHECK_VALUE(RS_CMD_MODIFY_SRQ, 0x21);
     CHECK_VALUE(RS_CMD_DESTROY_SRQ, 0x22);
@@ -518,6 +553,20 @@ int main(void)
     CHECK_VALUE(RS_CMD_ODP_INVALIDATE, 0x2e);
     CHECK_VALUE(RS_CMD_QUERY_STATS, 0x2f);
     CHECK_VALUE(RS_STATUS_STALE, 0x11);
+    /* ABI 1.5: DC, indirect and pattern keys. */
+    CHECK_VALUE(RS_CAP_DC, 0x100);
+    CHECK_VALUE(RS_CAP_INDIRECT_MKEY, 0x200);
+    CHECK_VALUE(RS_CAP_PATTERN_MKEY, 0x400);
+    CHECK_VALUE(RS_QPT_DCI, 4);
+    CHECK_VALUE(RS_QPT_DCT, 5);
+    CHECK_VALUE(RS_WR_REG_INDIRECT, 0x0d);
+    CHECK_VALUE(RS_WR_REG_PATTERN, 0x0e);
+    CHECK_VALUE(RS_CMD_REG_INDIRECT_MKEY, 0x25);
+    CHECK_VALUE(RS_CMD_REG_PATTERN_MKEY, 0x26);
+    CHECK_VALUE(RS_EV_DCT_KEY_VIOLATION, 0x12);
+    CHECK_VALUE(RS_MKEY_MAX_ENTRIES, 256);
+    CHECK_VALUE(RS_MKEY_MAX_NEST, 2);
+    CHECK_VALUE(RS_MKEY_F_EMPTY, 1);
     CHECK_VALUE(RS_EV_ODP_PAGE_FAULT, 0x10);
     CHECK_VALUE(RS_EQE_ODP_WRITE, 2);
     CHECK_VALUE(RS_ODP_PAGE_READ, 1);

@@ -56,9 +56,12 @@
  * Minor 2: memory windows (RS_CAP_MW), RDMA FLUSH and ATOMIC WRITE
  * (RS_CAP_FLUSH, RS_CAP_ATOMIC_WRITE), UD multicast (RS_CAP_MCAST).
  * Minor 3: XRC domains, XRC SRQs and XRC QPs (RS_CAP_XRC).
+ * Minor 4: on-demand paging (RS_CAP_ODP), QUERY_STATS.
+ * Minor 5: dynamically connected transport (RS_CAP_DC), indirect and
+ * pattern memory keys (RS_CAP_INDIRECT_MKEY, RS_CAP_PATTERN_MKEY).
  */
 #define RS_ABI_VERSION_MAJOR    1
-#define RS_ABI_VERSION_MINOR    4
+#define RS_ABI_VERSION_MINOR    5
 
 #define RS_BAR_REGS             0       /* registers, RS_REGS_SIZE bytes */
 #define RS_BAR_MSIX             1       /* MSI-X table and PBA */
@@ -124,9 +127,9 @@ REG32(RS_ADMQ_DB, 0x100)                /* write: admin producer index */
 #define RS_CAP_LAN              (1u << 5)  /* Ethernet TX/RX rings */
 #define RS_CAP_ATOMIC           (1u << 6)  /* RC atomics, IB_ATOMIC_HCA */
 #define RS_CAP_SRQ              (1u << 7)  /* shared receive queues */
-#define RS_CAP_DC               (1u << 8)  /* reserved: not yet offered */
-#define RS_CAP_INDIRECT_MKEY    (1u << 9)  /* reserved: not yet offered */
-#define RS_CAP_PATTERN_MKEY     (1u << 10) /* reserved: not yet offered */
+#define RS_CAP_DC               (1u << 8)  /* DCI and DCT QPs (ABI 1.5) */
+#define RS_CAP_INDIRECT_MKEY    (1u << 9)  /* indirect keys (ABI 1.5) */
+#define RS_CAP_PATTERN_MKEY     (1u << 10) /* pattern keys (ABI 1.5) */
 #define RS_CAP_ODP              (1u << 11) /* on-demand paging (ABI 1.4) */
 #define RS_CAP_MW               (1u << 12) /* memory windows, type 1 and 2B */
 #define RS_CAP_MCAST            (1u << 13) /* UD multicast (ABI 1.2) */
@@ -229,11 +232,14 @@ enum rs_admin_opcode {
     RS_CMD_CREATE_SRQ = 0x20,       /* ABI 1.1 (RS_CAP_SRQ) */
     RS_CMD_MODIFY_SRQ = 0x21,
     RS_CMD_DESTROY_SRQ = 0x22,
-    /* Reserved for later features: answered with RS_STATUS_NOT_SUPPORTED. */
+    /*
+     * Reserved: answered with RS_STATUS_NOT_SUPPORTED.  A DC target is a
+     * QP (CREATE_QP with RS_QPT_DCT, DESTROY_QP).
+     */
     RS_CMD_CREATE_DCT = 0x23,
     RS_CMD_DESTROY_DCT = 0x24,
-    RS_CMD_REG_INDIRECT_MKEY = 0x25,
-    RS_CMD_REG_PATTERN_MKEY = 0x26,
+    RS_CMD_REG_INDIRECT_MKEY = 0x25, /* ABI 1.5 (RS_CAP_INDIRECT_MKEY) */
+    RS_CMD_REG_PATTERN_MKEY = 0x26, /* ABI 1.5 (RS_CAP_PATTERN_MKEY) */
     RS_CMD_ODP_RESOLVE = 0x27,      /* ABI 1.4 (RS_CAP_ODP) */
     RS_CMD_ALLOC_MW = 0x28,         /* ABI 1.2 (RS_CAP_MW) */
     RS_CMD_DEALLOC_MW = 0x29,
@@ -322,8 +328,8 @@ enum rs_qp_type {
     RS_QPT_UC = 1,
     RS_QPT_UD = 2,
     RS_QPT_GSI = 3,
-    RS_QPT_DCI = 4,                 /* reserved */
-    RS_QPT_DCT = 5,                 /* reserved */
+    RS_QPT_DCI = 4,                 /* DC initiator (ABI 1.5) */
+    RS_QPT_DCT = 5,                 /* DC target (ABI 1.5) */
     RS_QPT_XRC_INI = 6,             /* XRC send QP (ABI 1.3) */
     RS_QPT_XRC_TGT = 7,             /* XRC receive QP (ABI 1.3) */
 };
@@ -356,9 +362,42 @@ struct rs_cmd_create_qp {
     uint16_t max_inline;            /* <= RS_MAX_INLINE */
     uint32_t uar;
     uint32_t session_group;         /* 0: none (QP's own session) */
-    uint32_t xrcd;                  /* RS_QPT_XRC_TGT: its XRC domain; */
-    uint32_t rsvd2;                 /* else 0 */
+    union {
+        uint32_t xrcd;              /* RS_QPT_XRC_TGT: its XRC domain */
+        uint32_t dc_key_lo;         /* RS_QPT_DCT: its DC access key, */
+    };
+    union {
+        uint32_t rsvd2;             /* 0 but for a DCT: */
+        uint32_t dc_key_hi;         /* the key's bits 32-63 */
+    };
 };
+
+/*
+ * Dynamically connected transport (RS_CAP_DC, ABI 1.5).
+ *
+ * A DC initiator (RS_QPT_DCI) is a reliable send queue without a receive
+ * side (rq_addr, rq_log_size, srq and recv_cq 0) whose every send WQE
+ * names its target: rs_send_wqe_ctrl.ah (an AH of the DCI's PD),
+ * remote_qpn (the DCT number) and dc_key_lo/_hi (the DCT's access key).  The
+ * device connects the DCI to one target at a time, sends as RC does
+ * (PSNs, ACKs, retransmission, RNR), and disconnects when a WQE names
+ * another target (once everything before it is acknowledged) or after
+ * the DCI has been idle.  MODIFY_QP: RESET->INIT needs PORT (PKEY_INDEX
+ * allowed); INIT->RTR PATH_MTU; RTR->RTS TIMEOUT, RETRY_CNT, RNR_RETRY,
+ * SQ_PSN, MAX_QP_RD_ATOMIC; no AV, DEST_QPN or RQ_PSN.
+ *
+ * A DC target (RS_QPT_DCT) has no queues of its own (sq_addr, rq_addr,
+ * sizes and send_cq 0): its pd, srq (required) and recv_cq take what any
+ * DCI presenting its key (dc_key_lo/_hi) sends.  It goes RESET->INIT (ACCESS_FLAGS, PORT)
+ * ->RTR (PATH_MTU, MIN_RNR_TIMER) and serves in RTR; its QP number is
+ * the DCT number.  A connect with another key is refused and raises
+ * RS_EV_DCT_KEY_VIOLATION.  Receive completions carry the DCT's number
+ * in qpn and the DCI's in src_qp.
+ *
+ * Send opcodes on a DCI: SEND, SEND_IMM, RDMA_WRITE, RDMA_WRITE_IMM,
+ * RDMA_READ, the two atomics, and the local REG_INDIRECT, REG_PATTERN,
+ * LOCAL_INV.
+ */
 
 #define RS_QP_F_SIGNAL_ALL      (1u << 0)
 
@@ -595,6 +634,65 @@ struct rs_cmd_mcast {               /* ATTACH_MCAST, DETACH_MCAST */
 
 #define RS_MCAST_QPN            0xffffffu
 
+/*
+ * Indirect and pattern memory keys (ABI 1.5).  Such a key is an entry of
+ * the MR key table (lkey == rkey, DEREG_MR frees it) whose zero-based
+ * address space [0, length) is made of other keys' memory:
+ *
+ * - indirect (RS_CAP_INDIRECT_MKEY): nentries struct rs_mkey_entry, in
+ *   order; length is the sum of their lengths;
+ * - pattern (RS_CAP_PATTERN_MKEY): repeat times the block of nentries
+ *   struct rs_pattern_entry; each repetition takes bytes_count bytes of
+ *   each entry in order, and entry i's n-th block starts at
+ *   addr + n * (bytes_count + bytes_skip); length is repeat times the sum
+ *   of the bytes_count.
+ *
+ * An entry's key is resolved at every access, in the key table of the
+ * key's own network identity: it must be valid, of the key's PD, grant
+ * the right the access needs, and cover the range.  An entry may name an
+ * indirect or pattern key itself, to RS_MKEY_MAX_NEST levels below the
+ * key an access names; deeper, the access fails as a protection error.
+ */
+#define RS_MKEY_MAX_ENTRIES     256
+#define RS_MKEY_MAX_NEST        2
+
+struct rs_mkey_entry {              /* 16 bytes, the layout of rs_sge */
+    uint64_t addr;
+    uint32_t length;                /* >= 1 */
+    uint32_t key;
+};
+
+struct rs_pattern_entry {           /* 24 bytes */
+    uint64_t addr;
+    uint32_t key;
+    uint32_t bytes_count;           /* >= 1 */
+    uint32_t bytes_skip;
+    uint32_t rsvd;
+};
+
+/*
+ * REG_INDIRECT_MKEY, REG_PATTERN_MKEY: a key of PD pd in gid_index's key
+ * table with the rights access, its entries read from list_addr
+ * (nentries 1 - RS_MKEY_MAX_ENTRIES; pattern: repeat >= 1, indirect: 0).
+ * With RS_MKEY_F_EMPTY (list_addr 0, repeat 0) the key is made in the
+ * Free state with room for nentries entries: a RS_WR_REG_INDIRECT or
+ * RS_WR_REG_PATTERN work request (as the command's opcode) fills it and
+ * LOCAL_INV returns it to Free.  The completion's handle and result1 are
+ * the key.
+ */
+#define RS_MKEY_F_EMPTY         (1u << 0)
+
+struct rs_cmd_reg_mkey_list {
+    uint64_t list_addr;             /* 8-byte aligned */
+    uint32_t pd;
+    uint32_t gid_index;
+    uint16_t nentries;
+    uint16_t access;                /* enum rs_access, no MW_BIND */
+    uint32_t repeat;
+    uint32_t flags;                 /* RS_MKEY_F_* */
+    uint32_t rsvd;
+};
+
 struct rs_admin_cmd {
     struct rs_cmd_hdr hdr;
     union {
@@ -618,6 +716,7 @@ struct rs_admin_cmd {
         struct rs_cmd_mcast mcast;
         struct rs_cmd_odp_resolve odp_resolve;
         struct rs_cmd_odp_invalidate odp_invalidate;
+        struct rs_cmd_reg_mkey_list reg_mkey;
         uint8_t raw[56];
     };
 };
@@ -671,6 +770,15 @@ struct rs_device_attr {
     uint32_t max_mcast_qp_attach;   /* ABI 1.2: QPs per group */
     uint32_t max_xrcds;             /* ABI 1.3: 0 without RS_CAP_XRC */
     uint32_t max_odp_pages;         /* ABI 1.4: ODP translation entries */
+    /*
+     * ABI 1.5: the device writes min(resp_len, sizeof) bytes of this
+     * structure, at least the 128 bytes before this line.
+     */
+    uint32_t max_dc_contexts;       /* DCIs all DCTs serve at once */
+    uint32_t max_mkey_entries;      /* entries of an indirect/pattern key */
+    uint32_t max_mkey_nest;         /* RS_MKEY_MAX_NEST */
+    uint32_t dc_idle_us;            /* a DCI disconnects after this idle */
+    uint32_t rsvd1[4];
 };
 
 enum rs_port_state {
@@ -797,6 +905,7 @@ enum rs_event_type {
     RS_EV_ODP_PAGE_FAULT = 0x10,
     /* Raised by later features. */
     RS_EV_MIGRATION_NOTICE = 0x11,
+    /* ABI 1.5: handle: the DCT; data: the DCI's QP number. */
     RS_EV_DCT_KEY_VIOLATION = 0x12,
 };
 
@@ -865,6 +974,8 @@ enum rs_wr_opcode {
     RS_WR_BIND_MW = 0x0a,           /* ABI 1.2 (RS_CAP_MW) */
     RS_WR_FLUSH = 0x0b,             /* ABI 1.2 (RS_CAP_FLUSH) */
     RS_WR_ATOMIC_WRITE = 0x0c,      /* ABI 1.2 (RS_CAP_ATOMIC_WRITE) */
+    RS_WR_REG_INDIRECT = 0x0d,      /* ABI 1.5 (RS_CAP_INDIRECT_MKEY) */
+    RS_WR_REG_PATTERN = 0x0e,       /* ABI 1.5 (RS_CAP_PATTERN_MKEY) */
     RS_WR_RECV = 0x80,              /* completion opcode of a receive */
     RS_WR_RECV_RDMA_IMM = 0x81,
 };
@@ -886,15 +997,6 @@ struct rs_sge {                     /* 16 bytes */
     uint32_t lkey;
 };
 
-/* Pattern (strided) gather entry, reserved: block_len bytes every stride. */
-struct rs_pattern_sge {
-    uint64_t addr;
-    uint32_t lkey;
-    uint32_t block_len;
-    uint32_t stride;
-    uint32_t count;
-};
-
 /*
  * Send WQE: 64-byte control segment followed by max_send_sge rs_sge (or
  * inline data); the stride is a power of two chosen at CREATE_QP.
@@ -911,10 +1013,16 @@ struct rs_send_wqe_ctrl {
     uint32_t inline_len;
     uint64_t compare_add;           /* atomics */
     uint64_t swap;
-    uint32_t ah;                    /* UD: AH handle */
-    uint32_t remote_qpn;            /* UD */
-    uint32_t remote_qkey;           /* UD */
-    uint32_t xrc_srqn;              /* XRC_INI: the target's XRC SRQ */
+    uint32_t ah;                    /* UD, DCI: AH handle */
+    uint32_t remote_qpn;            /* UD; DCI: the DCT number */
+    union {
+        uint32_t remote_qkey;       /* UD */
+        uint32_t dc_key_lo;         /* DCI: the DCT's access key, */
+    };
+    union {
+        uint32_t xrc_srqn;          /* XRC_INI: the target's XRC SRQ */
+        uint32_t dc_key_hi;         /* DCI: the key's bits 32-63 */
+    };
 };
 
 /*
@@ -976,6 +1084,27 @@ struct rs_send_wqe_bind_mw {
     uint32_t rsvd2[5];
 };
 
+/*
+ * RS_WR_REG_INDIRECT, RS_WR_REG_PATTERN: the control segment read with
+ * this layout; nentries struct rs_mkey_entry / rs_pattern_entry follow it
+ * in the WQE (at most (WQE stride - 64) / entry size of them, and at most
+ * the room the key was made with).  Fills the key made with
+ * RS_MKEY_F_EMPTY whose index key names, now in the Free state, of the
+ * QP's PD and of the same kind, with the tag key gives.
+ */
+struct rs_send_wqe_reg_mkey {
+    uint64_t wr_id;
+    uint8_t opcode;                 /* RS_WR_REG_INDIRECT / _PATTERN */
+    uint8_t flags;                  /* RS_WQE_F_*, never INLINE */
+    uint8_t num_sge;                /* 0 */
+    uint8_t rsvd0;
+    uint32_t key;
+    uint16_t nentries;              /* >= 1 */
+    uint16_t access;                /* enum rs_access, no MW_BIND */
+    uint32_t repeat;                /* pattern: >= 1; indirect: 0 */
+    uint32_t rsvd1[10];
+};
+
 struct rs_recv_wqe_ctrl {
     uint64_t wr_id;
     uint8_t num_sge;
@@ -1012,7 +1141,10 @@ RS_ABI_SIZE(struct rs_admin_cqe, 16);
 RS_ABI_SIZE(struct rs_event, 16);
 RS_ABI_SIZE(struct rs_cqe, 32);
 RS_ABI_SIZE(struct rs_sge, 16);
-RS_ABI_SIZE(struct rs_pattern_sge, 24);
+RS_ABI_SIZE(struct rs_mkey_entry, 16);
+RS_ABI_SIZE(struct rs_pattern_entry, 24);
+RS_ABI_SIZE(struct rs_send_wqe_reg_mkey, 64);
+RS_ABI_SIZE(struct rs_cmd_reg_mkey_list, 32);
 RS_ABI_SIZE(struct rs_send_wqe_ctrl, 64);
 RS_ABI_SIZE(struct rs_send_wqe_reg_mr, 64);
 RS_ABI_SIZE(struct rs_send_wqe_bind_mw, 64);
@@ -1021,7 +1153,7 @@ RS_ABI_SIZE(struct rs_recv_wqe_ctrl, 16);
 RS_ABI_SIZE(struct rs_cmd_create_pd, 8);
 RS_ABI_SIZE(struct rs_lan_desc, 16);
 RS_ABI_SIZE(struct rs_cmd_create_lan_queue, 16);
-RS_ABI_SIZE(struct rs_device_attr, 128);
+RS_ABI_SIZE(struct rs_device_attr, 160);
 RS_ABI_SIZE(struct rs_port_attr, 64);
 RS_ABI_SIZE(struct rs_ah_attr, 32);
 RS_ABI_SIZE(struct rs_qp_attr, 96);
