@@ -190,6 +190,13 @@ void qrs_device_attr_from_le(struct rs_device_attr *a)
     SW32(a->max_inline);
     SW32(a->num_comp_vectors);
     SW32(a->num_db_pages);
+    SW32(a->max_mw);
+    SW32(a->max_xrcds);
+    SW32(a->max_odp_pages);
+    SW32(a->max_dc_contexts);
+    SW32(a->max_mkey_entries);
+    SW32(a->max_mkey_nest);
+    SW32(a->dc_idle_us);
 }
 
 void qrs_port_attr_from_le(struct rs_port_attr *a)
@@ -491,6 +498,22 @@ uint8_t qrs_query_device(QRdmaSession *d, struct rs_device_attr *attr)
     uint8_t status = qrs_query(d, RS_CMD_QUERY_DEVICE, 0, attr,
                                sizeof(*attr), 0);
 
+    qrs_device_attr_from_le(attr);
+    return status;
+}
+
+/*
+ * QUERY_DEVICE with resp_len len, as a driver built for an older ABI
+ * asks: the bytes the device does not write keep the fill 0xee.
+ */
+uint8_t qrs_query_device_len(QRdmaSession *d, struct rs_device_attr *attr,
+                             uint32_t len)
+{
+    uint8_t status;
+
+    g_assert_cmpuint(len, <=, sizeof(*attr));
+    memset(attr, 0xee, sizeof(*attr));
+    status = qrs_query(d, RS_CMD_QUERY_DEVICE, 0, attr, len, 0xee);
     qrs_device_attr_from_le(attr);
     return status;
 }

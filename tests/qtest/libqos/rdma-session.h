@@ -149,6 +149,8 @@ uint8_t qrs_admin_cmd(QRdmaSession *d, uint8_t opcode, const void *body,
 
 /* Commands.  Each returns the completion status. */
 uint8_t qrs_query_device(QRdmaSession *d, struct rs_device_attr *attr);
+uint8_t qrs_query_device_len(QRdmaSession *d, struct rs_device_attr *attr,
+                             uint32_t len);
 uint8_t qrs_query_port(QRdmaSession *d, uint32_t port,
                        struct rs_port_attr *attr);
 uint8_t qrs_create_pd(QRdmaSession *d, uint32_t *handle);

@@ -367,7 +367,7 @@ static void test_query(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmphex(a.max_mr_size, ==, (uint64_t)DEF_MAX_MR_PAGES << 12);
     g_assert_cmphex(a.page_size_cap, ==, 0x7ffff000ull);
     g_assert_cmphex(a.abi_version, ==, qrs_readl(d, A_RS_VERSION));
-    g_assert_cmphex(a.abi_version, ==, 0x10004);
+    g_assert_cmphex(a.abi_version, ==, 0x10005);
     g_assert_cmphex(a.caps, ==, qrs_readl(d, A_RS_CAPS));
     g_assert_cmpuint(a.max_qp, ==, USABLE(DEF_MAX_QPS));
     g_assert_cmpuint(a.max_qp_wr, ==, 1u << RS_MAX_WQ_LOG);
@@ -393,6 +393,22 @@ static void test_query(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmpuint(a.max_mcast_qp_attach, ==, DEF_MAX_MCAST_QP_ATTACH);
     g_assert_cmpuint(a.max_xrcds, ==, USABLE(DEF_MAX_XRCDS));
     g_assert_cmpuint(a.max_odp_pages, ==, 16384);
+    g_assert_cmpuint(a.max_dc_contexts, ==, 64);
+    g_assert_cmpuint(a.max_mkey_entries, ==, RS_MKEY_MAX_ENTRIES);
+    g_assert_cmpuint(a.max_mkey_nest, ==, RS_MKEY_MAX_NEST);
+    g_assert_cmpuint(a.dc_idle_us, ==, 1000);
+
+    /*
+     * A driver of ABI 1.4 asks for 128 bytes: it gets them and nothing
+     * past them is written; less than that is refused.
+     */
+    RS_ASSERT_OK(qrs_query_device_len(d, &a, 128));
+    g_assert_cmphex(a.abi_version, ==, 0x10005);
+    g_assert_cmpuint(a.max_odp_pages, ==, 16384);
+    g_assert_cmphex(a.max_dc_contexts, ==, 0xeeeeeeee);
+    g_assert_cmphex(a.rsvd1[3], ==, 0xeeeeeeee);
+    RS_ASSERT_STATUS(qrs_query_device_len(d, &a, 124),
+                     RS_STATUS_BAD_SIZE);
 
     RS_ASSERT_OK(qrs_query_port(d, 1, &p));
     g_assert_cmpuint(p.state, ==, RS_PORT_ACTIVE);
