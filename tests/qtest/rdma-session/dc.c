@@ -236,6 +236,7 @@ static void test_dc_connect(void *obj, void *data, QGuestAllocator *alloc)
     GByteArray *f;
     struct rs_cqe cqe;
     struct rs_qp_attr qa;
+    uint8_t mgid[16];
     uint32_t ctx;
     uint64_t old;
 
@@ -288,6 +289,12 @@ static void test_dc_connect(void *obj, void *data, QGuestAllocator *alloc)
                      RS_STATUS_BAD_HANDLE);
     RS_ASSERT_STATUS(qrs_destroy(a->d, RS_CMD_DESTROY_QP, HANDLE(0, ctx)),
                      RS_STATUS_BAD_HANDLE);
+    std_attr(&qa, RS_QPS_RTS, RS_QPS_ERR);
+    RS_ASSERT_STATUS(qrs_modify_qp(a->d, HANDLE(0, ctx), &qa,
+                                   RS_QP_ATTR_STATE), RS_STATUS_BAD_HANDLE);
+    gid_v4(mgid, 224, 0, 0, 9);
+    RS_ASSERT_STATUS(qrs_mcast(a->d, RS_CMD_ATTACH_MCAST, mgid,
+                               HANDLE(0, ctx)), RS_STATUS_BAD_HANDLE);
 
     /* WRITE, READ, atomic: no new CONNECT, RC opcodes to the context. */
     pair_log_reset(pr);
@@ -597,9 +604,40 @@ static void test_dc_hostile(void *obj, void *data, QGuestAllocator *alloc)
     g_byte_array_unref(g);
     pr->hold[0] = false;
 
-    /* The real CONNECT; the SEND is kept. */
+    /*
+     * The real CONNECT, its REPLY kept.  Forged REPLYs first: truncated,
+     * another connection number, another PSN, context QPN 0.  The DCI
+     * ignores them and stays connecting.
+     */
+    pr->hold[0] = true;
     pair_log_reset(pr);
     pair_inject(pr, 0, conn, conn_len);
+    g = pair_take(pr, 0);
+    g_assert_cmphex(g->data[ROCE_BTH], ==, OP_DC_CONNECT_REPLY);
+    g_assert_cmphex(g->data[ROCE_EXT], ==, AETH_ACK);
+    memcpy(f, g->data, g->len);
+    inject_edit(pr, 1, f, ROCE_EXT + 4 + 4 + 4);
+    memcpy(f, g->data, g->len);
+    stl_be_p(f + DCRETH + 4, 7);
+    inject_edit(pr, 1, f, g->len);
+    memcpy(f, g->data, g->len);
+    stl_be_p(f + ROCE_BTH + 8, f_psn(g->data) + 1);
+    inject_edit(pr, 1, f, g->len);
+    memcpy(f, g->data, g->len);
+    stl_be_p(f + DCRETH, 0);
+    inject_edit(pr, 1, f, g->len);
+    /* A NAK with the wrong connection number: no error either. */
+    memcpy(f, g->data, g->len);
+    f[ROCE_EXT] = AETH_NAK_REM_ACCESS;
+    stl_be_p(f + DCRETH + 4, 2);
+    inject_edit(pr, 1, f, g->len);
+    qtest_clock_step(qrs_qts(a->d), 1000 * 1000);
+    pair_pump(pr);
+    PAIR_EXPECT_NONE(pr, 1);
+    g_assert_cmpuint(qp_state(b->d, e.dci[0].h), ==, RS_QPS_RTS);
+    pr->hold[0] = false;
+    pair_inject(pr, 1, g->data, g->len);
+    g_byte_array_unref(g);
     g = pair_take(pr, 1);
     g_assert_cmphex(g->data[ROCE_BTH], ==, OP_SEND_ONLY);
     send_len = g->len;
@@ -749,14 +787,17 @@ static void test_dc_objects(void *obj, void *data, QGuestAllocator *alloc)
 }
 
 /*
- * Migration with a DCI connected (and a second DCI connected to the
- * other DCT): after it, traffic goes on, on the old connections and to
- * a new target.
+ * Migration with two DCIs connected and one of them switching to the
+ * other DCT, its DISCONNECT and CONNECT lost as the VM leaves: the
+ * destination connects again by itself; traffic goes on, on the old
+ * connection and after a switch back.
  */
 static void test_dc_migrate(void *obj, void *data, QGuestAllocator *alloc)
 {
     DcEnv e;
     Pair *pr = &e.pr;
+    GByteArray *g;
+    struct rs_cqe cqe;
 
     dc_setup(&e, obj, data, alloc, 1);
     dct_create(&e, &e.dct[1], DC_KEY);
@@ -764,17 +805,90 @@ static void test_dc_migrate(void *obj, void *data, QGuestAllocator *alloc)
     dc_send_ok(&e, 0, 0, 0xb1, 0x100, 0x1000, 300);
     dc_send_ok(&e, 1, 1, 0xb2, 0x400, 0x2000, 300);
 
+    /* DCI 0 to DCT 1: mid-switch when the VM stops. */
+    dc_recv(&e, 0xa5, 0x5000, 300);
+    pr->hold[1] = true;
+    dc_post(&e, 0, RS_WR_SEND, 0xb5, 1, 0xb00, 300, 0, 0);
+    img_move(&pr->p[e.tgt], 0x5000, &pr->p[e.ini], 0xb00, 300);
+    g = pair_take(pr, 1);
+    g_assert_cmphex(g->data[ROCE_BTH], ==, OP_DC_DISCONNECT);
+    g_byte_array_unref(g);
+    g = pair_take(pr, 1);
+    g_assert_cmphex(g->data[ROCE_BTH], ==, OP_DC_CONNECT);
+    g_byte_array_unref(g);
+    pair_forget(pr, 1);
+    pair_log_reset(pr);
+
     pair_migrate(pr);
     pair_release(pr, 0);
     pair_release(pr, 1);
+    pair_expect_cqe(pr, e.ini, 0xb5, RS_WC_SUCCESS, RS_WR_SEND,
+                    e.dci[0].qpn, 0);
+    pair_poll(pr, e.tgt, &cqe);
+    assert_cqe(&cqe, 0xa5, RS_WC_SUCCESS, RS_WR_RECV, e.dct[1].qpn);
+    g_assert_cmpuint(cqe.src_qp, ==, e.dci[0].qpn);
+    g_assert_cmphex(pr->op[1][0], ==, OP_DC_CONNECT);
 
     pair_log_reset(pr);
-    dc_send_ok(&e, 0, 0, 0xb3, 0x700, 0x3000, 300);
     dc_send_ok(&e, 1, 1, 0xb4, 0x900, 0x4000, 300);
-    PAIR_EXPECT_OPS(pr, 1, OP_SEND_ONLY, OP_SEND_ONLY);
-    /* A switch after migration. */
-    dc_send_ok(&e, 0, 1, 0xb5, 0xb00, 0x5000, 300);
+    PAIR_EXPECT_OPS(pr, 1, OP_SEND_ONLY);
+    dc_send_ok(&e, 0, 0, 0xb3, 0x700, 0x3000, 300);
     g_assert_cmpuint(qp_state(pr->p[1].d, e.dci[0].h), ==, RS_QPS_RTS);
+    dc_teardown(&e);
+}
+
+/*
+ * dc-contexts=1 and the first DCI's DISCONNECT lost: its context is not
+ * kept for ever; the second DCI connects once it expired (100 x dc-idle)
+ * or was reclaimed (idle 100 ms).
+ */
+static void test_dc_lost_disconnect(void *obj, void *data,
+                                    QGuestAllocator *alloc)
+{
+    DcEnv e;
+    Pair *pr = &e.pr;
+    Peer *a;
+    struct rs_qp_attr at;
+    struct rs_cqe cqe;
+    unsigned i;
+
+    /* RNR timer 10.24 ms: about ten RNR replies in 100 ms. */
+    dc_setup_rnr(&e, obj, data, alloc, 0, 20);
+    a = &pr->p[e.ini];
+    dci_create(&e, &e.dci[1]);
+    std_attr(&at, RS_QPS_RTS, RS_QPS_SQD);
+    RS_ASSERT_OK(qrs_modify_qp(a->d, e.dci[1].h, &at, RS_QP_ATTR_STATE));
+    std_attr(&at, RS_QPS_SQD, RS_QPS_SQD);
+    at.rnr_retry = 7;
+    RS_ASSERT_OK(qrs_modify_qp(a->d, e.dci[1].h, &at,
+                               RS_QP_ATTR_RNR_RETRY));
+    std_attr(&at, RS_QPS_SQD, RS_QPS_RTS);
+    RS_ASSERT_OK(qrs_modify_qp(a->d, e.dci[1].h, &at, RS_QP_ATTR_STATE));
+
+    dc_send_ok(&e, 0, 0, 0xb1, 0x100, 0x1000, 100);
+    pair_log_reset(pr);
+    pr->drop[0] = 1;            /* DCI 0's idle DISCONNECT */
+    qtest_clock_step(qrs_qts(a->d), 3 * 1000 * 1000);
+    pair_wait_frames(pr, 0, 1);
+    PAIR_EXPECT_OPS(pr, 0, OP_DC_DISCONNECT);
+    pair_log_reset(pr);
+    dc_recv(&e, 0x1b2, 0x2000, 100);
+    dc_post(&e, 1, RS_WR_SEND, 0xb2, 0, 0x200, 100, 0, 0);
+    img_move(&pr->p[e.tgt], 0x2000, a, 0x200, 100);
+    /* Virtual time in steps of 5 ms, the frames moved meanwhile. */
+    for (i = 0; i < 60 && !eng_cq_peek(a->d, &a->cq, &cqe); i++) {
+        qtest_clock_step(qrs_qts(a->d), 5 * 1000 * 1000);
+        pair_pump(pr);
+        g_usleep(2000);
+        pair_pump(pr);
+    }
+    pair_expect_cqe(pr, e.ini, 0xb2, RS_WC_SUCCESS, RS_WR_SEND,
+                    e.dci[1].qpn, 0);
+    pair_expect_cqe(pr, e.tgt, 0x1b2, RS_WC_SUCCESS, RS_WR_RECV,
+                    e.dct[0].qpn, 100);
+    g_assert_cmpuint(pr->nops[0], >=, 3);
+    g_assert_cmphex(pr->syn[1][0], ==, AETH_RNR | 20);
+    g_assert_cmphex(pr->syn[1][pr->nops[1] - 2], ==, AETH_ACK);
     dc_teardown(&e);
 }
 
@@ -799,6 +913,8 @@ static void register_dc_tests(void)
     qos_add_test("dc/bad-key", "rdma-session", test_dc_bad_key, &pair);
     qos_add_test("dc/loss", "rdma-session", test_dc_loss, &pair);
     qos_add_test("dc/contexts", "rdma-session", test_dc_contexts, &one_ctx);
+    qos_add_test("dc/lost-disconnect", "rdma-session",
+                 test_dc_lost_disconnect, &one_ctx);
     qos_add_test("dc/hostile", "rdma-session", test_dc_hostile, &pair);
     qos_add_test("dc/bad-wqe", "rdma-session", test_dc_bad_wqe, &pair);
     qos_add_test("dc/objects", "rdma-session", test_dc_objects, &pair);
