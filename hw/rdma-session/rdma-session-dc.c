@@ -29,6 +29,11 @@
 
 /* Key violation events: at most one per DCT in this much virtual time. */
 #define RS_DC_VIOL_NS       (100 * SCALE_MS)
+/*
+ * dc_last of a DCI migrated while connecting: it sends its CONNECT again
+ * at the next tick (virtual time is never negative; 0 is a valid time).
+ */
+#define RS_DC_RESEND        (-1)
 /* A context idle this long may be taken for another DCI's CONNECT. */
 #define RS_DC_RECLAIM_MIN   (100 * SCALE_MS)
 
@@ -522,7 +527,7 @@ static void rs_dc_tick(void *opaque)
             int64_t tmo = MAX(4096LL << MIN(qp->timeout, 31),
                               10 * SCALE_MS);
 
-            if (!qp->dc_last) {
+            if (qp->dc_last == RS_DC_RESEND) {
                 /* Migrated while connecting: ask again, not counted. */
                 rs_dc_activity(c, qp);
                 rs_dc_send(c, qpn, qp, RS_OP_DC_CONNECT);
@@ -616,7 +621,8 @@ void rs_dc_post_load(RSCore *c)
             c->dc_ctx[n++] = qpn;
         }
         if (qp->type == RS_QPT_DCI || qp->type == RS_QPT_DC_CTX) {
-            qp->dc_last = qp->dc_state == RS_DC_CONNECTING ? 0 : now;
+            qp->dc_last = qp->dc_state == RS_DC_CONNECTING ? RS_DC_RESEND :
+                          now;
             any = true;
         }
     }

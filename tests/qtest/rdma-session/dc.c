@@ -644,9 +644,10 @@ static void test_dc_hostile(void *obj, void *data, QGuestAllocator *alloc)
     memcpy(sendf, g->data, g->len);
     g_byte_array_unref(g);
 
-    /* The SEND from another address: dropped, no ACK. */
+    /* The SEND from another address, other data: dropped, no ACK. */
     memcpy(f, sendf, send_len);
     f[14 + 15] = 9;
+    f[ROCE_EXT] ^= 0xff;
     inject_edit(pr, 0, f, send_len);
     pair_pump(pr);
     g_assert_false(eng_cq_peek(a->d, &a->cq, &cqe));
