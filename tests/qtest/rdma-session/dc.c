@@ -893,6 +893,105 @@ static void test_dc_lost_disconnect(void *obj, void *data,
     dc_teardown(&e);
 }
 
+/*
+ * Load @path into a new QEMU with both adapters on wires of their own
+ * (nobody listens); true if the migration completed.
+ */
+static bool dc_load(Pair *pr, const char *path, char **err)
+{
+    g_autofree char *uri = g_strdup_printf("file:%s", path);
+    g_autoptr(GString) cmd = g_string_new(qos_get_current_command_line());
+    PairSockets s = { .b_props = pr->sock->b_props };
+    QTestState *to;
+    int i, sv[2];
+    bool ok;
+
+    for (i = 0; i < 2; i++) {
+        g_assert_cmpint(socketpair(PF_UNIX, SOCK_STREAM, 0, sv), ==, 0);
+        s.test[i] = sv[0];
+        s.qemu[i] = sv[1];
+    }
+    pair_cmd_line(cmd, &s);
+    to = qtest_initf("%s -incoming defer", cmd->str);
+    qtest_qmp_assert_success(to, "{ 'execute': 'migrate-incoming',"
+                             "  'arguments': { 'uri': %s,"
+                             "                 'exit-on-error': false } }",
+                             uri);
+    ok = mig_wait(to, err);
+    qtest_qmp_assert_success(to, "{ 'execute': 'query-status' }");
+    qtest_quit(to);
+    for (i = 0; i < 2; i++) {
+        close(s.test[i]);
+        close(s.qemu[i]);
+    }
+    return ok;
+}
+
+/*
+ * A migration stream with DC state the destination must refuse: a
+ * context whose DCT is not a DCT, a DCI connection state out of range,
+ * a DCI's AH index beyond the table.  The stream as saved loads.
+ */
+static void test_dc_migrate_corrupt(void *obj, void *data,
+                                    QGuestAllocator *alloc)
+{
+    DcEnv e;
+    Pair *pr = &e.pr;
+    g_autofree char *tmpdir = g_dir_make_tmp("rdma-session-mig-XXXXXX",
+                                             NULL);
+    g_autofree char *path = g_strdup_printf("%s/state", tmpdir);
+    g_autofree char *bad = g_strdup_printf("%s/bad", tmpdir);
+    g_autofree uint8_t *stream = NULL;
+    uint8_t ctx_needle[20], dci_needle[21];
+    char *err = NULL;
+    size_t ctx_off, dci_off;
+    gsize len;
+    int i;
+
+    dc_setup(&e, obj, data, alloc, 1);
+    dc_send_ok(&e, 0, 0, 0xb1, 0x100, 0x1000, 64);
+    mig_save(qrs_qts(pr->p[0].d), path);
+    g_assert_true(g_file_get_contents(path, (gchar **)&stream, &len, NULL));
+
+    /* The DC subsection: dc_state, dc_ah, dc_dct, dc_key, dc_conn. */
+    stl_be_p(ctx_needle, 0);
+    stl_be_p(ctx_needle + 4, e.dct[0].qpn);
+    stq_be_p(ctx_needle + 8, DC_KEY);
+    stl_be_p(ctx_needle + 16, 1);
+    ctx_off = mig_find(stream, len, ctx_needle, sizeof(ctx_needle));
+    dci_needle[0] = 2;          /* connected */
+    stl_be_p(dci_needle + 1, HINDEX(e.ah));
+    stl_be_p(dci_needle + 5, e.dct[0].qpn);
+    stq_be_p(dci_needle + 9, DC_KEY);
+    stl_be_p(dci_needle + 17, 1);
+    dci_off = mig_find(stream, len, dci_needle, sizeof(dci_needle));
+
+    for (i = 0; i < 3; i++) {
+        g_autofree uint8_t *copy = g_memdup2(stream, len);
+
+        if (i == 0) {
+            stl_be_p(copy + ctx_off + 4, e.dci[0].qpn == 1 ? 2 : 1);
+        } else if (i == 1) {
+            copy[dci_off] = 3;
+        } else {
+            stl_be_p(copy + dci_off + 1, 0xfffff);
+        }
+        g_assert_true(g_file_set_contents(bad, (gchar *)copy, len, NULL));
+        g_assert_false(dc_load(pr, bad, &err));
+        g_test_message("destination: %s", err);
+        g_free(err);
+    }
+    g_assert_true(dc_load(pr, path, &err));
+    g_free(err);
+    unlink(bad);
+    unlink(path);
+    rmdir(tmpdir);
+    /* The source goes on. */
+    qtest_qmp_assert_success(qrs_qts(pr->p[0].d), "{ 'execute': 'cont' }");
+    dc_send_ok(&e, 0, 0, 0xb2, 0x200, 0x2000, 64);
+    dc_teardown(&e);
+}
+
 static void register_dc_tests(void)
 {
     QOSGraphTestOptions pair = {
@@ -920,6 +1019,8 @@ static void register_dc_tests(void)
     qos_add_test("dc/bad-wqe", "rdma-session", test_dc_bad_wqe, &pair);
     qos_add_test("dc/objects", "rdma-session", test_dc_objects, &pair);
     qos_add_test("dc/migrate", "rdma-session", test_dc_migrate, &pair);
+    qos_add_test("dc/migrate-corrupt", "rdma-session",
+                 test_dc_migrate_corrupt, &pair);
 }
 
 libqos_init(register_dc_tests);
