@@ -161,8 +161,10 @@ uint8_t rs_dc_req_target(RSCore *c, uint32_t qpn, RSQp *qp,
     uint32_t dct = le32_to_cpu(w->remote_qpn);
     uint64_t key = le32_to_cpu(w->dc_key_lo) |
                    (uint64_t)le32_to_cpu(w->dc_key_hi) << 32;
-    uint32_t ah = RS_LOOKUP(c->ahs, c->p.max_ahs, le32_to_cpu(w->ah));
-    bool same = qp->dc_state != RS_DC_IDLE && ah == qp->dc_ah &&
+    uint32_t ah_h = le32_to_cpu(w->ah);
+    uint32_t ah = RS_LOOKUP(c->ahs, c->p.max_ahs, ah_h);
+    /* The handle, not the index: an AH created in a freed slot differs. */
+    bool same = qp->dc_state != RS_DC_IDLE && ah_h == qp->dc_ah &&
                 dct == qp->dc_dct && key == qp->dc_key;
 
     *go = false;
@@ -201,7 +203,7 @@ uint8_t rs_dc_req_target(RSCore *c, uint32_t qpn, RSQp *qp,
         trace_rdma_session_dc_switch(qpn, qp->dc_dct, dct);
     }
     rs_dc_disconnect(c, qpn, qp);
-    qp->dc_ah = ah;
+    qp->dc_ah = ah_h;
     qp->dc_dct = dct;
     qp->dc_key = key;
     qp->dc_conn++;
@@ -572,7 +574,8 @@ bool rs_dc_state_valid(RSCore *c)
         case RS_QPT_DCI:
             if (qp->dc_state > RS_DC_CONNECTED ||
                 (qp->dc_state != RS_DC_IDLE &&
-                 (!qp->has_av || qp->dc_ah >= c->p.max_ahs ||
+                 (!qp->has_av ||
+                  (qp->dc_ah & RS_HANDLE_INDEX_MASK) >= c->p.max_ahs ||
                   qp->dc_dct > RS_PSN_MASK ||
                   (qp->dc_state == RS_DC_CONNECTED &&
                    (!qp->dest_qpn || qp->dest_qpn > RS_PSN_MASK))))) {

@@ -717,6 +717,38 @@ static void test_dc_bad_wqe(void *obj, void *data, QGuestAllocator *alloc)
 }
 
 /*
+ * The connection's AH destroyed and another created in its slot (traffic
+ * class 0x20): a WQE naming the new AH is another target, though the DCT
+ * and key are the same; the DCI connects again with the new AH's vector.
+ */
+static void test_dc_ah_reuse(void *obj, void *data, QGuestAllocator *alloc)
+{
+    DcEnv e;
+    Pair *pr = &e.pr;
+    Peer *b;
+    struct rs_cmd_create_ah c;
+    uint32_t old_ah;
+
+    dc_setup(&e, obj, data, alloc, 1);
+    b = &pr->p[e.ini];
+    dc_send_ok(&e, 0, 0, 0xb1, 0x100, 0x1000, 64);
+    old_ah = e.ah;
+    RS_ASSERT_OK(qrs_destroy(b->d, RS_CMD_DESTROY_AH, e.ah));
+    ah_template(&c, b->pd, 0);
+    gid_v4(c.dgid, 10, 0, 0, e.tgt + 1);
+    memcpy(c.dmac, pair_mac[e.tgt], 6);
+    c.traffic_class = 0x20;
+    RS_ASSERT_OK(qrs_create_ah(b->d, &c, &e.ah));
+    g_assert_cmphex(HINDEX(e.ah), ==, HINDEX(old_ah));
+    g_assert_cmphex(e.ah, !=, old_ah);
+    pair_log_reset(pr);
+    dc_send_ok(&e, 0, 0, 0xb2, 0x200, 0x2000, 64);
+    PAIR_EXPECT_OPS(pr, 1, OP_DC_DISCONNECT, OP_DC_CONNECT, OP_SEND_ONLY);
+    g_assert_cmphex(pr->last[1][14 + 1], ==, 0x20);
+    dc_teardown(&e);
+}
+
+/*
  * CREATE_QP and MODIFY_QP of DC QPs: DCT fields that must be 0, a
  * missing or another PD's SRQ; AV, DEST_QPN and RQ_PSN refused, a DCT
  * cannot go to RTS.
@@ -960,7 +992,7 @@ static void test_dc_migrate_corrupt(void *obj, void *data,
     stl_be_p(ctx_needle + 16, 1);
     ctx_off = mig_find(stream, len, ctx_needle, sizeof(ctx_needle));
     dci_needle[0] = 2;          /* connected */
-    stl_be_p(dci_needle + 1, HINDEX(e.ah));
+    stl_be_p(dci_needle + 1, e.ah);
     stl_be_p(dci_needle + 5, e.dct[0].qpn);
     stq_be_p(dci_needle + 9, DC_KEY);
     stl_be_p(dci_needle + 17, 1);
@@ -1017,6 +1049,7 @@ static void register_dc_tests(void)
                  test_dc_lost_disconnect, &one_ctx);
     qos_add_test("dc/hostile", "rdma-session", test_dc_hostile, &pair);
     qos_add_test("dc/bad-wqe", "rdma-session", test_dc_bad_wqe, &pair);
+    qos_add_test("dc/ah-reuse", "rdma-session", test_dc_ah_reuse, &pair);
     qos_add_test("dc/objects", "rdma-session", test_dc_objects, &pair);
     qos_add_test("dc/migrate", "rdma-session", test_dc_migrate, &pair);
     qos_add_test("dc/migrate-corrupt", "rdma-session",
