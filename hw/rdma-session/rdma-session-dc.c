@@ -49,11 +49,13 @@ static void rs_dc_arm(RSCore *c, int64_t when)
     }
 }
 
-/* The next tick: often enough for dc-idle and CONNECT timeouts. */
+/*
+ * The next tick: often enough for dc-idle (1 - 10 ms: each tick walks
+ * the QP table) and CONNECT timeouts (at least 10 ms).
+ */
 static void rs_dc_arm_tick(RSCore *c)
 {
-    int64_t tick = MIN(MAX(rs_dc_idle_ns(c) / 4, 100 * SCALE_US),
-                       10 * SCALE_MS);
+    int64_t tick = MIN(MAX(rs_dc_idle_ns(c) / 2, SCALE_MS), 10 * SCALE_MS);
 
     rs_dc_arm(c, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) + tick);
 }
