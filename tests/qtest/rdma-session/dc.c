@@ -509,6 +509,47 @@ static void test_dc_loss(void *obj, void *data, QGuestAllocator *alloc)
 }
 
 /*
+ * A protection error through a DCT (dc-contexts=1): the WRITE with a key
+ * the DCT's PD does not own is NAKed (REM_ACCESS_ERR at the DCI),
+ * nothing is written, no event names the hidden context, the DCT stays
+ * in RTR, and the context is released at once: another DCI connects
+ * without an RNR reply.
+ */
+static void test_dc_protection(void *obj, void *data, QGuestAllocator *alloc)
+{
+    DcEnv e;
+    Pair *pr = &e.pr;
+    Peer *t, *i;
+    uint32_t pd2, key2, n;
+
+    dc_setup(&e, obj, data, alloc, 0);
+    t = &pr->p[e.tgt];
+    i = &pr->p[e.ini];
+    pd2 = new_pd(t->d);
+    key2 = eng_mr(t->d, pd2, 0, t->buf, PAIR_BUF, STD_ACCESS);
+    dci_create(&e, &e.dci[1]);
+    dc_send_ok(&e, 0, 0, 0xb1, 0x100, 0x1000, 64);
+    pair_log_reset(pr);
+    dc_post(&e, 0, RS_WR_RDMA_WRITE, 0xb2, 0, 0x200, 64, t->buf + 0x3000,
+            key2);
+    pair_expect_cqe(pr, e.ini, 0xb2, RS_WC_REM_ACCESS_ERR, RS_WR_RDMA_WRITE,
+                    e.dci[0].qpn, 0);
+    g_assert_cmphex(pr->op[e.tgt][0], ==, OP_ACK);
+    g_assert_cmphex(pr->syn[e.tgt][0], ==, AETH_NAK_REM_ACCESS);
+    expect_no_event(t->d);
+    g_assert_cmpuint(qp_state(t->d, e.dct[0].h), ==, RS_QPS_RTR);
+    g_assert_cmpuint(qp_state(i->d, e.dci[0].h), ==, RS_QPS_ERR);
+
+    pair_log_reset(pr);
+    dc_send_ok(&e, 1, 0, 0xb3, 0x300, 0x2000, 64);
+    for (n = 0; n < pr->nops[e.tgt]; n++) {
+        g_assert_cmphex(pr->syn[e.tgt][n] & 0xe0, !=, AETH_RNR);
+    }
+    g_assert_cmphex(pr->op[e.tgt][0], ==, OP_DC_CONNECT_REPLY);
+    dc_teardown(&e);
+}
+
+/*
  * dc-contexts=1 at the target: a second DCI's CONNECT gets an RNR reply
  * while the first one's connection is recent; once the first DCI closed
  * (idle), the second one's CONNECT again succeeds.
@@ -1034,6 +1075,10 @@ static void register_dc_tests(void)
         .before = pair_before,
         .arg = (void *)",dc-idle=1000",
     };
+    QOSGraphTestOptions b_one_ctx = {
+        .before = pair_before,
+        .arg = (void *)",dc-contexts=1",
+    };
     QOSGraphTestOptions one_ctx = {
         .before = pair_before,
         .arg = (void *)",dc-contexts=1,dc-idle=1000",
@@ -1044,6 +1089,8 @@ static void register_dc_tests(void)
     qos_add_test("dc/idle", "rdma-session", test_dc_idle, &idle);
     qos_add_test("dc/bad-key", "rdma-session", test_dc_bad_key, &pair);
     qos_add_test("dc/loss", "rdma-session", test_dc_loss, &pair);
+    qos_add_test("dc/protection", "rdma-session", test_dc_protection,
+                 &b_one_ctx);
     qos_add_test("dc/contexts", "rdma-session", test_dc_contexts, &one_ctx);
     qos_add_test("dc/lost-disconnect", "rdma-session",
                  test_dc_lost_disconnect, &one_ctx);
