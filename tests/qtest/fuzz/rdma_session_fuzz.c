@@ -7,9 +7,8 @@
  * a bound type 1 and type 2 memory window, an XRC initiator and an XRC
  * target with an XRC SRQ, a DC initiator connecting to the remote and a
  * DC target (key 0) on a basic SRQ, an explicit and an implicit
- * on-demand-paging MR with half their pages resolved, requests outstanding towards the
- * remote) and
- * then feeds the input to
+ * on-demand-paging MR with half their pages resolved, requests
+ * outstanding towards the remote) and then feeds the input to
  * the adapter as frames from the network through a socket netdev: RoCEv2
  * frames built from the input with valid Ethernet/IP/UDP/BTH headers and
  * a correct ICRC, so that the input reaches the responder, the completer
