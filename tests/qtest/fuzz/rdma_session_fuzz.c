@@ -5,10 +5,10 @@
  * MRs with every access right, RC QPs over loopback, RC/UC/UD QPs paired
  * with a remote GID that exists only in this fuzzer, an RC QP over IPv6,
  * a bound type 1 and type 2 memory window, an XRC initiator and an XRC
- * target with an XRC SRQ, an explicit and an implicit on-demand-paging
- * MR with half their pages resolved, requests outstanding towards the
- * remote) and
- * then feeds the input to
+ * target with an XRC SRQ, a DC initiator connecting to the remote and a
+ * DC target (key 0) on a basic SRQ, an explicit and an implicit
+ * on-demand-paging MR with half their pages resolved, requests
+ * outstanding towards the remote) and then feeds the input to
  * the adapter as frames from the network through a socket netdev: RoCEv2
  * frames built from the input with valid Ethernet/IP/UDP/BTH headers and
  * a correct ICRC, so that the input reaches the responder, the completer
@@ -80,6 +80,8 @@ enum {
     RSF_QP_RC6,         /* RC to the remote fd00::2 over GID 1 */
     RSF_QP_XINI,        /* XRC initiator to the remote */
     RSF_QP_XTGT,        /* XRC target of the remote, on the XRC SRQ */
+    RSF_QP_DCI,         /* DC initiator: a SEND to the remote's DCT */
+    RSF_QP_DCT,         /* DC target, key 0, on the basic SRQ */
     RSF_NQP,
 };
 
@@ -119,6 +121,8 @@ typedef struct RSFState {
     uint32_t cq_ci[2];
     uint32_t xrcd, srq, srq_pi;     /* an XRC domain and its XRC SRQ */
     struct rs_cmd_create_srq srq_c;
+    uint32_t dsrq, dsrq_pi;         /* the DC target's basic SRQ */
+    struct rs_cmd_create_srq dsrq_c;
 } RSFState;
 
 static int rsf_sock[2] = { -1, -1 };
@@ -316,6 +320,13 @@ static void rsf_create_qp(RSFState *f, RSFQp *q, uint8_t type, uint32_t group)
         rsf_ok(qrs_create_qp(&f->d, c, &q->h, &q->qpn), "CREATE_QP");
         return;
     }
+    if (type == RS_QPT_DCT) {
+        c->pd = f->pd;
+        c->recv_cq = f->cq[1];
+        c->srq = f->dsrq;
+        rsf_ok(qrs_create_qp(&f->d, c, &q->h, &q->qpn), "CREATE_QP DCT");
+        return;
+    }
     c->pd = f->pd;
     c->send_cq = f->cq[0];
     c->sq_log_size = RSF_WQ_LOG;
@@ -323,13 +334,53 @@ static void rsf_create_qp(RSFState *f, RSFQp *q, uint8_t type, uint32_t group)
     c->max_inline = 64;
     c->session_group = 0;
     c->sq_addr = rsf_buf(f, qrs_qp_sq_bytes(c));
-    if (type != RS_QPT_XRC_INI) {
+    if (type != RS_QPT_XRC_INI && type != RS_QPT_DCI) {
         c->recv_cq = f->cq[1];
         c->rq_log_size = RSF_WQ_LOG;
         c->max_recv_sge = 2;
         c->rq_addr = rsf_buf(f, qrs_qp_rq_bytes(c));
     }
     rsf_ok(qrs_create_qp(&f->d, c, &q->h, &q->qpn), "CREATE_QP");
+}
+
+/* A DCI to RTS, a DCT to RTR: no address or PSNs of a peer. */
+static void rsf_connect_dc(RSFState *f, RSFQp *q)
+{
+    bool dct = q->type == RS_QPT_DCT;
+    struct rs_qp_attr a = {
+        .path_mtu = RS_MTU_1024,
+        .port_num = 1,
+        .sq_psn = RSF_SQ_PSN,
+        .access_flags = RS_ACCESS_LOCAL_WRITE | RS_ACCESS_REMOTE_WRITE |
+                        RS_ACCESS_REMOTE_READ | RS_ACCESS_REMOTE_ATOMIC,
+        .max_rd_atomic = 4,
+        .min_rnr_timer = 1,
+        .timeout = 10,
+        .retry_cnt = 3,
+        .rnr_retry = 3,
+    };
+
+    a.cur_qp_state = RS_QPS_RESET;
+    a.qp_state = RS_QPS_INIT;
+    rsf_ok(qrs_modify_qp(&f->d, q->h, &a, RS_QP_ATTR_STATE |
+                         RS_QP_ATTR_PORT |
+                         (dct ? RS_QP_ATTR_ACCESS_FLAGS : 0)),
+           "MODIFY_QP INIT");
+    a.cur_qp_state = RS_QPS_INIT;
+    a.qp_state = RS_QPS_RTR;
+    rsf_ok(qrs_modify_qp(&f->d, q->h, &a, RS_QP_ATTR_STATE |
+                         RS_QP_ATTR_PATH_MTU |
+                         (dct ? RS_QP_ATTR_MIN_RNR_TIMER : 0)),
+           "MODIFY_QP RTR");
+    if (dct) {
+        return;
+    }
+    a.cur_qp_state = RS_QPS_RTR;
+    a.qp_state = RS_QPS_RTS;
+    rsf_ok(qrs_modify_qp(&f->d, q->h, &a, RS_QP_ATTR_STATE |
+                         RS_QP_ATTR_SQ_PSN | RS_QP_ATTR_TIMEOUT |
+                         RS_QP_ATTR_RETRY_CNT | RS_QP_ATTR_RNR_RETRY |
+                         RS_QP_ATTR_MAX_QP_RD_ATOMIC), "MODIFY_QP RTS");
 }
 
 /* RESET -> INIT -> RTR -> RTS with the masks each QP type requires. */
@@ -414,7 +465,27 @@ static void rsf_post_recv(RSFState *f, RSFQp *q, const struct rs_sge *sge)
     QTestState *s = qrs_qts(&f->d);
     bool xrc = q->type == RS_QPT_XRC_INI || q->type == RS_QPT_XRC_TGT;
     struct rs_recv_wqe_ctrl w = { .wr_id = 0x1000 + q->rq_pi, .num_sge = 1 };
-    uint64_t slot = xrc ?
+    uint64_t slot;
+
+    if (q->type == RS_QPT_DCI || q->type == RS_QPT_DCT) {
+        /* A DCT's receives are its SRQ's; a DCI has none. */
+        if (q->type == RS_QPT_DCT) {
+            slot = rsf_slot(f->dsrq_c.ring_addr,
+                            (uint64_t)qrs_recv_stride(1) <<
+                            f->dsrq_c.log_size,
+                            f->dsrq_c.log_size, f->dsrq_pi);
+            qtest_memwrite(s, slot, &w, sizeof(w));
+            qtest_memwrite(s, slot + sizeof(w), sge, sizeof(*sge));
+            f->dsrq_pi++;
+            qrs_db_writel(&f->d, 0, RS_DB_SRQ,
+                          (f->dsrq & RS_HANDLE_INDEX_MASK) |
+                          (f->dsrq_pi & 0xffff) << 16);
+        }
+        q->rq_pi++;
+        qrs_db_writel(&f->d, 0, RS_DB_RQ, q->qpn | (q->rq_pi & 0xffff) << 16);
+        return;
+    }
+    slot = xrc ?
         rsf_slot(f->srq_c.ring_addr,
                  (uint64_t)qrs_recv_stride(1) << f->srq_c.log_size,
                  f->srq_c.log_size, f->srq_pi) :
@@ -611,6 +682,14 @@ static void rsf_bring_up(RSFState *f, QTestState *s)
     }
     rsf_create_qp(f, &f->qp[RSF_QP_XINI], RS_QPT_XRC_INI, 0);
     rsf_create_qp(f, &f->qp[RSF_QP_XTGT], RS_QPT_XRC_TGT, 0);
+    f->dsrq_c = (struct rs_cmd_create_srq) {
+        .pd = f->pd, .log_size = RSF_WQ_LOG, .max_sge = 1,
+    };
+    f->dsrq_c.ring_addr = rsf_buf(f, (uint64_t)qrs_recv_stride(1) <<
+                                     RSF_WQ_LOG);
+    rsf_ok(qrs_create_srq(&f->d, &f->dsrq_c, &f->dsrq), "CREATE_SRQ");
+    rsf_create_qp(f, &f->qp[RSF_QP_DCI], RS_QPT_DCI, 0);
+    rsf_create_qp(f, &f->qp[RSF_QP_DCT], RS_QPT_DCT, 0);
     memcpy(lgid, gid, 16);
     rsf_connect(f, &f->qp[RSF_QP_LOOP_A], f->qp[RSF_QP_LOOP_B].qpn, lgid, 0,
                 group);
@@ -622,6 +701,8 @@ static void rsf_bring_up(RSFState *f, QTestState *s)
     rsf_connect(f, &f->qp[RSF_QP_RC6], RSF_REMOTE_QPN, rsf_ip6_remote, 1, 0);
     rsf_connect(f, &f->qp[RSF_QP_XINI], RSF_REMOTE_QPN, rgid, 0, 0);
     rsf_connect(f, &f->qp[RSF_QP_XTGT], RSF_REMOTE_QPN, rgid, 0, 0);
+    rsf_connect_dc(f, &f->qp[RSF_QP_DCI]);
+    rsf_connect_dc(f, &f->qp[RSF_QP_DCT]);
 
     /*
      * Memory windows, bound before the requests below leave the send
@@ -680,6 +761,15 @@ static void rsf_bring_up(RSFState *f, QTestState *s)
                 &f->mr[RSF_MR_ALL], 64, 0);
     rsf_post_op(f, &f->qp[RSF_QP_XINI], RS_WR_SEND, 100,
                 &f->mr[RSF_MR_ALL], 0, 0);
+    /*
+     * The DCI's CONNECT to the remote's DCT RSF_REMOTE_QPN (key: the
+     * WQE's qkey and XRC SRQ fields): a REPLY from the input (opcode
+     * 0xc3, PSN RSF_SQ_PSN) connects it, then ACKs complete the WQEs.
+     */
+    rsf_post_op(f, &f->qp[RSF_QP_DCI], RS_WR_RDMA_WRITE, 64,
+                &f->mr[RSF_MR_ALL], 0, 0);
+    rsf_post_op(f, &f->qp[RSF_QP_DCI], RS_WR_RDMA_READ, 2048,
+                &f->mr[RSF_MR_ALL], RSF_PAGE, 0);
     rsf_lan_rx(f);
     rsf_settle(s);
 }
@@ -804,12 +894,12 @@ static bool rsf_op_has_va(uint8_t op)
 
 /*
  * Opcodes the completer takes: ACK, READ responses, atomic ACK, the
- * page-fault pause.
+ * page-fault pause; and the DC_CONNECT_REPLY a DCI takes.
  */
 static bool rsf_op_is_resp(uint8_t op)
 {
     return ((op & 0x1f) >= 0x0d && (op & 0x1f) <= 0x12) ||
-           op == 0xc0 || op == 0xc1;
+           op == 0xc0 || op == 0xc1 || op == 0xc3;
 }
 
 static RSFQp *rsf_qp_sel(RSFState *f, uint8_t sel)
@@ -845,6 +935,9 @@ static void rsf_op_roce(RSFState *f, QTestState *s, const uint8_t *d,
     q = rsf_qp_sel(f, d[0]);
     ctl = d[3];
     op = ctl & 1 ? d[1] : tbits[q->type] | (d[1] & 0x1f);
+    if (q->type == RS_QPT_DCT && !(ctl & 1)) {
+        op = 0xc2 + d[1] % 3;   /* DC_CONNECT, _REPLY, _DISCONNECT */
+    }
     bth_flags = d[2] & 0xf0;                /* SE, M, pad; TVer 0 */
     sport = d[5];
     ackreq = d[6] & 0x80;
@@ -1089,8 +1182,9 @@ static GString *rsf_cmdline(FuzzTarget *t)
     g_string_printf(cmd_line,
         TARGET_NAME " -display none -machine q35,accel=qtest -nodefaults "
         "-m 128M -device rdma-session,addr=04.0,netdev=n0,mac=" RS_QOS_MAC_STR
-        ",max-qps=10,max-cqs=4,max-mrs=10,max-pds=2,max-ahs=2,max-sessions=2,"
-        "max-session-groups=2,max-gids=4,max-srqs=2,max-xrcds=2,db-pages=2,"
+        ",max-qps=16,max-cqs=4,max-mrs=10,max-pds=2,max-ahs=2,max-sessions=2,"
+        "max-session-groups=2,max-gids=4,max-srqs=3,max-xrcds=2,db-pages=2,"
+        "dc-contexts=3,dc-idle=100,"
         "max-mr-pages=64,num-comp-vectors=1,mtu=1024,odp-pages=64,"
         "odp-fault-timeout=50 "
         "-netdev socket,fd=%d,id=n0", rsf_sock[1]);
