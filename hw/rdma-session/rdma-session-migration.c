@@ -445,7 +445,9 @@ static bool rs_mr_mkl_room_valid(void *opaque, int version_id)
     RSMr *mr = opaque;
     RSCore *c = mr->core;
 
-    if (!mr->valid || mr->mkl_cap < 1 || mr->mkl_cap > RS_MKEY_MAX_ENTRIES ||
+    if (!mr->valid || (mr->mkl_kind != RS_WR_REG_INDIRECT &&
+                       mr->mkl_kind != RS_WR_REG_PATTERN) ||
+        mr->mkl_cap < 1 || mr->mkl_cap > RS_MKEY_MAX_ENTRIES ||
         mr->mkl_n > mr->mkl_cap ||
         mr->mkl_cap > c->mr_pages_used - c->mr_pages_loaded) {
         return false;

@@ -1055,7 +1055,7 @@ static void test_corrupt_stream(void *obj, void *data,
 {
     static const char sub_name[] = "\x05\x19rdma-session/mr/mkey-list";
     static const char *const what[] = {
-        "kind 7", "room 300", "room 0", "more entries than room",
+        "kind 7", "kind 0", "room 300", "room 0", "more entries than room",
         "indirect with repeat", "entry of length 0",
         "entries longer than the key",
     };
@@ -1100,18 +1100,21 @@ static void test_corrupt_stream(void *obj, void *data,
             copy[sub] = 7;
             break;
         case 1:
-            stw_be_p(copy + sub + 1, 300);
+            copy[sub] = 0;
             break;
         case 2:
-            stw_be_p(copy + sub + 1, 0);
+            stw_be_p(copy + sub + 1, 300);
             break;
         case 3:
-            stw_be_p(copy + sub + 3, 4);
+            stw_be_p(copy + sub + 1, 0);
             break;
         case 4:
-            stl_be_p(copy + sub + 5, 1);
+            stw_be_p(copy + sub + 3, 4);
             break;
         case 5:
+            stl_be_p(copy + sub + 5, 1);
+            break;
+        case 6:
             stl_be_p(copy + sub + 9 + 12, 0);
             break;
         default:
