@@ -1231,7 +1231,7 @@ static GString *rsf_cmdline(FuzzTarget *t)
     g_string_printf(cmd_line,
         TARGET_NAME " -display none -machine q35,accel=qtest -nodefaults "
         "-m 128M -device rdma-session,addr=04.0,netdev=n0,mac=" RS_QOS_MAC_STR
-        ",max-qps=16,max-cqs=4,max-mrs=10,max-pds=2,max-ahs=2,max-sessions=2,"
+        ",max-qps=16,max-cqs=4,max-mrs=12,max-pds=2,max-ahs=2,max-sessions=2,"
         "max-session-groups=2,max-gids=4,max-srqs=3,max-xrcds=2,db-pages=2,"
         "dc-contexts=3,dc-idle=100,"
         "max-mr-pages=64,num-comp-vectors=1,mtu=1024,odp-pages=64,"
