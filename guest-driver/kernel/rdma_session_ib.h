@@ -197,6 +197,7 @@ struct rs_qp {
 	struct rs_wq rq;
 	struct rs_session *sess;
 	u32 dest_qpn;
+	u64 dc_key;			/* DCT: its access key */
 	bool has_av;
 	struct rdma_ah_attr av;		/* for query_qp */
 	struct ib_qp_cap cap;
@@ -357,6 +358,9 @@ static inline struct device *rs_dma_dev(struct rs_ibdev *dev)
 }
 
 /* rdma_session_verbs.c */
+struct ib_mr *rs_ib_reg_mkey_list(struct ib_pd *ibpd, bool pattern,
+				  const void *entries, u16 nentries, u32 repeat,
+				  int access);
 int rs_ib_cmd_exec(struct rs_ibdev *dev, struct rs_admin_cmd *cmd,
 		   struct rs_admin_cqe *cqe);
 int rs_ib_cmd_destroy(struct rs_ibdev *dev, u8 opcode, u32 handle);
