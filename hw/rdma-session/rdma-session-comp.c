@@ -92,6 +92,9 @@ void rs_qp_event(RSCore *c, uint32_t qpn, uint8_t type)
 {
     RSQp *qp = &c->qps[qpn];
 
+    if (qp->type == RS_QPT_DC_CTX) {
+        return;                 /* no guest handle: the NAK says it */
+    }
     rs_core_raise_event(c, type, rs_handle(qpn, qp->gen), qp->sq_psn);
 }
 
@@ -120,6 +123,10 @@ void rs_qp_to_err(RSCore *c, uint32_t qpn)
 {
     RSQp *qp = &c->qps[qpn];
 
+    if (qp->type == RS_QPT_DC_CTX) {
+        rs_dc_ctx_error(c, qpn);    /* released, never its DCT */
+        return;
+    }
     if (qp->state != RS_QPS_ERR) {
         trace_rdma_session_qp_state(qpn, qp->state, RS_QPS_ERR);
         qp->state = RS_QPS_ERR;
@@ -215,6 +222,10 @@ void rs_srq_flush_claimed(RSCore *c, uint32_t qpn)
 
     if (qp->type == RS_QPT_XRC_TGT) {
         cqe.srqn = cpu_to_le32(qp->srq);
+    }
+    if (qp->type == RS_QPT_DC_CTX) {
+        cqe.qpn = cpu_to_le32(qp->dc_dct);
+        cqe.src_qp = cpu_to_le32(qp->dest_qpn);
     }
     qp->srq_claimed = false;
     rs_cq_post(c, qp->recv_cq, &cqe, false);

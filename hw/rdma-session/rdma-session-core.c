@@ -139,6 +139,7 @@ void rs_core_reset(RSCore *c)
     trace_rdma_session_reset();
     qemu_bh_cancel(c->admin_bh);
     rs_engine_reset(c);
+    rs_dc_reset(c);
     rs_clear_tables(c);
     c->ctrl = 0;
     c->status = c->link_up ? R_RS_STATUS_LINK_UP_MASK : 0;
@@ -237,6 +238,7 @@ bool rs_core_realize(RSCore *c, Error **errp)
     rs_lan_realize(c);
     rs_engine_realize(c);
     rs_odp_realize(c);
+    rs_dc_realize(c);
     return true;
 }
 
@@ -246,6 +248,7 @@ void rs_core_unrealize(RSCore *c)
     rs_lan_unrealize(c);
     rs_engine_unrealize(c);
     rs_odp_unrealize(c);
+    rs_dc_unrealize(c);
     rs_free_tables(c);
     rs_mcast_unrealize(c);
     g_free(c->pds);
@@ -397,7 +400,7 @@ uint64_t rs_core_reg_read(RSCore *c, hwaddr addr)
         val = RS_CAP_RC | RS_CAP_UC | RS_CAP_UD | RS_CAP_SESSION_GROUPS |
               RS_CAP_NETID_MKEYS | RS_CAP_LAN | RS_CAP_ATOMIC | RS_CAP_SRQ |
               RS_CAP_MW | RS_CAP_MCAST | RS_CAP_FLUSH |
-              RS_CAP_ATOMIC_WRITE | RS_CAP_XRC |
+              RS_CAP_ATOMIC_WRITE | RS_CAP_XRC | RS_CAP_DC |
               (c->p.odp ? RS_CAP_ODP : 0);
         break;
     case A_RS_DB_PAGES:

@@ -303,7 +303,32 @@ typedef struct RSQp {
     RSOdpWait odp_resp;
     bool odp_paused;
     uint32_t pause_psn;
+    /*
+     * Dynamically connected transport (rdma-session-dc.c).  A DCI: its
+     * connection's state (RS_DC_*), target (AH index, DCT number, key),
+     * connection counter and the context QPN (dest_qpn).  A DCT: its key.
+     * A responder context (RS_QPT_DC_CTX): its DCT's index, the DCI's
+     * connection number and key (dest_qpn: the DCI's QPN).
+     */
+    uint8_t dc_state;
+    uint32_t dc_ah;
+    uint32_t dc_dct;
+    uint64_t dc_key;
+    uint32_t dc_conn;
+    /*
+     * Runtime only: last activity (virtual ns); a DCT: the next key
+     * violation event not before dc_viol.
+     */
+    int64_t dc_last;
+    int64_t dc_viol;
 } RSQp;
+
+/*
+ * A DC responder context: a QP table slot of this device-internal type
+ * (never a guest's handle) that RC's responder serves for one DCI.
+ */
+#define RS_QPT_DC_CTX   8
+enum { RS_DC_IDLE = 0, RS_DC_CONNECTING = 1, RS_DC_CONNECTED = 2 };
 
 /* RS_RESP_DROP: UC, the rest of a message after a PSN gap or an error. */
 /* Marks in RSQp.srq_nsge of an SRQ WQE that cannot be used. */
@@ -451,6 +476,8 @@ struct RSCore {
     QEMUBH *req_bh;             /* requester: runs the send queues */
     QEMUTimer *retry_timer;     /* RC local ACK timeout */
     QEMUTimer *rnr_timer;       /* end of RNR waits */
+    QEMUTimer *dc_timer;        /* DC: CONNECT retries, idle closes */
+    uint32_t *dc_ctx;           /* DC: dc_contexts context QPNs, 0: free */
     QEMUBH *resp_bh;            /* responder: coalesced ACKs */
     uint64_t tx_count;          /* x-drop-tx: RoCE frames sent */
     uint32_t tx_rng;            /* x-drop-tx: pseudo-random state */
@@ -569,6 +596,14 @@ static inline uint32_t rs_handle(uint32_t index, uint8_t gen)
 }
 
 /*
+ * A guest's QP handle: 0 when RS_LOOKUP refuses it or it names a DC
+ * responder context, which no guest handle may reach.
+ */
+#define RS_QP_LOOKUP(c, handle) ({                                         \
+    uint32_t q_ = RS_LOOKUP((c)->qps, (c)->p.max_qps, handle);             \
+    q_ && (c)->qps[q_].type != RS_QPT_DC_CTX ? q_ : 0; })
+
+/*
  * Resolve a guest handle to a table index: 0 when it is out of range, free
  * or stale.  Every object table starts with bool valid, uint8_t gen.
  */
@@ -649,13 +684,32 @@ bool rs_xrc_state_valid(RSCore *c);
  */
 static inline bool rs_qpt_rc_requester(uint8_t type)
 {
-    return type == RS_QPT_RC || type == RS_QPT_XRC_INI;
+    return type == RS_QPT_RC || type == RS_QPT_XRC_INI || type == RS_QPT_DCI;
 }
 
 static inline bool rs_qpt_rc_responder(uint8_t type)
 {
-    return type == RS_QPT_RC || type == RS_QPT_XRC_TGT;
+    return type == RS_QPT_RC || type == RS_QPT_XRC_TGT ||
+           type == RS_QPT_DC_CTX;
 }
+
+/* rdma-session-dc.c: dynamically connected transport */
+struct RSPkt;
+uint8_t rs_dc_create_dct(RSCore *c, const struct rs_cmd_create_qp *cq,
+                         uint32_t *pd, uint32_t *rcq, uint32_t *srq);
+uint8_t rs_dc_req_target(RSCore *c, uint32_t qpn, RSQp *qp,
+                         const struct rs_send_wqe_ctrl *w, bool started,
+                         bool *go);
+void rs_dc_input(RSCore *c, int gid, const struct RSPkt *pkt);
+void rs_dc_ctx_error(RSCore *c, uint32_t qpn);
+void rs_dc_dct_stop(RSCore *c, uint32_t dct);
+void rs_dc_dci_reset(RSCore *c, uint32_t qpn);
+void rs_dc_activity(RSCore *c, RSQp *qp);
+bool rs_dc_state_valid(RSCore *c);
+void rs_dc_post_load(RSCore *c);
+void rs_dc_realize(RSCore *c);
+void rs_dc_reset(RSCore *c);
+void rs_dc_unrealize(RSCore *c);
 
 /* rdma-session-mkey.c: memory keys and translation tables */
 uint8_t rs_cmd_reg_mr(RSCore *c, const struct rs_admin_cmd *cmd,

@@ -98,7 +98,7 @@ static uint8_t rs_mcast_args(RSCore *c, const struct rs_admin_cmd *cmd,
 {
     const struct rs_cmd_mcast *m = &cmd->mcast;
 
-    *qpn = RS_LOOKUP(c->qps, c->p.max_qps, le32_to_cpu(m->qp));
+    *qpn = RS_QP_LOOKUP(c, le32_to_cpu(m->qp));
     if (!*qpn) {
         return RS_STATUS_BAD_HANDLE;
     }

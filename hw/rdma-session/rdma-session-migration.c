@@ -175,6 +175,9 @@ static int rs_qp_pre_load(void *opaque)
     memset(&qp->odp_resp, 0, sizeof(qp->odp_resp));
     qp->odp_paused = false;
     qp->pause_psn = 0;
+    qp->dc_state = 0;
+    qp->dc_ah = qp->dc_dct = qp->dc_conn = 0;
+    qp->dc_key = 0;
     return 0;
 }
 
@@ -243,6 +246,30 @@ static const VMStateDescription vmstate_rs_qp_odp = {
         VMSTATE_STRUCT(odp_resp, RSQp, 1, vmstate_rs_odp_wait, RSOdpWait),
         VMSTATE_BOOL(odp_paused, RSQp),
         VMSTATE_UINT32(pause_psn, RSQp),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/* DC (ABI 1.5): sent by DCIs, DCTs and their responder contexts. */
+static bool rs_qp_dc_needed(void *opaque)
+{
+    RSQp *qp = opaque;
+
+    return qp->valid && (qp->type == RS_QPT_DCI || qp->type == RS_QPT_DCT ||
+                         qp->type == RS_QPT_DC_CTX);
+}
+
+static const VMStateDescription vmstate_rs_qp_dc = {
+    .name = "rdma-session/qp/dc",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rs_qp_dc_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT8(dc_state, RSQp),
+        VMSTATE_UINT32(dc_ah, RSQp),
+        VMSTATE_UINT32(dc_dct, RSQp),
+        VMSTATE_UINT64(dc_key, RSQp),
+        VMSTATE_UINT32(dc_conn, RSQp),
         VMSTATE_END_OF_LIST()
     },
 };
@@ -336,6 +363,7 @@ static const VMStateDescription vmstate_rs_qp = {
     .subsections = (const VMStateDescription * const []) {
         &vmstate_rs_qp_xrc,
         &vmstate_rs_qp_odp,
+        &vmstate_rs_qp_dc,
         NULL
     },
 };
@@ -787,7 +815,8 @@ static bool rs_core_refs_valid(RSCore *c)
         if (qp->type == RS_QPT_XRC_TGT) {
             /* Its SRQ, PD and CQ are borrowed from the last request's. */
             xrcd[qp->xrcd]++;
-        } else {
+        } else if (qp->type != RS_QPT_DC_CTX) {
+            /* A DC context borrows its DCT's. */
             pd[qp->pd]++;
             cq[qp->send_cq]++;
             cq[qp->recv_cq]++;
@@ -900,8 +929,17 @@ static bool rs_qp_state_valid(RSCore *c, const RSQp *qp)
      * borrows), the initiator no receive side.
      */
     bool tgt = qp->type == RS_QPT_XRC_TGT;
-    bool ini = qp->type == RS_QPT_XRC_INI;
+    bool ini = qp->type == RS_QPT_XRC_INI || qp->type == RS_QPT_DCI;
+    /*
+     * DC (rs_dc_state_valid checks the rest): a DCT and its contexts
+     * have no send queue or send CQ, a DCT's SRQ is required.
+     */
+    bool dc_rx = qp->type == RS_QPT_DCT || qp->type == RS_QPT_DC_CTX;
     uint32_t j;
+
+    if (dc_rx && !qp->srq) {
+        return false;
+    }
 
     /* Receive side: its own queue, or an SRQ and the WQE it took. */
     if (qp->srq ? (!RS_REF_OK(c, srqs, p->max_srqs, qp->srq) || ini ||
@@ -918,17 +956,20 @@ static bool rs_qp_state_valid(RSCore *c, const RSQp *qp)
     if (qp->atomic_next >= RS_ATOMIC_RES) {
         return false;
     }
-    if ((qp->type > RS_QPT_GSI && !tgt && !ini) || qp->state > RS_QPS_ERR ||
+    if ((qp->type > RS_QPT_GSI && !tgt && !ini && !dc_rx) ||
+        qp->type > RS_QPT_DC_CTX || qp->state > RS_QPS_ERR ||
         (!tgt && (!RS_REF_OK(c, pds, p->max_pds, qp->pd) ||
                   ((c->pds[qp->pd].flags & RS_PD_F_PRIVILEGED) && qp->uar) ||
-                  !RS_REF_OK(c, cqs, p->max_cqs, qp->send_cq))) ||
+                  (dc_rx ? qp->send_cq != 0 :
+                   !RS_REF_OK(c, cqs, p->max_cqs, qp->send_cq)))) ||
         (!tgt && !ini && !RS_REF_OK(c, cqs, p->max_cqs, qp->recv_cq)) ||
         (qp->group && !RS_REF_OK(c, groups, p->max_groups, qp->group)) ||
         (qp->has_av && !rs_gid_valid(c, qp->av.gid_index))) {
         return false;
     }
     /* Engine state: in-flight WQEs fit the ring, PSNs are 24 bits. */
-    if ((tgt ? qp->sq_log != 0 || qp->sq_pi || qp->sq_ci || qp->sq_rec :
+    if ((tgt || dc_rx ? qp->sq_log != 0 || qp->sq_pi || qp->sq_ci ||
+                        qp->sq_rec :
                qp->sq_log < 1 || qp->sq_log > RS_MAX_WQ_LOG) ||
         qp->sq_ci - qp->sq_comp > (1u << qp->sq_log) ||
         qp->resp_op > RS_RESP_DROP ||
@@ -1060,7 +1101,7 @@ static bool rs_core_state_valid(RSCore *c)
         }
     }
     /* XRC first: a target's queues are checked by what it borrows. */
-    if (!rs_xrc_state_valid(c)) {
+    if (!rs_xrc_state_valid(c) || !rs_dc_state_valid(c)) {
         return false;
     }
     for (i = 0; i < p->max_qps; i++) {
@@ -1131,6 +1172,7 @@ static int rs_core_post_load(void *opaque, int version_id)
     }
     rs_lan_post_load(c);
     rs_engine_post_load(c);
+    rs_dc_post_load(c);
     c->migrated_in = true;
     return 0;
 }

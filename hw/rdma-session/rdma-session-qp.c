@@ -57,6 +57,8 @@ typedef struct RSQpTransition {
 #define GSI RS_QPT_GSI
 #define XI RS_QPT_XRC_INI
 #define XT RS_QPT_XRC_TGT
+#define DI RS_QPT_DCI
+#define DT RS_QPT_DCT
 
 static const RSQpTransition rs_qp_table[RS_QPS_NUM][RS_QPS_NUM] = {
     [RS_QPS_RESET] = {
@@ -70,9 +72,12 @@ static const RSQpTransition rs_qp_table[RS_QPS_NUM][RS_QPS_NUM] = {
                 [GSI] = A_PKEY | A_QKEY,
                 [XI] = A_PKEY | A_PORT | A_ACCESS,
                 [XT] = A_PKEY | A_PORT | A_ACCESS,
+                [DI] = A_PORT,
+                [DT] = A_PORT | A_ACCESS,
             },
             .opt = { [UD] = A_GROUP, [UC] = A_GROUP, [RC] = A_GROUP,
-                     [XI] = A_GROUP, [XT] = A_GROUP },
+                     [XI] = A_GROUP, [XT] = A_GROUP, [DI] = A_PKEY,
+                     [DT] = A_PKEY },
         },
     },
     [RS_QPS_INIT] = {
@@ -87,6 +92,8 @@ static const RSQpTransition rs_qp_table[RS_QPS_NUM][RS_QPS_NUM] = {
                 [GSI] = A_PKEY | A_QKEY,
                 [XI] = A_PKEY | A_PORT | A_ACCESS | A_GROUP,
                 [XT] = A_PKEY | A_PORT | A_ACCESS | A_GROUP,
+                [DI] = A_PKEY | A_PORT,
+                [DT] = A_PKEY | A_PORT | A_ACCESS,
             },
         },
         [RS_QPS_RTR] = {
@@ -99,6 +106,9 @@ static const RSQpTransition rs_qp_table[RS_QPS_NUM][RS_QPS_NUM] = {
                 [XI] = A_AV | A_MTU | A_DQPN | A_RQ_PSN,
                 [XT] = A_AV | A_MTU | A_DQPN | A_RQ_PSN | A_DEST_RD_ATOMIC |
                        A_RNR_TIMER,
+                /* DC: the connections bring address and PSNs. */
+                [DI] = A_MTU,
+                [DT] = A_MTU | A_RNR_TIMER,
             },
             .opt = {
                 [UD] = A_PKEY | A_QKEY | A_GROUP,
@@ -108,6 +118,8 @@ static const RSQpTransition rs_qp_table[RS_QPS_NUM][RS_QPS_NUM] = {
                 [XI] = A_ALT | A_ACCESS | A_PKEY | A_GROUP |
                        A_DEST_RD_ATOMIC | A_RNR_TIMER,
                 [XT] = A_ALT | A_ACCESS | A_PKEY | A_GROUP,
+                [DI] = A_PKEY,
+                [DT] = A_ACCESS | A_PKEY,
             },
         },
     },
@@ -126,6 +138,8 @@ static const RSQpTransition rs_qp_table[RS_QPS_NUM][RS_QPS_NUM] = {
                        A_RD_ATOMIC,
                 /* The target sends responses only. */
                 [XT] = A_TIMEOUT | A_SQ_PSN,
+                [DI] = A_TIMEOUT | A_RETRY | A_RNR_RETRY | A_SQ_PSN |
+                       A_RD_ATOMIC,
             },
             .opt = {
                 [UD] = A_CUR | A_QKEY | A_GROUP,
@@ -137,6 +151,7 @@ static const RSQpTransition rs_qp_table[RS_QPS_NUM][RS_QPS_NUM] = {
                        A_GROUP,
                 [XT] = A_CUR | A_ALT | A_ACCESS | A_RNR_TIMER | A_MIG |
                        A_GROUP | A_RETRY | A_RNR_RETRY | A_RD_ATOMIC,
+                [DI] = A_CUR,
             },
         },
     },
@@ -155,6 +170,7 @@ static const RSQpTransition rs_qp_table[RS_QPS_NUM][RS_QPS_NUM] = {
                        A_GROUP,
                 [XT] = A_CUR | A_ACCESS | A_ALT | A_MIG | A_RNR_TIMER |
                        A_GROUP,
+                [DI] = A_CUR,
             },
         },
         [RS_QPS_SQD] = {
@@ -162,7 +178,7 @@ static const RSQpTransition rs_qp_table[RS_QPS_NUM][RS_QPS_NUM] = {
             .opt = {
                 [UD] = A_SQD_ASYNC, [UC] = A_SQD_ASYNC,
                 [RC] = A_SQD_ASYNC, [GSI] = A_SQD_ASYNC,
-                [XI] = A_SQD_ASYNC,
+                [XI] = A_SQD_ASYNC, [DI] = A_SQD_ASYNC,
             },
         },
     },
@@ -179,6 +195,7 @@ static const RSQpTransition rs_qp_table[RS_QPS_NUM][RS_QPS_NUM] = {
                 [GSI] = A_CUR | A_QKEY,
                 [XI] = A_CUR | A_ALT | A_ACCESS | A_RNR_TIMER | A_MIG |
                        A_GROUP,
+                [DI] = A_CUR,
             },
         },
         [RS_QPS_SQD] = {
@@ -193,6 +210,8 @@ static const RSQpTransition rs_qp_table[RS_QPS_NUM][RS_QPS_NUM] = {
                 [XI] = A_PORT | A_AV | A_TIMEOUT | A_RETRY | A_RNR_RETRY |
                        A_RD_ATOMIC | A_ALT | A_ACCESS | A_PKEY | A_MIG |
                        A_GROUP,
+                [DI] = A_TIMEOUT | A_RETRY | A_RNR_RETRY | A_RD_ATOMIC |
+                       A_PKEY,
             },
         },
     },
@@ -220,6 +239,8 @@ static const RSQpTransition rs_qp_table[RS_QPS_NUM][RS_QPS_NUM] = {
 #undef GSI
 #undef XI
 #undef XT
+#undef DI
+#undef DT
 
 /* SQE->RTS is the one transition some types lack: RC cannot recover. */
 static bool rs_qp_transition_ok(uint8_t type, uint8_t cur, uint8_t next)
@@ -229,8 +250,12 @@ static bool rs_qp_transition_ok(uint8_t type, uint8_t cur, uint8_t next)
     if (!t->valid) {
         return false;
     }
-    if (type == RS_QPT_XRC_TGT && next == RS_QPS_SQD) {
+    if ((type == RS_QPT_XRC_TGT || type == RS_QPT_DCT) &&
+        next == RS_QPS_SQD) {
         return false;               /* nothing to drain */
+    }
+    if (type == RS_QPT_DCT && next == RS_QPS_RTS) {
+        return false;               /* a DCT serves in RTR */
     }
     return !(cur == RS_QPS_SQE && next == RS_QPS_RTS &&
              (rs_qpt_rc_requester(type) || rs_qpt_rc_responder(type)));
@@ -303,6 +328,9 @@ static void rs_qp_to_reset(RSCore *c, RSQp *qp)
         .group = qp->group,
         .srq = qp->srq,
         .xrcd = qp->xrcd,
+        /* A DCT keeps its key, a DCI counts its connections on. */
+        .dc_key = qp->type == RS_QPT_DCT ? qp->dc_key : 0,
+        .dc_conn = qp->dc_conn,
         .sq_addr = qp->sq_addr,
         .rq_addr = qp->rq_addr,
         .path_mtu = rs_max_mtu(c),
@@ -318,7 +346,7 @@ static uint8_t rs_create_qp_xrc_tgt(RSCore *c,
                                     const struct rs_cmd_create_qp *cq,
                                     uint32_t *xrcd)
 {
-    if (cq->sq_addr || cq->rq_addr || cq->pd || cq->send_cq ||
+    if (cq->rsvd2 || cq->sq_addr || cq->rq_addr || cq->pd || cq->send_cq ||
         cq->recv_cq || cq->srq || cq->sq_log_size || cq->rq_log_size ||
         cq->max_send_sge || cq->max_recv_sge || cq->flags ||
         cq->max_inline || cq->uar) {
@@ -332,7 +360,8 @@ static uint8_t rs_create_qp_xrc_tgt(RSCore *c,
 static bool rs_create_qp_has_rq(const struct rs_cmd_create_qp *cq)
 {
     return !cq->srq && cq->qp_type != RS_QPT_XRC_INI &&
-           cq->qp_type != RS_QPT_XRC_TGT;
+           cq->qp_type != RS_QPT_XRC_TGT && cq->qp_type != RS_QPT_DCI &&
+           cq->qp_type != RS_QPT_DCT;
 }
 
 /*
@@ -346,14 +375,17 @@ static uint8_t rs_create_qp_queues(RSCore *c,
                                    uint32_t *pd, uint32_t *scq,
                                    uint32_t *rcq, uint32_t *srq)
 {
-    bool ini = cq->qp_type == RS_QPT_XRC_INI;
+    /* A DCI has no receive side either. */
+    bool ini = cq->qp_type == RS_QPT_XRC_INI || cq->qp_type == RS_QPT_DCI;
     bool rq = rs_create_qp_has_rq(cq);
     uint32_t uar = le32_to_cpu(cq->uar);
     uint64_t rq_addr = le64_to_cpu(cq->rq_addr);
     uint16_t max_inline = le16_to_cpu(cq->max_inline);
 
-    if (cq->xrcd || (ini && (cq->recv_cq || cq->srq || rq_addr ||
-                             cq->rq_log_size || cq->max_recv_sge))) {
+    if (cq->xrcd || cq->rsvd2 ||
+        (ini && (cq->recv_cq || cq->srq || rq_addr ||
+                 cq->rq_log_size || cq->max_recv_sge)) ||
+        (cq->qp_type == RS_QPT_DCI && cq->session_group)) {
         return RS_STATUS_BAD_PARAM;
     }
     *pd = RS_LOOKUP(c->pds, c->p.max_pds, le32_to_cpu(cq->pd));
@@ -420,17 +452,16 @@ uint8_t rs_cmd_create_qp(RSCore *c, const struct rs_admin_cmd *cmd,
     uint32_t pd = 0, scq = 0, rcq = 0, srq = 0, xrcd = 0, group = 0, idx;
     uint32_t gh = le32_to_cpu(cq->session_group);
     bool tgt = cq->qp_type == RS_QPT_XRC_TGT;
+    bool dct = cq->qp_type == RS_QPT_DCT;
     bool rq = rs_create_qp_has_rq(cq);
     uint8_t st;
     RSQp *qp;
 
-    if (cq->qp_type == RS_QPT_DCI || cq->qp_type == RS_QPT_DCT) {
-        return RS_STATUS_NOT_SUPPORTED;
-    }
-    if (cq->qp_type > RS_QPT_XRC_TGT || cq->rsvd2) {
+    if (cq->qp_type > RS_QPT_XRC_TGT) {
         return RS_STATUS_BAD_PARAM;
     }
     st = tgt ? rs_create_qp_xrc_tgt(c, cq, &xrcd) :
+         dct ? rs_dc_create_dct(c, cq, &pd, &rcq, &srq) :
                rs_create_qp_queues(c, cq, &pd, &scq, &rcq, &srq);
     if (st) {
         return st;
@@ -441,7 +472,7 @@ uint8_t rs_cmd_create_qp(RSCore *c, const struct rs_admin_cmd *cmd,
             return RS_STATUS_BAD_HANDLE;
         }
     }
-    st = tgt ? RS_STATUS_OK : rs_create_qp_rings(c, cq);
+    st = tgt || dct ? RS_STATUS_OK : rs_create_qp_rings(c, cq);
     if (st) {
         return st;
     }
@@ -477,11 +508,17 @@ uint8_t rs_cmd_create_qp(RSCore *c, const struct rs_admin_cmd *cmd,
     qp->group = group;
     qp->sq_addr = le64_to_cpu(cq->sq_addr);
     qp->rq_addr = le64_to_cpu(cq->rq_addr);
+    if (dct) {
+        qp->dc_key = le32_to_cpu(cq->dc_key_lo) |
+                     (uint64_t)le32_to_cpu(cq->dc_key_hi) << 32;
+    }
     rs_qp_to_reset(c, qp);
     if (tgt) {
         c->xrcds[xrcd].refs++;
     } else {
         c->pds[pd].refs++;
+    }
+    if (scq) {
         c->cqs[scq].refs++;
     }
     if (rcq) {
@@ -618,7 +655,7 @@ uint8_t rs_cmd_modify_qp(RSCore *c, const struct rs_admin_cmd *cmd,
                          struct rs_admin_cqe *cqe)
 {
     const struct rs_cmd_modify_qp *m = &cmd->modify_qp;
-    uint32_t idx = RS_LOOKUP(c->qps, c->p.max_qps, le32_to_cpu(m->handle));
+    uint32_t idx = RS_QP_LOOKUP(c, le32_to_cpu(m->handle));
     uint32_t mask = le32_to_cpu(m->attr_mask);
     uint64_t addr = le64_to_cpu(m->attr_addr);
     const RSQpTransition *t;
@@ -663,6 +700,12 @@ uint8_t rs_cmd_modify_qp(RSCore *c, const struct rs_admin_cmd *cmd,
     }
 
     trace_rdma_session_qp_state(idx, qp->state, next);
+    if (qp->type == RS_QPT_DCT && next != RS_QPS_RTR) {
+        rs_dc_dct_stop(c, idx);
+    }
+    if (next == RS_QPS_RESET || next == RS_QPS_ERR) {
+        rs_dc_dci_reset(c, idx);
+    }
     if (next == RS_QPS_RESET) {
         rs_qp_to_reset(c, qp);
     } else if (next != RS_QPS_ERR) {
@@ -686,7 +729,7 @@ uint8_t rs_cmd_query_qp(RSCore *c, const struct rs_admin_cmd *cmd,
                         struct rs_admin_cqe *cqe)
 {
     const struct rs_cmd_query *q = &cmd->query;
-    uint32_t idx = RS_LOOKUP(c->qps, c->p.max_qps, le32_to_cpu(q->handle));
+    uint32_t idx = RS_QP_LOOKUP(c, le32_to_cpu(q->handle));
     uint64_t addr = le64_to_cpu(q->resp_addr);
     struct rs_qp_attr a = { 0 };
     RSQp *qp;
@@ -743,7 +786,9 @@ static void rs_qp_release(RSCore *c, uint32_t idx)
         c->xrcds[qp->xrcd].refs--;
     } else {
         c->pds[qp->pd].refs--;
-        c->cqs[qp->send_cq].refs--;
+        if (qp->send_cq) {
+            c->cqs[qp->send_cq].refs--;
+        }
         if (qp->recv_cq) {
             c->cqs[qp->recv_cq].refs--;
         }
@@ -758,8 +803,7 @@ static void rs_qp_release(RSCore *c, uint32_t idx)
 uint8_t rs_cmd_destroy_qp(RSCore *c, const struct rs_admin_cmd *cmd,
                           struct rs_admin_cqe *cqe)
 {
-    uint32_t idx = RS_LOOKUP(c->qps, c->p.max_qps,
-                             le32_to_cpu(cmd->destroy.handle));
+    uint32_t idx = RS_QP_LOOKUP(c, le32_to_cpu(cmd->destroy.handle));
 
     if (!idx) {
         return RS_STATUS_BAD_HANDLE;
@@ -767,6 +811,10 @@ uint8_t rs_cmd_destroy_qp(RSCore *c, const struct rs_admin_cmd *cmd,
     if (rs_mcast_qp_attached(c, idx)) {
         return RS_STATUS_BUSY;      /* IBTA o10-2.2.3 */
     }
+    if (c->qps[idx].type == RS_QPT_DCT) {
+        rs_dc_dct_stop(c, idx);
+    }
+    rs_dc_dci_reset(c, idx);
     rs_qp_release(c, idx);
     return RS_STATUS_OK;
 }

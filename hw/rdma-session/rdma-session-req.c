@@ -249,13 +249,18 @@ static bool rs_req_opcode_ok(uint8_t qpt, uint8_t op)
         return true;
     case RS_WR_RDMA_WRITE:
     case RS_WR_RDMA_WRITE_IMM:
-        return qpt == RS_QPT_RC || qpt == RS_QPT_UC || qpt == RS_QPT_XRC_INI;
+        return qpt == RS_QPT_RC || qpt == RS_QPT_UC ||
+               qpt == RS_QPT_XRC_INI || qpt == RS_QPT_DCI;
     case RS_WR_BIND_MW:
         return qpt == RS_QPT_RC || qpt == RS_QPT_UC;
-    case RS_WR_SEND_INV:
     case RS_WR_RDMA_READ:
     case RS_WR_ATOMIC_CMP_SWP:
     case RS_WR_ATOMIC_FETCH_ADD:
+        if (qpt == RS_QPT_DCI) {
+            return true;
+        }
+        /* fall through */
+    case RS_WR_SEND_INV:
         return qpt == RS_QPT_RC || qpt == RS_QPT_XRC_INI;
     case RS_WR_FLUSH:
     case RS_WR_ATOMIC_WRITE:
@@ -956,6 +961,19 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp, unsigned *budget)
      */
     if ((s.w.flags & RS_WQE_F_FENCE) && !s.rec && qp->rd_out) {
         return false;
+    }
+    if (qp->type == RS_QPT_DCI) {
+        bool go;
+        uint8_t st = rs_dc_req_target(c, qpn, qp, &s.w, s.rec != NULL,
+                                      &go);
+
+        if (st) {
+            rs_req_fail(c, qpn, qp, &s.w, st);
+            return false;
+        }
+        if (!go) {
+            return false;       /* connecting, or the old target's WQEs */
+        }
     }
     memset(&pkt, 0, sizeof(pkt));
     if (!rs_req_check(c, qpn, qp, &s, &pkt)) {

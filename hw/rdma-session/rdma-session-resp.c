@@ -320,6 +320,11 @@ static void rs_recv_cqe(RSCore *c, uint32_t qpn, RSQp *qp,
     if (qp->type == RS_QPT_XRC_TGT) {
         cqe.srqn = cpu_to_le32(qp->srq);
     }
+    if (qp->type == RS_QPT_DC_CTX) {
+        /* Through a DC context: the DCT's number, the DCI's. */
+        cqe.qpn = cpu_to_le32(qp->dc_dct);
+        cqe.src_qp = cpu_to_le32(qp->dest_qpn);
+    }
     if (qp->srq) {
         qp->srq_claimed = false;
     } else {
@@ -1468,12 +1473,18 @@ void rs_roce_input(RSCore *c, const uint8_t *frame, size_t len)
         rs_mcast_input(c, &pkt);
         return;
     }
+    if (gid >= 0 && (rs_opcode[pkt.opcode].flags & RS_OPF_DC)) {
+        rs_dc_input(c, gid, &pkt);
+        return;
+    }
     if (gid < 0 || qpn == 0 || qpn >= c->p.max_qps || !c->qps[qpn].valid) {
         trace_rdma_session_roce_drop(len, "no such GID or QP");
         return;
     }
     qp = &c->qps[qpn];
-    if (!(rs_opcode[pkt.opcode].qpt_mask & (1u << qp->type))) {
+    if (!(rs_opcode[pkt.opcode].qpt_mask & (1u << qp->type)) ||
+        (qp->type == RS_QPT_DCI &&
+         !(rs_opcode[pkt.opcode].flags & RS_OPF_RESP))) {
         trace_rdma_session_roce_drop(len, "opcode not for this QP type");
         return;
     }
@@ -1482,6 +1493,7 @@ void rs_roce_input(RSCore *c, const uint8_t *frame, size_t len)
         trace_rdma_session_roce_drop(len, "not from the QP's peer");
         return;
     }
+    rs_dc_activity(c, qp);
     if (qp->state == RS_QPS_RTR && !qp->comm_est &&
         (rs_qpt_rc_responder(qp->type) || qp->type == RS_QPT_UC)) {
         /* Communication Established: the first packet in RTR. */

@@ -23,7 +23,12 @@
 #include <immintrin.h>
 #endif
 
-#define Q_RC    (1u << RS_QPT_RC)
+/*
+ * RC requests also go to DC responder contexts, RC responses also to
+ * DC initiators.
+ */
+#define Q_RC    ((1u << RS_QPT_RC) | (1u << RS_QPT_DC_CTX) |              \
+                 (1u << RS_QPT_DCI))
 #define Q_UC    (1u << RS_QPT_UC)
 #define Q_UD    ((1u << RS_QPT_UD) | (1u << RS_QPT_GSI))
 #define Q_XI    (1u << RS_QPT_XRC_INI)      /* XRC responses */
@@ -32,13 +37,15 @@
 #define HL(f) (RS_BTH_LEN +                                         \
                (((f) & RS_OPF_DETH) ? RS_DETH_LEN : 0) +            \
                (((f) & RS_OPF_XRCETH) ? RS_XRCETH_LEN : 0) +        \
+               (((f) & RS_OPF_DCETH) ? RS_DCETH_LEN : 0) +          \
                (((f) & RS_OPF_FETH) ? RS_FETH_LEN : 0) +            \
                (((f) & RS_OPF_RETH) ? RS_RETH_LEN : 0) +            \
                (((f) & RS_OPF_ATMETH) ? RS_ATMETH_LEN : 0) +        \
                (((f) & RS_OPF_AETH) ? RS_AETH_LEN : 0) +            \
                (((f) & RS_OPF_ATMACK) ? RS_ATMACK_LEN : 0) +        \
                (((f) & RS_OPF_IMM) ? RS_IMM_LEN : 0) +              \
-               (((f) & RS_OPF_IETH) ? RS_IETH_LEN : 0))
+               (((f) & RS_OPF_IETH) ? RS_IETH_LEN : 0) +            \
+               (((f) & RS_OPF_DCRETH) ? RS_DCRETH_LEN : 0))
 
 #define OP(code, nm, f, q) \
     [code] = { .name = nm, .flags = (f), .qpt_mask = (q), .hdr_len = HL(f) }
@@ -145,6 +152,11 @@ const RSOpcodeInfo rs_opcode[256] = {
        RS_OPF_RESP | RS_OPF_ONLY | RS_OPF_AETH | RS_OPF_ODP, Q_RC | Q_XI),
     OP(0xc1, "RS_ODP_RESUME",
        RS_OPF_RESP | RS_OPF_ONLY | RS_OPF_AETH | RS_OPF_ODP, Q_RC | Q_XI),
+    /* Dynamically connected transport: rdma-session-dc.c checks them. */
+    OP(0xc2, "RS_DC_CONNECT", RS_OPF_DC | RS_OPF_ONLY | RS_OPF_DCETH, 0),
+    OP(0xc3, "RS_DC_CONNECT_REPLY",
+       RS_OPF_DC | RS_OPF_ONLY | RS_OPF_AETH | RS_OPF_DCRETH, 0),
+    OP(0xc4, "RS_DC_DISCONNECT", RS_OPF_DC | RS_OPF_ONLY | RS_OPF_DCETH, 0),
 };
 
 static uint16_t rs_ip4_checksum(const uint8_t *hdr, unsigned len)
@@ -385,6 +397,12 @@ size_t rs_wire_build(uint8_t *f, RSPkt *pkt, uint32_t paylen)
         stl_be_p(h, pkt->xrcsrq & RS_PSN_MASK);
         h += RS_XRCETH_LEN;
     }
+    if (oi->flags & RS_OPF_DCETH) {
+        stq_be_p(h, pkt->dc_key);
+        stl_be_p(h + 8, pkt->dc_qpn & RS_PSN_MASK);
+        stl_be_p(h + 12, pkt->dc_conn);
+        h += RS_DCETH_LEN;
+    }
     if (oi->flags & RS_OPF_FETH) {
         stl_be_p(h, pkt->feth);
         h += RS_FETH_LEN;
@@ -417,6 +435,11 @@ size_t rs_wire_build(uint8_t *f, RSPkt *pkt, uint32_t paylen)
     if (oi->flags & RS_OPF_IETH) {
         stl_be_p(h, pkt->ieth);
         h += RS_IETH_LEN;
+    }
+    if (oi->flags & RS_OPF_DCRETH) {
+        stl_be_p(h, pkt->dc_qpn & RS_PSN_MASK);
+        stl_be_p(h + 4, pkt->dc_conn);
+        h += RS_DCRETH_LEN;
     }
     memset(f + off + paylen, 0, pad);
     stl_le_p(f + len - RS_ICRC_LEN,
@@ -552,6 +575,13 @@ bool rs_wire_parse(const uint8_t *f, size_t len, RSPkt *pkt,
         pkt->xrcsrq = ldl_be_p(h) & RS_PSN_MASK;
         h += RS_XRCETH_LEN;
     }
+    if (oi->flags & RS_OPF_DCETH) {
+        /* The QPN's top 8 bits are reserved: rdma-session-dc.c checks. */
+        pkt->dc_key = ldq_be_p(h);
+        pkt->dc_qpn = ldl_be_p(h + 8);
+        pkt->dc_conn = ldl_be_p(h + 12);
+        h += RS_DCETH_LEN;
+    }
     if (oi->flags & RS_OPF_FETH) {
         pkt->feth = ldl_be_p(h);
         h += RS_FETH_LEN;
@@ -587,6 +617,11 @@ bool rs_wire_parse(const uint8_t *f, size_t len, RSPkt *pkt,
     if (oi->flags & RS_OPF_IETH) {
         pkt->ieth = ldl_be_p(h);
         h += RS_IETH_LEN;
+    }
+    if (oi->flags & RS_OPF_DCRETH) {
+        pkt->dc_qpn = ldl_be_p(h);
+        pkt->dc_conn = ldl_be_p(h + 4);
+        h += RS_DCRETH_LEN;
     }
     pkt->payload = f + off;
     pkt->paylen = end - off - pkt->pad - RS_ICRC_LEN;

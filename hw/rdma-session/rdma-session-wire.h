@@ -30,6 +30,8 @@
 #define RS_ATMACK_LEN       8
 #define RS_FETH_LEN         4
 #define RS_XRCETH_LEN       4
+#define RS_DCETH_LEN        16
+#define RS_DCRETH_LEN       8
 #define RS_ICRC_LEN         4
 #define RS_L3_OFF           RS_ETH_HLEN
 #define RS_BTH_OFF          (RS_ETH_HLEN + RS_IP4_HLEN + RS_UDP_HLEN)
@@ -78,6 +80,13 @@ enum {
      */
     RS_OP_ODP_PAUSE = 0xc0,
     RS_OP_ODP_RESUME = 0xc1,
+    /*
+     * Dynamically connected transport (docs/specs: "Dynamically
+     * connected transport"): BTH and DCETH; the reply BTH, AETH, DCRETH.
+     */
+    RS_OP_DC_CONNECT = 0xc2,
+    RS_OP_DC_CONNECT_REPLY = 0xc3,
+    RS_OP_DC_DISCONNECT = 0xc4,
 };
 
 /* Opcode table flags. */
@@ -105,12 +114,15 @@ enum {
     RS_OPF_ATOMIC_WRITE = 1 << 19,
     RS_OPF_XRCETH = 1 << 20,    /* XRC request: right after the BTH */
     RS_OPF_ODP = 1 << 21,       /* PAUSE, RESUME */
+    RS_OPF_DCETH = 1 << 22,     /* DC: key, DCI QPN, connection number */
+    RS_OPF_DCRETH = 1 << 23,    /* DC reply: context QPN, connection */
+    RS_OPF_DC = 1 << 24,        /* CONNECT, REPLY, DISCONNECT */
 };
 
 typedef struct RSOpcodeInfo {
     const char *name;
     uint32_t flags;
-    uint8_t qpt_mask;           /* 1 << enum rs_qp_type */
+    uint16_t qpt_mask;          /* 1 << enum rs_qp_type, RS_QPT_DC_CTX */
     uint8_t hdr_len;            /* BTH and extension headers */
 } RSOpcodeInfo;
 
@@ -184,6 +196,9 @@ typedef struct RSPkt {
     uint32_t ieth;              /* IETH rkey */
     uint32_t feth;              /* FETH: placement type, selectivity */
     uint32_t xrcsrq;            /* XRCETH: the XRC SRQ number, 24 bits */
+    uint64_t dc_key;            /* DCETH: the DC access key */
+    uint32_t dc_qpn;            /* DCETH: DCI QPN; DCRETH: context QPN */
+    uint32_t dc_conn;           /* DCETH, DCRETH: connection number */
     /*
      * A FLUSH with the ICRC Linux soft-RoCE computes (rs_wire_build: send
      * it so; rs_wire_parse: it came so).

@@ -400,9 +400,10 @@ static const BadCmdRow bad_cmd_rows[] = {
         P(resize_cq.consumer_index, 0xffffffff)),
 
     /* CREATE_QP */
-    ROW("CREATE_QP type DCI", CREATE_QP, NOT_SUPPORTED,
+    /* The template's receive side and send queue: wrong for DC. */
+    ROW("CREATE_QP DCI with a receive side", CREATE_QP, BAD_PARAM,
         P(create_qp.qp_type, RS_QPT_DCI)),
-    ROW("CREATE_QP type DCT", CREATE_QP, NOT_SUPPORTED,
+    ROW("CREATE_QP DCT with a send queue", CREATE_QP, BAD_PARAM,
         P(create_qp.qp_type, RS_QPT_DCT)),
     ROW("CREATE_QP type 6", CREATE_QP, BAD_PARAM, P(create_qp.qp_type, 6)),
     ROW("CREATE_QP type 0xff", CREATE_QP, BAD_PARAM,
@@ -678,8 +679,8 @@ static const BadCmdRow bad_cmd_rows[] = {
     ROW("order: RESIZE_CQ ring before consumer_index", RESIZE_CQ, BAD_ADDR,
         P(resize_cq.ring_addr, TOK(T_BAR0, 0)),
         P(resize_cq.consumer_index, 1)),
-    ROW("order: CREATE_QP type DCI before pd", CREATE_QP, NOT_SUPPORTED,
-        P(create_qp.qp_type, RS_QPT_DCI), P(create_qp.pd, 0)),
+    ROW("order: CREATE_QP DCI's receive side before pd", CREATE_QP,
+        BAD_PARAM, P(create_qp.qp_type, RS_QPT_DCI), P(create_qp.pd, 0)),
     ROW("order: CREATE_QP pd before srq", CREATE_QP, BAD_HANDLE,
         P(create_qp.pd, TOK(T_PD_STALE, 0)), P(create_qp.srq, 1)),
     ROW("order: CREATE_QP srq before sq_log_size", CREATE_QP, BAD_HANDLE,

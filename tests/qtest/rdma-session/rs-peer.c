@@ -130,7 +130,8 @@ void roce_reseal(uint8_t *f, size_t len)
  */
 static bool roce_has_aeth(uint8_t op)
 {
-    if (op == OP_ODP_PAUSE || op == OP_ODP_RESUME) {
+    if (op == OP_ODP_PAUSE || op == OP_ODP_RESUME ||
+        op == OP_DC_CONNECT_REPLY) {
         return true;
     }
     if ((op & 0xe0) == OP_XRC) {

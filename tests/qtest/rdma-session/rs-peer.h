@@ -70,6 +70,10 @@ enum {
     /* Manufacturer-specific: the page-fault pause (ABI 1.4), BTH + AETH. */
     OP_ODP_PAUSE = 0xc0,
     OP_ODP_RESUME = 0xc1,
+    /* DC (ABI 1.5): BTH + DCETH; the reply BTH + AETH + DCRETH. */
+    OP_DC_CONNECT = 0xc2,
+    OP_DC_CONNECT_REPLY = 0xc3,
+    OP_DC_DISCONNECT = 0xc4,
 
     AETH_ACK = 0x1f,
     AETH_RNR = 0x20,            /* | the RNR timer code */
