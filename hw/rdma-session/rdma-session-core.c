@@ -110,6 +110,7 @@ static void rs_free_tables(RSCore *c)
 {
     for (uint32_t i = 0; i < c->p.max_mrs; i++) {
         g_free(c->mrs[i].pages);
+        g_free(c->mrs[i].mkl);
     }
 }
 
@@ -401,6 +402,7 @@ uint64_t rs_core_reg_read(RSCore *c, hwaddr addr)
               RS_CAP_NETID_MKEYS | RS_CAP_LAN | RS_CAP_ATOMIC | RS_CAP_SRQ |
               RS_CAP_MW | RS_CAP_MCAST | RS_CAP_FLUSH |
               RS_CAP_ATOMIC_WRITE | RS_CAP_XRC | RS_CAP_DC |
+              RS_CAP_INDIRECT_MKEY | RS_CAP_PATTERN_MKEY |
               (c->p.odp ? RS_CAP_ODP : 0);
         break;
     case A_RS_DB_PAGES:

@@ -379,6 +379,19 @@ typedef struct RSMr {
      * RSCore.odp.  odp_seq counts its ODP_INVALIDATE commands.
      */
     uint32_t odp_seq;
+    /*
+     * An indirect or pattern key (rdma-session-mkey-list.c): mkl_kind
+     * RS_WR_REG_INDIRECT / RS_WR_REG_PATTERN, 0 for an MR or a window.
+     * Its address space is [0, length) (iova 0); mkl holds mkl_cap
+     * entries (counted in mr_pages_used), the first mkl_n in use.  One
+     * made with RS_MKEY_F_EMPTY is fast (Free until a work request).
+     */
+    uint8_t mkl_kind;
+    uint16_t mkl_cap;
+    uint16_t mkl_n;
+    uint32_t mkl_repeat;
+    uint64_t mkl_block;         /* pattern: bytes of one repetition */
+    struct RSMklEnt *mkl;
 } RSMr;
 
 /* A multicast group: its GID and the UD QPs (indices) attached to it. */
@@ -717,6 +730,7 @@ uint8_t rs_cmd_reg_mr(RSCore *c, const struct rs_admin_cmd *cmd,
 uint8_t rs_cmd_dereg_mr(RSCore *c, const struct rs_admin_cmd *cmd,
                         struct rs_admin_cqe *cqe);
 uint32_t rs_mr_install(RSCore *c, uint32_t idx, RSMr m);
+uint8_t rs_mr_check_access(uint16_t access);
 RSMr *rs_mkey_lookup(RSCore *c, uint32_t gid_index, uint32_t key);
 bool rs_qp_privileged(RSCore *c, const RSQp *qp);
 uint8_t rs_mr_local_op(RSCore *c, const RSQp *qp,
@@ -770,6 +784,32 @@ void rs_odp_reset(RSCore *c);
 bool rs_odp_post_load(RSCore *c);
 void rs_resp_odp_resume(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t psn);
 void rs_resp_odp_fail(RSCore *c, uint32_t qpn, RSQp *qp);
+
+/* rdma-session-mkey-list.c: indirect and pattern keys */
+typedef struct RSMklEnt {
+    uint64_t addr;
+    uint64_t off;               /* where it starts in the key (repetition) */
+    uint32_t key;
+    uint32_t len;               /* pattern: bytes_count */
+    uint32_t skip;              /* pattern: bytes_skip */
+    uint32_t rsvd;
+} RSMklEnt;
+
+/*
+ * Internal result of rs_mr_rw() (never reported to the guest): an entry
+ * of an indirect or pattern key refused the access.
+ */
+#define RS_STATUS_MKEY_PROT 0xf1
+
+uint8_t rs_cmd_reg_mkey_list(RSCore *c, const struct rs_admin_cmd *cmd,
+                             struct rs_admin_cqe *cqe);
+uint8_t rs_mkl_wr(RSCore *c, const RSQp *qp, int gid_index,
+                  const struct rs_send_wqe_ctrl *w);
+uint8_t rs_mkl_rw(RSCore *c, const RSMr *mr, uint64_t va, void *buf,
+                  uint32_t len, bool write);
+bool rs_mkl_single(RSCore *c, const RSMr *mr, uint64_t va, uint32_t len);
+void rs_mkl_free(RSCore *c, RSMr *mr);
+bool rs_mkl_state_valid(RSCore *c, RSMr *mr);
 
 /* rdma-session-mw.c: memory windows */
 uint8_t rs_cmd_alloc_mw(RSCore *c, const struct rs_admin_cmd *cmd,

@@ -427,6 +427,71 @@ static const VMStateDescription vmstate_rs_mr_odp = {
     },
 };
 
+/*
+ * An indirect or pattern key (ABI 1.5): kind, room, entries in use and
+ * repeat, then all mkl_cap entries; the room is checked (and counted
+ * against the page budget) before the entries are allocated, the rest
+ * in post_load (rs_mkl_state_valid).
+ */
+static bool rs_mr_mkl_needed(void *opaque)
+{
+    RSMr *mr = opaque;
+
+    return mr->valid && mr->mkl_kind;
+}
+
+static bool rs_mr_mkl_room_valid(void *opaque, int version_id)
+{
+    RSMr *mr = opaque;
+    RSCore *c = mr->core;
+
+    if (!mr->valid || mr->mkl_cap < 1 || mr->mkl_cap > RS_MKEY_MAX_ENTRIES ||
+        mr->mkl_n > mr->mkl_cap ||
+        mr->mkl_cap > c->mr_pages_used - c->mr_pages_loaded) {
+        return false;
+    }
+    c->mr_pages_loaded += mr->mkl_cap;
+    return true;
+}
+
+static const VMStateDescription vmstate_rs_mkl_ent = {
+    .name = "rdma-session/mr/mkey-entry",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(addr, RSMklEnt),
+        VMSTATE_UINT32(key, RSMklEnt),
+        VMSTATE_UINT32(len, RSMklEnt),
+        VMSTATE_UINT32(skip, RSMklEnt),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static const VMStateDescription vmstate_rs_mr_mkl = {
+    .name = "rdma-session/mr/mkey-list",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rs_mr_mkl_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT8(mkl_kind, RSMr),
+        VMSTATE_UINT16(mkl_cap, RSMr),
+        VMSTATE_UINT16(mkl_n, RSMr),
+        VMSTATE_UINT32(mkl_repeat, RSMr),
+        VMSTATE_VALIDATE("room within the page budget", rs_mr_mkl_room_valid),
+        {
+            /* VMSTATE_STRUCT_VARRAY_ALLOC with a uint16_t count */
+            .name = "mkl",
+            .version_id = 1,
+            .vmsd = &vmstate_rs_mkl_ent,
+            .num_offset = vmstate_offset_value(RSMr, mkl_cap, uint16_t),
+            .size = sizeof(RSMklEnt),
+            .flags = VMS_STRUCT | VMS_VARRAY_UINT16 | VMS_ALLOC | VMS_POINTER,
+            .offset = vmstate_offset_pointer(RSMr, mkl, RSMklEnt),
+        },
+        VMSTATE_END_OF_LIST()
+    },
+};
+
 static const VMStateDescription vmstate_rs_mr = {
     .name = "rdma-session/mr",
     .version_id = 2,
@@ -453,6 +518,7 @@ static const VMStateDescription vmstate_rs_mr = {
     .subsections = (const VMStateDescription * const []) {
         &vmstate_rs_mr_mw,
         &vmstate_rs_mr_odp,
+        &vmstate_rs_mr_mkl,
         NULL
     },
 };
@@ -748,6 +814,14 @@ static int rs_core_pre_load(void *opaque)
         c->mrs[i].mw_mr = 0;
         c->mrs[i].mw_qp = 0;
         c->mrs[i].odp_seq = 0;
+        /* Nor an indirect or pattern key without its subsection. */
+        g_free(c->mrs[i].mkl);
+        c->mrs[i].mkl = NULL;
+        c->mrs[i].mkl_kind = 0;
+        c->mrs[i].mkl_cap = 0;
+        c->mrs[i].mkl_n = 0;
+        c->mrs[i].mkl_repeat = 0;
+        c->mrs[i].mkl_block = 0;
     }
     c->mr_pages_loaded = 0;
     /* A stream without the ODP subsection has no translations. */
@@ -1011,9 +1085,14 @@ static bool rs_qp_state_valid(RSCore *c, const RSQp *qp)
 }
 
 /* A valid MR: its PD, GID and page size; a fast-registration MR's binding. */
-static bool rs_mr_state_valid(RSCore *c, const RSMr *mr)
+static bool rs_mr_state_valid(RSCore *c, RSMr *mr)
 {
     const RSParams *p = &c->p;
+
+    if (mr->mkl_kind) {
+        return RS_REF_OK(c, pds, p->max_pds, mr->pd) &&
+               rs_gid_valid(c, mr->gid_index) && rs_mkl_state_valid(c, mr);
+    }
 
     /* A fast-registration MR: a kernel PD's, bound within its slots. */
     if (mr->fast &&
@@ -1118,15 +1197,15 @@ static bool rs_core_state_valid(RSCore *c)
         RSMr *mr = &c->mrs[i];
 
         if (!mr->valid) {
-            if (mr->npages || mr->fast || mr->fr_bound) {
+            if (mr->npages || mr->fast || mr->fr_bound || mr->mkl_kind) {
                 return false;
             }
             continue;
         }
-        if (!mr->mw_type && !rs_mr_state_valid(c, mr)) {
+        if (mr->mw_type ? mr->mkl_kind != 0 : !rs_mr_state_valid(c, mr)) {
             return false;
         }
-        pages += mr->npages;
+        pages += mr->npages + mr->mkl_cap;
     }
     if (pages != c->mr_pages_used || pages > p->max_mr_pages) {
         return false;

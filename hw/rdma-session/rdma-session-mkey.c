@@ -37,7 +37,7 @@ RSMr *rs_mkey_lookup(RSCore *c, uint32_t gid_index, uint32_t key)
     return mr;
 }
 
-static uint8_t rs_mr_check_access(uint16_t access)
+uint8_t rs_mr_check_access(uint16_t access)
 {
     if (access & ~RS_ACCESS_ALL) {
         return RS_STATUS_BAD_ACCESS;
@@ -253,6 +253,9 @@ static void rs_mr_free(RSCore *c, uint32_t idx)
     if (mr->flags & RS_MR_F_ODP) {
         rs_odp_mr_free(c, idx);
     }
+    if (mr->mkl_kind) {
+        rs_mkl_free(c, mr);
+    }
     g_free(mr->pages);
     mr->pages = NULL;
     mr->npages = 0;
@@ -323,7 +326,7 @@ static uint8_t rs_mr_fast_reg(RSCore *c, const RSQp *qp, int gid_index,
     uint64_t psize;
     uint32_t i;
 
-    if (!mr || mr->fr_bound || f->num_sge ||
+    if (!mr || mr->fr_bound || mr->mkl_kind || f->num_sge ||
         rs_mr_check_access(access) ||
         f->page_shift < RS_MR_MIN_PAGE_SHIFT ||
         f->page_shift > RS_MR_MAX_PAGE_SHIFT) {
@@ -357,9 +360,19 @@ static uint8_t rs_mr_fast_reg(RSCore *c, const RSQp *qp, int gid_index,
     return RS_WC_SUCCESS;
 }
 
+/* Whether key names an indirect or pattern key's slot. */
+static bool rs_mr_list_key(RSCore *c, uint32_t key)
+{
+    uint32_t idx = key >> RS_MKEY_INDEX_SHIFT;
+
+    return idx && idx < c->p.max_mrs && c->mrs[idx].valid &&
+           c->mrs[idx].mkl_kind;
+}
+
 /*
  * Execute a LOCAL_INV or REG_MR work request; RS_WC_* status.  Both are
- * privileged operations (IBTA 10.6.3.6: kernel consumers only).
+ * privileged operations (IBTA 10.6.3.6: kernel consumers only), but for
+ * indirect and pattern keys.
  */
 uint8_t rs_mr_local_op(RSCore *c, const RSQp *qp,
                        const struct rs_send_wqe_ctrl *w)
@@ -376,7 +389,13 @@ uint8_t rs_mr_local_op(RSCore *c, const RSQp *qp,
         return rs_mw_invalidate(c, qp, gid_index, le32_to_cpu(w->imm_or_inv),
                                 false) ? RS_WC_SUCCESS : RS_WC_LOC_PROT_ERR;
     }
-    if (!rs_qp_privileged(c, qp)) {
+    /* Indirect and pattern keys are every consumer's too (as mlx5's). */
+    if (w->opcode == RS_WR_REG_INDIRECT || w->opcode == RS_WR_REG_PATTERN) {
+        return rs_mkl_wr(c, qp, gid_index, w);
+    }
+    if (!rs_qp_privileged(c, qp) &&
+        !(w->opcode == RS_WR_LOCAL_INV &&
+          rs_mr_list_key(c, le32_to_cpu(w->imm_or_inv)))) {
         return RS_WC_LOC_QP_OP_ERR;
     }
     if (w->opcode == RS_WR_LOCAL_INV) {
@@ -427,6 +446,9 @@ uint8_t rs_mr_rw(RSCore *c, const RSMr *mr, uint64_t va, void *buf,
     uint64_t psize = 1ull << mr->page_shift;
     uint8_t *p = buf;
 
+    if (mr->mkl_kind) {
+        return rs_mkl_rw(c, mr, va, buf, len, write);
+    }
     if (mr->flags & RS_MR_F_ODP) {
         return rs_odp_rw(c, mr - c->mrs, va, buf, len, write);
     }

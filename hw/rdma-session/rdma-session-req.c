@@ -246,6 +246,8 @@ static bool rs_req_opcode_ok(uint8_t qpt, uint8_t op)
     case RS_WR_SEND_IMM:
     case RS_WR_LOCAL_INV:
     case RS_WR_REG_MR:
+    case RS_WR_REG_INDIRECT:
+    case RS_WR_REG_PATTERN:
         return true;
     case RS_WR_RDMA_WRITE:
     case RS_WR_RDMA_WRITE_IMM:
@@ -952,7 +954,8 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp, unsigned *budget)
         return false;
     }
     if (s.w.opcode == RS_WR_LOCAL_INV || s.w.opcode == RS_WR_REG_MR ||
-        s.w.opcode == RS_WR_BIND_MW) {
+        s.w.opcode == RS_WR_BIND_MW || s.w.opcode == RS_WR_REG_INDIRECT ||
+        s.w.opcode == RS_WR_REG_PATTERN) {
         return rs_req_local_op(c, qpn, qp, &s.w, budget);
     }
     /*

@@ -390,6 +390,16 @@ void rs_resp_ud(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
 }
 
 /*
+ * The NAK for an access rs_mr_rw() failed: an indirect or pattern key's
+ * entry refusing it is a protection error, anything else the DMA's.
+ */
+static uint8_t rs_resp_rw_nak(uint8_t st)
+{
+    return st == RS_STATUS_MKEY_PROT ? RS_AETH_NAK_REM_ACCESS :
+                                       RS_AETH_NAK_REM_OP;
+}
+
+/*
  * rkey check for RDMA WRITE/READ: QP, PD and MR rights, bounds.  A request
  * of zero bytes names no memory: its R_Key and VA are not checked (IBTA
  * C9-88), and *mrp is NULL.
@@ -517,7 +527,7 @@ static bool rs_resp_read_pkt(RSCore *c, uint32_t qpn, RSQp *qp, RSRdRes *rd)
             return true;
         }
         if (st) {
-            rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_REM_OP, p.psn,
+            rs_resp_nak_fatal(c, qpn, qp, rs_resp_rw_nak(st), p.psn,
                               "READ DMA");
             return false;
         }
@@ -670,7 +680,8 @@ static void rs_resp_atomic(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
         return;
     }
     if (!rs_resp_rkey(c, qp, gid, pkt->rkey, pkt->va, sizeof(buf),
-                      RS_ACCESS_REMOTE_ATOMIC, &mr)) {
+                      RS_ACCESS_REMOTE_ATOMIC, &mr) ||
+        !rs_mkl_single(c, mr, pkt->va, sizeof(buf))) {
         rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_REM_ACCESS, pkt->psn,
                           "atomic rkey, rights or bounds");
         return;
@@ -1010,7 +1021,8 @@ static void rs_resp_flush_aw(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
     mr = rs_mkey_lookup(c, gid, pkt->rkey);
     if (!mr || mr->pd != qp->pd || (mr->access & right) != right ||
         (!whole && (pkt->va < mr->iova || pkt->va + pkt->dmalen < pkt->va ||
-                    pkt->va + pkt->dmalen > mr->iova + mr->length))) {
+                    pkt->va + pkt->dmalen > mr->iova + mr->length)) ||
+        (!flush && !rs_mkl_single(c, mr, pkt->va, 8))) {
         rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_REM_ACCESS, pkt->psn,
                           "FLUSH/ATOMIC WRITE rkey, rights or bounds");
         return;
@@ -1037,7 +1049,7 @@ static void rs_resp_flush_aw(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
             return;
         }
         if (st) {
-            rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_REM_OP, pkt->psn,
+            rs_resp_nak_fatal(c, qpn, qp, rs_resp_rw_nak(st), pkt->psn,
                               "ATOMIC WRITE DMA");
             return;
         }
@@ -1257,7 +1269,7 @@ static bool rs_resp_exec_write(RSCore *c, uint32_t qpn, RSQp *qp,
             return false;
         }
         if (st) {
-            rs_resp_exec_fail(c, qpn, qp, pkt, RS_AETH_NAK_REM_OP,
+            rs_resp_exec_fail(c, qpn, qp, pkt, rs_resp_rw_nak(st),
                               "WRITE DMA", "UC WRITE rkey gone or DMA");
             return false;
         }

@@ -6,8 +6,8 @@
  * with a remote GID that exists only in this fuzzer, an RC QP over IPv6,
  * a bound type 1 and type 2 memory window, an XRC initiator and an XRC
  * target with an XRC SRQ, an explicit and an implicit on-demand-paging
- * MR with half their pages resolved, requests outstanding towards the
- * remote) and
+ * MR with half their pages resolved, an indirect and a pattern key over
+ * those MRs, requests outstanding towards the remote) and
  * then feeds the input to
  * the adapter as frames from the network through a socket netdev: RoCEv2
  * frames built from the input with valid Ethernet/IP/UDP/BTH headers and
@@ -93,6 +93,9 @@ enum {
     RSF_MW_2,           /* type 2, bound on RSF_QP_RC, page 0 of it */
     RSF_MR_ODP,         /* on demand, 4 pages, the first 2 resolved */
     RSF_MR_ODPI,        /* implicit on demand: the same */
+    /* Zero-based keys made of the MRs above (base 0, len their length). */
+    RSF_MR_IND,         /* indirect: MR_ALL, READ_ONLY, MR_ALL, ODP */
+    RSF_MR_PAT,         /* pattern: a column of MR_ALL and one of ODP */
     RSF_NMR,
 };
 
@@ -302,6 +305,50 @@ static void rsf_reg_odp_mr(RSFState *f, RSFMr *m, bool implicit)
     rsf_ok(qrs_reg_mr(&f->d, &c, &m->key, &rkey), "REG_MR ODP");
     rsf_ok(rsf_odp_resolve(f, m, 0, 2, 0, RS_ODP_PAGE_READ |
                            RS_ODP_PAGE_WRITE, 0, 0), "ODP_RESOLVE");
+}
+
+/* An indirect or pattern key over the MRs registered before it. */
+static void rsf_reg_mkey_list(RSFState *f, RSFMr *m, uint8_t op,
+                              const void *ents, size_t size, uint16_t n,
+                              uint32_t repeat, uint32_t len)
+{
+    struct rs_cmd_reg_mkey_list c = {
+        .list_addr = guest_alloc(&f->alloc, size),
+        .pd = f->pd,
+        .nentries = n,
+        .access = RS_ACCESS_ALL & ~(RS_ACCESS_FLUSH_PERSISTENT |
+                                    RS_ACCESS_MW_BIND),
+        .repeat = repeat,
+    };
+
+    qtest_memwrite(qrs_qts(&f->d), c.list_addr, ents, size);
+    m->base = 0;
+    m->len = len;
+    rsf_ok(qrs_admin_cmd(&f->d, op, &c, sizeof(c), &m->key, NULL),
+           "REG_*_MKEY");
+}
+
+static void rsf_reg_mkeys(RSFState *f)
+{
+    const RSFMr *all = &f->mr[RSF_MR_ALL], *odp = &f->mr[RSF_MR_ODP];
+    const RSFMr *ro = &f->mr[RSF_MR_READ_ONLY];
+    struct rs_mkey_entry ie[4] = {
+        { all->base + 3 * RSF_PAGE + 8, RSF_PAGE - 8, all->key },
+        { ro->base + 16, 1000, ro->key },
+        { all->base + 100, 2 * RSF_PAGE, all->key },
+        { odp->base + RSF_PAGE, 2 * RSF_PAGE, odp->key },
+    };
+    struct rs_pattern_entry pe[2] = {
+        { .addr = all->base + 24, .key = all->key, .bytes_count = 8,
+          .bytes_skip = 56 },
+        { .addr = odp->base, .key = odp->key, .bytes_count = 16,
+          .bytes_skip = 48 },
+    };
+
+    rsf_reg_mkey_list(f, &f->mr[RSF_MR_IND], RS_CMD_REG_INDIRECT_MKEY, ie,
+                      sizeof(ie), 4, 0, 5 * RSF_PAGE - 8 + 1000);
+    rsf_reg_mkey_list(f, &f->mr[RSF_MR_PAT], RS_CMD_REG_PATTERN_MKEY, pe,
+                      sizeof(pe), 2, 256, 256 * 24);
 }
 
 static void rsf_create_qp(RSFState *f, RSFQp *q, uint8_t type, uint32_t group)
@@ -574,6 +621,7 @@ static void rsf_bring_up(RSFState *f, QTestState *s)
     rsf_reg_big_mr(f, &f->mr[RSF_MR_BIG]);
     rsf_reg_odp_mr(f, &f->mr[RSF_MR_ODP], false);
     rsf_reg_odp_mr(f, &f->mr[RSF_MR_ODPI], true);
+    rsf_reg_mkeys(f);
 
     /* Loopback: a session to our own address, as the qtests do. */
     memcpy(sc.dst_ip, gid, 16);
