@@ -61,7 +61,8 @@
 #define SLOT		256
 #define BUF		(ROUNDS * SLOT)
 #define NRATE		200
-#define KEY_BASE	0x5eed0000c0ffee00ull
+#define KEY_BASE	0x5eed0000c0ffee00ull	/* + VM number: the DCT keys */
+#define BAD_KEY_XOR	0xbad0000u
 #define IND_LEN		4500
 #define ROWS		32
 #define ROWB		256
@@ -370,11 +371,11 @@ static int dci_side(int *fd)
 		rsv_sync(fd[i]);
 
 	/* 2. A wrong key. */
-	st = dc_do(qp, cq, OP_SEND_IMM, &t[0], t[0].key ^ 0x1, 0, 0, mr, buf,
+	st = dc_do(qp, cq, OP_SEND_IMM, &t[0], t[0].key ^ BAD_KEY_XOR, 0, 0, mr, buf,
 		   64, 99);
 	rsv_check(&o, "dc-bad-key", st == IBV_WC_REM_ACCESS_ERR,
-		  "SEND to DCT %u with key %#llx (its key ^ 1): %s", t[0].dctn,
-		  (unsigned long long)(t[0].key ^ 1),
+		  "SEND to DCT %u with key %#llx (its key ^ 0xbad0000): %s", t[0].dctn,
+		  (unsigned long long)(t[0].key ^ BAD_KEY_XOR),
 		  st > 0 ? ibv_wc_status_str(st) : st == 0 ? "success" :
 		  "post failed or timeout");
 	/* The DCI is in error: flush what may still come, then reset. */
