@@ -60,7 +60,7 @@
 #define ROUNDS		8
 #define SLOT		256
 #define BUF		(ROUNDS * SLOT)
-#define NRATE		200
+#define NRATE		1000
 #define KEY_BASE	0x5eed0000c0ffee00ull	/* + VM number: the DCT keys */
 #define BAD_KEY_XOR	0xbad0000u
 #define IND_LEN		4500
@@ -423,6 +423,8 @@ static int dci_side(int *fd)
 	}
 	for (i = 0; i < 2; i++) {
 		uint32_t len = i ? ROWS * COLW : IND_LEN;
+		uint32_t mlen = len < 600 ? len / 2 : 300;
+		uint32_t moff = len / 2 - mlen / 2;
 		long badoff;
 
 		st = -3;
@@ -438,19 +440,19 @@ static int dci_side(int *fd)
 			badoff = st ? 0 : rsv_verify(rd, len, 3000 + i);
 			/* A READ across entries, from the middle. */
 			if (!st && badoff < 0) {
-				memset(rd, 0, 300);
+				memset(rd, 0, mlen);
 				st = dc_do(qp, cq, OP_READ, &t[i], t[i].key,
-					   t[i].mkey, len / 2 - 150, mr, rd,
-					   300, 220 + i);
-				if (!st && memcmp(rd, buf + len / 2 - 150, 300))
-					badoff = len / 2;
+					   t[i].mkey, moff, mr, rd, mlen,
+					   220 + i);
+				if (!st && memcmp(rd, buf + moff, mlen))
+					badoff = moff;
 			}
 		}
 		rsv_check(&o, i ? "mkey-pattern-rw" : "mkey-indirect-rw",
 			  !st && badoff < 0 && t[i].mkey_len == len,
-			  "%s key %#x of VM %d (length %u): WRITE %u bytes at 0, READ back, READ 300 bytes at %u: %s",
+			  "%s key %#x of VM %d (length %u): WRITE %u bytes at 0, READ back, READ %u bytes at %u: %s",
 			  i ? "pattern" : "indirect", t[i].mkey, i + 2,
-			  t[i].mkey_len, len, len / 2 - 150,
+			  t[i].mkey_len, len, mlen, moff,
 			  st == -3 ? "no key" : st > 0 ? ibv_wc_status_str(st) :
 			  st ? "post failed or timeout" :
 			  badoff >= 0 ? "data differ" : "verified");
