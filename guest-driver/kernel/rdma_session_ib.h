@@ -83,6 +83,9 @@ struct rs_ibdev {
 	struct xarray odp_mrs;		/* lkey -> ODP rs_mr (IRQ-safe lock) */
 	struct workqueue_struct *odp_wq; /* page faults, prefetches */
 	struct dma_pool *odp_pool;	/* ODP_RESOLVE page lists */
+	/* Indirect/pattern keys: the self-test at the first GID. */
+	struct work_struct mkey_test;
+	unsigned long mkey_tested;	/* bit 0: queued once */
 };
 
 /*

@@ -539,6 +539,11 @@ static int rs_ib_add_gid(const struct ib_gid_attr *attr, void **context)
 	if (!err)
 		set_bit(attr->index, dev->gid_map);
 	mutex_unlock(&dev->gid_lock);
+	/* Keys live in a network identity's table: now there is one. */
+	if (!err && (dev->rdev->caps & RS_CAP_INDIRECT_MKEY) &&
+	    (dev->rdev->caps & RS_CAP_PATTERN_MKEY) &&
+	    !test_and_set_bit(0, &dev->mkey_tested))
+		queue_work(dev->wq, &dev->mkey_test);
 	if (err)
 		ibdev_warn(&dev->ibdev, "ADD_GID %u (%pI6) failed: %d\n",
 			   attr->index, attr->gid.raw, err);
@@ -2349,12 +2354,122 @@ struct ib_mr *rs_ib_reg_mkey_list(struct ib_pd *ibpd, bool pattern,
 	if (!IS_ERR(mr)) {
 		mr->device = ibpd->device;
 		mr->pd = ibpd;
-		mr->type = IB_MR_TYPE_USER;
+		mr->type = IB_MR_TYPE_MEM_REG;
 		atomic_inc(&ibpd->usecnt);
 	}
 	return mr;
 }
 EXPORT_SYMBOL_GPL(rs_ib_reg_mkey_list);
+
+/*
+ * The self-test of rs_ib_reg_mkey_list(), once the device has a network
+ * identity: an indirect key over three single-page kernel MRs and a
+ * pattern key over one of them, made as a kernel consumer makes them,
+ * then freed; bad entry lists refused.  The outcome is logged.
+ */
+static void rs_mkey_selftest(struct work_struct *w)
+{
+	struct rs_ibdev *dev = container_of(w, struct rs_ibdev, mkey_test);
+	const int acc = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE |
+			IB_ACCESS_REMOTE_READ;
+	struct ib_mr *ind = ERR_PTR(-ENODEV), *pat = ERR_PTR(-ENODEV);
+	struct ib_mr *bad0, *bad1;
+	struct rs_mkey_entry ent[3];
+	struct rs_pattern_entry pe = {};
+	struct rs_admin_cmd cmd;
+	struct rs_admin_cqe cqe;
+	void *page[3] = {};
+	dma_addr_t pbl_dma, pdma[3];
+	u32 key[3] = {}, netid;
+	struct ib_pd *pd;
+	u64 *pbl;
+	int i, err = 0;
+
+	pd = ib_alloc_pd(&dev->ibdev, 0);
+	if (IS_ERR(pd)) {
+		ibdev_warn(&dev->ibdev, "mkey self-test: no PD: %ld\n", PTR_ERR(pd));
+		return;
+	}
+	pbl = dma_alloc_coherent(rs_dma_dev(dev), 3 * sizeof(u64), &pbl_dma,
+				 GFP_KERNEL);
+	if (!pbl || rs_default_netid(dev, &netid)) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < 3 && !err; i++) {
+		page[i] = (void *)get_zeroed_page(GFP_KERNEL);
+		if (!page[i]) {
+			err = -ENOMEM;
+			break;
+		}
+		pdma[i] = dma_map_single(rs_dma_dev(dev), page[i], PAGE_SIZE,
+					 DMA_BIDIRECTIONAL);
+		if (dma_mapping_error(rs_dma_dev(dev), pdma[i])) {
+			free_page((unsigned long)page[i]);
+			page[i] = NULL;
+			err = -ENOMEM;
+			break;
+		}
+		pbl[i] = cpu_to_le64(pdma[i]);
+		memset(&cmd, 0, sizeof(cmd));
+		cmd.hdr.opcode = RS_CMD_REG_MR;
+		cmd.reg_mr.iova = pdma[i];
+		cmd.reg_mr.length = PAGE_SIZE;
+		cmd.reg_mr.pbl_addr = pbl_dma + i * sizeof(u64);
+		cmd.reg_mr.npages = 1;
+		cmd.reg_mr.pd = to_rspd(pd)->handle;
+		cmd.reg_mr.page_shift = PAGE_SHIFT;
+		cmd.reg_mr.access = rs_access_from_ib(acc);
+		cmd.reg_mr.gid_index = netid;
+		err = rs_ib_cmd_exec(dev, &cmd, &cqe);
+		if (!err)
+			key[i] = cqe.handle;
+		ent[i].addr = cpu_to_le64(pdma[i] + 64 * i);
+		ent[i].length = cpu_to_le32(1000 + 500 * i);
+		ent[i].key = cpu_to_le32(key[i]);
+	}
+	if (err)
+		goto out;
+	ind = rs_ib_reg_mkey_list(pd, false, ent, 3, 0, acc);
+	/* Column 1 of a 16 x 64-byte matrix in the first page. */
+	pe.addr = cpu_to_le64(pdma[0] + 8);
+	pe.key = cpu_to_le32(key[0]);
+	pe.bytes_count = cpu_to_le32(8);
+	pe.bytes_skip = cpu_to_le32(56);
+	pat = rs_ib_reg_mkey_list(pd, true, &pe, 1, 16, acc);
+	bad0 = rs_ib_reg_mkey_list(pd, false, ent, 0, 0, acc);
+	bad1 = rs_ib_reg_mkey_list(pd, true, &pe, 1, 0, acc);
+	if (IS_ERR(ind) || IS_ERR(pat) || !IS_ERR(bad0) || !IS_ERR(bad1))
+		ibdev_warn(&dev->ibdev, "mkey self-test failed: indirect %d, pattern %d, no entries %d, no repeat %d\n",
+			   PTR_ERR_OR_ZERO(ind), PTR_ERR_OR_ZERO(pat),
+			   PTR_ERR_OR_ZERO(bad0), PTR_ERR_OR_ZERO(bad1));
+	else
+		ibdev_info(&dev->ibdev, "mkey self-test: indirect key %#x over MRs %#x %#x %#x, pattern key %#x, bad lists refused: ok\n",
+			   ind->lkey, key[0], key[1], key[2], pat->lkey);
+	if (!IS_ERR(bad0))
+		ib_dereg_mr(bad0);
+	if (!IS_ERR(bad1))
+		ib_dereg_mr(bad1);
+out:
+	if (err)
+		ibdev_warn(&dev->ibdev, "mkey self-test failed: %d\n", err);
+	if (!IS_ERR(ind))
+		ib_dereg_mr(ind);
+	if (!IS_ERR(pat))
+		ib_dereg_mr(pat);
+	for (i = 0; i < 3; i++) {
+		if (key[i])
+			rs_ib_cmd_destroy(dev, RS_CMD_DEREG_MR, key[i]);
+		if (page[i]) {
+			dma_unmap_single(rs_dma_dev(dev), pdma[i], PAGE_SIZE,
+					 DMA_BIDIRECTIONAL);
+			free_page((unsigned long)page[i]);
+		}
+	}
+	if (pbl)
+		dma_free_coherent(rs_dma_dev(dev), 3 * sizeof(u64), pbl, pbl_dma);
+	ib_dealloc_pd(pd);
+}
 
 static struct ib_mr *rs_ib_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				       u64 iova, int access, struct ib_udata *udata)
@@ -2827,6 +2942,7 @@ int rs_ib_register(struct rs_dev *rdev)
 	mutex_init(&dev->gid_lock);
 	mutex_init(&dev->sess_lock);
 	INIT_LIST_HEAD(&dev->sessions);
+	INIT_WORK(&dev->mkey_test, rs_mkey_selftest);
 
 	err = -ENOMEM;
 	dev->uar_map = bitmap_zalloc(max(dev->db_pages, 1u), GFP_KERNEL);
@@ -2910,6 +3026,7 @@ void rs_ib_unregister(struct rs_dev *rdev)
 	spin_lock_irqsave(&rdev->admin.aeq_lock, flags);
 	rdev->ib = NULL;
 	spin_unlock_irqrestore(&rdev->admin.aeq_lock, flags);
+	cancel_work_sync(&dev->mkey_test);
 	/* Destroys every object, user contexts included (disassociate). */
 	ib_unregister_device(&dev->ibdev);
 	rs_comp_irqs_free(dev);

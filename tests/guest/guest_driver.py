@@ -22,6 +22,9 @@ either way), boot the guest image with the module loaded at boot
    with an SRQ, a DCT without one, a DC type on an RC QP are refused
    with EINVAL, a good DCI and DCT through the same path are created;
    rsdv_create_qp refuses a bad DC type and an SRQ-less DCT itself;
+ - the user-net VM: the driver's self-test of rs_ib_reg_mkey_list (an
+   indirect key over three kernel MRs, a pattern key, bad lists refused)
+   logs ok at boot and after the reload;
  - no WARNING, BUG, Oops or call trace in any guest's kernel log.
 One test per check; when all pass, three "# guest-driver: PASS: " notes
 (the probe line, the user-net VM, the two VMs).  Exits 0 if every test
@@ -277,6 +280,10 @@ def user_net(s: Suite, ko: str) -> dict:
              "%d eth0 lines with link up, expected 2" % nlan)
     for m in USER_MARKS:
         s.report(has(serial, m), "user-net VM %s" % m, "no %s" % m)
+    mk = [ln for ln in dm if "mkey self-test" in ln]
+    s.report(len(mk) == 2 and all(ln.endswith(": ok") for ln in mk),
+             "user-net VM kernel-consumer key self-test (rs_ib_reg_mkey_list)"
+             " at boot and reload", " | ".join(mk) or "no mkey self-test line")
     for c in DCBAD_CHECKS:
         ln = next((x for x in serial if x.startswith("RS-DCBAD %s " % c)),
                   "")
