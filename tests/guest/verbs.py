@@ -131,10 +131,11 @@ ODP_RUNS = ["rc-pingpong-odp", "rc-pingpong-iodp"] + [
 # rsv-dc (three VMs: VM 1 the DCI, VMs 2 and 3 a DCT each) and the
 # rsessiondv.h example programs.
 DC_EXAMPLES = ["example-dc-bw", "example-strided", "example-usage"]
-DC_VM1 = ["dc-caps", "dc-dci-create", "dc-traffic", "dc-bad-key",
+DC_VM1 = ["dc-caps", "dc-dci-create", "dc-query", "dc-traffic", "dc-bad-key",
           "dc-recover", "dc-rate", "dc-memory", "mkey-indirect-rw",
           "mkey-pattern-rw", "mkey-inv-refused"] + DC_EXAMPLES
-DC_DCT = ["dc-caps", "dc-dct-create", "dc-recv", "dc-write-mem"]
+DC_DCT = ["dc-caps", "dc-dct-create", "dc-query", "dc-recv",
+          "dc-write-mem"]
 DC_VM2 = DC_DCT + ["dc-key-event", "mkey-indirect-mem"] + DC_EXAMPLES
 DC_VM3 = DC_DCT + ["mkey-pattern-column", "mkey-pattern-rest",
                    "example-dc-bw", "example-usage"]

@@ -29,9 +29,9 @@
  *     it is refused.
  *
  * Usage: rsv-dc [common options]   (RS_VM_COUNT: 3)
- * Checks: VM 1: dc-caps dc-dci-create dc-traffic dc-bad-key dc-recover
+ * Checks: VM 1: dc-caps dc-dci-create dc-query dc-traffic dc-bad-key dc-recover
  *   dc-rate dc-memory mkey-indirect-rw mkey-pattern-rw mkey-inv-refused;
- *   VMs 2 and 3: dc-caps dc-dct-create dc-recv dc-write-mem;
+ *   VMs 2 and 3: dc-caps dc-dct-create dc-query dc-recv dc-write-mem;
  *   VM 2: dc-key-event mkey-indirect-mem; VM 3: mkey-pattern-column
  *   mkey-pattern-rest.
  *
@@ -298,7 +298,7 @@ static double rate(struct ibv_qp *qp, struct ibv_cq *cq, struct target *t,
 static int dci_side(int *fd)
 {
 	struct target t[2];
-	struct rsv_peer_info me, peer;
+	struct rsv_peer_info me, peer, tinfo[2];
 	struct ibv_cq *cq;
 	struct ibv_qp *qp;
 	struct ibv_mr *mr;
@@ -320,12 +320,45 @@ static int dci_side(int *fd)
 		  qp ? qp->qp_num : 0, err ? strerror(err) : "RTS");
 	if (!qp || err)
 		return 1;
+	{
+		struct ibv_qp_init_attr ia;
+		struct ibv_qp_attr q;
+
+		err = ibv_query_qp(qp, &q, IBV_QP_STATE | IBV_QP_TIMEOUT |
+				   IBV_QP_RETRY_CNT | IBV_QP_CAP, &ia);
+		rsv_check(&o, "dc-query", !err && q.qp_state == IBV_QPS_RTS &&
+			  q.timeout == 14 && q.retry_cnt == 7 &&
+			  q.cap.max_send_wr == 64 && !q.cap.max_recv_wr &&
+			  ia.qp_type == IBV_QPT_DRIVER,
+			  "ibv_query_qp of the DCI: %s, state %d, timeout %u, retry %u, send WRs %u, receive WRs %u, type %d",
+			  err ? strerror(err) : "ok", q.qp_state, q.timeout,
+			  q.retry_cnt, q.cap.max_send_wr, q.cap.max_recv_wr,
+			  ia.qp_type);
+	}
 	rsv_info(&d, qp, 0, &me);
+	/*
+	 * The clients connect in any order: each says its VM number, and
+	 * t[k] and fd[k] become VM k + 2's.
+	 */
+	{
+		struct rsv_peer_info p[2];
+		int f[2] = { fd[0], fd[1] }, k;
+
+		for (i = 0; i < 2; i++)
+			if (!rsv_xchg(f[i], &me, &p[i], sizeof(me)))
+				rsv_die("exchange with a DCT side");
+		for (i = 0; i < 2; i++) {
+			k = p[i].extra[2] == 3;
+			if (p[i].extra[2] != 2 + k || p[!i].extra[2] == p[i].extra[2])
+				rsv_die("the DCT sides are not VMs 2 and 3");
+			fd[k] = f[i];
+			tinfo[k] = p[i];
+		}
+	}
 	for (i = 0; i < 2; i++) {
 		struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1 };
 
-		if (!rsv_xchg(fd[i], &me, &peer, sizeof(me)))
-			rsv_die("exchange with VM %d", i + 2);
+		peer = tinfo[i];
 		aa.grh.dgid = peer.gid;
 		aa.grh.sgid_index = d.gid_index;
 		aa.grh.hop_limit = 64;
@@ -364,7 +397,7 @@ static int dci_side(int *fd)
 		}
 	}
 	rsv_check(&o, "dc-traffic", !bad,
-		  "%d rounds of SEND+WRITE+READ (%d bytes) alternating between DCTs %u and %u, %d target switches: %s",
+		  "%d rounds of SEND+WRITE+READ (%d bytes) alternating between DCT %u of VM 2 and DCT %u of VM 3, %d target switches: %s",
 		  ROUNDS, SLOT, t[0].dctn, t[1].dctn, ROUNDS - 1,
 		  bad ? detail : "all completed, READ data verified");
 	for (i = 0; i < 2; i++)
@@ -571,12 +604,28 @@ static int dct_side(int fd, int vm)
 		  err ? strerror(err) : "RTR");
 	if (!dct || err)
 		return 1;
+	{
+		struct ibv_qp_init_attr ia;
+		struct ibv_qp_attr q;
+
+		err = ibv_query_qp(dct, &q, IBV_QP_STATE | IBV_QP_PATH_MTU |
+				   IBV_QP_MIN_RNR_TIMER | IBV_QP_ACCESS_FLAGS,
+				   &ia);
+		rsv_check(&o, "dc-query", !err && q.qp_state == IBV_QPS_RTR &&
+			  q.path_mtu == IBV_MTU_1024 && q.min_rnr_timer == 12 &&
+			  (q.qp_access_flags & IBV_ACCESS_REMOTE_READ) &&
+			  ia.qp_type == IBV_QPT_DRIVER,
+			  "ibv_query_qp of the DCT: %s, state %d, path MTU %d, min RNR timer %u, access %#x, type %d",
+			  err ? strerror(err) : "ok", q.qp_state, q.path_mtu,
+			  q.min_rnr_timer, q.qp_access_flags, ia.qp_type);
+	}
 	rsv_info(&d, dct, 0, &me);
 	me.addr = (uintptr_t)buf;
 	me.rkey = mr->rkey;
 	me.len = BUF;
 	me.extra[0] = (uint32_t)key;
 	me.extra[1] = key >> 32;
+	me.extra[2] = vm;
 	if (!rsv_xchg(fd, &me, &peer, sizeof(me)))
 		rsv_die("exchange with VM 1");
 
