@@ -136,7 +136,8 @@ DC_VM1 = ["dc-caps", "dc-dci-create", "dc-query", "dc-traffic", "dc-bad-key",
           "mkey-pattern-rw", "mkey-inv-refused"] + DC_EXAMPLES
 DC_DCT = ["dc-caps", "dc-dct-create", "dc-query", "dc-recv",
           "dc-write-mem"]
-DC_VM2 = DC_DCT + ["dc-key-event", "mkey-indirect-mem"] + DC_EXAMPLES
+DC_VM2 = DC_DCT + ["dc-key-event", "mkey-indirect-mem", "dc-key-log"] + \
+    DC_EXAMPLES
 DC_VM3 = DC_DCT + ["mkey-pattern-column", "mkey-pattern-rest",
                    "example-dc-bw", "example-usage"]
 # rsv-dc's DCT keys: KEY_BASE + VM number; the wrong one sent to VM 2;

@@ -6,6 +6,12 @@
 # rsdv_strided_write (VM 1 writes a column of VM 2's matrix through a
 # pattern key; VM 2 checks the column and the rest).
 vb_pair dc rsv-dc
+# The driver's rate-limited note of the key violation on VM 2's DCT.
+if [ "$RS_VM_INDEX" = 2 ]; then
+    l=$(dmesg | grep 'connect with a wrong DC key from DCI' | head -n 1)
+    [ -n "$l" ] && ok=ok || ok=fail
+    ck "$VB_PAIRING/dc/dc-key-log" $ok "${l:-no kernel message}"
+fi
 vb_step
 bw_port=$((19000 + vb_n))
 case $RS_VM_INDEX in
