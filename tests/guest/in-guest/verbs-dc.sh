@@ -10,7 +10,7 @@ vb_pair dc rsv-dc
 if [ "$RS_VM_INDEX" = 2 ]; then
     l=$(dmesg | grep 'connect with a wrong DC key from DCI' | head -n 1)
     [ -n "$l" ] && ok=ok || ok=fail
-    ck "$VB_PAIRING/dc/dc-key-log" $ok "${l:-no kernel message}"
+    ck "$VB_PAIRING/dc/dc-key-log" "$ok" "${l:-no kernel message}"
 fi
 vb_step
 bw_port=$((19000 + vb_n))
@@ -20,7 +20,7 @@ case $RS_VM_INDEX in
 esac
 echo "$out"
 [ $rc = 0 ] && ok=ok || ok=fail
-ck "$VB_PAIRING/dc/example-dc-bw" $ok "rsdv_dc_bw exit $rc: $(echo "$out" | grep -E 'msg/s|received' | tr '\n' ' ')"
+ck "$VB_PAIRING/dc/example-dc-bw" "$ok" "rsdv_dc_bw exit $rc: $(echo "$out" | grep -E 'msg/s|received' | tr '\n' ' ')"
 vb_step
 sw_port=$((19000 + vb_n))
 case $RS_VM_INDEX in
@@ -31,6 +31,6 @@ esac
 echo "$out"
 [ $rc = 0 ] && ok=ok || ok=fail
 [ "$RS_VM_INDEX" = 3 ] ||
-    ck "$VB_PAIRING/dc/example-strided" $ok "rsdv_strided_write exit $rc: $(echo "$out" | grep -E 'column|read back' | tr '\n' ' ')"
+    ck "$VB_PAIRING/dc/example-strided" "$ok" "rsdv_strided_write exit $rc: $(echo "$out" | grep -E 'column|read back' | tr '\n' ' ')"
 rsdv_dc_bw -h | head -n 2 | grep -q '^Usage:' && ok=ok || ok=fail
-ck "$VB_PAIRING/dc/example-usage" $ok "rsdv_dc_bw -h, rsdv_strided_write -h: $(rsdv_strided_write -h | head -n 1)"
+ck "$VB_PAIRING/dc/example-usage" "$ok" "rsdv_dc_bw -h, rsdv_strided_write -h: $(rsdv_strided_write -h | head -n 1)"
