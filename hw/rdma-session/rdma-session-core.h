@@ -305,7 +305,7 @@ typedef struct RSQp {
     uint32_t pause_psn;
     /*
      * Dynamically connected transport (rdma-session-dc.c).  A DCI: its
-     * connection's state (RS_DC_*), target (AH index, DCT number, key),
+     * connection's state (RS_DC_*), target (AH handle, DCT number, key),
      * connection counter and the context QPN (dest_qpn).  A DCT: its key.
      * A responder context (RS_QPT_DC_CTX): its DCT's index, the DCI's
      * connection number and key (dest_qpn: the DCI's QPN).

@@ -29,6 +29,11 @@
 
 /* Key violation events: at most one per DCT in this much virtual time. */
 #define RS_DC_VIOL_NS       (100 * SCALE_MS)
+/*
+ * dc_last of a DCI migrated while connecting: it sends its CONNECT again
+ * at the next tick (virtual time is never negative; 0 is a valid time).
+ */
+#define RS_DC_RESEND        (-1)
 /* A context idle this long may be taken for another DCI's CONNECT. */
 #define RS_DC_RECLAIM_MIN   (100 * SCALE_MS)
 
@@ -44,11 +49,13 @@ static void rs_dc_arm(RSCore *c, int64_t when)
     }
 }
 
-/* The next tick: often enough for dc-idle and CONNECT timeouts. */
+/*
+ * The next tick: often enough for dc-idle (1 - 10 ms: each tick walks
+ * the QP table) and CONNECT timeouts (at least 10 ms).
+ */
 static void rs_dc_arm_tick(RSCore *c)
 {
-    int64_t tick = MIN(MAX(rs_dc_idle_ns(c) / 4, 100 * SCALE_US),
-                       10 * SCALE_MS);
+    int64_t tick = MIN(MAX(rs_dc_idle_ns(c) / 2, SCALE_MS), 10 * SCALE_MS);
 
     rs_dc_arm(c, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) + tick);
 }
@@ -156,8 +163,10 @@ uint8_t rs_dc_req_target(RSCore *c, uint32_t qpn, RSQp *qp,
     uint32_t dct = le32_to_cpu(w->remote_qpn);
     uint64_t key = le32_to_cpu(w->dc_key_lo) |
                    (uint64_t)le32_to_cpu(w->dc_key_hi) << 32;
-    uint32_t ah = RS_LOOKUP(c->ahs, c->p.max_ahs, le32_to_cpu(w->ah));
-    bool same = qp->dc_state != RS_DC_IDLE && ah == qp->dc_ah &&
+    uint32_t ah_h = le32_to_cpu(w->ah);
+    uint32_t ah = RS_LOOKUP(c->ahs, c->p.max_ahs, ah_h);
+    /* The handle, not the index: an AH created in a freed slot differs. */
+    bool same = qp->dc_state != RS_DC_IDLE && ah_h == qp->dc_ah &&
                 dct == qp->dc_dct && key == qp->dc_key;
 
     *go = false;
@@ -196,7 +205,7 @@ uint8_t rs_dc_req_target(RSCore *c, uint32_t qpn, RSQp *qp,
         trace_rdma_session_dc_switch(qpn, qp->dc_dct, dct);
     }
     rs_dc_disconnect(c, qpn, qp);
-    qp->dc_ah = ah;
+    qp->dc_ah = ah_h;
     qp->dc_dct = dct;
     qp->dc_key = key;
     qp->dc_conn++;
@@ -522,7 +531,7 @@ static void rs_dc_tick(void *opaque)
             int64_t tmo = MAX(4096LL << MIN(qp->timeout, 31),
                               10 * SCALE_MS);
 
-            if (!qp->dc_last) {
+            if (qp->dc_last == RS_DC_RESEND) {
                 /* Migrated while connecting: ask again, not counted. */
                 rs_dc_activity(c, qp);
                 rs_dc_send(c, qpn, qp, RS_OP_DC_CONNECT);
@@ -567,7 +576,8 @@ bool rs_dc_state_valid(RSCore *c)
         case RS_QPT_DCI:
             if (qp->dc_state > RS_DC_CONNECTED ||
                 (qp->dc_state != RS_DC_IDLE &&
-                 (!qp->has_av || qp->dc_ah >= c->p.max_ahs ||
+                 (!qp->has_av ||
+                  (qp->dc_ah & RS_HANDLE_INDEX_MASK) >= c->p.max_ahs ||
                   qp->dc_dct > RS_PSN_MASK ||
                   (qp->dc_state == RS_DC_CONNECTED &&
                    (!qp->dest_qpn || qp->dest_qpn > RS_PSN_MASK))))) {
@@ -616,7 +626,8 @@ void rs_dc_post_load(RSCore *c)
             c->dc_ctx[n++] = qpn;
         }
         if (qp->type == RS_QPT_DCI || qp->type == RS_QPT_DC_CTX) {
-            qp->dc_last = qp->dc_state == RS_DC_CONNECTING ? 0 : now;
+            qp->dc_last = qp->dc_state == RS_DC_CONNECTING ? RS_DC_RESEND :
+                          now;
             any = true;
         }
     }

@@ -236,6 +236,7 @@ static void test_dc_connect(void *obj, void *data, QGuestAllocator *alloc)
     GByteArray *f;
     struct rs_cqe cqe;
     struct rs_qp_attr qa;
+    uint8_t mgid[16];
     uint32_t ctx;
     uint64_t old;
 
@@ -288,6 +289,12 @@ static void test_dc_connect(void *obj, void *data, QGuestAllocator *alloc)
                      RS_STATUS_BAD_HANDLE);
     RS_ASSERT_STATUS(qrs_destroy(a->d, RS_CMD_DESTROY_QP, HANDLE(0, ctx)),
                      RS_STATUS_BAD_HANDLE);
+    std_attr(&qa, RS_QPS_RTS, RS_QPS_ERR);
+    RS_ASSERT_STATUS(qrs_modify_qp(a->d, HANDLE(0, ctx), &qa,
+                                   RS_QP_ATTR_STATE), RS_STATUS_BAD_HANDLE);
+    gid_v4(mgid, 224, 0, 0, 9);
+    RS_ASSERT_STATUS(qrs_mcast(a->d, RS_CMD_ATTACH_MCAST, mgid,
+                               HANDLE(0, ctx)), RS_STATUS_BAD_HANDLE);
 
     /* WRITE, READ, atomic: no new CONNECT, RC opcodes to the context. */
     pair_log_reset(pr);
@@ -502,6 +509,47 @@ static void test_dc_loss(void *obj, void *data, QGuestAllocator *alloc)
 }
 
 /*
+ * A protection error through a DCT (dc-contexts=1): the WRITE with a key
+ * the DCT's PD does not own is NAKed (REM_ACCESS_ERR at the DCI),
+ * nothing is written, no event names the hidden context, the DCT stays
+ * in RTR, and the context is released at once: another DCI connects
+ * without an RNR reply.
+ */
+static void test_dc_protection(void *obj, void *data, QGuestAllocator *alloc)
+{
+    DcEnv e;
+    Pair *pr = &e.pr;
+    Peer *t, *i;
+    uint32_t pd2, key2, n;
+
+    dc_setup(&e, obj, data, alloc, 0);
+    t = &pr->p[e.tgt];
+    i = &pr->p[e.ini];
+    pd2 = new_pd(t->d);
+    key2 = eng_mr(t->d, pd2, 0, t->buf, PAIR_BUF, STD_ACCESS);
+    dci_create(&e, &e.dci[1]);
+    dc_send_ok(&e, 0, 0, 0xb1, 0x100, 0x1000, 64);
+    pair_log_reset(pr);
+    dc_post(&e, 0, RS_WR_RDMA_WRITE, 0xb2, 0, 0x200, 64, t->buf + 0x3000,
+            key2);
+    pair_expect_cqe(pr, e.ini, 0xb2, RS_WC_REM_ACCESS_ERR, RS_WR_RDMA_WRITE,
+                    e.dci[0].qpn, 0);
+    g_assert_cmphex(pr->op[e.tgt][0], ==, OP_ACK);
+    g_assert_cmphex(pr->syn[e.tgt][0], ==, AETH_NAK_REM_ACCESS);
+    expect_no_event(t->d);
+    g_assert_cmpuint(qp_state(t->d, e.dct[0].h), ==, RS_QPS_RTR);
+    g_assert_cmpuint(qp_state(i->d, e.dci[0].h), ==, RS_QPS_ERR);
+
+    pair_log_reset(pr);
+    dc_send_ok(&e, 1, 0, 0xb3, 0x300, 0x2000, 64);
+    for (n = 0; n < pr->nops[e.tgt]; n++) {
+        g_assert_cmphex(pr->syn[e.tgt][n] & 0xe0, !=, AETH_RNR);
+    }
+    g_assert_cmphex(pr->op[e.tgt][0], ==, OP_DC_CONNECT_REPLY);
+    dc_teardown(&e);
+}
+
+/*
  * dc-contexts=1 at the target: a second DCI's CONNECT gets an RNR reply
  * while the first one's connection is recent; once the first DCI closed
  * (idle), the second one's CONNECT again succeeds.
@@ -597,18 +645,50 @@ static void test_dc_hostile(void *obj, void *data, QGuestAllocator *alloc)
     g_byte_array_unref(g);
     pr->hold[0] = false;
 
-    /* The real CONNECT; the SEND is kept. */
+    /*
+     * The real CONNECT, its REPLY kept.  Forged REPLYs first: truncated,
+     * another connection number, another PSN, context QPN 0.  The DCI
+     * ignores them and stays connecting.
+     */
+    pr->hold[0] = true;
     pair_log_reset(pr);
     pair_inject(pr, 0, conn, conn_len);
+    g = pair_take(pr, 0);
+    g_assert_cmphex(g->data[ROCE_BTH], ==, OP_DC_CONNECT_REPLY);
+    g_assert_cmphex(g->data[ROCE_EXT], ==, AETH_ACK);
+    memcpy(f, g->data, g->len);
+    inject_edit(pr, 1, f, ROCE_EXT + 4 + 4 + 4);
+    memcpy(f, g->data, g->len);
+    stl_be_p(f + DCRETH + 4, 7);
+    inject_edit(pr, 1, f, g->len);
+    memcpy(f, g->data, g->len);
+    stl_be_p(f + ROCE_BTH + 8, f_psn(g->data) + 1);
+    inject_edit(pr, 1, f, g->len);
+    memcpy(f, g->data, g->len);
+    stl_be_p(f + DCRETH, 0);
+    inject_edit(pr, 1, f, g->len);
+    /* A NAK with the wrong connection number: no error either. */
+    memcpy(f, g->data, g->len);
+    f[ROCE_EXT] = AETH_NAK_REM_ACCESS;
+    stl_be_p(f + DCRETH + 4, 2);
+    inject_edit(pr, 1, f, g->len);
+    qtest_clock_step(qrs_qts(a->d), 1000 * 1000);
+    pair_pump(pr);
+    PAIR_EXPECT_NONE(pr, 1);
+    g_assert_cmpuint(qp_state(b->d, e.dci[0].h), ==, RS_QPS_RTS);
+    pr->hold[0] = false;
+    pair_inject(pr, 1, g->data, g->len);
+    g_byte_array_unref(g);
     g = pair_take(pr, 1);
     g_assert_cmphex(g->data[ROCE_BTH], ==, OP_SEND_ONLY);
     send_len = g->len;
     memcpy(sendf, g->data, g->len);
     g_byte_array_unref(g);
 
-    /* The SEND from another address: dropped, no ACK. */
+    /* The SEND from another address, other data: dropped, no ACK. */
     memcpy(f, sendf, send_len);
     f[14 + 15] = 9;
+    f[ROCE_EXT] ^= 0xff;
     inject_edit(pr, 0, f, send_len);
     pair_pump(pr);
     g_assert_false(eng_cq_peek(a->d, &a->cq, &cqe));
@@ -674,6 +754,38 @@ static void test_dc_bad_wqe(void *obj, void *data, QGuestAllocator *alloc)
                     e.dci[1].qpn, 0);
     pair_pump(pr);
     PAIR_EXPECT_NONE(pr, 1);
+    dc_teardown(&e);
+}
+
+/*
+ * The connection's AH destroyed and another created in its slot (traffic
+ * class 0x20): a WQE naming the new AH is another target, though the DCT
+ * and key are the same; the DCI connects again with the new AH's vector.
+ */
+static void test_dc_ah_reuse(void *obj, void *data, QGuestAllocator *alloc)
+{
+    DcEnv e;
+    Pair *pr = &e.pr;
+    Peer *b;
+    struct rs_cmd_create_ah c;
+    uint32_t old_ah;
+
+    dc_setup(&e, obj, data, alloc, 1);
+    b = &pr->p[e.ini];
+    dc_send_ok(&e, 0, 0, 0xb1, 0x100, 0x1000, 64);
+    old_ah = e.ah;
+    RS_ASSERT_OK(qrs_destroy(b->d, RS_CMD_DESTROY_AH, e.ah));
+    ah_template(&c, b->pd, 0);
+    gid_v4(c.dgid, 10, 0, 0, e.tgt + 1);
+    memcpy(c.dmac, pair_mac[e.tgt], 6);
+    c.traffic_class = 0x20;
+    RS_ASSERT_OK(qrs_create_ah(b->d, &c, &e.ah));
+    g_assert_cmphex(HINDEX(e.ah), ==, HINDEX(old_ah));
+    g_assert_cmphex(e.ah, !=, old_ah);
+    pair_log_reset(pr);
+    dc_send_ok(&e, 0, 0, 0xb2, 0x200, 0x2000, 64);
+    PAIR_EXPECT_OPS(pr, 1, OP_DC_DISCONNECT, OP_DC_CONNECT, OP_SEND_ONLY);
+    g_assert_cmphex(pr->last[1][14 + 1], ==, 0x20);
     dc_teardown(&e);
 }
 
@@ -749,14 +861,17 @@ static void test_dc_objects(void *obj, void *data, QGuestAllocator *alloc)
 }
 
 /*
- * Migration with a DCI connected (and a second DCI connected to the
- * other DCT): after it, traffic goes on, on the old connections and to
- * a new target.
+ * Migration with two DCIs connected and one of them switching to the
+ * other DCT, its DISCONNECT and CONNECT lost as the VM leaves: the
+ * destination connects again by itself; traffic goes on, on the old
+ * connection and after a switch back.
  */
 static void test_dc_migrate(void *obj, void *data, QGuestAllocator *alloc)
 {
     DcEnv e;
     Pair *pr = &e.pr;
+    GByteArray *g;
+    struct rs_cqe cqe;
 
     dc_setup(&e, obj, data, alloc, 1);
     dct_create(&e, &e.dct[1], DC_KEY);
@@ -764,17 +879,189 @@ static void test_dc_migrate(void *obj, void *data, QGuestAllocator *alloc)
     dc_send_ok(&e, 0, 0, 0xb1, 0x100, 0x1000, 300);
     dc_send_ok(&e, 1, 1, 0xb2, 0x400, 0x2000, 300);
 
+    /* DCI 0 to DCT 1: mid-switch when the VM stops. */
+    dc_recv(&e, 0xa5, 0x5000, 300);
+    pr->hold[1] = true;
+    dc_post(&e, 0, RS_WR_SEND, 0xb5, 1, 0xb00, 300, 0, 0);
+    img_move(&pr->p[e.tgt], 0x5000, &pr->p[e.ini], 0xb00, 300);
+    g = pair_take(pr, 1);
+    g_assert_cmphex(g->data[ROCE_BTH], ==, OP_DC_DISCONNECT);
+    g_byte_array_unref(g);
+    g = pair_take(pr, 1);
+    g_assert_cmphex(g->data[ROCE_BTH], ==, OP_DC_CONNECT);
+    g_byte_array_unref(g);
+    pair_forget(pr, 1);
+    pair_log_reset(pr);
+
     pair_migrate(pr);
     pair_release(pr, 0);
     pair_release(pr, 1);
+    pair_expect_cqe(pr, e.ini, 0xb5, RS_WC_SUCCESS, RS_WR_SEND,
+                    e.dci[0].qpn, 0);
+    pair_poll(pr, e.tgt, &cqe);
+    assert_cqe(&cqe, 0xa5, RS_WC_SUCCESS, RS_WR_RECV, e.dct[1].qpn);
+    g_assert_cmpuint(cqe.src_qp, ==, e.dci[0].qpn);
+    g_assert_cmphex(pr->op[1][0], ==, OP_DC_CONNECT);
 
     pair_log_reset(pr);
-    dc_send_ok(&e, 0, 0, 0xb3, 0x700, 0x3000, 300);
     dc_send_ok(&e, 1, 1, 0xb4, 0x900, 0x4000, 300);
-    PAIR_EXPECT_OPS(pr, 1, OP_SEND_ONLY, OP_SEND_ONLY);
-    /* A switch after migration. */
-    dc_send_ok(&e, 0, 1, 0xb5, 0xb00, 0x5000, 300);
+    PAIR_EXPECT_OPS(pr, 1, OP_SEND_ONLY);
+    dc_send_ok(&e, 0, 0, 0xb3, 0x700, 0x3000, 300);
     g_assert_cmpuint(qp_state(pr->p[1].d, e.dci[0].h), ==, RS_QPS_RTS);
+    dc_teardown(&e);
+}
+
+/*
+ * dc-contexts=1 and the first DCI's DISCONNECT lost: its context is not
+ * kept for ever; the second DCI connects once it expired (100 x dc-idle)
+ * or was reclaimed (idle 100 ms).
+ */
+static void test_dc_lost_disconnect(void *obj, void *data,
+                                    QGuestAllocator *alloc)
+{
+    DcEnv e;
+    Pair *pr = &e.pr;
+    Peer *a;
+    struct rs_qp_attr at;
+    struct rs_cqe cqe;
+    unsigned i;
+
+    /* RNR timer 10.24 ms: about ten RNR replies in 100 ms. */
+    dc_setup_rnr(&e, obj, data, alloc, 0, 20);
+    a = &pr->p[e.ini];
+    dci_create(&e, &e.dci[1]);
+    std_attr(&at, RS_QPS_RTS, RS_QPS_SQD);
+    RS_ASSERT_OK(qrs_modify_qp(a->d, e.dci[1].h, &at, RS_QP_ATTR_STATE));
+    std_attr(&at, RS_QPS_SQD, RS_QPS_SQD);
+    at.rnr_retry = 7;
+    RS_ASSERT_OK(qrs_modify_qp(a->d, e.dci[1].h, &at,
+                               RS_QP_ATTR_RNR_RETRY));
+    std_attr(&at, RS_QPS_SQD, RS_QPS_RTS);
+    RS_ASSERT_OK(qrs_modify_qp(a->d, e.dci[1].h, &at, RS_QP_ATTR_STATE));
+
+    dc_send_ok(&e, 0, 0, 0xb1, 0x100, 0x1000, 100);
+    pair_log_reset(pr);
+    pr->drop[0] = 1;            /* DCI 0's idle DISCONNECT */
+    qtest_clock_step(qrs_qts(a->d), 3 * 1000 * 1000);
+    pair_wait_frames(pr, 0, 1);
+    PAIR_EXPECT_OPS(pr, 0, OP_DC_DISCONNECT);
+    pair_log_reset(pr);
+    dc_recv(&e, 0x1b2, 0x2000, 100);
+    dc_post(&e, 1, RS_WR_SEND, 0xb2, 0, 0x200, 100, 0, 0);
+    img_move(&pr->p[e.tgt], 0x2000, a, 0x200, 100);
+    /* Virtual time in steps of 5 ms, the frames moved meanwhile. */
+    for (i = 0; i < 60 && !eng_cq_peek(a->d, &a->cq, &cqe); i++) {
+        qtest_clock_step(qrs_qts(a->d), 5 * 1000 * 1000);
+        pair_pump(pr);
+        g_usleep(2000);
+        pair_pump(pr);
+    }
+    pair_expect_cqe(pr, e.ini, 0xb2, RS_WC_SUCCESS, RS_WR_SEND,
+                    e.dci[1].qpn, 0);
+    pair_expect_cqe(pr, e.tgt, 0x1b2, RS_WC_SUCCESS, RS_WR_RECV,
+                    e.dct[0].qpn, 100);
+    g_assert_cmpuint(pr->nops[0], >=, 3);
+    g_assert_cmphex(pr->syn[1][0], ==, AETH_RNR | 20);
+    g_assert_cmphex(pr->syn[1][pr->nops[1] - 2], ==, AETH_ACK);
+    dc_teardown(&e);
+}
+
+/*
+ * Load @path into a new QEMU with both adapters on wires of their own
+ * (nobody listens); true if the migration completed.
+ */
+static bool dc_load(Pair *pr, const char *path, char **err)
+{
+    g_autofree char *uri = g_strdup_printf("file:%s", path);
+    g_autoptr(GString) cmd = g_string_new(qos_get_current_command_line());
+    PairSockets s = { .b_props = pr->sock->b_props };
+    QTestState *to;
+    int i, sv[2];
+    bool ok;
+
+    for (i = 0; i < 2; i++) {
+        g_assert_cmpint(socketpair(PF_UNIX, SOCK_STREAM, 0, sv), ==, 0);
+        s.test[i] = sv[0];
+        s.qemu[i] = sv[1];
+    }
+    pair_cmd_line(cmd, &s);
+    to = qtest_initf("%s -incoming defer", cmd->str);
+    qtest_qmp_assert_success(to, "{ 'execute': 'migrate-incoming',"
+                             "  'arguments': { 'uri': %s,"
+                             "                 'exit-on-error': false } }",
+                             uri);
+    ok = mig_wait(to, err);
+    qtest_qmp_assert_success(to, "{ 'execute': 'query-status' }");
+    qtest_quit(to);
+    for (i = 0; i < 2; i++) {
+        close(s.test[i]);
+        close(s.qemu[i]);
+    }
+    return ok;
+}
+
+/*
+ * A migration stream with DC state the destination must refuse: a
+ * context whose DCT is not a DCT, a DCI connection state out of range,
+ * a DCI's AH index beyond the table.  The stream as saved loads.
+ */
+static void test_dc_migrate_corrupt(void *obj, void *data,
+                                    QGuestAllocator *alloc)
+{
+    DcEnv e;
+    Pair *pr = &e.pr;
+    g_autofree char *tmpdir = g_dir_make_tmp("rdma-session-mig-XXXXXX",
+                                             NULL);
+    g_autofree char *path = g_strdup_printf("%s/state", tmpdir);
+    g_autofree char *bad = g_strdup_printf("%s/bad", tmpdir);
+    g_autofree uint8_t *stream = NULL;
+    uint8_t ctx_needle[20], dci_needle[21];
+    char *err = NULL;
+    size_t ctx_off, dci_off;
+    gsize len;
+    int i;
+
+    dc_setup(&e, obj, data, alloc, 1);
+    dc_send_ok(&e, 0, 0, 0xb1, 0x100, 0x1000, 64);
+    mig_save(qrs_qts(pr->p[0].d), path);
+    g_assert_true(g_file_get_contents(path, (gchar **)&stream, &len, NULL));
+
+    /* The DC subsection: dc_state, dc_ah, dc_dct, dc_key, dc_conn. */
+    stl_be_p(ctx_needle, 0);
+    stl_be_p(ctx_needle + 4, e.dct[0].qpn);
+    stq_be_p(ctx_needle + 8, DC_KEY);
+    stl_be_p(ctx_needle + 16, 1);
+    ctx_off = mig_find(stream, len, ctx_needle, sizeof(ctx_needle));
+    dci_needle[0] = 2;          /* connected */
+    stl_be_p(dci_needle + 1, e.ah);
+    stl_be_p(dci_needle + 5, e.dct[0].qpn);
+    stq_be_p(dci_needle + 9, DC_KEY);
+    stl_be_p(dci_needle + 17, 1);
+    dci_off = mig_find(stream, len, dci_needle, sizeof(dci_needle));
+
+    for (i = 0; i < 3; i++) {
+        g_autofree uint8_t *copy = g_memdup2(stream, len);
+
+        if (i == 0) {
+            stl_be_p(copy + ctx_off + 4, e.dci[0].qpn == 1 ? 2 : 1);
+        } else if (i == 1) {
+            copy[dci_off] = 3;
+        } else {
+            stl_be_p(copy + dci_off + 1, 0xfffff);
+        }
+        g_assert_true(g_file_set_contents(bad, (gchar *)copy, len, NULL));
+        g_assert_false(dc_load(pr, bad, &err));
+        g_test_message("destination: %s", err);
+        g_free(err);
+    }
+    g_assert_true(dc_load(pr, path, &err));
+    g_free(err);
+    unlink(bad);
+    unlink(path);
+    rmdir(tmpdir);
+    /* The source goes on. */
+    qtest_qmp_assert_success(qrs_qts(pr->p[0].d), "{ 'execute': 'cont' }");
+    dc_send_ok(&e, 0, 0, 0xb2, 0x200, 0x2000, 64);
     dc_teardown(&e);
 }
 
@@ -788,6 +1075,10 @@ static void register_dc_tests(void)
         .before = pair_before,
         .arg = (void *)",dc-idle=1000",
     };
+    QOSGraphTestOptions b_one_ctx = {
+        .before = pair_before,
+        .arg = (void *)",dc-contexts=1",
+    };
     QOSGraphTestOptions one_ctx = {
         .before = pair_before,
         .arg = (void *)",dc-contexts=1,dc-idle=1000",
@@ -798,11 +1089,18 @@ static void register_dc_tests(void)
     qos_add_test("dc/idle", "rdma-session", test_dc_idle, &idle);
     qos_add_test("dc/bad-key", "rdma-session", test_dc_bad_key, &pair);
     qos_add_test("dc/loss", "rdma-session", test_dc_loss, &pair);
+    qos_add_test("dc/protection", "rdma-session", test_dc_protection,
+                 &b_one_ctx);
     qos_add_test("dc/contexts", "rdma-session", test_dc_contexts, &one_ctx);
+    qos_add_test("dc/lost-disconnect", "rdma-session",
+                 test_dc_lost_disconnect, &one_ctx);
     qos_add_test("dc/hostile", "rdma-session", test_dc_hostile, &pair);
     qos_add_test("dc/bad-wqe", "rdma-session", test_dc_bad_wqe, &pair);
+    qos_add_test("dc/ah-reuse", "rdma-session", test_dc_ah_reuse, &pair);
     qos_add_test("dc/objects", "rdma-session", test_dc_objects, &pair);
     qos_add_test("dc/migrate", "rdma-session", test_dc_migrate, &pair);
+    qos_add_test("dc/migrate-corrupt", "rdma-session",
+                 test_dc_migrate_corrupt, &pair);
 }
 
 libqos_init(register_dc_tests);
