@@ -925,6 +925,92 @@ static void test_migrate(void *obj, void *data, QGuestAllocator *alloc)
     qtest_quit(to);
 }
 
+/*
+ * A stream whose indirect key is wrong fails the incoming migration
+ * cleanly: the key's subsection (kind, room, entries in use, repeat, an
+ * entry) patched into something no key can be.  The stream as saved
+ * loads.
+ */
+static void test_corrupt_stream(void *obj, void *data,
+                                QGuestAllocator *alloc)
+{
+    static const char sub_name[] = "\x05\x19rdma-session/mr/mkey-list";
+    static const char *const what[] = {
+        "kind 7", "room 300", "room 0", "more entries than room",
+        "indirect with repeat", "entry of length 0",
+        "entries longer than the key",
+    };
+    g_autofree char *tmpdir = g_dir_make_tmp("rdma-session-mkl-XXXXXX", NULL);
+    g_autofree char *path = g_strdup_printf("%s/state", tmpdir);
+    g_autofree char *bad = g_strdup_printf("%s/bad", tmpdir);
+    g_autofree uint8_t *stream = NULL;
+    struct rs_mkey_entry e[3];
+    uint32_t mr;
+    char *err = NULL;
+    size_t sub;
+    gsize len;
+    Loop l;
+    int i;
+
+    loop_setup(&l, obj);
+    mr = loop_mr_access(&l, l.dst, LOOP_BUF, KL_RIGHTS);
+    for (i = 0; i < 3; i++) {
+        e[i] = (struct rs_mkey_entry) { l.dst + i * 0x100, 0x80, mr };
+    }
+    ind_reg(&l, l.pd, e, 3, KL_RIGHTS);
+    mig_save(qrs_qts(l.d), path);
+    g_assert_true(g_file_get_contents(path, (gchar **)&stream, &len, NULL));
+
+    /* Version (4), kind, room, in use, repeat, then the entries. */
+    sub = mig_find(stream, len, (const uint8_t *)sub_name,
+                   sizeof(sub_name) - 1) + sizeof(sub_name) - 1 + 4;
+    g_assert_cmpuint(stream[sub], ==, RS_WR_REG_INDIRECT);
+    g_assert_cmpuint(lduw_be_p(stream + sub + 1), ==, 3);
+    g_assert_cmpuint(lduw_be_p(stream + sub + 3), ==, 3);
+    g_assert_cmpuint(ldl_be_p(stream + sub + 5), ==, 0);
+    g_assert_cmphex(ldq_be_p(stream + sub + 9), ==, l.dst);
+    g_assert_cmphex(ldl_be_p(stream + sub + 9 + 8), ==, mr);
+    g_assert_cmpuint(ldl_be_p(stream + sub + 9 + 12), ==, 0x80);
+
+    for (i = 0; i < ARRAY_SIZE(what); i++) {
+        g_autofree uint8_t *copy = g_memdup2(stream, len);
+
+        g_test_message("corrupt stream: %s", what[i]);
+        switch (i) {
+        case 0:
+            copy[sub] = 7;
+            break;
+        case 1:
+            stw_be_p(copy + sub + 1, 300);
+            break;
+        case 2:
+            stw_be_p(copy + sub + 1, 0);
+            break;
+        case 3:
+            stw_be_p(copy + sub + 3, 4);
+            break;
+        case 4:
+            stl_be_p(copy + sub + 5, 1);
+            break;
+        case 5:
+            stl_be_p(copy + sub + 9 + 12, 0);
+            break;
+        default:
+            stl_be_p(copy + sub + 9 + 20 + 12, 0x81);
+            break;
+        }
+        g_assert_true(g_file_set_contents(bad, (gchar *)copy, len, NULL));
+        g_assert_false(mig_load(bad, &err));
+        g_test_message("destination: %s", err);
+        g_free(err);
+    }
+    g_assert_true(mig_load(path, &err));
+    g_free(err);
+    unlink(bad);
+    unlink(path);
+    rmdir(tmpdir);
+}
+
 static void register_mkey_list_tests(void)
 {
     qos_add_test("mkey-list/indirect", "rdma-session", test_indirect_three,
@@ -940,6 +1026,8 @@ static void register_mkey_list_tests(void)
     qos_add_test("mkey-list/work-requests", "rdma-session",
                  test_work_requests, NULL);
     qos_add_test("mkey-list/migrate", "rdma-session", test_migrate, NULL);
+    qos_add_test("mkey-list/corrupt-stream", "rdma-session",
+                 test_corrupt_stream, NULL);
 }
 
 libqos_init(register_mkey_list_tests);
