@@ -14,6 +14,7 @@
 
 #include "qemu/osdep.h"
 #include "rs-test.h"
+#include "rs-odp.h"
 
 #define KL_RIGHTS   (STD_ACCESS | RS_ACCESS_REMOTE_ATOMIC)
 #define KL_FILL     0xee
@@ -469,6 +470,14 @@ static void test_entry_protection(void *obj, void *data,
     kl_refused(&l, 0x44, e, "range beyond the entry's MR");
     e[2] = (struct rs_mkey_entry) { l.dst + 0x200, 0x100, kl_tag(mr, 0x99) };
     kl_refused(&l, 0x45, e, "stale tag");
+    /* An ODP MR, even with its page mapped, is no entry. */
+    key = odp_mr(l.d, l.pd, l.dst + 3 * PAGE, PAGE);
+    odp_map(l.d, key, 0, l.dst + 3 * PAGE, l.dst + 3 * PAGE, 1,
+            RS_ODP_PAGE_READ | RS_ODP_PAGE_WRITE);
+    e[2] = (struct rs_mkey_entry) { l.dst + 3 * PAGE, 0x100, key };
+    kl_refused(&l, 0x4e, e, "ODP MR");
+    kl_write(&l, 0x4f, l.dst + 3 * PAGE, key, l.src, 0x100, RS_WC_SUCCESS);
+    RS_ASSERT_OK(qrs_destroy(l.d, RS_CMD_DEREG_MR, key));
 
     /* A fast-registration MR as entry, then invalidated. */
     fr = fr_alloc(&l, l.pd, 1);
