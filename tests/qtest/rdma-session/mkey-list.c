@@ -15,6 +15,7 @@
 #include "qemu/osdep.h"
 #include "rs-test.h"
 #include "rs-odp.h"
+#include "rs-peer.h"
 
 #define KL_RIGHTS   (STD_ACCESS | RS_ACCESS_REMOTE_ATOMIC)
 #define KL_FILL     0xee
@@ -934,6 +935,115 @@ static void test_migrate(void *obj, void *data, QGuestAllocator *alloc)
     qtest_quit(to);
 }
 
+/* A key of @op on adapter @p over its buffer's MR (GID 0). */
+static uint32_t peer_kl(Peer *p, uint8_t op, const void *ents, size_t size,
+                        uint16_t n, uint32_t repeat)
+{
+    uint32_t key = 0;
+
+    RS_ASSERT_OK(kl_reg_st(p->d, op, p->pd, 0, kl_list(p->d, ents, size), n,
+                           KL_RIGHTS, repeat, 0, &key));
+    return key;
+}
+
+/*
+ * Between two adapters: A writes and reads through B's indirect key (the
+ * bytes split over its three ranges, B's whole buffer checked byte by
+ * byte), writes a column through B's pattern key, a FETCH_ADD inside
+ * one entry works; one straddling two entries is refused with a remote
+ * access error, B's memory as it was.
+ */
+static void test_pair(void *obj, void *data, QGuestAllocator *alloc)
+{
+    static const uint32_t off[3] = { 0x100, 0x3084, 0x6040 };
+    static const uint32_t len[3] = { 0x2fc, 0x204, 0x500 };
+    Pair pr;
+    Peer *a = &pr.p[0], *b = &pr.p[1];
+    struct rs_mkey_entry e[3];
+    struct rs_pattern_entry pe = { .bytes_count = 8, .bytes_skip = 56 };
+    struct rs_sge ss;
+    struct rs_cqe cqe;
+    uint32_t ik, pk, done;
+    QTestState *qts;
+    LoopQp q[2];
+    int i;
+
+    pair_setup(&pr, obj, data, alloc);
+    qts = qrs_qts(b->d);
+    pair_rc(&pr, q, 0, KL_RIGHTS);
+    for (i = 0; i < 3; i++) {
+        e[i] = (struct rs_mkey_entry) { b->buf + off[i], len[i], b->key[0] };
+    }
+    ik = peer_kl(b, RS_CMD_REG_INDIRECT_MKEY, e, sizeof(e), 3, 0);
+    pe.addr = b->buf + 0x7000 + 8;
+    pe.key = b->key[0];
+    pk = peer_kl(b, RS_CMD_REG_PATTERN_MKEY, &pe, sizeof(pe), 1, 16);
+
+    peer_fill(a, 0x1000, THREE_LEN, 0x11);
+    ss = peer_sge(a, 0x1000, THREE_LEN);
+    pair_post(&pr, 0, &q[0], RS_WR_RDMA_WRITE, 0xa1, &ss, 1, 0, ik, 0);
+    pair_expect_cqe(&pr, 0, 0xa1, RS_WC_SUCCESS, RS_WR_RDMA_WRITE,
+                    q[0].qpn, 0);
+    for (i = 0, done = 0; i < 3; done += len[i], i++) {
+        img_move(b, off[i], a, 0x1000 + done, len[i]);
+    }
+    peer_check(b);
+
+    /* READ [0x200, 0x800) of the key: the end of entry 0, 1, part of 2. */
+    peer_fill(b, 0, PAIR_BUF, 0x23);
+    ss = peer_sge(a, 0x4000, 0x600);
+    pair_post(&pr, 0, &q[0], RS_WR_RDMA_READ, 0xa2, &ss, 1, 0x200, ik, 0);
+    pair_expect_cqe(&pr, 0, 0xa2, RS_WC_SUCCESS, RS_WR_RDMA_READ, q[0].qpn,
+                    0x600);
+    img_move(a, 0x4000, b, 0x300, 0xfc);
+    img_move(a, 0x40fc, b, 0x3084, 0x204);
+    img_move(a, 0x4300, b, 0x6040, 0x300);
+    peer_check(a);
+
+    /* Column 1 of a 16 x 64-byte matrix at 0x7000 of B. */
+    peer_fill(a, 0x2000, 128, 0x37);
+    ss = peer_sge(a, 0x2000, 128);
+    pair_post(&pr, 0, &q[0], RS_WR_RDMA_WRITE, 0xa3, &ss, 1, 0, pk, 0);
+    pair_expect_cqe(&pr, 0, 0xa3, RS_WC_SUCCESS, RS_WR_RDMA_WRITE,
+                    q[0].qpn, 0);
+    for (i = 0; i < 16; i++) {
+        img_move(b, 0x7000 + i * 64 + 8, a, 0x2000 + i * 8, 8);
+    }
+    peer_check(b);
+
+    /* FETCH_ADD at key offset 0x300: entry 1, B's buffer + 0x3088. */
+    qtest_writeq(qts, b->buf + 0x3088, 7000);
+    ss = peer_sge(a, 0x5000, 8);
+    {
+        struct rs_send_wqe_ctrl w = {
+            .wr_id = 0xa4, .opcode = RS_WR_ATOMIC_FETCH_ADD,
+            .flags = RS_WQE_F_SIGNALED, .num_sge = 1, .remote_addr = 0x300,
+            .rkey = ik, .compare_add = 7,
+        };
+
+        eng_post_send(a->d, &q[0], &w, &ss, 1);
+        pair_expect_cqe(&pr, 0, 0xa4, RS_WC_SUCCESS,
+                        RS_WR_ATOMIC_FETCH_ADD, q[0].qpn, 0);
+        g_assert_cmpuint(qtest_readq(qts, b->buf + 0x3088), ==, 7007);
+        g_assert_cmpuint(qtest_readq(qrs_qts(a->d), a->buf + 0x5000), ==,
+                         7000);
+        peer_dont_care(a, 0x5000, 8);
+        stq_le_p(b->img + 0x3088, 7007);
+        peer_check(b);
+
+        /* At 0x2f8: half in entry 0, half in entry 1. */
+        w.wr_id = 0xa5;
+        w.remote_addr = 0x2f8;
+        eng_post_send(a->d, &q[0], &w, &ss, 1);
+        pair_poll(&pr, 0, &cqe);
+        g_assert_cmphex(cqe.wr_id, ==, 0xa5);
+        g_assert_cmpuint(cqe.status, ==, RS_WC_REM_ACCESS_ERR);
+        g_assert_cmpuint(qp_state(a->d, q[0].h), ==, RS_QPS_ERR);
+        peer_check(b);
+    }
+    pair_teardown(&pr);
+}
+
 /*
  * A stream whose indirect key is wrong fails the incoming migration
  * cleanly: the key's subsection (kind, room, entries in use, repeat, an
@@ -1022,6 +1132,8 @@ static void test_corrupt_stream(void *obj, void *data,
 
 static void register_mkey_list_tests(void)
 {
+    QOSGraphTestOptions pair = { .before = pair_before };
+
     qos_add_test("mkey-list/indirect", "rdma-session", test_indirect_three,
                  NULL);
     qos_add_test("mkey-list/bounds", "rdma-session", test_indirect_bounds,
@@ -1035,6 +1147,7 @@ static void register_mkey_list_tests(void)
     qos_add_test("mkey-list/work-requests", "rdma-session",
                  test_work_requests, NULL);
     qos_add_test("mkey-list/migrate", "rdma-session", test_migrate, NULL);
+    qos_add_test("mkey-list/pair", "rdma-session", test_pair, &pair);
     qos_add_test("mkey-list/corrupt-stream", "rdma-session",
                  test_corrupt_stream, NULL);
 }
