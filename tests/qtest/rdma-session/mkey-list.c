@@ -14,6 +14,8 @@
 
 #include "qemu/osdep.h"
 #include "rs-test.h"
+#include "rs-odp.h"
+#include "rs-peer.h"
 
 #define KL_RIGHTS   (STD_ACCESS | RS_ACCESS_REMOTE_ATOMIC)
 #define KL_FILL     0xee
@@ -469,6 +471,14 @@ static void test_entry_protection(void *obj, void *data,
     kl_refused(&l, 0x44, e, "range beyond the entry's MR");
     e[2] = (struct rs_mkey_entry) { l.dst + 0x200, 0x100, kl_tag(mr, 0x99) };
     kl_refused(&l, 0x45, e, "stale tag");
+    /* An ODP MR, even with its page mapped, is no entry. */
+    key = odp_mr(l.d, l.pd, l.dst + 3 * PAGE, PAGE);
+    odp_map(l.d, key, 0, l.dst + 3 * PAGE, l.dst + 3 * PAGE, 1,
+            RS_ODP_PAGE_READ | RS_ODP_PAGE_WRITE);
+    e[2] = (struct rs_mkey_entry) { l.dst + 3 * PAGE, 0x100, key };
+    kl_refused(&l, 0x4e, e, "ODP MR");
+    kl_write(&l, 0x4f, l.dst + 3 * PAGE, key, l.src, 0x100, RS_WC_SUCCESS);
+    RS_ASSERT_OK(qrs_destroy(l.d, RS_CMD_DEREG_MR, key));
 
     /* A fast-registration MR as entry, then invalidated. */
     fr = fr_alloc(&l, l.pd, 1);
@@ -925,8 +935,205 @@ static void test_migrate(void *obj, void *data, QGuestAllocator *alloc)
     qtest_quit(to);
 }
 
+/* A key of @op on adapter @p over its buffer's MR (GID 0). */
+static uint32_t peer_kl(Peer *p, uint8_t op, const void *ents, size_t size,
+                        uint16_t n, uint32_t repeat)
+{
+    uint32_t key = 0;
+
+    RS_ASSERT_OK(kl_reg_st(p->d, op, p->pd, 0, kl_list(p->d, ents, size), n,
+                           KL_RIGHTS, repeat, 0, &key));
+    return key;
+}
+
+/*
+ * Between two adapters: A writes and reads through B's indirect key (the
+ * bytes split over its three ranges, B's whole buffer checked byte by
+ * byte), writes a column through B's pattern key, a FETCH_ADD inside
+ * one entry works; one straddling two entries is refused with a remote
+ * access error, B's memory as it was.
+ */
+static void test_pair(void *obj, void *data, QGuestAllocator *alloc)
+{
+    static const uint32_t off[3] = { 0x100, 0x3084, 0x6040 };
+    static const uint32_t len[3] = { 0x2fc, 0x204, 0x500 };
+    Pair pr;
+    Peer *a = &pr.p[0], *b = &pr.p[1];
+    struct rs_mkey_entry e[3];
+    struct rs_pattern_entry pe = { .bytes_count = 8, .bytes_skip = 56 };
+    struct rs_sge ss;
+    struct rs_cqe cqe;
+    uint32_t ik, pk, done;
+    QTestState *qts;
+    LoopQp q[2];
+    int i;
+
+    pair_setup(&pr, obj, data, alloc);
+    qts = qrs_qts(b->d);
+    pair_rc(&pr, q, 0, KL_RIGHTS);
+    for (i = 0; i < 3; i++) {
+        e[i] = (struct rs_mkey_entry) { b->buf + off[i], len[i], b->key[0] };
+    }
+    ik = peer_kl(b, RS_CMD_REG_INDIRECT_MKEY, e, sizeof(e), 3, 0);
+    pe.addr = b->buf + 0x7000 + 8;
+    pe.key = b->key[0];
+    pk = peer_kl(b, RS_CMD_REG_PATTERN_MKEY, &pe, sizeof(pe), 1, 16);
+
+    peer_fill(a, 0x1000, THREE_LEN, 0x11);
+    ss = peer_sge(a, 0x1000, THREE_LEN);
+    pair_post(&pr, 0, &q[0], RS_WR_RDMA_WRITE, 0xa1, &ss, 1, 0, ik, 0);
+    pair_expect_cqe(&pr, 0, 0xa1, RS_WC_SUCCESS, RS_WR_RDMA_WRITE,
+                    q[0].qpn, 0);
+    for (i = 0, done = 0; i < 3; done += len[i], i++) {
+        img_move(b, off[i], a, 0x1000 + done, len[i]);
+    }
+    peer_check(b);
+
+    /* READ [0x200, 0x800) of the key: the end of entry 0, 1, part of 2. */
+    peer_fill(b, 0, PAIR_BUF, 0x23);
+    ss = peer_sge(a, 0x4000, 0x600);
+    pair_post(&pr, 0, &q[0], RS_WR_RDMA_READ, 0xa2, &ss, 1, 0x200, ik, 0);
+    pair_expect_cqe(&pr, 0, 0xa2, RS_WC_SUCCESS, RS_WR_RDMA_READ, q[0].qpn,
+                    0x600);
+    img_move(a, 0x4000, b, 0x300, 0xfc);
+    img_move(a, 0x40fc, b, 0x3084, 0x204);
+    img_move(a, 0x4300, b, 0x6040, 0x300);
+    peer_check(a);
+
+    /* Column 1 of a 16 x 64-byte matrix at 0x7000 of B. */
+    peer_fill(a, 0x2000, 128, 0x37);
+    ss = peer_sge(a, 0x2000, 128);
+    pair_post(&pr, 0, &q[0], RS_WR_RDMA_WRITE, 0xa3, &ss, 1, 0, pk, 0);
+    pair_expect_cqe(&pr, 0, 0xa3, RS_WC_SUCCESS, RS_WR_RDMA_WRITE,
+                    q[0].qpn, 0);
+    for (i = 0; i < 16; i++) {
+        img_move(b, 0x7000 + i * 64 + 8, a, 0x2000 + i * 8, 8);
+    }
+    peer_check(b);
+
+    /* FETCH_ADD at key offset 0x300: entry 1, B's buffer + 0x3088. */
+    qtest_writeq(qts, b->buf + 0x3088, 7000);
+    ss = peer_sge(a, 0x5000, 8);
+    {
+        struct rs_send_wqe_ctrl w = {
+            .wr_id = 0xa4, .opcode = RS_WR_ATOMIC_FETCH_ADD,
+            .flags = RS_WQE_F_SIGNALED, .num_sge = 1, .remote_addr = 0x300,
+            .rkey = ik, .compare_add = 7,
+        };
+
+        eng_post_send(a->d, &q[0], &w, &ss, 1);
+        pair_expect_cqe(&pr, 0, 0xa4, RS_WC_SUCCESS,
+                        RS_WR_ATOMIC_FETCH_ADD, q[0].qpn, 0);
+        g_assert_cmpuint(qtest_readq(qts, b->buf + 0x3088), ==, 7007);
+        g_assert_cmpuint(qtest_readq(qrs_qts(a->d), a->buf + 0x5000), ==,
+                         7000);
+        peer_dont_care(a, 0x5000, 8);
+        stq_le_p(b->img + 0x3088, 7007);
+        peer_check(b);
+
+        /* At 0x2f8: half in entry 0, half in entry 1. */
+        w.wr_id = 0xa5;
+        w.remote_addr = 0x2f8;
+        eng_post_send(a->d, &q[0], &w, &ss, 1);
+        pair_poll(&pr, 0, &cqe);
+        g_assert_cmphex(cqe.wr_id, ==, 0xa5);
+        g_assert_cmpuint(cqe.status, ==, RS_WC_REM_ACCESS_ERR);
+        g_assert_cmpuint(qp_state(a->d, q[0].h), ==, RS_QPS_ERR);
+        peer_check(b);
+    }
+    pair_teardown(&pr);
+}
+
+/*
+ * A stream whose indirect key is wrong fails the incoming migration
+ * cleanly: the key's subsection (kind, room, entries in use, repeat, an
+ * entry) patched into something no key can be.  The stream as saved
+ * loads.
+ */
+static void test_corrupt_stream(void *obj, void *data,
+                                QGuestAllocator *alloc)
+{
+    static const char sub_name[] = "\x05\x19rdma-session/mr/mkey-list";
+    static const char *const what[] = {
+        "kind 7", "room 300", "room 0", "more entries than room",
+        "indirect with repeat", "entry of length 0",
+        "entries longer than the key",
+    };
+    g_autofree char *tmpdir = g_dir_make_tmp("rdma-session-mkl-XXXXXX", NULL);
+    g_autofree char *path = g_strdup_printf("%s/state", tmpdir);
+    g_autofree char *bad = g_strdup_printf("%s/bad", tmpdir);
+    g_autofree uint8_t *stream = NULL;
+    struct rs_mkey_entry e[3];
+    uint32_t mr;
+    char *err = NULL;
+    size_t sub;
+    gsize len;
+    Loop l;
+    int i;
+
+    loop_setup(&l, obj);
+    mr = loop_mr_access(&l, l.dst, LOOP_BUF, KL_RIGHTS);
+    for (i = 0; i < 3; i++) {
+        e[i] = (struct rs_mkey_entry) { l.dst + i * 0x100, 0x80, mr };
+    }
+    ind_reg(&l, l.pd, e, 3, KL_RIGHTS);
+    mig_save(qrs_qts(l.d), path);
+    g_assert_true(g_file_get_contents(path, (gchar **)&stream, &len, NULL));
+
+    /* Version (4), kind, room, in use, repeat, then the entries. */
+    sub = mig_find(stream, len, (const uint8_t *)sub_name,
+                   sizeof(sub_name) - 1) + sizeof(sub_name) - 1 + 4;
+    g_assert_cmpuint(stream[sub], ==, RS_WR_REG_INDIRECT);
+    g_assert_cmpuint(lduw_be_p(stream + sub + 1), ==, 3);
+    g_assert_cmpuint(lduw_be_p(stream + sub + 3), ==, 3);
+    g_assert_cmpuint(ldl_be_p(stream + sub + 5), ==, 0);
+    g_assert_cmphex(ldq_be_p(stream + sub + 9), ==, l.dst);
+    g_assert_cmphex(ldl_be_p(stream + sub + 9 + 8), ==, mr);
+    g_assert_cmpuint(ldl_be_p(stream + sub + 9 + 12), ==, 0x80);
+
+    for (i = 0; i < ARRAY_SIZE(what); i++) {
+        g_autofree uint8_t *copy = g_memdup2(stream, len);
+
+        g_test_message("corrupt stream: %s", what[i]);
+        switch (i) {
+        case 0:
+            copy[sub] = 7;
+            break;
+        case 1:
+            stw_be_p(copy + sub + 1, 300);
+            break;
+        case 2:
+            stw_be_p(copy + sub + 1, 0);
+            break;
+        case 3:
+            stw_be_p(copy + sub + 3, 4);
+            break;
+        case 4:
+            stl_be_p(copy + sub + 5, 1);
+            break;
+        case 5:
+            stl_be_p(copy + sub + 9 + 12, 0);
+            break;
+        default:
+            stl_be_p(copy + sub + 9 + 20 + 12, 0x81);
+            break;
+        }
+        g_assert_true(g_file_set_contents(bad, (gchar *)copy, len, NULL));
+        g_assert_false(mig_load(bad, &err));
+        g_test_message("destination: %s", err);
+        g_free(err);
+    }
+    g_assert_true(mig_load(path, &err));
+    g_free(err);
+    unlink(bad);
+    unlink(path);
+    rmdir(tmpdir);
+}
+
 static void register_mkey_list_tests(void)
 {
+    QOSGraphTestOptions pair = { .before = pair_before };
+
     qos_add_test("mkey-list/indirect", "rdma-session", test_indirect_three,
                  NULL);
     qos_add_test("mkey-list/bounds", "rdma-session", test_indirect_bounds,
@@ -940,6 +1147,9 @@ static void register_mkey_list_tests(void)
     qos_add_test("mkey-list/work-requests", "rdma-session",
                  test_work_requests, NULL);
     qos_add_test("mkey-list/migrate", "rdma-session", test_migrate, NULL);
+    qos_add_test("mkey-list/pair", "rdma-session", test_pair, &pair);
+    qos_add_test("mkey-list/corrupt-stream", "rdma-session",
+                 test_corrupt_stream, NULL);
 }
 
 libqos_init(register_mkey_list_tests);

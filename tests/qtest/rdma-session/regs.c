@@ -367,7 +367,7 @@ static void test_query(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmphex(a.max_mr_size, ==, (uint64_t)DEF_MAX_MR_PAGES << 12);
     g_assert_cmphex(a.page_size_cap, ==, 0x7ffff000ull);
     g_assert_cmphex(a.abi_version, ==, qrs_readl(d, A_RS_VERSION));
-    g_assert_cmphex(a.abi_version, ==, 0x10004);
+    g_assert_cmphex(a.abi_version, ==, 0x10005);
     g_assert_cmphex(a.caps, ==, qrs_readl(d, A_RS_CAPS));
     g_assert_cmpuint(a.max_qp, ==, USABLE(DEF_MAX_QPS));
     g_assert_cmpuint(a.max_qp_wr, ==, 1u << RS_MAX_WQ_LOG);
