@@ -11,8 +11,9 @@
 #              RS_RDMA_CORE_SERIES (default 56: upstream major version).
 # Result: $RS_BUILD/rdma-core-stage, a DESTDIR install with Debian's paths
 # (/usr/lib/x86_64-linux-gnu/libibverbs.so.1, .../libibverbs/
-# librdma_session-rdmav34.so, /etc/libibverbs.d/rdma_session.driver,
-# /usr/bin/ibv_devinfo, rping, ...).
+# librsession.so.1 (the provider and the direct verbs of rsessiondv.h),
+# .../libibverbs/librsession-rdmav34.so, /etc/libibverbs.d/rsession.driver,
+# /usr/include/infiniband/rsessiondv.h, /usr/bin/ibv_devinfo, rping, ...).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -141,12 +142,16 @@ ninja -C "$bld" -j "$jobs" >&2 || die "build failed"
 log "built ($((SECONDS - t1)) s)"
 
 # Install into the staging directory; cmake's install skips files that are
-# already up to date.
+# already up to date.  The provider was once a plain provider named
+# rdma_session: a stale copy would be loaded next to librsession.
+rm -f "$stage/etc/libibverbs.d/rdma_session.driver" \
+    "$stage"/usr/lib/x86_64-linux-gnu/libibverbs/librdma_session-rdmav*.so
 DESTDIR="$stage" ninja -C "$bld" install > "$bld/.rs-install.log" 2>&1 ||
     { cat "$bld/.rs-install.log" >&2; die "install into $stage failed"; }
 lib="$stage/usr/lib/x86_64-linux-gnu"
-for f in "$lib/libibverbs.so.1" "$lib/libibverbs/librdma_session-rdmav34.so" \
-         "$stage/etc/libibverbs.d/rdma_session.driver" "$stage/usr/bin/ibv_devinfo"; do
+for f in "$lib/libibverbs.so.1" "$lib/libibverbs/librsession-rdmav34.so" \
+         "$lib/librsession.so.1" "$stage/usr/include/infiniband/rsessiondv.h" \
+         "$stage/etc/libibverbs.d/rsession.driver" "$stage/usr/bin/ibv_devinfo"; do
     [ -e "$f" ] || die "missing after install: $f"
 done
 log "installed into $stage (total $((SECONDS - t0)) s)"

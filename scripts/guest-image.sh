@@ -71,6 +71,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 # The guest's /init, profile, udhcpc script and lspci, as installed.
 files=$top/scripts/guest-image
 progs=$top/tests/guest/progs
+examples=$top/guest-driver/examples
 . "$top/scripts/apt-private.sh"
 
 log() { printf '[guest-image] %s\n' "$*" >&2; }
@@ -246,7 +247,7 @@ key=$( { for p in "${!deb[@]}"; do basename "${deb[$p]}"; done | LC_ALL=C sort
          echo "$modules"; echo "$extrasum"
          [ "$extramodsum" = none ] || echo "extramods $extramodsum"
          echo "stage $stagesum ko $kosum"
-         sha1sum < "$0"; cat "$files"/* "$progs"/*; } | sha1sum | cut -c1-16)
+         sha1sum < "$0"; cat "$files"/* "$progs"/* "$examples"/*; } | sha1sum | cut -c1-16)
 out="$gdir/$key"
 if [ -s "$out/vmlinuz" ] && [ -s "$out/initramfs.cpio.gz" ] && [ -s "$out/kver" ]; then
     log "up to date: $out"
@@ -371,7 +372,16 @@ if [ -n "$stage" ]; then
         gcc -O2 -g -Wall -Wextra -Wno-sign-compare -Wno-unused-parameter -Werror \
             -I"$stage/usr/include" -o "$root/usr/bin/$b" "$f" "$progs/rsv-common.c" \
             -L"$stage/usr/lib/x86_64-linux-gnu" -Wl,-rpath-link,"$stage/usr/lib/x86_64-linux-gnu" \
-            -lrdmacm -libverbs -lpthread >&2 || die "tests/guest/progs/$b.c does not build"
+            -lrsession -lrdmacm -libverbs -lpthread >&2 || die "tests/guest/progs/$b.c does not build"
+    done
+    # The direct-verbs examples (guest-driver/examples/rsdv_*.c, with
+    # their usage under -h), linked with librsession.
+    for f in "$examples"/rsdv_*.c; do
+        b=$(basename "$f" .c)
+        gcc -O2 -g -Wall -Wextra -Wno-sign-compare -Wno-unused-parameter -Werror \
+            -I"$stage/usr/include" -o "$root/usr/bin/$b" "$f" \
+            -L"$stage/usr/lib/x86_64-linux-gnu" -Wl,-rpath-link,"$stage/usr/lib/x86_64-linux-gnu" \
+            -lrsession -libverbs >&2 || die "guest-driver/examples/$b.c does not build"
     done
 else
     log "no rdma-core staging tree: the verbs suite's programs are left out"

@@ -83,6 +83,9 @@ struct rs_ibdev {
 	struct xarray odp_mrs;		/* lkey -> ODP rs_mr (IRQ-safe lock) */
 	struct workqueue_struct *odp_wq; /* page faults, prefetches */
 	struct dma_pool *odp_pool;	/* ODP_RESOLVE page lists */
+	/* Indirect/pattern keys: the self-test at the first GID. */
+	struct work_struct mkey_test;
+	unsigned long mkey_tested;	/* bit 0: queued once */
 };
 
 /*
@@ -197,6 +200,7 @@ struct rs_qp {
 	struct rs_wq rq;
 	struct rs_session *sess;
 	u32 dest_qpn;
+	u64 dc_key;			/* DCT: its access key */
 	bool has_av;
 	struct rdma_ah_attr av;		/* for query_qp */
 	struct ib_qp_cap cap;
@@ -357,6 +361,9 @@ static inline struct device *rs_dma_dev(struct rs_ibdev *dev)
 }
 
 /* rdma_session_verbs.c */
+struct ib_mr *rs_ib_reg_mkey_list(struct ib_pd *ibpd, bool pattern,
+				  const void *entries, u16 nentries, u32 repeat,
+				  int access);
 int rs_ib_cmd_exec(struct rs_ibdev *dev, struct rs_admin_cmd *cmd,
 		   struct rs_admin_cqe *cqe);
 int rs_ib_cmd_destroy(struct rs_ibdev *dev, u8 opcode, u32 handle);

@@ -140,6 +140,32 @@ static inline bool rs_has_xrc(struct rs_ibdev *dev)
 	return dev->rdev->caps & RS_CAP_XRC;
 }
 
+/* DC initiators and targets (RS_CAP_DC, ABI 1.5). */
+static inline bool rs_has_dc(struct rs_ibdev *dev)
+{
+	return dev->rdev->caps & RS_CAP_DC;
+}
+
+static inline bool rs_is_dc(const struct rs_qp *qp)
+{
+	return qp->rs_type == RS_QPT_DCI || qp->rs_type == RS_QPT_DCT;
+}
+
+/*
+ * Optional driver input of a verb: at most sizeof(*out) bytes are read,
+ * more must be zero (a newer provider's fields this driver does not know).
+ */
+static int rs_udata_in(struct ib_udata *udata, void *out, size_t size)
+{
+	memset(out, 0, size);
+	if (!udata || !udata->inlen)
+		return 0;
+	if (udata->inlen > size &&
+	    !ib_is_udata_cleared(udata, size, udata->inlen - size))
+		return -EINVAL;
+	return ib_copy_from_udata(out, udata, min(udata->inlen, size));
+}
+
 /* ------------------------------------------------------------------ */
 /* Admin command helpers                                              */
 /* ------------------------------------------------------------------ */
@@ -513,6 +539,11 @@ static int rs_ib_add_gid(const struct ib_gid_attr *attr, void **context)
 	if (!err)
 		set_bit(attr->index, dev->gid_map);
 	mutex_unlock(&dev->gid_lock);
+	/* Keys live in a network identity's table: now there is one. */
+	if (!err && (dev->rdev->caps & RS_CAP_INDIRECT_MKEY) &&
+	    (dev->rdev->caps & RS_CAP_PATTERN_MKEY) &&
+	    !test_and_set_bit(0, &dev->mkey_tested))
+		queue_work(dev->wq, &dev->mkey_test);
 	if (err)
 		ibdev_warn(&dev->ibdev, "ADD_GID %u (%pI6) failed: %d\n",
 			   attr->index, attr->gid.raw, err);
@@ -593,6 +624,16 @@ static int rs_ib_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata
 	resp.max_send_sge = dev->rdev->attr.max_sge;
 	resp.max_recv_sge = dev->rdev->attr.max_sge;
 	resp.max_inline = dev->rdev->attr.max_inline;
+	/* ABI 1.5: what rsdv_query_device() reports. */
+	resp.caps = dev->rdev->caps;
+	if (rs_has_dc(dev)) {
+		resp.max_dc_contexts = dev->rdev->attr.max_dc_contexts;
+		resp.dc_idle_us = dev->rdev->attr.dc_idle_us;
+	}
+	if (dev->rdev->caps & (RS_CAP_INDIRECT_MKEY | RS_CAP_PATTERN_MKEY)) {
+		resp.max_mkey_entries = dev->rdev->attr.max_mkey_entries;
+		resp.max_mkey_nest = dev->rdev->attr.max_mkey_nest;
+	}
 	err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
 	if (err) {
 		rs_mmap_remove(&uc->db_entry);
@@ -1098,6 +1139,71 @@ static int rs_ib_create_xrc_tgt(struct rs_ibdev *dev, struct rs_qp *qp,
 	return 0;
 }
 
+/*
+ * A DC QP from user space, created the mlx5 way: IB_QPT_DRIVER with
+ * struct rs_uverbs_create_qp saying DCI or DCT.  uverbs always passes a
+ * send CQ (and, for a QP without receive queue, the send CQ as receive
+ * CQ); the device is given only the CQs the QP uses.  Returns the
+ * device's QP type or an error.
+ */
+static int rs_dc_type(struct rs_ibdev *dev, struct ib_qp_init_attr *init,
+		      struct ib_udata *udata,
+		      const struct rs_uverbs_create_qp *ucmd)
+{
+	struct ib_qp_cap *cap = &init->cap;
+
+	if (!rs_has_dc(dev))
+		return -EOPNOTSUPP;
+	if (!udata) {
+		ibdev_dbg(&dev->ibdev, "create_qp: DC QPs are for user space only\n");
+		return -EOPNOTSUPP;
+	}
+	switch (ucmd->dc_type) {
+	case RS_UVERBS_DC_DCI:
+		if (init->srq || cap->max_recv_wr || cap->max_recv_sge) {
+			ibdev_dbg(&dev->ibdev, "create_qp: a DCI has no receive side (SRQ %d, recv_wr %u, recv_sge %u)\n",
+				  !!init->srq, cap->max_recv_wr, cap->max_recv_sge);
+			return -EINVAL;
+		}
+		return RS_QPT_DCI;
+	case RS_UVERBS_DC_DCT:
+		if (!init->srq || !init->recv_cq) {
+			ibdev_dbg(&dev->ibdev, "create_qp: a DCT needs an SRQ and a receive CQ\n");
+			return -EINVAL;
+		}
+		if (cap->max_send_wr || cap->max_send_sge ||
+		    cap->max_inline_data || cap->max_recv_wr ||
+		    cap->max_recv_sge) {
+			ibdev_dbg(&dev->ibdev, "create_qp: a DCT has no queues of its own\n");
+			return -EINVAL;
+		}
+		return RS_QPT_DCT;
+	default:
+		ibdev_dbg(&dev->ibdev, "create_qp: IB_QPT_DRIVER with DC type %u\n",
+			  ucmd->dc_type);
+		return -EINVAL;
+	}
+}
+
+static int rs_create_qp_udata(struct rs_ibdev *dev, struct ib_udata *udata,
+			      struct rs_uverbs_create_qp *ucmd)
+{
+	int err = rs_udata_in(udata, ucmd, sizeof(*ucmd));
+
+	if (err)
+		return err;
+	if (ucmd->flags || ucmd->rsvd[0] || ucmd->rsvd[1] ||
+	    ucmd->dc_type > RS_UVERBS_DC_DCT ||
+	    (ucmd->dc_type != RS_UVERBS_DC_DCT && ucmd->dct_access_key)) {
+		ibdev_dbg(&dev->ibdev, "create_qp: driver data: DC type %u, flags %#x, key on a non-DCT %d, reserved %#x %#x\n",
+			  ucmd->dc_type, ucmd->flags,
+			  ucmd->dc_type != RS_UVERBS_DC_DCT && ucmd->dct_access_key,
+			  ucmd->rsvd[0], ucmd->rsvd[1]);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int rs_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 			   struct ib_udata *udata)
 {
@@ -1108,19 +1214,34 @@ static int rs_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	struct rs_qp *qp = to_rsqp(ibqp);
 	struct rs_uverbs_create_qp_resp resp = {};
 	struct ib_qp_cap *cap = &init->cap;
+	struct rs_uverbs_create_qp ucmd;
 	struct rs_admin_cmd cmd = {};
 	struct rs_admin_cqe cqe;
 	u32 sq_n, rq_n, ssge, rsge, inl;
-	bool ini, has_rq;
+	bool ini, has_rq, has_sq, dci, dct;
 	int type, err;
 
-	type = rs_qp_type(init->qp_type);
+	err = rs_create_qp_udata(dev, udata, &ucmd);
+	if (err)
+		return err;
+	if (init->qp_type == IB_QPT_DRIVER) {
+		type = rs_dc_type(dev, init, udata, &ucmd);
+	} else if (ucmd.dc_type != RS_UVERBS_DC_NONE) {
+		ibdev_dbg(&dev->ibdev, "create_qp: DC type %u for QP type %d, not IB_QPT_DRIVER\n",
+			  ucmd.dc_type, init->qp_type);
+		return -EINVAL;
+	} else {
+		type = rs_qp_type(init->qp_type);
+	}
 	if (type < 0)
 		return type;
 	if (init->create_flags)
 		return -EOPNOTSUPP;
-	ini = type == RS_QPT_XRC_INI;
-	if ((ini || type == RS_QPT_XRC_TGT) && !rs_has_xrc(dev))
+	dci = type == RS_QPT_DCI;
+	dct = type == RS_QPT_DCT;
+	/* An XRC initiator and a DCI have a send queue only. */
+	ini = type == RS_QPT_XRC_INI || dci;
+	if ((type == RS_QPT_XRC_INI || type == RS_QPT_XRC_TGT) && !rs_has_xrc(dev))
 		return -EOPNOTSUPP;
 	if (type == RS_QPT_XRC_TGT)
 		return rs_ib_create_xrc_tgt(dev, qp, init);
@@ -1168,6 +1289,7 @@ static int rs_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	}
 
 	has_rq = !init->srq && !ini;
+	has_sq = !dct;
 	sq_n = roundup_pow_of_two(max(cap->max_send_wr, 2u));
 	rq_n = roundup_pow_of_two(max(cap->max_recv_wr, 2u));
 	ssge = max(cap->max_send_sge, 1u);
@@ -1180,9 +1302,10 @@ static int rs_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->state = IB_QPS_RESET;
 	qp->sig_all = init->sq_sig_type == IB_SIGNAL_ALL_WR;
 	qp->max_inline = inl;
-	qp->sq.log = ilog2(sq_n);
+	qp->dc_key = ucmd.dct_access_key;
+	qp->sq.log = has_sq ? ilog2(sq_n) : 0;
 	qp->rq.log = has_rq ? ilog2(rq_n) : 0;
-	qp->sq.max_sge = ssge;
+	qp->sq.max_sge = has_sq ? ssge : 0;
 	qp->rq.max_sge = has_rq ? rsge : 0;
 	/* The device's strides (spec, "Work queues"). */
 	qp->sq.stride = roundup_pow_of_two(sizeof(struct rs_send_wqe_ctrl) +
@@ -1192,9 +1315,12 @@ static int rs_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	spin_lock_init(&qp->sq.lock);
 	spin_lock_init(&qp->rq.lock);
 
-	err = rs_buf_alloc(dev, &qp->sq.ring, (size_t)qp->sq.stride << qp->sq.log);
-	if (err)
-		return err;
+	if (has_sq) {
+		err = rs_buf_alloc(dev, &qp->sq.ring,
+				   (size_t)qp->sq.stride << qp->sq.log);
+		if (err)
+			return err;
+	}
 	if (has_rq) {
 		err = rs_buf_alloc(dev, &qp->rq.ring,
 				   (size_t)qp->rq.stride << qp->rq.log);
@@ -1210,20 +1336,24 @@ static int rs_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	}
 
 	cmd.hdr.opcode = RS_CMD_CREATE_QP;
-	cmd.create_qp.sq_addr = qp->sq.ring.dma;
+	cmd.create_qp.sq_addr = has_sq ? qp->sq.ring.dma : 0;
 	cmd.create_qp.rq_addr = has_rq ? qp->rq.ring.dma : 0;
 	cmd.create_qp.srq = qp->srq ? qp->srq->handle : 0;
 	cmd.create_qp.pd = to_rspd(ibqp->pd)->handle;
-	cmd.create_qp.send_cq = to_rscq(init->send_cq)->handle;
+	cmd.create_qp.send_cq = has_sq ? to_rscq(init->send_cq)->handle : 0;
 	cmd.create_qp.recv_cq = ini ? 0 : to_rscq(init->recv_cq)->handle;
 	cmd.create_qp.qp_type = type;
 	cmd.create_qp.sq_log_size = qp->sq.log;
 	cmd.create_qp.rq_log_size = qp->rq.log;
-	cmd.create_qp.max_send_sge = ssge;
+	cmd.create_qp.max_send_sge = qp->sq.max_sge;
 	cmd.create_qp.max_recv_sge = qp->rq.max_sge;
-	cmd.create_qp.flags = qp->sig_all ? RS_QP_F_SIGNAL_ALL : 0;
-	cmd.create_qp.max_inline = inl;
+	cmd.create_qp.flags = qp->sig_all && has_sq ? RS_QP_F_SIGNAL_ALL : 0;
+	cmd.create_qp.max_inline = has_sq ? inl : 0;
 	cmd.create_qp.uar = uc ? uc->uar : 0;
+	if (dct) {
+		cmd.create_qp.dc_key_lo = lower_32_bits(qp->dc_key);
+		cmd.create_qp.dc_key_hi = upper_32_bits(qp->dc_key);
+	}
 	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
 	if (err)
 		goto err_free;
@@ -1235,21 +1365,26 @@ static int rs_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	if (err)
 		goto err_destroy;
 
-	cap->max_send_wr = sq_n;
+	cap->max_send_wr = has_sq ? sq_n : 0;
 	cap->max_recv_wr = has_rq ? rq_n : 0;
-	cap->max_send_sge = ssge;
+	cap->max_send_sge = qp->sq.max_sge;
 	cap->max_recv_sge = qp->rq.max_sge;
-	cap->max_inline_data = inl;
+	cap->max_inline_data = has_sq ? inl : 0;
 	qp->cap = *cap;
 
 	if (udata) {
-		qp->sq.mentry = rs_mmap_insert(dev, &uc->ibuc, RS_MMAP_MEM,
-					       (u64)(uintptr_t)qp->sq.ring.va,
-					       qp->sq.ring.size, 0, &resp.sq_mmap_key);
-		if (IS_ERR(qp->sq.mentry)) {
-			err = PTR_ERR(qp->sq.mentry);
-			qp->sq.mentry = NULL;
-			goto err_xa;
+		if (has_sq) {
+			qp->sq.mentry = rs_mmap_insert(dev, &uc->ibuc, RS_MMAP_MEM,
+						       (u64)(uintptr_t)qp->sq.ring.va,
+						       qp->sq.ring.size, 0,
+						       &resp.sq_mmap_key);
+			if (IS_ERR(qp->sq.mentry)) {
+				err = PTR_ERR(qp->sq.mentry);
+				qp->sq.mentry = NULL;
+				goto err_xa;
+			}
+			resp.sq_bytes = qp->sq.ring.size;
+			resp.sq_stride = qp->sq.stride;
 		}
 		if (has_rq) {
 			qp->rq.mentry = rs_mmap_insert(dev, &uc->ibuc, RS_MMAP_MEM,
@@ -1263,13 +1398,11 @@ static int rs_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 			}
 			resp.rq_bytes = qp->rq.ring.size;
 		}
-		resp.sq_bytes = qp->sq.ring.size;
 		resp.qpn = qp->qpn;
 		resp.sq_log_size = qp->sq.log;
 		resp.rq_log_size = qp->rq.log;
-		resp.sq_stride = qp->sq.stride;
 		resp.rq_stride = has_rq ? qp->rq.stride : 0;
-		resp.max_inline = inl;
+		resp.max_inline = has_sq ? inl : 0;
 		err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
 		if (err)
 			goto err_xa;
@@ -1351,6 +1484,43 @@ static void rs_wq_reset(struct rs_wq *wq)
 /* Bits 0-20 of enum ib_qp_attr_mask are the device's bits. */
 #define RS_IB_QP_ATTR_MASK	(IB_QP_DEST_QPN * 2 - 1)
 
+/*
+ * The transitions of a DC QP and the attributes each takes (the device's
+ * contract, rdma-session-abi.h): ib_modify_qp_is_ok() knows no
+ * IB_QPT_DRIVER.  A DCI never takes an address vector or destination QP
+ * (every WQE names its target); a DCT serves from RTR.  A DCT's AV, which
+ * mlx5 code passes at RTR, is accepted and not used: the DCT answers on
+ * the path each connect arrived on.
+ */
+static bool rs_dc_modify_ok(const struct rs_qp *qp, enum ib_qp_state cur,
+			    enum ib_qp_state next, int mask)
+{
+	bool dct = qp->rs_type == RS_QPT_DCT;
+	int req = 0, opt = 0;
+
+	if (!(mask & IB_QP_STATE) || cur > IB_QPS_ERR || next > IB_QPS_ERR)
+		return false;
+	if (next == IB_QPS_RESET || next == IB_QPS_ERR) {
+		/* Always allowed, no attributes. */
+	} else if (cur == IB_QPS_RESET && next == IB_QPS_INIT) {
+		req = IB_QP_PORT | (dct ? IB_QP_ACCESS_FLAGS : 0);
+		opt = IB_QP_PKEY_INDEX;
+	} else if (cur == IB_QPS_INIT && next == IB_QPS_INIT) {
+		opt = IB_QP_PORT | IB_QP_PKEY_INDEX |
+		      (dct ? IB_QP_ACCESS_FLAGS : 0);
+	} else if (cur == IB_QPS_INIT && next == IB_QPS_RTR) {
+		req = IB_QP_PATH_MTU | (dct ? IB_QP_MIN_RNR_TIMER : 0);
+		opt = IB_QP_PKEY_INDEX | (dct ? IB_QP_AV : 0);
+	} else if (!dct && cur == IB_QPS_RTR && next == IB_QPS_RTS) {
+		req = IB_QP_TIMEOUT | IB_QP_RETRY_CNT | IB_QP_RNR_RETRY |
+		      IB_QP_SQ_PSN | IB_QP_MAX_QP_RD_ATOMIC;
+	} else {
+		return false;
+	}
+	return (mask & req) == req &&
+	       !(mask & ~(req | opt | IB_QP_STATE | IB_QP_CUR_STATE));
+}
+
 static int rs_ib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 			   struct ib_udata *udata)
 {
@@ -1375,7 +1545,8 @@ static int rs_ib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask
 
 	cur = (mask & IB_QP_CUR_STATE) ? attr->cur_qp_state : qp->state;
 	next = (mask & IB_QP_STATE) ? attr->qp_state : cur;
-	if (!ib_modify_qp_is_ok(cur, next, ibqp->qp_type, mask)) {
+	if (rs_is_dc(qp) ? !rs_dc_modify_ok(qp, cur, next, mask) :
+			   !ib_modify_qp_is_ok(cur, next, ibqp->qp_type, mask)) {
 		ibdev_dbg(&dev->ibdev, "QP %u: bad modify %d -> %d mask %#x\n",
 			  qp->qpn, cur, next, mask);
 		return -EINVAL;
@@ -1397,6 +1568,8 @@ static int rs_ib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask
 		return -ENOMEM;
 
 	dmask = mask & RS_IB_QP_ATTR_MASK;
+	if (rs_is_dc(qp))
+		dmask &= ~IB_QP_AV;
 	a->qp_state = next;
 	a->cur_qp_state = cur;
 	a->path_mtu = attr->path_mtu;
@@ -1415,7 +1588,7 @@ static int rs_ib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask
 	a->rnr_retry = attr->rnr_retry;
 	a->en_sqd_async_notify = attr->en_sqd_async_notify;
 
-	if (mask & IB_QP_AV) {
+	if ((mask & IB_QP_AV) && !rs_is_dc(qp)) {
 		const struct ib_global_route *grh = rdma_ah_read_grh(&attr->ah_attr);
 
 		memcpy(a->ah.dgid, grh->dgid.raw, sizeof(a->ah.dgid));
@@ -1464,7 +1637,7 @@ static int rs_ib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask
 		rs_session_put(dev, qp->sess);
 		qp->sess = sess;
 	}
-	if (mask & IB_QP_AV) {
+	if ((mask & IB_QP_AV) && !rs_is_dc(qp)) {
 		qp->av = attr->ah_attr;
 		qp->av.grh.sgid_attr = NULL;
 		qp->has_av = true;
@@ -2053,6 +2226,251 @@ mismatch:
 				 IB_ACCESS_MW_BIND | IB_ACCESS_FLUSH_GLOBAL | \
 				 IB_ACCESS_OPTIONAL | IB_ACCESS_ON_DEMAND)
 
+/* Indirect and pattern keys (RS_CAP_INDIRECT_MKEY, RS_CAP_PATTERN_MKEY). */
+#define RS_IB_MKEY_ACCESS	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
+				 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC)
+
+static int rs_mkey_check(struct rs_ibdev *dev, bool pattern, u32 nentries,
+			 int access)
+{
+	u32 cap = pattern ? RS_CAP_PATTERN_MKEY : RS_CAP_INDIRECT_MKEY;
+	u32 max = min_t(u32, dev->rdev->attr.max_mkey_entries,
+			RS_MKEY_MAX_ENTRIES);
+
+	if (!(dev->rdev->caps & cap))
+		return -EOPNOTSUPP;
+	if (!nentries || nentries > max || (access & ~RS_IB_MKEY_ACCESS)) {
+		ibdev_dbg(&dev->ibdev, "mkey: %u entries (1..%u), access %#x (allowed %#x)\n",
+			  nentries, max, access, RS_IB_MKEY_ACCESS);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* REG_INDIRECT_MKEY / REG_PATTERN_MKEY; list_dma 0 with RS_MKEY_F_EMPTY. */
+static struct ib_mr *rs_mkey_reg(struct ib_pd *ibpd, bool pattern,
+				 dma_addr_t list_dma, u16 nentries, u32 repeat,
+				 u32 flags, int access)
+{
+	struct rs_ibdev *dev = to_rsdev(ibpd->device);
+	struct rs_admin_cmd cmd = {};
+	struct rs_admin_cqe cqe;
+	struct rs_mr *mr;
+	u32 netid;
+	int err;
+
+	err = rs_default_netid(dev, &netid);
+	if (err)
+		return ERR_PTR(err);
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	cmd.hdr.opcode = pattern ? RS_CMD_REG_PATTERN_MKEY :
+				   RS_CMD_REG_INDIRECT_MKEY;
+	cmd.reg_mkey.list_addr = list_dma;
+	cmd.reg_mkey.pd = to_rspd(ibpd)->handle;
+	cmd.reg_mkey.gid_index = netid;
+	cmd.reg_mkey.nentries = nentries;
+	cmd.reg_mkey.access = rs_access_from_ib(access);
+	cmd.reg_mkey.repeat = repeat;
+	cmd.reg_mkey.flags = flags;
+	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
+	if (err) {
+		kfree(mr);
+		return ERR_PTR(err);
+	}
+	/* A key of the MR table: DEREG_MR frees it (rs_ib_dereg_mr). */
+	mr->ibmr.lkey = cqe.handle;
+	mr->ibmr.rkey = cqe.handle;
+	mr->access = access;
+	atomic64_inc(&dev->cnt[RS_CNT_MR_REGISTERED]);
+	return &mr->ibmr;
+}
+
+/*
+ * ibv_reg_mr with struct rs_uverbs_reg_mr asking for an empty key: no
+ * memory behind it (addr, length, iova 0), nothing pinned.
+ */
+static struct ib_mr *rs_ib_reg_empty_mkey(struct ib_pd *ibpd, u64 start,
+					  u64 length, u64 iova, int access,
+					  const struct rs_uverbs_reg_mr *ucmd)
+{
+	struct rs_ibdev *dev = to_rsdev(ibpd->device);
+	bool pattern = ucmd->flags == RS_UVERBS_MR_F_EMPTY_PATTERN;
+	int err;
+
+	if ((ucmd->flags != RS_UVERBS_MR_F_EMPTY_INDIRECT && !pattern) ||
+	    ucmd->rsvd[0] || ucmd->rsvd[1] || start || length || iova) {
+		ibdev_dbg(&dev->ibdev, "reg_mr: empty key: flags %#x, reserved %#x %#x, addr %#llx length %llu iova %#llx\n",
+			  ucmd->flags, ucmd->rsvd[0], ucmd->rsvd[1], start,
+			  length, iova);
+		return ERR_PTR(-EINVAL);
+	}
+	err = rs_mkey_check(dev, pattern, ucmd->max_entries, access);
+	if (err)
+		return ERR_PTR(err);
+	return rs_mkey_reg(ibpd, pattern, 0, ucmd->max_entries, 0,
+			   RS_MKEY_F_EMPTY, access);
+}
+
+/**
+ * rs_ib_reg_mkey_list - register an indirect or pattern key from entries
+ * @ibpd: the key's PD, also that of every key the entries name
+ * @pattern: false: @entries are struct rs_mkey_entry; true: struct
+ *	rs_pattern_entry repeated @repeat times
+ * @entries: the entries (little-endian, the device's layout)
+ * @nentries: how many, 1 - the device's max_mkey_entries
+ * @repeat: pattern: >= 1; indirect: 0
+ * @access: IB_ACCESS_* rights of the key (no MW_BIND)
+ *
+ * For kernel consumers.  The key (lkey == rkey) addresses [0, length)
+ * zero-based; ib_dereg_mr() frees it.  Returns the MR or an ERR_PTR.
+ */
+struct ib_mr *rs_ib_reg_mkey_list(struct ib_pd *ibpd, bool pattern,
+				  const void *entries, u16 nentries, u32 repeat,
+				  int access)
+{
+	struct rs_ibdev *dev = to_rsdev(ibpd->device);
+	size_t esz = pattern ? sizeof(struct rs_pattern_entry) :
+			       sizeof(struct rs_mkey_entry);
+	struct ib_mr *mr;
+	dma_addr_t dma;
+	void *list;
+	int err;
+
+	err = rs_mkey_check(dev, pattern, nentries, access);
+	if (err)
+		return ERR_PTR(err);
+	if (pattern != !!repeat)
+		return ERR_PTR(-EINVAL);
+	list = dma_alloc_coherent(rs_dma_dev(dev), esz * nentries, &dma,
+				  GFP_KERNEL);
+	if (!list)
+		return ERR_PTR(-ENOMEM);
+	memcpy(list, entries, esz * nentries);
+	mr = rs_mkey_reg(ibpd, pattern, dma, nentries, repeat, 0, access);
+	/* The device copied the entries. */
+	dma_free_coherent(rs_dma_dev(dev), esz * nentries, list, dma);
+	if (!IS_ERR(mr)) {
+		mr->device = ibpd->device;
+		mr->pd = ibpd;
+		mr->type = IB_MR_TYPE_MEM_REG;
+		atomic_inc(&ibpd->usecnt);
+	}
+	return mr;
+}
+EXPORT_SYMBOL_GPL(rs_ib_reg_mkey_list);
+
+/*
+ * The self-test of rs_ib_reg_mkey_list(), once the device has a network
+ * identity: an indirect key over three single-page kernel MRs and a
+ * pattern key over one of them, made as a kernel consumer makes them,
+ * then freed; bad entry lists refused.  The outcome is logged.
+ */
+static void rs_mkey_selftest(struct work_struct *w)
+{
+	struct rs_ibdev *dev = container_of(w, struct rs_ibdev, mkey_test);
+	const int acc = IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE |
+			IB_ACCESS_REMOTE_READ;
+	struct ib_mr *ind = ERR_PTR(-ENODEV), *pat = ERR_PTR(-ENODEV);
+	struct ib_mr *bad0, *bad1;
+	struct rs_mkey_entry ent[3];
+	struct rs_pattern_entry pe = {};
+	struct rs_admin_cmd cmd;
+	struct rs_admin_cqe cqe;
+	void *page[3] = {};
+	dma_addr_t pbl_dma, pdma[3];
+	u32 key[3] = {}, netid;
+	struct ib_pd *pd;
+	u64 *pbl;
+	int i, err = 0;
+
+	pd = ib_alloc_pd(&dev->ibdev, 0);
+	if (IS_ERR(pd)) {
+		ibdev_warn(&dev->ibdev, "mkey self-test: no PD: %ld\n", PTR_ERR(pd));
+		return;
+	}
+	pbl = dma_alloc_coherent(rs_dma_dev(dev), 3 * sizeof(u64), &pbl_dma,
+				 GFP_KERNEL);
+	if (!pbl || rs_default_netid(dev, &netid)) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < 3 && !err; i++) {
+		page[i] = (void *)get_zeroed_page(GFP_KERNEL);
+		if (!page[i]) {
+			err = -ENOMEM;
+			break;
+		}
+		pdma[i] = dma_map_single(rs_dma_dev(dev), page[i], PAGE_SIZE,
+					 DMA_BIDIRECTIONAL);
+		if (dma_mapping_error(rs_dma_dev(dev), pdma[i])) {
+			free_page((unsigned long)page[i]);
+			page[i] = NULL;
+			err = -ENOMEM;
+			break;
+		}
+		pbl[i] = cpu_to_le64(pdma[i]);
+		memset(&cmd, 0, sizeof(cmd));
+		cmd.hdr.opcode = RS_CMD_REG_MR;
+		cmd.reg_mr.iova = pdma[i];
+		cmd.reg_mr.length = PAGE_SIZE;
+		cmd.reg_mr.pbl_addr = pbl_dma + i * sizeof(u64);
+		cmd.reg_mr.npages = 1;
+		cmd.reg_mr.pd = to_rspd(pd)->handle;
+		cmd.reg_mr.page_shift = PAGE_SHIFT;
+		cmd.reg_mr.access = rs_access_from_ib(acc);
+		cmd.reg_mr.gid_index = netid;
+		err = rs_ib_cmd_exec(dev, &cmd, &cqe);
+		if (!err)
+			key[i] = cqe.handle;
+		ent[i].addr = cpu_to_le64(pdma[i] + 64 * i);
+		ent[i].length = cpu_to_le32(1000 + 500 * i);
+		ent[i].key = cpu_to_le32(key[i]);
+	}
+	if (err)
+		goto out;
+	ind = rs_ib_reg_mkey_list(pd, false, ent, 3, 0, acc);
+	/* Column 1 of a 16 x 64-byte matrix in the first page. */
+	pe.addr = cpu_to_le64(pdma[0] + 8);
+	pe.key = cpu_to_le32(key[0]);
+	pe.bytes_count = cpu_to_le32(8);
+	pe.bytes_skip = cpu_to_le32(56);
+	pat = rs_ib_reg_mkey_list(pd, true, &pe, 1, 16, acc);
+	bad0 = rs_ib_reg_mkey_list(pd, false, ent, 0, 0, acc);
+	bad1 = rs_ib_reg_mkey_list(pd, true, &pe, 1, 0, acc);
+	if (IS_ERR(ind) || IS_ERR(pat) || !IS_ERR(bad0) || !IS_ERR(bad1))
+		ibdev_warn(&dev->ibdev, "mkey self-test failed: indirect %d, pattern %d, no entries %d, no repeat %d\n",
+			   PTR_ERR_OR_ZERO(ind), PTR_ERR_OR_ZERO(pat),
+			   PTR_ERR_OR_ZERO(bad0), PTR_ERR_OR_ZERO(bad1));
+	else
+		ibdev_info(&dev->ibdev, "mkey self-test: indirect key %#x over MRs %#x %#x %#x, pattern key %#x, bad lists refused: ok\n",
+			   ind->lkey, key[0], key[1], key[2], pat->lkey);
+	if (!IS_ERR(bad0))
+		ib_dereg_mr(bad0);
+	if (!IS_ERR(bad1))
+		ib_dereg_mr(bad1);
+out:
+	if (err)
+		ibdev_warn(&dev->ibdev, "mkey self-test failed: %d\n", err);
+	if (!IS_ERR(ind))
+		ib_dereg_mr(ind);
+	if (!IS_ERR(pat))
+		ib_dereg_mr(pat);
+	for (i = 0; i < 3; i++) {
+		if (key[i])
+			rs_ib_cmd_destroy(dev, RS_CMD_DEREG_MR, key[i]);
+		if (page[i]) {
+			dma_unmap_single(rs_dma_dev(dev), pdma[i], PAGE_SIZE,
+					 DMA_BIDIRECTIONAL);
+			free_page((unsigned long)page[i]);
+		}
+	}
+	if (pbl)
+		dma_free_coherent(rs_dma_dev(dev), 3 * sizeof(u64), pbl, pbl_dma);
+	ib_dealloc_pd(pd);
+}
+
 static struct ib_mr *rs_ib_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				       u64 iova, int access, struct ib_udata *udata)
 {
@@ -2060,11 +2478,21 @@ static struct ib_mr *rs_ib_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length
 	struct rs_admin_cmd cmd = {};
 	struct rs_admin_cqe cqe;
 	unsigned long pgsz;
+	struct rs_uverbs_reg_mr ucmd;
 	struct rs_pbl pbl;
 	bool indirect;
 	struct rs_mr *mr;
 	u32 npages, netid;
 	int err;
+
+	err = rs_udata_in(udata, &ucmd, sizeof(ucmd));
+	if (err)
+		return ERR_PTR(err);
+	if (ucmd.flags)
+		return rs_ib_reg_empty_mkey(ibpd, start, length, iova, access,
+					    &ucmd);
+	if (ucmd.max_entries || ucmd.rsvd[0] || ucmd.rsvd[1])
+		return ERR_PTR(-EINVAL);
 
 	if (access & ~RS_IB_ACCESS_SUPPORTED) {
 		ibdev_dbg(&dev->ibdev, "reg_mr: access flags %#x not supported\n",
@@ -2514,6 +2942,7 @@ int rs_ib_register(struct rs_dev *rdev)
 	mutex_init(&dev->gid_lock);
 	mutex_init(&dev->sess_lock);
 	INIT_LIST_HEAD(&dev->sessions);
+	INIT_WORK(&dev->mkey_test, rs_mkey_selftest);
 
 	err = -ENOMEM;
 	dev->uar_map = bitmap_zalloc(max(dev->db_pages, 1u), GFP_KERNEL);
@@ -2597,6 +3026,7 @@ void rs_ib_unregister(struct rs_dev *rdev)
 	spin_lock_irqsave(&rdev->admin.aeq_lock, flags);
 	rdev->ib = NULL;
 	spin_unlock_irqrestore(&rdev->admin.aeq_lock, flags);
+	cancel_work_sync(&dev->mkey_test);
 	/* Destroys every object, user contexts included (disassociate). */
 	ib_unregister_device(&dev->ibdev);
 	rs_comp_irqs_free(dev);
@@ -2656,6 +3086,24 @@ void rs_ib_event(struct rs_dev *rdev, const struct rs_event *ev)
 			if (ev->type == RS_EV_QP_FATAL)
 				qp->state = IB_QPS_ERR;
 			qp->ibqp.event_handler(&ie, qp->ibqp.qp_context);
+		}
+		xa_unlock_irqrestore(&dev->qps, flags);
+		break;
+	case RS_EV_DCT_KEY_VIOLATION:
+		/* As mlx5 maps MLX5_EVENT_TYPE_DCT_KEY_VIOLATION. */
+		xa_lock_irqsave(&dev->qps, flags);
+		qp = xa_load(&dev->qps, idx);
+		if (qp && qp->handle == ev->handle &&
+		    qp->rs_type == RS_QPT_DCT) {
+			pr_info_ratelimited("%s: DCT %u: connect with a wrong DC key from DCI %llu\n",
+					    dev_name(&dev->ibdev.dev), qp->qpn,
+					    ev->data & 0xffffff);
+			if (qp->ibqp.event_handler) {
+				ie.event = IB_EVENT_QP_ACCESS_ERR;
+				ie.element.qp = &qp->ibqp;
+				qp->ibqp.event_handler(&ie,
+						       qp->ibqp.qp_context);
+			}
 		}
 		xa_unlock_irqrestore(&dev->qps, flags);
 		break;

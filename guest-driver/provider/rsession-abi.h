@@ -23,6 +23,8 @@
 #define _STRUCT_rs_uverbs_resize_cq struct {}
 #define _STRUCT_rs_uverbs_resize_cq_resp struct {}
 #define _STRUCT_rs_uverbs_modify_srq struct {}
+#define _STRUCT_rs_uverbs_create_qp struct {}
+#define _STRUCT_rs_uverbs_reg_mr struct {}
 
 DECLARE_DRV_CMD(rs_alloc_ucontext, IB_USER_VERBS_CMD_GET_CONTEXT, empty,
 		rs_uverbs_alloc_ucontext_resp);
@@ -32,6 +34,12 @@ DECLARE_DRV_CMD(rs_create_cq, IB_USER_VERBS_EX_CMD_CREATE_CQ, empty,
 		rs_uverbs_create_cq_resp);
 DECLARE_DRV_CMD(rs_create_qp, IB_USER_VERBS_CMD_CREATE_QP, empty,
 		rs_uverbs_create_qp_resp);
+/* DC QPs: the same command with driver input (struct rs_uverbs_create_qp). */
+DECLARE_DRV_CMD(rs_create_dc_qp, IB_USER_VERBS_CMD_CREATE_QP,
+		rs_uverbs_create_qp, rs_uverbs_create_qp_resp);
+/* rsdv_create_mkey: REG_MR with struct rs_uverbs_reg_mr. */
+DECLARE_DRV_CMD(rs_reg_mkey, IB_USER_VERBS_CMD_REG_MR, rs_uverbs_reg_mr,
+		empty);
 DECLARE_DRV_CMD(rs_create_ah, IB_USER_VERBS_CMD_CREATE_AH, empty,
 		rs_uverbs_create_ah_resp);
 DECLARE_DRV_CMD(rs_create_srq, IB_USER_VERBS_CMD_CREATE_SRQ, empty,

@@ -79,6 +79,8 @@ static const struct verbs_context_ops rs_ctx_ops = {
 	.open_qp = rs_open_qp,
 };
 
+static const struct verbs_device_ops rs_dev_ops;
+
 static struct verbs_context *rs_alloc_context(struct ibv_device *ibdev,
 					      int cmd_fd, void *private_data)
 {
@@ -104,6 +106,11 @@ static struct verbs_context *rs_alloc_context(struct ibv_device *ibdev,
 	ctx->max_send_sge = drv->max_send_sge;
 	ctx->max_recv_sge = drv->max_recv_sge;
 	ctx->max_inline = drv->max_inline;
+	ctx->caps = drv->caps;
+	ctx->max_dc_contexts = drv->max_dc_contexts;
+	ctx->dc_idle_us = drv->dc_idle_us;
+	ctx->max_mkey_entries = drv->max_mkey_entries;
+	ctx->max_mkey_nest = drv->max_mkey_nest;
 	db_size = drv->db_page_size ? drv->db_page_size : RS_DB_PAGE_SIZE;
 	if (db_size < RS_DB_CQ_ARM + sizeof(uint32_t)) {
 		verbs_err(&ctx->ibvctx, "rdma_session: doorbell page of %zu bytes\n",
@@ -171,4 +178,9 @@ static const struct verbs_device_ops rs_dev_ops = {
 	.uninit_device = rs_uninit_device,
 	.alloc_context = rs_alloc_context,
 };
-PROVIDER_DRIVER(rdma_session, rs_dev_ops);
+PROVIDER_DRIVER(rsession, rs_dev_ops);
+
+bool rs_is_rs_dev(struct ibv_device *device)
+{
+	return verbs_get_device(device)->ops == &rs_dev_ops;
+}

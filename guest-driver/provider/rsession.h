@@ -22,6 +22,7 @@
 
 #include "abi/rdma-session-abi.h"
 #include "rsession-abi.h"
+#include "rsessiondv.h"
 
 struct rs_device {
 	struct verbs_device vdev;
@@ -36,6 +37,12 @@ struct rs_context {
 	uint32_t max_send_sge;
 	uint32_t max_recv_sge;
 	uint32_t max_inline;
+	/* ABI 1.5, from the ucontext response (0 from an older driver). */
+	uint32_t caps;			/* RS_CAP_* */
+	uint32_t max_dc_contexts;
+	uint32_t dc_idle_us;
+	uint32_t max_mkey_entries;
+	uint32_t max_mkey_nest;
 
 	/* qpn -> QP, for completions; grown on demand. */
 	pthread_spinlock_t qp_table_lock;
@@ -111,6 +118,9 @@ struct rs_qp {
 	uint32_t qpn;
 	uint32_t max_inline;
 	bool sq_sig_all;
+	uint8_t dc_type;		/* 0, RSDV_DCTYPE_DCI, RSDV_DCTYPE_DCT */
+	uint64_t dv_ops;		/* RSDV_QP_EX_WITH_* allowed */
+	struct rsdv_qp_ex dv_qp;
 	/*
 	 * enum ibv_qp_state as of the last successful modify_qp, written
 	 * with sq.lock and rq.lock held: the post verbs check it under
@@ -132,6 +142,14 @@ struct rs_ah {
 
 struct rs_mr {
 	struct verbs_mr vmr;
+};
+
+/* rsdv_create_mkey: an empty indirect or pattern key (a kernel MR). */
+struct rs_mkey {
+	struct rsdv_mkey dv;
+	struct verbs_mr vmr;
+	bool pattern;
+	uint16_t max_entries;
 };
 
 static inline struct rs_device *to_rs_dev(struct ibv_device *ibdev)
@@ -212,6 +230,10 @@ int rs_resize_cq(struct ibv_cq *cq, int cqe);
 int rs_destroy_cq(struct ibv_cq *cq);
 
 struct ibv_qp *rs_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
+struct ibv_qp *rs_create_qp_dv(struct ibv_context *context,
+			       struct ibv_qp_init_attr_ex *attr,
+			       const struct rsdv_qp_init_attr *dv);
+bool rs_is_rs_dev(struct ibv_device *device);
 struct ibv_qp *rs_create_qp_ex(struct ibv_context *context,
 			       struct ibv_qp_init_attr_ex *attr);
 int rs_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,

@@ -950,26 +950,78 @@ static void rs_unmap_wq(struct rs_wq *wq)
 static bool rs_qp_type_ok(enum ibv_qp_type t)
 {
 	return t == IBV_QPT_RC || t == IBV_QPT_UC || t == IBV_QPT_UD ||
-	       t == IBV_QPT_XRC_SEND || t == IBV_QPT_XRC_RECV;
+	       t == IBV_QPT_XRC_SEND || t == IBV_QPT_XRC_RECV ||
+	       t == IBV_QPT_DRIVER;
+}
+
+static void rs_qp_fill_dv_pfns(struct rs_qp *qp, uint64_t dv_ops);
+
+/*
+ * The rsdv_create_qp() attributes: DC (IBV_QPT_DRIVER only) and the
+ * memory key work requests (RC, UC and DCIs).  Returns the DC type or -1.
+ */
+static int rs_dv_qp_check(const struct ibv_qp_init_attr_ex *attr,
+			  const struct rsdv_qp_init_attr *dv)
+{
+	uint8_t dc_type = 0;
+
+	if (!dv)
+		return attr->qp_type == IBV_QPT_DRIVER ? -1 : 0;
+	if (!check_comp_mask(dv->comp_mask, RSDV_QP_INIT_ATTR_MASK_DC |
+					    RSDV_QP_INIT_ATTR_MASK_SEND_OPS_FLAGS) ||
+	    dv->create_flags)
+		return -1;
+	if (dv->comp_mask & RSDV_QP_INIT_ATTR_MASK_DC) {
+		if (attr->qp_type != IBV_QPT_DRIVER ||
+		    (dv->dc_init_attr.dc_type != RSDV_DCTYPE_DCI &&
+		     dv->dc_init_attr.dc_type != RSDV_DCTYPE_DCT) ||
+		    (dv->dc_init_attr.dc_type == RSDV_DCTYPE_DCI &&
+		     dv->dc_init_attr.dct_access_key))
+			return -1;
+		dc_type = dv->dc_init_attr.dc_type;
+	} else if (attr->qp_type == IBV_QPT_DRIVER) {
+		return -1;
+	}
+	if ((dv->comp_mask & RSDV_QP_INIT_ATTR_MASK_SEND_OPS_FLAGS) &&
+	    (!check_comp_mask(dv->send_ops_flags,
+			      RSDV_QP_EX_WITH_MR_INTERLEAVED |
+			      RSDV_QP_EX_WITH_MR_LIST) ||
+	     (dv->send_ops_flags &&
+	      ((attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
+		dc_type != RSDV_DCTYPE_DCI) ||
+	       !(attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)))))
+		return -1;
+	return dc_type;
 }
 
 static struct ibv_qp *rs_create_qp_common(struct ibv_context *context,
-					  struct ibv_qp_init_attr_ex *attr)
+					  struct ibv_qp_init_attr_ex *attr,
+					  const struct rsdv_qp_init_attr *dv)
 {
 	struct rs_context *ctx = to_rs_ctx(context);
 	struct rs_create_qp_resp resp = {};
 	struct rs_uverbs_create_qp_resp *drv = &resp.drv_payload;
 	struct rs_create_qp cmd = {};
+	struct rs_create_dc_qp dc_cmd = {};
 	struct ibv_qp_init_attr_ex kattr;
 	bool xsend = attr->qp_type == IBV_QPT_XRC_SEND;
 	bool xrecv = attr->qp_type == IBV_QPT_XRC_RECV;
+	bool dci = false, dct = false;
 	struct rs_qp *qp;
+	int dc_type;
 	int err;
 
 	if (!rs_qp_type_ok(attr->qp_type)) {
 		err = EOPNOTSUPP;
 		goto err_out;
 	}
+	dc_type = rs_dv_qp_check(attr, dv);
+	if (dc_type < 0) {
+		err = EINVAL;
+		goto err_out;
+	}
+	dci = dc_type == RSDV_DCTYPE_DCI;
+	dct = dc_type == RSDV_DCTYPE_DCT;
 	/*
 	 * Every field behind a comp_mask bit may hold its default (no
 	 * create flags, no TSO header, no RSS; no XRC domain but for
@@ -1022,15 +1074,25 @@ static struct ibv_qp *rs_create_qp_common(struct ibv_context *context,
 		kattr.recv_cq = NULL;
 		memset(&kattr.cap, 0, sizeof(kattr.cap));
 	} else {
-		/* An XRC initiator has no receive side. */
-		if (xsend) {
-			kattr.recv_cq = NULL;
+		/*
+		 * An XRC initiator and a DCI have no receive side; uverbs
+		 * wants a receive CQ all the same for a DCI (the send CQ, as
+		 * it takes for a QP without one).  A DCT has no queues: uverbs
+		 * wants a send CQ, it gets the receive CQ.
+		 */
+		if (xsend || dci) {
+			kattr.recv_cq = dci ? attr->send_cq : NULL;
 			kattr.cap.max_recv_wr = 0;
 			kattr.cap.max_recv_sge = 0;
 		}
+		if (dct) {
+			if (!kattr.send_cq)
+				kattr.send_cq = attr->recv_cq;
+			memset(&kattr.cap, 0, sizeof(kattr.cap));
+		}
 		if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd ||
-		    !attr->send_cq || (!xsend && !attr->recv_cq) ||
-		    (xsend && attr->srq) ||
+		    !kattr.send_cq || (!xsend && !kattr.recv_cq) ||
+		    ((xsend || dci) && attr->srq) || (dct && !attr->srq) ||
 		    kattr.cap.max_send_sge > ctx->max_send_sge ||
 		    kattr.cap.max_recv_sge > ctx->max_recv_sge ||
 		    kattr.cap.max_inline_data > ctx->max_inline ||
@@ -1049,10 +1111,22 @@ static struct ibv_qp *rs_create_qp_common(struct ibv_context *context,
 		goto err_out;
 	}
 
-	err = ibv_cmd_create_qp_ex(context, &qp->vqp, &kattr, &cmd.ibv_cmd,
-				   sizeof(cmd), &resp.ibv_resp, sizeof(resp));
+	if (dc_type) {
+		dc_cmd.drv_payload.dc_type = dci ? RS_UVERBS_DC_DCI :
+						   RS_UVERBS_DC_DCT;
+		dc_cmd.drv_payload.dct_access_key =
+			dct ? dv->dc_init_attr.dct_access_key : 0;
+		err = ibv_cmd_create_qp_ex(context, &qp->vqp, &kattr,
+					   &dc_cmd.ibv_cmd, sizeof(dc_cmd),
+					   &resp.ibv_resp, sizeof(resp));
+	} else {
+		err = ibv_cmd_create_qp_ex(context, &qp->vqp, &kattr,
+					   &cmd.ibv_cmd, sizeof(cmd),
+					   &resp.ibv_resp, sizeof(resp));
+	}
 	if (err)
 		goto err_free;
+	qp->dc_type = dc_type;
 	qp->state = IBV_QPS_RESET;
 	qp->sq_sig_all = attr->sq_sig_all;
 
@@ -1108,6 +1182,9 @@ static struct ibv_qp *rs_create_qp_common(struct ibv_context *context,
 
 	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
 		rs_qp_fill_wr_pfns(qp, attr);
+		rs_qp_fill_dv_pfns(qp, dv && (dv->comp_mask &
+					      RSDV_QP_INIT_ATTR_MASK_SEND_OPS_FLAGS) ?
+				   dv->send_ops_flags : 0);
 		qp->vqp.comp_mask |= VERBS_QP_EX;
 	}
 	return &qp->vqp.qp;
@@ -1135,7 +1212,7 @@ struct ibv_qp *rs_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	memcpy(&attr_ex, attr, sizeof(*attr));
 	attr_ex.comp_mask = IBV_QP_INIT_ATTR_PD;
 	attr_ex.pd = pd;
-	qp = rs_create_qp_common(pd->context, &attr_ex);
+	qp = rs_create_qp_common(pd->context, &attr_ex, NULL);
 	if (qp)
 		memcpy(attr, &attr_ex, sizeof(*attr));
 	return qp;
@@ -1144,7 +1221,14 @@ struct ibv_qp *rs_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 struct ibv_qp *rs_create_qp_ex(struct ibv_context *context,
 			       struct ibv_qp_init_attr_ex *attr)
 {
-	return rs_create_qp_common(context, attr);
+	return rs_create_qp_common(context, attr, NULL);
+}
+
+struct ibv_qp *rs_create_qp_dv(struct ibv_context *context,
+			       struct ibv_qp_init_attr_ex *attr,
+			       const struct rsdv_qp_init_attr *dv)
+{
+	return rs_create_qp_common(context, attr, dv);
 }
 
 int rs_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
@@ -1307,24 +1391,35 @@ static uint8_t rs_wqe_flags(const struct rs_qp *qp, unsigned int send_flags)
  */
 static bool rs_opcode_ok(enum ibv_qp_type type, uint8_t op)
 {
+	/* IBV_QPT_DRIVER: a DCI (a DCT has no send queue: never here). */
+	bool dci = type == IBV_QPT_DRIVER;
+
 	if (type == IBV_QPT_XRC_RECV)
 		return false;
 	switch (op) {
 	case RS_WR_SEND:
 	case RS_WR_SEND_IMM:
-		return true;
 	case RS_WR_RDMA_WRITE:
 	case RS_WR_RDMA_WRITE_IMM:
+		return type != IBV_QPT_UD || op == RS_WR_SEND ||
+		       op == RS_WR_SEND_IMM;
 	case RS_WR_SEND_INV:
-		return type != IBV_QPT_UD;
-	/* Memory windows: RC and UC (IBTA 10.6.7.2). */
+		return type != IBV_QPT_UD && !dci;
+	/*
+	 * Memory windows: RC and UC (IBTA 10.6.7.2); LOCAL_INV also
+	 * empties an indirect/pattern key, which DCIs fill too.
+	 */
 	case RS_WR_LOCAL_INV:
+		return type == IBV_QPT_RC || type == IBV_QPT_UC || dci;
 	case RS_WR_BIND_MW:
 		return type == IBV_QPT_RC || type == IBV_QPT_UC;
+	case RS_WR_REG_INDIRECT:
+	case RS_WR_REG_PATTERN:
+		return type == IBV_QPT_RC || type == IBV_QPT_UC || dci;
 	case RS_WR_RDMA_READ:
 	case RS_WR_ATOMIC_CMP_SWP:
 	case RS_WR_ATOMIC_FETCH_ADD:
-		return type == IBV_QPT_RC || type == IBV_QPT_XRC_SEND;
+		return type == IBV_QPT_RC || type == IBV_QPT_XRC_SEND || dci;
 	case RS_WR_FLUSH:
 	case RS_WR_ATOMIC_WRITE:
 		return type == IBV_QPT_RC;
@@ -1481,8 +1576,12 @@ int rs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	int err = 0;
 	int i;
 
-	/* An XRC target has no send queue. */
-	if (ibqp->qp_type == IBV_QPT_XRC_RECV) {
+	/*
+	 * An XRC target and a DCT have no send queue; a DCI's WQEs need
+	 * their target, which only rsdv_wr_set_dc_addr() gives.
+	 */
+	if (ibqp->qp_type == IBV_QPT_XRC_RECV ||
+	    ibqp->qp_type == IBV_QPT_DRIVER) {
 		*bad_wr = wr;
 		return EINVAL;
 	}
@@ -2019,6 +2118,10 @@ static struct rs_send_wqe_ctrl *rs_wr_new(struct ibv_qp_ex *qpx, uint8_t opcode)
 	qp->cur_wqe = NULL;
 	if (qp->wr_err)
 		return NULL;
+	if (qp->dc_type == RSDV_DCTYPE_DCT) {
+		qp->wr_err = EINVAL;
+		return NULL;
+	}
 	if (rs_wq_full(&qp->sq)) {
 		qp->wr_err = ENOMEM;
 		return NULL;
@@ -2289,4 +2392,135 @@ static void rs_qp_fill_wr_pfns(struct rs_qp *qp,
 	qpx->wr_set_ud_addr = rs_wr_set_ud_addr;
 	if (attr->qp_type == IBV_QPT_XRC_SEND)
 		qpx->wr_set_xrc_srqn = rs_wr_set_xrc_srqn;
+}
+
+/* ------------------------------------------------------------------ */
+/* Direct verbs work requests (rsessiondv.h)                          */
+/* ------------------------------------------------------------------ */
+
+static inline struct rs_qp *to_rs_qp_dv(struct rsdv_qp_ex *mqp)
+{
+	return container_of(mqp, struct rs_qp, dv_qp);
+}
+
+/* The DCT number is 24 bits, as any QP number on the wire. */
+#define RS_DCTN_MAX 0xffffffu
+
+static void rs_wr_set_dc_addr(struct rsdv_qp_ex *mqp, struct ibv_ah *ah,
+			      uint32_t remote_dctn, uint64_t remote_dc_key)
+{
+	struct rs_qp *qp = to_rs_qp_dv(mqp);
+	struct rs_send_wqe_ctrl *c = qp->cur_wqe;
+
+	if (!c)
+		return;
+	if (!ah || remote_dctn > RS_DCTN_MAX) {
+		qp->wr_err = EINVAL;
+		return;
+	}
+	c->ah = htole32(to_rs_ah(ah)->handle);
+	c->remote_qpn = htole32(remote_dctn);
+	c->dc_key_lo = htole32((uint32_t)remote_dc_key);
+	c->dc_key_hi = htole32((uint32_t)(remote_dc_key >> 32));
+}
+
+#define RS_MKEY_IBV_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+			    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+
+/*
+ * Open a REG_INDIRECT / REG_PATTERN WQE: the 64-byte struct
+ * rs_send_wqe_reg_mkey, its entries inline behind it.  NULL after an
+ * error (recorded for wr_complete).
+ */
+static void *rs_wr_reg_mkey(struct rsdv_qp_ex *mqp, struct rsdv_mkey *dvkey,
+			    bool pattern, uint32_t access, uint32_t repeat,
+			    uint16_t n)
+{
+	struct rs_qp *qp = to_rs_qp_dv(mqp);
+	struct rs_mkey *mkey = container_of(dvkey, struct rs_mkey, dv);
+	uint8_t op = pattern ? RS_WR_REG_PATTERN : RS_WR_REG_INDIRECT;
+	size_t esz = pattern ? sizeof(struct rs_pattern_entry) :
+			       sizeof(struct rs_mkey_entry);
+	struct rs_send_wqe_reg_mkey *w;
+	uint64_t need = pattern ? RSDV_QP_EX_WITH_MR_INTERLEAVED :
+				  RSDV_QP_EX_WITH_MR_LIST;
+
+	qp->cur_wqe = NULL;
+	if (qp->wr_err)
+		return NULL;
+	if (!(qp->dv_ops & need) || !mkey || mkey->pattern != pattern ||
+	    !n || n > mkey->max_entries ||
+	    sizeof(*w) + n * esz > qp->sq.stride ||
+	    (access & ~RS_MKEY_IBV_ACCESS) || (pattern != !!repeat)) {
+		qp->wr_err = EINVAL;
+		return NULL;
+	}
+	w = (struct rs_send_wqe_reg_mkey *)rs_wr_new(&qp->vqp.qp_ex, op);
+	if (!w)
+		return NULL;
+	qp->cur_wqe = NULL;		/* no SGEs */
+	/* rs_sq_begin() set wr_id, opcode and flags; the rest is ours. */
+	w->key = htole32(dvkey->lkey);
+	w->nentries = htole16(n);
+	w->access = htole16(access);	/* same bits as enum rs_access */
+	w->repeat = htole32(repeat);
+	return w + 1;
+}
+
+static void rs_wr_mr_list(struct rsdv_qp_ex *mqp, struct rsdv_mkey *mkey,
+			  uint32_t access_flags, uint16_t num_sges,
+			  struct ibv_sge *sge)
+{
+	struct rs_mkey_entry *e;
+	uint16_t i;
+
+	e = rs_wr_reg_mkey(mqp, mkey, false, access_flags, 0, num_sges);
+	if (!e)
+		return;
+	for (i = 0; i < num_sges; i++) {
+		if (!sge[i].length) {
+			to_rs_qp_dv(mqp)->wr_err = EINVAL;
+			return;
+		}
+		e[i].addr = htole64(sge[i].addr);
+		e[i].length = htole32(sge[i].length);
+		e[i].key = htole32(sge[i].lkey);
+	}
+}
+
+static void rs_wr_mr_interleaved(struct rsdv_qp_ex *mqp,
+				 struct rsdv_mkey *mkey,
+				 uint32_t access_flags, uint32_t repeat_count,
+				 uint16_t num_interleaved,
+				 struct rsdv_mr_interleaved *data)
+{
+	struct rs_pattern_entry *e;
+	uint16_t i;
+
+	e = rs_wr_reg_mkey(mqp, mkey, true, access_flags, repeat_count,
+			   num_interleaved);
+	if (!e)
+		return;
+	for (i = 0; i < num_interleaved; i++) {
+		if (!data[i].bytes_count) {
+			to_rs_qp_dv(mqp)->wr_err = EINVAL;
+			return;
+		}
+		e[i].addr = htole64(data[i].addr);
+		e[i].key = htole32(data[i].lkey);
+		e[i].bytes_count = htole32(data[i].bytes_count);
+		e[i].bytes_skip = htole32(data[i].bytes_skip);
+		e[i].rsvd = 0;
+	}
+}
+
+static void rs_qp_fill_dv_pfns(struct rs_qp *qp, uint64_t dv_ops)
+{
+	qp->dv_ops = dv_ops;
+	if (qp->dc_type == RSDV_DCTYPE_DCI)
+		qp->dv_qp.wr_set_dc_addr = rs_wr_set_dc_addr;
+	if (dv_ops & RSDV_QP_EX_WITH_MR_LIST)
+		qp->dv_qp.wr_mr_list = rs_wr_mr_list;
+	if (dv_ops & RSDV_QP_EX_WITH_MR_INTERLEAVED)
+		qp->dv_qp.wr_mr_interleaved = rs_wr_mr_interleaved;
 }

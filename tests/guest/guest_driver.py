@@ -15,6 +15,16 @@ either way), boot the guest image with the module loaded at boot
    other, also with 8000-byte (jumbo) and 30000-byte (fragmented)
    datagrams; the carrier of VM 1 goes off and on with QMP set_link
    (port events); each VM's command and QEMU must end with status 0;
+ - the user-net VM: the DC driver data of CREATE_QP from user space
+   (tests/guest/progs/rsv-dcbad.c: commands written to the verbs file
+   as libibverbs writes them): an unknown DC type, DC type 0 for
+   IB_QPT_DRIVER, flags, nonzero reserved words, a key on a DCI, a DCI
+   with an SRQ, a DCT without one, a DC type on an RC QP are refused
+   with EINVAL, a good DCI and DCT through the same path are created;
+   rsdv_create_qp refuses a bad DC type and an SRQ-less DCT itself;
+ - the user-net VM: the driver's self-test of rs_ib_reg_mkey_list (an
+   indirect key over three kernel MRs, a pattern key, bad lists refused)
+   logs ok at boot and after the reload;
  - no WARNING, BUG, Oops or call trace in any guest's kernel log.
 One test per check; when all pass, three "# guest-driver: PASS: " notes
 (the probe line, the user-net VM, the two VMs).  Exits 0 if every test
@@ -78,8 +88,14 @@ ip link set eth0 mtu 1500
 rmmod rdma_session && echo RS-RMMOD-OK
 insmod /lib/modules/$(uname -r)/rdma_session.ko && echo RS-INSMOD-OK
 ip addr add 10.0.2.15/24 dev eth0; ip link set eth0 up
+rsv-dcbad
 ping -c 3 -W 5 10.0.2.2 && echo RS-PING-RELOAD-OK
 echo RS-DMESG-BEGIN; dmesg; echo RS-DMESG-END"""
+# rsv-dcbad's checks (tests/guest/progs/rsv-dcbad.c).
+DCBAD_CHECKS = ["bad-dc-type", "dc-type-none", "flags", "rsvd0", "rsvd1",
+                "dci-key", "dci-srq", "dct-no-srq", "rc-with-dc-type",
+                "good-dci", "good-dct", "rsdv-bad-dc-type",
+                "rsdv-dct-no-srq"]
 USER_MARKS = ["RS-DHCP-LEASE", "RS-PING-GW-OK", "RS-MTU9000-OK",
               "RS-RMMOD-OK", "RS-INSMOD-OK", "RS-PING-RELOAD-OK"]
 
@@ -264,6 +280,16 @@ def user_net(s: Suite, ko: str) -> dict:
              "%d eth0 lines with link up, expected 2" % nlan)
     for m in USER_MARKS:
         s.report(has(serial, m), "user-net VM %s" % m, "no %s" % m)
+    mk = [ln for ln in dm if "mkey self-test" in ln]
+    s.report(len(mk) == 2 and all(ln.endswith(": ok") for ln in mk),
+             "user-net VM kernel-consumer key self-test (rs_ib_reg_mkey_list)"
+             " at boot and reload", " | ".join(mk) or "no mkey self-test line")
+    for c in DCBAD_CHECKS:
+        ln = next((x for x in serial if x.startswith("RS-DCBAD %s " % c)),
+                  "")
+        s.report(ln.startswith("RS-DCBAD %s ok " % c),
+                 "user-net VM DC driver data: %s" % c,
+                 ln or "no RS-DCBAD %s line" % c)
     bad = [ln for ln in dm if BAD_RE.search(ln)][:5]
     s.report(not bad, "user-net VM kernel log clean",
              "the kernel log has: %s" % " | ".join(bad))

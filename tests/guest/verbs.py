@@ -34,7 +34,10 @@ every request (tshark 4.0 names the XRC opcodes but has no XRCETH
 fields) and none on the responses.  With the odp feature, the page-fault
 pause: VM 1's PAUSEs each with its RNR NAK, tshark decoding them, and
 no retransmission from an adapter requester while it is paused
-(odp_capture).
+(odp_capture).  A boot with the dc feature captures VM 1 (the DCI) too:
+every DC CONNECT (0xc2) carries the key of the DCT it names in its
+DCETH, the data between goes as RC opcodes, the CONNECTs switch target
+at least once per round of rsv-dc, and tshark decodes them (dc_capture).
 """
 
 import importlib.util
@@ -125,6 +128,24 @@ ODP_RUNS = ["rc-pingpong-odp", "rc-pingpong-iodp"] + [
     "%s-server%d" % (p, s) for p in ("ib_write_bw", "ib_read_bw", "ib_send_bw")
     for s in (1, 2)]
 
+# rsv-dc (three VMs: VM 1 the DCI, VMs 2 and 3 a DCT each) and the
+# rsessiondv.h example programs.
+DC_EXAMPLES = ["example-dc-bw", "example-strided", "example-usage"]
+DC_VM1 = ["dc-caps", "dc-dci-create", "dc-query", "dc-traffic", "dc-bad-key",
+          "dc-recover", "dc-rate", "dc-memory", "mkey-indirect-rw",
+          "mkey-pattern-rw", "mkey-inv-refused"] + DC_EXAMPLES
+DC_DCT = ["dc-caps", "dc-dct-create", "dc-query", "dc-recv",
+          "dc-write-mem"]
+DC_VM2 = DC_DCT + ["dc-key-event", "mkey-indirect-mem", "dc-key-log"] + \
+    DC_EXAMPLES
+DC_VM3 = DC_DCT + ["mkey-pattern-column", "mkey-pattern-rest",
+                   "example-dc-bw", "example-usage"]
+# rsv-dc's DCT keys: KEY_BASE + VM number; the wrong one sent to VM 2;
+# rsdv_dc_bw's and rsdv_strided_write's default key.
+DC_KEY_BASE = 0x5eed0000c0ffee00
+DC_BAD_XOR = 0xbad0000
+DC_EXAMPLE_KEY = 0x1234abcd
+
 # (feature, pairings, {VM: [checks]})
 FEATURES: List[Tuple[str, Tuple[str, ...], Dict[int, List[str]]]] = [
     ("rc", TWO, {1: ["rc-connect", "rc-send"],
@@ -160,6 +181,7 @@ FEATURES: List[Tuple[str, Tuple[str, ...], Dict[int, List[str]]]] = [
                                "ud-detach", "mckey-recv"],
                            3: ["devinfo", "ud-attach", "ud-recv",
                                "ud-detach", "mckey-recv"]}),
+    ("dc", ("three",), {1: DC_VM1, 2: DC_VM2, 3: DC_VM3}),
     ("mcast-rxe", ("adapter-rxe",), {
         1: ["a2r-send", "r2a-attach", "r2a-recv", "r2a-detach",
             "mckey-a2r-send"],
@@ -468,6 +490,77 @@ def xrc_capture(s: Suite, pairing: str, pcap: str, lines: List[str]) -> None:
            "; " + "; ".join(bad[:3]) if bad else ""))
 
 
+def dc_capture(s: Suite, pairing: str, pcap: str, lines: List[str]) -> None:
+    """The DC traffic VM 1 (the DCI) sent in a boot that ran the dc
+    feature: each DC CONNECT (0xc2: BTH, DCETH of the 64-bit key, the
+    DCI's QPN and a connection number, ICRC) carries the key of the DCT
+    its BTH names (rsv-dc's KEY_BASE + VM, the wrong key once to VM 2,
+    the examples' default key); the CONNECTs alternate between VMs 2 and
+    3 at least once per round; what VM 1 sends to the DCTs beside the DC
+    packets is RC opcodes (0x00-0x1f) only; tshark decodes every CONNECT
+    as a BTH of opcode 194.  Also the figures rsv-dc printed (MEASURE)."""
+    name = "%s/dc/capture" % pairing
+    me = "10.77.0.1"
+    if not os.path.isfile(pcap):
+        s.report(False, name, "no capture " + pcap)
+        return
+    frames = [f for f in roce_frames(pcap) if f[0] == me and
+              f[1] in ("10.77.0.2", "10.77.0.3")]
+    want = {"10.77.0.2": {DC_KEY_BASE + 2, (DC_KEY_BASE + 2) ^ DC_BAD_XOR,
+                          DC_EXAMPLE_KEY},
+            "10.77.0.3": {DC_KEY_BASE + 3, DC_EXAMPLE_KEY}}
+    conn = {"10.77.0.2": 0, "10.77.0.3": 0}
+    bad = []
+    other = rc = switches = 0
+    nbad_key = 0
+    last = None
+    for _, dst, b in frames:
+        op = b[0]
+        if op == 0xc2:
+            if len(b) != 12 + 16 + 4:
+                bad.append("CONNECT of %d bytes" % len(b))
+                continue
+            key = struct.unpack("!Q", b[12:20])[0]
+            conn[dst] += 1
+            if key not in want[dst]:
+                bad.append("CONNECT to %s with key %#x" % (dst, key))
+            if key == (DC_KEY_BASE + 2) ^ DC_BAD_XOR:
+                nbad_key += 1
+            if last is not None and dst != last:
+                switches += 1
+            last = dst
+        elif op in (0xc3, 0xc4):
+            pass
+        elif op <= 0x1f:
+            rc += 1
+        else:
+            other += 1
+            bad.append("opcode 0x%x to %s" % (op, dst))
+    tshark = need_tshark(os.path.join(s.dir, "tshark-install.log"))
+    nts = -1
+    if tshark:
+        r = subprocess.run([tshark, "-n", "-r", pcap, "-Y",
+                            "ip.src == %s && infiniband.bth.opcode == 194" %
+                            me],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                           stdin=subprocess.DEVNULL, universal_newlines=True,
+                           check=False)
+        nts = len(r.stdout.splitlines()) if r.returncode == 0 else -1
+    ncon = sum(conn.values())
+    ok = not bad and conn["10.77.0.2"] > 0 and conn["10.77.0.3"] > 0 and \
+        nbad_key >= 1 and switches >= 7 and rc > 0 and nts == ncon
+    s.tap("ok" if ok else "fail", name,
+          "VM 1 sent %d DC CONNECTs (%d to VM 2, %d to VM 3, %d with the "
+          "wrong key, each with its DCT's key otherwise), %d target "
+          "switches, %d RC-opcode packets, %d others; tshark decodes %d "
+          "CONNECTs%s" % (ncon, conn["10.77.0.2"], conn["10.77.0.3"],
+                          nbad_key, switches, rc, other, nts,
+                          "; " + "; ".join(bad[:3]) if bad else ""))
+    for ln in lines:
+        if "MEASURE dc-" in ln:
+            s.note(ln[ln.index("MEASURE"):])
+
+
 def main(argv: List[str]) -> int:
     names = sorted(set(f[0] for f in FEATURES))
     for a in argv:
@@ -486,8 +579,8 @@ def main(argv: List[str]) -> int:
             "lib.sh", "verbs-common.sh",
             *["verbs-%s.sh" % f[0] for f in feats], "verbs-end.sh"))
         pcap = os.path.join(s.dir, pairing + ".pcap")
-        cap = ["--pcap", "1", pcap] if any(f[0] == "flush" for f in feats) \
-            else []
+        cap = ["--pcap", "1", pcap] if any(f[0] in ("flush", "dc")
+                                           for f in feats) else []
         r = s.launch(pairing, ["-q", "--no-build", "--timeout", "600"] +
                      args + cap + ["--cmd", script] +
                      PAIRING_QEMU.get(pairing, []),
@@ -499,8 +592,10 @@ def main(argv: List[str]) -> int:
                  for vm in range(1, nvm + 1)]
         s.expect(r, want)
         s.launcher_check(r, pairing)
-        if cap:
+        if cap and any(f[0] == "flush" for f in feats):
             flush_capture(s, pairing, pcap)
+        if cap and any(f[0] == "dc" for f in feats):
+            dc_capture(s, pairing, pcap, r.lines)
         if cap and any(f[0] == "xrc" for f in feats):
             xrc_capture(s, pairing, pcap, r.lines)
         if cap and any(f[0] == "odp" for f in feats):

@@ -305,6 +305,136 @@ static void test_xrc(struct rs_context *ctx, struct rs_cq *cq)
 				    RS_WR_RDMA_WRITE));
 }
 
+/*
+ * DC and memory keys (rsessiondv.h): a DCI's WQEs carry the target (AH,
+ * DCT number, 64-bit key) where the device reads them; the key work
+ * requests put the 64-byte struct rs_send_wqe_reg_mkey and their entries
+ * inline in the WQE; what does not fit or does not match is refused.
+ */
+static void test_dc(struct rs_context *ctx, struct rs_cq *cq)
+{
+	struct rs_qp *dci = make_qp(ctx, cq, IBV_QPT_DRIVER, 0x30003);
+	struct rs_qp *dct = make_qp(ctx, cq, IBV_QPT_DRIVER, 0x30004);
+	struct ibv_qp_ex *qpx = &dci->vqp.qp_ex;
+	struct rsdv_qp_ex *mqp = &dci->dv_qp;
+	struct rs_ah ah = { .handle = 0x0300002b };
+	struct rs_mkey ind = { .dv = { 0x701, 0x701 }, .max_entries = 4 };
+	struct rs_mkey pat = { .dv = { 0x802, 0x802 }, .pattern = true,
+			       .max_entries = 2 };
+	struct ibv_sge sg[5] = {
+		{ 0x1000, 100, 0x101 }, { 0x2000, 200, 0x202 },
+		{ 0x3000, 300, 0x303 }, { 0x4000, 400, 0x404 },
+		{ 0x5000, 500, 0x505 },
+	};
+	struct rsdv_mr_interleaved il[3] = {
+		{ 0x9008, 8, 248, 0x909 }, { 0xa000, 16, 0, 0xa0a },
+		{ 0xb000, 1, 1, 0xb0b },
+	};
+	struct ibv_send_wr w = { .opcode = IBV_WR_SEND, .sg_list = sg,
+				 .num_sge = 1 }, *bad;
+	const int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ;
+	struct rs_send_wqe_reg_mkey *r;
+	struct rs_pattern_entry *pe;
+	struct rs_mkey_entry *e;
+	struct rs_send_wqe_ctrl *c;
+
+	dci->dc_type = RSDV_DCTYPE_DCI;
+	dct->dc_type = RSDV_DCTYPE_DCT;
+	rs_qp_fill_dv_pfns(dci, RSDV_QP_EX_WITH_MR_LIST |
+			   RSDV_QP_EX_WITH_MR_INTERLEAVED);
+	CHECK(dci->dv_qp.wr_set_dc_addr && dci->dv_qp.wr_mr_list &&
+	      dci->dv_qp.wr_mr_interleaved);
+
+	/* The target in the WQE. */
+	ibv_wr_start(qpx);
+	qpx->wr_id = 1;
+	qpx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_rdma_write(qpx, 0x4242, 0xabc000);
+	rsdv_wr_set_dc_addr(mqp, &ah.ibvah, 0x123, 0x1122334455667788ull);
+	ibv_wr_set_sge(qpx, 0x606, 0x6000, 64);
+	CHECK(ibv_wr_complete(qpx) == 0);
+	c = sq_wqe(dci, 0);
+	CHECK(c->opcode == RS_WR_RDMA_WRITE && le32toh(c->rkey) == 0x4242 &&
+	      le64toh(c->remote_addr) == 0xabc000 && c->num_sge == 1);
+	CHECK(le32toh(c->ah) == 0x0300002b && le32toh(c->remote_qpn) == 0x123 &&
+	      le32toh(c->dc_key_lo) == 0x55667788 &&
+	      le32toh(c->dc_key_hi) == 0x11223344);
+	CHECK(db_read(ctx, RS_DB_SQ) == (0x0003 | 1u << 16));
+
+	/* A DCT number beyond 24 bits, SEND with invalidate, post_send. */
+	ibv_wr_start(qpx);
+	ibv_wr_send(qpx);
+	rsdv_wr_set_dc_addr(mqp, &ah.ibvah, 0x1000000, 1);
+	CHECK(ibv_wr_complete(qpx) == EINVAL);
+	ibv_wr_start(qpx);
+	ibv_wr_send_inv(qpx, 5);
+	rsdv_wr_set_dc_addr(mqp, &ah.ibvah, 1, 1);
+	CHECK(ibv_wr_complete(qpx) == EINVAL);
+	CHECK(rs_post_send(&dci->vqp.qp, &w, &bad) == EINVAL && bad == &w);
+	CHECK(dci->sq.pi == 1);
+	/* A DCT has no send queue. */
+	ibv_wr_start(&dct->vqp.qp_ex);
+	ibv_wr_send(&dct->vqp.qp_ex);
+	CHECK(ibv_wr_complete(&dct->vqp.qp_ex) == EINVAL);
+	CHECK(dct->sq.pi == 0);
+
+	/* An indirect key: 4 entries fill the 128-byte WQE. */
+	ibv_wr_start(qpx);
+	qpx->wr_id = 2;
+	qpx->wr_flags = IBV_SEND_SIGNALED;
+	rsdv_wr_mr_list(mqp, &ind.dv, acc, 4, sg);
+	CHECK(ibv_wr_complete(qpx) == 0);
+	r = (struct rs_send_wqe_reg_mkey *)sq_wqe(dci, 1);
+	e = (struct rs_mkey_entry *)(r + 1);
+	CHECK(r->wr_id == htole64(2) && r->opcode == RS_WR_REG_INDIRECT &&
+	      r->flags == RS_WQE_F_SIGNALED && r->num_sge == 0 &&
+	      r->key == htole32(0x701) && r->nentries == htole16(4) &&
+	      r->repeat == 0 &&
+	      r->access == htole16(RS_ACCESS_LOCAL_WRITE |
+				   RS_ACCESS_REMOTE_READ));
+	CHECK(le64toh(e[0].addr) == 0x1000 && le32toh(e[0].length) == 100 &&
+	      le32toh(e[0].key) == 0x101 && le64toh(e[3].addr) == 0x4000 &&
+	      le32toh(e[3].length) == 400 && le32toh(e[3].key) == 0x404);
+
+	/* More than the key holds or the WQE fits, a pattern key, MW_BIND. */
+	ibv_wr_start(qpx);
+	rsdv_wr_mr_list(mqp, &ind.dv, acc, 5, sg);
+	CHECK(ibv_wr_complete(qpx) == EINVAL);
+	ibv_wr_start(qpx);
+	rsdv_wr_mr_list(mqp, &pat.dv, acc, 1, sg);
+	CHECK(ibv_wr_complete(qpx) == EINVAL);
+	ibv_wr_start(qpx);
+	rsdv_wr_mr_list(mqp, &ind.dv, IBV_ACCESS_MW_BIND, 1, sg);
+	CHECK(ibv_wr_complete(qpx) == EINVAL);
+	CHECK(dci->sq.pi == 2);
+
+	/* A pattern key: one entry repeated 32 times. */
+	ibv_wr_start(qpx);
+	qpx->wr_id = 3;
+	qpx->wr_flags = 0;
+	rsdv_wr_mr_interleaved(mqp, &pat.dv, acc, 32, 2, il);
+	CHECK(ibv_wr_complete(qpx) == 0);
+	r = (struct rs_send_wqe_reg_mkey *)sq_wqe(dci, 2);
+	pe = (struct rs_pattern_entry *)(r + 1);
+	CHECK(r->opcode == RS_WR_REG_PATTERN && r->flags == 0 &&
+	      r->key == htole32(0x802) && r->nentries == htole16(2) &&
+	      r->repeat == htole32(32));
+	CHECK(le64toh(pe[0].addr) == 0x9008 && le32toh(pe[0].key) == 0x909 &&
+	      le32toh(pe[0].bytes_count) == 8 &&
+	      le32toh(pe[0].bytes_skip) == 248 && pe[0].rsvd == 0 &&
+	      le32toh(pe[1].bytes_count) == 16);
+	/* No repeat, 3 entries (136 bytes > 128, and > max_entries). */
+	ibv_wr_start(qpx);
+	rsdv_wr_mr_interleaved(mqp, &pat.dv, acc, 0, 1, il);
+	CHECK(ibv_wr_complete(qpx) == EINVAL);
+	pat.max_entries = 3;
+	ibv_wr_start(qpx);
+	rsdv_wr_mr_interleaved(mqp, &pat.dv, acc, 1, 3, il);
+	CHECK(ibv_wr_complete(qpx) == EINVAL);
+	CHECK(dci->sq.pi == 3);
+	CHECK(db_read(ctx, RS_DB_SQ) == (0x0003 | 3u << 16));
+}
+
 int main(void)
 {
 	struct rs_context *ctx = make_ctx();
@@ -623,6 +753,7 @@ int main(void)
 
 	test_state_rules(ctx, cq);
 	test_xrc(ctx, cq);
+	test_dc(ctx, cq);
 
 	if (failures) {
 		fprintf(stderr, "rs-datapath-test: %d check(s) failed\n",

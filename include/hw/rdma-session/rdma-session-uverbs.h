@@ -25,6 +25,17 @@ struct rs_uverbs_alloc_ucontext_resp {
 	__u32 max_recv_sge;
 	__u32 max_inline;
 	__u32 rsvd;
+	/*
+	 * Since ABI 1.5 (a provider that gets fewer bytes sees none of
+	 * this): the device's RS_CAPS bits and the limits of DC and of
+	 * indirect/pattern keys (0 where the device lacks the feature).
+	 */
+	__u32 caps;                     /* RS_CAP_* */
+	__u32 max_dc_contexts;
+	__u32 max_mkey_entries;
+	__u32 max_mkey_nest;
+	__u32 dc_idle_us;
+	__u32 rsvd2;
 };
 
 struct rs_uverbs_alloc_pd_resp {
@@ -55,6 +66,27 @@ struct rs_uverbs_resize_cq_resp {
 	__u32 log_size;                 /* entries = 1 << log_size */
 };
 
+/*
+ * ibv_create_qp_ex driver input (optional: a provider may send none).
+ * DC QPs are created the mlx5 way: qp_type IBV_QPT_DRIVER (IB_QPT_DRIVER)
+ * and dc_type saying which one.  Every other QP type sends dc_type
+ * RS_UVERBS_DC_NONE.  The driver refuses (-EINVAL) an unknown dc_type,
+ * any flag, a nonzero rsvd, a key on anything but a DCT, a DCT without
+ * an SRQ or with a send queue, a DCI with an SRQ or a receive queue.
+ */
+enum rs_uverbs_dc_type {
+	RS_UVERBS_DC_NONE = 0,
+	RS_UVERBS_DC_DCI = 1,           /* DC initiator: send queue only */
+	RS_UVERBS_DC_DCT = 2,           /* DC target: SRQ and receive CQ */
+};
+
+struct rs_uverbs_create_qp {
+	__u32 dc_type;                  /* enum rs_uverbs_dc_type */
+	__u32 flags;                    /* none defined: 0 */
+	__aligned_u64 dct_access_key;   /* DCT: the key DCIs must present */
+	__u32 rsvd[2];
+};
+
 struct rs_uverbs_create_qp_resp {
 	__aligned_u64 sq_mmap_key;
 	__aligned_u64 rq_mmap_key;
@@ -68,7 +100,29 @@ struct rs_uverbs_create_qp_resp {
 	__u32 max_inline;
 };
 
-/* A QP created with an SRQ has no receive queue: rq_bytes 0. */
+/*
+ * A QP created with an SRQ has no receive queue: rq_bytes 0.  A DCI has
+ * no receive queue, a DCT no queue at all (sq_bytes and rq_bytes 0).
+ */
+
+/*
+ * ibv_reg_mr driver input: with a RS_UVERBS_MR_F_EMPTY_* flag the
+ * registration makes an empty indirect or pattern key (REG_INDIRECT_MKEY
+ * / REG_PATTERN_MKEY with RS_MKEY_F_EMPTY) with room for max_entries
+ * entries instead of registering memory: addr, length and iova must be 0
+ * and nothing is pinned.  The key (lkey == rkey) is filled by
+ * RS_WR_REG_INDIRECT / RS_WR_REG_PATTERN work requests, returned to Free
+ * by LOCAL_INV and destroyed by ibv_dereg_mr.  Without input, or with
+ * flags 0, an ordinary registration.
+ */
+#define RS_UVERBS_MR_F_EMPTY_INDIRECT   (1u << 0)
+#define RS_UVERBS_MR_F_EMPTY_PATTERN    (1u << 1)
+
+struct rs_uverbs_reg_mr {
+	__u32 flags;                    /* RS_UVERBS_MR_F_*, at most one */
+	__u32 max_entries;              /* 1 - max_mkey_entries */
+	__u32 rsvd[2];
+};
 
 struct rs_uverbs_create_srq_resp {
 	__aligned_u64 ring_mmap_key;

@@ -4,7 +4,7 @@
 # "demo-step: NAME ok|fail REASON".
 step() { echo "demo-step: $*"; }
 ndev=$(ls /sys/class/infiniband 2>/dev/null | head -n 1)
-prov=$(ls /usr/lib/x86_64-linux-gnu/libibverbs/librdma_session-rdmav*.so 2>/dev/null | head -n 1)
+prov=$(ls /usr/lib/x86_64-linux-gnu/libibverbs/librsession-rdmav*.so 2>/dev/null | head -n 1)
 echo "--- ibv_devices"
 ibv_devices
 echo "--- ibv_devinfo"
