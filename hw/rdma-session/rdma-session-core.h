@@ -675,6 +675,7 @@ uint8_t rs_cmd_query_qp(RSCore *c, const struct rs_admin_cmd *cmd,
                         struct rs_admin_cqe *cqe);
 uint8_t rs_cmd_destroy_qp(RSCore *c, const struct rs_admin_cmd *cmd,
                           struct rs_admin_cqe *cqe);
+void rs_qp_set_av(RSCore *c, RSQp *qp, const RSAv *av);
 uint32_t rs_sq_stride(uint8_t max_sge, uint16_t max_inline);
 uint32_t rs_rq_stride(uint8_t max_sge);
 

@@ -60,21 +60,6 @@ static void rs_dc_arm_tick(RSCore *c)
     rs_dc_arm(c, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) + tick);
 }
 
-/* A QP's address vector, with the GID reference it holds. */
-static void rs_dc_set_av(RSCore *c, RSQp *qp, const RSAv *av)
-{
-    if (qp->has_av) {
-        c->gids[qp->av.gid_index].refs--;
-    }
-    qp->has_av = av != NULL;
-    if (av) {
-        qp->av = *av;
-        c->gids[av->gid_index].refs++;
-    } else {
-        memset(&qp->av, 0, sizeof(qp->av));
-    }
-}
-
 void rs_dc_activity(RSCore *c, RSQp *qp)
 {
     if (qp->type == RS_QPT_DCI || qp->type == RS_QPT_DC_CTX) {
@@ -145,7 +130,7 @@ static void rs_dc_disconnect(RSCore *c, uint32_t qpn, RSQp *qp)
     }
     qp->dc_state = RS_DC_IDLE;
     qp->dest_qpn = 0;
-    rs_dc_set_av(c, qp, NULL);
+    rs_qp_set_av(c, qp, NULL);
 }
 
 /*
@@ -209,13 +194,13 @@ uint8_t rs_dc_req_target(RSCore *c, uint32_t qpn, RSQp *qp,
     qp->dc_dct = dct;
     qp->dc_key = key;
     qp->dc_conn++;
-    rs_dc_set_av(c, qp, &c->ahs[ah].av);
+    rs_qp_set_av(c, qp, &c->ahs[ah].av);
     qp->dc_state = RS_DC_CONNECTING;
     qp->retries = 0;
     rs_dc_activity(c, qp);
     if (!rs_dc_send(c, qpn, qp, RS_OP_DC_CONNECT)) {
         qp->dc_state = RS_DC_IDLE;
-        rs_dc_set_av(c, qp, NULL);
+        rs_qp_set_av(c, qp, NULL);
         return RS_WC_LOC_QP_OP_ERR;
     }
     rs_dc_arm_tick(c);
@@ -227,7 +212,7 @@ static void rs_dc_fail(RSCore *c, uint32_t qpn, RSQp *qp, uint8_t status)
 {
     trace_rdma_session_dc_fail(qpn, qp->dc_dct, status);
     qp->dc_state = RS_DC_IDLE;
-    rs_dc_set_av(c, qp, NULL);
+    rs_qp_set_av(c, qp, NULL);
     rs_sq_complete(c, qpn, status, 0);
     qp->sq_ci = qp->sq_comp;
     qp->req_pkt = 0;
@@ -245,7 +230,7 @@ static void rs_dc_ctx_free(RSCore *c, uint32_t qpn, const char *why)
         rs_srq_flush_claimed(c, qpn);
     }
     rs_odp_qp_clear(c, qp);
-    rs_dc_set_av(c, qp, NULL);
+    rs_qp_set_av(c, qp, NULL);
     for (i = 0; i < c->p.dc_contexts; i++) {
         if (c->dc_ctx[i] == qpn) {
             c->dc_ctx[i] = 0;
@@ -411,7 +396,7 @@ static void rs_dc_connect_in(RSCore *c, int gid, const RSPkt *pkt)
     };
     memcpy(av.dgid, pkt->sgid, sizeof(av.dgid));
     memcpy(av.dmac, pkt->smac, sizeof(av.dmac));
-    rs_dc_set_av(c, qp, &av);
+    rs_qp_set_av(c, qp, &av);
     c->dc_ctx[slot] = qpn;
     trace_rdma_session_dc_ctx_new(qpn, dct, pkt->dc_qpn, pkt->dc_conn);
     rs_dc_reply(c, gid, pkt, dct, RS_AETH_ACK, qpn);
@@ -449,7 +434,7 @@ static void rs_dc_reply_in(RSCore *c, int gid, const RSPkt *pkt)
     if (type == RS_AETH_TYPE_RNR) {
         /* Connect again after the target's timer (rnr_retry counts). */
         qp->dc_state = RS_DC_IDLE;
-        rs_dc_set_av(c, qp, NULL);
+        rs_qp_set_av(c, qp, NULL);
         rs_req_rnr_wait(c, qp, pkt->syndrome & ~RS_AETH_TYPE_MASK);
         return;
     }

@@ -288,7 +288,8 @@ static uint8_t rs_check_wq(RSCore *c, uint64_t addr, uint8_t log,
     return rs_dma_check(c, addr, (uint64_t)stride << log, true);
 }
 
-static void rs_qp_set_av(RSCore *c, RSQp *qp, const RSAv *av)
+/* A QP's address vector, with the GID reference it holds. */
+void rs_qp_set_av(RSCore *c, RSQp *qp, const RSAv *av)
 {
     if (qp->has_av) {
         c->gids[qp->av.gid_index].refs--;
