@@ -36,6 +36,13 @@
 #define RS_DC_RESEND        (-1)
 /* A context idle this long may be taken for another DCI's CONNECT. */
 #define RS_DC_RECLAIM_MIN   (100 * SCALE_MS)
+/*
+ * A context no packet reached for this long (or 100 x dc-idle if that is
+ * longer) is freed: its DCI vanished or its DISCONNECT was lost.  Much
+ * longer than a live DCI is silent: while its VM migrates (downtime, a
+ * held switchover) or its work waits for RNR timers.
+ */
+#define RS_DC_EXPIRE_MIN    (60 * NANOSECONDS_PER_SECOND)
 
 static int64_t rs_dc_idle_ns(RSCore *c)
 {
@@ -476,7 +483,7 @@ void rs_dc_input(RSCore *c, int gid, const RSPkt *pkt)
 
 /*
  * CONNECT retries (the local ACK timeout, retry_cnt), idle DCIs
- * (dc-idle), contexts in error or idle for 100 * dc-idle: one walk of
+ * (dc-idle), contexts in error or expired: one walk of
  * the QP table per tick.
  */
 static void rs_dc_tick(void *opaque)
@@ -500,7 +507,8 @@ static void rs_dc_tick(void *opaque)
         if (qp->type == RS_QPT_DC_CTX) {
             if (qp->state == RS_QPS_ERR) {
                 rs_dc_ctx_free(c, qpn, "error");
-            } else if (now - qp->dc_last > 100 * idle) {
+            } else if (now - qp->dc_last > MAX(100 * idle,
+                                               RS_DC_EXPIRE_MIN)) {
                 rs_dc_ctx_free(c, qpn, "idle");
             } else {
                 pending = true;

@@ -913,8 +913,8 @@ static void test_dc_migrate(void *obj, void *data, QGuestAllocator *alloc)
 
 /*
  * dc-contexts=1 and the first DCI's DISCONNECT lost: its context is not
- * kept for ever; the second DCI connects once it expired (100 x dc-idle)
- * or was reclaimed (idle 100 ms).
+ * kept for ever; the second DCI connects once it was reclaimed (idle
+ * 100 ms).
  */
 static void test_dc_lost_disconnect(void *obj, void *data,
                                     QGuestAllocator *alloc)
@@ -963,6 +963,41 @@ static void test_dc_lost_disconnect(void *obj, void *data,
     g_assert_cmpuint(pr->nops[0], >=, 3);
     g_assert_cmphex(pr->syn[1][0], ==, AETH_RNR | 20);
     g_assert_cmphex(pr->syn[1][pr->nops[1] - 2], ==, AETH_ACK);
+    dc_teardown(&e);
+}
+
+/*
+ * A connected DCI silent for far longer than 100 x dc-idle (its VM
+ * stopped for a migration; here drained to SQD, where it does not
+ * disconnect) keeps its context at the target: its next SEND goes on
+ * the same connection, without a CONNECT.
+ */
+static void test_dc_silent(void *obj, void *data, QGuestAllocator *alloc)
+{
+    DcEnv e;
+    Pair *pr = &e.pr;
+    Peer *a;
+    struct rs_qp_attr at;
+    unsigned i;
+
+    dc_setup(&e, obj, data, alloc, 0);
+    a = &pr->p[e.ini];
+    dc_send_ok(&e, 0, 0, 0xc1, 0x100, 0x1000, 100);
+    std_attr(&at, RS_QPS_RTS, RS_QPS_SQD);
+    RS_ASSERT_OK(qrs_modify_qp(a->d, e.dci[0].h, &at, RS_QP_ATTR_STATE));
+    /* 2 s of virtual time, the DC tick running meanwhile. */
+    for (i = 0; i < 20; i++) {
+        qtest_clock_step(qrs_qts(a->d), 100 * 1000 * 1000);
+        if (qrs_qts(pr->p[e.tgt].d) != qrs_qts(a->d)) {
+            qtest_clock_step(qrs_qts(pr->p[e.tgt].d), 100 * 1000 * 1000);
+        }
+        pair_pump(pr);
+    }
+    std_attr(&at, RS_QPS_SQD, RS_QPS_RTS);
+    RS_ASSERT_OK(qrs_modify_qp(a->d, e.dci[0].h, &at, RS_QP_ATTR_STATE));
+    pair_log_reset(pr);
+    dc_send_ok(&e, 0, 0, 0xc2, 0x200, 0x2000, 100);
+    PAIR_EXPECT_OPS(pr, 0, OP_SEND_ONLY);
     dc_teardown(&e);
 }
 
@@ -1094,6 +1129,7 @@ static void register_dc_tests(void)
     qos_add_test("dc/contexts", "rdma-session", test_dc_contexts, &one_ctx);
     qos_add_test("dc/lost-disconnect", "rdma-session",
                  test_dc_lost_disconnect, &one_ctx);
+    qos_add_test("dc/silent-dci", "rdma-session", test_dc_silent, &idle);
     qos_add_test("dc/hostile", "rdma-session", test_dc_hostile, &pair);
     qos_add_test("dc/bad-wqe", "rdma-session", test_dc_bad_wqe, &pair);
     qos_add_test("dc/ah-reuse", "rdma-session", test_dc_ah_reuse, &pair);
