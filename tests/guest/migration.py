@@ -7,8 +7,17 @@
    tests/guest/rstest/migration.py) while it serves rping -V (RDMA READ
    and WRITE of 4 KiB buffers, every ping verified by rping itself),
    ib_read_bw, ibv_srq_pingpong -c and a UD ib_send_bw to VM 2, and is
-   VM 2's client of ib_send_bw and ibv_rc_pingpong -c; the RDMA stall
-   VM 2 saw at each switch is measured from a capture of its netdev.
+   VM 2's client of ib_send_bw and ibv_rc_pingpong -c; and dynamically
+   connected transport both ways (rsdv_dc_bw -D 30, 4 KiB SENDs whose
+   bytes and order the target checks): VM 2's DCI sends to a DCT on VM 1
+   (the responder contexts migrate) and VM 1's DCI to a DCT on VM 2 (the
+   DCI's connection migrates).  The RDMA stall VM 2 saw at each switch
+   is measured from a capture of its netdev.  Every VM of this part runs
+   with dc-idle=RS_MIGRATION_DC_IDLE (default 30000 us): a target frees a
+   context after 100 x dc-idle without packets and then drops what the
+   DCI sends again, and with the default dc-idle (1 ms: 100 ms) VM 1's
+   downtime, or VM 2 starved of CPU while VM 1 migrates, is long enough
+   for that (the DCI fails with "transport retry counter exceeded").
    Before those, migrations that must fail and leave VM 1 running with its
    traffic (--migrate-drill): to a destination with another max-qps and to
    one with another MAC (refused, the destination names the field), and
@@ -44,6 +53,8 @@ Usage: tests/guest/migration.py [extra QEMU arguments for every VM,
   e.g. -trace 'rdma_session_migration*']
 Environment: RS_BUILD, RS_CACHE (scripts/build-qemu.sh), RS_NO_BUILD=1,
   RS_MIGRATIONS (part 1's migrations, default 3; 0 skips part 1),
+  RS_MIGRATION_DC_IDLE (part 1's dc-idle in us, default 30000; 0 leaves
+  the device's default),
   RS_RPING_COUNT (default 60000), RS_PINGPONG_COUNT (default 30000),
   RS_STALL_MAX_MS (part 1's and 3's bound on the stall, default 3000),
   RS_MIGRATION_HOLD (seconds, default 30; 0 skips part 2),
@@ -114,12 +125,15 @@ def stall_check(s: Suite, r: Run, vm: int, n: int, pre: str,
 
 
 def short_part(s: Suite, n_mig: int, qemu_args) -> None:
-    """1: n_mig short migrations of VM 1 under RC and UD traffic, after
-    the drill.  The perftest runs last 30 s of guest time (they outlast
-    the migrations, which the check asserts); the pingpongs run a fixed
-    count (at least one migration)."""
+    """1: n_mig short migrations of VM 1 under RC, UD and DC traffic,
+    after the drill.  The perftest and rsdv_dc_bw runs last 30 s of guest
+    time (they outlast the migrations, which the check asserts); the
+    pingpongs run a fixed count (at least one migration)."""
     count = env_int("RS_RPING_COUNT", 60000)
     pp = env_int("RS_PINGPONG_COUNT", 30000)
+    dc_idle = env_int("RS_MIGRATION_DC_IDLE", 30000)
+    dc = ["-global", "rdma-session.dc-idle=%d" % dc_idle] if dc_idle else []
+    qemu = (extra(qemu_args) or (["--"] if dc else [])) + dc
     r = s.launch("launch", [
         "-q"] + (["--no-build"] if os.environ.get("RS_NO_BUILD") else []) + [
         "-n", "2", "--timeout", "300", "--migrate", "1@5x%d" % n_mig,
@@ -127,7 +141,7 @@ def short_part(s: Suite, n_mig: int, qemu_args) -> None:
         "--vm-cmd", "1", script([("n_mig", n_mig), ("count", count),
                                  ("pingpong", pp)], "migration-short-vm1.sh"),
         "--vm-cmd", "2", script([("count", count), ("pingpong", pp)],
-                                "migration-short-vm2.sh")] + extra(qemu_args),
+                                "migration-short-vm2.sh")] + qemu,
         vms_dir=os.path.join(s.dir, "vms"))
     for what, field in (("max-qps differs", "max_qps"), ("mac differs", "mac"),
                         ("cancelled", "cancelled")):
@@ -143,10 +157,10 @@ def short_part(s: Suite, n_mig: int, qemu_args) -> None:
     s.expect(r, [
         "1:send-bw-client", "1:rc-pingpong-client", "1:read-bw-server",
         "1:srq-pingpong-server", "1:ud-send-bw-server", "1:rping-server",
-        "1:dmesg-clean", "1:migration-notice",
+        "1:dc-bw-dci", "1:dc-bw-dct", "1:dmesg-clean", "1:migration-notice",
         "2:send-bw-server", "2:rc-pingpong-server", "2:read-bw-client",
         "2:srq-pingpong-client", "2:ud-send-bw-client", "2:rping-client",
-        "2:dmesg-clean"])
+        "2:dc-bw-dci", "2:dc-bw-dct", "2:dmesg-clean"])
     s.launcher_check(r)
 
 
