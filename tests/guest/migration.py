@@ -7,8 +7,14 @@
    tests/guest/rstest/migration.py) while it serves rping -V (RDMA READ
    and WRITE of 4 KiB buffers, every ping verified by rping itself),
    ib_read_bw, ibv_srq_pingpong -c and a UD ib_send_bw to VM 2, and is
-   VM 2's client of ib_send_bw and ibv_rc_pingpong -c; the RDMA stall
-   VM 2 saw at each switch is measured from a capture of its netdev.
+   VM 2's client of ib_send_bw and ibv_rc_pingpong -c; and dynamically
+   connected transport both ways (rsdv_dc_bw -D 30, 4 KiB SENDs whose
+   bytes and order the target checks): VM 2's DCI sends to a DCT on VM 1
+   (the responder contexts migrate) and VM 1's DCI to a DCT on VM 2 (the
+   DCI's connection migrates).  The RDMA stall VM 2 saw at each switch
+   is measured from a capture of its netdev.  The adapters run with the
+   default dc-idle (1 ms): the DCIs idle out between bursts, and a target
+   keeps a context across the migrated DCI's downtime.
    Before those, migrations that must fail and leave VM 1 running with its
    traffic (--migrate-drill): to a destination with another max-qps and to
    one with another MAC (refused, the destination names the field), and
@@ -114,10 +120,10 @@ def stall_check(s: Suite, r: Run, vm: int, n: int, pre: str,
 
 
 def short_part(s: Suite, n_mig: int, qemu_args) -> None:
-    """1: n_mig short migrations of VM 1 under RC and UD traffic, after
-    the drill.  The perftest runs last 30 s of guest time (they outlast
-    the migrations, which the check asserts); the pingpongs run a fixed
-    count (at least one migration)."""
+    """1: n_mig short migrations of VM 1 under RC, UD and DC traffic,
+    after the drill.  The perftest and rsdv_dc_bw runs last 30 s of guest
+    time (they outlast the migrations, which the check asserts); the
+    pingpongs run a fixed count (at least one migration)."""
     count = env_int("RS_RPING_COUNT", 60000)
     pp = env_int("RS_PINGPONG_COUNT", 30000)
     r = s.launch("launch", [
@@ -143,10 +149,10 @@ def short_part(s: Suite, n_mig: int, qemu_args) -> None:
     s.expect(r, [
         "1:send-bw-client", "1:rc-pingpong-client", "1:read-bw-server",
         "1:srq-pingpong-server", "1:ud-send-bw-server", "1:rping-server",
-        "1:dmesg-clean", "1:migration-notice",
+        "1:dc-bw-dci", "1:dc-bw-dct", "1:dmesg-clean", "1:migration-notice",
         "2:send-bw-server", "2:rc-pingpong-server", "2:read-bw-client",
         "2:srq-pingpong-client", "2:ud-send-bw-client", "2:rping-client",
-        "2:dmesg-clean"])
+        "2:dc-bw-dci", "2:dc-bw-dct", "2:dmesg-clean"])
     s.launcher_check(r)
 
 
