@@ -399,6 +399,41 @@ static const Property rs_properties[] = {
                      true),
 };
 
+/* What "-device rdma-session,help" and device-list-properties say. */
+static const struct {
+    const char *name;
+    const char *desc;
+} rs_property_desc[] = {
+    { "max-qps", "QP table slots, DC target contexts included (2-65536)" },
+    { "max-cqs", "completion queue table slots" },
+    { "max-mrs", "memory key table slots (MRs, windows, indirect keys)" },
+    { "max-pds", "protection domain table slots" },
+    { "max-ahs", "address handle table slots" },
+    { "max-sessions", "UDP session table slots" },
+    { "max-session-groups", "session group table slots" },
+    { "max-gids", "GID table entries (network identities)" },
+    { "max-msg-size", "largest message in bytes (1-2^31)" },
+    { "mtu", "largest RoCE path MTU: 256, 512, 1024, 2048 or 4096" },
+    { "num-comp-vectors", "completion vectors (MSI-X vectors 1..n)" },
+    { "db-pages", "4 KiB doorbell pages in BAR 2 (user contexts + 1)" },
+    { "max-mr-pages", "pages all memory keys may translate together" },
+    { "max-srqs", "shared receive queue table slots" },
+    { "max-xrcds", "XRC domain table slots" },
+    { "max-mcast-grps", "UD multicast groups" },
+    { "max-mcast-qp-attach", "UD QPs attached to one multicast group" },
+    { "odp", "on-demand paging (RS_CAP_ODP)" },
+    { "odp-pause", "tell adapter requesters to pause during page faults" },
+    { "odp-pages", "ODP translation entries (power of two, 64-2^20)" },
+    { "odp-fault-timeout", "ms before an unresolved page fault fails" },
+    { "dc-contexts", "DC initiators all DC targets serve at once (0-4096)" },
+    { "dc-idle", "us a DC initiator stays connected without work" },
+    { "x-window", "test: RC packets in flight per QP" },
+    { "x-drop-tx", "test: drop every Nth RoCE frame sent (0: none)" },
+    { "x-ack-backoff", "test: doublings of the local ACK timeout (0-6)" },
+    { "x-rxe-flush-icrc", "test: RDMA FLUSH ICRC as soft-RoCE computes it" },
+    { "x-migration-hold", "RNR NAKs keep peers waiting during migration" },
+};
+
 static void rs_class_init(ObjectClass *klass, void *data)
 {
     DeviceClass *dc = DEVICE_CLASS(klass);
@@ -419,6 +454,10 @@ static void rs_class_init(ObjectClass *klass, void *data)
     dc->vmsd = &vmstate_rdma_session;
     rc->phases.hold = rs_reset_hold;
     device_class_set_props(dc, rs_properties);
+    for (size_t i = 0; i < ARRAY_SIZE(rs_property_desc); i++) {
+        object_class_property_set_description(klass, rs_property_desc[i].name,
+                                              rs_property_desc[i].desc);
+    }
     set_bit(DEVICE_CATEGORY_NETWORK, dc->categories);
 }
 

@@ -6,6 +6,8 @@
  */
 
 #include "qemu/osdep.h"
+#include "qobject/qdict.h"
+#include "qobject/qlist.h"
 #include "rs-test.h"
 
 #define DEF_MAX_CQS             256
@@ -429,6 +431,56 @@ static void test_query(void *obj, void *data, QGuestAllocator *alloc)
                             PAGE - sizeof(a)));
 }
 
+/* The names qom-list-properties gives for @type. */
+static GHashTable *prop_names(QTestState *qts, const char *type)
+{
+    QDict *r = qtest_qmp(qts, "{ 'execute': 'qom-list-properties',"
+                         "  'arguments': { 'typename': %s } }", type);
+    GHashTable *h = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
+                                          NULL);
+    const QListEntry *e;
+
+    QLIST_FOREACH_ENTRY(qdict_get_qlist(r, "return"), e) {
+        QDict *p = qobject_to(QDict, qlist_entry_obj(e));
+
+        g_hash_table_add(h, g_strdup(qdict_get_str(p, "name")));
+    }
+    qobject_unref(r);
+    return h;
+}
+
+/*
+ * Every property the adapter adds to a PCI device says what it is in
+ * device-list-properties (and so in "-device rdma-session,help").
+ */
+static void test_properties(void *obj, void *data, QGuestAllocator *alloc)
+{
+    QRdmaSession *d = obj;
+    g_autoptr(GHashTable) pci = prop_names(qrs_qts(d), "pci-device");
+    QDict *r = qtest_qmp(qrs_qts(d), "{ 'execute': 'device-list-properties',"
+                         "  'arguments': { 'typename': 'rdma-session' } }");
+    const QListEntry *e;
+    unsigned own = 0;
+
+    QLIST_FOREACH_ENTRY(qdict_get_qlist(r, "return"), e) {
+        QDict *p = qobject_to(QDict, qlist_entry_obj(e));
+        const char *name = qdict_get_str(p, "name");
+        const char *desc = qdict_get_try_str(p, "description");
+
+        if (g_hash_table_contains(pci, name)) {
+            continue;
+        }
+        if (!desc || !*desc) {
+            g_test_message("property %s has no description", name);
+        }
+        g_assert_true(desc && *desc);
+        own++;
+    }
+    /* mac, netdev and the adapter's 28 */
+    g_assert_cmpuint(own, ==, 30);
+    qobject_unref(r);
+}
+
 static void test_link(void *obj, void *data, QGuestAllocator *alloc)
 {
     QRdmaSession *d = obj;
@@ -540,6 +592,7 @@ static void register_regs_tests(void)
     qos_add_test("regs/admin-queue", "rdma-session", test_admin_queue, NULL);
     qos_add_test("regs/msix", "rdma-session", test_msix, NULL);
     qos_add_test("regs/query", "rdma-session", test_query, NULL);
+    qos_add_test("regs/properties", "rdma-session", test_properties, NULL);
     qos_add_test("regs/link", "rdma-session", test_link, NULL);
     qos_add_test("regs/doorbells", "rdma-session", test_doorbells, NULL);
 }
