@@ -448,11 +448,15 @@ static void rs_comp_odp(RSCore *c, uint32_t qpn, RSQp *qp, const RSPkt *pkt)
         trace_rdma_session_comp_drop(qpn, pkt->psn, "PAUSE without RNR");
         return;
     }
-    /* Like an RNR NAK it acknowledges the PSNs before its own. */
+    /*
+     * Like an RNR NAK it acknowledges the PSNs before its own.  READ or
+     * atomic responses missing before it are asked for again when the
+     * pause ends (it rewinds to una_psn): retrying them now would send
+     * the paused PSN right after them, into the fault.
+     */
     if (rs_comp_acked(c, qpn, qp, pkt->psn) == RS_COMP_READ_GAP) {
-        rs_comp_retry(c, qpn, qp, "PAUSE past missing READ or atomic "
-                      "responses");
-        return;
+        trace_rdma_session_comp_drop(qpn, qp->una_psn, "PAUSE past missing "
+                                     "READ or atomic responses");
     }
     c->stats.odp_pauses_rcvd++;
     rs_req_pause(c, qp, pkt->psn, pkt->syndrome & ~RS_AETH_TYPE_MASK);

@@ -181,6 +181,56 @@ static void test_odp_remote_read(void *obj, void *data,
 }
 
 /*
+ * A PAUSE that finds READ responses missing before its PSN (the last of
+ * READ 1's three responses lost) still pauses A: nothing goes to the
+ * faulting PSN until the RESUME; then A asks for READ 1 again and both
+ * READs complete with every byte.
+ */
+static void test_odp_pause_read_gap(void *obj, void *data,
+                                    QGuestAllocator *alloc)
+{
+    Pair pr;
+    Peer *a = &pr.p[0], *b = &pr.p[1];
+    uint32_t key, psn = pair_psn[0], psn2 = (pair_psn[0] + 3) & 0xffffff;
+    unsigned i, sent = 0, at;
+    LoopQp q[2];
+
+    pair_setup(&pr, obj, data, alloc);
+    odp_connect(&pr, q, RS_QPT_RC, 7, 0, ODP_MIN_RNR);
+    key = odp_mr(b->d, b->pd, 0, 0);
+
+    pair_log_reset(&pr);
+    pr.drop[1] = 1 << 2;        /* READ 1's last response */
+    pair_post_sge(&pr, 0, &q[0], RS_WR_RDMA_READ, 0xa0, a->buf + 0x1000, 3000,
+                  a->key[0], b->buf + 0x2000, b->key[0]);
+    pair_post_sge(&pr, 0, &q[0], RS_WR_RDMA_READ, 0xa1, a->buf + 0x3000, 100,
+                  a->key[0], ODP_IVA + 0x40, key);
+    expect_fault(&pr, 1, key, ODP_IVA, 1, 1, false);
+    at = wait_op(&pr, 1, OP_ODP_PAUSE);
+    g_assert_cmphex(pr.psn[1][at], ==, psn2);
+    odp_step(&pr, 20 * ODP_MS);
+    pair_pump(&pr);
+    for (i = 0; i < pr.nops[0]; i++) {
+        sent += pr.op[0][i] == OP_READ_REQ && pr.psn[0][i] == psn2;
+    }
+    g_assert_cmpuint(sent, ==, 1);
+    pair_cq_empty(&pr, 0);
+
+    odp_map(b->d, key, 0, ODP_IVA, b->buf + 0x6000, 1, ODP_RO);
+    wait_op(&pr, 1, OP_ODP_RESUME);
+    pair_expect_cqe(&pr, 0, 0xa0, RS_WC_SUCCESS, RS_WR_RDMA_READ, q[0].qpn,
+                    3000);
+    pair_expect_cqe(&pr, 0, 0xa1, RS_WC_SUCCESS, RS_WR_RDMA_READ, q[0].qpn,
+                    100);
+    img_move(a, 0x1000, b, 0x2000, 3000);
+    img_move(a, 0x3000, b, 0x6040, 100);
+    peer_check(a);
+    g_assert_cmphex(pr.psn[0][0], ==, psn);
+    g_assert_cmpuint(qp_state(a->d, q[0].h), ==, RS_QPS_RTS);
+    pair_teardown(&pr);
+}
+
+/*
  * An atomic on a page B has no translation for faults as a write; mapped
  * read-only it faults again as a write; mapped writable it executes once
  * and A gets the value before.  A compare-and-swap on the mapped page then
@@ -982,6 +1032,8 @@ static void register_odp_fault_tests(void)
                  &pair);
     qos_add_test("odp/remote-read", "rdma-session", test_odp_remote_read,
                  &pair);
+    qos_add_test("odp/pause-read-gap", "rdma-session",
+                 test_odp_pause_read_gap, &pair);
     qos_add_test("odp/remote-atomic", "rdma-session", test_odp_remote_atomic,
                  &pair);
     qos_add_test("odp/remote-send", "rdma-session", test_odp_remote_send,
