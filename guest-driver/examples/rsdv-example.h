@@ -30,6 +30,32 @@ struct ex_opts {
 	uint64_t key;
 };
 
+/*
+ * The options both examples take (-p -d -i -g -k): true if @c was one
+ * of them, stored in @o.
+ */
+static inline bool ex_opt(struct ex_opts *o, int c, const char *arg)
+{
+	switch (c) {
+	case 'p':
+		o->tcp_port = atoi(arg);
+		return true;
+	case 'd':
+		o->dev = arg;
+		return true;
+	case 'i':
+		o->ib_port = atoi(arg);
+		return true;
+	case 'g':
+		o->gid_index = atoi(arg);
+		return true;
+	case 'k':
+		o->key = strtoull(arg, NULL, 0);
+		return true;
+	}
+	return false;
+}
+
 /* What a target tells its initiator. */
 struct ex_info {
 	uint32_t dctn;

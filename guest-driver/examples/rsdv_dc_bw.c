@@ -348,19 +348,9 @@ int main(int argc, char **argv)
 	char *e;
 
 	while ((c = getopt_long(argc, argv, "p:d:i:g:s:n:D:k:h", lo, NULL)) != -1) {
+		if (ex_opt(&o, c, optarg))
+			continue;
 		switch (c) {
-		case 'p':
-			o.tcp_port = atoi(optarg);
-			break;
-		case 'd':
-			o.dev = optarg;
-			break;
-		case 'i':
-			o.ib_port = atoi(optarg);
-			break;
-		case 'g':
-			o.gid_index = atoi(optarg);
-			break;
 		case 's':
 			size = strtoul(optarg, NULL, 0);
 			break;
@@ -374,9 +364,6 @@ int main(int argc, char **argv)
 				fprintf(stderr, "-D wants a number of seconds above 0\n");
 				return 2;
 			}
-			break;
-		case 'k':
-			o.key = strtoull(optarg, NULL, 0);
 			break;
 		case 'h':
 			usage(argv[0]);

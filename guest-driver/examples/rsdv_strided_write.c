@@ -220,19 +220,9 @@ int main(int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "p:d:i:g:r:w:e:c:k:h", lo,
 				NULL)) != -1) {
+		if (ex_opt(&o, c, optarg))
+			continue;
 		switch (c) {
-		case 'p':
-			o.tcp_port = atoi(optarg);
-			break;
-		case 'd':
-			o.dev = optarg;
-			break;
-		case 'i':
-			o.ib_port = atoi(optarg);
-			break;
-		case 'g':
-			o.gid_index = atoi(optarg);
-			break;
 		case 'r':
 			g.rows = strtoul(optarg, NULL, 0);
 			break;
@@ -244,9 +234,6 @@ int main(int argc, char **argv)
 			break;
 		case 'c':
 			g.col = strtoul(optarg, NULL, 0);
-			break;
-		case 'k':
-			o.key = strtoull(optarg, NULL, 0);
 			break;
 		case 'h':
 			usage(argv[0]);

@@ -282,15 +282,23 @@ void rs_dc_dci_reset(RSCore *c, uint32_t qpn)
 }
 
 /* Answer a CONNECT (pkt from GID gid) as DCT dct: syndrome and context. */
+/* The address vector back to the sender of @pkt, which arrived on @gid. */
+static RSAv rs_dc_peer_av(int gid, const RSPkt *pkt)
+{
+    RSAv av = { .gid_index = gid, .hop_limit = 64 };
+
+    memcpy(av.dgid, pkt->sgid, sizeof(av.dgid));
+    memcpy(av.dmac, pkt->smac, sizeof(av.dmac));
+    return av;
+}
+
 static void rs_dc_reply(RSCore *c, int gid, const RSPkt *in, uint32_t dct,
                         uint8_t syndrome, uint32_t ctx)
 {
-    RSAv av = { .gid_index = gid, .hop_limit = 64 };
+    RSAv av = rs_dc_peer_av(gid, in);
     RSPkt pkt;
     size_t len;
 
-    memcpy(av.dgid, in->sgid, sizeof(av.dgid));
-    memcpy(av.dmac, in->smac, sizeof(av.dmac));
     memset(&pkt, 0, sizeof(pkt));
     if (!rs_qp_tuple(c, &c->qps[0], dct, &av, &pkt)) {
         trace_rdma_session_dc_drop(in->dqpn, "no path back");
@@ -336,7 +344,7 @@ static void rs_dc_connect_in(RSCore *c, int gid, const RSPkt *pkt)
     uint32_t dct = pkt->dqpn, qpn, i;
     int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
     RSQp *d, *qp;
-    RSAv av = { .gid_index = gid, .hop_limit = 64 };
+    RSAv av = rs_dc_peer_av(gid, pkt);
     int slot;
 
     if (!pkt->dc_qpn || pkt->dc_qpn > RS_PSN_MASK) {
@@ -401,8 +409,6 @@ static void rs_dc_connect_in(RSCore *c, int gid, const RSPkt *pkt)
         .dc_conn = pkt->dc_conn,
         .dc_last = now,
     };
-    memcpy(av.dgid, pkt->sgid, sizeof(av.dgid));
-    memcpy(av.dmac, pkt->smac, sizeof(av.dmac));
     rs_qp_set_av(c, qp, &av);
     c->dc_ctx[slot] = qpn;
     trace_rdma_session_dc_ctx_new(qpn, dct, pkt->dc_qpn, pkt->dc_conn);

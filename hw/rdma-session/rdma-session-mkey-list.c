@@ -170,10 +170,7 @@ uint8_t rs_cmd_reg_mkey_list(RSCore *c, const struct rs_admin_cmd *cmd,
     if (!empty && (list & 7)) {
         return RS_STATUS_BAD_ALIGN;
     }
-    if (n > c->p.max_mr_pages - c->mr_pages_used) {
-        return RS_STATUS_NO_RESOURCES;
-    }
-    idx = RS_ALLOC(c->mrs, c->p.max_mrs, 1);
+    idx = rs_mr_slot(c, n);
     if (!idx) {
         return RS_STATUS_NO_RESOURCES;
     }

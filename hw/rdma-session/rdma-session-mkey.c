@@ -105,6 +105,18 @@ static uint8_t rs_mr_read_pbl(RSCore *c, const struct rs_cmd_reg_mr *r,
 }
 
 /*
+ * A free key slot for a key translating @pages pages of the max-mr-pages
+ * budget; 0 when the budget or the table is exhausted.
+ */
+uint32_t rs_mr_slot(RSCore *c, uint32_t pages)
+{
+    if (pages > c->p.max_mr_pages - c->mr_pages_used) {
+        return 0;
+    }
+    return RS_ALLOC(c->mrs, c->p.max_mrs, 1);
+}
+
+/*
  * Make free MR slot idx the MR m (its pages owned by the slot from now
  * on) with a new tag, and take its references; its key.
  */
@@ -145,10 +157,7 @@ static uint8_t rs_mr_alloc_fast(RSCore *c, uint32_t pd, uint32_t gid,
     if (npages == 0 || npages > RS_MAX_FRMR_PAGES) {
         return RS_STATUS_BAD_SIZE;
     }
-    if (npages > c->p.max_mr_pages - c->mr_pages_used) {
-        return RS_STATUS_NO_RESOURCES;
-    }
-    idx = RS_ALLOC(c->mrs, c->p.max_mrs, 1);
+    idx = rs_mr_slot(c, npages);
     if (!idx) {
         return RS_STATUS_NO_RESOURCES;
     }
@@ -210,10 +219,7 @@ uint8_t rs_cmd_reg_mr(RSCore *c, const struct rs_admin_cmd *cmd,
                   (iova >> r->page_shift) + 1) {
         return RS_STATUS_BAD_SIZE;
     }
-    if (npages > c->p.max_mr_pages - c->mr_pages_used) {
-        return RS_STATUS_NO_RESOURCES;
-    }
-    idx = RS_ALLOC(c->mrs, c->p.max_mrs, 1);
+    idx = rs_mr_slot(c, npages);
     if (!idx) {
         return RS_STATUS_NO_RESOURCES;
     }

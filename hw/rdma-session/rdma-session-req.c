@@ -258,10 +258,7 @@ static bool rs_req_opcode_ok(uint8_t qpt, uint8_t op)
     case RS_WR_RDMA_READ:
     case RS_WR_ATOMIC_CMP_SWP:
     case RS_WR_ATOMIC_FETCH_ADD:
-        if (qpt == RS_QPT_DCI) {
-            return true;
-        }
-        /* fall through */
+        return qpt == RS_QPT_RC || qpt == RS_QPT_XRC_INI || qpt == RS_QPT_DCI;
     case RS_WR_SEND_INV:
         return qpt == RS_QPT_RC || qpt == RS_QPT_XRC_INI;
     case RS_WR_FLUSH:
