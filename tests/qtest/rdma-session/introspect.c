@@ -14,6 +14,7 @@
 #include "qobject/qjson.h"
 #include "rs-test.h"
 #include "rs-peer.h"
+#include "rs-odp.h"
 
 #define IS_MS           1000000LL           /* virtual ns */
 #define IS_WAIT_US      (60 * G_USEC_PER_SEC)
@@ -657,6 +658,85 @@ static void test_introspect_migrate(void *obj, void *data,
     qtest_quit(to);
 }
 
+/* The key @key in VNI 0's table of @d (a new reference: @d's). */
+static QDict *is_key(QDict *d, uint32_t key)
+{
+    return is_entry(is_entry(d, "key-tables", "vni", 0), "keys", "key",
+                    key);
+}
+
+static void is_assert_kind(QDict *k, const char *kind, bool valid,
+                           uint32_t pd, uint32_t pages)
+{
+    g_assert_cmpstr(qdict_get_str(k, "kind"), ==, kind);
+    g_assert_cmpuint(qdict_get_bool(k, "valid"), ==, valid);
+    g_assert_cmpuint(qdict_get_int(k, "pd"), ==, pd);
+    g_assert_cmpuint(qdict_get_int(k, "gid-index"), ==, 0);
+    g_assert_cmpuint(qdict_get_int(k, "pages"), ==, pages);
+}
+
+/*
+ * Every kind of key: a fast-registration MR (not valid until a REG_MR
+ * work request binds it, then its IOVA, length and rights), a type 1
+ * window (unbound), an ODP MR, empty indirect and pattern keys.
+ */
+static void test_introspect_kinds(void *obj, void *data,
+                                  QGuestAllocator *alloc)
+{
+    struct rs_cmd_alloc_mw mc = { .gid_index = 0, .type = RS_MW_TYPE_1 };
+    struct rs_cmd_reg_mkey_list kc = {
+        .nentries = 3, .flags = RS_MKEY_F_EMPTY,
+    };
+    uint32_t fr, bound, mw = 0, odp, ind = 0, pat = 0, pd;
+    uint64_t pbl;
+    QDict *d, *k;
+    Loop l;
+
+    loop_setup_pd(&l, obj, RS_PD_F_PRIVILEGED);
+    pd = HINDEX(l.pd);
+    fr = fr_alloc(&l, l.pd, 4);
+    mc.pd = l.pd;
+    RS_ASSERT_OK(qrs_admin_cmd(l.d, RS_CMD_ALLOC_MW, &mc, sizeof(mc), &mw,
+                               NULL));
+    odp = odp_mr(l.d, l.pd, 0x40000000, 5 * PAGE);
+    kc.pd = l.pd;
+    RS_ASSERT_OK(qrs_admin_cmd(l.d, RS_CMD_REG_INDIRECT_MKEY, &kc,
+                               sizeof(kc), &ind, NULL));
+    RS_ASSERT_OK(qrs_admin_cmd(l.d, RS_CMD_REG_PATTERN_MKEY, &kc,
+                               sizeof(kc), &pat, NULL));
+
+    d = is_device(qrs_qts(l.d), "::ffff:10.0.0.1");
+    g_assert_cmpuint(qlist_size(qdict_get_qlist(
+        is_entry(d, "key-tables", "vni", 0), "keys")), ==, 7);
+    is_assert_kind(is_key(d, fr), "fast-reg", false, pd, 4);
+    is_assert_kind(is_key(d, mw), "mw-type1", false, pd, 0);
+    k = is_key(d, odp);
+    is_assert_kind(k, "odp", true, pd, 0);
+    g_assert_cmphex(qdict_get_int(k, "iova"), ==, 0x40000000);
+    g_assert_cmpuint(qdict_get_int(k, "length"), ==, 5 * PAGE);
+    is_assert_kind(is_key(d, ind), "indirect", false, pd, 3);
+    is_assert_kind(is_key(d, pat), "pattern", false, pd, 3);
+    qobject_unref(d);
+
+    /* REG_MR binds the fast-registration MR: now it resolves. */
+    pbl = qrs_alloc_zeroed(l.d, 16);
+    qtest_writeq(qrs_qts(l.d), pbl, l.dst);
+    qtest_writeq(qrs_qts(l.d), pbl + 8, l.dst + PAGE);
+    bound = (fr & ~RS_MKEY_TAG_MASK) | 0x42;
+    g_assert_cmphex(bound, !=, fr);
+    fr_post_reg(&l, &l.a, 0xe0, bound, FR_IOVA, 2 * PAGE, pbl, 2,
+                STD_ACCESS);
+    fr_expect(&l, 0xe0, RS_WR_REG_MR, RS_WC_SUCCESS);
+    d = is_device(qrs_qts(l.d), "::ffff:10.0.0.1");
+    k = is_key(d, bound);
+    is_assert_kind(k, "fast-reg", true, pd, 4);
+    g_assert_cmphex(qdict_get_int(k, "iova"), ==, FR_IOVA);
+    g_assert_cmpuint(qdict_get_int(k, "length"), ==, 2 * PAGE);
+    g_assert_cmphex(qdict_get_int(k, "access"), ==, STD_ACCESS);
+    qobject_unref(d);
+    assert_alive(l.d);
+}
+
 static void register_introspect_tests(void)
 {
     QOSGraphTestOptions drop = { .before = is_drop_before };
@@ -665,6 +745,8 @@ static void register_introspect_tests(void)
     qos_add_test("introspect/query", "rdma-session", test_introspect_query,
                  NULL);
     qos_add_test("introspect/hmp", "rdma-session", test_introspect_hmp,
+                 NULL);
+    qos_add_test("introspect/kinds", "rdma-session", test_introspect_kinds,
                  NULL);
     qos_add_test("introspect/rnr", "rdma-session", test_introspect_rnr,
                  NULL);
