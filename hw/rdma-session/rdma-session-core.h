@@ -573,6 +573,11 @@ struct RSCore {
     uint64_t lan_rx_missed;
 };
 
+#define TYPE_RDMA_SESSION "rdma-session"
+
+/* rdma-session-pci.c: the core of an rdma-session device, or NULL. */
+RSCore *rs_core_of(Object *obj);
+
 /* rdma-session-core.c */
 bool rs_core_realize(RSCore *c, Error **errp);
 void rs_core_unrealize(RSCore *c);
