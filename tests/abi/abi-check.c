@@ -127,7 +127,15 @@ int main(void)
         F(rs_cmd_query, handle, 12));
     CHECK_STRUCT(rs_cmd_create_pd, 8,
         F(rs_cmd_create_pd, flags, 0),
-        F(rs_cmd_create_pd, rsvd, 4));
+        F(rs_cmd_create_pd, netid, 4));
+    CHECK_STRUCT(rs_netid_attr, 32,
+        F(rs_netid_attr, vni, 0),
+        F(rs_netid_attr, flags, 4),
+        F(rs_netid_attr, prefix_len, 5),
+        F(rs_netid_attr, ngids, 6),
+        F(rs_netid_attr, prefix, 8),
+        F(rs_netid_attr, nkeys, 24),
+        F(rs_netid_attr, npds, 28));
     CHECK_STRUCT(rs_cmd_destroy, 8,
         F(rs_cmd_destroy, handle, 0),
         F(rs_cmd_destroy, rsvd, 4));
@@ -512,7 +520,7 @@ int main(void)
     CHECK_VALUE(RS_DB_CQ_ARM, 0x18);
     CHECK_VALUE(RS_DB_SRQ, 0x20);
     CHECK_VALUE(RS_ABI_VERSION_MAJOR, 1);
-    CHECK_VALUE(RS_ABI_VERSION_MINOR, 5);
+    CHECK_VALUE(RS_ABI_VERSION_MINOR, 6);
     CHECK_VALUE(RS_CMD_CREATE_SRQ, 0x20);
     CHECK_VALUE(RS_CMD_MODIFY_SRQ, 0x21);
     CHECK_VALUE(RS_CMD_DESTROY_SRQ, 0x22);
@@ -521,7 +529,7 @@ int main(void)
     CHECK_VALUE(RS_CAP_MW, 0x1000);
     CHECK_VALUE(RS_CMD_ALLOC_MW, 0x28);
     CHECK_VALUE(RS_CMD_DEALLOC_MW, 0x29);
-    CHECK_VALUE(RS_CMD_MAX, 0x30);
+    CHECK_VALUE(RS_CMD_MAX, 0x35);
     CHECK_VALUE(RS_WR_BIND_MW, 0x0a);
     CHECK_VALUE(RS_WC_MW_BIND_ERR, 6);
     CHECK_VALUE(RS_MW_TYPE_1, 1);
@@ -564,6 +572,10 @@ int main(void)
     CHECK_VALUE(RS_CMD_REG_INDIRECT_MKEY, 0x25);
     CHECK_VALUE(RS_CMD_REG_PATTERN_MKEY, 0x26);
     CHECK_VALUE(RS_EV_DCT_KEY_VIOLATION, 0x12);
+    CHECK_VALUE(RS_CAP_HOST_NETID, 0x40000);
+    CHECK_VALUE(RS_CMD_QUERY_NETID, 0x30);
+    CHECK_VALUE(RS_EV_NETID_CHANGED, 0x15);
+    CHECK_VALUE(RS_MAX_NETIDS, 8);
     CHECK_VALUE(RS_MKEY_MAX_ENTRIES, 256);
     CHECK_VALUE(RS_MKEY_MAX_NEST, 2);
     CHECK_VALUE(RS_MKEY_F_EMPTY, 1);
