@@ -264,8 +264,9 @@ static bool rs_netid_parse_subnet(const char *s, uint8_t *prefix,
 }
 
 /*
- * Parse "SUBNET=VNI[,SUBNET=VNI...]" into identities 1.. of t (identity 0
- * untouched); checks each identity, VNIs distinct, subnets disjoint.
+ * Parse "SUBNET=VNI[,SUBNET=VNI...]" (or ';' between) into identities
+ * 1.. of t (identity 0 untouched); checks each identity, VNIs distinct,
+ * subnets disjoint.
  */
 static bool rs_netid_parse(const char *str, RSNetid *t, Error **errp)
 {
@@ -278,7 +279,8 @@ static bool rs_netid_parse(const char *str, RSNetid *t, Error **errp)
         t[n].vni = 0;
         memset(t[n].prefix, 0, 16);
     }
-    items = *str ? g_strsplit(str, ",", -1) : g_new0(char *, 1);
+    /* ';' too: a ',' in a -device value must be written ',,'. */
+    items = *str ? g_strsplit_set(str, ",;", -1) : g_new0(char *, 1);
     for (i = 0; items[i]; i++) {
         const char *eq = strchr(items[i], '=');
         g_autofree char *subnet = NULL;

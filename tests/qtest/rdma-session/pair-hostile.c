@@ -295,7 +295,11 @@ static void prot_run(ProtEnv *e, const ProtRow *r)
         sge.lkey = e->lkey_ro;
         break;
     case LOCAL_OTHER_VNI:
-        sge.lkey = a->key[0];
+        /*
+         * A key of identity 0 whose value identity 1 does not have (A's
+         * key[0] has a twin there: key[1], the same value).
+         */
+        sge.lkey = e->lkey_ro;
         break;
     }
     if (r->op == RS_WR_SEND) {
