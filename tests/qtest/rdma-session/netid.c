@@ -4,8 +4,9 @@
  * puts a GID in; QUERY_NETID and the change event; PDs of an identity;
  * then between two adapters: one key value naming different memory in
  * two identities, keys of one identity refused through the other with
- * nothing touched, windows and indirect keys in an identity, the tables
- * across a live migration, and a corrupt stream refused.
+ * nothing touched, windows, indirect keys and fast-registration MRs in an
+ * identity, the tables across a live migration, and a corrupt stream
+ * refused.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -306,6 +307,7 @@ static void test_config(void *obj, void *data, QGuestAllocator *alloc)
 typedef struct NetEnv {
     Pair pr;
     uint32_t pd0[2], pd1[2];
+    uint32_t b_pd1;             /* B's PD of QPs through GID 1 */
     uint32_t a1;                /* A: its buffer in identity 1 */
     uint64_t buf2;              /* B: the buffer of identity 1 */
     uint8_t *img2;
@@ -352,6 +354,7 @@ static void net_setup(NetEnv *e, void *obj, void *data,
         e->pd0[i] = p->pd;
         e->pd1[i] = new_pd_netid(p->d, 1);
     }
+    e->b_pd1 = e->pd1[1];
     e->a1 = mr_netid(pr->p[0].d, e->pd1[0], 1, pr->p[0].buf, PAIR_BUF,
                      STD_ACCESS, NULL);
     e->buf2 = loop_buf(b->d, PAIR_BUF);
@@ -376,6 +379,9 @@ static void net_rc(NetEnv *e, LoopQp q[2], uint32_t gid)
 
     for (i = 0; i < 2; i++) {
         e->pr.p[i].pd = gid ? e->pd1[i] : e->pd0[i];
+    }
+    if (gid) {
+        e->pr.p[1].pd = e->b_pd1;
     }
     pair_rc(&e->pr, q, gid, STD_ACCESS);
     for (i = 0; i < 2; i++) {
@@ -552,6 +558,75 @@ static void test_window_indirect(void *obj, void *data,
 }
 
 /*
+ * A fast-registration MR of a kernel PD of identity 1: the REG_MR work
+ * request of B's QP in that PD finds it in identity 1's table; it then
+ * serves WRITEs through GID 1, not through GID 0 (where its value names
+ * identity 1's k2, no key there); after LOCAL_INV not at all.
+ */
+static void test_fast_reg(void *obj, void *data, QGuestAllocator *alloc)
+{
+    NetEnv e;
+    Pair *pr = &e.pr;
+    Peer *a = &pr->p[0], *b = &pr->p[1];
+    struct rs_cmd_reg_mr c = {
+        .npages = 4, .page_shift = 12, .flags = RS_MR_F_FAST_REG,
+    };
+    struct rs_send_wqe_reg_mr f = { 0 };
+    struct rs_send_wqe_ctrl w;
+    struct rs_cqe cqe;
+    uint32_t kpd, fk, h;
+    LoopQp q[2];
+
+    net_setup(&e, obj, data, alloc);
+    RS_ASSERT_OK(create_pd_netid(b->d, RS_PD_F_PRIVILEGED, 1, &kpd));
+    c.pd = kpd;
+    c.gid_index = 1;
+    RS_ASSERT_OK(qrs_reg_mr(b->d, &c, &h, &fk));
+    g_assert_cmphex(fk >> RS_MKEY_INDEX_SHIFT, ==, 3);
+    g_assert_cmphex(h >> RS_MKEY_INDEX_SHIFT, ==, 5);
+    e.b_pd1 = kpd;
+    net_rc(&e, q, 1);
+    fk = (fk & ~RS_MKEY_TAG_MASK) | ((fk + 1) & RS_MKEY_TAG_MASK);
+    f.wr_id = 0xf1;
+    f.opcode = RS_WR_REG_MR;
+    f.flags = RS_WQE_F_SIGNALED;
+    f.page_shift = 12;
+    f.key = fk;
+    f.iova = 0x7000000;
+    f.length = 2 * PAGE;
+    f.pbl_addr = make_pbl(b->d, e.buf2 + 2 * PAGE, PAGE, 2);
+    f.npages = 2;
+    f.access = STD_ACCESS;
+    memcpy(&w, &f, sizeof(w));
+    eng_post_send(b->d, &q[1], &w, NULL, 0);
+    pair_poll(pr, 1, &cqe);
+    assert_cqe(&cqe, 0xf1, RS_WC_SUCCESS, RS_WR_REG_MR, q[1].qpn);
+
+    net_write(&e, 1, 0x7000000 + PAGE, fk, 600, true, 0xa0);
+    memcpy(e.img2 + 3 * PAGE, a->img, 600);
+    net_check2(&e);
+    net_write(&e, 0, 0x7000000 + PAGE, fk, 600, false, 0xa1);
+    net_check2(&e);
+
+    /* LOCAL_INV on B's QP of the kernel PD: Free, no access. */
+    net_rc(&e, q, 1);
+    memset(&w, 0, sizeof(w));
+    w.wr_id = 0xf2;
+    w.opcode = RS_WR_LOCAL_INV;
+    w.flags = RS_WQE_F_SIGNALED;
+    w.imm_or_inv = fk;
+    eng_post_send(b->d, &q[1], &w, NULL, 0);
+    pair_poll(pr, 1, &cqe);
+    assert_cqe(&cqe, 0xf2, RS_WC_SUCCESS, RS_WR_LOCAL_INV, q[1].qpn);
+    net_write(&e, 1, 0x7000000 + PAGE, fk, 600, false, 0xa2);
+    net_check2(&e);
+    peer_check(a);
+    peer_check(b);
+    g_free(e.img2);
+    pair_teardown(pr);
+}
+
+/*
  * Both identities' tables across a live migration to a QEMU started
  * without the netids property: the identities (set with qom-set) come
  * with the state, and the same key value still names each identity's
@@ -703,6 +778,7 @@ static void register_netid_tests(void)
     qos_add_test("netid/same-key", "rdma-session", test_same_key, &pair);
     qos_add_test("netid/window-indirect", "rdma-session",
                  test_window_indirect, &pair);
+    qos_add_test("netid/fast-reg", "rdma-session", test_fast_reg, &pair);
     qos_add_test("netid/migrate", "rdma-session", test_migrate, &pair);
     qos_add_test("netid/corrupt-stream", "rdma-session",
                  test_corrupt_stream, NULL);
