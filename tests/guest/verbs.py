@@ -59,6 +59,9 @@ PAIRINGS = {
     "adapter-rxe": ["-n", "2", "--soft-roce-vm", "2"],
     "three": ["-n", "3"],
     "netid": ["-n", "2"],
+    # The same, VM 1 migrated while the programs wait (connected) with
+    # their keys of both identities registered.
+    "netid-migrate": ["-n", "2", "--migrate", "1@15"],
 }
 
 TWO = ("adapter-adapter", "adapter-rxe")
@@ -96,6 +99,8 @@ PAIRING_QEMU = {
     # stays in identity 0 (VNI 100), 10.78.0.0/24 is identity 1 (VNI 200).
     "netid": ["--", "-global", "rdma-session.vni=100",
               "-global", "rdma-session.netids=10.78.0.0/24=200"],
+    "netid-migrate": ["--", "-global", "rdma-session.vni=100",
+                      "-global", "rdma-session.netids=10.78.0.0/24=200"],
 }
 
 # rsv-verbs' checks on both sides (local to each VM) and on VM 1 alone.
@@ -189,7 +194,7 @@ FEATURES: List[Tuple[str, Tuple[str, ...], Dict[int, List[str]]]] = [
     ("dc", ("three",), {1: DC_VM1, 2: DC_VM2, 3: DC_VM3}),
     # rsv-netid: VM 2 writes into VM 1 through each identity with each
     # identity's key; the other identity's key is refused through each.
-    ("netid", ("netid",), {
+    ("netid", ("netid", "netid-migrate"), {
         1: ["memory-id0", "memory-id1", "driver-learns"],
         2: ["write-id0", "write-id1", "cross-id1-key-via-id0",
             "cross-id0-key-via-id1", "driver-learns"]}),
@@ -611,7 +616,8 @@ def main(argv: List[str]) -> int:
             *["verbs-%s.sh" % f[0] for f in feats], "verbs-end.sh"))
         pcap = os.path.join(s.dir, pairing + ".pcap")
         cap = ["--pcap", "1", pcap] if any(f[0] in ("flush", "dc", "netid")
-                                           for f in feats) else []
+                                           for f in feats) and \
+            "migrate" not in pairing else []
         r = s.launch(pairing, ["-q", "--no-build", "--timeout", "600"] +
                      args + cap + ["--cmd", script] +
                      PAIRING_QEMU.get(pairing, []),

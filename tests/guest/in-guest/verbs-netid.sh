@@ -5,7 +5,12 @@
 # the new GID from the device, and rsv-netid runs one context in each
 # identity (RSESSION_NETID for the second).
 ip addr add "10.78.0.$RS_VM_INDEX/24" dev "$RS_IFACE"
-vb_pair netid rsv-netid -- "10.78.0.$RS_VM_INDEX"
+# netid-migrate: VM 1 is migrated while both sides wait, connected.
+if [ "$VB_PAIRING" = netid-migrate ]; then
+    vb_pair netid rsv-netid -- "10.78.0.$RS_VM_INDEX" 40
+else
+    vb_pair netid rsv-netid -- "10.78.0.$RS_VM_INDEX"
+fi
 l=$(dmesg | grep -E "\(::ffff:10\.7[78]\.0\.$RS_VM_INDEX\) in network identity" | tr '\n' ';')
 case "$l" in
 *"10.77.0.$RS_VM_INDEX) in network identity 0, VNI 100"*"10.78.0.$RS_VM_INDEX) in network identity 1, VNI 200"*)

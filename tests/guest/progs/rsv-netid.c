@@ -12,6 +12,9 @@
  * the server checks its two buffers byte by byte: each holds exactly
  * what its own identity wrote.
  *
+ * With a second argument (seconds), both sides wait that long once they
+ * are connected, before the writes: the suite migrates VM 1 meanwhile.
+ *
  * Checks: write-id0, write-id1, cross-id1-key-via-id0,
  * cross-id0-key-via-id1 (client); memory-id0, memory-id1 (server).
  *
@@ -144,7 +147,8 @@ int main(int argc, char **argv)
 
 	rsv_parse(&o, argc, argv);
 	if (o.argc < 1)
-		rsv_die("usage: rsv-netid [options] -- SECOND_IPV4_ADDRESS");
+		rsv_die("usage: rsv-netid [options] -- SECOND_IPV4_ADDRESS "
+			"[SECONDS]");
 	tmo = o.timeout * 1000;
 	unsetenv("RSESSION_NETID");
 	side_init(&s[0], &o);
@@ -171,6 +175,13 @@ int main(int argc, char **argv)
 	}
 	if (!rsv_sync(fd))
 		rsv_die("the other side is gone");
+	if (o.argc > 1) {
+		printf("rsv-netid: connected; waiting %s s\n", o.argv[1]);
+		fflush(stdout);
+		sleep(atoi(o.argv[1]));
+		if (!rsv_sync(fd))
+			rsv_die("the other side is gone");
+	}
 
 	/* The client (-c) writes, the server checks its memory. */
 	if (o.server) {
