@@ -86,6 +86,7 @@ struct rs_ibdev {
 	struct dma_pool *odp_pool;	/* ODP_RESOLVE page lists */
 	/* Indirect/pattern keys: the self-test at the first GID. */
 	struct work_struct mkey_test;
+	struct work_struct netid_work;	/* the host changed identities */
 	unsigned long mkey_tested;	/* bit 0: queued once */
 };
 

@@ -581,6 +581,69 @@ static int rs_ib_del_gid(const struct ib_gid_attr *attr, void **context)
 	return err == -EINVAL ? 0 : err;
 }
 
+/* Whether the first @len bits of @a and @b are equal. */
+static bool rs_prefix_eq(const u8 *a, const u8 *b, unsigned int len)
+{
+	unsigned int bytes = len / 8, bits = len % 8;
+
+	if (memcmp(a, b, bytes))
+		return false;
+	return !bits || !((a[bytes] ^ b[bytes]) & (0xff00 >> bits));
+}
+
+/*
+ * RS_EV_NETID_CHANGED: the host changed the network identities.  Put each
+ * GID in the identity whose subnet now holds it, by the device's rule
+ * (the first of identities 1-7 whose subnet contains the address, else
+ * 0), from every identity's QUERY_NETID.
+ */
+static void rs_netid_refresh(struct work_struct *w)
+{
+	struct rs_ibdev *dev = container_of(w, struct rs_ibdev, netid_work);
+	struct rs_netid_attr *a, id[RS_MAX_NETIDS] = {};
+	struct rs_admin_cmd cmd;
+	union ib_gid *gids;
+	dma_addr_t dma;
+	unsigned long i;
+	u8 n, netid;
+
+	a = dma_alloc_coherent(rs_dma_dev(dev), sizeof(*a), &dma, GFP_KERNEL);
+	gids = kcalloc(dev->max_gids, sizeof(*gids), GFP_KERNEL);
+	if (!a || !gids)
+		goto out;
+	for (n = 1; n < RS_MAX_NETIDS; n++) {
+		memset(&cmd, 0, sizeof(cmd));
+		cmd.hdr.opcode = RS_CMD_QUERY_NETID;
+		cmd.query.resp_addr = dma;
+		cmd.query.resp_len = sizeof(*a);
+		cmd.query.handle = n;
+		if (!rs_ib_cmd_exec(dev, &cmd, NULL))
+			id[n] = *a;
+	}
+	/* The core's GID cache, outside gid_lock (add_gid takes it inside). */
+	for (i = 0; i < dev->max_gids; i++)
+		if (rdma_query_gid(&dev->ibdev, RS_PORT_NUM, i, &gids[i]))
+			memset(&gids[i], 0, sizeof(gids[i]));
+	mutex_lock(&dev->gid_lock);
+	for_each_set_bit(i, dev->gid_map, dev->max_gids) {
+		for (netid = 0, n = 1; n < RS_MAX_NETIDS && !netid; n++)
+			if ((id[n].flags & RS_NETID_F_VALID) &&
+			    rs_prefix_eq(gids[i].raw, id[n].prefix,
+					 min_t(u8, id[n].prefix_len, 128)))
+				netid = n;
+		if (netid == dev->gid_netid[i])
+			continue;
+		dev->gid_netid[i] = netid;
+		ibdev_info(&dev->ibdev, "GID %lu (%pI6c) now in network identity %u, VNI %u\n",
+			   i, gids[i].raw, netid, netid ? id[netid].vni : 0);
+	}
+	mutex_unlock(&dev->gid_lock);
+out:
+	kfree(gids);
+	if (a)
+		dma_free_coherent(rs_dma_dev(dev), sizeof(*a), a, dma);
+}
+
 /*
  * The GID a key of @ibpd names in REG_MR & co.: the lowest RoCEv2 GID of
  * the PD's network identity, else the lowest.  The device keeps the key
@@ -2992,6 +3055,7 @@ int rs_ib_register(struct rs_dev *rdev)
 	mutex_init(&dev->sess_lock);
 	INIT_LIST_HEAD(&dev->sessions);
 	INIT_WORK(&dev->mkey_test, rs_mkey_selftest);
+	INIT_WORK(&dev->netid_work, rs_netid_refresh);
 
 	err = -ENOMEM;
 	dev->uar_map = bitmap_zalloc(max(dev->db_pages, 1u), GFP_KERNEL);
@@ -3078,6 +3142,7 @@ void rs_ib_unregister(struct rs_dev *rdev)
 	rdev->ib = NULL;
 	spin_unlock_irqrestore(&rdev->admin.aeq_lock, flags);
 	cancel_work_sync(&dev->mkey_test);
+	cancel_work_sync(&dev->netid_work);
 	/* Destroys every object, user contexts included (disassociate). */
 	ib_unregister_device(&dev->ibdev);
 	rs_comp_irqs_free(dev);
@@ -3201,12 +3266,13 @@ void rs_ib_event(struct rs_dev *rdev, const struct rs_event *ev)
 	case RS_EV_NETID_CHANGED:
 		/*
 		 * The host changed an identity: its keys stay; a GID whose
-		 * subnet moved is in its new identity from now on (the driver
-		 * learns which when the GID is added again).
+		 * subnet moved is in its new identity from now on, which
+		 * rs_netid_refresh() learns.
 		 */
 		pr_info_ratelimited("%s: network identity %u changed by the host: VNI %llu\n",
 				    dev_name(&dev->ibdev.dev), ev->handle,
 				    ev->data);
+		queue_work(dev->wq, &dev->netid_work);
 		break;
 	default:
 		break;

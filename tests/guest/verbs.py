@@ -51,8 +51,8 @@ from typing import Dict, List, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # pylint: disable=wrong-import-position
-from rstest import checks  # noqa: E402
-from rstest.suite import Suite, guest_files, need_tshark  # noqa: E402
+from rstest import checks, console  # noqa: E402
+from rstest.suite import Suite, guest_files, need_tshark, qmp  # noqa: E402
 
 PAIRINGS = {
     "adapter-adapter": ["-n", "2"],
@@ -597,6 +597,47 @@ def netid_capture(s: Suite, pairing: str, pcap: str) -> None:
     s.report(ok, name, "NAKs (src, dst, QPN, PSN, syndrome): %s" % naks)
 
 
+def netid_change(s: Suite) -> None:
+    """The host changes the network identities of a running VM: once the
+    VM says "NETID change-now" on its console, qom-set on its QMP socket
+    gives identity 1 (10.78.0.0/24) VNI 201 and adds identity 2
+    (10.79.0.0/24, VNI 300) over an address the VM has; the guest checks
+    that its driver heard of both changes and moved that address's GID
+    into identity 2 (tests/guest/in-guest/netid-change.sh)."""
+    run = os.path.join(s.dir, "vms-netid-change")
+    want = "10.78.0.0/24=201,10.79.0.0/24=300"
+    with s.start("netid-change", ["-q", "-n", "1", "--timeout", "300",
+                                  "--cmd", guest_files("lib.sh",
+                                                       "netid-change.sh")] +
+                 PAIRING_QEMU["netid"], vms_dir=run) as bg:
+        serial = os.path.join(run, "vm1", "serial.log")
+        sock = os.path.join(run, "vm1", "qmp.sock")
+        if bg.wait_for(200, lambda: any(
+                ln.startswith("NETID change-now")
+                for ln in console.lines(serial))):
+            ok, r = qmp(sock, [("qom-list",
+                                {"path": "/machine/peripheral-anon"})])
+            dev = [c["name"] for c in (r[0] if ok else [])
+                   if c.get("type") == "child<rdma-session>"]
+            path = "/machine/peripheral-anon/%s" % (dev[0] if dev else "")
+            ok2, r2 = qmp(sock, [
+                ("qom-set", {"path": path, "property": "netids",
+                             "value": want.replace(",", ";")}),
+                ("qom-get", {"path": path, "property": "netids"})])
+            s.report(ok and ok2 and r2[-1] == want,
+                     "netid-change/host-qom-set",
+                     "%s netids: %s" % (path, r2))
+        else:
+            s.report(False, "netid-change/host-qom-set",
+                     "the VM never said NETID change-now")
+            bg.stop()
+        r = bg.wait()
+    s.expect(r, [(1, "netid-change/event"),
+                 (1, "netid-change/driver-relearns"),
+                 (1, "netid-change/dmesg-clean")])
+    s.launcher_check(r, "netid-change")
+
+
 def main(argv: List[str]) -> int:
     names = sorted(set(f[0] for f in FEATURES))
     for a in argv:
@@ -642,6 +683,8 @@ def main(argv: List[str]) -> int:
         with open(os.path.join(s.dir, "checks"), "a") as f:
             f.writelines(ln + "\n" for ln in r.lines
                          if checks.LINE_RE.match(ln))
+    if not argv or "netid" in argv:
+        netid_change(s)
     return s.end()
 
 
