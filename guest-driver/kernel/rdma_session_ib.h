@@ -84,6 +84,7 @@ struct rs_ibdev {
 	struct xarray srqs;		/* SRQ index -> rs_srq */
 	struct mutex gid_lock;
 	unsigned long *gid_map;		/* RoCEv2 GIDs present in the device */
+	u8 *gid_netid;			/* each GID's identity (ADD_GID) */
 	u32 max_gids;
 	struct mutex sess_lock;
 	struct list_head sessions;	/* rs_session, by 5-tuple */
@@ -98,6 +99,7 @@ struct rs_ibdev {
 	struct dma_pool *odp_pool;	/* ODP_RESOLVE page lists */
 	/* Indirect/pattern keys: the self-test at the first GID. */
 	struct work_struct mkey_test;
+	struct work_struct netid_work;	/* the host changed identities */
 	unsigned long mkey_tested;	/* bit 0: queued once */
 };
 
@@ -124,6 +126,7 @@ struct rs_ucontext {
 struct rs_pd {
 	struct ib_pd ibpd;
 	u32 handle;
+	u8 netid;			/* its network identity (key table) */
 };
 
 /* An XRC domain (RS_CAP_XRC): its XRC SRQs and target QPs name it. */
@@ -319,11 +322,17 @@ struct rs_mr {
 	/* For rdma resource show mr (rdma_session_restrack.c). */
 	const char *kind;		/* user, odp, fast_reg, indirect, ... */
 	u32 netid;			/* the GID it was registered through */
+	/*
+	 * The device's admin handle of the key (DEREG_MR, ODP commands and
+	 * events): the key itself in identity 0, slot-based in another.
+	 */
+	u32 handle;
 };
 
 /* A memory window: its device key is ibmw.rkey as allocated. */
 struct rs_mw {
 	struct ib_mw ibmw;
+	u32 handle;			/* DEALLOC_MW's (see rs_mr.handle) */
 };
 
 static inline struct rs_ibdev *to_rsdev(struct ib_device *ibdev)

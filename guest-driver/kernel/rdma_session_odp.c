@@ -167,7 +167,7 @@ static int rs_odp_cmd_resolve(struct rs_mr *mr, u64 va, u32 npages,
 
 	lockdep_assert_held(&mr->odp->lock);
 	cmd.hdr.opcode = RS_CMD_ODP_RESOLVE;
-	cmd.odp_resolve.key = mr->ibmr.lkey;
+	cmd.odp_resolve.key = mr->handle;
 	cmd.odp_resolve.seq = mr->odp->seq;
 	cmd.odp_resolve.va = va;
 	cmd.odp_resolve.pbl_addr = pbl;
@@ -190,7 +190,7 @@ static int rs_odp_cmd_invalidate(struct rs_mr *mr, u64 va, u64 len)
 
 	lockdep_assert_held(&mr->odp->lock);
 	cmd.hdr.opcode = RS_CMD_ODP_INVALIDATE;
-	cmd.odp_invalidate.key = mr->ibmr.lkey;
+	cmd.odp_invalidate.key = mr->handle;
 	cmd.odp_invalidate.va = va;
 	cmd.odp_invalidate.length = len;
 	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
@@ -473,7 +473,7 @@ static void rs_odp_mr_put(struct rs_mr *mr)
 		complete(&mr->odp->idle);
 }
 
-/* The ODP MR of @lkey with a reference, or NULL. */
+/* The ODP MR of admin handle @lkey with a reference, or NULL. */
 static struct rs_mr *rs_odp_mr_get(struct rs_ibdev *dev, u32 lkey)
 {
 	unsigned long flags;
@@ -674,7 +674,9 @@ struct ib_mr *rs_odp_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	if (err)
 		goto err_free;
 
-	mr->ibmr.lkey = cqe.handle;
+	/* The key; the handle names it to the device (ABI 1.6). */
+	mr->handle = cqe.handle;
+	mr->ibmr.lkey = cqe.result1;
 	mr->ibmr.rkey = cqe.result1;
 	mr->ibmr.iova = iova;
 	mr->ibmr.length = length;
@@ -684,10 +686,10 @@ struct ib_mr *rs_odp_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	mr->netid = netid;
 	/* Nothing is mapped before the first fault: no invalidation yet. */
 	om->live = true;
-	err = xa_insert_irq(&dev->odp_mrs, mr->ibmr.lkey, mr, GFP_KERNEL);
+	err = xa_insert_irq(&dev->odp_mrs, mr->handle, mr, GFP_KERNEL);
 	if (err) {
 		ibdev_dbg(&dev->ibdev, "reg_mr: ODP key %#x: %d\n", mr->ibmr.lkey, err);
-		rs_ib_cmd_destroy(dev, RS_CMD_DEREG_MR, mr->ibmr.lkey);
+		rs_ib_cmd_destroy(dev, RS_CMD_DEREG_MR, mr->handle);
 		goto err_free;
 	}
 	atomic64_inc(&dev->cnt[RS_CNT_MR_REGISTERED]);
@@ -704,12 +706,12 @@ int rs_odp_dereg_mr(struct rs_ibdev *dev, struct rs_mr *mr)
 	int err;
 
 	/* No new work finds the MR; wait for the work that holds it. */
-	xa_erase_irq(&dev->odp_mrs, mr->ibmr.lkey);
+	xa_erase_irq(&dev->odp_mrs, mr->handle);
 	rs_odp_mr_put(mr);
 	wait_for_completion(&mr->odp->idle);
 
 	mutex_lock(&mr->odp->lock);
-	err = rs_ib_cmd_destroy(dev, RS_CMD_DEREG_MR, mr->ibmr.lkey);
+	err = rs_ib_cmd_destroy(dev, RS_CMD_DEREG_MR, mr->handle);
 	if (!err)
 		mr->odp->live = false;
 	mutex_unlock(&mr->odp->lock);
@@ -717,7 +719,7 @@ int rs_odp_dereg_mr(struct rs_ibdev *dev, struct rs_mr *mr)
 		/* Still registered (windows bound to it): take faults again. */
 		refcount_set(&mr->odp->users, 1);
 		reinit_completion(&mr->odp->idle);
-		if (xa_insert_irq(&dev->odp_mrs, mr->ibmr.lkey, mr, GFP_KERNEL))
+		if (xa_insert_irq(&dev->odp_mrs, mr->handle, mr, GFP_KERNEL))
 			ibdev_warn(&dev->ibdev,
 				   "ODP MR %#x: its faults can no longer be resolved\n",
 				   mr->ibmr.lkey);

@@ -515,14 +515,24 @@ static void rs_ib_get_dev_fw_str(struct ib_device *ibdev, char *str)
 static int rs_ib_cmd_add_gid(struct rs_ibdev *dev, const struct ib_gid_attr *attr)
 {
 	struct rs_admin_cmd cmd = {};
+	struct rs_admin_cqe cqe;
+	int err;
 
 	cmd.hdr.opcode = RS_CMD_ADD_GID;
 	memcpy(cmd.add_gid.gid, attr->gid.raw, sizeof(cmd.add_gid.gid));
 	cmd.add_gid.index = attr->index;
 	cmd.add_gid.type = ipv6_addr_v4mapped((const struct in6_addr *)attr->gid.raw) ?
 			   RS_GID_ROCE_V2_IPV4 : RS_GID_ROCE_V2_IPV6;
+	/* The host assigns the identity (ABI 1.6); the device ignores it. */
 	cmd.add_gid.vni = 0;
-	return rs_ib_cmd_exec(dev, &cmd, NULL);
+	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
+	if (err || !(dev->rdev->caps & RS_CAP_HOST_NETID))
+		return err;
+	dev->gid_netid[attr->index] = cqe.result1 & 0xff;
+	ibdev_info(&dev->ibdev, "GID %u (%pI6c) in network identity %u, VNI %u\n",
+		   attr->index, attr->gid.raw, cqe.result1 & 0xff,
+		   cqe.result1 >> 8);
+	return 0;
 }
 
 static int rs_ib_add_gid(const struct ib_gid_attr *attr, void **context)
@@ -582,17 +592,90 @@ static int rs_ib_del_gid(const struct ib_gid_attr *attr, void **context)
 	return err == -EINVAL ? 0 : err;
 }
 
-/* The identity MRs are registered in: the lowest RoCEv2 GID index. */
-static int rs_default_netid(struct rs_ibdev *dev, u32 *index)
+/* Whether the first @len bits of @a and @b are equal. */
+static bool rs_prefix_eq(const u8 *a, const u8 *b, unsigned int len)
 {
+	unsigned int bytes = len / 8, bits = len % 8;
+
+	if (memcmp(a, b, bytes))
+		return false;
+	return !bits || !((a[bytes] ^ b[bytes]) & (0xff00 >> bits));
+}
+
+/*
+ * RS_EV_NETID_CHANGED: the host changed the network identities.  Put each
+ * GID in the identity whose subnet now holds it, by the device's rule
+ * (the first of identities 1-7 whose subnet contains the address, else
+ * 0), from every identity's QUERY_NETID.
+ */
+static void rs_netid_refresh(struct work_struct *w)
+{
+	struct rs_ibdev *dev = container_of(w, struct rs_ibdev, netid_work);
+	struct rs_netid_attr *a, id[RS_MAX_NETIDS] = {};
+	struct rs_admin_cmd cmd;
+	union ib_gid *gids;
+	dma_addr_t dma;
 	unsigned long i;
+	u8 n, netid;
+
+	a = dma_alloc_coherent(rs_dma_dev(dev), sizeof(*a), &dma, GFP_KERNEL);
+	gids = kcalloc(dev->max_gids, sizeof(*gids), GFP_KERNEL);
+	if (!a || !gids)
+		goto out;
+	for (n = 1; n < RS_MAX_NETIDS; n++) {
+		memset(&cmd, 0, sizeof(cmd));
+		cmd.hdr.opcode = RS_CMD_QUERY_NETID;
+		cmd.query.resp_addr = dma;
+		cmd.query.resp_len = sizeof(*a);
+		cmd.query.handle = n;
+		if (!rs_ib_cmd_exec(dev, &cmd, NULL))
+			id[n] = *a;
+	}
+	/* The core's GID cache, outside gid_lock (add_gid takes it inside). */
+	for (i = 0; i < dev->max_gids; i++)
+		if (rdma_query_gid(&dev->ibdev, RS_PORT_NUM, i, &gids[i]))
+			memset(&gids[i], 0, sizeof(gids[i]));
+	mutex_lock(&dev->gid_lock);
+	for_each_set_bit(i, dev->gid_map, dev->max_gids) {
+		for (netid = 0, n = 1; n < RS_MAX_NETIDS && !netid; n++)
+			if ((id[n].flags & RS_NETID_F_VALID) &&
+			    rs_prefix_eq(gids[i].raw, id[n].prefix,
+					 min_t(u8, id[n].prefix_len, 128)))
+				netid = n;
+		if (netid == dev->gid_netid[i])
+			continue;
+		dev->gid_netid[i] = netid;
+		ibdev_info(&dev->ibdev, "GID %lu (%pI6c) now in network identity %u, VNI %u\n",
+			   i, gids[i].raw, netid, netid ? id[netid].vni : 0);
+	}
+	mutex_unlock(&dev->gid_lock);
+out:
+	kfree(gids);
+	if (a)
+		dma_free_coherent(rs_dma_dev(dev), sizeof(*a), a, dma);
+}
+
+/*
+ * The GID a key of @ibpd names in REG_MR & co.: the lowest RoCEv2 GID of
+ * the PD's network identity, else the lowest.  The device keeps the key
+ * in the PD's identity's table either way (ABI 1.6); the GID only holds
+ * a reference.
+ */
+static int rs_default_netid(struct rs_ibdev *dev, struct ib_pd *ibpd,
+			    u32 *index)
+{
+	u8 netid = ibpd ? to_rspd(ibpd)->netid : 0;
+	unsigned long i, first;
 
 	mutex_lock(&dev->gid_lock);
-	i = find_first_bit(dev->gid_map, dev->max_gids);
+	first = find_first_bit(dev->gid_map, dev->max_gids);
+	for_each_set_bit(i, dev->gid_map, dev->max_gids)
+		if (dev->gid_netid[i] == netid)
+			break;
 	mutex_unlock(&dev->gid_lock);
-	if (i >= dev->max_gids)
+	if (first >= dev->max_gids)
 		return -EAGAIN;
-	*index = i;
+	*index = i < dev->max_gids ? i : first;
 	return 0;
 }
 
@@ -671,20 +754,45 @@ static int rs_ib_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 	struct rs_ibdev *dev = to_rsdev(ibpd->device);
 	struct rs_pd *pd = to_rspd(ibpd);
 	struct rs_uverbs_alloc_pd_resp resp = {};
+	struct rs_uverbs_alloc_pd ucmd;
 	struct rs_admin_cmd cmd = {};
 	struct rs_admin_cqe cqe;
 	int err;
 
+	/* A user PD may ask for the identity of one of the GIDs. */
+	err = rs_udata_in(udata, &ucmd, sizeof(ucmd));
+	if (err)
+		return err;
+	if (ucmd.flags & ~RS_UVERBS_PD_F_GID)
+		return -EINVAL;
 	cmd.hdr.opcode = RS_CMD_CREATE_PD;
 	if (!udata)
 		cmd.create_pd.flags = RS_PD_F_PRIVILEGED;
+	if (ucmd.flags & RS_UVERBS_PD_F_GID) {
+		mutex_lock(&dev->gid_lock);
+		if (ucmd.gid_index < dev->max_gids &&
+		    test_bit(ucmd.gid_index, dev->gid_map))
+			pd->netid = dev->gid_netid[ucmd.gid_index];
+		else
+			err = -EINVAL;
+		mutex_unlock(&dev->gid_lock);
+		if (err)
+			return err;
+		if (pd->netid && !(dev->rdev->caps & RS_CAP_HOST_NETID))
+			return -EOPNOTSUPP;
+	}
+	cmd.create_pd.netid = pd->netid;
 	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
 	if (err)
 		return err;
 	pd->handle = cqe.handle;
+	if (pd->netid)
+		ibdev_dbg(&dev->ibdev, "PD %#x in network identity %u\n",
+			  pd->handle, pd->netid);
 
 	if (udata) {
 		resp.pdn = pd->handle;
+		resp.netid = pd->netid;
 		err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
 		if (err) {
 			rs_ib_cmd_destroy(dev, RS_CMD_DESTROY_PD, pd->handle);
@@ -2281,7 +2389,7 @@ static struct ib_mr *rs_mkey_reg(struct ib_pd *ibpd, bool pattern,
 	u32 netid;
 	int err;
 
-	err = rs_default_netid(dev, &netid);
+	err = rs_default_netid(dev, ibpd, &netid);
 	if (err)
 		return ERR_PTR(err);
 	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
@@ -2302,8 +2410,9 @@ static struct ib_mr *rs_mkey_reg(struct ib_pd *ibpd, bool pattern,
 		return ERR_PTR(err);
 	}
 	/* A key of the MR table: DEREG_MR frees it (rs_ib_dereg_mr). */
-	mr->ibmr.lkey = cqe.handle;
-	mr->ibmr.rkey = cqe.handle;
+	mr->handle = cqe.handle;
+	mr->ibmr.lkey = cqe.result1;
+	mr->ibmr.rkey = cqe.result1;
 	mr->access = access;
 	mr->kind = pattern ? "pattern" : "indirect";
 	mr->netid = netid;
@@ -2416,7 +2525,7 @@ static void rs_mkey_selftest(struct work_struct *w)
 	}
 	pbl = dma_alloc_coherent(rs_dma_dev(dev), 3 * sizeof(u64), &pbl_dma,
 				 GFP_KERNEL);
-	if (!pbl || rs_default_netid(dev, &netid)) {
+	if (!pbl || rs_default_netid(dev, pd, &netid)) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -2529,7 +2638,7 @@ static struct ib_mr *rs_ib_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length
 			  length, dev->rdev->attr.max_mr_size);
 		return ERR_PTR(-EINVAL);
 	}
-	err = rs_default_netid(dev, &netid);
+	err = rs_default_netid(dev, ibpd, &netid);
 	if (err) {
 		ibdev_dbg(&dev->ibdev, "reg_mr: no network identity (GID) yet\n");
 		return ERR_PTR(err);
@@ -2576,7 +2685,8 @@ static struct ib_mr *rs_ib_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length
 	if (err)
 		goto err_umem;
 
-	mr->ibmr.lkey = cqe.handle;
+	mr->handle = cqe.handle;
+	mr->ibmr.lkey = cqe.result1;
 	mr->ibmr.rkey = cqe.result1;
 	mr->ibmr.iova = iova;
 	mr->ibmr.length = length;
@@ -2649,7 +2759,7 @@ static int rs_ib_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 		return 0;
 	}
 	if (!mr->dma) {
-		err = rs_ib_cmd_destroy(dev, RS_CMD_DEREG_MR, ibmr->lkey);
+		err = rs_ib_cmd_destroy(dev, RS_CMD_DEREG_MR, mr->handle);
 		if (err)
 			return err;
 	}
@@ -2697,7 +2807,7 @@ static struct ib_mr *rs_ib_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
 			  max_num_sg, RS_MAX_FRMR_PAGES);
 		return ERR_PTR(-EINVAL);
 	}
-	err = rs_default_netid(dev, &netid);
+	err = rs_default_netid(dev, ibpd, &netid);
 	if (err)
 		return ERR_PTR(err);
 
@@ -2721,7 +2831,8 @@ static struct ib_mr *rs_ib_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
 	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
 	if (err)
 		goto err_pages;
-	mr->ibmr.lkey = cqe.handle;
+	mr->handle = cqe.handle;
+	mr->ibmr.lkey = cqe.result1;
 	mr->kind = "fast_reg";
 	mr->netid = netid;
 	mr->ibmr.rkey = cqe.result1;
@@ -2750,7 +2861,7 @@ static int rs_ib_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
 
 	if (!(dev->rdev->caps & RS_CAP_MW))
 		return -EOPNOTSUPP;
-	err = rs_default_netid(dev, &netid);
+	err = rs_default_netid(dev, ibmw->pd, &netid);
 	if (err)
 		return err;
 	cmd.hdr.opcode = RS_CMD_ALLOC_MW;
@@ -2761,14 +2872,15 @@ static int rs_ib_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
 	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
 	if (err)
 		return err;
-	ibmw->rkey = cqe.handle;
+	ibmw->rkey = cqe.result1;
+	container_of(ibmw, struct rs_mw, ibmw)->handle = cqe.handle;
 	return 0;
 }
 
 static int rs_ib_dealloc_mw(struct ib_mw *ibmw)
 {
 	return rs_ib_cmd_destroy(to_rsdev(ibmw->device), RS_CMD_DEALLOC_MW,
-				 ibmw->rkey);
+				 container_of(ibmw, struct rs_mw, ibmw)->handle);
 }
 
 static int rs_set_page(struct ib_mr *ibmr, u64 addr)
@@ -2990,12 +3102,14 @@ int rs_ib_register(struct rs_dev *rdev)
 	mutex_init(&dev->sess_lock);
 	INIT_LIST_HEAD(&dev->sessions);
 	INIT_WORK(&dev->mkey_test, rs_mkey_selftest);
+	INIT_WORK(&dev->netid_work, rs_netid_refresh);
 
 	err = -ENOMEM;
 	dev->uar_map = bitmap_zalloc(max(dev->db_pages, 1u), GFP_KERNEL);
 	dev->gid_map = bitmap_zalloc(max(dev->max_gids, 1u), GFP_KERNEL);
+	dev->gid_netid = kcalloc(max(dev->max_gids, 1u), 1, GFP_KERNEL);
 	dev->wq = alloc_ordered_workqueue("rs_ib", 0);
-	if (!dev->uar_map || !dev->gid_map || !dev->wq)
+	if (!dev->uar_map || !dev->gid_map || !dev->gid_netid || !dev->wq)
 		goto err_free;
 	set_bit(0, dev->uar_map);	/* page 0: the kernel's */
 	err = rs_odp_init(dev);
@@ -3059,6 +3173,7 @@ err_free:
 	if (dev->wq)
 		destroy_workqueue(dev->wq);
 	bitmap_free(dev->gid_map);
+	kfree(dev->gid_netid);
 	bitmap_free(dev->uar_map);
 	ib_dealloc_device(&dev->ibdev);
 	return err;
@@ -3075,6 +3190,7 @@ void rs_ib_unregister(struct rs_dev *rdev)
 	rdev->ib = NULL;
 	spin_unlock_irqrestore(&rdev->admin.aeq_lock, flags);
 	cancel_work_sync(&dev->mkey_test);
+	cancel_work_sync(&dev->netid_work);
 	/* Destroys every object, user contexts included (disassociate). */
 	ib_unregister_device(&dev->ibdev);
 	rs_comp_irqs_free(dev);
@@ -3087,6 +3203,7 @@ void rs_ib_unregister(struct rs_dev *rdev)
 	xa_destroy(&dev->cqs);
 	xa_destroy(&dev->srqs);
 	bitmap_free(dev->gid_map);
+	kfree(dev->gid_netid);
 	bitmap_free(dev->uar_map);
 	ib_dealloc_device(&dev->ibdev);
 }
@@ -3193,6 +3310,17 @@ void rs_ib_event(struct rs_dev *rdev, const struct rs_event *ev)
 		break;
 	case RS_EV_ODP_PAGE_FAULT:
 		rs_odp_fault_event(dev, ev);
+		break;
+	case RS_EV_NETID_CHANGED:
+		/*
+		 * The host changed an identity: its keys stay; a GID whose
+		 * subnet moved is in its new identity from now on, which
+		 * rs_netid_refresh() learns.
+		 */
+		pr_info_ratelimited("%s: network identity %u changed by the host: VNI %llu\n",
+				    dev_name(&dev->ibdev.dev), ev->handle,
+				    ev->data);
+		queue_work(dev->wq, &dev->netid_work);
 		break;
 	default:
 		break;

@@ -15,6 +15,7 @@
 #include "abi/rdma-session-uverbs.h"
 
 #define _STRUCT_rs_uverbs_alloc_ucontext_resp struct {}
+#define _STRUCT_rs_uverbs_alloc_pd struct {}
 #define _STRUCT_rs_uverbs_alloc_pd_resp struct {}
 #define _STRUCT_rs_uverbs_create_cq_resp struct {}
 #define _STRUCT_rs_uverbs_create_qp_resp struct {}
@@ -28,7 +29,7 @@
 
 DECLARE_DRV_CMD(rs_alloc_ucontext, IB_USER_VERBS_CMD_GET_CONTEXT, empty,
 		rs_uverbs_alloc_ucontext_resp);
-DECLARE_DRV_CMD(rs_alloc_pd, IB_USER_VERBS_CMD_ALLOC_PD, empty,
+DECLARE_DRV_CMD(rs_alloc_pd, IB_USER_VERBS_CMD_ALLOC_PD, rs_uverbs_alloc_pd,
 		rs_uverbs_alloc_pd_resp);
 DECLARE_DRV_CMD(rs_create_cq, IB_USER_VERBS_EX_CMD_CREATE_CQ, empty,
 		rs_uverbs_create_cq_resp);

@@ -111,6 +111,8 @@ static struct verbs_context *rs_alloc_context(struct ibv_device *ibdev,
 	ctx->dc_idle_us = drv->dc_idle_us;
 	ctx->max_mkey_entries = drv->max_mkey_entries;
 	ctx->max_mkey_nest = drv->max_mkey_nest;
+	ctx->netid_env = getenv("RSESSION_NETID");
+	ctx->netid_gid = -1;
 	db_size = drv->db_page_size ? drv->db_page_size : RS_DB_PAGE_SIZE;
 	if (db_size < RS_DB_CQ_ARM + sizeof(uint32_t)) {
 		verbs_err(&ctx->ibvctx, "rdma_session: doorbell page of %zu bytes\n",

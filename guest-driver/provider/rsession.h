@@ -43,6 +43,13 @@ struct rs_context {
 	uint32_t dc_idle_us;
 	uint32_t max_mkey_entries;
 	uint32_t max_mkey_nest;
+	/*
+	 * RSESSION_NETID (a GID index or one of the port's IP addresses):
+	 * the network identity of this context's PDs, as the identity of
+	 * that GID; netid_gid -1 without it (identity 0).
+	 */
+	const char *netid_env;
+	int netid_gid;
 
 	/* qpn -> QP, for completions; grown on demand. */
 	pthread_spinlock_t qp_table_lock;

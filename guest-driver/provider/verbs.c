@@ -25,6 +25,7 @@
  */
 #include <config.h>
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,18 +70,72 @@ int rs_query_port(struct ibv_context *context, uint8_t port,
 	return ibv_cmd_query_port(context, port, attr, &cmd, sizeof(cmd));
 }
 
+/*
+ * RSESSION_NETID: a GID index, or an IPv4 / IPv6 address one of port 1's
+ * GIDs holds.  The GID index, or -1 (and errno) if there is none.
+ */
+static int rs_netid_gid(struct rs_context *ctx)
+{
+	struct ibv_context *context = &ctx->ibvctx.context;
+	const char *s = ctx->netid_env;
+	struct ibv_port_attr pa;
+	union ibv_gid want = {}, gid;
+	char *end;
+	long v;
+	int i;
+
+	if (ctx->netid_gid >= 0)
+		return ctx->netid_gid;
+	v = strtol(s, &end, 0);
+	if (*s && !*end && v >= 0 && v < 0x10000) {
+		ctx->netid_gid = v;
+		return v;
+	}
+	if (inet_pton(AF_INET, s, want.raw + 12) == 1) {
+		want.raw[10] = want.raw[11] = 0xff;
+	} else if (inet_pton(AF_INET6, s, want.raw) != 1) {
+		verbs_err(&ctx->ibvctx,
+			  "rdma_session: RSESSION_NETID=%s: not a GID index or IP address\n",
+			  s);
+		errno = EINVAL;
+		return -1;
+	}
+	if (ibv_query_port(context, 1, &pa))
+		return -1;
+	for (i = 0; i < pa.gid_tbl_len; i++) {
+		if (!ibv_query_gid(context, 1, i, &gid) &&
+		    !memcmp(gid.raw, want.raw, sizeof(gid.raw))) {
+			ctx->netid_gid = i;
+			return i;
+		}
+	}
+	verbs_err(&ctx->ibvctx, "rdma_session: RSESSION_NETID=%s: no such GID\n",
+		  s);
+	errno = ENOENT;
+	return -1;
+}
+
 struct ibv_pd *rs_alloc_pd(struct ibv_context *context)
 {
+	struct rs_context *ctx = to_rs_ctx(context);
 	struct rs_alloc_pd_resp resp = {};
-	struct ibv_alloc_pd cmd;
+	struct rs_alloc_pd cmd = {};
 	struct rs_pd *pd;
-	int err;
+	int err, gid;
 
+	/* The identity of the GID RSESSION_NETID names (ABI 1.6). */
+	if (ctx->netid_env) {
+		gid = rs_netid_gid(ctx);
+		if (gid < 0)
+			return NULL;
+		cmd.drv_payload.gid_index = gid;
+		cmd.drv_payload.flags = RS_UVERBS_PD_F_GID;
+	}
 	pd = calloc(1, sizeof(*pd));
 	if (!pd)
 		return NULL;
 
-	err = ibv_cmd_alloc_pd(context, &pd->ibvpd, &cmd, sizeof(cmd),
+	err = ibv_cmd_alloc_pd(context, &pd->ibvpd, &cmd.ibv_cmd, sizeof(cmd),
 			       &resp.ibv_resp, sizeof(resp));
 	if (err) {
 		free(pd);

@@ -20,8 +20,8 @@
 /* Bounded work per bottom-half run so a vCPU is never held for long. */
 #define RS_ADMIN_BATCH 64
 
-static uint8_t rs_write_resp(RSCore *c, const struct rs_cmd_query *q,
-                             const void *resp, size_t len)
+uint8_t rs_write_resp(RSCore *c, const struct rs_cmd_query *q,
+                      const void *resp, size_t len)
 {
     uint64_t addr = le64_to_cpu(q->resp_addr);
 
@@ -196,6 +196,7 @@ static const struct {
     [RS_CMD_DESTROY_XRCD] = { "DESTROY_XRCD", rs_cmd_destroy_xrcd },
     [RS_CMD_ODP_INVALIDATE] = { "ODP_INVALIDATE", rs_cmd_odp_invalidate },
     [RS_CMD_QUERY_STATS] = { "QUERY_STATS", rs_cmd_query_stats },
+    [RS_CMD_QUERY_NETID] = { "QUERY_NETID", rs_cmd_query_netid },
 };
 
 static void rs_admin_exec(RSCore *c, const struct rs_admin_cmd *cmd,

@@ -132,6 +132,7 @@ static void rs_clear_tables(RSCore *c)
     memset(c->xrcds, 0, sizeof(*c->xrcds) * c->p.max_xrcds);
     rs_mcast_reset(c);
     rs_odp_reset(c);
+    rs_netid_reset(c);
     c->mr_pages_used = 0;
 }
 
@@ -240,6 +241,7 @@ bool rs_core_realize(RSCore *c, Error **errp)
     rs_engine_realize(c);
     rs_odp_realize(c);
     rs_dc_realize(c);
+    rs_netid_realize(c);
     return true;
 }
 
@@ -250,6 +252,7 @@ void rs_core_unrealize(RSCore *c)
     rs_engine_unrealize(c);
     rs_odp_unrealize(c);
     rs_dc_unrealize(c);
+    rs_netid_unrealize(c);
     rs_free_tables(c);
     rs_mcast_unrealize(c);
     g_free(c->pds);
@@ -402,7 +405,7 @@ uint64_t rs_core_reg_read(RSCore *c, hwaddr addr)
               RS_CAP_NETID_MKEYS | RS_CAP_LAN | RS_CAP_ATOMIC | RS_CAP_SRQ |
               RS_CAP_MW | RS_CAP_MCAST | RS_CAP_FLUSH |
               RS_CAP_ATOMIC_WRITE | RS_CAP_XRC | RS_CAP_DC |
-              RS_CAP_INDIRECT_MKEY | RS_CAP_PATTERN_MKEY |
+              RS_CAP_INDIRECT_MKEY | RS_CAP_PATTERN_MKEY | RS_CAP_HOST_NETID |
               RS_CAP_DEVICE_COUNTERS |
               (c->p.odp ? RS_CAP_ODP : 0);
         break;

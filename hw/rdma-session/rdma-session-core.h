@@ -54,6 +54,7 @@ typedef struct RSPd {
     bool valid;
     uint8_t gen;
     uint8_t flags;              /* RS_PD_F_* */
+    uint8_t netid;              /* its identity: its keys' table */
     uint32_t refs;
 } RSPd;
 
@@ -339,9 +340,10 @@ enum { RS_RESP_NONE = 0, RS_RESP_SEND = 1, RS_RESP_WRITE = 2,
        RS_RESP_DROP = 3 };
 
 /*
- * A memory region and its translation table.  It is registered through a
- * GID (gid_index) and lives in the key table of that GID's VNI;
- * rs_mkey_lookup() resolves a key only through a GID of the same VNI.
+ * A memory region and its translation table.  It lives in the key table
+ * of its PD's network identity (netid) at key index kidx (the slot's own
+ * index in identity 0, see rdma-session-netid.c); gid_index is the GID
+ * REG_MR named, which it holds a reference on.
  */
 typedef struct RSMr {
     bool valid;
@@ -358,6 +360,8 @@ typedef struct RSMr {
     uint16_t access;
     uint32_t pd;
     uint32_t gid_index;
+    uint8_t netid;
+    uint32_t kidx;
     uint64_t iova;
     uint64_t length;
     uint32_t npages;
@@ -436,9 +440,24 @@ typedef struct RSGid {
     bool valid;
     uint8_t type;
     uint8_t gid[16];
-    uint32_t vni;
+    uint32_t vni;               /* its identity's, for the stream */
+    uint8_t netid;              /* the identity its address is in */
     uint32_t refs;
 } RSGid;
+
+/*
+ * A network identity (rdma-session-netid.c): its subnet (GID form,
+ * prefix_len bits) and VNI, set by the host.  Identity 0 is always valid
+ * and has no subnet.  map: identities 1.. only, key index -> key slot in
+ * bits 0-23 (0: free) and the last tag used at that index in bits 24-31.
+ */
+typedef struct RSNetid {
+    bool valid;
+    uint8_t prefix_len;
+    uint8_t prefix[16];
+    uint32_t vni;
+    uint32_t *map;
+} RSNetid;
 
 /* One LAN ring (TX or RX); indices are free running 16-bit counters. */
 typedef struct RSLanQueue {
@@ -526,6 +545,7 @@ struct RSCore {
     RSSrq *srqs;
     RSXrcd *xrcds;
     RSMcastGrp *mcast;          /* max_mcast_grps groups */
+    RSNetid netid[RS_MAX_NETIDS];
     uint32_t mr_pages_used;
     uint32_t mr_pages_loaded;   /* incoming migration: MRs' pages so far */
     /*
@@ -739,6 +759,33 @@ uint32_t rs_mr_slot(RSCore *c, uint32_t pages);
 uint32_t rs_mr_install(RSCore *c, uint32_t idx, RSMr m);
 uint8_t rs_mr_check_access(uint16_t access);
 RSMr *rs_mkey_lookup(RSCore *c, uint32_t gid_index, uint32_t key);
+RSMr *rs_mkey_lookup_netid(RSCore *c, unsigned netid, uint32_t key);
+
+uint8_t rs_write_resp(RSCore *c, const struct rs_cmd_query *q,
+                      const void *resp, size_t len);
+
+/* rdma-session-netid.c */
+uint8_t rs_netid_of_gid(RSCore *c, const uint8_t *gid);
+uint32_t rs_netid_slot(RSCore *c, unsigned n, uint32_t key);
+unsigned rs_key_netid(RSCore *c, const RSQp *qp, int gid_index);
+uint32_t rs_mkey_key(const RSMr *mr);
+uint32_t rs_mkey_handle(RSCore *c, const RSMr *mr);
+uint32_t rs_mkey_assign(RSCore *c, uint32_t idx);
+void rs_mkey_release(RSCore *c, uint32_t idx);
+void rs_netid_gid_added(RSCore *c, uint32_t idx);
+void rs_netid_realize(RSCore *c);
+void rs_netid_unrealize(RSCore *c);
+void rs_netid_reset(RSCore *c);
+bool rs_netid_set_list(RSCore *c, const char *str, Error **errp);
+bool rs_netid_set_vni(RSCore *c, uint64_t vni, Error **errp);
+char *rs_netid_get_list(RSCore *c);
+uint8_t rs_cmd_query_netid(RSCore *c, const struct rs_admin_cmd *cmd,
+                           struct rs_admin_cqe *cqe);
+void rs_netid_pre_load(RSCore *c);
+bool rs_netid_post_load(RSCore *c);
+extern const VMStateDescription vmstate_rs_netids;
+extern const VMStateDescription vmstate_rs_pd_netid;
+extern const VMStateDescription vmstate_rs_mr_netid;
 bool rs_qp_privileged(RSCore *c, const RSQp *qp);
 uint8_t rs_mr_local_op(RSCore *c, const RSQp *qp,
                        const struct rs_send_wqe_ctrl *w);
@@ -823,7 +870,7 @@ uint8_t rs_cmd_alloc_mw(RSCore *c, const struct rs_admin_cmd *cmd,
                         struct rs_admin_cqe *cqe);
 uint8_t rs_cmd_dealloc_mw(RSCore *c, const struct rs_admin_cmd *cmd,
                           struct rs_admin_cqe *cqe);
-bool rs_mw_key(RSCore *c, uint32_t key);
+bool rs_mw_key(RSCore *c, const RSQp *qp, int gid_index, uint32_t key);
 uint8_t rs_mw_bind(RSCore *c, const RSQp *qp, int gid_index,
                    const struct rs_send_wqe_ctrl *w);
 bool rs_mw_invalidate(RSCore *c, const RSQp *qp, int gid_index, uint32_t key,

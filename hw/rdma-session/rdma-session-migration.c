@@ -34,6 +34,10 @@ static const VMStateDescription vmstate_rs_pd = {
         VMSTATE_UINT8_V(flags, RSPd, 2),
         VMSTATE_END_OF_LIST()
     },
+    .subsections = (const VMStateDescription * const []) {
+        &vmstate_rs_pd_netid,
+        NULL
+    },
 };
 
 static const VMStateDescription vmstate_rs_cq = {
@@ -521,6 +525,7 @@ static const VMStateDescription vmstate_rs_mr = {
         &vmstate_rs_mr_mw,
         &vmstate_rs_mr_odp,
         &vmstate_rs_mr_mkl,
+        &vmstate_rs_mr_netid,
         NULL
     },
 };
@@ -837,6 +842,7 @@ static int rs_core_pre_load(void *opaque)
     memset(c->srqs, 0, sizeof(*c->srqs) * c->p.max_srqs);
     memset(c->xrcds, 0, sizeof(*c->xrcds) * c->p.max_xrcds);
     rs_mcast_reset(c);
+    rs_netid_pre_load(c);
     return 0;
 }
 
@@ -1235,7 +1241,7 @@ static bool rs_core_state_valid(RSCore *c)
         }
     }
     return rs_core_refs_valid(c) && rs_lan_state_valid(c) &&
-           rs_odp_post_load(c);
+           rs_odp_post_load(c) && rs_netid_post_load(c);
 }
 
 static int rs_core_post_load(void *opaque, int version_id)
@@ -1430,6 +1436,7 @@ const VMStateDescription vmstate_rs_core = {
         &vmstate_rs_odp,
         &vmstate_rs_stats,
         &vmstate_rs_counters,
+        &vmstate_rs_netids,
         NULL
     },
 };

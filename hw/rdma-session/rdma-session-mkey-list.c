@@ -124,7 +124,7 @@ static bool rs_mkl_parse(uint8_t kind, const uint8_t *raw, uint16_t n,
 }
 
 /*
- * REG_INDIRECT_MKEY, REG_PATTERN_MKEY: a key of PD pd in gid_index's key
+ * REG_INDIRECT_MKEY, REG_PATTERN_MKEY: a key of PD pd in the PD's key
  * table; with RS_MKEY_F_EMPTY a Free one with room for nentries entries
  * that a work request fills.  The entries count against max-mr-pages.
  */
@@ -203,7 +203,7 @@ uint8_t rs_cmd_reg_mkey_list(RSCore *c, const struct rs_admin_cmd *cmd,
     });
     c->mr_pages_used += n;
     trace_rdma_session_mkl_reg(key, kind, n, repeat, len, gid, empty);
-    cqe->handle = cpu_to_le32(key);
+    cqe->handle = cpu_to_le32(rs_mkey_handle(c, &c->mrs[idx]));
     cqe->result1 = cpu_to_le32(key);
     return RS_STATUS_OK;
 }
@@ -255,18 +255,19 @@ static const char *rs_mkl_wr_form(const struct rs_send_wqe_reg_mkey *f,
 
 /*
  * The key a REG_INDIRECT / REG_PATTERN work request fills: made with
- * RS_MKEY_F_EMPTY, of its kind, Free, of the QP's PD, in the VNI the QP
- * works in (gid_index < 0: none to check).  Else NULL: RS_WC_LOC_PROT_ERR.
+ * RS_MKEY_F_EMPTY, of its kind, Free, of the QP's PD, found in the PD's
+ * key table.  Else NULL: RS_WC_LOC_PROT_ERR.
  */
 static RSMr *rs_mkl_wr_slot(RSCore *c, const RSQp *qp, int gid_index,
                             const struct rs_send_wqe_reg_mkey *f,
                             const char **why)
 {
-    uint32_t idx = le32_to_cpu(f->key) >> RS_MKEY_INDEX_SHIFT;
+    uint32_t idx = rs_netid_slot(c, rs_key_netid(c, qp, -1),
+                                 le32_to_cpu(f->key));
     RSMr *mr;
 
     *why = "no such key";
-    if (idx == 0 || idx >= c->p.max_mrs || !c->mrs[idx].valid) {
+    if (idx == 0 || !c->mrs[idx].valid) {
         return NULL;
     }
     mr = &c->mrs[idx];
@@ -278,10 +279,8 @@ static RSMr *rs_mkl_wr_slot(RSCore *c, const RSQp *qp, int gid_index,
     if (mr->fr_bound) {
         return NULL;
     }
-    *why = "key of another PD or VNI";
-    if (mr->pd != qp->pd ||
-        (gid_index >= 0 && (!rs_gid_valid(c, gid_index) ||
-         c->gids[mr->gid_index].vni != c->gids[gid_index].vni))) {
+    *why = "key of another PD";
+    if (mr->pd != qp->pd) {
         return NULL;
     }
     *why = "more entries than the key has room for";
@@ -377,10 +376,7 @@ static void rs_mkl_find(const RSMr *mr, uint64_t off, uint64_t *rep,
 static uint8_t rs_mkl_refuse(RSCore *c, const RSMr *mr, uint64_t va,
                              uint32_t len, const char *why)
 {
-    uint32_t key = ((uint32_t)(mr - c->mrs) << RS_MKEY_INDEX_SHIFT) |
-                   mr->tag;
-
-    trace_rdma_session_mkl_refused(key, va, len, why);
+    trace_rdma_session_mkl_refused(rs_mkey_key(mr), va, len, why);
     return RS_STATUS_MKEY_PROT;
 }
 
@@ -416,7 +412,7 @@ static uint8_t rs_mkl_walk(RSCore *c, const RSMr *mr, uint64_t va,
         if (single && n < len) {
             return rs_mkl_refuse(c, mr, va, len, "atomic across entries");
         }
-        em = rs_mkey_lookup(c, mr->gid_index, e->key);
+        em = rs_mkey_lookup_netid(c, mr->netid, e->key);
         if (!em || em->mw_type || em->pd != mr->pd) {
             return rs_mkl_refuse(c, mr, va, len, "entry key");
         }

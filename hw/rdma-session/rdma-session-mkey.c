@@ -4,9 +4,9 @@
  * REG_MR hands the device a page list; the device copies it into its own
  * table (IOVA page -> guest physical page) after checking every entry, so
  * nothing the guest changes later in the list can redirect a key.  Keys
- * live in one table per network identifier (VNI): a region is registered
- * through a GID into that GID's VNI, and a key used through a GID of
- * another VNI does not resolve.
+ * live in one table per network identity (rdma-session-netid.c): a key is
+ * allocated in its PD's identity and resolves only in that identity's
+ * table.
  *
  * Copyright (c) 2026 rdma-session developers
  *
@@ -19,22 +19,30 @@
 
 #define RS_MR_F_KNOWN   (RS_MR_F_PBL_INDIRECT | RS_MR_F_FAST_REG)
 
-RSMr *rs_mkey_lookup(RSCore *c, uint32_t gid_index, uint32_t key)
+/* The key in identity netid's table, if it is valid and usable now. */
+RSMr *rs_mkey_lookup_netid(RSCore *c, unsigned netid, uint32_t key)
 {
-    uint32_t idx = key >> RS_MKEY_INDEX_SHIFT;
+    uint32_t idx = rs_netid_slot(c, netid, key);
     RSMr *mr;
 
-    if (idx == 0 || idx >= c->p.max_mrs) {
+    if (idx == 0) {
         return NULL;
     }
     mr = &c->mrs[idx];
     if (!mr->valid || (mr->fast && !mr->fr_bound) ||
-        mr->tag != (key & RS_MKEY_TAG_MASK) ||
-        !rs_gid_valid(c, gid_index) ||
-        c->gids[mr->gid_index].vni != c->gids[gid_index].vni) {
+        mr->tag != (key & RS_MKEY_TAG_MASK)) {
         return NULL;
     }
     return mr;
+}
+
+/* A key that arrived through GID gid_index: its identity's table. */
+RSMr *rs_mkey_lookup(RSCore *c, uint32_t gid_index, uint32_t key)
+{
+    if (!rs_gid_valid(c, gid_index)) {
+        return NULL;
+    }
+    return rs_mkey_lookup_netid(c, c->gids[gid_index].netid, key);
 }
 
 uint8_t rs_mr_check_access(uint16_t access)
@@ -125,13 +133,13 @@ uint32_t rs_mr_install(RSCore *c, uint32_t idx, RSMr m)
     RSMr *mr = &c->mrs[idx];
 
     m.valid = true;
-    m.tag = mr->tag + 1;
+    m.tag = mr->tag;
     m.core = c;
     *mr = m;
     c->mr_pages_used += m.npages;
     c->pds[m.pd].refs++;
     c->gids[m.gid_index].refs++;
-    return (idx << RS_MKEY_INDEX_SHIFT) | mr->tag;
+    return rs_mkey_assign(c, idx);
 }
 
 /*
@@ -175,7 +183,7 @@ static uint8_t rs_mr_alloc_fast(RSCore *c, uint32_t pd, uint32_t gid,
         .pages = pages,
     });
     trace_rdma_session_mr_reg(key, 0, 0, npages, gid);
-    cqe->handle = cpu_to_le32(key);
+    cqe->handle = cpu_to_le32(rs_mkey_handle(c, &c->mrs[idx]));
     cqe->result1 = cpu_to_le32(key);
     return RS_STATUS_OK;
 }
@@ -244,7 +252,7 @@ uint8_t rs_cmd_reg_mr(RSCore *c, const struct rs_admin_cmd *cmd,
         .pages = g_steal_pointer(&pages),
     });
     trace_rdma_session_mr_reg(key, iova, len, npages, gid);
-    cqe->handle = cpu_to_le32(key);
+    cqe->handle = cpu_to_le32(rs_mkey_handle(c, &c->mrs[idx]));
     cqe->result1 = cpu_to_le32(key);
     return RS_STATUS_OK;
 }
@@ -268,6 +276,7 @@ static void rs_mr_free(RSCore *c, uint32_t idx)
     mr->valid = false;
     mr->fast = false;
     mr->fr_bound = false;
+    rs_mkey_release(c, idx);
 }
 
 /*
@@ -281,24 +290,20 @@ bool rs_qp_privileged(RSCore *c, const RSQp *qp)
 
 /*
  * The fast-registration MR a LOCAL_INV, REG_MR or IETH key names, if it
- * is one, in the QP's PD, registered through a GID of the VNI the QP
- * works in (gid_index < 0: no VNI to check, e.g. a UD QP).
+ * is one, in the QP's PD: in the PD's key table (gid_index < 0), or for
+ * an IETH in the table of the GID it arrived on.
  */
 static RSMr *rs_mr_fast_slot(RSCore *c, const RSQp *qp, int gid_index,
                              uint32_t key)
 {
-    uint32_t idx = key >> RS_MKEY_INDEX_SHIFT;
+    uint32_t idx = rs_netid_slot(c, rs_key_netid(c, qp, gid_index), key);
     RSMr *mr;
 
-    if (idx == 0 || idx >= c->p.max_mrs) {
+    if (idx == 0) {
         return NULL;
     }
     mr = &c->mrs[idx];
     if (!mr->valid || !mr->fast || mr->pd != qp->pd) {
-        return NULL;
-    }
-    if (gid_index >= 0 && (!rs_gid_valid(c, gid_index) ||
-        c->gids[mr->gid_index].vni != c->gids[gid_index].vni)) {
         return NULL;
     }
     return mr;
@@ -366,13 +371,12 @@ static uint8_t rs_mr_fast_reg(RSCore *c, const RSQp *qp, int gid_index,
     return RS_WC_SUCCESS;
 }
 
-/* Whether key names an indirect or pattern key's slot. */
-static bool rs_mr_list_key(RSCore *c, uint32_t key)
+/* Whether key names an indirect or pattern key's slot in qp's table. */
+static bool rs_mr_list_key(RSCore *c, const RSQp *qp, uint32_t key)
 {
-    uint32_t idx = key >> RS_MKEY_INDEX_SHIFT;
+    uint32_t idx = rs_netid_slot(c, rs_key_netid(c, qp, -1), key);
 
-    return idx && idx < c->p.max_mrs && c->mrs[idx].valid &&
-           c->mrs[idx].mkl_kind;
+    return idx && c->mrs[idx].valid && c->mrs[idx].mkl_kind;
 }
 
 /*
@@ -383,7 +387,7 @@ static bool rs_mr_list_key(RSCore *c, uint32_t key)
 uint8_t rs_mr_local_op(RSCore *c, const RSQp *qp,
                        const struct rs_send_wqe_ctrl *w)
 {
-    int gid_index = qp->has_av ? (int)qp->av.gid_index : -1;
+    int gid_index = -1;         /* local: the PD's key table */
     struct rs_send_wqe_reg_mr f;
 
     /* Windows are for every consumer, not only the kernel. */
@@ -391,7 +395,7 @@ uint8_t rs_mr_local_op(RSCore *c, const RSQp *qp,
         return rs_mw_bind(c, qp, gid_index, w);
     }
     if (w->opcode == RS_WR_LOCAL_INV &&
-        rs_mw_key(c, le32_to_cpu(w->imm_or_inv))) {
+        rs_mw_key(c, qp, gid_index, le32_to_cpu(w->imm_or_inv))) {
         return rs_mw_invalidate(c, qp, gid_index, le32_to_cpu(w->imm_or_inv),
                                 false) ? RS_WC_SUCCESS : RS_WC_LOC_PROT_ERR;
     }
@@ -401,7 +405,7 @@ uint8_t rs_mr_local_op(RSCore *c, const RSQp *qp,
     }
     if (!rs_qp_privileged(c, qp) &&
         !(w->opcode == RS_WR_LOCAL_INV &&
-          rs_mr_list_key(c, le32_to_cpu(w->imm_or_inv)))) {
+          rs_mr_list_key(c, qp, le32_to_cpu(w->imm_or_inv)))) {
         return RS_WC_LOC_QP_OP_ERR;
     }
     if (w->opcode == RS_WR_LOCAL_INV) {
@@ -418,7 +422,7 @@ uint8_t rs_mr_local_op(RSCore *c, const RSQp *qp,
 bool rs_mr_remote_inv(RSCore *c, const RSQp *qp, uint32_t gid_index,
                       uint32_t rkey)
 {
-    if (rs_mw_key(c, rkey)) {
+    if (rs_mw_key(c, qp, gid_index, rkey)) {
         return rs_mw_invalidate(c, qp, gid_index, rkey, true);
     }
     return rs_mr_invalidate(c, qp, gid_index, rkey);
@@ -500,7 +504,8 @@ static uint8_t rs_sge_map(RSCore *c, const RSQp *qp, uint32_t gid_index,
         return rs_dma_check(c, addr, len, access & RS_ACCESS_LOCAL_WRITE) ?
                RS_WC_LOC_PROT_ERR : RS_WC_SUCCESS;
     }
-    mr = rs_mkey_lookup(c, gid_index, lkey);
+    /* Local: the QP's PD's key table. */
+    mr = rs_mkey_lookup_netid(c, c->pds[qp->pd].netid, lkey);
     /* A window's key is an rkey only. */
     if (!mr || mr->mw_type || mr->pd != qp->pd) {
         return RS_WC_LOC_PROT_ERR;

@@ -25,10 +25,14 @@
 /* Rights of a window that need local write on its MR (C10-74). */
 #define RS_MW_WRITES    (RS_ACCESS_REMOTE_WRITE | RS_ACCESS_REMOTE_ATOMIC)
 
-/* The window a key names, whatever its tag; NULL if it names none. */
-static RSMr *rs_mw_slot(RSCore *c, uint32_t key)
+/*
+ * The window a key names in key table netid (RS_MAX_NETIDS: key is an
+ * admin handle), whatever its tag; NULL if it names none.
+ */
+static RSMr *rs_mw_slot(RSCore *c, unsigned netid, uint32_t key)
 {
-    uint32_t idx = key >> RS_MKEY_INDEX_SHIFT;
+    uint32_t idx = netid < RS_MAX_NETIDS ? rs_netid_slot(c, netid, key) :
+                   key >> RS_MKEY_INDEX_SHIFT;
 
     if (idx == 0 || idx >= c->p.max_mrs || !c->mrs[idx].valid ||
         !c->mrs[idx].mw_type) {
@@ -37,9 +41,12 @@ static RSMr *rs_mw_slot(RSCore *c, uint32_t key)
     return &c->mrs[idx];
 }
 
-bool rs_mw_key(RSCore *c, uint32_t key)
+/* Whether key names a window for QP qp (gid_index: see rs_key_netid). */
+bool rs_mw_key(RSCore *c, const RSQp *qp, int gid_index, uint32_t key)
 {
-    return rs_mw_slot(c, key) != NULL;
+    unsigned n = rs_key_netid(c, qp, gid_index);
+
+    return n < RS_MAX_NETIDS && rs_mw_slot(c, n, key) != NULL;
 }
 
 static uint32_t rs_mw_qp_handle(RSCore *c, const RSQp *qp)
@@ -87,7 +94,6 @@ uint8_t rs_cmd_alloc_mw(RSCore *c, const struct rs_admin_cmd *cmd,
     mw->valid = true;
     mw->fast = false;
     mw->fr_bound = false;
-    mw->tag++;
     mw->page_shift = 0;
     mw->flags = 0;
     mw->pd = pd;
@@ -99,9 +105,9 @@ uint8_t rs_cmd_alloc_mw(RSCore *c, const struct rs_admin_cmd *cmd,
     rs_mw_unbind(c, mw);
     c->pds[pd].refs++;
     c->gids[gid].refs++;
-    key = (idx << RS_MKEY_INDEX_SHIFT) | mw->tag;
+    key = rs_mkey_assign(c, idx);
     trace_rdma_session_mw_alloc(key, a->type, pd, gid);
-    cqe->handle = cpu_to_le32(key);
+    cqe->handle = cpu_to_le32(rs_mkey_handle(c, mw));
     cqe->result1 = cpu_to_le32(key);
     return RS_STATUS_OK;
 }
@@ -111,7 +117,7 @@ uint8_t rs_cmd_dealloc_mw(RSCore *c, const struct rs_admin_cmd *cmd,
                           struct rs_admin_cqe *cqe)
 {
     uint32_t key = le32_to_cpu(cmd->destroy.handle);
-    RSMr *mw = rs_mw_slot(c, key);
+    RSMr *mw = rs_mw_slot(c, RS_MAX_NETIDS, key);
 
     if (!mw) {
         return RS_STATUS_BAD_HANDLE;
@@ -121,6 +127,7 @@ uint8_t rs_cmd_dealloc_mw(RSCore *c, const struct rs_admin_cmd *cmd,
     c->gids[mw->gid_index].refs--;
     mw->mw_type = 0;
     mw->valid = false;
+    rs_mkey_release(c, mw - c->mrs);
     trace_rdma_session_mw_dealloc(key);
     return RS_STATUS_OK;
 }
@@ -153,10 +160,6 @@ static const char *rs_mw_bind_check(RSCore *c, const RSQp *qp, int gid_index,
     if (mw->pd != qp->pd) {
         return "window of another PD";
     }
-    if (gid_index >= 0 && (!rs_gid_valid(c, gid_index) ||
-        c->gids[mw->gid_index].vni != c->gids[gid_index].vni)) {
-        return "window of another network identity";
-    }
     /* Zero-based windows are not offered. */
     if (access & ~RS_MW_ACCESS) {
         return "access flags";
@@ -174,7 +177,7 @@ static const char *rs_mw_bind_check(RSCore *c, const RSQp *qp, int gid_index,
     if (!len) {
         return NULL;
     }
-    mr = rs_mkey_lookup(c, mw->gid_index, le32_to_cpu(b->mr_lkey));
+    mr = rs_mkey_lookup_netid(c, mw->netid, le32_to_cpu(b->mr_lkey));
     if (!mr || mr->mw_type || mr->fast || mr->pd != qp->pd) {
         return "MR key";
     }
@@ -205,7 +208,7 @@ uint8_t rs_mw_bind(RSCore *c, const RSQp *qp, int gid_index,
 
     QEMU_BUILD_BUG_ON(sizeof(b) != sizeof(*w));
     memcpy(&b, w, sizeof(b));
-    mw = rs_mw_slot(c, le32_to_cpu(b.mw_rkey));
+    mw = rs_mw_slot(c, c->pds[qp->pd].netid, le32_to_cpu(b.mw_rkey));
     why = rs_mw_bind_check(c, qp, gid_index, &b, mw, &mr);
     if (why) {
         RS_GUEST_ERR(rdma_session_err_mw_bind, "rkey 0x%x: %s",
@@ -238,15 +241,12 @@ uint8_t rs_mw_bind(RSCore *c, const RSQp *qp, int gid_index,
 bool rs_mw_invalidate(RSCore *c, const RSQp *qp, int gid_index, uint32_t key,
                       bool remote)
 {
-    RSMr *mw = rs_mw_slot(c, key);
+    unsigned n = rs_key_netid(c, qp, gid_index);
+    RSMr *mw = n < RS_MAX_NETIDS ? rs_mw_slot(c, n, key) : NULL;
 
     if (!mw || mw->tag != (key & RS_MKEY_TAG_MASK) ||
         mw->mw_type != RS_MW_TYPE_2 || !mw->mw_mr || mw->pd != qp->pd ||
         (remote && mw->mw_qp != rs_mw_qp_handle(c, qp))) {
-        return false;
-    }
-    if (gid_index >= 0 && (!rs_gid_valid(c, gid_index) ||
-        c->gids[mw->gid_index].vni != c->gids[gid_index].vni)) {
         return false;
     }
     rs_mw_unbind(c, mw);
@@ -311,7 +311,7 @@ bool rs_mw_post_load(RSCore *c)
         }
         mr = &c->mrs[mw->mw_mr];
         if (!mr->valid || mr->mw_type || mr->fast || mr->pd != mw->pd ||
-            c->gids[mr->gid_index].vni != c->gids[mw->gid_index].vni ||
+            mr->netid != mw->netid ||
             !(mr->access & RS_ACCESS_MW_BIND) || (mw->access & ~RS_MW_ACCESS) ||
             ((mw->access & RS_MW_WRITES) &&
              !(mr->access & RS_ACCESS_LOCAL_WRITE)) ||

@@ -14,10 +14,14 @@ uint8_t rs_cmd_create_pd(RSCore *c, const struct rs_admin_cmd *cmd,
                          struct rs_admin_cqe *cqe)
 {
     uint32_t flags = le32_to_cpu(cmd->create_pd.flags);
+    uint32_t netid = le32_to_cpu(cmd->create_pd.netid);
     uint32_t idx;
 
     if (flags & ~RS_PD_F_PRIVILEGED) {
         return RS_STATUS_BAD_PARAM;
+    }
+    if (netid >= RS_MAX_NETIDS || !c->netid[netid].valid) {
+        return RS_STATUS_BAD_NETID;
     }
     idx = RS_ALLOC(c->pds, c->p.max_pds, 1);
     if (!idx) {
@@ -25,6 +29,7 @@ uint8_t rs_cmd_create_pd(RSCore *c, const struct rs_admin_cmd *cmd,
     }
     c->pds[idx].valid = true;
     c->pds[idx].flags = flags;
+    c->pds[idx].netid = netid;
     c->pds[idx].refs = 0;
     cqe->handle = cpu_to_le32(rs_handle(idx, c->pds[idx].gen));
     return RS_STATUS_OK;

@@ -172,7 +172,7 @@ uint8_t rs_odp_reg_mr(RSCore *c, const struct rs_cmd_reg_mr *r,
         .length = len,
     });
     trace_rdma_session_odp_reg(key, iova, len, implicit);
-    cqe->handle = cpu_to_le32(key);
+    cqe->handle = cpu_to_le32(rs_mkey_handle(c, &c->mrs[idx]));
     cqe->result1 = cpu_to_le32(key);
     return RS_STATUS_OK;
 }

@@ -15,6 +15,7 @@
 #include "qemu/log.h"
 #include "qemu/module.h"
 #include "qapi/error.h"
+#include "qapi/visitor.h"
 #include "hw/pci/pci_device.h"
 #include "hw/pci/pcie.h"
 #include "hw/pci/msix.h"
@@ -405,6 +406,39 @@ static const Property rs_properties[] = {
                      true),
 };
 
+/*
+ * Network identities (rdma-session-netid.c): set on the command line or
+ * at any time with qom-set, so they are QOM properties with their own
+ * setters, not qdev ones.
+ */
+static char *rs_get_netids(Object *obj, Error **errp)
+{
+    return rs_netid_get_list(&RDMA_SESSION(obj)->core);
+}
+
+static void rs_set_netids(Object *obj, const char *str, Error **errp)
+{
+    rs_netid_set_list(&RDMA_SESSION(obj)->core, str, errp);
+}
+
+static void rs_get_vni(Object *obj, Visitor *v, const char *name,
+                       void *opaque, Error **errp)
+{
+    uint32_t vni = RDMA_SESSION(obj)->core.netid[0].vni;
+
+    visit_type_uint32(v, name, &vni, errp);
+}
+
+static void rs_set_vni(Object *obj, Visitor *v, const char *name,
+                       void *opaque, Error **errp)
+{
+    uint32_t vni;
+
+    if (visit_type_uint32(v, name, &vni, errp)) {
+        rs_netid_set_vni(&RDMA_SESSION(obj)->core, vni, errp);
+    }
+}
+
 /* What "-device rdma-session,help" and device-list-properties say. */
 static const struct {
     const char *name;
@@ -438,6 +472,9 @@ static const struct {
     { "x-ack-backoff", "test: doublings of the local ACK timeout (0-6)" },
     { "x-rxe-flush-icrc", "test: RDMA FLUSH ICRC as soft-RoCE computes it" },
     { "x-migration-hold", "RNR NAKs keep peers waiting during migration" },
+    { "vni", "VNI of network identity 0, the default (0-2^24-1; qom-set)" },
+    { "netids", "identities 1-7: SUBNET=VNI,... e.g. 10.78.0.0/24=200 "
+                "(qom-set at run time)" },
 };
 
 static void rs_class_init(ObjectClass *klass, void *data)
@@ -460,6 +497,10 @@ static void rs_class_init(ObjectClass *klass, void *data)
     dc->vmsd = &vmstate_rdma_session;
     rc->phases.hold = rs_reset_hold;
     device_class_set_props(dc, rs_properties);
+    object_class_property_add(klass, "vni", "uint32", rs_get_vni, rs_set_vni,
+                              NULL, NULL);
+    object_class_property_add_str(klass, "netids", rs_get_netids,
+                                  rs_set_netids);
     for (size_t i = 0; i < ARRAY_SIZE(rs_property_desc); i++) {
         object_class_property_set_description(klass, rs_property_desc[i].name,
                                               rs_property_desc[i].desc);

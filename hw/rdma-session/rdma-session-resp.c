@@ -7,8 +7,8 @@
  * is attached to (rs_resp_divert, rdma-session-mcast.c); the
  * requester's frames to our own GIDs come here directly (loopback).
  * Requests go to the responder below, ACKs and READ responses to the
- * completer.  Remote keys resolve in the key table of the VNI of the GID
- * the packet arrived on.
+ * completer.  Remote keys resolve in the key table of the network identity
+ * of the GID the packet arrived on.
  *
  * RC reliability (IBTA 9.7.5): ACKs are coalesced, one per QP per run of
  * the resp bottom half for the newest PSN that asked for one; a NAK or a
@@ -1203,7 +1203,7 @@ static bool rs_resp_exec_send(RSCore *c, uint32_t qpn, RSQp *qp,
     }
     qp->resp_off += pkt->paylen;
     if ((f & RS_OPF_IETH) && !rs_mr_remote_inv(c, qp, gid, pkt->ieth)) {
-        /* Not a bound fast-registration key of this PD and VNI. */
+        /* Not a bound fast-registration key of this PD in this identity. */
         rs_recv_cqe(c, qpn, qp, &r, pkt, RS_WC_LOC_ACCESS_ERR, 0,
                     RS_WR_RECV);
         rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_INV_REQ, pkt->psn,

@@ -44,12 +44,14 @@ uint8_t rs_cmd_add_gid(RSCore *c, const struct rs_admin_cmd *cmd,
     }
     gid->valid = true;
     gid->type = g->type;
-    gid->vni = vni;
     gid->refs = 0;
     memcpy(gid->gid, g->gid, sizeof(gid->gid));
+    /* The host, not the guest's vni, says which identity it is in. */
+    rs_netid_gid_added(c, idx);
     trace_rdma_session_gid(idx, true);
     rs_lan_gid_added(c);
     cqe->handle = cpu_to_le32(idx);
+    cqe->result1 = cpu_to_le32(RS_NETID_RESULT(gid->netid, gid->vni));
     return RS_STATUS_OK;
 }
 

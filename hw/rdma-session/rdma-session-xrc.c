@@ -29,7 +29,7 @@ uint8_t rs_cmd_create_xrcd(RSCore *c, const struct rs_admin_cmd *cmd,
 {
     uint32_t idx;
 
-    if (cmd->create_pd.flags || cmd->create_pd.rsvd) {
+    if (cmd->create_pd.flags || cmd->create_pd.netid) {
         return RS_STATUS_BAD_PARAM;
     }
     idx = RS_ALLOC(c->xrcds, c->p.max_xrcds, 1);

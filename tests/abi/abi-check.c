@@ -127,7 +127,15 @@ int main(void)
         F(rs_cmd_query, handle, 12));
     CHECK_STRUCT(rs_cmd_create_pd, 8,
         F(rs_cmd_create_pd, flags, 0),
-        F(rs_cmd_create_pd, rsvd, 4));
+        F(rs_cmd_create_pd, netid, 4));
+    CHECK_STRUCT(rs_netid_attr, 32,
+        F(rs_netid_attr, vni, 0),
+        F(rs_netid_attr, flags, 4),
+        F(rs_netid_attr, prefix_len, 5),
+        F(rs_netid_attr, ngids, 6),
+        F(rs_netid_attr, prefix, 8),
+        F(rs_netid_attr, nkeys, 24),
+        F(rs_netid_attr, npds, 28));
     CHECK_STRUCT(rs_cmd_destroy, 8,
         F(rs_cmd_destroy, handle, 0),
         F(rs_cmd_destroy, rsvd, 4));
@@ -578,6 +586,10 @@ int main(void)
     CHECK_VALUE(RS_CMD_REG_INDIRECT_MKEY, 0x25);
     CHECK_VALUE(RS_CMD_REG_PATTERN_MKEY, 0x26);
     CHECK_VALUE(RS_EV_DCT_KEY_VIOLATION, 0x12);
+    CHECK_VALUE(RS_CAP_HOST_NETID, 0x40000);
+    CHECK_VALUE(RS_CMD_QUERY_NETID, 0x30);
+    CHECK_VALUE(RS_EV_NETID_CHANGED, 0x15);
+    CHECK_VALUE(RS_MAX_NETIDS, 8);
     CHECK_VALUE(RS_MKEY_MAX_ENTRIES, 256);
     CHECK_VALUE(RS_MKEY_MAX_NEST, 2);
     CHECK_VALUE(RS_MKEY_F_EMPTY, 1);

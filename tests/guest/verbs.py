@@ -51,13 +51,17 @@ from typing import Dict, List, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # pylint: disable=wrong-import-position
-from rstest import checks  # noqa: E402
-from rstest.suite import Suite, guest_files, need_tshark  # noqa: E402
+from rstest import checks, console  # noqa: E402
+from rstest.suite import Suite, guest_files, need_tshark, qmp  # noqa: E402
 
 PAIRINGS = {
     "adapter-adapter": ["-n", "2"],
     "adapter-rxe": ["-n", "2", "--soft-roce-vm", "2"],
     "three": ["-n", "3"],
+    "netid": ["-n", "2"],
+    # The same, VM 1 migrated while the programs wait (connected) with
+    # their keys of both identities registered.
+    "netid-migrate": ["-n", "2", "--migrate", "1@15"],
 }
 
 TWO = ("adapter-adapter", "adapter-rxe")
@@ -91,6 +95,12 @@ FLUSH_CHECKS = ["flush-caps", "flush-connect", "atomic-write",
 # it send and accept FLUSHes so (x-rxe-flush-icrc).
 PAIRING_QEMU = {
     "adapter-rxe": ["--", "-global", "rdma-session.x-rxe-flush-icrc=on"],
+    # Two network identities the host assigns: the launcher's 10.77.0.0/24
+    # stays in identity 0 (VNI 100), 10.78.0.0/24 is identity 1 (VNI 200).
+    "netid": ["--", "-global", "rdma-session.vni=100",
+              "-global", "rdma-session.netids=10.78.0.0/24=200"],
+    "netid-migrate": ["--", "-global", "rdma-session.vni=100",
+                      "-global", "rdma-session.netids=10.78.0.0/24=200"],
 }
 
 # rsv-verbs' checks on both sides (local to each VM) and on VM 1 alone.
@@ -182,6 +192,12 @@ FEATURES: List[Tuple[str, Tuple[str, ...], Dict[int, List[str]]]] = [
                            3: ["devinfo", "ud-attach", "ud-recv",
                                "ud-detach", "mckey-recv"]}),
     ("dc", ("three",), {1: DC_VM1, 2: DC_VM2, 3: DC_VM3}),
+    # rsv-netid: VM 2 writes into VM 1 through each identity with each
+    # identity's key; the other identity's key is refused through each.
+    ("netid", ("netid", "netid-migrate"), {
+        1: ["memory-id0", "memory-id1", "driver-learns"],
+        2: ["write-id0", "write-id1", "cross-id1-key-via-id0",
+            "cross-id0-key-via-id1", "driver-learns"]}),
     ("mcast-rxe", ("adapter-rxe",), {
         1: ["a2r-send", "r2a-attach", "r2a-recv", "r2a-detach",
             "mckey-a2r-send"],
@@ -578,6 +594,67 @@ def dc_capture(s: Suite, pairing: str, pcap: str, lines: List[str]) -> None:
             s.note(ln[ln.index("MEASURE"):])
 
 
+def netid_capture(s: Suite, pairing: str, pcap: str) -> None:
+    """VM 1's capture of rsv-netid: the crossed WRITEs from VM 2, one to
+    each of VM 1's identities' addresses, each answered with a NAK
+    (remote access error, AETH syndrome 0x62) from that address, and no
+    other NAK.  (The capture holds each frame VM 1 sends twice: NAKs are
+    counted by QP and PSN.)"""
+    name = "%s/netid/capture" % pairing
+    if not os.path.isfile(pcap) or os.path.getsize(pcap) == 0:
+        s.report(False, name, "no capture " + pcap)
+        return
+    naks = sorted(set((src, dst, p[5:8].hex(), p[9:12].hex(), p[12])
+                      for src, dst, p in roce_frames(pcap)
+                      if len(p) >= 16 and p[0] == 0x11 and
+                      (p[12] & 0xe0) == 0x60))
+    want = [("10.77.0.1", "10.77.0.2"), ("10.78.0.1", "10.78.0.2")]
+    ok = (sorted((n[0], n[1]) for n in naks) == want and
+          all(n[4] == 0x62 for n in naks))
+    s.report(ok, name, "NAKs (src, dst, QPN, PSN, syndrome): %s" % naks)
+
+
+def netid_change(s: Suite) -> None:
+    """The host changes the network identities of a running VM: once the
+    VM says "NETID change-now" on its console, qom-set on its QMP socket
+    gives identity 1 (10.78.0.0/24) VNI 201 and adds identity 2
+    (10.79.0.0/24, VNI 300) over an address the VM has; the guest checks
+    that its driver heard of both changes and moved that address's GID
+    into identity 2 (tests/guest/in-guest/netid-change.sh)."""
+    run = os.path.join(s.dir, "vms-netid-change")
+    want = "10.78.0.0/24=201,10.79.0.0/24=300"
+    with s.start("netid-change", ["-q", "-n", "1", "--timeout", "300",
+                                  "--cmd", guest_files("lib.sh",
+                                                       "netid-change.sh")] +
+                 PAIRING_QEMU["netid"], vms_dir=run) as bg:
+        serial = os.path.join(run, "vm1", "serial.log")
+        sock = os.path.join(run, "vm1", "qmp.sock")
+        if bg.wait_for(200, lambda: any(
+                ln.startswith("NETID change-now")
+                for ln in console.lines(serial))):
+            ok, r = qmp(sock, [("qom-list",
+                                {"path": "/machine/peripheral-anon"})])
+            dev = [c["name"] for c in (r[0] if ok else [])
+                   if c.get("type") == "child<rdma-session>"]
+            path = "/machine/peripheral-anon/%s" % (dev[0] if dev else "")
+            ok2, r2 = qmp(sock, [
+                ("qom-set", {"path": path, "property": "netids",
+                             "value": want.replace(",", ";")}),
+                ("qom-get", {"path": path, "property": "netids"})])
+            s.report(ok and ok2 and r2[-1] == want,
+                     "netid-change/host-qom-set",
+                     "%s netids: %s" % (path, r2))
+        else:
+            s.report(False, "netid-change/host-qom-set",
+                     "the VM never said NETID change-now")
+            bg.stop()
+        r = bg.wait()
+    s.expect(r, [(1, "netid-change/event"),
+                 (1, "netid-change/driver-relearns"),
+                 (1, "netid-change/dmesg-clean")])
+    s.launcher_check(r, "netid-change")
+
+
 def main(argv: List[str]) -> int:
     names = sorted(set(f[0] for f in FEATURES))
     for a in argv:
@@ -596,8 +673,9 @@ def main(argv: List[str]) -> int:
             "lib.sh", "verbs-common.sh",
             *["verbs-%s.sh" % f[0] for f in feats], "verbs-end.sh"))
         pcap = os.path.join(s.dir, pairing + ".pcap")
-        cap = ["--pcap", "1", pcap] if any(f[0] in ("flush", "dc")
-                                           for f in feats) else []
+        cap = ["--pcap", "1", pcap] if any(f[0] in ("flush", "dc", "netid")
+                                           for f in feats) and \
+            "migrate" not in pairing else []
         r = s.launch(pairing, ["-q", "--no-build", "--timeout", "600"] +
                      args + cap + ["--cmd", script] +
                      PAIRING_QEMU.get(pairing, []),
@@ -617,9 +695,13 @@ def main(argv: List[str]) -> int:
             xrc_capture(s, pairing, pcap, r.lines)
         if cap and any(f[0] == "odp" for f in feats):
             odp_capture(s, pairing, pcap)
+        if cap and any(f[0] == "netid" for f in feats):
+            netid_capture(s, pairing, pcap)
         with open(os.path.join(s.dir, "checks"), "a") as f:
             f.writelines(ln + "\n" for ln in r.lines
                          if checks.LINE_RE.match(ln))
+    if not argv or "netid" in argv:
+        netid_change(s)
     return s.end()
 
 

@@ -60,7 +60,11 @@
  * Minor 5: dynamically connected transport (RS_CAP_DC), indirect and
  * pattern memory keys (RS_CAP_INDIRECT_MKEY, RS_CAP_PATTERN_MKEY).
  * Minor 6: the transport counters of QUERY_STATS (RS_CAP_DEVICE_COUNTERS,
- * struct rs_device_stats from rnr_naks_sent on).
+ * struct rs_device_stats from rnr_naks_sent on); host-assigned network
+ * identities (RS_CAP_HOST_NETID): ADD_GID's
+ * completion names the GID's identity and VNI, CREATE_PD's netid, keys
+ * allocated per identity (REG_MR and friends return an admin handle apart
+ * from the key), QUERY_NETID, RS_EV_NETID_CHANGED.
  */
 #define RS_ABI_VERSION_MAJOR    1
 #define RS_ABI_VERSION_MINOR    6
@@ -138,6 +142,7 @@ REG32(RS_ADMQ_DB, 0x100)                /* write: admin producer index */
 #define RS_CAP_FLUSH            (1u << 14) /* RDMA FLUSH, global visibility */
 #define RS_CAP_ATOMIC_WRITE     (1u << 15) /* RDMA ATOMIC WRITE */
 #define RS_CAP_XRC              (1u << 16) /* XRC (ABI 1.3) */
+#define RS_CAP_HOST_NETID       (1u << 18) /* host-assigned identities (1.6) */
 #define RS_CAP_DEVICE_COUNTERS  (1u << 19) /* QUERY_STATS: 152 bytes (1.6) */
 
 enum rs_fatal {
@@ -252,6 +257,7 @@ enum rs_admin_opcode {
     RS_CMD_DESTROY_XRCD = 0x2d,
     RS_CMD_ODP_INVALIDATE = 0x2e,   /* ABI 1.4 (RS_CAP_ODP) */
     RS_CMD_QUERY_STATS = 0x2f,      /* ABI 1.4: struct rs_device_stats */
+    RS_CMD_QUERY_NETID = 0x30,      /* ABI 1.6: struct rs_netid_attr */
     RS_CMD_MAX = 0x35,
 };
 
@@ -297,7 +303,7 @@ struct rs_cmd_destroy {             /* every DESTROY_*, DEREG_MR, DEL_GID */
 
 struct rs_cmd_create_pd {           /* CREATE_PD; CREATE_XRCD (no flags) */
     uint32_t flags;                 /* RS_PD_F_* */
-    uint32_t rsvd;
+    uint32_t netid;                 /* ABI 1.6: the PD's identity (0-7) */
 };
 
 /*
@@ -608,8 +614,38 @@ struct rs_cmd_add_gid {
     uint32_t index;                 /* < max GIDs */
     uint8_t type;                   /* enum rs_gid_type */
     uint8_t rsvd0[3];
-    uint32_t vni;                   /* network identifier, 24 bits */
+    /*
+     * Ignored since ABI 1.6 (the host assigns identities, see
+     * RS_CAP_HOST_NETID); still refused above 24 bits.
+     */
+    uint32_t vni;
     uint32_t rsvd1;
+};
+
+/*
+ * Network identities (RS_CAP_HOST_NETID, ABI 1.6).  The host configures
+ * up to RS_MAX_NETIDS identities (device properties vni and netids, or
+ * qom-set at run time); identity 0 is the default.  ADD_GID puts a GID in
+ * the identity whose subnet contains its address (else 0) and completes
+ * with result1 = RS_NETID_RESULT(identity, VNI).  Each identity has its
+ * own key table: a key allocated for a PD of identity n (CREATE_PD's
+ * netid) resolves only in identity n, remote accesses in the identity of
+ * the GID they arrive on.  QUERY_NETID (query.handle: the identity)
+ * writes struct rs_netid_attr; RS_EV_NETID_CHANGED (handle: the identity,
+ * data: its VNI) tells that the host changed an identity.
+ */
+#define RS_MAX_NETIDS           8
+#define RS_NETID_RESULT(n, vni) (((uint32_t)(vni) << 8) | (n))
+#define RS_NETID_F_VALID        (1u << 0)   /* the identity is configured */
+
+struct rs_netid_attr {
+    uint32_t vni;                   /* 24 bits */
+    uint8_t flags;                  /* RS_NETID_F_* */
+    uint8_t prefix_len;             /* of prefix (GID form: IPv4 is 96+) */
+    uint16_t ngids;                 /* GIDs in the identity */
+    uint8_t prefix[16];             /* subnet, IPv4 as ::ffff:a.b.c.d */
+    uint32_t nkeys;                 /* keys in its table */
+    uint32_t npds;                  /* PDs of the identity */
 };
 
 /*
@@ -751,7 +787,14 @@ struct rs_admin_cqe {
     uint8_t flags;                  /* RS_ACQE_PHASE */
     uint32_t handle;                /* created object, or lkey for REG_MR */
     uint32_t result1;               /* REG_MR: rkey; CREATE_QP: QP number; */
-                                    /* MODIFY_SRQ resize: WQEs moved */
+                                    /* MODIFY_SRQ resize: WQEs moved; */
+                                    /* ADD_GID: RS_NETID_RESULT (ABI 1.6) */
+    /*
+     * ABI 1.6: a key of identity 0 has handle == result1 (the lkey and
+     * rkey) as before; a key of another identity is result1, and handle
+     * is the admin handle DEREG_MR, DEALLOC_MW, ODP_RESOLVE and
+     * ODP_INVALIDATE take and RS_EV_ODP_PAGE_FAULT reports.
+     */
     uint32_t rsvd;
 };
 
@@ -928,6 +971,8 @@ enum rs_event_type {
     RS_EV_MIGRATION_NOTICE = 0x11,
     /* ABI 1.5: handle: the DCT; data: the DCI's QP number. */
     RS_EV_DCT_KEY_VIOLATION = 0x12,
+    /* ABI 1.6: handle: the identity; data: its VNI (see QUERY_NETID). */
+    RS_EV_NETID_CHANGED = 0x15,
 };
 
 #define RS_EQE_PHASE            (1u << 0)
@@ -1172,6 +1217,7 @@ RS_ABI_SIZE(struct rs_send_wqe_bind_mw, 64);
 RS_ABI_SIZE(struct rs_cmd_alloc_mw, 16);
 RS_ABI_SIZE(struct rs_recv_wqe_ctrl, 16);
 RS_ABI_SIZE(struct rs_cmd_create_pd, 8);
+RS_ABI_SIZE(struct rs_netid_attr, 32);
 RS_ABI_SIZE(struct rs_lan_desc, 16);
 RS_ABI_SIZE(struct rs_cmd_create_lan_queue, 16);
 RS_ABI_SIZE(struct rs_device_attr, 160);

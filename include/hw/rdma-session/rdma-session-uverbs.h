@@ -38,9 +38,20 @@ struct rs_uverbs_alloc_ucontext_resp {
 	__u32 rsvd2;
 };
 
+/*
+ * Since ABI 1.6 (optional input): the PD's network identity, as the
+ * identity of one of the port's GIDs; without it identity 0.
+ */
+#define RS_UVERBS_PD_F_GID      (1u << 0)
+
+struct rs_uverbs_alloc_pd {
+	__u32 gid_index;                /* with RS_UVERBS_PD_F_GID */
+	__u32 flags;                    /* RS_UVERBS_PD_F_* */
+};
+
 struct rs_uverbs_alloc_pd_resp {
 	__u32 pdn;                      /* device PD handle */
-	__u32 rsvd;
+	__u32 netid;                    /* its network identity (ABI 1.6) */
 };
 
 struct rs_uverbs_create_cq_resp {

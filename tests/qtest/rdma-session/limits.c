@@ -686,6 +686,16 @@ static void test_bad_properties(void)
         { "x-window=0", false },
         { "x-window=4097", false },
         { "x-ack-backoff=7", false },
+        /* network identities: the host's subnets and VNIs */
+        { "vni=16777215", true },
+        { "vni=7,netids=10.0.1.0/24=5;fd00::/64=6", true },
+        { "netids=10.0.1.0/24=5,,10.0.2.0/24=0x10", true },
+        { "vni=16777216", false },
+        { "netids=10.0.1.1/24=5", false },
+        { "netids=10.0.1.0/24", false },
+        { "netids=10.0.1.0/24=5;10.0.1.128/25=6", false },
+        { "vni=5,netids=10.0.1.0/24=5", false },
+        { "netids=fd00::/129=5", false },
         /* the experimental properties' bounds */
         { "x-window=1,x-ack-backoff=0", true },
         { "x-window=4096,x-ack-backoff=6", true },

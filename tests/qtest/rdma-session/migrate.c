@@ -332,7 +332,10 @@ static void corrupt_build(QRdmaSession *d, struct rs_cmd_add_gid *g,
     struct rs_cmd_create_ah ah;
     uint32_t pd, h;
 
-    /* GID 1 (fd00::7e, VNI 0x5a5a5a) with one reference: an AH. */
+    /*
+     * GID 1 (fd00::7e) with one reference: an AH.  The vni the driver
+     * writes is ignored: the GID is in identity 0, VNI 0.
+     */
     add_gid_v4(d, 0, 1);
     g->gid[0] = 0xfd;
     g->gid[15] = 0x7e;
@@ -380,11 +383,12 @@ static void test_migrate_corrupt(void *obj, void *data,
     mig_save(from, path);
     g_assert_true(g_file_get_contents(path, (gchar **)&stream, &len, NULL));
 
-    /* RSGid: gid[16], vni, refs.  RSMr: ..., iova, length, npages. */
+    /* RSGid: gid[16], vni (its identity's), refs.  RSMr: ..., iova, */
+    /* length, npages. */
     memset(cases, 0, sizeof(cases));
     cases[0].name = "GID reference count";
     memcpy(cases[0].needle, g.gid, 16);
-    stl_be_p(cases[0].needle + 16, g.vni);
+    stl_be_p(cases[0].needle + 16, 0);
     cases[0].needle_len = 20;
     cases[0].field_off = 20;
     cases[0].value = 2;

@@ -9,16 +9,31 @@
 #include "rs-test.h"
 #include "rs-peer.h"
 
-/* GID 1 (VNI 1) on both adapters, and the buffers' MRs through it. */
+/* Each adapter's PD of identity 1. */
+static uint32_t vni1_pd[2];
+
+/*
+ * The host puts 10.0.1.0/24 in identity 1 (VNI 1) on both adapters (each
+ * driver hears of it); GID 1 (10.0.1.x) lands there; a PD of identity 1
+ * and the buffers' MRs in it.
+ */
 static void pair_add_vni1(Pair *pr)
 {
+    struct rs_event ev;
     int i;
 
+    rs_qom_set_all(qrs_qts(pr->p[0].d), "netids", "10.0.1.0/24=1");
     for (i = 0; i < 2; i++) {
         Peer *p = &pr->p[i];
 
+        g_assert_true(qrs_aeq_poll(p->d, &ev, 1000000));
+        g_assert_cmpuint(ev.type, ==, RS_EV_NETID_CHANGED);
+        g_assert_cmpuint(ev.handle, ==, 1);
+        g_assert_cmpuint(ev.data, ==, 1);
         add_gid_v4(p->d, 1, i + 1);
-        p->key[1] = eng_mr(p->d, p->pd, 1, p->buf, PAIR_BUF, STD_ACCESS);
+        vni1_pd[i] = new_pd_netid(p->d, 1);
+        p->key[1] = eng_mr(p->d, vni1_pd[i], 1, p->buf, PAIR_BUF,
+                           STD_ACCESS);
     }
 }
 
@@ -33,7 +48,7 @@ enum {
     PROT_WIN_NO_RW,         /* the same range without REMOTE_WRITE */
     PROT_WIN_NO_RR,         /* ... without REMOTE_READ */
     PROT_WIN_PD2,           /* ... in another PD */
-    PROT_WIN_VNI1,          /* ... registered through GID 1 (VNI 1) */
+    PROT_WIN_VNI1,          /* ... in a PD of identity 1 (VNI 1) */
     PROT_TOP,               /* IOVA 2^64 - 8 KiB, 8 KiB - 1 bytes */
     PROT_STALE,             /* a deregistered key: same index, old tag */
     PROT_UNUSED,            /* an index never registered */
@@ -48,7 +63,7 @@ enum {
     LOCAL_OTHER_PD,         /* an MR of A's buffer in another PD */
     LOCAL_PAST_END,         /* the SGE ends past its MR */
     LOCAL_NO_WRITE,         /* READ into an MR without LOCAL_WRITE */
-    LOCAL_OTHER_VNI,        /* a key of VNI 0 on a QP of VNI 1 */
+    LOCAL_OTHER_VNI,        /* a key of VNI 0 on a QP of VNI 1's PD */
 };
 
 #define WIN_OFF         (2 * PAGE)
@@ -184,7 +199,7 @@ static const ProtRow prot_rows[] = {
 
 typedef struct ProtEnv {
     Pair pr;
-    uint32_t pd2[2];
+    uint32_t pd0[2], pd2[2];
     uint32_t rkey[PROT_NR];
     uint64_t iova[PROT_NR];
     uint32_t off[PROT_NR];      /* the region's offset in B's buffer */
@@ -202,6 +217,7 @@ static void prot_setup(ProtEnv *e, void *obj, void *data,
     win = b->buf + WIN_OFF;
     pair_add_vni1(&e->pr);
     for (i = 0; i < 2; i++) {
+        e->pd0[i] = e->pr.p[i].pd;
         e->pd2[i] = new_pd(e->pr.p[i].d);
     }
     for (i = 0; i < PROT_NR; i++) {
@@ -217,7 +233,7 @@ static void prot_setup(ProtEnv *e, void *obj, void *data,
                                      RS_ACCESS_REMOTE_WRITE);
     e->rkey[PROT_WIN_PD2] = eng_mr(b->d, e->pd2[1], 0, win, WIN_LEN,
                                    STD_ACCESS);
-    e->rkey[PROT_WIN_VNI1] = eng_mr(b->d, b->pd, 1, win, WIN_LEN,
+    e->rkey[PROT_WIN_VNI1] = eng_mr(b->d, vni1_pd[1], 1, win, WIN_LEN,
                                     STD_ACCESS);
     e->rkey[PROT_TOP] = eng_mr_at(b->d, b->pd, 0, TOP_IOVA,
                                   b->buf + TOP_OFF, 0x1fff, STD_ACCESS);
@@ -254,7 +270,14 @@ static void prot_run(ProtEnv *e, const ProtRow *r)
     LoopQp q[2];
 
     g_test_message("protection: %s", r->name);
+    /* Through GID 1 the QPs are in the PDs of its identity. */
+    if (r->gid) {
+        a->pd = vni1_pd[0];
+        b->pd = vni1_pd[1];
+    }
     pair_rc(pr, q, r->gid, r->resp_access ? r->resp_access : STD_ACCESS);
+    a->pd = e->pd0[0];
+    b->pd = e->pd0[1];
     peer_fill(a, 0, 3 * PAGE, r->len);
     sge.lkey = a->key[r->gid];
     switch (r->local) {
@@ -272,7 +295,11 @@ static void prot_run(ProtEnv *e, const ProtRow *r)
         sge.lkey = e->lkey_ro;
         break;
     case LOCAL_OTHER_VNI:
-        sge.lkey = a->key[0];
+        /*
+         * A key of identity 0 whose value identity 1 does not have (A's
+         * key[0] has a twin there: key[1], the same value).
+         */
+        sge.lkey = e->lkey_ro;
         break;
     }
     if (r->op == RS_WR_SEND) {

@@ -112,6 +112,68 @@ void add_gid_v4(QRdmaSession *d, uint32_t index, uint8_t host)
     g_assert_cmpuint(got, ==, index);
 }
 
+uint32_t new_pd_netid(QRdmaSession *d, uint32_t netid)
+{
+    struct rs_cmd_create_pd c = { .netid = cpu_to_le32(netid) };
+    uint32_t h = 0;
+
+    RS_ASSERT_OK(qrs_admin_cmd(d, RS_CMD_CREATE_PD, &c, sizeof(c), &h, NULL));
+    return h;
+}
+
+/* The QOM paths of every rdma-session adapter (all are anonymous). */
+GPtrArray *rs_qom_paths(QTestState *qts)
+{
+    QDict *rsp = qtest_qmp(qts, "{ 'execute': 'qom-list', 'arguments':"
+                           " { 'path': '/machine/peripheral-anon' } }");
+    GPtrArray *paths = g_ptr_array_new_with_free_func(g_free);
+    QListEntry *entry;
+
+    g_assert_true(qdict_haskey(rsp, "return"));
+    QLIST_FOREACH_ENTRY(qdict_get_qlist(rsp, "return"), entry) {
+        QDict *prop = qobject_to(QDict, qlist_entry_obj(entry));
+
+        if (!strcmp(qdict_get_str(prop, "type"), "child<rdma-session>")) {
+            g_ptr_array_add(paths,
+                            g_strdup_printf("/machine/peripheral-anon/%s",
+                                            qdict_get_str(prop, "name")));
+        }
+    }
+    qobject_unref(rsp);
+    g_assert_cmpuint(paths->len, >, 0);
+    return paths;
+}
+
+/* qom-set a string property; NULL if it worked, else QEMU's error. */
+char *rs_qom_set_str(QTestState *qts, const char *path, const char *prop,
+                     const char *value)
+{
+    QDict *rsp = qtest_qmp(qts, "{ 'execute': 'qom-set', 'arguments':"
+                           " { 'path': %s, 'property': %s, 'value': %s } }",
+                           path, prop, value);
+    char *err = NULL;
+
+    if (qdict_haskey(rsp, "error")) {
+        err = g_strdup(qdict_get_str(qdict_get_qdict(rsp, "error"), "desc"));
+    }
+    qobject_unref(rsp);
+    return err;
+}
+
+/* The same property on every adapter; each must take it. */
+void rs_qom_set_all(QTestState *qts, const char *prop, const char *value)
+{
+    g_autoptr(GPtrArray) paths = rs_qom_paths(qts);
+    guint i;
+
+    for (i = 0; i < paths->len; i++) {
+        g_autofree char *err = rs_qom_set_str(qts, paths->pdata[i], prop,
+                                              value);
+
+        g_assert_null(err);
+    }
+}
+
 uint32_t new_pd(QRdmaSession *d)
 {
     uint32_t h = 0;
@@ -274,7 +336,7 @@ void assert_power_on_regs(QRdmaSession *d, uint32_t db_pages,
                     RS_CAP_MW | RS_CAP_MCAST | RS_CAP_FLUSH |
                     RS_CAP_ATOMIC_WRITE | RS_CAP_XRC | RS_CAP_ODP |
                     RS_CAP_DC | RS_CAP_INDIRECT_MKEY | RS_CAP_PATTERN_MKEY |
-                    RS_CAP_DEVICE_COUNTERS);
+                    RS_CAP_HOST_NETID | RS_CAP_DEVICE_COUNTERS);
     g_assert_cmpuint(qrs_readl(d, A_RS_DB_PAGES), ==, db_pages);
     g_assert_cmphex(qrs_readl(d, A_RS_CTRL), ==, 0);
     g_assert_cmphex(qrs_readl(d, A_RS_STATUS), ==, R_RS_STATUS_LINK_UP_MASK);
@@ -408,8 +470,12 @@ uint32_t reg_mr_ok(QRdmaSession *d, const struct rs_cmd_reg_mr *c)
     uint32_t lkey = 0, rkey = 0;
 
     RS_ASSERT_OK(qrs_reg_mr(d, c, &lkey, &rkey));
-    g_assert_cmphex(lkey, ==, rkey);
-    return lkey;
+    /*
+     * The key (result1); the handle is the same in identity 0 and
+     * slot-based in another (ABI 1.6).
+     */
+    g_assert_cmphex(lkey & RS_MKEY_TAG_MASK, ==, rkey & RS_MKEY_TAG_MASK);
+    return rkey;
 }
 
 void ah_template(struct rs_cmd_create_ah *c, uint32_t pd,

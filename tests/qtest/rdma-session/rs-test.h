@@ -132,6 +132,15 @@ void add_gid_v4(QRdmaSession *d, uint32_t index, uint8_t host);
 
 uint32_t new_pd(QRdmaSession *d);
 
+/* A PD of network identity @netid (CREATE_PD's netid, ABI 1.6). */
+uint32_t new_pd_netid(QRdmaSession *d, uint32_t netid);
+
+/* QOM: the adapters' paths, qom-set of a string on one or all. */
+GPtrArray *rs_qom_paths(QTestState *qts);
+char *rs_qom_set_str(QTestState *qts, const char *path, const char *prop,
+                     const char *value);
+void rs_qom_set_all(QTestState *qts, const char *prop, const char *value);
+
 uint32_t new_cq(QRdmaSession *d, uint8_t log_size);
 
 void qp_template(QRdmaSession *d, struct rs_cmd_create_qp *c,
