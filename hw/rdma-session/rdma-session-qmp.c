@@ -80,7 +80,7 @@ static RdmaSessionKey *rs_qmp_key(RSCore *c, uint32_t idx)
     const RSMr *mr = &c->mrs[idx];
     RdmaSessionKey *k = g_new0(RdmaSessionKey, 1);
 
-    k->key = (idx << RS_MKEY_INDEX_SHIFT) | mr->tag;
+    k->key = rs_mkey_key(mr);
     k->kind = rs_qmp_key_kind(mr);
     k->pd = mr->pd;
     k->gid_index = mr->gid_index;
@@ -92,58 +92,38 @@ static RdmaSessionKey *rs_qmp_key(RSCore *c, uint32_t idx)
     return k;
 }
 
-/* The network identifier of key slot idx: that of the GID it names. */
-static uint32_t rs_qmp_key_vni(RSCore *c, uint32_t idx)
-{
-    uint32_t gid = c->mrs[idx].gid_index;
-
-    return gid < c->p.max_gids ? c->gids[gid].vni : 0;
-}
-
-/*
- * The key tables: one per network identifier in use by a GID or a key,
- * in the order they are first met (GIDs first).
- */
+/* The key tables: one per network identity the host configured. */
 static RdmaSessionKeyTableList *rs_qmp_key_tables(RSCore *c)
 {
-    uint32_t nvni = 0, i, j, max = c->p.max_gids + c->p.max_mrs;
-    g_autofree uint32_t *vni = g_new(uint32_t, max);
     RdmaSessionKeyTableList *head = NULL, **tail = &head;
+    uint32_t i, n;
 
-    for (i = 0; i < c->p.max_gids + c->p.max_mrs; i++) {
-        uint32_t v;
+    for (n = 0; n < RS_MAX_NETIDS; n++) {
+        const RSNetid *id = &c->netid[n];
+        RdmaSessionKeyTable *t;
+        uint32List **gtail;
+        RdmaSessionKeyList **ktail;
 
-        if (i < c->p.max_gids) {
-            if (!c->gids[i].valid) {
-                continue;
-            }
-            v = c->gids[i].vni;
-        } else {
-            if (!c->mrs[i - c->p.max_gids].valid) {
-                continue;
-            }
-            v = rs_qmp_key_vni(c, i - c->p.max_gids);
+        if (!id->valid) {
+            continue;
         }
-        for (j = 0; j < nvni && vni[j] != v; j++) {
-            /* look for it */
-        }
-        if (j == nvni) {
-            vni[nvni++] = v;
-        }
-    }
-    for (j = 0; j < nvni; j++) {
-        RdmaSessionKeyTable *t = g_new0(RdmaSessionKeyTable, 1);
-        uint32List **gtail = &t->identities;
-        RdmaSessionKeyList **ktail = &t->keys;
+        t = g_new0(RdmaSessionKeyTable, 1);
+        gtail = &t->identities;
+        ktail = &t->keys;
+        t->netid = n;
+        t->vni = id->vni;
+        if (n) {
+            g_autofree char *a = rs_qmp_gid_str(id->prefix);
 
-        t->vni = vni[j];
+            t->subnet = g_strdup_printf("%s/%u", a, id->prefix_len);
+        }
         for (i = 0; i < c->p.max_gids; i++) {
-            if (c->gids[i].valid && c->gids[i].vni == vni[j]) {
+            if (c->gids[i].valid && c->gids[i].netid == n) {
                 QAPI_LIST_APPEND(gtail, i);
             }
         }
         for (i = 0; i < c->p.max_mrs; i++) {
-            if (c->mrs[i].valid && rs_qmp_key_vni(c, i) == vni[j]) {
+            if (c->mrs[i].valid && c->mrs[i].netid == n) {
                 QAPI_LIST_APPEND(ktail, rs_qmp_key(c, i));
             }
         }
@@ -241,7 +221,8 @@ static RdmaSessionInfo *rs_qmp_info(Object *obj, RSCore *c)
         e->type = g->type == RS_GID_ROCE_V2_IPV6 ?
                   RDMA_SESSION_GID_TYPE_ROCE_V2_IPV6 :
                   RDMA_SESSION_GID_TYPE_ROCE_V2_IPV4;
-        e->vni = g->vni;
+        e->netid = g->netid;
+        e->vni = g->netid < RS_MAX_NETIDS ? c->netid[g->netid].vni : 0;
         e->refs = g->refs;
         QAPI_LIST_APPEND(itail, e);
     }
@@ -355,14 +336,14 @@ static void rs_hmp_one(Monitor *mon, const RdmaSessionInfo *d)
                    d->link_up ? "up" : "down");
 
     monitor_printf(mon, "  identities:\n"
-                   "    %-5s %-40s %-12s %-8s %s\n",
-                   "index", "address", "type", "vni", "refs");
+                   "    %-5s %-40s %-12s %-5s %-8s %s\n",
+                   "index", "address", "type", "netid", "vni", "refs");
     for (il = d->identities; il; il = il->next) {
         RdmaSessionIdentity *e = il->value;
 
-        monitor_printf(mon, "    %-5u %-40s %-12s %-8u %u\n", e->index,
-                       e->address, RdmaSessionGidType_str(e->type), e->vni,
-                       e->refs);
+        monitor_printf(mon, "    %-5u %-40s %-12s %-5u %-8u %u\n", e->index,
+                       e->address, RdmaSessionGidType_str(e->type), e->netid,
+                       e->vni, e->refs);
     }
 
     monitor_printf(mon, "  sessions:\n"
@@ -419,7 +400,9 @@ static void rs_hmp_one(Monitor *mon, const RdmaSessionInfo *d)
         RdmaSessionKeyList *kl;
         uint32List *g;
 
-        monitor_printf(mon, "  key table vni %u (gids", t->vni);
+        monitor_printf(mon, "  key table %u vni %u%s%s (gids", t->netid,
+                       t->vni, t->subnet ? " subnet " : "",
+                       t->subnet ? t->subnet : "");
         for (g = t->identities; g; g = g->next) {
             monitor_printf(mon, " %u", g->value);
         }

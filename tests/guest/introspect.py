@@ -96,13 +96,13 @@ def check_query(s: Suite, a: dict, b: dict) -> Dict[str, int]:
     s.report(ok, "qmp: the QP's group: one session %s:%s -> %s:4791" % (
         GID2, sess[0]["src-port"] if sess else "?", GID1),
         "groups %s sessions %s" % (a["groups"], a["sessions"]))
-    tables = [t for t in a["key-tables"] if t["vni"] == 0]
+    tables = [t for t in a["key-tables"] if t["netid"] == 0]
     keys = [k for t in tables for k in t["keys"]
             if k["kind"] == "mr" and k["valid"] and
             k["length"] >= 65536 and k["pd"] == qa["pd"]]
     s.report(len(tables) == 1 and gid in tables[0]["identities"] and
              len(keys) >= 1,
-             "qmp: key table of VNI 0 with ib_write_bw's MR (%s)" %
+             "qmp: key table of identity 0 with ib_write_bw's MR (%s)" %
              ", ".join("0x%x %d bytes" % (k["key"], k["length"])
                        for k in keys), str(a["key-tables"]))
     ca, cb = a["counters"], b["counters"]
@@ -167,7 +167,7 @@ def main() -> int:
                                     seen))
     row = re.search(r"^    %-6u rc      rts " % seen.get("qpn", -1), hmp,
                     re.M) if seen else None
-    s.report(row is not None and "key table vni 0" in hmp and
+    s.report(row is not None and "key table 0 vni 0" in hmp and
              "tx-packets" in hmp,
              "hmp: info rdma-session has the QP's row and the key table",
              hmp[:400])

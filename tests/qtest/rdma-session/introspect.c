@@ -248,19 +248,31 @@ static void is_send(Loop *l, uint64_t wr_id, uint32_t len)
 #define IS_MR1_ACC  (RS_ACCESS_LOCAL_WRITE | RS_ACCESS_REMOTE_READ)
 
 /*
- * The loopback fixture (GID 0 10.0.0.1 in VNI 0, a session to itself
- * from port 49152, a round-robin group of it, RC QPs a and b in RTS at
- * PSN 0x100, two MRs through GID 0) plus GID 1 (10.0.1.1, VNI 1) with an
- * MR of its own, and one SEND of 3000 bytes (3 packets) from a to b.
+ * The loopback fixture (GID 0 10.0.0.1 in identity 0, VNI 0, a session
+ * to itself from port 49152, a round-robin group of it, RC QPs a and b in
+ * RTS at PSN 0x100, two MRs through GID 0) plus GID 1 (10.0.1.1, which
+ * the host put in identity 1, VNI 1, subnet 10.0.1.0/24) with an MR of its
+ * own in a PD of identity 1, and one SEND of 3000 bytes (3 packets) from a
+ * to b.
  */
+static uint32_t is_pd1;
+
 static uint32_t is_setup(Loop *l, void *obj, uint64_t *mr1)
 {
+    g_autoptr(GPtrArray) paths = NULL;
+    QTestState *qts;
     uint32_t k1;
 
     loop_setup(l, obj);
+    qts = qrs_qts(l->d);
+    paths = rs_qom_paths(qts);
+    g_assert_cmpuint(paths->len, ==, 1);
+    g_assert_null(rs_qom_set_str(qts, g_ptr_array_index(paths, 0),
+                                 "netids", "10.0.1.0/24=1"));
     add_gid_v4(l->d, 1, 1);
+    is_pd1 = new_pd_netid(l->d, 1);
     *mr1 = loop_buf(l->d, IS_MR1_LEN);
-    k1 = eng_mr(l->d, l->pd, 1, *mr1, IS_MR1_LEN, IS_MR1_ACC);
+    k1 = eng_mr(l->d, is_pd1, 1, *mr1, IS_MR1_LEN, IS_MR1_ACC);
     is_send(l, 0x10, 3000);
     return k1;
 }
@@ -283,10 +295,12 @@ static void is_assert_fixture(Loop *l, QDict *d, uint32_t k1, uint64_t mr1)
     x = is_entry(d, "identities", "index", 0);
     g_assert_cmpstr(qdict_get_str(x, "address"), ==, "::ffff:10.0.0.1");
     g_assert_cmpstr(qdict_get_str(x, "type"), ==, "roce-v2-ipv4");
+    g_assert_cmpuint(qdict_get_int(x, "netid"), ==, 0);
     g_assert_cmpuint(qdict_get_int(x, "vni"), ==, 0);
     g_assert_cmpuint(qdict_get_int(x, "refs"), ==, 5);
     x = is_entry(d, "identities", "index", 1);
     g_assert_cmpstr(qdict_get_str(x, "address"), ==, "::ffff:10.0.1.1");
+    g_assert_cmpuint(qdict_get_int(x, "netid"), ==, 1);
     g_assert_cmpuint(qdict_get_int(x, "vni"), ==, 1);
     g_assert_cmpuint(qdict_get_int(x, "refs"), ==, 1);
 
@@ -315,20 +329,24 @@ static void is_assert_fixture(Loop *l, QDict *d, uint32_t k1, uint64_t mr1)
     is_assert_qp(l, d, &l->a, l->b.qpn, LOOP_PSN + 3, LOOP_PSN, 1, 0);
     is_assert_qp(l, d, &l->b, l->a.qpn, LOOP_PSN, LOOP_PSN + 3, 0, 1);
 
-    /* Keys by network identifier: VNI 0 has GID 0's, VNI 1 GID 1's. */
+    /* Keys by identity: 0 has GID 0's, 1 (VNI 1) GID 1's. */
     tables = qdict_get_qlist(d, "key-tables");
     g_assert_cmpuint(qlist_size(tables), ==, 2);
-    x = is_entry(d, "key-tables", "vni", 0);
+    x = is_entry(d, "key-tables", "netid", 0);
+    g_assert_cmpuint(qdict_get_int(x, "vni"), ==, 0);
+    g_assert_false(qdict_haskey(x, "subnet"));
     is_assert_list(x, "identities", gid0, 1);
     g_assert_cmpuint(qlist_size(qdict_get_qlist(x, "keys")), ==, 2);
     is_assert_key(x, l->src_key, HINDEX(l->pd), 0, l->src, LOOP_BUF,
                   STD_ACCESS, LOOP_BUF / PAGE);
     is_assert_key(x, l->dst_key, HINDEX(l->pd), 0, l->dst, LOOP_BUF,
                   STD_ACCESS, LOOP_BUF / PAGE);
-    x = is_entry(d, "key-tables", "vni", 1);
+    x = is_entry(d, "key-tables", "netid", 1);
+    g_assert_cmpuint(qdict_get_int(x, "vni"), ==, 1);
+    g_assert_cmpstr(qdict_get_str(x, "subnet"), ==, "::ffff:10.0.1.0/120");
     is_assert_list(x, "identities", gid1, 1);
     g_assert_cmpuint(qlist_size(qdict_get_qlist(x, "keys")), ==, 1);
-    is_assert_key(x, k1, HINDEX(l->pd), 1, mr1, IS_MR1_LEN, IS_MR1_ACC,
+    is_assert_key(x, k1, HINDEX(is_pd1), 1, mr1, IS_MR1_LEN, IS_MR1_ACC,
                   IS_MR1_LEN / PAGE);
 }
 
@@ -415,10 +433,10 @@ static void test_introspect_hmp(void *obj, void *data,
     g_assert_nonnull(strstr(out, "enabled yes, link up"));
     g_assert_nonnull(strstr(out, "    0     ::ffff:10.0.0.1"
                             "                          roce-v2-ipv4 0"
-                            "        5\r\n"));
+                            "     0        5\r\n"));
     g_assert_nonnull(strstr(out, "    1     ::ffff:10.0.1.1"
                             "                          roce-v2-ipv4 1"
-                            "        1\r\n"));
+                            "     1        1\r\n"));
     row = g_strdup_printf(" 0   ::ffff:10.0.0.1        49152 "
                           "::ffff:10.0.0.1        4791  02:00:00:00:00:02 "
                           "1\r\n");
@@ -447,10 +465,11 @@ static void test_introspect_hmp(void *obj, void *data,
                           LOOP_PSN, LOOP_PSN, LOOP_PSN + 3);
     g_assert_nonnull(strstr(out, row));
     g_free(row);
-    g_assert_nonnull(strstr(out, "  key table vni 0 (gids 0):\r\n"));
-    g_assert_nonnull(strstr(out, "  key table vni 1 (gids 1):\r\n"));
+    g_assert_nonnull(strstr(out, "  key table 0 vni 0 (gids 0):\r\n"));
+    g_assert_nonnull(strstr(out, "  key table 1 vni 1 subnet "
+                            "::ffff:10.0.1.0/120 (gids 1):\r\n"));
     row = g_strdup_printf("    0x%08x mr        %-3u 1   0x%016" PRIx64
-                          " %-12u 0x%04x yes   2\r\n", k1, HINDEX(l.pd),
+                          " %-12u 0x%04x yes   2\r\n", k1, HINDEX(is_pd1),
                           mr1, IS_MR1_LEN, IS_MR1_ACC);
     g_assert_nonnull(strstr(out, row));
     g_free(row);
@@ -661,7 +680,7 @@ static void test_introspect_migrate(void *obj, void *data,
 /* The key @key in VNI 0's table of @d (a new reference: @d's). */
 static QDict *is_key(QDict *d, uint32_t key)
 {
-    return is_entry(is_entry(d, "key-tables", "vni", 0), "keys", "key",
+    return is_entry(is_entry(d, "key-tables", "netid", 0), "keys", "key",
                     key);
 }
 
@@ -707,7 +726,7 @@ static void test_introspect_kinds(void *obj, void *data,
 
     d = is_device(qrs_qts(l.d), "::ffff:10.0.0.1");
     g_assert_cmpuint(qlist_size(qdict_get_qlist(
-        is_entry(d, "key-tables", "vni", 0), "keys")), ==, 7);
+        is_entry(d, "key-tables", "netid", 0), "keys")), ==, 7);
     is_assert_kind(is_key(d, fr), "fast-reg", false, pd, 4);
     is_assert_kind(is_key(d, mw), "mw-type1", false, pd, 0);
     k = is_key(d, odp);
