@@ -18,7 +18,11 @@ lines; this program watches its console and acts on them:
              nothing outstanding after every 64 KiB): its frames take at
              least two routers and two source ports, every ACK of VM 2
              leaves with the source port of a request.
-  fail-bw    ib_write_bw -D 20 (one QP, a full send queue): three times
+  fail-bw    paths=8 in both adapters (the routers' hash is random: with
+             four sessions all four of a connection share one router 1
+             time in 64, and no failover survives its failure; with
+             eight, 1 in 16384), ib_write_bw -D 20 (one QP, a full send
+             queue): three times
              the router that forwards the most takes its links down for
              2 s (the hosts keep routing over it: the flows hashed to it
              are lost) and up again; the program ends without an error
@@ -30,9 +34,15 @@ lines; this program watches its console and acts on them:
              for about 20 s) the same way; after each router comes back
              (and the device's 500 ms holddown), frames of the stream take
              it again; rdma statistic's path_migrations grew in VM 1.
-  rxe        VM 1 (paths=4) to soft-RoCE: ib_write_bw with one QP and a
+  rxe        VM 1 (paths=4 again) to soft-RoCE: ib_write_bw with one QP and a
              verified rping; VM 3 receives from at least two source ports
              (counted per port; soft-RoCE's own ports are noted).
+  rxe-fail   one path failure under ib_write_bw -D 12 to soft-RoCE:
+             reported (the stall, which routers the requests and
+             soft-RoCE's answers took, the program's result) but not
+             counted: soft-RoCE answers from one source port per QP, so
+             when the router that fails carries its answers, no session
+             of the adapter gets an ACK until it is back.
 The steps with paths=4 need the multipath sessions of the driver and the
 device (the paths module parameter, the failover, the path_migrations
 counter); without them they fail.
@@ -68,10 +78,11 @@ MIN_FRAMES = 20
 ACK = 17
 
 VM_CHECKS = ["1:ping-vm2", "1:ping-vm3", "1:q8-bw", "2:q8-bw",
-             "1:paths-set", "2:paths-set", "1:spread-bw", "2:spread-bw",
+             "1:paths-4", "2:paths-4", "1:spread-bw", "2:spread-bw",
+             "1:paths-8", "2:paths-8",
              "1:fail-bw", "2:fail-bw", "1:rping-rate", "2:rping-rate",
              "1:fail-rping", "2:fail-rping", "1:path-migrations",
-             "1:rxe-bw", "3:rxe-bw", "1:rxe-rping", "3:rxe-rping",
+             "1:paths-4-rxe", "1:rxe-bw", "3:rxe-bw", "1:rxe-rping", "3:rxe-rping",
              "1:dmesg-clean", "2:dmesg-clean"]
 
 
@@ -90,6 +101,7 @@ class Host:
         self.failures: Dict[str, List[Tuple[int, float, float]]] = {}
         self.results: List[Tuple[bool, str, str]] = []
         self.notes: List[str] = []
+        self.checks_of: Dict = {}
         self.net: Optional[ecmp.Ecmp] = None
         self.lock = threading.Lock()
         self.stop = threading.Event()
@@ -127,8 +139,8 @@ class Host:
             self.watcher.start()
         return ok
 
-    def fail_paths(self, bg, step: str) -> None:
-        """On VM 1's mark STEP-go: FAILURES times the busiest router down
+    def fail_paths(self, bg, step: str, failures: int = FAILURES) -> None:
+        """On VM 1's mark STEP-go: failures times the busiest router down
         for DOWN_S, then up."""
         done: List[Tuple[int, float, float]] = []
         self.failures[step] = done
@@ -138,7 +150,7 @@ class Host:
             return
         assert self.net is not None
         why = []
-        for n in range(FAILURES):
+        for n in range(failures):
             with self.lock:
                 if step + "-end" in self.marks:
                     why.append("the stream ended after %d failures" % n)
@@ -159,10 +171,10 @@ class Host:
                               "before: %s)" % (step, n + 1, k, t1 - t0,
                                                fmt(d)))
             time.sleep(AFTER_UP_S)
-        self.check(len(done) == FAILURES, step + "-paths-down",
+        self.check(len(done) == failures, step + "-paths-down",
                    "%d routers taken down and up again: %s" % (
                        len(done), " ".join("r%d" % k for k, _, _ in done))
-                   if len(done) == FAILURES else "; ".join(why))
+                   if len(done) == failures else "; ".join(why))
 
 
 def window(h: Host, step: str) -> Optional[Tuple[float, float]]:
@@ -188,12 +200,18 @@ def analyse(s: Suite, h: Host) -> None:
         except ecmp.EcmpError as e:
             frames[i] = []
             s.note("capture of h%d: %s" % (i, e))
-    s.note("captured RoCEv2 frames: h1 %d, h2 %d, h3 %d" % (
+    s.note("captured RoCEv2 frames: for VM 1 %d, VM 2 %d, VM 3 %d" % (
         len(frames[1]), len(frames[2]), len(frames[3])))
+    drops = [(i, h.net.capture_drops(i)) for i in (1, 2, 3)] if h.net \
+        else []
+    s.report(not any(d for _, d in drops), "host captures-complete",
+             "; ".join("VM %d: %s" % x for x in drops if x[1]) or
+             "dumpcap dropped nothing")
     spread_checks(s, h, frames)
     for step in ("fail-bw", "fail-rping"):
         failover_checks(s, h, frames, step)
     rxe_checks(s, h, frames)
+    rxe_failover(s, h, frames)
 
 
 def routers_ports(fr: List[ecmp.Frame]) -> Tuple[Dict, Dict]:
@@ -207,7 +225,7 @@ def spread_checks(s: Suite, h: Host, frames) -> None:
             s.report(False, "host %s-routers" % step,
                      "no window (VM 1's marks: %s)" % " ".join(h.marks))
             continue
-        fr = sent(frames[1], VM1, VM2, (w[0], w[1]))
+        fr = sent(frames[2], VM1, VM2, (w[0], w[1]))
         paths, ports = routers_ports(fr)
         used = [r for r, c in paths.items() if c >= MIN_FRAMES]
         qps = ecmp.per([f for f in fr if f.opcode != ACK],
@@ -248,6 +266,13 @@ def failover_checks(s: Suite, h: Host, frames, step: str) -> None:
         return
     # what VM 2 received from VM 1 (requests; READ responses for rping)
     got = [f for f in frames[2] if f.src == VM1 and f.dst == VM2]
+    start = h.marks.get(step + "-go", done[0][1])
+    ports: Dict[str, set] = {}
+    for f in ecmp.between(got, start - 3, end):
+        ports.setdefault(f.ifname, set()).add(f.sport)
+    s.note("%s: VM 1's source ports per router: %s" % (step, "; ".join(
+        "%s: %s" % (r, " ".join(str(p) for p in sorted(ps)))
+        for r, ps in sorted(ports.items()))))
     stalls = []
     for n, (k, t0, t1) in enumerate(done):
         gap, at = ecmp.longest_gap(got, t0 - 0.2, t1)
@@ -264,7 +289,7 @@ def failover_checks(s: Suite, h: Host, frames, step: str) -> None:
     back = []
     for n, (k, t0, t1) in enumerate(done):
         until = done[n + 1][1] if n + 1 < len(done) else end
-        fr = [f for f in sent(frames[1], VM1, VM2,
+        fr = [f for f in sent(frames[2], VM1, VM2,
                               (t1 + HOLDDOWN_S + 0.2, until))
               if f.ifname == "r%d" % k]
         back.append((k, len(fr), until - t1))
@@ -295,10 +320,38 @@ def rxe_checks(s: Suite, h: Host, frames) -> None:
              "(per router: %s)" % ("; ".join(
                  "QP %#x: %s" % (q, fmt(p)) for q, p in per_qp.items()) or
                  "nothing", fmt(paths)))
-    back = sent(frames[3], VM3, VM1, w)
+    back = sent(frames[1], VM3, VM1, w)
     bp, bports = routers_ports(back)
     s.note("rxe: soft-RoCE's own frames to VM 1: %d, per source port: %s, "
            "per router: %s" % (len(back), fmt(bports), fmt(bp)))
+
+
+def rxe_failover(s: Suite, h: Host, frames) -> None:
+    """Reported, not counted: soft-RoCE answers from the source port its
+    hash of the QP gives, so when the failed router carries those
+    answers, no session of the adapter gets an ACK until it is back."""
+    done = h.failures.get("rxe-fail", [])
+    end = h.marks.get("rxe-fail-end")
+    got = [f for f in frames[3] if f.src == VM1 and f.dst == VM3]
+    acks = [f for f in frames[1] if f.src == VM3 and f.dst == VM1]
+    what = []
+    for k, t0, t1 in done:
+        gap, _ = ecmp.longest_gap(got, t0 - 0.2, t1)
+        before = ecmp.per([f for f in acks if t0 - 1 <= f.t < t0],
+                          lambda f: f.ifname)
+        req = ecmp.per([f for f in sent(frames[3], VM1, VM3, (t0 - 1, t0))],
+                       lambda f: f.ifname)
+        what.append("router r%d down: VM 1's requests took %s, soft-RoCE's "
+                    "answers %s in the second before; longest stall %.0f ms"
+                    % (k, fmt(req), fmt(before), gap * 1000))
+        print("MEASURE rxe-failover-stall ms=%.0f router=r%d" % (
+            gap * 1000, k))
+    c = h.checks_of.get((1, "rxe-fail-bw"))
+    s.skip("host rxe-failover", "not counted (soft-RoCE answers from one "
+           "port per QP): %s; ib_write_bw: %s%s" % (
+               "; ".join(what) or "no failure",
+               c.line if c is not None else "no result",
+               "" if end else ", no end mark"))
 
 
 def main() -> int:
@@ -322,6 +375,7 @@ def main() -> int:
                     if h.net else "")
             h.fail_paths(bg, "fail-bw")
             h.fail_paths(bg, "fail-rping")
+            h.fail_paths(bg, "rxe-fail", 1)
         r = bg.wait()
     h.stop.set()
     if h.watcher.is_alive():
@@ -335,6 +389,7 @@ def main() -> int:
         s.report(ok, "host %s" % name, detail)
     for n in h.notes:
         s.note(n)
+    h.checks_of = r.found
     analyse(s, h)
     s.expect(r, VM_CHECKS)
     s.launcher_check(r)

@@ -30,7 +30,7 @@ bw_client() {
 }
 bw_server() {  # LOG ARGS...
     log=$1; shift
-    timeout 200 ib_write_bw -d "$dev" -x "$gi" -F "$@" > "$log" 2>&1; rc=$?
+    timeout 300 ib_write_bw -d "$dev" -x "$gi" -F "$@" > "$log" 2>&1; rc=$?
 }
 # rp_client LOG SERVER ARGS...: rping -c, again while the server does not
 # listen yet
@@ -55,9 +55,9 @@ rp_check() {  # NAME LOG COUNT
     if [ $rc = 0 ] && ! grep -qiE 'mismatch|error|fail' "$2"; then ck "$1" ok "$3 pings of rping -V, data verified"
     else ck "$1" fail "status $rc: $(tail -n 3 "$2" | tr '\n' ' ')"; fi
 }
-set_paths() {  # the driver's sessions per new RC connection
-    if [ -w $PATHS ] && echo 4 > $PATHS && [ "$(cat $PATHS)" = 4 ]; then ck paths-set ok "$PATHS = 4"
-    else ck paths-set fail "no $PATHS (multipath sessions): $(ls /sys/module/rdma_session/parameters 2>&1 | tr '\n' ' ')"; fi
+set_paths() {  # N CHECK: the driver's sessions per new RC connection
+    if [ -w $PATHS ] && echo "$1" > $PATHS && [ "$(cat $PATHS)" = "$1" ]; then ck "$2" ok "$PATHS = $1"
+    else ck "$2" fail "no $PATHS (multipath sessions): $(ls /sys/module/rdma_session/parameters 2>&1 | tr '\n' ' ')"; fi
 }
 migrations() { rdma statistic show link "$dev/1" 2>/dev/null | tr ' ' '\n' | grep -A1 '^path_migrations$' | tail -n 1; }
 dmesg_clean() {

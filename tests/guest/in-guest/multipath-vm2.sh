@@ -1,9 +1,10 @@
 # multipath: guest-side part 'vm2' (the adapter, VM 1's server)
 bw_server /tmp/bw0.log -p 18700 -q 8 -D 3 -s 65536
 bw_check q8-bw /tmp/bw0.log
-set_paths
+set_paths 4 paths-4
 bw_server /tmp/bw1.log -p 18701 -t 1 -D 4 -s 65536
 bw_check spread-bw /tmp/bw1.log
+set_paths 8 paths-8
 bw_server /tmp/bw2.log -p 18702 -D 20 -s 65536 --report_gbits
 bw_check fail-bw /tmp/bw2.log
 timeout 150 rping -s -a "$RS_IP" -p 18703 -V -C 300 -S 4096 > /tmp/rp0.log 2>&1; rc=$?

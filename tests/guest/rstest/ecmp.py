@@ -28,8 +28,9 @@ removes those whose process is gone (clean_stale()).  Nothing outside
 these namespaces is touched.  The run directory gets ecmp.json (the
 names and addresses, for the suites acting on a running launcher:
 Ecmp.attach()) and, after start_captures(), ecmp-hI.pcapng: dumpcap on
-hI's links r1..rN (what VM i sent into each path and received from each),
-UDP port 4791 only, the first 64 bytes of each frame (the BTH).
+hI's links r1..rN, the RoCEv2 frames that came for VM i through each
+router (each frame is captured once, where it arrives), the first 64
+bytes of each (the BTH).
 """
 
 import json
@@ -235,17 +236,23 @@ class Ecmp:
 
     def start_captures(self) -> None:
         """dumpcap in every host namespace on its links r1..rN: the RoCEv2
-        frames its VM sent into each path and received from each, their
-        first 64 bytes (ecmp-hI.pcapng)."""
+        frames that came for its VM, from each path (each frame is
+        captured once, where it arrives), their first 64 bytes
+        (ecmp-hI.pcapng)."""
         for i in range(1, self.hosts + 1):
             ifs: List[str] = []
             for d in ["r%d" % k for k in range(1, self.routers + 1)]:
                 ifs += ["-i", d]
             path = self.pcap(i)
             log = open(path + ".log", "w")
+            # (buffers for a loaded host: a frame dumpcap drops would
+            # look like a stall)
             p = subprocess.Popen(
-                self.wrapper(i) + ["dumpcap", "-q", "-n", "-s", "64", "-f",
-                                   "udp port %d" % ROCE_PORT] + ifs +
+                self.wrapper(i) + ["dumpcap", "-q", "-n", "-s", "64",
+                                   "-B", "32", "-N", "1000000", "-C",
+                                   "256000000", "-f",
+                                   "udp dst port %d and dst host %s" % (
+                                       ROCE_PORT, vm_ip(i))] + ifs +
                 ["-w", path], stdin=subprocess.DEVNULL, stdout=log,
                 stderr=subprocess.STDOUT, start_new_session=True)
             log.close()
@@ -258,6 +265,15 @@ class Ecmp:
                     if "File:" in f.read():
                         break
                 time.sleep(0.1)
+
+    def capture_drops(self, i: int) -> str:
+        """What dumpcap said it dropped (after stop_captures())."""
+        try:
+            with open(self.pcap(i) + ".log", errors="replace") as f:
+                return " ".join(ln.strip() for ln in f
+                                if "dropped" in ln and "/0 " not in ln)
+        except OSError:
+            return ""
 
     def stop_captures(self) -> None:
         for pid, _ in self.captures.values():

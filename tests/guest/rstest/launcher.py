@@ -50,11 +50,11 @@ Usage: scripts/launch-vms.sh [options] [-- extra QEMU arguments for every VM]
                      rse<PID>-hI and rse<PID>-rK (ip netns list; e.g.
                      ip netns exec rse123-r2 ip -s link); <run>/ecmp.json
                      names them; a crashed run's are removed by the next
-  --ecmp-capture     with --ecmp: record the RoCEv2 frames (96 bytes each)
-                     on every interface of every host namespace into
+  --ecmp-capture     with --ecmp: record the RoCEv2 frames that come for
+                     VM I (64 bytes each) on hI's router links into
                      <run>/ecmp-hI.pcapng and print, after the commands,
-                     each VM's frames sent per router and per UDP source
-                     port
+                     the frames between each pair of VMs per router and
+                     per UDP source port
   --soft-roce        every VM gets virtio-net-pci instead of the adapter
                      and Linux soft-RoCE (rdma_rxe, device rxe0)
   --soft-roce-vm I   only VM I does (repeatable)
@@ -588,8 +588,8 @@ class Launch:
             time.sleep(0.2)
 
     def ecmp_summary(self) -> List[str]:
-        """Each VM's RoCEv2 frames per router and per UDP source port, from
-        its host namespace's capture."""
+        """The RoCEv2 frames between each pair of VMs per router and per
+        UDP source port, from the captures where they arrived."""
         out = []
         assert self.net is not None
         for i in range(1, self.o.n + 1):
@@ -598,17 +598,23 @@ class Launch:
             except ecmp.EcmpError as e:
                 out.append("ecmp: vm%d: %s" % (i, e))
                 continue
-            sent = [f for f in fr if f.src == self.segment.ip(i) and
-                    f.ifname != ecmp.TAP]
-            paths = ecmp.per(sent, lambda f: f.ifname)
-            ports = ecmp.per(sent, lambda f: f.sport)
-            out.append("ecmp: vm%d sent %d RoCEv2 frames; per router: %s; "
-                       "per UDP source port: %s" % (
-                           i, len(sent),
-                           " ".join("%s=%d" % kv for kv in sorted(
-                               paths.items())) or "-",
-                           " ".join("%d=%d" % kv for kv in sorted(
-                               ports.items())) or "-"))
+            drops = self.net.capture_drops(i)
+            if drops:
+                out.append("ecmp: the capture for vm%d dropped frames: %s"
+                           % (i, drops))
+            for j in range(1, self.o.n + 1):
+                got = [f for f in fr if f.src == self.segment.ip(j)]
+                if not got:
+                    continue
+                paths = ecmp.per(got, lambda f: f.ifname)
+                ports = ecmp.per(got, lambda f: f.sport)
+                out.append("ecmp: vm%d -> vm%d: %d RoCEv2 frames; per "
+                           "router: %s; per UDP source port: %s" % (
+                               j, i, len(got), " ".join(
+                                   "%s=%d" % kv for kv in sorted(
+                                       paths.items())),
+                               " ".join("%d=%d" % kv for kv in sorted(
+                                   ports.items()))))
         return out
 
     def main(self, t0: float) -> int:
