@@ -149,7 +149,19 @@ class Host:
                        "VM 1 never said its stream runs (%s-go)" % step)
             return
         assert self.net is not None
-        why = []
+        why: List[str] = []
+        try:
+            self._fail(step, failures, done, why)
+        except ecmp.EcmpError as e:
+            why.append(str(e))
+        self.check(len(done) == failures, step + "-paths-down",
+                   "%d routers taken down and up again: %s" % (
+                       len(done), " ".join("r%d" % k for k, _, _ in done))
+                   if len(done) == failures else "; ".join(why))
+
+    def _fail(self, step: str, failures: int,
+              done: List[Tuple[int, float, float]], why: List[str]) -> None:
+        assert self.net is not None
         for n in range(failures):
             with self.lock:
                 if step + "-end" in self.marks:
@@ -171,10 +183,6 @@ class Host:
                               "before: %s)" % (step, n + 1, k, t1 - t0,
                                                fmt(d)))
             time.sleep(AFTER_UP_S)
-        self.check(len(done) == failures, step + "-paths-down",
-                   "%d routers taken down and up again: %s" % (
-                       len(done), " ".join("r%d" % k for k, _, _ in done))
-                   if len(done) == failures else "; ".join(why))
 
 
 def window(h: Host, step: str) -> Optional[Tuple[float, float]]:

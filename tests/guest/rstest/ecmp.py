@@ -93,12 +93,18 @@ def pid_alive(pid: int) -> bool:
 
 
 def clean_stale() -> List[str]:
-    """Remove the namespaces of runs whose process is gone (a crash);
+    """Remove the namespaces of runs whose process is gone (a crash),
+    with what that run left running in them (its QEMUs, its captures);
     the names removed."""
     gone = []
     for ns in namespaces():
         m = NAME_RE.match(ns)
         if m and not pid_alive(int(m.group(1))):
+            for pid in sh(["ip", "netns", "pids", ns], check=False).split():
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except (ValueError, ProcessLookupError):
+                    pass
             sh(["ip", "netns", "del", ns], check=False)
             gone.append(ns)
     return gone

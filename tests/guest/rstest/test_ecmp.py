@@ -8,6 +8,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 from rstest import ecmp, launcher
@@ -181,10 +182,19 @@ class NetworkTest(unittest.TestCase):
             pid -= 1
         ns = "rse%d-r1" % pid
         ecmp.sh(["ip", "netns", "add", ns])
+        # what the crashed run left running there
+        left = subprocess.Popen(["ip", "netns", "exec", ns, "sleep", "60"])
         try:
+            for _ in range(50):
+                if ecmp.sh(["ip", "netns", "pids", ns]).split():
+                    break
+                time.sleep(0.1)
             self.assertIn(ns, ecmp.clean_stale())
             self.assertNotIn(ns, ecmp.namespaces())
+            self.assertEqual(left.wait(10), -9)
         finally:
+            left.kill()
+            left.wait()
             ecmp.sh(["ip", "netns", "del", ns], check=False)
 
 
