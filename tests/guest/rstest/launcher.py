@@ -3,8 +3,9 @@ L2 segment, wait until each is ready, run a command in each, collect the
 outputs and exit statuses, and tear everything down (also on failure,
 timeout or Ctrl-C).
 
-The segment is QEMU's own multicast socket backend on the loopback
-interface (-netdev socket,mcast=230.x.y.z:port,localaddr=127.0.0.1, a
+The segment (unless --ecmp puts the VMs on a routed network of network
+namespaces instead, rstest/ecmp.py) is QEMU's own multicast socket
+backend on the loopback interface (-netdev socket,mcast=230.x.y.z:port,localaddr=127.0.0.1, a
 random group per run): nothing leaves the host and no switch or tap
 device is needed.  VM i (1..N) gets MAC 52:54:00:77:00:<i> and address
 10.77.0.<i>/24 on its interface (the adapter's Ethernet function).
@@ -648,8 +649,9 @@ class Launch:
                 qrc[v] = "migration failed (see %s)" % m.log_path
         if self.net is not None and self.net.captures:
             self.net.stop_captures()
-            for ln in self.ecmp_summary():
-                log(ln)
+            if not QUIET:
+                for ln in self.ecmp_summary():
+                    log(ln)
         fail = False
         for vm in self.started():
             out = vm.output()
