@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Multipath sessions on a routed ECMP network, as TAP: one boot of three
 VMs on the launcher's --ecmp 4 network (tests/guest/rstest/ecmp.py: each
 VM behind its own host namespace, four router namespaces between them,
@@ -82,7 +83,8 @@ VM_CHECKS = ["1:ping-vm2", "1:ping-vm3", "1:q8-bw", "2:q8-bw",
              "1:paths-8", "2:paths-8",
              "1:fail-bw", "2:fail-bw", "1:rping-rate", "2:rping-rate",
              "1:fail-rping", "2:fail-rping", "1:path-migrations",
-             "1:paths-4-rxe", "1:rxe-bw", "3:rxe-bw", "1:rxe-rping", "3:rxe-rping",
+             "1:paths-4-rxe", "1:rxe-bw", "3:rxe-bw", "1:rxe-rping",
+             "3:rxe-rping",
              "1:dmesg-clean", "2:dmesg-clean"]
 
 

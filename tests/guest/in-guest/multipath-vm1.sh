@@ -1,10 +1,15 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 # multipath: guest-side part 'vm1' (the adapter, the requester of every
 # stream; its marks time the suite's windows and path failures)
 for v in 2 3; do
-    if ping -c 3 -W 2 10.77.$v.1 > /tmp/ping$v 2>&1; then ck ping-vm$v ok "$(tail -n 1 /tmp/ping$v)"
-    else ck ping-vm$v fail "$(tail -n 2 /tmp/ping$v | tr '\n' ' ')"; fi
+    if ping -c 3 -W 2 10.77.$v.1 > /tmp/ping$v 2>&1; then
+        ck ping-vm$v ok "$(tail -n 1 /tmp/ping$v)"
+    else
+        ck ping-vm$v fail "$(tail -n 2 /tmp/ping$v | tr '\n' ' ')"
+    fi
 done
-echo "multipath: traceroute to VM 2: $(traceroute -n -w 1 -q 1 10.77.2.1 2>&1 | tail -n +2 | awk '{print $2}' | tr '\n' ' ')"
+echo "multipath: traceroute to VM 2: $(traceroute -n -w 1 -q 1 10.77.2.1 \
+    2>&1 | tail -n +2 | awk '{print $2}' | tr '\n' ' ')"
 # 0. eight QPs, one session each: eight source ports
 mark q8-start
 bw_client /tmp/bw0.log 10.77.2.1 -p 18700 -q 8 -D 3 -s 65536
@@ -36,8 +41,10 @@ t0=$(cut -d' ' -f1 /proc/uptime)
 rp_client /tmp/rp0.log 10.77.2.1 -p 18703 -V -C 300 -S 4096
 rp_check rping-rate /tmp/rp0.log 300
 t1=$(cut -d' ' -f1 /proc/uptime)
-n=$(awk -v a=$t0 -v b=$t1 'BEGIN { n = int(300 * 20 / (b - a + 0.01)); if (n < 2000) n = 2000; if (n > 400000) n = 400000; print n }')
-echo "multipath: rping: 300 pings in $(awk -v a=$t0 -v b=$t1 'BEGIN { print b - a }') s: $n pings for the failures"
+n=$(awk -v a=$t0 -v b=$t1 'BEGIN { n = int(300 * 20 / (b - a + 0.01));
+    if (n < 2000) n = 2000; if (n > 400000) n = 400000; print n }')
+echo "multipath: rping: 300 pings in $(awk -v a=$t0 -v b=$t1 \
+    'BEGIN { print b - a }') s: $n pings for the failures"
 until echo "$n" | nc -w 2 10.77.2.1 30970 >/dev/null 2>&1; do sleep 0.3; done
 rp_client /tmp/rp1.log 10.77.2.1 -p 18704 -V -C "$n" -S 4096 &
 p=$!
@@ -47,8 +54,13 @@ wait_end $p 150
 rp_check fail-rping /tmp/rp1.log "$n"
 mark fail-rping-end
 m1=$(migrations)
-if [ -n "$m1" ] && [ "${m1:-0}" -gt "${m0:-0}" ]; then ck path-migrations ok "rdma statistic path_migrations ${m0:-?} -> $m1"
-else ck path-migrations fail "rdma statistic path_migrations ${m0:-none} -> ${m1:-none}: $(rdma statistic show link "$dev/1" 2>&1 | head -c 300)"; fi
+if [ -n "$m1" ] && [ "${m1:-0}" -gt "${m0:-0}" ]; then
+    ck path-migrations ok "rdma statistic path_migrations ${m0:-?} -> $m1"
+else
+    st=$(rdma statistic show link "$dev/1" 2>&1 | head -c 300)
+    ck path-migrations fail \
+        "rdma statistic path_migrations ${m0:-none} -> ${m1:-none}: $st"
+fi
 # 4. soft-RoCE (VM 3): one QP over four sessions, then a verified rping
 set_paths 4 paths-4-rxe
 mark rxe-start

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """A routed multipath (ECMP) test network of network namespaces, as in a
 datacenter fabric: the VMs attach through tap devices, and different UDP
 source ports take different paths.

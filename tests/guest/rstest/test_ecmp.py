@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
 """Unit tests of the ECMP network (rstest.ecmp) and the launcher's --ecmp
 options: the capture reader and the stall measure on made-up data, and,
 as root, a real network of namespaces made, changed and removed."""
