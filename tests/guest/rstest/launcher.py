@@ -7,8 +7,9 @@ The segment is QEMU's own multicast socket backend on the loopback
 interface (-netdev socket,mcast=230.x.y.z:port,localaddr=127.0.0.1, a
 random group per run): nothing leaves the host and no switch or tap
 device is needed (--ecmp puts the VMs on a routed network of network
-namespaces instead, rstest/ecmp.py).  VM i (1..N) gets MAC 52:54:00:77:00:<i> and address
-10.77.0.<i>/24 on its interface (the adapter's Ethernet function).
+namespaces instead, rstest/ecmp.py).  VM i (1..N) gets MAC
+52:54:00:77:00:<i> and address 10.77.0.<i>/24 on its interface (the
+adapter's Ethernet function).
 
 Each guest's /init (scripts/guest-image.sh) loads the modules, brings the
 interface up, prints "rs-init: ready", then waits on its second serial
