@@ -35,15 +35,16 @@ mark fail-bw-go
 wait_end $p 120
 bw_check fail-bw /tmp/bw2.log
 mark fail-bw-end
-# 3. a verified rping stream, long enough for three failures (its rate
-# measured first); its count goes to VM 2 over TCP
+# 3. a verified rping stream, long enough for three failures: its rate
+# measured first (1000 pings, connection set-up included: the stream is
+# faster, so 30 s of it at that rate), its count sent to VM 2 over TCP
 t0=$(cut -d' ' -f1 /proc/uptime)
-rp_client /tmp/rp0.log 10.77.2.1 -p 18703 -V -C 300 -S 4096
-rp_check rping-rate /tmp/rp0.log 300
+rp_client /tmp/rp0.log 10.77.2.1 -p 18703 -V -C 1000 -S 4096
+rp_check rping-rate /tmp/rp0.log 1000
 t1=$(cut -d' ' -f1 /proc/uptime)
-n=$(awk -v a=$t0 -v b=$t1 'BEGIN { n = int(300 * 20 / (b - a + 0.01));
-    if (n < 2000) n = 2000; if (n > 400000) n = 400000; print n }')
-echo "multipath: rping: 300 pings in $(awk -v a=$t0 -v b=$t1 \
+n=$(awk -v a=$t0 -v b=$t1 'BEGIN { n = int(1000 * 30 / (b - a + 0.01));
+    if (n < 5000) n = 5000; if (n > 400000) n = 400000; print n }')
+echo "multipath: rping: 1000 pings in $(awk -v a=$t0 -v b=$t1 \
     'BEGIN { print b - a }') s: $n pings for the failures"
 until echo "$n" | nc -w 2 10.77.2.1 30970 >/dev/null 2>&1; do sleep 0.3; done
 rp_client /tmp/rp1.log 10.77.2.1 -p 18704 -V -C "$n" -S 4096 &
