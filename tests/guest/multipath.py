@@ -48,6 +48,9 @@ The steps with paths=4 need the multipath sessions of the driver and the
 device (the paths module parameter, the failover, the path_migrations
 counter); without them they fail.
 
+Needs root (network namespaces) and dumpcap (installed with tshark through
+the private apt configuration when missing).
+
 Usage: tests/guest/multipath.py
 Environment: RS_BUILD; RS_NO_BUILD=1 is implied (the build comes first).
 Logs: $RS_BUILD/test-logs/multipath.XXXXXX (multipath.last): the
@@ -56,6 +59,7 @@ captures (vms/ecmp-hI.pcapng), the marks' times in marks.
 """
 
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -65,7 +69,7 @@ from typing import Dict, List, Optional, Tuple
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # pylint: disable=wrong-import-position
 from rstest import console, ecmp  # noqa: E402
-from rstest.suite import Suite, guest_files  # noqa: E402
+from rstest.suite import Suite, guest_files, need_tshark  # noqa: E402
 
 ROUTERS = 4
 VM1, VM2, VM3 = ecmp.vm_ip(1), ecmp.vm_ip(2), ecmp.vm_ip(3)
@@ -371,6 +375,12 @@ def main() -> int:
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, lambda *a: sys.exit(130))
     s = Suite("multipath")
+    # dumpcap comes with tshark (Debian's wireshark-common)
+    if need_tshark(os.path.join(s.dir, "apt-tshark.log")) is None or \
+            shutil.which("dumpcap") is None:
+        s.report(False, "host dumpcap", "no dumpcap, and tshark could not be "
+                 "installed (see %s)" % os.path.join(s.dir, "apt-tshark.log"))
+        return s.end()
     run = os.environ.get("RS_VMS_LOGDIR") or os.path.join(s.dir, "vms")
     common = guest_files("lib.sh", "multipath-common.sh")
     h = Host(s, run)
