@@ -59,6 +59,7 @@
 #                     the decoded script (scripts/launch-vms.sh)
 #   rs.shell=1        shell after the command
 #   rs.ip=A.B.C.D/N   address of the network interface
+#   rs.gw=A.B.C.D     default route via this gateway (with rs.ip)
 #   rs.dhcp=1         configure the interface with udhcpc instead
 #   rs.if=NAME        the interface (default: the first one that is not lo)
 #   rs.modules=a,b    load these modules too (modprobe; e.g. crc32_generic,rdma_rxe)

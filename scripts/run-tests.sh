@@ -13,7 +13,9 @@
 #                build
 #   qtest-asan   the qtests on the sanitizer build
 #   demo, guest-driver, guest-stack, rdma-matrix, verbs, introspect, nvmf,
-#   resilience, migration, bench-smoke   the VM-level suites (tests/guest/)
+#   resilience, multipath, migration, bench-smoke   the VM-level suites
+#                (tests/guest/; multipath builds its network of namespaces
+#                and needs root)
 #
 # Usage: scripts/run-tests.sh [SUITE...]
 #   SUITE: any of the above, or a meson suite such as qtest-lan (one qtest
@@ -38,9 +40,10 @@ logs="$RS_BUILD/test-logs"
 mkdir -p "$logs"
 
 all=(abi unit qtest fuzz-smoke qtest-asan demo guest-driver guest-stack
-     rdma-matrix verbs introspect nvmf resilience migration bench-smoke)
+     rdma-matrix verbs introspect nvmf resilience multipath migration
+     bench-smoke)
 guest=(demo guest-driver guest-stack rdma-matrix verbs introspect nvmf
-       resilience migration bench-smoke)
+       resilience multipath migration bench-smoke)
 sel=()
 for a in "${@:-${all[@]}}"; do
     if [ "$a" = guest ]; then sel+=("${guest[@]}"); else sel+=("$a"); fi
@@ -82,7 +85,8 @@ fi
 # The guest image and what it contains (the module, rdma-core with the
 # provider), which the unit and VM suites use as they are.
 if wants unit || wants 'demo' || wants 'guest-*' || wants 'rdma-*' ||
-   wants verbs || wants introspect || wants nvmf || wants resilience || wants migration || wants bench-smoke; then
+   wants verbs || wants introspect || wants nvmf || wants resilience ||
+   wants multipath || wants migration || wants bench-smoke; then
     build build-guest "$top/scripts/guest-image.sh"
 fi
 # Hold scripts/build-qemu.sh's lock (shared) while the tests use the build,

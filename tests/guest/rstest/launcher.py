@@ -6,8 +6,10 @@ timeout or Ctrl-C).
 The segment is QEMU's own multicast socket backend on the loopback
 interface (-netdev socket,mcast=230.x.y.z:port,localaddr=127.0.0.1, a
 random group per run): nothing leaves the host and no switch or tap
-device is needed.  VM i (1..N) gets MAC 52:54:00:77:00:<i> and address
-10.77.0.<i>/24 on its interface (the adapter's Ethernet function).
+device is needed (--ecmp puts the VMs on a routed network of network
+namespaces instead, rstest/ecmp.py).  VM i (1..N) gets MAC
+52:54:00:77:00:<i> and address 10.77.0.<i>/24 on its interface (the
+adapter's Ethernet function).
 
 Each guest's /init (scripts/guest-image.sh) loads the modules, brings the
 interface up, prints "rs-init: ready", then waits on its second serial
@@ -37,6 +39,24 @@ Usage: scripts/launch-vms.sh [options] [-- extra QEMU arguments for every VM]
   --stream           two VMs only: connect them with -netdev stream over
                      a Unix socket (VM 1 listens): no frame is lost,
                      since the stream has flow control
+  --ecmp N           a routed multipath network instead of the segment
+                     (tests/guest/rstest/ecmp.py): network namespaces made
+                     for the run and removed after it, VM I behind host
+                     namespace hI (a tap device, QEMU started there), N
+                     router namespaces r1..rN (1..8) each linked to every
+                     hI, ECMP routes over all N with the L4 hash
+                     (fib_multipath_hash_policy=1), so each UDP source
+                     port takes its router; VM I gets 10.77.I.1/24 and a
+                     default route via hI (10.77.I.254); MTU 9000; at most
+                     8 VMs; not with --migrate.  The namespaces are
+                     rse<PID>-hI and rse<PID>-rK (ip netns list; e.g.
+                     ip netns exec rse123-r2 ip -s link); <run>/ecmp.json
+                     names them; a crashed run's are removed by the next
+  --ecmp-capture     with --ecmp: record the RoCEv2 frames that come for
+                     VM I (64 bytes each) on hI's router links into
+                     <run>/ecmp-hI.pcapng and print, after the commands,
+                     the frames between each pair of VMs per router and
+                     per UDP source port
   --soft-roce        every VM gets virtio-net-pci instead of the adapter
                      and Linux soft-RoCE (rdma_rxe, device rxe0)
   --soft-roce-vm I   only VM I does (repeatable)
@@ -94,10 +114,10 @@ import tempfile
 import time
 from typing import Dict, List, Optional, Tuple
 
-from . import console
+from . import console, ecmp
 from .qemupath import BUILD, TOP
-from .vm import (VM, DgramSegment, McastSegment, Segment, StreamSegment,
-                 UserSegment, guest_script)
+from .vm import (VM, DgramSegment, EcmpSegment, McastSegment, Segment,
+                 StreamSegment, UserSegment, guest_script)
 from .migration import Mover
 
 QUIET = False
@@ -130,6 +150,8 @@ class Options:
         self.tmo = 120.0
         self.btmo = 120.0
         self.user = self.dgram = self.stream = False
+        self.ecmp = 0
+        self.ecmp_capture = False
         self.softall = False
         self.soft: Dict[int, bool] = {}
         self.pcap: Dict[int, str] = {}
@@ -196,6 +218,13 @@ def parse(argv: List[str]) -> Optional[Options]:
             o.dgram = True
         elif opt == "--stream":
             o.stream = True
+        elif opt == "--ecmp":
+            v = take()[0]
+            if not re.fullmatch(r"[1-8]", v):
+                die("--ecmp takes a number of routers, 1..8")
+            o.ecmp = int(v)
+        elif opt == "--ecmp-capture":
+            o.ecmp_capture = True
         elif opt == "--soft-roce":
             o.softall = True
         elif opt == "--soft-roce-vm":
@@ -239,6 +268,17 @@ def parse(argv: List[str]) -> Optional[Options]:
         die("--stream connects exactly two VMs (-n 2)")
     if o.dgram and o.stream:
         die("--dgram or --stream, not both")
+    if o.ecmp:
+        if o.user or o.dgram or o.stream:
+            die("--ecmp is a network of its own: not with --netdev-user, "
+                "--dgram or --stream")
+        if migrate:
+            die("--ecmp: no --migrate (the destination would need the "
+                "tap device of its source)")
+        if n > ecmp.MAX_HOSTS:
+            die("--ecmp: at most %d VMs" % ecmp.MAX_HOSTS)
+    elif o.ecmp_capture:
+        die("--ecmp-capture needs --ecmp")
     for m in migrate:
         r = re.fullmatch(r"([0-9]+)@([0-9.]+)(x([0-9]+))?", m)
         if not r:
@@ -367,28 +407,50 @@ class Launch:
         self.run = run
         self.qemu = qemu
         self.img = img
-        if o.user:
-            self.segment: Segment = UserSegment()
+        self.net: Optional[ecmp.Ecmp] = None
+        if o.ecmp:
+            self.net = ecmp.Ecmp(run, o.n, o.ecmp)
+            try:
+                self.net.create()
+                if o.ecmp_capture:
+                    self.net.start_captures()
+            except ecmp.EcmpError as e:
+                self.net.destroy()
+                die("--ecmp: %s" % e)
+            except BaseException:
+                self.net.destroy()
+                raise
+            self.segment: Segment = EcmpSegment(self.net)
+        elif o.user:
+            self.segment = UserSegment()
         elif o.dgram:
             self.segment = DgramSegment()
         elif o.stream:
             self.segment = StreamSegment(os.path.join(run, "segment.sock"))
         else:
             self.segment = McastSegment()
+        self.vms: Dict[int, VM] = {}
+        self.movers: Dict[int, Mover] = {}
+        try:
+            self.add_vms()
+        except BaseException:
+            self.teardown()
+            raise
+        self.ready: Dict[int, str] = {}
+
+    def add_vms(self) -> None:
+        o = self.o
         peers = {mig_peer(o, v) for v in o.migrate} - {None}
         fw, acc = firmware(), accel()
-        self.vms: Dict[int, VM] = {}
         for i in range(1, o.n + 1):
             self.vms[i] = VM(
-                i, run, binary=qemu, kernel=img["RS_KERNEL"],
-                initrd=img["RS_INITRD"], segment=self.segment,
+                i, self.run, binary=self.qemu, kernel=self.img["RS_KERNEL"],
+                initrd=self.img["RS_INITRD"], segment=self.segment,
                 device=o.device, mem=o.mem, accel=acc, firmware=fw,
                 soft_roce=self.soft(i), pcap=o.pcap.get(i),
                 peer_capture=i in peers,
                 kernel_args=os.environ.get("RS_KERNEL_ARGS", ""),
                 interactive=i == o.shell, extra=o.extra)
-        self.ready: Dict[int, str] = {}
-        self.movers: Dict[int, Mover] = {}
 
     def soft(self, i: int) -> bool:
         return self.o.softall or i in self.o.soft
@@ -405,6 +467,8 @@ class Launch:
             m.stop()
         for vm in self.vms.values():
             vm.stop()
+        if self.net is not None:
+            self.net.destroy()
 
     def launch(self) -> bool:
         for vm in self.started():
@@ -480,7 +544,8 @@ class Launch:
             "".join("%s " % ip(vm.index) for vm in others)))
         log('"exit" powers it off; Ctrl-A x quits QEMU')
         vm = self.vms[o.shell]
-        return subprocess.call([self.qemu] + vm.args)
+        return subprocess.call(self.segment.wrapper(o.shell) + [self.qemu] +
+                               vm.args)
 
     def commands(self) -> Dict[int, str]:
         """Send every VM its command, migrate, collect the statuses."""
@@ -524,6 +589,36 @@ class Launch:
                 return st
             time.sleep(0.2)
 
+    def ecmp_summary(self) -> List[str]:
+        """The RoCEv2 frames between each pair of VMs per router and per
+        UDP source port, from the captures where they arrived."""
+        out = []
+        assert self.net is not None
+        for i in range(1, self.o.n + 1):
+            try:
+                fr = ecmp.read_frames(self.net.pcap(i))
+            except ecmp.EcmpError as e:
+                out.append("ecmp: vm%d: %s" % (i, e))
+                continue
+            drops = self.net.capture_drops(i)
+            if drops:
+                out.append("ecmp: the capture for vm%d dropped frames: %s"
+                           % (i, drops))
+            for j in range(1, self.o.n + 1):
+                got = [f for f in fr if f.src == self.segment.ip(j)]
+                if not got:
+                    continue
+                paths = ecmp.per(got, lambda f: f.ifname)
+                ports = ecmp.per(got, lambda f: f.sport)
+                out.append("ecmp: vm%d -> vm%d: %d RoCEv2 frames; per "
+                           "router: %s; per UDP source port: %s" % (
+                               j, i, len(got), " ".join(
+                                   "%s=%d" % kv for kv in sorted(
+                                       paths.items())),
+                               " ".join("%d=%d" % kv for kv in sorted(
+                                   ports.items()))))
+        return out
+
     def main(self, t0: float) -> int:
         o = self.o
         tb = time.time()
@@ -553,6 +648,11 @@ class Launch:
                 print("[launch-vms] %s" % ln)
             if not m.ok:
                 qrc[v] = "migration failed (see %s)" % m.log_path
+        if self.net is not None and self.net.captures:
+            self.net.stop_captures()
+            if not QUIET:
+                for ln in self.ecmp_summary():
+                    log(ln)
         fail = False
         for vm in self.started():
             out = vm.output()

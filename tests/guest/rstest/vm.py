@@ -48,6 +48,15 @@ class Segment:
     def ip(self, index: int) -> str:
         return "10.77.0.%d" % index if self.addresses else ""
 
+    def gateway(self, index: int) -> Optional[str]:
+        """VM index's default route (None: the segment is one subnet)."""
+        return None
+
+    def wrapper(self, index: int) -> List[str]:
+        """The prefix of VM index's QEMU command line (rstest.ecmp: the
+        namespace it runs in)."""
+        return []
+
 
 class McastSegment(Segment):
     """QEMU's multicast socket backend on the loopback interface (a random
@@ -102,6 +111,30 @@ class StreamSegment(Segment):
 
     def describe(self) -> str:
         return "-netdev stream, Unix socket %s" % self.path
+
+
+class EcmpSegment(Segment):
+    """Each VM behind its own host namespace of a routed ECMP network
+    (rstest.ecmp): a tap device there, QEMU started in that namespace,
+    address 10.77.I.1/24 with the namespace as its gateway."""
+
+    def __init__(self, net):
+        self.net = net
+
+    def netdev(self, index: int) -> str:
+        return self.net.netdev(NETDEV)
+
+    def describe(self) -> str:
+        return self.net.describe()
+
+    def ip(self, index: int) -> str:
+        return "10.77.%d.1" % index
+
+    def gateway(self, index: int) -> Optional[str]:
+        return "10.77.%d.254" % index
+
+    def wrapper(self, index: int) -> List[str]:
+        return self.net.wrapper(index)
 
 
 class UserSegment(Segment):
@@ -215,6 +248,8 @@ class VM:
         net = ["-netdev", segment.netdev(index)]
         if segment.addresses:
             append += " rs.ip=%s/24" % segment.ip(index)
+            if segment.gateway(index):
+                append += " rs.gw=%s" % segment.gateway(index)
         else:
             append += " rs.dhcp=1"
         if pcap:
@@ -258,14 +293,16 @@ class VM:
             ["-kernel", kernel, "-initrd", initrd, "-append", append] +
             net + ["-device", dev] + con + (extra or []))
         with open(os.path.join(self.dir, "cmdline"), "w") as f:
-            f.write(shlex.join([binary] + self.args) + "\n")
+            f.write(shlex.join(segment.wrapper(index) + [binary] +
+                               self.args) + "\n")
 
     # --- the QEMU ---------------------------------------------------------
 
     def launch(self) -> None:
         """Start its QEMU (QEMUMachine: its output in qemu.log)."""
         m = QEMUMachine(self.binary, args=self.args, name="qemu",
-                        log_dir=self.dir)
+                        log_dir=self.dir,
+                        wrapper=self.segment.wrapper(self.index))
         self.machine = m
         m.launch()
         self.write_pid(m.get_pid())

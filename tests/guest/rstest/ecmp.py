@@ -1,0 +1,466 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""A routed multipath (ECMP) test network of network namespaces, as in a
+datacenter fabric: the VMs attach through tap devices, and different UDP
+source ports take different paths.
+
+  VM i --tap0-- hI --rK/hI veth-- rK (router K, one of N spines) --
+                                          -- hJ --tap0-- VM j
+
+Every VM i (1..M, at most 8) has its own host namespace hI, every router
+namespace rK (1..N, at most 8) a veth link to every host namespace, the
+links 10.(100+K).I.0/24 (hI's end .1, named rK; rK's end .2, named hI).
+VM i's address is 10.77.I.1/24, its gateway hI's tap0, 10.77.I.254.  A
+host namespace routes every other VM's /24 over all N routers
+(ip route ... nexthop via ... nexthop via ..., ECMP) with the L4 hash
+(net.ipv4.fib_multipath_hash_policy=1: source and destination address and
+port, protocol), so each UDP source port of RoCEv2 picks its router; a
+router routes each VM's /24 to its host namespace.  Every MTU is 9000
+(the adapter's Ethernet interface accepts up to 9000).
+
+A path that fails is a router whose veths are set down (path_down): the
+host namespaces keep routing over it (ignore_routes_with_linkdown=0),
+so the flows hashed to it are lost, as in a fabric that has not
+converged yet, until the endpoints move them; path_up brings it back.
+
+The namespaces are named rse<PID>-hI and rse<PID>-rK (PID: the process
+that made them) and removed by destroy(), which the launcher calls on
+every exit; a run that crashed leaves them behind, and the next one
+removes those whose process is gone (clean_stale()).  Nothing outside
+these namespaces is touched.  The run directory gets ecmp.json (the
+names and addresses, for the suites acting on a running launcher:
+Ecmp.attach()) and, after start_captures(), ecmp-hI.pcapng: dumpcap on
+hI's links r1..rN, the RoCEv2 frames that came for VM i through each
+router (each frame is captured once, where it arrives), the first 64
+bytes of each (the BTH).
+"""
+
+import json
+import os
+import re
+import signal
+import struct
+import subprocess
+import time
+from typing import Dict, List, Optional, Tuple
+
+ROCE_PORT = 4791
+MTU = 9000
+MAX_HOSTS = 8
+MAX_ROUTERS = 8
+NAME_RE = re.compile(r"^rse([0-9]+)-[hr][0-9]+$")
+TAP = "tap0"
+
+
+def vm_ip(i: int) -> str:
+    return "10.77.%d.1" % i
+
+
+def vm_gw(i: int) -> str:
+    return "10.77.%d.254" % i
+
+
+def link_ip(k: int, i: int, router: bool) -> str:
+    """The address of the link between host namespace i and router k, at
+    the router's end or the host's."""
+    return "10.%d.%d.%d" % (100 + k, i, 2 if router else 1)
+
+
+def sh(argv: List[str], check: bool = True) -> str:
+    r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, check=False)
+    if check and r.returncode != 0:
+        raise EcmpError("%s: %s" % (" ".join(argv),
+                                    (r.stderr or r.stdout).strip()))
+    return r.stdout
+
+
+class EcmpError(Exception):
+    """The network could not be set up or changed."""
+
+
+def namespaces() -> List[str]:
+    out = sh(["ip", "netns", "list"], check=False)
+    return [ln.split()[0] for ln in out.splitlines() if ln.split()]
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def clean_stale() -> List[str]:
+    """Remove the namespaces of runs whose process is gone (a crash),
+    with what that run left running in them (its QEMUs, its captures);
+    the names removed."""
+    gone = []
+    for ns in namespaces():
+        m = NAME_RE.match(ns)
+        if m and not pid_alive(int(m.group(1))):
+            for pid in sh(["ip", "netns", "pids", ns], check=False).split():
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except (ValueError, ProcessLookupError):
+                    pass
+            sh(["ip", "netns", "del", ns], check=False)
+            gone.append(ns)
+    return gone
+
+
+class Ecmp:
+    """The network of one run: hosts (VMs) 1..M, routers 1..N."""
+
+    def __init__(self, run: str, hosts: int, routers: int,
+                 tag: Optional[str] = None):
+        if not 1 <= hosts <= MAX_HOSTS:
+            raise EcmpError("--ecmp: 1..%d VMs" % MAX_HOSTS)
+        if not 1 <= routers <= MAX_ROUTERS:
+            raise EcmpError("--ecmp takes 1..%d routers" % MAX_ROUTERS)
+        self.run = run
+        self.hosts = hosts
+        self.routers = routers
+        self.tag = tag or "rse%d" % os.getpid()
+        self.made: List[str] = []
+        self.captures: Dict[int, Tuple[int, str]] = {}
+
+    # --- names --------------------------------------------------------------
+
+    def host_ns(self, i: int) -> str:
+        return "%s-h%d" % (self.tag, i)
+
+    def router_ns(self, k: int) -> str:
+        return "%s-r%d" % (self.tag, k)
+
+    def wrapper(self, i: int) -> List[str]:
+        """The prefix that starts VM i's QEMU in its host namespace."""
+        return ["ip", "netns", "exec", self.host_ns(i)]
+
+    @staticmethod
+    def netdev(netdev_id: str) -> str:
+        return "tap,id=%s,ifname=%s,script=no,downscript=no" % (netdev_id,
+                                                               TAP)
+
+    def state_path(self) -> str:
+        return os.path.join(self.run, "ecmp.json")
+
+    def pcap(self, i: int) -> str:
+        return os.path.join(self.run, "ecmp-h%d.pcapng" % i)
+
+    # --- setup and teardown -------------------------------------------------
+
+    def _ip(self, ns: str, *args: str) -> None:
+        sh(["ip", "-n", ns] + list(args))
+
+    def _sysctl(self, ns: str, *settings: str) -> None:
+        sh(["ip", "netns", "exec", ns, "sysctl", "-q", "-w"] + list(settings))
+
+    def _add_ns(self, ns: str) -> None:
+        sh(["ip", "netns", "add", ns])
+        self.made.append(ns)
+        self._ip(ns, "link", "set", "lo", "up")
+        self._sysctl(ns, "net.ipv4.ip_forward=1",
+                     "net.ipv4.conf.all.rp_filter=0",
+                     "net.ipv4.conf.default.rp_filter=0",
+                     "net.ipv6.conf.all.disable_ipv6=1",
+                     "net.ipv6.conf.default.disable_ipv6=1")
+
+    def create(self) -> None:
+        """Make the namespaces, links and routes (on failure: remove what
+        was made, then raise EcmpError)."""
+        clean_stale()
+        for ns in namespaces():
+            if ns.startswith(self.tag + "-"):
+                # (a crashed run of a process with the same number)
+                sh(["ip", "netns", "del", ns], check=False)
+        try:
+            self._create()
+        except BaseException:
+            # (also when interrupted: nothing is left behind)
+            self.destroy()
+            raise
+        with open(self.state_path(), "w") as f:
+            json.dump({"tag": self.tag, "hosts": self.hosts,
+                       "routers": self.routers, "pid": os.getpid()}, f)
+            f.write("\n")
+
+    def _create(self) -> None:
+        for i in range(1, self.hosts + 1):
+            h = self.host_ns(i)
+            self._add_ns(h)
+            # L4 hash; a router whose link is down stays in the group
+            self._sysctl(h, "net.ipv4.fib_multipath_hash_policy=1",
+                         "net.ipv4.conf.all.ignore_routes_with_linkdown=0")
+            self._ip(h, "tuntap", "add", "dev", TAP, "mode", "tap")
+            self._ip(h, "link", "set", TAP, "mtu", str(MTU), "up")
+            self._ip(h, "addr", "add", vm_gw(i) + "/24", "dev", TAP)
+        for k in range(1, self.routers + 1):
+            r = self.router_ns(k)
+            self._add_ns(r)
+            for i in range(1, self.hosts + 1):
+                h = self.host_ns(i)
+                self._ip(h, "link", "add", "name", "r%d" % k, "mtu", str(MTU),
+                         "type", "veth", "peer", "name", "h%d" % i,
+                         "mtu", str(MTU), "netns", r)
+                self._ip(h, "addr", "add", link_ip(k, i, False) + "/24",
+                         "dev", "r%d" % k)
+                self._ip(h, "link", "set", "r%d" % k, "up")
+                self._ip(r, "addr", "add", link_ip(k, i, True) + "/24",
+                         "dev", "h%d" % i)
+                self._ip(r, "link", "set", "h%d" % i, "up")
+            self._router_routes(k)
+        for i in range(1, self.hosts + 1):
+            for j in range(1, self.hosts + 1):
+                if j == i:
+                    continue
+                hops: List[str] = []
+                for k in range(1, self.routers + 1):
+                    hops += ["nexthop", "via", link_ip(k, i, True),
+                             "dev", "r%d" % k]
+                if self.routers == 1:
+                    hops = hops[1:]
+                self._ip(self.host_ns(i), "route", "add",
+                         "10.77.%d.0/24" % j, *hops)
+
+    def _router_routes(self, k: int) -> None:
+        # (replace: a link set down loses its routes, path_up restores)
+        for i in range(1, self.hosts + 1):
+            self._ip(self.router_ns(k), "route", "replace",
+                     "10.77.%d.0/24" % i, "via", link_ip(k, i, False),
+                     "dev", "h%d" % i)
+
+    def destroy(self) -> None:
+        """Stop the captures, remove the namespaces (every exit)."""
+        self.stop_captures()
+        for ns in reversed(self.made):
+            sh(["ip", "netns", "del", ns], check=False)
+        self.made = []
+
+    # --- captures -----------------------------------------------------------
+
+    def start_captures(self) -> None:
+        """dumpcap in every host namespace on its links r1..rN: the RoCEv2
+        frames that came for its VM, from each path (each frame is
+        captured once, where it arrives), their first 64 bytes
+        (ecmp-hI.pcapng)."""
+        for i in range(1, self.hosts + 1):
+            ifs: List[str] = []
+            for d in ["r%d" % k for k in range(1, self.routers + 1)]:
+                ifs += ["-i", d]
+            path = self.pcap(i)
+            log = open(path + ".log", "w")
+            # (buffers for a loaded host: a frame dumpcap drops would
+            # look like a stall)
+            p = subprocess.Popen(
+                self.wrapper(i) + ["dumpcap", "-q", "-n", "-s", "64",
+                                   "-B", "32", "-N", "1000000", "-C",
+                                   "256000000", "-f",
+                                   "udp dst port %d and dst host %s" % (
+                                       ROCE_PORT, vm_ip(i))] + ifs +
+                ["-w", path], stdin=subprocess.DEVNULL, stdout=log,
+                stderr=subprocess.STDOUT, start_new_session=True)
+            log.close()
+            self.captures[i] = (p.pid, path)
+        # dumpcap says "File: ..." once it captures
+        end = time.monotonic() + 10
+        for i, (_, path) in self.captures.items():
+            while time.monotonic() < end:
+                with open(path + ".log", errors="replace") as f:
+                    if "File:" in f.read():
+                        break
+                time.sleep(0.1)
+
+    def capture_drops(self, i: int) -> str:
+        """What dumpcap said it dropped (after stop_captures())."""
+        try:
+            with open(self.pcap(i) + ".log", errors="replace") as f:
+                return " ".join(ln.strip() for ln in f
+                                if "dropped" in ln and "/0 " not in ln)
+        except OSError:
+            return ""
+
+    def stop_captures(self) -> None:
+        for pid, _ in self.captures.values():
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                continue
+            end = time.monotonic() + 5
+            while time.monotonic() < end:
+                try:
+                    if os.waitpid(pid, os.WNOHANG)[0]:
+                        break
+                except ChildProcessError:
+                    break
+                time.sleep(0.05)
+            else:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+                except (ProcessLookupError, ChildProcessError):
+                    pass
+        self.captures = {}
+
+    # --- acting on it while it runs -----------------------------------------
+
+    @classmethod
+    def attach(cls, run: str) -> "Ecmp":
+        """The network a launcher made for the run directory run (from its
+        ecmp.json), to act on while it runs; destroy() on it does
+        nothing."""
+        with open(os.path.join(run, "ecmp.json")) as f:
+            st = json.load(f)
+        return cls(run, st["hosts"], st["routers"], st["tag"])
+
+    def path_down(self, k: int) -> None:
+        """Router k fails: its veths go down (both directions)."""
+        for i in range(1, self.hosts + 1):
+            self._ip(self.router_ns(k), "link", "set", "h%d" % i, "down")
+
+    def path_up(self, k: int) -> None:
+        for i in range(1, self.hosts + 1):
+            self._ip(self.router_ns(k), "link", "set", "h%d" % i, "up")
+        self._router_routes(k)
+
+    def forwarded(self) -> Dict[int, int]:
+        """Packets each router has sent so far (all its interfaces)."""
+        out = {}
+        for k in range(1, self.routers + 1):
+            links = json.loads(sh(["ip", "-n", self.router_ns(k), "-s",
+                                   "-j", "link", "show"]) or "[]")
+            out[k] = sum(ln.get("stats64", {}).get("tx", {}).get("packets",
+                                                               0)
+                         for ln in links if ln.get("ifname") != "lo")
+        return out
+
+    def busiest(self, seconds: float = 0.5) -> Tuple[int, Dict[int, int]]:
+        """The router that forwarded the most packets in the next seconds,
+        and every router's count."""
+        a = self.forwarded()
+        time.sleep(seconds)
+        b = self.forwarded()
+        d = {k: b[k] - a[k] for k in a}
+        return max(d, key=lambda k: (d[k], -k)), d
+
+    def describe(self) -> str:
+        return ("ECMP: %d VM host namespaces %s-h*, %d routers %s-r*, "
+                "L4 hash" % (self.hosts, self.tag, self.routers, self.tag))
+
+
+class Frame:
+    """One RoCEv2 frame of a capture."""
+
+    # pylint: disable=too-few-public-methods
+    __slots__ = ("t", "ifname", "src", "dst", "sport", "dqp", "opcode")
+
+    def __init__(self, t: float, ifname: str, src: str, dst: str,
+                 sport: int, dqp: int, opcode: int):
+        self.t = t
+        self.ifname = ifname
+        self.src = src
+        self.dst = dst
+        self.sport = sport
+        self.dqp = dqp
+        self.opcode = opcode
+
+
+def read_frames(path: str) -> List[Frame]:
+    """The IPv4 RoCEv2 frames of an ecmp-hI.pcapng (dumpcap's pcapng,
+    Ethernet, read here: tshark takes seconds per 100000 frames), in time
+    order; a truncated last block (a capture that was killed) ends it."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise EcmpError("%s: %s" % (path, e)) from e
+    out: List[Frame] = []
+    ifs: List[Tuple[str, float]] = []
+    bo = "<"
+    off = 0
+    while off + 12 <= len(data):
+        btype = struct.unpack_from(bo + "I", data, off)[0]
+        if btype == 0x0A0D0D0A:
+            bo = "<" if data[off + 8:off + 12] == b"\x4d\x3c\x2b\x1a" \
+                else ">"
+            ifs = []
+        blen = struct.unpack_from(bo + "I", data, off + 4)[0]
+        if blen < 12 or off + blen > len(data):
+            break
+        body = data[off + 8:off + blen - 4]
+        if btype == 1:
+            ifs.append(_idb(body, bo))
+        elif btype == 6 and len(body) >= 20:
+            iid, hi, lo, cap = struct.unpack_from(bo + "IIII", body, 0)
+            if iid < len(ifs):
+                fr = _frame(body[20:20 + cap], ifs[iid][0],
+                            ((hi << 32) | lo) * ifs[iid][1])
+                if fr is not None:
+                    out.append(fr)
+        off += blen
+    out.sort(key=lambda x: x.t)
+    return out
+
+
+def _idb(body: bytes, bo: str) -> Tuple[str, float]:
+    """An interface description block: (name, seconds per tick)."""
+    name, res = "", 1e-6
+    o = 8
+    while o + 4 <= len(body):
+        code, ln = struct.unpack_from(bo + "HH", body, o)
+        if code == 0:
+            break
+        val = body[o + 4:o + 4 + ln]
+        if code == 2:
+            name = val.rstrip(b"\0").decode(errors="replace")
+        elif code == 9 and val:
+            res = (2.0 ** -(val[0] & 0x7f) if val[0] & 0x80
+                   else 10.0 ** -val[0])
+        o += 4 + (ln + 3) // 4 * 4
+    return name, res
+
+
+def _frame(pkt: bytes, ifname: str, t: float) -> Optional[Frame]:
+    """Ethernet, IPv4, UDP to 4791, the BTH's opcode and destination QP."""
+    if len(pkt) < 34 or pkt[12:14] != b"\x08\x00":
+        return None
+    ihl = (pkt[14] & 0x0f) * 4
+    if pkt[23] != 17:
+        return None
+    u = 14 + ihl
+    if len(pkt) < u + 16:
+        return None
+    sport, dport = struct.unpack_from(">HH", pkt, u)
+    if dport != ROCE_PORT:
+        return None
+    src = "%d.%d.%d.%d" % tuple(pkt[26:30])
+    dst = "%d.%d.%d.%d" % tuple(pkt[30:34])
+    dqp = struct.unpack_from(">I", pkt, u + 12)[0] & 0xffffff
+    return Frame(t, ifname, src, dst, sport, dqp, pkt[u + 8])
+
+
+def between(frames: List[Frame], t0: float, t1: float) -> List[Frame]:
+    return [f for f in frames if t0 <= f.t <= t1]
+
+
+def per(frames: List[Frame], key) -> Dict:
+    out: Dict = {}
+    for f in frames:
+        k = key(f)
+        out[k] = out.get(k, 0) + 1
+    return out
+
+
+def longest_gap(frames: List[Frame], t0: float,
+                t1: float) -> Tuple[float, float]:
+    """The longest time without a frame in [t0, t1] (the window's ends
+    count as frames: a stream that stopped is one long gap): (seconds,
+    when it began)."""
+    ts = [t0] + [f.t for f in frames if t0 <= f.t <= t1] + [t1]
+    best, at = 0.0, t0
+    for a, b in zip(ts, ts[1:]):
+        if b - a > best:
+            best, at = b - a, a
+    return best, at
