@@ -182,6 +182,7 @@ static const struct {
     [RS_CMD_DESTROY_XRCD] = { "DESTROY_XRCD", rs_cmd_destroy_xrcd },
     [RS_CMD_ODP_INVALIDATE] = { "ODP_INVALIDATE", rs_cmd_odp_invalidate },
     [RS_CMD_QUERY_STATS] = { "QUERY_STATS", rs_cmd_query_stats },
+    [RS_CMD_QUERY_SESSION] = { "QUERY_SESSION", rs_cmd_query_session },
 };
 
 static void rs_admin_exec(RSCore *c, const struct rs_admin_cmd *cmd,

@@ -126,6 +126,7 @@ static void rs_clear_tables(RSCore *c)
     }
     memset(c->ahs, 0, sizeof(*c->ahs) * c->p.max_ahs);
     memset(c->sessions, 0, sizeof(*c->sessions) * c->p.max_sessions);
+    c->path_failovers = 0;
     memset(c->groups, 0, sizeof(*c->groups) * c->p.max_groups);
     memset(c->gids, 0, sizeof(*c->gids) * c->p.max_gids);
     memset(c->srqs, 0, sizeof(*c->srqs) * c->p.max_srqs);
@@ -219,6 +220,10 @@ bool rs_core_realize(RSCore *c, Error **errp)
     }
     if (p->dc_idle_us < 10 || p->dc_idle_us > 10000000) {
         error_setg(errp, "rdma-session: dc-idle must be 10..10000000 us");
+        return false;
+    }
+    if (p->path_holddown_ms < 1 || p->path_holddown_ms > 60000) {
+        error_setg(errp, "rdma-session: path-holddown must be 1..60000 ms");
         return false;
     }
     if (!rs_mcast_realize(c, errp)) {
@@ -402,7 +407,7 @@ uint64_t rs_core_reg_read(RSCore *c, hwaddr addr)
               RS_CAP_NETID_MKEYS | RS_CAP_LAN | RS_CAP_ATOMIC | RS_CAP_SRQ |
               RS_CAP_MW | RS_CAP_MCAST | RS_CAP_FLUSH |
               RS_CAP_ATOMIC_WRITE | RS_CAP_XRC | RS_CAP_DC |
-              RS_CAP_INDIRECT_MKEY | RS_CAP_PATTERN_MKEY |
+              RS_CAP_INDIRECT_MKEY | RS_CAP_PATTERN_MKEY | RS_CAP_MULTIPATH |
               (c->p.odp ? RS_CAP_ODP : 0);
         break;
     case A_RS_DB_PAGES:

@@ -178,6 +178,9 @@ static int rs_qp_pre_load(void *opaque)
     qp->dc_state = 0;
     qp->dc_ah = qp->dc_dct = qp->dc_conn = 0;
     qp->dc_key = 0;
+    qp->path_bytes = 0;
+    qp->path_migrations = 0;
+    qp->resp_sport = 0;
     return 0;
 }
 
@@ -274,6 +277,32 @@ static const VMStateDescription vmstate_rs_qp_dc = {
     },
 };
 
+/*
+ * Multipath (ABI 1.6): a group QP's flowlet, failovers and the source
+ * port its responses mirror (req_slot, the session it uses, is in the
+ * main section).
+ */
+static bool rs_qp_path_needed(void *opaque)
+{
+    RSQp *qp = opaque;
+
+    return qp->valid && qp->group &&
+           (qp->path_bytes || qp->path_migrations || qp->resp_sport);
+}
+
+static const VMStateDescription vmstate_rs_qp_path = {
+    .name = "rdma-session/qp/path",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rs_qp_path_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(path_bytes, RSQp),
+        VMSTATE_UINT32(path_migrations, RSQp),
+        VMSTATE_UINT16(resp_sport, RSQp),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
 static const VMStateDescription vmstate_rs_qp = {
     .name = "rdma-session/qp",
     .version_id = 5,
@@ -364,6 +393,7 @@ static const VMStateDescription vmstate_rs_qp = {
         &vmstate_rs_qp_xrc,
         &vmstate_rs_qp_odp,
         &vmstate_rs_qp_dc,
+        &vmstate_rs_qp_path,
         NULL
     },
 };
@@ -538,10 +568,51 @@ static const VMStateDescription vmstate_rs_ah = {
     },
 };
 
+/* A session without the path subsection is up and has counted nothing. */
+static int rs_session_pre_load(void *opaque)
+{
+    rs_path_session_reset(opaque);
+    return 0;
+}
+
+/*
+ * Multipath (ABI 1.6): a session's path state and counters.  The times
+ * are QEMU_CLOCK_VIRTUAL's, which migrates with the VM.
+ */
+static bool rs_session_path_needed(void *opaque)
+{
+    RSSession *s = opaque;
+
+    return s->valid && (s->down || s->last_ack_ns || s->tx_packets ||
+                        s->failovers || s->recoveries || s->migrated);
+}
+
+static const VMStateDescription vmstate_rs_session_path = {
+    .name = "rdma-session/session/path",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rs_session_path_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(down, RSSession),
+        VMSTATE_INT64(down_ns, RSSession),
+        VMSTATE_INT64(last_ack_ns, RSSession),
+        VMSTATE_UINT64(tx_packets, RSSession),
+        VMSTATE_UINT64(failovers, RSSession),
+        VMSTATE_UINT64(recoveries, RSSession),
+        VMSTATE_UINT64(migrated, RSSession),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
 static const VMStateDescription vmstate_rs_session = {
     .name = "rdma-session/session",
     .version_id = 1,
     .minimum_version_id = 1,
+    .pre_load = rs_session_pre_load,
+    .subsections = (const VMStateDescription * const []) {
+        &vmstate_rs_session_path,
+        NULL
+    },
     .fields = (const VMStateField[]) {
         VMSTATE_BOOL(valid, RSSession),
         VMSTATE_UINT8(gen, RSSession),
@@ -830,6 +901,7 @@ static int rs_core_pre_load(void *opaque)
     memset(c->odp, 0, sizeof(*c->odp) * c->p.odp_pages);
     c->odp_used = 0;
     memset(&c->stats, 0, sizeof(c->stats));
+    c->path_failovers = 0;
     /*
      * A stream without SRQs or XRC domains (no subsections) leaves the
      * tables empty; an SRQ without its XRC subsection is a basic one.
@@ -1234,6 +1306,9 @@ static bool rs_core_state_valid(RSCore *c)
             return false;
         }
     }
+    if (!rs_path_post_load(c)) {
+        return false;
+    }
     return rs_core_refs_valid(c) && rs_lan_state_valid(c) &&
            rs_odp_post_load(c);
 }
@@ -1297,6 +1372,25 @@ static const VMStateDescription vmstate_rs_odp = {
         VMSTATE_VALIDATE("odp_used within odp-pages", rs_odp_used_valid),
         VMSTATE_STRUCT_VARRAY_POINTER_UINT32(odp, RSCore, p.odp_pages,
                                              vmstate_rs_odp_page, RSOdpPage),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/* Multipath (ABI 1.6): the device's failover count. */
+static bool rs_paths_needed(void *opaque)
+{
+    RSCore *c = opaque;
+
+    return c->path_failovers != 0;
+}
+
+static const VMStateDescription vmstate_rs_paths = {
+    .name = "rdma-session/core/paths",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rs_paths_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(path_failovers, RSCore),
         VMSTATE_END_OF_LIST()
     },
 };
@@ -1394,6 +1488,7 @@ const VMStateDescription vmstate_rs_core = {
         &vmstate_rs_xrcds,
         &vmstate_rs_odp,
         &vmstate_rs_stats,
+        &vmstate_rs_paths,
         NULL
     },
 };

@@ -201,6 +201,23 @@ int main(void)
         F(rs_device_stats, odp_pauses_rcvd, 40),
         F(rs_device_stats, odp_resumes_rcvd, 48),
         F(rs_device_stats, rnr_naks_rcvd, 56));
+    CHECK_STRUCT(rs_session_attr, 104,
+        F(rs_session_attr, dst_ip, 0),
+        F(rs_session_attr, dmac, 16),
+        F(rs_session_attr, src_port, 22),
+        F(rs_session_attr, dst_port, 24),
+        F(rs_session_attr, state, 26),
+        F(rs_session_attr, rsvd0, 27),
+        F(rs_session_attr, gid_index, 28),
+        F(rs_session_attr, groups, 32),
+        F(rs_session_attr, rsvd1, 36),
+        F(rs_session_attr, tx_packets, 40),
+        F(rs_session_attr, failovers, 48),
+        F(rs_session_attr, recoveries, 56),
+        F(rs_session_attr, migrated, 64),
+        F(rs_session_attr, ack_age_us, 72),
+        F(rs_session_attr, down_age_us, 80),
+        F(rs_session_attr, rsvd, 88));
     CHECK_STRUCT(rs_cmd_modify_srq, 24,
         F(rs_cmd_modify_srq, ring_addr, 0),
         F(rs_cmd_modify_srq, handle, 8),
@@ -512,7 +529,7 @@ int main(void)
     CHECK_VALUE(RS_DB_CQ_ARM, 0x18);
     CHECK_VALUE(RS_DB_SRQ, 0x20);
     CHECK_VALUE(RS_ABI_VERSION_MAJOR, 1);
-    CHECK_VALUE(RS_ABI_VERSION_MINOR, 5);
+    CHECK_VALUE(RS_ABI_VERSION_MINOR, 6);
     CHECK_VALUE(RS_CMD_CREATE_SRQ, 0x20);
     CHECK_VALUE(RS_CMD_MODIFY_SRQ, 0x21);
     CHECK_VALUE(RS_CMD_DESTROY_SRQ, 0x22);
@@ -521,7 +538,7 @@ int main(void)
     CHECK_VALUE(RS_CAP_MW, 0x1000);
     CHECK_VALUE(RS_CMD_ALLOC_MW, 0x28);
     CHECK_VALUE(RS_CMD_DEALLOC_MW, 0x29);
-    CHECK_VALUE(RS_CMD_MAX, 0x30);
+    CHECK_VALUE(RS_CMD_MAX, 0x35);
     CHECK_VALUE(RS_WR_BIND_MW, 0x0a);
     CHECK_VALUE(RS_WC_MW_BIND_ERR, 6);
     CHECK_VALUE(RS_MW_TYPE_1, 1);
@@ -573,6 +590,12 @@ int main(void)
     CHECK_VALUE(RS_ODP_PAGE_WRITE, 2);
     CHECK_VALUE(RS_ODP_RESOLVE_MAX_PAGES, 512);
     CHECK_VALUE(RS_ODP_RESOLVE_F_FAIL, 1);
+    /* ABI 1.6: multipath session groups. */
+    CHECK_VALUE(RS_CAP_MULTIPATH, 0x20000);
+    CHECK_VALUE(RS_CMD_QUERY_SESSION, 0x32);
+    CHECK_VALUE(RS_EV_PATH_MIGRATED, 0x13);
+    CHECK_VALUE(RS_SESSION_UP, 0);
+    CHECK_VALUE(RS_SESSION_DOWN, 1);
 
     printf("1..%d\n", tests);
     if (failures) {

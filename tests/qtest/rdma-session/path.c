@@ -1,0 +1,638 @@
+/*
+ * rdma-session qtests: multipath session groups (ABI 1.6, RS_CAP_MULTIPATH):
+ * per-QP flowlet spreading, responses on the request's source port,
+ * failover before the retry budget ends and the path's return,
+ * active-backup, UD over a group, QUERY_SESSION and the path state
+ * across a live migration
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include "rs-peer.h"
+
+#define PATH_PORT0      50001   /* A's session of slot i: PATH_PORT0 + i */
+#define PATH_B_PORT     60001   /* B's one session */
+#define PATH_MS         1000000LL
+#define PATH_MSG        2048    /* bytes of the spreading tests' WRITEs */
+#define PATH_NMSG       12
+
+typedef struct PathEnv {
+    Pair pr;
+    LoopQp q[2];
+    uint32_t sess[RS_MAX_GROUP_SESSIONS];   /* A's, in group order */
+    unsigned n;
+    uint32_t group, b_sess, b_group;
+} PathEnv;
+
+static uint32_t path_session(QRdmaSession *d, uint16_t sport,
+                             uint8_t peer_host, const uint8_t *dmac)
+{
+    struct rs_cmd_create_session c;
+    uint32_t h = 0;
+
+    session_template(&c, 0, sport);
+    gid_v4(c.dst_ip, 10, 0, 0, peer_host);
+    memcpy(c.dmac, dmac, 6);
+    RS_ASSERT_OK(qrs_create_session(d, &c, &h));
+    return h;
+}
+
+static uint32_t path_group(QRdmaSession *d, uint8_t policy,
+                           const uint32_t *s, unsigned n)
+{
+    struct rs_cmd_create_session_group c = { 0 };
+    uint32_t h = 0;
+
+    memcpy(c.session, s, n * sizeof(*s));
+    c.nsessions = n;
+    c.policy = policy;
+    RS_ASSERT_OK(qrs_create_session_group(d, &c, &h));
+    return h;
+}
+
+/*
+ * A's RC QP on a group of @n sessions with @policy (source ports
+ * PATH_PORT0...), B's on a group of its one session, local ACK timeout
+ * @timeout and retry_cnt @retry.
+ */
+static void path_setup(PathEnv *e, void *obj, void *data,
+                       QGuestAllocator *alloc, uint8_t policy, unsigned n,
+                       uint8_t timeout, uint8_t retry)
+{
+    Pair *pr = &e->pr;
+    struct rs_qp_attr a;
+    unsigned i;
+
+    pair_setup(pr, obj, data, alloc);
+    e->n = n;
+    for (i = 0; i < n; i++) {
+        e->sess[i] = path_session(pr->p[0].d, PATH_PORT0 + i, 2,
+                                  pair_mac[1]);
+    }
+    e->group = path_group(pr->p[0].d, policy, e->sess, n);
+    e->b_sess = path_session(pr->p[1].d, PATH_B_PORT, 1, pair_mac[0]);
+    e->b_group = path_group(pr->p[1].d, RS_GROUP_ROUND_ROBIN, &e->b_sess, 1);
+    for (i = 0; i < 2; i++) {
+        pair_qp(pr, i, &e->q[i], RS_QPT_RC, pr->p[i].pd);
+    }
+    for (i = 0; i < 2; i++) {
+        pair_attr(e->q, i, 0, &a);
+        a.access_flags = STD_ACCESS;
+        a.path_mtu = RS_MTU_1024;
+        a.timeout = timeout;
+        a.retry_cnt = retry;
+        a.session_group = i ? e->b_group : e->group;
+        eng_connect(pr->p[i].d, &e->q[i], RS_QPT_RC, &a,
+                    RS_QP_ATTR_SESSION_GROUP);
+    }
+}
+
+/*
+ * The next completion of adapter @i, moving frames and stepping the
+ * virtual clock 1 ms at a time (the probe and retry timers run); the
+ * virtual ms it took go to *@ms.  False if none came within @max_ms.
+ */
+static bool path_poll(Pair *pr, int i, struct rs_cqe *cqe, int64_t max_ms,
+                      int64_t *ms)
+{
+    QRdmaSession *d = pr->p[i].d;
+    EngCq *cq = &pr->p[i].cq;
+    gint64 end = g_get_monotonic_time() + RS_QOS_TIMEOUT_US;
+    int64_t waited = 0;
+
+    for (pair_pump(pr); !eng_cq_peek(d, cq, cqe); pair_pump(pr)) {
+        if (waited >= max_ms) {
+            return false;
+        }
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        qtest_clock_step(qrs_qts(d), PATH_MS);
+        waited++;
+    }
+    cq->ci++;
+    qrs_db_writel(d, 0, RS_DB_CQ_CI, HINDEX(cq->h) | (cq->ci & 0xffff) << 16);
+    if (ms) {
+        *ms = waited;
+    }
+    return true;
+}
+
+static void path_expect_write(Pair *pr, uint64_t wr_id, uint32_t qpn,
+                              int64_t max_ms, int64_t *ms)
+{
+    struct rs_cqe cqe;
+
+    g_assert_true(path_poll(pr, 0, &cqe, max_ms, ms));
+    assert_cqe(&cqe, wr_id, RS_WC_SUCCESS, RS_WR_RDMA_WRITE, qpn);
+}
+
+/* WRITE @len bytes from A's buffer at @off to B's at @off. */
+static void path_write(PathEnv *e, uint64_t wr_id, uint32_t off,
+                       uint32_t len)
+{
+    Pair *pr = &e->pr;
+    struct rs_sge sge = peer_sge(&pr->p[0], off, len);
+
+    pair_post(pr, 0, &e->q[0], RS_WR_RDMA_WRITE, wr_id, &sge, 1,
+              pr->p[1].buf + off, pr->p[1].key[0], 0);
+    img_move(&pr->p[1], off, &pr->p[0], off, len);
+}
+
+static void path_query(QRdmaSession *d, uint32_t sess,
+                       struct rs_session_attr *a)
+{
+    uint64_t addr = qrs_alloc_zeroed(d, sizeof(*a));
+
+    RS_ASSERT_OK(query_at(d, RS_CMD_QUERY_SESSION, sess, addr, sizeof(*a)));
+    qtest_memread(qrs_qts(d), addr, a, sizeof(*a));
+    a->src_port = le16_to_cpu(a->src_port);
+    a->gid_index = le32_to_cpu(a->gid_index);
+    a->groups = le32_to_cpu(a->groups);
+    a->tx_packets = le64_to_cpu(a->tx_packets);
+    a->failovers = le64_to_cpu(a->failovers);
+    a->recoveries = le64_to_cpu(a->recoveries);
+    a->migrated = le64_to_cpu(a->migrated);
+    a->ack_age_us = le64_to_cpu(a->ack_age_us);
+    a->down_age_us = le64_to_cpu(a->down_age_us);
+}
+
+static bool path_is_first(uint8_t op)
+{
+    return op == OP_WRITE_FIRST || op == OP_WRITE_ONLY ||
+           op == OP_SEND_FIRST || op == OP_SEND_ONLY ||
+           op == OP_READ_REQ;
+}
+
+/*
+ * What the wire showed since the log reset: A's request frames per
+ * source port into @per_port; where A's QP changed sessions the new one
+ * starts a message and everything before it was acknowledged first (B's
+ * ACK of the PSN before it went on the wire earlier); every ACK of B
+ * leaves from the source port of the request it acknowledges.  Returns
+ * the number of session changes.
+ */
+static unsigned path_check_wire(PathEnv *e, unsigned *per_port)
+{
+    Pair *pr = &e->pr;
+    unsigned i, j, switches = 0;
+    uint16_t cur = 0;
+
+    pair_pump(pr);
+    memset(per_port, 0, sizeof(*per_port) * e->n);
+    for (i = 0; i < pr->nops[0]; i++) {
+        uint16_t port = pr->sport[0][i];
+        uint32_t before = (pr->psn[0][i] - 1) & 0xffffff;
+        bool acked = false;
+
+        g_assert_cmpuint(port, >=, PATH_PORT0);
+        g_assert_cmpuint(port, <, PATH_PORT0 + e->n);
+        per_port[port - PATH_PORT0]++;
+        if (cur && port != cur) {
+            switches++;
+            g_assert_true(path_is_first(pr->op[0][i]));
+            for (j = 0; j < pr->nops[1]; j++) {
+                if (pr->seq[1][j] < pr->seq[0][i] &&
+                    pr->op[1][j] == OP_ACK &&
+                    pr->syn[1][j] == AETH_ACK && pr->psn[1][j] == before) {
+                    acked = true;
+                }
+            }
+            g_assert_true(acked);
+        }
+        cur = port;
+    }
+    for (j = 0; j < pr->nops[1]; j++) {
+        int req = -1;
+
+        g_assert_cmphex(pr->op[1][j], ==, OP_ACK);
+        for (i = 0; i < pr->nops[0]; i++) {
+            if (pr->seq[0][i] < pr->seq[1][j] &&
+                pr->psn[0][i] == pr->psn[1][j]) {
+                req = i;
+            }
+        }
+        g_assert_cmpint(req, >=, 0);
+        g_assert_cmpuint(pr->sport[1][j], ==, pr->sport[0][req]);
+    }
+    return switches;
+}
+
+static void *path_flowlet_before(GString *cmd_line, void *arg)
+{
+    g_string_append_printf(cmd_line, " -global rdma-session.path-flowlet=%u ",
+                           GPOINTER_TO_UINT(arg));
+    return pair_before(cmd_line, NULL);
+}
+
+/*
+ * path-flowlet=0: A's QP moves to the next session at every message
+ * boundary, and only with nothing outstanding: all four source ports
+ * carry requests, each change waits for the ACK of what went before, and
+ * B answers every request on its source port.
+ */
+static void test_path_spread(void *obj, void *data, QGuestAllocator *alloc)
+{
+    struct rs_session_attr sa;
+    unsigned per_port[4], i, switches;
+    uint64_t tx = 0;
+    PathEnv e;
+
+    path_setup(&e, obj, data, alloc, RS_GROUP_ROUND_ROBIN, 4, PAIR_TIMEOUT,
+               7);
+    pair_log_reset(&e.pr);
+    for (i = 0; i < PATH_NMSG; i++) {
+        path_write(&e, 0x100 + i, i * PATH_MSG, PATH_MSG);
+    }
+    for (i = 0; i < PATH_NMSG; i++) {
+        path_expect_write(&e.pr, 0x100 + i, e.q[0].qpn, 1000, NULL);
+    }
+    peer_check(&e.pr.p[1]);
+    switches = path_check_wire(&e, per_port);
+    g_assert_cmpuint(switches, ==, PATH_NMSG - 1);
+    for (i = 0; i < 4; i++) {
+        /* 2 packets per message, 3 messages per session */
+        g_assert_cmpuint(per_port[i], ==, 2 * PATH_NMSG / 4);
+        path_query(e.pr.p[0].d, e.sess[i], &sa);
+        g_assert_cmpuint(sa.src_port, ==, PATH_PORT0 + i);
+        g_assert_cmpuint(sa.state, ==, RS_SESSION_UP);
+        g_assert_cmpuint(sa.groups, ==, 1);
+        g_assert_cmpuint(sa.failovers, ==, 0);
+        g_assert_cmpuint(sa.ack_age_us, <, 60 * G_USEC_PER_SEC);
+        tx += sa.tx_packets;
+    }
+    g_assert_cmpuint(tx, ==, 2 * PATH_NMSG);
+    expect_no_event(e.pr.p[0].d);
+    pair_teardown(&e.pr);
+}
+
+/*
+ * The default path-flowlet (256 KiB): a stream of small messages stays
+ * on one session, with no waits.
+ */
+static void test_path_flowlet(void *obj, void *data, QGuestAllocator *alloc)
+{
+    unsigned per_port[4], i;
+    PathEnv e;
+
+    path_setup(&e, obj, data, alloc, RS_GROUP_ROUND_ROBIN, 4, PAIR_TIMEOUT,
+               7);
+    pair_log_reset(&e.pr);
+    for (i = 0; i < PATH_NMSG; i++) {
+        path_write(&e, 0x200 + i, i * PATH_MSG, PATH_MSG);
+    }
+    for (i = 0; i < PATH_NMSG; i++) {
+        path_expect_write(&e.pr, 0x200 + i, e.q[0].qpn, 1000, NULL);
+    }
+    peer_check(&e.pr.p[1]);
+    g_assert_cmpuint(path_check_wire(&e, per_port), ==, 0);
+    g_assert_cmpuint(per_port[0], ==, 2 * PATH_NMSG);
+    pair_teardown(&e.pr);
+}
+
+static void path_expect_migrated(QRdmaSession *d, uint32_t qp, uint32_t to,
+                                 uint32_t from)
+{
+    struct rs_event ev;
+
+    g_assert_true(qrs_aeq_poll(d, &ev, RS_QOS_TIMEOUT_US));
+    g_assert_cmpuint(ev.type, ==, RS_EV_PATH_MIGRATED);
+    g_assert_cmphex(ev.handle, ==, qp);
+    g_assert_cmphex(ev.data, ==, to | (uint64_t)from << 32);
+}
+
+/* A's frames since the log reset from @port: from index @from on. */
+static unsigned path_frames_from(Pair *pr, uint16_t port, unsigned from)
+{
+    unsigned i, n = 0;
+
+    pair_pump(pr);
+    for (i = from; i < pr->nops[0]; i++) {
+        n += pr->sport[0][i] == port;
+    }
+    return n;
+}
+
+/*
+ * The network loses everything on the session A's QP uses (path-flowlet
+ * 4096): the tail loss probe finds it silent, marks it down and sends the
+ * message again on the next session, long before the local ACK timeout
+ * (4.3 s) would have; the WRITE completes, the driver hears
+ * RS_EV_PATH_MIGRATED, QUERY_SESSION counts it.  When the path carries
+ * frames again, after path-holddown the QP's rotation takes it again and
+ * its ACKs make it up.
+ */
+static void test_path_failover(void *obj, void *data, QGuestAllocator *alloc)
+{
+    struct rs_session_attr sa;
+    unsigned i, mark;
+    int64_t ms;
+    PathEnv e;
+    Pair *pr = &e.pr;
+    QRdmaSession *a;
+
+    path_setup(&e, obj, data, alloc, RS_GROUP_ROUND_ROBIN, 4, PAIR_TIMEOUT,
+               7);
+    a = pr->p[0].d;
+    pair_log_reset(pr);
+    pr->blackhole[0] = PATH_PORT0;
+    path_write(&e, 0x300, 0, 8192);
+    path_expect_write(pr, 0x300, e.q[0].qpn, 1000, &ms);
+    g_test_message("failover stall: %" PRId64 " ms (virtual)", ms);
+    g_assert_cmpint(ms, <, 100);
+    peer_check(&pr->p[1]);
+    /* 8 packets lost on the first session, all 8 again on the second. */
+    g_assert_cmpuint(path_frames_from(pr, PATH_PORT0, 0), ==, 8);
+    g_assert_cmpuint(path_frames_from(pr, PATH_PORT0 + 1, 0), ==, 8);
+    g_assert_cmphex(pr->psn[0][8], ==, pr->psn[0][0]);
+    path_expect_migrated(a, e.q[0].h, e.sess[1], e.sess[0]);
+    expect_no_event(a);
+    path_query(a, e.sess[0], &sa);
+    g_assert_cmpuint(sa.state, ==, RS_SESSION_DOWN);
+    g_assert_cmpuint(sa.failovers, ==, 1);
+    g_assert_cmpuint(sa.tx_packets, ==, 8);
+    g_assert_cmpuint(sa.ack_age_us, ==, UINT64_MAX);
+    path_query(a, e.sess[1], &sa);
+    g_assert_cmpuint(sa.state, ==, RS_SESSION_UP);
+    g_assert_cmpuint(sa.migrated, ==, 1);
+    g_assert_cmpuint(sa.tx_packets, ==, 8);
+    g_assert_cmpuint(qp_state(a, e.q[0].h), ==, RS_QPS_RTS);
+
+    /* Within the holddown the rotation leaves the failed session out. */
+    mark = pr->nops[0];
+    for (i = 0; i < 3; i++) {
+        path_write(&e, 0x310 + i, 0x2000 + i * 4096, 4096);
+        path_expect_write(pr, 0x310 + i, e.q[0].qpn, 1000, NULL);
+    }
+    g_assert_cmpuint(path_frames_from(pr, PATH_PORT0, mark), ==, 0);
+    g_assert_cmpuint(path_frames_from(pr, PATH_PORT0 + 2, mark), ==, 4);
+    g_assert_cmpuint(path_frames_from(pr, PATH_PORT0 + 3, mark), ==, 4);
+    g_assert_cmpuint(path_frames_from(pr, PATH_PORT0 + 1, mark), ==, 4);
+
+    /* The path is back; after path-holddown it carries traffic again. */
+    pr->blackhole[0] = 0;
+    qtest_clock_step(qrs_qts(a), 600 * PATH_MS);
+    mark = pr->nops[0];
+    for (i = 0; i < 4; i++) {
+        path_write(&e, 0x320 + i, 0x4000 + i * 4096, 4096);
+        path_expect_write(pr, 0x320 + i, e.q[0].qpn, 1000, NULL);
+    }
+    g_assert_cmpuint(path_frames_from(pr, PATH_PORT0, mark), ==, 4);
+    peer_check(&pr->p[1]);
+    path_query(a, e.sess[0], &sa);
+    g_assert_cmpuint(sa.state, ==, RS_SESSION_UP);
+    g_assert_cmpuint(sa.recoveries, ==, 1);
+    g_assert_cmpuint(sa.failovers, ==, 1);
+    g_assert_cmpuint(sa.ack_age_us, <, 60 * G_USEC_PER_SEC);
+    expect_no_event(a);
+    pair_teardown(pr);
+}
+
+/*
+ * Active-backup: everything on the first session while it answers; on
+ * its failure the second one takes over (and keeps the traffic during
+ * the holddown); the first one takes it back once it answers again.
+ */
+static void test_path_active_backup(void *obj, void *data,
+                                    QGuestAllocator *alloc)
+{
+    struct rs_session_attr sa;
+    unsigned per_port[3], i, mark;
+    PathEnv e;
+    Pair *pr = &e.pr;
+    QRdmaSession *a;
+
+    path_setup(&e, obj, data, alloc, RS_GROUP_ACTIVE_BACKUP, 3, PAIR_TIMEOUT,
+               7);
+    a = pr->p[0].d;
+    pair_log_reset(pr);
+    for (i = 0; i < 4; i++) {
+        path_write(&e, 0x400 + i, i * PATH_MSG, PATH_MSG);
+    }
+    for (i = 0; i < 4; i++) {
+        path_expect_write(pr, 0x400 + i, e.q[0].qpn, 1000, NULL);
+    }
+    g_assert_cmpuint(path_check_wire(&e, per_port), ==, 0);
+    g_assert_cmpuint(per_port[0], ==, 8);
+
+    pr->blackhole[0] = PATH_PORT0;
+    mark = pr->nops[0];
+    for (i = 4; i < 8; i++) {
+        path_write(&e, 0x400 + i, i * PATH_MSG, PATH_MSG);
+    }
+    for (i = 4; i < 8; i++) {
+        path_expect_write(pr, 0x400 + i, e.q[0].qpn, 1000, NULL);
+    }
+    path_expect_migrated(a, e.q[0].h, e.sess[1], e.sess[0]);
+    g_assert_cmpuint(path_frames_from(pr, PATH_PORT0 + 2, mark), ==, 0);
+    g_assert_cmpuint(path_frames_from(pr, PATH_PORT0 + 1, mark), >=, 8);
+    path_query(a, e.sess[0], &sa);
+    g_assert_cmpuint(sa.state, ==, RS_SESSION_DOWN);
+
+    pr->blackhole[0] = 0;
+    qtest_clock_step(qrs_qts(a), 600 * PATH_MS);
+    mark = pr->nops[0];
+    for (i = 8; i < 12; i++) {
+        path_write(&e, 0x400 + i, i * PATH_MSG, PATH_MSG);
+        path_expect_write(pr, 0x400 + i, e.q[0].qpn, 1000, NULL);
+    }
+    g_assert_cmpuint(path_frames_from(pr, PATH_PORT0, mark), ==, 8);
+    peer_check(&pr->p[1]);
+    path_query(a, e.sess[0], &sa);
+    g_assert_cmpuint(sa.state, ==, RS_SESSION_UP);
+    g_assert_cmpuint(sa.recoveries, ==, 1);
+    expect_no_event(a);
+    pair_teardown(pr);
+}
+
+/*
+ * Every session of the group fails: the QP moves on to the next one, and
+ * once all are down its retry budget applies as without a group
+ * (timeout 14, retry_cnt 1: RS_WC_RETRY_EXC_ERR).
+ */
+static void test_path_all_down(void *obj, void *data, QGuestAllocator *alloc)
+{
+    struct rs_session_attr sa;
+    struct rs_cqe cqe;
+    PathEnv e;
+    Pair *pr = &e.pr;
+    unsigned i;
+
+    path_setup(&e, obj, data, alloc, RS_GROUP_ROUND_ROBIN, 2, 14, 1);
+    pair_log_reset(pr);
+    pr->drop[0] = ~0ull;
+    path_write(&e, 0x500, 0, 4096);
+    g_assert_true(path_poll(pr, 0, &cqe, 5000, NULL));
+    assert_cqe(&cqe, 0x500, RS_WC_RETRY_EXC_ERR, RS_WR_RDMA_WRITE,
+               e.q[0].qpn);
+    path_expect_migrated(pr->p[0].d, e.q[0].h, e.sess[1], e.sess[0]);
+    for (i = 0; i < 2; i++) {
+        path_query(pr->p[0].d, e.sess[i], &sa);
+        g_assert_cmpuint(sa.state, ==, RS_SESSION_DOWN);
+        g_assert_cmpuint(sa.failovers, >=, 1);
+    }
+    g_assert_cmpuint(qp_state(pr->p[0].d, e.q[0].h), ==, RS_QPS_ERR);
+    pair_forget(pr, 0);
+    pair_teardown(pr);
+}
+
+/* UD with a group: the datagrams take the group's source ports in turn. */
+static void test_path_ud(void *obj, void *data, QGuestAllocator *alloc)
+{
+    Pair pr;
+    LoopQp q[2];
+    uint32_t sess[2], group, ah = 0;
+    struct rs_cmd_create_ah c;
+    struct rs_send_wqe_ctrl w;
+    struct rs_qp_attr a;
+    struct rs_sge sge;
+    unsigned i;
+
+    pair_setup(&pr, obj, data, alloc);
+    for (i = 0; i < 2; i++) {
+        sess[i] = path_session(pr.p[0].d, PATH_PORT0 + i, 2, pair_mac[1]);
+    }
+    group = path_group(pr.p[0].d, RS_GROUP_ROUND_ROBIN, sess, 2);
+    for (i = 0; i < 2; i++) {
+        pair_qp(&pr, i, &q[i], RS_QPT_UD, pr.p[i].pd);
+        std_attr(&a, RS_QPS_RESET, RS_QPS_RESET);
+        a.session_group = group;
+        eng_connect(pr.p[i].d, &q[i], RS_QPT_UD, &a,
+                    i ? 0 : RS_QP_ATTR_SESSION_GROUP);
+    }
+    ah_template(&c, pr.p[0].pd, 0);
+    gid_v4(c.dgid, 10, 0, 0, 2);
+    memcpy(c.dmac, pair_mac[1], 6);
+    RS_ASSERT_OK(qrs_create_ah(pr.p[0].d, &c, &ah));
+    pair_log_reset(&pr);
+    for (i = 0; i < 4; i++) {
+        sge = peer_sge(&pr.p[1], 0x1000 * i, 0x1000);
+        eng_post_recv(pr.p[1].d, &q[1], 0x610 + i, &sge, 1);
+    }
+    for (i = 0; i < 4; i++) {
+        memset(&w, 0, sizeof(w));
+        w.wr_id = 0x600 + i;
+        w.opcode = RS_WR_SEND;
+        w.flags = RS_WQE_F_SIGNALED;
+        w.num_sge = 1;
+        w.ah = ah;
+        w.remote_qpn = q[1].qpn;
+        w.remote_qkey = STD_QKEY;
+        sge = peer_sge(&pr.p[0], 0x100 * i, 100);
+        eng_post_send(pr.p[0].d, &q[0], &w, &sge, 1);
+        pair_expect_cqe(&pr, 0, 0x600 + i, RS_WC_SUCCESS, RS_WR_SEND,
+                        q[0].qpn, 0);
+        pair_expect_cqe(&pr, 1, 0x610 + i, RS_WC_SUCCESS, RS_WR_RECV,
+                        q[1].qpn, 100 + 40);
+    }
+    pair_pump(&pr);
+    g_assert_cmpuint(pr.nops[0], ==, 4);
+    for (i = 0; i < 4; i++) {
+        g_assert_cmphex(pr.op[0][i], ==, OP_UD_SEND_ONLY);
+        g_assert_cmpuint(pr.sport[0][i], ==, PATH_PORT0 + i % 2);
+    }
+    pair_teardown(&pr);
+}
+
+/*
+ * QUERY_SESSION refuses a free or stale session, a short or misaligned
+ * response buffer; the device goes on.
+ */
+static void test_path_query_bad(void *obj, void *data,
+                                QGuestAllocator *alloc)
+{
+    QRdmaSession *d = admin_setup(obj);
+    uint64_t buf = qrs_alloc_zeroed(d, 2 * sizeof(struct rs_session_attr));
+    uint32_t s;
+
+    add_gid_v4(d, 0, 1);
+    s = new_session(d, 0, 50001);
+    RS_ASSERT_OK(query_at(d, RS_CMD_QUERY_SESSION, s, buf,
+                          sizeof(struct rs_session_attr)));
+    RS_ASSERT_STATUS(query_at(d, RS_CMD_QUERY_SESSION, s, buf,
+                              sizeof(struct rs_session_attr) - 8),
+                     RS_STATUS_BAD_SIZE);
+    RS_ASSERT_STATUS(query_at(d, RS_CMD_QUERY_SESSION, s, buf + 4,
+                              sizeof(struct rs_session_attr)),
+                     RS_STATUS_BAD_ALIGN);
+    RS_ASSERT_STATUS(query_at(d, RS_CMD_QUERY_SESSION, HINDEX(s) + 1, buf,
+                              sizeof(struct rs_session_attr)),
+                     RS_STATUS_BAD_HANDLE);
+    RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DESTROY_SESSION, s));
+    RS_ASSERT_STATUS(query_at(d, RS_CMD_QUERY_SESSION, s, buf,
+                              sizeof(struct rs_session_attr)),
+                     RS_STATUS_BAD_HANDLE);
+    RS_ASSERT_STATUS(query_at(d, RS_CMD_QUERY_SESSION, 0, buf,
+                              sizeof(struct rs_session_attr)),
+                     RS_STATUS_BAD_HANDLE);
+    g_assert_cmphex(qrs_readl(d, A_RS_CAPS) & RS_CAP_MULTIPATH, ==,
+                    RS_CAP_MULTIPATH);
+    assert_alive(d);
+}
+
+/*
+ * A failover's state moves with the VM: the failed session is still down
+ * and counted on the destination, the QP keeps to its live session.
+ */
+static void test_path_migrate(void *obj, void *data, QGuestAllocator *alloc)
+{
+    struct rs_session_attr sa;
+    PathEnv e;
+    Pair *pr = &e.pr;
+    unsigned mark;
+
+    path_setup(&e, obj, data, alloc, RS_GROUP_ROUND_ROBIN, 2, PAIR_TIMEOUT,
+               7);
+    pair_log_reset(pr);
+    pr->blackhole[0] = PATH_PORT0;
+    path_write(&e, 0x700, 0, 4096);
+    path_expect_write(pr, 0x700, e.q[0].qpn, 1000, NULL);
+    path_expect_migrated(pr->p[0].d, e.q[0].h, e.sess[1], e.sess[0]);
+    pr->blackhole[0] = 0;
+
+    pair_migrate(pr);
+    pair_release(pr, 0);
+    pair_release(pr, 1);
+    path_query(pr->p[0].d, e.sess[0], &sa);
+    g_assert_cmpuint(sa.state, ==, RS_SESSION_DOWN);
+    g_assert_cmpuint(sa.failovers, ==, 1);
+    g_assert_cmpuint(sa.tx_packets, ==, 4);
+    path_query(pr->p[0].d, e.sess[1], &sa);
+    g_assert_cmpuint(sa.state, ==, RS_SESSION_UP);
+    g_assert_cmpuint(sa.migrated, ==, 1);
+    g_assert_cmpuint(sa.tx_packets, ==, 4);
+
+    /* Still within the holddown: the next WRITE stays on session 1. */
+    pair_log_reset(pr);
+    mark = 0;
+    path_write(&e, 0x701, 0x1000, 4096);
+    path_expect_write(pr, 0x701, e.q[0].qpn, 100, NULL);
+    g_assert_cmpuint(path_frames_from(pr, PATH_PORT0 + 1, mark), ==, 4);
+    g_assert_cmpuint(path_frames_from(pr, PATH_PORT0, mark), ==, 0);
+    peer_check(&pr->p[1]);
+    pair_teardown(pr);
+}
+
+static void register_path_tests(void)
+{
+    QOSGraphTestOptions pair = { .before = pair_before };
+    QOSGraphTestOptions flowlet0 = { .before = path_flowlet_before,
+                                     .arg = GUINT_TO_POINTER(0) };
+    QOSGraphTestOptions flowlet4k = { .before = path_flowlet_before,
+                                      .arg = GUINT_TO_POINTER(4096) };
+
+    qos_add_test("path/spread", "rdma-session", test_path_spread, &flowlet0);
+    qos_add_test("path/flowlet", "rdma-session", test_path_flowlet, &pair);
+    qos_add_test("path/failover", "rdma-session", test_path_failover,
+                 &flowlet4k);
+    qos_add_test("path/active-backup", "rdma-session",
+                 test_path_active_backup, &flowlet0);
+    qos_add_test("path/all-down", "rdma-session", test_path_all_down,
+                 &flowlet4k);
+    qos_add_test("path/ud", "rdma-session", test_path_ud, &pair);
+    qos_add_test("path/query-bad", "rdma-session", test_path_query_bad,
+                 NULL);
+    qos_add_test("path/migrate", "rdma-session", test_path_migrate,
+                 &flowlet4k);
+}
+
+libqos_init(register_path_tests);
