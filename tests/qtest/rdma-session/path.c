@@ -475,6 +475,50 @@ static void test_path_all_down(void *obj, void *data, QGuestAllocator *alloc)
     pair_teardown(pr);
 }
 
+/*
+ * A go-back-N rewind into the middle of a message (its third packet
+ * lost, path-flowlet=0): the resent packets leave on the session the
+ * message went on, not on the one a later message would take; the next
+ * message moves only after the first one's ACK.  (The round-robin cursor
+ * this replaced resent them on the later message's session.)
+ */
+static void test_path_rewind(void *obj, void *data, QGuestAllocator *alloc)
+{
+    PathEnv e;
+    Pair *pr = &e.pr;
+    unsigned i, per_port[2];
+    uint16_t port_a = 0, port_b = 0;
+    uint32_t psn0;
+
+    path_setup(&e, obj, data, alloc, RS_GROUP_ROUND_ROBIN, 2, PAIR_TIMEOUT,
+               7);
+    pair_log_reset(pr);
+    pr->drop[0] = 1 << 2;
+    path_write(&e, 0x800, 0, 4096);
+    path_write(&e, 0x801, 0x1000, 4096);
+    path_expect_write(pr, 0x800, e.q[0].qpn, 1000, NULL);
+    path_expect_write(pr, 0x801, e.q[0].qpn, 1000, NULL);
+    peer_check(&pr->p[1]);
+    pair_pump(pr);
+    psn0 = pr->psn[0][0];
+    for (i = 0; i < pr->nops[0]; i++) {
+        uint32_t d = (pr->psn[0][i] - psn0) & 0xffffff;
+
+        if (d < 4) {
+            port_a = port_a ? port_a : pr->sport[0][i];
+            g_assert_cmpuint(pr->sport[0][i], ==, port_a);
+        } else {
+            port_b = port_b ? port_b : pr->sport[0][i];
+            g_assert_cmpuint(pr->sport[0][i], ==, port_b);
+        }
+    }
+    /* the lost packet was sent again, and the second WRITE moved on */
+    g_assert_cmpuint(pr->nops[0], >, 8);
+    g_assert_cmpuint(port_a, !=, port_b);
+    path_check_wire(&e, per_port);
+    pair_teardown(pr);
+}
+
 /* UD with a group: the datagrams take the group's source ports in turn. */
 static void test_path_ud(void *obj, void *data, QGuestAllocator *alloc)
 {
@@ -628,6 +672,7 @@ static void register_path_tests(void)
                  test_path_active_backup, &flowlet0);
     qos_add_test("path/all-down", "rdma-session", test_path_all_down,
                  &flowlet4k);
+    qos_add_test("path/rewind", "rdma-session", test_path_rewind, &flowlet0);
     qos_add_test("path/ud", "rdma-session", test_path_ud, &pair);
     qos_add_test("path/query-bad", "rdma-session", test_path_query_bad,
                  NULL);
