@@ -266,6 +266,61 @@ static void test_path_spread(void *obj, void *data, QGuestAllocator *alloc)
 }
 
 /*
+ * READs spread too (path-flowlet=0): every READ response packet leaves
+ * B with the UDP source port of the READ request it answers, and the
+ * data lands in A.
+ */
+static void test_path_read(void *obj, void *data, QGuestAllocator *alloc)
+{
+    PathEnv e;
+    Pair *pr = &e.pr;
+    Peer *a, *b;
+    unsigned i, j, ports = 0;
+    struct rs_cqe cqe;
+
+    path_setup(&e, obj, data, alloc, RS_GROUP_ROUND_ROBIN, 4, PAIR_TIMEOUT,
+               7);
+    a = &pr->p[0];
+    b = &pr->p[1];
+    pair_log_reset(pr);
+    for (i = 0; i < 8; i++) {
+        struct rs_sge sge = peer_sge(a, i * PATH_MSG, PATH_MSG);
+
+        pair_post(pr, 0, &e.q[0], RS_WR_RDMA_READ, 0x900 + i, &sge, 1,
+                  b->buf + 0x4000 + i * PATH_MSG, b->key[0], 0);
+        img_move(a, i * PATH_MSG, b, 0x4000 + i * PATH_MSG, PATH_MSG);
+    }
+    for (i = 0; i < 8; i++) {
+        g_assert_true(path_poll(pr, 0, &cqe, 1000, NULL));
+        assert_cqe(&cqe, 0x900 + i, RS_WC_SUCCESS, RS_WR_RDMA_READ,
+                   e.q[0].qpn);
+        g_assert_cmpuint(cqe.byte_len, ==, PATH_MSG);
+    }
+    peer_check(a);
+    pair_pump(pr);
+    g_assert_cmpuint(pr->nops[0], ==, 8);
+    g_assert_cmpuint(pr->nops[1], ==, 16);
+    for (i = 0; i < 8; i++) {
+        g_assert_cmphex(pr->op[0][i], ==, OP_READ_REQ);
+        ports |= 1u << (pr->sport[0][i] - PATH_PORT0);
+    }
+    g_assert_cmphex(ports, ==, 0xf);
+    for (j = 0; j < pr->nops[1]; j++) {
+        int req = -1;
+
+        for (i = 0; i < pr->nops[0]; i++) {
+            if (pr->seq[0][i] < pr->seq[1][j] &&
+                ((pr->psn[1][j] - pr->psn[0][i]) & 0xffffff) < 2) {
+                req = i;
+            }
+        }
+        g_assert_cmpint(req, >=, 0);
+        g_assert_cmpuint(pr->sport[1][j], ==, pr->sport[0][req]);
+    }
+    pair_teardown(pr);
+}
+
+/*
  * The default path-flowlet (256 KiB): a stream of small messages stays
  * on one session, with no waits.
  */
@@ -666,6 +721,7 @@ static void register_path_tests(void)
 
     qos_add_test("path/spread", "rdma-session", test_path_spread, &flowlet0);
     qos_add_test("path/flowlet", "rdma-session", test_path_flowlet, &pair);
+    qos_add_test("path/read", "rdma-session", test_path_read, &flowlet0);
     qos_add_test("path/failover", "rdma-session", test_path_failover,
                  &flowlet4k);
     qos_add_test("path/active-backup", "rdma-session",
