@@ -711,6 +711,100 @@ static void test_path_migrate(void *obj, void *data, QGuestAllocator *alloc)
     pair_teardown(pr);
 }
 
+/*
+ * The destination refuses a QP whose current session is outside its
+ * group: a loopback RC QP on a group of two sessions moved to the second
+ * one (path-flowlet=0), the stream's req_slot set to 2; the stream as
+ * saved loads.
+ */
+#define PATH_PSN_A  0x3c5a10
+#define PATH_PSN_B  0x2b2b2b
+
+/* Loopback QP @q to @peer in l->group, sending from @sq, expecting @rq. */
+static void path_loop_connect(Loop *l, LoopQp *q, uint32_t peer,
+                              uint32_t sq, uint32_t rq)
+{
+    static const uint8_t walk[] = {
+        RS_QPS_RESET, RS_QPS_INIT, RS_QPS_RTR, RS_QPS_RTS,
+    };
+    struct rs_qp_attr a;
+    int i;
+
+    for (i = 1; i < ARRAY_SIZE(walk); i++) {
+        uint32_t mask = std_mask(RS_QPT_RC, walk[i - 1], walk[i]);
+
+        std_attr(&a, walk[i - 1], walk[i]);
+        gid_v4(a.ah.dgid, 10, 0, 0, 1);
+        a.dest_qp_num = peer;
+        a.sq_psn = sq;
+        a.rq_psn = rq;
+        if (walk[i] == RS_QPS_RTR) {
+            a.session_group = l->group;
+            mask |= RS_QP_ATTR_SESSION_GROUP;
+        }
+        RS_ASSERT_OK(qrs_modify_qp(l->d, q->h, &a, mask));
+    }
+}
+
+static void test_path_migrate_corrupt(void *obj, void *data,
+                                      QGuestAllocator *alloc)
+{
+    g_autofree char *tmpdir = g_dir_make_tmp("rdma-session-mig-XXXXXX",
+                                             NULL);
+    g_autofree char *path = g_strdup_printf("%s/state", tmpdir);
+    g_autofree char *bad = g_strdup_printf("%s/bad", tmpdir);
+    g_autofree uint8_t *stream = NULL, *copy = NULL;
+    struct rs_send_wqe_ctrl w = { .wr_id = 0xa00, .opcode = RS_WR_RDMA_WRITE,
+                                  .flags = RS_WQE_F_SIGNALED, .num_sge = 1 };
+    uint32_t s[2];
+    /* req_pkt 0, req_slot 1, una_psn: one packet after LOOP_PSN */
+    uint8_t needle[9] = { 0, 0, 0, 0, 1 };
+    char *err = NULL;
+    gsize len;
+    size_t off;
+    Loop l;
+    int i;
+
+    loop_init(&l, admin_setup(obj), RS_QPT_RC, 0);
+    for (i = 0; i < 2; i++) {
+        struct rs_cmd_create_session sc;
+
+        session_template(&sc, 0, 49160 + i);
+        gid_v4(sc.dst_ip, 10, 0, 0, 1);
+        RS_ASSERT_OK(qrs_create_session(l.d, &sc, &s[i]));
+    }
+    l.group = path_group(l.d, RS_GROUP_ROUND_ROBIN, s, 2);
+    path_loop_connect(&l, &l.a, l.b.qpn, PATH_PSN_A, PATH_PSN_B);
+    path_loop_connect(&l, &l.b, l.a.qpn, PATH_PSN_B, PATH_PSN_A);
+    w.remote_addr = l.dst;
+    w.rkey = l.dst_key;
+    loop_post_send(&l, &l.a, &w, l.src, 100, l.src_key);
+    loop_expect(&l, 0xa00, RS_WC_SUCCESS, RS_WR_RDMA_WRITE, l.a.qpn);
+
+    mig_save(qrs_qts(l.d), path);
+    g_assert_true(g_file_get_contents(path, (gchar **)&stream, &len, NULL));
+    stl_be_p(needle + 5, PATH_PSN_A + 1);
+    off = mig_find(stream, len, needle, sizeof(needle)) + 4;
+    copy = g_memdup2(stream, len);
+    copy[off] = 2;
+    g_assert_true(g_file_set_contents(bad, (gchar *)copy, len, NULL));
+    g_assert_false(mig_load(bad, &err));
+    g_test_message("destination: %s", err);
+    g_free(err);
+    g_assert_true(mig_load(path, &err));
+    g_free(err);
+    unlink(bad);
+    unlink(path);
+    rmdir(tmpdir);
+    qos_invalidate_command_line();
+}
+
+static void *path_flowlet0_single(GString *cmd_line, void *arg)
+{
+    g_string_append(cmd_line, " -global rdma-session.path-flowlet=0 ");
+    return arg;
+}
+
 static void register_path_tests(void)
 {
     QOSGraphTestOptions pair = { .before = pair_before };
@@ -718,6 +812,7 @@ static void register_path_tests(void)
                                      .arg = GUINT_TO_POINTER(0) };
     QOSGraphTestOptions flowlet4k = { .before = path_flowlet_before,
                                       .arg = GUINT_TO_POINTER(4096) };
+    QOSGraphTestOptions single0 = { .before = path_flowlet0_single };
 
     qos_add_test("path/spread", "rdma-session", test_path_spread, &flowlet0);
     qos_add_test("path/flowlet", "rdma-session", test_path_flowlet, &pair);
@@ -734,6 +829,8 @@ static void register_path_tests(void)
                  NULL);
     qos_add_test("path/migrate", "rdma-session", test_path_migrate,
                  &flowlet4k);
+    qos_add_test("path/migrate-corrupt", "rdma-session",
+                 test_path_migrate_corrupt, &single0);
 }
 
 libqos_init(register_path_tests);
