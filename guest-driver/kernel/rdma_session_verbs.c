@@ -3161,6 +3161,8 @@ void rs_ib_event(struct rs_dev *rdev, const struct rs_event *ev)
 		atomic64_inc(&dev->cnt[RS_CNT_PATH_MIGRATIONS]);
 		if (!__ratelimit(&dev->path_mig_rs))
 			break;
+		ibdev_info(&dev->ibdev, "QP %u: path migrated, session %#llx -> %#llx\n",
+			   idx, ev->data >> 32, ev->data & 0xffffffff);
 		xa_lock_irqsave(&dev->qps, flags);
 		qp = xa_load(&dev->qps, idx);
 		if (qp && qp->handle == ev->handle && qp->ibqp.event_handler) {

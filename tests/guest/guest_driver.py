@@ -28,7 +28,7 @@ either way), boot the guest image with the module loaded at boot
    ports a user-space bind() finds taken (EADDRINUSE) until the QPs are
    destroyed; RDMA WRITEs complete while spreading and after
    rsdv_modify_qp_path_policy() chose active-backup; the call refuses
-   two policies at once;
+   two policies at once; rdma statistic shows path_migrations (0);
  - the user-net VM: the driver's self-test of rs_ib_reg_mkey_list (an
    indirect key over three kernel MRs, a pattern key, bad lists refused)
    logs ok at boot and after the reload;
@@ -99,6 +99,7 @@ rsv-dcbad
 p=/sys/module/rdma_session/parameters
 echo 4 > $p/paths && echo 50000 > $p/port_min && echo 50063 > $p/port_max && rsv-paths -- 50000
 echo 1 > $p/paths
+rdma statistic show link rsess0/1 | grep -q "path_migrations 0" && echo RS-PATH-MIG-COUNTER
 ping -c 3 -W 5 10.0.2.2 && echo RS-PING-RELOAD-OK
 echo RS-DMESG-BEGIN; dmesg; echo RS-DMESG-END"""
 # rsv-dcbad's checks (tests/guest/progs/rsv-dcbad.c).
@@ -111,7 +112,8 @@ PATHS_CHECKS = ["paths-connect", "paths-reserved", "paths-write-spread",
                 "paths-dv-active-backup", "paths-write-active-backup",
                 "paths-dv-bad", "paths-dv-spread", "paths-released"]
 USER_MARKS = ["RS-DHCP-LEASE", "RS-PING-GW-OK", "RS-MTU9000-OK",
-              "RS-RMMOD-OK", "RS-INSMOD-OK", "RS-PING-RELOAD-OK"]
+              "RS-RMMOD-OK", "RS-INSMOD-OK", "RS-PATH-MIG-COUNTER",
+              "RS-PING-RELOAD-OK"]
 
 # The two VMs' command: each pings the other until it answers (at most 30
 # tries), then checks plain, jumbo and fragmented pings, stays up a while
