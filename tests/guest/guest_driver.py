@@ -28,7 +28,9 @@ either way), boot the guest image with the module loaded at boot
    ports a user-space bind() finds taken (EADDRINUSE) until the QPs are
    destroyed; RDMA WRITEs complete while spreading and after
    rsdv_modify_qp_path_policy() chose active-backup; the call refuses
-   two policies at once; rdma statistic shows path_migrations (0);
+   two policies at once, the driver input the provider never sends
+   (flags, policy, reserved words, attributes with it); rdma statistic
+   shows path_migrations (0);
  - the user-net VM: the driver's self-test of rs_ib_reg_mkey_list (an
    indirect key over three kernel MRs, a pattern key, bad lists refused)
    logs ok at boot and after the reload;
@@ -110,7 +112,8 @@ DCBAD_CHECKS = ["bad-dc-type", "dc-type-none", "flags", "rsvd0", "rsvd1",
 # rsv-paths's checks (tests/guest/progs/rsv-paths.c).
 PATHS_CHECKS = ["paths-connect", "paths-reserved", "paths-write-spread",
                 "paths-dv-active-backup", "paths-write-active-backup",
-                "paths-dv-bad", "paths-dv-spread", "paths-released"]
+                "paths-dv-bad", "paths-dv-spread", "paths-kernel-bad",
+                "paths-kernel-good", "paths-released"]
 USER_MARKS = ["RS-DHCP-LEASE", "RS-PING-GW-OK", "RS-MTU9000-OK",
               "RS-RMMOD-OK", "RS-INSMOD-OK", "RS-PATH-MIG-COUNTER",
               "RS-PING-RELOAD-OK"]

@@ -7,12 +7,14 @@
  * EADDRINUSE while the QPs live and succeeds once they are destroyed;
  * RDMA WRITEs complete over the spreading group and, after
  * rsdv_modify_qp_path_policy() chose active-backup, over that one; the
- * call refuses a policy that is not exactly one.
+ * call refuses a policy that is not exactly one, and the driver refuses
+ * (EINVAL) driver input the provider would never send: unknown flags,
+ * no flag, an unknown policy, a reserved word, attributes with it.
  *
  * Usage: rsv-paths [-d DEV] [-g GID_INDEX] -- PORT_MIN
  * Checks: paths-connect, paths-reserved, paths-write-spread,
  * paths-dv-active-backup, paths-write-active-backup, paths-dv-bad,
- * paths-dv-spread, paths-released.
+ * paths-dv-spread, paths-kernel-bad, paths-kernel-good, paths-released.
  *
  * Copyright (c) 2026 rdma-session developers
  *
@@ -20,6 +22,7 @@
  */
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -27,6 +30,7 @@
 #include <sys/socket.h>
 
 #include <infiniband/rsessiondv.h>
+#include <rdma/ib_user_verbs.h>
 
 #include "rsv-common.h"
 
@@ -58,6 +62,41 @@ static int taken(int lo, int *other)
 		close(fd);
 	}
 	return n;
+}
+
+/* include/hw/rdma-session/rdma-session-uverbs.h, as the driver reads it. */
+struct path_data {
+	uint32_t flags;			/* 1: path policy */
+	uint32_t path_policy;		/* 1 spread, 2 active-backup */
+	uint32_t rsvd[2];
+};
+
+/* Extended MODIFY_QP written as libibverbs writes it; 0 or the errno. */
+static int raw_modify(struct ibv_qp *qp, uint32_t attr_mask,
+		      const struct path_data *pd)
+{
+	struct ib_uverbs_ex_modify_qp_resp resp;
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_ex_cmd_hdr ex;
+		struct ib_uverbs_ex_modify_qp m;
+		struct path_data d;
+	} c;
+
+	memset(&c, 0, sizeof(c));
+	c.hdr.command = IB_USER_VERBS_CMD_FLAG_EXTENDED |
+			IB_USER_VERBS_EX_CMD_MODIFY_QP;
+	c.hdr.in_words = sizeof(c.m) / 8;
+	c.hdr.out_words = sizeof(resp) / 8;
+	c.ex.response = (uintptr_t)&resp;
+	c.ex.provider_in_words = sizeof(c.d) / 8;
+	c.m.base.qp_handle = qp->handle;
+	c.m.base.attr_mask = attr_mask;
+	c.m.base.min_rnr_timer = 12;
+	c.d = *pd;
+	if (write(qp->context->cmd_fd, &c, sizeof(c)) != sizeof(c))
+		return errno;
+	return 0;
 }
 
 /* 16 WRITEs of LEN / 16 bytes from a's half to b's; 0 if all landed. */
@@ -150,6 +189,44 @@ int main(int argc, char **argv)
 		err = writes(a, cq, mr, buf, 13, o.timeout * 1000) ? EIO : 0;
 	rsv_check(&o, "paths-dv-spread", !err, "back to spreading: %s",
 		  err ? strerror(err) : "ok");
+
+	{
+		static const struct {
+			const char *what;
+			uint32_t mask;
+			struct path_data d;
+		} bad[] = {
+			{ "no flag", 0, { 0, 1, { 0, 0 } } },
+			{ "unknown flag", 0, { 3, 1, { 0, 0 } } },
+			{ "policy 0", 0, { 1, 0, { 0, 0 } } },
+			{ "policy 3", 0, { 1, 3, { 0, 0 } } },
+			{ "rsvd[0]", 0, { 1, 1, { 1, 0 } } },
+			{ "rsvd[1]", 0, { 1, 1, { 0, 1 } } },
+			{ "with an attribute", IBV_QP_MIN_RNR_TIMER,
+			  { 1, 1, { 0, 0 } } },
+		};
+		static const struct path_data good = { 1, 2, { 0, 0 } };
+		unsigned int i, nok = 0;
+
+		for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			err = raw_modify(a, bad[i].mask, &bad[i].d);
+			if (err == EINVAL)
+				nok++;
+			else
+				printf("rsv-paths: %s: %s\n", bad[i].what,
+				       err ? strerror(err) : "accepted");
+		}
+		rsv_check(&o, "paths-kernel-bad", nok == i,
+			  "%u of %u bad driver inputs refused with EINVAL", nok,
+			  i);
+		err = raw_modify(a, 0, &good);
+		if (!err)
+			err = writes(a, cq, mr, buf, 14, o.timeout * 1000) ?
+			      EIO : 0;
+		rsv_check(&o, "paths-kernel-good", !err,
+			  "active-backup by hand, then writes: %s",
+			  err ? strerror(err) : "ok");
+	}
 
 	ibv_destroy_qp(a);
 	ibv_destroy_qp(b);
