@@ -389,7 +389,7 @@ static void test_path_failover(void *obj, void *data, QGuestAllocator *alloc)
                7);
     a = pr->p[0].d;
     pair_log_reset(pr);
-    pr->blackhole[0] = PATH_PORT0;
+    pr->blackhole[0][0] = PATH_PORT0;
     path_write(&e, 0x300, 0, 8192);
     path_expect_write(pr, 0x300, e.q[0].qpn, 1000, &ms);
     g_test_message("failover stall: %" PRId64 " ms (virtual)", ms);
@@ -424,7 +424,7 @@ static void test_path_failover(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmpuint(path_frames_from(pr, PATH_PORT0 + 1, mark), ==, 4);
 
     /* The path is back; after path-holddown it carries traffic again. */
-    pr->blackhole[0] = 0;
+    pr->blackhole[0][0] = 0;
     qtest_clock_step(qrs_qts(a), 600 * PATH_MS);
     mark = pr->nops[0];
     for (i = 0; i < 4; i++) {
@@ -469,7 +469,7 @@ static void test_path_active_backup(void *obj, void *data,
     g_assert_cmpuint(path_check_wire(&e, per_port), ==, 0);
     g_assert_cmpuint(per_port[0], ==, 8);
 
-    pr->blackhole[0] = PATH_PORT0;
+    pr->blackhole[0][0] = PATH_PORT0;
     mark = pr->nops[0];
     for (i = 4; i < 8; i++) {
         path_write(&e, 0x400 + i, i * PATH_MSG, PATH_MSG);
@@ -483,7 +483,7 @@ static void test_path_active_backup(void *obj, void *data,
     path_query(a, e.sess[0], &sa);
     g_assert_cmpuint(sa.state, ==, RS_SESSION_DOWN);
 
-    pr->blackhole[0] = 0;
+    pr->blackhole[0][0] = 0;
     qtest_clock_step(qrs_qts(a), 600 * PATH_MS);
     mark = pr->nops[0];
     for (i = 8; i < 12; i++) {
@@ -496,6 +496,59 @@ static void test_path_active_backup(void *obj, void *data,
     g_assert_cmpuint(sa.state, ==, RS_SESSION_UP);
     g_assert_cmpuint(sa.recoveries, ==, 1);
     expect_no_event(a);
+    pair_teardown(pr);
+}
+
+/*
+ * Repeated path failures (active-backup over four sessions): the session
+ * in use fails, then the one that took over, then the next; each time the
+ * QP fails over at the tail loss probe, within 40 ms of virtual time, with
+ * one RS_EV_PATH_MIGRATED, and its WRITE completes.  When the paths come
+ * back, after path-holddown the first session carries the traffic again.
+ */
+static void test_path_failover_repeat(void *obj, void *data,
+                                      QGuestAllocator *alloc)
+{
+    struct rs_session_attr sa;
+    PathEnv e;
+    Pair *pr = &e.pr;
+    QRdmaSession *a;
+    int64_t ms, worst = 0;
+    unsigned r, mark;
+
+    path_setup(&e, obj, data, alloc, RS_GROUP_ACTIVE_BACKUP, 4, PAIR_TIMEOUT,
+               7);
+    a = pr->p[0].d;
+    pair_log_reset(pr);
+    for (r = 0; r < 3; r++) {
+        pr->blackhole[0][r] = PATH_PORT0 + r;
+        mark = pr->nops[0];
+        path_write(&e, 0xb00 + r, r * 0x2000, 0x2000);
+        path_expect_write(pr, 0xb00 + r, e.q[0].qpn, 1000, &ms);
+        g_test_message("failure %u: stall %" PRId64 " ms (virtual)", r + 1,
+                       ms);
+        g_assert_cmpint(ms, <, 40);
+        worst = MAX(worst, ms);
+        path_expect_migrated(a, e.q[0].h, e.sess[r + 1], e.sess[r]);
+        g_assert_cmpuint(path_frames_from(pr, PATH_PORT0 + r, mark), ==, 8);
+        g_assert_cmpuint(path_frames_from(pr, PATH_PORT0 + r + 1, mark), ==,
+                         8);
+        pair_log_reset(pr);
+    }
+    g_test_message("worst stall of 3 failures: %" PRId64 " ms", worst);
+    expect_no_event(a);
+    peer_check(&pr->p[1]);
+    memset(pr->blackhole, 0, sizeof(pr->blackhole));
+    qtest_clock_step(qrs_qts(a), 600 * PATH_MS);
+    path_write(&e, 0xb10, 0x6000, 0x2000);
+    path_expect_write(pr, 0xb10, e.q[0].qpn, 1000, NULL);
+    g_assert_cmpuint(path_frames_from(pr, PATH_PORT0, 0), ==, 8);
+    for (r = 0; r < 3; r++) {
+        path_query(a, e.sess[r], &sa);
+        g_assert_cmpuint(sa.failovers, ==, 1);
+        g_assert_cmpuint(sa.state, ==, r ? RS_SESSION_DOWN : RS_SESSION_UP);
+    }
+    peer_check(&pr->p[1]);
     pair_teardown(pr);
 }
 
@@ -682,11 +735,11 @@ static void test_path_migrate(void *obj, void *data, QGuestAllocator *alloc)
     path_setup(&e, obj, data, alloc, RS_GROUP_ROUND_ROBIN, 2, PAIR_TIMEOUT,
                7);
     pair_log_reset(pr);
-    pr->blackhole[0] = PATH_PORT0;
+    pr->blackhole[0][0] = PATH_PORT0;
     path_write(&e, 0x700, 0, 4096);
     path_expect_write(pr, 0x700, e.q[0].qpn, 1000, NULL);
     path_expect_migrated(pr->p[0].d, e.q[0].h, e.sess[1], e.sess[0]);
-    pr->blackhole[0] = 0;
+    pr->blackhole[0][0] = 0;
 
     pair_migrate(pr);
     pair_release(pr, 0);
@@ -821,6 +874,8 @@ static void register_path_tests(void)
                  &flowlet4k);
     qos_add_test("path/active-backup", "rdma-session",
                  test_path_active_backup, &flowlet0);
+    qos_add_test("path/failover-repeat", "rdma-session",
+                 test_path_failover_repeat, &flowlet4k);
     qos_add_test("path/all-down", "rdma-session", test_path_all_down,
                  &flowlet4k);
     qos_add_test("path/rewind", "rdma-session", test_path_rewind, &flowlet0);

@@ -203,6 +203,8 @@ static bool pair_is_announce(int from, const uint8_t *f, size_t len)
 
 void pair_handle(Pair *pr, int i, size_t len)
 {
+    unsigned k;
+
     if (pr->to && pair_is_announce(i, pr->frame, len)) {
         pr->announced[i]++;
         return;
@@ -220,10 +222,14 @@ void pair_handle(Pair *pr, int i, size_t len)
     g_assert_cmpuint(len, <=, sizeof(pr->last[i]));
     memcpy(pr->last[i], pr->frame, len);
     pr->last_len[i] = len;
-    if ((pr->nops[i] <= 64 && pr->drop[i] >> (pr->nops[i] - 1) & 1) ||
-        (pr->blackhole[i] &&
-         pr->blackhole[i] == pr->sport[i][pr->nops[i] - 1])) {
+    if (pr->nops[i] <= 64 && pr->drop[i] >> (pr->nops[i] - 1) & 1) {
         return;
+    }
+    for (k = 0; k < ARRAY_SIZE(pr->blackhole[i]); k++) {
+        if (pr->blackhole[i][k] &&
+            pr->blackhole[i][k] == pr->sport[i][pr->nops[i] - 1]) {
+            return;
+        }
     }
     if (pr->hold[i]) {
         g_queue_push_tail(&pr->held[i],

@@ -107,7 +107,7 @@ typedef struct Pair {
     int fd[2];                  /* the test's ends of A's and B's wire */
     bool hold[2];               /* keep frames from A / B, do not relay */
     uint64_t drop[2];           /* bit n: lose frame n since the reset */
-    uint16_t blackhole[2];      /* lose A's / B's frames from this port */
+    uint16_t blackhole[2][4];   /* lose A's / B's frames from these ports */
     GQueue held[2];             /* of GByteArray */
     uint8_t op[2][PAIR_OPS];    /* BTH opcodes since pair_log_reset() */
     uint8_t syn[2][PAIR_OPS];   /* their AETH syndromes, if any */
