@@ -30,7 +30,8 @@ either way), boot the guest image with the module loaded at boot
    rsdv_modify_qp_path_policy() chose active-backup; the call refuses
    two policies at once, the driver input the provider never sends
    (flags, policy, reserved words, attributes with it); rdma statistic
-   shows path_migrations (0);
+   shows path_migrations (0); a verified rping (rdma_cm) over
+   connections of 4 sessions;
  - the user-net VM: the driver's self-test of rs_ib_reg_mkey_list (an
    indirect key over three kernel MRs, a pattern key, bad lists refused)
    logs ok at boot and after the reload;
@@ -100,6 +101,8 @@ ip addr add 10.0.2.15/24 dev eth0; ip link set eth0 up
 rsv-dcbad
 p=/sys/module/rdma_session/parameters
 echo 4 > $p/paths && echo 50000 > $p/port_min && echo 50063 > $p/port_max && rsv-paths -- 50000
+(rping -s -a 10.0.2.15 -p 18700 -C 20 -S 4096 -V > /tmp/rping-s.log 2>&1 &)
+sleep 1; rping -c -a 10.0.2.15 -p 18700 -C 20 -S 4096 -V > /tmp/rping-c.log 2>&1 && echo RS-RPING-PATHS-OK
 echo 1 > $p/paths
 rdma statistic show link rsess0/1 | grep -q "path_migrations 0" && echo RS-PATH-MIG-COUNTER
 ping -c 3 -W 5 10.0.2.2 && echo RS-PING-RELOAD-OK
@@ -115,7 +118,8 @@ PATHS_CHECKS = ["paths-connect", "paths-reserved", "paths-write-spread",
                 "paths-dv-bad", "paths-dv-spread", "paths-kernel-bad",
                 "paths-kernel-good", "paths-released"]
 USER_MARKS = ["RS-DHCP-LEASE", "RS-PING-GW-OK", "RS-MTU9000-OK",
-              "RS-RMMOD-OK", "RS-INSMOD-OK", "RS-PATH-MIG-COUNTER",
+              "RS-RMMOD-OK", "RS-INSMOD-OK", "RS-RPING-PATHS-OK",
+              "RS-PATH-MIG-COUNTER",
               "RS-PING-RELOAD-OK"]
 
 # The two VMs' command: each pings the other until it answers (at most 30
