@@ -552,6 +552,110 @@ static void test_path_failover_repeat(void *obj, void *data,
     pair_teardown(pr);
 }
 
+/* The test peer delivers what it holds from both sides; it holds on. */
+static void path_deliver(Pair *pr)
+{
+    GByteArray *f;
+    int i;
+
+    for (i = 0; i < 2; i++) {
+        while ((f = g_queue_pop_head(&pr->held[i]))) {
+            lan_sock_send(pr->fd[!i], f->data, f->len);
+            g_byte_array_unref(f);
+        }
+    }
+}
+
+#define COST_MSGS   16
+#define COST_LEN    0x4000      /* 16 packets at MTU 1024 */
+
+/*
+ * Virtual ms until QP @q's COST_MSGS WRITEs, posted at once, complete
+ * on a network whose every frame takes one 1 ms step each way (the test
+ * peer holds a frame until the next step): a round trip is 2 ms.
+ */
+static int64_t path_timed_writes(Pair *pr, LoopQp *q, uint64_t wr_id)
+{
+    gint64 end = g_get_monotonic_time() + RS_QOS_TIMEOUT_US;
+    struct rs_cqe cqe;
+    unsigned i, done = 0;
+    int64_t ms = 0;
+
+    pair_pump(pr);
+    pr->hold[0] = pr->hold[1] = true;
+    for (i = 0; i < COST_MSGS; i++) {
+        struct rs_sge sge = peer_sge(&pr->p[0], (i & 1) * COST_LEN, COST_LEN);
+
+        pair_post(pr, 0, q, RS_WR_RDMA_WRITE, wr_id + i, &sge, 1,
+                  pr->p[1].buf + (i & 1) * COST_LEN, pr->p[1].key[0], 0);
+    }
+    while (done < COST_MSGS) {
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        path_deliver(pr);
+        qtest_clock_step(qrs_qts(pr->p[0].d), PATH_MS);
+        ms++;
+        pair_pump(pr);
+        if (pr->nops[0] > PAIR_OPS / 2 || pr->nops[1] > PAIR_OPS / 2) {
+            pair_log_reset(pr);     /* 256 packets: more than the log */
+        }
+        while (eng_cq_peek(pr->p[0].d, &pr->p[0].cq, &cqe)) {
+            assert_cqe(&cqe, wr_id + done, RS_WC_SUCCESS, RS_WR_RDMA_WRITE,
+                       q->qpn);
+            pr->p[0].cq.ci++;
+            qrs_db_writel(pr->p[0].d, 0, RS_DB_CQ_CI, HINDEX(pr->p[0].cq.h) |
+                          (pr->p[0].cq.ci & 0xffff) << 16);
+            done++;
+        }
+    }
+    pr->hold[0] = pr->hold[1] = false;
+    path_deliver(pr);
+    return ms;
+}
+
+/*
+ * What a move between sessions costs (path-flowlet=0: one at every
+ * message boundary): the QP waits for the ACKs of what it sent, a round
+ * trip per move.  16 WRITEs of 16 KiB on a network with a 2 ms round
+ * trip: a QP of a one-session group never moves and keeps its window
+ * full; one of a four-session group moves 15 times and needs at least a
+ * round trip per message.
+ */
+static void test_path_switch_cost(void *obj, void *data,
+                                  QGuestAllocator *alloc)
+{
+    PathEnv e;
+    Pair *pr = &e.pr;
+    LoopQp q1[2];
+    struct rs_qp_attr a;
+    uint32_t g1, b1;
+    int64_t t1, t4;
+    int i;
+
+    path_setup(&e, obj, data, alloc, RS_GROUP_ROUND_ROBIN, 4, PAIR_TIMEOUT,
+               7);
+    g1 = path_group(pr->p[0].d, RS_GROUP_ROUND_ROBIN, e.sess, 1);
+    b1 = path_group(pr->p[1].d, RS_GROUP_ROUND_ROBIN, &e.b_sess, 1);
+    for (i = 0; i < 2; i++) {
+        pair_qp(pr, i, &q1[i], RS_QPT_RC, pr->p[i].pd);
+    }
+    for (i = 0; i < 2; i++) {
+        pair_attr(q1, i, 0, &a);
+        a.access_flags = STD_ACCESS;
+        a.path_mtu = RS_MTU_1024;
+        a.session_group = i ? b1 : g1;
+        eng_connect(pr->p[i].d, &q1[i], RS_QPT_RC, &a,
+                    RS_QP_ATTR_SESSION_GROUP);
+    }
+    t1 = path_timed_writes(pr, &q1[0], 0xc00);
+    t4 = path_timed_writes(pr, &e.q[0], 0xc40);
+    g_test_message("16 x 16 KiB, 2 ms round trip: one session %" PRId64
+                   " ms, four sessions (15 moves) %" PRId64 " ms: %.1f ms "
+                   "per move", t1, t4, (double)(t4 - t1) / (COST_MSGS - 1));
+    g_assert_cmpint(t4, >=, 2 * COST_MSGS);
+    g_assert_cmpint(t1, <, t4);
+    pair_teardown(pr);
+}
+
 /*
  * Every session of the group fails: the QP moves on to the next one, and
  * once all are down its retry budget applies as without a group
@@ -879,6 +983,8 @@ static void register_path_tests(void)
     qos_add_test("path/all-down", "rdma-session", test_path_all_down,
                  &flowlet4k);
     qos_add_test("path/rewind", "rdma-session", test_path_rewind, &flowlet0);
+    qos_add_test("path/switch-cost", "rdma-session", test_path_switch_cost,
+                 &flowlet0);
     qos_add_test("path/ud", "rdma-session", test_path_ud, &pair);
     qos_add_test("path/query-bad", "rdma-session", test_path_query_bad,
                  NULL);
