@@ -126,7 +126,6 @@ static void rs_clear_tables(RSCore *c)
     }
     memset(c->ahs, 0, sizeof(*c->ahs) * c->p.max_ahs);
     memset(c->sessions, 0, sizeof(*c->sessions) * c->p.max_sessions);
-    c->path_failovers = 0;
     memset(c->groups, 0, sizeof(*c->groups) * c->p.max_groups);
     memset(c->gids, 0, sizeof(*c->gids) * c->p.max_gids);
     memset(c->srqs, 0, sizeof(*c->srqs) * c->p.max_srqs);
@@ -408,6 +407,7 @@ uint64_t rs_core_reg_read(RSCore *c, hwaddr addr)
               RS_CAP_MW | RS_CAP_MCAST | RS_CAP_FLUSH |
               RS_CAP_ATOMIC_WRITE | RS_CAP_XRC | RS_CAP_DC |
               RS_CAP_INDIRECT_MKEY | RS_CAP_PATTERN_MKEY | RS_CAP_MULTIPATH |
+              RS_CAP_DEVICE_COUNTERS |
               (c->p.odp ? RS_CAP_ODP : 0);
         break;
     case A_RS_DB_PAGES:

@@ -575,7 +575,6 @@ struct RSCore {
     int64_t odp_ff_time;
     /* QUERY_STATS counters, since the function was enabled. */
     struct rs_device_stats stats;
-    uint64_t path_failovers;    /* QPs moved off a failed session */
 
     /* LAN path: indexed by enum rs_lan_queue_type. */
     RSLanQueue lanq[2];
@@ -604,6 +603,11 @@ struct RSCore {
      */
     uint64_t lan_rx_missed;
 };
+
+#define TYPE_RDMA_SESSION "rdma-session"
+
+/* rdma-session-pci.c: the core of an rdma-session device, or NULL. */
+RSCore *rs_core_of(Object *obj);
 
 /* rdma-session-core.c */
 bool rs_core_realize(RSCore *c, Error **errp);

@@ -104,7 +104,7 @@ static void rs_path_move(RSCore *c, uint32_t qpn, RSQp *qp,
         return;
     }
     qp->path_migrations++;
-    c->path_failovers++;
+    c->stats.path_failovers++;
     if (to_idx) {
         c->sessions[to_idx].migrated++;
     }
