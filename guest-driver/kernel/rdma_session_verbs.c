@@ -1003,9 +1003,11 @@ void rs_qp_session_info(struct rs_qp *qp, u32 *group, u16 *sport,
 {
 	if (!qp->sess)
 		return;
-	*group = qp->sess->group;
+	/* Multipath: the group of the QP's path policy, its first port. */
+	*group = qp->sess->policy == RS_UVERBS_PATH_ACTIVE_BACKUP ?
+		 qp->sess->ab_group : qp->sess->group;
 	*sport = qp->sess->src_port;
-	*nsessions = 1;
+	*nsessions = qp->sess->nsess ? qp->sess->nsess : 1;
 }
 
 /*

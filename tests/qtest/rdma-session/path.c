@@ -368,6 +368,50 @@ static unsigned path_frames_from(Pair *pr, uint16_t port, unsigned from)
 }
 
 /*
+ * What query-rdma-session says of A's sessions after the first failover
+ * of path/failover: the first down with one failover, the second up with
+ * the QP moved onto it, 8 packets on each; and the device's counter.
+ */
+static void path_qmp_check(QRdmaSession *a, const uint32_t *sess,
+                           unsigned n)
+{
+    QDict *resp = qtest_qmp(qrs_qts(a), "{ 'execute': 'query-rdma-session' }");
+    QDict *dev = NULL, *s;
+    QListEntry *le;
+    unsigned seen = 0;
+
+    /* A: the adapter with n sessions (B has one) */
+    QLIST_FOREACH_ENTRY(qdict_get_qlist(resp, "return"), le) {
+        QDict *d = qobject_to(QDict, qlist_entry_obj(le));
+
+        if (qlist_size(qdict_get_qlist(d, "sessions")) == n) {
+            dev = d;
+        }
+    }
+    g_assert_nonnull(dev);
+    QLIST_FOREACH_ENTRY(qdict_get_qlist(dev, "sessions"), le) {
+        uint32_t h;
+        unsigned i;
+
+        s = qobject_to(QDict, qlist_entry_obj(le));
+        h = qdict_get_int(s, "handle");
+        for (i = 0; i < n && sess[i] != h; i++) {
+        }
+        g_assert_cmpuint(i, <, n);
+        g_assert_cmpuint(qdict_get_int(s, "src-port"), ==, PATH_PORT0 + i);
+        g_assert_cmpint(qdict_get_bool(s, "path-up"), ==, i != 0);
+        g_assert_cmpuint(qdict_get_int(s, "failovers"), ==, i == 0);
+        g_assert_cmpuint(qdict_get_int(s, "migrated"), ==, i == 1);
+        g_assert_cmpuint(qdict_get_int(s, "tx-packets"), ==, i < 2 ? 8 : 0);
+        seen++;
+    }
+    g_assert_cmpuint(seen, ==, n);
+    g_assert_cmpuint(qdict_get_int(qdict_get_qdict(dev, "counters"),
+                                   "path-failovers"), ==, 1);
+    qobject_unref(resp);
+}
+
+/*
  * The network loses everything on the session A's QP uses (path-flowlet
  * 4096): the tail loss probe finds it silent, marks it down and sends the
  * message again on the next session, long before the local ACK timeout
@@ -411,6 +455,7 @@ static void test_path_failover(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmpuint(sa.migrated, ==, 1);
     g_assert_cmpuint(sa.tx_packets, ==, 8);
     g_assert_cmpuint(qp_state(a, e.q[0].h), ==, RS_QPS_RTS);
+    path_qmp_check(a, e.sess, 4);
 
     /* Within the holddown the rotation leaves the failed session out. */
     mark = pr->nops[0];
