@@ -10,6 +10,7 @@
 
 #include <linux/completion.h>
 #include <linux/interrupt.h>
+#include <linux/ratelimit.h>
 #include <linux/refcount.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
@@ -43,6 +44,7 @@ enum rs_ib_counter {
 	RS_CNT_ODP_INVALIDATIONS,	/* ODP_INVALIDATE commands issued */
 	RS_CNT_ODP_PREFETCHES,		/* advise_mr SGEs prefetched */
 	RS_CNT_ODP_CHILDREN,		/* implicit MR children created */
+	RS_CNT_PATH_MIGRATIONS,		/* RS_EV_PATH_MIGRATED events */
 	RS_CNT_DRV_NUM,
 	/*
 	 * The device's own counters (QUERY_STATS, struct rs_device_stats,
@@ -88,6 +90,7 @@ struct rs_ibdev {
 	u32 max_gids;
 	struct mutex sess_lock;
 	struct list_head sessions;	/* rs_session, by 5-tuple */
+	struct ratelimit_state path_mig_rs;	/* IB_EVENT_PATH_MIG */
 	atomic64_t cnt[RS_CNT_NUM];
 	struct workqueue_struct *wq;	/* deferred admin commands */
 	struct rs_comp_vec *vecs;	/* completion vector IRQs */
@@ -194,7 +197,29 @@ struct rs_srq {
 	struct rs_wq wq;		/* ci: receive completions seen */
 };
 
-struct rs_session;		/* rdma_session_verbs.c */
+/*
+ * A connected QP's sessions and the group it uses.  The shared kind
+ * (nsess 0, rdma_session_verbs.c): one session per 5-tuple, in
+ * dev->sessions, refcounted by the QPs that use it.  The multipath kind
+ * (rdma_session_path.c, module parameter paths > 1): nsess sessions of
+ * one QP, their source ports held by kernel UDP sockets; group spreads,
+ * ab_group (0 until asked for) is active-backup over the same sessions.
+ */
+struct rs_session {
+	struct list_head node;
+	refcount_t refs;
+	u32 session;
+	u32 group;
+	u8 dst_ip[16];
+	u16 src_port;
+	u32 gid_index;
+	u32 nsess;
+	u32 sess[RS_MAX_GROUP_SESSIONS];
+	u16 ports[RS_MAX_GROUP_SESSIONS];
+	struct socket *socks[RS_MAX_GROUP_SESSIONS];
+	u32 ab_group;
+	u32 policy;			/* the QP's: RS_UVERBS_PATH_* */
+};
 
 /*
  * An XRC target QP (RS_QPT_XRC_TGT) has no rings, PD or CQs: sq and rq
@@ -405,6 +430,13 @@ void rs_odp_fault_event(struct rs_ibdev *dev, const struct rs_event *ev);
 int rs_ib_advise_mr(struct ib_pd *pd, enum ib_uverbs_advise_mr_advice advice,
 		    u32 flags, struct ib_sge *sg_list, u32 num_sge,
 		    struct uverbs_attr_bundle *attrs);
+
+/* rdma_session_path.c: multipath sessions, port reservation */
+unsigned int rs_path_count(void);
+struct rs_session *rs_path_get(struct rs_ibdev *dev,
+			       const struct rdma_ah_attr *ah);
+void rs_path_put(struct rs_ibdev *dev, struct rs_session *s);
+int rs_path_set_policy(struct rs_ibdev *dev, struct rs_qp *qp, u32 policy);
 
 /* rdma_session_datapath.c */
 int rs_ib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,

@@ -91,6 +91,7 @@ static const struct rdma_stat_desc rs_ib_stat_descs[RS_CNT_NUM] = {
 	[RS_CNT_ODP_INVALIDATIONS].name = "odp_invalidations_issued",
 	[RS_CNT_ODP_PREFETCHES].name = "odp_prefetches",
 	[RS_CNT_ODP_CHILDREN].name = "odp_implicit_children",
+	[RS_CNT_PATH_MIGRATIONS].name = "path_migrations",
 	/* The device's (QUERY_STATS). */
 	[RS_CNT_DEV_ODP_FAULTS].name = "odp_faults",
 	[RS_CNT_DEV_ODP_RESOLVED_PAGES].name = "odp_resolved_pages",
@@ -130,16 +131,6 @@ struct rs_mmap_entry {
 };
 
 /* A device session and its one-session group, shared by 5-tuple. */
-struct rs_session {
-	struct list_head node;
-	refcount_t refs;
-	u32 session;
-	u32 group;
-	u8 dst_ip[16];
-	u16 src_port;
-	u32 gid_index;
-};
-
 static inline struct rs_mmap_entry *to_rsmmap(struct rdma_user_mmap_entry *e)
 {
 	return container_of(e, struct rs_mmap_entry, rdma);
@@ -1100,6 +1091,10 @@ static void rs_session_put(struct rs_ibdev *dev, struct rs_session *s)
 {
 	if (!s)
 		return;
+	if (s->nsess) {
+		rs_path_put(dev, s);
+		return;
+	}
 	mutex_lock(&dev->sess_lock);
 	if (refcount_dec_and_test(&s->refs)) {
 		list_del(&s->node);
@@ -1116,9 +1111,11 @@ void rs_qp_session_info(struct rs_qp *qp, u32 *group, u16 *sport,
 {
 	if (!qp->sess)
 		return;
-	*group = qp->sess->group;
+	/* Multipath: the group of the QP's path policy, its first port. */
+	*group = qp->sess->policy == RS_UVERBS_PATH_ACTIVE_BACKUP ?
+		 qp->sess->ab_group : qp->sess->group;
 	*sport = qp->sess->src_port;
-	*nsessions = 1;
+	*nsessions = qp->sess->nsess ? qp->sess->nsess : 1;
 }
 
 /*
@@ -1138,6 +1135,9 @@ static struct rs_session *rs_session_get(struct rs_ibdev *dev,
 	u16 sport;
 	int err;
 
+	/* paths > 1: sessions of the QP's own, on reserved ports. */
+	if (rs_path_count() > 1)
+		return rs_path_get(dev, ah);
 	sport = rdma_get_udp_sport(grh->flow_label, lqpn, rqpn);
 
 	mutex_lock(&dev->sess_lock);
@@ -1666,11 +1666,22 @@ static int rs_ib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask
 
 	if (mask & ~RS_IB_QP_ATTR_MASK)
 		return -EOPNOTSUPP;
-	if (udata && udata->inlen &&
-	    !ib_is_udata_cleared(udata, 0, udata->inlen)) {
-		ibdev_dbg(&dev->ibdev, "QP %u: modify_qp: driver input is not supported\n",
-			  qp->qpn);
-		return -EINVAL;
+	if (udata && udata->inlen) {
+		/* rsdv_modify_qp_path_policy(): nothing else with it. */
+		struct rs_uverbs_modify_qp req = {};
+
+		err = ib_copy_from_udata(&req, udata,
+					 min(sizeof(req), udata->inlen));
+		if (err)
+			return err;
+		if (udata->inlen > sizeof(req) &&
+		    !ib_is_udata_cleared(udata, sizeof(req),
+					 udata->inlen - sizeof(req)))
+			return -EINVAL;
+		if (req.flags != RS_UVERBS_MODIFY_QP_PATH_POLICY ||
+		    req.rsvd[0] || req.rsvd[1] || mask)
+			return -EINVAL;
+		return rs_path_set_policy(dev, qp, req.path_policy);
 	}
 
 	cur = (mask & IB_QP_CUR_STATE) ? attr->cur_qp_state : qp->state;
@@ -3101,6 +3112,7 @@ int rs_ib_register(struct rs_dev *rdev)
 	mutex_init(&dev->gid_lock);
 	mutex_init(&dev->sess_lock);
 	INIT_LIST_HEAD(&dev->sessions);
+	ratelimit_state_init(&dev->path_mig_rs, HZ, 10);
 	INIT_WORK(&dev->mkey_test, rs_mkey_selftest);
 	INIT_WORK(&dev->netid_work, rs_netid_refresh);
 
@@ -3321,6 +3333,22 @@ void rs_ib_event(struct rs_dev *rdev, const struct rs_event *ev)
 				    dev_name(&dev->ibdev.dev), ev->handle,
 				    ev->data);
 		queue_work(dev->wq, &dev->netid_work);
+		break;
+	case RS_EV_PATH_MIGRATED:
+		/* IBTA's path migration: the device moved the QP's traffic. */
+		atomic64_inc(&dev->cnt[RS_CNT_PATH_MIGRATIONS]);
+		if (!__ratelimit(&dev->path_mig_rs))
+			break;
+		ibdev_info(&dev->ibdev, "QP %u: path migrated, session %#llx -> %#llx\n",
+			   idx, ev->data >> 32, ev->data & 0xffffffff);
+		xa_lock_irqsave(&dev->qps, flags);
+		qp = xa_load(&dev->qps, idx);
+		if (qp && qp->handle == ev->handle && qp->ibqp.event_handler) {
+			ie.event = IB_EVENT_PATH_MIG;
+			ie.element.qp = &qp->ibqp;
+			qp->ibqp.event_handler(&ie, qp->ibqp.qp_context);
+		}
+		xa_unlock_irqrestore(&dev->qps, flags);
 		break;
 	default:
 		break;

@@ -130,3 +130,26 @@ int rsdv_destroy_mkey(struct rsdv_mkey *dvkey)
 	free(mkey);
 	return 0;
 }
+
+/*
+ * The path policy goes to the driver as modify_qp input without
+ * attributes; the driver binds the QP to the session group of its
+ * connection with that policy.
+ */
+int rsdv_modify_qp_path_policy(struct ibv_qp *qp, uint32_t policy)
+{
+	struct rs_modify_qp_path_resp resp = {};
+	struct rs_modify_qp_path cmd = {};
+	struct ibv_qp_attr attr = {};
+
+	if (!qp || !rs_is_rs_dev(qp->context->device))
+		return EOPNOTSUPP;
+	if (policy != RSDV_PATH_SPREAD && policy != RSDV_PATH_ACTIVE_BACKUP)
+		return EINVAL;
+	cmd.drv_payload.flags = RS_UVERBS_MODIFY_QP_PATH_POLICY;
+	cmd.drv_payload.path_policy = policy == RSDV_PATH_ACTIVE_BACKUP ?
+				      RS_UVERBS_PATH_ACTIVE_BACKUP :
+				      RS_UVERBS_PATH_SPREAD;
+	return ibv_cmd_modify_qp_ex(qp, &attr, 0, &cmd.ibv_cmd, sizeof(cmd),
+				    &resp.ibv_resp, sizeof(resp));
+}

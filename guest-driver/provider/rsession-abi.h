@@ -26,6 +26,7 @@
 #define _STRUCT_rs_uverbs_modify_srq struct {}
 #define _STRUCT_rs_uverbs_create_qp struct {}
 #define _STRUCT_rs_uverbs_reg_mr struct {}
+#define _STRUCT_rs_uverbs_modify_qp struct {}
 
 DECLARE_DRV_CMD(rs_alloc_ucontext, IB_USER_VERBS_CMD_GET_CONTEXT, empty,
 		rs_uverbs_alloc_ucontext_resp);
@@ -51,5 +52,11 @@ DECLARE_DRV_CMD(rs_resize_cq, IB_USER_VERBS_CMD_RESIZE_CQ, rs_uverbs_resize_cq,
 		rs_uverbs_resize_cq_resp);
 DECLARE_DRV_CMD(rs_modify_srq, IB_USER_VERBS_CMD_MODIFY_SRQ,
 		rs_uverbs_modify_srq, empty);
+/*
+ * rsdv_modify_qp_path_policy: extended MODIFY_QP (the legacy one carries
+ * no driver input) with struct rs_uverbs_modify_qp.
+ */
+DECLARE_DRV_CMD(rs_modify_qp_path, IB_USER_VERBS_EX_CMD_MODIFY_QP,
+		rs_uverbs_modify_qp, empty);
 
 #endif /* RSESSION_ABI_H */

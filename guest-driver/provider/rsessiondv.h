@@ -66,6 +66,32 @@ struct rsdv_context {
 int rsdv_query_device(struct ibv_context *context, struct rsdv_context *attrs);
 
 /* ------------------------------------------------------------------ */
+/* Multipath (ABI 1.6)                                                */
+/* ------------------------------------------------------------------ */
+
+/*
+ * With the driver's module parameter paths > 1 a connected QP (RC, UC,
+ * XRC) gets several UDP sessions (paths) to its peer when its primary
+ * path is set.  By default it spreads its messages over them by
+ * flowlets; rsdv_modify_qp_path_policy() chooses how it uses them: one
+ * of RSDV_PATH_SPREAD or RSDV_PATH_ACTIVE_BACKUP (the first session
+ * that works, the next one when it fails).  Either way a session that
+ * stops carrying ACKs is left for another one (IBV_EVENT_PATH_MIG).
+ * Call it with the QP in RTS; a new primary path brings back
+ * RSDV_PATH_SPREAD.  The driver picks the session group; the
+ * application never names sessions or ports.  With one session per
+ * connection there is nothing to choose and it succeeds.  Returns 0 or
+ * an errno value (EINVAL: not exactly one policy, or no primary path;
+ * EOPNOTSUPP: not an rdma-session QP).
+ */
+enum rsdv_path_policy {
+	RSDV_PATH_SPREAD = 1 << 0,
+	RSDV_PATH_ACTIVE_BACKUP = 1 << 1,
+};
+
+int rsdv_modify_qp_path_policy(struct ibv_qp *qp, uint32_t policy);
+
+/* ------------------------------------------------------------------ */
 /* DC QPs                                                             */
 /* ------------------------------------------------------------------ */
 

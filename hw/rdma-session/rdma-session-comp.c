@@ -331,6 +331,7 @@ static void rs_comp_progress(RSCore *c, RSQp *qp, uint32_t n)
 {
     rs_sq_drained_check(c, qp - c->qps);
     rs_req_acked(c, qp, n);
+    rs_path_acked(c, qp);
     qp->last_progress = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
     qp->retries = 0;
     qp->rnr_retries = 0;

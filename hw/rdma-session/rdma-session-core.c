@@ -222,6 +222,10 @@ bool rs_core_realize(RSCore *c, Error **errp)
         error_setg(errp, "rdma-session: dc-idle must be 10..10000000 us");
         return false;
     }
+    if (p->path_holddown_ms < 1 || p->path_holddown_ms > 60000) {
+        error_setg(errp, "rdma-session: path-holddown must be 1..60000 ms");
+        return false;
+    }
     if (!rs_mcast_realize(c, errp)) {
         return false;
     }
@@ -405,7 +409,8 @@ uint64_t rs_core_reg_read(RSCore *c, hwaddr addr)
               RS_CAP_NETID_MKEYS | RS_CAP_LAN | RS_CAP_ATOMIC | RS_CAP_SRQ |
               RS_CAP_MW | RS_CAP_MCAST | RS_CAP_FLUSH |
               RS_CAP_ATOMIC_WRITE | RS_CAP_XRC | RS_CAP_DC |
-              RS_CAP_INDIRECT_MKEY | RS_CAP_PATTERN_MKEY | RS_CAP_HOST_NETID |
+              RS_CAP_INDIRECT_MKEY | RS_CAP_PATTERN_MKEY | RS_CAP_MULTIPATH |
+              RS_CAP_HOST_NETID |
               RS_CAP_DEVICE_COUNTERS |
               (c->p.odp ? RS_CAP_ODP : 0);
         break;

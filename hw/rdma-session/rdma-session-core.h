@@ -48,6 +48,8 @@ typedef struct RSParams {
     uint32_t odp_fault_timeout; /* odp-fault-timeout: ms until it fails */
     uint32_t dc_contexts;       /* dc-contexts: DCIs all DCTs serve */
     uint32_t dc_idle_us;        /* dc-idle: a DCI disconnects after it */
+    uint32_t path_flowlet;      /* path-flowlet: bytes before a switch */
+    uint32_t path_holddown_ms;  /* path-holddown: a failed session rests */
 } RSParams;
 
 typedef struct RSPd {
@@ -139,6 +141,7 @@ typedef struct RSRdRes {
     uint32_t len;
     uint32_t gid;               /* the GID the request arrived on */
     uint32_t srq;               /* XRC target: the SRQ it named (its PD) */
+    uint16_t sport;             /* runtime: the request's UDP source port */
     uint32_t first;
     uint32_t next;
     uint32_t stop;
@@ -238,7 +241,13 @@ typedef struct RSQp {
      */
     uint32_t sq_ci;             /* requester: WQE being (or next) sent */
     uint32_t req_pkt;           /* requester: packets of it already sent */
-    uint8_t req_slot;           /* requester: its session in the group */
+    /*
+     * Multipath (rdma-session-path.c): the slot in the group of the
+     * session the QP's requests use now, for every packet (resent ones
+     * too); it changes only where nothing is outstanding, or on a
+     * failover.
+     */
+    uint8_t req_slot;
     uint32_t sq_comp;           /* completer: oldest WQE not completed */
     uint32_t sq_rec;            /* WQEs before it are in sent[] */
     RSSentWqe sent[RS_SQ_INFLIGHT];
@@ -287,6 +296,14 @@ typedef struct RSQp {
     bool gap_retried;           /* completer: one retry per READ gap */
     bool probed;                /* requester: tail loss probe sent */
     uint32_t max_psn;           /* requester: past the highest PSN sent */
+    /*
+     * Multipath: bytes sent on req_slot's session since the QP moved
+     * there (the flowlet), failovers of this QP, and the UDP source port
+     * of the last request the responder took (its responses mirror it).
+     */
+    uint32_t path_bytes;
+    uint32_t path_migrations;
+    uint16_t resp_sport;
     /*
      * Requester congestion window (rdma-session-req.c): packets it lets
      * be unacknowledged, at most x-window; 0: not started yet.
@@ -415,6 +432,13 @@ typedef struct RSAh {
     RSAv av;
 } RSAh;
 
+/*
+ * A UDP session: one path to a peer.  Its path state is the group-wide
+ * view of every QP that uses it (rdma-session-path.c): down since down_ns
+ * (QEMU_CLOCK_VIRTUAL) after a QP's requests on it went unanswered, up
+ * again once it carries ACKs; the counters are for QUERY_SESSION and the
+ * host's introspection.
+ */
 typedef struct RSSession {
     bool valid;
     uint8_t gen;
@@ -424,6 +448,13 @@ typedef struct RSSession {
     uint16_t dst_port;
     uint32_t gid_index;
     uint32_t refs;
+    bool down;
+    int64_t down_ns;
+    int64_t last_ack_ns;        /* 0: none yet */
+    uint64_t tx_packets;
+    uint64_t failovers;
+    uint64_t recoveries;
+    uint64_t migrated;
 } RSSession;
 
 typedef struct RSSessionGroup {
@@ -431,7 +462,7 @@ typedef struct RSSessionGroup {
     uint8_t gen;
     uint8_t nsessions;
     uint8_t policy;
-    uint8_t next;               /* round robin: the next message's session */
+    uint8_t next;               /* UD: the next datagram's session */
     uint32_t session[RS_MAX_GROUP_SESSIONS];
     uint32_t refs;
 } RSSessionGroup;
@@ -893,6 +924,22 @@ uint8_t rs_cmd_add_gid(RSCore *c, const struct rs_admin_cmd *cmd,
 uint8_t rs_cmd_del_gid(RSCore *c, const struct rs_admin_cmd *cmd,
                        struct rs_admin_cqe *cqe);
 bool rs_gid_valid(RSCore *c, uint32_t gid_index);
+
+/* rdma-session-path.c: multipath session groups */
+struct RSPkt;
+uint8_t rs_cmd_query_session(RSCore *c, const struct rs_admin_cmd *cmd,
+                             struct rs_admin_cqe *cqe);
+bool rs_path_msg_start(RSCore *c, uint32_t qpn, RSQp *qp);
+bool rs_path_tuple(RSCore *c, RSQp *qp, bool ud, struct RSPkt *pkt);
+void rs_path_sent(RSCore *c, RSQp *qp, bool ud, uint32_t bytes);
+void rs_path_acked(RSCore *c, RSQp *qp);
+bool rs_path_failover(RSCore *c, uint32_t qpn, RSQp *qp);
+void rs_path_fallback(RSCore *c, uint32_t qpn, RSQp *qp);
+void rs_path_rewind(RSCore *c, uint32_t qpn, RSQp *qp);
+void rs_path_group_set(RSQp *qp);
+void rs_path_resp_tuple(const RSQp *qp, uint16_t sport, struct RSPkt *pkt);
+bool rs_path_post_load(RSCore *c);
+void rs_path_session_reset(RSSession *s);
 
 /* rdma-session-mcast.c: UD multicast groups */
 struct RSPkt;

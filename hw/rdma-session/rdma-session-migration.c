@@ -182,6 +182,9 @@ static int rs_qp_pre_load(void *opaque)
     qp->dc_state = 0;
     qp->dc_ah = qp->dc_dct = qp->dc_conn = 0;
     qp->dc_key = 0;
+    qp->path_bytes = 0;
+    qp->path_migrations = 0;
+    qp->resp_sport = 0;
     return 0;
 }
 
@@ -278,6 +281,32 @@ static const VMStateDescription vmstate_rs_qp_dc = {
     },
 };
 
+/*
+ * Multipath (ABI 1.6): a group QP's flowlet, failovers and the source
+ * port its responses mirror (req_slot, the session it uses, is in the
+ * main section).
+ */
+static bool rs_qp_path_needed(void *opaque)
+{
+    RSQp *qp = opaque;
+
+    return qp->valid && qp->group &&
+           (qp->path_bytes || qp->path_migrations || qp->resp_sport);
+}
+
+static const VMStateDescription vmstate_rs_qp_path = {
+    .name = "rdma-session/qp/path",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rs_qp_path_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(path_bytes, RSQp),
+        VMSTATE_UINT32(path_migrations, RSQp),
+        VMSTATE_UINT16(resp_sport, RSQp),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
 static const VMStateDescription vmstate_rs_qp = {
     .name = "rdma-session/qp",
     .version_id = 5,
@@ -368,6 +397,7 @@ static const VMStateDescription vmstate_rs_qp = {
         &vmstate_rs_qp_xrc,
         &vmstate_rs_qp_odp,
         &vmstate_rs_qp_dc,
+        &vmstate_rs_qp_path,
         NULL
     },
 };
@@ -543,10 +573,51 @@ static const VMStateDescription vmstate_rs_ah = {
     },
 };
 
+/* A session without the path subsection is up and has counted nothing. */
+static int rs_session_pre_load(void *opaque)
+{
+    rs_path_session_reset(opaque);
+    return 0;
+}
+
+/*
+ * Multipath (ABI 1.6): a session's path state and counters.  The times
+ * are QEMU_CLOCK_VIRTUAL's, which migrates with the VM.
+ */
+static bool rs_session_path_needed(void *opaque)
+{
+    RSSession *s = opaque;
+
+    return s->valid && (s->down || s->last_ack_ns || s->tx_packets ||
+                        s->failovers || s->recoveries || s->migrated);
+}
+
+static const VMStateDescription vmstate_rs_session_path = {
+    .name = "rdma-session/session/path",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rs_session_path_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(down, RSSession),
+        VMSTATE_INT64(down_ns, RSSession),
+        VMSTATE_INT64(last_ack_ns, RSSession),
+        VMSTATE_UINT64(tx_packets, RSSession),
+        VMSTATE_UINT64(failovers, RSSession),
+        VMSTATE_UINT64(recoveries, RSSession),
+        VMSTATE_UINT64(migrated, RSSession),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
 static const VMStateDescription vmstate_rs_session = {
     .name = "rdma-session/session",
     .version_id = 1,
     .minimum_version_id = 1,
+    .pre_load = rs_session_pre_load,
+    .subsections = (const VMStateDescription * const []) {
+        &vmstate_rs_session_path,
+        NULL
+    },
     .fields = (const VMStateField[]) {
         VMSTATE_BOOL(valid, RSSession),
         VMSTATE_UINT8(gen, RSSession),
@@ -1239,6 +1310,9 @@ static bool rs_core_state_valid(RSCore *c)
         if (c->groups[i].valid && !rs_group_state_valid(c, &c->groups[i])) {
             return false;
         }
+    }
+    if (!rs_path_post_load(c)) {
+        return false;
     }
     return rs_core_refs_valid(c) && rs_lan_state_valid(c) &&
            rs_odp_post_load(c) && rs_netid_post_load(c);

@@ -396,6 +396,9 @@ static const Property rs_properties[] = {
                        core.p.odp_fault_timeout, 3000),
     DEFINE_PROP_UINT32("dc-contexts", RSState, core.p.dc_contexts, 64),
     DEFINE_PROP_UINT32("dc-idle", RSState, core.p.dc_idle_us, 1000),
+    DEFINE_PROP_UINT32("path-flowlet", RSState, core.p.path_flowlet,
+                       262144),
+    DEFINE_PROP_UINT32("path-holddown", RSState, core.p.path_holddown_ms, 500),
     DEFINE_PROP_UINT32("x-window", RSState, core.p.window, 64),
     /* Test only: drop every Nth RoCE frame the engine sends (0: none). */
     DEFINE_PROP_UINT32("x-drop-tx", RSState, core.p.drop_tx, 0),
@@ -467,6 +470,10 @@ static const struct {
     { "odp-fault-timeout", "ms before an unresolved page fault fails" },
     { "dc-contexts", "DC initiators all DC targets serve at once (0-4096)" },
     { "dc-idle", "us a DC initiator stays connected without work" },
+    { "path-flowlet", "bytes a QP sends on one session of its group before "
+      "it moves on (0: every message)" },
+    { "path-holddown", "ms before a failed session is tried again "
+      "(1-60000)" },
     { "x-window", "test: RC packets in flight per QP" },
     { "x-drop-tx", "test: drop every Nth RoCE frame sent (0: none)" },
     { "x-ack-backoff", "test: doublings of the local ACK timeout (0-6)" },

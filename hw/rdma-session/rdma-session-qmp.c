@@ -248,6 +248,11 @@ static RdmaSessionInfo *rs_qmp_info(Object *obj, RSCore *c)
                                      s->dmac[0], s->dmac[1], s->dmac[2],
                                      s->dmac[3], s->dmac[4], s->dmac[5]);
         e->refs = s->refs;
+        e->path_up = !s->down;
+        e->tx_packets = s->tx_packets;
+        e->failovers = s->failovers;
+        e->recoveries = s->recoveries;
+        e->migrated = s->migrated;
         QAPI_LIST_APPEND(stail, e);
     }
 

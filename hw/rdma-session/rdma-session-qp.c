@@ -590,6 +590,7 @@ static void rs_qp_set_group(RSCore *c, RSQp *qp, uint32_t group)
     if (group) {
         c->groups[group].refs++;
     }
+    rs_path_group_set(qp);
 }
 
 static void rs_qp_apply(RSCore *c, RSQp *qp, const struct rs_qp_attr *a,

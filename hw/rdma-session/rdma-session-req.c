@@ -209,7 +209,11 @@ static bool rs_qp_tuple_at(RSCore *c, RSQp *qp, uint32_t qpn,
     return true;
 }
 
-/* Responses (ACKs, READ responses) leave on the group's first session. */
+/*
+ * Responses (ACKs, READ responses) leave with the addresses of the group's
+ * first session and the source port of the request they answer
+ * (rs_path_resp_tuple).
+ */
 bool rs_qp_tuple(RSCore *c, RSQp *qp, uint32_t qpn, const RSAv *ud_av,
                  RSPkt *pkt)
 {
@@ -217,28 +221,16 @@ bool rs_qp_tuple(RSCore *c, RSQp *qp, uint32_t qpn, const RSAv *ud_av,
 }
 
 /*
- * A new request message: RS_GROUP_ROUND_ROBIN puts each message on the
- * group's next session; all packets of the message use that one, so PSN
- * order within a message is kept on one 5-tuple (req_slot, also when the
- * message resumes after a window stall).  RS_GROUP_ACTIVE_BACKUP uses the
- * first session (no path failure detection yet).
+ * A request's 5-tuple: a connected QP's on the session it uses now
+ * (req_slot, chosen by rdma-session-path.c), every packet of a message
+ * and every resent one too; UD's from the AH with its group's next
+ * source port.
  */
 static bool rs_qp_tuple_msg(RSCore *c, RSQp *qp, uint32_t qpn,
                             const RSAv *ud_av, RSPkt *pkt)
 {
-    if (!qp->req_pkt) {
-        qp->req_slot = 0;
-        if (!ud_av && qp->group) {
-            RSSessionGroup *g = &c->groups[qp->group];
-
-            if (g->valid && g->nsessions &&
-                g->policy == RS_GROUP_ROUND_ROBIN) {
-                qp->req_slot = g->next % g->nsessions;
-                g->next = (qp->req_slot + 1) % g->nsessions;
-            }
-        }
-    }
-    return rs_qp_tuple_at(c, qp, qpn, ud_av, pkt, qp->req_slot);
+    return rs_qp_tuple_at(c, qp, qpn, ud_av, pkt, qp->req_slot) &&
+           rs_path_tuple(c, qp, ud_av != NULL, pkt);
 }
 
 static bool rs_req_opcode_ok(uint8_t qpt, uint8_t op)
@@ -764,6 +756,7 @@ static void rs_req_one_response(RSCore *c, RSQp *qp, RSPkt *pkt,
     qp->req_pkt = 0;
     qp->rd_out++;
     (*budget)--;
+    rs_path_sent(c, qp, false, paylen);
     rs_roce_xmit(c, c->req_buf, len, pkt->dip);
 }
 
@@ -852,6 +845,7 @@ static bool rs_req_read(RSCore *c, RSQp *qp, const RSSendWqe *s,
         qp->req_pkt = 0;
     }
     (*budget)--;
+    rs_path_sent(c, qp, false, pkt->dmalen);
     rs_roce_xmit(c, c->req_buf, len, pkt->dip);
     return true;
 }
@@ -924,6 +918,7 @@ static bool rs_req_segment(RSCore *c, uint32_t qpn, RSQp *qp,
         expect_ci = qp->sq_ci;
         expect_pkt = qp->req_pkt;
         (*budget)--;
+        rs_path_sent(c, qp, ud, n);
         rs_roce_xmit(c, c->req_buf, len, pkt->dip);
         if (last) {
             if (ud || uc) {
@@ -964,6 +959,10 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp, unsigned *budget)
      * ATOMIC WRITEs before it have their responses.
      */
     if ((s.w.flags & RS_WQE_F_FENCE) && !s.rec && qp->rd_out) {
+        return false;
+    }
+    /* A new message may move to another session of the group. */
+    if (!qp->req_pkt && !rs_path_msg_start(c, qpn, qp)) {
         return false;
     }
     if (qp->type == RS_QPT_DCI) {
@@ -1101,6 +1100,7 @@ void rs_req_rewind(RSCore *c, uint32_t qpn)
     qp->sq_psn = qp->una_psn;
     qp->rd_out = 0;
     qp->last_progress = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    rs_path_rewind(c, qpn, qp);
     rs_req_kick(c);
 }
 
@@ -1160,13 +1160,24 @@ static void rs_req_retry_tick(void *opaque)
              * PSN once, long before a timeout of seconds (perftest -u
              * 18: 1 s); retry_cnt counts only real timeouts.  A duplicate
              * that was not needed is only acknowledged again.
+             * In a group with another live session the probe is a
+             * failover: the session gets no ACKs, so the probe goes on
+             * the next one, and may come again there.
              */
             if (!qp->probed && !qp->retries &&
                 now - qp->last_progress >= RS_PROBE_NS) {
-                qp->probed = true;
+                if (!rs_path_failover(c, qpn, qp)) {
+                    qp->probed = true;
+                    rs_path_fallback(c, qpn, qp);
+                }
                 trace_rdma_session_req_probe(qpn, qp->una_psn);
                 rs_req_lost(c, qpn, false);
             }
+            continue;
+        }
+        /* A failover to a live session spends no retry. */
+        if (rs_path_failover(c, qpn, qp)) {
+            rs_req_lost(c, qpn, true);
             continue;
         }
         if (qp->retries >= qp->retry_cnt) {
@@ -1174,6 +1185,7 @@ static void rs_req_retry_tick(void *opaque)
             continue;
         }
         qp->retries++;
+        rs_path_fallback(c, qpn, qp);
         rs_req_lost(c, qpn, true);
     }
     if (pending) {

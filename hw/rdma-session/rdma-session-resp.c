@@ -85,6 +85,7 @@ static void rs_resp_send_ack(RSCore *c, uint32_t qpn, RSQp *qp,
     if (!rs_qp_tuple(c, qp, qpn, NULL, &a)) {
         return;
     }
+    rs_path_resp_tuple(qp, qp->resp_sport, &a);
     /* The page-fault pause's opcodes have no transport bits. */
     a.opcode = opcode >= RS_OP_ODP_PAUSE ? opcode :
                opcode | rs_qpt_transport(qp->type);
@@ -491,6 +492,7 @@ static bool rs_resp_read_pkt(RSCore *c, uint32_t qpn, RSQp *qp, RSRdRes *rd)
         rd->next = rd->stop;    /* no way to the peer any more */
         return true;
     }
+    rs_path_resp_tuple(qp, rd->sport ? rd->sport : qp->resp_sport, &p);
     p.dqpn = qp->dest_qpn;
     p.syndrome = RS_AETH_ACK;
     p.msn = qp->msn;
@@ -848,6 +850,7 @@ static void rs_resp_duplicate(RSCore *c, uint32_t qpn, RSQp *qp,
     res->replay_ns = now;
     res->first = res->next = d;
     res->stop = d + npkts;
+    res->sport = pkt->sport;    /* the path the request came back on */
     rs_resp_owe(c, qpn, qp);
 }
 
@@ -952,6 +955,7 @@ static void rs_resp_read_req(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
         .len = pkt->dmalen,
         .gid = gid,
         .srq = qp->type == RS_QPT_XRC_TGT ? qp->srq : 0,
+        .sport = pkt->sport,
     };
     res->stop = res->npkts;
     qp->rq_psn = (qp->rq_psn + res->npkts) & RS_PSN_MASK;
@@ -1516,6 +1520,9 @@ void rs_roce_input(RSCore *c, const uint8_t *frame, size_t len)
         return;
     }
     rs_dc_activity(c, qp);
+    if (!(rs_opcode[pkt.opcode].flags & RS_OPF_RESP)) {
+        qp->resp_sport = pkt.sport;     /* what its responses mirror */
+    }
     if (qp->state == RS_QPS_RTR && !qp->comm_est &&
         (rs_qpt_rc_responder(qp->type) || qp->type == RS_QPT_UC)) {
         /* Communication Established: the first packet in RTR. */

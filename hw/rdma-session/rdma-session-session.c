@@ -106,6 +106,7 @@ uint8_t rs_cmd_create_session(RSCore *c, const struct rs_admin_cmd *cmd,
     s->refs = 0;
     memcpy(s->dst_ip, cs->dst_ip, sizeof(s->dst_ip));
     memcpy(s->dmac, cs->dmac, sizeof(s->dmac));
+    rs_path_session_reset(s);
     c->gids[gid].refs++;
     trace_rdma_session_session(idx, gid, sport, dport);
     cqe->handle = cpu_to_le32(rs_handle(idx, s->gen));
@@ -126,6 +127,7 @@ uint8_t rs_cmd_destroy_session(RSCore *c, const struct rs_admin_cmd *cmd,
         return RS_STATUS_BUSY;
     }
     c->gids[s->gid_index].refs--;
+    rs_path_session_reset(s);
     s->valid = false;
     s->gen++;
     return RS_STATUS_OK;

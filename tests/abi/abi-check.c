@@ -220,6 +220,23 @@ int main(void)
         F(rs_device_stats, rx_packets, 128),
         F(rs_device_stats, rx_bytes, 136),
         F(rs_device_stats, path_failovers, 144));
+    CHECK_STRUCT(rs_session_attr, 104,
+        F(rs_session_attr, dst_ip, 0),
+        F(rs_session_attr, dmac, 16),
+        F(rs_session_attr, src_port, 22),
+        F(rs_session_attr, dst_port, 24),
+        F(rs_session_attr, state, 26),
+        F(rs_session_attr, rsvd0, 27),
+        F(rs_session_attr, gid_index, 28),
+        F(rs_session_attr, groups, 32),
+        F(rs_session_attr, rsvd1, 36),
+        F(rs_session_attr, tx_packets, 40),
+        F(rs_session_attr, failovers, 48),
+        F(rs_session_attr, recoveries, 56),
+        F(rs_session_attr, migrated, 64),
+        F(rs_session_attr, ack_age_us, 72),
+        F(rs_session_attr, down_age_us, 80),
+        F(rs_session_attr, rsvd, 88));
     CHECK_STRUCT(rs_cmd_modify_srq, 24,
         F(rs_cmd_modify_srq, ring_addr, 0),
         F(rs_cmd_modify_srq, handle, 8),
@@ -599,6 +616,12 @@ int main(void)
     CHECK_VALUE(RS_ODP_PAGE_WRITE, 2);
     CHECK_VALUE(RS_ODP_RESOLVE_MAX_PAGES, 512);
     CHECK_VALUE(RS_ODP_RESOLVE_F_FAIL, 1);
+    /* ABI 1.6: multipath session groups. */
+    CHECK_VALUE(RS_CAP_MULTIPATH, 0x20000);
+    CHECK_VALUE(RS_CMD_QUERY_SESSION, 0x32);
+    CHECK_VALUE(RS_EV_PATH_MIGRATED, 0x13);
+    CHECK_VALUE(RS_SESSION_UP, 0);
+    CHECK_VALUE(RS_SESSION_DOWN, 1);
 
     printf("1..%d\n", tests);
     if (failures) {

@@ -22,6 +22,16 @@ either way), boot the guest image with the module loaded at boot
    with an SRQ, a DCT without one, a DC type on an RC QP are refused
    with EINVAL, a good DCI and DCT through the same path are created;
    rsdv_create_qp refuses a bad DC type and an SRQ-less DCT itself;
+ - the user-net VM, module parameters paths=4, port_min=50000,
+   port_max=50063 (tests/guest/progs/rsv-paths.c): two RC QPs connected
+   through the adapter's own GID get 4 sessions each, whose 8 UDP source
+   ports a user-space bind() finds taken (EADDRINUSE) until the QPs are
+   destroyed; RDMA WRITEs complete while spreading and after
+   rsdv_modify_qp_path_policy() chose active-backup; the call refuses
+   two policies at once, the driver input the provider never sends
+   (flags, policy, reserved words, attributes with it); rdma statistic
+   shows path_migrations (0); a verified rping (rdma_cm) over
+   connections of 4 sessions;
  - the user-net VM: the driver's self-test of rs_ib_reg_mkey_list (an
    indirect key over three kernel MRs, a pattern key, bad lists refused)
    logs ok at boot and after the reload;
@@ -89,6 +99,12 @@ rmmod rdma_session && echo RS-RMMOD-OK
 insmod /lib/modules/$(uname -r)/rdma_session.ko && echo RS-INSMOD-OK
 ip addr add 10.0.2.15/24 dev eth0; ip link set eth0 up
 rsv-dcbad
+p=/sys/module/rdma_session/parameters
+echo 4 > $p/paths && echo 50000 > $p/port_min && echo 50063 > $p/port_max && rsv-paths -- 50000
+(rping -s -a 10.0.2.15 -p 18700 -C 20 -S 4096 -V > /tmp/rping-s.log 2>&1 &)
+sleep 1; rping -c -a 10.0.2.15 -p 18700 -C 20 -S 4096 -V > /tmp/rping-c.log 2>&1 && echo RS-RPING-PATHS-OK
+echo 1 > $p/paths
+rdma statistic show link rsess0/1 | grep -q "path_migrations 0" && echo RS-PATH-MIG-COUNTER
 ping -c 3 -W 5 10.0.2.2 && echo RS-PING-RELOAD-OK
 echo RS-DMESG-BEGIN; dmesg; echo RS-DMESG-END"""
 # rsv-dcbad's checks (tests/guest/progs/rsv-dcbad.c).
@@ -96,8 +112,15 @@ DCBAD_CHECKS = ["bad-dc-type", "dc-type-none", "flags", "rsvd0", "rsvd1",
                 "dci-key", "dci-srq", "dct-no-srq", "rc-with-dc-type",
                 "good-dci", "good-dct", "rsdv-bad-dc-type",
                 "rsdv-dct-no-srq"]
+# rsv-paths's checks (tests/guest/progs/rsv-paths.c).
+PATHS_CHECKS = ["paths-connect", "paths-reserved", "paths-write-spread",
+                "paths-dv-active-backup", "paths-write-active-backup",
+                "paths-dv-bad", "paths-dv-spread", "paths-kernel-bad",
+                "paths-kernel-good", "paths-released"]
 USER_MARKS = ["RS-DHCP-LEASE", "RS-PING-GW-OK", "RS-MTU9000-OK",
-              "RS-RMMOD-OK", "RS-INSMOD-OK", "RS-PING-RELOAD-OK"]
+              "RS-RMMOD-OK", "RS-INSMOD-OK", "RS-RPING-PATHS-OK",
+              "RS-PATH-MIG-COUNTER",
+              "RS-PING-RELOAD-OK"]
 
 # The two VMs' command: each pings the other until it answers (at most 30
 # tries), then checks plain, jumbo and fragmented pings, stays up a while
@@ -290,6 +313,11 @@ def user_net(s: Suite, ko: str) -> dict:
         s.report(ln.startswith("RS-DCBAD %s ok " % c),
                  "user-net VM DC driver data: %s" % c,
                  ln or "no RS-DCBAD %s line" % c)
+    for c in PATHS_CHECKS:
+        ln = next((x for x in serial if x.startswith("CHECK %s " % c)), "")
+        s.report(ln.startswith("CHECK %s ok " % c),
+                 "user-net VM multipath sessions: %s" % c,
+                 ln or "no CHECK %s line" % c)
     bad = [ln for ln in dm if BAD_RE.search(ln)][:5]
     s.report(not bad, "user-net VM kernel log clean",
              "the kernel log has: %s" % " | ".join(bad))

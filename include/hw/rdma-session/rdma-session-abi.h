@@ -59,12 +59,14 @@
  * Minor 4: on-demand paging (RS_CAP_ODP), QUERY_STATS.
  * Minor 5: dynamically connected transport (RS_CAP_DC), indirect and
  * pattern memory keys (RS_CAP_INDIRECT_MKEY, RS_CAP_PATTERN_MKEY).
- * Minor 6: the transport counters of QUERY_STATS (RS_CAP_DEVICE_COUNTERS,
- * struct rs_device_stats from rnr_naks_sent on); host-assigned network
- * identities (RS_CAP_HOST_NETID): ADD_GID's
+ * Minor 6: multipath session groups (RS_CAP_MULTIPATH): per-QP flowlet
+ * spreading, path failover, RS_EV_PATH_MIGRATED, QUERY_SESSION;
+ * host-assigned network identities (RS_CAP_HOST_NETID): ADD_GID's
  * completion names the GID's identity and VNI, CREATE_PD's netid, keys
  * allocated per identity (REG_MR and friends return an admin handle apart
- * from the key), QUERY_NETID, RS_EV_NETID_CHANGED.
+ * from the key), QUERY_NETID, RS_EV_NETID_CHANGED; the transport counters
+ * of QUERY_STATS (RS_CAP_DEVICE_COUNTERS, struct rs_device_stats from
+ * rnr_naks_sent on).
  */
 #define RS_ABI_VERSION_MAJOR    1
 #define RS_ABI_VERSION_MINOR    6
@@ -142,6 +144,7 @@ REG32(RS_ADMQ_DB, 0x100)                /* write: admin producer index */
 #define RS_CAP_FLUSH            (1u << 14) /* RDMA FLUSH, global visibility */
 #define RS_CAP_ATOMIC_WRITE     (1u << 15) /* RDMA ATOMIC WRITE */
 #define RS_CAP_XRC              (1u << 16) /* XRC (ABI 1.3) */
+#define RS_CAP_MULTIPATH        (1u << 17) /* path failover (ABI 1.6) */
 #define RS_CAP_HOST_NETID       (1u << 18) /* host-assigned identities (1.6) */
 #define RS_CAP_DEVICE_COUNTERS  (1u << 19) /* QUERY_STATS: 152 bytes (1.6) */
 
@@ -258,6 +261,7 @@ enum rs_admin_opcode {
     RS_CMD_ODP_INVALIDATE = 0x2e,   /* ABI 1.4 (RS_CAP_ODP) */
     RS_CMD_QUERY_STATS = 0x2f,      /* ABI 1.4: struct rs_device_stats */
     RS_CMD_QUERY_NETID = 0x30,      /* ABI 1.6: struct rs_netid_attr */
+    RS_CMD_QUERY_SESSION = 0x32,    /* ABI 1.6: struct rs_session_attr */
     RS_CMD_MAX = 0x35,
 };
 
@@ -599,9 +603,43 @@ struct rs_cmd_create_session_group {
     uint32_t rsvd1;
 };
 
+/*
+ * ROUND_ROBIN spreads each QP's messages over the group's live sessions
+ * by flowlets, ACTIVE_BACKUP uses the first live one; since ABI 1.6
+ * (RS_CAP_MULTIPATH) a session that stops carrying ACKs is failed over
+ * (docs/specs: "Multipath session groups").
+ */
 enum rs_group_policy {
     RS_GROUP_ROUND_ROBIN = 0,       /* spread messages over the sessions */
     RS_GROUP_ACTIVE_BACKUP = 1,
+};
+
+/*
+ * QUERY_SESSION (ABI 1.6): a session's 5-tuple, path state and counters
+ * (struct rs_cmd_query: handle is the session's).
+ */
+enum rs_session_state {
+    RS_SESSION_UP = 0,
+    RS_SESSION_DOWN = 1,            /* failed; tried again after holddown */
+};
+
+struct rs_session_attr {
+    uint8_t dst_ip[16];
+    uint8_t dmac[6];
+    uint16_t src_port;
+    uint16_t dst_port;
+    uint8_t state;                  /* enum rs_session_state */
+    uint8_t rsvd0;
+    uint32_t gid_index;
+    uint32_t groups;                /* session groups it is in */
+    uint32_t rsvd1;
+    uint64_t tx_packets;            /* request packets sent on it */
+    uint64_t failovers;             /* times a QP found it failed */
+    uint64_t recoveries;            /* times it carried ACKs again */
+    uint64_t migrated;              /* QPs moved onto it by a failover */
+    uint64_t ack_age_us;            /* since its last ACK; ~0: none yet */
+    uint64_t down_age_us;           /* DOWN: since it failed; else 0 */
+    uint64_t rsvd[2];
 };
 
 enum rs_gid_type {
@@ -971,6 +1009,12 @@ enum rs_event_type {
     RS_EV_MIGRATION_NOTICE = 0x11,
     /* ABI 1.5: handle: the DCT; data: the DCI's QP number. */
     RS_EV_DCT_KEY_VIOLATION = 0x12,
+    /*
+     * ABI 1.6: a QP's traffic moved to another session of its group
+     * because the one it used failed.  handle: the QP; data: bits 0-31
+     * the session handle it moved to, bits 32-63 the one it left.
+     */
+    RS_EV_PATH_MIGRATED = 0x13,
     /* ABI 1.6: handle: the identity; data: its VNI (see QUERY_NETID). */
     RS_EV_NETID_CHANGED = 0x15,
 };
@@ -1231,5 +1275,6 @@ RS_ABI_SIZE(struct rs_cmd_mcast, 24);
 RS_ABI_SIZE(struct rs_cmd_odp_resolve, 32);
 RS_ABI_SIZE(struct rs_cmd_odp_invalidate, 24);
 RS_ABI_SIZE(struct rs_device_stats, 152);
+RS_ABI_SIZE(struct rs_session_attr, 104);
 
 #endif /* HW_RDMA_SESSION_ABI_H */

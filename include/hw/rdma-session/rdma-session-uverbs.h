@@ -170,4 +170,27 @@ struct rs_uverbs_modify_srq_resp {
 	__u32 rsvd;
 };
 
+/*
+ * ibv_modify_qp driver input, rsdv_modify_qp_path_policy() (ABI 1.6,
+ * RS_CAP_MULTIPATH): with flags RS_UVERBS_MODIFY_QP_PATH_POLICY and no
+ * attribute the QP's traffic uses its connection's sessions with
+ * path_policy; the driver picks or makes the session group, user space
+ * never names a session or a port.  The driver refuses (-EINVAL) other
+ * flags, a nonzero rsvd, attributes with it, a QP without a primary
+ * path.  With the module parameter paths 1 a QP has one session and
+ * either policy is accepted and changes nothing.
+ */
+#define RS_UVERBS_MODIFY_QP_PATH_POLICY (1u << 0)
+
+enum rs_uverbs_path_policy {
+	RS_UVERBS_PATH_SPREAD = 1,      /* flowlets over the live sessions */
+	RS_UVERBS_PATH_ACTIVE_BACKUP = 2, /* the first live session */
+};
+
+struct rs_uverbs_modify_qp {
+	__u32 flags;                    /* RS_UVERBS_MODIFY_QP_* */
+	__u32 path_policy;              /* enum rs_uverbs_path_policy */
+	__u32 rsvd[2];
+};
+
 #endif /* HW_RDMA_SESSION_UVERBS_H */

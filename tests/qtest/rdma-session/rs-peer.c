@@ -203,6 +203,8 @@ static bool pair_is_announce(int from, const uint8_t *f, size_t len)
 
 void pair_handle(Pair *pr, int i, size_t len)
 {
+    unsigned k;
+
     if (pr->to && pair_is_announce(i, pr->frame, len)) {
         pr->announced[i]++;
         return;
@@ -214,12 +216,20 @@ void pair_handle(Pair *pr, int i, size_t len)
                               pr->frame[ROCE_EXT] : 0;
     pr->psn[i][pr->nops[i]] = ldl_be_p(pr->frame + ROCE_BTH + 8) &
                               0xffffff;
+    pr->sport[i][pr->nops[i]] = lduw_be_p(pr->frame + ROCE_BTH - 8);
+    pr->seq[i][pr->nops[i]] = pr->nseq++;
     pr->nops[i]++;
     g_assert_cmpuint(len, <=, sizeof(pr->last[i]));
     memcpy(pr->last[i], pr->frame, len);
     pr->last_len[i] = len;
-    if (pr->drop[i] >> (pr->nops[i] - 1) & 1) {
+    if (pr->nops[i] <= 64 && pr->drop[i] >> (pr->nops[i] - 1) & 1) {
         return;
+    }
+    for (k = 0; k < ARRAY_SIZE(pr->blackhole[i]); k++) {
+        if (pr->blackhole[i][k] &&
+            pr->blackhole[i][k] == pr->sport[i][pr->nops[i] - 1]) {
+            return;
+        }
     }
     if (pr->hold[i]) {
         g_queue_push_tail(&pr->held[i],
@@ -252,6 +262,7 @@ void pair_log_reset(Pair *pr)
 {
     pair_pump(pr);
     pr->nops[0] = pr->nops[1] = 0;
+    pr->nseq = 0;
     pr->drop[0] = pr->drop[1] = 0;
 }
 

@@ -31,7 +31,7 @@
 #define PAIR_MAC_STR    "52:54:00:12:34:71"
 #define PAIR_BUF        (8 * PAGE)
 #define PAIR_CQ_LOG     6
-#define PAIR_OPS        64
+#define PAIR_OPS        256
 #define PAIR_FRAME_MAX  4352
 
 /* Local ACK timeout 4.096 us * 2^20 = 4.3 s of virtual time: no resends. */
@@ -107,10 +107,14 @@ typedef struct Pair {
     int fd[2];                  /* the test's ends of A's and B's wire */
     bool hold[2];               /* keep frames from A / B, do not relay */
     uint64_t drop[2];           /* bit n: lose frame n since the reset */
+    uint16_t blackhole[2][4];   /* lose A's / B's frames from these ports */
     GQueue held[2];             /* of GByteArray */
     uint8_t op[2][PAIR_OPS];    /* BTH opcodes since pair_log_reset() */
     uint8_t syn[2][PAIR_OPS];   /* their AETH syndromes, if any */
     uint32_t psn[2][PAIR_OPS];
+    uint16_t sport[2][PAIR_OPS];    /* their UDP source ports */
+    unsigned seq[2][PAIR_OPS];      /* their order on the wire, both ways */
+    unsigned nseq;
     unsigned nops[2];
     uint8_t *frame;             /* RS_LAN_MAX_FRAME bytes */
     uint8_t last[2][PAIR_FRAME_MAX];
