@@ -216,6 +216,33 @@ export RS_KERNEL_ARGS=${RS_KERNEL_ARGS-tsc=reliable}
     echo "rping_count_transfer=$vlong"
 } > "$out/machine.env"
 
+# --- The backend's own ceiling ---------------------------------------------------
+# bench/stream-ceiling.c: two processes moving frames as two QEMUs joined by
+# -netdev stream do, before and after the pairs (the higher of the two
+# counts): the adapter's 4154-byte frames (RoCE MTU 4096) one and sixteen
+# per writev, and 64 KiB frames, the most -netdev stream carries.
+csecs=2
+[ $mode = smoke ] && csecs=1
+ceiling()
+{
+    local tag=$1 f b v
+    [ -x "$out/stream-ceiling" ] || return 0
+    for f in "4154 1" "4154 16" "65536 1"; do
+        set -- $f
+        v=$("$out/stream-ceiling" -s $csecs -b "$2" "$1" 2>> "$out/stream-ceiling.err" |
+            sed -n 's/.* MB\/s=\([0-9.]*\) .*/\1/p')
+        echo "ceiling_${1}_b${2}_mbs_$tag=${v:-error}" >> "$out/machine.env"
+    done
+}
+if [ "$segment" = stream ]; then
+    if cc -O2 -o "$out/stream-ceiling" "$top/bench/stream-ceiling.c" 2> "$out/stream-ceiling.err"; then
+        say "the stream backend's ceiling (bench/stream-ceiling.c, ${csecs} s per frame size)"
+        ceiling before
+    else
+        say "warning: bench/stream-ceiling.c did not build (see $out/stream-ceiling.err): no ceiling"
+    fi
+fi
+
 # --- The two pairs -----------------------------------------------------------------
 # (lib.sh: dev, gid_of, barrier)
 guest=$(cat "$top/tests/guest/in-guest/lib.sh" "$top/bench/guest-bench.sh") ||
@@ -292,6 +319,7 @@ $guest" > "$out/$name.log" 2>&1
 # a pair that fails to boot does not stop the other: its cells show ERROR
 run_pair adapter
 run_pair soft-roce --soft-roce
+[ "$segment" = stream ] && ceiling after
 echo "loadavg_end=$(cut -d' ' -f1-3 /proc/loadavg)" >> "$out/machine.env"
 echo "total_seconds=$(( $(date +%s) - t_start ))" >> "$out/machine.env"
 

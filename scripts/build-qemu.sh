@@ -92,7 +92,8 @@ fi
 # sees an untouched mtime on everything else.  Of tests/, only the qtests
 # belong in QEMU's tree (tests/meson.build is the project's own).
 rsync -r --checksum --exclude='*~' \
-    --include='/hw/***' --include='/include/***' --include='/tests/' \
+    --include='/hw/***' --include='/include/***' --include='/qapi/***' \
+    --include='/tests/' \
     --include='/tests/qtest/***' \
     --include='/docs/***' --include='/configs/***' --exclude='*' \
     "$top/" "$src/"

@@ -12,7 +12,7 @@
 #   fuzz-smoke   each fuzzer for RS_FUZZ_SMOKE_SECS (60) s on the sanitizer
 #                build
 #   qtest-asan   the qtests on the sanitizer build
-#   demo, guest-driver, guest-stack, rdma-matrix, verbs, nvmf,
+#   demo, guest-driver, guest-stack, rdma-matrix, verbs, introspect, nvmf,
 #   resilience, migration, bench-smoke   the VM-level suites (tests/guest/)
 #
 # Usage: scripts/run-tests.sh [SUITE...]
@@ -38,9 +38,9 @@ logs="$RS_BUILD/test-logs"
 mkdir -p "$logs"
 
 all=(abi unit qtest fuzz-smoke qtest-asan demo guest-driver guest-stack
-     rdma-matrix verbs nvmf resilience migration bench-smoke)
-guest=(demo guest-driver guest-stack rdma-matrix verbs nvmf resilience
-       migration bench-smoke)
+     rdma-matrix verbs introspect nvmf resilience migration bench-smoke)
+guest=(demo guest-driver guest-stack rdma-matrix verbs introspect nvmf
+       resilience migration bench-smoke)
 sel=()
 for a in "${@:-${all[@]}}"; do
     if [ "$a" = guest ]; then sel+=("${guest[@]}"); else sel+=("$a"); fi
@@ -82,7 +82,7 @@ fi
 # The guest image and what it contains (the module, rdma-core with the
 # provider), which the unit and VM suites use as they are.
 if wants unit || wants 'demo' || wants 'guest-*' || wants 'rdma-*' ||
-   wants verbs || wants nvmf || wants resilience || wants migration || wants bench-smoke; then
+   wants verbs || wants introspect || wants nvmf || wants resilience || wants migration || wants bench-smoke; then
     build build-guest "$top/scripts/guest-image.sh"
 fi
 # Hold scripts/build-qemu.sh's lock (shared) while the tests use the build,

@@ -56,6 +56,19 @@ enum rs_ib_counter {
 	RS_CNT_DEV_ODP_PAUSES_RCVD,
 	RS_CNT_DEV_ODP_RESUMES_RCVD,
 	RS_CNT_DEV_RNR_NAKS_RCVD,
+	RS_CNT_DEV_V14_END,
+	/* ABI 1.6 (RS_CAP_DEVICE_COUNTERS): the transport counters. */
+	RS_CNT_DEV_RNR_NAKS_SENT = RS_CNT_DEV_V14_END,
+	RS_CNT_DEV_SEQ_NAKS_SENT,
+	RS_CNT_DEV_SEQ_NAKS_RCVD,
+	RS_CNT_DEV_RETRANSMITS,
+	RS_CNT_DEV_ACK_TIMEOUTS,
+	RS_CNT_DEV_ICRC_DROPS,
+	RS_CNT_DEV_TX_PACKETS,
+	RS_CNT_DEV_TX_BYTES,
+	RS_CNT_DEV_RX_PACKETS,
+	RS_CNT_DEV_RX_BYTES,
+	RS_CNT_DEV_PATH_FAILOVERS,
 	RS_CNT_NUM,
 };
 
@@ -311,6 +324,9 @@ struct rs_mr {
 	 * events): the key itself in identity 0, slot-based in another.
 	 */
 	u32 handle;
+	/* For rdma resource show mr (rdma_session_restrack.c). */
+	const char *kind;		/* user, odp, fast_reg, indirect, ... */
+	u32 netid;			/* the GID it was registered through */
 };
 
 /* A memory window: its device key is ibmw.rkey as allocated. */
@@ -401,5 +417,12 @@ int rs_ib_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc);
 int rs_ib_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags);
 /* The handler of a completion vector's IRQ (dev_id: its struct rs_comp_vec). */
 irqreturn_t rs_ib_comp_irq(int irq, void *data);
+
+/* rdma_session_restrack.c: rdma resource show's driver details. */
+extern const struct ib_device_ops rs_ib_restrack_ops;
+int rs_ib_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		   struct ib_qp_init_attr *init);
+void rs_qp_session_info(struct rs_qp *qp, u32 *group, u16 *sport,
+			u32 *nsessions);
 
 #endif /* RDMA_SESSION_IB_H */

@@ -682,6 +682,8 @@ struct ib_mr *rs_odp_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	mr->ibmr.length = length;
 	mr->ibmr.page_size = PAGE_SIZE;
 	mr->access = access;
+	mr->kind = "odp";
+	mr->netid = netid;
 	/* Nothing is mapped before the first fault: no invalidation yet. */
 	om->live = true;
 	err = xa_insert_irq(&dev->odp_mrs, mr->handle, mr, GFP_KERNEL);

@@ -100,6 +100,17 @@ static const struct rdma_stat_desc rs_ib_stat_descs[RS_CNT_NUM] = {
 	[RS_CNT_DEV_ODP_PAUSES_RCVD].name = "odp_pauses_rcvd",
 	[RS_CNT_DEV_ODP_RESUMES_RCVD].name = "odp_resumes_rcvd",
 	[RS_CNT_DEV_RNR_NAKS_RCVD].name = "rnr_naks_rcvd",
+	[RS_CNT_DEV_RNR_NAKS_SENT].name = "rnr_naks_sent",
+	[RS_CNT_DEV_SEQ_NAKS_SENT].name = "seq_naks_sent",
+	[RS_CNT_DEV_SEQ_NAKS_RCVD].name = "seq_naks_rcvd",
+	[RS_CNT_DEV_RETRANSMITS].name = "retransmits",
+	[RS_CNT_DEV_ACK_TIMEOUTS].name = "ack_timeouts",
+	[RS_CNT_DEV_ICRC_DROPS].name = "icrc_drops",
+	[RS_CNT_DEV_TX_PACKETS].name = "roce_tx_packets",
+	[RS_CNT_DEV_TX_BYTES].name = "roce_tx_bytes",
+	[RS_CNT_DEV_RX_PACKETS].name = "roce_rx_packets",
+	[RS_CNT_DEV_RX_BYTES].name = "roce_rx_bytes",
+	[RS_CNT_DEV_PATH_FAILOVERS].name = "path_failovers",
 };
 
 static_assert(RS_CNT_NUM - RS_CNT_DRV_NUM ==
@@ -1099,6 +1110,17 @@ static void rs_session_put(struct rs_ibdev *dev, struct rs_session *s)
 	mutex_unlock(&dev->sess_lock);
 }
 
+/* The group a QP sends over, its UDP source port and sessions (0: none). */
+void rs_qp_session_info(struct rs_qp *qp, u32 *group, u16 *sport,
+			u32 *nsessions)
+{
+	if (!qp->sess)
+		return;
+	*group = qp->sess->group;
+	*sport = qp->sess->src_port;
+	*nsessions = 1;
+}
+
 /*
  * The session (and its one-session group) for the RoCEv2 5-tuple of an
  * RC/UC QP's primary path: source IP = the SGID, destination IP = the
@@ -1762,8 +1784,8 @@ out:
 	return err;
 }
 
-static int rs_ib_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
-			  struct ib_qp_init_attr *init)
+int rs_ib_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		   struct ib_qp_init_attr *init)
 {
 	struct rs_ibdev *dev = to_rsdev(ibqp->device);
 	struct rs_qp *qp = to_rsqp(ibqp);
@@ -2392,6 +2414,8 @@ static struct ib_mr *rs_mkey_reg(struct ib_pd *ibpd, bool pattern,
 	mr->ibmr.lkey = cqe.result1;
 	mr->ibmr.rkey = cqe.result1;
 	mr->access = access;
+	mr->kind = pattern ? "pattern" : "indirect";
+	mr->netid = netid;
 	atomic64_inc(&dev->cnt[RS_CNT_MR_REGISTERED]);
 	return &mr->ibmr;
 }
@@ -2668,6 +2692,8 @@ static struct ib_mr *rs_ib_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length
 	mr->ibmr.length = length;
 	mr->ibmr.page_size = pgsz;
 	mr->access = access;
+	mr->kind = "user";
+	mr->netid = netid;
 	atomic64_inc(&dev->cnt[RS_CNT_MR_REGISTERED]);
 	return &mr->ibmr;
 
@@ -2807,6 +2833,8 @@ static struct ib_mr *rs_ib_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
 		goto err_pages;
 	mr->handle = cqe.handle;
 	mr->ibmr.lkey = cqe.result1;
+	mr->kind = "fast_reg";
+	mr->netid = netid;
 	mr->ibmr.rkey = cqe.result1;
 	atomic64_inc(&dev->cnt[RS_CNT_MR_REGISTERED]);
 	return &mr->ibmr;
@@ -2878,10 +2906,17 @@ static int rs_ib_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_ne
 /* Counters                                                           */
 /* ------------------------------------------------------------------ */
 
-/* The device's counters (QUERY_STATS) came with ABI 1.4. */
-static bool rs_has_dev_stats(struct rs_ibdev *dev)
+/*
+ * The counters there are: the device's (QUERY_STATS) came with ABI 1.4,
+ * its transport counters with RS_CAP_DEVICE_COUNTERS (ABI 1.6).
+ */
+static int rs_stats_num(struct rs_ibdev *dev)
 {
-	return FIELD_GET(R_RS_VERSION_MINOR_MASK, dev->rdev->version) >= 4;
+	if (dev->rdev->caps & RS_CAP_DEVICE_COUNTERS)
+		return RS_CNT_NUM;
+	if (FIELD_GET(R_RS_VERSION_MINOR_MASK, dev->rdev->version) >= 4)
+		return RS_CNT_DEV_V14_END;
+	return RS_CNT_DRV_NUM;
 }
 
 static struct rdma_hw_stats *rs_ib_alloc_hw_port_stats(struct ib_device *ibdev,
@@ -2889,9 +2924,7 @@ static struct rdma_hw_stats *rs_ib_alloc_hw_port_stats(struct ib_device *ibdev,
 {
 	struct rs_ibdev *dev = to_rsdev(ibdev);
 
-	return rdma_alloc_hw_stats_struct(rs_ib_stat_descs,
-					  rs_has_dev_stats(dev) ? RS_CNT_NUM :
-								  RS_CNT_DRV_NUM,
+	return rdma_alloc_hw_stats_struct(rs_ib_stat_descs, rs_stats_num(dev),
 					  RDMA_HW_STATS_DEFAULT_LIFESPAN);
 }
 
@@ -2921,6 +2954,20 @@ static int rs_ib_query_dev_stats(struct rs_ibdev *dev, u64 *value)
 		value[RS_CNT_DEV_ODP_RESUMES_RCVD] = st->odp_resumes_rcvd;
 		value[RS_CNT_DEV_RNR_NAKS_RCVD] = st->rnr_naks_rcvd;
 	}
+	/* A device of ABI 1.4 or 1.5 wrote the first 64 bytes only. */
+	if (!err && rs_stats_num(dev) == RS_CNT_NUM) {
+		value[RS_CNT_DEV_RNR_NAKS_SENT] = st->rnr_naks_sent;
+		value[RS_CNT_DEV_SEQ_NAKS_SENT] = st->seq_naks_sent;
+		value[RS_CNT_DEV_SEQ_NAKS_RCVD] = st->seq_naks_rcvd;
+		value[RS_CNT_DEV_RETRANSMITS] = st->retransmits;
+		value[RS_CNT_DEV_ACK_TIMEOUTS] = st->ack_timeouts;
+		value[RS_CNT_DEV_ICRC_DROPS] = st->icrc_drops;
+		value[RS_CNT_DEV_TX_PACKETS] = st->tx_packets;
+		value[RS_CNT_DEV_TX_BYTES] = st->tx_bytes;
+		value[RS_CNT_DEV_RX_PACKETS] = st->rx_packets;
+		value[RS_CNT_DEV_RX_BYTES] = st->rx_bytes;
+		value[RS_CNT_DEV_PATH_FAILOVERS] = st->path_failovers;
+	}
 	dma_free_coherent(d, sizeof(*st), st, dma);
 	return err;
 }
@@ -2941,11 +2988,11 @@ static int rs_ib_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *sta
 	stats->value[RS_CNT_RX_PACKETS] = ns.rx_packets;
 	stats->value[RS_CNT_TX_BYTES] = ns.tx_bytes;
 	stats->value[RS_CNT_RX_BYTES] = ns.rx_bytes;
-	if (!rs_has_dev_stats(dev))
+	if (rs_stats_num(dev) == RS_CNT_DRV_NUM)
 		return RS_CNT_DRV_NUM;
 	/* A failed query (a dead admin queue) leaves the last values. */
 	rs_ib_query_dev_stats(dev, stats->value);
-	return RS_CNT_NUM;
+	return rs_stats_num(dev);
 }
 
 /* ------------------------------------------------------------------ */
@@ -3085,6 +3132,7 @@ int rs_ib_register(struct rs_dev *rdev)
 	strscpy(dev->ibdev.node_desc, "rdma-session RoCEv2 adapter",
 		sizeof(dev->ibdev.node_desc));
 	ib_set_device_ops(&dev->ibdev, &rs_ib_ops);
+	ib_set_device_ops(&dev->ibdev, &rs_ib_restrack_ops);
 	if (rs_has_xrc(dev)) {
 		ib_set_device_ops(&dev->ibdev, &rs_ib_xrc_ops);
 		dev_info(pdev, "XRC: up to %u XRC domains\n", da->max_xrcds);

@@ -122,9 +122,23 @@ static uint8_t rs_cmd_query_stats(RSCore *c, const struct rs_admin_cmd *cmd,
         .odp_pauses_rcvd = cpu_to_le64(s->odp_pauses_rcvd),
         .odp_resumes_rcvd = cpu_to_le64(s->odp_resumes_rcvd),
         .rnr_naks_rcvd = cpu_to_le64(s->rnr_naks_rcvd),
+        .rnr_naks_sent = cpu_to_le64(s->rnr_naks_sent),
+        .seq_naks_sent = cpu_to_le64(s->seq_naks_sent),
+        .seq_naks_rcvd = cpu_to_le64(s->seq_naks_rcvd),
+        .retransmits = cpu_to_le64(s->retransmits),
+        .ack_timeouts = cpu_to_le64(s->ack_timeouts),
+        .icrc_drops = cpu_to_le64(s->icrc_drops),
+        .tx_packets = cpu_to_le64(s->tx_packets),
+        .tx_bytes = cpu_to_le64(s->tx_bytes),
+        .rx_packets = cpu_to_le64(s->rx_packets),
+        .rx_bytes = cpu_to_le64(s->rx_bytes),
+        .path_failovers = cpu_to_le64(s->path_failovers),
     };
 
-    return rs_write_resp(c, &cmd->query, &a, sizeof(a));
+    /* A driver of ABI 1.4 or 1.5 asks for (and gets) the first 64 bytes. */
+    return rs_write_resp(c, &cmd->query, &a,
+                         MIN(sizeof(a), MAX(le32_to_cpu(cmd->query.resp_len),
+                                            RS_DEVICE_STATS_V14)));
 }
 
 static uint8_t rs_cmd_reserved(RSCore *c, const struct rs_admin_cmd *cmd,

@@ -612,6 +612,7 @@ void rs_comp_receive(RSCore *c, uint32_t qpn, const RSPkt *pkt)
         return;
     }
     if (pkt->syndrome == RS_AETH_NAK_PSN_SEQ) {
+        c->stats.seq_naks_rcvd++;
         /* Once per PSN: a stream of NAKs is not a retransmission each. */
         rs_comp_retry(c, qpn, qp, "sequence NAK");
         return;

@@ -406,6 +406,7 @@ uint64_t rs_core_reg_read(RSCore *c, hwaddr addr)
               RS_CAP_MW | RS_CAP_MCAST | RS_CAP_FLUSH |
               RS_CAP_ATOMIC_WRITE | RS_CAP_XRC | RS_CAP_DC |
               RS_CAP_INDIRECT_MKEY | RS_CAP_PATTERN_MKEY | RS_CAP_HOST_NETID |
+              RS_CAP_DEVICE_COUNTERS |
               (c->p.odp ? RS_CAP_ODP : 0);
         break;
     case A_RS_DB_PAGES:

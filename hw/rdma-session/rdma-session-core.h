@@ -593,6 +593,11 @@ struct RSCore {
     uint64_t lan_rx_missed;
 };
 
+#define TYPE_RDMA_SESSION "rdma-session"
+
+/* rdma-session-pci.c: the core of an rdma-session device, or NULL. */
+RSCore *rs_core_of(Object *obj);
+
 /* rdma-session-core.c */
 bool rs_core_realize(RSCore *c, Error **errp);
 void rs_core_unrealize(RSCore *c);
@@ -774,6 +779,7 @@ void rs_netid_reset(RSCore *c);
 bool rs_netid_set_list(RSCore *c, const char *str, Error **errp);
 bool rs_netid_set_vni(RSCore *c, uint64_t vni, Error **errp);
 char *rs_netid_get_list(RSCore *c);
+char *rs_netid_subnet_str(RSCore *c, unsigned n);
 uint8_t rs_cmd_query_netid(RSCore *c, const struct rs_admin_cmd *cmd,
                            struct rs_admin_cqe *cqe);
 void rs_netid_pre_load(RSCore *c);

@@ -1313,7 +1313,7 @@ static bool rs_stats_needed(void *opaque)
     RSCore *c = opaque;
     static const struct rs_device_stats zero;
 
-    return memcmp(&c->stats, &zero, sizeof(zero)) != 0;
+    return memcmp(&c->stats, &zero, RS_DEVICE_STATS_V14) != 0;
 }
 
 static const VMStateDescription vmstate_rs_stats = {
@@ -1330,6 +1330,41 @@ static const VMStateDescription vmstate_rs_stats = {
         VMSTATE_UINT64(stats.odp_pauses_rcvd, RSCore),
         VMSTATE_UINT64(stats.odp_resumes_rcvd, RSCore),
         VMSTATE_UINT64(stats.rnr_naks_rcvd, RSCore),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/*
+ * The transport counters (ABI 1.6): sent once any counted.  Any value is
+ * valid: they are only reported, never followed.
+ */
+static bool rs_counters_needed(void *opaque)
+{
+    RSCore *c = opaque;
+    static const struct rs_device_stats zero;
+
+    return memcmp((uint8_t *)&c->stats + RS_DEVICE_STATS_V14,
+                  (const uint8_t *)&zero + RS_DEVICE_STATS_V14,
+                  sizeof(zero) - RS_DEVICE_STATS_V14) != 0;
+}
+
+static const VMStateDescription vmstate_rs_counters = {
+    .name = "rdma-session/core/counters",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rs_counters_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(stats.rnr_naks_sent, RSCore),
+        VMSTATE_UINT64(stats.seq_naks_sent, RSCore),
+        VMSTATE_UINT64(stats.seq_naks_rcvd, RSCore),
+        VMSTATE_UINT64(stats.retransmits, RSCore),
+        VMSTATE_UINT64(stats.ack_timeouts, RSCore),
+        VMSTATE_UINT64(stats.icrc_drops, RSCore),
+        VMSTATE_UINT64(stats.tx_packets, RSCore),
+        VMSTATE_UINT64(stats.tx_bytes, RSCore),
+        VMSTATE_UINT64(stats.rx_packets, RSCore),
+        VMSTATE_UINT64(stats.rx_bytes, RSCore),
+        VMSTATE_UINT64(stats.path_failovers, RSCore),
         VMSTATE_END_OF_LIST()
     },
 };
@@ -1400,6 +1435,7 @@ const VMStateDescription vmstate_rs_core = {
         &vmstate_rs_xrcds,
         &vmstate_rs_odp,
         &vmstate_rs_stats,
+        &vmstate_rs_counters,
         &vmstate_rs_netids,
         NULL
     },

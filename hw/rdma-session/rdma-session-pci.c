@@ -26,7 +26,6 @@
 #include "rdma-session-core.h"
 #include "trace.h"
 
-#define TYPE_RDMA_SESSION "rdma-session"
 OBJECT_DECLARE_SIMPLE_TYPE(RSState, RDMA_SESSION)
 
 struct RSState {
@@ -329,6 +328,13 @@ static void rs_pci_write_config(PCIDevice *pci_dev, uint32_t addr,
 {
     pci_default_write_config(pci_dev, addr, val, len);
     pcie_cap_flr_write_config(pci_dev, addr, val, len);
+}
+
+RSCore *rs_core_of(Object *obj)
+{
+    RSState *s = (RSState *)object_dynamic_cast(obj, TYPE_RDMA_SESSION);
+
+    return s ? &s->core : NULL;
 }
 
 static void rs_pci_exit(PCIDevice *pci_dev)

@@ -87,6 +87,8 @@ void rs_roce_xmit(RSCore *c, uint8_t *frame, size_t len, uint32_t dip)
                        RS_BTH_OFF6 : RS_BTH_OFF];
 
     trace_rdma_session_roce_tx(op, len, dip);
+    c->stats.tx_packets++;
+    c->stats.tx_bytes += len;
     if (c->p.drop_tx && rs_drop_tx(c)) {
         trace_rdma_session_roce_tx_drop(op, c->tx_count);
         return;
@@ -428,7 +430,9 @@ void rs_req_lost(RSCore *c, uint32_t qpn, bool timeout)
     }
     if (timeout) {
         qp->cwnd = RS_CWND_MIN;
+        c->stats.ack_timeouts++;
     }
+    c->stats.retransmits++;
     qp->cwnd_acked = 0;
     trace_rdma_session_req_cwnd(qpn, qp->cwnd, qp->ssthresh, timeout);
     rs_req_rewind(c, qpn);

@@ -108,6 +108,11 @@ static void rs_resp_ack(RSCore *c, uint32_t qpn, RSQp *qp, uint8_t syndrome,
 static void rs_resp_nak(RSCore *c, uint32_t qpn, RSQp *qp, uint8_t syndrome,
                         uint32_t psn)
 {
+    if ((syndrome & RS_AETH_TYPE_MASK) == RS_AETH_TYPE_RNR) {
+        c->stats.rnr_naks_sent++;
+    } else if (syndrome == RS_AETH_NAK_PSN_SEQ) {
+        c->stats.seq_naks_sent++;
+    }
     qp->ack_pending = false;
     rs_resp_ack(c, qpn, qp, syndrome, psn);
 }
@@ -1469,7 +1474,12 @@ void rs_roce_input(RSCore *c, const uint8_t *frame, size_t len)
         trace_rdma_session_roce_drop(len, "port not active");
         return;
     }
+    c->stats.rx_packets++;
+    c->stats.rx_bytes += len;
     if (!rs_wire_parse(frame, len, &pkt, &why)) {
+        if (why == rs_wire_bad_icrc) {
+            c->stats.icrc_drops++;
+        }
         trace_rdma_session_roce_drop(len, why);
         return;
     }

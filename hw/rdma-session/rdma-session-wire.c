@@ -479,6 +479,8 @@ bool rs_wire_is_roce(const uint8_t *f, size_t len, uint8_t *dgid)
     return false;
 }
 
+const char rs_wire_bad_icrc[] = "bad ICRC";
+
 bool rs_wire_parse(const uint8_t *f, size_t len, RSPkt *pkt,
                    const char **why)
 {
@@ -537,7 +539,7 @@ bool rs_wire_parse(const uint8_t *f, size_t len, RSPkt *pkt,
         if (pkt->opcode != RS_OP_FLUSH ||
             ldl_le_p(f + end - RS_ICRC_LEN) !=
             rs_icrc_rxe_flush(f, end - RS_ICRC_LEN, pkt->v6)) {
-            *why = "bad ICRC";
+            *why = rs_wire_bad_icrc;
             return false;
         }
         pkt->icrc_rxe_flush = true;     /* the caller decides */

@@ -233,6 +233,8 @@ size_t rs_wire_build(uint8_t *frame, RSPkt *pkt, uint32_t paylen);
  */
 bool rs_wire_parse(const uint8_t *frame, size_t len, RSPkt *pkt,
                    const char **why);
+/* rs_wire_parse()'s *why for a bad ICRC (the device counts those). */
+extern const char rs_wire_bad_icrc[];
 
 /*
  * Quick look at a frame's first RS_BTH_OFF6 (or len) bytes: IPv4 or IPv6,

@@ -200,7 +200,7 @@ int main(void)
         F(rs_cmd_odp_invalidate, rsvd, 4),
         F(rs_cmd_odp_invalidate, va, 8),
         F(rs_cmd_odp_invalidate, length, 16));
-    CHECK_STRUCT(rs_device_stats, 64,
+    CHECK_STRUCT(rs_device_stats, 152,
         F(rs_device_stats, odp_faults, 0),
         F(rs_device_stats, odp_resolved_pages, 8),
         F(rs_device_stats, odp_invalidations, 16),
@@ -208,7 +208,18 @@ int main(void)
         F(rs_device_stats, odp_pauses_sent, 32),
         F(rs_device_stats, odp_pauses_rcvd, 40),
         F(rs_device_stats, odp_resumes_rcvd, 48),
-        F(rs_device_stats, rnr_naks_rcvd, 56));
+        F(rs_device_stats, rnr_naks_rcvd, 56),
+        F(rs_device_stats, rnr_naks_sent, 64),
+        F(rs_device_stats, seq_naks_sent, 72),
+        F(rs_device_stats, seq_naks_rcvd, 80),
+        F(rs_device_stats, retransmits, 88),
+        F(rs_device_stats, ack_timeouts, 96),
+        F(rs_device_stats, icrc_drops, 104),
+        F(rs_device_stats, tx_packets, 112),
+        F(rs_device_stats, tx_bytes, 120),
+        F(rs_device_stats, rx_packets, 128),
+        F(rs_device_stats, rx_bytes, 136),
+        F(rs_device_stats, path_failovers, 144));
     CHECK_STRUCT(rs_cmd_modify_srq, 24,
         F(rs_cmd_modify_srq, ring_addr, 0),
         F(rs_cmd_modify_srq, handle, 8),
@@ -565,6 +576,9 @@ int main(void)
     CHECK_VALUE(RS_CAP_DC, 0x100);
     CHECK_VALUE(RS_CAP_INDIRECT_MKEY, 0x200);
     CHECK_VALUE(RS_CAP_PATTERN_MKEY, 0x400);
+    /* ABI 1.6: the transport counters. */
+    CHECK_VALUE(RS_CAP_DEVICE_COUNTERS, 0x80000);
+    CHECK_VALUE(RS_DEVICE_STATS_V14, 64);
     CHECK_VALUE(RS_QPT_DCI, 4);
     CHECK_VALUE(RS_QPT_DCT, 5);
     CHECK_VALUE(RS_WR_REG_INDIRECT, 0x0d);

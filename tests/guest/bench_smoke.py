@@ -4,7 +4,8 @@
 perftest program, rping -V verified) without being a timed test.  One test
 per benchmark that produced numbers on the adapter pair and the soft-RoCE
 pair (bench/bench.py's smoke_results, the parsing bench/bench.py
-smoke-check prints); no speed is asserted.
+smoke-check prints), and one that the stream backend's ceiling
+(bench/stream-ceiling.c) was measured; no speed is asserted.
 
 Usage: tests/guest/bench_smoke.py
 Environment: RS_BUILD.
@@ -47,6 +48,12 @@ def main() -> int:
     if os.path.isfile(csv) and os.path.getsize(csv) > 0:
         for ok, name, detail in bench.smoke_results(csv):
             s.tap("ok" if ok else "fail", "bench-smoke/" + name, detail)
+    # the stream backend's ceiling, measured in the same run
+    env = bench.read_env(os.path.join(s.dir, "machine.env"))
+    ceil = bench.ceilings(env)
+    s.tap("ok" if all(c[3] and c[3] > 0 for c in ceil) else "fail",
+          "bench-smoke/backend-ceiling",
+          "; ".join("%s: %s MB/s" % (t, v) for _, _, t, v in ceil))
     if brc != 0 and s.failed == 0:
         s.tap("fail", "bench-smoke: bench/run-bench.sh exit status %d" % brc,
               tail(log, 5))

@@ -290,6 +290,21 @@ def flush_bytes(path: str) -> Tuple[bool, str]:
             detail + ("; " + "; ".join(bad[:3]) if bad else ""))
 
 
+DISSECTOR = os.path.join(TOP, "scripts", "wireshark", "rdma-session.lua")
+
+
+def ext_fields(tshark: str, pcap: str, flt: str, field: str) -> List[str]:
+    """tshark with the project's dissector of the adapter's extension
+    packets (scripts/wireshark/rdma-session.lua): field of each frame
+    matching flt; None if tshark failed."""
+    r = subprocess.run([tshark, "-n", "-X", "lua_script:" + DISSECTOR,
+                        "-r", pcap, "-Y", flt, "-T", "fields", "-e", field],
+                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                       stdin=subprocess.DEVNULL, universal_newlines=True,
+                       check=False)
+    return r.stdout.splitlines() if r.returncode == 0 else None
+
+
 def icrc_check(pcap: str, rxe_flush: bool) -> Tuple[bool, str]:
     """scripts/roce-icrc.py's check of every ICRC; with rxe_flush, a
     FLUSH may carry soft-RoCE's instead (the headers covered twice)."""
@@ -427,28 +442,28 @@ def odp_capture(s: Suite, pairing: str, pcap: str) -> None:
                 else:
                     late += 1
     tshark = need_tshark(os.path.join(s.dir, "tshark-install.log"))
-    nts = nall = -1
+    nts = nall = nmal = -1
     if tshark:
-        r = subprocess.run([tshark, "-n", "-r", pcap, "-Y",
-                            "infiniband.bth.opcode == 192 || "
-                            "infiniband.bth.opcode == 193"],
-                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                           stdin=subprocess.DEVNULL, universal_newlines=True,
-                           check=False)
-        nts = len(r.stdout.splitlines()) if r.returncode == 0 else -1
+        ops = ext_fields(tshark, pcap, 'rdmasession.op == "PAUSE" || '
+                         'rdmasession.op == "RESUME"', "rdmasession.op")
+        nts = -1 if ops is None else len(ops)
+        mal = ext_fields(tshark, pcap, "rdmasession.bad_length",
+                         "frame.number")
+        nmal = -1 if mal is None else len(mal)
         nall = sum(1 for f in roce_frames(pcap) if f[2][0] in (0xc0, 0xc1))
     waits.sort()
     med = waits[len(waits) // 2] * 1000 if waits else 0
     p90 = waits[len(waits) * 9 // 10] * 1000 if waits else 0
     adapter_peer = pairing == "adapter-adapter"
     ok = not bad and npause > 0 and nresume > 0 and nts == nall and \
-        (early == 0 if adapter_peer else True)
+        nmal == 0 and (early == 0 if adapter_peer else True)
     s.tap("ok" if ok else "fail", name,
-          "VM 1 sent %d PAUSE, %d RESUME (tshark decodes all %d such frames "
-          "of the capture: %d); fault on the wire (PAUSE to RESUME) median "
+          "VM 1 sent %d PAUSE, %d RESUME (the project's tshark dissector "
+          "names all %d such frames of the capture: %d, %d malformed); "
+          "fault on the wire (PAUSE to RESUME) median "
           "%.1f ms, 90%% %.1f ms; the paused PSN sent again %d times within "
           "150 ms, %d later (%s requester)%s" %
-          (npause, nresume, nall, nts, med, p90, early, late,
+          (npause, nresume, nall, nts, nmal, med, p90, early, late,
            "adapter" if adapter_peer else "soft-RoCE",
            "; " + "; ".join(bad[:3]) if bad else ""))
 
@@ -514,7 +529,9 @@ def dc_capture(s: Suite, pairing: str, pcap: str, lines: List[str]) -> None:
     the examples' default key); the CONNECTs alternate between VMs 2 and
     3 at least once per round; what VM 1 sends to the DCTs beside the DC
     packets is RC opcodes (0x00-0x1f) only; tshark decodes every CONNECT
-    as a BTH of opcode 194.  Also the figures rsv-dc printed (MEASURE)."""
+    with the key read here (the project's dissector,
+    scripts/wireshark/rdma-session.lua).  Also the figures rsv-dc printed
+    (MEASURE)."""
     name = "%s/dc/capture" % pairing
     me = "10.77.0.1"
     if not os.path.isfile(pcap):
@@ -530,6 +547,7 @@ def dc_capture(s: Suite, pairing: str, pcap: str, lines: List[str]) -> None:
     other = rc = switches = 0
     nbad_key = 0
     last = None
+    keys = []
     for _, dst, b in frames:
         op = b[0]
         if op == 0xc2:
@@ -537,6 +555,7 @@ def dc_capture(s: Suite, pairing: str, pcap: str, lines: List[str]) -> None:
                 bad.append("CONNECT of %d bytes" % len(b))
                 continue
             key = struct.unpack("!Q", b[12:20])[0]
+            keys.append(key)
             conn[dst] += 1
             if key not in want[dst]:
                 bad.append("CONNECT to %s with key %#x" % (dst, key))
@@ -555,13 +574,11 @@ def dc_capture(s: Suite, pairing: str, pcap: str, lines: List[str]) -> None:
     tshark = need_tshark(os.path.join(s.dir, "tshark-install.log"))
     nts = -1
     if tshark:
-        r = subprocess.run([tshark, "-n", "-r", pcap, "-Y",
-                            "ip.src == %s && infiniband.bth.opcode == 194" %
-                            me],
-                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                           stdin=subprocess.DEVNULL, universal_newlines=True,
-                           check=False)
-        nts = len(r.stdout.splitlines()) if r.returncode == 0 else -1
+        ks = ext_fields(tshark, pcap, 'ip.src == %s && rdmasession.op == '
+                        '"DC_CONNECT"' % me, "rdmasession.dc.key")
+        # the dissector's keys must be those read from the frames here
+        if ks is not None and sorted(int(k, 16) for k in ks) == sorted(keys):
+            nts = len(ks)
     ncon = sum(conn.values())
     ok = not bad and conn["10.77.0.2"] > 0 and conn["10.77.0.3"] > 0 and \
         nbad_key >= 1 and switches >= 7 and rc > 0 and nts == ncon

@@ -63,6 +63,8 @@
  * completion names the GID's identity and VNI, CREATE_PD's netid, keys
  * allocated per identity (REG_MR and friends return an admin handle apart
  * from the key), QUERY_NETID, RS_EV_NETID_CHANGED.
+ * Minor 6: the transport counters of QUERY_STATS (RS_CAP_DEVICE_COUNTERS,
+ * struct rs_device_stats from rnr_naks_sent on).
  */
 #define RS_ABI_VERSION_MAJOR    1
 #define RS_ABI_VERSION_MINOR    6
@@ -141,6 +143,7 @@ REG32(RS_ADMQ_DB, 0x100)                /* write: admin producer index */
 #define RS_CAP_ATOMIC_WRITE     (1u << 15) /* RDMA ATOMIC WRITE */
 #define RS_CAP_XRC              (1u << 16) /* XRC (ABI 1.3) */
 #define RS_CAP_HOST_NETID       (1u << 18) /* host-assigned identities (1.6) */
+#define RS_CAP_DEVICE_COUNTERS  (1u << 19) /* QUERY_STATS: 152 bytes (1.6) */
 
 enum rs_fatal {
     RS_FATAL_NONE = 0,
@@ -517,7 +520,11 @@ struct rs_cmd_odp_invalidate {
     uint64_t length;
 };
 
-/* QUERY_STATS: struct rs_cmd_query's addr receives these counters. */
+/*
+ * QUERY_STATS: struct rs_cmd_query's addr receives these counters, as
+ * many bytes of them as resp_len asks for (at least RS_DEVICE_STATS_V14,
+ * at most the whole structure): a driver of ABI 1.4 or 1.5 gets its 64.
+ */
 struct rs_device_stats {
     uint64_t odp_faults;            /* page-fault events raised */
     uint64_t odp_resolved_pages;    /* pages ODP_RESOLVE installed */
@@ -527,7 +534,21 @@ struct rs_device_stats {
     uint64_t odp_pauses_rcvd;       /* pauses peers sent our requesters */
     uint64_t odp_resumes_rcvd;
     uint64_t rnr_naks_rcvd;
+    /* ABI 1.6 (RS_CAP_DEVICE_COUNTERS) */
+    uint64_t rnr_naks_sent;
+    uint64_t seq_naks_sent;         /* PSN sequence error NAKs */
+    uint64_t seq_naks_rcvd;
+    uint64_t retransmits;           /* go-back-N resends after a loss */
+    uint64_t ack_timeouts;          /* local ACK timeouts */
+    uint64_t icrc_drops;            /* packets received with a bad ICRC */
+    uint64_t tx_packets;            /* RoCE packets sent */
+    uint64_t tx_bytes;              /* their Ethernet frames' bytes */
+    uint64_t rx_packets;            /* RoCE packets received */
+    uint64_t rx_bytes;
+    uint64_t path_failovers;        /* QPs moved to another session */
 };
+
+#define RS_DEVICE_STATS_V14     64  /* bytes of ABI 1.4 and 1.5 */
 
 /*
  * A memory window of PD pd in the key table of gid_index's network
@@ -1209,6 +1230,6 @@ RS_ABI_SIZE(struct rs_cmd_modify_srq, 24);
 RS_ABI_SIZE(struct rs_cmd_mcast, 24);
 RS_ABI_SIZE(struct rs_cmd_odp_resolve, 32);
 RS_ABI_SIZE(struct rs_cmd_odp_invalidate, 24);
-RS_ABI_SIZE(struct rs_device_stats, 64);
+RS_ABI_SIZE(struct rs_device_stats, 152);
 
 #endif /* HW_RDMA_SESSION_ABI_H */

@@ -509,6 +509,59 @@ static void test_dc_loss(void *obj, void *data, QGuestAllocator *alloc)
 }
 
 /*
+ * A target that answers no CONNECT for a while (its VM stopped for a
+ * migration): the DCI doubles its CONNECT timeout per retry, as the RC
+ * timer does, so 7 retries of 10 ms outlast 200 ms; without the doubling
+ * the DCI gave up after 80 ms.
+ */
+static void test_dc_connect_backoff(void *obj, void *data,
+                                    QGuestAllocator *alloc)
+{
+    DcEnv e;
+    Pair *pr = &e.pr;
+    Peer *a, *b;
+    struct rs_qp_attr at;
+    unsigned i;
+
+    dc_setup(&e, obj, data, alloc, 1);
+    a = &pr->p[e.tgt];
+    b = &pr->p[e.ini];
+    std_attr(&at, RS_QPS_RTS, RS_QPS_SQD);
+    RS_ASSERT_OK(qrs_modify_qp(b->d, e.dci[0].h, &at, RS_QP_ATTR_STATE));
+    std_attr(&at, RS_QPS_SQD, RS_QPS_SQD);
+    at.timeout = 10;
+    at.retry_cnt = 7;
+    RS_ASSERT_OK(qrs_modify_qp(b->d, e.dci[0].h, &at, RS_QP_ATTR_TIMEOUT |
+                               RS_QP_ATTR_RETRY_CNT));
+    std_attr(&at, RS_QPS_SQD, RS_QPS_RTS);
+    RS_ASSERT_OK(qrs_modify_qp(b->d, e.dci[0].h, &at, RS_QP_ATTR_STATE));
+
+    dc_recv(&e, 0xa1, 0x1000, 4096);
+    pair_log_reset(pr);
+    pr->drop[1] = ~0ull;        /* every CONNECT lost */
+    dc_post(&e, 0, RS_WR_SEND, 0xb1, 0, 0x200, 3000, 0, 0);
+    for (i = 0; i < 20; i++) {
+        qtest_clock_step(qrs_qts(b->d), 10 * 1000 * 1000);
+        if (qrs_qts(a->d) != qrs_qts(b->d)) {
+            qtest_clock_step(qrs_qts(a->d), 10 * 1000 * 1000);
+        }
+        pair_pump(pr);
+    }
+    /* Sent at 0, 10, 30, 70 and 150 ms; the next one is due at 230. */
+    g_assert_cmpuint(pr->nops[1], ==, 5);
+    for (i = 0; i < pr->nops[1]; i++) {
+        g_assert_cmphex(pr->op[1][i], ==, OP_DC_CONNECT);
+    }
+    pair_cq_empty(pr, 1);
+    pr->drop[1] = 0;
+    img_move(a, 0x1000, b, 0x200, 3000);
+    pair_expect_cqe(pr, 1, 0xb1, RS_WC_SUCCESS, RS_WR_SEND, e.dci[0].qpn, 0);
+    pair_expect_cqe(pr, 0, 0xa1, RS_WC_SUCCESS, RS_WR_RECV, e.dct[0].qpn,
+                    3000);
+    dc_teardown(&e);
+}
+
+/*
  * A protection error through a DCT (dc-contexts=1): the WRITE with a key
  * the DCT's PD does not own is NAKed (REM_ACCESS_ERR at the DCI),
  * nothing is written, no event names the hidden context, the DCT stays
@@ -1127,6 +1180,8 @@ static void register_dc_tests(void)
     qos_add_test("dc/protection", "rdma-session", test_dc_protection,
                  &b_one_ctx);
     qos_add_test("dc/contexts", "rdma-session", test_dc_contexts, &one_ctx);
+    qos_add_test("dc/connect-backoff", "rdma-session",
+                 test_dc_connect_backoff, &pair);
     qos_add_test("dc/lost-disconnect", "rdma-session",
                  test_dc_lost_disconnect, &one_ctx);
     qos_add_test("dc/silent-dci", "rdma-session", test_dc_silent, &idle);

@@ -1,0 +1,138 @@
+-- Wireshark dissector for the rdma-session adapter's RoCEv2 extensions
+-- (docs/specs/rdma-session.rst): the packets of IBTA's manufacturer-
+-- specific opcode range the adapter sends.
+--
+--   0xc0 PAUSE             BTH + AETH (RNR syndrome: the longest wait)
+--   0xc1 RESUME            BTH + AETH (0x1f)
+--   0xc2 DC_CONNECT        BTH + DCETH (key, DCI QPN, connection number)
+--   0xc3 DC_CONNECT_REPLY  BTH + AETH + DCRETH (context QPN, connection)
+--   0xc4 DC_DISCONNECT     BTH + DCETH
+--
+-- Wireshark's InfiniBand dissector decodes their BTH and shows the rest as
+-- vendor data; this postdissector names the packet, decodes the headers
+-- after the BTH (filter fields rdmasession.*), puts the name in the Info
+-- column and flags a packet whose length does not fit its opcode.
+--
+-- Use: tshark -X lua_script:scripts/wireshark/rdma-session.lua -r FILE
+-- or copy it into ~/.local/lib/wireshark/plugins/
+-- (scripts/wireshark/install.sh).
+
+local p = Proto("rdmasession", "rdma-session RoCEv2 extension")
+
+local names = {
+    [0xc0] = "PAUSE",
+    [0xc1] = "RESUME",
+    [0xc2] = "DC_CONNECT",
+    [0xc3] = "DC_CONNECT_REPLY",
+    [0xc4] = "DC_DISCONNECT",
+}
+
+-- Header bytes after the BTH, ICRC excluded.
+local ext_len = {
+    [0xc0] = 4, [0xc1] = 4, [0xc2] = 16, [0xc3] = 12, [0xc4] = 16,
+}
+
+local syndromes = {
+    [0] = "ACK", [1] = "RNR NAK", [3] = "NAK",
+}
+
+local f = p.fields
+f.opcode = ProtoField.uint8("rdmasession.opcode", "Opcode", base.HEX, names)
+f.op = ProtoField.string("rdmasession.op", "Operation")
+f.syndrome = ProtoField.uint8("rdmasession.aeth.syndrome", "AETH syndrome",
+                              base.HEX)
+f.kind = ProtoField.string("rdmasession.aeth.kind", "AETH kind")
+f.rnr_timer = ProtoField.uint8("rdmasession.aeth.rnr_timer",
+                               "RNR timer code", base.DEC, nil, 0x1f)
+f.msn = ProtoField.uint24("rdmasession.aeth.msn", "MSN")
+f.dc_key = ProtoField.uint64("rdmasession.dc.key", "DC access key", base.HEX)
+f.dci_qpn = ProtoField.uint32("rdmasession.dc.dci_qpn", "DCI QPN", base.HEX)
+f.conn = ProtoField.uint32("rdmasession.dc.connection", "Connection number")
+f.ctx_qpn = ProtoField.uint32("rdmasession.dc.context_qpn", "Context QPN",
+                              base.HEX)
+
+local e_len = ProtoExpert.new("rdmasession.bad_length", "Length does not fit the opcode",
+                              expert.group.MALFORMED, expert.severity.ERROR)
+local e_qpn = ProtoExpert.new("rdmasession.bad_qpn", "QPN above 2^24 - 1",
+                              expert.group.PROTOCOL, expert.severity.WARN)
+p.experts = { e_len, e_qpn }
+
+local bth_opcode = Field.new("infiniband.bth.opcode")
+local udp_length = Field.new("udp.length")
+
+local function aeth(tree, tvb, off)
+    local syn = tvb(off, 1):uint()
+    local kind = syndromes[bit.rshift(syn, 5)] or "reserved"
+    tree:add(f.syndrome, tvb(off, 1))
+    tree:add(f.kind, tvb(off, 1), kind)
+    if kind == "RNR NAK" then
+        tree:add(f.rnr_timer, tvb(off, 1))
+    end
+    tree:add(f.msn, tvb(off + 1, 3))
+    return kind
+end
+
+local function qpn(tree, field, tvb, off)
+    local it = tree:add(field, tvb(off, 4))
+    if tvb(off, 1):uint() ~= 0 then
+        it:add_proto_expert_info(e_qpn)
+    end
+end
+
+function p.dissector(tvb, pinfo, tree)
+    local ops = { bth_opcode() }
+    local lens = { udp_length() }
+    for i, fi in ipairs(ops) do
+        local op = fi.value
+        local name = names[op]
+        if name then
+            -- The BTH's first byte is its opcode; the UDP datagram ends
+            -- with the ICRC.
+            local bth = fi.offset
+            local ext = bth + 12
+            local avail = tvb:len() - ext
+            if lens[i] then
+                avail = math.min(avail, lens[i].value - 8 - 12)
+            end
+            local t = tree:add(p, tvb(bth, math.max(0, math.min(tvb:len() - bth,
+                                                                 12 + avail))))
+            t:add(f.opcode, tvb(bth, 1))
+            t:add(f.op, tvb(bth, 1), name)
+            local info = name
+            if avail ~= ext_len[op] + 4 then
+                t:add_proto_expert_info(e_len, string.format(
+                    "%d bytes after the BTH, %d expected (headers and ICRC)",
+                    avail, ext_len[op] + 4))
+            elseif op == 0xc0 or op == 0xc1 then
+                local kind = aeth(t, tvb, ext)
+                if kind == "RNR NAK" then
+                    kind = string.format("RNR NAK, timer %d",
+                                         bit.band(tvb(ext, 1):uint(), 0x1f))
+                end
+                info = string.format("%s PSN %d (%s)", name,
+                                     tvb(bth + 9, 3):uint(), kind)
+            elseif op == 0xc2 or op == 0xc4 then
+                t:add(f.dc_key, tvb(ext, 8))
+                qpn(t, f.dci_qpn, tvb, ext + 8)
+                t:add(f.conn, tvb(ext + 12, 4))
+                info = string.format("%s QP 0x%06x key 0x%s DCI 0x%06x conn %d",
+                                     name, tvb(bth + 5, 3):uint(),
+                                     tvb(ext, 8):bytes():tohex():lower(),
+                                     tvb(ext + 8, 4):uint(),
+                                     tvb(ext + 12, 4):uint())
+            else
+                local kind = aeth(t, tvb, ext)
+                qpn(t, f.ctx_qpn, tvb, ext + 4)
+                t:add(f.conn, tvb(ext + 8, 4))
+                info = string.format("%s DCI 0x%06x %s context 0x%06x conn %d",
+                                     name, tvb(bth + 5, 3):uint(), kind,
+                                     tvb(ext + 4, 4):uint(),
+                                     tvb(ext + 8, 4):uint())
+            end
+            pinfo.cols.protocol = "RoCE rdma-session"
+            pinfo.cols.info = info
+        end
+    end
+end
+
+register_postdissector(p, true)

@@ -1,0 +1,113 @@
+"""The Wireshark dissector of the adapter's RoCEv2 extensions
+(scripts/wireshark/rdma-session.lua) on frames built here: each extension
+opcode decoded field by field, a truncated one flagged malformed, a
+standard RoCE packet left alone.  Needs tshark (installed with the
+project's apt configuration when missing)."""
+
+import os
+import struct
+import subprocess
+import tempfile
+import unittest
+
+from rstest.suite import TOP, need_tshark
+
+LUA = os.path.join(TOP, "scripts", "wireshark", "rdma-session.lua")
+FIELDS = ["rdmasession.op", "rdmasession.aeth.kind",
+          "rdmasession.aeth.rnr_timer", "rdmasession.dc.key",
+          "rdmasession.dc.dci_qpn", "rdmasession.dc.connection",
+          "rdmasession.dc.context_qpn", "_ws.expert.severity", "_ws.col.Info"]
+
+
+def frame(op: int, dqpn: int, psn: int, ext: bytes) -> bytes:
+    """Ethernet, IPv4, UDP to 4791, BTH, ext, a dummy ICRC."""
+    bth = struct.pack("!BBHII", op, 0, 0xffff, dqpn & 0xffffff,
+                      (1 << 31 if op == 0xc2 else 0) | psn)
+    udp_payload = bth + ext + b"\0\0\0\0"
+    udp = struct.pack("!HHHH", 0xc005, 4791, 8 + len(udp_payload), 0)
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp) +
+                     len(udp_payload), 0, 0x4000, 64, 17, 0,
+                     bytes([10, 77, 0, 2]), bytes([10, 77, 0, 1]))
+    eth = bytes.fromhex("525400770001525400770002") + b"\x08\x00"
+    return eth + ip + udp + udp_payload
+
+
+def pcap(frames) -> bytes:
+    out = struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1)
+    for i, f in enumerate(frames):
+        out += struct.pack("<IIII", i, 0, len(f), len(f)) + f
+    return out
+
+
+class DissectorTest(unittest.TestCase):
+    def decode(self, frames):
+        tshark = need_tshark(os.path.join(tempfile.gettempdir(),
+                                          "rs-tshark-install.log"))
+        self.assertIsNotNone(tshark, "no tshark")
+        with tempfile.NamedTemporaryFile(suffix=".pcap") as f:
+            f.write(pcap(frames))
+            f.flush()
+            cmd = [tshark, "-n", "-X", "lua_script:" + LUA, "-r", f.name,
+                   "-T", "fields", "-E", "separator=|"]
+            for x in FIELDS:
+                cmd += ["-e", x]
+            r = subprocess.run(cmd, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                               universal_newlines=True, check=False)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("Lua: Error", r.stderr)
+        rows = [dict(zip(FIELDS, ln.split("|")))
+                for ln in r.stdout.splitlines()]
+        self.assertEqual(len(rows), len(frames))
+        return rows
+
+    def test_pause_resume(self) -> None:
+        rows = self.decode([frame(0xc0, 0x11, 16384, bytes([0x20 | 28, 0, 0, 7])),
+                            frame(0xc1, 0x11, 16384, bytes([0x1f, 0, 0, 0]))])
+        self.assertEqual(rows[0]["rdmasession.op"], "PAUSE")
+        self.assertEqual(rows[0]["rdmasession.aeth.kind"], "RNR NAK")
+        self.assertEqual(rows[0]["rdmasession.aeth.rnr_timer"], "28")
+        self.assertEqual(rows[0]["_ws.col.Info"],
+                         "PAUSE PSN 16384 (RNR NAK, timer 28)")
+        self.assertEqual(rows[1]["rdmasession.op"], "RESUME")
+        self.assertEqual(rows[1]["rdmasession.aeth.kind"], "ACK")
+        self.assertEqual(rows[1]["rdmasession.aeth.rnr_timer"], "")
+
+    def test_dc(self) -> None:
+        key = 0x0123456789abcdef
+        rows = self.decode([
+            frame(0xc2, 0x12, 7160, struct.pack("!QII", key, 5, 55)),
+            frame(0xc3, 0x05, 7160, bytes([0x1f, 0, 0, 0]) +
+                  struct.pack("!II", 0x19, 55)),
+            frame(0xc3, 0x05, 7161, bytes([0x62, 0, 0, 0]) +
+                  struct.pack("!II", 0, 56)),
+            frame(0xc4, 0x19, 7200, struct.pack("!QII", key, 5, 55))])
+        self.assertEqual([r["rdmasession.op"] for r in rows],
+                         ["DC_CONNECT", "DC_CONNECT_REPLY", "DC_CONNECT_REPLY",
+                          "DC_DISCONNECT"])
+        for r in (rows[0], rows[3]):
+            self.assertEqual(int(r["rdmasession.dc.key"], 16), key)
+            self.assertEqual(int(r["rdmasession.dc.dci_qpn"], 16), 5)
+            self.assertEqual(r["rdmasession.dc.connection"], "55")
+        self.assertEqual(int(rows[1]["rdmasession.dc.context_qpn"], 16), 0x19)
+        self.assertEqual(rows[1]["rdmasession.aeth.kind"], "ACK")
+        self.assertEqual(rows[2]["rdmasession.aeth.kind"], "NAK")
+        self.assertEqual(rows[2]["rdmasession.dc.connection"], "56")
+        for r in rows:
+            self.assertEqual(r["_ws.expert.severity"], "")
+
+    def test_malformed_and_standard(self) -> None:
+        rows = self.decode([
+            frame(0xc2, 0x12, 1, struct.pack("!QI", 1, 5)),    # 4 short
+            frame(0xc3, 0x05, 1, bytes([0x1f, 0, 0, 0]) +
+                  struct.pack("!II", 0x1000000, 1)),           # QPN > 24 bits
+            frame(0x04, 0x12, 1, b"payload!")])                # SEND only
+        self.assertEqual(rows[0]["rdmasession.op"], "DC_CONNECT")
+        self.assertEqual(rows[0]["rdmasession.dc.key"], "")
+        self.assertIn("8388608", rows[0]["_ws.expert.severity"].split(","))
+        self.assertIn("6291456", rows[1]["_ws.expert.severity"].split(","))
+        self.assertEqual(rows[2]["rdmasession.op"], "")
+
+
+if __name__ == "__main__":
+    unittest.main()
