@@ -810,6 +810,7 @@ void rs_netid_reset(RSCore *c);
 bool rs_netid_set_list(RSCore *c, const char *str, Error **errp);
 bool rs_netid_set_vni(RSCore *c, uint64_t vni, Error **errp);
 char *rs_netid_get_list(RSCore *c);
+char *rs_netid_subnet_str(RSCore *c, unsigned n);
 uint8_t rs_cmd_query_netid(RSCore *c, const struct rs_admin_cmd *cmd,
                            struct rs_admin_cqe *cqe);
 void rs_netid_pre_load(RSCore *c);

@@ -420,6 +420,20 @@ bool rs_netid_set_vni(RSCore *c, uint64_t vni, Error **errp)
     return rs_netid_apply(c, t, errp);
 }
 
+/* Identity n's subnet, "10.78.0.0/24" or "fd00::/64". */
+char *rs_netid_subnet_str(RSCore *c, unsigned n)
+{
+    const RSNetid *t = &c->netid[n];
+    char buf[INET6_ADDRSTRLEN];
+    bool v4 = t->prefix_len >= 96 &&
+              !memcmp(t->prefix, rs_v4_mapped, sizeof(rs_v4_mapped));
+
+    inet_ntop(v4 ? AF_INET : AF_INET6, v4 ? t->prefix + 12 : t->prefix,
+              buf, sizeof(buf));
+    return g_strdup_printf("%s/%u", buf,
+                           v4 ? t->prefix_len - 96 : t->prefix_len);
+}
+
 /* The netids property as it is now: "SUBNET=VNI,...". */
 char *rs_netid_get_list(RSCore *c)
 {
@@ -427,16 +441,10 @@ char *rs_netid_get_list(RSCore *c)
     unsigned n;
 
     for (n = 1; n < RS_MAX_NETIDS && c->netid[n].valid; n++) {
-        const RSNetid *t = &c->netid[n];
-        char buf[INET6_ADDRSTRLEN];
-        bool v4 = t->prefix_len >= 96 &&
-                  !memcmp(t->prefix, rs_v4_mapped, sizeof(rs_v4_mapped));
+        g_autofree char *subnet = rs_netid_subnet_str(c, n);
 
-        inet_ntop(v4 ? AF_INET : AF_INET6, v4 ? t->prefix + 12 : t->prefix,
-                  buf, sizeof(buf));
-        g_string_append_printf(s, "%s%s/%u=%u", n > 1 ? "," : "", buf,
-                               v4 ? t->prefix_len - 96 : t->prefix_len,
-                               t->vni);
+        g_string_append_printf(s, "%s%s=%u", n > 1 ? "," : "", subnet,
+                               c->netid[n].vni);
     }
     return g_string_free(s, false);
 }

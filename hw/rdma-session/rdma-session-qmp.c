@@ -81,6 +81,7 @@ static RdmaSessionKey *rs_qmp_key(RSCore *c, uint32_t idx)
     RdmaSessionKey *k = g_new0(RdmaSessionKey, 1);
 
     k->key = rs_mkey_key(mr);
+    k->handle = rs_mkey_handle(c, mr);
     k->kind = rs_qmp_key_kind(mr);
     k->pd = mr->pd;
     k->gid_index = mr->gid_index;
@@ -92,30 +93,30 @@ static RdmaSessionKey *rs_qmp_key(RSCore *c, uint32_t idx)
     return k;
 }
 
-/* The key tables: one per network identity the host configured. */
+/*
+ * The key tables: one per network identity the host configured
+ * (rdma-session-netid.c), in identity order, with its GIDs and keys.
+ */
 static RdmaSessionKeyTableList *rs_qmp_key_tables(RSCore *c)
 {
     RdmaSessionKeyTableList *head = NULL, **tail = &head;
     uint32_t i, n;
 
     for (n = 0; n < RS_MAX_NETIDS; n++) {
-        const RSNetid *id = &c->netid[n];
         RdmaSessionKeyTable *t;
         uint32List **gtail;
         RdmaSessionKeyList **ktail;
 
-        if (!id->valid) {
+        if (!c->netid[n].valid) {
             continue;
         }
         t = g_new0(RdmaSessionKeyTable, 1);
         gtail = &t->identities;
         ktail = &t->keys;
         t->netid = n;
-        t->vni = id->vni;
+        t->vni = c->netid[n].vni;
         if (n) {
-            g_autofree char *a = rs_qmp_gid_str(id->prefix);
-
-            t->subnet = g_strdup_printf("%s/%u", a, id->prefix_len);
+            t->subnet = rs_netid_subnet_str(c, n);
         }
         for (i = 0; i < c->p.max_gids; i++) {
             if (c->gids[i].valid && c->gids[i].netid == n) {
@@ -222,7 +223,7 @@ static RdmaSessionInfo *rs_qmp_info(Object *obj, RSCore *c)
                   RDMA_SESSION_GID_TYPE_ROCE_V2_IPV6 :
                   RDMA_SESSION_GID_TYPE_ROCE_V2_IPV4;
         e->netid = g->netid;
-        e->vni = g->netid < RS_MAX_NETIDS ? c->netid[g->netid].vni : 0;
+        e->vni = g->vni;
         e->refs = g->refs;
         QAPI_LIST_APPEND(itail, e);
     }
@@ -405,8 +406,8 @@ static void rs_hmp_one(Monitor *mon, const RdmaSessionInfo *d)
         RdmaSessionKeyList *kl;
         uint32List *g;
 
-        monitor_printf(mon, "  key table %u vni %u%s%s (gids", t->netid,
-                       t->vni, t->subnet ? " subnet " : "",
+        monitor_printf(mon, "  key table vni %u (identity %u%s%s, gids",
+                       t->vni, t->netid, t->subnet ? " " : "",
                        t->subnet ? t->subnet : "");
         for (g = t->identities; g; g = g->next) {
             monitor_printf(mon, " %u", g->value);

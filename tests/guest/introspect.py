@@ -167,7 +167,7 @@ def main() -> int:
                                     seen))
     row = re.search(r"^    %-6u rc      rts " % seen.get("qpn", -1), hmp,
                     re.M) if seen else None
-    s.report(row is not None and "key table 0 vni 0" in hmp and
+    s.report(row is not None and "key table vni 0 (identity 0" in hmp and
              "tx-packets" in hmp,
              "hmp: info rdma-session has the QP's row and the key table",
              hmp[:400])

@@ -247,13 +247,15 @@ static void is_send(Loop *l, uint64_t wr_id, uint32_t len)
 #define IS_MR1_LEN  (2 * PAGE)
 #define IS_MR1_ACC  (RS_ACCESS_LOCAL_WRITE | RS_ACCESS_REMOTE_READ)
 
+/* The PD of identity 1 is_setup() makes. */
+static uint32_t is_pd1;
+
 /*
- * The loopback fixture (GID 0 10.0.0.1 in identity 0, VNI 0, a session
- * to itself from port 49152, a round-robin group of it, RC QPs a and b in
- * RTS at PSN 0x100, two MRs through GID 0) plus GID 1 (10.0.1.1, which
- * the host put in identity 1, VNI 1, subnet 10.0.1.0/24) with an MR of its
- * own in a PD of identity 1, and one SEND of 3000 bytes (3 packets) from a
- * to b.
+ * The loopback fixture (GID 0 10.0.0.1 in VNI 0, a session to itself
+ * from port 49152, a round-robin group of it, RC QPs a and b in RTS at
+ * PSN 0x100, two MRs through GID 0) plus GID 1 (10.0.1.1, which the host
+ * puts in identity 1 with VNI 1) with an MR of its own in a PD of that
+ * identity, and one SEND of 3000 bytes (3 packets) from a to b.
  */
 static uint32_t is_pd1;
 
@@ -264,11 +266,8 @@ static uint32_t is_setup(Loop *l, void *obj, uint64_t *mr1)
     uint32_t k1;
 
     loop_setup(l, obj);
-    qts = qrs_qts(l->d);
-    paths = rs_qom_paths(qts);
-    g_assert_cmpuint(paths->len, ==, 1);
-    g_assert_null(rs_qom_set_str(qts, g_ptr_array_index(paths, 0),
-                                 "netids", "10.0.1.0/24=1"));
+    rs_qom_set_all(qrs_qts(l->d), "netids", "10.0.1.0/24=1");
+    expect_event(l->d, RS_EV_NETID_CHANGED, 1);
     add_gid_v4(l->d, 1, 1);
     is_pd1 = new_pd_netid(l->d, 1);
     *mr1 = loop_buf(l->d, IS_MR1_LEN);
@@ -348,6 +347,8 @@ static void is_assert_fixture(Loop *l, QDict *d, uint32_t k1, uint64_t mr1)
     g_assert_cmpuint(qlist_size(qdict_get_qlist(x, "keys")), ==, 1);
     is_assert_key(x, k1, HINDEX(is_pd1), 1, mr1, IS_MR1_LEN, IS_MR1_ACC,
                   IS_MR1_LEN / PAGE);
+    g_assert_cmpuint(qdict_get_int(x, "netid"), ==, 1);
+    g_assert_cmpstr(qdict_get_str(x, "subnet"), ==, "10.0.1.0/24");
 }
 
 /*
@@ -465,9 +466,10 @@ static void test_introspect_hmp(void *obj, void *data,
                           LOOP_PSN, LOOP_PSN, LOOP_PSN + 3);
     g_assert_nonnull(strstr(out, row));
     g_free(row);
-    g_assert_nonnull(strstr(out, "  key table 0 vni 0 (gids 0):\r\n"));
-    g_assert_nonnull(strstr(out, "  key table 1 vni 1 subnet "
-                            "::ffff:10.0.1.0/120 (gids 1):\r\n"));
+    g_assert_nonnull(strstr(out, "  key table vni 0 (identity 0, gids 0):"
+                            "\r\n"));
+    g_assert_nonnull(strstr(out, "  key table vni 1 (identity 1 "
+                            "10.0.1.0/24, gids 1):\r\n"));
     row = g_strdup_printf("    0x%08x mr        %-3u 1   0x%016" PRIx64
                           " %-12u 0x%04x yes   2\r\n", k1, HINDEX(is_pd1),
                           mr1, IS_MR1_LEN, IS_MR1_ACC);
