@@ -342,7 +342,7 @@ static void is_assert_fixture(Loop *l, QDict *d, uint32_t k1, uint64_t mr1)
                   STD_ACCESS, LOOP_BUF / PAGE);
     x = is_entry(d, "key-tables", "netid", 1);
     g_assert_cmpuint(qdict_get_int(x, "vni"), ==, 1);
-    g_assert_cmpstr(qdict_get_str(x, "subnet"), ==, "::ffff:10.0.1.0/120");
+    g_assert_cmpstr(qdict_get_str(x, "subnet"), ==, "10.0.1.0/24");
     is_assert_list(x, "identities", gid1, 1);
     g_assert_cmpuint(qlist_size(qdict_get_qlist(x, "keys")), ==, 1);
     is_assert_key(x, k1, HINDEX(is_pd1), 1, mr1, IS_MR1_LEN, IS_MR1_ACC,
