@@ -319,6 +319,16 @@ static void rs_pci_realize(PCIDevice *pci_dev, Error **errp)
     c->link_up = !qemu_get_queue(s->nic)->link_down;
     object_property_add_uint64_ptr(OBJECT(s), "x-lan-rx-missed",
                                    &c->lan_rx_missed, OBJ_PROP_FLAG_READ);
+    for (unsigned i = 0; i < RS_BUNDLE_COUNTERS; i++) {
+        static const char *const name[RS_BUNDLE_COUNTERS] = {
+            "x-bundle-tx", "x-bundle-tx-frames", "x-bundle-rx",
+            "x-bundle-rx-dropped", "x-bundle-hello-tx", "x-bundle-hello-rx",
+        };
+
+        object_property_add_uint64_ptr(OBJECT(s), name[i],
+                                       rs_bundle_counter(c, i),
+                                       OBJ_PROP_FLAG_READ);
+    }
     rs_core_reset(c);
 }
 
@@ -397,6 +407,8 @@ static const Property rs_properties[] = {
                      false),
     DEFINE_PROP_BOOL("x-migration-hold", RSState, core.p.migration_hold,
                      true),
+    DEFINE_PROP_BOOL("bundle", RSState, core.p.bundle, true),
+    DEFINE_PROP_UINT32("x-bundle-max", RSState, core.p.bundle_max, 60000),
 };
 
 /* What "-device rdma-session,help" and device-list-properties say. */
@@ -432,6 +444,8 @@ static const struct {
     { "x-ack-backoff", "test: doublings of the local ACK timeout (0-6)" },
     { "x-rxe-flush-icrc", "test: RDMA FLUSH ICRC as soft-RoCE computes it" },
     { "x-migration-hold", "RNR NAKs keep peers waiting during migration" },
+    { "bundle", "send runs of RoCE packets to adapter peers as one frame" },
+    { "x-bundle-max", "largest bundle frame in bytes (9000-65535)" },
 };
 
 static void rs_class_init(ObjectClass *klass, void *data)
