@@ -476,8 +476,8 @@ static void test_properties(void *obj, void *data, QGuestAllocator *alloc)
         g_assert_true(desc && *desc);
         own++;
     }
-    /* mac, netdev and the adapter's 28 */
-    g_assert_cmpuint(own, ==, 30);
+    /* mac, netdev and the adapter's 30 */
+    g_assert_cmpuint(own, ==, 32);
     qobject_unref(r);
 }
 
