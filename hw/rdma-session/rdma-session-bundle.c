@@ -181,6 +181,8 @@ void rs_bundle_flush(RSCore *c)
         return;
     }
     b->tx_len = 0;
+    /* Flushed in the run: the main loop need not come round for it. */
+    qemu_bh_cancel(b->bh);
     if (b->tx_count == 1) {
         /* One frame alone goes out as itself. */
         rs_roce_send(c, f + RS_BUNDLE_HDR + 2, len - RS_BUNDLE_HDR - 2,

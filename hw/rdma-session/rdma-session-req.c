@@ -1095,6 +1095,11 @@ void rs_req_doorbell(RSCore *c, uint32_t qpn)
         return;
     }
     more = rs_req_qp(c, qpn, rs_port_active(c), &used);
+    /*
+     * The doorbell ran the engine in the vCPU thread: what it sent goes
+     * now, not when the main loop gets the BQL for the bundle's BH.
+     */
+    rs_bundle_flush(c);
     trace_rdma_session_req_doorbell(qpn, used, more);
     if (more) {
         rs_req_kick(c);

@@ -66,10 +66,11 @@ bool rs_resp_divert(RSCore *c, const struct iovec *iov, int iovcnt)
     if (iovcnt == 1) {
         /* The usual case: the backend's own buffer, without a copy. */
         rs_roce_input(c, iov[0].iov_base, size);
-        return true;
+    } else {
+        iov_to_buf(iov, iovcnt, 0, c->rx_buf, size);
+        rs_roce_input(c, c->rx_buf, size);
     }
-    iov_to_buf(iov, iovcnt, 0, c->rx_buf, size);
-    rs_roce_input(c, c->rx_buf, size);
+    rs_bundle_flush(c);         /* its responses (READ, NAK) go now */
     return true;
 }
 
