@@ -246,11 +246,14 @@ bool rs_bundle_add(RSCore *c, const uint8_t *frame, size_t len)
         return false;
     }
     bp->used = ++b->clock;
-    /* Same outer headers (L2 addresses, IP addresses) and room left. */
+    /*
+     * Same outer headers (L2 and IP addresses, UDP source port: a path
+     * an ECMP network picks by the 5-tuple) and room left.
+     */
     if (b->tx_len &&
         (b->tx_len + 2 + len > b->tx_limit ||
          memcmp(b->tx, frame, 12) ||
-         memcmp(b->tx + RS_L3_OFF + 12, frame + RS_L3_OFF + 12, 8))) {
+         memcmp(b->tx + RS_L3_OFF + 12, frame + RS_L3_OFF + 12, 10))) {
         rs_bundle_flush(c);
     }
     if (!b->tx_len) {

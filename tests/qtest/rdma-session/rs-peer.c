@@ -256,9 +256,9 @@ static void pair_unbundle(Pair *pr, int i, const uint8_t *f, size_t len)
 
         g_assert_cmpuint(off + 2 + ilen, <=, len);
         g_assert_false(pair_log(pr, i, f + off + 2, ilen));
-        /* Every frame in it has the outer addresses. */
+        /* Every frame in it has the outer addresses and source port. */
         g_assert_cmpmem(f + off + 2, 12, f, 12);
-        g_assert_cmpmem(f + off + 2 + 26, 8, f + 26, 8);
+        g_assert_cmpmem(f + off + 2 + 26, 10, f + 26, 10);
         off += 2 + ilen;
     }
     g_assert_cmpuint(off, ==, len);
