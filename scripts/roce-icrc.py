@@ -7,7 +7,10 @@ for the LRH, then the IP header with TOS/traffic class, TTL/hop limit,
 IPv4 header checksum and IPv6 flow label set to ones, the UDP header with
 its checksum set to ones, the BTH with its reserved byte 4 (FECN, BECN,
 resv6) set to ones) followed by the rest of the packet up to the ICRC,
-stored little-endian in the packet's last 4 bytes.
+stored little-endian in the packet's last 4 bytes.  A bundle (opcode
+0xc7, docs/specs/rdma-session.rst "Bundles on the wire") has no ICRC of
+its own: each RoCEv2 frame in it is checked (and counted) as if alone,
+and a bundle whose lengths do not fill it counts as bad.
 
 Usage: roce-icrc.py FILE.pcap [--corrupt OUT.pcap]
   prints "N RoCEv2 packets, N bad ICRC, opcodes {...}" and exits 1 if there
@@ -88,6 +91,26 @@ def icrc(frame, ip, udp, v6):
     return crc & 0xffffffff, struct.unpack('<I', frame[end - 4:end])[0]
 
 
+def unbundle(frame, udp):
+    """The frames in bundle @frame, or None if its lengths do not fill it."""
+    end = udp + struct.unpack('>H', frame[udp + 4:udp + 6])[0]
+    off = udp + 8 + 12
+    if end > len(frame) or off + 4 > end:
+        return None
+    count = struct.unpack('>H', frame[off:off + 2])[0]
+    off += 4
+    inner = []
+    for _ in range(count):
+        if off + 2 > end:
+            return None
+        n = struct.unpack('>H', frame[off:off + 2])[0]
+        if off + 2 + n > end:
+            return None
+        inner.append(frame[off + 2:off + 2 + n])
+        off += 2 + n
+    return inner if count >= 2 and off == end else None
+
+
 def write_pcap(path, frame):
     with open(path, 'wb') as f:
         f.write(struct.pack('<IHHiIII', 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1))
@@ -120,10 +143,28 @@ def main():
             continue
         ip, udp, v6 = r
         ops[frame[udp + 8]] = ops.get(frame[udp + 8], 0) + 1
-        got, want = icrc(frame, ip, udp, v6)
-        if got != want:
-            bad.append('frame %d opcode 0x%02x: ICRC 0x%08x, computed 0x%08x'
-                       % (n, frame[udp + 8], want, got))
+        if frame[udp + 8] == 0xc7:
+            inner = unbundle(frame, udp)
+            if inner is None:
+                bad.append('frame %d: a bundle whose lengths do not fill it'
+                           % n)
+                continue
+            todo = [(f, roce(f)) for f in inner]
+            if any(x is None for _, x in todo):
+                bad.append('frame %d: a bundle with a frame not RoCEv2' % n)
+                continue
+        else:
+            todo = [(frame, r)]
+        for k, (f, (ip, udp, v6)) in enumerate(todo):
+            if f is not frame:
+                count += 1
+                ops[f[udp + 8]] = ops.get(f[udp + 8], 0) + 1
+            got, want = icrc(f, ip, udp, v6)
+            if got != want:
+                bad.append('frame %d%s opcode 0x%02x: ICRC 0x%08x, computed '
+                           '0x%08x' % (n, '' if f is frame else
+                                       ' (bundled %d)' % (k + 1),
+                                       f[udp + 8], want, got))
         if corrupt and count == 1:
             f = bytearray(frame)
             f[udp + 8 + 12] ^= 0x01    # first byte after the BTH

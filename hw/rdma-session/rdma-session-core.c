@@ -226,6 +226,11 @@ bool rs_core_realize(RSCore *c, Error **errp)
         error_setg(errp, "rdma-session: path-holddown must be 1..60000 ms");
         return false;
     }
+    if (p->bundle_max < RS_BUNDLE_MIN || p->bundle_max > RS_BUNDLE_MAX) {
+        error_setg(errp, "rdma-session: x-bundle-max must be %u..%u bytes",
+                   RS_BUNDLE_MIN, RS_BUNDLE_MAX);
+        return false;
+    }
     if (!rs_mcast_realize(c, errp)) {
         return false;
     }

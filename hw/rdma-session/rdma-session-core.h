@@ -50,6 +50,8 @@ typedef struct RSParams {
     uint32_t dc_idle_us;        /* dc-idle: a DCI disconnects after it */
     uint32_t path_flowlet;      /* path-flowlet: bytes before a switch */
     uint32_t path_holddown_ms;  /* path-holddown: a failed session rests */
+    bool bundle;                /* bundle: bundles to adapter peers */
+    uint32_t bundle_max;        /* x-bundle-max: largest bundle frame */
 } RSParams;
 
 typedef struct RSPd {
@@ -622,6 +624,12 @@ struct RSCore {
      * x-lan-rx-missed); counted since realize, not migrated.
      */
     uint64_t lan_rx_missed;
+    /*
+     * Bundles (rdma-session-bundle.c): the peer table, the bundle being
+     * filled, counters.  Runtime only, not migrated: the table starts
+     * anew after a migration (the destination's path may differ).
+     */
+    struct RSBundle *bundle;
 };
 
 #define TYPE_RDMA_SESSION "rdma-session"
@@ -1040,6 +1048,29 @@ static inline void rs_guard_leave(RSCore *c)
 {
     c->guard->engaged_in_io = false;
 }
+
+/* rdma-session-bundle.c: x-bundle-max's range (whole frames, bytes). */
+#define RS_BUNDLE_MIN       9000
+#define RS_BUNDLE_MAX       65535
+/* Counters, QOM properties x-bundle-* (rdma-session-pci.c). */
+enum {
+    RS_BUNDLE_CNT_TX,           /* bundles sent */
+    RS_BUNDLE_CNT_TX_FRAMES,    /* frames in them */
+    RS_BUNDLE_CNT_RX,           /* bundles received and unpacked */
+    RS_BUNDLE_CNT_RX_DROP,      /* bundles dropped whole */
+    RS_BUNDLE_CNT_HELLO_TX,
+    RS_BUNDLE_CNT_HELLO_RX,
+    RS_BUNDLE_COUNTERS
+};
+void rs_bundle_realize(RSCore *c);
+void rs_bundle_unrealize(RSCore *c);
+void rs_bundle_reset(RSCore *c);
+bool rs_bundle_add(RSCore *c, const uint8_t *frame, size_t len);
+void rs_bundle_flush(RSCore *c);
+bool rs_bundle_divert(RSCore *c, const struct iovec *iov, int iovcnt,
+                      const uint8_t *hdr, size_t hdrlen, size_t size);
+uint64_t *rs_bundle_counter(RSCore *c, unsigned which);
+void rs_roce_send(RSCore *c, uint8_t *frame, size_t len, uint8_t op);
 
 /* rdma-session-migration.c */
 extern const VMStateDescription vmstate_rs_core;

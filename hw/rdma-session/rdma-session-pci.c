@@ -319,6 +319,16 @@ static void rs_pci_realize(PCIDevice *pci_dev, Error **errp)
     c->link_up = !qemu_get_queue(s->nic)->link_down;
     object_property_add_uint64_ptr(OBJECT(s), "x-lan-rx-missed",
                                    &c->lan_rx_missed, OBJ_PROP_FLAG_READ);
+    for (unsigned i = 0; i < RS_BUNDLE_COUNTERS; i++) {
+        static const char *const name[RS_BUNDLE_COUNTERS] = {
+            "x-bundle-tx", "x-bundle-tx-frames", "x-bundle-rx",
+            "x-bundle-rx-dropped", "x-bundle-hello-tx", "x-bundle-hello-rx",
+        };
+
+        object_property_add_uint64_ptr(OBJECT(s), name[i],
+                                       rs_bundle_counter(c, i),
+                                       OBJ_PROP_FLAG_READ);
+    }
     rs_core_reset(c);
 }
 
@@ -407,6 +417,8 @@ static const Property rs_properties[] = {
                      false),
     DEFINE_PROP_BOOL("x-migration-hold", RSState, core.p.migration_hold,
                      true),
+    DEFINE_PROP_BOOL("bundle", RSState, core.p.bundle, true),
+    DEFINE_PROP_UINT32("x-bundle-max", RSState, core.p.bundle_max, 60000),
 };
 
 /*
@@ -482,6 +494,8 @@ static const struct {
     { "vni", "VNI of network identity 0, the default (0-2^24-1; qom-set)" },
     { "netids", "identities 1-7: SUBNET=VNI,... e.g. 10.78.0.0/24=200 "
                 "(qom-set at run time)" },
+    { "bundle", "send runs of RoCE packets to adapter peers as one frame" },
+    { "x-bundle-max", "largest bundle frame in bytes (9000-65535)" },
 };
 
 static void rs_class_init(ObjectClass *klass, void *data)

@@ -78,9 +78,36 @@ static bool rs_drop_tx(RSCore *c)
     return x % c->p.drop_tx == 0;
 }
 
-void rs_roce_xmit(RSCore *c, uint8_t *frame, size_t len, uint32_t dip)
+/*
+ * Put one frame (a RoCE packet or a bundle of them) on the link, as the
+ * link's state allows: held for a stopped VM, dropped when the backend
+ * holds too many.
+ */
+void rs_roce_send(RSCore *c, uint8_t *frame, size_t len, uint8_t op)
 {
     struct iovec iov = { .iov_base = frame, .iov_len = len };
+
+    if (!c->link_up) {
+        return;
+    }
+    if (c->holding) {
+        /* the VM is stopped: the network layer would keep the frame */
+        if (!c->send_stopped(c->owner, &iov, 1)) {
+            trace_rdma_session_roce_tx_drop(op, c->tx_count);
+        }
+        return;
+    }
+    if (c->roce_tx_held >= RS_TX_HELD_MAX) {
+        trace_rdma_session_roce_tx_busy(op, c->roce_tx_held);
+        return;
+    }
+    if (!c->send(c->owner, &iov, 1, true)) {
+        c->roce_tx_held++;
+    }
+}
+
+void rs_roce_xmit(RSCore *c, uint8_t *frame, size_t len, uint32_t dip)
+{
     uint8_t dgid[16];
     bool roce = rs_wire_is_roce(frame, len, dgid);
     uint8_t op = frame[lduw_be_p(frame + 12) == ETH_P_IPV6 ?
@@ -101,23 +128,10 @@ void rs_roce_xmit(RSCore *c, uint8_t *frame, size_t len, uint32_t dip)
         /* Our own QPs in the group get a copy, as a switch would send. */
         rs_roce_input(c, frame, len);
     }
-    if (!c->link_up) {
-        return;
+    if (roce && rs_bundle_add(c, frame, len)) {
+        return;                 /* in the bundle to this frame's peer */
     }
-    if (c->holding) {
-        /* the VM is stopped: the network layer would keep the frame */
-        if (!c->send_stopped(c->owner, &iov, 1)) {
-            trace_rdma_session_roce_tx_drop(op, c->tx_count);
-        }
-        return;
-    }
-    if (c->roce_tx_held >= RS_TX_HELD_MAX) {
-        trace_rdma_session_roce_tx_busy(op, c->roce_tx_held);
-        return;
-    }
-    if (!c->send(c->owner, &iov, 1, true)) {
-        c->roce_tx_held++;
-    }
+    rs_roce_send(c, frame, len, op);
 }
 
 /* The backend holds one of our RoCE frames: produce no more data. */
@@ -1060,6 +1074,7 @@ static void rs_req_process(void *opaque)
 
         more |= rs_req_qp(c, qpn, active, &used);
     }
+    rs_bundle_flush(c);         /* nothing waits past the engine's run */
     if (more) {
         rs_req_kick(c);
     }
@@ -1083,6 +1098,11 @@ void rs_req_doorbell(RSCore *c, uint32_t qpn)
         return;
     }
     more = rs_req_qp(c, qpn, rs_port_active(c), &used);
+    /*
+     * The doorbell ran the engine in the vCPU thread: what it sent goes
+     * now, not when the main loop gets the BQL for the bundle's BH.
+     */
+    rs_bundle_flush(c);
     trace_rdma_session_req_doorbell(qpn, used, more);
     if (more) {
         rs_req_kick(c);
@@ -1313,6 +1333,7 @@ void rs_engine_post_load(RSCore *c)
             rs_req_arm_retry(c);
         }
     }
+    rs_bundle_reset(c);         /* negotiate again: the path may differ */
     rs_req_kick(c);
 }
 
@@ -1325,6 +1346,7 @@ void rs_engine_realize(RSCore *c)
     c->req_buf = g_malloc0(RS_WIRE_MAX_FRAME);
     c->resp_buf = g_malloc0(RS_WIRE_MAX_FRAME);
     c->rx_buf = g_malloc0(RS_WIRE_MAX_FRAME);
+    rs_bundle_realize(c);
     rs_migration_realize(c);
 }
 
@@ -1339,6 +1361,7 @@ void rs_engine_reset(RSCore *c)
     qemu_bh_cancel(c->resp_bh);
     timer_del(c->retry_timer);
     timer_del(c->rnr_timer);
+    rs_bundle_reset(c);
     rs_migration_hold_stop(c);
 }
 
@@ -1355,5 +1378,6 @@ void rs_engine_unrealize(RSCore *c)
     g_free(c->req_buf);
     g_free(c->resp_buf);
     g_free(c->rx_buf);
+    rs_bundle_unrealize(c);
     rs_migration_unrealize(c);
 }

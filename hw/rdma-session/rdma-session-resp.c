@@ -56,6 +56,9 @@ bool rs_resp_divert(RSCore *c, const struct iovec *iov, int iovcnt)
         return false;
     }
     size = iov_size(iov, iovcnt);
+    if (rs_bundle_divert(c, iov, iovcnt, hdr, n, size)) {
+        return true;            /* a bundle, or its negotiation */
+    }
     if (size > RS_WIRE_MAX_FRAME) {
         trace_rdma_session_roce_drop(size, "larger than the path MTU allows");
         return true;
@@ -63,10 +66,11 @@ bool rs_resp_divert(RSCore *c, const struct iovec *iov, int iovcnt)
     if (iovcnt == 1) {
         /* The usual case: the backend's own buffer, without a copy. */
         rs_roce_input(c, iov[0].iov_base, size);
-        return true;
+    } else {
+        iov_to_buf(iov, iovcnt, 0, c->rx_buf, size);
+        rs_roce_input(c, c->rx_buf, size);
     }
-    iov_to_buf(iov, iovcnt, 0, c->rx_buf, size);
-    rs_roce_input(c, c->rx_buf, size);
+    rs_bundle_flush(c);         /* its responses (READ, NAK) go now */
     return true;
 }
 
@@ -654,6 +658,7 @@ void rs_resp_process(void *opaque)
             rs_resp_ack(c, qpn, qp, RS_AETH_ACK, qp->ack_psn);
         }
     }
+    rs_bundle_flush(c);         /* nothing waits past the engine's run */
     if (more && !rs_roce_tx_busy(c)) {
         qemu_bh_schedule(c->resp_bh);
     }

@@ -157,6 +157,12 @@ const RSOpcodeInfo rs_opcode[256] = {
     OP(0xc3, "RS_DC_CONNECT_REPLY",
        RS_OPF_DC | RS_OPF_ONLY | RS_OPF_AETH | RS_OPF_DCRETH, 0),
     OP(0xc4, "RS_DC_DISCONNECT", RS_OPF_DC | RS_OPF_ONLY | RS_OPF_DCETH, 0),
+    /* Bundles: rdma-session-bundle.c takes them before rs_roce_input. */
+    OP(0xc5, "RS_BUNDLE_HELLO", RS_OPF_BUNDLE | RS_OPF_ONLY | RS_OPF_PAYLOAD,
+       0),
+    OP(0xc6, "RS_BUNDLE_HELLO_REPLY",
+       RS_OPF_BUNDLE | RS_OPF_ONLY | RS_OPF_PAYLOAD, 0),
+    OP(0xc7, "RS_BUNDLE", RS_OPF_BUNDLE | RS_OPF_ONLY | RS_OPF_PAYLOAD, 0),
 };
 
 static uint16_t rs_ip4_checksum(const uint8_t *hdr, unsigned len)

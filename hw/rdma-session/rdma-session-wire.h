@@ -87,6 +87,14 @@ enum {
     RS_OP_DC_CONNECT = 0xc2,
     RS_OP_DC_CONNECT_REPLY = 0xc3,
     RS_OP_DC_DISCONNECT = 0xc4,
+    /*
+     * Bundles between two adapters (docs/specs: "Bundles on the wire"):
+     * HELLO and its REPLY (BTH and payload), and BUNDLE, which carries a
+     * run of whole RoCE frames (rdma-session-bundle.c).
+     */
+    RS_OP_BUNDLE_HELLO = 0xc5,
+    RS_OP_BUNDLE_HELLO_REPLY = 0xc6,
+    RS_OP_BUNDLE = 0xc7,
 };
 
 /* Opcode table flags. */
@@ -117,6 +125,7 @@ enum {
     RS_OPF_DCETH = 1 << 22,     /* DC: key, DCI QPN, connection number */
     RS_OPF_DCRETH = 1 << 23,    /* DC reply: context QPN, connection */
     RS_OPF_DC = 1 << 24,        /* CONNECT, REPLY, DISCONNECT */
+    RS_OPF_BUNDLE = 1 << 25,    /* HELLO, HELLO_REPLY, BUNDLE */
 };
 
 typedef struct RSOpcodeInfo {

@@ -7,6 +7,11 @@
 --   0xc2 DC_CONNECT        BTH + DCETH (key, DCI QPN, connection number)
 --   0xc3 DC_CONNECT_REPLY  BTH + AETH + DCRETH (context QPN, connection)
 --   0xc4 DC_DISCONNECT     BTH + DCETH
+--   0xc5 BUNDLE_HELLO      BTH + version, largest bundle, nonce, padding
+--   0xc6 BUNDLE_HELLO_REPLY BTH + version, largest bundle, nonce, HELLO
+--                          length
+--   0xc7 BUNDLE            BTH + count + count x (length, whole frame);
+--                          no ICRC of its own
 --
 -- Wireshark's InfiniBand dissector decodes their BTH and shows the rest as
 -- vendor data; this postdissector names the packet, decodes the headers
@@ -25,11 +30,15 @@ local names = {
     [0xc2] = "DC_CONNECT",
     [0xc3] = "DC_CONNECT_REPLY",
     [0xc4] = "DC_DISCONNECT",
+    [0xc5] = "BUNDLE_HELLO",
+    [0xc6] = "BUNDLE_HELLO_REPLY",
+    [0xc7] = "BUNDLE",
 }
 
 -- Header bytes after the BTH, ICRC excluded.
 local ext_len = {
     [0xc0] = 4, [0xc1] = 4, [0xc2] = 16, [0xc3] = 12, [0xc4] = 16,
+    [0xc5] = 12, [0xc6] = 16,   -- a HELLO: at least, with its padding
 }
 
 local syndromes = {
@@ -50,12 +59,50 @@ f.dci_qpn = ProtoField.uint32("rdmasession.dc.dci_qpn", "DCI QPN", base.HEX)
 f.conn = ProtoField.uint32("rdmasession.dc.connection", "Connection number")
 f.ctx_qpn = ProtoField.uint32("rdmasession.dc.context_qpn", "Context QPN",
                               base.HEX)
+f.b_version = ProtoField.uint16("rdmasession.bundle.version", "Version")
+f.b_max = ProtoField.uint32("rdmasession.bundle.max", "Largest bundle accepted")
+f.b_nonce = ProtoField.uint32("rdmasession.bundle.nonce", "Nonce", base.HEX)
+f.b_hello_len = ProtoField.uint32("rdmasession.bundle.hello_len",
+                                  "HELLO length received")
+f.b_count = ProtoField.uint16("rdmasession.bundle.count", "Packets")
+f.b_len = ProtoField.uint16("rdmasession.bundle.len", "Packet length")
+f.b_op = ProtoField.uint8("rdmasession.bundle.opcode", "Packet BTH opcode",
+                          base.HEX)
+f.b_psn = ProtoField.uint24("rdmasession.bundle.psn", "Packet PSN")
 
 local e_len = ProtoExpert.new("rdmasession.bad_length", "Length does not fit the opcode",
                               expert.group.MALFORMED, expert.severity.ERROR)
 local e_qpn = ProtoExpert.new("rdmasession.bad_qpn", "QPN above 2^24 - 1",
                               expert.group.PROTOCOL, expert.severity.WARN)
 p.experts = { e_len, e_qpn }
+
+-- The packets in a bundle: each length and frame (Ethernet header to
+-- ICRC) checked to fit; false when they do not fill the bundle exactly.
+local function bundle(t, tvb, off, avail)
+    if avail < 4 then
+        return false, 0
+    end
+    local count = tvb(off, 2):uint()
+    t:add(f.b_count, tvb(off, 2))
+    local pos, last = off + 4, off + avail
+    for _ = 1, count do
+        if pos + 2 > last then
+            return false, count
+        end
+        local len = tvb(pos, 2):uint()
+        if len < 58 or pos + 2 + len > last then
+            return false, count
+        end
+        local sub = t:add(f.b_len, tvb(pos, 2))
+        local bth = pos + 2 + (tvb(pos + 14, 2):uint() == 0x86dd and 62 or 42)
+        if bth + 12 <= pos + 2 + len then
+            sub:add(f.b_op, tvb(bth, 1))
+            sub:add(f.b_psn, tvb(bth + 9, 3))
+        end
+        pos = pos + 2 + len
+    end
+    return count >= 2 and pos == last, count
+end
 
 local bth_opcode = Field.new("infiniband.bth.opcode")
 local udp_length = Field.new("udp.length")
@@ -99,7 +146,23 @@ function p.dissector(tvb, pinfo, tree)
             t:add(f.opcode, tvb(bth, 1))
             t:add(f.op, tvb(bth, 1), name)
             local info = name
-            if avail ~= ext_len[op] + 4 then
+            if op == 0xc7 then
+                -- No ICRC: the packets fill the UDP datagram.
+                local ok, count = bundle(t, tvb, ext, avail)
+                if not ok then
+                    t:add_proto_expert_info(e_len, "the packet lengths do not fill the bundle")
+                end
+                info = string.format("%s %d packets, %d bytes", name, count,
+                                     tvb:len())
+            elseif op == 0xc5 and avail >= 16 then
+                t:add(f.b_version, tvb(ext, 2))
+                t:add(f.b_max, tvb(ext + 4, 4))
+                t:add(f.b_nonce, tvb(ext + 8, 4))
+                info = string.format("%s v%d takes %d nonce 0x%08x, %d bytes",
+                                     name, tvb(ext, 2):uint(),
+                                     tvb(ext + 4, 4):uint(),
+                                     tvb(ext + 8, 4):uint(), tvb:len())
+            elseif op == 0xc5 or avail ~= ext_len[op] + 4 then
                 t:add_proto_expert_info(e_len, string.format(
                     "%d bytes after the BTH, %d expected (headers and ICRC)",
                     avail, ext_len[op] + 4))
@@ -111,6 +174,16 @@ function p.dissector(tvb, pinfo, tree)
                 end
                 info = string.format("%s PSN %d (%s)", name,
                                      tvb(bth + 9, 3):uint(), kind)
+            elseif op == 0xc6 then
+                t:add(f.b_version, tvb(ext, 2))
+                t:add(f.b_max, tvb(ext + 4, 4))
+                t:add(f.b_nonce, tvb(ext + 8, 4))
+                t:add(f.b_hello_len, tvb(ext + 12, 4))
+                info = string.format("%s v%d takes %d nonce 0x%08x HELLO %d",
+                                     name, tvb(ext, 2):uint(),
+                                     tvb(ext + 4, 4):uint(),
+                                     tvb(ext + 8, 4):uint(),
+                                     tvb(ext + 12, 4):uint())
             elseif op == 0xc2 or op == 0xc4 then
                 t:add(f.dc_key, tvb(ext, 8))
                 qpn(t, f.dci_qpn, tvb, ext + 8)

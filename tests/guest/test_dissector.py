@@ -16,14 +16,20 @@ LUA = os.path.join(TOP, "scripts", "wireshark", "rdma-session.lua")
 FIELDS = ["rdmasession.op", "rdmasession.aeth.kind",
           "rdmasession.aeth.rnr_timer", "rdmasession.dc.key",
           "rdmasession.dc.dci_qpn", "rdmasession.dc.connection",
-          "rdmasession.dc.context_qpn", "_ws.expert.severity", "_ws.col.Info"]
+          "rdmasession.dc.context_qpn", "rdmasession.bundle.max",
+          "rdmasession.bundle.nonce", "rdmasession.bundle.hello_len",
+          "rdmasession.bundle.count", "rdmasession.bundle.len",
+          "rdmasession.bundle.opcode", "rdmasession.bundle.psn",
+          "_ws.expert.severity", "_ws.col.Info"]
 
 
-def frame(op: int, dqpn: int, psn: int, ext: bytes) -> bytes:
-    """Ethernet, IPv4, UDP to 4791, BTH, ext, a dummy ICRC."""
+def frame(op: int, dqpn: int, psn: int, ext: bytes,
+          icrc: bool = True) -> bytes:
+    """Ethernet, IPv4, UDP to 4791, BTH, ext, a dummy ICRC (a BUNDLE has
+    none)."""
     bth = struct.pack("!BBHII", op, 0, 0xffff, dqpn & 0xffffff,
                       (1 << 31 if op == 0xc2 else 0) | psn)
-    udp_payload = bth + ext + b"\0\0\0\0"
+    udp_payload = bth + ext + (b"\0\0\0\0" if icrc else b"")
     udp = struct.pack("!HHHH", 0xc005, 4791, 8 + len(udp_payload), 0)
     ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp) +
                      len(udp_payload), 0, 0x4000, 64, 17, 0,
@@ -95,6 +101,45 @@ class DissectorTest(unittest.TestCase):
         self.assertEqual(rows[2]["rdmasession.dc.connection"], "56")
         for r in rows:
             self.assertEqual(r["_ws.expert.severity"], "")
+
+    def test_bundle(self) -> None:
+        inner = [frame(0x06, 0x12, 100, bytes(16) + bytes(1024)),
+                 frame(0x07, 0x12, 101, bytes(1024)),
+                 frame(0x08, 0x12, 102, bytes(512))]
+        body = b"".join(struct.pack("!H", len(x)) + x for x in inner)
+        hello = struct.pack("!HHII", 1, 0, 60000, 7) + bytes(60000 - 58 - 12)
+        rows = self.decode([
+            frame(0xc5, 1, 0, hello),
+            frame(0xc6, 1, 0, struct.pack("!HHIII", 1, 0, 60000, 7, 60000)),
+            frame(0xc7, 1, 0, struct.pack("!HH", 3, 0) + body, icrc=False),
+            # the last length one byte too long: malformed
+            frame(0xc7, 1, 0, struct.pack("!HH", 3, 0) + body[:-1],
+                  icrc=False),
+            # a count of 1
+            frame(0xc7, 1, 0, struct.pack("!HH", 1, 0) +
+                  struct.pack("!H", len(inner[0])) + inner[0], icrc=False)])
+        self.assertEqual([r["rdmasession.op"] for r in rows],
+                         ["BUNDLE_HELLO", "BUNDLE_HELLO_REPLY", "BUNDLE",
+                          "BUNDLE", "BUNDLE"])
+        self.assertEqual(rows[0]["rdmasession.bundle.max"], "60000")
+        self.assertEqual(int(rows[0]["rdmasession.bundle.nonce"], 16), 7)
+        self.assertEqual(rows[0]["_ws.col.Info"],
+                         "BUNDLE_HELLO v1 takes 60000 nonce 0x00000007, "
+                         "60000 bytes")
+        self.assertEqual(rows[1]["rdmasession.bundle.hello_len"], "60000")
+        self.assertEqual(rows[2]["rdmasession.bundle.count"], "3")
+        self.assertEqual(rows[2]["rdmasession.bundle.len"].split(","),
+                         [str(len(x)) for x in inner])
+        self.assertEqual(rows[2]["rdmasession.bundle.opcode"].split(","),
+                         ["0x06", "0x07", "0x08"])
+        self.assertEqual(rows[2]["rdmasession.bundle.psn"].split(","),
+                         ["100", "101", "102"])
+        self.assertEqual(rows[2]["_ws.col.Info"],
+                         "BUNDLE 3 packets, %d bytes" % (42 + 16 + len(body)))
+        for r in rows[:3]:
+            self.assertEqual(r["_ws.expert.severity"], "")
+        for r in rows[3:]:
+            self.assertIn("8388608", r["_ws.expert.severity"].split(","))
 
     def test_malformed_and_standard(self) -> None:
         rows = self.decode([

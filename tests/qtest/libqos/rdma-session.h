@@ -16,8 +16,12 @@
 #define RS_QOS_NETDEV_ID        "rsnet0"
 #define RS_QOS_MAC_STR          "52:54:00:12:34:70"
 #define RS_QOS_MAC              { 0x52, 0x54, 0x00, 0x12, 0x34, 0x70 }
+/*
+ * Bundles off: the tests' wires carry standard RoCEv2 frames only; the
+ * bundle area's tests turn them on.
+ */
 #define RS_QOS_DEVICE_OPTS \
-    "netdev=" RS_QOS_NETDEV_ID ",mac=" RS_QOS_MAC_STR
+    "netdev=" RS_QOS_NETDEV_ID ",mac=" RS_QOS_MAC_STR ",bundle=off"
 #define RS_QOS_NETDEV_OPTS      " -netdev user,id=" RS_QOS_NETDEV_ID " "
 
 /*

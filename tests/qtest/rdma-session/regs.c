@@ -476,8 +476,8 @@ static void test_properties(void *obj, void *data, QGuestAllocator *alloc)
         g_assert_true(desc && *desc);
         own++;
     }
-    /* mac, netdev and the adapter's 32 */
-    g_assert_cmpuint(own, ==, 34);
+    /* mac, netdev and the adapter's 34 */
+    g_assert_cmpuint(own, ==, 36);
     qobject_unref(r);
 }
 

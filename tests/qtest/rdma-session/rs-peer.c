@@ -28,19 +28,28 @@ static void pair_sockets_free(void *opaque)
         }
     }
     g_free(s->b_props);
+    g_free(s->a_props);
     g_free(s);
 }
 
 void pair_cmd_line(GString *cmd_line, const PairSockets *s)
 {
+    const char *a = strstr(cmd_line->str, RS_QOS_DEVICE_OPTS);
+
+    g_assert_nonnull(a);
+    if (s->a_props) {
+        g_string_insert(cmd_line, a - cmd_line->str +
+                        strlen(RS_QOS_DEVICE_OPTS), s->a_props);
+    }
     qrs_qos_socket_netdev(cmd_line, s->qemu[0]);
     g_string_append_printf(cmd_line, " -netdev socket,fd=%d,id=" PAIR_NETDEV
                            " -device rdma-session,netdev=" PAIR_NETDEV
-                           ",mac=" PAIR_MAC_STR ",addr=0x%x.0%s ",
+                           ",mac=" PAIR_MAC_STR ",addr=0x%x.0,bundle=off%s ",
                            s->qemu[1], PAIR_SLOT, s->b_props);
 }
 
-void *pair_before(GString *cmd_line, void *arg)
+void *pair_before_props(GString *cmd_line, const char *a_props,
+                        const char *b_props)
 {
     PairSockets *s = g_new(PairSockets, 1);
     int i, sv[2];
@@ -52,12 +61,18 @@ void *pair_before(GString *cmd_line, void *arg)
         s->qemu[i] = sv[1];
         s->old[i] = -1;
     }
-    /* @arg: more properties for adapter B, or NULL. */
-    s->b_props = g_strdup(arg ? (char *)arg : "");
+    s->a_props = g_strdup(a_props);
+    s->b_props = g_strdup(b_props ? b_props : "");
     pair_cmd_line(cmd_line, s);
     g_test_queue_destroy(pair_sockets_free, s);
     qos_invalidate_command_line();
     return s;
+}
+
+void *pair_before(GString *cmd_line, void *arg)
+{
+    /* @arg: more properties for adapter B, or NULL. */
+    return pair_before_props(cmd_line, NULL, arg);
 }
 
 /* CRC-32 (IEEE 802.3, reflected), as the ICRC uses it. */
@@ -201,6 +216,58 @@ static bool pair_is_announce(int from, const uint8_t *f, size_t len)
     return true;
 }
 
+/* Log frame @f of @len bytes from adapter @i (checked); 1 if dropped. */
+static bool pair_log(Pair *pr, int i, const uint8_t *f, size_t len)
+{
+    pair_check_frame(i, f, len);
+    g_assert_cmpuint(pr->nops[i], <, PAIR_OPS);
+    pr->op[i][pr->nops[i]] = f[ROCE_BTH];
+    pr->syn[i][pr->nops[i]] = roce_has_aeth(f[ROCE_BTH]) ?
+                              f[ROCE_EXT] : 0;
+    pr->psn[i][pr->nops[i]] = ldl_be_p(f + ROCE_BTH + 8) & 0xffffff;
+    pr->sport[i][pr->nops[i]] = lduw_be_p(f + ROCE_BTH - 8);
+    pr->seq[i][pr->nops[i]] = pr->nseq++;
+    pr->nops[i]++;
+    if (len <= sizeof(pr->last[i])) {
+        memcpy(pr->last[i], f, len);    /* a HELLO is larger */
+        pr->last_len[i] = len;
+    }
+    return pr->nops[i] <= 64 && pr->drop[i] >> (pr->nops[i] - 1) & 1;
+}
+
+/*
+ * A bundle from adapter @i (docs/specs: "Bundles on the wire"): its
+ * outer headers, then every frame in it, logged as if it came alone.
+ */
+static void pair_unbundle(Pair *pr, int i, const uint8_t *f, size_t len)
+{
+    size_t off = ROCE_EXT + 4;
+    unsigned n, count;
+
+    g_assert_cmpmem(f, 6, pair_mac[!i], 6);
+    g_assert_cmpmem(f + 6, 6, pair_mac[i], 6);
+    g_assert_cmphex(lduw_be_p(f + 12), ==, 0x0800);
+    g_assert_cmpuint(lduw_be_p(f + 16), ==, len - 14);
+    g_assert_cmphex(ip4_csum(f + 14), ==, 0);
+    g_assert_cmpuint(lduw_be_p(f + 14 + 20 + 4), ==, len - 14 - 20);
+    g_assert_cmpuint(len, <=, 60000);
+    count = lduw_be_p(f + ROCE_EXT);
+    g_assert_cmpuint(count, >=, 2);
+    for (n = 0; n < count; n++) {
+        size_t ilen = lduw_be_p(f + off);
+
+        g_assert_cmpuint(off + 2 + ilen, <=, len);
+        g_assert_false(pair_log(pr, i, f + off + 2, ilen));
+        /* Every frame in it has the outer addresses and source port. */
+        g_assert_cmpmem(f + off + 2, 12, f, 12);
+        g_assert_cmpmem(f + off + 2 + 26, 10, f + 26, 10);
+        off += 2 + ilen;
+    }
+    g_assert_cmpuint(off, ==, len);
+    pr->bundles[i]++;
+    pr->bundled[i] += count;
+}
+
 void pair_handle(Pair *pr, int i, size_t len)
 {
     unsigned k;
@@ -209,20 +276,12 @@ void pair_handle(Pair *pr, int i, size_t len)
         pr->announced[i]++;
         return;
     }
-    pair_check_frame(i, pr->frame, len);
-    g_assert_cmpuint(pr->nops[i], <, PAIR_OPS);
-    pr->op[i][pr->nops[i]] = pr->frame[ROCE_BTH];
-    pr->syn[i][pr->nops[i]] = roce_has_aeth(pr->frame[ROCE_BTH]) ?
-                              pr->frame[ROCE_EXT] : 0;
-    pr->psn[i][pr->nops[i]] = ldl_be_p(pr->frame + ROCE_BTH + 8) &
-                              0xffffff;
-    pr->sport[i][pr->nops[i]] = lduw_be_p(pr->frame + ROCE_BTH - 8);
-    pr->seq[i][pr->nops[i]] = pr->nseq++;
-    pr->nops[i]++;
-    g_assert_cmpuint(len, <=, sizeof(pr->last[i]));
-    memcpy(pr->last[i], pr->frame, len);
-    pr->last_len[i] = len;
-    if (pr->nops[i] <= 64 && pr->drop[i] >> (pr->nops[i] - 1) & 1) {
+    if (len > ROCE_BTH && pr->frame[ROCE_BTH] == OP_BUNDLE) {
+        pair_unbundle(pr, i, pr->frame, len);
+        if (pr->drop_bundle[i] >> (pr->bundles[i] - 1) & 1) {
+            return;
+        }
+    } else if (pair_log(pr, i, pr->frame, len)) {
         return;
     }
     for (k = 0; k < ARRAY_SIZE(pr->blackhole[i]); k++) {
@@ -264,6 +323,9 @@ void pair_log_reset(Pair *pr)
     pr->nops[0] = pr->nops[1] = 0;
     pr->nseq = 0;
     pr->drop[0] = pr->drop[1] = 0;
+    pr->bundles[0] = pr->bundles[1] = 0;
+    pr->bundled[0] = pr->bundled[1] = 0;
+    pr->drop_bundle[0] = pr->drop_bundle[1] = 0;
 }
 
 void pair_expect_ops(Pair *pr, int from, const uint8_t *ops,

@@ -74,6 +74,10 @@ enum {
     OP_DC_CONNECT = 0xc2,
     OP_DC_CONNECT_REPLY = 0xc3,
     OP_DC_DISCONNECT = 0xc4,
+    /* Bundles (ABI 1.6): HELLO, its REPLY (BTH + payload), BUNDLE. */
+    OP_BUNDLE_HELLO = 0xc5,
+    OP_BUNDLE_HELLO_REPLY = 0xc6,
+    OP_BUNDLE = 0xc7,
 
     AETH_ACK = 0x1f,
     AETH_RNR = 0x20,            /* | the RNR timer code */
@@ -92,6 +96,7 @@ typedef struct PairSockets {
     int test[2], qemu[2];
     int old[2];                 /* after pair_migrate(): the source's wire */
     char *b_props;              /* more properties of adapter B */
+    char *a_props;              /* and of A (NULL: none) */
 } PairSockets;
 
 typedef struct Peer {
@@ -108,6 +113,14 @@ typedef struct Pair {
     bool hold[2];               /* keep frames from A / B, do not relay */
     uint64_t drop[2];           /* bit n: lose frame n since the reset */
     uint16_t blackhole[2][4];   /* lose A's / B's frames from these ports */
+    /*
+     * Bundles since the reset: the frames in them are logged one by one
+     * (op[], psn[]) as if they had come alone; bit n of drop_bundle:
+     * lose bundle n whole.
+     */
+    unsigned bundles[2];
+    unsigned bundled[2];        /* frames in them */
+    uint64_t drop_bundle[2];
     GQueue held[2];             /* of GByteArray */
     uint8_t op[2][PAIR_OPS];    /* BTH opcodes since pair_log_reset() */
     uint8_t syn[2][PAIR_OPS];   /* their AETH syndromes, if any */
@@ -129,10 +142,17 @@ typedef struct Pair {
     unsigned announced[2];      /* gratuitous ARPs from A / B, not logged */
 } Pair;
 
-/* A's and B's netdevs on the QEMU ends of the wires, and B itself. */
+/*
+ * A's and B's netdevs on the QEMU ends of the wires, and B itself; both
+ * without bundles unless a_props / b_props turn them on.
+ */
 void pair_cmd_line(GString *cmd_line, const PairSockets *s);
 
 void *pair_before(GString *cmd_line, void *arg);
+
+/* The same with more properties for A (NULL: none) and for B. */
+void *pair_before_props(GString *cmd_line, const char *a_props,
+                        const char *b_props);
 
 /*
  * The pair with a small send buffer on B's wire: a few frames fill it,
