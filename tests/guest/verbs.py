@@ -52,6 +52,7 @@ from typing import Dict, List, Tuple
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # pylint: disable=wrong-import-position
 from rstest import checks, console  # noqa: E402
+from rstest.roce import unbundle  # noqa: E402
 from rstest.suite import Suite, guest_files, need_tshark, qmp  # noqa: E402
 
 PAIRINGS = {
@@ -218,7 +219,8 @@ def roce_frames(path: str) -> List[Tuple[str, str, bytes]]:
 
 
 def roce_frames_ts(path: str) -> List[Tuple[float, str, str, bytes]]:
-    """roce_frames() with each frame's capture time (seconds) first."""
+    """roce_frames() with each frame's capture time (seconds) first; the
+    frames in a bundle of the adapter's count as if each came alone."""
     out = []
     with open(path, "rb") as f:
         data = f.read()
@@ -227,20 +229,20 @@ def roce_frames_ts(path: str) -> List[Tuple[float, str, str, bytes]]:
     off = 24
     while off + 16 <= len(data):
         incl = struct.unpack(end + "I", data[off + 8:off + 12])[0]
-        fr = data[off + 16:off + 16 + incl]
+        sec, usec = struct.unpack(end + "II", data[off:off + 8])
+        outer = data[off + 16:off + 16 + incl]
         off += 16 + incl
-        if len(fr) < 42 or fr[12:14] != b"\x08\x00" or fr[23] != 17:
-            continue
-        ihl = (fr[14] & 15) * 4
-        udp = 14 + ihl
-        if struct.unpack("!H", fr[udp + 2:udp + 4])[0] != ROCE_PORT:
-            continue
-        ulen = struct.unpack("!H", fr[udp + 4:udp + 6])[0]
-        sec, usec = struct.unpack(end + "II", data[off - 16 - incl:
-                                                     off - 8 - incl])
-        out.append((sec + usec / 1e6, ".".join(map(str, fr[26:30])),
-                    ".".join(map(str, fr[30:34])),
-                    fr[udp + 8:udp + ulen]))
+        for fr in unbundle(outer):
+            if len(fr) < 42 or fr[12:14] != b"\x08\x00" or fr[23] != 17:
+                continue
+            ihl = (fr[14] & 15) * 4
+            udp = 14 + ihl
+            if struct.unpack("!H", fr[udp + 2:udp + 4])[0] != ROCE_PORT:
+                continue
+            ulen = struct.unpack("!H", fr[udp + 4:udp + 6])[0]
+            out.append((sec + usec / 1e6, ".".join(map(str, fr[26:30])),
+                        ".".join(map(str, fr[30:34])),
+                        fr[udp + 8:udp + ulen]))
     return out
 
 

@@ -43,6 +43,8 @@ import subprocess
 import time
 from typing import Dict, List, Optional, Tuple
 
+from .roce import unbundle
+
 ROCE_PORT = 4791
 MTU = 9000
 MAX_HOSTS = 8
@@ -395,10 +397,12 @@ def read_frames(path: str) -> List[Frame]:
         elif btype == 6 and len(body) >= 20:
             iid, hi, lo, cap = struct.unpack_from(bo + "IIII", body, 0)
             if iid < len(ifs):
-                fr = _frame(body[20:20 + cap], ifs[iid][0],
-                            ((hi << 32) | lo) * ifs[iid][1])
-                if fr is not None:
-                    out.append(fr)
+                # a bundle of the adapter's: the frames in it, each alone
+                for pkt in unbundle(body[20:20 + cap]):
+                    fr = _frame(pkt, ifs[iid][0],
+                                ((hi << 32) | lo) * ifs[iid][1])
+                    if fr is not None:
+                        out.append(fr)
         off += blen
     out.sort(key=lambda x: x.t)
     return out

@@ -55,6 +55,7 @@ from . import qemupath  # noqa: F401  (QEMU's python/ on sys.path)
 from qemu.machine import QEMUMachine  # noqa: E402
 from qemu.qmp.legacy import QEMUMonitorProtocol  # noqa: E402
 
+from .roce import unbundle  # noqa: E402
 from .vm import VM  # noqa: E402
 
 Log = Callable[[str], None]
@@ -399,15 +400,20 @@ def segment_frames(path: str, src: str, dst: str):
                     fr[28:32] == a_src and fr[38:42] == a_src):
                 arps.append(t)
                 continue
-            ip, bth = 14, 14 + (fr[14] & 0xf) * 4 + 8 if len(fr) > 14 else 0
-            if (len(fr) < bth + 13 or fr[12:14] != b"\x08\x00" or
-                    fr[ip + 9] != 17 or fr[ip + 12:ip + 16] != a_src or
-                    fr[ip + 16:ip + 20] != a_dst or
-                    struct.unpack_from(">H", fr, bth - 6)[0] != ROCE_PORT):
-                continue
-            syn = fr[bth + 12]
-            rnr = syn & 0x1f if fr[bth] == OP_ACK and syn >> 5 == 1 else None
-            roce.append((t, rnr))
+            for pkt in unbundle(fr):
+                ip = 14
+                bth = 14 + (pkt[14] & 0xf) * 4 + 8 if len(pkt) > 14 else 0
+                if (len(pkt) < bth + 13 or pkt[12:14] != b"\x08\x00" or
+                        pkt[ip + 9] != 17 or
+                        pkt[ip + 12:ip + 16] != a_src or
+                        pkt[ip + 16:ip + 20] != a_dst or
+                        struct.unpack_from(">H", pkt, bth - 6)[0] !=
+                        ROCE_PORT):
+                    continue
+                syn = pkt[bth + 12]
+                rnr = syn & 0x1f if pkt[bth] == OP_ACK and syn >> 5 == 1 \
+                    else None
+                roce.append((t, rnr))
     return roce, arps
 
 
