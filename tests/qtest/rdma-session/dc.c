@@ -462,6 +462,26 @@ static void test_dc_bad_key(void *obj, void *data, QGuestAllocator *alloc)
 }
 
 /*
+ * The DCI's local ACK timeout made short (4.096 us * 2^10, so the
+ * minimum of 10 ms) with 7 retries, through SQD.
+ */
+static void dci_short_timeout(DcEnv *e)
+{
+    Peer *b = &e->pr.p[e->ini];
+    struct rs_qp_attr at;
+
+    std_attr(&at, RS_QPS_RTS, RS_QPS_SQD);
+    RS_ASSERT_OK(qrs_modify_qp(b->d, e->dci[0].h, &at, RS_QP_ATTR_STATE));
+    std_attr(&at, RS_QPS_SQD, RS_QPS_SQD);
+    at.timeout = 10;
+    at.retry_cnt = 7;
+    RS_ASSERT_OK(qrs_modify_qp(b->d, e->dci[0].h, &at, RS_QP_ATTR_TIMEOUT |
+                               RS_QP_ATTR_RETRY_CNT));
+    std_attr(&at, RS_QPS_SQD, RS_QPS_RTS);
+    RS_ASSERT_OK(qrs_modify_qp(b->d, e->dci[0].h, &at, RS_QP_ATTR_STATE));
+}
+
+/*
  * Losses: the CONNECT, then the REPLY (the DCI sends CONNECT again on its
  * timeout; the target recognises the connection number and answers with
  * the same context), then a data packet (go-back-N as RC).
@@ -471,21 +491,11 @@ static void test_dc_loss(void *obj, void *data, QGuestAllocator *alloc)
     DcEnv e;
     Pair *pr = &e.pr;
     Peer *a, *b;
-    struct rs_qp_attr at;
 
     dc_setup(&e, obj, data, alloc, 1);
     a = &pr->p[e.tgt];
     b = &pr->p[e.ini];
-    /* A short local ACK timeout: 4.096 us * 2^10, at least 10 ms. */
-    std_attr(&at, RS_QPS_RTS, RS_QPS_SQD);
-    RS_ASSERT_OK(qrs_modify_qp(b->d, e.dci[0].h, &at, RS_QP_ATTR_STATE));
-    std_attr(&at, RS_QPS_SQD, RS_QPS_SQD);
-    at.timeout = 10;
-    at.retry_cnt = 7;
-    RS_ASSERT_OK(qrs_modify_qp(b->d, e.dci[0].h, &at, RS_QP_ATTR_TIMEOUT |
-                               RS_QP_ATTR_RETRY_CNT));
-    std_attr(&at, RS_QPS_SQD, RS_QPS_RTS);
-    RS_ASSERT_OK(qrs_modify_qp(b->d, e.dci[0].h, &at, RS_QP_ATTR_STATE));
+    dci_short_timeout(&e);
 
     dc_recv(&e, 0xa1, 0x1000, 4096);
     pair_log_reset(pr);
@@ -520,21 +530,12 @@ static void test_dc_connect_backoff(void *obj, void *data,
     DcEnv e;
     Pair *pr = &e.pr;
     Peer *a, *b;
-    struct rs_qp_attr at;
     unsigned i;
 
     dc_setup(&e, obj, data, alloc, 1);
     a = &pr->p[e.tgt];
     b = &pr->p[e.ini];
-    std_attr(&at, RS_QPS_RTS, RS_QPS_SQD);
-    RS_ASSERT_OK(qrs_modify_qp(b->d, e.dci[0].h, &at, RS_QP_ATTR_STATE));
-    std_attr(&at, RS_QPS_SQD, RS_QPS_SQD);
-    at.timeout = 10;
-    at.retry_cnt = 7;
-    RS_ASSERT_OK(qrs_modify_qp(b->d, e.dci[0].h, &at, RS_QP_ATTR_TIMEOUT |
-                               RS_QP_ATTR_RETRY_CNT));
-    std_attr(&at, RS_QPS_SQD, RS_QPS_RTS);
-    RS_ASSERT_OK(qrs_modify_qp(b->d, e.dci[0].h, &at, RS_QP_ATTR_STATE));
+    dci_short_timeout(&e);
 
     dc_recv(&e, 0xa1, 0x1000, 4096);
     pair_log_reset(pr);
