@@ -462,6 +462,26 @@ static void test_dc_bad_key(void *obj, void *data, QGuestAllocator *alloc)
 }
 
 /*
+ * Both adapters' virtual clocks @ms milliseconds on, 10 ms at a time,
+ * the wire pumped after each step: timeouts of tens of milliseconds in
+ * a few steps (eng_poll steps 1 us at a time).
+ */
+static void dc_advance(DcEnv *e, unsigned ms)
+{
+    Pair *pr = &e->pr;
+    QTestState *qa = qrs_qts(pr->p[0].d), *qb = qrs_qts(pr->p[1].d);
+    unsigned i;
+
+    for (i = 0; i < ms / 10; i++) {
+        qtest_clock_step(qa, 10 * 1000 * 1000);
+        if (qb != qa) {
+            qtest_clock_step(qb, 10 * 1000 * 1000);
+        }
+        pair_pump(pr);
+    }
+}
+
+/*
  * The DCI's local ACK timeout made short (4.096 us * 2^10, so the
  * minimum of 10 ms) with 7 retries, through SQD.
  */
@@ -503,6 +523,7 @@ static void test_dc_loss(void *obj, void *data, QGuestAllocator *alloc)
     pr->drop[0] = 1;            /* A's first frame: the first REPLY */
     pr->drop[1] |= 1 << 4;      /* B's 5th: the SEND's second packet */
     dc_post(&e, 0, RS_WR_SEND, 0xb1, 0, 0x200, 3000, 0, 0);
+    dc_advance(&e, 40);         /* CONNECTs at 0, 10 and 30 ms */
     img_move(a, 0x1000, b, 0x200, 3000);
     pair_expect_cqe(pr, 1, 0xb1, RS_WC_SUCCESS, RS_WR_SEND, e.dci[0].qpn, 0);
     pair_expect_cqe(pr, 0, 0xa1, RS_WC_SUCCESS, RS_WR_RECV, e.dct[0].qpn,
@@ -541,13 +562,7 @@ static void test_dc_connect_backoff(void *obj, void *data,
     pair_log_reset(pr);
     pr->drop[1] = ~0ull;        /* every CONNECT lost */
     dc_post(&e, 0, RS_WR_SEND, 0xb1, 0, 0x200, 3000, 0, 0);
-    for (i = 0; i < 20; i++) {
-        qtest_clock_step(qrs_qts(b->d), 10 * 1000 * 1000);
-        if (qrs_qts(a->d) != qrs_qts(b->d)) {
-            qtest_clock_step(qrs_qts(a->d), 10 * 1000 * 1000);
-        }
-        pair_pump(pr);
-    }
+    dc_advance(&e, 200);
     /* Sent at 0, 10, 30, 70 and 150 ms; the next one is due at 230. */
     g_assert_cmpuint(pr->nops[1], ==, 5);
     for (i = 0; i < pr->nops[1]; i++) {
@@ -555,6 +570,7 @@ static void test_dc_connect_backoff(void *obj, void *data,
     }
     pair_cq_empty(pr, 1);
     pr->drop[1] = 0;
+    dc_advance(&e, 40);
     img_move(a, 0x1000, b, 0x200, 3000);
     pair_expect_cqe(pr, 1, 0xb1, RS_WC_SUCCESS, RS_WR_SEND, e.dci[0].qpn, 0);
     pair_expect_cqe(pr, 0, 0xa1, RS_WC_SUCCESS, RS_WR_RECV, e.dct[0].qpn,
