@@ -2770,7 +2770,14 @@ static int rs_ib_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 		return 0;
 	}
 	if (!mr->dma) {
-		err = rs_ib_cmd_destroy(dev, RS_CMD_DEREG_MR, mr->handle);
+		/*
+		 * The handle names the slot; its tag is the key's, which a
+		 * fast registration changes (ib_update_fast_reg_key).
+		 */
+		u32 handle = (mr->handle & ~RS_MKEY_TAG_MASK) |
+			     (ibmr->lkey & RS_MKEY_TAG_MASK);
+
+		err = rs_ib_cmd_destroy(dev, RS_CMD_DEREG_MR, handle);
 		if (err)
 			return err;
 	}
