@@ -96,6 +96,13 @@ FLUSH_CHECKS = ["flush-caps", "flush-connect", "atomic-write",
 # it send and accept FLUSHes so (x-rxe-flush-icrc).
 PAIRING_QEMU = {
     "adapter-rxe": ["--", "-global", "rdma-session.x-rxe-flush-icrc=on"],
+    # The capture checks of these boots read every RoCE packet byte by
+    # byte and count them with tshark, which does not look inside the
+    # adapters' bundles: they run with bundle=off.  Bundles are on in every
+    # other VM suite; rdma-matrix checks their captures (tshark, and the
+    # ICRC of each packet in a bundle).
+    "adapter-adapter": ["--", "-global", "rdma-session.bundle=off"],
+    "three": ["--", "-global", "rdma-session.bundle=off"],
     # Two network identities the host assigns: the launcher's 10.77.0.0/24
     # stays in identity 0 (VNI 100), 10.78.0.0/24 is identity 1 (VNI 200).
     "netid": ["--", "-global", "rdma-session.vni=100",
@@ -347,7 +354,7 @@ def flush_capture(s: Suite, pairing: str, pcap: str) -> None:
         return
     ok, detail = flush_bytes(pcap)
     s.tap("ok" if ok else "fail", name + "-bytes", detail)
-    ok, detail = icrc_check(pcap, pairing in PAIRING_QEMU)
+    ok, detail = icrc_check(pcap, pairing == "adapter-rxe")
     s.tap("ok" if ok else "fail", name + "-icrc", detail)
     tshark = need_tshark(os.path.join(s.dir, "tshark-install.log"))
     if not tshark:
