@@ -997,6 +997,7 @@ void rs_req_kick(RSCore *c);
 void rs_req_doorbell(RSCore *c, uint32_t qpn);
 void rs_req_rewind(RSCore *c, uint32_t qpn);
 void rs_req_lost(RSCore *c, uint32_t qpn, bool timeout);
+int64_t rs_req_ack_timeout_ns(RSCore *c, const RSQp *qp);
 void rs_req_acked(RSCore *c, RSQp *qp, uint32_t n);
 void rs_req_rnr_wait(RSCore *c, RSQp *qp, uint8_t timer);
 void rs_req_pause(RSCore *c, RSQp *qp, uint32_t psn, uint8_t timer);

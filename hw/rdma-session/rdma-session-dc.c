@@ -527,10 +527,7 @@ static void rs_dc_tick(void *opaque)
         }
         pending = true;
         if (qp->dc_state == RS_DC_CONNECTING) {
-            /* Doubled per retry as the RC timer is (x-ack-backoff). */
-            int64_t tmo = MAX(4096LL << MIN(qp->timeout, 31),
-                              10 * SCALE_MS) <<
-                          MIN(qp->retries, c->p.ack_backoff);
+            int64_t tmo = rs_req_ack_timeout_ns(c, qp);
 
             if (qp->dc_last == RS_DC_RESEND) {
                 /* Migrated while connecting: ask again, not counted. */

@@ -490,6 +490,17 @@ static uint32_t rs_req_room(RSCore *c, RSQp *qp)
 #define RS_RETRY_TICK_NS    (10 * SCALE_MS)
 #define RS_PROBE_NS         (2 * RS_RETRY_TICK_NS)
 
+/*
+ * The local ACK timeout of qp's next retry: 4.096 us * 2^timeout, at
+ * least a retry tick, doubled per retry up to x-ack-backoff times.  A DC
+ * CONNECT waits as long.
+ */
+int64_t rs_req_ack_timeout_ns(RSCore *c, const RSQp *qp)
+{
+    return MAX(4096LL << MIN(qp->timeout, 31), RS_RETRY_TICK_NS) <<
+           MIN(qp->retries, c->p.ack_backoff);
+}
+
 static void rs_req_arm_retry(RSCore *c)
 {
     if (c->retry_timer && !timer_pending(c->retry_timer)) {
@@ -1166,8 +1177,7 @@ static void rs_req_retry_tick(void *opaque)
             continue;
         }
         pending = true;
-        tmo = MAX(4096LL << MIN(qp->timeout, 31), RS_RETRY_TICK_NS) <<
-              MIN(qp->retries, c->p.ack_backoff);
+        tmo = rs_req_ack_timeout_ns(c, qp);
         if (qp->last_progress == 0 || qp->rnr_wait || qp->odp_req.mr) {
             qp->last_progress = now;    /* e.g. after migration */
         }

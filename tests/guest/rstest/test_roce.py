@@ -4,15 +4,13 @@ import struct
 import unittest
 
 from rstest.roce import unbundle
+from test_dissector import frame as dissector_frame
 
 
 def frame(op: int, payload: bytes = b"") -> bytes:
-    udp_payload = struct.pack("!BBHII", op, 0, 0xffff, 1, 0) + payload
-    udp = struct.pack("!HHHH", 0xc005, 4791, 8 + len(udp_payload), 0)
-    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + 8 + len(udp_payload),
-                     0, 0x4000, 64, 17, 0, bytes([10, 77, 0, 2]),
-                     bytes([10, 77, 0, 1]))
-    return bytes(12) + b"\x08\x00" + ip + udp + udp_payload
+    """A RoCEv2 frame to QP 1, PSN 0 (test_dissector's; a bundle has no
+    ICRC of its own)."""
+    return dissector_frame(op, 1, 0, payload, icrc=op != 0xc7)
 
 
 class UnbundleTest(unittest.TestCase):
