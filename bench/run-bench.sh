@@ -53,6 +53,9 @@
 #                  which loses frames when its receive buffer overflows)
 #   --mtu N        the guests' Ethernet MTU (default 9000: RoCE MTU 4096 on
 #                  both devices; 1500: RoCE MTU 1024)
+#   --adapter-args "ARGS"  extra QEMU arguments for the adapter pair's VMs,
+#                  e.g. "-global rdma-session.x-window=256" (the table's
+#                  machine line shows them)
 # Output (in DIR): results.csv, results.json (medians, ranges, every
 # repetition's values, the machine), table.txt, chart.png (gnuplot-nox,
 # installed with scripts/apt-private.sh), adapter.log / soft-roce.log (the
@@ -73,6 +76,7 @@ die() { printf 'run-bench: error: %s\n' "$*" >&2; exit 2; }
 say() { printf 'run-bench: %s\n' "$*"; }
 
 reps=3 mode=full out='' only='' build=1 reps_given=0 segment=stream mtu=9000
+adapter_args=''
 while [ $# -gt 0 ]; do
     case $1 in
     -r) reps=${2:?-r needs a number}; reps_given=1; shift ;;
@@ -83,6 +87,7 @@ while [ $# -gt 0 ]; do
     --no-build) build=0 ;;
     --segment) segment=${2:?--segment needs stream or dgram}; shift ;;
     --mtu) mtu=${2:?--mtu needs a number}; shift ;;
+    --adapter-args) adapter_args=${2?--adapter-args needs arguments}; shift ;;
     -h|--help) sed -n '2,/^set /p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
     esac
@@ -203,7 +208,7 @@ export RS_KERNEL_ARGS=${RS_KERNEL_ARGS-tsc=reliable}
     echo "qemu_version=$("$qemu" --version | head -n 1)"
     echo "git_commit=$(git -C "$top" rev-parse HEAD 2>/dev/null)$(git -C "$top" diff --quiet HEAD -- hw include guest-driver scripts 2>/dev/null || echo '+dirty')"
     echo "accel=${RS_ACCEL:-tcg}"
-    echo "segment=-netdev $segment (launch-vms.sh --$segment), Ethernet MTU $mtu"
+    echo "segment=-netdev $segment (launch-vms.sh --$segment), Ethernet MTU $mtu${adapter_args:+, adapter VMs with $adapter_args}"
     echo "mtu=$mtu"
     echo "guest_kernel_args=$RS_KERNEL_ARGS"
     echo "mode=$mode"
@@ -291,7 +296,7 @@ run_pair()
         RS_NO_BUILD=1 RS_VMS_LOGDIR="$out/vms-$name" \
             "$top/scripts/launch-vms.sh" -q -n 2 --$segment "$@" --timeout "$tmo_all" \
             --cmd "B_NEED_TSC=$need B_MTU=$mtu B_DUR=$dur B_LATN=$latn B_VSIZE=$vsize B_VSHORT=$vshort B_VLONG=$vlong B_ODPN=$odpn B_STEPS='$steps'
-$guest" > "$out/$name.log" 2>&1
+$guest" ${qargs:+-- $qargs} > "$out/$name.log" 2>&1
         lrc=$?
         stop_watch
         watch_print "$name" "$out/vms-$name/vm2/serial.log"
@@ -317,7 +322,7 @@ $guest" > "$out/$name.log" 2>&1
     return 0
 }
 # a pair that fails to boot does not stop the other: its cells show ERROR
-run_pair adapter
+qargs=$adapter_args run_pair adapter
 run_pair soft-roce --soft-roce
 [ "$segment" = stream ] && ceiling after
 echo "loadavg_end=$(cut -d' ' -f1-3 /proc/loadavg)" >> "$out/machine.env"

@@ -305,11 +305,17 @@ static uint32_t rs_crc32(uint32_t crc, const uint8_t *p, size_t len)
  */
 static uint32_t rs_icrc(const uint8_t *frame, size_t icrc_off, bool v6)
 {
-    uint8_t ph[8 + RS_IP6_HLEN + RS_UDP_HLEN + RS_BTH_LEN];
+    /* The masked headers, then payload up to a multiple of 16 bytes. */
+    uint8_t ph[QEMU_ALIGN_UP(8 + RS_IP6_HLEN + RS_UDP_HLEN + RS_BTH_LEN,
+                             16)];
     unsigned l3 = v6 ? RS_IP6_HLEN : RS_IP4_HLEN;
     unsigned n = 8 + l3 + RS_UDP_HLEN + RS_BTH_LEN;
     unsigned bth = RS_L3_OFF + l3 + RS_UDP_HLEN;
+    size_t rest = icrc_off - bth - RS_BTH_LEN;
+    unsigned more = MAX(QEMU_ALIGN_UP(n, 16), 64) - n;
     uLong crc;
+
+    QEMU_BUILD_BUG_ON(sizeof(ph) < 64);
 
     memset(ph, 0xff, 8);
     memcpy(ph + 8, frame + RS_L3_OFF, n - 8);
@@ -324,10 +330,18 @@ static uint32_t rs_icrc(const uint8_t *frame, size_t icrc_off, bool v6)
     }
     ph[8 + l3 + 6] = ph[8 + l3 + 7] = 0xff;     /* UDP checksum */
     ph[8 + l3 + RS_UDP_HLEN + 4] = 0xff;        /* BTH resv8a */
-    crc = crc32(0, ph, n);
-    crc = rs_crc32(crc, frame + bth + RS_BTH_LEN,
-                   icrc_off - bth - RS_BTH_LEN);
-    return crc;
+    if (rest < more) {
+        crc = crc32(0, ph, n);
+        return rs_crc32(crc, frame + bth + RS_BTH_LEN, rest);
+    }
+    /*
+     * A data packet: the headers and the payload's first bytes in one
+     * 64- or 80-byte block, so that the carry-less multiplication takes
+     * them too, and zlib no part of a 4096-byte payload.
+     */
+    memcpy(ph + n, frame + bth + RS_BTH_LEN, more);
+    crc = rs_crc32(0, ph, n + more);
+    return rs_crc32(crc, frame + bth + RS_BTH_LEN + more, rest - more);
 }
 
 /*
