@@ -53,6 +53,7 @@ static void rs_regs_write(void *opaque, hwaddr addr, uint64_t val,
     RSState *s = opaque;
 
     rs_core_reg_write(&s->core, addr, val);
+    rs_bundle_flush(&s->core);  /* what the write sent goes now */
 }
 
 static const MemoryRegionOps rs_regs_ops = {
@@ -78,6 +79,7 @@ static void rs_db_write(void *opaque, hwaddr addr, uint64_t val,
     RSState *s = opaque;
 
     rs_core_db_write(&s->core, addr, val);
+    rs_bundle_flush(&s->core);  /* what the doorbell sent goes now */
 }
 
 static const MemoryRegionOps rs_db_ops = {
