@@ -2,8 +2,8 @@
 (scripts/wireshark/rdma-session.lua) on frames built here: each extension
 opcode decoded field by field, the packets in a bundle decoded by
 tshark's own dissectors as if each had come alone, a truncated packet or
-bundle flagged malformed, a standard RoCE packet left alone.  Needs tshark (installed with the
-project's apt configuration when missing)."""
+bundle flagged malformed, a standard RoCE packet left alone.  Needs
+tshark (installed with the project's apt configuration when missing)."""
 
 import os
 import struct
