@@ -387,7 +387,8 @@ def capture_packets(pcap: str):
         r = ri.roce(fr)
         if not r:
             continue
-        if not r[2] and fr[r[1] + 8] == OP_BUNDLE:
+        if r[0] == 14 and not r[2] and len(fr) > r[1] + 8 and \
+                fr[r[1] + 8] == OP_BUNDLE:
             faults = bundle_faults(fr)
             bundles.append((num, ".".join(map(str, fr[26:30])),
                             ".".join(map(str, fr[30:34])), faults))

@@ -58,6 +58,8 @@ def bundle_faults(fr: bytes) -> List[str]:
     ihl = (fr[14] & 0x0f) * 4
     udp = 14 + ihl
     bth = udp + 8
+    if len(fr) < bth + 16:
+        return ["%d bytes, no count" % len(fr)]
     if struct.unpack_from(">H", fr, 16)[0] != len(fr) - 14:
         out.append("IP length %d, frame %d" %
                    (struct.unpack_from(">H", fr, 16)[0], len(fr)))

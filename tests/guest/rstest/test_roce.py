@@ -56,6 +56,8 @@ class BundleFaultsTest(unittest.TestCase):
                          ["count 3, 2 packets"])
         self.assertEqual(bundle_faults(bundle([a], 1)),
                          ["count 1, reserved 0"])
+        self.assertEqual(bundle_faults(bundle([])[:56]),
+                         ["56 bytes, no count"])
         self.assertEqual(bundle_faults(bundle([a, frame(0xc6, bytes(16))])),
                          ["packet 2 has opcode 0xc6"])
         other = bytearray(b)
