@@ -613,7 +613,9 @@ def dc_capture(s: Suite, pairing: str, pcap: str, lines: List[str]) -> None:
     its BTH names (rsv-dc's KEY_BASE + VM, the wrong key once to VM 2,
     the examples' default key); the CONNECTs alternate between VMs 2 and
     3 at least once per round; what VM 1 sends to the DCTs beside the DC
-    packets is RC opcodes (0x00-0x1f) only; tshark decodes every CONNECT
+    packets is RC opcodes (0x00-0x1f) only, and the bundle negotiation
+    (HELLO 0xc5, REPLY 0xc6 to QP 1; bundles count as the packets in
+    them); tshark decodes every CONNECT
     with the key read here (the project's dissector,
     scripts/wireshark/rdma-session.lua).  Also the figures rsv-dc printed
     (MEASURE)."""
@@ -629,7 +631,7 @@ def dc_capture(s: Suite, pairing: str, pcap: str, lines: List[str]) -> None:
             "10.77.0.3": {DC_KEY_BASE + 3, DC_EXAMPLE_KEY}}
     conn = {"10.77.0.2": 0, "10.77.0.3": 0}
     bad = []
-    other = rc = switches = 0
+    other = rc = switches = neg = 0
     nbad_key = 0
     last = None
     keys = []
@@ -651,6 +653,8 @@ def dc_capture(s: Suite, pairing: str, pcap: str, lines: List[str]) -> None:
             last = dst
         elif op in (0xc3, 0xc4):
             pass
+        elif op in (0xc5, 0xc6) and b[5:8] == b"\0\0\1":
+            neg += 1            # bundle negotiation, to QP 1
         elif op <= 0x1f:
             rc += 1
         else:
@@ -682,10 +686,10 @@ def dc_capture(s: Suite, pairing: str, pcap: str, lines: List[str]) -> None:
     s.tap("ok" if ok else "fail", name,
           "VM 1 sent %d DC CONNECTs (%d to VM 2, %d to VM 3, %d with the "
           "wrong key, each with its DCT's key otherwise), %d target "
-          "switches, %d RC-opcode packets, %d others; tshark decodes %d "
-          "CONNECTs%s" % (ncon, conn["10.77.0.2"], conn["10.77.0.3"],
-                          nbad_key, switches, rc, other, nts,
-                          "; " + "; ".join(bad[:3]) if bad else ""))
+          "switches, %d RC-opcode packets, %d bundle HELLO/REPLY, %d "
+          "others; tshark decodes %d CONNECTs%s" %
+          (ncon, conn["10.77.0.2"], conn["10.77.0.3"], nbad_key, switches,
+           rc, neg, other, nts, "; " + "; ".join(bad[:3]) if bad else ""))
     for ln in lines:
         if "MEASURE dc-" in ln:
             s.note(ln[ln.index("MEASURE"):])
