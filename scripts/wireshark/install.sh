@@ -1,7 +1,11 @@
 #!/bin/bash
 # Install the rdma-session dissector (rdma-session.lua) as a personal
 # Wireshark Lua plugin of the calling user, so that Wireshark and tshark
-# name the adapter's extension packets without -X lua_script:.
+# name the adapter's extension packets and decode the packets inside its
+# bundles without -X lua_script:.  Once installed, a copy given with -X
+# fails to load ("Lua: Error ... two protocols with the same
+# description") and the installed one is used: install again after
+# changing the script.
 set -euo pipefail
 dir=${HOME}/.local/lib/wireshark/plugins
 mkdir -p "$dir"

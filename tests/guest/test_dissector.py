@@ -1,8 +1,9 @@
 """The Wireshark dissector of the adapter's RoCEv2 extensions
 (scripts/wireshark/rdma-session.lua) on frames built here: each extension
-opcode decoded field by field, a truncated one flagged malformed, a
-standard RoCE packet left alone.  Needs tshark (installed with the
-project's apt configuration when missing)."""
+opcode decoded field by field, the packets in a bundle decoded by
+tshark's own dissectors as if each had come alone, a truncated packet or
+bundle flagged malformed, a standard RoCE packet left alone.  Needs
+tshark (installed with the project's apt configuration when missing)."""
 
 import os
 import struct
@@ -20,7 +21,8 @@ FIELDS = ["rdmasession.op", "rdmasession.aeth.kind",
           "rdmasession.bundle.nonce", "rdmasession.bundle.hello_len",
           "rdmasession.bundle.count", "rdmasession.bundle.len",
           "rdmasession.bundle.opcode", "rdmasession.bundle.psn",
-          "_ws.expert.severity", "_ws.col.Info"]
+          "infiniband.bth.opcode", "infiniband.bth.psn", "udp.dstport",
+          "_ws.expert.severity", "_ws.expert.message", "_ws.col.Info"]
 
 
 def frame(op: int, dqpn: int, psn: int, ext: bytes,
@@ -54,7 +56,8 @@ class DissectorTest(unittest.TestCase):
             f.write(pcap(frames))
             f.flush()
             cmd = [tshark, "-n", "-X", "lua_script:" + LUA, "-r", f.name,
-                   "-T", "fields", "-E", "separator=|"]
+                   "-T", "fields", "-E", "separator=|",
+                   "-E", "aggregator=;"]
             for x in FIELDS:
                 cmd += ["-e", x]
             r = subprocess.run(cmd, stdout=subprocess.PIPE,
@@ -128,18 +131,74 @@ class DissectorTest(unittest.TestCase):
                          "60000 bytes")
         self.assertEqual(rows[1]["rdmasession.bundle.hello_len"], "60000")
         self.assertEqual(rows[2]["rdmasession.bundle.count"], "3")
-        self.assertEqual(rows[2]["rdmasession.bundle.len"].split(","),
+        self.assertEqual(rows[2]["rdmasession.bundle.len"].split(";"),
                          [str(len(x)) for x in inner])
-        self.assertEqual(rows[2]["rdmasession.bundle.opcode"].split(","),
+        self.assertEqual(rows[2]["rdmasession.bundle.opcode"].split(";"),
                          ["0x06", "0x07", "0x08"])
-        self.assertEqual(rows[2]["rdmasession.bundle.psn"].split(","),
+        self.assertEqual(rows[2]["rdmasession.bundle.psn"].split(";"),
                          ["100", "101", "102"])
         self.assertEqual(rows[2]["_ws.col.Info"],
                          "BUNDLE 3 packets, %d bytes" % (42 + 16 + len(body)))
         for r in rows[:3]:
             self.assertEqual(r["_ws.expert.severity"], "")
         for r in rows[3:]:
-            self.assertIn("8388608", r["_ws.expert.severity"].split(","))
+            self.assertIn("8388608", r["_ws.expert.severity"].split(";"))
+
+    def test_bundle_inner(self) -> None:
+        """tshark's InfiniBand dissector decodes each packet of a bundle
+        (its BTH once per packet, after the bundle's own), this one the
+        extension packets among them; a bundle whose lengths or count do
+        not fit, or that carries a HELLO, is flagged, and the packets that
+        fit are still decoded."""
+        key = 0x0123456789abcdef
+        inner = [frame(0x0a, 0x12, 100, bytes(16) + b"w" * 64),
+                 frame(0x11, 0x12, 101, bytes([0x1f, 0, 0, 9])),
+                 frame(0xc2, 0x13, 7160, struct.pack("!QII", key, 5, 55))]
+
+        def body(frames, count=None):
+            return struct.pack("!HH", len(frames) if count is None
+                               else count, 0) + \
+                b"".join(struct.pack("!H", len(x)) + x for x in frames)
+        hello = frame(0xc5, 1, 0, struct.pack("!HHII", 1, 0, 9000, 7) +
+                      bytes(4))
+        rows = self.decode([
+            frame(0xc7, 1, 0, body(inner), icrc=False),
+            # the last length past the bundle's end
+            frame(0xc7, 1, 0, body(inner)[:-3], icrc=False),
+            # a count of 4 with 3 packets, of 2 with 3
+            frame(0xc7, 1, 0, body(inner, 4), icrc=False),
+            frame(0xc7, 1, 0, body(inner, 2), icrc=False),
+            # a HELLO is never bundled
+            frame(0xc7, 1, 0, body(inner[:1] + [hello]), icrc=False)])
+        ok = rows[0]
+        self.assertEqual(ok["infiniband.bth.opcode"].split(";"),
+                         ["199", "10", "17", "194"])
+        self.assertEqual(ok["infiniband.bth.psn"].split(";"),
+                         ["0", "100", "101", "7160"])
+        self.assertEqual(ok["udp.dstport"].split(";"), ["4791"] * 4)
+        self.assertEqual(ok["rdmasession.op"].split(";"),
+                         ["BUNDLE", "DC_CONNECT"])
+        self.assertEqual(int(ok["rdmasession.dc.key"], 16), key)
+        self.assertEqual(ok["rdmasession.dc.connection"], "55")
+        self.assertEqual(ok["rdmasession.bundle.count"], "3")
+        self.assertEqual(ok["_ws.expert.severity"], "")
+        self.assertEqual(ok["_ws.col.Info"], "BUNDLE 3 packets, %d bytes"
+                         % (42 + 12 + len(body(inner))))
+        # the packets before the fault are decoded; each bad bundle has
+        # an error
+        self.assertEqual([r["infiniband.bth.opcode"] for r in rows[1:]],
+                         ["199;10;17", "199;10;17;194", "199;10;17",
+                          "199;10;197"])
+        for r in rows[1:]:
+            self.assertIn("8388608", r["_ws.expert.severity"].split(";"))
+        for r in rows[1:4]:
+            self.assertIn("the packet lengths do not fill the bundle",
+                          r["_ws.expert.message"])
+        self.assertIn("packet 3 does not fit", rows[1]["_ws.expert.message"])
+        self.assertIn("4 packets, the bundle ends after 3",
+                      rows[2]["_ws.expert.message"])
+        self.assertIn("bytes after packet 2", rows[3]["_ws.expert.message"])
+        self.assertIn("packet 2: BUNDLE_HELLO", rows[4]["_ws.expert.message"])
 
     def test_malformed_and_standard(self) -> None:
         rows = self.decode([
@@ -149,8 +208,8 @@ class DissectorTest(unittest.TestCase):
             frame(0x04, 0x12, 1, b"payload!")])                # SEND only
         self.assertEqual(rows[0]["rdmasession.op"], "DC_CONNECT")
         self.assertEqual(rows[0]["rdmasession.dc.key"], "")
-        self.assertIn("8388608", rows[0]["_ws.expert.severity"].split(","))
-        self.assertIn("6291456", rows[1]["_ws.expert.severity"].split(","))
+        self.assertIn("8388608", rows[0]["_ws.expert.severity"].split(";"))
+        self.assertIn("6291456", rows[1]["_ws.expert.severity"].split(";"))
         self.assertEqual(rows[2]["rdmasession.op"], "")
 
 

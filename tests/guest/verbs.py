@@ -24,9 +24,21 @@ Logs: $RS_BUILD/test-logs/verbs.XXXXXX (verbs.last): each pairing's
 launcher output PAIRING.log and VM directory vms-PAIRING, and every CHECK
 line in checks.
 
-A boot with the flush feature captures VM 1's traffic (--pcap) in
-PAIRING.pcap and checks it: tshark decodes every RoCE frame with a BTH and
-finds nothing malformed, scripts/roce-icrc.py finds every ICRC right, and
+The adapters run with bundles on (the default), so runs of RoCE packets
+between two of them travel as one BUNDLE frame (docs/specs/rdma-session.rst
+"Bundles on the wire"); every capture check counts and checks the packets
+inside (rstest/roce.py unbundle; tshark with the project's dissector,
+scripts/wireshark/rdma-session.lua, which hands each packet in a bundle to
+tshark's own dissectors, and counts field values, not frames).  The boots
+of adapters only (adapter-adapter, three) always capture VM 1's traffic
+(--pcap) in PAIRING.pcap and check that the adapters negotiated bundles
+with each other and, when a feature with messages of several packets ran
+(BUNDLED), sent some, each well formed (bundle_capture).
+
+A boot with the flush feature captures VM 1's traffic too and checks it:
+tshark decodes every RoCE packet with a BTH and finds nothing malformed,
+scripts/roce-icrc.py's CRC finds every packet's ICRC right (and every
+bundle well formed), and
 the FLUSH (0x1c) and ATOMIC WRITE (0x1d) requests, which tshark 4.0 shows
 as "Unknown OpCode", are checked byte by byte, each with its response.
 With the xrc feature too, the XRC packets are checked: the XRCETH of
@@ -47,12 +59,12 @@ import struct
 import subprocess
 import sys
 import zlib
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # pylint: disable=wrong-import-position
 from rstest import checks, console  # noqa: E402
-from rstest.roce import unbundle  # noqa: E402
+from rstest.roce import OP_BUNDLE, bundle_faults, unbundle  # noqa: E402
 from rstest.suite import Suite, guest_files, need_tshark, qmp  # noqa: E402
 
 PAIRINGS = {
@@ -66,6 +78,15 @@ PAIRINGS = {
 }
 
 TWO = ("adapter-adapter", "adapter-rxe")
+# The boots whose adapters talk to each other with bundles on (the
+# default): VM 1's traffic is captured, the adapters must negotiate
+# bundles both ways, and the capture checks read the packets inside them
+# (bundle_capture).  With one of these features the boot must also send
+# bundles: each has messages of several packets that a requester sends in
+# one run (rsv-rc's 8 KiB WRITE, rsv-xrc's 10000-byte SENDs, perftest,
+# rsv-dc's WRITEs through the memory keys); the others may not (rsv-mw's
+# 4 KiB, multicast).
+BUNDLED = {"adapter-adapter": ("rc", "xrc", "odp"), "three": ("dc",)}
 
 
 def _mw_checks(vm: int) -> List[str]:
@@ -96,13 +117,6 @@ FLUSH_CHECKS = ["flush-caps", "flush-connect", "atomic-write",
 # it send and accept FLUSHes so (x-rxe-flush-icrc).
 PAIRING_QEMU = {
     "adapter-rxe": ["--", "-global", "rdma-session.x-rxe-flush-icrc=on"],
-    # The capture checks of these boots read every RoCE packet byte by
-    # byte and count them with tshark, which does not look inside the
-    # adapters' bundles: they run with bundle=off.  Bundles are on in every
-    # other VM suite; rdma-matrix checks their captures (tshark, and the
-    # ICRC of each packet in a bundle).
-    "adapter-adapter": ["--", "-global", "rdma-session.bundle=off"],
-    "three": ["--", "-global", "rdma-session.bundle=off"],
     # Two network identities the host assigns: the launcher's 10.77.0.0/24
     # stays in identity 0 (VNI 100), 10.78.0.0/24 is identity 1 (VNI 200).
     "netid": ["--", "-global", "rdma-session.vni=100",
@@ -302,35 +316,108 @@ def flush_bytes(path: str) -> Tuple[bool, str]:
 DISSECTOR = os.path.join(TOP, "scripts", "wireshark", "rdma-session.lua")
 
 
-def ext_fields(tshark: str, pcap: str, flt: str, field: str) -> List[str]:
-    """tshark with the project's dissector of the adapter's extension
-    packets (scripts/wireshark/rdma-session.lua): field of each frame
-    matching flt; None if tshark failed."""
-    r = subprocess.run([tshark, "-n", "-X", "lua_script:" + DISSECTOR,
-                        "-r", pcap, "-Y", flt, "-T", "fields", "-e", field],
+# The payloads are test data: no guessing of what they carry (tshark took
+# a 56-byte SEND for an Ethernet frame with a malformed CGMP).
+NOHEUR = ["--disable-heuristic", "eth_over_ib"] + [
+    a for p in ("smc", "smb_direct", "rpcordma", "nvme-rdma", "lnet", "iser",
+                "infiniband_sdp", "fcoib") for a in ("--disable-protocol", p)]
+
+# What tshark_packets() reads of each frame.
+TS_FIELDS = ["ip.src", "udp.srcport", "udp.dstport", "infiniband.bth.opcode",
+             "rdmasession.op", "rdmasession.dc.key"]
+_ts_cache: Dict[str, Optional[List[Dict[str, List[str]]]]] = {}
+
+
+def tshark_run(tshark: str, pcap: str, args: List[str]) -> Optional[str]:
+    """tshark over pcap with the project's dissector
+    (scripts/wireshark/rdma-session.lua), which decodes the adapter's
+    extension packets and hands each packet in a bundle to tshark's own
+    dissectors; its output, None if it failed."""
+    r = subprocess.run([tshark, "-n", "-X", "lua_script:" + DISSECTOR] +
+                       NOHEUR + ["-r", pcap] + args,
                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                        stdin=subprocess.DEVNULL, universal_newlines=True,
-                       check=False)
-    return r.stdout.splitlines() if r.returncode == 0 else None
+                       errors="replace", check=False)
+    return r.stdout if r.returncode == 0 else None
 
 
-def icrc_check(pcap: str, rxe_flush: bool) -> Tuple[bool, str]:
-    """scripts/roce-icrc.py's check of every ICRC; with rxe_flush, a
-    FLUSH may carry soft-RoCE's instead (the headers covered twice)."""
+def tshark_frames(tshark: str, pcap: str, flt: str) -> int:
+    """How many frames (a bundle is one) match display filter flt; -1 if
+    tshark failed."""
+    out = tshark_run(tshark, pcap, ["-Y", flt])
+    return -1 if out is None else len(out.splitlines())
+
+
+def tshark_packets(tshark: str, pcap: str
+                   ) -> Optional[List[Dict[str, List[str]]]]:
+    """Each frame of pcap as tshark decodes it: {field of TS_FIELDS: its
+    values, one per header that has it (a bundle's own, then each of its
+    packets')}; read once per capture.  None if tshark failed.  (A display
+    filter selects whole frames, so the checks count values instead.)"""
+    if pcap not in _ts_cache:
+        args = ["-T", "fields", "-E", "separator=|", "-E", "aggregator=;"]
+        for x in TS_FIELDS:
+            args += ["-e", x]
+        out = tshark_run(tshark, pcap, args)
+        _ts_cache[pcap] = None if out is None else [
+            {k: v.split(";") if v else [] for k, v in
+             zip(TS_FIELDS, ln.split("|"))} for ln in out.splitlines()]
+    return _ts_cache[pcap]
+
+
+def ts_opcodes(fr: List[Dict[str, List[str]]]) -> List[int]:
+    """The BTH opcodes of every packet tshark decoded in frames fr."""
+    return [int(v, 0) for f in fr for v in f["infiniband.bth.opcode"]]
+
+
+def roce_icrc():
+    """scripts/roce-icrc.py as a module."""
     spec = importlib.util.spec_from_file_location(
         "roce_icrc", os.path.join(TOP, "scripts", "roce-icrc.py"))
     ri = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(ri)  # type: ignore
+    return ri
+
+
+def capture_packets(pcap: str):
+    """The RoCEv2 packets of pcap (IPv4 or IPv6), read byte by byte: a
+    list of (frame number, packet's frame, its (ip, udp, v6) offsets) with
+    the packets in a bundle each as if alone, and the list of bundles
+    (frame number, source, destination, what is wrong with it:
+    rstest.roce.bundle_faults, a hash of its bytes; not a CRC-32, which
+    the ICRCs of the packets in it make collide)."""
+    ri = roce_icrc()
     with open(pcap, "rb") as f:
         data = f.read()
-    n = rxe = 0
-    bad = []
+    pkts, bundles = [], []
     for num, fr, _ in ri.frames(data):
         r = ri.roce(fr)
         if not r:
             continue
-        ip, udp, v6 = r
-        n += 1
+        if r[0] == 14 and not r[2] and len(fr) > r[1] + 8 and \
+                fr[r[1] + 8] == OP_BUNDLE:
+            faults = bundle_faults(fr)
+            bundles.append((num, ".".join(map(str, fr[26:30])),
+                            ".".join(map(str, fr[30:34])), faults,
+                            hash(fr)))
+            inner = unbundle(fr)
+            pkts += [(num, x, ri.roce(x)) for x in inner if ri.roce(x)]
+        else:
+            pkts.append((num, fr, r))
+    return pkts, bundles
+
+
+def icrc_check(pcap: str, rxe_flush: bool) -> Tuple[bool, str]:
+    """scripts/roce-icrc.py's check of every ICRC, each packet in a
+    bundle's its own (a bundle has none), every bundle well formed
+    (bundle_faults); with rxe_flush, a FLUSH may carry soft-RoCE's
+    instead (the headers covered twice)."""
+    ri = roce_icrc()
+    pkts, bundles = capture_packets(pcap)
+    rxe = 0
+    bad = ["bundle in frame %d: %s" % (b[0], "; ".join(b[3]))
+           for b in bundles if b[3]]
+    for num, fr, (ip, udp, v6) in pkts:
         comp, stored = ri.icrc(fr, ip, udp, v6)
         if comp == stored:
             continue
@@ -340,10 +427,12 @@ def icrc_check(pcap: str, rxe_flush: bool) -> Tuple[bool, str]:
             rxe += 1
             continue
         bad.append("frame %d opcode 0x%x" % (num, fr[udp + 8]))
-    return (n > 0 and not bad,
-            "%d RoCEv2 packets, %d bad ICRC%s, %d FLUSH with soft-RoCE's "
-            "ICRC" % (n, len(bad), (": " + ", ".join(bad[:3])) if bad
-                      else "", rxe))
+    return (len(pkts) > 0 and not bad,
+            "%d RoCEv2 packets (%d bundles, each of their packets counted "
+            "and checked), %d bad ICRC or bundle%s, %d FLUSH with "
+            "soft-RoCE's ICRC" %
+            (len(pkts), len(bundles), len(bad),
+             (": " + ", ".join(bad[:3])) if bad else "", rxe))
 
 
 def flush_capture(s: Suite, pairing: str, pcap: str) -> None:
@@ -362,32 +451,31 @@ def flush_capture(s: Suite, pairing: str, pcap: str) -> None:
                  os.path.join(s.dir, "tshark-install.log"))
         return
 
-    # The payloads are test data: no guessing of what they carry (tshark
-    # took a 56-byte SEND for an Ethernet frame with a malformed CGMP).
-    noheur = ["--disable-heuristic", "eth_over_ib"]
-    for p in ("smc", "smb_direct", "rpcordma", "nvme-rdma", "lnet", "iser",
-              "infiniband_sdp", "fcoib"):
-        noheur += ["--disable-protocol", p]
-
-    def count(flt: str) -> int:
-        r = subprocess.run([tshark, "-n"] + noheur + ["-r", pcap, "-Y", flt],
-                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                           stdin=subprocess.DEVNULL, universal_newlines=True,
-                           check=False)
-        return len(r.stdout.splitlines()) if r.returncode == 0 else -1
-
-    nudp = count("udp.port == 4791")
-    nbth = count("udp.port == 4791 && infiniband.bth")
+    # Packets, not frames: a bundle and each packet in it have their own
+    # UDP header and BTH.
+    frames = tshark_packets(tshark, pcap)
+    nudp = nbth = nnew = -1
+    if frames is not None:
+        roce = [f for f in frames
+                if "4791" in f["udp.srcport"] + f["udp.dstport"]]
+        nudp = sum(1 for f in roce for a, b in zip(f["udp.srcport"],
+                                                   f["udp.dstport"])
+                   if "4791" in (a, b))
+        ops = ts_opcodes(roce)
+        nbth = len(ops)
+        nnew = sum(1 for o in ops if o in (28, 29))
+    pkts, bundles = capture_packets(pcap)
     # (the programs' TCP exchanges on ports 19000+ are not RoCE; tshark
     # takes some of those ports for other protocols)
-    nbad = count('udp.port == 4791 && '
-                 '(_ws.malformed || _ws.expert.severity >= "error")')
-    nnew = count("infiniband.bth.opcode == 28 || infiniband.bth.opcode == 29")
-    s.tap("ok" if nudp > 0 and nudp == nbth and nbad == 0 and
+    nbad = tshark_frames(tshark, pcap, 'udp.port == 4791 && '
+                         '(_ws.malformed || _ws.expert.severity >= "error")')
+    s.tap("ok" if nudp > 0 and nudp == nbth and
+          nbth == len(pkts) + len(bundles) and nbad == 0 and
           nnew >= 8 else "fail", name + "-tshark",
-          "%d RoCE frames, %d with a BTH, %d of them malformed or with an "
-          "expert error; %d FLUSH/ATOMIC WRITE (tshark 4.0: \"Unknown OpCode\")" %
-          (nudp, nbth, nbad, nnew))
+          "%d RoCE packets (the %d bundles and each packet in them; %d read "
+          "here), %d with a BTH, %d frames malformed or with an expert "
+          "error; %d FLUSH/ATOMIC WRITE (tshark 4.0: \"Unknown OpCode\")" %
+          (nudp, len(bundles), len(pkts) + len(bundles), nbth, nbad, nnew))
 
 
 def odp_capture(s: Suite, pairing: str, pcap: str) -> None:
@@ -453,12 +541,12 @@ def odp_capture(s: Suite, pairing: str, pcap: str) -> None:
     tshark = need_tshark(os.path.join(s.dir, "tshark-install.log"))
     nts = nall = nmal = -1
     if tshark:
-        ops = ext_fields(tshark, pcap, 'rdmasession.op == "PAUSE" || '
-                         'rdmasession.op == "RESUME"', "rdmasession.op")
-        nts = -1 if ops is None else len(ops)
-        mal = ext_fields(tshark, pcap, "rdmasession.bad_length",
-                         "frame.number")
-        nmal = -1 if mal is None else len(mal)
+        frames = tshark_packets(tshark, pcap)
+        nts = -1 if frames is None else \
+            sum(1 for f in frames for op in f["rdmasession.op"]
+                if op in ("PAUSE", "RESUME"))
+        nmal = tshark_frames(tshark, pcap, "rdmasession.bad_length || "
+                             "rdmasession.bad_bundle")
         nall = sum(1 for f in roce_frames(pcap) if f[2][0] in (0xc0, 0xc1))
     waits.sort()
     med = waits[len(waits) // 2] * 1000 if waits else 0
@@ -468,7 +556,8 @@ def odp_capture(s: Suite, pairing: str, pcap: str) -> None:
         nmal == 0 and (early == 0 if adapter_peer else True)
     s.tap("ok" if ok else "fail", name,
           "VM 1 sent %d PAUSE, %d RESUME (the project's tshark dissector "
-          "names all %d such frames of the capture: %d, %d malformed); "
+          "names all %d such packets of the capture: %d, %d malformed "
+          "frames); "
           "fault on the wire (PAUSE to RESUME) median "
           "%.1f ms, 90%% %.1f ms; the paused PSN sent again %d times within "
           "150 ms, %d later (%s requester)%s" %
@@ -513,19 +602,14 @@ def xrc_capture(s: Suite, pairing: str, pcap: str, lines: List[str]) -> None:
                 bad.append("XRC ACK of %d bytes" % len(b))
     tshark = need_tshark(os.path.join(s.dir, "tshark-install.log"))
     nts = -1
-    if tshark:
-        r = subprocess.run([tshark, "-n", "-r", pcap, "-Y",
-                            "infiniband.bth.opcode >= 160 && "
-                            "infiniband.bth.opcode <= 183"],
-                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                           stdin=subprocess.DEVNULL, universal_newlines=True,
-                           check=False)
-        nts = len(r.stdout.splitlines()) if r.returncode == 0 else -1
+    frames = tshark_packets(tshark, pcap) if tshark else None
+    if frames is not None:
+        nts = sum(1 for op in ts_opcodes(frames) if 160 <= op <= 183)
     ok = not bad and req > 0 and resp > 0 and want <= seen and \
         nts == req + resp
     s.tap("ok" if ok else "fail", name,
           "%d XRC requests naming SRQs %s (VM 2's: %s), %d XRC responses, "
-          "%d XRC frames in tshark%s" %
+          "%d XRC packets in tshark%s" %
           (req, sorted(seen), sorted(want), resp, nts,
            "; " + "; ".join(bad[:3]) if bad else ""))
 
@@ -537,7 +621,9 @@ def dc_capture(s: Suite, pairing: str, pcap: str, lines: List[str]) -> None:
     its BTH names (rsv-dc's KEY_BASE + VM, the wrong key once to VM 2,
     the examples' default key); the CONNECTs alternate between VMs 2 and
     3 at least once per round; what VM 1 sends to the DCTs beside the DC
-    packets is RC opcodes (0x00-0x1f) only; tshark decodes every CONNECT
+    packets is RC opcodes (0x00-0x1f) only, and the bundle negotiation
+    (HELLO 0xc5, REPLY 0xc6 to QP 1; bundles count as the packets in
+    them); tshark decodes every CONNECT
     with the key read here (the project's dissector,
     scripts/wireshark/rdma-session.lua).  Also the figures rsv-dc printed
     (MEASURE)."""
@@ -553,7 +639,7 @@ def dc_capture(s: Suite, pairing: str, pcap: str, lines: List[str]) -> None:
             "10.77.0.3": {DC_KEY_BASE + 3, DC_EXAMPLE_KEY}}
     conn = {"10.77.0.2": 0, "10.77.0.3": 0}
     bad = []
-    other = rc = switches = 0
+    other = rc = switches = neg = 0
     nbad_key = 0
     last = None
     keys = []
@@ -575,6 +661,8 @@ def dc_capture(s: Suite, pairing: str, pcap: str, lines: List[str]) -> None:
             last = dst
         elif op in (0xc3, 0xc4):
             pass
+        elif op in (0xc5, 0xc6) and b[5:8] == b"\0\0\1":
+            neg += 1            # bundle negotiation, to QP 1
         elif op <= 0x1f:
             rc += 1
         else:
@@ -582,11 +670,23 @@ def dc_capture(s: Suite, pairing: str, pcap: str, lines: List[str]) -> None:
             bad.append("opcode 0x%x to %s" % (op, dst))
     tshark = need_tshark(os.path.join(s.dir, "tshark-install.log"))
     nts = -1
-    if tshark:
-        ks = ext_fields(tshark, pcap, 'ip.src == %s && rdmasession.op == '
-                        '"DC_CONNECT"' % me, "rdmasession.dc.key")
+    frames = tshark_packets(tshark, pcap) if tshark else None
+    if frames is not None:
+        # Each CONNECT and DISCONNECT has one key, in the order of the
+        # packets (a bundle may carry several).
+        ks = []
+        for f in frames:
+            if f["ip.src"][:1] != [me]:
+                continue
+            ops = [o for o in f["rdmasession.op"]
+                   if o in ("DC_CONNECT", "DC_DISCONNECT")]
+            if len(ops) != len(f["rdmasession.dc.key"]):
+                ks = None
+                break
+            ks += [int(k, 16) for o, k in zip(ops, f["rdmasession.dc.key"])
+                   if o == "DC_CONNECT"]
         # the dissector's keys must be those read from the frames here
-        if ks is not None and sorted(int(k, 16) for k in ks) == sorted(keys):
+        if ks is not None and sorted(ks) == sorted(keys):
             nts = len(ks)
     ncon = sum(conn.values())
     ok = not bad and conn["10.77.0.2"] > 0 and conn["10.77.0.3"] > 0 and \
@@ -594,13 +694,78 @@ def dc_capture(s: Suite, pairing: str, pcap: str, lines: List[str]) -> None:
     s.tap("ok" if ok else "fail", name,
           "VM 1 sent %d DC CONNECTs (%d to VM 2, %d to VM 3, %d with the "
           "wrong key, each with its DCT's key otherwise), %d target "
-          "switches, %d RC-opcode packets, %d others; tshark decodes %d "
-          "CONNECTs%s" % (ncon, conn["10.77.0.2"], conn["10.77.0.3"],
-                          nbad_key, switches, rc, other, nts,
-                          "; " + "; ".join(bad[:3]) if bad else ""))
+          "switches, %d RC-opcode packets, %d bundle HELLO/REPLY, %d "
+          "others; tshark decodes %d CONNECTs%s" %
+          (ncon, conn["10.77.0.2"], conn["10.77.0.3"], nbad_key, switches,
+           rc, neg, other, nts, "; " + "; ".join(bad[:3]) if bad else ""))
     for ln in lines:
         if "MEASURE dc-" in ln:
             s.note(ln[ln.index("MEASURE"):])
+
+
+def bundle_capture(s: Suite, pairing: str, pcap: str, nvm: int,
+                   must: bool) -> None:
+    """The adapters of the boot negotiated bundles and used them: in VM 1's
+    capture each direction between VM 1 and every other adapter (if not
+    must: every one VM 1 exchanged unicast packets with) has a
+    BUNDLE_HELLO_REPLY (0xc6), at least one BUNDLE (0xc7) goes between two
+    adapters if must, every bundle is well formed
+    (rstest.roce.bundle_faults), and tshark with the project's dissector
+    sees as many bundles and as many packets in all as are read here byte
+    by byte.  (VM 1's capture holds its own frames twice, the segment
+    handing them back: the detail counts distinct bundles.)"""
+    name = "%s/capture-bundles" % pairing
+    if not os.path.isfile(pcap) or os.path.getsize(pcap) == 0:
+        s.report(False, name, "no capture " + pcap)
+        return
+    me = "10.77.0.1"
+    vms = ["10.77.0.%d" % i for i in range(1, nvm + 1)]
+    pkts, bundles = capture_packets(pcap)
+    replies, talked = set(), set()
+    for _, fr, (_, udp, v6) in pkts:
+        if v6:
+            continue
+        way = (".".join(map(str, fr[26:30])), ".".join(map(str, fr[30:34])))
+        talked.add(way)
+        if fr[udp + 8] == 0xc6:
+            replies.add(way)
+    both = [v for v in vms[1:] if (me, v) in replies and (v, me) in replies]
+    # Without such a feature, only the adapters that exchanged unicast
+    # RoCE packets with VM 1 must have negotiated (multicast is never
+    # bundled and asks nothing).
+    peers = [v for v in vms[1:] if must or
+             ((me, v) in talked and (v, me) in talked)]
+    per: Dict[Tuple[str, str], int] = {}
+    for src, dst, _ in set((b[1], b[2], b[4]) for b in bundles):
+        per[(src, dst)] = per.get((src, dst), 0) + 1
+    between = sum(n for (a, b), n in per.items() if a in vms and b in vms)
+    faults = ["frame %d: %s" % (b[0], "; ".join(b[3]))
+              for b in bundles if b[3]]
+    nums = set(b[0] for b in bundles)
+    inside = sum(1 for p in pkts if p[0] in nums)
+    tshark = need_tshark(os.path.join(s.dir, "tshark-install.log"))
+    frames = tshark_packets(tshark, pcap) if tshark else None
+    nts_b = nts_p = -1
+    if frames is not None:
+        nts_b = sum(1 for f in frames for op in f["rdmasession.op"]
+                    if op == "BUNDLE")
+        nts_p = len(ts_opcodes(frames))
+    ok = set(peers) <= set(both) and (between > 0 or not must) and \
+        not faults and nts_b == len(bundles) and \
+        nts_p == len(pkts) + len(bundles)
+    s.tap("ok" if ok else "fail", name,
+          "HELLO_REPLY both ways between VM 1 and %s (%s needed); %d "
+          "BUNDLE frames "
+          "(distinct: %s%s) holding %d of the capture's %d RoCE packets, %d "
+          "malformed; tshark sees %d bundles and %d BTHs (%d expected)%s" %
+          (", ".join(both) or "no VM", ", ".join(peers) or "none",
+           len(bundles),
+           ", ".join("%s>%s %d" % (a.split(".")[-1], b.split(".")[-1], n)
+                     for (a, b), n in sorted(per.items())) or "none",
+           "" if must else "; none needed: no feature here is sure to "
+           "bundle", inside, len(pkts), len(faults), nts_b, nts_p,
+           len(pkts) + len(bundles),
+           "; " + "; ".join(faults[:3]) if faults else ""))
 
 
 def netid_capture(s: Suite, pairing: str, pcap: str) -> None:
@@ -682,8 +847,8 @@ def main(argv: List[str]) -> int:
             "lib.sh", "verbs-common.sh",
             *["verbs-%s.sh" % f[0] for f in feats], "verbs-end.sh"))
         pcap = os.path.join(s.dir, pairing + ".pcap")
-        cap = ["--pcap", "1", pcap] if any(f[0] in ("flush", "dc", "netid")
-                                           for f in feats) and \
+        cap = ["--pcap", "1", pcap] if (pairing in BUNDLED or any(
+            f[0] in ("flush", "dc", "netid") for f in feats)) and \
             "migrate" not in pairing else []
         r = s.launch(pairing, ["-q", "--no-build", "--timeout", "600"] +
                      args + cap + ["--cmd", script] +
@@ -696,6 +861,9 @@ def main(argv: List[str]) -> int:
                  for vm in range(1, nvm + 1)]
         s.expect(r, want)
         s.launcher_check(r, pairing)
+        if cap and pairing in BUNDLED:
+            bundle_capture(s, pairing, pcap, nvm, any(
+                f[0] in BUNDLED[pairing] for f in feats))
         if cap and any(f[0] == "flush" for f in feats):
             flush_capture(s, pairing, pcap)
         if cap and any(f[0] == "dc" for f in feats):
