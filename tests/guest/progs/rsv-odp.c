@@ -496,6 +496,9 @@ static void server(int fd)
 	rsv_check(&o, "odp-same-pages", other == 0,
 		  "%ld drops of %u KiB while the peer wrote the same pages: of %zu pages %ld zero (dropped after the write), %ld part zero (dropped between two packets), %ld with bytes neither the pattern nor zero",
 		  drops, STEP >> 10, len / PAGE, zero_pages, mixed, other);
+	/* Checked: VM 2 may write step 4 over these pages now. */
+	if (!rsv_sync(fd))
+		rsv_die("VM 2 is gone");
 
 	/* 4. final */
 	if (!rsv_sync(fd))
@@ -658,6 +661,7 @@ static void client(int fd)
 
 	/* 4. final */
 	if (!st) {
+		rsv_sync(fd);		/* VM 1 has checked step 3 */
 		fill(buf, 0, len, SEED_FINAL);
 		st = stream(qp, cq, IBV_WR_RDMA_WRITE, laddr, mr->lkey, &peer, 0,
 			    len);
