@@ -32,7 +32,6 @@
  */
 
 #include "qemu/osdep.h"
-#include "hw/core/cpu.h"
 #include "qemu/iov.h"
 #include "qemu/main-loop.h"
 #include "qemu/timer.h"
@@ -84,6 +83,7 @@ typedef struct RSBundle {
     uint8_t ctl[RS_BTH_OFF + RS_BTH_LEN + RS_REPLY_LEN + 8];  /* a REPLY */
     RSBundlePeer peers[RS_BUNDLE_PEERS];
     uint32_t last;              /* index of the peer last used */
+    unsigned mmio;              /* MMIO writes under way: they flush */
     uint64_t clock;
     uint32_t nonce;
     /* x-bundle-* QOM counters, since realize */
@@ -206,6 +206,18 @@ void rs_bundle_flush(RSCore *c)
     rs_roce_send(c, f, len, RS_OP_BUNDLE);
 }
 
+void rs_bundle_mmio_begin(RSCore *c)
+{
+    c->bundle->mmio++;
+}
+
+void rs_bundle_mmio_end(RSCore *c)
+{
+    if (!--c->bundle->mmio) {
+        rs_bundle_flush(c);     /* what the write sent goes now */
+    }
+}
+
 static void rs_bundle_bh(void *opaque)
 {
     rs_bundle_flush(opaque);
@@ -271,11 +283,11 @@ bool rs_bundle_add(RSCore *c, const uint8_t *frame, size_t len)
         b->tx_count = 0;
         b->tx_limit = bp->limit;
         /*
-         * In a vCPU thread the MMIO write that got us here flushes when
-         * it ends; a BH scheduled from there would wake the main loop for
-         * every message (that halved ib_send_bw with 4 KiB SENDs).
+         * An MMIO write flushes when it ends; a BH scheduled from its vCPU
+         * thread would wake the main loop for every message (that halved
+         * ib_send_bw with 4 KiB SENDs).
          */
-        if (!current_cpu) {
+        if (!b->mmio) {
             qemu_bh_schedule(b->bh);
         }
     }

@@ -1068,6 +1068,9 @@ void rs_bundle_unrealize(RSCore *c);
 void rs_bundle_reset(RSCore *c);
 bool rs_bundle_add(RSCore *c, const uint8_t *frame, size_t len);
 void rs_bundle_flush(RSCore *c);
+/* Around an MMIO write: what it bundles is sent when it ends. */
+void rs_bundle_mmio_begin(RSCore *c);
+void rs_bundle_mmio_end(RSCore *c);
 bool rs_bundle_divert(RSCore *c, const struct iovec *iov, int iovcnt,
                       const uint8_t *hdr, size_t hdrlen, size_t size);
 uint64_t *rs_bundle_counter(RSCore *c, unsigned which);

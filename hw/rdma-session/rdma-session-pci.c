@@ -52,8 +52,9 @@ static void rs_regs_write(void *opaque, hwaddr addr, uint64_t val,
 {
     RSState *s = opaque;
 
+    rs_bundle_mmio_begin(&s->core);
     rs_core_reg_write(&s->core, addr, val);
-    rs_bundle_flush(&s->core);  /* what the write sent goes now */
+    rs_bundle_mmio_end(&s->core);
 }
 
 static const MemoryRegionOps rs_regs_ops = {
@@ -78,8 +79,9 @@ static void rs_db_write(void *opaque, hwaddr addr, uint64_t val,
 {
     RSState *s = opaque;
 
+    rs_bundle_mmio_begin(&s->core);
     rs_core_db_write(&s->core, addr, val);
-    rs_bundle_flush(&s->core);  /* what the doorbell sent goes now */
+    rs_bundle_mmio_end(&s->core);
 }
 
 static const MemoryRegionOps rs_db_ops = {

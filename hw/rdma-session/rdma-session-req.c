@@ -1096,7 +1096,8 @@ static void rs_req_process(void *opaque)
  * it, instead of waking the main loop for req_bh.  That is one thread
  * switch less per message, and under TCG the work goes to the vCPU of a
  * guest that would only spin on its CQ meanwhile.  What exceeds the
- * budget, and every resumption on an ACK, still goes through req_bh.
+ * budget, and every resumption on an ACK, still goes through req_bh; what
+ * it bundled is sent when the MMIO write ends.
  * (The doorbell runs under the device's re-entrancy guard, so DMA cannot
  * ring it again.)
  */
@@ -1109,11 +1110,6 @@ void rs_req_doorbell(RSCore *c, uint32_t qpn)
         return;
     }
     more = rs_req_qp(c, qpn, rs_port_active(c), &used);
-    /*
-     * The doorbell ran the engine in the vCPU thread: what it sent goes
-     * now, not when the main loop gets the BQL for the bundle's BH.
-     */
-    rs_bundle_flush(c);
     trace_rdma_session_req_doorbell(qpn, used, more);
     if (more) {
         rs_req_kick(c);
