@@ -44,6 +44,8 @@ enum rs_ib_counter {
 	RS_CNT_ODP_INVALIDATIONS,	/* ODP_INVALIDATE commands issued */
 	RS_CNT_ODP_PREFETCHES,		/* advise_mr SGEs prefetched */
 	RS_CNT_ODP_CHILDREN,		/* implicit MR children created */
+	RS_CNT_ODP_CHILDREN_FREED,	/* ... released (reaped or dereg) */
+	RS_CNT_ODP_CHILDREN_REFUSED,	/* not created: the MR had odp_children */
 	RS_CNT_PATH_MIGRATIONS,		/* RS_EV_PATH_MIGRATED events */
 	RS_CNT_DRV_NUM,
 	/*
@@ -97,7 +99,9 @@ struct rs_ibdev {
 	u32 nvecs;			/* ib completion vectors */
 	u32 vec_base;			/* ib vector i = device vector base + i */
 	/* On-demand paging (RS_CAP_ODP), rdma_session_odp.c. */
-	struct xarray odp_mrs;		/* lkey -> ODP rs_mr (IRQ-safe lock) */
+	struct xarray odp_mrs;		/* admin handle -> ODP rs_mr (IRQ-safe) */
+	/* Per network identity (the PD's): lkey -> ODP rs_mr, for advise_mr. */
+	struct xarray odp_keys[RS_MAX_NETIDS];
 	struct workqueue_struct *odp_wq; /* page faults, prefetches */
 	struct dma_pool *odp_pool;	/* ODP_RESOLVE page lists */
 	/* Indirect/pattern keys: the self-test at the first GID. */
@@ -316,9 +320,16 @@ static inline u32 rs_ah_handle(struct rs_ah *ah)
  * a resolve is issued.  Neither lock is held across a GFP_KERNEL
  * allocation: the invalidate callback runs in reclaim.
  *
- * @users is 1 while the MR is in dev->odp_mrs, plus one per fault or
- * prefetch work item that holds it; dereg takes the MR out of the
- * xarray and waits on @idle for the count to drop to 0.
+ * @users is 1 while the MR is in dev->odp_mrs and dev->odp_keys, plus
+ * one per fault or prefetch work item that holds it; dereg takes the MR
+ * out of both xarrays and waits on @idle for the count to drop to 0.
+ *
+ * Implicit MRs: @child_lock (a mutex, never taken by the invalidate
+ * callback, so it may be held across allocations) protects @children,
+ * @nchildren and each child's users; a child is in use while a resolve
+ * holds it, and freed when nothing is mapped in it and nobody uses it
+ * (rdma_session_odp.c, "Implicit children").  @reap_work frees children
+ * that an invalidation emptied; it is only queued while @live.
  */
 struct rs_mr_odp {
 	struct rs_ibdev *dev;
@@ -330,7 +341,11 @@ struct rs_mr_odp {
 	struct completion idle;
 	u64 iova_page;			/* explicit: the region's first page */
 	struct mm_struct *mm;		/* implicit: the owner's (mmgrab) */
-	struct xarray children;		/* implicit: VA >> RS_ODP_CHILD_SHIFT */
+	struct mutex child_lock;
+	struct xarray children;		/* implicit: VA >> RS_ODP_CHILD_SHIFT
+					 * -> struct rs_odp_child */
+	unsigned int nchildren;		/* in @children */
+	struct work_struct reap_work;	/* free the emptied children */
 };
 
 struct rs_mr {

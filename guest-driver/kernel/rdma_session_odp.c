@@ -12,7 +12,7 @@
  * (ib_umem_odp_alloc_implicit()); the first fault in each aligned
  * RS_ODP_CHILD_SIZE block of the address space creates a child umem
  * (ib_umem_odp_alloc_child(), a notifier of its own), kept in
- * mr->odp->children until the MR is deregistered.
+ * mr->odp->children while it maps pages (see "Implicit children").
  *
  * The child size, 64 MiB: a child costs two arrays of 8 bytes per page
  * (dma_list and pfn_list, 256 KiB for 64 MiB), allocated whole at its
@@ -21,6 +21,24 @@
  * a first fault allocate 4 MiB in a guest of 512 MiB; 2 MiB children
  * would split a perftest buffer of a few MiB into several, each created
  * by a fault of its own.  64 MiB covers a typical buffer with one child.
+ *
+ * Implicit children.  The two arrays are ib_core's, allocated without
+ * __GFP_ACCOUNT, so what bounds them is the driver: an implicit MR has at
+ * most odp_children (module parameter, default 64: 16 MiB of arrays
+ * covering 4 GiB of address space) children at a time.  A child is only
+ * created for an address in a readable mapping of the process that is
+ * not VM_IO or VM_PFNMAP (else the fault or prefetch fails with -EFAULT
+ * and creates nothing); past the limit the fault fails (the access
+ * completes with an error) and advise_mr returns -ENOSPC, after the
+ * children with nothing mapped have been freed.  A child with nothing
+ * mapped is freed as soon as no resolve uses it: when its fault or
+ * prefetch mapped nothing (failed, or PREFETCH_NO_FAULT found no page),
+ * and, from the workqueue (reap_work), when an invalidation (munmap,
+ * MADV_DONTNEED, reclaim, migration) unmapped its last page.  The
+ * driver's own allocations for it (struct rs_odp_child, the xarray's
+ * nodes) are charged to the caller's memory cgroup (GFP_KERNEL_ACCOUNT).
+ * The counters odp_implicit_children, odp_implicit_children_freed and
+ * odp_implicit_children_refused (rdma statistic) count them.
  *
  * Page faults.  The device posts RS_EV_ODP_PAGE_FAULT (lkey, first page,
  * pages, write) in hard IRQ context: rs_odp_fault_event() takes a
@@ -50,7 +68,9 @@
  *
  * Prefetch.  advise_mr (PREFETCH, PREFETCH_WRITE, PREFETCH_NO_FAULT) goes
  * through the resolve path of faults: synchronously with
- * IB_UVERBS_ADVISE_MR_FLAG_FLUSH, else from the workqueue.
+ * IB_UVERBS_ADVISE_MR_FLAG_FLUSH, else from the workqueue.  It names
+ * the MR by its lkey, which is the admin handle only in network identity
+ * 0: the MR is found in dev->odp_keys[the PD's identity].
  *
  * Addresses.  The device sees the region's addresses: the iova range of
  * an explicit region, the process's addresses for an implicit one.  Page
@@ -60,6 +80,7 @@
 #include <linux/dmapool.h>
 #include <linux/mm.h>
 #include <linux/mmu_notifier.h>
+#include <linux/moduleparam.h>
 #include <linux/overflow.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
@@ -75,6 +96,17 @@
 #define RS_ODP_PBL_BYTES	(RS_ODP_RESOLVE_MAX_PAGES * sizeof(u64))
 /* ODP_RESOLVE answered STALE: build the page list again this often. */
 #define RS_ODP_STALE_TRIES	4
+
+static unsigned int rs_odp_max_children = 64;
+module_param_named(odp_children, rs_odp_max_children, uint, 0644);
+MODULE_PARM_DESC(odp_children,
+		 "Most 64 MiB children an implicit ODP MR has at a time, each about 256 KiB of kernel memory (default 64)");
+
+/* A child umem of an implicit MR, in mr->odp->children. */
+struct rs_odp_child {
+	struct ib_umem_odp *odp;
+	unsigned int users;		/* resolves using it; child_lock */
+};
 
 /* rs_odp_resolve_range() flags */
 #define RS_ODP_F_WRITE		BIT(0)	/* the access writes */
@@ -147,6 +179,8 @@ int rs_odp_init(struct rs_ibdev *dev)
 /* After ib_unregister_device(): every MR, and so every work item, is gone. */
 void rs_odp_cleanup(struct rs_ibdev *dev)
 {
+	unsigned int i;
+
 	if (dev->odp_wq)
 		destroy_workqueue(dev->odp_wq);
 	dev->odp_wq = NULL;
@@ -154,6 +188,10 @@ void rs_odp_cleanup(struct rs_ibdev *dev)
 	dev->odp_pool = NULL;
 	WARN_ON(!xa_empty(&dev->odp_mrs));
 	xa_destroy(&dev->odp_mrs);
+	for (i = 0; i < ARRAY_SIZE(dev->odp_keys); i++) {
+		WARN_ON(!xa_empty(&dev->odp_keys[i]));
+		xa_destroy(&dev->odp_keys[i]);
+	}
 }
 
 /* ------------------------------------------------------------------ */
@@ -265,6 +303,13 @@ static bool rs_odp_invalidate(struct mmu_interval_notifier *mni,
 	}
 	mutex_unlock(&mr->odp->lock);
 	ib_umem_odp_unmap_dma_pages(odp, first, last + PAGE_SIZE);
+	/* An implicit MR's child with nothing mapped any more: free it. */
+	if (mr->odp->implicit && !odp->npages) {
+		mutex_lock(&mr->odp->lock);
+		if (mr->odp->live)
+			queue_work(mr->odp->dev->odp_wq, &mr->odp->reap_work);
+		mutex_unlock(&mr->odp->lock);
+	}
 out:
 	mutex_unlock(&odp->umem_mutex);
 	return true;
@@ -353,56 +398,180 @@ again:
 	return err ? err : n;
 }
 
+/* ------------------------------------------------------------------ */
+/* Implicit children                                                  */
+/* ------------------------------------------------------------------ */
+
+static unsigned long rs_odp_child_idx(struct rs_odp_child *c)
+{
+	return ib_umem_start(c->odp) >> RS_ODP_CHILD_SHIFT;
+}
+
+/* Take @c out of the MR's children and free it (its notifier too). */
+static void rs_odp_child_free(struct rs_mr_odp *om, struct rs_odp_child *c)
+{
+	lockdep_assert_held(&om->child_lock);
+	xa_erase(&om->children, rs_odp_child_idx(c));
+	om->nchildren--;
+	ib_umem_odp_release(c->odp);
+	kfree(c);
+	atomic64_inc(&om->dev->cnt[RS_CNT_ODP_CHILDREN_FREED]);
+}
+
 /*
- * The child umem of an implicit MR that holds user address @va, created
- * on first use.  Children live until the MR is deregistered.
+ * Free @c if no resolve uses it and it maps nothing.  Only a resolve maps
+ * pages, so with no user and child_lock held nothing maps any; the device
+ * holds no translation the dma_list lacks, so it has none of the child's
+ * either.
  */
-static struct ib_umem_odp *rs_odp_child(struct rs_mr *mr, u64 va)
+static void rs_odp_child_reap(struct rs_mr_odp *om, struct rs_odp_child *c)
+{
+	lockdep_assert_held(&om->child_lock);
+	if (!c->users && !READ_ONCE(c->odp->npages))
+		rs_odp_child_free(om, c);
+}
+
+static void rs_odp_reap_children(struct rs_mr_odp *om)
+{
+	struct rs_odp_child *c;
+	unsigned long idx;
+
+	lockdep_assert_held(&om->child_lock);
+	xa_for_each(&om->children, idx, c)
+		rs_odp_child_reap(om, c);
+}
+
+/* Queued by the invalidation that unmapped a child's last page. */
+static void rs_odp_reap_work(struct work_struct *work)
+{
+	struct rs_mr_odp *om = container_of(work, struct rs_mr_odp, reap_work);
+
+	mutex_lock(&om->child_lock);
+	rs_odp_reap_children(om);
+	mutex_unlock(&om->child_lock);
+}
+
+/*
+ * Whether user address @va of @mm is in a mapping whose pages the device
+ * could be given: readable, and not VM_IO or VM_PFNMAP (hmm_range_fault()
+ * refuses those).  The caller holds a reference on @mm's users.
+ */
+static int rs_odp_va_mapped(struct mm_struct *mm, u64 va)
+{
+	struct vm_area_struct *vma;
+	int err = -EFAULT;
+
+	if (mmap_read_lock_killable(mm))
+		return -EINTR;
+	vma = vma_lookup(mm, va);
+	if (vma && (vma->vm_flags & VM_READ) &&
+	    !(vma->vm_flags & (VM_IO | VM_PFNMAP)))
+		err = 0;
+	mmap_read_unlock(mm);
+	return err;
+}
+
+/*
+ * The child of an implicit MR that holds user address @va, with a use
+ * taken (rs_odp_child_put()).  Created if the address is mapped and the
+ * MR has fewer than odp_children children.
+ */
+static struct rs_odp_child *rs_odp_child_get(struct rs_mr *mr, u64 va)
 {
 	struct rs_mr_odp *om = mr->odp;
 	unsigned long idx = va >> RS_ODP_CHILD_SHIFT;
-	struct ib_umem_odp *child, *old;
+	unsigned int max = READ_ONCE(rs_odp_max_children);
+	struct rs_odp_child *c;
+	struct ib_umem_odp *odp;
+	int err;
 
-	child = xa_load(&mr->odp->children, idx);
-	if (child)
-		return child;
 	if (va >= om->mm->task_size) {
 		ibdev_dbg(&om->dev->ibdev,
 			  "ODP MR %#x: %#llx is not a user address\n",
 			  mr->ibmr.lkey, va);
 		return ERR_PTR(-EFAULT);
 	}
-	/* A notifier is only registered on a live mm. */
-	if (!mmget_not_zero(om->mm))
-		return ERR_PTR(-EFAULT);
-	child = ib_umem_odp_alloc_child(to_ib_umem_odp(mr->umem),
-					(unsigned long)idx << RS_ODP_CHILD_SHIFT,
-					RS_ODP_CHILD_SIZE, &rs_odp_mni_ops);
-	mmput_async(om->mm);
-	if (IS_ERR(child))
-		return child;
-	child->private = mr;
 
-	old = xa_cmpxchg(&mr->odp->children, idx, NULL, child, GFP_KERNEL);
-	if (old) {
-		/* Another fault created it first (or no memory for the entry). */
-		ib_umem_odp_release(child);
-		return xa_is_err(old) ? ERR_PTR(xa_err(old)) : old;
+	mutex_lock(&om->child_lock);
+	c = xa_load(&om->children, idx);
+	if (c) {
+		c->users++;
+		goto out;
 	}
+	if (om->nchildren >= max) {
+		/* Emptied children the workqueue has not freed yet. */
+		rs_odp_reap_children(om);
+		if (om->nchildren >= max) {
+			atomic64_inc(&om->dev->cnt[RS_CNT_ODP_CHILDREN_REFUSED]);
+			ibdev_dbg(&om->dev->ibdev,
+				  "ODP MR %#x: %#llx: the MR has %u children (odp_children): refused\n",
+				  mr->ibmr.lkey, va, om->nchildren);
+			c = ERR_PTR(-ENOSPC);
+			goto out;
+		}
+	}
+
+	/* A notifier is only registered on a live mm. */
+	if (!mmget_not_zero(om->mm)) {
+		c = ERR_PTR(-EFAULT);
+		goto out;
+	}
+	err = rs_odp_va_mapped(om->mm, va);
+	if (err) {
+		mmput_async(om->mm);
+		ibdev_dbg(&om->dev->ibdev,
+			  "ODP MR %#x: %#llx is not in a readable mapping: no child\n",
+			  mr->ibmr.lkey, va);
+		c = ERR_PTR(err);
+		goto out;
+	}
+	c = kzalloc(sizeof(*c), GFP_KERNEL_ACCOUNT);
+	if (!c) {
+		mmput_async(om->mm);
+		c = ERR_PTR(-ENOMEM);
+		goto out;
+	}
+	odp = ib_umem_odp_alloc_child(to_ib_umem_odp(mr->umem),
+				      idx << RS_ODP_CHILD_SHIFT,
+				      RS_ODP_CHILD_SIZE, &rs_odp_mni_ops);
+	mmput_async(om->mm);
+	if (IS_ERR(odp)) {
+		kfree(c);
+		c = ERR_CAST(odp);
+		goto out;
+	}
+	odp->private = mr;
+	c->odp = odp;
+	c->users = 1;
+	err = xa_err(xa_store(&om->children, idx, c, GFP_KERNEL_ACCOUNT));
+	if (err) {
+		ib_umem_odp_release(odp);
+		kfree(c);
+		c = ERR_PTR(err);
+		goto out;
+	}
+	om->nchildren++;
 	atomic64_inc(&om->dev->cnt[RS_CNT_ODP_CHILDREN]);
-	return child;
+out:
+	mutex_unlock(&om->child_lock);
+	return c;
 }
 
-/* The umem holding device address @va of @mr, and its user address. */
+/* Drop the use: a child left with nothing mapped goes. */
+static void rs_odp_child_put(struct rs_mr_odp *om, struct rs_odp_child *c)
+{
+	mutex_lock(&om->child_lock);
+	c->users--;
+	rs_odp_child_reap(om, c);
+	mutex_unlock(&om->child_lock);
+}
+
+/* The umem holding device address @va of explicit @mr, and its user address. */
 static struct ib_umem_odp *rs_odp_umem_at(struct rs_mr *mr, u64 va, u64 *uva)
 {
 	struct ib_umem_odp *odp = to_ib_umem_odp(mr->umem);
 	u64 off;
 
-	if (mr->odp->implicit) {
-		*uva = va;
-		return rs_odp_child(mr, va);
-	}
 	off = va - mr->odp->iova_page;
 	if (va < mr->odp->iova_page ||
 	    off >= ib_umem_end(odp) - ib_umem_start(odp))
@@ -420,6 +589,7 @@ static int rs_odp_resolve_range(struct rs_mr *mr, u64 va, u64 len,
 				unsigned int flags, u64 *pages)
 {
 	struct rs_ibdev *dev = mr->odp->dev;
+	struct rs_odp_child *child;
 	struct ib_umem_odp *odp;
 	u64 last, left, n, uva;
 	dma_addr_t pbl_dma;
@@ -436,7 +606,14 @@ static int rs_odp_resolve_range(struct rs_mr *mr, u64 va, u64 len,
 
 	va = ALIGN_DOWN(va, PAGE_SIZE);
 	for (;;) {
-		odp = rs_odp_umem_at(mr, va, &uva);
+		child = NULL;
+		if (mr->odp->implicit) {
+			child = rs_odp_child_get(mr, va);
+			odp = IS_ERR(child) ? ERR_CAST(child) : child->odp;
+			uva = va;
+		} else {
+			odp = rs_odp_umem_at(mr, va, &uva);
+		}
 		if (IS_ERR(odp)) {
 			ret = PTR_ERR(odp);
 			break;
@@ -447,6 +624,8 @@ static int rs_odp_resolve_range(struct rs_mr *mr, u64 va, u64 len,
 			 (u64)RS_ODP_RESOLVE_MAX_PAGES);
 		ret = rs_odp_resolve_umem(mr, odp, va, uva, n, flags, pbl,
 					  pbl_dma);
+		if (child)
+			rs_odp_child_put(mr->odp, child);
 		if (ret < 0)
 			break;
 		*pages += ret;
@@ -473,18 +652,46 @@ static void rs_odp_mr_put(struct rs_mr *mr)
 		complete(&mr->odp->idle);
 }
 
-/* The ODP MR of admin handle @lkey with a reference, or NULL. */
-static struct rs_mr *rs_odp_mr_get(struct rs_ibdev *dev, u32 lkey)
+/* The ODP MR of admin handle @handle with a reference, or NULL. */
+static struct rs_mr *rs_odp_mr_get(struct rs_ibdev *dev, u32 handle)
 {
 	unsigned long flags;
 	struct rs_mr *mr;
 
 	xa_lock_irqsave(&dev->odp_mrs, flags);
-	mr = xa_load(&dev->odp_mrs, lkey);
+	mr = xa_load(&dev->odp_mrs, handle);
 	/* In the xarray, the MR's own reference keeps users above 0. */
 	if (mr)
 		refcount_inc(&mr->odp->users);
 	xa_unlock_irqrestore(&dev->odp_mrs, flags);
+	return mr;
+}
+
+/* The lkeys of the ODP MRs of @pd's network identity. */
+static struct xarray *rs_odp_keys(struct rs_ibdev *dev, struct ib_pd *pd)
+{
+	u8 id = to_rspd(pd)->netid;
+
+	return id < ARRAY_SIZE(dev->odp_keys) ? &dev->odp_keys[id] : NULL;
+}
+
+/*
+ * The ODP MR of @pd's identity whose lkey is @lkey, with a reference, or
+ * NULL.  Only in identity 0 is the lkey also the admin handle.
+ */
+static struct rs_mr *rs_odp_mr_get_key(struct rs_ibdev *dev,
+				       struct ib_pd *pd, u32 lkey)
+{
+	struct xarray *keys = rs_odp_keys(dev, pd);
+	struct rs_mr *mr;
+
+	if (!keys)
+		return NULL;
+	xa_lock(keys);
+	mr = xa_load(keys, lkey);
+	if (mr)
+		refcount_inc(&mr->odp->users);
+	xa_unlock(keys);
 	return mr;
 }
 
@@ -572,12 +779,17 @@ drop:
 
 static void rs_odp_mr_free(struct rs_mr *mr)
 {
-	struct ib_umem_odp *child;
+	struct rs_mr_odp *om = mr->odp;
+	struct rs_odp_child *c;
 	unsigned long idx;
 
-	xa_for_each(&mr->odp->children, idx, child)
-		ib_umem_odp_release(child);
-	xa_destroy(&mr->odp->children);
+	/* Not live: no invalidation queues the work again. */
+	cancel_work_sync(&om->reap_work);
+	mutex_lock(&om->child_lock);
+	xa_for_each(&om->children, idx, c)
+		rs_odp_child_free(om, c);
+	mutex_unlock(&om->child_lock);
+	xa_destroy(&om->children);
 	if (mr->umem)
 		ib_umem_odp_release(to_ib_umem_odp(mr->umem));
 	mr->umem = NULL;
@@ -595,6 +807,7 @@ struct ib_mr *rs_odp_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	struct rs_admin_cmd cmd = {};
 	struct ib_umem_odp *odp;
 	struct rs_admin_cqe cqe;
+	struct xarray *keys;
 	struct rs_mr_odp *om;
 	struct rs_mr *mr;
 	u64 end;
@@ -627,8 +840,12 @@ struct ib_mr *rs_odp_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 		}
 	}
 
+	keys = rs_odp_keys(dev, ibpd);
+	if (!keys)
+		return ERR_PTR(-EINVAL);
+
 	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
-	om = kzalloc(sizeof(*om), GFP_KERNEL);
+	om = kzalloc(sizeof(*om), GFP_KERNEL_ACCOUNT);
 	if (!mr || !om) {
 		kfree(mr);
 		kfree(om);
@@ -638,7 +855,9 @@ struct ib_mr *rs_odp_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	mutex_init(&om->lock);
 	refcount_set(&om->users, 1);
 	init_completion(&om->idle);
+	mutex_init(&om->child_lock);
 	xa_init(&om->children);
+	INIT_WORK(&om->reap_work, rs_odp_reap_work);
 	om->implicit = implicit;
 	om->dev = dev;
 	om->iova_page = iova & PAGE_MASK;
@@ -687,6 +906,11 @@ struct ib_mr *rs_odp_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	/* Nothing is mapped before the first fault: no invalidation yet. */
 	om->live = true;
 	err = xa_insert_irq(&dev->odp_mrs, mr->handle, mr, GFP_KERNEL);
+	if (!err) {
+		err = xa_insert(keys, mr->ibmr.lkey, mr, GFP_KERNEL);
+		if (err)
+			xa_erase_irq(&dev->odp_mrs, mr->handle);
+	}
 	if (err) {
 		ibdev_dbg(&dev->ibdev, "reg_mr: ODP key %#x: %d\n", mr->ibmr.lkey, err);
 		rs_ib_cmd_destroy(dev, RS_CMD_DEREG_MR, mr->handle);
@@ -703,10 +927,12 @@ err_free:
 
 int rs_odp_dereg_mr(struct rs_ibdev *dev, struct rs_mr *mr)
 {
+	struct xarray *keys = rs_odp_keys(dev, mr->ibmr.pd);
 	int err;
 
 	/* No new work finds the MR; wait for the work that holds it. */
 	xa_erase_irq(&dev->odp_mrs, mr->handle);
+	xa_erase(keys, mr->ibmr.lkey);
 	rs_odp_mr_put(mr);
 	wait_for_completion(&mr->odp->idle);
 
@@ -719,7 +945,8 @@ int rs_odp_dereg_mr(struct rs_ibdev *dev, struct rs_mr *mr)
 		/* Still registered (windows bound to it): take faults again. */
 		refcount_set(&mr->odp->users, 1);
 		reinit_completion(&mr->odp->idle);
-		if (xa_insert_irq(&dev->odp_mrs, mr->handle, mr, GFP_KERNEL))
+		if (xa_insert_irq(&dev->odp_mrs, mr->handle, mr, GFP_KERNEL) ||
+		    xa_insert(keys, mr->ibmr.lkey, mr, GFP_KERNEL))
 			ibdev_warn(&dev->ibdev,
 				   "ODP MR %#x: its faults can no longer be resolved\n",
 				   mr->ibmr.lkey);
@@ -784,13 +1011,13 @@ int rs_ib_advise_mr(struct ib_pd *pd, enum ib_uverbs_advise_mr_advice advice,
 	if (!num_sge)
 		return 0;
 
-	p = kzalloc(struct_size(p, sge, num_sge), GFP_KERNEL);
+	p = kzalloc(struct_size(p, sge, num_sge), GFP_KERNEL_ACCOUNT);
 	if (!p)
 		return -ENOMEM;
 	p->num_sge = num_sge;
 	p->flags = rflags;
 	for (i = 0; i < num_sge; i++) {
-		struct rs_mr *mr = rs_odp_mr_get(dev, sg_list[i].lkey);
+		struct rs_mr *mr = rs_odp_mr_get_key(dev, pd, sg_list[i].lkey);
 
 		if (!mr || mr->ibmr.pd != pd) {
 			ibdev_dbg(&dev->ibdev,

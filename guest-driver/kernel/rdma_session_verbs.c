@@ -91,6 +91,8 @@ static const struct rdma_stat_desc rs_ib_stat_descs[RS_CNT_NUM] = {
 	[RS_CNT_ODP_INVALIDATIONS].name = "odp_invalidations_issued",
 	[RS_CNT_ODP_PREFETCHES].name = "odp_prefetches",
 	[RS_CNT_ODP_CHILDREN].name = "odp_implicit_children",
+	[RS_CNT_ODP_CHILDREN_FREED].name = "odp_implicit_children_freed",
+	[RS_CNT_ODP_CHILDREN_REFUSED].name = "odp_implicit_children_refused",
 	[RS_CNT_PATH_MIGRATIONS].name = "path_migrations",
 	/* The device's (QUERY_STATS). */
 	[RS_CNT_DEV_ODP_FAULTS].name = "odp_faults",
@@ -3097,6 +3099,7 @@ int rs_ib_register(struct rs_dev *rdev)
 	const struct rs_device_attr *da = &rdev->attr;
 	unsigned long flags;
 	struct rs_ibdev *dev;
+	unsigned int i;
 	int err;
 
 	if (!rdev->db || !rdev->netdev) {
@@ -3116,6 +3119,8 @@ int rs_ib_register(struct rs_dev *rdev)
 	xa_init_flags(&dev->cqs, XA_FLAGS_LOCK_IRQ);
 	xa_init_flags(&dev->srqs, XA_FLAGS_LOCK_IRQ);
 	xa_init_flags(&dev->odp_mrs, XA_FLAGS_LOCK_IRQ);
+	for (i = 0; i < ARRAY_SIZE(dev->odp_keys); i++)
+		xa_init(&dev->odp_keys[i]);
 	mutex_init(&dev->gid_lock);
 	mutex_init(&dev->sess_lock);
 	INIT_LIST_HEAD(&dev->sessions);

@@ -18,6 +18,10 @@ says how), tests/guest/in-guest/verbs-FEATURE.sh, and a FEATURES entry:
 (script, pairings, {VM: [checks of that VM]}); a check that does not come
 fails as "no result".
 
+Besides the pairings, one boot of a single VM (odp-limits, run with the
+odp feature or on its own as "verbs.py odp-limits"): the guest driver's
+bounds on ODP (tests/guest/progs/rsv-odplim.c, odp_limits).
+
 Usage: tests/guest/verbs.py [FEATURE...]   (default: all)
 Environment: RS_BUILD; RS_NO_BUILD=1 is implied (the build comes first).
 Logs: $RS_BUILD/test-logs/verbs.XXXXXX (verbs.last): each pairing's
@@ -829,8 +833,32 @@ def netid_change(s: Suite) -> None:
     s.launcher_check(r, "netid-change")
 
 
+# rsv-odplim's checks (tests/guest/in-guest/odp-limits.sh).
+ODP_LIMITS = ["advise-netid", "advise-other-identity", "unmapped-no-child",
+              "unmapped-memory", "cap", "cap-memory", "reap-invalidated",
+              "fault-fail-reaped", "reap-reuse", "dereg-frees", "dmesg-clean"]
+
+
+def odp_limits(s: Suite) -> None:
+    """The guest driver's ODP bounds on one VM with the netid pairing's
+    identities: an implicit ODP MR's children are created only for mapped
+    addresses, at most odp_children of them, and freed when their fault
+    failed or an invalidation emptied them; advise_mr finds an ODP MR of
+    identity 1 by its lkey (tests/guest/progs/rsv-odplim.c)."""
+    r = s.launch("odp-limits", ["-q", "--no-build", "-n", "1", "--timeout",
+                                "300", "--cmd",
+                                guest_files("lib.sh", "odp-limits.sh")] +
+                 PAIRING_QEMU["netid"],
+                 vms_dir=os.path.join(s.dir, "vms-odp-limits"))
+    s.expect(r, [(1, "odp-limits/" + c) for c in ODP_LIMITS])
+    s.launcher_check(r, "odp-limits")
+    with open(os.path.join(s.dir, "checks"), "a") as f:
+        f.writelines(ln + "\n" for ln in r.lines if checks.LINE_RE.match(ln))
+
+
 def main(argv: List[str]) -> int:
-    names = sorted(set(f[0] for f in FEATURES))
+    # odp-limits: a boot of its own (odp_limits), also part of "odp".
+    names = sorted(set(f[0] for f in FEATURES) | {"odp-limits"})
     for a in argv:
         if a not in names:
             print("usage: %s [%s]..." % (sys.argv[0], "|".join(names)),
@@ -879,6 +907,8 @@ def main(argv: List[str]) -> int:
                          if checks.LINE_RE.match(ln))
     if not argv or "netid" in argv:
         netid_change(s)
+    if not argv or "odp" in argv or "odp-limits" in argv:
+        odp_limits(s)
     return s.end()
 
 
