@@ -11,13 +11,22 @@
  * those of single packets.
  *
  * Only peers that said they understand bundles get them: before bundling
- * to an IPv4 address the adapter sends it a HELLO (0xc5) padded to
- * x-bundle-max, so that its HELLO_REPLY (0xc6) also proves the path
- * carries such frames.  A peer that does not answer (soft-RoCE, a real
- * NIC: a manufacturer-specific opcode to QP 1 is dropped) is asked again
- * after 100 ms, doubling up to a minute, and gets standard frames only.
- * The peer table is bounded (RS_BUNDLE_PEERS, least recently used goes)
- * and runtime only: a reset or a migration empties it.
+ * to an IPv4 address the adapter sends it a HELLO (0xc5) of 74 bytes, and
+ * only once that is answered by a HELLO_REPLY (0xc6) carrying its random
+ * nonce, a HELLO padded to x-bundle-max, whose REPLY also proves the path
+ * carries such frames.  So a packet with a spoofed source, which may make
+ * the device send something to that source, never makes it send a big
+ * frame there (reflection).  A peer that does not answer (soft-RoCE, a
+ * real NIC: a manufacturer-specific opcode to QP 1 is dropped) is asked
+ * again after 100 ms, doubling up to a minute, and gets standard frames
+ * only; that back-off outlives the peer's entry (a small table of
+ * back-offs by address hash), and the device sends at most
+ * RS_HELLO_BURST HELLOs at once and RS_HELLO_PER_SEC a second.  A peer
+ * we bundle to that has sent us nothing for RS_BUNDLE_SILENT_MS gets
+ * standard frames again, and is asked again (a forged REPLY, or a peer
+ * that restarted without bundles).  The peer table is bounded
+ * (RS_BUNDLE_PEERS, least recently used goes) and runtime only: a reset
+ * or a migration empties it.
  *
  * A bundle is filled by one run of the engine and sent when full, when a
  * frame to another peer (or one that is not bundled) comes, and at the end
@@ -36,6 +45,7 @@
 #include "qemu/main-loop.h"
 #include "qemu/timer.h"
 #include "qemu/bswap.h"
+#include "qemu/guest-random.h"
 #include "net/eth.h"
 #include "net/checksum.h"
 #include "rdma-session-core.h"
@@ -52,14 +62,30 @@
 #define RS_HELLO_LEN        12
 /* HELLO_REPLY payload: version, reserved, largest bundle, nonce, size. */
 #define RS_REPLY_LEN        16
+/*
+ * The first HELLO's payload: as long as a REPLY's, which is only sent to
+ * a HELLO at least that long, so that a REPLY is never larger than the
+ * HELLO it answers.
+ */
+#define RS_HELLO_SMALL_LEN  RS_REPLY_LEN
 #define RS_BUNDLE_RETRY_MS  100
 #define RS_BUNDLE_BACKOFF_MS 60000
+/* Device-wide HELLO rate: a token bucket. */
+#define RS_HELLO_BURST      8
+#define RS_HELLO_PER_SEC    10
+/* Back-offs kept for addresses that lost their peer entry. */
+#define RS_BUNDLE_BACKOFFS  256
+/* Bundling to a peer that has sent nothing for this long stops. */
+#define RS_BUNDLE_SILENT_MS 1000
+/* Inner frames of one bundle at most (the smallest take 60 bytes). */
+#define RS_BUNDLE_MAX_INNER (RS_BUNDLE_BUF / (2 + RS_BUNDLE_MIN_INNER) + 1)
 /* Buffers: the largest bundle frame, rounded up. */
 #define RS_BUNDLE_BUF       (RS_BUNDLE_MAX + 64)
 
 enum {
     RS_BPEER_FREE,
-    RS_BPEER_PROBING,           /* HELLO sent, no REPLY yet */
+    RS_BPEER_PROBING,           /* small HELLO sent, no REPLY yet */
+    RS_BPEER_SIZING,            /* answered; padded HELLO sent */
     RS_BPEER_OK,                /* bundles up to limit bytes */
 };
 
@@ -69,9 +95,16 @@ typedef struct RSBundlePeer {
     uint8_t tries;              /* HELLOs sent without a REPLY */
     uint32_t limit;             /* bundle frame bytes, RS_BPEER_OK */
     uint32_t nonce;             /* the last HELLO's */
-    int64_t next_ms;            /* RS_BPEER_PROBING: HELLO again then */
+    int64_t next_ms;            /* probing, sizing: HELLO again then */
+    int64_t unheard_ms;         /* OK: first bundle since we heard it; 0 */
     uint64_t used;              /* LRU stamp */
 } RSBundlePeer;
+
+/* The back-off of an address whose entry went (hashed, lossy). */
+typedef struct RSBundleBackoff {
+    int64_t next_ms;
+    uint8_t tries;
+} RSBundleBackoff;
 
 typedef struct RSBundle {
     QEMUBH *bh;                 /* flushes what no engine run flushed */
@@ -81,11 +114,16 @@ typedef struct RSBundle {
     uint32_t tx_limit;          /* its peer's limit */
     uint8_t *rx;                /* a received bundle, linearized */
     uint8_t ctl[RS_BTH_OFF + RS_BTH_LEN + RS_REPLY_LEN + 8];  /* a REPLY */
+    /* A received bundle's inner frames, as its validation found them. */
+    uint16_t in_off[RS_BUNDLE_MAX_INNER];
+    uint16_t in_len[RS_BUNDLE_MAX_INNER];
     RSBundlePeer peers[RS_BUNDLE_PEERS];
+    RSBundleBackoff backoff[RS_BUNDLE_BACKOFFS];
     uint32_t last;              /* index of the peer last used */
     unsigned mmio;              /* MMIO writes under way: they flush */
     uint64_t clock;
-    uint32_t nonce;
+    uint32_t hello_tokens;      /* HELLOs the device may send now */
+    int64_t hello_refill_ms;    /* when the next token comes */
     /* x-bundle-* QOM counters, since realize */
     uint64_t counters[RS_BUNDLE_COUNTERS];
 } RSBundle;
@@ -112,9 +150,21 @@ static RSBundlePeer *rs_bundle_peer_find(RSBundle *b, uint32_t ip)
     return NULL;
 }
 
-/* A new entry for ip: a free one or the least recently used. */
+static RSBundleBackoff *rs_bundle_backoff(RSBundle *b, uint32_t ip)
+{
+    return &b->backoff[(ip * 2654435761u) >> 24];
+}
+
+/*
+ * A new entry for ip: a free one or the least recently used.  A probing
+ * entry that goes leaves its back-off behind, and a new one takes the
+ * back-off left for its address, so that rotating addresses through the
+ * table does not reset it.
+ */
 static RSBundlePeer *rs_bundle_peer_new(RSBundle *b, uint32_t ip)
 {
+    RSBundleBackoff *bo;
+    RSBundlePeer *bp;
     uint32_t i, victim = 0;
 
     for (i = 0; i < RS_BUNDLE_PEERS; i++) {
@@ -126,51 +176,123 @@ static RSBundlePeer *rs_bundle_peer_new(RSBundle *b, uint32_t ip)
             victim = i;
         }
     }
-    memset(&b->peers[victim], 0, sizeof(b->peers[victim]));
-    b->peers[victim].ip = ip;
-    b->peers[victim].state = RS_BPEER_PROBING;
+    bp = &b->peers[victim];
+    if (bp->state != RS_BPEER_FREE && bp->state != RS_BPEER_OK &&
+        bp->tries) {
+        bo = rs_bundle_backoff(b, bp->ip);
+        if (bp->next_ms > bo->next_ms) {
+            bo->next_ms = bp->next_ms;
+            bo->tries = bp->tries;
+        }
+    }
+    memset(bp, 0, sizeof(*bp));
+    bp->ip = ip;
+    bp->state = RS_BPEER_PROBING;
+    bo = rs_bundle_backoff(b, ip);
+    if (rs_bundle_now_ms() < bo->next_ms) {
+        bp->next_ms = bo->next_ms;
+        bp->tries = bo->tries;
+    }
     b->last = victim;
-    return &b->peers[victim];
+    return bp;
+}
+
+/* One HELLO token from the device-wide bucket; false if none is left. */
+static bool rs_bundle_hello_token(RSBundle *b, int64_t now)
+{
+    const int64_t every = 1000 / RS_HELLO_PER_SEC;
+    int64_t n = (now - b->hello_refill_ms) / every;
+
+    if (b->hello_tokens >= RS_HELLO_BURST || n >= RS_HELLO_BURST) {
+        b->hello_tokens = RS_HELLO_BURST;
+        b->hello_refill_ms = now;
+    } else if (n > 0) {
+        b->hello_tokens += n;
+        b->hello_refill_ms += n * every;
+    }
+    if (!b->hello_tokens) {
+        return false;
+    }
+    b->hello_tokens--;
+    return true;
 }
 
 /*
- * Send a HELLO to the peer of frame (its addresses and UDP source port),
- * padded to x-bundle-max; the bundle buffer is empty (flushed) here.
+ * Send a HELLO to the peer of tmpl (addresses, MACs, TOS, TTL and UDP
+ * source port of a frame to it): 74 bytes while probing, padded to
+ * x-bundle-max while sizing.  Not while the bundle buffer holds frames:
+ * the HELLO is built in it.
  */
-static void rs_bundle_hello(RSCore *c, RSBundlePeer *bp, const uint8_t *frame)
+static void rs_bundle_hello(RSCore *c, RSBundlePeer *bp, const RSPkt *tmpl)
 {
     RSBundle *b = c->bundle;
-    const uint8_t *ip = frame + RS_L3_OFF;
-    uint32_t paylen = (c->p.bundle_max - RS_BTH_OFF - RS_BTH_LEN -
-                       RS_ICRC_LEN) & ~3u;
+    int64_t now = rs_bundle_now_ms();
+    uint32_t paylen = RS_HELLO_SMALL_LEN;
     uint8_t *pl = b->tx + RS_BTH_OFF + RS_BTH_LEN;
     RSPkt pkt;
     size_t len;
 
+    if (b->tx_len || now < bp->next_ms || c->roce_tx_held >= 2 ||
+        !rs_bundle_hello_token(b, now)) {
+        return;
+    }
+    if (bp->state == RS_BPEER_SIZING) {
+        paylen = (c->p.bundle_max - RS_BTH_OFF - RS_BTH_LEN -
+                  RS_ICRC_LEN) & ~3u;
+    }
     memset(&pkt, 0, sizeof(pkt));
-    memcpy(pkt.dmac, frame, 6);
-    memcpy(pkt.smac, frame + 6, 6);
-    pkt.tos = ip[1];
-    pkt.ttl = ip[8];
-    pkt.sip = ldl_be_p(ip + 12);
-    pkt.dip = ldl_be_p(ip + 16);
-    pkt.sport = lduw_be_p(ip + RS_IP4_HLEN);
+    memcpy(pkt.dmac, tmpl->dmac, 6);
+    memcpy(pkt.smac, tmpl->smac, 6);
+    pkt.tos = tmpl->tos;
+    pkt.ttl = tmpl->ttl;
+    pkt.sip = tmpl->sip;
+    pkt.dip = tmpl->dip;
+    pkt.sport = tmpl->sport;
     pkt.dport = RS_ROCE_UDP_PORT;
     pkt.opcode = RS_OP_BUNDLE_HELLO;
     pkt.dqpn = 1;
     memset(pl, 0, paylen);
     stw_be_p(pl, RS_BUNDLE_VERSION);
     stl_be_p(pl + 4, c->p.bundle_max);
-    bp->nonce = ++b->nonce;
+    /* Unguessable: a REPLY proves the peer saw this HELLO. */
+    qemu_guest_getrandom_nofail(&bp->nonce, sizeof(bp->nonce));
     stl_be_p(pl + 8, bp->nonce);
     len = rs_wire_build(b->tx, &pkt, paylen);
     trace_rdma_session_bundle_hello_tx(bp->ip, bp->tries, len);
     bp->tries = MIN(bp->tries + 1, 30);
-    bp->next_ms = rs_bundle_now_ms() +
-        MIN((int64_t)RS_BUNDLE_RETRY_MS << (bp->tries - 1),
-            RS_BUNDLE_BACKOFF_MS);
+    bp->next_ms = now + MIN((int64_t)RS_BUNDLE_RETRY_MS << (bp->tries - 1),
+                            RS_BUNDLE_BACKOFF_MS);
     b->counters[RS_BUNDLE_CNT_HELLO_TX]++;
     rs_roce_send(c, b->tx, len, RS_OP_BUNDLE_HELLO);
+}
+
+/* The HELLO template of an IPv4 RoCE frame we are sending. */
+static void rs_bundle_tmpl(RSPkt *t, const uint8_t *frame)
+{
+    const uint8_t *ip = frame + RS_L3_OFF;
+
+    memcpy(t->dmac, frame, 6);
+    memcpy(t->smac, frame + 6, 6);
+    t->tos = ip[1];
+    t->ttl = ip[8];
+    t->sip = ldl_be_p(ip + 12);
+    t->dip = ldl_be_p(ip + 16);
+    t->sport = lduw_be_p(ip + RS_IP4_HLEN);
+}
+
+/* A valid RoCE frame came from IPv4 address ip: the peer is alive. */
+void rs_bundle_heard(RSCore *c, uint32_t ip)
+{
+    RSBundle *b = c->bundle;
+    RSBundlePeer *bp;
+
+    if (!c->p.bundle || !ip) {
+        return;
+    }
+    bp = rs_bundle_peer_find(b, ip);
+    if (bp) {
+        bp->unheard_ms = 0;
+    }
 }
 
 void rs_bundle_flush(RSCore *c)
@@ -247,19 +369,30 @@ bool rs_bundle_add(RSCore *c, const uint8_t *frame, size_t len)
         return false;
     }
     bp = rs_bundle_peer_find(b, ip);
+    if (bp && bp->state == RS_BPEER_OK && bp->unheard_ms &&
+        rs_bundle_now_ms() - bp->unheard_ms > RS_BUNDLE_SILENT_MS) {
+        /* Bundles into silence: standard frames, and ask again. */
+        trace_rdma_session_bundle_silent(ip);
+        bp->state = RS_BPEER_PROBING;
+        bp->tries = 0;
+        bp->next_ms = 0;
+    }
     if (!bp || bp->state != RS_BPEER_OK) {
+        RSPkt t;
+
         rs_bundle_flush(c);
         if (!bp) {
             bp = rs_bundle_peer_new(b, ip);
         }
         bp->used = ++b->clock;
-        if (rs_bundle_now_ms() >= bp->next_ms &&
-            c->roce_tx_held < 2) {
-            rs_bundle_hello(c, bp, frame);
-        }
+        rs_bundle_tmpl(&t, frame);
+        rs_bundle_hello(c, bp, &t);
         return false;
     }
     bp->used = ++b->clock;
+    if (!bp->unheard_ms) {
+        bp->unheard_ms = rs_bundle_now_ms();
+    }
     /*
      * Same outer headers (L2 and IP addresses, UDP source port: a path
      * an ECMP network picks by the 5-tuple) and room left.
@@ -306,8 +439,9 @@ static void rs_bundle_hello_rx(RSCore *c, const RSPkt *pkt, size_t len)
     size_t rlen;
     uint8_t *pl = b->ctl + RS_BTH_OFF + RS_BTH_LEN;
 
-    if (pkt->paylen < RS_HELLO_LEN ||
+    if (pkt->paylen < RS_HELLO_SMALL_LEN ||
         lduw_be_p(pkt->payload) != RS_BUNDLE_VERSION) {
+        /* Shorter than the REPLY: answering would amplify. */
         trace_rdma_session_bundle_drop(len, "HELLO: short or other version");
         return;
     }
@@ -336,21 +470,41 @@ static void rs_bundle_hello_rx(RSCore *c, const RSPkt *pkt, size_t len)
     rs_roce_send(c, b->ctl, rlen, RS_OP_BUNDLE_HELLO_REPLY);
 }
 
-/* A REPLY to our HELLO: bundles to its sender from now on. */
+/*
+ * A REPLY to our HELLO: to the small one, the padded HELLO goes at once;
+ * to the padded one, bundles to its sender from now on.
+ */
 static void rs_bundle_reply_rx(RSCore *c, const RSPkt *pkt, size_t len)
 {
     RSBundle *b = c->bundle;
     RSBundlePeer *bp = rs_bundle_peer_find(b, pkt->sip);
     uint32_t limit;
+    RSPkt t;
 
     if (pkt->paylen < RS_REPLY_LEN ||
         lduw_be_p(pkt->payload) != RS_BUNDLE_VERSION) {
         trace_rdma_session_bundle_drop(len, "REPLY: short or other version");
         return;
     }
-    if (!c->p.bundle || !bp || bp->state != RS_BPEER_PROBING ||
-        ldl_be_p(pkt->payload + 8) != bp->nonce) {
+    if (!c->p.bundle || !bp ||
+        (bp->state != RS_BPEER_PROBING && bp->state != RS_BPEER_SIZING) ||
+        !bp->tries || ldl_be_p(pkt->payload + 8) != bp->nonce) {
         trace_rdma_session_bundle_drop(len, "REPLY to no HELLO of ours");
+        return;
+    }
+    bp->nonce = 0;              /* answered: a second REPLY is not */
+    bp->tries = 0;
+    bp->next_ms = 0;
+    if (bp->state == RS_BPEER_PROBING) {
+        bp->state = RS_BPEER_SIZING;
+        memcpy(t.dmac, pkt->smac, 6);
+        memcpy(t.smac, pkt->dmac, 6);
+        t.tos = pkt->tos;
+        t.ttl = 64;
+        t.sip = pkt->dip;
+        t.dip = pkt->sip;
+        t.sport = pkt->sport;
+        rs_bundle_hello(c, bp, &t);
         return;
     }
     /* What it takes, what reached it, what we send at most. */
@@ -358,11 +512,14 @@ static void rs_bundle_reply_rx(RSCore *c, const RSPkt *pkt, size_t len)
     limit = MIN(limit, c->p.bundle_max);
     if (limit < RS_BUNDLE_MIN) {
         trace_rdma_session_bundle_drop(len, "REPLY: path or peer too small");
-        return;                 /* still probing: asked again later */
+        bp->state = RS_BPEER_PROBING;   /* asked again later */
+        bp->tries = 1;
+        bp->next_ms = rs_bundle_now_ms() + RS_BUNDLE_RETRY_MS;
+        return;
     }
     bp->state = RS_BPEER_OK;
     bp->limit = limit;
-    bp->tries = 0;
+    bp->unheard_ms = 0;
     trace_rdma_session_bundle_peer_ok(bp->ip, limit);
 }
 
@@ -392,9 +549,16 @@ static void rs_bundle_rx(RSCore *c, const uint8_t *f, size_t size)
                  (2 + RS_BUNDLE_MIN_INNER))) {
         why = "bad count";
     }
+    /*
+     * f may be guest RAM another vCPU writes (a virtio-net NIC on the
+     * same hub): each length is read once, and the packets are taken
+     * from the (offset, length) pairs checked here, each then parsed by
+     * rs_roce_input as a frame that arrived alone.
+     */
     for (n = 0, off = RS_BUNDLE_HDR; !why && n < count; n++) {
         const uint8_t *in = f + off + 2;
         size_t ilen;
+        uint16_t proto;
         uint8_t dgid[16];
 
         if (off + 2 > end) {
@@ -404,17 +568,25 @@ static void rs_bundle_rx(RSCore *c, const uint8_t *f, size_t size)
         ilen = lduw_be_p(f + off);
         if (ilen < RS_BUNDLE_MIN_INNER || ilen > RS_WIRE_MAX_FRAME) {
             why = "inner length out of range";
-        } else if (off + 2 + ilen > end) {
+            break;
+        }
+        if (off + 2 + ilen > end) {
             why = "lengths past the end";
-        } else if (!rs_wire_is_roce(in, ilen, dgid) ||
-                   (lduw_be_p(in + 12) == ETH_P_IPV6 &&
-                    ilen < RS_BTH_OFF6 + RS_BTH_LEN + RS_ICRC_LEN)) {
+            break;
+        }
+        proto = lduw_be_p(in + 12);
+        if (!rs_wire_is_roce(in, ilen, dgid) ||
+            (proto != ETH_P_IP && proto != ETH_P_IPV6) ||
+            (proto == ETH_P_IPV6 &&
+             ilen < RS_BTH_OFF6 + RS_BTH_LEN + RS_ICRC_LEN)) {
             why = "inner frame not RoCE";
-        } else if (rs_opcode[in[lduw_be_p(in + 12) == ETH_P_IPV6 ?
-                                 RS_BTH_OFF6 : RS_BTH_OFF]].flags &
+        } else if (rs_opcode[in[proto == ETH_P_IPV6 ?
+                                RS_BTH_OFF6 : RS_BTH_OFF]].flags &
                    RS_OPF_BUNDLE) {
             why = "nested bundle";
         }
+        b->in_off[n] = off + 2;
+        b->in_len[n] = ilen;
         off += 2 + ilen;
     }
     if (!why && off != end) {
@@ -427,16 +599,15 @@ static void rs_bundle_rx(RSCore *c, const uint8_t *f, size_t size)
     }
     trace_rdma_session_bundle_rx(count, size);
     b->counters[RS_BUNDLE_CNT_RX]++;
-    for (n = 0, off = RS_BUNDLE_HDR; n < count; n++) {
-        const uint8_t *in = f + off + 2;
-        size_t ilen = lduw_be_p(f + off);
+    for (n = 0; n < count; n++) {
+        const uint8_t *in = f + b->in_off[n];
+        size_t ilen = b->in_len[n];
         uint8_t dgid[16];
 
-        off += 2 + ilen;
         /* As rs_resp_divert would have taken the frame alone. */
-        rs_wire_is_roce(in, ilen, dgid);
-        if (rs_gid_find(c, dgid) < 0 &&
-            (!rs_gid_is_mcast(dgid) || rs_mcast_find(c, dgid) < 0)) {
+        if (!rs_wire_is_roce(in, ilen, dgid) ||
+            (rs_gid_find(c, dgid) < 0 &&
+             (!rs_gid_is_mcast(dgid) || rs_mcast_find(c, dgid) < 0))) {
             trace_rdma_session_roce_drop(ilen, "bundled: not to our GIDs");
             continue;
         }
@@ -485,8 +656,7 @@ bool rs_bundle_divert(RSCore *c, const struct iovec *iov, int iovcnt,
         return true;
     }
     if (op == RS_OP_BUNDLE_HELLO) {
-        rs_bundle_hello_rx(c, &pkt, RS_ETH_HLEN + lduw_be_p(f + RS_L3_OFF +
-                                                            2));
+        rs_bundle_hello_rx(c, &pkt, size);
     } else {
         rs_bundle_reply_rx(c, &pkt, size);
     }
@@ -506,7 +676,10 @@ void rs_bundle_reset(RSCore *c)
     b->tx_len = 0;
     b->tx_count = 0;
     memset(b->peers, 0, sizeof(b->peers));
+    memset(b->backoff, 0, sizeof(b->backoff));
     b->last = 0;
+    b->hello_tokens = RS_HELLO_BURST;
+    b->hello_refill_ms = 0;
 }
 
 void rs_bundle_realize(RSCore *c)
@@ -516,6 +689,7 @@ void rs_bundle_realize(RSCore *c)
     b->bh = qemu_bh_new_guarded(rs_bundle_bh, c, c->guard);
     b->tx = g_malloc0(RS_BUNDLE_BUF);
     b->rx = g_malloc0(RS_BUNDLE_BUF);
+    b->hello_tokens = RS_HELLO_BURST;
     c->bundle = b;
 }
 

@@ -630,6 +630,12 @@ struct RSCore {
      * anew after a migration (the destination's path may differ).
      */
     struct RSBundle *bundle;
+    /*
+     * The received frame being processed (rs_resp_divert): READ and
+     * atomic response packets it may still produce there.  Runtime only.
+     */
+    bool rx_frame;
+    unsigned rx_resp_budget;
 };
 
 #define TYPE_RDMA_SESSION "rdma-session"
@@ -1050,6 +1056,13 @@ static inline void rs_guard_leave(RSCore *c)
     c->guard->engaged_in_io = false;
 }
 
+/*
+ * READ and atomic response packets one received frame (or a bundle, all
+ * its packets) may produce in the receive path; resp_bh sends the rest,
+ * as many per QP per run.
+ */
+#define RS_RESP_BUDGET      32
+
 /* rdma-session-bundle.c: x-bundle-max's range (whole frames, bytes). */
 #define RS_BUNDLE_MIN       9000
 #define RS_BUNDLE_MAX       65535
@@ -1074,6 +1087,8 @@ void rs_bundle_mmio_end(RSCore *c);
 bool rs_bundle_divert(RSCore *c, const struct iovec *iov, int iovcnt,
                       const uint8_t *hdr, size_t hdrlen, size_t size);
 uint64_t *rs_bundle_counter(RSCore *c, unsigned which);
+/* A valid RoCE frame came from this IPv4 address: bundling to it goes on. */
+void rs_bundle_heard(RSCore *c, uint32_t ip);
 void rs_roce_send(RSCore *c, uint8_t *frame, size_t len, uint8_t op);
 
 /* rdma-session-migration.c */

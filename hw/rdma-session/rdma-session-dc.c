@@ -366,11 +366,16 @@ static void rs_dc_connect_in(RSCore *c, int gid, const RSPkt *pkt)
         rs_dc_reply(c, gid, pkt, dct, RS_AETH_NAK_REM_ACCESS, 0);
         return;
     }
-    /* The same DCI: a CONNECT sent again, or a new connection. */
+    /*
+     * The same DCI: a CONNECT sent again, or a new connection.  Only
+     * contexts this CONNECT's key opens: a DCI's source address and QPN
+     * prove nothing, so a key of one DCT frees nothing on another.
+     */
     for (i = 0; i < c->p.dc_contexts; i++) {
         qp = &c->qps[c->dc_ctx[i]];
         if (!c->dc_ctx[i] || qp->dest_qpn != pkt->dc_qpn ||
-            memcmp(qp->av.dgid, pkt->sgid, sizeof(pkt->sgid))) {
+            memcmp(qp->av.dgid, pkt->sgid, sizeof(pkt->sgid)) ||
+            (qp->dc_dct != dct && qp->dc_key != pkt->dc_key)) {
             continue;
         }
         if (qp->dc_conn == pkt->dc_conn && qp->dc_dct == dct &&

@@ -121,6 +121,10 @@ void rs_roce_xmit(RSCore *c, uint8_t *frame, size_t len, uint32_t dip)
         return;
     }
     if (roce && rs_gid_find(c, dgid) >= 0) {
+        if (!c->rx_frame) {
+            /* A frame of ours: its responses get a budget of their own. */
+            c->rx_resp_budget = RS_RESP_BUDGET;
+        }
         rs_roce_input(c, frame, len);       /* loopback */
         return;
     }

@@ -45,23 +45,18 @@ int rs_gid_find(RSCore *c, const uint8_t *gid)
     return -1;
 }
 
-bool rs_resp_divert(RSCore *c, const struct iovec *iov, int iovcnt)
+/* The frame of rs_resp_divert, to one of our GIDs or groups. */
+static void rs_resp_frame(RSCore *c, const struct iovec *iov, int iovcnt,
+                          const uint8_t *hdr, size_t hdrlen)
 {
-    uint8_t hdr[RS_BTH_OFF6], dgid[16];
-    size_t size, n = iov_to_buf(iov, iovcnt, 0, hdr, sizeof(hdr));
+    size_t size = iov_size(iov, iovcnt);
 
-    if (!rs_wire_is_roce(hdr, n, dgid) ||
-        (rs_gid_find(c, dgid) < 0 &&
-         (!rs_gid_is_mcast(dgid) || rs_mcast_find(c, dgid) < 0))) {
-        return false;
-    }
-    size = iov_size(iov, iovcnt);
-    if (rs_bundle_divert(c, iov, iovcnt, hdr, n, size)) {
-        return true;            /* a bundle, or its negotiation */
+    if (rs_bundle_divert(c, iov, iovcnt, hdr, hdrlen, size)) {
+        return;                 /* a bundle, or its negotiation */
     }
     if (size > RS_WIRE_MAX_FRAME) {
         trace_rdma_session_roce_drop(size, "larger than the path MTU allows");
-        return true;
+        return;
     }
     if (iovcnt == 1) {
         /* The usual case: the backend's own buffer, without a copy. */
@@ -71,6 +66,26 @@ bool rs_resp_divert(RSCore *c, const struct iovec *iov, int iovcnt)
         rs_roce_input(c, c->rx_buf, size);
     }
     rs_bundle_flush(c);         /* its responses (READ, NAK) go now */
+}
+
+bool rs_resp_divert(RSCore *c, const struct iovec *iov, int iovcnt)
+{
+    uint8_t hdr[RS_BTH_OFF6], dgid[16];
+    size_t n = iov_to_buf(iov, iovcnt, 0, hdr, sizeof(hdr));
+
+    if (!rs_wire_is_roce(hdr, n, dgid) ||
+        (rs_gid_find(c, dgid) < 0 &&
+         (!rs_gid_is_mcast(dgid) || rs_mcast_find(c, dgid) < 0))) {
+        return false;
+    }
+    /*
+     * The work one received frame causes is bounded: its READ and atomic
+     * responses share one budget, a bundle's packets together.
+     */
+    c->rx_frame = true;
+    c->rx_resp_budget = RS_RESP_BUDGET;
+    rs_resp_frame(c, iov, iovcnt, hdr, n);
+    c->rx_frame = false;
     return true;
 }
 
@@ -452,14 +467,14 @@ static bool rs_resp_rkey(RSCore *c, RSQp *qp, uint32_t gid, uint32_t rkey,
 
 /*
  * Responses the responder owes (READ responses, ATOMIC ACKNOWLEDGEs) are
- * produced at most RS_RESP_BUDGET packets per QP at a time, in the
- * receive path and then in resp_bh, and not while the backend holds one
+ * produced at most RS_RESP_BUDGET packets per received frame (a bundle
+ * is one frame: its READ requests share them) in the receive path, then
+ * RS_RESP_BUDGET per QP per run of resp_bh, and not while the backend holds one
  * of our frames: one READ request of max-msg-size bytes is work for a
  * long time, never one long stall of the main loop or an unbounded queue.
  * They leave in PSN order, so anything that would acknowledge later PSNs
  * (a coalesced ACK, an ATOMIC ACKNOWLEDGE, a NAK) waits behind them.
  */
-#define RS_RESP_BUDGET      32
 /* A READ resource answers a duplicate request at most this often. */
 #define RS_READ_REPLAY_NS   (10 * SCALE_MS)
 
@@ -550,11 +565,11 @@ static bool rs_resp_read_pkt(RSCore *c, uint32_t qpn, RSQp *qp, RSRdRes *rd)
 }
 
 /*
- * Send what QP qpn owes, oldest PSN first, at most budget packets; true
- * if some is left for later.
+ * Send what QP qpn owes, oldest PSN first, at most *budget packets (it
+ * counts them down); true if some is left for later.
  */
 static bool rs_resp_send_owed(RSCore *c, uint32_t qpn, RSQp *qp,
-                              unsigned budget)
+                              unsigned *budget)
 {
     for (;;) {
         RSAtomicRes *at = NULL;
@@ -587,9 +602,10 @@ static bool rs_resp_send_owed(RSCore *c, uint32_t qpn, RSQp *qp,
         if (!rd && !at) {
             return false;
         }
-        if (!budget-- || rs_roce_tx_busy(c)) {
+        if (!*budget || rs_roce_tx_busy(c)) {
             return true;
         }
+        --*budget;
         if (at) {
             at->owed = false;
             rs_resp_send_ack(c, qpn, qp, RS_OP_ATOMIC_ACK, RS_AETH_ACK,
@@ -624,7 +640,7 @@ bool rs_resp_rnr_prompt(RSCore *c, uint32_t qpn, uint8_t timer)
 /* A response is owed: send what the budget allows now, the rest later. */
 static void rs_resp_owe(RSCore *c, uint32_t qpn, RSQp *qp)
 {
-    if (rs_resp_send_owed(c, qpn, qp, RS_RESP_BUDGET)) {
+    if (rs_resp_send_owed(c, qpn, qp, &c->rx_resp_budget)) {
         qemu_bh_schedule(c->resp_bh);
     }
 }
@@ -641,12 +657,13 @@ void rs_resp_process(void *opaque)
     }
     for (qpn = 1; qpn < c->p.max_qps; qpn++) {
         RSQp *qp = &c->qps[qpn];
+        unsigned budget = RS_RESP_BUDGET;
 
         if (!qp->valid) {
             continue;
         }
         if (rs_qpt_rc_responder(qp->type) && rs_qp_receiving(qp) &&
-            rs_resp_send_owed(c, qpn, qp, RS_RESP_BUDGET)) {
+            rs_resp_send_owed(c, qpn, qp, &budget)) {
             more = true;
             continue;
         }
@@ -1497,6 +1514,9 @@ void rs_roce_input(RSCore *c, const uint8_t *frame, size_t len)
         return;
     }
     gid = rs_gid_find(c, pkt.dgid);
+    if (gid >= 0 && !pkt.v6) {
+        rs_bundle_heard(c, pkt.sip);
+    }
     qpn = pkt.dqpn;
     trace_rdma_session_roce_rx(rs_opcode[pkt.opcode].name, qpn, pkt.psn,
                                pkt.paylen);

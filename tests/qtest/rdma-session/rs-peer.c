@@ -228,6 +228,9 @@ static bool pair_log(Pair *pr, int i, const uint8_t *f, size_t len)
     pr->sport[i][pr->nops[i]] = lduw_be_p(f + ROCE_BTH - 8);
     pr->seq[i][pr->nops[i]] = pr->nseq++;
     pr->nops[i]++;
+    if (f[ROCE_BTH] == OP_BUNDLE_HELLO && len > HELLO_SMALL) {
+        pr->hello_big[i]++;
+    }
     if (len <= sizeof(pr->last[i])) {
         memcpy(pr->last[i], f, len);    /* a HELLO is larger */
         pr->last_len[i] = len;
@@ -326,6 +329,7 @@ void pair_log_reset(Pair *pr)
     pr->bundles[0] = pr->bundles[1] = 0;
     pr->bundled[0] = pr->bundled[1] = 0;
     pr->drop_bundle[0] = pr->drop_bundle[1] = 0;
+    pr->hello_big[0] = pr->hello_big[1] = 0;
 }
 
 void pair_expect_ops(Pair *pr, int from, const uint8_t *ops,

@@ -39,6 +39,8 @@
 
 #define ROCE_BTH        (14 + 20 + 8)
 #define ROCE_EXT        (ROCE_BTH + 12)
+/* A bundle HELLO before its first REPLY: BTH, 16 bytes, ICRC. */
+#define HELLO_SMALL     (ROCE_EXT + 16 + 4)
 
 /* IBTA BTH opcodes (RC unless named) and AETH syndromes. */
 enum {
@@ -121,6 +123,7 @@ typedef struct Pair {
     unsigned bundles[2];
     unsigned bundled[2];        /* frames in them */
     uint64_t drop_bundle[2];
+    unsigned hello_big[2];      /* HELLOs longer than HELLO_SMALL */
     GQueue held[2];             /* of GByteArray */
     uint8_t op[2][PAIR_OPS];    /* BTH opcodes since pair_log_reset() */
     uint8_t syn[2][PAIR_OPS];   /* their AETH syndromes, if any */
