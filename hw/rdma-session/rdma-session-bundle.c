@@ -96,7 +96,7 @@ typedef struct RSBundlePeer {
     uint32_t limit;             /* bundle frame bytes, RS_BPEER_OK */
     uint32_t nonce;             /* the last HELLO's */
     int64_t next_ms;            /* probing, sizing: HELLO again then */
-    int64_t unheard_ms;         /* OK: first bundle since we heard it; 0 */
+    int64_t unheard_ms;         /* OK: first bundle since we heard it; -1 */
     uint64_t used;              /* LRU stamp */
 } RSBundlePeer;
 
@@ -291,7 +291,7 @@ void rs_bundle_heard(RSCore *c, uint32_t ip)
     }
     bp = rs_bundle_peer_find(b, ip);
     if (bp) {
-        bp->unheard_ms = 0;
+        bp->unheard_ms = -1;
     }
 }
 
@@ -369,7 +369,7 @@ bool rs_bundle_add(RSCore *c, const uint8_t *frame, size_t len)
         return false;
     }
     bp = rs_bundle_peer_find(b, ip);
-    if (bp && bp->state == RS_BPEER_OK && bp->unheard_ms &&
+    if (bp && bp->state == RS_BPEER_OK && bp->unheard_ms >= 0 &&
         rs_bundle_now_ms() - bp->unheard_ms > RS_BUNDLE_SILENT_MS) {
         /* Bundles into silence: standard frames, and ask again. */
         trace_rdma_session_bundle_silent(ip);
@@ -390,7 +390,7 @@ bool rs_bundle_add(RSCore *c, const uint8_t *frame, size_t len)
         return false;
     }
     bp->used = ++b->clock;
-    if (!bp->unheard_ms) {
+    if (bp->unheard_ms < 0) {
         bp->unheard_ms = rs_bundle_now_ms();
     }
     /*
@@ -519,7 +519,7 @@ static void rs_bundle_reply_rx(RSCore *c, const RSPkt *pkt, size_t len)
     }
     bp->state = RS_BPEER_OK;
     bp->limit = limit;
-    bp->unheard_ms = 0;
+    bp->unheard_ms = -1;
     trace_rdma_session_bundle_peer_ok(bp->ip, limit);
 }
 

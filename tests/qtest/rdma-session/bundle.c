@@ -9,6 +9,9 @@
 #include "qemu/osdep.h"
 #include "rs-test.h"
 #include "rs-peer.h"
+#include "libqos/virtio.h"
+#include "libqos/virtio-pci.h"
+#include "standard-headers/linux/virtio_config.h"
 
 #define BUNDLE_MAX      60000   /* x-bundle-max's default */
 
@@ -525,9 +528,265 @@ static void test_bundle_migrate(void *obj, void *data, QGuestAllocator *alloc)
     pair_teardown(&pr);
 }
 
+/* A frame's BTH PSN. */
+static uint32_t f_psn(const uint8_t *f)
+{
+    return ldl_be_p(f + ROCE_BTH + 8) & 0xffffff;
+}
+
+/* A's next request to B, kept from the wire: a template. */
+static GByteArray *a_request(Pair *pr, LoopQp q[2], uint8_t wr, uint8_t op,
+                             uint32_t len)
+{
+    struct rs_sge sge = peer_sge(&pr->p[0], 0x7000, len);
+    GByteArray *g;
+
+    pr->hold[0] = true;
+    pair_post(pr, 0, &q[0], wr, 0xe0, &sge, 1, pr->p[1].buf + 0x7000,
+              pr->p[1].key[0], 0);
+    while ((g = pair_take(pr, 0))->data[ROCE_BTH] == OP_BUNDLE_HELLO) {
+        g_byte_array_unref(g);
+    }
+    g_assert_cmphex(g->data[ROCE_BTH], ==, op);
+    pair_forget(pr, 0);
+    return g;
+}
+
+/*
+ * A bundle of 36 READ requests (max_dest_rd_atomic is 8) and, in the
+ * same socket write, a HELLO: the READ responses B sends before its REPLY
+ * to the HELLO are those the bundle made in its receive callback.  A
+ * received frame, a bundle of any size, gets RS_RESP_BUDGET (32) there;
+ * the rest come from the bottom half.
+ */
+static void test_bundle_frame_work(void *obj, void *data,
+                                   QGuestAllocator *alloc)
+{
+    enum { NREAD = 36 };
+    g_autofree uint8_t *bundle = g_malloc(65536);
+    uint8_t req[NREAD][128], hello[128], pl[16];
+    const uint8_t *in[NREAD];
+    size_t len[NREAD], blen, hlen;
+    uint32_t be[2], psn0;
+    struct iovec iov[4];
+    GByteArray *g;
+    unsigned k, before = 0;
+    LoopQp q[2];
+    Pair pr;
+
+    pair_setup(&pr, obj, data, alloc);
+    pair_rc(&pr, q, 0, STD_ACCESS);
+    bundle_negotiate(&pr, q);
+    g = a_request(&pr, q, RS_WR_RDMA_READ, OP_READ_REQ, 64);
+    psn0 = f_psn(g->data);
+    for (k = 0; k < NREAD; k++) {
+        memcpy(req[k], g->data, g->len);
+        stl_be_p(req[k] + ROCE_BTH + 8, (psn0 + k) & 0xffffff);
+        stq_be_p(req[k] + ROCE_EXT, pr.p[1].buf + k * 64);
+        roce_reseal(req[k], g->len);
+        in[k] = req[k];
+        len[k] = g->len;
+    }
+    blen = roce_bundle(bundle, in, len, NREAD);
+    memset(pl, 0, sizeof(pl));
+    stw_be_p(pl, 1);
+    stl_be_p(pl + 4, 60000);
+    hlen = roce_frame(hello, pair_mac[1], 0x0a000001, 0x0a000002,
+                      OP_BUNDLE_HELLO, 1, 0, pl, sizeof(pl));
+    memcpy(hello + 6, pair_mac[0], 6);      /* from A: REPLY to A */
+    g_byte_array_unref(g);
+
+    pair_log_reset(&pr);
+    pr.hold[1] = true;
+    be[0] = cpu_to_be32(blen);
+    be[1] = cpu_to_be32(hlen);
+    iov[0] = (struct iovec) { .iov_base = &be[0], .iov_len = 4 };
+    iov[1] = (struct iovec) { .iov_base = bundle, .iov_len = blen };
+    iov[2] = (struct iovec) { .iov_base = &be[1], .iov_len = 4 };
+    iov[3] = (struct iovec) { .iov_base = hello, .iov_len = hlen };
+    g_assert_cmpint(iov_send(pr.fd[1], iov, 4, 0, blen + hlen + 8), ==,
+                    blen + hlen + 8);
+    while (count_op(&pr, 1, OP_READ_RESP_ONLY) < NREAD ||
+           !count_op(&pr, 1, OP_BUNDLE_HELLO_REPLY)) {
+        g_usleep(1000);
+    }
+    for (k = 0; pr.op[1][k] != OP_BUNDLE_HELLO_REPLY; k++) {
+        before += pr.op[1][k] == OP_READ_RESP_ONLY;
+    }
+    g_test_message("%u of %u READ responses in the bundle's callback",
+                   before, NREAD);
+    g_assert_cmpuint(before, ==, 32);
+    g_assert_cmpuint(count_op(&pr, 1, OP_READ_RESP_ONLY), ==, NREAD);
+    g_assert_cmpuint(count_op(&pr, 1, OP_ACK), ==, 0);     /* no NAK */
+    pair_forget(&pr, 1);
+    peer_dont_care(&pr.p[0], 0x7000, 64);
+    g_assert_cmpuint(qp_state(pr.p[1].d, q[1].h), ==, RS_QPS_RTS);
+    pair_teardown(&pr);
+}
+
+/*
+ * A peer A bundles to that falls silent (its frames lost, a forged
+ * REPLY's victim): after RS_BUNDLE_SILENT_MS A's frames go alone again,
+ * behind a new small HELLO; once B is heard, bundles again.
+ */
+static void test_bundle_silent_peer(void *obj, void *data,
+                                    QGuestAllocator *alloc)
+{
+    Pair pr;
+    Peer *a, *b;
+    struct rs_sge sge;
+    struct rs_cqe cqe;
+    LoopQp q[2];
+
+    pair_setup(&pr, obj, data, alloc);
+    a = &pr.p[0];
+    b = &pr.p[1];
+    pair_rc(&pr, q, 0, STD_ACCESS);
+    bundle_negotiate(&pr, q);
+
+    pair_log_reset(&pr);
+    pr.hold[1] = true;
+    peer_fill(a, 0, 16384, 0x61);
+    sge = peer_sge(a, 0, 16384);
+    pair_post(&pr, 0, &q[0], RS_WR_RDMA_WRITE, 0xa1, &sge, 1, b->buf,
+              b->key[0], 0);
+    pair_wait_frames(&pr, 0, 16);
+    g_assert_cmpuint(pr.bundles[0], ==, 1);
+    /* B's ACKs never reach A: its retransmission goes unbundled. */
+    qtest_clock_step(qrs_qts(a->d), 5000000000ll);
+    pair_wait_frames(&pr, 0, 18);
+    g_assert_cmpuint(pr.bundles[0], ==, 1);
+    g_assert_cmphex(pr.op[0][16], ==, OP_BUNDLE_HELLO);
+    g_assert_cmpuint(pr.hello_big[0], ==, 0);
+    pair_release(&pr, 1);
+    pair_poll(&pr, 0, &cqe);
+    assert_cqe(&cqe, 0xa1, RS_WC_SUCCESS, RS_WR_RDMA_WRITE, q[0].qpn);
+    img_move(b, 0, a, 0, 16384);
+    peer_check(b);
+
+    /* Heard again: negotiated again, bundles again. */
+    pair_log_reset(&pr);
+    bundle_write(&pr, q, 0x4000, 16384, 0x62, 0xa2);
+    bundle_write(&pr, q, 0x1000, 16384, 0x63, 0xa3);
+    g_assert_cmpuint(pr.bundles[0], >=, 1);
+    pair_cq_empty(&pr, 0);
+    pair_cq_empty(&pr, 1);
+    pair_teardown(&pr);
+}
+
+/*
+ * A bundle B receives from a virtio-net NIC on its hub is in guest RAM
+ * (the NIC's TX buffer), which the guest may rewrite while B reads it.
+ * Here B itself rewrites it: the bundle's first packet, a WRITE into the
+ * page that holds the bundle, changes the second packet's length.  B
+ * must take the packets where its validation found them: the second and
+ * third land, nothing is read past the bundle.
+ */
+static void test_bundle_guest_ram(void *obj, void *data,
+                                  QGuestAllocator *alloc)
+{
+    enum { TX = 0x4000, HDR = 12 };
+    g_autofree uint8_t *bundle = g_malloc(65536);
+    uint8_t w[3][256], got[64];
+    const uint8_t *in[3];
+    size_t len[3], blen;
+    QVirtioPCIDevice *vn;
+    QPCIAddress addr = { .devfn = QPCI_DEVFN(PAIR_VNET_SLOT, 0) };
+    QVirtQueue *txq;
+    QTestState *qts;
+    GByteArray *g;
+    uint64_t tx, len2_at;
+    uint32_t psn0, head;
+    LoopQp q[2];
+    Peer *b;
+    Pair pr;
+    int k;
+
+    pair_setup(&pr, obj, data, alloc);
+    b = &pr.p[1];
+    qts = qrs_qts(b->d);
+    pair_rc(&pr, q, 0, STD_ACCESS);
+
+    vn = g_new0(QVirtioPCIDevice, 1);
+    virtio_pci_init(vn, b->d->dev.bus, &addr);
+    qvirtio_pci_device_enable(vn);
+    qvirtio_start_device(&vn->vdev);
+    g_assert_true(qvirtio_get_features(&vn->vdev) &
+                  (1ull << VIRTIO_F_VERSION_1));
+    qvirtio_set_features(&vn->vdev, 1ull << VIRTIO_F_VERSION_1);
+    txq = qvirtqueue_setup(&vn->vdev, alloc, 1);
+    qvirtio_set_driver_ok(&vn->vdev);
+
+    /* Three WRITEs as A would send them, PSNs in order. */
+    g = a_request(&pr, q, RS_WR_RDMA_WRITE, OP_WRITE_ONLY, 64);
+    psn0 = f_psn(g->data);
+    g_assert_cmpuint(g->len, ==, ROCE_EXT + 16 + 64 + 4);
+    tx = b->buf + TX;
+    for (k = 0; k < 3; k++) {
+        memcpy(w[k], g->data, ROCE_EXT + 16);
+        stl_be_p(w[k] + ROCE_BTH + 8, (psn0 + k) & 0xffffff);
+        memset(w[k] + ROCE_EXT + 16, 0x5a + k, 64);
+        len[k] = g->len;
+        in[k] = w[k];
+    }
+    g_byte_array_unref(g);
+    /*
+     * The first writes 4 bytes: the last two of its own ICRC, already
+     * checked, and the second packet's length, 142, as 100.
+     */
+    len[0] = ROCE_EXT + 16 + 4 + 4;
+    len2_at = tx + HDR + ROCE_EXT + 4 + 2 + len[0];
+    stq_be_p(w[0] + ROCE_EXT, len2_at - 2);
+    stl_be_p(w[0] + ROCE_EXT + 12, 4);
+    stl_be_p(w[0] + ROCE_EXT + 16, 0x00000064);
+    stq_be_p(w[1] + ROCE_EXT, b->buf + 0x100);
+    stq_be_p(w[2] + ROCE_EXT, b->buf + 0x200);
+    for (k = 0; k < 3; k++) {
+        roce_reseal(w[k], len[k]);
+    }
+    blen = roce_bundle(bundle, in, len, 3);
+    g_assert_cmpuint(lduw_be_p(bundle + len2_at - tx - HDR), ==, len[1]);
+
+    /* The guest sends it through the virtio-net NIC. */
+    pr.raw[1] = true;
+    pr.hold[0] = true;
+    qtest_memset(qts, tx, 0, HDR);
+    qtest_memwrite(qts, tx + HDR, bundle, blen);
+    head = qvirtqueue_add(qts, txq, tx, HDR + blen, false, false);
+    qvirtqueue_kick(qts, &vn->vdev, txq, head);
+    qvirtio_wait_used_elem(qts, &vn->vdev, txq, head, NULL,
+                           RS_QOS_TIMEOUT_US);
+    g_assert_cmpuint(bundle_counter(&pr, 1, "rx"), ==, 1);
+    g_assert_cmpuint(qtest_readw(qts, len2_at), ==, 0x6400);
+    qtest_memread(qts, b->buf + 0x100, got, 64);
+    for (k = 0; k < 64; k++) {
+        g_assert_cmphex(got[k], ==, 0x5b);
+    }
+    qtest_memread(qts, b->buf + 0x200, got, 64);
+    for (k = 0; k < 64; k++) {
+        g_assert_cmphex(got[k], ==, 0x5c);
+    }
+    peer_dont_care(b, 0x100, 0x200);
+    peer_dont_care(b, TX, PAGE);
+    g_assert_cmpuint(qp_state(b->d, q[1].h), ==, RS_QPS_RTS);
+    pair_forget(&pr, 0);
+    pr.raw[1] = false;
+    qvirtqueue_cleanup(vn->vdev.bus, txq, alloc);
+    qvirtio_pci_device_disable(vn);
+    g_free(vn);
+    pair_teardown(&pr);
+}
+
+static void *bundle_hub_before(GString *cmd_line, void *arg)
+{
+    return pair_before_hub(cmd_line, ",bundle=on,id=rsa",
+                           ",bundle=on,id=rsb");
+}
+
 static void register_bundle_tests(void)
 {
     QOSGraphTestOptions both = { .before = bundle_before };
+    QOSGraphTestOptions hub = { .before = bundle_hub_before };
     QOSGraphTestOptions standard = {
         .before = bundle_before, .arg = (void *)",bundle=off",
     };
@@ -542,6 +801,12 @@ static void register_bundle_tests(void)
                  &both);
     qos_add_test("bundle/migrate", "rdma-session", test_bundle_migrate,
                  &both);
+    qos_add_test("bundle/frame-work", "rdma-session", test_bundle_frame_work,
+                 &both);
+    qos_add_test("bundle/silent-peer", "rdma-session",
+                 test_bundle_silent_peer, &both);
+    qos_add_test("bundle/guest-ram", "rdma-session", test_bundle_guest_ram,
+                 &hub);
 }
 
 libqos_init(register_bundle_tests);

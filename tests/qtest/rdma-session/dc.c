@@ -796,6 +796,63 @@ static void test_dc_hostile(void *obj, void *data, QGuestAllocator *alloc)
 }
 
 /*
+ * A CONNECT with the DCI's address and QPN but another DCT's number and
+ * key (one the sender may well have: its own DCT's) must not free the
+ * DCI's context on the first DCT: the DCI's next SEND still lands there.
+ */
+static void test_dc_connect_other_key(void *obj, void *data,
+                                      QGuestAllocator *alloc)
+{
+    DcEnv e;
+    Pair *pr = &e.pr;
+    uint8_t f[PAIR_FRAME_MAX];
+    size_t len;
+    GByteArray *g;
+
+    dc_setup(&e, obj, data, alloc, 0);
+    dct_create(&e, &e.dct[1], DC_KEY2);
+    pair_log_reset(pr);
+    pr->hold[0] = true;
+    dc_recv(&e, 0xa1, 0x1000, 64);
+    dc_post(&e, 0, RS_WR_SEND, 0xb1, 0, 0x100, 64, 0, 0);
+    g = pair_take(pr, 0);
+    g_assert_cmphex(g->data[ROCE_BTH], ==, OP_DC_CONNECT);
+    len = g->len;
+    memcpy(f, g->data, len);
+    pair_inject(pr, 1, g->data, g->len);
+    g_byte_array_unref(g);
+    pair_release(pr, 0);
+    {
+        struct rs_cqe cqe;
+
+        img_move(&pr->p[1], 0x1000, &pr->p[0], 0x100, 64);
+        pair_expect_cqe(pr, 0, 0xb1, RS_WC_SUCCESS, RS_WR_SEND,
+                        e.dci[0].qpn, 0);
+        pair_poll(pr, 1, &cqe);
+        assert_cqe(&cqe, 0xa1, RS_WC_SUCCESS, RS_WR_RECV, e.dct[0].qpn);
+    }
+
+    /* The forged CONNECT to DCT 1, its key right: a context there. */
+    pair_log_reset(pr);
+    pr->hold[1] = true;
+    stl_be_p(f + ROCE_BTH + 4, e.dct[1].qpn);
+    stq_be_p(f + DCETH, DC_KEY2);
+    inject_edit(pr, 1, f, len);
+    g = pair_take(pr, 1);
+    g_assert_cmphex(g->data[ROCE_BTH], ==, OP_DC_CONNECT_REPLY);
+    g_assert_cmphex(g->data[ROCE_EXT], ==, AETH_ACK);
+    g_byte_array_unref(g);
+    pair_forget(pr, 1);
+
+    /* DCI 0 is still connected to DCT 0: no CONNECT, its SEND lands. */
+    pair_log_reset(pr);
+    dc_send_ok(&e, 0, 0, 0xb2, 0x200, 0x2000, 64);
+    g_assert_cmpuint(pr->nops[0], >=, 1);
+    g_assert_cmphex(pr->op[0][0], ==, OP_SEND_ONLY);
+    dc_teardown(&e);
+}
+
+/*
  * Work requests the DCI cannot execute: an AH handle that does not
  * exist (LOC_QP_OP_ERR), an AH of another PD (LOC_PROT_ERR); nothing on
  * the wire.
@@ -1203,6 +1260,8 @@ static void register_dc_tests(void)
                  test_dc_lost_disconnect, &one_ctx);
     qos_add_test("dc/silent-dci", "rdma-session", test_dc_silent, &idle);
     qos_add_test("dc/hostile", "rdma-session", test_dc_hostile, &pair);
+    qos_add_test("dc/connect-other-key", "rdma-session",
+                 test_dc_connect_other_key, &pair);
     qos_add_test("dc/bad-wqe", "rdma-session", test_dc_bad_wqe, &pair);
     qos_add_test("dc/ah-reuse", "rdma-session", test_dc_ah_reuse, &pair);
     qos_add_test("dc/objects", "rdma-session", test_dc_objects, &pair);

@@ -42,16 +42,31 @@ void pair_cmd_line(GString *cmd_line, const PairSockets *s)
                         strlen(RS_QOS_DEVICE_OPTS), s->a_props);
     }
     qrs_qos_socket_netdev(cmd_line, s->qemu[0]);
-    g_string_append_printf(cmd_line, " -netdev socket,fd=%d,id=" PAIR_NETDEV
-                           " -device rdma-session,netdev=" PAIR_NETDEV
-                           ",mac=" PAIR_MAC_STR ",addr=0x%x.0,bundle=off%s ",
-                           s->qemu[1], PAIR_SLOT, s->b_props);
+    if (s->b_hub) {
+        /* B's wire, B and a virtio-net NIC on one hub. */
+        g_string_append_printf(cmd_line,
+                               " -netdev socket,fd=%d,id=rswire1"
+                               " -netdev hubport,id=rshub1,hubid=7,"
+                               "netdev=rswire1"
+                               " -netdev hubport,id=" PAIR_NETDEV ",hubid=7"
+                               " -netdev hubport,id=rsvnet,hubid=7"
+                               " -device virtio-net-pci,netdev=rsvnet,"
+                               "mac=" PAIR_VNET_MAC_STR ",addr=0x%x.0",
+                               s->qemu[1], PAIR_VNET_SLOT);
+    } else {
+        g_string_append_printf(cmd_line, " -netdev socket,fd=%d,id="
+                               PAIR_NETDEV, s->qemu[1]);
+    }
+    g_string_append_printf(cmd_line, " -device rdma-session,netdev="
+                           PAIR_NETDEV ",mac=" PAIR_MAC_STR
+                           ",addr=0x%x.0,bundle=off%s ",
+                           PAIR_SLOT, s->b_props);
 }
 
-void *pair_before_props(GString *cmd_line, const char *a_props,
-                        const char *b_props)
+static void *pair_before_wires(GString *cmd_line, const char *a_props,
+                               const char *b_props, bool b_hub)
 {
-    PairSockets *s = g_new(PairSockets, 1);
+    PairSockets *s = g_new0(PairSockets, 1);
     int i, sv[2];
 
     for (i = 0; i < 2; i++) {
@@ -63,10 +78,23 @@ void *pair_before_props(GString *cmd_line, const char *a_props,
     }
     s->a_props = g_strdup(a_props);
     s->b_props = g_strdup(b_props ? b_props : "");
+    s->b_hub = b_hub;
     pair_cmd_line(cmd_line, s);
     g_test_queue_destroy(pair_sockets_free, s);
     qos_invalidate_command_line();
     return s;
+}
+
+void *pair_before_props(GString *cmd_line, const char *a_props,
+                        const char *b_props)
+{
+    return pair_before_wires(cmd_line, a_props, b_props, false);
+}
+
+void *pair_before_hub(GString *cmd_line, const char *a_props,
+                      const char *b_props)
+{
+    return pair_before_wires(cmd_line, a_props, b_props, true);
 }
 
 void *pair_before(GString *cmd_line, void *arg)
@@ -137,6 +165,61 @@ void roce_reseal(uint8_t *f, size_t len)
     stw_be_p(f + 24, 0);
     stw_be_p(f + 24, ip4_csum(f + 14));
     stl_le_p(f + len - 4, roce_icrc(f, len - 4));
+}
+
+size_t roce_frame(uint8_t *f, const uint8_t *dmac, uint32_t sip,
+                  uint32_t dip, uint8_t op, uint32_t dqpn, uint32_t psn,
+                  const void *ext, size_t extlen)
+{
+    size_t len = ROCE_EXT + extlen + 4;
+
+    memset(f, 0, len);
+    memcpy(f, dmac, 6);
+    f[6] = 0x02;
+    stl_be_p(f + 8, sip);               /* 02:00:<its address> */
+    stw_be_p(f + 12, 0x0800);
+    f[14] = 0x45;
+    f[14 + 8] = 64;
+    f[14 + 9] = 17;
+    stl_be_p(f + 14 + 12, sip);
+    stl_be_p(f + 14 + 16, dip);
+    stw_be_p(f + 14 + 20, 0xc000 | (sip & 0x3fff));
+    stw_be_p(f + 14 + 20 + 2, 4791);
+    f[ROCE_BTH] = op;
+    stw_be_p(f + ROCE_BTH + 2, 0xffff);
+    stl_be_p(f + ROCE_BTH + 4, dqpn & 0xffffff);
+    stl_be_p(f + ROCE_BTH + 8, psn & 0xffffff);
+    if (extlen) {
+        memcpy(f + ROCE_EXT, ext, extlen);
+    }
+    roce_reseal(f, len);
+    return len;
+}
+
+size_t roce_bundle(uint8_t *out, const uint8_t *const *in,
+                   const size_t *len, unsigned n)
+{
+    size_t off = ROCE_EXT + 4;
+    unsigned k;
+
+    memcpy(out, in[0], ROCE_BTH);       /* its Ethernet, IPv4, UDP */
+    memset(out + ROCE_BTH, 0, off - ROCE_BTH);
+    out[ROCE_BTH] = OP_BUNDLE;
+    stw_be_p(out + ROCE_BTH + 2, 0xffff);
+    stl_be_p(out + ROCE_BTH + 4, 1);
+    stw_be_p(out + ROCE_EXT, n);
+    for (k = 0; k < n; k++) {
+        stw_be_p(out + off, len[k]);
+        memcpy(out + off + 2, in[k], len[k]);
+        off += 2 + len[k];
+    }
+    stw_be_p(out + 16, off - 14);
+    stw_be_p(out + 14 + 6, 0);
+    stw_be_p(out + 24, 0);
+    stw_be_p(out + 24, ip4_csum(out + 14));
+    stw_be_p(out + 14 + 20 + 4, off - 14 - 20);
+    stw_be_p(out + 14 + 20 + 6, 0);
+    return off;
 }
 
 /*
@@ -279,6 +362,20 @@ void pair_handle(Pair *pr, int i, size_t len)
         pr->announced[i]++;
         return;
     }
+    if (pr->raw[i]) {
+        uint8_t op = len > ROCE_BTH ? pr->frame[ROCE_BTH] : 0;
+
+        pr->raw_bytes[i] += len;
+        pr->raw_frames[i]++;
+        pr->raw_op[i][op]++;
+        if (op == OP_BUNDLE_HELLO) {
+            pr->raw_hello_max[i] = MAX(pr->raw_hello_max[i], len);
+            if (len == HELLO_SMALL) {
+                memcpy(pr->raw_hello[i], pr->frame, len);
+            }
+        }
+        return;
+    }
     if (len > ROCE_BTH && pr->frame[ROCE_BTH] == OP_BUNDLE) {
         pair_unbundle(pr, i, pr->frame, len);
         if (pr->drop_bundle[i] >> (pr->bundles[i] - 1) & 1) {
@@ -330,6 +427,10 @@ void pair_log_reset(Pair *pr)
     pr->bundled[0] = pr->bundled[1] = 0;
     pr->drop_bundle[0] = pr->drop_bundle[1] = 0;
     pr->hello_big[0] = pr->hello_big[1] = 0;
+    pr->raw_bytes[0] = pr->raw_bytes[1] = 0;
+    pr->raw_frames[0] = pr->raw_frames[1] = 0;
+    memset(pr->raw_op, 0, sizeof(pr->raw_op));
+    pr->raw_hello_max[0] = pr->raw_hello_max[1] = 0;
 }
 
 void pair_expect_ops(Pair *pr, int from, const uint8_t *ops,

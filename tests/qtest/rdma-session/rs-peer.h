@@ -29,6 +29,9 @@
 
 #define PAIR_NETDEV     "rsnet1"
 #define PAIR_MAC_STR    "52:54:00:12:34:71"
+/* b_hub: the virtio-net NIC on B's hub. */
+#define PAIR_VNET_SLOT  0x1e
+#define PAIR_VNET_MAC_STR "52:54:00:12:34:7e"
 #define PAIR_BUF        (8 * PAGE)
 #define PAIR_CQ_LOG     6
 #define PAIR_OPS        256
@@ -99,6 +102,7 @@ typedef struct PairSockets {
     int old[2];                 /* after pair_migrate(): the source's wire */
     char *b_props;              /* more properties of adapter B */
     char *a_props;              /* and of A (NULL: none) */
+    bool b_hub;                 /* B shares a hub with a virtio-net NIC */
 } PairSockets;
 
 typedef struct Peer {
@@ -124,6 +128,16 @@ typedef struct Pair {
     unsigned bundled[2];        /* frames in them */
     uint64_t drop_bundle[2];
     unsigned hello_big[2];      /* HELLOs longer than HELLO_SMALL */
+    /*
+     * raw[i]: frames from adapter @i are only counted here (since the
+     * reset), not checked, logged or relayed: answers to spoofed sources.
+     */
+    bool raw[2];
+    uint64_t raw_bytes[2];
+    unsigned raw_frames[2];
+    unsigned raw_op[2][256];    /* frames by BTH opcode */
+    size_t raw_hello_max[2];    /* the longest HELLO */
+    uint8_t raw_hello[2][HELLO_SMALL];  /* the last small HELLO */
     GQueue held[2];             /* of GByteArray */
     uint8_t op[2][PAIR_OPS];    /* BTH opcodes since pair_log_reset() */
     uint8_t syn[2][PAIR_OPS];   /* their AETH syndromes, if any */
@@ -158,11 +172,34 @@ void *pair_before_props(GString *cmd_line, const char *a_props,
                         const char *b_props);
 
 /*
+ * The same, B's wire on a hub with B and a virtio-net NIC (slot
+ * PAIR_VNET_SLOT): frames the guest puts in its TX ring reach B.
+ */
+void *pair_before_hub(GString *cmd_line, const char *a_props,
+                      const char *b_props);
+
+/*
  * The pair with a small send buffer on B's wire: a few frames fill it,
  * and B's responder then owes the rest of a READ's responses until the
  * test reads them.
  */
 void *pair_small_sndbuf_before(GString *cmd_line, void *arg);
+
+/*
+ * Build in @f a RoCEv2 frame to @dmac/@dip from IPv4 address @sip (MAC
+ * 02:00:<sip>): BTH @op to QP @dqpn at @psn, then @extlen bytes of @ext,
+ * a correct ICRC.  Returns its length.
+ */
+size_t roce_frame(uint8_t *f, const uint8_t *dmac, uint32_t sip,
+                  uint32_t dip, uint8_t op, uint32_t dqpn, uint32_t psn,
+                  const void *ext, size_t extlen);
+
+/*
+ * Build in @out a BUNDLE of the @n frames @in (@len bytes each) with
+ * the outer Ethernet, IPv4 and UDP headers of the first.  Its length.
+ */
+size_t roce_bundle(uint8_t *out, const uint8_t *const *in,
+                   const size_t *len, unsigned n);
 
 /* The ICRC of the frame whose ICRC is at @icrc_off (IBTA A17.8). */
 uint32_t roce_icrc(const uint8_t *f, size_t icrc_off);
