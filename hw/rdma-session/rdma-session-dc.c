@@ -316,6 +316,62 @@ static void rs_dc_reply(RSCore *c, int gid, const RSPkt *in, uint32_t dct,
     rs_roce_xmit(c, c->resp_buf, len, pkt.dip);
 }
 
+/*
+ * Shares of the context pool: one source address may hold at most half
+ * of it, one DCT three quarters, so that neither a host with many DCIs
+ * (or a forger of its address) nor the holder of one DCT's key takes
+ * every context of the device.  A CONNECT over a share may reclaim the
+ * context of that share idle longest, as a full pool's would; false if
+ * it may not have a context now.
+ */
+static bool rs_dc_share(RSCore *c, uint32_t dct, const RSPkt *pkt,
+                        int64_t now)
+{
+    int64_t reclaim = MAX(10 * rs_dc_idle_ns(c), RS_DC_RECLAIM_MIN);
+    uint32_t pass, i;
+
+    for (pass = 0; pass < 2; pass++) {
+        uint32_t src = 0, on_dct = 0;
+        int old_src = -1, old_dct = -1, victim;
+
+        for (i = 0; i < c->p.dc_contexts; i++) {
+            const RSQp *qp = &c->qps[c->dc_ctx[i]];
+
+            if (!c->dc_ctx[i]) {
+                continue;
+            }
+            if (!memcmp(qp->av.dgid, pkt->sgid, sizeof(pkt->sgid))) {
+                src++;
+                if (old_src < 0 ||
+                    qp->dc_last < c->qps[c->dc_ctx[old_src]].dc_last) {
+                    old_src = i;
+                }
+            }
+            if (qp->dc_dct == dct) {
+                on_dct++;
+                if (old_dct < 0 ||
+                    qp->dc_last < c->qps[c->dc_ctx[old_dct]].dc_last) {
+                    old_dct = i;
+                }
+            }
+        }
+        if (src >= MAX(c->p.dc_contexts / 2, 1)) {
+            victim = old_src;
+        } else if (on_dct >= MAX(c->p.dc_contexts - c->p.dc_contexts / 4,
+                                 1)) {
+            victim = old_dct;
+        } else {
+            return true;
+        }
+        if (now - c->qps[c->dc_ctx[victim]].dc_last <= reclaim) {
+            trace_rdma_session_dc_drop(dct, "CONNECT over its share");
+            return false;
+        }
+        rs_dc_ctx_free(c, c->dc_ctx[victim], "reclaimed for its share");
+    }
+    return true;
+}
+
 /* A free slot of c->dc_ctx (reclaiming the context idle longest); -1. */
 static int rs_dc_ctx_slot(RSCore *c, int64_t now)
 {
@@ -385,7 +441,7 @@ static void rs_dc_connect_in(RSCore *c, int gid, const RSPkt *pkt)
         }
         rs_dc_ctx_free(c, c->dc_ctx[i], "the DCI connects again");
     }
-    slot = rs_dc_ctx_slot(c, now);
+    slot = rs_dc_share(c, dct, pkt, now) ? rs_dc_ctx_slot(c, now) : -1;
     qpn = slot < 0 ? 0 : RS_ALLOC(c->qps, c->p.max_qps, RS_GSI_QPN + 1);
     if (!qpn) {
         rs_dc_reply(c, gid, pkt, dct,

@@ -852,6 +852,69 @@ static void test_dc_connect_other_key(void *obj, void *data,
     dc_teardown(&e);
 }
 
+/* A CONNECT from @src (10.9.x.y) to DCT @dct with @key, for DCI @dci. */
+static void connect_as(Pair *pr, uint32_t src, uint32_t dct, uint64_t key,
+                       uint32_t dci)
+{
+    uint8_t f[128], dceth[16];
+
+    stq_be_p(dceth, key);
+    stl_be_p(dceth + 8, dci);
+    stl_be_p(dceth + 12, 1);
+    pair_inject(pr, 1, f, roce_frame(f, pair_mac[1], src, 0x0a000002,
+                                     OP_DC_CONNECT, dct, 0x100, dceth,
+                                     sizeof(dceth)));
+}
+
+/* Until B has sent @n CONNECT replies since the reset. */
+static void wait_replies(Pair *pr, unsigned n)
+{
+    gint64 end = g_get_monotonic_time() + RS_QOS_TIMEOUT_US;
+
+    for (;;) {
+        pair_pump(pr);
+        if (pr->raw_op[1][OP_DC_CONNECT_REPLY] >= n) {
+            break;
+        }
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        g_usleep(1000);
+    }
+    g_assert_cmpuint(pr->raw_op[1][OP_DC_CONNECT_REPLY], ==, n);
+}
+
+/*
+ * dc-contexts=4: one source address gets at most 2 contexts, one DCT at
+ * most 3, whatever keys they hold; the others get RNR replies.
+ */
+static void test_dc_quota(void *obj, void *data, QGuestAllocator *alloc)
+{
+    const uint32_t s1 = 0x0a090101, s2 = 0x0a090102;
+    DcEnv e;
+    Pair *pr = &e.pr;
+    uint32_t k;
+
+    dc_setup(&e, obj, data, alloc, 0);
+    dct_create(&e, &e.dct[1], DC_KEY2);
+    pr->raw[1] = true;
+    pair_log_reset(pr);
+    for (k = 0; k < 4; k++) {
+        connect_as(pr, s1, e.dct[0].qpn, DC_KEY, 0x100 + k);
+    }
+    wait_replies(pr, 4);
+    g_assert_cmpuint(pr->raw_aeth[1][AETH_ACK], ==, 2);
+    g_assert_cmpuint(pr->raw_aeth[1][AETH_RNR | 1], ==, 2);
+    /* Another source: DCT 0 has room for one more, DCT 1 for more. */
+    connect_as(pr, s2, e.dct[0].qpn, DC_KEY, 0x200);
+    connect_as(pr, s2, e.dct[0].qpn, DC_KEY, 0x201);
+    connect_as(pr, s2, e.dct[1].qpn, DC_KEY2, 0x202);
+    wait_replies(pr, 7);
+    g_assert_cmpuint(pr->raw_aeth[1][AETH_ACK], ==, 4);
+    g_assert_cmpuint(pr->raw_aeth[1][AETH_RNR | 1], ==, 3);
+    pr->raw[1] = false;
+    assert_alive(pr->p[1].d);
+    pair_teardown(pr);
+}
+
 /*
  * Work requests the DCI cannot execute: an AH handle that does not
  * exist (LOC_QP_OP_ERR), an AH of another PD (LOC_PROT_ERR); nothing on
@@ -1241,6 +1304,10 @@ static void register_dc_tests(void)
         .before = pair_before,
         .arg = (void *)",dc-contexts=1",
     };
+    QOSGraphTestOptions four_ctx = {
+        .before = pair_before,
+        .arg = (void *)",dc-contexts=4" B_LONG_IDLE,
+    };
     QOSGraphTestOptions one_ctx = {
         .before = pair_before,
         .arg = (void *)",dc-contexts=1,dc-idle=1000",
@@ -1262,6 +1329,7 @@ static void register_dc_tests(void)
     qos_add_test("dc/hostile", "rdma-session", test_dc_hostile, &pair);
     qos_add_test("dc/connect-other-key", "rdma-session",
                  test_dc_connect_other_key, &pair);
+    qos_add_test("dc/quota", "rdma-session", test_dc_quota, &four_ctx);
     qos_add_test("dc/bad-wqe", "rdma-session", test_dc_bad_wqe, &pair);
     qos_add_test("dc/ah-reuse", "rdma-session", test_dc_ah_reuse, &pair);
     qos_add_test("dc/objects", "rdma-session", test_dc_objects, &pair);

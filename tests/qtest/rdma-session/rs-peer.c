@@ -368,6 +368,9 @@ void pair_handle(Pair *pr, int i, size_t len)
         pr->raw_bytes[i] += len;
         pr->raw_frames[i]++;
         pr->raw_op[i][op]++;
+        if (len > ROCE_EXT && roce_has_aeth(op)) {
+            pr->raw_aeth[i][pr->frame[ROCE_EXT]]++;
+        }
         if (op == OP_BUNDLE_HELLO) {
             pr->raw_hello_max[i] = MAX(pr->raw_hello_max[i], len);
             if (len == HELLO_SMALL) {
@@ -430,6 +433,7 @@ void pair_log_reset(Pair *pr)
     pr->raw_bytes[0] = pr->raw_bytes[1] = 0;
     pr->raw_frames[0] = pr->raw_frames[1] = 0;
     memset(pr->raw_op, 0, sizeof(pr->raw_op));
+    memset(pr->raw_aeth, 0, sizeof(pr->raw_aeth));
     pr->raw_hello_max[0] = pr->raw_hello_max[1] = 0;
 }
 

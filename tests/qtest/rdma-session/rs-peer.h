@@ -136,6 +136,7 @@ typedef struct Pair {
     uint64_t raw_bytes[2];
     unsigned raw_frames[2];
     unsigned raw_op[2][256];    /* frames by BTH opcode */
+    unsigned raw_aeth[2][256];  /* frames with an AETH, by syndrome */
     size_t raw_hello_max[2];    /* the longest HELLO */
     uint8_t raw_hello[2][HELLO_SMALL];  /* the last small HELLO */
     GQueue held[2];             /* of GByteArray */
