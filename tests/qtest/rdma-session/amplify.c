@@ -165,7 +165,6 @@ static size_t amp_frame(AmpKind k, unsigned n, uint8_t *f, uint32_t qpn,
 static void amp_sync(Pair *pr, unsigned replies, uint64_t *in_bytes,
                      unsigned *in_pkts)
 {
-    gint64 end = g_get_monotonic_time() + RS_QOS_TIMEOUT_US;
     uint8_t f[128], pl[16];
     size_t len;
 
@@ -175,15 +174,7 @@ static void amp_sync(Pair *pr, unsigned replies, uint64_t *in_bytes,
     pair_inject(pr, 1, f, len);
     *in_bytes += len;
     *in_pkts += 1;
-    for (;;) {
-        pair_pump(pr);
-        if (pr->raw_op[1][OP_BUNDLE_HELLO_REPLY] >= replies) {
-            break;
-        }
-        g_assert_cmpint(g_get_monotonic_time(), <, end);
-        g_usleep(1000);
-    }
-    g_assert_cmpuint(pr->raw_op[1][OP_BUNDLE_HELLO_REPLY], ==, replies);
+    pair_wait_raw(pr, 1, OP_BUNDLE_HELLO_REPLY, replies);
 }
 
 /*
@@ -245,16 +236,10 @@ static void test_amplify_kinds(void *obj, void *data, QGuestAllocator *alloc)
 /* CONNECT from @src: B answers it, and HELLOs @src if it may. */
 static void connect_from(Pair *pr, uint32_t src, unsigned hellos)
 {
-    gint64 end = g_get_monotonic_time() + RS_QOS_TIMEOUT_US;
     uint8_t f[128];
 
     pair_inject(pr, 1, f, connect_frame(f, OP_DC_CONNECT, src, NO_DCT, 0));
-    while (pr->raw_op[1][OP_BUNDLE_HELLO] < hellos) {
-        g_assert_cmpint(g_get_monotonic_time(), <, end);
-        g_usleep(1000);
-        pair_pump(pr);
-    }
-    g_assert_cmpuint(pr->raw_op[1][OP_BUNDLE_HELLO], ==, hellos);
+    pair_wait_raw(pr, 1, OP_BUNDLE_HELLO, hellos);
 }
 
 static void reply_from(Pair *pr, uint32_t src, uint32_t nonce)

@@ -866,22 +866,6 @@ static void connect_as(Pair *pr, uint32_t src, uint32_t dct, uint64_t key,
                                      sizeof(dceth)));
 }
 
-/* Until B has sent @n CONNECT replies since the reset. */
-static void wait_replies(Pair *pr, unsigned n)
-{
-    gint64 end = g_get_monotonic_time() + RS_QOS_TIMEOUT_US;
-
-    for (;;) {
-        pair_pump(pr);
-        if (pr->raw_op[1][OP_DC_CONNECT_REPLY] >= n) {
-            break;
-        }
-        g_assert_cmpint(g_get_monotonic_time(), <, end);
-        g_usleep(1000);
-    }
-    g_assert_cmpuint(pr->raw_op[1][OP_DC_CONNECT_REPLY], ==, n);
-}
-
 /*
  * dc-contexts=4: one source address gets at most 2 contexts, one DCT at
  * most 3, whatever keys they hold; the others get RNR replies.
@@ -900,14 +884,14 @@ static void test_dc_quota(void *obj, void *data, QGuestAllocator *alloc)
     for (k = 0; k < 4; k++) {
         connect_as(pr, s1, e.dct[0].qpn, DC_KEY, 0x100 + k);
     }
-    wait_replies(pr, 4);
+    pair_wait_raw(pr, 1, OP_DC_CONNECT_REPLY, 4);
     g_assert_cmpuint(pr->raw_aeth[1][AETH_ACK], ==, 2);
     g_assert_cmpuint(pr->raw_aeth[1][AETH_RNR | 1], ==, 2);
     /* Another source: DCT 0 has room for one more, DCT 1 for more. */
     connect_as(pr, s2, e.dct[0].qpn, DC_KEY, 0x200);
     connect_as(pr, s2, e.dct[0].qpn, DC_KEY, 0x201);
     connect_as(pr, s2, e.dct[1].qpn, DC_KEY2, 0x202);
-    wait_replies(pr, 7);
+    pair_wait_raw(pr, 1, OP_DC_CONNECT_REPLY, 7);
     g_assert_cmpuint(pr->raw_aeth[1][AETH_ACK], ==, 4);
     g_assert_cmpuint(pr->raw_aeth[1][AETH_RNR | 1], ==, 3);
     pr->raw[1] = false;

@@ -459,6 +459,22 @@ void pair_wait_frames(Pair *pr, int from, unsigned n)
     }
 }
 
+void pair_wait_raw(Pair *pr, int from, uint8_t op, unsigned n)
+{
+    gint64 end = g_get_monotonic_time() + RS_QOS_TIMEOUT_US;
+
+    g_assert_true(pr->raw[from]);
+    for (;;) {
+        pair_pump(pr);
+        if (pr->raw_op[from][op] >= n) {
+            break;
+        }
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        g_usleep(1000);
+    }
+    g_assert_cmpuint(pr->raw_op[from][op], ==, n);
+}
+
 GByteArray *pair_take(Pair *pr, int from)
 {
     gint64 end = g_get_monotonic_time() + RS_QOS_TIMEOUT_US;

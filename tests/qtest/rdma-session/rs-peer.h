@@ -236,6 +236,9 @@ void pair_wait_frames(Pair *pr, int from, unsigned n);
 /* The next frame adapter @from sent while held; g_byte_array_unref it. */
 GByteArray *pair_take(Pair *pr, int from);
 
+/* raw[@from]: until it has sent @n frames of opcode @op (never more). */
+void pair_wait_raw(Pair *pr, int from, uint8_t op, unsigned n);
+
 /* Put a frame on adapter @to's wire as if its peer had sent it. */
 void pair_inject(Pair *pr, int to, const uint8_t *f, size_t len);
 
