@@ -73,8 +73,71 @@ bld="$src/build"
 link="$RS_BUILD/qemu"
 [ $fuzz = 0 ] || { bld="$src/build-fuzz"; link="$RS_BUILD/qemu-fuzz"; }
 
-# A changed integration patch means a fresh tree (both build directories).
+# The integration patch the tree was unpacked with: the copy kept beside
+# it, or (trees unpacked before the copy was kept) the version in the
+# repository's history with the recorded checksum.
+applied_patch()
+{
+    local sum h
+    sum=$(cat "$src/.rs-unpacked" 2>/dev/null) || return 1
+    if [ -f "$src/.rs-patch" ]; then
+        [ "$(sha1sum < "$src/.rs-patch" | cut -c1-12)" = "$sum" ] || return 1
+        cat "$src/.rs-patch"
+        return
+    fi
+    for h in $(git -C "$top" log --format=%H -- scripts/qemu-integration.patch 2>/dev/null); do
+        if [ "$(git -C "$top" show "$h:scripts/qemu-integration.patch" | sha1sum | cut -c1-12)" = "$sum" ]; then
+            git -C "$top" show "$h:scripts/qemu-integration.patch"
+            return
+        fi
+    done
+    return 1
+}
+
+# A changed integration patch, applied in place: every file the old or the
+# new patch touches is taken from the tarball, patched in a scratch tree,
+# and copied over only if its content changed, so ninja rebuilds only what
+# depends on it (a new generic-fuzz configuration: generic_fuzz.c).  False
+# if that cannot be done; then the tree is unpacked afresh.
+patch_in_place()
+{
+    local tmp files f rc=1
+    tmp=$(mktemp -d) || return 1
+    applied_patch > "$tmp/old.patch" || { rm -rf "$tmp"; return 1; }
+    files=$(sed -n 's|^+++ b/\([^[:space:]]*\).*|\1|p' "$tmp/old.patch" \
+                "$top/scripts/qemu-integration.patch" | sort -u)
+    case $'\n'$files$'\n' in
+    *$'\n'Kconfig$'\n'*|*$'\n'MAINTAINERS$'\n'*) rm -rf "$tmp"; return 1 ;;
+    esac
+    if tar -tf "$tarball" > "$tmp/list" &&
+       grep -Fx -f <(sed "s|^|qemu-$ver/|" <<<"$files") "$tmp/list" > "$tmp/members" &&
+       mkdir "$tmp/t" && tar -C "$tmp/t" -xf "$tarball" -T "$tmp/members" &&
+       mkdir -p "$tmp/t/qemu-$ver" &&
+       (cd "$tmp/t/qemu-$ver" && patch -p1 --quiet < "$top/scripts/qemu-integration.patch"); then
+        rc=0
+        for f in $files; do
+            if [ -f "$tmp/t/qemu-$ver/$f" ]; then
+                cmp -s "$tmp/t/qemu-$ver/$f" "$src/$f" && continue
+                log "integration patch: $f"
+                mkdir -p "$(dirname "$src/$f")"
+                cp "$tmp/t/qemu-$ver/$f" "$src/$f" || rc=1
+            else
+                rm -f "$src/$f"     # a file only the old patch added
+            fi
+        done
+    fi
+    rm -rf "$tmp"
+    return $rc
+}
+
 patchsum=$(sha1sum < "$top/scripts/qemu-integration.patch" | cut -c1-12)
+if [ -d "$src" ] && [ "$(cat "$src/.rs-unpacked" 2>/dev/null)" != "$patchsum" ] &&
+   patch_in_place; then
+    cp "$top/scripts/qemu-integration.patch" "$src/.rs-patch"
+    echo "$patchsum" > "$src/.rs-unpacked"
+fi
+# Otherwise a changed integration patch means a fresh tree (both build
+# directories).
 if [ "$(cat "$src/.rs-unpacked" 2>/dev/null)" != "$patchsum" ]; then
     log "unpacking $(basename "$tarball")"
     rm -rf "$src"
@@ -85,6 +148,7 @@ if [ "$(cat "$src/.rs-unpacked" 2>/dev/null)" != "$patchsum" ]; then
         die "scripts/qemu-integration.patch does not apply to QEMU $ver"
     cat "$top/Kconfig" >> "$src/Kconfig"
     cat "$top/MAINTAINERS" >> "$src/MAINTAINERS"
+    cp "$top/scripts/qemu-integration.patch" "$src/.rs-patch"
     echo "$patchsum" > "$src/.rs-unpacked"
 fi
 

@@ -2,19 +2,28 @@
 # Run one of the adapter's fuzzers (libFuzzer, ASan + UBSan build from
 # scripts/build-qemu.sh --fuzz).
 #
-# Usage: scripts/fuzz.sh [--target generic|packet] [--minutes N | --seconds N]
+# Usage: scripts/fuzz.sh [--target generic|hub|packet]
+#                        [--minutes N | --seconds N]
 #                        [--no-build] [-- libFuzzer options...]
 #   generic  QEMU's generic-fuzz with the "rdma-session" configuration:
 #            MMIO/PIO/PCI config accesses and DMA contents from the input
+#   hub      generic-fuzz with "rdma-session-hub": the adapter and a
+#            virtio-net NIC on one hub, for frames the guest builds in
+#            virtio-net TX buffers to reach the adapter's receive path
 #   packet   rdma-session-packet (tests/qtest/fuzz/rdma_session_fuzz.c):
-#            RoCEv2 and raw frames from the network on an adapter with QPs
-#            in RTS, plus work requests, CQ doorbells and virtual time
+#            RoCEv2 frames, bundles, HELLO/REPLY and raw frames from the
+#            network (also from spoofed sources) on an adapter with QPs in
+#            RTS, plus work requests, CQ doorbells and virtual time; an
+#            input that makes the adapter exceed a documented
+#            amplification bound fails as a crash does
 # Default: packet, 10 minutes.
 #
 # The run starts from the seeds in tests/qtest/fuzz/rdma-session-corpus/
-# <target>/ and keeps what it finds in build/fuzz/<target>/corpus; crash,
-# timeout (an input running longer than 10 s: a hang) and out-of-memory
-# (2048 MB: amplification) reproducers go to build/fuzz/<target>/artifacts.
+# <target>/ (hub: generic/ and hub/ if it exists) and keeps what it finds in
+# build/fuzz/<target>/corpus; crash (for packet also an amplification
+# bound exceeded), timeout (an input running longer than 10 s: a hang) and
+# out-of-memory (2048 MB: amplification) reproducers go to
+# build/fuzz/<target>/artifacts.
 # It prints exec/s and libFuzzer's coverage (cov: edges, ft: features) and
 # exits 1 on any crash, timeout or OOM (naming the reproducer), 2 on a
 # setup error.  Reproduce one with
@@ -45,8 +54,9 @@ done
 # the start (libFuzzer would otherwise grow the limit from a few bytes).
 case $target in
 generic) name=generic-fuzz-rdma-session opts=(-max_len=4096) ;;
+hub) name=generic-fuzz-rdma-session-hub opts=(-max_len=4096) ;;
 packet) name=rdma-session-packet opts=(-max_len=4096 -len_control=0) ;;
-*) die "--target must be generic or packet" ;;
+*) die "--target must be generic, hub or packet" ;;
 esac
 
 if [ $build = 1 ]; then
@@ -57,7 +67,11 @@ fi
 bin="$RS_BUILD/qemu-fuzz/qemu-fuzz-x86_64"
 [ -x "$bin" ] || die "$bin is missing (run without --no-build)"
 
-seeds="$top/tests/qtest/fuzz/rdma-session-corpus/$target"
+seeds=()
+for d in "$target" $([ "$target" != hub ] || echo generic); do
+    d="$top/tests/qtest/fuzz/rdma-session-corpus/$d"
+    [ ! -d "$d" ] || seeds+=("$d")
+done
 work="$RS_BUILD/fuzz/$target"
 mkdir -p "$work/corpus" "$work/artifacts"
 touch "$work/.start"
@@ -79,19 +93,19 @@ if [ ${#repro[@]} -gt 0 ]; then
     if ! "$bin" --fuzz-target="$name" -timeout="${RS_FUZZ_TIMEOUT:-10}" \
             -rss_limit_mb="${RS_FUZZ_RSS_MB:-2048}" "${repro[@]}" \
             > "$work/repro.log" 2>&1; then
-        grep -E '^(==[0-9]+==ERROR|SUMMARY|.*runtime error|ALARM|.*out-of-memory)' "$work/repro.log" | head -n 5 >&2 || true
+        grep -E '^(==[0-9]+==ERROR|SUMMARY|.*runtime error|ALARM|.*out-of-memory|rdma-session fuzz: )' "$work/repro.log" | head -n 5 >&2 || true
         echo "fuzz $target: a reproducer of an earlier finding fails again (log $work/repro.log)"
         exit 1
     fi
 fi
 
-log "$name for ${secs} s (corpus $work/corpus, seeds $seeds)"
+log "$name for ${secs} s (corpus $work/corpus, seeds ${seeds[*]})"
 set +e
 nice -n 10 "$bin" --fuzz-target="$name" \
     -timeout="${RS_FUZZ_TIMEOUT:-10}" -rss_limit_mb="${RS_FUZZ_RSS_MB:-2048}" \
     -max_total_time="$secs" -print_final_stats=1 "${opts[@]}" \
     -artifact_prefix="$work/artifacts/" ${extra[@]+"${extra[@]}"} \
-    "$work/corpus" "$seeds" > "$out" 2>&1
+    "$work/corpus" "${seeds[@]}" > "$out" 2>&1
 rc=$?
 set -e
 
@@ -110,7 +124,7 @@ echo "fuzz $target: ${execs:-?} inputs, ${eps:-?} exec/s, cov ${cov:-?}, ft ${ft
 # Reproducers of this run: the artifacts newer than its start.
 mapfile -t found < <(find "$work/artifacts" -type f -newer "$work/.start" -printf '%f\n' | sort)
 if [ ${#found[@]} -gt 0 ] || { [ $rc != 0 ] && [ -z "$execs" ]; }; then
-    grep -E '^(==[0-9]+==ERROR|SUMMARY|.*runtime error|ALARM|.*out-of-memory)' "$out" | head -n 5 >&2 || true
+    grep -E '^(==[0-9]+==ERROR|SUMMARY|.*runtime error|ALARM|.*out-of-memory|rdma-session fuzz: )' "$out" | head -n 5 >&2 || true
     for f in ${found[@]+"${found[@]}"}; do
         echo "fuzz $target: reproducer $work/artifacts/$f"
         echo "  $bin --fuzz-target=$name $work/artifacts/$f"

@@ -3,7 +3,7 @@
 # time, as one TAP test: a crash, sanitizer report, hang or out-of-memory
 # fails it and the reproducer is named.
 #
-# Usage: tests/runners/fuzz-smoke.sh generic|packet
+# Usage: tests/runners/fuzz-smoke.sh generic|hub|packet
 # Environment: RS_FUZZ_SMOKE_SECS (default 60), RS_BUILD.
 set -uo pipefail
 
@@ -19,7 +19,7 @@ if "$top/scripts/fuzz.sh" --no-build --target "$target" \
     grep "^fuzz $target:" "$log" | sed 's/^/# /'
 else
     echo "not ok 1 - fuzz-smoke/$target (log $log)"
-    grep -E "^(fuzz $target:|  |==|SUMMARY)|runtime error" "$log" |
+    grep -E "^(fuzz $target:|  |==|SUMMARY|rdma-session fuzz: )|runtime error" "$log" |
         head -n 8 | sed 's/^/#   /'
     exit 1
 fi

@@ -5,12 +5,14 @@
  * MRs with every access right, RC QPs over loopback, RC/UC/UD QPs paired
  * with a remote GID that exists only in this fuzzer, an RC QP over IPv6,
  * a bound type 1 and type 2 memory window, an XRC initiator and an XRC
- * target with an XRC SRQ, a DC initiator connecting to the remote and a
- * DC target (key 0) on a basic SRQ, an explicit and an implicit
- * on-demand-paging MR with half their pages resolved, an indirect and a
- * pattern key over those MRs, requests outstanding towards the remote)
- * and then feeds the input to
- * the adapter as frames from the network through a socket netdev: RoCEv2
+ * target with an XRC SRQ, a DC initiator connecting to the remote, two
+ * DC targets (keys 0 and RSF_DC_KEY2) on a basic SRQ, an explicit and an
+ * implicit on-demand-paging MR with half their pages resolved, an
+ * indirect and a pattern key over those MRs, requests outstanding
+ * towards the remote) and then feeds the input to the adapter as frames
+ * from the network, handed to it by its netdev (a socket netdev whose
+ * socket carries nothing: the fuzzer sends and sees frames on the
+ * netdev's side in-process, see RSFWire): RoCEv2
  * frames built from the input with valid Ethernet/IP/UDP/BTH headers and
  * a correct ICRC, so that the input reaches the responder, the completer
  * and the READ/atomic resources, plus raw frames for the parser.  Work
@@ -19,8 +21,39 @@
  * a crash reproduces from its input alone.  Page faults are answered (or
  * not, or refused) by the input too, as a driver would.
  *
+ * The input also builds BUNDLE frames (opcode 0xc7) out of the frames of
+ * its next operations (valid inner ICRCs, up to the 64 KiB a bundle
+ * carries), sends frames from other (rotating) source addresses, HELLO
+ * (0xc5) and HELLO_REPLY (0xc6) frames, and answers the HELLOs the
+ * adapter sends with the right nonce, so the bundle negotiation reaches
+ * its OK state and the adapter sends bundles.
+ *
+ * Amplification is a failure, not only crashes (the bounds are those of
+ * docs/specs/rdma-session.rst; the input aborts with a message starting
+ * "rdma-session fuzz: amplification", which libFuzzer records as a
+ * crash):
+ * - work per received frame, every input: the RoCE packets the adapter
+ *   sends while it handles one frame from the wire (a bundle counts as
+ *   one frame of n inner packets; each packet of a bundle the adapter
+ *   sends counts) are at most 32 + 2 n + 1 (32 READ/atomic responses,
+ *   one ACK/NAK/DC reply/HELLO_REPLY per inner packet, one HELLO).
+ *   Frames are handed to the adapter directly (qemu_send_packet) and
+ *   what it sends is seen as it sends it, so this counts the sends of
+ *   the receive callback alone, before any bottom half or timer runs;
+ * - keyless inputs (bit 7 of the input's first byte): the bring-up
+ *   registers no MR or key with a remote access right and posts no work
+ *   request, and the input's send work requests are ignored, so all the
+ *   adapter sends is caused by peers.  Over the whole input: bytes of
+ *   the frames it sends other than HELLOs <= bytes it received + 8 per
+ *   received RoCE packet; HELLOs <= 8 + 10 per second of virtual time;
+ *   a HELLO to an address that never answered an unpadded HELLO of the
+ *   adapter with its nonce is at most 80 bytes.
+ * Bit 6 of the first byte makes the wire take only 208 KiB per main-loop
+ * round (a socket buffer: the adapter's sends then wait), else 16 MiB.
+ *
  * Input: commands separated by "RSFZ"; a command's first byte selects
- * the operation, the rest are its operands (see rsf_ops[]).
+ * the operation (the first command's: its bits 0-5), the rest are its
+ * operands (see rsf_ops[]).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -41,6 +74,9 @@
 #define RSF_DEVFN           QPCI_DEVFN(4, 0)
 #define RSF_PAGE            4096u
 #define RSF_MAX_FRAME       9216u
+/* BUNDLE, HELLO and REPLY frames: up to the IPv4 total length's limit. */
+#define RSF_MAX_BUNDLE      65535u
+#define RSF_MAX_BIG         (14 + 65535u)
 #define RSF_RQ_PSN          0x100u
 #define RSF_SQ_PSN          0x200u
 #define RSF_QKEY            0x11111111u
@@ -64,6 +100,27 @@
 #define RSF_MAX_CLOCK_NS    (10 * 1000 * 1000 * 1000ull)
 /* Main-loop rounds per command: enough for retransmissions to settle. */
 #define RSF_FLUSH_ROUNDS    4
+/* The DC targets' access keys. */
+#define RSF_DC_KEY2         0x5eed0000c0ffee01ull
+/*
+ * The documented bounds (docs/specs/rdma-session.rst): READ/atomic
+ * response packets per received frame; HELLOs: a burst and a rate; the
+ * largest HELLO to a peer that never answered; bytes per received packet.
+ */
+#define RSF_RESP_PER_FRAME  32
+#define RSF_HELLO_BURST     8
+#define RSF_HELLO_PER_SEC   10
+#define RSF_HELLO_UNPADDED  80
+#define RSF_KEYLESS_SLACK   8
+/* What the wire takes per main-loop round (bit 6 of the first byte). */
+#define RSF_WIRE_BIG        (16u << 20)
+#define RSF_WIRE_SMALL      (208u << 10)
+#define RSF_NHELLO          64
+#define RSF_NPEER           64
+/* IPv4 RoCE offsets: IP, UDP, BTH, payload after the BTH. */
+#define RSF_IP              14
+#define RSF_BTH             42
+#define RSF_PL              54
 
 static const uint8_t rsf_mac[6] = RS_QOS_MAC;
 static const uint8_t rsf_remote_mac[6] = { 0x02, 0, 0, 0, 0, 0x02 };
@@ -83,6 +140,7 @@ enum {
     RSF_QP_XTGT,        /* XRC target of the remote, on the XRC SRQ */
     RSF_QP_DCI,         /* DC initiator: a SEND to the remote's DCT */
     RSF_QP_DCT,         /* DC target, key 0, on the basic SRQ */
+    RSF_QP_DCT2,        /* DC target, key RSF_DC_KEY2, on the basic SRQ */
     RSF_NQP,
 };
 
@@ -107,6 +165,7 @@ typedef struct RSFQp {
     uint32_t h, qpn, sq_pi, rq_pi, rx_frames;
     uint8_t type;
     bool v6, loop;
+    uint64_t dc_key;            /* a DCT's */
 } RSFQp;
 
 typedef struct RSFMr {
@@ -132,30 +191,318 @@ typedef struct RSFState {
 static int rsf_sock[2] = { -1, -1 };
 static RSFState rsf;
 
+/* A HELLO the adapter sent. */
+typedef struct RSFHello {
+    uint8_t dmac[6], smac[6];
+    uint32_t sip, dip, nonce, len;
+    uint16_t sport;
+} RSFHello;
+
+/*
+ * The wire: the socket netdev's receive function is replaced, so every
+ * frame the adapter sends is seen (and dropped) as it sends it, and the
+ * fuzzer's frames go to the adapter with qemu_send_packet(): the
+ * adapter's sends during one of its receive callbacks are those of that
+ * frame alone.
+ */
+typedef struct RSFWire {
+    NetClientState *nc;
+    NetClientInfo info;
+    bool keyless;
+    size_t budget, used;        /* bytes taken this main-loop round */
+    bool held;                  /* refused one: flush when the round ends */
+    bool in_frame, held_in_frame;
+    uint64_t f_pkts, f_hellos;  /* sent during the frame being received */
+    /* Since the input's start */
+    int64_t t0;
+    uint64_t tx_bytes;          /* frames sent, HELLOs not counted */
+    uint64_t tx_hellos, rx_bytes, rx_roce;
+    RSFHello hello[RSF_NHELLO];
+    uint32_t nhello;
+    uint32_t answered[RSF_NPEER];   /* answered an unpadded HELLO */
+    uint32_t nanswered;
+    /* For RS_FUZZ_STATS */
+    uint64_t tx_frames, tx_bundles, rx_frames, max_f_pkts, max_f_inner;
+} RSFWire;
+
+static RSFWire rsf_wire;
+
+/* Source addresses of spoofed frames (rsf_op_spoof), IPv4. */
+static struct {
+    bool on;
+    uint8_t ip[4], mac[6];
+} rsf_spoof;
+
+/* A BUNDLE being filled with the frames of the next operations. */
+typedef struct RSFBundle {
+    bool on;
+    uint32_t want, n, len, cap, psn_step;
+    uint8_t flags;
+    int8_t count_adj;
+    uint8_t buf[RSF_MAX_BIG];   /* inner frames, each behind its length */
+} RSFBundle;
+
+static RSFBundle rsf_bun;
+/* Large frames being built; the bundle being sent. */
+static uint8_t rsf_big[RSF_MAX_BIG], rsf_big_l4[RSF_MAX_BIG];
+static uint8_t rsf_bun_out[RSF_MAX_BIG];
+
 /* ------------------------------------------------------------------ */
 /* Main loop and the socket                                            */
 /* ------------------------------------------------------------------ */
 
-/* Frames the adapter sends: read and dropped, so its sends never block. */
-static void rsf_drain(void)
+static void G_GNUC_NORETURN G_GNUC_PRINTF(1, 2) rsf_amplification(
+    const char *fmt, ...)
 {
-    uint8_t buf[16384];
+    va_list ap;
 
-    while (read(rsf_sock[0], buf, sizeof(buf)) > 0) {
-        /* discard */
+    fprintf(stderr, "rdma-session fuzz: amplification: ");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n");
+    abort();
+}
+
+/* An IPv4 RoCE frame (20-byte IP header, UDP port 4791), with a BTH. */
+static bool rsf_is_roce4(const uint8_t *f, size_t len)
+{
+    return len >= RSF_PL + 4 && lduw_be_p(f + 12) == 0x0800 &&
+           f[RSF_IP] == 0x45 && f[RSF_IP + 9] == 17 &&
+           lduw_be_p(f + RSF_IP + 22) == 4791;
+}
+
+static bool rsf_is_roce6(const uint8_t *f, size_t len)
+{
+    return len >= 14 + 40 + 8 + 12 + 4 && lduw_be_p(f + 12) == 0x86dd &&
+           f[RSF_IP + 6] == 17 && lduw_be_p(f + RSF_IP + 40 + 2) == 4791;
+}
+
+/* The inner frames of a bundle whose lengths fit in it (at least 1). */
+static uint32_t rsf_bundle_inner(const uint8_t *f, size_t len)
+{
+    uint32_t count = lduw_be_p(f + RSF_PL), n = 0;
+    size_t off = RSF_PL + 4;
+
+    while (n < count && off + 2 <= len &&
+           off + 2 + lduw_be_p(f + off) <= len) {
+        off += 2 + lduw_be_p(f + off);
+        n++;
+    }
+    return MAX(n, 1);
+}
+
+static bool rsf_answered(RSFWire *w, uint32_t ip)
+{
+    uint32_t i;
+
+    for (i = 0; i < w->nanswered; i++) {
+        if (w->answered[i] == ip) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* What the adapter sends: counted, checked, dropped. */
+static void rsf_tx_seen(RSFWire *w, const uint8_t *f, size_t len)
+{
+    uint64_t pkts = 1;
+
+    if (rsf_is_roce4(f, len) && f[RSF_BTH] == 0xc5) {
+        RSFHello *h = &w->hello[w->nhello++ % RSF_NHELLO];
+
+        memcpy(h->dmac, f, 6);
+        memcpy(h->smac, f + 6, 6);
+        h->sip = ldl_be_p(f + RSF_IP + 12);
+        h->dip = ldl_be_p(f + RSF_IP + 16);
+        h->sport = lduw_be_p(f + RSF_IP + 20);
+        h->nonce = len >= RSF_PL + 12 ? ldl_be_p(f + RSF_PL + 8) : 0;
+        h->len = len;
+        w->tx_hellos++;
+        w->f_hellos++;
+        if (w->keyless && len > RSF_HELLO_UNPADDED &&
+            !rsf_answered(w, h->dip)) {
+            rsf_amplification("a HELLO of %zu bytes (more than %u) to "
+                              "0x%08x, which never answered an unpadded "
+                              "HELLO", len, RSF_HELLO_UNPADDED, h->dip);
+        }
+    } else {
+        w->tx_bytes += len;
+        if (rsf_is_roce4(f, len) && f[RSF_BTH] == 0xc7) {
+            pkts = rsf_bundle_inner(f, len);
+            w->tx_bundles++;
+        }
+    }
+    w->tx_frames++;
+    if (w->in_frame) {
+        w->f_pkts += pkts;
     }
 }
 
 /*
- * Run QEMU's main loop: a non-blocking round each polls the netdev's
- * socket, which flush_events() alone does not (no GSource of the default
- * context is pending for it), then the bottom halves and timers due.
+ * The socket netdev's receive function: what the adapter sends.  The
+ * wire takes w->budget bytes per main-loop round, then refuses (the
+ * network layer queues the frame and the adapter waits for its sent
+ * callback), as a full socket buffer would.
+ */
+static ssize_t rsf_wire_receive(NetClientState *nc, const uint8_t *buf,
+                                size_t size)
+{
+    RSFWire *w = &rsf_wire;
+
+    if (w->used && w->used + size > w->budget) {
+        w->held = true;
+        w->held_in_frame |= w->in_frame;
+        return 0;
+    }
+    w->used += size;
+    rsf_tx_seen(w, buf, size);
+    return size;
+}
+
+static void rsf_wire_init(void)
+{
+    RSFWire *w = &rsf_wire;
+
+    if (w->nc) {
+        return;
+    }
+    w->nc = qemu_find_netdev("n0");
+    g_assert(w->nc);
+    w->info = *w->nc->info;
+    w->info.receive = rsf_wire_receive;
+    w->info.receive_iov = NULL;
+    w->nc->info = &w->info;
+}
+
+/* A new round of the wire: what it refused goes now. */
+static void rsf_wire_round(void)
+{
+    RSFWire *w = &rsf_wire;
+
+    w->used = 0;
+    if (w->held) {
+        w->held = false;
+        qemu_flush_queued_packets(w->nc);
+    }
+}
+
+/* A REPLY from the input: its sender answers the HELLO of that nonce. */
+static void rsf_reply_seen(RSFWire *w, const uint8_t *f, size_t len)
+{
+    uint32_t sip = ldl_be_p(f + RSF_IP + 12), nonce, i;
+
+    if (len < RSF_PL + 16 || rsf_answered(w, sip) ||
+        w->nanswered == RSF_NPEER) {
+        return;
+    }
+    nonce = ldl_be_p(f + RSF_PL + 8);
+    for (i = 0; i < MIN(w->nhello, RSF_NHELLO); i++) {
+        if (w->hello[i].dip == sip && w->hello[i].nonce == nonce &&
+            w->hello[i].len <= RSF_HELLO_UNPADDED) {
+            w->answered[w->nanswered++] = sip;
+            return;
+        }
+    }
+}
+
+/*
+ * One frame to the adapter, as the socket netdev would hand it over
+ * (when the adapter takes nothing, the frame is lost as on a wire), and
+ * the work-per-frame bound on what the adapter sent meanwhile.
+ */
+static void rsf_inject(const uint8_t *frame, size_t len)
+{
+    RSFWire *w = &rsf_wire;
+    uint64_t inner = 1, bound;
+
+    if (!len || !qemu_can_send_packet(w->nc)) {
+        return;
+    }
+    if (rsf_is_roce4(frame, len)) {
+        if (frame[RSF_BTH] == 0xc7) {
+            inner = rsf_bundle_inner(frame, len);
+        } else if (frame[RSF_BTH] == 0xc6) {
+            rsf_reply_seen(w, frame, len);
+        }
+        w->rx_roce += inner;
+    } else if (rsf_is_roce6(frame, len)) {
+        w->rx_roce++;
+    }
+    w->rx_bytes += len;
+    w->in_frame = true;
+    w->held_in_frame = false;
+    w->f_pkts = w->f_hellos = 0;
+    qemu_send_packet(w->nc, frame, len);
+    w->in_frame = false;
+    w->rx_frames++;
+    if (w->f_pkts > w->max_f_pkts) {
+        w->max_f_pkts = w->f_pkts;
+        w->max_f_inner = inner;
+    }
+    bound = RSF_RESP_PER_FRAME + 2 * inner + 1;
+    if (!w->held_in_frame && (w->f_pkts > bound || w->f_hellos > 1)) {
+        rsf_amplification("one received frame of %zu bytes (%" PRIu64
+                          " inner packets, opcode 0x%02x) made the adapter "
+                          "send %" PRIu64 " packets (%" PRIu64 " HELLOs), "
+                          "more than %" PRIu64 " (and 1 HELLO)", len, inner,
+                          len > RSF_BTH ? frame[RSF_BTH] : 0, w->f_pkts,
+                          w->f_hellos, bound);
+    }
+}
+
+/*
+ * The keyless bounds over the whole input (see the top of the file);
+ * with RS_FUZZ_STATS set, a line of what went each way.
+ */
+static void rsf_wire_check_end(void)
+{
+    RSFWire *w = &rsf_wire;
+    int64_t ns = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) - w->t0;
+
+    if (getenv("RS_FUZZ_STATS")) {
+        fprintf(stderr, "rdma-session fuzz stats: %s, %" PRId64 " ns; "
+                "received %" PRIu64 " frames, %" PRIu64 " bytes, %" PRIu64
+                " RoCE packets; sent %" PRIu64 " frames (%" PRIu64
+                " bundles), %" PRIu64 " bytes without HELLOs, %" PRIu64
+                " HELLOs; most packets sent for one frame %" PRIu64
+                " (of %" PRIu64 " inner); %u peers answered\n",
+                w->keyless ? "keyless" : "keys", ns, w->rx_frames,
+                w->rx_bytes, w->rx_roce, w->tx_frames, w->tx_bundles,
+                w->tx_bytes, w->tx_hellos, w->max_f_pkts, w->max_f_inner,
+                w->nanswered);
+    }
+    if (!w->keyless) {
+        return;
+    }
+    if (w->tx_bytes > w->rx_bytes + RSF_KEYLESS_SLACK * w->rx_roce) {
+        rsf_amplification("keyless: the adapter sent %" PRIu64 " bytes "
+                          "(HELLOs aside) for %" PRIu64 " bytes in %" PRIu64
+                          " RoCE packets received (bound: received + %u "
+                          "per packet)", w->tx_bytes, w->rx_bytes,
+                          w->rx_roce, RSF_KEYLESS_SLACK);
+    }
+    /* HELLOs <= burst + rate x seconds, the seconds not rounded */
+    if (w->tx_hellos > RSF_HELLO_BURST &&
+        (w->tx_hellos - RSF_HELLO_BURST) * 1000000000ull >
+        RSF_HELLO_PER_SEC * (uint64_t)ns) {
+        rsf_amplification("keyless: %" PRIu64 " HELLOs in %" PRId64
+                          " ns of virtual time (bound: %u + %u per second)",
+                          w->tx_hellos, ns, RSF_HELLO_BURST,
+                          RSF_HELLO_PER_SEC);
+    }
+}
+
+/*
+ * Run QEMU's main loop: a non-blocking round runs the bottom halves and
+ * timers due, then a new round of the wire.
  */
 static void rsf_idle(QTestState *s)
 {
     main_loop_wait(true);
     flush_events(s);
-    rsf_drain();
+    rsf_wire_round();
 }
 
 static void rsf_settle(QTestState *s)
@@ -167,21 +514,36 @@ static void rsf_settle(QTestState *s)
     }
 }
 
+/* Add a frame to the bundle being filled. */
+static void rsf_bundle_add(const uint8_t *frame, size_t len);
+
 /*
- * One frame to the adapter: a datagram on the socket netdev.  When the
- * adapter has stopped taking frames the socket fills and the frame is
- * lost, as on a wire.
+ * One frame from the network: to the bundle being filled, or to the
+ * adapter.  Frames are cut at RSF_MAX_FRAME bytes, IPv4 BUNDLE, HELLO and
+ * REPLY frames at the largest IPv4 frame.
  */
 static void rsf_send_frame(const uint8_t *frame, size_t len)
 {
-    ssize_t n = write(rsf_sock[0], frame, MIN(len, RSF_MAX_FRAME));
+    bool big = rsf_is_roce4(frame, len) && frame[RSF_BTH] >= 0xc5 &&
+               frame[RSF_BTH] <= 0xc7;
 
-    (void)n;
+    len = MIN(len, big ? RSF_MAX_BIG : RSF_MAX_FRAME);
+    if (rsf_bun.on) {
+        rsf_bundle_add(frame, len);
+        return;
+    }
+    rsf_inject(frame, len);
 }
 
 /* ------------------------------------------------------------------ */
 /* Bring-up                                                            */
 /* ------------------------------------------------------------------ */
+
+/* Keyless inputs: no remote access right on any MR or key. */
+static uint16_t rsf_access(uint16_t access)
+{
+    return rsf_wire.keyless ? access & RS_ACCESS_LOCAL_WRITE : access;
+}
 
 static void rsf_ok(uint8_t status, const char *what)
 {
@@ -227,7 +589,7 @@ static void rsf_reg_mr(RSFState *f, RSFMr *m, uint32_t pages,
         .npages = pages,
         .pd = f->pd,
         .page_shift = 12,
-        .access = access,
+        .access = rsf_access(access),
         .gid_index = gid_index,
     };
     uint32_t i, rkey;
@@ -252,7 +614,7 @@ static void rsf_reg_big_mr(RSFState *f, RSFMr *m)
         .npages = RSF_BIG_PAGES,
         .pd = f->pd,
         .page_shift = RSF_BIG_SHIFT,
-        .access = RS_ACCESS_ALL & ~RS_ACCESS_FLUSH_PERSISTENT,
+        .access = rsf_access(RS_ACCESS_ALL & ~RS_ACCESS_FLUSH_PERSISTENT),
     };
     uint32_t i, rkey;
 
@@ -297,7 +659,7 @@ static void rsf_reg_odp_mr(RSFState *f, RSFMr *m, bool implicit)
         .pd = f->pd,
         .page_shift = 12,
         .flags = RS_MR_F_ODP | (implicit ? RS_MR_F_ODP_IMPLICIT : 0),
-        .access = RS_ACCESS_ALL & ~RS_ACCESS_FLUSH_PERSISTENT,
+        .access = rsf_access(RS_ACCESS_ALL & ~RS_ACCESS_FLUSH_PERSISTENT),
     };
     uint32_t rkey;
 
@@ -321,8 +683,9 @@ static void rsf_reg_mkey_list(RSFState *f, RSFMr *m, uint8_t op,
         .list_addr = guest_alloc(&f->alloc, size),
         .pd = f->pd,
         .nentries = n,
-        .access = RS_ACCESS_ALL & ~(RS_ACCESS_FLUSH_PERSISTENT |
-                                    RS_ACCESS_MW_BIND),
+        .access = rsf_access(RS_ACCESS_ALL &
+                             ~(RS_ACCESS_FLUSH_PERSISTENT |
+                               RS_ACCESS_MW_BIND)),
         .repeat = repeat,
     };
 
@@ -372,6 +735,8 @@ static void rsf_create_qp(RSFState *f, RSFQp *q, uint8_t type, uint32_t group)
         c->pd = f->pd;
         c->recv_cq = f->cq[1];
         c->srq = f->dsrq;
+        c->dc_key_lo = (uint32_t)q->dc_key;
+        c->dc_key_hi = q->dc_key >> 32;
         rsf_ok(qrs_create_qp(&f->d, c, &q->h, &q->qpn), "CREATE_QP DCT");
         return;
     }
@@ -739,6 +1104,8 @@ static void rsf_bring_up(RSFState *f, QTestState *s)
     rsf_ok(qrs_create_srq(&f->d, &f->dsrq_c, &f->dsrq), "CREATE_SRQ");
     rsf_create_qp(f, &f->qp[RSF_QP_DCI], RS_QPT_DCI, 0);
     rsf_create_qp(f, &f->qp[RSF_QP_DCT], RS_QPT_DCT, 0);
+    f->qp[RSF_QP_DCT2].dc_key = RSF_DC_KEY2;
+    rsf_create_qp(f, &f->qp[RSF_QP_DCT2], RS_QPT_DCT, 0);
     memcpy(lgid, gid, 16);
     rsf_connect(f, &f->qp[RSF_QP_LOOP_A], f->qp[RSF_QP_LOOP_B].qpn, lgid, 0,
                 group);
@@ -752,6 +1119,7 @@ static void rsf_bring_up(RSFState *f, QTestState *s)
     rsf_connect(f, &f->qp[RSF_QP_XTGT], RSF_REMOTE_QPN, rgid, 0, 0);
     rsf_connect_dc(f, &f->qp[RSF_QP_DCI]);
     rsf_connect_dc(f, &f->qp[RSF_QP_DCT]);
+    rsf_connect_dc(f, &f->qp[RSF_QP_DCT2]);
 
     /*
      * Memory windows, bound before the requests below leave the send
@@ -766,10 +1134,18 @@ static void rsf_bring_up(RSFState *f, QTestState *s)
         rsf_ok(qrs_admin_cmd(&f->d, RS_CMD_ALLOC_MW, &ac, sizeof(ac),
                              &f->mr[i].key, NULL), "ALLOC_MW");
     }
-    rsf_post_bind(f, &f->qp[RSF_QP_LOOP_A], 0x0e, &f->mr[RSF_MR_ALL],
-                  RSF_PAGE, 2 * RSF_PAGE, 0);
-    rsf_post_bind(f, &f->qp[RSF_QP_RC], 0x0f, &f->mr[RSF_MR_ALL], 0,
-                  RSF_PAGE, 0);
+    if (!rsf_wire.keyless) {
+        rsf_post_bind(f, &f->qp[RSF_QP_LOOP_A], 0x0e, &f->mr[RSF_MR_ALL],
+                      RSF_PAGE, 2 * RSF_PAGE, 0);
+        rsf_post_bind(f, &f->qp[RSF_QP_RC], 0x0f, &f->mr[RSF_MR_ALL], 0,
+                      RSF_PAGE, 0);
+    } else {
+        /* Unbound: their keys name the ranges they would have had. */
+        f->mr[RSF_MW_1].base = f->mr[RSF_MR_ALL].base + RSF_PAGE;
+        f->mr[RSF_MW_1].len = 2 * RSF_PAGE;
+        f->mr[RSF_MW_2].base = f->mr[RSF_MR_ALL].base;
+        f->mr[RSF_MW_2].len = RSF_PAGE;
+    }
 
     /* Receives everywhere, so SENDs from the wire find a buffer. */
     for (i = 0; i < RSF_NQP; i++) {
@@ -790,8 +1166,13 @@ static void rsf_bring_up(RSFState *f, QTestState *s)
      * Requests outstanding towards the remote peers, so that ACKs, READ
      * responses and atomic ACKs from the input find something to
      * complete: PSNs RSF_SQ_PSN (WRITE), +1..+2 (READ of 2 KiB), +3
-     * (atomic), +4 (SEND).
+     * (atomic), +4 (SEND).  Keyless inputs post none.
      */
+    if (rsf_wire.keyless) {
+        rsf_lan_rx(f);
+        rsf_settle(s);
+        return;
+    }
     for (i = RSF_QP_RC; i <= RSF_QP_RC6; i += RSF_QP_RC6 - RSF_QP_RC) {
         RSFQp *q = &f->qp[i];
         const RSFMr *m = &f->mr[q->v6 ? RSF_MR_ALL6 : RSF_MR_ALL];
@@ -824,9 +1205,9 @@ static void rsf_bring_up(RSFState *f, QTestState *s)
 }
 
 /*
- * Frames the adapter left in its netdev queue (it returned 0: no room) are
- * dropped with the reset, and frames still in the socket reach a disabled
- * adapter and are dropped too: every input starts from the same state.
+ * Frames of the input the adapter left in its queue (its receive returned
+ * 0: no room) are dropped with the reset: every input starts from the
+ * same state.
  */
 static void rsf_tear_down(RSFState *f, QTestState *s)
 {
@@ -887,29 +1268,31 @@ static uint16_t rsf_ip_csum(const uint8_t *h)
 }
 
 /*
- * Ethernet, IP and UDP headers for a frame from @q's peer to the
- * adapter's GID of @q, then @l4 (BTH onwards, without ICRC), then the
- * ICRC (inverted when @bad_icrc).  Returns the frame length.
+ * Ethernet, IP and UDP headers from @smac/@sip to @dmac/@dip, then @l4
+ * (BTH onwards, without ICRC), then the ICRC (inverted when @bad_icrc).
+ * Returns the frame length.
  */
-static size_t rsf_build(uint8_t *f, const RSFQp *q, uint16_t sport,
-                        const uint8_t *l4, size_t l4len, bool bad_icrc)
+static size_t rsf_build_at(uint8_t *f, bool v6, const uint8_t *smac,
+                           const uint8_t *dmac, const uint8_t *sip,
+                           const uint8_t *dip, uint16_t sport,
+                           const uint8_t *l4, size_t l4len, bool bad_icrc)
 {
-    unsigned l3 = q->v6 ? 40 : 20;
+    unsigned l3 = v6 ? 40 : 20;
     size_t udplen = 8 + l4len + 4, len = 14 + l3 + udplen;
     uint8_t *ip = f + 14, *udp = ip + l3;
 
     g_assert(l4len >= 12);
-    memcpy(f, rsf_mac, 6);
-    memcpy(f + 6, q->loop ? rsf_mac : rsf_remote_mac, 6);
-    if (q->v6) {
+    memcpy(f, dmac, 6);
+    memcpy(f + 6, smac, 6);
+    if (v6) {
         stw_be_p(f + 12, 0x86dd);
         memset(ip, 0, 40);
         stl_be_p(ip, 0x60000000);
         stw_be_p(ip + 4, udplen);
         ip[6] = 17;
         ip[7] = 64;
-        memcpy(ip + 8, rsf_ip6_remote, 16);
-        memcpy(ip + 24, rsf_ip6_self, 16);
+        memcpy(ip + 8, sip, 16);
+        memcpy(ip + 24, dip, 16);
     } else {
         stw_be_p(f + 12, 0x0800);
         memset(ip, 0, 20);
@@ -918,8 +1301,8 @@ static size_t rsf_build(uint8_t *f, const RSFQp *q, uint16_t sport,
         stw_be_p(ip + 6, 0x4000);           /* DF */
         ip[8] = 64;
         ip[9] = 17;
-        memcpy(ip + 12, q->loop ? rsf_ip_self : rsf_ip_remote, 4);
-        memcpy(ip + 16, rsf_ip_self, 4);
+        memcpy(ip + 12, sip, 4);
+        memcpy(ip + 16, dip, 4);
         stw_be_p(ip + 10, rsf_ip_csum(ip));
     }
     stw_be_p(udp, sport);
@@ -927,8 +1310,30 @@ static size_t rsf_build(uint8_t *f, const RSFQp *q, uint16_t sport,
     stw_be_p(udp + 4, udplen);
     stw_be_p(udp + 6, 0);
     memcpy(udp + 8, l4, l4len);
-    stl_le_p(f + len - 4, rsf_icrc(f, len - 4, q->v6) ^ (bad_icrc ? 1 : 0));
+    stl_le_p(f + len - 4, rsf_icrc(f, len - 4, v6) ^ (bad_icrc ? 1 : 0));
     return len;
+}
+
+/*
+ * A frame from @q's peer to the adapter's GID of @q; over IPv4 from the
+ * spoofed source while rsf_op_spoof runs.
+ */
+static size_t rsf_build(uint8_t *f, const RSFQp *q, uint16_t sport,
+                        const uint8_t *l4, size_t l4len, bool bad_icrc)
+{
+    const uint8_t *smac = q->loop ? rsf_mac : rsf_remote_mac;
+
+    if (q->v6) {
+        return rsf_build_at(f, true, smac, rsf_mac, rsf_ip6_remote,
+                            rsf_ip6_self, sport, l4, l4len, bad_icrc);
+    }
+    if (rsf_spoof.on) {
+        return rsf_build_at(f, false, rsf_spoof.mac, rsf_mac, rsf_spoof.ip,
+                            rsf_ip_self, sport, l4, l4len, bad_icrc);
+    }
+    return rsf_build_at(f, false, smac, rsf_mac,
+                        q->loop ? rsf_ip_self : rsf_ip_remote, rsf_ip_self,
+                        sport, l4, l4len, bad_icrc);
 }
 
 /* Opcodes (low 5 bits) whose first extension header is a RETH/ATMETH. */
@@ -963,7 +1368,9 @@ static RSFQp *rsf_qp_sel(RSFState *f, uint8_t sel)
  * 6: an XRC request's XRCETH from the input, not the XRC SRQ's number),
  * PSN delta (signed), UDP source port low byte, ack request, then the
  * extension headers and payload.  An XRC request to the target gets
- * the XRCETH after the BTH (the input's headers follow it).
+ * the XRCETH after the BTH (the input's headers follow it).  To a DCT,
+ * control bit 2 puts a DC key in a CONNECT's or DISCONNECT's DCETH: the
+ * DCT's own, or with bit 4 the other DCT's.
  */
 static void rsf_op_roce(RSFState *f, QTestState *s, const uint8_t *d,
                         size_t len)
@@ -1025,6 +1432,17 @@ static void rsf_op_roce(RSFState *f, QTestState *s, const uint8_t *d,
     if (q->type == RS_QPT_UD && (op & 0xe0) == 0x60 && n >= 20 &&
         (ctl & 4)) {
         stl_be_p(l4 + 12, RSF_QKEY);
+    } else if (q->type == RS_QPT_DCT && (ctl & 4) &&
+               (op == 0xc2 || op == 0xc4)) {
+        bool other = ctl & 0x10;
+        const RSFQp *k = (q == &f->qp[RSF_QP_DCT]) != other ?
+                         &f->qp[RSF_QP_DCT] : &f->qp[RSF_QP_DCT2];
+
+        if (n < h + 16) {
+            memset(l4 + n, 0, h + 16 - n);
+            n = h + 16;
+        }
+        stq_be_p(l4 + h, k->dc_key);
     } else if ((ctl & 4) && rsf_op_has_va(op)) {
         const RSFMr *m = &f->mr[(ctl >> 4) % RSF_NMR];
         size_t need = h + ((op & 0x1f) >= 0x13 ? 28 : 16);  /* ATMETH, RETH */
@@ -1096,7 +1514,7 @@ static void rsf_op_post_send(RSFState *f, QTestState *s, const uint8_t *d,
 {
     const RSFMr *m;
 
-    if (len < 8) {
+    if (len < 8 || rsf_wire.keyless) {
         return;
     }
     m = &f->mr[d[3] % RSF_NMR];
@@ -1189,19 +1607,313 @@ static void rsf_op_odp(RSFState *f, QTestState *s, const uint8_t *d,
     }
 }
 
+/* ------------------------------------------------------------------ */
+/* Bundles, spoofed sources, the bundle negotiation                    */
+/* ------------------------------------------------------------------ */
+
 typedef void RSFOp(RSFState *f, QTestState *s, const uint8_t *d, size_t len);
+
+static void rsf_bundle_emit(void);
+
+static void rsf_bundle_add(const uint8_t *frame, size_t len)
+{
+    RSFBundle *b = &rsf_bun;
+
+    if (b->len + 2 + len > sizeof(b->buf)) {
+        rsf_bundle_emit();
+        rsf_inject(frame, len);
+        return;
+    }
+    stw_be_p(b->buf + b->len, len);
+    memcpy(b->buf + b->len + 2, frame, len);
+    b->len += 2 + len;
+    if (++b->n >= b->want) {
+        rsf_bundle_emit();
+    }
+}
+
+/* Add @add to a RoCE frame's PSN; its ICRC stays valid (or invalid). */
+static void rsf_bump_psn(uint8_t *f, size_t len, uint32_t add)
+{
+    bool v6 = rsf_is_roce6(f, len);
+    size_t bth = v6 ? 14 + 40 + 8 : RSF_BTH;
+    bool ok;
+    uint32_t psn;
+
+    if ((!v6 && !rsf_is_roce4(f, len)) || len < bth + 12 + 4) {
+        return;
+    }
+    ok = ldl_le_p(f + len - 4) == rsf_icrc(f, len - 4, v6);
+    psn = ldl_be_p(f + bth + 8);
+    stl_be_p(f + bth + 8, (psn & 0xff000000) | ((psn + add) & 0xffffff));
+    stl_le_p(f + len - 4, rsf_icrc(f, len - 4, v6) ^ (ok ? 0 : 1));
+}
+
+/*
+ * The bundle of the frames collected: outer Ethernet/IPv4/UDP headers of
+ * the first frame (of the RC QP's peer if it has none), a BTH with
+ * opcode 0xc7 to QP 1, count and reserved, then every frame behind its
+ * length; with the fill flag the frames again and again (their PSNs
+ * moved on by psn_step per round with the PSN flag) while they fit.
+ */
+static void rsf_bundle_emit(void)
+{
+    RSFBundle *b = &rsf_bun;
+    uint8_t *f = rsf_bun_out;
+    size_t cap = b->flags & 4 ? RSF_MAX_BIG : RSF_MAX_BUNDLE;
+    size_t off = RSF_PL + 4, src, ilen;
+    uint32_t count = 0, round;
+
+    b->on = false;
+    if (!b->n) {
+        return;
+    }
+    if (b->cap >= RSF_PL + 4) {
+        cap = MIN(cap, b->cap);
+    }
+    if (rsf_is_roce4(b->buf + 2, lduw_be_p(b->buf))) {
+        memcpy(f, b->buf + 2, RSF_BTH);
+    } else {
+        uint8_t l4[12] = { 0 };
+
+        rsf_build(f, &rsf.qp[RSF_QP_RC], 0xc000, l4, sizeof(l4), false);
+    }
+    memset(f + RSF_BTH, 0, 16);
+    f[RSF_BTH] = 0xc7;
+    stw_be_p(f + RSF_BTH + 2, 0xffff);
+    stl_be_p(f + RSF_BTH + 4, 1);
+    for (round = 0; count < 0xffff; round++) {
+        for (src = 0; src < b->len && count < 0xffff; src += 2 + ilen) {
+            ilen = lduw_be_p(b->buf + src);
+            if (off + 2 + ilen > cap) {
+                goto full;
+            }
+            stw_be_p(f + off, ilen);
+            memcpy(f + off + 2, b->buf + src + 2, ilen);
+            if (round && (b->flags & 2)) {
+                rsf_bump_psn(f + off + 2, ilen, round * b->psn_step);
+            }
+            off += 2 + ilen;
+            count++;
+        }
+        if (!(b->flags & 1)) {
+            break;
+        }
+    }
+full:
+    stw_be_p(f + RSF_PL, b->flags & 8 ? count + b->count_adj : count);
+    stw_be_p(f + RSF_IP + 2, off - RSF_IP);
+    stw_be_p(f + RSF_IP + 10, 0);
+    stw_be_p(f + RSF_IP + 10, rsf_ip_csum(f + RSF_IP));
+    stw_be_p(f + RSF_IP + 24, off - RSF_IP - 20);
+    stw_be_p(f + RSF_IP + 26, 0);
+    b->n = b->len = 0;
+    rsf_inject(f, off);
+}
+
+/*
+ * A BUNDLE of the frames of the next operations: frames (1 + d[0] % 64),
+ * flags (bit 0: fill up to the cap with the frames again, bit 1: moving
+ * their PSNs on by the PSN step each round, bit 2: cap at the IPv4
+ * limit (65549 bytes) rather than 64 KiB, bit 3: count off by the
+ * signed adjustment), cap (2 bytes, LE; below 58: none), PSN step
+ * (default: the frames' number), count adjustment.  The bundle goes
+ * when it has its frames, at the next bundle operation or at the
+ * input's end.
+ */
+static void rsf_op_bundle(RSFState *f, QTestState *s, const uint8_t *d,
+                          size_t len)
+{
+    RSFBundle *b = &rsf_bun;
+
+    rsf_bundle_emit();
+    b->on = true;
+    b->want = 1 + (len ? d[0] % 64 : 1);
+    b->flags = len > 1 ? d[1] : 0;
+    b->cap = len > 3 ? lduw_le_p(d + 2) : 0;
+    b->psn_step = len > 4 && d[4] ? d[4] : b->want;
+    b->count_adj = len > 5 ? (int8_t)d[5] : 0;
+    b->n = b->len = 0;
+}
+
+/* The operation of selector byte @sel. */
+static RSFOp *rsf_op_get(uint8_t sel);
+
+/*
+ * The next operation (selector, then its operands) from @n rotating
+ * sources: sources (1 + d[0] % 64), first index, kind (bits 0-1: 10.1.x.y
+ * by index; the remote 10.0.0.2; 10.0.0.<index>, which includes the
+ * adapter's own address; 0.0.0.0, 255.255.255.255, 127.0.0.1, our own,
+ * a multicast one and the remote by index; bit 2: a MAC per source
+ * rather than the remote's).  Over IPv4 only; raw frames are the input's.
+ */
+static void rsf_op_spoof(RSFState *f, QTestState *s, const uint8_t *d,
+                         size_t len)
+{
+    static const uint8_t odd[6][4] = {
+        { 0, 0, 0, 0 }, { 255, 255, 255, 255 }, { 127, 0, 0, 1 },
+        { 10, 0, 0, 1 }, { 224, 0, 0, 1 }, { 10, 0, 0, 2 },
+    };
+    RSFOp *op;
+    uint32_t n, i;
+
+    if (len < 4 || rsf_spoof.on) {
+        return;
+    }
+    op = rsf_op_get(d[3]);
+    if (op == rsf_op_spoof || op == rsf_op_bundle) {
+        return;
+    }
+    n = 1 + d[0] % 64;
+    for (i = 0; i < n; i++) {
+        uint32_t x = d[1] + i;
+
+        switch (d[2] & 3) {
+        case 0:
+            memcpy(rsf_spoof.ip, (uint8_t[4]){ 10, 1, x >> 8, x }, 4);
+            break;
+        case 1:
+            memcpy(rsf_spoof.ip, rsf_ip_remote, 4);
+            break;
+        case 2:
+            memcpy(rsf_spoof.ip, (uint8_t[4]){ 10, 0, x >> 8, x }, 4);
+            break;
+        default:
+            memcpy(rsf_spoof.ip, odd[x % 6], 4);
+            break;
+        }
+        if (d[2] & 4) {
+            memcpy(rsf_spoof.mac, (uint8_t[6]){ 2, 0, 0, 1, x >> 8, x }, 6);
+        } else {
+            memcpy(rsf_spoof.mac, rsf_remote_mac, 6);
+        }
+        rsf_spoof.on = true;
+        op(f, s, d + 4, len - 4);
+        rsf_spoof.on = false;
+        if (i + 1 < n) {
+            rsf_idle(s);
+        }
+    }
+}
+
+/*
+ * A BUNDLE_HELLO (0xc5) to QP 1 at the adapter's IPv4 GID: flags (bit 0:
+ * version 2, bit 1: an 8-byte payload), frame length (2 bytes, LE: the
+ * zero padding, up to the IPv4 limit), the largest bundle it accepts
+ * (4), nonce (4), UDP source port low byte.
+ */
+static void rsf_op_hello(RSFState *f, QTestState *s, const uint8_t *d,
+                         size_t len)
+{
+    uint8_t *l4 = rsf_big_l4, *pl = l4 + 12;
+    size_t want, paylen, n;
+
+    if (len < 11) {
+        return;
+    }
+    want = lduw_le_p(d + 1);
+    paylen = want > RSF_PL + 4 + 12 ? (want - RSF_PL - 4) & ~3 : 12;
+    paylen = MIN(paylen, RSF_MAX_BIG - RSF_PL - 4);
+    if (d[0] & 2) {
+        paylen = 8;
+    }
+    memset(l4, 0, 12 + paylen);
+    l4[0] = 0xc5;
+    stw_be_p(l4 + 2, 0xffff);
+    stl_be_p(l4 + 4, 1);
+    stw_be_p(pl, d[0] & 1 ? 2 : 1);
+    if (paylen >= 12) {
+        memcpy(pl + 4, d + 3, 8);
+    }
+    n = rsf_build(rsf_big, &f->qp[RSF_QP_RC],
+                  0xc000 | (len > 11 ? d[11] : 0), l4, 12 + paylen, false);
+    rsf_send_frame(rsf_big, n);
+}
+
+/*
+ * A BUNDLE_HELLO_REPLY (0xc6): flags (bit 0: answer a HELLO the adapter
+ * sent, from the address it went to: the last one, or the one bits 1-3
+ * go back; bit 4: the size field from the input rather than the HELLO's
+ * length; bit 5: version 2), the largest bundle we accept (4, BE; 0:
+ * 65535), the size or, not answering, the nonce (4, BE), then for a
+ * REPLY that answers nothing the size (4, BE; default 60000).
+ */
+static void rsf_op_reply(RSFState *f, QTestState *s, const uint8_t *d,
+                         size_t len)
+{
+    RSFWire *w = &rsf_wire;
+    uint8_t l4[12 + 16] = { 0xc6, 0, 0xff, 0xff, 0, 0, 0, 1 };
+    uint8_t frame[128];
+    uint32_t limit, val, size = 60000;
+    size_t n;
+
+    if (len < 1) {
+        return;
+    }
+    limit = len >= 5 ? ldl_be_p(d + 1) : 0;
+    val = len >= 9 ? ldl_be_p(d + 5) : 0;
+    stw_be_p(l4 + 12, d[0] & 0x20 ? 2 : 1);
+    stl_be_p(l4 + 16, limit ? limit : RSF_MAX_BUNDLE);
+    if (d[0] & 1) {
+        uint32_t back = (d[0] >> 1) & 7;
+        const RSFHello *h;
+        uint8_t sip[4], dip[4];
+
+        if (!w->nhello) {
+            return;
+        }
+        if (back >= MIN(w->nhello, RSF_NHELLO)) {
+            back = 0;
+        }
+        h = &w->hello[(w->nhello - 1 - back) % RSF_NHELLO];
+        stl_be_p(l4 + 20, h->nonce);
+        stl_be_p(l4 + 24, d[0] & 0x10 ? val : h->len);
+        stl_be_p(sip, h->dip);
+        stl_be_p(dip, h->sip);
+        n = rsf_build_at(frame, false,
+                         rsf_spoof.on ? rsf_spoof.mac : h->dmac, h->smac,
+                         rsf_spoof.on ? rsf_spoof.ip : sip, dip,
+                         h->sport, l4, sizeof(l4), false);
+    } else {
+        if (len >= 13) {
+            size = ldl_be_p(d + 9);
+        }
+        stl_be_p(l4 + 20, val);
+        stl_be_p(l4 + 24, size);
+        n = rsf_build(frame, &f->qp[RSF_QP_RC], 0xc000, l4, sizeof(l4),
+                      false);
+    }
+    rsf_send_frame(frame, n);
+}
 
 static RSFOp *const rsf_ops[] = {
     rsf_op_roce, rsf_op_roce, rsf_op_roce, rsf_op_bth, rsf_op_raw,
     rsf_op_clock, rsf_op_post_send, rsf_op_post_recv, rsf_op_cq,
-    rsf_op_odp,
+    rsf_op_odp, rsf_op_bundle, rsf_op_spoof, rsf_op_hello, rsf_op_reply,
 };
+
+static RSFOp *rsf_op_get(uint8_t sel)
+{
+    return rsf_ops[sel % ARRAY_SIZE(rsf_ops)];
+}
 
 static void rsf_fuzz(QTestState *s, const unsigned char *data, size_t size)
 {
     const unsigned char *cmd = data, *next;
     size_t sep = strlen(RSF_SEPARATOR);
+    RSFWire *w = &rsf_wire;
 
+    rsf_wire_init();
+    w->keyless = size && (data[0] & 0x80);
+    w->budget = size && (data[0] & 0x40) ? RSF_WIRE_SMALL : RSF_WIRE_BIG;
+    w->used = 0;
+    w->t0 = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    w->tx_bytes = w->tx_hellos = w->rx_bytes = w->rx_roce = 0;
+    w->nhello = w->nanswered = 0;
+    w->tx_frames = w->tx_bundles = w->rx_frames = 0;
+    w->max_f_pkts = w->max_f_inner = 0;
+    rsf_bun.on = false;
+    rsf_bun.n = rsf_bun.len = 0;
     rsf_bring_up(&rsf, s);
     while (cmd && size) {
         size_t n;
@@ -1209,7 +1921,9 @@ static void rsf_fuzz(QTestState *s, const unsigned char *data, size_t size)
         next = memmem(cmd, size, RSF_SEPARATOR, sep);
         n = next ? next - cmd : size;
         if (n) {
-            rsf_ops[cmd[0] % ARRAY_SIZE(rsf_ops)](&rsf, s, cmd + 1, n - 1);
+            uint8_t sel = cmd == data ? cmd[0] & 0x3f : cmd[0];
+
+            rsf_op_get(sel)(&rsf, s, cmd + 1, n - 1);
             rsf_idle(s);
         }
         if (!next) {
@@ -1218,6 +1932,11 @@ static void rsf_fuzz(QTestState *s, const unsigned char *data, size_t size)
         size -= n + sep;
         cmd = next + sep;
     }
+    rsf_bundle_emit();
+    /* Everything the wire refused goes before the keyless totals. */
+    w->budget = SIZE_MAX;
+    rsf_settle(s);
+    rsf_wire_check_end();
     rsf_tear_down(&rsf, s);
 }
 
@@ -1231,7 +1950,7 @@ static GString *rsf_cmdline(FuzzTarget *t)
     g_string_printf(cmd_line,
         TARGET_NAME " -display none -machine q35,accel=qtest -nodefaults "
         "-m 128M -device rdma-session,addr=04.0,netdev=n0,mac=" RS_QOS_MAC_STR
-        ",max-qps=16,max-cqs=4,max-mrs=12,max-pds=2,max-ahs=2,max-sessions=2,"
+        ",max-qps=20,max-cqs=4,max-mrs=12,max-pds=2,max-ahs=2,max-sessions=2,"
         "max-session-groups=2,max-gids=4,max-srqs=3,max-xrcds=2,db-pages=2,"
         "dc-contexts=3,dc-idle=100,"
         "max-mr-pages=64,num-comp-vectors=1,mtu=1024,odp-pages=64,"

@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+# The named seeds of the packet fuzzer (tests/qtest/fuzz/rdma_session_fuzz.c)
+# for bundles, DC keys, spoofed sources, HELLO/REPLY and keyless inputs:
+#   python3 tests/qtest/fuzz/rdma_session_fuzz_seeds.py \
+#       tests/qtest/fuzz/rdma-session-corpus/packet
+# Operation and QP numbers are those of rsf_ops[] and the RSF_QP_* enum.
+#
+# SPDX-License-Identifier: GPL-2.0-or-later
+import struct, os, sys
+out = sys.argv[1]
+SEP = b"RSFZ"
+ROCE, BTH, RAW, CLOCK, POST_SEND, POST_RECV, CQ, ODP, BUNDLE, SPOOF, HELLO, REPLY = 0, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13
+LOOP_A, LOOP_B, RC, UC, UD, RC6, XINI, XTGT, DCI, DCT, DCT2 = range(11)
+MR_ALL, MR_RO, MR_ALL6, MR_BIG = 0, 1, 2, 3
+
+def roce(qp, opcode, ctl=0, psn=0, ackreq=0x80, ext=b"", flags=0, sport=1, qpn=None):
+    b = bytes([ROCE, qp, opcode, flags, ctl, psn & 0xff, sport, ackreq])
+    if qpn is not None:
+        b += struct.pack(">I", qpn)[1:]
+    return b + ext
+
+def reth(length, off=0):
+    return struct.pack(">QII", 0, 0, length)[:4] + struct.pack(">I", off) + struct.pack(">II", 0, length)
+
+def read_req(qp, length, mr=MR_ALL, psn=0):
+    # RETH: va (8: its low 4 bytes pick the offset), rkey, dmalen
+    return roce(qp, 0x0c, ctl=0x04 | (mr << 4), psn=psn,
+                ext=struct.pack(">QII", 0, 0, length))
+
+def dc(qp, kind, key=True, other=False, dci=0x123, conn=1, psn=0):
+    ctl = (0x04 if key else 0) | (0x10 if other else 0)
+    return roce(qp, kind, ctl=ctl, psn=psn, ext=struct.pack(">QII", 0, dci, conn))
+
+def clock(ns):
+    return bytes([CLOCK]) + struct.pack("<Q", ns)
+
+def bundle(frames, flags=0, cap=0, step=0, adj=0):
+    return bytes([BUNDLE, (frames - 1) % 64, flags]) + struct.pack("<H", cap) + bytes([step, adj & 0xff])
+
+def spoof(n, base, kind, nested):
+    return bytes([SPOOF, (n - 1) % 64, base, kind]) + nested
+
+def hello(flen=70, limit=60000, nonce=7, flags=0, sport=3):
+    return bytes([HELLO, flags]) + struct.pack("<H", flen) + struct.pack(">II", limit, nonce) + bytes([sport])
+
+def reply(answer=True, back=0, limit=0, val=0, size=None, flags=0):
+    f = flags | (1 if answer else 0) | (back << 1)
+    b = bytes([REPLY, f]) + struct.pack(">II", limit, val)
+    if size is not None:
+        b += struct.pack(">I", size)
+    return b
+
+def nested(cmd):
+    # a command as the operand of spoof: its selector then operands
+    return cmd
+
+def write(name, cmds, keyless=False, small=False):
+    cmds = list(cmds)
+    first = bytearray(cmds[0])
+    first[0] = (first[0] & 0x3f) | (0x80 if keyless else 0) | (0x40 if small else 0)
+    cmds[0] = bytes(first)
+    data = SEP.join(cmds)
+    assert len(data) <= 4096, (name, len(data))
+    open(os.path.join(out, name), "wb").write(data)
+
+send = lambda qp, psn=0: roce(qp, 0x04, psn=psn, ext=b"hello from the wire")
+# a bundle of ~860 READ requests of 16 KiB (16 response packets each)
+write("bundle-read-fill", [bundle(1, flags=3, step=16), read_req(RC, 16384)])
+# the same, 1 KiB each: within the per-frame bound only if the device
+# bounds the work per frame, not per inner packet
+write("bundle-read-fill-1k", [bundle(1, flags=3, step=1), read_req(RC, 1024)])
+# distinct frames: SEND, WRITE, READ, ACK of the outstanding WRITE, DC CONNECTs
+write("bundle-mixed-ops", [bundle(6), send(RC), roce(RC, 0x0a, ctl=0x04, ext=struct.pack(">QII", 0, 0, 64) + b"w" * 64),
+                           read_req(RC, 2048, psn=1), roce(RC, 0x11, psn=0, ext=struct.pack(">I", 0)),
+                           dc(DCT, 0), dc(DCT2, 0), clock(1000000)])
+# negotiation: answer the HELLO of the bring-up, twice (an unpadded then
+# a padded one), then traffic the device answers with several packets
+write("hello-reply-negotiate", [reply(), clock(150_000_000), send(RC), reply(), clock(150_000_000),
+                                bundle(3), read_req(RC, 2048), read_req(RC, 2048, psn=2), send(RC, psn=4),
+                                clock(200_000_000), reply(), bundle(2), send(RC), send(RC), clock(1_000_000_000)])
+# REPLYs with wrong nonce / version / size; a HELLO of each kind
+write("hello-reply-bad", [reply(answer=False, val=1, size=60000), reply(flags=0x20), reply(flags=0x10, val=100),
+                          hello(), hello(flen=60000), hello(flags=1), hello(flags=2), reply(back=3)])
+# spoofed CONNECTs to both DCTs (own key, the other DCT's key, no key)
+write("dc-connect-spoof-both", [spoof(8, 0, 4, dc(DCT, 0)), spoof(8, 0, 4, dc(DCT2, 0)),
+                                spoof(8, 0, 4, dc(DCT2, 0, other=True)), spoof(4, 0, 0, dc(DCT, 0, key=False)),
+                                dc(DCT, 0), dc(DCT2, 0, other=True), dc(DCT2, 0), dc(DCT, 2), clock(2_000_000)])
+# keyless: what peers without a key can make the device send
+write("keyless-dc-connect-flood", [spoof(64, 0, 4, dc(DCT, 0)), clock(100_000_000), spoof(64, 64, 4, dc(DCT2, 0)),
+                                   clock(1_000_000_000), spoof(40, 0, 4, dc(DCT, 0))], keyless=True)
+write("keyless-hello-flood", [spoof(64, 0, 4, hello()), spoof(16, 0, 3, hello(flen=60000)), reply(answer=False, val=1),
+                              clock(500_000_000), spoof(64, 100, 0, hello())], keyless=True)
+write("keyless-requests", [spoof(8, 0, 1, read_req(RC, 16384)), send(RC), roce(RC, 0x0a, ext=struct.pack(">QII", 0, 0, 64) + b"w" * 64),
+                           roce(RC, 0x13, ext=bytes(28)), send(UC), roce(UD, 0x64, ctl=0x04, ext=bytes(8) + b"ud"),
+                           bundle(1, flags=3, step=16), read_req(RC, 16384), clock(300_000_000)], keyless=True)
+write("keyless-unknown-ops", [spoof(4, 0, 3, bytes([BTH, RC, 0x20]) + bytes([op, 0, 0xff, 0xff, 0, 0, 0, 1, 0, 0, 0, 0]) + bytes(16))
+                              for op in (0x18, 0x1f, 0x5f, 0xc0, 0xc1, 0xc8, 0xe0, 0xff)] +
+                             [roce(RC, 0xc0, ctl=1), roce(RC, 0xc1, ctl=1)], keyless=True)
+write("keyless-negotiate", [dc(DCT, 0), reply(), clock(200_000_000), dc(DCT, 0, conn=2), reply(),
+                            bundle(4), dc(DCT, 0, conn=3), dc(DCT2, 0, conn=3), send(RC), send(RC, psn=1), clock(1_000_000_000)],
+      keyless=True)
+write("keyless-small-wire", [bundle(1, flags=1), dc(DCT, 0), clock(10_000_000)], keyless=True, small=True)
