@@ -335,6 +335,7 @@ static void rs_comp_progress(RSCore *c, RSQp *qp, uint32_t n)
     qp->last_progress = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
     qp->retries = 0;
     qp->rnr_retries = 0;
+    qp->pause_since = 0;
     qp->gap_retried = false;
     qp->probed = false;
     if (rs_psn_diff(qp->una_psn, qp->sq_psn) > 0) {

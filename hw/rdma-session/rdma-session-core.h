@@ -324,6 +324,12 @@ typedef struct RSQp {
     bool odp_paused;
     uint32_t pause_psn;
     /*
+     * Runtime only: the first PAUSE for pause_psn since the last progress
+     * (virtual ns, 0: none); past RS_ODP_PAUSE_MAX_NS each PAUSE for it
+     * spends a retry_cnt (rs_req_pause()).
+     */
+    int64_t pause_since;
+    /*
      * Dynamically connected transport (rdma-session-dc.c).  A DCI: its
      * connection's state (RS_DC_*), target (AH handle, DCT number, key),
      * connection counter and the context QPN (dest_qpn).  A DCT: its key.
@@ -502,6 +508,14 @@ typedef struct RSLanQueue {
     uint32_t ci;                /* consumer: descriptors done */
 } RSLanQueue;
 
+/*
+ * ODP faults of UD and UC receives (nothing waits, rs_odp_drop_fault()):
+ * at most RS_ODP_FF_EVENTS events per RS_ODP_REPOST_NS period, and none
+ * for one of the last RS_ODP_FF_PAGES pages raised within that period.
+ */
+#define RS_ODP_FF_PAGES     8
+#define RS_ODP_FF_EVENTS    32
+
 typedef struct RSCore RSCore;
 typedef void (*RSNotifyFn)(void *owner, unsigned vector);
 /*
@@ -591,10 +605,19 @@ struct RSCore {
     QEMUTimer *odp_timer;       /* fault events again, fault timeouts */
     /* The fault rs_mr_rw() last met (RS_STATUS_ODP_FAULT). */
     RSOdpWait odp_fault;
-    /* UD/UC drops: the last fault raised without a waiting QP. */
-    uint32_t odp_ff_mr;
-    uint64_t odp_ff_va;
-    int64_t odp_ff_time;
+    /*
+     * UD/UC drops (runtime only): the last RS_ODP_FF_PAGES faults raised
+     * without a waiting QP, and the events raised in the period that
+     * started at odp_ff_period (rs_odp_drop_fault()).
+     */
+    struct {
+        uint32_t mr;
+        uint64_t va;
+        int64_t time;
+    } odp_ff[RS_ODP_FF_PAGES];
+    uint32_t odp_ff_next;
+    uint32_t odp_ff_events;
+    int64_t odp_ff_period;
     /* QUERY_STATS counters, since the function was enabled. */
     struct rs_device_stats stats;
 
@@ -861,6 +884,12 @@ uint8_t rs_mr_rw(RSCore *c, const RSMr *mr, uint64_t va, void *buf,
 #define RS_ODP_WAYS         8
 #define RS_ODP_PAGE_SHIFT   12
 #define RS_ODP_REPOST_NS    (100 * SCALE_MS)
+/*
+ * A requester's pause for one PSN costs no retry for at most this long:
+ * longer than the longest fault of this adapter's responder (the maximum
+ * odp-fault-timeout, 60 s) and a PAUSE timer.
+ */
+#define RS_ODP_PAUSE_MAX_NS (64 * NANOSECONDS_PER_SECOND)
 uint8_t rs_odp_reg_mr(RSCore *c, const struct rs_cmd_reg_mr *r,
                       uint32_t pd, uint32_t gid, uint16_t access,
                       struct rs_admin_cqe *cqe);

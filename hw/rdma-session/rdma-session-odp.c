@@ -316,19 +316,39 @@ bool rs_odp_wait(RSCore *c, uint32_t qpn, RSOdpWait *w, uint8_t kind,
 
 /*
  * An unreliable receive (UD, UC) met c->odp_fault: the packet is dropped,
- * nothing waits; the event is raised once per page per repost interval.
+ * nothing waits.  What a peer can make the device raise this way is
+ * bounded whatever pages its packets name: a page raised in the last
+ * RS_ODP_REPOST_NS (one of the last RS_ODP_FF_PAGES raised) is not raised
+ * again, and at most RS_ODP_FF_EVENTS events are raised per period of
+ * RS_ODP_REPOST_NS (the next period starts with the first fault after
+ * it).  A fault the limit skips comes again with the next packet.
  */
 void rs_odp_drop_fault(RSCore *c)
 {
     int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    uint32_t mr = c->odp_fault.mr;
+    uint64_t va = c->odp_fault.va;
+    unsigned i;
 
-    if (c->odp_ff_mr == c->odp_fault.mr && c->odp_ff_va == c->odp_fault.va &&
-        now - c->odp_ff_time < RS_ODP_REPOST_NS) {
+    for (i = 0; i < RS_ODP_FF_PAGES; i++) {
+        if (c->odp_ff[i].mr == mr && c->odp_ff[i].va == va &&
+            now - c->odp_ff[i].time < RS_ODP_REPOST_NS) {
+            return;
+        }
+    }
+    if (now - c->odp_ff_period >= RS_ODP_REPOST_NS || !c->odp_ff_events) {
+        c->odp_ff_period = now;
+        c->odp_ff_events = 0;
+    }
+    if (c->odp_ff_events >= RS_ODP_FF_EVENTS) {
+        trace_rdma_session_odp_fault_limited(rs_odp_key(c, mr), va);
         return;
     }
-    c->odp_ff_mr = c->odp_fault.mr;
-    c->odp_ff_va = c->odp_fault.va;
-    c->odp_ff_time = now;
+    c->odp_ff_events++;
+    i = c->odp_ff_next++ % RS_ODP_FF_PAGES;
+    c->odp_ff[i].mr = mr;
+    c->odp_ff[i].va = va;
+    c->odp_ff[i].time = now;
     rs_odp_raise(c, &c->odp_fault);
 }
 
@@ -337,6 +357,7 @@ void rs_odp_qp_clear(RSCore *c, RSQp *qp)
     memset(&qp->odp_req, 0, sizeof(qp->odp_req));
     memset(&qp->odp_resp, 0, sizeof(qp->odp_resp));
     qp->odp_paused = false;
+    qp->pause_since = 0;
 }
 
 /* The wait w of QP qpn fails (timeout, or resolved with F_FAIL). */
@@ -623,7 +644,10 @@ void rs_odp_reset(RSCore *c)
     timer_del(c->odp_timer);
     memset(c->odp, 0, sizeof(*c->odp) * c->p.odp_pages);
     c->odp_used = 0;
-    c->odp_ff_mr = 0;
+    memset(c->odp_ff, 0, sizeof(c->odp_ff));
+    c->odp_ff_next = 0;
+    c->odp_ff_events = 0;
+    c->odp_ff_period = 0;
     memset(&c->stats, 0, sizeof(c->stats));
 }
 

@@ -1275,12 +1275,28 @@ void rs_req_rnr_wait(RSCore *c, RSQp *qp, uint8_t timer)
 /*
  * The peer's responder waits for a page fault at psn (PAUSE): wait for
  * its RESUME, or at most its timer, then send from psn again.  Neither
- * retry_cnt nor rnr_retry is spent.
+ * retry_cnt nor rnr_retry is spent for RS_ODP_PAUSE_MAX_NS from the first
+ * PAUSE for psn (progress starts it again).  After that the peer is taken
+ * for one that does not answer: each PAUSE for psn spends a retry_cnt as
+ * an ACK timeout does, and with none left the QP gives up.  So a peer (or
+ * one that spoofs it) cannot keep a QP paused for ever.
  */
 void rs_req_pause(RSCore *c, RSQp *qp, uint32_t psn, uint8_t timer)
 {
     uint32_t qpn = qp - c->qps;
+    int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
 
+    if (!qp->pause_since || qp->pause_psn != psn) {
+        qp->pause_since = MAX(now, 1);
+    } else if (now - qp->pause_since >= RS_ODP_PAUSE_MAX_NS) {
+        trace_rdma_session_req_pause_long(qpn, psn, qp->retries,
+                                          qp->retry_cnt);
+        if (qp->retries >= qp->retry_cnt) {
+            rs_req_give_up(c, qpn, qp, RS_WC_RETRY_EXC_ERR);
+            return;
+        }
+        qp->retries++;
+    }
     trace_rdma_session_req_rnr_wait(qpn, psn, timer, qp->rnr_retries);
     rs_req_rnr_start(c, qpn, qp, timer);
     qp->odp_paused = true;

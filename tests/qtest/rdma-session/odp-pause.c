@@ -1,7 +1,9 @@
 /*
  * rdma-session qtests: on-demand paging: the page-fault pause turned off,
- * hostile PAUSE and RESUME frames, and a fault storm with the pause and
- * with RNR NAKs only.  The test is the driver (rs-odp.c).
+ * hostile PAUSE and RESUME frames, a fault storm with the pause and with
+ * RNR NAKs only, and the bounds on what a hostile peer makes the device
+ * do (UD/UC fault events, the pause per PSN).  The test is the driver
+ * (rs-odp.c).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -511,6 +513,222 @@ static void test_odp_storm_rnr(void *obj, void *data,
     odp_storm(obj, data, alloc, false);
 }
 
+/* ------------------------------------------------------------------ */
+/* Hostile peers: the bounds of what they make the device do          */
+/* ------------------------------------------------------------------ */
+
+/* The device's bound: UD/UC fault events per 100 ms (the spec). */
+#define FF_EVENTS       32
+#define FF_BATCH        8       /* WRITEs between looks at B's events */
+
+/* Virtual time now (after a step of 1 ns: qtest takes no step of 0). */
+static int64_t vclock(Pair *pr)
+{
+    return qtest_clock_step(qrs_qts(pr->p[0].d), 1);
+}
+
+/*
+ * A UC WRITE of 64 bytes from A into B's ODP region at @va, which has no
+ * page: B drops it (and may raise the fault).
+ */
+static void ff_write(Pair *pr, LoopQp *c, uint64_t wr_id, uint64_t va,
+                     uint32_t key)
+{
+    Peer *a = &pr->p[0];
+
+    pair_log_reset(pr);
+    pair_post_sge(pr, 0, c, RS_WR_RDMA_WRITE, wr_id, a->buf + 0x100, 64,
+                  a->key[0], va, key);
+    pair_expect_cqe(pr, 0, wr_id, RS_WC_SUCCESS, RS_WR_RDMA_WRITE, c->qpn,
+                    0);
+}
+
+/*
+ * B has taken every WRITE before: one more into its ordinary MR has
+ * landed (B reads the wire in order).  Then B's events: each a fault of
+ * @key in the region, written; how many.
+ */
+static unsigned ff_sync(Pair *pr, LoopQp *c, unsigned n, uint32_t key)
+{
+    Peer *a = &pr->p[0], *b = &pr->p[1];
+    uint32_t off = 0x4000 + (n % 64) * 64;
+    struct rs_event ev;
+    unsigned events = 0;
+
+    pair_log_reset(pr);
+    pair_post_sge(pr, 0, c, RS_WR_RDMA_WRITE, 0xf000 + n,
+                  a->buf + 0x1000 + (n % 64) * 64, 64, a->key[0],
+                  b->buf + off, b->key[0]);
+    pair_expect_cqe(pr, 0, 0xf000 + n, RS_WC_SUCCESS, RS_WR_RDMA_WRITE,
+                    c->qpn, 0);
+    img_move(b, off, a, 0x1000 + (n % 64) * 64, 64);
+    peer_wait_range(pr, 1, off, 64);
+    while (qrs_aeq_poll(b->d, &ev, 0)) {
+        g_assert_cmphex(ev.type, ==, RS_EV_ODP_PAGE_FAULT);
+        g_assert_cmphex(ev.handle, ==, key);
+        g_assert_cmphex(ev.data & (PAGE - 1), ==, 0);
+        g_assert_cmphex(ev.data, >=, ODP_VA);
+        g_assert_cmphex(ev.data, <, ODP_VA + ODP_PAGES * PAGE);
+        g_assert_cmphex(ev.flags & RS_EQE_ODP_WRITE, ==, RS_EQE_ODP_WRITE);
+        events++;
+    }
+    return events;
+}
+
+/*
+ * A peer that sends UC WRITEs into pages of B's ODP region that have no
+ * translation, a new page with every packet (two in turn, then all 16):
+ * B drops each, and raises a bounded number of page-fault events however
+ * the pages alternate: one per page in 100 ms, at most FF_EVENTS per
+ * 100 ms in all, its event queue never overflows.  After 100 ms a fault
+ * is raised again; once mapped, the WRITE lands.
+ */
+static void test_odp_fault_flood(void *obj, void *data,
+                                 QGuestAllocator *alloc)
+{
+    Pair pr;
+    Peer *a = &pr.p[0], *b = &pr.p[1];
+    struct rs_device_stats s0, s1;
+    unsigned i, events, sync = 0;
+    uint64_t periods;
+    int64_t t0;
+    uint32_t key;
+    LoopQp c[2];
+
+    pair_setup(&pr, obj, data, alloc);
+    odp_connect(&pr, c, RS_QPT_UC, 1, 0, 12);
+    key = odp_mr(b->d, b->pd, ODP_VA, ODP_PAGES * PAGE);
+    odp_stats_get(b->d, &s0);
+    t0 = vclock(&pr);
+
+    /* Two pages in turn: one event each. */
+    events = 0;
+    for (i = 0; i < 4 * FF_BATCH; i++) {
+        ff_write(&pr, &c[0], 0x100 + i, ODP_VA + (i % 2) * PAGE + 0x40, key);
+        if (i % FF_BATCH == FF_BATCH - 1) {
+            events += ff_sync(&pr, &c[0], sync++, key);
+        }
+    }
+    g_test_message("2 pages in turn: %u WRITEs, %u events in %" PRId64
+                   " us", 4 * FF_BATCH, events, (vclock(&pr) - t0) / 1000);
+    g_assert_cmpint(vclock(&pr) - t0, <, 100 * ODP_MS);
+    g_assert_cmpuint(events, ==, 2);
+
+    /* All 16 pages in turn, 12 times each: at most FF_EVENTS in all. */
+    for (i = 0; i < 12 * ODP_PAGES; i++) {
+        ff_write(&pr, &c[0], 0x200 + i,
+                 ODP_VA + (i % ODP_PAGES) * PAGE + 0x80, key);
+        if (i % FF_BATCH == FF_BATCH - 1) {
+            events += ff_sync(&pr, &c[0], sync++, key);
+        }
+    }
+    periods = (vclock(&pr) - t0) / (100 * ODP_MS) + 1;
+    odp_stats_get(b->d, &s1);
+    g_test_message("then 16 pages in turn: %u WRITEs; %u events in all in "
+                   "%" PRId64 " us (odp_faults %" PRIu64 ")",
+                   12 * ODP_PAGES, events, (vclock(&pr) - t0) / 1000,
+                   s1.odp_faults - s0.odp_faults);
+    g_assert_cmpuint(s1.odp_faults - s0.odp_faults, ==, events);
+    g_assert_cmpuint(events, >=, ODP_PAGES);
+    g_assert_cmpuint(events, <=, FF_EVENTS * periods);
+    g_assert_cmphex(qrs_readl(b->d, A_RS_STATUS) &
+                    R_RS_STATUS_AEQ_OVERFLOW_MASK, ==, 0);
+
+    /* 100 ms later a fault is raised again; mapped, the WRITE lands. */
+    odp_step(&pr, 100 * ODP_MS);
+    ff_write(&pr, &c[0], 0x300, ODP_VA + 0x40, key);
+    g_assert_cmpuint(ff_sync(&pr, &c[0], sync++, key), ==, 1);
+    odp_map(b->d, key, 0, ODP_VA, b->buf + 0x3000, 1, ODP_RW);
+    pair_log_reset(&pr);
+    pair_post_sge(&pr, 0, &c[0], RS_WR_RDMA_WRITE, 0x301, a->buf + 0x900,
+                  100, a->key[0], ODP_VA + 0x40, key);
+    pair_expect_cqe(&pr, 0, 0x301, RS_WC_SUCCESS, RS_WR_RDMA_WRITE,
+                    c[0].qpn, 0);
+    img_move(b, 0x3040, a, 0x900, 100);
+    peer_wait_range(&pr, 1, 0x3040, 100);
+    peer_check(b);
+    expect_no_event(b->d);
+    g_assert_cmpuint(qp_state(b->d, c[1].h), ==, RS_QPS_RTS);
+    pair_teardown(&pr);
+}
+
+/* A PAUSE's timer code 0: 655.36 ms; the test pauses again before it. */
+#define PB_STEP_NS      (500 * ODP_MS)
+#define PB_MAX_NS       (64 * 1000 * ODP_MS)    /* the spec's bound */
+
+/*
+ * A peer (or a host that spoofs it) that answers A's WRITE with PAUSEs
+ * for ever, one every 500 ms, never a RESUME: A stays paused, sends
+ * nothing and spends no retry for the spec's 64 s; after that each PAUSE
+ * spends a retry (A's retry_cnt is 1), and the PAUSE that finds none
+ * left ends the WRITE with RS_WC_RETRY_EXC_ERR (the QP in ERR), before
+ * two more PAUSE steps.
+ */
+static void test_odp_pause_bound(void *obj, void *data,
+                                 QGuestAllocator *alloc)
+{
+    Pair pr;
+    Peer *a = &pr.p[0], *b = &pr.p[1];
+    struct rs_device_stats st;
+    struct rs_cqe cqe;
+    GByteArray *tmpl;
+    int64_t paused = 0;
+    uint32_t psn;
+    LoopQp q[2];
+    bool done = false;
+
+    pair_setup(&pr, obj, data, alloc);
+    odp_rc(&pr, q);
+
+    /* B's ACK of a WRITE: the template of the PAUSEs. */
+    pr.hold[1] = true;
+    pair_post_sge(&pr, 0, &q[0], RS_WR_RDMA_WRITE, 0xa0, a->buf, 100,
+                  a->key[0], b->buf + 0x100, b->key[0]);
+    tmpl = pair_take(&pr, 1);
+    g_assert_cmphex(tmpl->data[ROCE_BTH], ==, OP_ACK);
+    pair_inject(&pr, 0, tmpl->data, tmpl->len);
+    pair_expect_cqe(&pr, 0, 0xa0, RS_WC_SUCCESS, RS_WR_RDMA_WRITE, q[0].qpn,
+                    0);
+    img_move(b, 0x100, a, 0, 100);
+    psn = pair_psn[0] + 1;
+
+    /* The next WRITE: its ACK lost, PAUSEs instead. */
+    pair_log_reset(&pr);
+    pair_post_sge(&pr, 0, &q[0], RS_WR_RDMA_WRITE, 0xa1, a->buf + 0x200, 100,
+                  a->key[0], b->buf + 0x200, b->key[0]);
+    pair_wait_frames(&pr, 1, 1);
+    pair_forget(&pr, 1);
+    img_move(b, 0x200, a, 0x200, 100);
+    odp_stats_get(a->d, &st);
+    while (!done) {
+        inject(&pr, ctl_frame(tmpl, OP_ODP_PAUSE, q[0].qpn, psn, AETH_RNR,
+                              0, false));
+        wait_pauses_rcvd(&pr, ++st.odp_pauses_rcvd);
+        settle(&pr);
+        done = eng_cq_peek(a->d, &a->cq, &cqe);
+        if (paused < PB_MAX_NS) {
+            /* Within the bound: paused, nothing sent again. */
+            g_assert_false(done);
+            g_assert_cmpuint(pr.nops[0], ==, 1);
+            g_assert_cmpuint(qp_state(a->d, q[0].h), ==, RS_QPS_RTS);
+        }
+        if (!done) {
+            g_assert_cmpint(paused, <, PB_MAX_NS + 2 * PB_STEP_NS);
+            qtest_clock_step(qrs_qts(a->d), PB_STEP_NS);
+            paused += PB_STEP_NS;
+        }
+    }
+    g_test_message("A gave up after %" PRId64 " ms of PAUSEs",
+                   paused / ODP_MS);
+    pair_poll(&pr, 0, &cqe);
+    assert_cqe(&cqe, 0xa1, RS_WC_RETRY_EXC_ERR, RS_WR_RDMA_WRITE, q[0].qpn);
+    g_assert_cmpuint(qp_state(a->d, q[0].h), ==, RS_QPS_ERR);
+    g_assert_cmpuint(pr.nops[0], ==, 1);
+    pr.hold[1] = false;
+    g_byte_array_unref(tmpl);
+    pair_teardown(&pr);
+}
+
 static void register_odp_pause_tests(void)
 {
     QOSGraphTestOptions pair = { .before = pair_before };
@@ -525,6 +743,10 @@ static void register_odp_pause_tests(void)
                  &pair);
     qos_add_test("odp/storm-rnr", "rdma-session", test_odp_storm_rnr,
                  &pause_off);
+    qos_add_test("odp/fault-flood", "rdma-session", test_odp_fault_flood,
+                 &pair);
+    qos_add_test("odp/pause-bound", "rdma-session", test_odp_pause_bound,
+                 &pair);
 }
 
 libqos_init(register_odp_pause_tests);

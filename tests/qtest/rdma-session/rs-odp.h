@@ -5,7 +5,7 @@
  * odp.c (regions, bad input, invalidation, the table, migration,
  * teardown), odp-fault.c (faults of responders and requesters, faults
  * that fail, XRC, several at once) and odp-pause.c (the pause off,
- * hostile PAUSE/RESUME, a storm).
+ * hostile PAUSE/RESUME, a storm, the bounds on a hostile peer).
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
