@@ -103,11 +103,14 @@
 /* The DC targets' access keys. */
 #define RSF_DC_KEY2         0x5eed0000c0ffee01ull
 /*
- * The documented bounds (docs/specs/rdma-session.rst): READ/atomic
- * response packets per received frame; HELLOs: a burst and a rate; the
- * largest HELLO to a peer that never answered; bytes per received packet.
+ * The bounds (docs/specs/rdma-session.rst, "Hostile peers"): READ/atomic
+ * response packets per received frame; HELLOs sent while one frame is
+ * handled (the issue's bound; the spec says at most 8 at once for the
+ * whole adapter); HELLOs: a burst and a rate; the largest HELLO to a peer
+ * that never answered; bytes per received packet.
  */
 #define RSF_RESP_PER_FRAME  32
+#define RSF_HELLO_PER_FRAME 1
 #define RSF_HELLO_BURST     8
 #define RSF_HELLO_PER_SEC   10
 #define RSF_HELLO_UNPADDED  80
@@ -441,14 +444,16 @@ static void rsf_inject(const uint8_t *frame, size_t len)
         w->max_f_pkts = w->f_pkts;
         w->max_f_inner = inner;
     }
-    bound = RSF_RESP_PER_FRAME + 2 * inner + 1;
-    if (!w->held_in_frame && (w->f_pkts > bound || w->f_hellos > 1)) {
+    bound = RSF_RESP_PER_FRAME + 2 * inner + RSF_HELLO_PER_FRAME;
+    if (!w->held_in_frame &&
+        (w->f_pkts > bound || w->f_hellos > RSF_HELLO_PER_FRAME)) {
         rsf_amplification("one received frame of %zu bytes (%" PRIu64
                           " inner packets, opcode 0x%02x) made the adapter "
                           "send %" PRIu64 " packets (%" PRIu64 " HELLOs), "
-                          "more than %" PRIu64 " (and 1 HELLO)", len, inner,
-                          len > RSF_BTH ? frame[RSF_BTH] : 0, w->f_pkts,
-                          w->f_hellos, bound);
+                          "more than %" PRIu64 " (and %u HELLO)", len,
+                          inner, len > RSF_BTH ? frame[RSF_BTH] : 0,
+                          w->f_pkts, w->f_hellos, bound,
+                          RSF_HELLO_PER_FRAME);
     }
 }
 
