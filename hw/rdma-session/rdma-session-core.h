@@ -387,6 +387,12 @@ typedef struct RSMr {
     uint32_t gid_index;
     uint8_t netid;
     uint32_t kidx;
+    /*
+     * While the slot holds a key of identity 1.. (its tag that identity's
+     * at kidx): the last tag identity 0 gave the slot, which its next
+     * identity 0 key continues from (RS_TAG0_UNSET: not loaded yet).
+     */
+    uint16_t tag0;
     uint64_t iova;
     uint64_t length;
     uint32_t npages;
@@ -548,6 +554,12 @@ struct RSCore {
     RSSendStoppedFn send_stopped;   /* NULL: the backend has no such path */
     MemReentrancyGuard *guard;
     MACAddr mac;
+    /*
+     * Set by the glue once realize succeeded, cleared when it unrealizes:
+     * the tables exist (they are freed, not cleared, at unrealize), so
+     * QOM properties and QMP may look at them.
+     */
+    bool realized;
 
     QEMUBH *admin_bh;
     QEMUBH *lan_bh;

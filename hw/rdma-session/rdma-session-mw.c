@@ -21,7 +21,7 @@
 #include "trace.h"
 
 #define RS_MW_ACCESS    (RS_ACCESS_REMOTE_WRITE | RS_ACCESS_REMOTE_READ |  \
-                         RS_ACCESS_REMOTE_ATOMIC)
+                         RS_ACCESS_REMOTE_ATOMIC | RS_ACCESS_FLUSH_GLOBAL)
 /* Rights of a window that need local write on its MR (C10-74). */
 #define RS_MW_WRITES    (RS_ACCESS_REMOTE_WRITE | RS_ACCESS_REMOTE_ATOMIC)
 
@@ -189,6 +189,11 @@ static const char *rs_mw_bind_check(RSCore *c, const RSQp *qp, int gid_index,
     if ((access & RS_MW_WRITES) && !(mr->access & RS_ACCESS_LOCAL_WRITE)) {
         return "writable window on an MR without local write";
     }
+    /* A window never lets a FLUSH reach an MR that does not allow it. */
+    if ((access & RS_ACCESS_FLUSH_GLOBAL) &&
+        !(mr->access & RS_ACCESS_FLUSH_GLOBAL)) {
+        return "FLUSH right on an MR without it";
+    }
     /* C10-75 */
     if (addr < mr->iova || addr + len < addr ||
         addr + len > mr->iova + mr->length) {
@@ -255,16 +260,18 @@ bool rs_mw_invalidate(RSCore *c, const RSQp *qp, int gid_index, uint32_t key,
 }
 
 /*
- * Responder: remote access of len bytes at va with right through window
- * mw (a valid key slot rs_mkey_lookup() resolved) for QP qp, in PD pd
- * (the QP's, or an XRC target's SRQ's): the MR to move the
- * data through, or NULL.  Checked on every packet, so an invalidation,
- * rebind or deallocation takes effect at once.
+ * Responder: remote access of len bytes at va with right (every bit of
+ * it: a FLUSH may need two) through window mw (a valid key slot
+ * rs_mkey_lookup() resolved) for QP qp, in PD pd (the QP's, or an XRC
+ * target's SRQ's): the MR to move the data through, or NULL.  Checked on
+ * every packet, so an invalidation, rebind or deallocation takes effect
+ * at once.
  */
 RSMr *rs_mw_remote(RSCore *c, const RSQp *qp, uint32_t pd, RSMr *mw,
                    uint64_t va, uint32_t len, uint16_t right)
 {
-    if (!mw->mw_mr || mw->pd != pd || !(mw->access & right) ||
+    if (!mw->mw_mr || mw->pd != pd || !right ||
+        (mw->access & right) != right ||
         (mw->mw_type == RS_MW_TYPE_2 &&
          mw->mw_qp != rs_mw_qp_handle(c, qp)) ||
         va < mw->iova || va + len < va || va + len > mw->iova + mw->length) {
@@ -315,6 +322,8 @@ bool rs_mw_post_load(RSCore *c)
             !(mr->access & RS_ACCESS_MW_BIND) || (mw->access & ~RS_MW_ACCESS) ||
             ((mw->access & RS_MW_WRITES) &&
              !(mr->access & RS_ACCESS_LOCAL_WRITE)) ||
+            ((mw->access & RS_ACCESS_FLUSH_GLOBAL) &&
+             !(mr->access & RS_ACCESS_FLUSH_GLOBAL)) ||
             !mw->length || mw->iova < mr->iova ||
             mw->iova + mw->length < mw->iova ||
             mw->iova + mw->length > mr->iova + mr->length ||

@@ -32,6 +32,8 @@
 
 #define RS_NETID_SLOT_MASK  0x00ffffffu
 #define RS_NETID_TAG_SHIFT  24
+/* RSMr.tag0 before a load that did not send it. */
+#define RS_TAG0_UNSET       0x100
 
 static const uint8_t rs_v4_mapped[12] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff
@@ -106,6 +108,13 @@ uint32_t rs_mkey_handle(RSCore *c, const RSMr *mr)
  * identity the first free index of its table and that index's last tag
  * plus one.  There is always a free index: the table has as many as there
  * are slots.  Returns the key.
+ *
+ * Each key index of each identity has its own tag sequence, so a freed
+ * key comes back only after its index has had 255 more keys.  A slot
+ * lent to another identity keeps identity 0's last tag aside (tag0) and
+ * gets it back when that key is released (rs_mkey_release): identity 0's
+ * sequence on the slot goes on where it was, whatever other identities
+ * did with the slot in between.
  */
 uint32_t rs_mkey_assign(RSCore *c, uint32_t idx)
 {
@@ -115,11 +124,12 @@ uint32_t rs_mkey_assign(RSCore *c, uint32_t idx)
     uint32_t k;
 
     mr->netid = n;
-    mr->tag++;
     mr->kidx = n ? 0 : idx;
     if (n == 0) {
+        mr->tag++;
         return rs_mkey_key(mr);
     }
+    mr->tag0 = mr->tag;
     for (k = 1; k < c->p.max_mrs && (map[k] & RS_NETID_SLOT_MASK); k++) {
         /* first free index */
     }
@@ -134,7 +144,10 @@ uint32_t rs_mkey_assign(RSCore *c, uint32_t idx)
     return rs_mkey_key(mr);
 }
 
-/* Slot idx is freed: its key index is free again, its last tag kept. */
+/*
+ * Slot idx is freed: its key index is free again, its last tag kept; a
+ * slot lent to another identity has identity 0's last tag back.
+ */
 void rs_mkey_release(RSCore *c, uint32_t idx)
 {
     RSMr *mr = &c->mrs[idx];
@@ -144,8 +157,12 @@ void rs_mkey_release(RSCore *c, uint32_t idx)
         c->netid[mr->netid].map[mr->kidx] =
             (uint32_t)mr->tag << RS_NETID_TAG_SHIFT;
     }
+    if (mr->netid) {
+        mr->tag = mr->tag0;
+    }
     mr->netid = 0;
     mr->kidx = 0;
+    mr->tag0 = 0;
 }
 
 /* Re-evaluate which identity every GID is in (the host changed them). */
@@ -336,7 +353,7 @@ static bool rs_netid_parse(const char *str, RSNetid *t, Error **errp)
  */
 static bool rs_netid_apply(RSCore *c, RSNetid *t, Error **errp)
 {
-    bool realized = c->mrs != NULL;
+    bool realized = c->realized;
     bool changed[RS_MAX_NETIDS];
     unsigned n;
 
@@ -543,6 +560,31 @@ static bool rs_mr_netid_needed(void *opaque)
     return mr->valid && mr->netid != 0;
 }
 
+/*
+ * Identity 0's tag a slot lent to another identity keeps aside, when it
+ * is not the lent key's own tag (what a stream without it means: the
+ * sequence then goes on from that tag, as before tag0 existed).  A
+ * subsection of the key's identity subsection, so a stream that does not
+ * need it loads into an older QEMU.
+ */
+static bool rs_mr_tag0_needed(void *opaque)
+{
+    RSMr *mr = opaque;
+
+    return mr->valid && mr->netid != 0 && mr->tag0 != mr->tag;
+}
+
+static const VMStateDescription vmstate_rs_mr_tag0 = {
+    .name = "rdma-session/mr/netid/tag0",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rs_mr_tag0_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT16(tag0, RSMr),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
 const VMStateDescription vmstate_rs_mr_netid = {
     .name = "rdma-session/mr/netid",
     .version_id = 1,
@@ -552,6 +594,10 @@ const VMStateDescription vmstate_rs_mr_netid = {
         VMSTATE_UINT8(netid, RSMr),
         VMSTATE_UINT32(kidx, RSMr),
         VMSTATE_END_OF_LIST()
+    },
+    .subsections = (const VMStateDescription * const []) {
+        &vmstate_rs_mr_tag0,
+        NULL
     },
 };
 
@@ -566,6 +612,7 @@ void rs_netid_pre_load(RSCore *c)
     for (i = 0; i < c->p.max_mrs; i++) {
         c->mrs[i].netid = 0;
         c->mrs[i].kidx = 0;
+        c->mrs[i].tag0 = RS_TAG0_UNSET;
     }
 }
 
@@ -625,6 +672,14 @@ bool rs_netid_post_load(RSCore *c)
         RSMr *mr = &c->mrs[i];
         uint32_t *e;
 
+        /* tag0 only comes for a key of identity 1.. (and is a tag). */
+        if (mr->tag0 != RS_TAG0_UNSET &&
+            (mr->tag0 > RS_MKEY_TAG_MASK || !mr->valid || !mr->netid)) {
+            return false;
+        }
+        if (mr->tag0 == RS_TAG0_UNSET) {
+            mr->tag0 = mr->valid && mr->netid ? mr->tag : 0;
+        }
         if (!mr->valid) {
             continue;
         }

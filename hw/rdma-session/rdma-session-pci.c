@@ -264,6 +264,51 @@ static void rs_vm_state_change(void *opaque, bool running, RunState state)
     }
 }
 
+/*
+ * Read-only counters (test and diagnostics), added at realize:
+ * x-lan-rx-missed, and the bundle counters, which live in state realize
+ * allocates and unrealize frees, so reading them is refused while the
+ * device is not realized (qom-set realized=false, device_del).  They
+ * stay on the object after unrealize and are not added twice.
+ */
+static const char *const rs_bundle_counter_name[RS_BUNDLE_COUNTERS] = {
+    "x-bundle-tx", "x-bundle-tx-frames", "x-bundle-rx",
+    "x-bundle-rx-dropped", "x-bundle-hello-tx", "x-bundle-hello-rx",
+};
+
+static void rs_get_bundle_counter(Object *obj, Visitor *v, const char *name,
+                                  void *opaque, Error **errp)
+{
+    RSCore *c = &RDMA_SESSION(obj)->core;
+    uint64_t val;
+
+    if (!c->realized) {
+        error_setg(errp, "rdma-session: %s: the device is not realized",
+                   name);
+        return;
+    }
+    val = *rs_bundle_counter(c, (uintptr_t)opaque);
+    visit_type_uint64(v, name, &val, errp);
+}
+
+static void rs_add_counters(RSState *s)
+{
+    Object *obj = OBJECT(s);
+
+    if (!object_property_find(obj, "x-lan-rx-missed")) {
+        object_property_add_uint64_ptr(obj, "x-lan-rx-missed",
+                                       &s->core.lan_rx_missed,
+                                       OBJ_PROP_FLAG_READ);
+    }
+    for (uintptr_t i = 0; i < RS_BUNDLE_COUNTERS; i++) {
+        if (!object_property_find(obj, rs_bundle_counter_name[i])) {
+            object_property_add(obj, rs_bundle_counter_name[i], "uint64",
+                                rs_get_bundle_counter, NULL, NULL,
+                                (void *)i);
+        }
+    }
+}
+
 static void rs_pci_realize(PCIDevice *pci_dev, Error **errp)
 {
     RSState *s = RDMA_SESSION(pci_dev);
@@ -321,19 +366,9 @@ static void rs_pci_realize(PCIDevice *pci_dev, Error **errp)
     s->vmstate_change = qemu_add_vm_change_state_handler(rs_vm_state_change,
                                                          s);
     c->link_up = !qemu_get_queue(s->nic)->link_down;
-    object_property_add_uint64_ptr(OBJECT(s), "x-lan-rx-missed",
-                                   &c->lan_rx_missed, OBJ_PROP_FLAG_READ);
-    for (unsigned i = 0; i < RS_BUNDLE_COUNTERS; i++) {
-        static const char *const name[RS_BUNDLE_COUNTERS] = {
-            "x-bundle-tx", "x-bundle-tx-frames", "x-bundle-rx",
-            "x-bundle-rx-dropped", "x-bundle-hello-tx", "x-bundle-hello-rx",
-        };
-
-        object_property_add_uint64_ptr(OBJECT(s), name[i],
-                                       rs_bundle_counter(c, i),
-                                       OBJ_PROP_FLAG_READ);
-    }
+    rs_add_counters(s);
     rs_core_reset(c);
+    c->realized = true;
 }
 
 /* Setting BCR_FLR in the PCIe device control resets the function. */
@@ -355,6 +390,7 @@ static void rs_pci_exit(PCIDevice *pci_dev)
 {
     RSState *s = RDMA_SESSION(pci_dev);
 
+    s->core.realized = false;
     qemu_del_vm_change_state_handler(s->vmstate_change);
     qemu_del_nic(s->nic);
     msix_uninit_exclusive_bar(pci_dev);

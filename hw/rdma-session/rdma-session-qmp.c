@@ -289,12 +289,16 @@ static RdmaSessionInfo *rs_qmp_info(Object *obj, RSCore *c)
     return info;
 }
 
+/*
+ * An adapter that is not realized (qom-set realized=false, device_del
+ * under way) has no tables: it is not listed.
+ */
 static int rs_qmp_collect(Object *obj, void *opaque)
 {
     RdmaSessionInfoList ***tail = opaque;
     RSCore *c = rs_core_of(obj);
 
-    if (c) {
+    if (c && c->realized) {
         QAPI_LIST_APPEND(*tail, rs_qmp_info(obj, c));
     }
     return 0;
@@ -316,6 +320,10 @@ RdmaSessionInfoList *qmp_query_rdma_session(const char *device, Error **errp)
     if (!obj || !rs_core_of(obj)) {
         error_setg(errp, ambiguous ? "'%s' names more than one rdma-session "
                    "adapter" : "'%s' is not an rdma-session adapter", device);
+        return NULL;
+    }
+    if (!rs_core_of(obj)->realized) {
+        error_setg(errp, "rdma-session adapter '%s' is not realized", device);
         return NULL;
     }
     rs_qmp_collect(obj, &tail);

@@ -1005,13 +1005,46 @@ static uint16_t rs_resp_flush_right(uint32_t feth)
 }
 
 /*
+ * The rkey of a FLUSH or ATOMIC WRITE: an MR of the QP's PD with every
+ * bit of right, or a window (rs_mw_remote: bound, its PD, a type 2
+ * window's QP, every bit of right in the window's rights), and then the
+ * MR the window is bound to.  The range must be inside the MR or the
+ * window, unless whole (a FLUSH of the whole MR or window names none).
+ * NULL if it names nothing the request may use.
+ */
+static RSMr *rs_resp_flush_aw_key(RSCore *c, RSQp *qp, uint32_t gid,
+                                  const RSPkt *pkt, uint16_t right,
+                                  bool whole)
+{
+    RSMr *mr = rs_mkey_lookup(c, gid, pkt->rkey);
+    uint64_t va = pkt->va;
+    uint32_t len = pkt->dmalen;
+
+    if (!mr) {
+        return NULL;
+    }
+    if (whole) {
+        va = mr->iova;
+        len = 0;
+    }
+    if (mr->mw_type) {
+        return rs_mw_remote(c, qp, qp->pd, mr, va, len, right);
+    }
+    if (mr->pd != qp->pd || (mr->access & right) != right ||
+        va < mr->iova || va + len < va || va + len > mr->iova + mr->length) {
+        return NULL;
+    }
+    return mr;
+}
+
+/*
  * RDMA FLUSH and ATOMIC WRITE (IBTA 1.5 oA19; rxe's process_flush and
- * atomic_write_reply).  The QP and the MR must have every right the
- * request needs (a FLUSH one per placement type, an ATOMIC WRITE remote
- * write); a FLUSH of the whole MR names no range.  Both take a READ
- * resource of no length, as a zero-byte READ does: its empty READ
- * RESPONSE Only acknowledges the request, and a duplicate is answered
- * from it, never executed again.
+ * atomic_write_reply).  The QP and the MR, or the window the rkey names,
+ * must have every right the request needs (a FLUSH one per placement
+ * type, an ATOMIC WRITE remote write); a FLUSH of the whole MR or window
+ * names no range.  Both take a READ resource of no length, as a
+ * zero-byte READ does: its empty READ RESPONSE Only acknowledges the
+ * request, and a duplicate is answered from it, never executed again.
  *
  * The engine writes guest RAM synchronously, so everything before a FLUSH
  * is globally visible when it executes; the barrier orders it for the
@@ -1049,11 +1082,8 @@ static void rs_resp_flush_aw(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
                           "QP without the right for FLUSH/ATOMIC WRITE");
         return;
     }
-    mr = rs_mkey_lookup(c, gid, pkt->rkey);
-    if (!mr || mr->pd != qp->pd || (mr->access & right) != right ||
-        (!whole && (pkt->va < mr->iova || pkt->va + pkt->dmalen < pkt->va ||
-                    pkt->va + pkt->dmalen > mr->iova + mr->length)) ||
-        (!flush && !rs_mkl_single(c, mr, pkt->va, 8))) {
+    mr = rs_resp_flush_aw_key(c, qp, gid, pkt, right, whole);
+    if (!mr || (!flush && !rs_mkl_single(c, mr, pkt->va, 8))) {
         rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_REM_ACCESS, pkt->psn,
                           "FLUSH/ATOMIC WRITE rkey, rights or bounds");
         return;

@@ -532,6 +532,148 @@ static void test_flush_rxe_icrc(void *obj, void *data,
     pair_teardown(&pr);
 }
 
+/*
+ * FLUSH and ATOMIC WRITE through memory windows (issue 26, finding 7):
+ * the window's range, rights and (type 2) QP decide, as for WRITE and
+ * READ, and the data reaches the MR the window is bound to.  B's MR
+ * covers its buffer with every right; each window [0x1000, 0x3000).
+ */
+#define MW_BASE         0x1000
+#define MW_LEN          0x2000
+#define MW_AW           RS_ACCESS_REMOTE_WRITE
+#define MW_FLUSH        (RS_ACCESS_REMOTE_WRITE | RS_ACCESS_FLUSH_GLOBAL)
+
+typedef struct MwRow {
+    const char *name;
+    uint8_t type;               /* RS_MW_TYPE_1 or RS_MW_TYPE_2 */
+    uint16_t access;            /* the window's */
+    bool other_qp;              /* type 2: bound on another QP */
+    uint8_t op;
+    uint32_t feth;
+    uint64_t off;               /* in B's buffer */
+    uint64_t len;               /* FLUSH: the range */
+    uint8_t status;
+} MwRow;
+
+static const MwRow mw_rows[] = {
+    { "atomic-write-type2", RS_MW_TYPE_2, MW_AW, false, RS_WR_ATOMIC_WRITE,
+      0, 0x1100, 0, RS_WC_SUCCESS },
+    { "atomic-write-type1-last-8-bytes", RS_MW_TYPE_1, MW_AW, false,
+      RS_WR_ATOMIC_WRITE, 0, MW_BASE + MW_LEN - 8, 0, RS_WC_SUCCESS },
+    { "flush-range-type2", RS_MW_TYPE_2, MW_FLUSH, false, RS_WR_FLUSH,
+      FETH_GLOBAL, 0x1800, 0x800, RS_WC_SUCCESS },
+    { "flush-whole-window-type1", RS_MW_TYPE_1, MW_FLUSH, false, RS_WR_FLUSH,
+      FETH_GLOBAL_MR, 0x10, 0, RS_WC_SUCCESS },
+    { "atomic-write-before-window", RS_MW_TYPE_2, MW_AW, false,
+      RS_WR_ATOMIC_WRITE, 0, MW_BASE - 8, 0, RS_WC_REM_ACCESS_ERR },
+    { "atomic-write-past-window", RS_MW_TYPE_1, MW_AW, false,
+      RS_WR_ATOMIC_WRITE, 0, MW_BASE + MW_LEN, 0, RS_WC_REM_ACCESS_ERR },
+    { "atomic-write-read-only-window", RS_MW_TYPE_2, RS_ACCESS_REMOTE_READ,
+      false, RS_WR_ATOMIC_WRITE, 0, 0x1100, 0, RS_WC_REM_ACCESS_ERR },
+    { "atomic-write-other-qp", RS_MW_TYPE_2, MW_AW, true,
+      RS_WR_ATOMIC_WRITE, 0, 0x1100, 0, RS_WC_REM_ACCESS_ERR },
+    { "flush-range-past-window", RS_MW_TYPE_2, MW_FLUSH, false, RS_WR_FLUSH,
+      FETH_GLOBAL, 0x2f00, 0x200, RS_WC_REM_ACCESS_ERR },
+    { "flush-window-without-right", RS_MW_TYPE_1, MW_AW, false, RS_WR_FLUSH,
+      FETH_GLOBAL, 0x1800, 0x10, RS_WC_REM_ACCESS_ERR },
+    { "flush-whole-window-without-right", RS_MW_TYPE_2,
+      RS_ACCESS_REMOTE_WRITE | RS_ACCESS_REMOTE_READ, false, RS_WR_FLUSH,
+      FETH_GLOBAL_MR, 0x1800, 0, RS_WC_REM_ACCESS_ERR },
+    { "flush-other-qp", RS_MW_TYPE_2, MW_FLUSH, true, RS_WR_FLUSH,
+      FETH_GLOBAL, 0x1800, 0x10, RS_WC_REM_ACCESS_ERR },
+};
+
+static void post_bind(Peer *b, LoopQp *q, uint64_t wr_id, uint32_t mw,
+                      uint32_t new_rkey, uint32_t mr, uint64_t addr,
+                      uint64_t len, uint16_t access)
+{
+    struct rs_send_wqe_bind_mw bw = {
+        .wr_id = wr_id, .opcode = RS_WR_BIND_MW,
+        .flags = RS_WQE_F_SIGNALED, .mw_rkey = mw, .addr = addr,
+        .length = len, .mr_lkey = mr, .new_rkey = new_rkey,
+        .access = access,
+    };
+    struct rs_send_wqe_ctrl w;
+
+    QEMU_BUILD_BUG_ON(sizeof(w) != sizeof(bw));
+    memcpy(&w, &bw, sizeof(w));
+    eng_post_send(b->d, q, &w, NULL, 0);
+}
+
+static uint32_t alloc_mw(Peer *b, uint8_t type)
+{
+    struct rs_cmd_alloc_mw c = { .pd = b->pd, .type = type };
+    uint32_t key;
+
+    RS_ASSERT_OK(qrs_admin_cmd(b->d, RS_CMD_ALLOC_MW, &c, sizeof(c), &key,
+                               NULL));
+    return key;
+}
+
+/* The key with the next tag, as ibv_inc_rkey() makes it. */
+static uint32_t next_tag(uint32_t key)
+{
+    return (key & ~RS_MKEY_TAG_MASK) | ((key + 1) & RS_MKEY_TAG_MASK);
+}
+
+static void test_flush_window(void *obj, void *data, QGuestAllocator *alloc)
+{
+    FlushEnv e;
+    Pair *pr = &e.pr;
+    Peer *a = &pr->p[0], *b = &pr->p[1];
+    uint32_t mr, mr_std, mw;
+    struct rs_cqe cqe;
+    LoopQp q[2], o[2];
+    unsigned i;
+
+    flush_setup(&e, obj, data, alloc);
+    mr = eng_mr(b->d, b->pd, 0, b->buf, PAIR_BUF,
+                FLUSH_ACCESS | RS_ACCESS_MW_BIND);
+    for (i = 0; i < ARRAY_SIZE(mw_rows); i++) {
+        const MwRow *r = &mw_rows[i];
+        bool aw = r->op == RS_WR_ATOMIC_WRITE;
+        uint64_t value = 0x1122334455667788ull + i;
+        LoopQp *bq = r->other_qp ? &o[1] : &q[1];
+
+        g_test_message("flush/window: %s", r->name);
+        pair_rc(pr, q, 0, FLUSH_ACCESS);
+        if (r->other_qp) {
+            pair_rc(pr, o, 0, FLUSH_ACCESS);
+        }
+        mw = alloc_mw(b, r->type);
+        post_bind(b, bq, 0xb0 + i, mw, next_tag(mw), mr,
+                  b->buf + MW_BASE, MW_LEN, r->access);
+        pair_poll(pr, 1, &cqe);
+        assert_cqe(&cqe, 0xb0 + i, RS_WC_SUCCESS, RS_WR_BIND_MW, bq->qpn);
+        post_flush_aw(pr, &q[0], r->op, 0xf0 + i, 0, b->buf + r->off,
+                      next_tag(mw), aw ? value : r->len, r->feth);
+        pair_poll(pr, 0, &cqe);
+        assert_cqe(&cqe, 0xf0 + i, r->status, r->op, q[0].qpn);
+        if (r->status == RS_WC_SUCCESS && aw) {
+            stq_le_p(b->img + r->off, value);
+        }
+        g_assert_cmpuint(qp_state(b->d, q[1].h), ==,
+                         r->status == RS_WC_SUCCESS ? RS_QPS_RTS :
+                                                      RS_QPS_ERR);
+        pair_cq_empty(pr, 0);
+        pair_cq_empty(pr, 1);
+        peer_check(a);
+        peer_check(b);
+        RS_ASSERT_OK(qrs_destroy(b->d, RS_CMD_DEALLOC_MW, mw));
+    }
+
+    /* A window never carries a FLUSH right its MR lacks. */
+    mr_std = eng_mr(b->d, b->pd, 0, b->buf, PAIR_BUF,
+                    STD_ACCESS | RS_ACCESS_MW_BIND);
+    pair_rc(pr, q, 0, FLUSH_ACCESS);
+    mw = alloc_mw(b, RS_MW_TYPE_2);
+    post_bind(b, &q[1], 0xbf, mw, next_tag(mw), mr_std,
+              b->buf + MW_BASE, MW_LEN, MW_FLUSH);
+    pair_poll(pr, 1, &cqe);
+    assert_cqe(&cqe, 0xbf, RS_WC_MW_BIND_ERR, RS_WR_BIND_MW, q[1].qpn);
+    pair_teardown(pr);
+}
+
 static void register_flush_tests(void)
 {
     QOSGraphTestOptions pair = { .before = pair_before };
@@ -545,6 +687,7 @@ static void register_flush_tests(void)
     qos_add_test("flush/duplicate", "rdma-session", test_flush_duplicate,
                  &pair);
     qos_add_test("flush/fence", "rdma-session", test_flush_fence, &pair);
+    qos_add_test("flush/window", "rdma-session", test_flush_window, &pair);
     qos_add_test("flush/rxe-icrc", "rdma-session", test_flush_rxe_icrc,
                  &rxe_icrc);
 }

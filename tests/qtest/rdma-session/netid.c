@@ -661,7 +661,8 @@ static void test_migrate(void *obj, void *data, QGuestAllocator *alloc)
 /*
  * A corrupt stream fails the incoming migration: a key's identity or
  * index out of range or taken twice, a key in another identity than its
- * PD, identities the property would refuse.
+ * PD, identities the property would refuse, identity 0's tag a key of
+ * identity 1 keeps aside for its slot not a tag.
  */
 static void test_corrupt_stream(void *obj, void *data,
                                 QGuestAllocator *alloc)
@@ -672,9 +673,10 @@ static void test_corrupt_stream(void *obj, void *data,
         "key index taken twice", "key index 0", "key index max-mrs",
         "key in identity 2 (not configured)", "key in identity 0 of a PD "
         "of identity 1", "identity 1's VNI equal to identity 0's",
-        "identity 1's subnet with host bits", "identity 2 valid after an "
-        "invalid identity 1",
+        "identity 1's subnet with host bits", "identity 0's tag kept "
+        "aside above 255", "identity 2 valid after an invalid identity 1",
     };
+    static const char tag0_sub[] = "\x05\x1ardma-session/mr/netid/tag0";
     QRdmaSession *d = admin_setup(obj);
     QTestState *qts = qrs_qts(d);
     g_autofree char *tmpdir = g_dir_make_tmp("rdma-session-nid-XXXXXX",
@@ -684,7 +686,7 @@ static void test_corrupt_stream(void *obj, void *data,
     g_autofree uint8_t *stream = NULL;
     uint8_t gid[16];
     uint32_t pd1, k1, k2;
-    uint8_t *p1, *p2, *ids;
+    uint8_t *p1, *p2, *ids, *t2;
     char *err = NULL;
     gsize len;
     int i;
@@ -717,6 +719,15 @@ static void test_corrupt_stream(void *obj, void *data,
     g_assert_cmpuint(ldl_be_p(p2 + 1), ==, 2);
     g_assert_null(memmem(p2, len - (p2 - stream), mr_sub,
                          sizeof(mr_sub) - 1));
+    /*
+     * Nested in it, identity 0's tag slot 2 keeps aside (0, the slot was
+     * new) while the key of identity 1 has tag 1.
+     */
+    t2 = p2 + 1 + 4;
+    g_assert_cmpmem(t2, sizeof(tag0_sub) - 1, tag0_sub, sizeof(tag0_sub) - 1);
+    t2 += sizeof(tag0_sub) - 1 + 4;
+    g_assert_cmphex(k2 & RS_MKEY_TAG_MASK, ==, 1);
+    g_assert_cmpuint(lduw_be_p(t2), ==, 0);
     /* The identities: valid, prefix_len, prefix[16], vni each. */
     ids = stream + mig_find(stream, len, (const uint8_t *)ids_sub,
                             sizeof(ids_sub) - 1) + sizeof(ids_sub) - 1 + 4;
@@ -754,6 +765,9 @@ static void test_corrupt_stream(void *obj, void *data,
         case 6:
             ci[22 + 2 + 15] = 1;
             break;
+        case 7:
+            stw_be_p(copy + (t2 - stream), 0x1ff);
+            break;
         default:
             ci[22] = 0;
             break;
@@ -770,6 +784,56 @@ static void test_corrupt_stream(void *obj, void *data,
     rmdir(tmpdir);
 }
 
+/*
+ * Each identity has its own tag sequence (issue 26, finding 7): slot 1
+ * gets three keys of identity 0, then one of identity 1, and again; no
+ * key value comes back in either identity before the tag space (256)
+ * has gone round, however identity 1 used the slot in between.
+ */
+static void test_tag_sequence(void *obj, void *data, QGuestAllocator *alloc)
+{
+    QRdmaSession *d = admin_setup(obj);
+    QTestState *qts = qrs_qts(d);
+    g_autoptr(GPtrArray) paths = rs_qom_paths(qts);
+    g_autoptr(GHashTable) seen0 = g_hash_table_new(NULL, NULL);
+    g_autoptr(GHashTable) seen1 = g_hash_table_new(NULL, NULL);
+    uint64_t buf = qrs_alloc_zeroed(d, PAGE);
+    uint32_t pd0, pd1, h, key, i, j;
+    uint8_t gid[16];
+
+    g_assert_null(rs_qom_set_str(qts, paths->pdata[0], "netids", NET1));
+    expect_event(d, RS_EV_NETID_CHANGED, 1);
+    gid_v4(gid, 10, 0, 0, 1);
+    add_gid_netid(d, 0, gid, RS_GID_ROCE_V2_IPV4, 0);
+    gid_v4(gid, 10, 0, 1, 1);
+    add_gid_netid(d, 1, gid, RS_GID_ROCE_V2_IPV4, 0);
+    RS_ASSERT_OK(create_pd_netid(d, 0, 0, &pd0));
+    RS_ASSERT_OK(create_pd_netid(d, 0, 1, &pd1));
+    /* 240 keys of identity 0 and 80 of identity 1, all in slot 1. */
+    for (i = 0; i < 80; i++) {
+        for (j = 0; j < 3; j++) {
+            key = mr_netid(d, pd0, 0, buf, PAGE, STD_ACCESS, &h);
+            g_assert_cmphex(h, ==, key);
+            g_assert_cmphex(key >> RS_MKEY_INDEX_SHIFT, ==, 1);
+            if (g_hash_table_contains(seen0, GUINT_TO_POINTER(key))) {
+                g_test_message("identity 0 key 0x%x again after %u keys "
+                               "of identity 0", key, 3 * i + j);
+            }
+            g_assert_false(g_hash_table_contains(seen0,
+                                                 GUINT_TO_POINTER(key)));
+            g_hash_table_add(seen0, GUINT_TO_POINTER(key));
+            RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEREG_MR, h));
+        }
+        key = mr_netid(d, pd1, 1, buf, PAGE, STD_ACCESS, &h);
+        g_assert_cmphex(h >> RS_MKEY_INDEX_SHIFT, ==, 1);
+        g_assert_cmphex(key >> RS_MKEY_INDEX_SHIFT, ==, 1);
+        g_assert_false(g_hash_table_contains(seen1, GUINT_TO_POINTER(key)));
+        g_hash_table_add(seen1, GUINT_TO_POINTER(key));
+        RS_ASSERT_OK(qrs_destroy(d, RS_CMD_DEREG_MR, h));
+    }
+    assert_alive(d);
+}
+
 static void register_netid_tests(void)
 {
     QOSGraphTestOptions pair = { .before = pair_before };
@@ -779,6 +843,8 @@ static void register_netid_tests(void)
     qos_add_test("netid/window-indirect", "rdma-session",
                  test_window_indirect, &pair);
     qos_add_test("netid/fast-reg", "rdma-session", test_fast_reg, &pair);
+    qos_add_test("netid/tag-sequence", "rdma-session", test_tag_sequence,
+                 NULL);
     qos_add_test("netid/migrate", "rdma-session", test_migrate, &pair);
     qos_add_test("netid/corrupt-stream", "rdma-session",
                  test_corrupt_stream, NULL);
