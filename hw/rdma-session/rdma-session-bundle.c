@@ -21,7 +21,8 @@
  * again after 100 ms, doubling up to a minute, and gets standard frames
  * only; that back-off outlives the peer's entry (a small table of
  * back-offs by address hash), and the device sends at most
- * RS_HELLO_BURST HELLOs at once and RS_HELLO_PER_SEC a second.  A peer
+ * RS_HELLO_BURST HELLOs at once, RS_HELLO_PER_SEC a second and one per
+ * received frame.  A peer
  * we bundle to that has sent us nothing for RS_BUNDLE_SILENT_MS gets
  * standard frames again, and is asked again (a forged REPLY, or a peer
  * that restarted without bundles).  The peer table is bounded
@@ -123,6 +124,7 @@ typedef struct RSBundle {
     unsigned mmio;              /* MMIO writes under way: they flush */
     uint64_t clock;
     uint32_t hello_tokens;      /* HELLOs the device may send now */
+    uint64_t hello_frame;       /* rx_frame_seq of the last HELLO's frame */
     int64_t hello_refill_ms;    /* when the next token comes */
     /* x-bundle-* QOM counters, since realize */
     uint64_t counters[RS_BUNDLE_COUNTERS];
@@ -233,8 +235,14 @@ static void rs_bundle_hello(RSCore *c, RSBundlePeer *bp, const RSPkt *tmpl)
     size_t len;
 
     if (b->tx_len || now < bp->next_ms || c->roce_tx_held >= 2 ||
-        !rs_bundle_hello_token(b, now)) {
+        (c->rx_frame && b->hello_frame == c->rx_frame_seq)) {
+        return;                 /* one HELLO per received frame at most */
+    }
+    if (!rs_bundle_hello_token(b, now)) {
         return;
+    }
+    if (c->rx_frame) {
+        b->hello_frame = c->rx_frame_seq;
     }
     if (bp->state == RS_BPEER_SIZING) {
         paylen = (c->p.bundle_max - RS_BTH_OFF - RS_BTH_LEN -

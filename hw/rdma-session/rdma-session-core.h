@@ -671,6 +671,7 @@ struct RSCore {
      */
     bool rx_frame;
     unsigned rx_resp_budget;
+    uint64_t rx_frame_seq;      /* received frames counted, for the above */
 };
 
 #define TYPE_RDMA_SESSION "rdma-session"

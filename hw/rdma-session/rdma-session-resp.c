@@ -80,9 +80,11 @@ bool rs_resp_divert(RSCore *c, const struct iovec *iov, int iovcnt)
     }
     /*
      * The work one received frame causes is bounded: its READ and atomic
-     * responses share one budget, a bundle's packets together.
+     * responses share one budget, a bundle's packets together, and it
+     * makes at most one bundle HELLO.
      */
     c->rx_frame = true;
+    c->rx_frame_seq++;
     c->rx_resp_budget = RS_RESP_BUDGET;
     rs_resp_frame(c, iov, iovcnt, hdr, n);
     c->rx_frame = false;
