@@ -763,9 +763,10 @@ static void test_engine_pair_read_flood(void *obj, void *data,
     g_assert_cmphex(req->data[ROCE_BTH], ==, OP_READ_REQ);
     stl_be_p(req->data + ROCE_BTH + 12 + 12, 16 * MiB);
     roce_reseal(req->data, req->len);
+    /* (Before the request: its pump would log B's answers, any number.) */
+    pair_forget(&pr, 0);
     pair_inject(&pr, 1, req->data, req->len);
     g_byte_array_unref(req);
-    pair_forget(&pr, 0);
 
     /* Nobody reads B's wire for a while; then B's QP goes away. */
     for (i = 0; i < 50; i++) {
