@@ -59,14 +59,12 @@
 #define RS_BUNDLE_HDR       (RS_BTH_OFF + RS_BTH_LEN + 4)
 /* The smallest inner frame: IPv4 RoCE with a BTH and an ICRC. */
 #define RS_BUNDLE_MIN_INNER (RS_BTH_OFF + RS_BTH_LEN + RS_ICRC_LEN)
-/* HELLO payload: version, reserved, largest bundle, nonce. */
-#define RS_HELLO_LEN        12
 /* HELLO_REPLY payload: version, reserved, largest bundle, nonce, size. */
 #define RS_REPLY_LEN        16
 /*
- * The first HELLO's payload: as long as a REPLY's, which is only sent to
- * a HELLO at least that long, so that a REPLY is never larger than the
- * HELLO it answers.
+ * The small HELLO's payload (version, reserved, largest bundle, nonce,
+ * zeros): as long as a REPLY's, which is only sent to a HELLO at least
+ * that long, so that a REPLY is never larger than the HELLO it answers.
  */
 #define RS_HELLO_SMALL_LEN  RS_REPLY_LEN
 #define RS_BUNDLE_RETRY_MS  100
@@ -220,18 +218,16 @@ static bool rs_bundle_hello_token(RSBundle *b, int64_t now)
 }
 
 /*
- * Send a HELLO to the peer of tmpl (addresses, MACs, TOS, TTL and UDP
- * source port of a frame to it): 74 bytes while probing, padded to
- * x-bundle-max while sizing.  Not while the bundle buffer holds frames:
- * the HELLO is built in it.
+ * Send HELLO header hello (see rs_bundle_to/rs_bundle_back) to peer bp:
+ * 74 bytes while probing, padded to x-bundle-max while sizing.  Not
+ * while the bundle buffer holds frames: the HELLO is built in it.
  */
-static void rs_bundle_hello(RSCore *c, RSBundlePeer *bp, const RSPkt *tmpl)
+static void rs_bundle_hello(RSCore *c, RSBundlePeer *bp, RSPkt *hello)
 {
     RSBundle *b = c->bundle;
     int64_t now = rs_bundle_now_ms();
     uint32_t paylen = RS_HELLO_SMALL_LEN;
     uint8_t *pl = b->tx + RS_BTH_OFF + RS_BTH_LEN;
-    RSPkt pkt;
     size_t len;
 
     if (b->tx_len || now < bp->next_ms || c->roce_tx_held >= 2 ||
@@ -248,24 +244,13 @@ static void rs_bundle_hello(RSCore *c, RSBundlePeer *bp, const RSPkt *tmpl)
         paylen = (c->p.bundle_max - RS_BTH_OFF - RS_BTH_LEN -
                   RS_ICRC_LEN) & ~3u;
     }
-    memset(&pkt, 0, sizeof(pkt));
-    memcpy(pkt.dmac, tmpl->dmac, 6);
-    memcpy(pkt.smac, tmpl->smac, 6);
-    pkt.tos = tmpl->tos;
-    pkt.ttl = tmpl->ttl;
-    pkt.sip = tmpl->sip;
-    pkt.dip = tmpl->dip;
-    pkt.sport = tmpl->sport;
-    pkt.dport = RS_ROCE_UDP_PORT;
-    pkt.opcode = RS_OP_BUNDLE_HELLO;
-    pkt.dqpn = 1;
     memset(pl, 0, paylen);
     stw_be_p(pl, RS_BUNDLE_VERSION);
     stl_be_p(pl + 4, c->p.bundle_max);
     /* Unguessable: a REPLY proves the peer saw this HELLO. */
     qemu_guest_getrandom_nofail(&bp->nonce, sizeof(bp->nonce));
     stl_be_p(pl + 8, bp->nonce);
-    len = rs_wire_build(b->tx, &pkt, paylen);
+    len = rs_wire_build(b->tx, hello, paylen);
     trace_rdma_session_bundle_hello_tx(bp->ip, bp->tries, len);
     bp->tries = MIN(bp->tries + 1, 30);
     bp->next_ms = now + MIN((int64_t)RS_BUNDLE_RETRY_MS << (bp->tries - 1),
@@ -274,21 +259,40 @@ static void rs_bundle_hello(RSCore *c, RSBundlePeer *bp, const RSPkt *tmpl)
     rs_roce_send(c, b->tx, len, RS_OP_BUNDLE_HELLO);
 }
 
-/* The HELLO template of an IPv4 RoCE frame we are sending. */
-static void rs_bundle_tmpl(RSPkt *t, const uint8_t *frame)
+/* Header of packet op to QP 1 of the peer an IPv4 RoCE frame goes to. */
+static void rs_bundle_to(RSPkt *p, const uint8_t *frame, uint8_t op)
 {
     const uint8_t *ip = frame + RS_L3_OFF;
 
-    memcpy(t->dmac, frame, 6);
-    memcpy(t->smac, frame + 6, 6);
-    t->tos = ip[1];
-    t->ttl = ip[8];
-    t->sip = ldl_be_p(ip + 12);
-    t->dip = ldl_be_p(ip + 16);
-    t->sport = lduw_be_p(ip + RS_IP4_HLEN);
+    memset(p, 0, sizeof(*p));
+    memcpy(p->dmac, frame, 6);
+    memcpy(p->smac, frame + 6, 6);
+    p->tos = ip[1];
+    p->ttl = ip[8];
+    p->sip = ldl_be_p(ip + 12);
+    p->dip = ldl_be_p(ip + 16);
+    p->sport = lduw_be_p(ip + RS_IP4_HLEN);
+    p->dport = RS_ROCE_UDP_PORT;
+    p->opcode = op;
+    p->dqpn = 1;
 }
 
-/* A valid RoCE frame came from IPv4 address ip: the peer is alive. */
+/* Header of packet op to QP 1 of the sender of received packet in. */
+static void rs_bundle_back(RSPkt *p, const RSPkt *in, uint8_t op)
+{
+    memset(p, 0, sizeof(*p));
+    memcpy(p->dmac, in->smac, 6);
+    memcpy(p->smac, in->dmac, 6);
+    p->tos = in->tos;
+    p->sip = in->dip;
+    p->dip = in->sip;
+    p->sport = in->sport;
+    p->dport = RS_ROCE_UDP_PORT;
+    p->opcode = op;
+    p->dqpn = 1;
+}
+
+/* A RoCE frame came from IPv4 address ip: the peer is alive. */
 void rs_bundle_heard(RSCore *c, uint32_t ip)
 {
     RSBundle *b = c->bundle;
@@ -386,15 +390,15 @@ bool rs_bundle_add(RSCore *c, const uint8_t *frame, size_t len)
         bp->next_ms = 0;
     }
     if (!bp || bp->state != RS_BPEER_OK) {
-        RSPkt t;
+        RSPkt hello;
 
         rs_bundle_flush(c);
         if (!bp) {
             bp = rs_bundle_peer_new(b, ip);
         }
         bp->used = ++b->clock;
-        rs_bundle_tmpl(&t, frame);
-        rs_bundle_hello(c, bp, &t);
+        rs_bundle_to(&hello, frame, RS_OP_BUNDLE_HELLO);
+        rs_bundle_hello(c, bp, &hello);
         return false;
     }
     bp->used = ++b->clock;
@@ -459,16 +463,7 @@ static void rs_bundle_hello_rx(RSCore *c, const RSPkt *pkt, size_t len)
     if (!c->p.bundle) {
         return;                 /* as a standard peer: no REPLY */
     }
-    memset(&r, 0, sizeof(r));
-    memcpy(r.dmac, pkt->smac, 6);
-    memcpy(r.smac, pkt->dmac, 6);
-    r.tos = pkt->tos;
-    r.sip = pkt->dip;
-    r.dip = pkt->sip;
-    r.sport = pkt->sport;
-    r.dport = RS_ROCE_UDP_PORT;
-    r.opcode = RS_OP_BUNDLE_HELLO_REPLY;
-    r.dqpn = 1;
+    rs_bundle_back(&r, pkt, RS_OP_BUNDLE_HELLO_REPLY);
     memset(pl, 0, RS_REPLY_LEN);
     stw_be_p(pl, RS_BUNDLE_VERSION);
     stl_be_p(pl + 4, c->p.bundle_max);
@@ -487,7 +482,7 @@ static void rs_bundle_reply_rx(RSCore *c, const RSPkt *pkt, size_t len)
     RSBundle *b = c->bundle;
     RSBundlePeer *bp = rs_bundle_peer_find(b, pkt->sip);
     uint32_t limit;
-    RSPkt t;
+    RSPkt hello;
 
     if (pkt->paylen < RS_REPLY_LEN ||
         lduw_be_p(pkt->payload) != RS_BUNDLE_VERSION) {
@@ -500,19 +495,12 @@ static void rs_bundle_reply_rx(RSCore *c, const RSPkt *pkt, size_t len)
         trace_rdma_session_bundle_drop(len, "REPLY to no HELLO of ours");
         return;
     }
-    bp->nonce = 0;              /* answered: a second REPLY is not */
-    bp->tries = 0;
+    bp->tries = 0;              /* answered: the same REPLY again is not */
     bp->next_ms = 0;
     if (bp->state == RS_BPEER_PROBING) {
         bp->state = RS_BPEER_SIZING;
-        memcpy(t.dmac, pkt->smac, 6);
-        memcpy(t.smac, pkt->dmac, 6);
-        t.tos = pkt->tos;
-        t.ttl = 64;
-        t.sip = pkt->dip;
-        t.dip = pkt->sip;
-        t.sport = pkt->sport;
-        rs_bundle_hello(c, bp, &t);
+        rs_bundle_back(&hello, pkt, RS_OP_BUNDLE_HELLO);
+        rs_bundle_hello(c, bp, &hello);
         return;
     }
     /* What it takes, what reached it, what we send at most. */

@@ -1129,7 +1129,7 @@ void rs_bundle_mmio_end(RSCore *c);
 bool rs_bundle_divert(RSCore *c, const struct iovec *iov, int iovcnt,
                       const uint8_t *hdr, size_t hdrlen, size_t size);
 uint64_t *rs_bundle_counter(RSCore *c, unsigned which);
-/* A valid RoCE frame came from this IPv4 address: bundling to it goes on. */
+/* A RoCE frame came from this IPv4 address: bundling to it goes on. */
 void rs_bundle_heard(RSCore *c, uint32_t ip);
 void rs_roce_send(RSCore *c, uint8_t *frame, size_t len, uint8_t op);
 

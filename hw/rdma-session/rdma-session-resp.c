@@ -28,6 +28,7 @@
 #include "qemu/log.h"
 #include "qemu/iov.h"
 #include "qemu/main-loop.h"
+#include "net/eth.h"
 #include "rdma-session-core.h"
 #include "rdma-session-wire.h"
 #include "trace.h"
@@ -86,6 +87,9 @@ bool rs_resp_divert(RSCore *c, const struct iovec *iov, int iovcnt)
     c->rx_frame = true;
     c->rx_frame_seq++;
     c->rx_resp_budget = RS_RESP_BUDGET;
+    if (lduw_be_p(hdr + 12) == ETH_P_IP) {
+        rs_bundle_heard(c, ldl_be_p(hdr + RS_L3_OFF + 12));
+    }
     rs_resp_frame(c, iov, iovcnt, hdr, n);
     c->rx_frame = false;
     return true;
@@ -1546,9 +1550,6 @@ void rs_roce_input(RSCore *c, const uint8_t *frame, size_t len)
         return;
     }
     gid = rs_gid_find(c, pkt.dgid);
-    if (gid >= 0 && !pkt.v6) {
-        rs_bundle_heard(c, pkt.sip);
-    }
     qpn = pkt.dqpn;
     trace_rdma_session_roce_rx(rs_opcode[pkt.opcode].name, qpn, pkt.psn,
                                pkt.paylen);
