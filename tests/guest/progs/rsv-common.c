@@ -379,3 +379,43 @@ long rsv_verify(const void *buf, size_t len, uint32_t seed)
 			return i;
 	return -1;
 }
+
+int64_t rsv_hw_counter(const char *dev, const char *name)
+{
+	char path[256];
+	long long v;
+	FILE *f;
+
+	usleep(30 * 1000);
+	snprintf(path, sizeof(path),
+		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s", dev, name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+int rsv_gid_index(struct ibv_context *ctx, const char *ip, int timeout)
+{
+	union ibv_gid want = { 0 }, g;
+	struct ibv_port_attr pa;
+	int i, t;
+
+	if (inet_pton(AF_INET, ip, want.raw + 12) != 1)
+		rsv_die("%s: not an IPv4 address", ip);
+	want.raw[10] = want.raw[11] = 0xff;
+	if (ibv_query_port(ctx, 1, &pa))
+		rsv_die("ibv_query_port failed");
+	for (t = 0; t < timeout * 5; t++) {
+		for (i = 0; i < pa.gid_tbl_len; i++) {
+			if (!ibv_query_gid(ctx, 1, i, &g) &&
+			    !memcmp(g.raw, want.raw, 16))
+				return i;
+		}
+		usleep(200000);
+	}
+	rsv_die("no GID for %s", ip);
+}

@@ -114,6 +114,16 @@ int rsv_post_wait(struct ibv_qp *qp, struct ibv_cq *cq,
 		  struct ibv_send_wr *wr, int timeout_ms);
 
 /* Fill buf with a pattern of seed; check it (the first bad offset or -1). */
+/*
+ * Port 1's hw_counter name of device dev, -1 if it does not exist.  It
+ * waits 30 ms first: ib_core keeps what it read for 10 ms
+ * (RDMA_HW_STATS_DEFAULT_LIFESPAN), else a read shows the one before.
+ */
+int64_t rsv_hw_counter(const char *dev, const char *name);
+
+/* The GID index of IPv4 address ip on port 1, waiting timeout s for it. */
+int rsv_gid_index(struct ibv_context *ctx, const char *ip, int timeout);
+
 void rsv_fill(void *buf, size_t len, uint32_t seed);
 long rsv_verify(const void *buf, size_t len, uint32_t seed);
 

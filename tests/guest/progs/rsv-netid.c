@@ -38,29 +38,6 @@
 #define QP_ACCESS	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
 			 IBV_ACCESS_REMOTE_READ)
 
-/* The GID index of IPv4 address ip on port 1, waiting for it to appear. */
-static int gid_of(struct ibv_context *ctx, const char *ip, int timeout)
-{
-	union ibv_gid want = { 0 }, g;
-	struct ibv_port_attr pa;
-	int i, t;
-
-	if (inet_pton(AF_INET, ip, want.raw + 12) != 1)
-		rsv_die("%s: not an IPv4 address", ip);
-	want.raw[10] = want.raw[11] = 0xff;
-	if (ibv_query_port(ctx, 1, &pa))
-		rsv_die("ibv_query_port failed");
-	for (t = 0; t < timeout * 5; t++) {
-		for (i = 0; i < pa.gid_tbl_len; i++) {
-			if (!ibv_query_gid(ctx, 1, i, &g) &&
-			    !memcmp(g.raw, want.raw, 16))
-				return i;
-		}
-		usleep(200000);
-	}
-	rsv_die("no GID for %s", ip);
-}
-
 /* Write WLEN bytes of src (seed) to the peer's addr + OFF with rkey. */
 static int put(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mr *src,
 	       uint64_t addr, uint32_t rkey, uint32_t seed, int tmo)
@@ -153,7 +130,7 @@ int main(int argc, char **argv)
 	unsetenv("RSESSION_NETID");
 	side_init(&s[0], &o);
 	o1 = o;
-	o1.gid_index = gid_of(s[0].d.ctx, o.argv[0], o.timeout);
+	o1.gid_index = rsv_gid_index(s[0].d.ctx, o.argv[0], o.timeout);
 	/* The provider puts this context's PDs in the GID's identity. */
 	setenv("RSESSION_NETID", o.argv[0], 1);
 	side_init(&s[1], &o1);

@@ -166,36 +166,12 @@ enum {
 	C_PREFETCHES,
 };
 
-/*
- * -1 where the counter does not exist.  ib_core keeps what it read for
- * RDMA_HW_STATS_DEFAULT_LIFESPAN (10 ms): wait that long before a read,
- * else it shows the values of the read before.
- */
-static int64_t counter(const char *name)
-{
-	char path[256];
-	long long v;
-	FILE *f;
-
-	usleep(30 * 1000);
-	snprintf(path, sizeof(path),
-		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s", d.name,
-		 name);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%lld", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
-}
-
 static void counters(int64_t *v)
 {
 	size_t i;
 
 	for (i = 0; i < NCNT; i++)
-		v[i] = counter(counter_names[i]);
+		v[i] = rsv_hw_counter(d.name, counter_names[i]);
 }
 
 static void print_deltas(const int64_t *a, const int64_t *b, int64_t *delta)
@@ -517,16 +493,16 @@ static void server(int fd)
 	fork_cow(fd, buf, half);
 
 	/* 5. prefetch */
-	r0 = counter("odp_resolved_pages");
+	r0 = rsv_hw_counter(d.name, "odp_resolved_pages");
 	a1 = advise(d.pd, mr->lkey, pf, PF_PAGES * PAGE,
 		    IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE);
-	r1 = counter("odp_resolved_pages");
+	r1 = rsv_hw_counter(d.name, "odp_resolved_pages");
 	a2 = advise(d.pd, mr->lkey, pf + PF_PAGES * PAGE, PF_PAGES * PAGE,
 		    IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT);
-	r2 = counter("odp_resolved_pages");
+	r2 = rsv_hw_counter(d.name, "odp_resolved_pages");
 	a3 = advise(d.pd, mr->lkey, pf, PF_PAGES * PAGE,
 		    IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT);
-	r3 = counter("odp_resolved_pages");
+	r3 = rsv_hw_counter(d.name, "odp_resolved_pages");
 	a4 = advise(d.pd, mr->lkey ^ (1u << 8), pf, PAGE,
 		    IBV_ADVISE_MR_ADVICE_PREFETCH);
 	rsv_check(&o, "odp-prefetch",

@@ -67,38 +67,15 @@
 static struct rsv_opts o;
 static const char *dev_name;
 
-/*
- * A port hw_counter, -1 if it does not exist.  ib_core keeps what it read
- * for 10 ms: wait longer than that before each read.
- */
-static int64_t counter(const char *name)
-{
-	char path[256];
-	long long v;
-	FILE *f;
-
-	usleep(30 * 1000);
-	snprintf(path, sizeof(path),
-		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s", dev_name,
-		 name);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%lld", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
-}
-
 struct kids {
 	int64_t created, freed, refused;
 };
 
 static void kids(struct kids *k)
 {
-	k->created = counter("odp_implicit_children");
-	k->freed = counter("odp_implicit_children_freed");
-	k->refused = counter("odp_implicit_children_refused");
+	k->created = rsv_hw_counter(dev_name, "odp_implicit_children");
+	k->freed = rsv_hw_counter(dev_name, "odp_implicit_children_freed");
+	k->refused = rsv_hw_counter(dev_name, "odp_implicit_children_refused");
 	/* A driver that does not count them frees and refuses none. */
 	if (k->freed < 0)
 		k->freed = 0;
@@ -144,26 +121,29 @@ static int advise(struct ibv_pd *pd, uint32_t lkey, uintptr_t addr,
 	return ret > 0 ? ret : (errno ? errno : EIO);
 }
 
-static int gid_of(struct ibv_context *ctx, const char *ip)
+/*
+ * PREFETCH_WRITE of the first page of blocks [from, to) but block skip
+ * (base: block 0): how many succeeded, *first_err the first error or 0.
+ */
+static unsigned int prefetch_blocks(struct ibv_pd *pd, uint32_t lkey,
+				    uintptr_t base, unsigned int from,
+				    unsigned int to, unsigned int skip,
+				    int *first_err)
 {
-	union ibv_gid want = { 0 }, g;
-	struct ibv_port_attr pa;
-	int i, t;
+	unsigned int i, ok = 0;
+	int err;
 
-	if (inet_pton(AF_INET, ip, want.raw + 12) != 1)
-		rsv_die("%s: not an IPv4 address", ip);
-	want.raw[10] = want.raw[11] = 0xff;
-	if (ibv_query_port(ctx, 1, &pa))
-		rsv_die("ibv_query_port failed");
-	for (t = 0; t < o.timeout * 5; t++) {
-		for (i = 0; i < pa.gid_tbl_len; i++) {
-			if (!ibv_query_gid(ctx, 1, i, &g) &&
-			    !memcmp(g.raw, want.raw, 16))
-				return i;
-		}
-		usleep(200000);
+	*first_err = 0;
+	for (i = from; i < to; i++) {
+		if (i == skip)
+			continue;
+		err = advise(pd, lkey, base + (uintptr_t)i * BLOCK, PAGE,
+			     IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE);
+		ok += !err;
+		if (err && !*first_err)
+			*first_err = err;
 	}
-	rsv_die("no GID for %s", ip);
+	return ok;
 }
 
 /*
@@ -185,7 +165,7 @@ static void netid_prefetch(struct rsv_dev *d0, const char *ip)
 	pin = ibv_reg_mr(d0->pd, pbuf, PAGE, IBV_ACCESS_LOCAL_WRITE);
 	if (!pin)
 		rsv_die("ibv_reg_mr: %s", strerror(errno));
-	o1.gid_index = gid_of(d0->ctx, ip);
+	o1.gid_index = rsv_gid_index(d0->ctx, ip, o.timeout);
 	setenv("RSESSION_NETID", ip, 1);
 	rsv_open(&o1, &d1);
 	unsetenv("RSESSION_NETID");
@@ -199,10 +179,10 @@ static void netid_prefetch(struct rsv_dev *d0, const char *ip)
 			IBV_ACCESS_REMOTE_WRITE);
 	if (!mr)
 		rsv_die("ibv_reg_mr ODP in identity 1: %s", strerror(errno));
-	r0 = counter("odp_resolved_pages");
+	r0 = rsv_hw_counter(dev_name, "odp_resolved_pages");
 	err = advise(d1.pd, mr->lkey, (uintptr_t)buf, NETID_LEN,
 		     IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE);
-	r1 = counter("odp_resolved_pages");
+	r1 = rsv_hw_counter(dev_name, "odp_resolved_pages");
 	rsv_check(&o, "advise-netid",
 		  !err && r1 - r0 >= (int64_t)(NETID_LEN / PAGE),
 		  "explicit ODP MR of identity 1 (GID %d, lkey 0x%x; identity 0's MR 0x%x): PREFETCH_WRITE of %lu KiB: %s, the device's odp_resolved_pages +%" PRId64 " (want %lu)",
@@ -229,7 +209,7 @@ static void children(struct rsv_dev *d)
 	long m0, m1, m2;
 	struct ibv_mr *mr;
 	char *res;
-	int err, first_err = 0, t;
+	int err, first_err, t;
 	FILE *f;
 
 	f = fopen("/sys/module/rdma_session/parameters/odp_children", "r");
@@ -260,15 +240,8 @@ static void children(struct rsv_dev *d)
 	kids(&start);
 	kids(&k0);
 	m0 = kmem_kib();
-	for (i = 0, ok = 0; i < nblk; i++) {
-		if (i == cap + EXTRA)
-			continue;
-		err = advise(d->pd, mr->lkey, BLK(i), PAGE,
-			     IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE);
-		ok += !err;
-		if (err && !first_err)
-			first_err = err;
-	}
+	ok = prefetch_blocks(d->pd, mr->lkey, base, 0, nblk, cap + EXTRA,
+			     &first_err);
 	kids(&k1);
 	m1 = kmem_kib();
 	rsv_check(&o, "unmapped-no-child",
@@ -338,13 +311,8 @@ static void children(struct rsv_dev *d)
 
 	/* Room again: the blocks refused before. */
 	kids(&k0);
-	for (i = cap, ok = 0, first_err = 0; i < cap + EXTRA; i++) {
-		err = advise(d->pd, mr->lkey, BLK(i), PAGE,
-			     IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE);
-		ok += !err;
-		if (err && !first_err)
-			first_err = err;
-	}
+	ok = prefetch_blocks(d->pd, mr->lkey, base, cap, cap + EXTRA, nblk,
+			     &first_err);
 	kids(&k1);
 	rsv_check(&o, "reap-reuse",
 		  ok == EXTRA && live(&k1) - live(&k0) == EXTRA,
