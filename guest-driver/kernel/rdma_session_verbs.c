@@ -1738,7 +1738,8 @@ static int rs_ib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask
 		memcpy(a->ah.dmac, attr->ah_attr.roce.dmac, ETH_ALEN);
 		a->ah.hop_limit = grh->hop_limit;
 		a->ah.traffic_class = grh->traffic_class;
-		a->ah.flow_label = grh->flow_label;
+		/* Only 20 bits go on the wire; UCX sets all 32, as mlx5 and rxe mask. */
+		a->ah.flow_label = grh->flow_label & IB_GRH_FLOWLABEL_MASK;
 		a->ah.gid_index = grh->sgid_index;
 
 		/*
@@ -2189,7 +2190,7 @@ static int rs_ib_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 	cmd.create_ah.hop_limit = grh->hop_limit;
 	cmd.create_ah.traffic_class = grh->traffic_class;
 	cmd.create_ah.pd = to_rspd(ibah->pd)->handle;
-	cmd.create_ah.flow_label = grh->flow_label;
+	cmd.create_ah.flow_label = grh->flow_label & IB_GRH_FLOWLABEL_MASK;
 	cmd.create_ah.gid_index = grh->sgid_index;
 
 	if (!udata) {
