@@ -67,9 +67,10 @@
  * from the key), QUERY_NETID, RS_EV_NETID_CHANGED; the transport counters
  * of QUERY_STATS (RS_CAP_DEVICE_COUNTERS, struct rs_device_stats from
  * rnr_naks_sent on).
+ * Minor 7: the completion cause registers (RS_CAP_COMP_CAUSE).
  */
 #define RS_ABI_VERSION_MAJOR    1
-#define RS_ABI_VERSION_MINOR    6
+#define RS_ABI_VERSION_MINOR    7
 
 #define RS_BAR_REGS             0       /* registers, RS_REGS_SIZE bytes */
 #define RS_BAR_MSIX             1       /* MSI-X table and PBA */
@@ -126,6 +127,16 @@ REG32(RS_AEQ_CI, 0x04c)                 /* driver: events consumed */
 REG32(RS_MAC_LO, 0x050)                 /* MAC bytes 0-3 */
 REG32(RS_MAC_HI, 0x054)                 /* MAC bytes 4-5 */
 REG32(RS_ADMQ_DB, 0x100)                /* write: admin producer index */
+/*
+ * Completion causes (RS_CAP_COMP_CAUSE): a read of RS_COMP_CAUSE + 4 * n
+ * returns the handle of a CQ of completion vector n whose armed
+ * notification fired, and forgets it; RS_COMP_CAUSE_NONE once there is
+ * none.  A CQ is named once however often it fired before the read.  The
+ * interrupt handler reads until NONE and signals only those CQs: an
+ * interrupt is not an event for every CQ of the vector.
+ */
+REG32(RS_COMP_CAUSE, 0x400)             /* 64 registers, one per vector */
+#define RS_COMP_CAUSE_NONE      0xffffffffu
 
 #define RS_CAP_RC               (1u << 0)
 #define RS_CAP_UC               (1u << 1)
@@ -147,6 +158,7 @@ REG32(RS_ADMQ_DB, 0x100)                /* write: admin producer index */
 #define RS_CAP_MULTIPATH        (1u << 17) /* path failover (ABI 1.6) */
 #define RS_CAP_HOST_NETID       (1u << 18) /* host-assigned identities (1.6) */
 #define RS_CAP_DEVICE_COUNTERS  (1u << 19) /* QUERY_STATS: 152 bytes (1.6) */
+#define RS_CAP_COMP_CAUSE       (1u << 20) /* RS_COMP_CAUSE registers (1.7) */
 
 enum rs_fatal {
     RS_FATAL_NONE = 0,
