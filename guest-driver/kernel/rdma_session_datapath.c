@@ -180,11 +180,44 @@ int rs_ib_req_notify_cq(struct ib_cq *ibcq, enum ib_cq_notify_flags flags)
 }
 
 /*
- * A completion interrupt names no CQ (ABI 1.0 has no completion event
- * queue): the handler calls the completion handler of every armed kernel
- * CQ of the vector that has a new CQE, and of every user CQ of the vector
- * (user space arms its CQs itself, so this may be a spurious event for
- * some of them; a consumer polls, finds nothing and re-arms).
+ * The device names each CQ whose notification fired in the vector's
+ * completion cause register, once per firing, until it reads
+ * RS_COMP_CAUSE_NONE: only those get an event.  A CQ that fires again
+ * while this runs raises the interrupt again, so reading at most max_cq
+ * causes leaves none behind.
+ */
+static irqreturn_t rs_comp_irq_cause(struct rs_comp_vec *cv)
+{
+	struct rs_ibdev *dev = cv->dev;
+	struct rs_cq *cq;
+	bool any = false;
+	u32 h, n;
+
+	for (n = 0; n < dev->ibdev.attrs.max_cq; n++) {
+		h = rs_rd32(dev->rdev, A_RS_COMP_CAUSE +
+			    4 * (dev->vec_base + cv->vector));
+		if (h == RS_COMP_CAUSE_NONE)
+			break;
+		xa_lock(&dev->cqs);
+		cq = xa_load(&dev->cqs, h & RS_HANDLE_INDEX_MASK);
+		if (cq && cq->handle == h) {
+			WRITE_ONCE(cq->armed, false);
+			any = true;
+			if (cq->ibcq.comp_handler)
+				cq->ibcq.comp_handler(&cq->ibcq,
+						      cq->ibcq.cq_context);
+		}
+		xa_unlock(&dev->cqs);
+	}
+	return any ? IRQ_HANDLED : IRQ_NONE;
+}
+
+/*
+ * A device without completion causes (ABI < 1.7): the handler calls the
+ * completion handler of every armed kernel CQ of the vector that has a
+ * new CQE, and of every user CQ of the vector (user space arms its CQs
+ * itself, so this may be a spurious event for some of them, which breaks
+ * programs that poll once per event and expect a completion).
  */
 irqreturn_t rs_ib_comp_irq(int irq, void *data)
 {
@@ -193,6 +226,9 @@ irqreturn_t rs_ib_comp_irq(int irq, void *data)
 	unsigned long idx;
 	struct rs_cq *cq;
 	bool any = false;
+
+	if (dev->rdev->caps & RS_CAP_COMP_CAUSE)
+		return rs_comp_irq_cause(cv);
 
 	xa_lock(&dev->cqs);
 	xa_for_each(&dev->cqs, idx, cq) {

@@ -25,6 +25,64 @@
 #include "rdma-session-wire.h"
 #include "trace.h"
 
+static unsigned long *rs_comp_map(RSCore *c, uint32_t vector)
+{
+    return c->comp_pending + vector * BITS_TO_LONGS(c->p.max_cqs);
+}
+
+/* The next CQ of the vector whose notification fired, forgotten now. */
+uint32_t rs_comp_cause_read(RSCore *c, uint32_t vector)
+{
+    unsigned long *map;
+    uint32_t idx;
+
+    if (vector >= c->p.num_comp_vectors) {
+        RS_GUEST_ERR(rdma_session_err_comp_cause, "read of the completion "
+                     "cause of vector %u of %u", vector,
+                     c->p.num_comp_vectors);
+        return RS_COMP_CAUSE_NONE;
+    }
+    map = rs_comp_map(c, vector);
+    idx = find_first_bit(map, c->p.max_cqs);
+    if (idx >= c->p.max_cqs) {
+        return RS_COMP_CAUSE_NONE;
+    }
+    clear_bit(idx, map);
+    c->cqs[idx].ev_pending = false;
+    trace_rdma_session_comp_cause(vector, idx);
+    return rs_handle(idx, c->cqs[idx].gen);
+}
+
+void rs_comp_cause_clear(RSCore *c, uint32_t idx)
+{
+    RSCq *cq = &c->cqs[idx];
+
+    if (cq->ev_pending) {
+        cq->ev_pending = false;
+        clear_bit(idx, rs_comp_map(c, cq->vector));
+    }
+}
+
+/* After an incoming migration: the maps from the CQs' flags. */
+bool rs_comp_cause_load(RSCore *c)
+{
+    bitmap_zero(c->comp_pending,
+                c->p.num_comp_vectors * BITS_TO_LONGS(c->p.max_cqs) *
+                BITS_PER_LONG);
+    for (uint32_t i = 0; i < c->p.max_cqs; i++) {
+        RSCq *cq = &c->cqs[i];
+
+        if (!cq->ev_pending) {
+            continue;
+        }
+        if (!cq->valid) {
+            return false;
+        }
+        set_bit(i, rs_comp_map(c, cq->vector));
+    }
+    return true;
+}
+
 /*
  * Write one CQE at the CQ's producer index with this lap's owner bit
  * (1 on the first lap), written last; interrupt if the CQ is armed.
@@ -64,6 +122,10 @@ void rs_cq_post(RSCore *c, uint32_t idx, struct rs_cqe *cqe, bool solicited)
         ((cq->arm & (RS_DB_CQ_ARM_SOLICITED >> RS_DB_VALUE_SHIFT)) &&
          (solicited || cqe->status != RS_WC_SUCCESS))) {
         cq->arm = 0;
+        if (!cq->ev_pending) {
+            cq->ev_pending = true;
+            set_bit(idx, rs_comp_map(c, cq->vector));
+        }
         c->notify(c->owner, RS_MSIX_COMP_VECTOR0 + cq->vector);
     }
 }

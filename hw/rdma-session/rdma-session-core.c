@@ -119,6 +119,8 @@ static void rs_clear_tables(RSCore *c)
     rs_free_tables(c);
     memset(c->pds, 0, sizeof(*c->pds) * c->p.max_pds);
     memset(c->cqs, 0, sizeof(*c->cqs) * c->p.max_cqs);
+    memset(c->comp_pending, 0, sizeof(*c->comp_pending) *
+           c->p.num_comp_vectors * BITS_TO_LONGS(c->p.max_cqs));
     memset(c->qps, 0, sizeof(*c->qps) * c->p.max_qps);
     memset(c->mrs, 0, sizeof(*c->mrs) * c->p.max_mrs);
     for (uint32_t i = 0; i < c->p.max_mrs; i++) {
@@ -237,6 +239,8 @@ bool rs_core_realize(RSCore *c, Error **errp)
 
     c->pds = g_new0(RSPd, p->max_pds);
     c->cqs = g_new0(RSCq, p->max_cqs);
+    c->comp_pending = g_new0(unsigned long, p->num_comp_vectors *
+                             BITS_TO_LONGS(p->max_cqs));
     c->qps = g_new0(RSQp, p->max_qps);
     c->mrs = g_new0(RSMr, p->max_mrs);
     c->ahs = g_new0(RSAh, p->max_ahs);
@@ -266,6 +270,7 @@ void rs_core_unrealize(RSCore *c)
     rs_mcast_unrealize(c);
     g_free(c->pds);
     g_free(c->cqs);
+    g_free(c->comp_pending);
     g_free(c->qps);
     g_free(c->mrs);
     g_free(c->ahs);
@@ -416,7 +421,7 @@ uint64_t rs_core_reg_read(RSCore *c, hwaddr addr)
               RS_CAP_ATOMIC_WRITE | RS_CAP_XRC | RS_CAP_DC |
               RS_CAP_INDIRECT_MKEY | RS_CAP_PATTERN_MKEY | RS_CAP_MULTIPATH |
               RS_CAP_HOST_NETID |
-              RS_CAP_DEVICE_COUNTERS |
+              RS_CAP_DEVICE_COUNTERS | RS_CAP_COMP_CAUSE |
               (c->p.odp ? RS_CAP_ODP : 0);
         break;
     case A_RS_DB_PAGES:
@@ -472,6 +477,9 @@ uint64_t rs_core_reg_read(RSCore *c, hwaddr addr)
         break;
     case A_RS_MAC_HI:
         val = lduw_le_p(c->mac.a + 4);
+        break;
+    case A_RS_COMP_CAUSE ... A_RS_COMP_CAUSE + 4 * 63:
+        val = rs_comp_cause_read(c, (addr - A_RS_COMP_CAUSE) / 4);
         break;
     default:
         RS_GUEST_ERR(rdma_session_err_reg_read, "read of unknown register 0x%"

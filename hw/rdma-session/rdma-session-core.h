@@ -73,6 +73,7 @@ typedef struct RSCq {
     uint32_t pi;                /* device producer (free running) */
     uint32_t ci;                /* last consumer index from the driver */
     uint32_t refs;
+    bool ev_pending;            /* fired, not yet read from RS_COMP_CAUSE */
 } RSCq;
 
 /*
@@ -595,6 +596,8 @@ struct RSCore {
     /* Object tables, sized from RSParams at realize. */
     RSPd *pds;
     RSCq *cqs;
+    /* Per completion vector, the CQs with ev_pending set (RS_COMP_CAUSE). */
+    unsigned long *comp_pending;
     RSQp *qps;
     RSMr *mrs;
     RSAh *ahs;
@@ -1066,6 +1069,9 @@ void rs_comp_receive(RSCore *c, uint32_t qpn, const struct RSPkt *pkt);
 void rs_resp_ud(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
                 const struct RSPkt *pkt);
 void rs_cq_post(RSCore *c, uint32_t cq, struct rs_cqe *cqe, bool solicited);
+uint32_t rs_comp_cause_read(RSCore *c, uint32_t vector);
+void rs_comp_cause_clear(RSCore *c, uint32_t cq);
+bool rs_comp_cause_load(RSCore *c);
 void rs_send_cqe(RSCore *c, uint32_t qpn, const struct rs_send_wqe_ctrl *w,
                  uint8_t status, uint32_t byte_len);
 void rs_qp_to_err(RSCore *c, uint32_t qpn);

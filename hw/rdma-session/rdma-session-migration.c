@@ -40,6 +40,23 @@ static const VMStateDescription vmstate_rs_pd = {
     },
 };
 
+static bool rs_cq_event_needed(void *opaque)
+{
+    return ((RSCq *)opaque)->ev_pending;
+}
+
+/* A notification the driver has not read from RS_COMP_CAUSE yet. */
+static const VMStateDescription vmstate_rs_cq_event = {
+    .name = "rdma-session/cq/event",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rs_cq_event_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(ev_pending, RSCq),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
 static const VMStateDescription vmstate_rs_cq = {
     .name = "rdma-session/cq",
     .version_id = 1,
@@ -56,6 +73,10 @@ static const VMStateDescription vmstate_rs_cq = {
         VMSTATE_UINT32(ci, RSCq),
         VMSTATE_UINT32(refs, RSCq),
         VMSTATE_END_OF_LIST()
+    },
+    .subsections = (const VMStateDescription * const []) {
+        &vmstate_rs_cq_event,
+        NULL
     },
 };
 
@@ -1243,9 +1264,13 @@ static bool rs_core_state_valid(RSCore *c)
     }
     for (i = 0; i < p->max_cqs; i++) {
         if (c->cqs[i].valid && (c->cqs[i].log_size > RS_MAX_CQ_LOG ||
-                                c->cqs[i].uar >= p->db_pages)) {
+                                c->cqs[i].uar >= p->db_pages ||
+                                c->cqs[i].vector >= p->num_comp_vectors)) {
             return false;
         }
+    }
+    if (!rs_comp_cause_load(c)) {
+        return false;
     }
     for (i = 0; i < p->max_srqs; i++) {
         RSSrq *s = &c->srqs[i];

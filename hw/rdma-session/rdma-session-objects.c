@@ -104,6 +104,7 @@ uint8_t rs_cmd_destroy_cq(RSCore *c, const struct rs_admin_cmd *cmd,
     if (c->cqs[idx].refs) {
         return RS_STATUS_BUSY;
     }
+    rs_comp_cause_clear(c, idx);
     c->cqs[idx].valid = false;
     c->cqs[idx].gen++;
     return RS_STATUS_OK;

@@ -1047,6 +1047,70 @@ static void test_engine_srq(void *obj, void *data, QGuestAllocator *alloc)
     assert_alive(l.d);
 }
 
+static uint32_t comp_cause(QRdmaSession *d, uint32_t vector)
+{
+    return qrs_readl(d, A_RS_COMP_CAUSE + 4 * vector);
+}
+
+/*
+ * The completion cause register of a vector names the CQs whose armed
+ * notification fired, each once, and no other CQ of the vector: the
+ * interrupt alone does not say which CQ it is for.
+ */
+static void test_engine_comp_cause(void *obj, void *data,
+                                   QGuestAllocator *alloc)
+{
+    struct rs_send_wqe_ctrl w = {
+        .opcode = RS_WR_RDMA_WRITE, .flags = RS_WQE_F_SIGNALED, .num_sge = 1,
+    };
+    struct rs_cqe cqe;
+    EngCq other;
+    Loop l;
+
+    loop_setup(&l, obj);
+    g_assert_true(qrs_readl(l.d, A_RS_CAPS) & RS_CAP_COMP_CAUSE);
+    eng_cq_init(l.d, &other, 4);
+    g_assert_cmphex(comp_cause(l.d, 0), ==, RS_COMP_CAUSE_NONE);
+
+    /* Both armed, a completion on one: only that one is named. */
+    qrs_db_writel(l.d, 0, RS_DB_CQ_ARM, HINDEX(l.cq.h) | RS_DB_CQ_ARM_NEXT);
+    qrs_db_writel(l.d, 0, RS_DB_CQ_ARM, HINDEX(other.h) | RS_DB_CQ_ARM_NEXT);
+    w.wr_id = 0xc1;
+    w.remote_addr = l.dst;
+    w.rkey = l.dst_key;
+    loop_post_send(&l, &l.a, &w, l.src, 100, l.src_key);
+    loop_poll(&l, &cqe);
+    g_assert_cmphex(cqe.wr_id, ==, 0xc1);
+    g_assert_cmphex(comp_cause(l.d, 0), ==, l.cq.h);
+    g_assert_cmphex(comp_cause(l.d, 0), ==, RS_COMP_CAUSE_NONE);
+
+    /* Not armed: a completion names nothing. */
+    w.wr_id = 0xc2;
+    loop_post_send(&l, &l.a, &w, l.src, 100, l.src_key);
+    loop_poll(&l, &cqe);
+    g_assert_cmphex(comp_cause(l.d, 0), ==, RS_COMP_CAUSE_NONE);
+
+    /* Fired twice before the read: named once. */
+    for (int i = 0; i < 2; i++) {
+        qrs_db_writel(l.d, 0, RS_DB_CQ_ARM,
+                      HINDEX(l.cq.h) | RS_DB_CQ_ARM_NEXT);
+        w.wr_id = 0xc3 + i;
+        loop_post_send(&l, &l.a, &w, l.src, 100, l.src_key);
+        loop_poll(&l, &cqe);
+    }
+    g_assert_cmphex(comp_cause(l.d, 0), ==, l.cq.h);
+    g_assert_cmphex(comp_cause(l.d, 0), ==, RS_COMP_CAUSE_NONE);
+
+    /* A vector the device does not have, the last register: none. */
+    g_assert_cmphex(comp_cause(l.d, 63), ==, RS_COMP_CAUSE_NONE);
+
+    /* A destroyed CQ's notification is not named. */
+    qrs_db_writel(l.d, 0, RS_DB_CQ_ARM, HINDEX(other.h) | RS_DB_CQ_ARM_NEXT);
+    RS_ASSERT_OK(qrs_destroy(l.d, RS_CMD_DESTROY_CQ, other.h));
+    g_assert_cmphex(comp_cause(l.d, 0), ==, RS_COMP_CAUSE_NONE);
+    assert_alive(l.d);
+}
+
 static void register_engine_tests(void)
 {
     QOSGraphTestOptions lan = { .before = lan_before };
@@ -1067,6 +1131,8 @@ static void register_engine_tests(void)
     qos_add_test("engine/cq-resize", "rdma-session", test_engine_cq_resize,
                  NULL);
     qos_add_test("engine/srq-resize", "rdma-session", test_engine_srq_resize,
+                 NULL);
+    qos_add_test("engine/comp-cause", "rdma-session", test_engine_comp_cause,
                  NULL);
 }
 
