@@ -146,6 +146,12 @@ int rs_ib_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
 		}
 		if (e->wc_flags & RS_WC_F_GRH)
 			w->wc_flags |= IB_WC_GRH;
+		if (e->wc_flags & (RS_WC_F_IPV4 | RS_WC_F_IPV6)) {
+			w->wc_flags |= IB_WC_WITH_NETWORK_HDR_TYPE;
+			w->network_hdr_type = e->wc_flags & RS_WC_F_IPV4 ?
+					      RDMA_NETWORK_IPV4 :
+					      RDMA_NETWORK_IPV6;
+		}
 		if (!qp)
 			ibdev_warn_ratelimited(&dev->ibdev, "CQE for unknown QP %u\n",
 					       e->qpn);

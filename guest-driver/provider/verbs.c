@@ -624,6 +624,21 @@ static void rs_update_ci(struct rs_cq *cq)
 		   (cq->ci << RS_DB_VALUE_SHIFT));
 }
 
+/*
+ * A UD receive's network header type where ConnectX reports it, in sl
+ * (its CQE's RoCE packet type: bit 3 UDP, bits 0-2 1 for IPv6, 2 for
+ * IPv4); UCX's UD transport reads it there to find the destination GID in
+ * the GRH area.  0 from a device older than ABI 1.7.
+ */
+static uint8_t rs_wc_sl(const struct rs_cqe *cqe)
+{
+	if (cqe->wc_flags & RS_WC_F_IPV4)
+		return 0x8 | 0x2;
+	if (cqe->wc_flags & RS_WC_F_IPV6)
+		return 0x8 | 0x1;
+	return 0;
+}
+
 static void rs_cqe_to_wc(const struct rs_cqe *cqe, struct ibv_wc *wc)
 {
 	memset(wc, 0, sizeof(*wc));
@@ -635,6 +650,7 @@ static void rs_cqe_to_wc(const struct rs_cqe *cqe, struct ibv_wc *wc)
 	wc->qp_num = le32toh(cqe->qpn);
 	wc->src_qp = le32toh(cqe->src_qp);
 	wc->wc_flags = rs_wc_flags(cqe);
+	wc->sl = rs_wc_sl(cqe);
 	if (wc->wc_flags & (IBV_WC_WITH_IMM | IBV_WC_WITH_INV))
 		wc->imm_data = rs_wc_imm(cqe);
 }
@@ -744,7 +760,7 @@ static uint32_t rs_read_slid(struct ibv_cq_ex *cqx)
 
 static uint8_t rs_read_sl(struct ibv_cq_ex *cqx)
 {
-	return 0;
+	return rs_wc_sl(&to_rs_cq_ex(cqx)->cur);
 }
 
 static uint8_t rs_read_dlid_path_bits(struct ibv_cq_ex *cqx)

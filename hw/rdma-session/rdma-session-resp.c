@@ -346,7 +346,8 @@ static void rs_recv_cqe(RSCore *c, uint32_t qpn, RSQp *qp,
     }
     if (oi->flags & RS_OPF_DETH) {
         cqe.src_qp = cpu_to_le32(pkt->sqpn);
-        cqe.wc_flags |= RS_WC_F_GRH;
+        cqe.wc_flags |= RS_WC_F_GRH |
+                        (pkt->v6 ? RS_WC_F_IPV6 : RS_WC_F_IPV4);
     }
     if (qp->type == RS_QPT_XRC_TGT) {
         cqe.srqn = cpu_to_le32(qp->srq);

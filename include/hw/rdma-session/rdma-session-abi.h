@@ -67,7 +67,8 @@
  * from the key), QUERY_NETID, RS_EV_NETID_CHANGED; the transport counters
  * of QUERY_STATS (RS_CAP_DEVICE_COUNTERS, struct rs_device_stats from
  * rnr_naks_sent on).
- * Minor 7: the completion cause registers (RS_CAP_COMP_CAUSE).
+ * Minor 7: the completion cause registers (RS_CAP_COMP_CAUSE); a UD
+ * receive's network header type (RS_WC_F_IPV4, RS_WC_F_IPV6).
  */
 #define RS_ABI_VERSION_MAJOR    1
 #define RS_ABI_VERSION_MINOR    7
@@ -1081,6 +1082,9 @@ struct rs_cqe {                     /* 32 bytes */
 #define RS_WC_F_IMM             (1u << 0)
 #define RS_WC_F_INV             (1u << 1)
 #define RS_WC_F_GRH             (1u << 2)
+/* With RS_WC_F_GRH (ABI 1.7): the datagram came over IPv4 or IPv6. */
+#define RS_WC_F_IPV4            (1u << 3)
+#define RS_WC_F_IPV6            (1u << 4)
 
 enum rs_wr_opcode {
     RS_WR_SEND = 0x00,

@@ -405,6 +405,8 @@ static void test_engine_ud_av_addr(void *obj, void *data,
     g_assert_cmpuint(cqe.status, ==, RS_WC_SUCCESS);
     g_assert_cmpuint(cqe.byte_len, ==, RS_GRH_BYTES + 300);
     g_assert_cmpuint(cqe.src_qp, ==, u.qpn);
+    g_assert_cmphex(cqe.wc_flags & (RS_WC_F_GRH | RS_WC_F_IPV4 | RS_WC_F_IPV6),
+                    ==, RS_WC_F_GRH | RS_WC_F_IPV4);
     loop_poll(&l, &cqe);
     g_assert_cmphex(cqe.wr_id, ==, 0xa1);
     g_assert_cmpuint(cqe.status, ==, RS_WC_SUCCESS);

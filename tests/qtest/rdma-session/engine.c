@@ -200,6 +200,9 @@ static void test_engine_ipv6(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmphex(cqe.wr_id, ==, 0xb3);
     g_assert_cmpuint(cqe.status, ==, RS_WC_SUCCESS);
     g_assert_cmpuint(cqe.byte_len, ==, RS_GRH_BYTES + 200);
+    /* The network header type, which UCX's UD transport relies on. */
+    g_assert_cmphex(cqe.wc_flags & (RS_WC_F_GRH | RS_WC_F_IPV4 | RS_WC_F_IPV6),
+                    ==, RS_WC_F_GRH | RS_WC_F_IPV6);
     fr_expect(&l, 0xa3, RS_WR_SEND, RS_WC_SUCCESS);
     loop_assert_same(&l, l.src, rbuf + RS_GRH_BYTES, 200);
     qtest_memread(qrs_qts(l.d), rbuf, grh, sizeof(grh));
