@@ -1575,18 +1575,21 @@ static int rs_set_inline(struct rs_qp *qp, struct rs_send_wqe_ctrl *ctrl,
 }
 
 #define RS_MW_ACCESS (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
-		      IBV_ACCESS_REMOTE_ATOMIC)
+		      IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_FLUSH_GLOBAL)
 
 /*
- * A BIND_MW WQE in the control segment; EINVAL for rights a window cannot
- * have here (zero-based windows are not offered).
+ * A BIND_MW WQE in the control segment.  The window gets the remote
+ * rights of mw_access_flags; other flags (IBV_ACCESS_LOCAL_WRITE, which
+ * programs for ConnectX and soft-RoCE pass) are accepted and ignored as
+ * both do.  EINVAL for a zero-based window, which is not offered (rxe
+ * refuses it too).
  */
 static int rs_set_bind(struct rs_send_wqe_ctrl *ctrl, struct ibv_mw *mw,
 		       uint32_t rkey, const struct ibv_mw_bind_info *bi)
 {
 	struct rs_send_wqe_bind_mw *b = (struct rs_send_wqe_bind_mw *)ctrl;
 
-	if (!mw || (bi->mw_access_flags & ~RS_MW_ACCESS) ||
+	if (!mw || (bi->mw_access_flags & IBV_ACCESS_ZERO_BASED) ||
 	    (bi->length && !bi->mr))
 		return EINVAL;
 	b->mw_rkey = htole32(mw->rkey);
@@ -1594,7 +1597,7 @@ static int rs_set_bind(struct rs_send_wqe_ctrl *ctrl, struct ibv_mw *mw,
 	b->addr = htole64(bi->addr);
 	b->length = htole64(bi->length);
 	b->mr_lkey = htole32(bi->length ? bi->mr->lkey : 0);
-	b->access = htole16(bi->mw_access_flags);
+	b->access = htole16(bi->mw_access_flags & RS_MW_ACCESS);
 	return 0;
 }
 

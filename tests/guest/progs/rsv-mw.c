@@ -75,7 +75,12 @@ static int mw_bind(struct ibv_qp *qp, struct ibv_cq *cq, struct ibv_mw *mw,
 {
 	struct ibv_mw_bind_info bi = {
 		.mr = mr, .addr = addr, .length = len,
-		.mw_access_flags = len ? IBV_ACCESS_REMOTE_WRITE |
+		/*
+		 * LOCAL_WRITE too, as programs written for ConnectX and
+		 * soft-RoCE pass it: both accept and ignore it.
+		 */
+		.mw_access_flags = len ? IBV_ACCESS_LOCAL_WRITE |
+					 IBV_ACCESS_REMOTE_WRITE |
 					 IBV_ACCESS_REMOTE_READ : 0,
 	};
 	int err;
