@@ -258,6 +258,18 @@ int main(void)
         F(rs_cmd_reg_mr, flags, 33),
         F(rs_cmd_reg_mr, access, 34),
         F(rs_cmd_reg_mr, gid_index, 36));
+    CHECK_STRUCT(rs_cmd_rereg_mr, 48,
+        F(rs_cmd_rereg_mr, handle, 0),
+        F(rs_cmd_rereg_mr, flags, 4),
+        F(rs_cmd_rereg_mr, iova, 8),
+        F(rs_cmd_rereg_mr, length, 16),
+        F(rs_cmd_rereg_mr, pbl_addr, 24),
+        F(rs_cmd_rereg_mr, npages, 32),
+        F(rs_cmd_rereg_mr, pd, 36),
+        F(rs_cmd_rereg_mr, page_shift, 40),
+        F(rs_cmd_rereg_mr, mr_flags, 41),
+        F(rs_cmd_rereg_mr, access, 42),
+        F(rs_cmd_rereg_mr, rsvd, 44));
     CHECK_STRUCT(rs_cmd_create_ah, 40,
         F(rs_cmd_create_ah, dgid, 0),
         F(rs_cmd_create_ah, dmac, 16),
@@ -302,6 +314,7 @@ int main(void)
     CHECK_CMD_BODY(modify_srq, rs_cmd_modify_srq);
     CHECK_CMD_BODY(mcast, rs_cmd_mcast);
     CHECK_CMD_BODY(reg_mr, rs_cmd_reg_mr);
+    CHECK_CMD_BODY(rereg_mr, rs_cmd_rereg_mr);
     CHECK_CMD_BODY(odp_resolve, rs_cmd_odp_resolve);
     CHECK_CMD_BODY(odp_invalidate, rs_cmd_odp_invalidate);
     CHECK_CMD_BODY(reg_mkey, rs_cmd_reg_mkey_list);
@@ -625,6 +638,12 @@ int main(void)
     CHECK_VALUE(RS_EV_PATH_MIGRATED, 0x13);
     CHECK_VALUE(RS_SESSION_UP, 0);
     CHECK_VALUE(RS_SESSION_DOWN, 1);
+    /* ABI 1.7: re-registration in place. */
+    CHECK_VALUE(RS_CAP_REREG_MR, 0x200000);
+    CHECK_VALUE(RS_CMD_REREG_MR, 0x31);
+    CHECK_VALUE(RS_REREG_TRANS, 1);
+    CHECK_VALUE(RS_REREG_PD, 2);
+    CHECK_VALUE(RS_REREG_ACCESS, 4);
 
     printf("1..%d\n", tests);
     if (failures) {

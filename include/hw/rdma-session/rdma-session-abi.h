@@ -68,7 +68,8 @@
  * of QUERY_STATS (RS_CAP_DEVICE_COUNTERS, struct rs_device_stats from
  * rnr_naks_sent on).
  * Minor 7: the completion cause registers (RS_CAP_COMP_CAUSE); a UD
- * receive's network header type (RS_WC_F_IPV4, RS_WC_F_IPV6).
+ * receive's network header type (RS_WC_F_IPV4, RS_WC_F_IPV6); REREG_MR,
+ * an MR changed in place under its keys (RS_CAP_REREG_MR).
  */
 #define RS_ABI_VERSION_MAJOR    1
 #define RS_ABI_VERSION_MINOR    7
@@ -160,6 +161,7 @@ REG32(RS_COMP_CAUSE, 0x400)             /* 64 registers, one per vector */
 #define RS_CAP_HOST_NETID       (1u << 18) /* host-assigned identities (1.6) */
 #define RS_CAP_DEVICE_COUNTERS  (1u << 19) /* QUERY_STATS: 152 bytes (1.6) */
 #define RS_CAP_COMP_CAUSE       (1u << 20) /* RS_COMP_CAUSE registers (1.7) */
+#define RS_CAP_REREG_MR         (1u << 21) /* REREG_MR (1.7) */
 
 enum rs_fatal {
     RS_FATAL_NONE = 0,
@@ -274,6 +276,7 @@ enum rs_admin_opcode {
     RS_CMD_ODP_INVALIDATE = 0x2e,   /* ABI 1.4 (RS_CAP_ODP) */
     RS_CMD_QUERY_STATS = 0x2f,      /* ABI 1.4: struct rs_device_stats */
     RS_CMD_QUERY_NETID = 0x30,      /* ABI 1.6: struct rs_netid_attr */
+    RS_CMD_REREG_MR = 0x31,         /* ABI 1.7 (RS_CAP_REREG_MR) */
     RS_CMD_QUERY_SESSION = 0x32,    /* ABI 1.6: struct rs_session_attr */
     RS_CMD_MAX = 0x35,
 };
@@ -495,6 +498,38 @@ struct rs_cmd_reg_mr {
     uint8_t flags;                  /* RS_MR_F_* */
     uint16_t access;                /* enum rs_access */
     uint32_t gid_index;             /* network identity the keys live in */
+};
+
+/*
+ * REREG_MR (ABI 1.7, RS_CAP_REREG_MR): change a registered MR in place.
+ * handle is the MR's admin handle (DEREG_MR's); flags say what changes,
+ * the fields of the others are ignored.  The MR keeps its slot, keys and
+ * admin handle; the change is atomic with respect to the data path (it
+ * happens between two packets).  RS_REREG_PD: a PD of the MR's network
+ * identity and privilege; RS_REREG_ACCESS: access as REG_MR checks it;
+ * RS_REREG_TRANS: a new translation given as REG_MR gives one (iova,
+ * length, pbl_addr, npages, page_shift, mr_flags RS_MR_F_PBL_INDIRECT or
+ * 0).  Refused (nothing changes) with windows bound to the MR (BUSY), for
+ * a fast-registration MR, an indirect or pattern key, and a translation
+ * change of an ODP MR (NOT_SUPPORTED: register anew).
+ */
+#define RS_REREG_TRANS          (1u << 0)  /* = IB_MR_REREG_TRANS */
+#define RS_REREG_PD             (1u << 1)  /* = IB_MR_REREG_PD */
+#define RS_REREG_ACCESS         (1u << 2)  /* = IB_MR_REREG_ACCESS */
+#define RS_REREG_ALL            0x7u
+
+struct rs_cmd_rereg_mr {
+    uint32_t handle;                /* the MR's admin handle */
+    uint32_t flags;                 /* RS_REREG_*, at least one */
+    uint64_t iova;                  /* RS_REREG_TRANS: as REG_MR's */
+    uint64_t length;
+    uint64_t pbl_addr;
+    uint32_t npages;
+    uint32_t pd;                    /* RS_REREG_PD */
+    uint8_t page_shift;             /* RS_REREG_TRANS */
+    uint8_t mr_flags;               /* RS_REREG_TRANS: RS_MR_F_PBL_INDIRECT */
+    uint16_t access;                /* RS_REREG_ACCESS: enum rs_access */
+    uint32_t rsvd;                  /* 0 */
 };
 
 /*
@@ -814,6 +849,7 @@ struct rs_admin_cmd {
         struct rs_cmd_create_srq create_srq;
         struct rs_cmd_modify_srq modify_srq;
         struct rs_cmd_reg_mr reg_mr;
+        struct rs_cmd_rereg_mr rereg_mr;
         struct rs_cmd_alloc_mw alloc_mw;
         struct rs_cmd_create_ah create_ah;
         struct rs_cmd_create_session create_session;
@@ -1275,6 +1311,7 @@ RS_ABI_SIZE(struct rs_send_wqe_ctrl, 64);
 RS_ABI_SIZE(struct rs_send_wqe_reg_mr, 64);
 RS_ABI_SIZE(struct rs_send_wqe_bind_mw, 64);
 RS_ABI_SIZE(struct rs_cmd_alloc_mw, 16);
+RS_ABI_SIZE(struct rs_cmd_rereg_mr, 48);
 RS_ABI_SIZE(struct rs_recv_wqe_ctrl, 16);
 RS_ABI_SIZE(struct rs_cmd_create_pd, 8);
 RS_ABI_SIZE(struct rs_netid_attr, 32);
