@@ -197,6 +197,7 @@ static const struct {
     [RS_CMD_ODP_INVALIDATE] = { "ODP_INVALIDATE", rs_cmd_odp_invalidate },
     [RS_CMD_QUERY_STATS] = { "QUERY_STATS", rs_cmd_query_stats },
     [RS_CMD_QUERY_NETID] = { "QUERY_NETID", rs_cmd_query_netid },
+    [RS_CMD_REREG_MR] = { "REREG_MR", rs_cmd_rereg_mr },
     [RS_CMD_QUERY_SESSION] = { "QUERY_SESSION", rs_cmd_query_session },
 };
 

@@ -421,7 +421,7 @@ uint64_t rs_core_reg_read(RSCore *c, hwaddr addr)
               RS_CAP_ATOMIC_WRITE | RS_CAP_XRC | RS_CAP_DC |
               RS_CAP_INDIRECT_MKEY | RS_CAP_PATTERN_MKEY | RS_CAP_MULTIPATH |
               RS_CAP_HOST_NETID |
-              RS_CAP_DEVICE_COUNTERS | RS_CAP_COMP_CAUSE |
+              RS_CAP_DEVICE_COUNTERS | RS_CAP_COMP_CAUSE | RS_CAP_REREG_MR |
               (c->p.odp ? RS_CAP_ODP : 0);
         break;
     case A_RS_DB_PAGES:

@@ -839,6 +839,8 @@ uint8_t rs_cmd_reg_mr(RSCore *c, const struct rs_admin_cmd *cmd,
                       struct rs_admin_cqe *cqe);
 uint8_t rs_cmd_dereg_mr(RSCore *c, const struct rs_admin_cmd *cmd,
                         struct rs_admin_cqe *cqe);
+uint8_t rs_cmd_rereg_mr(RSCore *c, const struct rs_admin_cmd *cmd,
+                        struct rs_admin_cqe *cqe);
 uint32_t rs_mr_slot(RSCore *c, uint32_t pages);
 uint32_t rs_mr_install(RSCore *c, uint32_t idx, RSMr m);
 uint8_t rs_mr_check_access(uint16_t access);

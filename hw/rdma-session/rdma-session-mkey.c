@@ -257,6 +257,142 @@ uint8_t rs_cmd_reg_mr(RSCore *c, const struct rs_admin_cmd *cmd,
     return RS_STATUS_OK;
 }
 
+/*
+ * REREG_MR's new translation: checked and read as REG_MR checks and
+ * reads one (its checks 7 - 14, the page budget counting the MR's own
+ * pages as free), into *pages.
+ */
+static uint8_t rs_mr_rereg_trans(RSCore *c, const RSMr *mr,
+                                 const struct rs_cmd_rereg_mr *r,
+                                 uint64_t **pages)
+{
+    struct rs_cmd_reg_mr t = {
+        .iova = r->iova,
+        .length = r->length,
+        .pbl_addr = r->pbl_addr,
+        .npages = r->npages,
+        .page_shift = r->page_shift,
+        .flags = r->mr_flags,
+    };
+    uint64_t iova = le64_to_cpu(r->iova);
+    uint64_t len = le64_to_cpu(r->length);
+    uint32_t npages = le32_to_cpu(r->npages);
+    g_autofree uint64_t *p = NULL;
+    uint8_t st;
+
+    if ((r->mr_flags & ~RS_MR_F_PBL_INDIRECT) ||
+        r->page_shift < RS_MR_MIN_PAGE_SHIFT ||
+        r->page_shift > RS_MR_MAX_PAGE_SHIFT) {
+        return RS_STATUS_BAD_PARAM;
+    }
+    if (len == 0 || iova + len < iova ||
+        npages != ((iova + len - 1) >> r->page_shift) -
+                  (iova >> r->page_shift) + 1) {
+        return RS_STATUS_BAD_SIZE;
+    }
+    if (npages > c->p.max_mr_pages - (c->mr_pages_used - mr->npages)) {
+        return RS_STATUS_NO_RESOURCES;
+    }
+    p = g_try_new(uint64_t, npages);
+    if (!p) {
+        return RS_STATUS_NO_RESOURCES;
+    }
+    st = rs_mr_read_pbl(c, &t, npages, p);
+    if (st) {
+        return st;
+    }
+    *pages = g_steal_pointer(&p);
+    return RS_STATUS_OK;
+}
+
+/*
+ * REREG_MR: the MR of the admin handle gets a new PD, access or
+ * translation under the same slot, keys and handle (what ConnectX's UMR
+ * and soft-RoCE's rereg_user_mr do), every check passed before anything
+ * changes.  The device runs under the BQL, so the data path sees the MR
+ * as it was or as it is, never half changed; a message already under way
+ * goes on through the new state from its next packet.
+ */
+uint8_t rs_cmd_rereg_mr(RSCore *c, const struct rs_admin_cmd *cmd,
+                        struct rs_admin_cqe *cqe)
+{
+    const struct rs_cmd_rereg_mr *r = &cmd->rereg_mr;
+    uint32_t handle = le32_to_cpu(r->handle);
+    uint32_t idx = handle >> RS_MKEY_INDEX_SHIFT;
+    uint32_t flags = le32_to_cpu(r->flags);
+    uint16_t access = le16_to_cpu(r->access);
+    g_autofree uint64_t *pages = NULL;
+    uint32_t pd = 0;
+    RSMr *mr;
+    uint8_t st;
+
+    if (idx == 0 || idx >= c->p.max_mrs || !c->mrs[idx].valid ||
+        c->mrs[idx].mw_type ||
+        c->mrs[idx].tag != (handle & RS_MKEY_TAG_MASK)) {
+        return RS_STATUS_BAD_HANDLE;
+    }
+    mr = &c->mrs[idx];
+    if (!flags || (flags & ~RS_REREG_ALL) || r->rsvd) {
+        return RS_STATUS_BAD_PARAM;
+    }
+    /* Only a region with a translation of its own (an ODP one: no TRANS). */
+    if (mr->fast || mr->mkl_kind ||
+        ((flags & RS_REREG_TRANS) && (mr->flags & RS_MR_F_ODP))) {
+        return RS_STATUS_NOT_SUPPORTED;
+    }
+    /* IBTA 10.6.7.2.6, as for DEREG_MR: no windows may be bound to it. */
+    if (mr->mw_binds) {
+        return RS_STATUS_BUSY;
+    }
+    if (flags & RS_REREG_PD) {
+        pd = RS_LOOKUP(c->pds, c->p.max_pds, le32_to_cpu(r->pd));
+        if (!pd) {
+            return RS_STATUS_BAD_HANDLE;
+        }
+        /* The key stays in its table: the PD must be of that identity. */
+        if (c->pds[pd].netid != mr->netid ||
+            c->pds[pd].flags != c->pds[mr->pd].flags) {
+            return RS_STATUS_BAD_PD;
+        }
+    }
+    if (flags & RS_REREG_ACCESS) {
+        st = rs_mr_check_access(access);
+        if (st) {
+            return st;
+        }
+    }
+    if (flags & RS_REREG_TRANS) {
+        st = rs_mr_rereg_trans(c, mr, r, &pages);
+        if (st) {
+            return st;
+        }
+    }
+
+    if (flags & RS_REREG_PD) {
+        c->pds[mr->pd].refs--;
+        c->pds[pd].refs++;
+        mr->pd = pd;
+    }
+    if (flags & RS_REREG_ACCESS) {
+        mr->access = access;
+    }
+    if (flags & RS_REREG_TRANS) {
+        c->mr_pages_used += le32_to_cpu(r->npages) - mr->npages;
+        g_free(mr->pages);
+        mr->pages = g_steal_pointer(&pages);
+        mr->npages = le32_to_cpu(r->npages);
+        mr->page_shift = r->page_shift;
+        mr->flags = r->mr_flags;
+        mr->iova = le64_to_cpu(r->iova);
+        mr->length = le64_to_cpu(r->length);
+    }
+    trace_rdma_session_mr_rereg(rs_mkey_key(mr), flags, mr->pd, mr->access,
+                                mr->iova, mr->length, mr->npages);
+    cqe->handle = cpu_to_le32(handle);
+    cqe->result1 = cpu_to_le32(rs_mkey_key(mr));
+    return RS_STATUS_OK;
+}
+
 static void rs_mr_free(RSCore *c, uint32_t idx)
 {
     RSMr *mr = &c->mrs[idx];

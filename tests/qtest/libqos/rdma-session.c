@@ -111,6 +111,17 @@ void qrs_cmd_to_le(struct rs_admin_cmd *cmd)
         SW16(cmd->reg_mr.access);
         SW32(cmd->reg_mr.gid_index);
         break;
+    case RS_CMD_REREG_MR:
+        SW32(cmd->rereg_mr.handle);
+        SW32(cmd->rereg_mr.flags);
+        SW64(cmd->rereg_mr.iova);
+        SW64(cmd->rereg_mr.length);
+        SW64(cmd->rereg_mr.pbl_addr);
+        SW32(cmd->rereg_mr.npages);
+        SW32(cmd->rereg_mr.pd);
+        SW16(cmd->rereg_mr.access);
+        SW32(cmd->rereg_mr.rsvd);
+        break;
     case RS_CMD_CREATE_AH:
         SW32(cmd->create_ah.pd);
         SW32(cmd->create_ah.flow_label);
@@ -659,6 +670,12 @@ uint8_t qrs_reg_mr(QRdmaSession *d, const struct rs_cmd_reg_mr *c,
                    uint32_t *lkey, uint32_t *rkey)
 {
     return qrs_admin_cmd(d, RS_CMD_REG_MR, c, sizeof(*c), lkey, rkey);
+}
+
+uint8_t qrs_rereg_mr(QRdmaSession *d, const struct rs_cmd_rereg_mr *c,
+                     uint32_t *handle, uint32_t *key)
+{
+    return qrs_admin_cmd(d, RS_CMD_REREG_MR, c, sizeof(*c), handle, key);
 }
 
 uint8_t qrs_create_ah(QRdmaSession *d, const struct rs_cmd_create_ah *c,

@@ -188,6 +188,9 @@ uint8_t qrs_modify_srq(QRdmaSession *d, uint32_t handle, uint32_t mask,
                        uint32_t *moved);
 uint8_t qrs_reg_mr(QRdmaSession *d, const struct rs_cmd_reg_mr *c,
                    uint32_t *lkey, uint32_t *rkey);
+/* REREG_MR (ABI 1.7): @handle and @key from its completion. */
+uint8_t qrs_rereg_mr(QRdmaSession *d, const struct rs_cmd_rereg_mr *c,
+                     uint32_t *handle, uint32_t *key);
 uint8_t qrs_create_ah(QRdmaSession *d, const struct rs_cmd_create_ah *c,
                       uint32_t *handle);
 uint8_t qrs_create_session(QRdmaSession *d,
