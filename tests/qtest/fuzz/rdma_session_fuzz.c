@@ -19,7 +19,8 @@
  * requests, receives, CQ doorbells and virtual time come from the input
  * too.  Every input starts from a system reset and the same bring-up, so
  * a crash reproduces from its input alone.  Page faults are answered (or
- * not, or refused) by the input too, as a driver would.
+ * not, or refused) by the input too, as a driver would, and the input
+ * re-registers keys in place (REREG_MR) between its frames.
  *
  * The input also builds BUNDLE frames (opcode 0xc7) out of the frames of
  * its next operations (valid inner ICRCs, up to the 64 KiB a bundle
@@ -184,6 +185,7 @@ typedef struct RSFState {
     RSFQp qp[RSF_NQP];
     RSFMr mr[RSF_NMR];
     uint32_t pd, ah, cq[2];
+    uint32_t pd2;               /* another PD of identity 0: REREG_MR's */
     uint32_t cq_ci[2];
     uint32_t xrcd, srq, srq_pi;     /* an XRC domain and its XRC SRQ */
     struct rs_cmd_create_srq srq_c;
@@ -1048,6 +1050,7 @@ static void rsf_bring_up(RSFState *f, QTestState *s)
     rsf_add_gid(f, 0, RS_GID_ROCE_V2_IPV4, gid);
     rsf_add_gid(f, 1, RS_GID_ROCE_V2_IPV6, rsf_ip6_self);
     rsf_ok(qrs_create_pd(&f->d, &f->pd), "CREATE_PD");
+    rsf_ok(qrs_create_pd(&f->d, &f->pd2), "CREATE_PD");
     for (i = 0; i < 2; i++) {
         uint64_t ring = rsf_buf(f, sizeof(struct rs_cqe) << RSF_CQ_LOG);
 
@@ -1612,6 +1615,48 @@ static void rsf_op_odp(RSFState *f, QTestState *s, const uint8_t *d,
     }
 }
 
+/*
+ * REREG_MR (ABI 1.7) between the frames: key (any of the table: windows,
+ * ODP, indirect and pattern keys are refused), flags (bits 0-2 RS_REREG_*,
+ * bit 3 the reserved word set), access (16 bits; a keyless input's keeps
+ * local write at most), PD (0 the bring-up's, 1 the second one, else that
+ * raw handle), pages (bits 0-2 mod 5: a translation of the key's IOVA
+ * onto pages of RSF_MR_ALL's buffer, 0 an empty one; bit 7: npages one
+ * off), first of those pages, mr_flags.  The key's IOVA and length as the
+ * other operations know them stay, so their frames now miss or hit the
+ * new translation, the new PD (no QP has it) or the new rights.
+ */
+static void rsf_op_rereg(RSFState *f, QTestState *s, const uint8_t *d,
+                         size_t len)
+{
+    const RSFMr *m, *all = &f->mr[RSF_MR_ALL];
+    struct rs_cmd_rereg_mr c = { 0 };
+    uint32_t i, n, first;
+
+    if (len < 8) {
+        return;
+    }
+    m = &f->mr[d[0] % RSF_NMR];
+    c.handle = m->key;
+    c.flags = d[1] & RS_REREG_ALL;
+    c.rsvd = d[1] >> 3 & 1;
+    c.access = rsf_access(lduw_le_p(d + 2));
+    c.pd = d[4] == 0 ? f->pd : d[4] == 1 ? f->pd2 : d[4];
+    n = (d[5] & 7) % 5;
+    first = d[6] % 4;
+    c.iova = m->base;
+    c.length = (uint64_t)n * RSF_PAGE;
+    c.npages = n + (d[5] >> 7);
+    c.page_shift = 12;
+    c.mr_flags = d[7];
+    c.pbl_addr = guest_alloc(&f->alloc, 8 * (n + 1));
+    for (i = 0; i < n; i++) {
+        qtest_writeq(s, c.pbl_addr + i * 8,
+                     all->base + ((first + i) % 4) * RSF_PAGE);
+    }
+    qrs_admin_cmd(&f->d, RS_CMD_REREG_MR, &c, sizeof(c), NULL, NULL);
+}
+
 /* ------------------------------------------------------------------ */
 /* Bundles, spoofed sources, the bundle negotiation                    */
 /* ------------------------------------------------------------------ */
@@ -1895,6 +1940,7 @@ static RSFOp *const rsf_ops[] = {
     rsf_op_roce, rsf_op_roce, rsf_op_roce, rsf_op_bth, rsf_op_raw,
     rsf_op_clock, rsf_op_post_send, rsf_op_post_recv, rsf_op_cq,
     rsf_op_odp, rsf_op_bundle, rsf_op_spoof, rsf_op_hello, rsf_op_reply,
+    rsf_op_rereg,
 };
 
 static RSFOp *rsf_op_get(uint8_t sel)
@@ -1955,7 +2001,7 @@ static GString *rsf_cmdline(FuzzTarget *t)
     g_string_printf(cmd_line,
         TARGET_NAME " -display none -machine q35,accel=qtest -nodefaults "
         "-m 128M -device rdma-session,addr=04.0,netdev=n0,mac=" RS_QOS_MAC_STR
-        ",max-qps=20,max-cqs=4,max-mrs=12,max-pds=2,max-ahs=2,max-sessions=2,"
+        ",max-qps=20,max-cqs=4,max-mrs=12,max-pds=3,max-ahs=2,max-sessions=2,"
         "max-session-groups=2,max-gids=4,max-srqs=3,max-xrcds=2,db-pages=2,"
         "dc-contexts=3,dc-idle=100,"
         "max-mr-pages=64,num-comp-vectors=1,mtu=1024,odp-pages=64,"

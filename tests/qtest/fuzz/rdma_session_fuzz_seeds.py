@@ -9,9 +9,10 @@
 import struct, os, sys
 out = sys.argv[1]
 SEP = b"RSFZ"
-ROCE, BTH, RAW, CLOCK, POST_SEND, POST_RECV, CQ, ODP, BUNDLE, SPOOF, HELLO, REPLY = 0, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13
+ROCE, BTH, RAW, CLOCK, POST_SEND, POST_RECV, CQ, ODP, BUNDLE, SPOOF, HELLO, REPLY, REREG = 0, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14
 LOOP_A, LOOP_B, RC, UC, UD, RC6, XINI, XTGT, DCI, DCT, DCT2 = range(11)
-MR_ALL, MR_RO, MR_ALL6, MR_BIG = 0, 1, 2, 3
+MR_ALL, MR_RO, MR_ALL6, MR_BIG, MW_1, MW_2, MR_ODP, MR_ODPI, MR_IND, MR_PAT = range(10)
+TRANS, PD, ACCESS = 1, 2, 4
 
 def roce(qp, opcode, ctl=0, psn=0, ackreq=0x80, ext=b"", flags=0, sport=1, qpn=None):
     b = bytes([ROCE, qp, opcode, flags, ctl, psn & 0xff, sport, ackreq])
@@ -49,6 +50,10 @@ def reply(answer=True, back=0, limit=0, val=0, size=None, flags=0):
     if size is not None:
         b += struct.pack(">I", size)
     return b
+
+def rereg(mr, flags, access=0, pd=0, pages=0, first=0, mr_flags=0):
+    # REREG_MR of key mr: pages of a new translation (bit 7: npages off)
+    return bytes([REREG, mr, flags]) + struct.pack("<H", access) + bytes([pd, pages, first, mr_flags])
 
 def nested(cmd):
     # a command as the operand of spoof: its selector then operands
@@ -100,3 +105,20 @@ write("keyless-negotiate", [dc(DCT, 0), reply(), clock(200_000_000), dc(DCT, 0, 
                             bundle(4), dc(DCT, 0, conn=3), dc(DCT2, 0, conn=3), send(RC), send(RC, psn=1), clock(1_000_000_000)],
       keyless=True)
 write("keyless-small-wire", [bundle(1, flags=1), dc(DCT, 0), clock(10_000_000)], keyless=True, small=True)
+# REREG_MR between frames (RSF_MR_ALL has windows bound: BUSY): remote
+# write taken from the big MR the WRITEs use and given back, its
+# translation moved under the READs, MR_ALL6's PD changed away from the
+# QPs' (and back); windows, ODP translations and indirect keys refused,
+# bad translations and flags
+wr = lambda qp, mr=MR_ALL, psn=0: roce(qp, 0x0a, ctl=0x04 | (mr << 4), psn=psn,
+                                       ext=struct.pack(">QII", 0, 0, 64) + b"w" * 64)
+write("rereg-under-traffic", [wr(RC, MR_BIG), rereg(MR_BIG, ACCESS, access=0x05), wr(RC, MR_BIG, psn=1),
+                              rereg(MR_BIG, ACCESS, access=0x3f), wr(LOOP_A, MR_BIG),
+                              read_req(LOOP_B, 4096, mr=MR_BIG), rereg(MR_BIG, TRANS, pages=4),
+                              read_req(LOOP_B, 4096, mr=MR_BIG, psn=1), wr(RC6, MR_ALL6),
+                              rereg(MR_ALL6, PD, pd=1), wr(RC6, MR_ALL6, psn=1),
+                              rereg(MR_ALL6, PD | ACCESS, access=0x3f, pd=0), rereg(MR_ALL, ACCESS, access=0x07),
+                              rereg(MW_2, ACCESS, access=0x07), rereg(MR_ODP, TRANS, pages=1),
+                              rereg(MR_ODP, ACCESS | PD, access=0x07, pd=1), rereg(MR_IND, ACCESS, access=0x07),
+                              rereg(MR_RO, TRANS | ACCESS, access=0x3f, pages=0x83), rereg(MR_RO, 0x9, pages=1),
+                              rereg(MR_RO, TRANS, pages=1, mr_flags=1), clock(50_000_000)])
