@@ -150,7 +150,10 @@ VERBS_SERVER = ["cq-resize-below-unpolled", "cq-resize-carry",
                 "cq-resize-traffic", "cq-resize-no-extra",
                 "srq-resize-traffic", "srq-resize-below-waiting",
                 "srq-resize-limit", "rereg-bad-input", "rereg-before",
-                "rereg-translation", "rereg-pd", "rereg-access"]
+                "rereg-access-add-write", "rereg-pd", "rereg-pd-back",
+                "rereg-translation", "rereg-translation-posted-recv",
+                "rereg-access", "rereg-access-pinned-read-only",
+                "rereg-in-place-count"]
 
 # rsv-odp's checks: VM 1 owns the implicit ODP MR, VM 2 is its peer; then
 # the unmodified programs with ODP on the adapter's side (both ways).
@@ -182,11 +185,23 @@ DC_KEY_BASE = 0x5eed0000c0ffee00
 DC_BAD_XOR = 0xbad0000
 DC_EXAMPLE_KEY = 0x1234abcd
 
+# rsv-compat's checks (VM 1 receives the RC SEND: the cq-event ones) and
+# the event-mode perftest runs.
+COMPAT = ["flow-label-rc", "flow-label-ah", "ud-recv", "ud-grh",
+          "ib_send_lat-events", "ib_send_bw-events"]
+COMPAT_VM1 = COMPAT + ["cq-event", "cq-event-only-fired"]
+
 # (feature, pairings, {VM: [checks]})
 FEATURES: List[Tuple[str, Tuple[str, ...], Dict[int, List[str]]]] = [
     ("rc", TWO, {1: ["rc-connect", "rc-send"],
                  2: ["rc-connect", "rc-write-read"]}),
     ("mw", TWO, {1: _mw_checks(1), 2: _mw_checks(2)}),
+    # rsv-compat, then perftest in event mode; soft-RoCE does not report
+    # a UD receive's network header type (ud-net-type).
+    ("compat", ("adapter-adapter",), {1: COMPAT_VM1 + ["ud-net-type"],
+                                      2: COMPAT + ["ud-net-type"]}),
+    ("compat", ("adapter-rxe",), {1: COMPAT_VM1 + ["ud-net-type"],
+                                  2: COMPAT}),
     ("flush", TWO, {vm: FLUSH_CHECKS for vm in (1, 2)}),
     # rsv-verbs: VM 1 (the adapter) resizes and re-registers; soft-RoCE
     # as VM 2 is held to the checks it passes (docs: what it does).

@@ -283,6 +283,8 @@ int rsv_rc_connect(struct rsv_dev *d, struct ibv_qp *qp, int access,
 			   RSV_RTS_REQUESTER);
 }
 
+uint32_t rsv_flow_label;
+
 int rsv_connect(struct rsv_dev *d, struct ibv_qp *qp, int access,
 		uint32_t my_psn, const struct rsv_peer_info *peer,
 		int rtr_mask, int rts_mask)
@@ -309,6 +311,7 @@ int rsv_connect(struct rsv_dev *d, struct ibv_qp *qp, int access,
 	a.ah_attr.grh.dgid = peer->gid;
 	a.ah_attr.grh.sgid_index = d->gid_index;
 	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.grh.flow_label = rsv_flow_label;
 	a.ah_attr.port_num = 1;
 	err = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
 			    IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |

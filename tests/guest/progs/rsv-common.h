@@ -80,6 +80,9 @@ bool rsv_xchg(int fd, const void *mine, void *theirs, size_t len);
 /* Both sides meet: false if the other side is gone. */
 bool rsv_sync(int fd);
 
+/* The flow label rsv_connect gives the path (0 unless a program sets it). */
+extern uint32_t rsv_flow_label;
+
 /* An RC QP on cq (send and receive), with srq if not NULL. */
 struct ibv_qp *rsv_rc_qp(struct rsv_dev *d, struct ibv_cq *cq,
 			 struct ibv_srq *srq, uint32_t max_wr);

@@ -1,0 +1,31 @@
+# verbs: what programs written for ConnectX and soft-RoCE rely on
+# (rsv-compat: flow labels of 32 bits, a UD receive's GRH area and
+# network header type, CQ events only for the CQ that fired), then
+# perftest with CQ events instead of polling (-e): it waits for an event
+# per completion and polls once after it, so a spurious event fails it.
+case $dev in
+rxe*) vb_pair compat rsv-compat ;;
+*) vb_pair compat rsv-compat -- net-type ;;
+esac
+for t in $(seq 1 20); do gi=$(gid_of "$RS_IP") && break; sleep 0.5; done
+for t in ib_send_lat ib_send_bw; do
+    vb_step
+    out=/tmp/pt.out
+    a="-e -d $dev -x $gi -n 200 -p $((19000 + vb_n))"
+    if [ "$RS_VM_INDEX" = 1 ]; then
+        timeout 120 $t $a > $out 2>&1
+        rc=$?
+    else
+        end=$(( $(date +%s) + 60 ))
+        while :; do
+            sleep 1
+            timeout 120 $t $a "$(vb_vm1)" > $out 2>&1
+            rc=$?
+            grep -q "Couldn't connect" $out && [ "$(date +%s)" -lt $end ] || break
+        done
+    fi
+    cat $out
+    ok=fail
+    [ $rc = 0 ] && grep -qE '^ *[0-9]+ +200 ' $out && ok=ok
+    ck "$VB_PAIRING/compat/$t-events" $ok "$t -e -n 200: exit $rc, $(grep -E '^ *[0-9]+ +200 |Failed status|rror' $out | head -n 2 | tr -s ' ' | tr '\n' ' ')"
+done
