@@ -379,7 +379,9 @@ static int rs_build_send(struct rs_qp *qp, const struct ib_send_wr *wr, void *sl
 		}
 	}
 
-	if (wr->send_flags & IB_SEND_INLINE) {
+	/* As the provider: a READ or an atomic ignores IB_SEND_INLINE. */
+	if ((wr->send_flags & IB_SEND_INLINE) && op != RS_WR_RDMA_READ &&
+	    op != RS_WR_ATOMIC_CMP_SWP && op != RS_WR_ATOMIC_FETCH_ADD) {
 		u8 *p = (u8 *)(c + 1);
 		u32 len = 0;
 

@@ -1404,8 +1404,11 @@ static int rs_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		ibdev_dbg(&dev->ibdev, "create_qp: the GSI QP is the kernel's\n");
 		return -EINVAL;
 	}
-	/* An initiator has no receive side: uverbs' write path zeroes these too. */
-	if (ini) {
+	/*
+	 * An initiator has no receive side: uverbs' write path zeroes these
+	 * too.  With an SRQ they are ignored (ibv_create_qp(3), rxe, mlx5).
+	 */
+	if (ini || init->srq) {
 		cap->max_recv_wr = 0;
 		cap->max_recv_sge = 0;
 	}
@@ -1444,6 +1447,12 @@ static int rs_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 					   max(ssge * (u32)sizeof(struct rs_sge), inl));
 	qp->rq.stride = roundup_pow_of_two(sizeof(struct rs_recv_wqe_ctrl) +
 					   rsge * (u32)sizeof(struct rs_sge));
+	/* Inline data may fill the WQE's room, as rxe and mlx5 grant it. */
+	if (has_sq) {
+		inl = min_t(u32, da->max_inline,
+			    qp->sq.stride - sizeof(struct rs_send_wqe_ctrl));
+		qp->max_inline = inl;
+	}
 	spin_lock_init(&qp->sq.lock);
 	spin_lock_init(&qp->rq.lock);
 
@@ -1723,7 +1732,12 @@ static int rs_ib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask
 	a->dest_qp_num = attr->dest_qp_num;
 	a->access_flags = rs_access_from_ib(attr->qp_access_flags);
 	a->pkey_index = attr->pkey_index;
-	a->max_rd_atomic = attr->max_rd_atomic;
+	/*
+	 * Fewer reads in flight than asked for is always safe: perftest sets
+	 * the peer's max_qp_rd_atom (soft-RoCE: 128), rxe takes up to its own.
+	 */
+	a->max_rd_atomic = min_t(u32, attr->max_rd_atomic,
+				 dev->ibdev.attrs.max_qp_init_rd_atom);
 	a->max_dest_rd_atomic = attr->max_dest_rd_atomic;
 	a->min_rnr_timer = attr->min_rnr_timer;
 	a->timeout = attr->timeout;
@@ -1892,12 +1906,14 @@ static int rs_ib_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 			  udata ? "the kernel" : "user space");
 		return -EINVAL;
 	}
+	/* A limit at creation is not armed beyond the queue (as mlx5). */
+	if (attr->srq_limit >= attr->max_wr)
+		attr->srq_limit = 0;
 	if (attr->max_wr < 1 || attr->max_wr > da->max_srq_wr ||
-	    attr->max_sge > da->max_srq_sge || attr->srq_limit >= attr->max_wr) {
+	    attr->max_sge > da->max_srq_sge) {
 		ibdev_dbg(&dev->ibdev,
-			  "create_srq: max_wr %u (1..%u), max_sge %u (max %u), srq_limit %u (below max_wr)\n",
-			  attr->max_wr, da->max_srq_wr, attr->max_sge, da->max_srq_sge,
-			  attr->srq_limit);
+			  "create_srq: max_wr %u (1..%u), max_sge %u (max %u)\n",
+			  attr->max_wr, da->max_srq_wr, attr->max_sge, da->max_srq_sge);
 		return -EINVAL;
 	}
 

@@ -1156,6 +1156,11 @@ static struct ibv_qp *rs_create_qp_common(struct ibv_context *context,
 			kattr.cap.max_recv_wr = 0;
 			kattr.cap.max_recv_sge = 0;
 		}
+		/* With an SRQ they are ignored (ibv_create_qp(3), rxe). */
+		if (attr->srq) {
+			kattr.cap.max_recv_wr = 0;
+			kattr.cap.max_recv_sge = 0;
+		}
 		if (dct) {
 			if (!kattr.send_cq)
 				kattr.send_cq = attr->recv_cq;
@@ -1574,8 +1579,9 @@ static int rs_set_inline(struct rs_qp *qp, struct rs_send_wqe_ctrl *ctrl,
 	return 0;
 }
 
-#define RS_MW_ACCESS (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
-		      IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_FLUSH_GLOBAL)
+/* The same bits in enum rs_access; FLUSH_GLOBAL is translated. */
+#define RS_MW_REMOTE (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
+		      IBV_ACCESS_REMOTE_ATOMIC)
 
 /*
  * A BIND_MW WQE in the control segment.  The window gets the remote
@@ -1597,7 +1603,9 @@ static int rs_set_bind(struct rs_send_wqe_ctrl *ctrl, struct ibv_mw *mw,
 	b->addr = htole64(bi->addr);
 	b->length = htole64(bi->length);
 	b->mr_lkey = htole32(bi->length ? bi->mr->lkey : 0);
-	b->access = htole16(bi->mw_access_flags & RS_MW_ACCESS);
+	b->access = htole16((bi->mw_access_flags & RS_MW_REMOTE) |
+			    (bi->mw_access_flags & IBV_ACCESS_FLUSH_GLOBAL ?
+			     RS_ACCESS_FLUSH_GLOBAL : 0));
 	return 0;
 }
 

@@ -1241,7 +1241,7 @@ struct rs_send_wqe_bind_mw {
     uint64_t length;
     uint32_t mr_lkey;
     uint32_t new_rkey;
-    uint16_t access;                /* REMOTE_WRITE, _READ, _ATOMIC only */
+    uint16_t access;                /* remote rights, FLUSH_GLOBAL */
     uint16_t rsvd1;
     uint32_t rsvd2[5];
 };

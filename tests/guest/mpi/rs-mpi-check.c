@@ -352,7 +352,7 @@ static void step_rma(uint8_t *tmp)
 static void step_perf(uint8_t *buf)
 {
     const size_t sizes2[] = {8, 1048576};
-    const int iters[] = {200, 20};
+    const int iters[] = {200, 10};
     for (int k = 0; k < 2; k++) {
         size_t n = sizes2[k];
         double t0 = 0;
