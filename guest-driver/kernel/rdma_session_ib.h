@@ -30,6 +30,7 @@ enum rs_ib_counter {
 	RS_CNT_SESSIONS,
 	RS_CNT_QP_CREATED,
 	RS_CNT_MR_REGISTERED,
+	RS_CNT_MR_REREG_IN_PLACE,	/* rereg_mr with the keys kept */
 	RS_CNT_TX_PACKETS,
 	RS_CNT_RX_PACKETS,
 	RS_CNT_TX_BYTES,

@@ -78,6 +78,7 @@ static const struct rdma_stat_desc rs_ib_stat_descs[RS_CNT_NUM] = {
 	[RS_CNT_SESSIONS].name = "sessions_created",
 	[RS_CNT_QP_CREATED].name = "qps_created",
 	[RS_CNT_MR_REGISTERED].name = "mrs_registered",
+	[RS_CNT_MR_REREG_IN_PLACE].name = "mrs_reregistered_in_place",
 	[RS_CNT_TX_PACKETS].name = "lan_tx_packets",
 	[RS_CNT_RX_PACKETS].name = "lan_rx_packets",
 	[RS_CNT_TX_BYTES].name = "lan_tx_bytes",
@@ -2737,18 +2738,125 @@ err_mr:
 }
 
 /*
- * The device has no command that changes a key in place, so every rereg
- * registers anew (what did not change taken from the old MR) and hands
- * ib_core a new MR, which then deregisters the old one: the keys always
- * change, and the old keys are refused from then on.  On failure the old
- * MR stays as it was.
+ * Whether REREG_MR (RS_CAP_REREG_MR) can make the change in place, so the
+ * MR keeps its keys: a user MR with pages of its own (not ODP, and not
+ * becoming ODP), a new PD of the same network identity (the keys stay in
+ * their identity's table).  Otherwise the MR is registered anew.
+ */
+static bool rs_rereg_in_place(struct rs_ibdev *dev, struct rs_mr *mr,
+			      int access, struct ib_pd *pd)
+{
+	return (dev->rdev->caps & RS_CAP_REREG_MR) && !mr->odp &&
+	       !(access & IB_ACCESS_ON_DEMAND) &&
+	       to_rspd(pd)->netid == to_rspd(mr->ibmr.pd)->netid;
+}
+
+/*
+ * REREG_MR of @mr with the new PD, access and translation ib_core asked
+ * for (@flags).  A new translation's pages are pinned before the command
+ * and the old ones released after it: once it completed the device no
+ * longer reaches them (it swaps the translation between two packets).
+ * ib_core updates the MR's PD, IOVA and length itself when the MR stays.
+ */
+static int rs_rereg_exec(struct rs_ibdev *dev, struct rs_mr *mr, int flags,
+			 u64 start, u64 length, u64 iova, int access,
+			 struct ib_pd *pd)
+{
+	struct rs_admin_cmd cmd = {};
+	struct ib_umem *umem = NULL;
+	struct rs_admin_cqe cqe;
+	unsigned long pgsz = 0;
+	struct rs_pbl pbl;
+	bool indirect;
+	u32 npages;
+	int err;
+
+	cmd.hdr.opcode = RS_CMD_REREG_MR;
+	cmd.rereg_mr.handle = mr->handle;
+	if (flags & IB_MR_REREG_PD) {
+		cmd.rereg_mr.flags |= RS_REREG_PD;
+		cmd.rereg_mr.pd = to_rspd(pd)->handle;
+	}
+	if (flags & IB_MR_REREG_ACCESS) {
+		cmd.rereg_mr.flags |= RS_REREG_ACCESS;
+		cmd.rereg_mr.access = rs_access_from_ib(access);
+	}
+	if (flags & IB_MR_REREG_TRANS) {
+		if (!length || length > dev->rdev->attr.max_mr_size)
+			return -EINVAL;
+		umem = ib_umem_get(&dev->ibdev, start, length, access);
+		if (IS_ERR(umem))
+			return PTR_ERR(umem);
+		pgsz = ib_umem_find_best_pgsz(umem,
+					      dev->rdev->attr.page_size_cap,
+					      iova);
+		if (!pgsz) {
+			err = -EINVAL;
+			goto err_umem;
+		}
+		npages = ib_umem_num_dma_blocks(umem, pgsz);
+		err = rs_pbl_build(dev, &pbl, umem, pgsz, npages, &indirect);
+		if (err) {
+			rs_pbl_free(dev, &pbl);
+			goto err_umem;
+		}
+		cmd.rereg_mr.flags |= RS_REREG_TRANS;
+		cmd.rereg_mr.iova = iova;
+		cmd.rereg_mr.length = length;
+		cmd.rereg_mr.pbl_addr = pbl.top_dma;
+		cmd.rereg_mr.npages = npages;
+		cmd.rereg_mr.page_shift = order_base_2(pgsz);
+		cmd.rereg_mr.mr_flags = indirect ? RS_MR_F_PBL_INDIRECT : 0;
+	}
+	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
+	if (umem)
+		rs_pbl_free(dev, &pbl);
+	if (err == -EBUSY) {
+		/*
+		 * Windows are bound to the MR (IBTA 10.6.7.2.6): soft-RoCE's
+		 * errno for an MR that has them (rxe_dereg_mr).
+		 */
+		ibdev_dbg(&dev->ibdev, "rereg_mr: MR %#x has windows bound\n",
+			  mr->ibmr.lkey);
+		err = -EINVAL;
+	}
+	if (err)
+		goto err_umem;
+	if (umem) {
+		ib_umem_release(mr->umem);
+		mr->umem = umem;
+		mr->ibmr.page_size = pgsz;
+	}
+	if (flags & IB_MR_REREG_ACCESS)
+		mr->access = access;
+	atomic64_inc(&dev->cnt[RS_CNT_MR_REREG_IN_PLACE]);
+	return 0;
+
+err_umem:
+	if (umem)
+		ib_umem_release(umem);
+	return err;
+}
+
+/*
+ * ibv_rereg_mr.  As mlx5 and soft-RoCE: a change of access or PD keeps
+ * the keys, and so does a new translation, which mlx5 makes in place when
+ * its mkey has room for it and this device always can (soft-RoCE does
+ * not offer it: EOPNOTSUPP); the MR stays as it was on failure.  The
+ * keys change when the MR is registered anew: an ODP MR (as mlx5 with a
+ * new translation), an MR becoming ODP, a PD of another network identity,
+ * a device without REREG_MR; ib_core then deregisters the old MR.  Write
+ * access for pages pinned read-only needs a new translation: EACCES
+ * (ib_umem_check_rereg, as mlx5 and rxe).  Windows bound: EINVAL.
  */
 static struct ib_mr *rs_ib_rereg_user_mr(struct ib_mr *ibmr, int flags,
 					 u64 start, u64 length, u64 iova,
 					 int access, struct ib_pd *ibpd,
 					 struct ib_udata *udata)
 {
+	struct rs_ibdev *dev = to_rsdev(ibmr->device);
 	struct rs_mr *mr = to_rsmr(ibmr);
+	int err;
 
 	if (flags & ~IB_MR_REREG_SUPPORTED)
 		return ERR_PTR(-EOPNOTSUPP);
@@ -2756,6 +2864,20 @@ static struct ib_mr *rs_ib_rereg_user_mr(struct ib_mr *ibmr, int flags,
 		ibdev_dbg(ibmr->device, "rereg_mr: MR %#x is not a user MR\n",
 			  ibmr->lkey);
 		return ERR_PTR(-EINVAL);
+	}
+	err = ib_umem_check_rereg(mr->umem, flags, access);
+	if (err)
+		return ERR_PTR(err);
+	if (!(flags & IB_MR_REREG_PD))
+		ibpd = ibmr->pd;
+	if (!(flags & IB_MR_REREG_ACCESS))
+		access = mr->access;
+	if (access & ~RS_IB_ACCESS_SUPPORTED)
+		return ERR_PTR(-EOPNOTSUPP);
+	if (rs_rereg_in_place(dev, mr, access, ibpd)) {
+		err = rs_rereg_exec(dev, mr, flags, start, length, iova, access,
+				    ibpd);
+		return err ? ERR_PTR(err) : NULL;
 	}
 	if (!(flags & IB_MR_REREG_TRANS)) {
 		start = mr->umem->address;
@@ -2768,10 +2890,6 @@ static struct ib_mr *rs_ib_rereg_user_mr(struct ib_mr *ibmr, int flags,
 			iova = 0;
 		}
 	}
-	if (!(flags & IB_MR_REREG_PD))
-		ibpd = ibmr->pd;
-	if (!(flags & IB_MR_REREG_ACCESS))
-		access = mr->access;
 	return rs_ib_reg_user_mr(ibpd, start, length, iova, access, udata);
 }
 

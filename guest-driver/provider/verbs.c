@@ -289,9 +289,10 @@ int rs_dereg_mr(struct verbs_mr *vmr)
 }
 
 /*
- * The device has no command that changes a key in place: the kernel
- * registers the new translation, PD or access under new keys, then
- * deregisters the old ones (docs: keys change on every rereg).
+ * The kernel changes the MR in place where the device can (REREG_MR):
+ * the keys stay for a new access, PD or translation, as with mlx5;
+ * otherwise it registers anew and the keys change (docs/specs:
+ * "Re-registration").  The response carries the keys either way.
  * libibverbs has checked the flags and the address and length already.
  */
 int rs_rereg_mr(struct verbs_mr *vmr, int flags, struct ibv_pd *pd,
