@@ -132,18 +132,35 @@ static void rr_assert_mr(QRdmaSession *d, uint8_t host, uint32_t key,
  * A new connected RC pair: A's QP in A's PD, B's in @bpd.  Each probe
  * that may fail gets its own: a refused access ends both QPs.
  */
-static void rr_connect(Pair *pr, LoopQp q[2], uint32_t bpd)
+static void rr_connect_srq(Pair *pr, LoopQp q[2], uint32_t bpd, uint32_t srq)
 {
+    Peer *b = &pr->p[1];
     struct rs_qp_attr a;
     int i;
 
     pair_qp(pr, 0, &q[0], RS_QPT_RC, pr->p[0].pd);
-    pair_qp(pr, 1, &q[1], RS_QPT_RC, bpd);
+    if (srq) {
+        memset(&q[1], 0, sizeof(q[1]));
+        qp_template(b->d, &q[1].c, RS_QPT_RC, bpd, b->cq.h, b->cq.h);
+        q[1].c.max_send_sge = 4;
+        q[1].c.sq_addr = qrs_alloc_zeroed(b->d, qrs_qp_sq_bytes(&q[1].c));
+        q[1].c.srq = srq;
+        q[1].c.rq_addr = 0;
+        q[1].h = new_qp(b->d, &q[1].c);
+        q[1].qpn = HINDEX(q[1].h);
+    } else {
+        pair_qp(pr, 1, &q[1], RS_QPT_RC, bpd);
+    }
     for (i = 0; i < 2; i++) {
         pair_attr(q, i, 0, &a);
         a.access_flags = STD_ACCESS;
         eng_connect(pr->p[i].d, &q[i], RS_QPT_RC, &a, 0);
     }
+}
+
+static void rr_connect(Pair *pr, LoopQp q[2], uint32_t bpd)
+{
+    rr_connect_srq(pr, q, bpd, 0);
 }
 
 /*
@@ -550,10 +567,11 @@ static void test_rereg_posted_recv(void *obj, void *data,
     Pair pr;
     Peer *a = &pr.p[0], *b = &pr.p[1];
     struct rs_cmd_rereg_mr c;
+    struct rs_cmd_create_srq sc;
     struct rs_sge ss, rs;
     struct rs_cqe cqe;
     LoopQp q[2];
-    uint32_t key;
+    uint32_t key, srq, srq_pi = 0;
 
     pair_setup(&pr, obj, data, alloc);
     key = eng_mr(b->d, b->pd, 0, b->buf, 2 * PAGE, STD_ACCESS);
@@ -598,6 +616,32 @@ static void test_rereg_posted_recv(void *obj, void *data,
     assert_cqe(&cqe, 0xb2, RS_WC_SUCCESS, RS_WR_RECV, q[1].qpn);
     g_assert_cmpuint(cqe.byte_len, ==, 64);
     img_move(b, 6 * PAGE + 0x300, a, 0x200, 64);
+    peer_check(b);
+
+    /*
+     * The same through an SRQ, the SEND three packets long: its first
+     * packet finds the receive unusable.
+     */
+    srq_template(b->d, &sc, b->pd, 2, 1);
+    RS_ASSERT_OK(qrs_create_srq(b->d, &sc, &srq));
+    rr_connect_srq(&pr, q, b->pd, srq);
+    srq_post(b->d, &sc, srq, &srq_pi, 0xb3, b->buf + 0x400, 4096, key);
+    rr_cmd(&c, key, 0);
+    rr_trans(b->d, &c, RR_IOVA, b->buf + 4 * PAGE, 2 * PAGE);
+    rr_ok(b->d, &c, key);
+    pair_log_reset(&pr);
+    peer_fill(a, 0x1000, 3000, 0x22);
+    ss = peer_sge(a, 0x1000, 3000);
+    pair_post(&pr, 0, &q[0], RS_WR_SEND, 0xa4, &ss, 1, 0, 0, 0);
+    pair_post(&pr, 0, &q[0], RS_WR_SEND, 0xa5, &ss, 1, 0, 0, 0);
+    pair_expect_cqe(&pr, 0, 0xa4, RS_WC_REM_OP_ERR, RS_WR_SEND, q[0].qpn, 0);
+    pair_poll(&pr, 0, &cqe);
+    assert_cqe(&cqe, 0xa5, RS_WC_WR_FLUSH_ERR, RS_WR_SEND, q[0].qpn);
+    pair_poll(&pr, 1, &cqe);
+    assert_cqe(&cqe, 0xb3, RS_WC_LOC_PROT_ERR, RS_WR_RECV, q[1].qpn);
+    g_assert_cmphex(pr.op[1][0], ==, OP_ACK);
+    g_assert_cmphex(pr.syn[1][0], ==, AETH_NAK_REM_OP);
+    g_assert_cmphex(pr.psn[1][0], ==, pair_psn[0]);
     peer_check(b);
 
     RS_ASSERT_OK(qrs_destroy(b->d, RS_CMD_DEREG_MR, key));
