@@ -187,20 +187,24 @@ DC_EXAMPLE_KEY = 0x1234abcd
 
 # rsv-compat's checks (VM 1 receives the RC SEND: the cq-event ones) and
 # the event-mode perftest runs.
-COMPAT = ["flow-label-rc", "flow-label-ah", "ud-recv", "ud-grh",
+COMPAT = ["attr-inline-room", "attr-rd-atomic", "attr-srq-limit",
+          "attr-srq-caps", "flow-label-rc", "flow-label-ah", "ud-recv",
+          "ud-grh",
           "ib_send_lat-events", "ib_send_bw-events"]
 COMPAT_VM1 = COMPAT + ["cq-event", "cq-event-only-fired"]
+# soft-RoCE neither reports a UD receive's network header type nor binds
+# windows with FLUSH_GLOBAL.
+COMPAT_ADAPTER = ["ud-net-type", "attr-mw-flush"]
 
 # (feature, pairings, {VM: [checks]})
 FEATURES: List[Tuple[str, Tuple[str, ...], Dict[int, List[str]]]] = [
     ("rc", TWO, {1: ["rc-connect", "rc-send"],
                  2: ["rc-connect", "rc-write-read"]}),
     ("mw", TWO, {1: _mw_checks(1), 2: _mw_checks(2)}),
-    # rsv-compat, then perftest in event mode; soft-RoCE does not report
-    # a UD receive's network header type (ud-net-type).
-    ("compat", ("adapter-adapter",), {1: COMPAT_VM1 + ["ud-net-type"],
-                                      2: COMPAT + ["ud-net-type"]}),
-    ("compat", ("adapter-rxe",), {1: COMPAT_VM1 + ["ud-net-type"],
+    # rsv-compat, then perftest in event mode.
+    ("compat", ("adapter-adapter",), {1: COMPAT_VM1 + COMPAT_ADAPTER,
+                                      2: COMPAT + COMPAT_ADAPTER}),
+    ("compat", ("adapter-rxe",), {1: COMPAT_VM1 + COMPAT_ADAPTER,
                                   2: COMPAT}),
     ("flush", TWO, {vm: FLUSH_CHECKS for vm in (1, 2)}),
     # rsv-verbs: VM 1 (the adapter) resizes and re-registers; soft-RoCE

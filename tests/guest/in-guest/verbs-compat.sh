@@ -5,7 +5,7 @@
 # per completion and polls once after it, so a spurious event fails it.
 case $dev in
 rxe*) vb_pair compat rsv-compat ;;
-*) vb_pair compat rsv-compat -- net-type ;;
+*) vb_pair compat rsv-compat -- adapter ;;
 esac
 for t in $(seq 1 20); do gi=$(gid_of "$RS_IP") && break; sleep 0.5; done
 for t in ib_send_lat ib_send_bw; do

@@ -11,8 +11,18 @@
  *   ud-grh         its GRH area as ConnectX lays it out for RoCEv2 over
  *                  IPv4: the IPv4 header in the last 20 bytes, from the
  *                  other side's address to ours
- *   ud-net-type    (own argument "net-type") wc.sl is ConnectX's RoCE
+ *   ud-net-type    (own argument "adapter") wc.sl is ConnectX's RoCE
  *                  packet type for IPv4 (bits 0-2: 2)
+ * and attributes both accept where a stricter reading would refuse:
+ *   attr-rd-atomic   RTS with max_rd_atomic 128 (perftest asks for the
+ *                    peer's max_qp_rd_atom; soft-RoCE's is 128)
+ *   attr-srq-caps    a QP on an SRQ with receive queue sizes beyond the
+ *                    device's (ignored with an SRQ)
+ *   attr-srq-limit   an SRQ created with srq_limit above max_wr
+ *   attr-inline-room a QP asked for no inline data reports the room its
+ *                    work requests have (4 SGEs: at least 64 bytes)
+ *   attr-mw-flush    (with "adapter") a type 2 window bound with
+ *                    IBV_ACCESS_FLUSH_GLOBAL
  * VM 1 only, the receiver of an RC SEND, its send and receive CQs armed
  * on the same completion vector, each with its own channel:
  *   cq-event       the receive CQ's event came, and its completion with
@@ -82,6 +92,130 @@ static struct ibv_qp *ud_qp(struct rsv_dev *d, struct ibv_cq *scq,
 	return qp;
 }
 
+/* RESET to RTS towards the peer's QP with max_rd_atomic 128. */
+static int rd_atomic_128(struct rsv_dev *d, struct ibv_qp *qp,
+			 const struct rsv_peer_info *peer)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT, .port_num = 1,
+	};
+
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+		return errno;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = d->port_attr.active_mtu;
+	a.dest_qp_num = peer->qpn;
+	a.rq_psn = peer->psn;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 12;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = peer->gid;
+	a.ah_attr.grh.sgid_index = d->gid_index;
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.port_num = 1;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		return errno;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 18;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 128;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | RSV_RTS_REQUESTER) ?
+	       errno : 0;
+}
+
+/* The attribute checks of the header, on objects of their own. */
+static void attrs(const struct rsv_opts *o, struct rsv_dev *d,
+		  struct ibv_cq *cq, const struct rsv_peer_info *peer)
+{
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 16, .max_sge = 1,
+						   .srq_limit = 100 } };
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_send_sge = 4 },
+	};
+	struct ibv_srq *srq;
+	struct ibv_qp *qp;
+	int err;
+
+	qp = ibv_create_qp(d->pd, &ia);
+	if (!qp)
+		rsv_die("ibv_create_qp: %s", strerror(errno));
+	rsv_check(o, "attr-inline-room", ia.cap.max_inline_data >= 64,
+		  "max_inline_data 0 asked, %u granted (4 SGEs: 64 bytes)",
+		  ia.cap.max_inline_data);
+	err = rd_atomic_128(d, qp, peer);
+	rsv_check(o, "attr-rd-atomic", !err, "RTS with max_rd_atomic 128: %s",
+		  err ? strerror(err) : "taken");
+	ibv_destroy_qp(qp);
+
+	srq = ibv_create_srq(d->pd, &sa);
+	rsv_check(o, "attr-srq-limit", srq != NULL,
+		  "max_wr 16, srq_limit 100: %s", srq ? "created" :
+		  strerror(errno));
+	if (!srq)
+		srq = ibv_create_srq(d->pd, &(struct ibv_srq_init_attr){
+				     .attr = { .max_wr = 16, .max_sge = 1 } });
+	if (!srq)
+		rsv_die("ibv_create_srq: %s", strerror(errno));
+	ia.srq = srq;
+	ia.cap.max_recv_wr = 1u << 20;
+	ia.cap.max_recv_sge = 64;
+	qp = ibv_create_qp(d->pd, &ia);
+	rsv_check(o, "attr-srq-caps", qp != NULL,
+		  "with an SRQ, max_recv_wr 2^20, max_recv_sge 64: %s",
+		  qp ? "created" : strerror(errno));
+	if (qp)
+		ibv_destroy_qp(qp);
+	ibv_destroy_srq(srq);
+}
+
+/* A type 2 window with FLUSH_GLOBAL among its rights, bound on qp. */
+static void mw_flush(const struct rsv_opts *o, struct rsv_dev *d,
+		     struct ibv_qp *qp, struct ibv_cq *cq, uint8_t *buf)
+{
+	struct ibv_mr *mr = ibv_reg_mr(d->pd, buf, LEN, IBV_ACCESS_LOCAL_WRITE |
+				       IBV_ACCESS_REMOTE_READ |
+				       IBV_ACCESS_MW_BIND |
+				       IBV_ACCESS_FLUSH_GLOBAL);
+	struct ibv_mw *mw = ibv_alloc_mw(d->pd, IBV_MW_TYPE_2);
+	struct ibv_send_wr wr = { .wr_id = 20, .opcode = IBV_WR_BIND_MW }, *bad;
+	struct ibv_wc wc;
+	int st = -1;
+
+	if (!mr || !mw)
+		rsv_die("ibv_reg_mr(FLUSH_GLOBAL) / ibv_alloc_mw failed");
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+	wr.bind_mw.bind_info = (struct ibv_mw_bind_info){
+		.mr = mr, .addr = (uintptr_t)buf, .length = LEN,
+		.mw_access_flags = IBV_ACCESS_REMOTE_READ |
+				   IBV_ACCESS_FLUSH_GLOBAL,
+	};
+	if (!ibv_post_send(qp, &wr, &bad) &&
+	    rsv_poll(cq, &wc, o->timeout * 1000) == 1)
+		st = wc.status;
+	rsv_check(o, "attr-mw-flush", st == IBV_WC_SUCCESS,
+		  "bind with REMOTE_READ | FLUSH_GLOBAL: %s",
+		  st < 0 ? "no completion" : ibv_wc_status_str(st));
+	if (st == IBV_WC_SUCCESS) {
+		wr = (struct ibv_send_wr){ .wr_id = 21,
+					   .opcode = IBV_WR_LOCAL_INV,
+					   .send_flags = IBV_SEND_SIGNALED,
+					   .invalidate_rkey = wr.bind_mw.rkey };
+		if (!ibv_post_send(qp, &wr, &bad))
+			rsv_poll(cq, &wc, o->timeout * 1000);
+	}
+	ibv_dealloc_mw(mw);
+	ibv_dereg_mr(mr);
+}
+
 int main(int argc, char **argv)
 {
 	struct rsv_peer_info me = { 0 }, peer;
@@ -100,7 +234,7 @@ int main(int argc, char **argv)
 
 	rsv_parse(&o, argc, argv);
 	for (i = 0; i < o.argc; i++)
-		net_type |= !strcmp(o.argv[i], "net-type");
+		net_type |= !strcmp(o.argv[i], "adapter");
 	rsv_open(&o, &d);
 	fd = rsv_oob(&o);
 	buf = aligned_alloc(4096, 2 * LEN);
@@ -135,12 +269,16 @@ int main(int argc, char **argv)
 	if (!rsv_xchg(fd, &me, &peer, sizeof(me)))
 		rsv_die("out-of-band exchange failed");
 
+	attrs(&o, &d, ucs, &peer);
+
 	/* RC with the flow label UCX gives every RoCE address. */
 	rsv_flow_label = FLOW;
 	err = rsv_rc_connect(&d, qp, IBV_ACCESS_LOCAL_WRITE, me.psn, &peer);
 	rsv_flow_label = 0;
 	rsv_check(&o, "flow-label-rc", !err, "RTR with flow label 0x%x: %s",
 		  FLOW, err ? strerror(err) : "taken");
+	if (net_type && !err)
+		mw_flush(&o, &d, qp, scq, buf);
 
 	/* UD: an AH with that flow label, one datagram each way. */
 	{
