@@ -1730,7 +1730,8 @@ static int rs_ib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask
 	a->qkey = attr->qkey;
 	a->rq_psn = attr->rq_psn;
 	a->sq_psn = attr->sq_psn;
-	a->dest_qp_num = attr->dest_qp_num;
+	/* 24 bits on the wire; rxe and mlx5 take the rest and drop it. */
+	a->dest_qp_num = attr->dest_qp_num & 0xffffff;
 	a->access_flags = rs_access_from_ib(attr->qp_access_flags);
 	a->pkey_index = attr->pkey_index;
 	/*
@@ -2385,7 +2386,8 @@ mismatch:
 #define RS_IB_ACCESS_SUPPORTED	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
 				 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC | \
 				 IB_ACCESS_MW_BIND | IB_ACCESS_FLUSH_GLOBAL | \
-				 IB_ACCESS_OPTIONAL | IB_ACCESS_ON_DEMAND)
+				 IB_ACCESS_OPTIONAL | IB_ACCESS_ON_DEMAND | \
+				 IB_ACCESS_HUGETLB)
 
 /* Indirect and pattern keys (RS_CAP_INDIRECT_MKEY, RS_CAP_PATTERN_MKEY). */
 #define RS_IB_MKEY_ACCESS	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
