@@ -571,7 +571,7 @@ static void test_rereg_posted_recv(void *obj, void *data,
     struct rs_sge ss, rs;
     struct rs_cqe cqe;
     LoopQp q[2];
-    uint32_t key, srq, srq_pi = 0;
+    uint32_t key, key2, srq, srq_pi = 0;
 
     pair_setup(&pr, obj, data, alloc);
     key = eng_mr(b->d, b->pd, 0, b->buf, 2 * PAGE, STD_ACCESS);
@@ -642,6 +642,29 @@ static void test_rereg_posted_recv(void *obj, void *data,
     g_assert_cmphex(pr.op[1][0], ==, OP_ACK);
     g_assert_cmphex(pr.syn[1][0], ==, AETH_NAK_REM_OP);
     g_assert_cmphex(pr.psn[1][0], ==, pair_psn[0]);
+    peer_check(b);
+
+    /*
+     * Where the driver registers anew (an ODP MR, a device without
+     * REREG_MR) the receive names a key deregistered since: the same.
+     */
+    key2 = eng_mr(b->d, b->pd, 0, b->buf, 2 * PAGE, STD_ACCESS);
+    rr_connect(&pr, q, b->pd);
+    rs = (struct rs_sge){ .addr = b->buf + 0x100, .length = 256,
+                          .lkey = key2 };
+    eng_post_recv(b->d, &q[1], 0xb4, &rs, 1);
+    eng_mr(b->d, b->pd, 0, b->buf + 4 * PAGE, 2 * PAGE, STD_ACCESS);
+    RS_ASSERT_OK(qrs_destroy(b->d, RS_CMD_DEREG_MR, key2));
+    pair_log_reset(&pr);
+    ss = peer_sge(a, 0x200, 64);
+    pair_post(&pr, 0, &q[0], RS_WR_SEND, 0xa6, &ss, 1, 0, 0, 0);
+    pair_post(&pr, 0, &q[0], RS_WR_SEND, 0xa7, &ss, 1, 0, 0, 0);
+    pair_expect_cqe(&pr, 0, 0xa6, RS_WC_REM_OP_ERR, RS_WR_SEND, q[0].qpn, 0);
+    pair_poll(&pr, 0, &cqe);
+    assert_cqe(&cqe, 0xa7, RS_WC_WR_FLUSH_ERR, RS_WR_SEND, q[0].qpn);
+    pair_poll(&pr, 1, &cqe);
+    assert_cqe(&cqe, 0xb4, RS_WC_LOC_PROT_ERR, RS_WR_RECV, q[1].qpn);
+    g_assert_cmphex(pr.syn[1][0], ==, AETH_NAK_REM_OP);
     peer_check(b);
 
     RS_ASSERT_OK(qrs_destroy(b->d, RS_CMD_DEREG_MR, key));
