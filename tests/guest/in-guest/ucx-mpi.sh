@@ -30,7 +30,7 @@ else
     peer_env=''
     [ "${UC_PEER_SOFT:-0}" = 1 ] && peer_env='env UCX_UD_ETH_DGID_CHECK=n'
     uc_barrier "$uc_n" 120
-    t0=$(date +%s.%N)
+    t0=$(uc_now)
     # shellcheck disable=SC2086
     HWLOC_PLUGINS_VERBOSE=1 PMIX_MCA_mca_base_component_show_load_errors=1 \
     timeout 240 mpirun --mca plm_rsh_agent rs-rsh \
@@ -40,7 +40,7 @@ else
         -np 1 --host vm1 -x UCX_LOG_LEVEL=info -x HWLOC_PLUGINS_VERBOSE rs-mpi-check : \
         -np 1 --host vm2 -x UCX_LOG_LEVEL=info -x HWLOC_PLUGINS_VERBOSE $peer_env rs-mpi-check > $out 2>&1
     rc=$?
-    secs=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+    secs=$(awk -v a="$t0" -v b="$(uc_now)" 'BEGIN { printf "%.1f", b - a }')
     uc_barrier $((uc_n + 500)) 60
     # the log without the hwloc plugin lines, the CHECK lines renamed
     grep -v '^hwloc: ' $out | sed "s|^CHECK mpi-|CHECK $UC_PAIRING/mpi-|"
