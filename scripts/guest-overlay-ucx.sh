@@ -75,10 +75,13 @@ dev_pkgs="libopenmpi-dev"
 # pick_version PKG: the newest version in bookworm (-updates, -security),
 # else bookworm-backports, never trixie (as guest-image.sh picks them: the
 # guest's glibc is bookworm's).
+# $madison: apt-cache madison of all the packages, asked once below
+# (about 2 s a call).
+madison=''
 pick_version()
 {
     local m v re
-    m=$(apt-cache madison "$1" 2>/dev/null) || return 0
+    m=$madison
     for re in ' bookworm(-updates|-security)?/' ' bookworm-backports/'; do
         v=$(printf '%s\n' "$m" | awk -F' *[|] *' -v re="$re" -v p="$1" '
             { sub(/^ */, "", $1) } $1 == p && $3 ~ re && $3 ~ / (amd64|all) Packages$/ {print $2}' | {
@@ -122,6 +125,7 @@ fi
 if [ -z "${deb[libucx0]:-}" ] || [ -z "${deb[libopenmpi-dev]:-}" ]; then
     deb=()
     apt_priv_setup || die "apt-get update with the private sources failed"
+    madison=$(apt-cache madison $pkgs $dev_pkgs 2>/dev/null) || true
     for p in $pkgs $dev_pkgs; do
         deb[$p]=$(fetch "$p")
     done
@@ -172,6 +176,15 @@ done
 (cd "$work/base" && gzip -dc "$base" | "$bb" cpio -i -d -m 2>/dev/null) ||
     die "cannot unpack the libraries of $base"
 
+# A file the base image has stays the base's (rdma-core's libraries from
+# its staging tree, for one): the overlay's copy would replace it.
+gzip -dc "$base" | "$bb" cpio -t 2>/dev/null | sed 's@^\./@@' | LC_ALL=C sort > "$work/base.list"
+(cd "$root" && find . ! -type d | sed 's@^\./@@' | LC_ALL=C sort) > "$work/ov.list"
+LC_ALL=C comm -12 "$work/base.list" "$work/ov.list" > "$work/both.list"
+if [ -s "$work/both.list" ]; then
+    log "left to the base image: $(tr '\n' ' ' < "$work/both.list")"
+    (cd "$root" && xargs -r rm -f < "$work/both.list")
+fi
 rm -rf "$root"/usr/share/doc "$root"/usr/share/man "$root"/usr/share/lintian \
     "$root"/usr/share/bug "$root"/usr/include
 find "$root" \( -name '*.a' -o -name '*.la' -o -path '*/pkgconfig/*' \) -delete
