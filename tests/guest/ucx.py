@@ -130,7 +130,7 @@ def main(argv) -> int:
                                     "ucx-perf.sh", "ucx-mpi.sh") + \
             "\nuc_end\n"
         vms = os.path.join(s.dir, "vms-" + pairing)
-        r = s.launch(pairing, ["-q", "--no-build", "--timeout", "400"] +
+        r = s.launch(pairing, ["-q", "--no-build", "--timeout", "300"] +
                      PAIRINGS[pairing] + ["--cmd", script], vms)
         sys.stderr.write("".join(ln + "\n" for ln in r.lines))
         sys.stderr.flush()

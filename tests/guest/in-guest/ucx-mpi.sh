@@ -33,7 +33,7 @@ else
     t0=$(uc_now)
     # shellcheck disable=SC2086
     HWLOC_PLUGINS_VERBOSE=1 PMIX_MCA_mca_base_component_show_load_errors=1 \
-    timeout 240 mpirun --mca plm_rsh_agent rs-rsh \
+    timeout 150 mpirun --mca plm_rsh_agent rs-rsh \
         --mca pml ucx --mca osc ucx --mca btl self \
         --mca oob_tcp_if_include "${RS_IP%.*}.0/24" \
         --mca pml_base_verbose 10 --mca mca_base_component_show_load_errors 1 \
