@@ -47,11 +47,12 @@ from rstest.suite import Suite, guest_files  # noqa: E402
 
 PAIRINGS = {
     "adapter-adapter": ["-n", "2"],
-    # A stream segment: soft-RoCE's virtio-net drops bursts of frames the
-    # multicast segment delivers faster than the guest takes them (an
-    # RDMA READ's responses, a rendezvous of 1 MiB), and UCX's RC QPs
-    # retransmit after about a second (UCX_RC_TIMEOUT): minutes for the
-    # MPI job instead of seconds.
+    # A stream segment: the multicast segment loses the frames the
+    # soft-RoCE VM does not take in time, such as the 1024 responses the
+    # adapter sends at once to soft-RoCE's RDMA READ of a 1 MiB
+    # rendezvous, and soft-RoCE retries its READ after UCX's RC timeout
+    # (UCX_RC_TIMEOUT, 1 s): minutes for the MPI job instead of seconds
+    # (docs/system/devices/rdma-session.rst, "UCX and Open MPI").
     "adapter-rxe": ["-n", "2", "--soft-roce-vm", "2", "--stream"],
 }
 
