@@ -7,8 +7,13 @@ case $dev in
 rxe*) vb_pair compat rsv-compat ;;
 *) vb_pair compat rsv-compat -- adapter ;;
 esac
+# Not with a soft-RoCE peer: there ib_send_lat -e stops in most runs with
+# everything sent and acknowledged on the adapter's side and soft-RoCE's
+# program waiting for an event (between two soft-RoCE VMs it passes).
+pt_events=ib_send_lat\ ib_send_bw
+[ "$VB_PAIRING" = adapter-rxe ] && pt_events=
 for t in $(seq 1 20); do gi=$(gid_of "$RS_IP") && break; sleep 0.5; done
-for t in ib_send_lat ib_send_bw; do
+for t in $pt_events; do
     vb_step
     out=/tmp/pt.out
     a="-e -d $dev -x $gi -n 200 -p $((19000 + vb_n))"
