@@ -132,7 +132,8 @@ static void mc_expect_recvs(Pair *pr, LoopQp **q, const uint64_t *wr_id,
         assert_cqe(&cqe, wr_id[j], RS_WC_SUCCESS, RS_WR_RECV, q[j]->qpn);
         g_assert_cmpuint(cqe.byte_len, ==, GRH_SIZE + MC_DATA);
         g_assert_cmpuint(cqe.src_qp, ==, src->qpn);
-        g_assert_cmphex(cqe.wc_flags, ==, RS_WC_F_GRH | RS_WC_F_IMM);
+        g_assert_cmphex(cqe.wc_flags, ==,
+                        RS_WC_F_GRH | RS_WC_F_IPV4 | RS_WC_F_IMM);
         g_assert_cmphex(cqe.imm_or_inv, ==, imm);
     }
     pair_cq_empty(pr, 1);

@@ -274,7 +274,7 @@ static void pair_ud_drops(Pair *pr, LoopQp q[2], uint32_t ah)
     pair_poll(pr, 1, &cqe);
     assert_cqe(&cqe, 0xb1, RS_WC_SUCCESS, RS_WR_RECV, q[1].qpn);
     g_assert_cmpuint(cqe.byte_len, ==, GRH_SIZE + 1002);
-    g_assert_cmphex(cqe.wc_flags, ==, RS_WC_F_GRH);
+    g_assert_cmphex(cqe.wc_flags, ==, RS_WC_F_GRH | RS_WC_F_IPV4);
     PAIR_EXPECT_OPS(pr, 0, OP_UD_SEND_ONLY, OP_UD_SEND_ONLY,
                     OP_UD_SEND_ONLY);
     ud_expect_grh(b, 0x2000, pr->last[0]);
@@ -319,7 +319,8 @@ static void test_engine_pair_ud(void *obj, void *data,
     assert_cqe(&cqe, 0xb0, RS_WC_SUCCESS, RS_WR_RECV, q[1].qpn);
     g_assert_cmpuint(cqe.byte_len, ==, GRH_SIZE + 300);
     g_assert_cmpuint(cqe.src_qp, ==, q[0].qpn);
-    g_assert_cmphex(cqe.wc_flags, ==, RS_WC_F_GRH | RS_WC_F_IMM);
+    g_assert_cmphex(cqe.wc_flags, ==,
+                    RS_WC_F_GRH | RS_WC_F_IPV4 | RS_WC_F_IMM);
     g_assert_cmphex(cqe.imm_or_inv, ==, 0x11223344);
     PAIR_EXPECT_OPS(&pr, 0, OP_UD_SEND_ONLY_IMM);
     PAIR_EXPECT_NONE(&pr, 1);
