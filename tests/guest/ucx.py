@@ -26,7 +26,11 @@ lib.sh, ucx-common.sh, then (tests/guest/in-guest/):
 and the kernel log check.  The figures (ucx_perftest's, rs-mpi-check's
 ping-pong) are listed as TAP notes ("# ") at the end.
 
-Usage: tests/guest/ucx.py [PAIRING...]   (default: both)
+  rxe-rxe          (only when named) two soft-RoCE VMs on a stream
+                   segment, UCX_UD_ETH_DGID_CHECK=n on both: the
+                   figures to compare with
+
+Usage: tests/guest/ucx.py [PAIRING...]   (default: the first two)
 Environment: RS_BUILD; RS_NO_BUILD=1 is implied (the build comes first);
   RS_UCX_ADAPTER_ENV: UCX variables for the adapter VMs, e.g.
   "UCX_UD_ETH_DGID_CHECK=n" (debugging only: the suite's verdict is with
@@ -54,7 +58,11 @@ PAIRINGS = {
     # (UCX_RC_TIMEOUT, 1 s): minutes for the MPI job instead of seconds
     # (docs/system/devices/rdma-session.rst, "UCX and Open MPI").
     "adapter-rxe": ["-n", "2", "--soft-roce-vm", "2", "--stream"],
+    # Not run by default: the same between two soft-RoCE VMs, the figures
+    # to compare the adapter's with.
+    "rxe-rxe": ["-n", "2", "--soft-roce", "--stream"],
 }
+DEFAULT = ["adapter-adapter", "adapter-rxe"]
 
 # ucx-perf.sh's tests, in its order: (name, what it measures)
 PERF = [("uct-rc-put-bw", "bw"), ("uct-rc-get-bw", "bw"),
@@ -123,8 +131,9 @@ def main(argv) -> int:
         s.note("RS_UCX_ADAPTER_ENV=%s: the adapters do not run with UCX's "
                "defaults" % adapter_env)
     figs: List[str] = []
-    for pairing in argv or list(PAIRINGS):
-        peer_soft = "--soft-roce-vm" in PAIRINGS[pairing]
+    for pairing in argv or DEFAULT:
+        peer_soft = "--soft-roce-vm" in PAIRINGS[pairing] or \
+            "--soft-roce" in PAIRINGS[pairing]
         head = "UC_PAIRING=%s UC_PEER_SOFT=%d UC_ADAPTER_ENV=%s\n" % (
             pairing, peer_soft, shlex.quote(adapter_env))
         script = head + guest_files("lib.sh", "ucx-common.sh", "ucx-info.sh",

@@ -66,6 +66,7 @@ else
     for h in vm1 vm2; do
         d=rsess0:1
         [ $h = vm2 ] && [ "${UC_PEER_SOFT:-0}" = 1 ] && d=rxe0:1
+        [ "$UC_PAIRING" = rxe-rxe ] && d=rxe0:1
         l=$(grep "\[$h:[0-9 ]*:[0-9a-f]*\].*ep_cfg\[" $out | grep -v 'self/' | sed 's/.*ep_cfg\[[0-9]*\]: //')
         echo "$l" | grep -q "^tag(.*rc_verbs/$d" || bad="$bad $h: no tag lane over rc_verbs/$d;"
         echo "$l" | grep -q "rma(.*rc_verbs/$d" || bad="$bad $h: no rma lane over rc_verbs/$d;"

@@ -9,7 +9,7 @@
 # UCT tests (rdma dev set), and back after them; UCP tests pick their
 # devices on each side.
 
-if [ "$UC_SOFT" = 1 ]; then
+if [ "$UC_SOFT" = 1 ] && [ "$UC_PAIRING" = adapter-rxe ]; then
     rdma dev set "$dev" name rsess0 && UC_DEV=rsess0:1 ||
         echo "ucx: rdma dev set $dev name rsess0 failed"
 fi
@@ -23,7 +23,7 @@ uc_perf uct-rc-am-lat lat -t am_lat -x rc_verbs -n 1000
 # (copied; within soft-RoCE's 1024-byte path MTU)
 uc_perf uct-ud-am-lat lat -t am_lat -x ud_verbs -n 1000
 uc_perf uct-ud-am-bw bw -t am_bw -x ud_verbs -s 512 -D bcopy -n 4000
-if [ "$UC_SOFT" = 1 ]; then
+if [ "$UC_SOFT" = 1 ] && [ "$UC_PAIRING" = adapter-rxe ]; then
     rdma dev set rsess0 name "$dev" && UC_DEV=$dev:1 ||
         echo "ucx: rdma dev set rsess0 name $dev failed"
 fi
