@@ -78,3 +78,50 @@ apt_need()
         return 1
     fi
 }
+
+# guest_deb_version PKG [MADISON]: the newest version of PKG for the guest
+# images: in bookworm (with -updates and -security), else in
+# bookworm-backports; never trixie.  MADISON is apt-cache madison's output
+# to look in (default: asked now, about 2 s).  Not apt's candidate: the
+# host's dpkg status takes part in that choice, and a library the host has
+# from bookworm-backports (priority 100, like trixie) makes apt pick
+# trixie's newer one, built against a newer glibc than the guest's 2.36
+# (libudev1 257 needs GLIBC_2.38).
+guest_deb_version()
+{
+    local m=${2:-} v re
+    [ -n "$m" ] || m=$(apt-cache madison "$1" 2>/dev/null) || return 0
+    for re in ' bookworm(-updates|-security)?/' ' bookworm-backports/'; do
+        v=$(printf '%s\n' "$m" | awk -F' *[|] *' -v re="$re" -v p="$1" '
+            { sub(/^ */, "", $1) } $1 == p && $3 ~ re && $3 ~ / (amd64|all) Packages$/ {print $2}' | {
+                best=''
+                while read -r x; do
+                    if [ -z "$best" ] || dpkg --compare-versions "$x" gt "$best"; then best=$x; fi
+                done
+                echo "$best"; })
+        [ -z "$v" ] || { echo "$v"; return 0; }
+    done
+}
+
+# guest_deb_fetch PKG DIR [MADISON]: the .deb of guest_deb_version's
+# version of PKG in DIR, downloaded if missing; prints its path, or an
+# error on stderr and status 1.
+guest_deb_fetch()
+{
+    local pkg=$1 dir=$2 ver f
+    ver=$(guest_deb_version "$pkg" "${3:-}")
+    if [ -z "$ver" ]; then
+        echo "error: package $pkg is not known to the private apt sources in bookworm or bookworm-backports" >&2
+        return 1
+    fi
+    f=$(ls -1 "$dir/${pkg}_"*"${ver#*:}_"*.deb 2>/dev/null | head -n 1 || true)
+    if [ -z "$f" ]; then
+        echo "downloading $pkg $ver" >&2
+        (cd "$dir" && apt_priv download -q "$pkg=$ver" >&2) || {
+            echo "error: could not download $pkg=$ver from the Debian mirror" >&2
+            return 1; }
+        f=$(ls -1 "$dir/${pkg}_"*"${ver#*:}_"*.deb 2>/dev/null | head -n 1 || true)
+        [ -n "$f" ] || { echo "error: apt-get download $pkg=$ver left no .deb in $dir" >&2; return 1; }
+    fi
+    echo "$f"
+}

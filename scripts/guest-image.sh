@@ -123,45 +123,8 @@ kernel_pkg()
         sed -n 's/^Depends: *\(linux-image-[^ ,]*\).*/\1/p' | head -n 1
 }
 
-# pick_version PKG: the newest version of PKG in bookworm (with -updates and
-# -security), else in bookworm-backports; never trixie.  Not apt's candidate:
-# the host's dpkg status takes part in that choice, and a library the host
-# has from bookworm-backports (priority 100, like trixie) makes apt pick
-# trixie's newer one, built against a newer glibc than the guest's 2.36
-# (libudev1 257 needs GLIBC_2.38).
-pick_version()
-{
-    local m v re
-    m=$(apt-cache madison "$1" 2>/dev/null) || return 0
-    for re in ' bookworm(-updates|-security)?/' ' bookworm-backports/'; do
-        v=$(printf '%s\n' "$m" | awk -F' *[|] *' -v re="$re" -v p="$1" '
-            { sub(/^ */, "", $1) } $1 == p && $3 ~ re && $3 ~ / (amd64|all) Packages$/ {print $2}' | {
-                best=''
-                while read -r x; do
-                    if [ -z "$best" ] || dpkg --compare-versions "$x" gt "$best"; then best=$x; fi
-                done
-                echo "$best"; })
-        [ -z "$v" ] || { echo "$v"; return 0; }
-    done
-}
-
-# fetch PKG: download that version of PKG into $debs unless it is
-# already there; prints the .deb path.
-fetch()
-{
-    local pkg=$1 ver f
-    ver=$(pick_version "$pkg")
-    [ -n "$ver" ] || die "package $pkg is not known to the private apt sources in bookworm or bookworm-backports"
-    f=$(ls -1 "$debs/${pkg}_"*"${ver#*:}_"*.deb 2>/dev/null | head -n 1 || true)
-    if [ -z "$f" ]; then
-        log "downloading $pkg $ver"
-        (cd "$debs" && apt_priv download -q "$pkg=$ver" >&2) ||
-            die "could not download $pkg=$ver from the Debian mirror"
-        f=$(ls -1 "$debs/${pkg}_"*"${ver#*:}_"*.deb 2>/dev/null | head -n 1 || true)
-        [ -n "$f" ] || die "apt-get download $pkg=$ver left no .deb in $debs"
-    fi
-    echo "$f"
-}
+# fetch PKG: the .deb (scripts/apt-private.sh, guest_deb_fetch).
+fetch() { guest_deb_fetch "$1" "$debs" || die "cannot fetch $1"; }
 
 # Debian packages of the guest userspace.  rdma-core's come from here only
 # when there is no rdma-core staging tree; perftest links against

@@ -72,44 +72,12 @@ pkgs="ucx-utils libucx0 openmpi-bin libopenmpi3 openmpi-common
     libnuma1 libmunge2 libatomic1 libgomp1 libstdc++6"
 dev_pkgs="libopenmpi-dev"
 
-# pick_version PKG: the newest version in bookworm (-updates, -security),
-# else bookworm-backports, never trixie (as guest-image.sh picks them: the
-# guest's glibc is bookworm's).
+# fetch PKG: the .deb (scripts/apt-private.sh, guest_deb_fetch, as
+# guest-image.sh picks them: the guest's glibc is bookworm's).
 # $madison: apt-cache madison of all the packages, asked once below
 # (about 2 s a call).
 madison=''
-pick_version()
-{
-    local m v re
-    m=$madison
-    for re in ' bookworm(-updates|-security)?/' ' bookworm-backports/'; do
-        v=$(printf '%s\n' "$m" | awk -F' *[|] *' -v re="$re" -v p="$1" '
-            { sub(/^ */, "", $1) } $1 == p && $3 ~ re && $3 ~ / (amd64|all) Packages$/ {print $2}' | {
-                best=''
-                while read -r x; do
-                    if [ -z "$best" ] || dpkg --compare-versions "$x" gt "$best"; then best=$x; fi
-                done
-                echo "$best"; })
-        [ -z "$v" ] || { echo "$v"; return 0; }
-    done
-}
-
-# fetch PKG: that version's .deb in $debs (downloaded if missing).
-fetch()
-{
-    local pkg=$1 ver f
-    ver=$(pick_version "$pkg")
-    [ -n "$ver" ] || die "package $pkg is not known to the private apt sources in bookworm or bookworm-backports"
-    f=$(ls -1 "$debs/${pkg}_"*"${ver#*:}_"*.deb 2>/dev/null | head -n 1 || true)
-    if [ -z "$f" ]; then
-        log "downloading $pkg $ver"
-        (cd "$debs" && apt_priv download -q "$pkg=$ver" >&2) ||
-            die "could not download $pkg=$ver from the Debian mirror"
-        f=$(ls -1 "$debs/${pkg}_"*"${ver#*:}_"*.deb 2>/dev/null | head -n 1 || true)
-        [ -n "$f" ] || die "apt-get download $pkg=$ver left no .deb in $debs"
-    fi
-    echo "$f"
-}
+fetch() { guest_deb_fetch "$1" "$debs" "$madison" || die "cannot fetch $1"; }
 
 # Versions resolved with apt-cache (seconds) are remembered until the
 # package lists are refreshed or the list above changes.

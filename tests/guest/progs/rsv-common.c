@@ -284,6 +284,7 @@ int rsv_rc_connect(struct rsv_dev *d, struct ibv_qp *qp, int access,
 }
 
 uint32_t rsv_flow_label;
+uint8_t rsv_max_rd_atomic = 1;
 
 int rsv_connect(struct rsv_dev *d, struct ibv_qp *qp, int access,
 		uint32_t my_psn, const struct rsv_peer_info *peer,
@@ -325,7 +326,7 @@ int rsv_connect(struct rsv_dev *d, struct ibv_qp *qp, int access,
 	a.timeout = 18;
 	a.retry_cnt = 7;
 	a.rnr_retry = 7;
-	a.max_rd_atomic = 1;
+	a.max_rd_atomic = rsv_max_rd_atomic;
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE | rts_mask);
 }
 

@@ -80,8 +80,12 @@ bool rsv_xchg(int fd, const void *mine, void *theirs, size_t len);
 /* Both sides meet: false if the other side is gone. */
 bool rsv_sync(int fd);
 
-/* The flow label rsv_connect gives the path (0 unless a program sets it). */
+/*
+ * The flow label rsv_connect gives the path (0) and the max_rd_atomic it
+ * asks for at RTS (1), unless a program sets them.
+ */
 extern uint32_t rsv_flow_label;
+extern uint8_t rsv_max_rd_atomic;
 
 /* An RC QP on cq (send and receive), with srq if not NULL. */
 struct ibv_qp *rsv_rc_qp(struct rsv_dev *d, struct ibv_cq *cq,

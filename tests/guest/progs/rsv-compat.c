@@ -92,43 +92,6 @@ static struct ibv_qp *ud_qp(struct rsv_dev *d, struct ibv_cq *scq,
 	return qp;
 }
 
-/* RESET to RTS towards the peer's QP with max_rd_atomic 128. */
-static int rd_atomic_128(struct rsv_dev *d, struct ibv_qp *qp,
-			 const struct rsv_peer_info *peer)
-{
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT, .port_num = 1,
-	};
-
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-		return errno;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = d->port_attr.active_mtu;
-	a.dest_qp_num = peer->qpn;
-	a.rq_psn = peer->psn;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = peer->gid;
-	a.ah_attr.grh.sgid_index = d->gid_index;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		return errno;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 18;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 128;
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | RSV_RTS_REQUESTER) ?
-	       errno : 0;
-}
-
 /* The attribute checks of the header, on objects of their own. */
 static void attrs(const struct rsv_opts *o, struct rsv_dev *d,
 		  struct ibv_cq *cq, const struct rsv_peer_info *peer)
@@ -149,7 +112,9 @@ static void attrs(const struct rsv_opts *o, struct rsv_dev *d,
 	rsv_check(o, "attr-inline-room", ia.cap.max_inline_data >= 64,
 		  "max_inline_data 0 asked, %u granted (4 SGEs: 64 bytes)",
 		  ia.cap.max_inline_data);
-	err = rd_atomic_128(d, qp, peer);
+	rsv_max_rd_atomic = 128;
+	err = rsv_rc_connect(d, qp, 0, 0, peer);
+	rsv_max_rd_atomic = 1;
 	rsv_check(o, "attr-rd-atomic", !err, "RTS with max_rd_atomic 128: %s",
 		  err ? strerror(err) : "taken");
 	ibv_destroy_qp(qp);
