@@ -69,7 +69,8 @@ debootstrap --variant=minbase --include="$pkgs" --cache-dir="$dir/debs" \
     bookworm "$root" "$mirror" > "$work/debootstrap.log" 2>&1 ||
     { tail -n 20 "$work/debootstrap.log" >&2; die "debootstrap failed"; }
 
-# The kernel from bookworm-backports, with the initramfs Debian makes.
+# The kernel from bookworm-backports, with the initramfs Debian makes, and
+# its headers with DKMS for the driver's package (scripts/build-dkms-deb.sh).
 echo "deb $mirror bookworm-backports main" > "$root/etc/apt/sources.list.d/backports.list"
 for m in proc sys dev; do
     case $m in
@@ -81,7 +82,7 @@ for m in proc sys dev; do
 done
 log "installing bookworm-backports' kernel"
 chroot "$root" env DEBIAN_FRONTEND=noninteractive sh -c \
-    'apt-get -q update && apt-get -q -y --no-install-recommends -t bookworm-backports install linux-image-amd64 initramfs-tools && apt-get clean' \
+    'apt-get -q update && apt-get -q -y --no-install-recommends -t bookworm-backports install linux-image-amd64 linux-headers-amd64 initramfs-tools && apt-get -q -y --no-install-recommends install dkms gcc make libc6-dev && apt-get clean' \
     > "$work/kernel.log" 2>&1 || { tail -n 20 "$work/kernel.log" >&2; die "the kernel did not install"; }
 for m in "${mounted[@]}"; do umount "$m"; done
 mounted=()

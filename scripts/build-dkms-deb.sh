@@ -1,0 +1,101 @@
+#!/bin/bash
+# Build the guest driver as a Debian DKMS package, rdma-session-dkms: the
+# module's sources and the ABI header under /usr/src/rdma-session-VERSION
+# with a dkms.conf, so that DKMS builds and installs rdma_session.ko in the
+# guest against the guest's own kernel headers (and again for each new
+# kernel).  The version is 1.ABI-MINOR+git<commit date>.<hash>, newer with
+# every commit.  A start on the distribution guest's packages: the
+# provider's package comes next.
+#
+# Usage: scripts/build-dkms-deb.sh [OUTDIR]   (default $RS_BUILD/debs)
+# Prints the path of the .deb on stdout.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+: "${RS_BUILD:=$top/build}"
+out=${1:-$RS_BUILD/debs}
+log() { printf '[dkms-deb] %s\n' "$*" >&2; }
+die() { printf '[dkms-deb] error: %s\n' "$*" >&2; exit 1; }
+command -v dpkg-deb >/dev/null || die "dpkg-deb not found (this script needs Debian)"
+
+abi=$(sed -n 's/^#define RS_ABI_VERSION_MINOR *\([0-9]*\).*/\1/p' \
+    "$top/include/hw/rdma-session/rdma-session-abi.h")
+[ -n "$abi" ] || die "no RS_ABI_VERSION_MINOR in the ABI header"
+rev=$(git -C "$top" log -1 --format='%cd.%h' --date=format:%Y%m%d%H%M%S 2>/dev/null || echo 0)
+ver="1.$abi+git$rev"
+name=rdma-session
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+src="$work/pkg/usr/src/$name-$ver"
+mkdir -p "$src/include/hw/rdma-session" "$work/pkg/DEBIAN"
+cp "$top"/guest-driver/kernel/*.c "$top"/guest-driver/kernel/*.h \
+   "$top/guest-driver/kernel/Kbuild" "$src/"
+cp "$top"/include/hw/rdma-session/*.h "$src/include/hw/rdma-session/"
+# The module's Makefile names the tree's include/ relative to itself:
+# here the copy next to the sources.
+cat > "$src/Makefile" <<'EOF'
+# SPDX-License-Identifier: GPL-2.0-only
+KVER ?= $(shell uname -r)
+KDIR ?= /lib/modules/$(KVER)/build
+
+all: modules
+
+modules clean:
+	$(MAKE) -C $(KDIR) M=$(CURDIR) RS_ABI_INCLUDE=$(CURDIR)/include $@
+
+.PHONY: all modules clean
+EOF
+cat > "$src/dkms.conf" <<EOF
+PACKAGE_NAME="$name"
+PACKAGE_VERSION="$ver"
+MAKE[0]="make KVER=\$kernelver"
+CLEAN="make clean"
+BUILT_MODULE_NAME[0]="rdma_session"
+DEST_MODULE_LOCATION[0]="/updates/dkms"
+AUTOINSTALL="yes"
+EOF
+
+size=$(du -sk "$work/pkg/usr" | cut -f1)
+cat > "$work/pkg/DEBIAN/control" <<EOF
+Package: $name-dkms
+Version: $ver
+Architecture: all
+Maintainer: rdma-session developers <rdma-session@localhost>
+Depends: dkms (>= 3.0)
+Recommends: rdma-core, ibverbs-providers
+Section: kernel
+Priority: optional
+Installed-Size: $size
+Description: rdma-session RDMA adapter driver (DKMS)
+ The Linux driver of QEMU's rdma-session device, an emulated RoCEv2 RDMA
+ NIC: rdma_session.ko, built by DKMS for each installed kernel.  udev
+ loads it for the device's PCI ID.
+EOF
+# As dh_dkms's maintainer scripts do.
+cat > "$work/pkg/DEBIAN/postinst" <<EOF
+#!/bin/sh
+set -e
+if [ "\$1" = configure ]; then
+    dkms add -m $name -v $ver > /dev/null 2>&1 || true
+    for k in /lib/modules/*/build; do
+        [ -e "\$k" ] || continue
+        kv=\$(basename "\$(dirname "\$k")")
+        dkms build -m $name -v $ver -k "\$kv" && dkms install -m $name -v $ver -k "\$kv" --force
+    done
+fi
+exit 0
+EOF
+cat > "$work/pkg/DEBIAN/prerm" <<EOF
+#!/bin/sh
+set -e
+dkms remove -m $name -v $ver --all > /dev/null 2>&1 || true
+exit 0
+EOF
+chmod 755 "$work/pkg/DEBIAN/postinst" "$work/pkg/DEBIAN/prerm"
+mkdir -p "$out"
+deb="$out/${name}-dkms_${ver}_all.deb"
+dpkg-deb --root-owner-group -Zxz --build "$work/pkg" "$deb" > /dev/null ||
+    die "dpkg-deb --build failed"
+log "built $deb"
+echo "$deb"
