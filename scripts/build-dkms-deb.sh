@@ -4,11 +4,11 @@
 # with a dkms.conf, so that DKMS builds and installs rdma_session.ko in the
 # guest against the guest's own kernel headers (and again for each new
 # kernel).  The version is 1.ABI-MINOR+git<commit date>.<hash>, newer with
-# every commit.  A start on the distribution guest's packages: the
-# provider's package comes next.
+# every commit.  Then the provider as rdma-session-provider (below).  A
+# start on the distribution guest's packages.
 #
 # Usage: scripts/build-dkms-deb.sh [OUTDIR]   (default $RS_BUILD/debs)
-# Prints the path of the .deb on stdout.
+# Prints the paths of the two .debs on stdout.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -99,3 +99,42 @@ dpkg-deb --root-owner-group -Zxz --build "$work/pkg" "$deb" > /dev/null ||
     die "dpkg-deb --build failed"
 log "built $deb"
 echo "$deb"
+
+# The provider: a libibverbs plugin that drops into the distribution's
+# own rdma-core.  Plugins are bound to libibverbs' private ABI, not to its
+# release: the one scripts/build-rdma-core.sh builds (rdma-core 56) is
+# librsession-rdmav34.so, and bookworm's libibverbs1 44 has the same
+# private ABI 34 with every IBVERBS_PRIVATE_34 symbol it uses, so one
+# package serves both without rebuilding the distribution's rdma-core.
+stage=${RS_RDMA_CORE_STAGE:-$RS_BUILD/rdma-core-stage}
+lib=usr/lib/x86_64-linux-gnu
+real=$(readlink "$stage/$lib/librsession.so.1" 2>/dev/null || true)
+[ -n "$real" ] && [ -f "$stage/$lib/$real" ] ||
+    die "no librsession.so.1 in $stage (scripts/build-rdma-core.sh)"
+pabi=$(ls "$stage/$lib/libibverbs" | sed -n 's/^librsession-rdmav\([0-9]*\)\.so$/\1/p')
+[ -n "$pabi" ] || die "no librsession-rdmav*.so in $stage/$lib/libibverbs"
+p="$work/prov"
+mkdir -p "$p/DEBIAN" "$p/$lib/libibverbs" "$p/etc/libibverbs.d"
+cp "$stage/$lib/$real" "$p/$lib/"
+ln -s "$real" "$p/$lib/librsession.so.1"
+ln -s "../$real" "$p/$lib/libibverbs/librsession-rdmav$pabi.so"
+cp "$stage/etc/libibverbs.d/rsession.driver" "$p/etc/libibverbs.d/"
+{
+    echo "Package: $name-provider"
+    echo "Version: $ver"
+    echo "Architecture: amd64"
+    echo "Maintainer: rdma-session developers <rdma-session@localhost>"
+    echo "Depends: libibverbs1 (>= 44), libc6 (>= 2.34)"
+    echo "Section: libs"
+    echo "Priority: optional"
+    echo "Installed-Size: $(du -sk "$p/usr" | cut -f1)"
+    echo "Description: rdma-session RDMA adapter: libibverbs provider"
+    echo " The rdma-core provider of QEMU's rdma-session device (an emulated"
+    echo " RoCEv2 RDMA NIC) for the distribution's libibverbs (private ABI"
+    echo " $pabi), and the direct verbs library librsession.so.1."
+} > "$p/DEBIAN/control"
+deb2="$out/${name}-provider_${ver}_amd64.deb"
+dpkg-deb --root-owner-group -Zxz --build "$p" "$deb2" > /dev/null ||
+    die "dpkg-deb --build failed (provider)"
+log "built $deb2"
+echo "$deb2"
