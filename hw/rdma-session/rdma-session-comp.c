@@ -21,6 +21,7 @@
 #include "qemu/osdep.h"
 #include "qemu/log.h"
 #include "qemu/timer.h"
+#include "migration/vmstate.h"
 #include "rdma-session-core.h"
 #include "rdma-session-wire.h"
 #include "trace.h"
@@ -62,6 +63,23 @@ void rs_comp_cause_clear(RSCore *c, uint32_t idx)
         clear_bit(idx, rs_comp_map(c, cq->vector));
     }
 }
+
+static bool rs_cq_event_needed(void *opaque)
+{
+    return ((RSCq *)opaque)->ev_pending;
+}
+
+/* A notification the driver has not read from RS_COMP_CAUSE yet. */
+const VMStateDescription vmstate_rs_cq_event = {
+    .name = "rdma-session/cq/event",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rs_cq_event_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(ev_pending, RSCq),
+        VMSTATE_END_OF_LIST()
+    },
+};
 
 /* After an incoming migration: the maps from the CQs' flags. */
 bool rs_comp_cause_load(RSCore *c)

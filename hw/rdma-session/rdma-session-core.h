@@ -1074,6 +1074,7 @@ void rs_cq_post(RSCore *c, uint32_t cq, struct rs_cqe *cqe, bool solicited);
 uint32_t rs_comp_cause_read(RSCore *c, uint32_t vector);
 void rs_comp_cause_clear(RSCore *c, uint32_t cq);
 bool rs_comp_cause_load(RSCore *c);
+extern const VMStateDescription vmstate_rs_cq_event;
 void rs_send_cqe(RSCore *c, uint32_t qpn, const struct rs_send_wqe_ctrl *w,
                  uint8_t status, uint32_t byte_len);
 void rs_qp_to_err(RSCore *c, uint32_t qpn);

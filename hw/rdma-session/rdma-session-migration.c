@@ -40,23 +40,6 @@ static const VMStateDescription vmstate_rs_pd = {
     },
 };
 
-static bool rs_cq_event_needed(void *opaque)
-{
-    return ((RSCq *)opaque)->ev_pending;
-}
-
-/* A notification the driver has not read from RS_COMP_CAUSE yet. */
-static const VMStateDescription vmstate_rs_cq_event = {
-    .name = "rdma-session/cq/event",
-    .version_id = 1,
-    .minimum_version_id = 1,
-    .needed = rs_cq_event_needed,
-    .fields = (const VMStateField[]) {
-        VMSTATE_BOOL(ev_pending, RSCq),
-        VMSTATE_END_OF_LIST()
-    },
-};
-
 static const VMStateDescription vmstate_rs_cq = {
     .name = "rdma-session/cq",
     .version_id = 1,

@@ -7,9 +7,25 @@
 #        program that exits without its CHECK lines fails as "no result"
 #   vb_step                         the next step number (ports, barriers)
 #   vb_vm1                          VM 1's address
+#   vb_client OUT SECONDS CMD...    a client program, retried while its
+#        server does not listen yet
 vb_n=0
 vb_step() { vb_n=$((vb_n + 1)); }
 vb_vm1() { echo "${RS_IP%.*}.1"; }
+# vb_client OUT SECONDS CMD...: a client CMD (timeout SECONDS, output in
+# OUT), again every second for up to 60 s while it cannot connect (its
+# server not listening yet); its exit status.
+vb_client()
+{
+    local out=$1 t=$2 end=$(( $(date +%s) + 60 )) rc
+    shift 2
+    while :; do
+        sleep 1
+        timeout "$t" "$@" > "$out" 2>&1
+        rc=$?
+        grep -q "Couldn't connect" "$out" && [ "$(date +%s)" -lt $end ] || return $rc
+    done
+}
 vb_pair()
 {
     local feat=$1 prog=$2 rc

@@ -29,7 +29,7 @@ vb_pair odp rsv-odp
 # odp_pingpong NAME ADAPTER_FLAGS: ibv_rc_pingpong -c, VM 1 serving.
 odp_pingpong()
 {
-    local out=/tmp/odp-pp.out rc f= ok=fail end
+    local out=/tmp/odp-pp.out rc f= ok=fail
     vb_step
     [ $odp_self = 1 ] && f=$2
     rs_barrier $((500 + vb_n)) 150
@@ -37,13 +37,8 @@ odp_pingpong()
         timeout 120 ibv_rc_pingpong -d "$dev" -g "$gi" -p $((19000 + vb_n)) -n 100 -s 4096 -c $f > $out 2>&1
         rc=$?
     else
-        end=$(( $(date +%s) + 60 ))
-        while :; do
-            sleep 1
-            timeout 120 ibv_rc_pingpong -d "$dev" -g "$gi" -p $((19000 + vb_n)) -n 100 -s 4096 -c $f "$(vb_vm1)" > $out 2>&1
-            rc=$?
-            grep -q "Couldn't connect" $out && [ "$(date +%s)" -lt $end ] || break
-        done
+        vb_client $out 120 ibv_rc_pingpong -d "$dev" -g "$gi" -p $((19000 + vb_n)) -n 100 -s 4096 -c $f "$(vb_vm1)"
+        rc=$?
     fi
     cat $out
     [ $rc = 0 ] && grep -q 'iters in' $out && ! grep -qi "couldn't prefetch" $out && ok=ok
@@ -57,7 +52,7 @@ odp_pingpong rc-pingpong-iodp "-O -P"
 # client's, and the server's of a WRITE or SEND test) is the check's.
 odp_perf()
 {
-    local name=$1 prog=$2 srv=$3 use=$4 out=/tmp/odp-perf.out rc a f= end why= r role
+    local name=$1 prog=$2 srv=$3 use=$4 out=/tmp/odp-perf.out rc a f= why= r role
     shift 4
     vb_step
     [ $odp_self = 1 ] && [ "$use" = 1 ] && f=--odp
@@ -69,13 +64,8 @@ odp_perf()
         rc=$?
     else
         role=client
-        end=$(( $(date +%s) + 60 ))
-        while :; do
-            sleep 1
-            timeout 150 $prog $a "$RS_PEER" > $out 2>&1
-            rc=$?
-            grep -q "Couldn't connect" $out && [ "$(date +%s)" -lt $end ] || break
-        done
+        vb_client $out 150 $prog $a "$RS_PEER"
+        rc=$?
     fi
     r=$(grep -E '^ *[0-9]+ +[0-9]+ +([0-9]|inf|-?nan)' $out | head -n 1 | tr -s ' ')
     if [ $rc != 0 ]; then why="exit status $rc"
