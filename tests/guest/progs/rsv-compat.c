@@ -192,14 +192,14 @@ int main(int argc, char **argv)
 	struct ibv_wc wc;
 	struct rsv_opts o;
 	struct rsv_dev d;
-	bool net_type = false;
+	bool adapter = false;
 	uint8_t *buf, *ubuf;
 	long bad;
 	int fd, err, st, i;
 
 	rsv_parse(&o, argc, argv);
 	for (i = 0; i < o.argc; i++)
-		net_type |= !strcmp(o.argv[i], "adapter");
+		adapter |= !strcmp(o.argv[i], "adapter");
 	rsv_open(&o, &d);
 	fd = rsv_oob(&o);
 	buf = aligned_alloc(4096, 2 * LEN);
@@ -242,7 +242,7 @@ int main(int argc, char **argv)
 	rsv_flow_label = 0;
 	rsv_check(&o, "flow-label-rc", !err, "RTR with flow label 0x%x: %s",
 		  FLOW, err ? strerror(err) : "taken");
-	if (net_type && !err)
+	if (adapter && !err)
 		mw_flush(&o, &d, qp, scq, buf);
 
 	/* UD: an AH with that flow label, one datagram each way. */
@@ -302,7 +302,7 @@ int main(int argc, char **argv)
 			  "bytes 20-39: version/IHL 0x%02x protocol %u from %u.%u.%u.%u to %u.%u.%u.%u",
 			  ip[0], ip[9], ip[12], ip[13], ip[14], ip[15],
 			  ip[16], ip[17], ip[18], ip[19]);
-		if (net_type)
+		if (adapter)
 			rsv_check(&o, "ud-net-type", (wc.sl & 7) == 2,
 				  "wc.sl 0x%x (2 in bits 0-2: IPv4)", wc.sl);
 	} else {
