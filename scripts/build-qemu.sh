@@ -168,6 +168,9 @@ cfg=(--target-list=x86_64-softmmu --python=/usr/bin/python3
      --enable-slirp --enable-tcg --enable-kvm --enable-fdt=system
      --disable-docs --disable-install-blobs --disable-werror
      --enable-trace-backends=log)
+# virtio-9p (launch-vms.sh --share: a host directory in every guest); not
+# in the fuzzing build, whose guests have nothing to share.
+[ $fuzz = 1 ] || cfg+=(--enable-attr --enable-virtfs)
 # Clang's libFuzzer instruments hw/ and net/ only (QEMU's
 # instrumentation-filter); ASan and UBSan cover everything.
 [ $fuzz = 0 ] || cfg+=(--cc=clang --cxx=clang++ --enable-fuzzing

@@ -66,7 +66,17 @@ Usage: scripts/launch-vms.sh [options] [-- extra QEMU arguments for every VM]
   --shell I          interactive shell on VM I's console (the others boot
                      and run --cmd if one was given); exit powers it off
   --device DEV       the adapter's -device name (default rdma-session)
-  --mem MB           guest memory (default 512)
+  --mem MB           guest memory (default 512; 1536 with --distro)
+  --distro           the Debian guest instead of the initramfs guest
+                     (scripts/distro-image.sh: bookworm with the 6.12
+                     kernel, systemd, the RDMA stacks; the adapter's
+                     driver and provider installed as packages, DKMS
+                     building the module in the guest, rstest/distro.py),
+                     its disk a snapshot per VM; 2 vCPUs each
+  --smp N            vCPUs per VM (default 1; 2 with --distro)
+  --share DIR        with --distro: the host directory DIR in every guest
+                     at /mnt/host (virtio-9p; what the guests write there
+                     is on the host afterwards), the command run there
   --migrate I@S[xN]  live-migrate VM I to a new QEMU on this host S seconds
                      after the commands start, N times (default 1), every S
                      seconds (repeatable, one VM each;
@@ -157,7 +167,12 @@ class Options:
         self.pcap: Dict[int, str] = {}
         self.shell = 0
         self.device = "rdma-session"
-        self.mem = 512
+        self.mem = 0
+        self.distro = False
+        self.smp = 0
+        self.share = ""
+        # (rstest.distro: the driver's installation boots the disk itself)
+        self.disk_writable = False
         self.build = os.environ.get("RS_NO_BUILD", "0") != "1"
         # VM -> (after, count)
         self.migrate: Dict[int, Tuple[float, int]] = {}
@@ -238,6 +253,12 @@ def parse(argv: List[str]) -> Optional[Options]:
             o.device = take()[0]
         elif opt == "--mem":
             o.mem = int(index(opt, take()[0]))
+        elif opt == "--distro":
+            o.distro = True
+        elif opt == "--smp":
+            o.smp = index(opt, take()[0])
+        elif opt == "--share":
+            o.share = os.path.abspath(take()[0])
         elif opt == "--migrate":
             migrate.append(take()[0])
         elif opt == "--migrate-hold":
@@ -260,6 +281,16 @@ def parse(argv: List[str]) -> Optional[Options]:
     n = o.n
     if not 1 <= n <= 200:
         die("-n must be 1..200")
+    o.mem = o.mem or (1536 if o.distro else 512)
+    o.smp = o.smp or (2 if o.distro else 1)
+    if o.share:
+        if not o.distro:
+            die("--share needs --distro (the initramfs guest has no 9p)")
+        if not os.path.isdir(o.share):
+            die("--share %s: no such directory" % o.share)
+    if o.distro and o.shell:
+        die("--shell: the Debian guest's console is its log; log in "
+            "with ssh from another VM")
     if o.shell > n:
         die("--shell %d: there are only %d VMs" % (o.shell, n))
     if o.dgram and n != 2:
@@ -320,17 +351,17 @@ def prepare(o: Options) -> Tuple[str, Dict[str, str]]:
             die("QEMU build failed (scripts/build-qemu.sh)")
     if not os.access(qemu, os.X_OK):
         die("%s does not exist: run scripts/build-qemu.sh" % qemu)
-    log("building the guest image (scripts/guest-image.sh)")
-    r = subprocess.run([os.path.join(TOP, "scripts", "guest-image.sh")],
-                       stdout=subprocess.PIPE,
-                       stderr=subprocess.DEVNULL if QUIET else None,
-                       text=True, check=False)
-    if r.returncode != 0:
-        die("guest image build failed (scripts/guest-image.sh)")
-    img = {}
-    for ln in r.stdout.splitlines():
-        k, _, v = ln.partition("=")
-        img[k] = (shlex.split(v) or [""])[0]
+    if o.distro:
+        # pylint: disable=import-outside-toplevel
+        from . import distro
+        log("the Debian guest (scripts/distro-image.sh, rstest/distro.py)")
+        try:
+            img = distro.image(qemu, log, QUIET)
+        except distro.DistroError as e:
+            die(str(e))
+    else:
+        log("building the guest image (scripts/guest-image.sh)")
+        img = image_script("guest-image.sh")
     devs = subprocess.run([qemu, "-device", "help"], stdout=subprocess.PIPE,
                           stderr=subprocess.DEVNULL, text=True, check=False)
     if not any(ln.startswith('name "%s"' % o.device)
@@ -340,6 +371,22 @@ def prepare(o: Options) -> Tuple[str, Dict[str, str]]:
     firmware()
     accel()         # (both checked before the run directory is made)
     return qemu, img
+
+
+def image_script(name: str) -> Dict[str, str]:
+    """What scripts/NAME prints (VAR=value lines), its progress on stderr
+    unless quiet."""
+    r = subprocess.run([os.path.join(TOP, "scripts", name)],
+                       stdout=subprocess.PIPE,
+                       stderr=subprocess.DEVNULL if QUIET else None,
+                       text=True, check=False)
+    if r.returncode != 0:
+        die("guest image build failed (scripts/%s)" % name)
+    img = {}
+    for ln in r.stdout.splitlines():
+        k, _, v = ln.partition("=")
+        img[k] = (shlex.split(v) or [""])[0]
+    return img
 
 
 def firmware() -> List[str]:
@@ -450,14 +497,19 @@ class Launch:
                 soft_roce=self.soft(i), pcap=o.pcap.get(i),
                 peer_capture=i in peers,
                 kernel_args=os.environ.get("RS_KERNEL_ARGS", ""),
-                interactive=i == o.shell, extra=o.extra)
+                interactive=i == o.shell, extra=o.extra,
+                disk=self.img.get("RS_DISK"), smp=o.smp,
+                disk_writable=o.disk_writable, share=o.share or None)
 
     def soft(self, i: int) -> bool:
         return self.o.softall or i in self.o.soft
 
     def script(self, i: int) -> str:
-        return guest_script(i, self.o.n, self.segment,
-                            self.o.vmcmd.get(i, self.o.cmd), self.soft(i))
+        cmd = self.o.vmcmd.get(i, self.o.cmd)
+        if self.o.share:
+            cmd = "cd /mnt/host || exit 1\n" + cmd
+        return guest_script(i, self.o.n, self.segment, cmd, self.soft(i),
+                            self.o.distro)
 
     def started(self) -> List[VM]:
         return [vm for i, vm in sorted(self.vms.items()) if i != self.o.shell]
@@ -637,7 +689,7 @@ class Launch:
         # Let the guests power off; QEMU must end with status 0.
         qrc: Dict[int, object] = {}
         for vm in self.started():
-            r = vm.settle(10)
+            r = vm.settle(60 if o.distro else 10)
             if r is not None:
                 qrc[vm.index] = r
         for m in self.movers.values():

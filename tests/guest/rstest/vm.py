@@ -14,6 +14,7 @@ is then the destination's.
 import base64
 import os
 import random
+import select
 import shlex
 import signal
 import threading
@@ -181,25 +182,37 @@ GUEST_HELPERS = r'''rs_barrier() {
 }'''
 
 
-def guest_script(index: int, count: int, segment: Segment, command: str,
-                 soft_roce: bool) -> str:
-    """The shell script VM index (1..count) runs: its environment, the
-    helpers, soft-RoCE's rxe0 if it has one, then command."""
+def guest_env(index: int, count: int, segment: Segment,
+              distro: bool = False) -> str:
+    """What every script VM index (1..count) runs starts with: its
+    environment and the helpers."""
     ip = segment.ip
     peers = " ".join(ip(j) for j in range(1, count + 1) if j != index)
     out = ["export RS_VM_INDEX=%d RS_VM_COUNT=%d RS_IP=%s RS_PEERS=%s "
            "RS_PEER=%s" % (index, count, ip(index), shlex.quote(peers),
-                           ip(index % count + 1)),
-           'ip() { /usr/bin/ip "$@"; }  # iproute2, not the busybox applet',
-           'tc() { /usr/bin/tc "$@"; }',
-           GUEST_HELPERS,
-           'RS_IFACE=$(ls /sys/class/net | grep -v "^lo$" | head -n 1); '
-           'export RS_IFACE']
-    if soft_roce:
-        out.append('rdma link add rxe0 type rxe netdev "$RS_IFACE" || '
-                   'echo "launch-vms: rdma link add rxe0 failed"')
-    out.append(command)
+                           ip(index % count + 1))]
+    if distro:
+        # rs_barrier's nc is busybox's (its -l -p)
+        out.append('nc() { busybox nc "$@"; }')
+    else:
+        out += ['ip() { /usr/bin/ip "$@"; }  # iproute2, not busybox\'s',
+                'tc() { /usr/bin/tc "$@"; }']
+    out += [GUEST_HELPERS,
+            'RS_IFACE=$(ls /sys/class/net | grep -v "^lo$" | head -n 1); '
+            'export RS_IFACE']
     return "\n".join(out) + "\n"
+
+
+SOFT_ROCE = ('rdma link add rxe0 type rxe netdev "$RS_IFACE" || '
+             'echo "launch-vms: rdma link add rxe0 failed"\n')
+
+
+def guest_script(index: int, count: int, segment: Segment, command: str,
+                 soft_roce: bool, distro: bool = False) -> str:
+    """The shell script VM index (1..count) runs: its environment, the
+    helpers, soft-RoCE's rxe0 if it has one, then command."""
+    return (guest_env(index, count, segment, distro) +
+            (SOFT_ROCE if soft_roce else "") + command + "\n")
 
 
 class VM:
@@ -214,7 +227,9 @@ class VM:
                  soft_roce: bool = False, pcap: Optional[str] = None,
                  peer_capture: bool = False, kernel_args: str = "",
                  interactive: bool = False,
-                 extra: Optional[List[str]] = None):
+                 extra: Optional[List[str]] = None,
+                 disk: Optional[str] = None, disk_writable: bool = False,
+                 smp: int = 1, share: Optional[str] = None):
         self.index = index
         self.name = "vm%d" % index
         self.dir = os.path.join(run, self.name)
@@ -230,6 +245,10 @@ class VM:
             os.path.join(self.dir, "qmp.sock")
             if len(self.dir) <= MAX_SOCK_DIR else None)
         self.machine: Optional[QEMUMachine] = None
+        # the control port's answers to "run" (the Debian guest)
+        self.seq = 0
+        self.ctl_buf = b""
+        self.ctl_fd: Optional[int] = None
         # a migration's destination until it is the VM (teardown kills it)
         self.incoming: Optional[QEMUMachine] = None
         # sources a migration left (they quit; wait() reaps them)
@@ -261,6 +280,18 @@ class VM:
             # VM saw while its peer moved
             net += ["-object", "filter-dump,id=dumpmig,netdev=%s,maxlen=96,"
                     "file=%s" % (NETDEV, self.peer_capture)]
+        # the Debian guest (rstest.distro): its root file system on a
+        # virtio disk, a snapshot unless it is being installed
+        drive: List[str] = []
+        if disk:
+            append += " root=/dev/vda rw"
+            drive = ["-drive", "file=%s,if=virtio,format=raw,cache=unsafe%s"
+                     % (disk, "" if disk_writable else ",snapshot=on")]
+        if share:
+            drive += ["-fsdev", "local,id=rsshare,path=%s,security_model=none"
+                      % share, "-device",
+                      "virtio-9p-pci,fsdev=rsshare,mount_tag=rs-share"]
+            append += " rs.share=rs-share"
         if soft_roce:
             dev = "virtio-net-pci,netdev=%s,mac=%s" % (NETDEV, mac)
             append += (" rs.modules=virtio_net,crc32_generic,rdma_rxe"
@@ -288,10 +319,10 @@ class VM:
                if self.qmp_sock else [])
         self.args: List[str] = (
             ["-machine", "q35"] + (accel or ["-accel", "tcg"]) +
-            ["-m", str(mem), "-smp", "1", "-nodefaults", "-display", "none",
-             "-no-reboot"] + (firmware or []) + ["-name", self.name] + qmp +
-            ["-kernel", kernel, "-initrd", initrd, "-append", append] +
-            net + ["-device", dev] + con + (extra or []))
+            ["-m", str(mem), "-smp", str(smp), "-nodefaults", "-display",
+             "none", "-no-reboot"] + (firmware or []) + ["-name", self.name] +
+            qmp + ["-kernel", kernel, "-initrd", initrd, "-append", append] +
+            drive + net + ["-device", dev] + con + (extra or []))
         with open(os.path.join(self.dir, "cmdline"), "w") as f:
             f.write(shlex.join(segment.wrapper(index) + [binary] +
                                self.args) + "\n")
@@ -401,6 +432,48 @@ class VM:
             os.write(fd, line.encode())
         finally:
             os.close(fd)
+
+    def run(self, script: str, timeout: float) -> "tuple[int, str]":
+        """Run script in the Debian guest and wait for it: its exit status
+        and output ("run ID BASE64" on the control port, the answer
+        "done ID STATUS BASE64" on ctl.out).  TimeoutError after timeout
+        seconds (the guest goes on with it)."""
+        self.seq += 1
+        rid = str(self.seq)
+        if self.ctl_fd is None:
+            self.ctl_fd = os.open(os.path.join(self.dir, "ctl.out"),
+                                  os.O_RDONLY | os.O_NONBLOCK)
+        line = "run %s %s\n" % (rid, base64.b64encode(script.encode())
+                                 .decode())
+        fd = os.open(self.ctl_in, os.O_RDWR)
+        try:
+            os.write(fd, line.encode())
+        finally:
+            os.close(fd)
+        end = time.monotonic() + timeout
+        want = ("done %s " % rid).encode()
+        while True:
+            while b"\n" in self.ctl_buf:
+                ln, _, self.ctl_buf = self.ctl_buf.partition(b"\n")
+                if ln.startswith(want):
+                    f = ln.decode().split(" ")
+                    out = base64.b64decode(f[3]) if len(f) > 3 else b""
+                    return int(f[2]), out.decode("utf-8", "replace")
+            left = end - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("%s: no answer after %g s" %
+                                   (self.name, timeout))
+            if not self.is_running():
+                raise RuntimeError("%s: QEMU exited" % self.name)
+            r, _, _ = select.select([self.ctl_fd], [], [], min(left, 1.0))
+            if r:
+                try:
+                    got = os.read(self.ctl_fd, 1 << 16)
+                except BlockingIOError:
+                    got = b""
+                if not got:
+                    time.sleep(0.2)     # (no writer: end of file)
+                self.ctl_buf += got
 
     def exit_status(self) -> Optional[str]:
         return console.exit_status(self.console())

@@ -1,0 +1,5 @@
+"""(being written)"""
+
+
+class MpiTests:
+    """Mixin of distro.PairTest."""

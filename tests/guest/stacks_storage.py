@@ -1,0 +1,5 @@
+"""(being written)"""
+
+
+class StorageTests:
+    """Mixin of distro.PairTest."""
