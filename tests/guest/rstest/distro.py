@@ -41,6 +41,7 @@ import unittest
 from typing import Callable, Dict, List, Optional, Tuple
 
 from .suite import BUILD, TOP, Suite
+from .vm import SOFT_ROCE, guest_env
 
 CACHE = os.environ.get("RS_CACHE",
                        os.path.join(os.path.expanduser("~"), ".cache",
@@ -101,8 +102,8 @@ def inputs_key(base_dir: str) -> str:
              glob.glob(os.path.join(TOP, "include", "hw", "rdma-session",
                                     "*.h")) +
              [os.path.join(TOP, "scripts", n) for n in
-              ("build-dkms-deb.sh", "build-rdma-core.sh")] +
-             [os.path.abspath(__file__)])
+              ("build-dkms-deb.sh", "build-rdma-core.sh")])
+    h.update(INSTALL.encode())
     for p in sorted(set(paths)):
         if os.path.isfile(p):
             h.update(os.path.relpath(p, TOP).encode() + b"\0")
@@ -236,20 +237,28 @@ class PairTest(unittest.TestCase):
         qemu, img = launcher.prepare(o)
         rdir = os.path.join(cls.logdir(), cls.__name__)
         cls.launch = launcher.Launch(o, qemu, img, rdir)
+        try:
+            cls.boot(o)
+        except BaseException:
+            cls.launch.teardown()
+            cls.launch = None
+            raise
+
+    @classmethod
+    def boot(cls, o) -> None:
         t0 = time.time()
         if not cls.launch.launch() or not cls.launch.wait_ready(t0):
-            cls.launch.teardown()
-            raise RuntimeError("the guests did not boot (see %s)" % rdir)
+            raise RuntimeError("the guests did not boot (see %s)" %
+                               cls.launch.run)
         cls.boot_seconds = time.time() - t0
         cls.vms = cls.launch.vms
-        cls.env = {i: launcher.guest_env(i, o.n, cls.launch.segment, True)
+        cls.env = {i: guest_env(i, o.n, cls.launch.segment, True)
                    for i in cls.vms}
         for i, vm in cls.vms.items():
             if cls.launch.soft(i):
-                rc, out = vm.run(cls.env[i] + launcher.SOFT_ROCE +
+                rc, out = vm.run(cls.env[i] + SOFT_ROCE +
                                  "rdma link show rxe0", 60)
                 if rc != 0:
-                    cls.launch.teardown()
                     raise RuntimeError("vm%d: soft-RoCE: %s" % (i, out))
 
     @classmethod
