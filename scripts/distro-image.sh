@@ -179,10 +179,14 @@ else
     say "no network interface"
 fi
 say "RDMA devices: $(ls /sys/class/infiniband 2>/dev/null | tr '\n' ' ')"
+# The port raw before "ready", after which the launcher sends: a line
+# the tty took in canonical mode would be cut at 4095 bytes and echoed.
+if [ -n "$go" ] && [ -c "/dev/$go" ]; then
+    stty -F "/dev/$go" raw -echo
+    exec 3<>"/dev/$go"
+fi
 say ready
 [ -n "$go" ] && [ -c "/dev/$go" ] || exit 0
-stty -F "/dev/$go" raw -echo
-exec 3<>"/dev/$go"
 cd /root
 while read -r verb a b <&3; do
     case $verb in

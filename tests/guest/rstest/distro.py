@@ -28,6 +28,7 @@ its output.
 """
 
 import contextlib
+import fcntl
 import glob
 import hashlib
 import os
@@ -128,10 +129,13 @@ def image(qemu: str, log: Callable[[str], None],
            "RS_KVER": base.get("RS_DISTRO_KVER", ""),
            "RS_DISK": os.path.join(out, "rootfs.img"),
            "RS_INSTALL_LOG": os.path.join(out, "install.log")}
-    if os.path.isfile(img["RS_DISK"]):
-        log("the driver's packages are installed in %s" % out)
-        return img
-    install(qemu, base, out, log, quiet)
+    # one installation at a time (suites or launchers started together)
+    with open(os.path.join(bdir, ".install.lock"), "w") as lk:
+        fcntl.flock(lk, fcntl.LOCK_EX)
+        if os.path.isfile(img["RS_DISK"]):
+            log("the driver's packages are installed in %s" % out)
+            return img
+        install(qemu, base, out, log, quiet)
     return img
 
 
@@ -195,8 +199,11 @@ def install(qemu: str, base: Dict[str, str], out: str,
         os.replace(disk, os.path.join(done, "rootfs.img"))
         os.replace(os.path.join(work, "install.log"),
                    os.path.join(done, "install.log"))
-        # one installed disk per base image (each is about 2 GB)
-        for old in glob.glob(os.path.join(bdir, "driver-*")):
+        # the newest installed disks only (each is about 2 GB; a running
+        # VM's snapshot keeps its file open)
+        olds = sorted(glob.glob(os.path.join(bdir, "driver-*")),
+                      key=os.path.getmtime, reverse=True)
+        for old in olds[1:]:
             shutil.rmtree(old, ignore_errors=True)
         os.replace(done, out)
     finally:
