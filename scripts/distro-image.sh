@@ -258,6 +258,11 @@ mke2fs -q -t ext4 -L rs-debian -d "$root" "$work/out/rootfs.img" "$size" ||
     die "mke2fs -d failed"
 rm -rf "$out"
 mv "$work/out" "$out"
+# Older images go (a VM still running one keeps its open file).
+for d in "$dir"/*/; do
+    d=${d%/}
+    case ${d##*/} in debs|"$key") ;; *) rm -rf "$d" ;; esac
+done
 log "built $out in $(( $(date +%s) - tb )) s: kernel $kver, $(du -sh "$root" | cut -f1) installed"
 printf 'RS_DISTRO_KERNEL=%q\nRS_DISTRO_INITRD=%q\nRS_DISTRO_DISK=%q\nRS_DISTRO_KVER=%q\n' \
     "$out/vmlinuz" "$out/initrd.img" "$out/rootfs.img" "$kver"
