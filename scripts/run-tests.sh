@@ -13,9 +13,9 @@
 #                build
 #   qtest-asan   the qtests on the sanitizer build
 #   demo, guest-driver, guest-stack, rdma-matrix, verbs, introspect, nvmf,
-#   ucx, resilience, multipath, migration, bench-smoke   the VM-level suites
-#                (tests/guest/; multipath builds its network of namespaces
-#                and needs root)
+#   stacks, resilience, multipath, migration, bench-smoke   the VM-level
+#                suites (tests/guest/; stacks runs in the Debian guest,
+#                multipath builds its network of namespaces; both need root)
 #
 # Usage: scripts/run-tests.sh [SUITE...]
 #   SUITE: any of the above, or a meson suite such as qtest-lan (one qtest
@@ -40,9 +40,9 @@ logs="$RS_BUILD/test-logs"
 mkdir -p "$logs"
 
 all=(abi unit qtest fuzz-smoke qtest-asan demo guest-driver guest-stack
-     rdma-matrix verbs introspect nvmf ucx resilience multipath migration
+     rdma-matrix verbs introspect nvmf stacks resilience multipath migration
      bench-smoke)
-guest=(demo guest-driver guest-stack rdma-matrix verbs introspect nvmf ucx
+guest=(demo guest-driver guest-stack rdma-matrix verbs introspect nvmf stacks
        resilience multipath migration bench-smoke)
 sel=()
 for a in "${@:-${all[@]}}"; do
@@ -86,12 +86,14 @@ fi
 # provider), which the unit and VM suites use as they are.
 if wants unit || wants 'demo' || wants 'guest-*' || wants 'rdma-*' ||
    wants verbs || wants introspect || wants nvmf || wants resilience ||
-   wants multipath || wants migration || wants bench-smoke || wants ucx; then
+   wants multipath || wants migration || wants bench-smoke || wants stacks; then
     build build-guest "$top/scripts/guest-image.sh"
 fi
-# The ucx suite's image: the base one with the UCX/Open MPI overlay.
-if wants ucx; then
-    build build-guest-ucx env RS_GUEST_OVERLAY=ucx "$top/scripts/guest-image.sh"
+# The stacks suite's Debian guest (scripts/distro-image.sh) with the
+# driver's packages installed in it by DKMS (tests/guest/rstest/distro.py),
+# both cached.
+if wants stacks; then
+    build build-distro python3 "$top/tests/guest/stacks.py" --prepare
 fi
 # Hold scripts/build-qemu.sh's lock (shared) while the tests use the build,
 # so that a concurrent build does not relink the binaries under them.

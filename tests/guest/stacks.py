@@ -19,8 +19,13 @@ The stacks (each a mixin of test methods, tests/guest/stacks_*.py):
   stacks_mpi      Open MPI over UCX launched over ssh; libfabric
   stacks_storage  NFS over RDMA, iSER, NVMe-oF
 
+And OwnSoftware.test_share: examples/own-software run by the launcher
+with --share, as the README shows it.
+
 Usage: tests/guest/stacks.py [CLASS[.test_METHOD]...]   (default: all)
   e.g. tests/guest/stacks.py AdapterPair.test_nfs_rdma
+       tests/guest/stacks.py --prepare   (build the image, install the
+       packages: what the first test would do)
 Environment: RS_BUILD; RS_STACKS_FULL=1 the long variants (more data,
   longer runs: by hand, not in the test command).
 Output: TAP; figures as "# " lines.  Logs: $RS_BUILD/test-logs/stacks.*
@@ -28,13 +33,16 @@ Output: TAP; figures as "# " lines.  Logs: $RS_BUILD/test-logs/stacks.*
 scripts and their outputs.
 """
 
+import contextlib
 import os
+import shutil
 import sys
+import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 os.environ.setdefault("RS_SUITE_NAME", "stacks")
 # pylint: disable=wrong-import-position
-from rstest import distro  # noqa: E402
+from rstest import distro, launcher  # noqa: E402
 from stacks_base import BaseTests  # noqa: E402
 from stacks_ucx import UcxTests  # noqa: E402
 from stacks_mpi import MpiTests  # noqa: E402
@@ -51,6 +59,36 @@ class AdapterSoftRoce(BaseTests, UcxTests, MpiTests, StorageTests,
                       distro.PairTest):
     """VM 1 with the adapter, VM 2 with soft-RoCE."""
     ARGS = ["-n", "2", "--soft-roce-vm", "2", "--stream"]
+
+
+class OwnSoftware(unittest.TestCase):
+    """A CI job's own RDMA test as the README shows it: the launcher
+    shares examples/own-software into two Debian guests, each builds
+    rdma_hello there and runs it, and the results come back."""
+
+    def test_share(self):
+        """launch-vms.sh --distro -n 2 --share DIR --cmd '. ./run.sh':
+        exit status 0, each VM's log in DIR/out with every byte checked
+        on the adapter's device."""
+        share = os.path.join(distro.PairTest.logdir(), "own-software")
+        shutil.copytree(os.path.join(distro.TOP, "examples", "own-software"),
+                        share)
+        log = os.path.join(distro.PairTest.logdir(), "own-software.log")
+        with open(log, "w") as f, contextlib.redirect_stdout(f), \
+                contextlib.redirect_stderr(f):
+            o = launcher.parse(["--distro", "--no-build", "-n", "2",
+                                "--boot-timeout", "400", "--timeout", "300",
+                                "--share", share, "--cmd", ". ./run.sh"])
+            rc = launcher.run(o, os.path.join(distro.PairTest.logdir(),
+                                              "own-software-vms"))
+        with open(log) as f:
+            out = f.read()
+        self.assertEqual(rc, 0, out[-3000:])
+        for i, role in ((1, "server"), (2, "client")):
+            with open(os.path.join(share, "out", "vm%d.log" % i)) as f:
+                got = f.read()
+            self.assertRegex(got, r"rdma_hello %s: 100 messages of 65536 "
+                             r"bytes, 0 bad bytes, device roce" % role)
 
 
 if __name__ == "__main__":

@@ -352,6 +352,18 @@ def main() -> int:
     CLASS or CLASS.test_method) and print TAP."""
     # pylint: disable=import-outside-toplevel
     from .tap import TapResult
+    if sys.argv[1:] == ["--prepare"]:
+        from . import launcher
+        o = launcher.parse(["--distro", "--no-build"])
+        assert o is not None
+        try:
+            _, img = launcher.prepare(o)
+        except launcher.SetupError as e:
+            print("error: %s" % e, file=sys.stderr)
+            return 1
+        for k, v in sorted(img.items()):
+            print("%s=%s" % (k, v))
+        return 0
     mod = sys.modules["__main__"]
     names = sys.argv[1:]
     loader = unittest.defaultTestLoader
