@@ -75,6 +75,7 @@ class StorageTests:
 modprobe nfsd; modprobe rpcrdma
 systemctl stop nfs-server
 mkdir -p %(dir)s && rm -rf %(dir)s/*
+mkdir -p /etc/exports.d
 echo "%(dir)s *(rw,no_root_squash,insecure,sync,no_subtree_check,fsid=7)" > /etc/exports.d/rs-stacks.exports
 # a short NFSv4 grace period (set while nfsd is down): a new server
 # refuses opens until it ends
@@ -165,15 +166,15 @@ rm -rf %s
             self.sh(1, r'''
 modprobe ib_isert
 rm -f %(img)s
-targetcli <<EOF
-/backstores/fileio create name=rs_iser file_or_dev=%(img)s size=64M write_back=false
-/iscsi create %(iqn)s
-%(tgt)s/luns create /backstores/fileio/rs_iser
-%(tgt)s set attribute authentication=0 demo_mode_write_protect=0 generate_node_acls=1 cache_dynamic_acls=1
-%(tgt)s/portals delete 0.0.0.0 3260
-%(tgt)s/portals create $RS_IP 3260
-%(tgt)s/portals/$RS_IP:3260 enable_iser boolean=true
-EOF
+# one command per targetcli run (what every targetcli-fb accepts)
+targetcli /backstores/fileio create name=rs_iser file_or_dev=%(img)s size=64M write_back=false || exit 1
+targetcli /iscsi create %(iqn)s || exit 1
+targetcli %(tgt)s/luns create /backstores/fileio/rs_iser || exit 1
+targetcli %(tgt)s set attribute authentication=0 demo_mode_write_protect=0 generate_node_acls=1 cache_dynamic_acls=1 || exit 1
+# the portal on the VM's address only, with iSER
+targetcli %(tgt)s/portals delete 0.0.0.0 3260
+targetcli %(tgt)s/portals create $RS_IP 3260 || exit 1
+targetcli %(tgt)s/portals/$RS_IP:3260 enable_iser boolean=true || exit 1
 targetcli ls /iscsi
 targetcli ls %(tgt)s/portals | grep -q 'iser'
 ''' % {"img": ISER_IMG, "iqn": ISER_IQN, "tgt": tgt}, 300)
@@ -183,7 +184,7 @@ modprobe ib_iser
 grep -q '^InitiatorName=' /etc/iscsi/initiatorname.iscsi 2>/dev/null ||
     echo "InitiatorName=iqn.2024-01.io.rdma-session:vm$RS_VM_INDEX" > /etc/iscsi/initiatorname.iscsi
 systemctl start iscsid
-iscsiadm -m discovery -t st -p $RS_PEER:3260 -I iser
+iscsiadm -m discovery -t st -p $RS_PEER:3260 -I iser || exit 1
 iscsiadm -m node -T %(iqn)s -p $RS_PEER:3260 -I iser --login
 disk=
 for t in $(seq 60); do
@@ -277,10 +278,13 @@ for t in $(seq 60); do
         [ "$(cat $c/subsysnqn 2>/dev/null)" = %(nqn)s ] && ctrl=${c##*/}
     done
     if [ -n "$ctrl" ]; then
-        # the namespace's block device (through the subsystem's
-        # multipath node, or the controller's own)
-        blk=$(cd /sys/class/nvme/$ctrl && ls -d ../../nvme-subsystem/*/nvme*n* nvme*n* 2>/dev/null | grep -v 'c[0-9]*n' | head -n 1)
-        blk=${blk##*/}
+        # the namespace's block device: the subsystem's (native
+        # multipath) or the controller's own
+        for d in /sys/class/nvme-subsystem/* /sys/class/nvme/$ctrl; do
+            [ "$(cat $d/subsysnqn 2>/dev/null)" = %(nqn)s ] || continue
+            blk=$(ls $d | grep -E '^nvme[0-9]+n[0-9]+$' | head -n 1)
+            [ -n "$blk" ] && break
+        done
         [ -n "$blk" ] && [ -b /dev/$blk ] && break
     fi
     sleep 1
@@ -306,7 +310,9 @@ echo "fio status $?"
             self.assertIn("host checksums equal", out)
             self.assertRegex(out, r"transport rdma address \S*traddr=")
             self.assertIn("fio status 0", out)
-            self.assertIn(NVMF_NQN, out)       # discovery log
+            # the discovery log has the subsystem on an rdma port
+            self.assertRegex(out, r"trtype:\s+rdma")
+            self.assertIn(NVMF_NQN, out)
             fio = self.fio_result(out, "fio over NVMe-oF")
             want = re.search(r"want (\w+)", out).group(1)
             dis = self.sh(2, "nvme disconnect -n %s" % NVMF_NQN, 120)
