@@ -10,10 +10,11 @@ from stacks_base import DEV
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.join(HERE, "mpi", "rs-mpi-check.c")
-# Counters of sent and received traffic: the adapter's and soft-RoCE's
-# (port_xmit_data in 4-byte words, the packet counters in packets)
+# Counters of RoCE traffic sent and received: the adapter's hw_counters
+# roce_{tx,rx}_{bytes,packets} (not lan_*: its Ethernet traffic, ssh
+# included), soft-RoCE's sent_pkts and rcvd_pkts, port counters if any
 MOVING = re.compile(r"(port_(xmit|rcv)_(data|packets)|sent_pkts|rcvd_pkts"
-                    r"|(tx|rx)_(bytes|packets|pkts))$")
+                    r"|roce_(tx|rx)_(bytes|packets))$")
 # Every port counter and hardware counter of the device, as "CTR NAME N"
 CTRS = DEV + r'''
 p=/sys/class/infiniband/$dev/ports/1
@@ -115,9 +116,12 @@ echo "mpirun status $rc in $(awk -v a=$t0 -v b=$(date +%%s.%%N) 'BEGIN { printf 
                 lanes = re.findall(r"\[%s:\s*(\d+)\s*:\w+\].*ep_cfg\[\d+\]: "
                                    r"(.*)" % h, out)
                 rc_dev = "rc_verbs/%s:1" % re.escape(devs[i])
-                pids = {pid for pid, ln in lanes
-                        if re.search(r"tag\([^)]*%s" % rc_dev, ln) and
-                        re.search(r"rma\([^)]*%s" % rc_dev, ln)}
+                # (tagged messages and RMA are separate ep_cfg lines)
+                tag_p = {pid for pid, ln in lanes
+                         if re.search(r"tag\([^)]*%s" % rc_dev, ln)}
+                rma_p = {pid for pid, ln in lanes
+                         if re.search(r"rma\([^)]*%s" % rc_dev, ln)}
+                pids = tag_p & rma_p
                 self.assertEqual(len(pids), ppn, "%s: %s: ranks with tag "
                                  "and rma lanes on %s: %s (lanes %s)"
                                  % (tag, h, rc_dev, pids, lanes))
