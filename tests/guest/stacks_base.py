@@ -43,7 +43,7 @@ nproc
                              r"LINK_UP netdev \S+")
             self.assertIn("PORT_ACTIVE", out)
             self.assertRegex(out, r"rdma-session-provider: /usr/lib/")
-            self.assertRegex(out, r"libibverbs1\t44\.")
+            self.assertRegex(out, r"libibverbs1(:amd64)?\t44\.")
             self.assertRegex(out, r"(?m)^2$")
 
     def test_two_cpus(self):

@@ -78,7 +78,10 @@ timeout 150 ucx_perftest -p %d > /tmp/srv.out 2>&1 &
 pid=$!
 rs_barrier %d 120
 rs_barrier %d 200
-sleep 1; kill $pid 2>/dev/null; wait $pid
+# the client is done: the server ends by itself (a SIGTERM can leave
+# UCX hanging in its cleanup)
+for _ in $(seq 40); do kill -0 $pid 2>/dev/null || break; sleep 0.5; done
+pkill -9 -x ucx_perftest; wait $pid
 cat /tmp/srv.out
 ''' % (port, 200 + k, 300 + k)
                 cli = self.ucx_env(1) + r'''

@@ -33,6 +33,7 @@ import glob
 import hashlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -212,6 +213,10 @@ def install(qemu: str, base: Dict[str, str], out: str,
 
 # --- named tests in Debian guests ---------------------------------------
 
+# every pairing's Launch: main() tears down what is left (a timeout's
+# SIGTERM, Ctrl-C)
+LAUNCHES: list = []
+
 class PairTest(unittest.TestCase):
     """Debian guests booted once for the class's test methods.
 
@@ -244,6 +249,7 @@ class PairTest(unittest.TestCase):
         qemu, img = launcher.prepare(o)
         rdir = os.path.join(cls.logdir(), cls.__name__)
         cls.launch = launcher.Launch(o, qemu, img, rdir)
+        LAUNCHES.append(cls.launch)
         try:
             cls.boot(o)
         except BaseException:
@@ -370,5 +376,15 @@ def main() -> int:
     tests = (loader.loadTestsFromNames(names, mod) if names
              else loader.loadTestsFromModule(mod))
     result = TapResult()
-    tests.run(result)
+
+    def stop(signum, frame):
+        raise SystemExit(128 + signum)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, stop)
+    try:
+        tests.run(result)
+    finally:
+        for la in LAUNCHES:
+            la.teardown()
     return result.plan()
