@@ -192,8 +192,9 @@ def guest_env(index: int, count: int, segment: Segment,
            "RS_PEER=%s" % (index, count, ip(index), shlex.quote(peers),
                            ip(index % count + 1))]
     if distro:
-        # rs_barrier's nc is busybox's (its -l -p)
-        out.append('nc() { busybox nc "$@"; }')
+        # rs_barrier's nc is busybox's (its -l -p), also under timeout
+        out.append('mkdir -p /run/rs-bin && ln -sf "$(command -v busybox)" '
+                   '/run/rs-bin/nc; export PATH=/run/rs-bin:$PATH')
     else:
         out += ['ip() { /usr/bin/ip "$@"; }  # iproute2, not busybox\'s',
                 'tc() { /usr/bin/tc "$@"; }']
