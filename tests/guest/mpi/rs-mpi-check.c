@@ -17,10 +17,8 @@
  * threshold (64 KiB and more: the data then moves by RDMA READ or WRITE
  * of the receive or send buffer, not through bounce buffers).
  *
- * Built by scripts/guest-overlay-ucx.sh against Debian's libopenmpi-dev
- * (mpi.h) into the overlay's /usr/bin (tests/guest/ucx.py, 2 ranks), and
- * by tests/guest/stacks_mpi.py with mpicc in the Debian guests (2 and 4
- * ranks).
+ * Built by tests/guest/stacks_mpi.py with mpicc in the Debian guests (2
+ * and 4 ranks).
  *
  * Usage: mpirun -np N ... rs-mpi-check [ROUNDS]   (default 2)
  */
