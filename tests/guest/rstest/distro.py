@@ -270,7 +270,7 @@ class PairTest(unittest.TestCase):
         for i, vm in cls.vms.items():
             if cls.launch.soft(i):
                 rc, out = vm.run(cls.env[i] + SOFT_ROCE +
-                                 "rdma link show rxe0", 60)
+                                 "rdma link show rxe0/1", 60)
                 if rc != 0:
                     raise RuntimeError("vm%d: soft-RoCE: %s" % (i, out))
 
