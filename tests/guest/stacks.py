@@ -20,7 +20,8 @@ The stacks (each a mixin of test methods, tests/guest/stacks_*.py):
   stacks_storage  NFS over RDMA, iSER, NVMe-oF
 
 And OwnSoftware.test_share: examples/own-software run by the launcher
-with --share, as the README shows it.
+with --share, as the README shows it.  SoftRocePair (two soft-RoCE VMs,
+UCX and MPI: the figures to compare with) runs only when named.
 
 Usage: tests/guest/stacks.py [CLASS[.test_METHOD]...]   (default: all)
   e.g. tests/guest/stacks.py AdapterPair.test_nfs_rdma
@@ -59,6 +60,13 @@ class AdapterSoftRoce(BaseTests, UcxTests, MpiTests, StorageTests,
                       distro.PairTest):
     """VM 1 with the adapter, VM 2 with soft-RoCE."""
     ARGS = ["-n", "2", "--soft-roce-vm", "2", "--stream"]
+
+
+class SoftRocePair(UcxTests, MpiTests, distro.PairTest):
+    """Two soft-RoCE VMs: the figures to compare the adapter's with (run
+    only when named)."""
+    ARGS = ["-n", "2", "--soft-roce", "--stream"]
+    BY_HAND = True
 
 
 class OwnSoftware(unittest.TestCase):

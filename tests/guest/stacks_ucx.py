@@ -62,7 +62,7 @@ class UcxTests:
                 # UCT's server takes the client's device name
                 ren[i] = ('rdma dev set "$dev" name %s && dev=%s\n'
                           % (NAME, NAME))
-        if any(ren.values()):
+        if any(ren.values()) and not self.soft(1):
             # the adapter keeps its name: the soft-RoCE VM takes it
             dev1 = self.sh(1, DEV + 'echo "$dev"').strip().split()[-1]
             for i in self.vms:

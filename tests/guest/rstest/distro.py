@@ -373,8 +373,14 @@ def main() -> int:
     mod = sys.modules["__main__"]
     names = sys.argv[1:]
     loader = unittest.defaultTestLoader
-    tests = (loader.loadTestsFromNames(names, mod) if names
-             else loader.loadTestsFromModule(mod))
+    if names:
+        tests = loader.loadTestsFromNames(names, mod)
+    else:
+        # (classes with BY_HAND set run only when named)
+        tests = unittest.TestSuite(
+            loader.loadTestsFromTestCase(c) for c in vars(mod).values()
+            if isinstance(c, type) and issubclass(c, unittest.TestCase) and
+            not getattr(c, "BY_HAND", False))
     result = TapResult()
 
     def stop(signum, frame):
