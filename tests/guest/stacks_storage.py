@@ -309,6 +309,8 @@ echo "fio status $?"
 ''' % {"nqn": NVMF_NQN} + FIO_JSON, 300)
             self.assertIn("host checksums equal", out)
             self.assertRegex(out, r"transport rdma address \S*traddr=")
+            # nvme list -v: the controller's TxPort
+            self.assertRegex(out, r"(?m)^nvme\d+ .* rdma +traddr=")
             self.assertIn("fio status 0", out)
             # the discovery log has the subsystem on an rdma port
             self.assertRegex(out, r"trtype:\s+rdma")
