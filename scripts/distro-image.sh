@@ -9,7 +9,9 @@
 # root=/dev/vda).  The adapter's driver and provider are not in it: they
 # are installed as packages (rstest/distro.py, scripts/build-dkms-deb.sh).
 #
-# The guest at boot: a serial console on ttyS0 with root logged in,
+# The guest at boot: a serial console on ttyS0 with root logged in (its
+# getty started first and without vhangup(), which would cut off the
+# launcher's command writing its output to ttyS0),
 # rs-net.service giving the first Ethernet interface the address of
 # "rs.ip=A.B.C.D/N" (and the route of rs.gw=) from the kernel command
 # line, and rs-go.service speaking the launcher's control protocol on the
@@ -110,7 +112,7 @@ mkdir -p "$root/etc/systemd/system/serial-getty@ttyS0.service.d"
 cat > "$root/etc/systemd/system/serial-getty@ttyS0.service.d/autologin.conf" <<'EOF'
 [Service]
 ExecStart=
-ExecStart=-/sbin/agetty --autologin root --keep-baud 115200,57600,38400,9600 %I $TERM
+ExecStart=-/sbin/agetty --autologin root --nohangup --keep-baud 115200,57600,38400,9600 %I $TERM
 EOF
 cat > "$root/usr/local/sbin/rs-net" <<'EOF'
 #!/bin/sh
@@ -214,7 +216,7 @@ cat > "$root/etc/systemd/system/rs-go.service" <<'EOF'
 [Unit]
 Description=The launcher's control port (rs.go= on the kernel command line)
 After=rs-net.service systemd-udev-settle.service network.target
-After=ssh.service nfs-server.service iscsid.service
+After=ssh.service nfs-server.service iscsid.service getty.target
 Wants=rs-net.service
 
 [Service]
