@@ -153,6 +153,13 @@ rm -rf %s
 
     # --- iSER ----------------------------------------------------------------
 
+    def target_holds(self, img: str, want: str, what: str) -> None:
+        """VM 1's file img holds in its first 8 MiB what the initiator
+        wrote (checksum want)."""
+        srv = self.sh(1, SUM_MB + 'echo "target $(sum_mb %s 8)"' % img, 120)
+        self.assertIn("target %s" % want, srv,
+                      "%s differs from what was written" % what)
+
     def test_iser(self):
         """iSCSI over iSER: VM 1's LIO target (targetcli: a 64 MiB fileio
         backstore, demo-mode ACLs, a portal on its address with iSER on),
@@ -212,10 +219,7 @@ echo "want $want"
             want = re.search(r"want (\w+)", out).group(1)
             self.sh(2, "iscsiadm -m node -T %s -p $RS_PEER:3260 -I iser "
                     "--logout" % ISER_IQN, 120)
-            srv = self.sh(1, SUM_MB + 'echo "target $(sum_mb %s 8)"'
-                          % ISER_IMG, 120)
-            self.assertIn("target %s" % want, srv,
-                          "the backing file differs from what was written")
+            self.target_holds(ISER_IMG, want, "the backing file")
             self.note("iSER: 8 MiB equal on initiator and target, write "
                       "%s, read %s; %.0f s"
                       % (self.dd_rate(out, "write"), self.dd_rate(out, "read"),
@@ -319,10 +323,7 @@ echo "fio status $?"
             want = re.search(r"want (\w+)", out).group(1)
             dis = self.sh(2, "nvme disconnect -n %s" % NVMF_NQN, 120)
             self.assertRegex(dis, r"disconnected 1 controller")
-            srv = self.sh(1, SUM_MB + 'echo "target $(sum_mb %s 8)"'
-                          % NVMF_IMG, 120)
-            self.assertIn("target %s" % want, srv,
-                          "the namespace file differs from what was written")
+            self.target_holds(NVMF_IMG, want, "the namespace file")
             self.note("NVMe-oF/RDMA: 8 MiB equal on host and target, dd "
                       "write %s, read %s; %s; %.0f s"
                       % (self.dd_rate(out, "write"), self.dd_rate(out, "read"),
