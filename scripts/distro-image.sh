@@ -10,8 +10,8 @@
 # are installed as packages (rstest/distro.py, scripts/build-dkms-deb.sh).
 #
 # The guest at boot: a serial console on ttyS0 with root logged in (its
-# getty started first and without vhangup(), which would cut off the
-# launcher's command writing its output to ttyS0),
+# getty started first, and systemd not hanging the tty up for it, which
+# would cut off the launcher's command writing its output to ttyS0),
 # rs-net.service giving the first Ethernet interface the address of
 # "rs.ip=A.B.C.D/N" (and the route of rs.gw=) from the kernel command
 # line, and rs-go.service speaking the launcher's control protocol on the
@@ -112,7 +112,9 @@ mkdir -p "$root/etc/systemd/system/serial-getty@ttyS0.service.d"
 cat > "$root/etc/systemd/system/serial-getty@ttyS0.service.d/autologin.conf" <<'EOF'
 [Service]
 ExecStart=
-ExecStart=-/sbin/agetty --autologin root --nohangup --keep-baud 115200,57600,38400,9600 %I $TERM
+ExecStart=-/sbin/agetty --autologin root --keep-baud 115200,57600,38400,9600 %I $TERM
+TTYVHangup=no
+TTYReset=no
 EOF
 cat > "$root/usr/local/sbin/rs-net" <<'EOF'
 #!/bin/sh
