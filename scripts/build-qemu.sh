@@ -164,12 +164,12 @@ rsync -r --checksum --exclude='*~' \
 
 cfg=(--target-list=x86_64-softmmu --python=/usr/bin/python3
      --without-default-features --without-default-devices
-     --with-devices-x86_64=rdma-session
+     --with-devices-x86_64=rdma-session$([ $fuzz = 0 ] || echo -fuzz)
      --enable-slirp --enable-tcg --enable-kvm --enable-fdt=system
      --disable-docs --disable-install-blobs --disable-werror
      --enable-trace-backends=log)
 # virtio-9p (launch-vms.sh --share: a host directory in every guest); not
-# in the fuzzing build, whose guests have nothing to share.
+# in the fuzzing build (its own device set, rdma-session-fuzz.mak).
 [ $fuzz = 1 ] || cfg+=(--enable-attr --enable-virtfs)
 # Clang's libFuzzer instruments hw/ and net/ only (QEMU's
 # instrumentation-filter); ASan and UBSan cover everything.
