@@ -79,22 +79,6 @@ class DistroError(Exception):
     """The image could not be built or the packages not installed."""
 
 
-def script_vars(name: str, quiet: bool,
-                env: Optional[Dict[str, str]] = None) -> Dict[str, str]:
-    """What scripts/NAME prints (VAR=value lines)."""
-    r = subprocess.run([os.path.join(TOP, "scripts", name)],
-                       stdout=subprocess.PIPE,
-                       stderr=subprocess.DEVNULL if quiet else None,
-                       text=True, check=False, env=env)
-    if r.returncode != 0:
-        raise DistroError("scripts/%s failed" % name)
-    out = {}
-    for ln in r.stdout.splitlines():
-        k, _, v = ln.partition("=")
-        out[k] = v.strip("'\"")
-    return out
-
-
 def inputs_key(base_dir: str) -> str:
     """The hash of what the installed image is made of."""
     h = hashlib.sha1(os.path.basename(base_dir).encode())
@@ -118,7 +102,9 @@ def image(qemu: str, log: Callable[[str], None],
           quiet: bool = False) -> Dict[str, str]:
     """The Debian guest with the packages installed: RS_KERNEL, RS_INITRD,
     RS_DISK (boot it with snapshot=on), RS_KVER, RS_INSTALL_LOG."""
-    base = script_vars("distro-image.sh", quiet)
+    # pylint: disable=import-outside-toplevel
+    from .launcher import image_script
+    base = image_script("distro-image.sh")
     disk = base.get("RS_DISTRO_DISK", "")
     if not os.path.isfile(disk):
         raise DistroError("scripts/distro-image.sh printed no disk")
@@ -296,17 +282,25 @@ class PairTest(unittest.TestCase):
         with open(path, "a") as f:
             f.write("==> %s (%s)\n%s\n" % (name, time.strftime("%T"), text))
 
-    def run_on(self, i: int, script: str, timeout: float = 120,
-               check: bool = True) -> Tuple[int, str]:
-        """script in VM i (with RS_* and rs_barrier); (status, output).
-        With check, a non-zero status fails the test."""
+    def run_logged(self, i: int, script: str,
+                   timeout: float) -> Tuple[int, str]:
+        """script in VM i, with both in the test's log; (-1, why) if it
+        did not answer."""
         self.log("vm%d script" % i, script)
         try:
             rc, out = self.vms[i].run(self.env[i] + script, timeout)
         except (TimeoutError, RuntimeError) as e:
-            self.log("vm%d" % i, str(e))
-            self.fail(str(e))
+            rc, out = -1, str(e)
         self.log("vm%d exit status %d" % (i, rc), out)
+        return rc, out
+
+    def run_on(self, i: int, script: str, timeout: float = 120,
+               check: bool = True) -> Tuple[int, str]:
+        """script in VM i (with RS_* and rs_barrier); (status, output).
+        With check, a non-zero status fails the test."""
+        rc, out = self.run_logged(i, script, timeout)
+        if rc < 0:
+            self.fail(out)
         if check and rc != 0:
             self.fail("vm%d: exit status %d:\n%s" % (i, rc, out[-3000:]))
         return rc, out
@@ -322,12 +316,7 @@ class PairTest(unittest.TestCase):
         res: Dict[int, Tuple[int, str]] = {}
 
         def one(i: int, s: str) -> None:
-            self.log("vm%d script" % i, s)
-            try:
-                res[i] = self.vms[i].run(self.env[i] + s, timeout)
-            except (TimeoutError, RuntimeError) as e:
-                res[i] = (-1, str(e))
-            self.log("vm%d exit status %d" % (i, res[i][0]), res[i][1])
+            res[i] = self.run_logged(i, s, timeout)
 
         ts = [threading.Thread(target=one, args=(i, s))
               for i, s in scripts.items()]
