@@ -3,9 +3,16 @@
 # module's sources and the ABI header under /usr/src/rdma-session-VERSION
 # with a dkms.conf, so that DKMS builds and installs rdma_session.ko in the
 # guest against the guest's own kernel headers (and again for each new
-# kernel).  The version is 1.ABI-MINOR+git<commit date>.<hash>, newer with
-# every commit.  Then the provider as rdma-session-provider (below).  A
-# start on the distribution guest's packages.
+# kernel).  The version comes from the file VERSION at the top of the tree
+# (see docs/system/devices/rdma-session-releases.rst): a release's commit
+# (HEAD is the tag vVERSION) gets VERSION itself, any other commit
+# VERSION~git<commit date>.<hash>, which sorts below the release it leads
+# to and above the one before, newer with every commit.  The package
+# version carries the epoch 1: because packages before VERSION were
+# numbered 1.ABI-MINOR+git... (1.7+git..., which would sort above 1.1.0);
+# the DKMS module version and the file names have no epoch.  Then the
+# provider as rdma-session-provider (below).  A start on the distribution
+# guest's packages.
 #
 # Usage: scripts/build-dkms-deb.sh [OUTDIR]   (default $RS_BUILD/debs)
 # Prints the paths of the two .debs on stdout.
@@ -18,11 +25,17 @@ log() { printf '[dkms-deb] %s\n' "$*" >&2; }
 die() { printf '[dkms-deb] error: %s\n' "$*" >&2; exit 1; }
 command -v dpkg-deb >/dev/null || die "dpkg-deb not found (this script needs Debian)"
 
-abi=$(sed -n 's/^#define RS_ABI_VERSION_MINOR *\([0-9]*\).*/\1/p' \
-    "$top/include/hw/rdma-session/rdma-session-abi.h")
-[ -n "$abi" ] || die "no RS_ABI_VERSION_MINOR in the ABI header"
-rev=$(git -C "$top" log -1 --format='%cd.%h' --date=format:%Y%m%d%H%M%S 2>/dev/null || echo 0)
-ver="1.$abi+git$rev"
+release=$(tr -d '[:space:]' < "$top/VERSION" 2>/dev/null) || true
+[[ $release =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "no MAJOR.MINOR.PATCH in $top/VERSION"
+if [ "$(git -C "$top" rev-parse -q --verify "refs/tags/v$release^{commit}" 2>/dev/null)" = \
+     "$(git -C "$top" rev-parse -q --verify HEAD 2>/dev/null)" ] &&
+   git -C "$top" diff --quiet HEAD -- 2>/dev/null; then
+    ver=$release
+else
+    rev=$(git -C "$top" log -1 --format='%cd.%h' --date=format:%Y%m%d%H%M%S 2>/dev/null || echo 0)
+    ver="$release~git$rev"
+fi
+debver="1:$ver"
 name=rdma-session
 
 work=$(mktemp -d)
@@ -59,7 +72,7 @@ EOF
 size=$(du -sk "$work/pkg/usr" | cut -f1)
 cat > "$work/pkg/DEBIAN/control" <<EOF
 Package: $name-dkms
-Version: $ver
+Version: $debver
 Architecture: all
 Maintainer: rdma-session developers <rdma-session@localhost>
 Depends: dkms (>= 3.0)
@@ -121,7 +134,7 @@ ln -s "../$real" "$p/$lib/libibverbs/librsession-rdmav$pabi.so"
 cp "$stage/etc/libibverbs.d/rsession.driver" "$p/etc/libibverbs.d/"
 {
     echo "Package: $name-provider"
-    echo "Version: $ver"
+    echo "Version: $debver"
     echo "Architecture: amd64"
     echo "Maintainer: rdma-session developers <rdma-session@localhost>"
     echo "Depends: libibverbs1 (>= 44), libc6 (>= 2.34)"
