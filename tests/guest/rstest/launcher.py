@@ -52,6 +52,18 @@ Usage: scripts/launch-vms.sh [options] [-- extra QEMU arguments for every VM]
                      rse<PID>-hI and rse<PID>-rK (ip netns list; e.g.
                      ip netns exec rse123-r2 ip -s link); <run>/ecmp.json
                      names them; a crashed run's are removed by the next
+  --overlay          hosts joined by a VXLAN overlay instead of the segment
+                     (tests/guest/rstest/overlay.py): network namespaces
+                     made for the run and removed after it, 3 hosts (more
+                     if --host names more) each with a bridge, a tap per
+                     VM on it and an underlay address 10.250.0.H; VM 1
+                     on host 1, the others on host 3 unless --host says
+                     otherwise; --migrate moves a VM to the first host no
+                     other VM started on and back (h1 to h2 to h1 ...),
+                     over TCP between the hosts' underlay addresses, and
+                     prints when each host's overlay learned the move.
+                     The namespaces are rso<PID>-hH and rso<PID>-u
+  --host I H         with --overlay: VM I starts on host H (1..8)
   --ecmp-capture     with --ecmp: record the RoCEv2 frames that come for
                      VM I (64 bytes each) on hI's router links into
                      <run>/ecmp-hI.pcapng and print, after the commands,
@@ -81,7 +93,7 @@ Usage: scripts/launch-vms.sh [options] [-- extra QEMU arguments for every VM]
                      after the commands start, N times (default 1), every S
                      seconds (repeatable, one VM each;
                      tests/guest/rstest/migration.py; the multicast segment
-                     only); each migration's figures are printed (QEMU's
+                     or --overlay); each migration's figures are printed (QEMU's
                      and the RDMA stall VM I's peer, RS_PEER, saw at the
                      switch, from a capture of the peer's netdev,
                      <run>/vmJ/migrate-peer.pcap; their median and
@@ -90,6 +102,8 @@ Usage: scripts/launch-vms.sh [options] [-- extra QEMU arguments for every VM]
                      seconds with the VM stopped (a long downtime)
   --migrate-drill    first try migrations that must fail and leave VM I
                      running (another max-qps, another MAC, cancelled)
+  --migrate-no-announce  the destinations send no announcement when they
+                     start to run (QEMU's announce-rounds 0)
   --no-build         do not run scripts/build-qemu.sh first
   -q, --quiet        only the command outputs and the summary
 Environment: RS_ACCEL=kvm (KVM instead of TCG; only if it really works),
@@ -124,10 +138,11 @@ import tempfile
 import time
 from typing import Dict, List, Optional, Tuple
 
-from . import console, ecmp
+from . import console, ecmp, overlay
 from .qemupath import BUILD, TOP
-from .vm import (VM, DgramSegment, EcmpSegment, McastSegment, Segment,
-                 StreamSegment, UserSegment, guest_script)
+from .vm import (VM, DgramSegment, EcmpSegment, McastSegment,
+                 OverlaySegment, Segment, StreamSegment, UserSegment,
+                 guest_script)
 from .migration import Mover
 
 QUIET = False
@@ -162,6 +177,9 @@ class Options:
         self.user = self.dgram = self.stream = False
         self.ecmp = 0
         self.ecmp_capture = False
+        self.overlay = False
+        self.hosts: Dict[int, int] = {}
+        self.mig_announce = True
         self.softall = False
         self.soft: Dict[int, bool] = {}
         self.pcap: Dict[int, str] = {}
@@ -238,6 +256,16 @@ def parse(argv: List[str]) -> Optional[Options]:
             if not re.fullmatch(r"[1-8]", v):
                 die("--ecmp takes a number of routers, 1..8")
             o.ecmp = int(v)
+        elif opt == "--overlay":
+            o.overlay = True
+        elif opt == "--host":
+            i, h = take(2)
+            if not re.fullmatch(r"[1-8]", h):
+                die("--host %s %s: hosts are 1..%d" % (i, h,
+                                                       overlay.MAX_HOSTS))
+            o.hosts[index(opt, i)] = int(h)
+        elif opt == "--migrate-no-announce":
+            o.mig_announce = False
         elif opt == "--ecmp-capture":
             o.ecmp_capture = True
         elif opt == "--soft-roce":
@@ -310,6 +338,12 @@ def parse(argv: List[str]) -> Optional[Options]:
             die("--ecmp: at most %d VMs" % ecmp.MAX_HOSTS)
     elif o.ecmp_capture:
         die("--ecmp-capture needs --ecmp")
+    if o.overlay:
+        if o.user or o.dgram or o.stream or o.ecmp:
+            die("--overlay is a network of its own: not with --netdev-user, "
+                "--dgram, --stream or --ecmp")
+    elif o.hosts:
+        die("--host needs --overlay")
     for m in migrate:
         r = re.fullmatch(r"([0-9]+)@([0-9.]+)(x([0-9]+))?", m)
         if not r:
@@ -323,12 +357,12 @@ def parse(argv: List[str]) -> Optional[Options]:
                         int(r.group(4) or 1))
     if o.migrate:
         if o.user or o.dgram or o.stream:
-            die("--migrate needs the multicast segment (the destination "
-                "joins it too)")
+            die("--migrate needs the multicast segment or --overlay (the "
+                "destination joins it too)")
         if not re.fullmatch(r"[0-9]+(\.[0-9]+)?", hold):
             die("--migrate-hold takes seconds, e.g. 30")
         o.mig_hold = float(hold)
-    for i in list(o.vmcmd) + list(o.soft) + list(o.pcap):
+    for i in list(o.vmcmd) + list(o.soft) + list(o.pcap) + list(o.hosts):
         if not 1 <= i <= n:
             die("VM index %d out of range 1..%d" % (i, n))
     return o
@@ -455,7 +489,21 @@ class Launch:
         self.qemu = qemu
         self.img = img
         self.net: Optional[ecmp.Ecmp] = None
-        if o.ecmp:
+        self.overlay: Optional[overlay.Overlay] = None
+        if o.overlay:
+            self.overlay = overlay.Overlay(
+                run, [o.hosts.get(i, 1 if i == 1 else 3)
+                      for i in range(1, o.n + 1)])
+            try:
+                self.overlay.create()
+            except overlay.OverlayError as e:
+                self.overlay.destroy()
+                die("--overlay: %s" % e)
+            except BaseException:
+                self.overlay.destroy()
+                raise
+            self.segment: Segment = OverlaySegment(self.overlay)
+        elif o.ecmp:
             self.net = ecmp.Ecmp(run, o.n, o.ecmp)
             try:
                 self.net.create()
@@ -467,7 +515,7 @@ class Launch:
             except BaseException:
                 self.net.destroy()
                 raise
-            self.segment: Segment = EcmpSegment(self.net)
+            self.segment = EcmpSegment(self.net)
         elif o.user:
             self.segment = UserSegment()
         elif o.dgram:
@@ -521,6 +569,8 @@ class Launch:
             vm.stop()
         if self.net is not None:
             self.net.destroy()
+        if self.overlay is not None:
+            self.overlay.destroy()
 
     def launch(self) -> bool:
         for vm in self.started():
@@ -615,7 +665,7 @@ class Launch:
                 cap = (os.path.join(self.vms[p].dir, "migrate-peer.pcap"),
                        self.segment.ip(v), self.segment.ip(p))
             self.movers[v] = Mover(self.vms[v], after, count, after, hold,
-                                   o.mig_drill, cap)
+                                   o.mig_drill, cap, o.mig_announce)
             self.movers[v].start()
         st: Dict[int, str] = {}
         deadline = time.monotonic() + o.tmo

@@ -41,6 +41,7 @@ import asyncio
 import bisect
 import glob
 import os
+import random
 import re
 import socket
 import statistics
@@ -109,13 +110,15 @@ def dest_args(args: List[str], qmp_path: str, tag: str) -> List[str]:
                 spec += ",append=on"
             out += ["-chardev", spec]
         else:
-            m = re.match(r"socket,id=([^,]+),.*mcast=", a)
-            netdev = m.group(1) if m else netdev
+            m = re.match(r"(?:socket,id=([^,]+),.*mcast=|tap,id=([^,]+),)",
+                         a)
+            netdev = (m.group(1) or m.group(2)) if m else netdev
             if a.startswith("filter-dump,"):
                 a = re.sub(r"(,file=[^,]+)", r"\1.%s" % tag, a)
             out.append(a)
     if netdev is None:
-        raise RuntimeError("no -netdev socket,mcast= in the command line")
+        raise RuntimeError("no -netdev socket,mcast= or tap in the command "
+                           "line")
     return out + ["-chardev", "null,id=%s" % GATE, "-object",
                   "filter-redirector,id=%s,netdev=%s,queue=tx,outdev=%s" %
                   (GATE, netdev, GATE), "-incoming", "defer"]
@@ -143,11 +146,16 @@ def wait_done(qmp, what: str, timeout: float = 300) -> dict:
     return info
 
 
-def set_caps(dq, src, pause: bool) -> None:
+def set_caps(dq, src, pause: bool, announce: bool = True) -> None:
     """The return path lets the source hear that the destination refused
-    the state (it then runs on); the pause holds the switchover."""
+    the state (it then runs on); the pause holds the switchover.  Without
+    announce the destination sends no announcement when it starts to run
+    (QEMU's announce-rounds 0: the network learns where the VM is only
+    from what it sends)."""
     dq.cmd("migrate-set-capabilities", capabilities=[
         {"capability": "return-path", "state": True}])
+    if not announce:
+        dq.cmd("migrate-set-parameters", announce_rounds=0)
     src.cmd("migrate-set-capabilities", capabilities=[
         {"capability": "return-path", "state": True},
         {"capability": "events", "state": True},
@@ -181,9 +189,9 @@ def wait_pre_switchover(qmp: QEMUMonitorProtocol, what: str,
 
 def check_movable(vm: VM) -> None:
     if not vm.segment.migratable:
-        raise RuntimeError("%s: only VMs on the multicast segment can move "
-                           "(the destination must join the same segment)"
-                           % vm.name)
+        raise RuntimeError("%s: only VMs on the multicast segment or the "
+                           "overlay can move (the destination must join the "
+                           "same segment)" % vm.name)
     if vm.qmp_sock is None:
         raise RuntimeError("%s: no qmp.sock (its run directory's path is "
                            "too long for a Unix socket)" % vm.name)
@@ -203,26 +211,34 @@ def other_mac(args: List[str]) -> List[str]:
 
 
 def start(vm: VM, args: List[str], qmp_path: str, name: str, pause: bool,
-          tag: str) -> Tuple[QEMUMachine, QEMUMonitorProtocol]:
-    """A destination QEMU (args, its QMP socket at qmp_path, its output in
-    <vm>/name.log) waiting for the stream, and the source migrating to it,
-    with the switchover paused if pause.  Returns the destination and a
-    QMP connection to the source."""
+          tag: str, binary: Optional[str] = None, host: Optional[int] = None,
+          announce: bool = True) -> Tuple[QEMUMachine, QEMUMonitorProtocol]:
+    """A destination QEMU (binary, default the VM's; args, its QMP socket
+    at qmp_path, its output in <vm>/name.log) waiting for the stream, on
+    this host (a Unix socket) or on the segment's host (TCP), and the
+    source migrating to it, with the switchover paused if pause.  Returns
+    the destination and a QMP connection to the source."""
     mig = os.path.join(vm.dir, "mig.sock")
     for p in (qmp_path, mig):
         if os.path.lexists(p):
             os.unlink(p)
-    dst = QEMUMachine(vm.binary, args=dest_args(args, qmp_path, tag),
-                      name=name, log_dir=vm.dir)
+    wrapper: List[str] = []
+    uri = "unix:%s" % mig
+    if host is not None:
+        wrapper = vm.segment.host_wrapper(host)
+        uri = vm.segment.migration_uri(host, random.randrange(20000) + 40000)
+    dst = QEMUMachine(binary or vm.binary,
+                      args=dest_args(args, qmp_path, tag), name=name,
+                      log_dir=vm.dir, wrapper=wrapper)
     with vm.lock:
         vm.incoming = dst
     src = None
     try:
         dst.launch()
         src = connect(vm.qmp_sock)
-        set_caps(dst, src, pause)
-        dst.cmd("migrate-incoming", uri="unix:%s" % mig)
-        src.cmd("migrate", uri="unix:%s" % mig)
+        set_caps(dst, src, pause, announce)
+        dst.cmd("migrate-incoming", uri=uri)
+        src.cmd("migrate", uri=uri)
     except Exception:
         if src is not None:
             src.close()
@@ -267,7 +283,8 @@ def drill_one(vm: VM, what: str, args: List[str], log: Log,
     qmp_path = os.path.join(vm.dir, "drill-%s.sock" % tag)
     logpath = os.path.join(vm.dir, "drill-%s.log" % tag)
     dst, src = start(vm, args, qmp_path, "drill-" + tag, cancel_after > 0,
-                     "drill-" + tag)
+                     "drill-" + tag,
+                     host=vm.segment.destination(vm.index))
     try:
         if cancel_after > 0:
             switchover(src, name, cancel_after, "migrate_cancel")
@@ -318,10 +335,15 @@ def drill(vm: VM, log: Log) -> None:
     drill_one(vm, "cancelled", vm.args, log, cancel_after=2.0)
 
 
-def migrate_once(vm: VM, k: int, log: Log, hold: float = 0.0) -> int:
-    """Move vm to a new QEMU (its k-th migration); QEMU's downtime (ms)."""
+def migrate_once(vm: VM, k: int, log: Log, hold: float = 0.0,
+                 binary: Optional[str] = None, announce: bool = True) -> int:
+    """Move vm to a new QEMU (its k-th migration; binary: the
+    destination's QEMU, default the VM's), on this host or on the next
+    host of an overlay; QEMU's downtime (ms).  On an overlay it also
+    says when the other hosts learned where the VM went."""
     check_movable(vm)
     name = vm.name
+    host = vm.segment.destination(vm.index)
     qmp_path = vm.qmp_sock
     assert qmp_path is not None
     # QEMU unlinks its socket's path when it quits: each destination gets
@@ -330,10 +352,15 @@ def migrate_once(vm: VM, k: int, log: Log, hold: float = 0.0) -> int:
     with vm.lock:
         source = vm.machine
     assert source is not None
-    dst, src = start(vm, vm.args, new_qmp, "qemu-%d" % k, True, str(k))
+    dst, src = start(vm, vm.args, new_qmp, "qemu-%d" % k, True, str(k),
+                     binary, host, announce)
+    learn = None
     try:
+        if host is not None:
+            learn = vm.segment.watch(vm.index, vm.mac, host)
         switchover(src, name, hold, "migrate-continue", dst,
                    state="pre-switchover")
+        t_switch = time.monotonic()
         info = wait_done(src, name)
         wait_done(dst, name + " destination")
         st = dst.cmd("query-status")
@@ -346,8 +373,13 @@ def migrate_once(vm: VM, k: int, log: Log, hold: float = 0.0) -> int:
             vm.incoming = None
             vm.retired.append(source)
             vm.migrations = k
+            vm.binary = binary or vm.binary
+            if host is not None:
+                vm.segment.moved(vm.index, host)
         vm.write_pid(dst.get_pid())
     except Exception:
+        if learn is not None:
+            learn.stop()
         discard(vm, dst)
         raise
     finally:
@@ -364,10 +396,13 @@ def migrate_once(vm: VM, k: int, log: Log, hold: float = 0.0) -> int:
         os.unlink(qmp_path)
     os.symlink(os.path.basename(new_qmp), qmp_path)
     ram = info.get("ram", {})
-    log("%s #%d: total %d ms, downtime %d ms, setup %d ms, %d MiB%s" %
+    log("%s #%d: total %d ms, downtime %d ms, setup %d ms, %d MiB%s%s" %
         (name, k, info.get("total-time", -1), info.get("downtime", -1),
          info.get("setup-time", -1), ram.get("transferred", 0) >> 20,
-         ", switchover held %g s" % hold if hold > 0 else ""))
+         ", switchover held %g s" % hold if hold > 0 else "",
+         ", to host %d over TCP" % host if host is not None else ""))
+    if learn is not None:
+        log("%s #%d: %s" % (name, k, learn.report(t_switch)))
     return info.get("downtime", 0)
 
 
@@ -481,7 +516,8 @@ class Mover(threading.Thread):
 
     def __init__(self, vm: VM, after: float, count: int = 1,
                  interval: float = 5, hold: float = 0.0, drill: bool = False,
-                 capture: Optional[Tuple[str, str, str]] = None):
+                 capture: Optional[Tuple[str, str, str]] = None,
+                 announce: bool = True):
         super().__init__(name="migrate-" + vm.name, daemon=True)
         self.vm = vm
         self.after = after
@@ -490,6 +526,7 @@ class Mover(threading.Thread):
         self.hold = hold
         self.do_drill = drill
         self.capture = capture
+        self.announce = announce
         self.stopping = threading.Event()
         self.ok = False
         self.log_path = os.path.join(vm.dir, "migrate.log")
@@ -521,7 +558,8 @@ class Mover(threading.Thread):
         for k in range(1, self.count + 1):
             if self.stopping.is_set():
                 raise Stopped()
-            downtimes.append(migrate_once(self.vm, k, log, self.hold))
+            downtimes.append(migrate_once(self.vm, k, log, self.hold,
+                                          announce=self.announce))
             if k < self.count:
                 self.pause(self.interval)
         if self.capture:

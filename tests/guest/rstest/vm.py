@@ -58,6 +58,26 @@ class Segment:
         namespace it runs in)."""
         return []
 
+    # A live migration's destination (rstest.migration): on this host
+    # (None) or on another host of the segment.
+    def destination(self, index: int) -> Optional[int]:
+        return None
+
+    def host_wrapper(self, host: int) -> List[str]:
+        """The prefix of a QEMU command line on host."""
+        return []
+
+    def migration_uri(self, host: int, port: int) -> str:
+        raise NotImplementedError
+
+    def moved(self, index: int, host: int) -> None:
+        """VM index runs on host now."""
+
+    def watch(self, index: int, mac: str, host: int):
+        """A watcher (rstest.overlay.Learning) of how the network learns
+        that VM index (mac) moved to host, or None."""
+        return None
+
 
 class McastSegment(Segment):
     """QEMU's multicast socket backend on the loopback interface (a random
@@ -136,6 +156,42 @@ class EcmpSegment(Segment):
 
     def wrapper(self, index: int) -> List[str]:
         return self.net.wrapper(index)
+
+
+class OverlaySegment(Segment):
+    """Each VM behind a tap on its host's bridge, the hosts' bridges
+    joined by a VXLAN overlay (rstest.overlay), QEMU started on the VM's
+    host; a migration moves the VM to another host, its stream over TCP
+    between the hosts' underlay addresses."""
+
+    migratable = True
+
+    def __init__(self, net):
+        self.net = net
+
+    def netdev(self, index: int) -> str:
+        return self.net.netdev(NETDEV, index)
+
+    def describe(self) -> str:
+        return self.net.describe()
+
+    def wrapper(self, index: int) -> List[str]:
+        return self.net.wrapper(self.net.where[index])
+
+    def destination(self, index: int) -> Optional[int]:
+        return self.net.destination(index)
+
+    def host_wrapper(self, host: int) -> List[str]:
+        return self.net.wrapper(host)
+
+    def migration_uri(self, host: int, port: int) -> str:
+        return self.net.migration_uri(host, port)
+
+    def moved(self, index: int, host: int) -> None:
+        self.net.moved(index, host)
+
+    def watch(self, index: int, mac: str, host: int):
+        return self.net.watch(index, mac, host)
 
 
 class UserSegment(Segment):
@@ -257,7 +313,7 @@ class VM:
         self.lock = threading.Lock()
         self.migrations = 0
         os.makedirs(self.dir, exist_ok=True)
-        mac = MAC_FMT % index
+        mac = self.mac = MAC_FMT % index
         # no_timer_check: on a loaded host TCG can miss the kernel's
         # IO-APIC timer check, which then panics ("IO-APIC + timer doesn't
         # work!")
