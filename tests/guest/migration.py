@@ -104,6 +104,23 @@ def migrations(s: Suite, r: Run, vm: int, n: int, pre: str) -> None:
                      r.first("migrate-vm: FAIL") or "")
 
 
+def learned_check(s: Suite, r: Run, vm: int, n: int, pre: str,
+                  most: float = 2.0) -> None:
+    """Between hosts: after each of VM's n switches every other host's
+    overlay sent the VM's frames to its new host within most seconds."""
+    for k in range(1, n + 1):
+        tag = "migrate-vm: vm%d #%d: overlay: " % (vm, k)
+        line = r.first(tag)
+        times = [float(t) for t in re.findall(r"learned h[0-9]+ ([-+.0-9]+) s",
+                                              line or "")]
+        ok = (line is not None and "had not learned" not in line and
+              bool(times) and max(times) < most)
+        s.report(ok, "%soverlay-learned-%d%s" % (
+            pre, k, " (%s)" % line[len(tag):] if ok else ""),
+                 (line or "no overlay figures")[len(tag) if line else 0:] +
+                 ", within %g s expected" % most)
+
+
 def stall_check(s: Suite, r: Run, vm: int, n: int, pre: str,
                 most: int) -> None:
     """The peer's RDMA stall was measured at each of VM's n switches and
@@ -156,13 +173,13 @@ def short_part(s: Suite, n_mig: int, qemu_args) -> None:
     s.launcher_check(r)
 
 
-def held_capture(s: Suite, pcap: str, hold: int) -> None:
+def held_capture(s: Suite, pcap: str, hold: int, pre: str) -> None:
     """The hold on the wire, as the soft-RoCE VM received it: RNR NAKs
     (AETH syndrome 001 + timer) from VM 1, timer 0 (655.36 ms) every
     300 ms of the hold, then timer 1 (0.01 ms) from the destination."""
     tshark = need_tshark(os.path.join(s.dir, "tshark-install.log"))
     if not os.path.isfile(pcap) or os.path.getsize(pcap) == 0 or not tshark:
-        s.report(False, "held-capture", "no capture %s or no tshark" % pcap)
+        s.report(False, pre + "capture", "no capture %s or no tshark" % pcap)
         return
 
     def nak(syndrome: str) -> int:
@@ -176,54 +193,67 @@ def held_capture(s: Suite, pcap: str, hold: int) -> None:
 
     h, p, want = nak("0x20"), nak("0x21"), hold * 10 // 3 // 2
     if h >= want and p >= 1:
-        s.report(True, "held-capture %d RNR NAKs with timer 655.36 ms during "
+        s.report(True, pre + "capture %d RNR NAKs with timer 655.36 ms during "
                  "the hold (at least %d expected), %d with 0.01 ms after it"
                  % (h, want, p))
     else:
-        s.report(False, "held-capture", "%d RNR NAKs with timer 655.36 ms (at "
+        s.report(False, pre + "capture", "%d RNR NAKs with timer 655.36 ms (at "
                  "least %d expected), %d with 0.01 ms" % (h, want, p))
 
 
-def held_part(s: Suite, hold: int, qemu_args) -> None:
-    """2: one migration of VM 1 with the switchover held hold seconds."""
+def held_part(s: Suite, hold: int, net, qemu_args) -> None:
+    """2: one migration of VM 1 with the switchover held hold seconds
+    (net: the launcher's network options; between hosts, the tests are
+    named hosts-held-*)."""
     pp = env_int("RS_PINGPONG_COUNT", 30000)
     pcap = os.path.join(s.dir, "hold-vm3.pcap")
-    r = s.launch("hold", [
-        "-q", "--no-build", "-n", "3", "--soft-roce-vm", "3",
+    pre = "hosts-held-" if net else "held-"
+    r = s.launch(pre + "run", [
+        "-q", "--no-build", "-n", "3", "--soft-roce-vm", "3"] + net + [
         "--timeout", str(hold + 240), "--migrate", "1@5",
         "--migrate-hold", str(hold), "--pcap", "3", pcap,
         "--vm-cmd", "1", script([("pingpong", pp)], "migration-held-vm1.sh"),
         "--vm-cmd", "2", script([("pingpong", pp)], "migration-held-vm2.sh"),
         "--vm-cmd", "3", script([], "migration-held-vm3.sh")] +
-        extra(qemu_args), vms_dir=os.path.join(s.dir, "vms-hold"))
-    migrations(s, r, 1, 1, "held-")
-    stall_check(s, r, 1, 1, "held-", (hold + 3) * 1000)
+        extra(qemu_args), vms_dir=os.path.join(s.dir, "vms-" + pre + "run"))
+    migrations(s, r, 1, 1, pre)
+    if net:
+        learned_check(s, r, 1, 1, pre)
+    stall_check(s, r, 1, 1, pre, (hold + 3) * 1000)
     s.expect(r, ["1:write-bw-server-adapter", "1:rping-server",
                  "1:rc-pingpong-server", "1:dmesg-clean",
                  "1:migration-notice", "2:write-bw-client",
                  "2:rc-pingpong-client", "2:dmesg-clean", "3:rping-client",
                  "3:dmesg-clean"])
-    s.launcher_check(r)
-    held_capture(s, pcap, hold)
+    s.launcher_check(r, pre.rstrip("-"))
+    held_capture(s, pcap, hold, pre)
 
 
-def perf_part(s: Suite, pre: str, opts, c1, s1, qemu_args) -> None:
-    """3: VM 1, migrated twice, the client of the perftest programs c1
-    and the server of s1 (write, read, send: ib_<x>_bw), VM 2 the other
-    way; on VM 1 each must have lived through both migrations."""
+def perf_part(s: Suite, pre: str, opts, c1, s1, qemu_args,
+              n_mig: int = 2) -> None:
+    """3: VM 1, migrated n_mig times, the client of the perftest programs
+    c1 and the server of s1 (write, read, send: ib_<x>_bw), VM 2 the
+    other way; on VM 1 each must have lived through every migration."""
     name = pre.rstrip("-")
+    # (the programs outlast the migrations: one every 5 s plus its own
+    # 1-3 s under TCG)
+    secs = 25 if n_mig <= 2 else 15 + 8 * n_mig
     r = s.launch(name, [
         "-q", "--no-build", "-n", "2"] + opts + [
-        "--timeout", "240", "--migrate", "1@5x2",
+        "--timeout", str(240 + 15 * n_mig), "--migrate", "1@5x%d" % n_mig,
         "--vm-cmd", "1", script([("clients", " ".join(c1)),
-                                 ("servers", " ".join(s1)), ("migs", 2)],
+                                 ("servers", " ".join(s1)),
+                                 ("migs", n_mig), ("secs", secs)],
                                 "migration-perf.sh"),
         "--vm-cmd", "2", script([("clients", " ".join(s1)),
-                                 ("servers", " ".join(c1)), ("migs", "")],
+                                 ("servers", " ".join(c1)), ("migs", ""),
+                                 ("secs", secs)],
                                 "migration-perf.sh")] + extra(qemu_args),
         vms_dir=os.path.join(s.dir, "vms-" + name))
-    migrations(s, r, 1, 2, pre)
-    stall_check(s, r, 1, 2, pre, env_int("RS_STALL_MAX_MS", 3000))
+    migrations(s, r, 1, n_mig, pre)
+    if "--overlay" in opts:
+        learned_check(s, r, 1, n_mig, pre)
+    stall_check(s, r, 1, n_mig, pre, env_int("RS_STALL_MAX_MS", 3000))
     s.expect(r, ["1:%s-bw-client" % x for x in c1] +
              ["1:%s-bw-server" % x for x in s1] +
              ["1:dmesg-clean", "1:migration-notice"] +
@@ -232,14 +262,15 @@ def perf_part(s: Suite, pre: str, opts, c1, s1, qemu_args) -> None:
     s.launcher_check(r)
 
 
-def nvmf_part(s: Suite) -> None:
-    """4: tests/guest/nvmf.py --migrate, its tests prefixed nvmf-."""
+def nvmf_part(s: Suite, net, pre: str) -> None:
+    """4: tests/guest/nvmf.py --migrate (net: --overlay or nothing), its
+    tests prefixed PRE + nvmf-."""
     log = os.path.join(s.dir, "nvmf.log")
     env = dict(os.environ)
     env["RS_VMS_LOGDIR"] = os.path.join(s.dir, "vms-nvmf")
     with open(log, "w") as f:
         subprocess.run([os.path.join(TOP, "tests", "guest", "nvmf.py"),
-                        "--migrate"], stdin=subprocess.DEVNULL, stdout=f,
+                        "--migrate"] + net, stdin=subprocess.DEVNULL, stdout=f,
                        stderr=subprocess.STDOUT, env=env, check=False)
     n = 0
     with open(log, errors="replace") as f:
@@ -247,28 +278,35 @@ def nvmf_part(s: Suite) -> None:
             m = re.match(r"^(ok|not ok) - (.*)$", ln)
             if m:
                 n += 1
-                s.report(m.group(1) == "ok", "nvmf-" + m.group(2))
+                s.report(m.group(1) == "ok", pre + "nvmf-" + m.group(2))
             elif ln.startswith("# migrate-vm: "):
                 s.note(ln[2:])
     if n == 0:
-        s.report(False, "nvmf: no result (see %s)" % log)
+        s.report(False, pre + "nvmf: no result (see %s)" % log)
 
 
 def main(qemu_args) -> int:
     s = Suite("migration")
     n_mig = env_int("RS_MIGRATIONS", 3)
     hold = env_int("RS_MIGRATION_HOLD", 30)
+    # parts 2 and 3 between hosts (--overlay), unless RS_MIGRATION_HOSTS=0
+    hosts = os.environ.get("RS_MIGRATION_HOSTS", "1") != "0"
+    net = ["--overlay"] if hosts else []
+    pre = "hosts-" if hosts else ""
     if n_mig != 0:
         short_part(s, n_mig, qemu_args)
     if hold != 0:
-        held_part(s, hold, qemu_args)
+        held_part(s, hold, net, qemu_args)
     if os.environ.get("RS_MIGRATION_RXE", "1") != "0":
-        rxe = ["--soft-roce-vm", "2"]
-        perf_part(s, "rxe-", rxe, ["write", "read"], ["send"], qemu_args)
-        perf_part(s, "rxe-rev-", rxe, ["send"], ["write", "read"], qemu_args)
-        perf_part(s, "adapter-", [], ["write", "read"], ["send"], qemu_args)
+        rxe = ["--soft-roce-vm", "2"] + net
+        perf_part(s, pre + "rxe-", rxe, ["write", "read"], ["send"],
+                  qemu_args)
+        perf_part(s, pre + "rxe-rev-", rxe, ["send"], ["write", "read"],
+                  qemu_args)
+        perf_part(s, pre + "adapter-", net, ["write", "read"], ["send"],
+                  qemu_args)
     if os.environ.get("RS_MIGRATION_NVMF", "1") != "0":
-        nvmf_part(s)
+        nvmf_part(s, net, pre)
     return s.end()
 
 

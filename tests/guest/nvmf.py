@@ -28,7 +28,11 @@ each migration's RDMA stall as a "# migrate-vm: " note, which
 tests/guest/migration.py reads) and "# nvmf: N passed, N failed".  The
 launcher's output goes to stderr too.  Exits 0 if every check passed.
 
-Usage: tests/guest/nvmf.py [--migrate]
+With --overlay too, the VMs are on hosts joined by a VXLAN overlay
+(launch-vms.sh --overlay: VM 1 on host 1, VM 2 on host 3) and each
+migration goes to another host.
+
+Usage: tests/guest/nvmf.py [--migrate [--overlay]]
 Environment: RS_BUILD, RS_CACHE (scripts/build-qemu.sh), RS_NO_BUILD=1
   (do not build QEMU first), RS_VMS_LOGDIR, RS_NVMF_TIMEOUT (seconds for
   the guest commands, default 300).
@@ -47,13 +51,15 @@ STALL_PREFIX = "[launch-vms] migrate-vm: "
 
 
 def main(argv) -> int:
-    if argv not in ([], ["--migrate"]):
-        print("usage: %s [--migrate]" % sys.argv[0], file=sys.stderr)
+    if argv not in ([], ["--migrate"], ["--migrate", "--overlay"]):
+        print("usage: %s [--migrate [--overlay]]" % sys.argv[0],
+              file=sys.stderr)
         return 2
     mig = 1 if argv else 0
     s = Suite("nvmf")
     common = guest_files("nvmf-common.sh")
     margs = ["--migrate", "1@8", "--migrate", "2@22"] if mig else []
+    margs += argv[1:]
     r = s.launch("nvmf", ["-q", "-n", "2", "--timeout",
                           os.environ.get("RS_NVMF_TIMEOUT", "300")] + margs +
                  ["--vm-cmd", "1", "mig=%d\n%s\n%s" % (

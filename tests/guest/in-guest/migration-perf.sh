@@ -1,9 +1,10 @@
 # migration part 3, either VM: client of the perftest programs in clients
 # and server of those in servers (write, read, send: ib_<x>_bw).  Set
 # before: clients, servers, migs (on VM 1, the migrations each program
-# must have lived through and the notices expected; empty on VM 2).
+# must have lived through and the notices expected; empty on VM 2), secs
+# (how long each program sends).
 port() { case $1 in write) echo 18611 ;; read) echo 18612 ;; send) echo 18613 ;; esac; }
-args() { echo "-d $dev -x $gi -F -D 25 -s 65536 -u 18$([ "$1" = read ] && echo ' -o 16')"; }
+args() { echo "-d $dev -x $gi -F -D $secs -s 65536 -u 18$([ "$1" = read ] && echo ' -o 16')"; }
 wait_gid
 for x in $servers; do
     ib_${x}_bw -p $(port $x) $(args $x) > /tmp/$x 2>&1 & eval s_$x=\$!
