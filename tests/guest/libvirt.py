@@ -1,0 +1,347 @@
+#!/usr/bin/env python3
+"""The adapter in libvirt domains, and `virsh migrate --live` between two
+libvirt instances that act as two hosts, during verified RDMA traffic
+(docs/system/devices/rdma-session-libvirt.rst).
+
+Each domain is made from examples/libvirt/rdma-session-domain.xml (the
+adapter as <interface type='bridge'> with <model type='rdma-session'/>:
+libvirt creates the tap, puts it on br0 and passes the model through as
+-device rdma-session), running the project's initramfs guest with the
+project's QEMU as its emulator.  The hosts are libvirtd instances in
+network, mount and UTS namespaces of their own (rstest/virthost.py),
+Debian 12's libvirt 9.0 (installed with the project's private apt
+configuration if missing).
+
+  Domain.test_lifecycle     one host, two domains: virsh define, start,
+                            the QEMU command line libvirt built, the
+                            device in the guests, RDMA traffic between
+                            them (ib_write_bw, rping -V), the guests
+                            power off, virsh destroy of a running one,
+                            undefine
+  Migration.test_migrate    two hosts: vm1 on h1, its peer vm2 on h2, a
+                            verified rping stream between them, during
+                            which vm1 is migrated h1 -> h2
+                            (virsh migrate --live, virsh driving both
+                            daemons) and back h2 -> h1 (--p2p: h2's
+                            daemon connects to h1's over TCP); libvirt's
+                            figures (total time, downtime) per migration
+
+Usage: tests/guest/libvirt.py [CLASS[.test_METHOD]...]   (default: all)
+Environment: RS_BUILD; RS_LIBVIRT_PINGS (rping count of the migration
+  stream, default 20000); RS_LIBVIRT_MIGRATIONS (default 2, alternating
+  direction and mode).
+Needs root.  Output: TAP, figures as "# " lines.  Logs:
+$RS_BUILD/test-logs/libvirt.last/CLASS/ (each host's directory: virsh.log,
+libvirtd.log, the QEMU logs and consoles under log/qemu/).
+"""
+
+import os
+import re
+import signal
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# pylint: disable=wrong-import-position
+from rstest import console  # noqa: E402
+from rstest.suite import BUILD, Suite  # noqa: E402
+from rstest.tap import TapResult  # noqa: E402
+from rstest import virthost  # noqa: E402
+from rstest.virthost import Net, VirtError, need_libvirt  # noqa: E402
+
+QEMU = os.path.join(BUILD, "qemu", "qemu-system-x86_64")
+PINGS = int(os.environ.get("RS_LIBVIRT_PINGS", "20000"))
+MIGRATIONS = int(os.environ.get("RS_LIBVIRT_MIGRATIONS", "2"))
+NETS = []
+
+# rs_barrier K: both guests reached K (TCP over the adapter's Ethernet,
+# busybox nc; VM 1 listens)
+BARRIER = r'''rs_barrier() {
+    if [ "$RS_VM_INDEX" = 1 ]; then
+        timeout 120 nc -l -p $((30000 + $1)) </dev/null >/dev/null 2>&1
+    else
+        n=0
+        until nc -w 2 10.77.0.1 $((30000 + $1)) </dev/null >/dev/null 2>&1; do
+            n=$((n + 1)); [ $n -lt 300 ] || return 1; sleep 0.3
+        done
+    fi
+}
+ip() { /usr/bin/ip "$@"; }
+'''
+
+
+def script(index: int, body: str) -> str:
+    return "export RS_VM_INDEX=%d\n%s%s\n" % (index, BARRIER, body)
+
+
+class LibvirtTest(unittest.TestCase):
+    """A class's hosts (HOSTS libvirtd instances), set up once."""
+
+    HOSTS = 1
+    suite = None
+
+    @classmethod
+    def logdir(cls) -> str:
+        if LibvirtTest.suite is None:
+            LibvirtTest.suite = Suite("libvirt", out=open(os.devnull, "w"))
+        return LibvirtTest.suite.dir
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        if os.geteuid() != 0:
+            raise unittest.SkipTest("needs root (network namespaces)")
+        root = os.path.join(cls.logdir(), cls.__name__)
+        os.makedirs(root, exist_ok=True)
+        need_libvirt(os.path.join(cls.logdir(), "apt.log"))
+        if not os.access(QEMU, os.X_OK):
+            raise VirtError("no %s: run scripts/build-qemu.sh" % QEMU)
+        from rstest import launcher  # pylint: disable=import-outside-toplevel
+        launcher.QUIET = True
+        img = launcher.image_script("guest-image.sh")
+        cls.image = img
+        cls.net = Net(root, cls.HOSTS)
+        NETS.append(cls.net)
+        t0 = time.monotonic()
+        try:
+            cls.net.create()
+        except BaseException:
+            cls.net.destroy()
+            raise
+        cls.setup_seconds = time.monotonic() - t0
+        cls.hosts = cls.net.hosts
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        net = getattr(cls, "net", None)
+        if net is not None:
+            net.destroy()
+            NETS.remove(net)
+
+    def domain(self, index: int) -> virthost.Domain:
+        return virthost.Domain(self.net.prefix, index, emulator=QEMU,
+                      kernel=self.image["RS_KERNEL"],
+                      initrd=self.image["RS_INITRD"])
+
+    def note(self, text: str) -> None:
+        for ln in text.splitlines():
+            print("# %s" % ln, flush=True)
+
+    def wait_for(self, what: str, cond, timeout: float) -> None:
+        end = time.monotonic() + timeout
+        while not cond():
+            if time.monotonic() > end:
+                self.fail("%s: not after %g s" % (what, timeout))
+            time.sleep(0.3)
+
+    def wait_ready(self, doms, timeout: float = 180) -> None:
+        for d in doms:
+            self.wait_for("%s ready" % d.name,
+                          lambda d=d: console.readies(d.console()) > 0,
+                          timeout)
+            self.assertIn("RDMA devices: rsess0", d.console(), d.name)
+
+    def wait_done(self, doms, timeout: float) -> None:
+        for d in doms:
+            self.wait_for("%s's command ended" % d.name,
+                          lambda d=d: console.exit_status(d.console())
+                          is not None, timeout)
+
+    def state(self, host, dom: virthost.Domain) -> str:
+        return host.virsh("domstate", dom.name, check=False).stdout.strip()
+
+
+class Domain(LibvirtTest):
+    """One libvirt host, two domains from the example XML."""
+
+    HOSTS = 1
+
+    def test_lifecycle(self):
+        """define, start, RDMA traffic between the domains, stop,
+        undefine."""
+        h = self.hosts[1]
+        vms = [self.domain(1), self.domain(2)]
+        t0 = time.monotonic()
+        for d in vms:
+            d.define(h)
+        dumped = h.virsh("dumpxml", vms[0].name).stdout
+        self.assertRegex(dumped, r"<model type='rdma-session'/>")
+        m = re.search(r"<interface type='bridge'>.*?</interface>", dumped,
+                      re.S)
+        self.assertIsNotNone(m, dumped)
+        self.note("libvirt's interface: " +
+                  " ".join(ln.strip() for ln in m.group(0).splitlines()))
+        for d in vms:
+            d.start(h)
+        t_start = time.monotonic() - t0
+        qlog = vms[0].qemu_log()
+        dev = re.search(r"-device '(\{\"driver\":\"rdma-session\"[^']*)'",
+                        qlog)
+        self.assertIsNotNone(dev, "no -device rdma-session in the QEMU "
+                             "log:\n" + qlog[-3000:])
+        ndev = re.search(r"-netdev '(\{\"type\":\"tap\"[^']*)'", qlog)
+        self.assertIsNotNone(ndev, qlog[-3000:])
+        self.note("QEMU: -netdev %s -device %s" % (ndev.group(1),
+                                                   dev.group(1)))
+        taps = re.findall(r"vnet[0-9]+", virthost.sh(
+            ["ip", "-n", h.ns, "-o", "link", "show", "master", "br0"]))
+        self.assertEqual(len(taps), 2, "taps on br0: %s" % taps)
+        self.wait_ready(vms)
+        t_ready = time.monotonic() - t0
+        server = r'''ib_write_bw -x 1 -n 1000 -s 65536 > /tmp/bw.txt 2>&1 &
+bw=$!
+sleep 1; rs_barrier 1
+wait $bw; r=$?; cat /tmp/bw.txt; echo "ib_write_bw server status $r"
+[ $r = 0 ] || exit 1
+rping -s -V -C 2000 -S 4096 -a 10.77.0.1 &
+rp=$!
+sleep 1; rs_barrier 2
+wait $rp; r=$?; echo "rping server status $r"; exit $r'''
+        client = r'''rs_barrier 1 || exit 2
+ib_write_bw -x 1 -n 1000 -s 65536 10.77.0.1; r=$?
+echo "ib_write_bw client status $r"; [ $r = 0 ] || exit 1
+rs_barrier 2 || exit 2
+t0=$(date +%s)
+rping -c -V -C 2000 -S 4096 -a 10.77.0.1; r=$?
+echo "rping client status $r, 2000 pings of 4096 bytes in $(( $(date +%s) - t0 )) s"
+exit $r'''
+        vms[0].send(script(1, server))
+        vms[1].send(script(2, client))
+        self.wait_done(vms, 240)
+        out = {d.index: d.console() for d in vms}
+        for d in vms:
+            self.assertEqual(console.exit_status(out[d.index]), "0",
+                             "%s:\n%s" % (d.name, out[d.index][-3000:]))
+        bw = re.search(r"^\s*65536\s+\d+\s+([\d.]+)\s+([\d.]+)", out[2], re.M)
+        self.note("ib_write_bw 1000 x 64 KiB: %s MB/s (peak %s)" % (
+            bw.group(2) if bw else "?", bw.group(1) if bw else "?"))
+        rp = re.search(r"rping client status 0, .*", out[2])
+        self.note(rp.group(0) if rp else "rping: ?")
+        # the guests powered off after their commands: shut off
+        for d in vms:
+            self.wait_for("%s shut off" % d.name,
+                          lambda d=d: self.state(h, d) == "shut off", 30)
+        # start again and stop a running domain with virsh destroy
+        vms[0].start(h)
+        self.wait_ready([vms[0]], 120)
+        self.assertEqual(self.state(h, vms[0]), "running")
+        h.virsh("destroy", vms[0].name)
+        self.assertEqual(self.state(h, vms[0]), "shut off")
+        for d in vms:
+            h.virsh("undefine", d.name)
+        self.assertEqual(h.virsh("list", "--all", "--name").stdout.strip(),
+                         "")
+        self.note("define+start %.1f s, both ready %.1f s, total %.1f s" % (
+            t_start, t_ready, time.monotonic() - t0))
+
+
+class Migration(LibvirtTest):
+    """Two libvirt hosts; vm1 migrates between them during a verified
+    rping stream with vm2."""
+
+    HOSTS = 2
+
+    def migrate(self, k: int, dom: virthost.Domain, src, dst, p2p: bool) -> str:
+        """virsh migrate --live dom src -> dst; libvirt's figures."""
+        dom.prepare(dst)
+        if p2p:
+            args = ["migrate", "--live", "--p2p", dom.name, dst.tcp_uri,
+                    "tcp://%s" % dst.addr]
+        else:
+            args = ["migrate", "--live", dom.name, dst.uri,
+                    "tcp://%s" % dst.addr]
+        t0 = time.monotonic()
+        src.virsh(*args, timeout=300)
+        wall = time.monotonic() - t0
+        dom.hosts.append(dst)
+        info = dst.virsh("domjobinfo", "--completed", dom.name,
+                         check=False).stdout
+        f = {}
+        for key, pat in (("total", r"Time elapsed:\s+(\d+) ms"),
+                         ("downtime", r"Total downtime:\s+(\d+) ms"),
+                         ("mib", r"Data processed:\s+([\d.]+) MiB")):
+            m = re.search(pat, info)
+            f[key] = m.group(1) if m else "?"
+        self.assertEqual(self.state(dst, dom), "running")
+        self.assertNotEqual(self.state(src, dom), "running")
+        return ("migration %d %s -> %s%s: virsh %.1f s, total %s ms, "
+                "downtime %s ms, %s MiB" % (
+                    k, src.name, dst.name, " (--p2p)" if p2p else "",
+                    wall, f["total"], f["downtime"], f["mib"]))
+
+    def test_migrate(self):
+        """virsh migrate --live of vm1 h1 -> h2 -> h1 during rping -V
+        with vm2 (on h2): the stream passes on both sides."""
+        h1, h2 = self.hosts[1], self.hosts[2]
+        vm1, vm2 = self.domain(1), self.domain(2)
+        for h in (h1, h2):
+            vm1.prepare(h)
+        vm1.define(h1)
+        vm2.define(h2)
+        vm1.start(h1)
+        vm2.start(h2)
+        self.wait_ready([vm1, vm2])
+        server = r'''rping -s -V -C %d -S 4096 -a 10.77.0.1 &
+rp=$!
+sleep 1; rs_barrier 1
+wait $rp; r=$?; echo "rping server status $r"; exit $r''' % PINGS
+        client = r'''rs_barrier 1 || exit 2
+echo "rping stream starts"
+t0=$(date +%%s)
+rping -c -V -C %d -S 4096 -a 10.77.0.1; r=$?
+echo "rping client status $r, %d pings of 4096 bytes in $(( $(date +%%s) - t0 )) s"
+exit $r''' % (PINGS, PINGS)
+        vm1.send(script(1, server))
+        vm2.send(script(2, client))
+        self.wait_for("the stream's start",
+                      lambda: "rping stream starts" in vm2.console(), 120)
+        t_stream = time.monotonic()
+        lines = []
+        src, dst = h1, h2
+        for k in range(1, MIGRATIONS + 1):
+            time.sleep(3)
+            if console.exit_status(vm2.console()) is not None:
+                self.fail("the stream ended before migration %d (%s); "
+                          "raise RS_LIBVIRT_PINGS:\n%s" % (
+                              k, "; ".join(lines), vm2.console()[-2000:]))
+            lines.append(self.migrate(k, vm1, src, dst, p2p=k % 2 == 0))
+            self.note(lines[-1])
+            src, dst = dst, src
+        after = console.exit_status(vm2.console()) is None
+        self.wait_done([vm1, vm2], 600)
+        out1, out2 = vm1.console(), vm2.console()
+        self.assertIn("rping server status 0", out1, out1[-3000:])
+        self.assertEqual(console.exit_status(out2), "0", out2[-3000:])
+        rp = re.search(r"rping client status 0, .*", out2)
+        self.note("%s (stream %.0f s)" % (rp.group(0) if rp else "?",
+                                          time.monotonic() - t_stream))
+        self.assertTrue(after, "the stream ended during the last "
+                        "migration: it did not run across it")
+
+
+def main() -> int:
+    mod = sys.modules["__main__"]
+    loader = unittest.defaultTestLoader
+    names = sys.argv[1:]
+    if names:
+        tests = loader.loadTestsFromNames(names, mod)
+    else:
+        tests = unittest.TestSuite(loader.loadTestsFromTestCase(c)
+                                   for c in (Domain, Migration))
+    result = TapResult()
+
+    def stop(signum, frame):
+        raise SystemExit(128 + signum)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(sig, stop)
+    try:
+        tests.run(result)
+    finally:
+        for n in list(NETS):
+            n.destroy()
+    return result.plan()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
