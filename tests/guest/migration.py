@@ -19,6 +19,15 @@
    traffic (--migrate-drill): to a destination with another max-qps and to
    one with another MAC (refused, the destination names the field), and
    one cancelled during a held switchover.
+Parts 2 to 4 run between hosts: the VMs on three hosts joined by a VXLAN
+overlay (launch-vms.sh --overlay, tests/guest/rstest/overlay.py: network
+namespaces with a bridge each and a tap per VM; VM 1 on host 1, the
+others on host 3), each migration from VM 1's host to host 2 or back
+over TCP between the hosts' underlay addresses; after each switch every
+other host's overlay must send the VM's frames to its new host within
+2 s (what QEMU's announcements and the adapter's first frames teach it).
+Their tests are named hosts-*; RS_MIGRATION_HOSTS=0 runs them on the
+multicast segment of one host instead.
 2. A downtime longer than the peers' retry budget: VM 1 (adapter), VM 2
    (adapter) and VM 3 (soft-RoCE, rdma_rxe); VM 1 serves ib_write_bw to
    VM 2 (ACK timeout 14: a retry budget of about 3 s; rdma_cm would set
@@ -46,14 +55,23 @@ off.  The guest-side scripts are tests/guest/in-guest/migration-*.sh
 variable assignments.  Prints TAP and "# migration: N passed, N failed";
 exits 0 if every check passed.
 
-Usage: tests/guest/migration.py [extra QEMU arguments for every VM,
-  e.g. -trace 'rdma_session_migration*']
+With --between-hosts, the long runs between hosts instead (minutes each):
+VM 1 migrated RS_HOST_MIGRATIONS times (default 20, h1 to h2 to h1 ...)
+under part 3's perftest programs as client and as server, with rping -V
+(RS_RPING_COUNT pings) beside them, with a soft-RoCE peer and with an
+adapter peer; two migrations each way with announcements off
+(--migrate-no-announce); part 2's held switchover and part 4.  Each
+run's stall median and worst are in its tests' names.
+
+Usage: tests/guest/migration.py [--between-hosts] [extra QEMU arguments
+  for every VM, e.g. -trace 'rdma_session_migration*']
 Environment: RS_BUILD, RS_CACHE (scripts/build-qemu.sh), RS_NO_BUILD=1,
   RS_MIGRATIONS (part 1's migrations, default 3; 0 skips part 1),
   RS_RPING_COUNT (default 60000), RS_PINGPONG_COUNT (default 30000),
   RS_STALL_MAX_MS (part 1's and 3's bound on the stall, default 3000),
   RS_MIGRATION_HOLD (seconds, default 30; 0 skips part 2),
-  RS_MIGRATION_RXE=0 (skips part 3), RS_MIGRATION_NVMF=0 (skips part 4).
+  RS_MIGRATION_RXE=0 (skips part 3), RS_MIGRATION_NVMF=0 (skips part 4),
+  RS_MIGRATION_HOSTS=0 (parts 2-4 on one host), RS_HOST_MIGRATIONS.
 Logs: $RS_BUILD/test-logs/migration.XXXXXX (migration.last): each run's
 launcher output (launch.log, hold.log with hold-vm3.pcap, rxe.log,
 rxe-rev.log, adapter.log, nvmf.log) and VM directory (vms, vms-NAME).
@@ -230,10 +248,11 @@ def held_part(s: Suite, hold: int, net, qemu_args) -> None:
 
 
 def perf_part(s: Suite, pre: str, opts, c1, s1, qemu_args,
-              n_mig: int = 2) -> None:
+              n_mig: int = 2, pings: int = 0) -> None:
     """3: VM 1, migrated n_mig times, the client of the perftest programs
     c1 and the server of s1 (write, read, send: ib_<x>_bw), VM 2 the
-    other way; on VM 1 each must have lived through every migration."""
+    other way; on VM 1 each must have lived through every migration.
+    With pings, VM 1 also serves VM 2 that many rping -V pings."""
     name = pre.rstrip("-")
     # (the programs outlast the migrations: one every 5 s plus its own
     # 1-3 s under TCG)
@@ -243,11 +262,12 @@ def perf_part(s: Suite, pre: str, opts, c1, s1, qemu_args,
         "--timeout", str(240 + 15 * n_mig), "--migrate", "1@5x%d" % n_mig,
         "--vm-cmd", "1", script([("clients", " ".join(c1)),
                                  ("servers", " ".join(s1)),
-                                 ("migs", n_mig), ("secs", secs)],
+                                 ("migs", n_mig), ("secs", secs),
+                                 ("pings", pings or "")],
                                 "migration-perf.sh"),
         "--vm-cmd", "2", script([("clients", " ".join(s1)),
                                  ("servers", " ".join(c1)), ("migs", ""),
-                                 ("secs", secs)],
+                                 ("secs", secs), ("pings", pings or "")],
                                 "migration-perf.sh")] + extra(qemu_args),
         vms_dir=os.path.join(s.dir, "vms-" + name))
     migrations(s, r, 1, n_mig, pre)
@@ -258,7 +278,8 @@ def perf_part(s: Suite, pre: str, opts, c1, s1, qemu_args,
              ["1:%s-bw-server" % x for x in s1] +
              ["1:dmesg-clean", "1:migration-notice"] +
              ["2:%s-bw-server" % x for x in c1] +
-             ["2:%s-bw-client" % x for x in s1] + ["2:dmesg-clean"])
+             ["2:%s-bw-client" % x for x in s1] + ["2:dmesg-clean"] +
+             (["1:rping-server", "2:rping-client"] if pings else []))
     s.launcher_check(r)
 
 
@@ -285,7 +306,32 @@ def nvmf_part(s: Suite, net, pre: str) -> None:
         s.report(False, pre + "nvmf: no result (see %s)" % log)
 
 
+def between_hosts(qemu_args) -> int:
+    """--between-hosts: the long runs between hosts on the overlay."""
+    s = Suite("migration-hosts")
+    n = env_int("RS_HOST_MIGRATIONS", 20)
+    net = ["--overlay"]
+    rxe = ["--soft-roce-vm", "2"] + net
+    pings = env_int("RS_RPING_COUNT", 60000)
+    for pre, opts, c1, s1 in (
+            ("long-rxe-", rxe, ["write", "read"], ["send"]),
+            ("long-rxe-rev-", rxe, ["send"], ["write", "read"]),
+            ("long-adapter-", net, ["write", "read"], ["send"]),
+            ("long-adapter-rev-", net, ["send"], ["write", "read"])):
+        perf_part(s, pre, opts, c1, s1, qemu_args, n, pings)
+    # without announcements: what moves the peers' traffic then
+    perf_part(s, "no-announce-rxe-", rxe + ["--migrate-no-announce"],
+              ["send"], ["write", "read"], qemu_args, 2, pings)
+    perf_part(s, "no-announce-adapter-", net + ["--migrate-no-announce"],
+              ["send"], ["write", "read"], qemu_args, 2, pings)
+    held_part(s, env_int("RS_MIGRATION_HOLD", 30), net, qemu_args)
+    nvmf_part(s, net, "hosts-")
+    return s.end()
+
+
 def main(qemu_args) -> int:
+    if qemu_args[:1] == ["--between-hosts"]:
+        return between_hosts(qemu_args[1:])
     s = Suite("migration")
     n_mig = env_int("RS_MIGRATIONS", 3)
     hold = env_int("RS_MIGRATION_HOLD", 30)
