@@ -28,13 +28,14 @@ configuration if missing).
 
 Usage: tests/guest/libvirt.py [CLASS[.test_METHOD]...]   (default: all)
 Environment: RS_BUILD; RS_LIBVIRT_PINGS (rping count of the migration
-  stream, default 20000); RS_LIBVIRT_MIGRATIONS (default 2, alternating
+  stream, default 15000); RS_LIBVIRT_MIGRATIONS (default 2, alternating
   direction and mode).
 Needs root.  Output: TAP, figures as "# " lines.  Logs:
 $RS_BUILD/test-logs/libvirt.last/CLASS/ (each host's directory: virsh.log,
 libvirtd.log, the QEMU logs and consoles under log/qemu/).
 """
 
+import json
 import os
 import re
 import signal
@@ -51,7 +52,7 @@ from rstest import virthost  # noqa: E402
 from rstest.virthost import Net, VirtError, need_libvirt  # noqa: E402
 
 QEMU = os.path.join(BUILD, "qemu", "qemu-system-x86_64")
-PINGS = int(os.environ.get("RS_LIBVIRT_PINGS", "20000"))
+PINGS = int(os.environ.get("RS_LIBVIRT_PINGS", "15000"))
 MIGRATIONS = int(os.environ.get("RS_LIBVIRT_MIGRATIONS", "2"))
 NETS = []
 
@@ -100,7 +101,7 @@ class LibvirtTest(unittest.TestCase):
         launcher.QUIET = True
         img = launcher.image_script("guest-image.sh")
         cls.image = img
-        cls.net = Net(root, cls.HOSTS)
+        cls.net = Net(root, cls.HOSTS, QEMU)
         NETS.append(cls.net)
         t0 = time.monotonic()
         try:
@@ -257,13 +258,15 @@ class Migration(LibvirtTest):
         info = dst.virsh("domjobinfo", "--completed", dom.name,
                          check=False).stdout
         f = {}
-        for key, pat in (("total", r"Time elapsed:\s+(\d+) ms"),
-                         ("downtime", r"Total downtime:\s+(\d+) ms"),
+        for key, pat in (("total", r"Time elapsed:\s+(\d+)\s+ms"),
+                         ("downtime", r"Total downtime:\s+(\d+)\s+ms"),
                          ("mib", r"Data processed:\s+([\d.]+) MiB")):
             m = re.search(pat, info)
             f[key] = m.group(1) if m else "?"
         self.assertEqual(self.state(dst, dom), "running")
         self.assertNotEqual(self.state(src, dom), "running")
+        self.downtimes.append(int(f["downtime"]) if f["downtime"].isdigit()
+                              else 0)
         return ("migration %d %s -> %s%s: virsh %.1f s, total %s ms, "
                 "downtime %s ms, %s MiB" % (
                     k, src.name, dst.name, " (--p2p)" if p2p else "",
@@ -273,6 +276,7 @@ class Migration(LibvirtTest):
         """virsh migrate --live of vm1 h1 -> h2 -> h1 during rping -V
         with vm2 (on h2): the stream passes on both sides."""
         h1, h2 = self.hosts[1], self.hosts[2]
+        t0 = time.monotonic()
         vm1, vm2 = self.domain(1), self.domain(2)
         for h in (h1, h2):
             vm1.prepare(h)
@@ -281,6 +285,15 @@ class Migration(LibvirtTest):
         vm1.start(h1)
         vm2.start(h2)
         self.wait_ready([vm1, vm2])
+        t_ready = time.monotonic() - t0
+        # the frames vm2 receives (QEMU's filter-dump on its netdev, added
+        # over QMP through libvirt): the RDMA stall it saw at each switch
+        pcap = "/var/log/libvirt/qemu/%s.pcap" % vm2.name
+        h2.virsh("qemu-monitor-command", vm2.name, json.dumps(
+            {"execute": "object-add", "arguments": {
+                "qom-type": "filter-dump", "id": "rsldump",
+                "netdev": "hostnet0", "file": pcap, "maxlen": 96}}))
+        self.downtimes = []
         server = r'''rping -s -V -C %d -S 4096 -a 10.77.0.1 &
 rp=$!
 sleep 1; rs_barrier 1
@@ -299,7 +312,7 @@ exit $r''' % (PINGS, PINGS)
         lines = []
         src, dst = h1, h2
         for k in range(1, MIGRATIONS + 1):
-            time.sleep(3)
+            time.sleep(2 if k == 1 else 1)
             if console.exit_status(vm2.console()) is not None:
                 self.fail("the stream ended before migration %d (%s); "
                           "raise RS_LIBVIRT_PINGS:\n%s" % (
@@ -317,6 +330,21 @@ exit $r''' % (PINGS, PINGS)
                                           time.monotonic() - t_stream))
         self.assertTrue(after, "the stream ended during the last "
                         "migration: it did not run across it")
+        h2.virsh("qemu-monitor-command", vm2.name, json.dumps(
+            {"execute": "object-del", "arguments": {"id": "rsldump"}}),
+                 check=False)
+        try:
+            # pylint: disable=import-outside-toplevel
+            from rstest.migration import stalls
+            got = stalls(h2.path(pcap), vm1.ip, vm2.ip, self.downtimes)
+            self.note("RDMA stall vm2 saw at each switch (longest time "
+                      "without a RoCE frame from vm1): %s" % ", ".join(
+                          "%.0f ms" % ms if ms is not None else "?"
+                          for ms in got))
+        except Exception as e:  # pylint: disable=broad-except
+            self.note("no stall figures: %s" % e)
+        self.note("hosts up %.1f s, both domains ready %.1f s, total %.1f s"
+                  % (self.setup_seconds, t_ready, time.monotonic() - t0))
 
 
 def main() -> int:
