@@ -18,6 +18,9 @@ configuration if missing).
                             them (ib_write_bw, rping -V), the guests
                             power off, virsh destroy of a running one,
                             undefine
+  Domain.test_hotplug       virsh attach-interface --model rdma-session
+                            to a running domain: the guest driver binds
+                            it; detach-interface: it lets it go
   Migration.test_migrate    two hosts: vm1 on h1, its peer vm2 on h2, a
                             verified rping stream between them, during
                             which vm1 is migrated h1 -> h2
@@ -230,10 +233,58 @@ exit $r'''
         self.assertEqual(self.state(h, vms[0]), "shut off")
         for d in vms:
             h.virsh("undefine", d.name)
-        self.assertEqual(h.virsh("list", "--all", "--name").stdout.strip(),
-                         "")
+        left = h.virsh("list", "--all", "--name").stdout.split()
+        for d in vms:
+            self.assertNotIn(d.name, left)
         self.note("define+start %.1f s, both ready %.1f s, total %.1f s" % (
             t_start, t_ready, time.monotonic() - t0))
+
+    def test_hotplug(self):
+        """virsh attach-interface --model rdma-session to a running
+        domain (the pcie-root-port libvirt left free), the guest's driver
+        binds it (rsess1, eth1); detach-interface, the driver lets it
+        go."""
+        h = self.hosts[1]
+        d = self.domain(3)
+        d.define(h)
+        d.start(h)
+        self.wait_ready([d])
+        mac = "52:54:00:77:00:13"
+        h.virsh("attach-interface", d.name, "bridge", "br0", "--model",
+                "rdma-session", "--mac", mac, "--live")
+        self.assertRegex(h.virsh("domiflist", d.name).stdout,
+                         r"bridge\s+br0\s+rdma-session\s+%s" % mac)
+        d.send(r'''n=0
+until [ -e /sys/class/infiniband/rsess1 ]; do
+    n=$((n + 1)); [ $n -lt 100 ] || break; sleep 0.2
+done
+echo "plugged: $(ls /sys/class/infiniband | tr '\n' ' ')/ $(ls /sys/class/net | tr '\n' ' ')"
+cat /sys/class/net/eth1/address
+echo "waiting for the unplug"
+n=0
+while [ -e /sys/class/infiniband/rsess1 ]; do
+    n=$((n + 1)); [ $n -lt 300 ] || break; sleep 0.2
+done
+echo "unplugged: $(ls /sys/class/infiniband | tr '\n' ' ')/ $(ls /sys/class/net | tr '\n' ' ')"
+dmesg | grep -E "WARNING|BUG:|Oops|Call Trace" && exit 1
+exit 0''')
+        self.wait_for("the guest's driver bound the new adapter",
+                      lambda: "waiting for the unplug" in d.console(), 60)
+        out = d.console()
+        self.assertIn("plugged: rsess0 rsess1 / eth0 eth1 lo", out)
+        self.assertIn(mac + "\n", out)
+        h.virsh("detach-interface", d.name, "bridge", "--mac", mac, "--live")
+        self.wait_done([d], 90)
+        out = d.console()
+        self.assertEqual(console.exit_status(out), "0", out[-2000:])
+        self.assertIn("unplugged: rsess0 / eth0 lo", out)
+        self.assertNotIn(mac, h.virsh("domiflist", d.name,
+                                      check=False).stdout)
+        self.wait_for("%s shut off" % d.name,
+                      lambda: self.state(h, d) == "shut off", 30)
+        h.virsh("undefine", d.name)
+        self.note("attach-interface and detach-interface of a second "
+                  "adapter: bound as rsess1/eth1, then released")
 
 
 class Migration(LibvirtTest):
