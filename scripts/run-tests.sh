@@ -9,6 +9,9 @@
 #                scripts' lint
 #   unit         the rdma-core provider's data path test
 #   qtest        the device's qtests, one meson test per area
+#   vmstate      the device's migration stream description against the
+#                earlier releases' (tests/vmstate/, QEMU's
+#                vmstate-static-checker.py)
 #   fuzz-smoke   each fuzzer for RS_FUZZ_SMOKE_SECS (60) s on the sanitizer
 #                build
 #   qtest-asan   the qtests on the sanitizer build
@@ -39,7 +42,7 @@ export RS_BUILD
 logs="$RS_BUILD/test-logs"
 mkdir -p "$logs"
 
-all=(abi unit qtest fuzz-smoke qtest-asan demo guest-driver guest-stack
+all=(abi unit qtest vmstate fuzz-smoke qtest-asan demo guest-driver guest-stack
      rdma-matrix verbs introspect nvmf stacks resilience multipath migration
      bench-smoke)
 guest=(demo guest-driver guest-stack rdma-matrix verbs introspect nvmf stacks

@@ -133,10 +133,10 @@ def learned_check(s: Suite, r: Run, vm: int, n: int, pre: str,
                                               line or "")]
         ok = (line is not None and "had not learned" not in line and
               bool(times) and max(times) < most)
+        what = line.split(tag, 1)[1] if line else "no overlay figures"
         s.report(ok, "%soverlay-learned-%d%s" % (
-            pre, k, " (%s)" % line[len(tag):] if ok else ""),
-                 (line or "no overlay figures")[len(tag) if line else 0:] +
-                 ", within %g s expected" % most)
+            pre, k, " (%s)" % what if ok else ""),
+                 what + ", within %g s expected" % most)
 
 
 def stall_check(s: Suite, r: Run, vm: int, n: int, pre: str,
