@@ -21,8 +21,10 @@ configuration if missing).
   Domain.test_hotplug       virsh attach-interface --model rdma-session
                             to a running domain: the guest driver binds
                             it; detach-interface: it lets it go
-  Migration.test_migrate    two hosts: vm1 on h1, its peer vm2 on h2, a
-                            verified rping stream between them, during
+  Migration.test_migrate    three hosts on a VXLAN overlay
+                            (rstest/overlay.py): vm1 on h1, its peer vm2
+                            on h3, a verified rping stream between them,
+                            during
                             which vm1 is migrated h1 -> h2
                             (virsh migrate --live, virsh driving both
                             daemons) and back h2 -> h1 (--p2p: h2's
@@ -83,6 +85,8 @@ class LibvirtTest(unittest.TestCase):
     """A class's hosts (HOSTS libvirtd instances), set up once."""
 
     HOSTS = 1
+    # rstest.overlay's hosts (each VM's first host) instead of HOSTS
+    OVERLAY = None
     suite = None
 
     @classmethod
@@ -104,7 +108,7 @@ class LibvirtTest(unittest.TestCase):
         launcher.QUIET = True
         img = launcher.image_script("guest-image.sh")
         cls.image = img
-        cls.net = Net(root, cls.HOSTS, QEMU)
+        cls.net = Net(root, cls.HOSTS, QEMU, overlay=cls.OVERLAY)
         NETS.append(cls.net)
         t0 = time.monotonic()
         try:
@@ -114,6 +118,8 @@ class LibvirtTest(unittest.TestCase):
             raise
         cls.setup_seconds = time.monotonic() - t0
         cls.hosts = cls.net.hosts
+        print("# %s: %s, up in %.1f s" % (cls.__name__, cls.net.describe(),
+                                          cls.setup_seconds), flush=True)
 
     @classmethod
     def tearDownClass(cls) -> None:
@@ -289,10 +295,10 @@ exit 0''')
 
 
 class Migration(LibvirtTest):
-    """Two libvirt hosts; vm1 migrates between them during a verified
-    rping stream with vm2."""
+    """Three libvirt hosts on rstest.overlay's VXLAN overlay; vm1 migrates
+    between h1 and h2 during a verified rping stream with vm2 on h3."""
 
-    HOSTS = 2
+    OVERLAY = [1, 3]
 
     def migrate(self, k: int, dom: virthost.Domain, src, dst, p2p: bool) -> str:
         """virsh migrate --live dom src -> dst; libvirt's figures."""
@@ -326,22 +332,22 @@ class Migration(LibvirtTest):
 
     def test_migrate(self):
         """virsh migrate --live of vm1 h1 -> h2 -> h1 during rping -V
-        with vm2 (on h2): the stream passes on both sides."""
-        h1, h2 = self.hosts[1], self.hosts[2]
+        with vm2 (on h3): the stream passes on both sides."""
+        h1, h2, h3 = self.hosts[1], self.hosts[2], self.hosts[3]
         t0 = time.monotonic()
         vm1, vm2 = self.domain(1), self.domain(2)
         for h in (h1, h2):
             vm1.prepare(h)
         vm1.define(h1)
-        vm2.define(h2)
+        vm2.define(h3)
         vm1.start(h1)
-        vm2.start(h2)
+        vm2.start(h3)
         self.wait_ready([vm1, vm2])
         t_ready = time.monotonic() - t0
         # the frames vm2 receives (QEMU's filter-dump on its netdev, added
         # over QMP through libvirt): the RDMA stall it saw at each switch
         pcap = "/var/log/libvirt/qemu/%s.pcap" % vm2.name
-        h2.virsh("qemu-monitor-command", vm2.name, json.dumps(
+        h3.virsh("qemu-monitor-command", vm2.name, json.dumps(
             {"execute": "object-add", "arguments": {
                 "qom-type": "filter-dump", "id": "rsldump",
                 "netdev": "hostnet0", "file": pcap, "maxlen": 96}}))
@@ -382,13 +388,13 @@ exit $r''' % (PINGS, PINGS)
                                           time.monotonic() - t_stream))
         self.assertTrue(after, "the stream ended during the last "
                         "migration: it did not run across it")
-        h2.virsh("qemu-monitor-command", vm2.name, json.dumps(
+        h3.virsh("qemu-monitor-command", vm2.name, json.dumps(
             {"execute": "object-del", "arguments": {"id": "rsldump"}}),
                  check=False)
         try:
             # pylint: disable=import-outside-toplevel
             from rstest.migration import stalls
-            got = stalls(h2.path(pcap), vm1.ip, vm2.ip, self.downtimes)
+            got = stalls(h3.path(pcap), vm1.ip, vm2.ip, self.downtimes)
             self.note("RDMA stall vm2 saw at each switch (longest time "
                       "without a RoCE frame from vm1): %s" % ", ".join(
                           "%.0f ms" % ms if ms is not None else "?"

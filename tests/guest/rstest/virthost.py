@@ -2,6 +2,10 @@
 the adapter in them (tests/guest/libvirt.py,
 docs/system/devices/rdma-session-libvirt.rst).
 
+Net makes the hosts' network namespaces: its own (below), or those of
+rstest.overlay (Net(..., overlay=[...]): hosts on a VXLAN overlay, each
+daemon listening on its host's underlay address 10.250.0.I instead).
+
 A Host is one libvirtd (Debian 12's libvirt 9.0, the monolithic daemon,
 started directly: no systemd) in a network namespace of its own,
 rsl<PID>-hI, with a bridge br0 that its domains' tap devices join and the
@@ -283,16 +287,40 @@ class Net:
     (one L2 segment: the guests' 10.77.0.0/24 and the hosts'
     10.79.0.0/24)."""
 
-    def __init__(self, root: str, hosts: int = 2, emulator: str = ""):
+    def __init__(self, root: str, hosts: int = 2, emulator: str = "",
+                 overlay: Optional[List[int]] = None):
+        """overlay: the hosts on rstest.overlay's VXLAN overlay instead
+        (its list: each VM's first host), a daemon on each of its hosts,
+        listening on the host's underlay address."""
         self.prefix = "%s%d" % (PREFIX, os.getpid())
         self.root = root
+        self.overlay = None
+        if overlay is not None:
+            # pylint: disable=import-outside-toplevel
+            from .overlay import Overlay, underlay_ip
+            self.overlay = Overlay(root, overlay, tag=self.prefix)
+            hosts = self.overlay.hosts
         self.hosts: Dict[int, Host] = {
             i: Host(self.prefix, i, root) for i in range(1, hosts + 1)}
+        if self.overlay is not None:
+            for i, h in self.hosts.items():
+                h.addr = underlay_ip(i)
         self.created: List[str] = []
         self.emulator = emulator
 
+    def describe(self) -> str:
+        if self.overlay is not None:
+            return "a libvirtd on each of %s" % self.overlay.describe()
+        return "%d libvirt hosts, bridges joined by veth pairs" % len(
+            self.hosts)
+
     def create(self) -> None:
         clean_stale()
+        if self.overlay is not None:
+            self.overlay.create()
+            self.created.append("overlay")
+            self.start_daemons()
+            return
         for i, h in self.hosts.items():
             sh(["ip", "netns", "add", h.ns])
             self.created.append(h.ns)
@@ -309,6 +337,9 @@ class Net:
                 sh(["ip", "-n", h1.ns, "link", "set", "to-h%d" % i,
                     "master", "br0", "up"])
                 sh(n + ["link", "set", "to-h1", "master", "br0", "up"])
+        self.start_daemons()
+
+    def start_daemons(self) -> None:
         # the daemons start and probe the emulator in parallel
         errors: List[BaseException] = []
 
@@ -332,8 +363,11 @@ class Net:
                 h.stop()
             except Exception:  # pylint: disable=broad-except
                 kill_ns_processes(h.ns)
-        for ns in self.created:
-            sh(["ip", "netns", "del", ns], check=False)
+        if self.overlay is not None and self.created:
+            self.overlay.destroy()
+        else:
+            for ns in self.created:
+                sh(["ip", "netns", "del", ns], check=False)
         self.created = []
 
 
