@@ -311,8 +311,10 @@ class Net:
     def describe(self) -> str:
         if self.overlay is not None:
             return "a libvirtd on each of %s" % self.overlay.describe()
-        return "%d libvirt hosts, bridges joined by veth pairs" % len(
-            self.hosts)
+        if len(self.hosts) == 1:
+            return "1 libvirt host (namespace %s-h1)" % self.prefix
+        return "%d libvirt hosts (namespaces %s-h1..h%d), bridges joined " \
+            "by veth pairs" % (len(self.hosts), self.prefix, len(self.hosts))
 
     def create(self) -> None:
         clean_stale()
