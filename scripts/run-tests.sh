@@ -16,9 +16,11 @@
 #                build
 #   qtest-asan   the qtests on the sanitizer build
 #   demo, guest-driver, guest-stack, rdma-matrix, verbs, introspect, nvmf,
-#   stacks, resilience, multipath, migration, bench-smoke   the VM-level
-#                suites (tests/guest/; stacks runs in the Debian guest,
-#                multipath builds its network of namespaces; both need root)
+#   stacks, resilience, multipath, migration, libvirt, bench-smoke   the
+#                VM-level suites (tests/guest/; stacks runs in the Debian
+#                guest; multipath, migration and libvirt build networks of
+#                namespaces, libvirt runs a libvirtd per host: they need
+#                root)
 #
 # Usage: scripts/run-tests.sh [SUITE...]
 #   SUITE: any of the above, or a meson suite such as qtest-lan (one qtest
@@ -44,9 +46,9 @@ mkdir -p "$logs"
 
 all=(abi unit qtest vmstate fuzz-smoke qtest-asan demo guest-driver guest-stack
      rdma-matrix verbs introspect nvmf stacks resilience multipath migration
-     bench-smoke)
+     libvirt bench-smoke)
 guest=(demo guest-driver guest-stack rdma-matrix verbs introspect nvmf stacks
-       resilience multipath migration bench-smoke)
+       resilience multipath migration libvirt bench-smoke)
 sel=()
 for a in "${@:-${all[@]}}"; do
     if [ "$a" = guest ]; then sel+=("${guest[@]}"); else sel+=("$a"); fi
@@ -89,7 +91,8 @@ fi
 # provider), which the unit and VM suites use as they are.
 if wants unit || wants 'demo' || wants 'guest-*' || wants 'rdma-*' ||
    wants verbs || wants introspect || wants nvmf || wants resilience ||
-   wants multipath || wants migration || wants bench-smoke || wants stacks; then
+   wants multipath || wants migration || wants libvirt || wants bench-smoke ||
+   wants stacks; then
     build build-guest "$top/scripts/guest-image.sh"
 fi
 # The stacks suite's Debian guest (scripts/distro-image.sh) with the
