@@ -36,20 +36,19 @@ bytes of each (the BTH).
 
 import json
 import os
-import re
 import signal
 import struct
 import subprocess
 import time
 from typing import Dict, List, Optional, Tuple
 
+from . import netns
 from .roce import unbundle
 
 ROCE_PORT = 4791
 MTU = 9000
 MAX_HOSTS = 8
 MAX_ROUTERS = 8
-NAME_RE = re.compile(r"^rse([0-9]+)-[hr][0-9]+$")
 TAP = "tap0"
 
 
@@ -68,49 +67,18 @@ def link_ip(k: int, i: int, router: bool) -> str:
 
 
 def sh(argv: List[str], check: bool = True) -> str:
-    r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       text=True, check=False)
-    if check and r.returncode != 0:
-        raise EcmpError("%s: %s" % (" ".join(argv),
-                                    (r.stderr or r.stdout).strip()))
-    return r.stdout
+    return netns.sh(argv, check, EcmpError)
 
 
 class EcmpError(Exception):
     """The network could not be set up or changed."""
 
 
-def namespaces() -> List[str]:
-    out = sh(["ip", "netns", "list"], check=False)
-    return [ln.split()[0] for ln in out.splitlines() if ln.split()]
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def clean_stale() -> List[str]:
-    """Remove the namespaces of runs whose process is gone (a crash),
-    with what that run left running in them (its QEMUs, its captures);
-    the names removed."""
-    gone = []
-    for ns in namespaces():
-        m = NAME_RE.match(ns)
-        if m and not pid_alive(int(m.group(1))):
-            for pid in sh(["ip", "netns", "pids", ns], check=False).split():
-                try:
-                    os.kill(int(pid), signal.SIGKILL)
-                except (ValueError, ProcessLookupError):
-                    pass
-            sh(["ip", "netns", "del", ns], check=False)
-            gone.append(ns)
-    return gone
+    """Remove the namespaces of runs whose process is gone, with what
+    that run left running in them (its QEMUs, its captures); the names
+    removed."""
+    return netns.clean_stale("rse")
 
 
 class Ecmp:
@@ -174,7 +142,7 @@ class Ecmp:
         """Make the namespaces, links and routes (on failure: remove what
         was made, then raise EcmpError)."""
         clean_stale()
-        for ns in namespaces():
+        for ns in netns.namespaces():
             if ns.startswith(self.tag + "-"):
                 # (a crashed run of a process with the same number)
                 sh(["ip", "netns", "del", ns], check=False)

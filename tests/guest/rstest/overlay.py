@@ -32,19 +32,17 @@ run whose process is gone are removed by the next (clean_stale()).
 
 import json
 import os
-import re
-import signal
-import subprocess
 import threading
 import time
 from typing import Dict, List, Optional
+
+from . import netns
 
 MTU = 9000
 UNDERLAY_MTU = 9100
 MAX_HOSTS = 8
 VNI = 77
 VXLAN_PORT = 4789
-NAME_RE = re.compile(r"^rso([0-9]+)-(u|h[0-9]+)$")
 
 
 def tap(vm: int) -> str:
@@ -60,35 +58,13 @@ class OverlayError(Exception):
 
 
 def sh(argv: List[str], check: bool = True) -> str:
-    r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                       text=True, check=False)
-    if check and r.returncode != 0:
-        raise OverlayError("%s: %s" % (" ".join(argv),
-                                       (r.stderr or r.stdout).strip()))
-    return r.stdout
-
-
-def namespaces() -> List[str]:
-    out = sh(["ip", "netns", "list"], check=False)
-    return [ln.split()[0] for ln in out.splitlines() if ln.split()]
+    return netns.sh(argv, check, OverlayError)
 
 
 def clean_stale() -> List[str]:
     """Remove the namespaces of runs whose process is gone, with what
     still runs in them; the names removed."""
-    gone = []
-    for ns in namespaces():
-        m = NAME_RE.match(ns)
-        if not m or os.path.exists("/proc/%s" % m.group(1)):
-            continue
-        for pid in sh(["ip", "netns", "pids", ns], check=False).split():
-            try:
-                os.kill(int(pid), signal.SIGKILL)
-            except (ValueError, ProcessLookupError):
-                pass
-        sh(["ip", "netns", "del", ns], check=False)
-        gone.append(ns)
-    return gone
+    return netns.clean_stale("rso")
 
 
 class Overlay:
@@ -202,7 +178,7 @@ class Overlay:
         """Make the namespaces, bridges, overlay and taps (on failure:
         remove what was made, then raise OverlayError)."""
         clean_stale()
-        for ns in namespaces():
+        for ns in netns.namespaces():
             if ns.startswith(self.tag + "-"):
                 sh(["ip", "netns", "del", ns], check=False)
         try:
@@ -250,12 +226,7 @@ class Overlay:
     def destroy(self) -> None:
         """Remove the namespaces (every exit)."""
         for ns in reversed(self.made):
-            for pid in sh(["ip", "netns", "pids", ns], check=False).split():
-                try:
-                    os.kill(int(pid), signal.SIGKILL)
-                except (ValueError, ProcessLookupError):
-                    pass
-            sh(["ip", "netns", "del", ns], check=False)
+            netns.delete(ns)
         self.made = []
 
 

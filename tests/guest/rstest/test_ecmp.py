@@ -12,7 +12,7 @@ import tempfile
 import time
 import unittest
 
-from rstest import ecmp, launcher
+from rstest import ecmp, launcher, netns
 from rstest.vm import VM, EcmpSegment
 
 
@@ -142,7 +142,7 @@ class NetworkTest(unittest.TestCase):
         net = ecmp.Ecmp(d, 2, 2)
         try:
             net.create()
-            names = set(ecmp.namespaces())
+            names = set(netns.namespaces())
             self.assertLessEqual({net.host_ns(1), net.host_ns(2),
                                   net.router_ns(1), net.router_ns(2)}, names)
             route = ecmp.sh(["ip", "-n", net.host_ns(1), "route", "show",
@@ -173,13 +173,13 @@ class NetworkTest(unittest.TestCase):
         finally:
             net.destroy()
             shutil.rmtree(d)
-        self.assertFalse({n for n in ecmp.namespaces()
+        self.assertFalse({n for n in netns.namespaces()
                           if n.startswith(net.tag + "-")})
 
     def test_stale(self) -> None:
         # a process number that is not running: a crashed run's
         pid = 4194303
-        while ecmp.pid_alive(pid):
+        while netns.pid_alive(pid):
             pid -= 1
         ns = "rse%d-r1" % pid
         ecmp.sh(["ip", "netns", "add", ns])
@@ -191,7 +191,7 @@ class NetworkTest(unittest.TestCase):
                     break
                 time.sleep(0.1)
             self.assertIn(ns, ecmp.clean_stale())
-            self.assertNotIn(ns, ecmp.namespaces())
+            self.assertNotIn(ns, netns.namespaces())
             self.assertEqual(left.wait(10), -9)
         finally:
             left.kill()

@@ -11,7 +11,7 @@ import subprocess
 import tempfile
 import unittest
 
-from rstest import launcher, migration, overlay
+from rstest import launcher, migration, netns, overlay
 from rstest.test_ecmp import can_make_namespaces
 from rstest.vm import VM, OverlaySegment
 
@@ -110,7 +110,7 @@ class Real(unittest.TestCase):
         try:
             net.create()
             self.assertTrue(os.path.isfile(os.path.join(d, "overlay.json")))
-            names = overlay.namespaces()
+            names = netns.namespaces()
             for h in (1, 2, 3):
                 self.assertIn(net.host_ns(h), names)
             mac = "52:54:00:77:00:01"
@@ -138,7 +138,7 @@ class Real(unittest.TestCase):
         finally:
             net.destroy()
             shutil.rmtree(d)
-        names = overlay.namespaces()
+        names = netns.namespaces()
         for h in (1, 2, 3):
             self.assertNotIn(net.host_ns(h), names)
         self.assertNotIn(net.underlay_ns(), names)

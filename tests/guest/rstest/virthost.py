@@ -38,10 +38,8 @@ namespaces (and the processes in them) of runs whose process is gone.
 """
 
 import os
-import re
 import shlex
 import shutil
-import signal
 import subprocess
 import threading
 import time
@@ -49,6 +47,7 @@ import uuid
 import xml.etree.ElementTree as ET
 from typing import Dict, List, Optional
 
+from . import netns
 from .suite import TOP
 
 PREFIX = "rsl"
@@ -81,52 +80,18 @@ def need_libvirt(log: str) -> None:
 
 
 def sh(cmd: List[str], check: bool = True) -> str:
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                       text=True, check=False)
-    if check and r.returncode != 0:
-        raise VirtError("%s: %s" % (shlex.join(cmd), r.stdout.strip()))
-    return r.stdout
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    return True
+    return netns.sh(cmd, check, VirtError)
 
 
 def kill_ns_processes(ns: str) -> None:
-    """SIGTERM, then SIGKILL, to the processes in namespace ns (this
-    module's daemons and their QEMUs)."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        pids = [int(p) for p in sh(["ip", "netns", "pids", ns],
-                                   check=False).split() if p.isdigit()]
-        if not pids:
-            return
-        for p in pids:
-            try:
-                os.kill(p, sig)
-            except ProcessLookupError:
-                pass
-        end = time.monotonic() + 5
-        while time.monotonic() < end and any(pid_alive(p) for p in pids):
-            time.sleep(0.1)
+    """SIGTERM, then SIGKILL after 5 s, to the processes in namespace ns
+    (this module's daemons and their QEMUs)."""
+    netns.kill_processes(ns, grace=5)
 
 
 def clean_stale() -> List[str]:
     """Remove the namespaces of runs whose process is gone: their names."""
-    gone = []
-    for ln in sh(["ip", "netns", "list"], check=False).splitlines():
-        name = ln.split()[0] if ln.split() else ""
-        m = re.match(r"^%s([0-9]+)-" % PREFIX, name)
-        if m and not pid_alive(int(m.group(1))):
-            kill_ns_processes(name)
-            sh(["ip", "netns", "del", name], check=False)
-            gone.append(name)
-    return gone
+    return netns.clean_stale(PREFIX, grace=5)
 
 
 LIBVIRTD_CONF = '''# rstest.virthost: host %(index)d of %(prefix)s
