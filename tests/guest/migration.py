@@ -59,7 +59,9 @@ With --between-hosts, the long runs between hosts instead (minutes each):
 VM 1 migrated RS_HOST_MIGRATIONS times (default 20, h1 to h2 to h1 ...)
 under part 3's perftest programs as client and as server, with rping -V
 (RS_RPING_COUNT pings) beside them, with a soft-RoCE peer and with an
-adapter peer; two migrations each way with announcements off
+adapter peer; RS_DISTRO_MIGRATIONS (default 4) with both VMs in the
+Debian guest (--distro: Debian's soft-RoCE as the peer); two migrations
+each way with announcements off
 (--migrate-no-announce); part 2's held switchover and part 4.  Each
 run's stall median and worst are in its tests' names.
 
@@ -319,6 +321,11 @@ def between_hosts(qemu_args) -> int:
             ("long-adapter-", net, ["write", "read"], ["send"]),
             ("long-adapter-rev-", net, ["send"], ["write", "read"])):
         perf_part(s, pre, opts, c1, s1, qemu_args, n, pings)
+    # both in the Debian guest: the adapter's packages, Debian's soft-RoCE
+    # (fewer pings: rping is about four times slower in the Debian guest)
+    perf_part(s, "distro-rxe-", ["--distro"] + rxe, ["write", "read"],
+              ["send"], qemu_args, env_int("RS_DISTRO_MIGRATIONS", 4),
+              pings // 4)
     # without announcements: what moves the peers' traffic then
     perf_part(s, "no-announce-rxe-", rxe + ["--migrate-no-announce"],
               ["send"], ["write", "read"], qemu_args, 2, pings)

@@ -3,6 +3,11 @@
   rs-init: ready                           the guest waits for its command
   rs-init: running the launcher's command  the command starts
   rs-init: command exit status N           it ended with status N
+
+The Debian guest (scripts/distro-image.sh) also has root's shell on its
+console: its prompt ("root@vm1:~# ", after bash's bracketed-paste switch)
+can come in front of any of those lines, depending on when the login
+finished, and is left out.
 """
 
 import re
@@ -11,19 +16,26 @@ from typing import List, Optional
 READY = "rs-init: ready"
 RUNNING = "rs-init: running the launcher's command"
 STATUS_RE = re.compile(r"^rs-init: command exit status ([0-9]*)$")
+# a shell's prompt at the start of a line, and bash's bracketed-paste
+# switches anywhere
+PROMPT_RE = re.compile(r"^[a-z_][a-z0-9_-]*@[A-Za-z0-9_.-]+:[^#$\s]*[#$] ",
+                       re.M)
+PASTE_RE = re.compile(r"\x1b\[\?2004[hl]")
 # the lines that describe a ready guest's network interface and RDMA devices
 SUMMARY_RE = re.compile(
     r"^rs-init: (eth|en|no network|[a-z0-9]+ \()|^rs-init: RDMA")
 
 
 def read(path: str) -> str:
-    """A serial log's text, carriage returns left out."""
+    """A serial log's text, carriage returns and shell prompts left
+    out."""
     try:
         with open(path, "rb") as f:
             data = f.read()
     except OSError:
         return ""
-    return data.decode("utf-8", "replace").replace("\r", "")
+    text = PASTE_RE.sub("", data.decode("utf-8", "replace").replace("\r", ""))
+    return PROMPT_RE.sub("", text)
 
 
 def lines(path: str) -> List[str]:

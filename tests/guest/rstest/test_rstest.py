@@ -69,6 +69,23 @@ class ConsoleTest(unittest.TestCase):
             "rs-init: running the launcher's command\nstill going\n"),
             ["still going"])
 
+    def test_prompt(self) -> None:
+        """The Debian guest's root shell prompt in front of the lines (a
+        migration run lost a VM's whole output to it): left out."""
+        fd, path = tempfile.mkstemp()
+        os.write(fd, b"rs-init: ready\r\nLast login: Sun Nov 29 on ttyS0\r\n"
+                 b"\x1b[?2004hroot@vm2:~# rs-init: running the launcher's "
+                 b"command\r\nCHECK a ok\r\n\x1b[?2004hroot@vm2:~# CHECK b ok "
+                 b"root@x:~# \r\nrs-init: command exit status 0\r\n")
+        os.close(fd)
+        try:
+            text = console.read(path)
+        finally:
+            os.unlink(path)
+        self.assertEqual(console.command_output(text),
+                         ["CHECK a ok", "CHECK b ok root@x:~# "])
+        self.assertEqual(console.exit_status(text), "0")
+
 
 class ChecksTest(unittest.TestCase):
     OUT = ("[vm1] CHECK a ok fine\n[vm2] CHECK b fail why not\n"
