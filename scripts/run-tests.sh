@@ -95,10 +95,10 @@ if wants unit || wants 'demo' || wants 'guest-*' || wants 'rdma-*' ||
    wants stacks; then
     build build-guest "$top/scripts/guest-image.sh"
 fi
-# The stacks suite's Debian guest (scripts/distro-image.sh) with the
-# driver's packages installed in it by DKMS (tests/guest/rstest/distro.py),
-# both cached.
-if wants stacks; then
+# The Debian guest (scripts/distro-image.sh) with the driver's packages
+# installed in it by DKMS (tests/guest/rstest/distro.py), both cached: the
+# stacks suite's, and the migration suite's between hosts.
+if wants stacks || wants migration; then
     build build-distro python3 "$top/tests/guest/stacks.py" --prepare
 fi
 # Hold scripts/build-qemu.sh's lock (shared) while the tests use the build,

@@ -180,87 +180,11 @@ def cross_mover(old: str, new: str, versions: Tuple[str, str]):
         """VM to a QEMU of old: its downtime if it moved; None if the
         destination refused the stream and the source runs on (else an
         exception)."""
-        name = vm.name
-        new_qmp = os.path.join(vm.dir, "qmp-%d.sock" % k)
-        with vm.lock:
-            source = vm.machine
-        dst, src = mg.start(vm, vm.args, new_qmp, "qemu-%d" % k, True,
-                            str(k), binary=old)
-        try:
-            mg.switchover(src, name, 0, "migrate-continue", dst,
-                          state="pre-switchover")
-            status, info = mg.wait_end(src, name)
-        except Exception:
-            mg.discard(vm, dst)
-            src.close()
-            raise
-        if status != "completed":
-            end = time.monotonic() + 30
-            while dst.is_running() and time.monotonic() < end:
-                time.sleep(0.1)
-            quit_ok = not dst.is_running()
-            mg.discard(vm, dst)
-            st = None
-            for _ in range(100):
-                st = src.cmd("query-status").get("status")
-                if st == "running":
-                    break
-                time.sleep(0.1)
-            src.close()
-            if os.path.lexists(new_qmp):
-                os.unlink(new_qmp)
-            errs = []
-            try:
-                with open(os.path.join(vm.dir, "qemu-%d.log" % k),
-                          errors="replace") as f:
-                    errs = [ln.strip() for ln in f if ln.strip()]
-            except OSError:
-                pass
-            log("%s reverse #%d: refused: migration %s: %s; the destination "
-                "(%s) %s: %s; the source is %s" % (
-                    name, k, status, info.get("error-desc", ""),
-                    versions[0], "quit" if quit_ok else "did not quit",
-                    " | ".join(errs[-4:]) or "(no output)", st))
-            if st != "running" or not quit_ok:
-                raise RuntimeError("%s: the refused reverse migration did "
-                                   "not end cleanly (source %s)" % (name, st))
-            return None
-        try:
-            mg.wait_done(dst, name + " destination")
-            st = dst.cmd("query-status")
-            if st.get("status") != "running":
-                raise RuntimeError("%s: destination is %s" % (name, st))
-            with vm.lock:
-                vm.machine = dst
-                vm.incoming = None
-                vm.retired.append(source)
-                vm.migrations = k
-                vm.binary = old
-            vm.write_pid(dst.get_pid())
-        except Exception:
-            mg.discard(vm, dst)
-            raise
-        finally:
-            try:
-                src.cmd("quit")
-                src.close()
-            except Exception:  # pylint: disable=broad-except
-                pass
-        for _ in range(100):
-            if not source.is_running():
-                break
-            time.sleep(0.05)
-        qmp_path = vm.qmp_sock
-        if os.path.lexists(qmp_path):
-            os.unlink(qmp_path)
-        os.symlink(os.path.basename(new_qmp), qmp_path)
-        ram = info.get("ram", {})
-        log("%s #%d: total %d ms, downtime %d ms, setup %d ms, %d MiB" % (
-            name, k, info.get("total-time", -1), info.get("downtime", -1),
-            info.get("setup-time", -1), ram.get("transferred", 0) >> 20))
-        log("%s reverse #%d: accepted: from %s (%s) back to %s (%s)" % (
-            name, k, versions[1], new, versions[0], old))
-        return info.get("downtime", 0)
+        down = mg.migrate_once(vm, k, log, binary=old, may_refuse=True)
+        log("%s reverse #%d: %s: from %s (%s) back to %s (%s)" % (
+            vm.name, k, "refused" if down is None else "accepted",
+            versions[1], new, versions[0], old))
+        return down
 
     return CrossMover
 

@@ -41,8 +41,9 @@ multicast segment of one host instead.
    the destination's prompt (shortest timer) after it.
 3. perftest: VM 1, migrated twice, is the client of ib_write_bw and
    ib_read_bw and the server of ib_send_bw with a soft-RoCE VM, then the
-   other way round, then the first way with an adapter VM (part 1 has the
-   other way with an adapter, part 2 ib_write_bw).
+   other way round (between hosts: both VMs in the Debian guest,
+   launch-vms.sh --distro), then the first way with an adapter VM (part 1
+   has the other way with an adapter, part 2 ib_write_bw).
 4. NVMe over Fabrics over RDMA (tests/guest/nvmf.py --migrate): VM 1 the
    target, VM 2 the host, which verifies I/O round after round while VM 1
    and then VM 2 are migrated.
@@ -354,8 +355,11 @@ def main(qemu_args) -> int:
         rxe = ["--soft-roce-vm", "2"] + net
         perf_part(s, pre + "rxe-", rxe, ["write", "read"], ["send"],
                   qemu_args)
-        perf_part(s, pre + "rxe-rev-", rxe, ["send"], ["write", "read"],
-                  qemu_args)
+        # between hosts the other way round with both VMs in the Debian
+        # guest (the driver's packages, Debian's soft-RoCE)
+        perf_part(s, pre + ("distro-rxe-rev-" if hosts else "rxe-rev-"),
+                  (["--distro"] if hosts else []) + rxe, ["send"],
+                  ["write", "read"], qemu_args)
         perf_part(s, pre + "adapter-", net, ["write", "read"], ["send"],
                   qemu_args)
     if os.environ.get("RS_MIGRATION_NVMF", "1") != "0":

@@ -335,12 +335,49 @@ def drill(vm: VM, log: Log) -> None:
     drill_one(vm, "cancelled", vm.args, log, cancel_after=2.0)
 
 
+def refused(vm: VM, k: int, dst: QEMUMachine, src: QEMUMonitorProtocol,
+            info: dict, log: Log) -> None:
+    """The destination of vm's k-th migration refused the stream: it must
+    quit and the source run on (else RuntimeError)."""
+    name = vm.name
+    end = time.monotonic() + 30
+    while dst.is_running() and time.monotonic() < end:
+        time.sleep(0.1)
+    quit_ok = not dst.is_running()
+    discard(vm, dst)
+    st = None
+    for _ in range(100):
+        st = src.cmd("query-status").get("status")
+        if st == "running":
+            break
+        time.sleep(0.1)
+    src.close()
+    errs: List[str] = []
+    try:
+        with open(os.path.join(vm.dir, "qemu-%d.log" % k),
+                  errors="replace") as f:
+            errs = [ln.strip() for ln in f if ln.strip()]
+    except OSError:
+        pass
+    log("%s #%d: refused: migration %s: %s; the destination %s: %s; the "
+        "source is %s" % (name, k, info.get("status"),
+                          info.get("error-desc", ""),
+                          "quit" if quit_ok else "did not quit",
+                          " | ".join(errs[-4:]) or "(no output)", st))
+    if st != "running" or not quit_ok:
+        raise RuntimeError("%s: the refused migration did not end cleanly "
+                           "(source %s)" % (name, st))
+
+
 def migrate_once(vm: VM, k: int, log: Log, hold: float = 0.0,
-                 binary: Optional[str] = None, announce: bool = True) -> int:
+                 binary: Optional[str] = None, announce: bool = True,
+                 may_refuse: bool = False) -> Optional[int]:
     """Move vm to a new QEMU (its k-th migration; binary: the
     destination's QEMU, default the VM's), on this host or on the next
     host of an overlay; QEMU's downtime (ms).  On an overlay it also
-    says when the other hosts learned where the VM went."""
+    says when the other hosts learned where the VM went.  If may_refuse,
+    a destination that refuses the stream is no error as long as it quits
+    and the source runs on: None."""
     check_movable(vm)
     name = vm.name
     host = vm.segment.destination(vm.index)
@@ -361,7 +398,17 @@ def migrate_once(vm: VM, k: int, log: Log, hold: float = 0.0,
         switchover(src, name, hold, "migrate-continue", dst,
                    state="pre-switchover")
         t_switch = time.monotonic()
-        info = wait_done(src, name)
+        status, info = wait_end(src, name)
+        if status != "completed":
+            if not may_refuse:
+                raise RuntimeError("%s: migration %s: %s" % (
+                    name, status, info.get("error-desc", "")))
+            if learn is not None:
+                learn.stop()
+            refused(vm, k, dst, src, dict(info, status=status), log)
+            if os.path.lexists(new_qmp):
+                os.unlink(new_qmp)
+            return None
         wait_done(dst, name + " destination")
         st = dst.cmd("query-status")
         if st.get("status") != "running":
@@ -381,13 +428,17 @@ def migrate_once(vm: VM, k: int, log: Log, hold: float = 0.0,
         if learn is not None:
             learn.stop()
         discard(vm, dst)
-        raise
-    finally:
         try:
             src.cmd("quit")
             src.close()
         except Exception:  # pylint: disable=broad-except
-            pass                # (it went away with the answer)
+            pass
+        raise
+    try:
+        src.cmd("quit")
+        src.close()
+    except Exception:  # pylint: disable=broad-except
+        pass                # (it went away with the answer)
     for _ in range(100):
         if not source.is_running():
             break
