@@ -50,7 +50,7 @@ echo "verbs: $VB_PAIRING vm$RS_VM_INDEX device '$dev' ($(cat /sys/class/infiniba
 # receivers wait for a third of what is sent.
 vb_mckey()
 {
-    local out=/tmp/mckey.out pid rc t=0 ok=fail p u0 u1
+    local out=/tmp/mckey.out pid rc t=0 ok=fail g
     vb_step
     if [ "$RS_VM_INDEX" = "$4" ]; then
         rs_barrier $((500 + vb_n)) 150
@@ -60,19 +60,21 @@ vb_mckey()
         grep -q '^data transfers complete' $out && [ $rc = 0 ] && ok=ok
         ck "$VB_PAIRING/$1/$2-send" $ok "mckey -s to $3: exit $rc, $(grep -E 'joined|complete' $out | tr '\n' ' ')"
     else
-        timeout 150 mckey -m "$3" -b "$RS_IP" -C 20 > $out 2>&1 &
+        timeout 240 mckey -m "$3" -b "$RS_IP" -C 20 > $out 2>&1 &
         pid=$!
-        # Joined and attached: mckey then pauses 3 s and busy-polls its CQ,
-        # so its user time grows (its own output is buffered until it
-        # exits).
-        until [ $t -ge 90 ]; do
-            p=$(pidof mckey)
-            u0=$(cut -d' ' -f14 /proc/$p/stat 2>/dev/null || echo 0)
+        # Joined: rdma_cm has the interface join the group (it is in
+        # /proc/net/igmp, as a little-endian hex word), and mckey attaches
+        # its QP, whose receives are posted, as it hears of the join, then
+        # pauses 3 s before it polls (its own output is buffered until it
+        # exits).  Its user time, which this watched before, did not grow
+        # in 90 rounds (150 s) in one CI run though mckey had joined, and it
+        # timed out before the sender sent.
+        g=$(echo "$3" | awk -F. '{ printf "%02X%02X%02X%02X", $4, $3, $2, $1 }')
+        until grep -qw "$g" /proc/net/igmp || [ $t -ge 90 ]; do
             sleep 1
-            u1=$(cut -d' ' -f14 /proc/$p/stat 2>/dev/null || echo 0)
-            [ $((u1 - u0)) -ge 20 ] && break
             t=$((t + 1))
         done
+        sleep 5
         rs_barrier $((500 + vb_n)) 150
         wait $pid
         rc=$?
