@@ -141,11 +141,7 @@ class Ecmp:
     def create(self) -> None:
         """Make the namespaces, links and routes (on failure: remove what
         was made, then raise EcmpError)."""
-        clean_stale()
-        for ns in netns.namespaces():
-            if ns.startswith(self.tag + "-"):
-                # (a crashed run of a process with the same number)
-                sh(["ip", "netns", "del", ns], check=False)
+        netns.clear("rse", self.tag)
         try:
             self._create()
         except BaseException:

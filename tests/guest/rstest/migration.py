@@ -275,6 +275,20 @@ def switchover(src: QEMUMonitorProtocol, what: str, secs: float,
     src.cmd(command, **kw)
 
 
+def source_status(src: QEMUMonitorProtocol) -> Optional[str]:
+    """After a migration that did not happen: the source's run state once
+    it runs again (within 10 s), or the last one seen; the connection is
+    closed."""
+    st = None
+    for _ in range(100):
+        st = src.cmd("query-status").get("status")
+        if st == "running":
+            break
+        time.sleep(0.1)
+    src.close()
+    return st
+
+
 def drill_one(vm: VM, what: str, args: List[str], log: Log,
               cancel_after: float = 0.0, field: Optional[str] = None) -> None:
     """One migration that must not happen; the source must run on."""
@@ -303,13 +317,7 @@ def drill_one(vm: VM, what: str, args: List[str], log: Log,
                 time.sleep(0.1)
     finally:
         discard(vm, dst)
-    st = None
-    for _ in range(100):
-        st = src.cmd("query-status").get("status")
-        if st == "running":
-            break
-        time.sleep(0.1)
-    src.close()
+    st = source_status(src)
     if st != "running":
         raise RuntimeError("%s: %s: the source is %s afterwards" %
                            (name, what, st))
@@ -345,13 +353,7 @@ def refused(vm: VM, k: int, dst: QEMUMachine, src: QEMUMonitorProtocol,
         time.sleep(0.1)
     quit_ok = not dst.is_running()
     discard(vm, dst)
-    st = None
-    for _ in range(100):
-        st = src.cmd("query-status").get("status")
-        if st == "running":
-            break
-        time.sleep(0.1)
-    src.close()
+    st = source_status(src)
     errs: List[str] = []
     try:
         with open(os.path.join(vm.dir, "qemu-%d.log" % k),

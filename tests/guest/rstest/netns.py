@@ -77,3 +77,13 @@ def clean_stale(prefix: str, grace: float = 0.0) -> List[str]:
             delete(ns, grace)
             gone.append(ns)
     return gone
+
+
+def clear(prefix: str, tag: str) -> None:
+    """Before a run makes namespaces tag-* (tag: prefix and its process
+    number): remove the crashed runs', and those a crashed run of a
+    process with the same number left."""
+    clean_stale(prefix)
+    for ns in namespaces():
+        if ns.startswith(tag + "-"):
+            sh(["ip", "netns", "del", ns], check=False)

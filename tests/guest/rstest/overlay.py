@@ -26,7 +26,7 @@ for a MAC: where that host's overlay sends frames to it.
 The VMs are on one subnet, 10.77.0.0/24 (VM I at 10.77.0.I, as on the
 multicast segment).  The namespaces are rso<PID>-u and rso<PID>-hI,
 removed by destroy(), which the launcher calls on every exit; those of a
-run whose process is gone are removed by the next (clean_stale()).
+run whose process is gone are removed by the next (rstest.netns).
 <run>/overlay.json names them.
 """
 
@@ -59,12 +59,6 @@ class OverlayError(Exception):
 
 def sh(argv: List[str], check: bool = True) -> str:
     return netns.sh(argv, check, OverlayError)
-
-
-def clean_stale() -> List[str]:
-    """Remove the namespaces of runs whose process is gone, with what
-    still runs in them; the names removed."""
-    return netns.clean_stale("rso")
 
 
 class Overlay:
@@ -177,10 +171,7 @@ class Overlay:
     def create(self) -> None:
         """Make the namespaces, bridges, overlay and taps (on failure:
         remove what was made, then raise OverlayError)."""
-        clean_stale()
-        for ns in netns.namespaces():
-            if ns.startswith(self.tag + "-"):
-                sh(["ip", "netns", "del", ns], check=False)
+        netns.clear("rso", self.tag)
         try:
             self._create()
         except BaseException:
