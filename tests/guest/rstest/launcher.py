@@ -495,13 +495,9 @@ class Launch:
                 run, [o.hosts.get(i, 1 if i == 1 else 3)
                       for i in range(1, o.n + 1)])
             try:
-                self.overlay.create()
+                self.overlay.create()   # (removes what it made on failure)
             except overlay.OverlayError as e:
-                self.overlay.destroy()
                 die("--overlay: %s" % e)
-            except BaseException:
-                self.overlay.destroy()
-                raise
             self.segment: Segment = OverlaySegment(self.overlay)
         elif o.ecmp:
             self.net = ecmp.Ecmp(run, o.n, o.ecmp)
