@@ -5,8 +5,9 @@
 # and prints one line per suite and, as the last line, the total
 # "N passed, N failed".  Exit status 0 only if nothing failed.
 #
-#   abi          the ABI header's check (C11, gnu99, C++11) and the shell
-#                scripts' lint
+#   abi          the ABI header's check (C11, gnu99, C++11), the docs'
+#                tables against it (spec layouts, the guide's status table)
+#                and the shell scripts' lint
 #   unit         the rdma-core provider's data path test
 #   qtest        the device's qtests, one meson test per area
 #   vmstate      the device's migration stream description against the
