@@ -18,11 +18,21 @@ says how), tests/guest/in-guest/verbs-FEATURE.sh, and a FEATURES entry:
 (script, pairings, {VM: [checks of that VM]}); a check that does not come
 fails as "no result".
 
-Besides the pairings, one boot of a single VM (odp-limits, run with the
-odp feature or on its own as "verbs.py odp-limits"): the guest driver's
+Besides the pairings, one boot of a single VM (odp-limits, run in the
+full suite or on its own as "verbs.py odp-limits"): the guest driver's
 bounds on ODP (tests/guest/progs/rsv-odplim.c, odp_limits).
 
-Usage: tests/guest/verbs.py [FEATURE...]   (default: all)
+Usage: tests/guest/verbs.py [--list] [--repeat N] [NAME...]  (default: all)
+  --list        every test's name: PAIRING/FEATURE/CHECK/vmN for a
+                guest's check, PAIRING/dmesg-clean/vmN,
+                PAIRING/launch-vms, PAIRING/capture-bundles,
+                PAIRING/FEATURE/capture...
+  NAME          a test, or any part of the names: a feature ("rc"), a
+                pairing ("adapter-rxe"), "adapter-adapter/rc", a check on
+                both VMs ("adapter-adapter/rc/rc-connect"); shell patterns
+                per component ("*/rc/*/vm2").  Only the pairings and
+                features the selection needs boot (rstest/select.py).
+  --repeat N    N rounds, then each test's pass rate and those below N/N
 Environment: RS_BUILD; RS_NO_BUILD=1 is implied (the build comes first).
 Logs: $RS_BUILD/test-logs/verbs.XXXXXX (verbs.last): each pairing's
 launcher output PAIRING.log and VM directory vms-PAIRING, and every CHECK
@@ -67,7 +77,7 @@ from typing import Dict, List, Optional, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # pylint: disable=wrong-import-position
-from rstest import checks, console  # noqa: E402
+from rstest import checks, console, select  # noqa: E402
 from rstest.roce import OP_BUNDLE, bundle_faults, unbundle  # noqa: E402
 from rstest.suite import Suite, guest_files, need_tshark, qmp  # noqa: E402
 
@@ -464,7 +474,8 @@ def flush_capture(s: Suite, pairing: str, pcap: str) -> None:
     """The checks of the capture of a boot that ran rsv-flush."""
     name = "%s/flush/capture" % pairing
     if not os.path.isfile(pcap) or os.path.getsize(pcap) == 0:
-        s.report(False, name, "no capture " + pcap)
+        for x in ("-bytes", "-icrc", "-tshark"):
+            s.report(False, name + x, "no capture " + pcap)
         return
     ok, detail = flush_bytes(pcap)
     s.tap("ok" if ok else "fail", name + "-bytes", detail)
@@ -877,18 +888,60 @@ def odp_limits(s: Suite) -> None:
         f.writelines(ln + "\n" for ln in r.lines if checks.LINE_RE.match(ln))
 
 
-def main(argv: List[str]) -> int:
-    # odp-limits: a boot of its own (odp_limits), also part of "odp".
-    names = sorted(set(f[0] for f in FEATURES) | {"odp-limits"})
-    for a in argv:
-        if a not in names:
-            print("usage: %s [%s]..." % (sys.argv[0], "|".join(names)),
-                  file=sys.stderr)
-            return 2
-    s = Suite("verbs")
+def capturing(pairing: str, feats: List[str]) -> bool:
+    """Whether a boot of pairing with features feats captures VM 1's
+    traffic (--pcap): the adapters-only boots, and those with a feature
+    whose capture is checked; never one that migrates VM 1."""
+    return (pairing in BUNDLED or any(
+        f in ("flush", "dc", "netid", "odp") for f in feats)) and \
+        "migrate" not in pairing
+
+
+def boot_names(pairing: str, feats: List[str]) -> List[str]:
+    """The tests a boot of pairing with features feats reports, in order:
+    each VM's checks of each feature (PAIRING/FEATURE/CHECK/vmN), each
+    VM's clean kernel log, the launcher's status, the captures'."""
+    nvm = int(PAIRINGS[pairing][PAIRINGS[pairing].index("-n") + 1])
+    out = ["%s/%s/%s/vm%d" % (pairing, f[0], c, vm)
+           for f in FEATURES if pairing in f[1] and f[0] in feats
+           for vm, cks in sorted(f[2].items()) for c in cks]
+    out += ["%s/dmesg-clean/vm%d" % (pairing, vm) for vm in range(1, nvm + 1)]
+    out.append("%s/launch-vms" % pairing)
+    if capturing(pairing, feats):
+        if pairing in BUNDLED:
+            out.append("%s/capture-bundles" % pairing)
+        if "flush" in feats:
+            out += ["%s/flush/capture-%s" % (pairing, x)
+                    for x in ("bytes", "icrc", "tshark")]
+        out += ["%s/%s/capture" % (pairing, f)
+                for f in ("dc", "xrc", "odp", "netid") if f in feats]
+    return out
+
+
+def catalog() -> Dict[Tuple[str, ...], List[str]]:
+    """The suite's units (rstest/select.py): (PAIRING, FEATURE) for each
+    feature of each pairing, ("netid-change",), ("odp-limits",); each
+    with the tests it reports when it runs alone."""
+    cat: Dict[Tuple[str, ...], List[str]] = {}
+    for pairing in PAIRINGS:
+        for f in FEATURES:
+            if pairing in f[1]:
+                cat[(pairing, f[0])] = boot_names(pairing, [f[0]])
+    cat[("netid-change",)] = ["netid-change/host-qom-set"] + [
+        "netid-change/%s/vm1" % c
+        for c in ("event", "driver-relearns", "dmesg-clean")] + [
+        "netid-change/launch-vms"]
+    cat[("odp-limits",)] = ["odp-limits/%s/vm1" % c for c in ODP_LIMITS] + \
+        ["odp-limits/launch-vms"]
+    return cat
+
+
+def run(s: Suite, units: List[Tuple[str, ...]]) -> None:
+    """The boots of the units chosen (rstest/select.py): one per pairing
+    with its chosen features, then netid-change and odp-limits."""
     for pairing, args in PAIRINGS.items():
-        feats = [f for f in FEATURES
-                 if pairing in f[1] and (not argv or f[0] in argv)]
+        names = [u[1] for u in units if len(u) == 2 and u[0] == pairing]
+        feats = [f for f in FEATURES if pairing in f[1] and f[0] in names]
         if not feats:
             continue
         nvm = int(args[args.index("-n") + 1])
@@ -896,9 +949,7 @@ def main(argv: List[str]) -> int:
             "lib.sh", "verbs-common.sh",
             *["verbs-%s.sh" % f[0] for f in feats], "verbs-end.sh"))
         pcap = os.path.join(s.dir, pairing + ".pcap")
-        cap = ["--pcap", "1", pcap] if (pairing in BUNDLED or any(
-            f[0] in ("flush", "dc", "netid") for f in feats)) and \
-            "migrate" not in pairing else []
+        cap = ["--pcap", "1", pcap] if capturing(pairing, names) else []
         r = s.launch(pairing, ["-q", "--no-build", "--timeout", "600"] +
                      args + cap + ["--cmd", script] +
                      PAIRING_QEMU.get(pairing, []),
@@ -913,25 +964,24 @@ def main(argv: List[str]) -> int:
         if cap and pairing in BUNDLED:
             bundle_capture(s, pairing, pcap, nvm, any(
                 f[0] in BUNDLED[pairing] for f in feats))
-        if cap and any(f[0] == "flush" for f in feats):
+        if cap and "flush" in names:
             flush_capture(s, pairing, pcap)
-        if cap and any(f[0] == "dc" for f in feats):
+        if cap and "dc" in names:
             dc_capture(s, pairing, pcap, r.lines)
-        if cap and any(f[0] == "xrc" for f in feats):
+        if cap and "xrc" in names:
             xrc_capture(s, pairing, pcap, r.lines)
-        if cap and any(f[0] == "odp" for f in feats):
+        if cap and "odp" in names:
             odp_capture(s, pairing, pcap)
-        if cap and any(f[0] == "netid" for f in feats):
+        if cap and "netid" in names:
             netid_capture(s, pairing, pcap)
         with open(os.path.join(s.dir, "checks"), "a") as f:
             f.writelines(ln + "\n" for ln in r.lines
                          if checks.LINE_RE.match(ln))
-    if not argv or "netid" in argv:
+    if ("netid-change",) in units:
         netid_change(s)
-    if not argv or "odp" in argv or "odp-limits" in argv:
+    if ("odp-limits",) in units:
         odp_limits(s)
-    return s.end()
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(select.main("verbs", catalog(), run, sys.argv[1:], __doc__))

@@ -55,11 +55,11 @@ class Tally:
     def expect(self, found: Dict[Tuple[int, str], Check],
                wanted: Iterable[Tuple[int, str]], where: str = "") -> None:
         """Each wanted (VM, name) must have passed; a missing one fails
-        (where: the output to see)."""
+        (where: the output to see).  The test is "NAME/vmVM"."""
         missing = "no result (see %s)" % where if where else "no result"
         for vm, name in wanted:
             c: Optional[Check] = found.get((vm, name))
-            self.report(c is not None and c.ok, "vm%d %s" % (vm, name),
+            self.report(c is not None and c.ok, "%s/vm%d" % (name, vm),
                         c.line if c is not None else missing)
 
 
