@@ -299,10 +299,14 @@ def nvmf_part(s: Suite, net, pre: str) -> None:
     n = 0
     with open(log, errors="replace") as f:
         for ln in f.read().splitlines():
-            m = re.match(r"^(ok|not ok) - (.*)$", ln)
+            m = re.match(r"^(ok|not ok) - ([^:]*)(?:: (.*))?$", ln)
             if m:
                 n += 1
-                s.report(m.group(1) == "ok", pre + "nvmf-" + m.group(2))
+                if m.group(1) == "ok":
+                    s.tap("ok", pre + "nvmf-" + m.group(2), m.group(3) or "")
+                else:
+                    s.report(False, pre + "nvmf-" + m.group(2),
+                             m.group(3) or "")
             elif ln.startswith("# migrate-vm: "):
                 s.note(ln[2:])
     if n == 0:
