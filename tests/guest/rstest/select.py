@@ -20,7 +20,8 @@ Usage of such a suite:
   SUITE.py --repeat N [NAME...]   N rounds; then "# repeat: NAME k/N" per
                              check and one line with every check below N/N
 
-A NAME selects a check if it equals the check's name, or its components
+A NAME selects a check if it equals the check's name, or names a unit
+(its tests: "/".join of a tuple unit's parts), or its components
 are a run of the check's name's components ("rc" selects every
 ".../rc/..."; "adapter-adapter/rc" that pairing's rc checks;
 "adapter-adapter/rc/rc-connect" the check on both VMs), each component a
@@ -168,6 +169,11 @@ def main(suite: str, catalog: Catalog,
             return 2
         else:
             pats.append(a)
+    # a unit's own name ("held", "adapter-adapter/rc") selects its tests
+    keys = {"/".join(map(str, u)) if isinstance(u, tuple) else str(u): u
+            for u in catalog}
+    pats = [x for p in pats for x in (
+        catalog[keys[p.strip("/")]] if p.strip("/") in keys else [p])]
     sel = Selection(pats, suite)
     every = names(catalog)
     bad = sel.unmatched(every)

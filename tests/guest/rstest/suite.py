@@ -293,15 +293,17 @@ class Suite(checks.Tally):
         return Background(name, os.path.join(self.dir, name + ".log"), argv,
                           e)
 
-    def expect(self, found, wanted: Iterable, where: str = "") -> None:
+    def expect(self, found, wanted: Iterable, where: str = "",
+               prefix: str = "") -> None:
         """Each wanted check ("VM:NAME" or (VM, NAME)) of a run (or of
-        checks.parse()'s result) must have passed; a missing one fails."""
+        checks.parse()'s result) must have passed; a missing one fails.
+        The tests are named PREFIXNAME/vmVM."""
         if isinstance(found, Run):
             where = where or found.path
             found = found.found
         pairs = [checks.parse_wanted([w])[0] if isinstance(w, str) else w
                  for w in wanted]
-        super().expect(found, pairs, where)
+        super().expect(found, pairs, where, prefix)
 
     def launcher_check(self, r: Run, name: str = "") -> None:
         """The run's exit status: every VM became ready, ran its command

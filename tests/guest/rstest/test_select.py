@@ -105,8 +105,13 @@ class MainTest(unittest.TestCase):
         self.assertIn("no check named nosuch", err)
         self.assertEqual(self.main(["--repeat", "x"])[0], 2)
 
+    def test_unit_name(self) -> None:
+        _, lines, _ = self.main(["--list", "lim", "aa/mw"])
+        self.assertEqual(lines, ["aa/dmesg-clean/vm1", "aa/launch-vms",
+                                 "aa/mw/bind/vm1", "lim/cap/vm1"])
+
     def test_selected(self) -> None:
-        rc, lines, _ = self.main(["aa/rc"])
+        rc, lines, _ = self.main(["aa/rc/connect", "aa/rc/send"])
         self.assertEqual(self.ran, [[("aa", "rc")]])
         self.assertEqual(rc, 1)
         self.assertEqual(lines[:3], ["ok - aa/rc/connect/vm1",
