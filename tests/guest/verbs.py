@@ -66,7 +66,6 @@ DCETH, the data between goes as RC opcodes, the CONNECTs switch target
 at least once per round of rsv-dc, and tshark decodes them (dc_capture).
 """
 
-import importlib.util
 import os
 import re
 import struct
@@ -78,7 +77,7 @@ from typing import Dict, List, Optional, Tuple
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # pylint: disable=wrong-import-position
 from rstest import checks, console, select  # noqa: E402
-from rstest.roce import OP_BUNDLE, bundle_faults, unbundle  # noqa: E402
+from rstest import roce  # noqa: E402
 from rstest.suite import Suite, guest_files, need_tshark, qmp  # noqa: E402
 
 PAIRINGS = {
@@ -263,7 +262,6 @@ FEATURES: List[Tuple[str, Tuple[str, ...], Dict[int, List[str]]]] = [
 ]
 
 
-ROCE_PORT = 4791
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 
@@ -276,30 +274,10 @@ def roce_frames(path: str) -> List[Tuple[str, str, bytes]]:
 
 def roce_frames_ts(path: str) -> List[Tuple[float, str, str, bytes]]:
     """roce_frames() with each frame's capture time (seconds) first; the
-    frames in a bundle of the adapter's count as if each came alone."""
-    out = []
-    with open(path, "rb") as f:
-        data = f.read()
-    end = "<" if data[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") \
-        else ">"
-    off = 24
-    while off + 16 <= len(data):
-        incl = struct.unpack(end + "I", data[off + 8:off + 12])[0]
-        sec, usec = struct.unpack(end + "II", data[off:off + 8])
-        outer = data[off + 16:off + 16 + incl]
-        off += 16 + incl
-        for fr in unbundle(outer):
-            if len(fr) < 42 or fr[12:14] != b"\x08\x00" or fr[23] != 17:
-                continue
-            ihl = (fr[14] & 15) * 4
-            udp = 14 + ihl
-            if struct.unpack("!H", fr[udp + 2:udp + 4])[0] != ROCE_PORT:
-                continue
-            ulen = struct.unpack("!H", fr[udp + 4:udp + 6])[0]
-            out.append((sec + usec / 1e6, ".".join(map(str, fr[26:30])),
-                        ".".join(map(str, fr[30:34])),
-                        fr[udp + 8:udp + ulen]))
-    return out
+    frames in a bundle of the adapter's count as if each came alone
+    (rstest.roce.packets)."""
+    return [(p.t, p.src, p.dst, p.roce)
+            for p in roce.packets(path, v4only=True)]
 
 
 def flush_bytes(path: str) -> Tuple[bool, str]:
@@ -405,63 +383,25 @@ def ts_opcodes(fr: List[Dict[str, List[str]]]) -> List[int]:
     return [int(v, 0) for f in fr for v in f["infiniband.bth.opcode"]]
 
 
-def roce_icrc():
-    """scripts/roce-icrc.py as a module."""
-    spec = importlib.util.spec_from_file_location(
-        "roce_icrc", os.path.join(TOP, "scripts", "roce-icrc.py"))
-    ri = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ri)  # type: ignore
-    return ri
-
-
-def capture_packets(pcap: str):
-    """The RoCEv2 packets of pcap (IPv4 or IPv6), read byte by byte: a
-    list of (frame number, packet's frame, its (ip, udp, v6) offsets) with
-    the packets in a bundle each as if alone, and the list of bundles
-    (frame number, source, destination, what is wrong with it:
-    rstest.roce.bundle_faults, a hash of its bytes; not a CRC-32, which
-    the ICRCs of the packets in it make collide)."""
-    ri = roce_icrc()
-    with open(pcap, "rb") as f:
-        data = f.read()
-    pkts, bundles = [], []
-    for num, fr, _ in ri.frames(data):
-        r = ri.roce(fr)
-        if not r:
-            continue
-        if r[0] == 14 and not r[2] and len(fr) > r[1] + 8 and \
-                fr[r[1] + 8] == OP_BUNDLE:
-            faults = bundle_faults(fr)
-            bundles.append((num, ".".join(map(str, fr[26:30])),
-                            ".".join(map(str, fr[30:34])), faults,
-                            hash(fr)))
-            inner = unbundle(fr)
-            pkts += [(num, x, ri.roce(x)) for x in inner if ri.roce(x)]
-        else:
-            pkts.append((num, fr, r))
-    return pkts, bundles
-
-
 def icrc_check(pcap: str, rxe_flush: bool) -> Tuple[bool, str]:
-    """scripts/roce-icrc.py's check of every ICRC, each packet in a
-    bundle's its own (a bundle has none), every bundle well formed
-    (bundle_faults); with rxe_flush, a FLUSH may carry soft-RoCE's
-    instead (the headers covered twice)."""
-    ri = roce_icrc()
-    pkts, bundles = capture_packets(pcap)
+    """The ICRC of every packet (rstest.roce.icrc, scripts/roce-icrc.py's),
+    each packet in a bundle's its own (a bundle has none), every bundle
+    well formed (bundle_faults); with rxe_flush, a FLUSH may carry
+    soft-RoCE's instead (the headers covered twice)."""
+    pkts, bundles = roce.read_capture(pcap)
     rxe = 0
-    bad = ["bundle in frame %d: %s" % (b[0], "; ".join(b[3]))
-           for b in bundles if b[3]]
-    for num, fr, (ip, udp, v6) in pkts:
-        comp, stored = ri.icrc(fr, ip, udp, v6)
+    bad = ["bundle in frame %d: %s" % (b.num, "; ".join(b.faults))
+           for b in bundles if b.faults]
+    for p in pkts:
+        comp, stored = roce.icrc(p.frame, p.ip, p.udp, p.v6)
         if comp == stored:
             continue
-        end = udp + struct.unpack(">H", fr[udp + 4:udp + 6])[0]
-        if rxe_flush and fr[udp + 8] == 0x1c and stored == \
-                zlib.crc32(fr[udp + 8:end - 4], comp) & 0xffffffff:
+        end = p.udp + struct.unpack_from(">H", p.frame, p.udp + 4)[0]
+        if rxe_flush and p.opcode == 0x1c and stored == \
+                zlib.crc32(p.frame[p.udp + 8:end - 4], comp) & 0xffffffff:
             rxe += 1
             continue
-        bad.append("frame %d opcode 0x%x" % (num, fr[udp + 8]))
+        bad.append("frame %d opcode 0x%x" % (p.num, p.opcode))
     return (len(pkts) > 0 and not bad,
             "%d RoCEv2 packets (%d bundles, each of their packets counted "
             "and checked), %d bad ICRC or bundle%s, %d FLUSH with "
@@ -500,7 +440,7 @@ def flush_capture(s: Suite, pairing: str, pcap: str) -> None:
         ops = ts_opcodes(roce)
         nbth = len(ops)
         nnew = sum(1 for o in ops if o in (28, 29))
-    pkts, bundles = capture_packets(pcap)
+    pkts, bundles = roce.read_capture(pcap)
     # (the programs' TCP exchanges on ports 19000+ are not RoCE; tshark
     # takes some of those ports for other protocols)
     nbad = tshark_frames(tshark, pcap, 'udp.port == 4791 && '
@@ -756,14 +696,14 @@ def bundle_capture(s: Suite, pairing: str, pcap: str, nvm: int,
         return
     me = "10.77.0.1"
     vms = ["10.77.0.%d" % i for i in range(1, nvm + 1)]
-    pkts, bundles = capture_packets(pcap)
+    pkts, bundles = roce.read_capture(pcap)
     replies, talked = set(), set()
-    for _, fr, (_, udp, v6) in pkts:
-        if v6:
+    for p in pkts:
+        if p.v6:
             continue
-        way = (".".join(map(str, fr[26:30])), ".".join(map(str, fr[30:34])))
+        way = (p.src, p.dst)
         talked.add(way)
-        if fr[udp + 8] == 0xc6:
+        if p.opcode == 0xc6:
             replies.add(way)
     both = [v for v in vms[1:] if (me, v) in replies and (v, me) in replies]
     # Without such a feature, only the adapters that exchanged unicast
@@ -772,13 +712,12 @@ def bundle_capture(s: Suite, pairing: str, pcap: str, nvm: int,
     peers = [v for v in vms[1:] if must or
              ((me, v) in talked and (v, me) in talked)]
     per: Dict[Tuple[str, str], int] = {}
-    for src, dst, _ in set((b[1], b[2], b[4]) for b in bundles):
+    for src, dst, _ in set((b.src, b.dst, b.hash) for b in bundles):
         per[(src, dst)] = per.get((src, dst), 0) + 1
     between = sum(n for (a, b), n in per.items() if a in vms and b in vms)
-    faults = ["frame %d: %s" % (b[0], "; ".join(b[3]))
-              for b in bundles if b[3]]
-    nums = set(b[0] for b in bundles)
-    inside = sum(1 for p in pkts if p[0] in nums)
+    faults = ["frame %d: %s" % (b.num, "; ".join(b.faults))
+              for b in bundles if b.faults]
+    inside = sum(1 for p in pkts if p.bundled)
     tshark = need_tshark(os.path.join(s.dir, "tshark-install.log"))
     frames = tshark_packets(tshark, pcap) if tshark else None
     nts_b = nts_p = -1

@@ -60,7 +60,8 @@ class Tally:
         missing = "no result (see %s)" % where if where else "no result"
         for vm, name in wanted:
             c: Optional[Check] = found.get((vm, name))
-            self.report(c is not None and c.ok, "%s%s/vm%d" % (prefix, name, vm),
+            self.report(c is not None and c.ok,
+                        "%s%s/vm%d" % (prefix, name, vm),
                         c.line if c is not None else missing)
 
 

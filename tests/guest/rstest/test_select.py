@@ -136,7 +136,8 @@ class MainTest(unittest.TestCase):
         self.assertIn("# repeat: t/aa/mw/bind/vm1 2/3", lines)
         self.assertIn("# repeat: 1 checks, 1 below 3/3: t/aa/mw/bind/vm1 2/3",
                       lines)
-        self.assertTrue(lines[0].startswith("# repeat: round 1 of 3 (logs in "))
+        self.assertTrue(lines[0].startswith(
+            "# repeat: round 1 of 3 (logs in "))
         self.assertTrue(lines[0].endswith("/r1)"))
 
 
