@@ -138,7 +138,7 @@ class Rates:
 def usage(suite: str, doc: str = "") -> str:
     return ("usage: %s [--list] [--repeat N] [NAME...]\n"
             "  (tests/guest/rstest/select.py; --list shows the NAMEs)%s" %
-            (suite, "\n\n" + doc.strip() if doc else ""))
+            (sys.argv[0] or suite, "\n\n" + doc.strip() if doc else ""))
 
 
 def main(suite: str, catalog: Catalog,
@@ -182,9 +182,13 @@ def main(suite: str, catalog: Catalog,
               file=sys.stderr)
         return 2
     if listing:
-        for n in every:
-            if sel.wants(n):
-                print(n, file=out)
+        try:
+            for n in every:
+                if sel.wants(n):
+                    print(n, file=out)
+            out.flush()
+        except BrokenPipeError:     # (--list | head)
+            sys.stderr.close()
         return 0
     units = sel.units(catalog)
     wanted = [n for n in names(catalog, units) if sel.wants(n)]
