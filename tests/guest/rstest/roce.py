@@ -352,11 +352,11 @@ class Bundle(NamedTuple):
     hash: int
 
 
-def read_capture(src: Union[str, bytes]) -> Tuple[List[Packet],
-                                                  List[Bundle]]:
+def read_capture(src: Union[str, bytes], bundles_too: bool = True
+                 ) -> Tuple[List[Packet], List[Bundle]]:
     """The RoCEv2 packets of a capture (IPv4 or IPv6), the packets in a
     bundle each as if alone (none if its lengths do not fill it), and the
-    bundles (IPv4, untagged)."""
+    bundles (IPv4, untagged; none unless bundles_too)."""
     pkts: List[Packet] = []
     bundles: List[Bundle] = []
     for r in records(src):
@@ -366,9 +366,10 @@ def read_capture(src: Union[str, bytes]) -> Tuple[List[Packet],
         fr = r.data
         if o[0] == 14 and not o[2] and len(fr) > o[1] + 8 and \
                 fr[o[1] + 8] == OP_BUNDLE:
-            bundles.append(Bundle(r.num, ".".join(map(str, fr[26:30])),
-                                  ".".join(map(str, fr[30:34])),
-                                  bundle_faults(fr), hash(fr)))
+            if bundles_too:
+                bundles.append(Bundle(r.num, ".".join(map(str, fr[26:30])),
+                                      ".".join(map(str, fr[30:34])),
+                                      bundle_faults(fr), hash(fr)))
             for x in unbundle(fr):
                 xo = offsets(x)
                 if xo is not None:
@@ -381,4 +382,5 @@ def read_capture(src: Union[str, bytes]) -> Tuple[List[Packet],
 
 def packets(src: Union[str, bytes], v4only: bool = False) -> List[Packet]:
     """read_capture()'s packets (v4only: the IPv4 ones)."""
-    return [p for p in read_capture(src)[0] if not (v4only and p.v6)]
+    return [p for p in read_capture(src, False)[0]
+            if not (v4only and p.v6)]
