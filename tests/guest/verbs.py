@@ -432,12 +432,12 @@ def flush_capture(s: Suite, pairing: str, pcap: str) -> None:
     frames = tshark_packets(tshark, pcap)
     nudp = nbth = nnew = -1
     if frames is not None:
-        roce = [f for f in frames
-                if "4791" in f["udp.srcport"] + f["udp.dstport"]]
-        nudp = sum(1 for f in roce for a, b in zip(f["udp.srcport"],
-                                                   f["udp.dstport"])
+        on4791 = [f for f in frames
+                  if "4791" in f["udp.srcport"] + f["udp.dstport"]]
+        nudp = sum(1 for f in on4791 for a, b in zip(f["udp.srcport"],
+                                                     f["udp.dstport"])
                    if "4791" in (a, b))
-        ops = ts_opcodes(roce)
+        ops = ts_opcodes(on4791)
         nbth = len(ops)
         nnew = sum(1 for o in ops if o in (28, 29))
     pkts, bundles = roce.read_capture(pcap)
