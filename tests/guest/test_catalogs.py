@@ -19,6 +19,7 @@ ENV = {k: v for k, v in os.environ.items()
 def catalogs():
     """{suite: its catalog} with the default environment."""
     # pylint: disable=import-outside-toplevel
+    import guest_stack
     import introspect
     import migration
     import multipath
@@ -28,6 +29,7 @@ def catalogs():
     import verbs
     return {
         "verbs": verbs.catalog(),
+        "guest-stack": guest_stack.catalog(),
         "rdma-matrix": rdma_matrix.catalog(),
         "resilience": {("boot",): resilience.names()},
         "introspect": {("boot",): introspect.names()},
@@ -39,7 +41,7 @@ def catalogs():
 
 
 # What each suite reported in a full run before its catalog.
-COUNTS = {"verbs": 472, "rdma-matrix": 71, "resilience": 19,
+COUNTS = {"verbs": 472, "guest-stack": 32, "rdma-matrix": 71, "resilience": 19,
           "introspect": 20, "nvmf": 9, "nvmf --migrate": 14,
           "multipath": 41, "migration": 101}
 
