@@ -11,7 +11,9 @@ ibv_rc_pingpong holds a context.  One test per check and per run (the VMs
 ran and powered off cleanly).  The guest-side scripts are
 tests/guest/in-guest/*.sh.
 
-Usage: tests/guest/guest_stack.py
+Usage: tests/guest/guest_stack.py [--list] [--repeat N] [NAME...]
+  (rstest/select.py: tests RUN/CHECK/vmN and RUN/launch-vms, RUN pair or
+  user; only the runs the selection needs boot)
 Environment: RS_BUILD; RS_NO_BUILD=1 is implied (the build comes first).
 Logs: $RS_BUILD/test-logs/guest-stack.XXXXXX (guest-stack.last): each
 run's launcher output NAME.log and VM directory vms-NAME, and every CHECK
@@ -23,7 +25,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # pylint: disable=wrong-import-position
-from rstest import checks  # noqa: E402
+from rstest import checks, select  # noqa: E402
 from rstest.suite import Suite, guest_files  # noqa: E402
 
 PAIR_CHECKS = ["module-load", "netdev", "ping", "ibv-devices", "ibv-devinfo",
@@ -37,22 +39,35 @@ def gs_run(s: Suite, name: str, expect, argv) -> None:
     """One launcher run: a test per expected check and one for the run."""
     r = s.launch(name, ["-q", "--no-build"] + argv,
                  vms_dir=os.path.join(s.dir, "vms-" + name))
-    s.expect(r, expect)
+    s.expect(r, expect, prefix=name + "/")
     s.launcher_check(r, name)
     with open(os.path.join(s.dir, "checks"), "a") as f:
         f.writelines(ln + "\n" for ln in r.lines if checks.LINE_RE.match(ln))
 
 
-def main() -> int:
-    s = Suite("guest-stack")
-    gs_run(s, "pair", [(v, c) for v in (1, 2) for c in PAIR_CHECKS],
-           ["-n", "2", "--timeout", "300", "--cmd",
-            guest_files("lib.sh", "stack-module.sh", "stack-pair.sh")])
-    gs_run(s, "user", [(1, c) for c in USER_CHECKS],
-           ["-n", "1", "--netdev-user", "--timeout", "120", "--cmd",
-            guest_files("lib.sh", "stack-module.sh", "stack-user.sh")])
-    return s.end()
+# The runs: their checks (VM, CHECK) and launcher arguments.
+RUNS = {
+    "pair": ([(v, c) for v in (1, 2) for c in PAIR_CHECKS],
+             ["-n", "2", "--timeout", "300", "--cmd",
+              ("lib.sh", "stack-module.sh", "stack-pair.sh")]),
+    "user": ([(1, c) for c in USER_CHECKS],
+             ["-n", "1", "--netdev-user", "--timeout", "120", "--cmd",
+              ("lib.sh", "stack-module.sh", "stack-user.sh")]),
+}
+
+
+def catalog():
+    """The units (rstest/select.py): the runs, with their tests."""
+    return {name: ["%s/%s/vm%d" % (name, c, v) for v, c in want] +
+            [name + "/launch-vms"] for name, (want, _) in RUNS.items()}
+
+
+def run(s: Suite, units) -> None:
+    for name in units:
+        want, argv = RUNS[name]
+        gs_run(s, name, want, argv[:-1] + [guest_files(*argv[-1])])
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(select.main("guest-stack", catalog(), run, sys.argv[1:],
+                         __doc__))

@@ -20,7 +20,9 @@ every RoCE frame lost with probability 1/300 (x-drop-tx=300 on both).
    VM 1's received packets and sent sequence NAKs.
  - Both ib_write_bw ends pass; no warning in either kernel log.
 
-Usage: tests/guest/introspect.py
+Usage: tests/guest/introspect.py [--list] [--repeat N] [NAME...]
+  (rstest/select.py: the one boot runs whatever is selected; only the
+  selected tests are reported)
 Environment: RS_BUILD, RS_NO_BUILD=1 (the build comes first), IS_SECS
   (default 20).
 Logs: $RS_BUILD/test-logs/introspect.XXXXXX (introspect.last): the
@@ -37,7 +39,7 @@ from typing import Dict, List, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # pylint: disable=wrong-import-position
-from rstest import console  # noqa: E402
+from rstest import console, select  # noqa: E402
 from rstest.suite import Suite, guest_files, qmp  # noqa: E402
 
 SECS = int(os.environ.get("IS_SECS", "20"))
@@ -62,29 +64,37 @@ def rc_qp(dev: dict) -> Optional[dict]:
     return qps[0] if len(qps) == 1 else None
 
 
+def check(s: Suite, ok: bool, name: str, what: str, why: str = "") -> None:
+    """Test name: "ok - NAME: WHAT" or "not ok - NAME: WHAT: WHY"."""
+    if ok:
+        s.tap("ok", name, what)
+    else:
+        s.report(False, name, "%s: %s" % (what, why) if why else what)
+
+
 def check_query(s: Suite, a: dict, b: dict) -> Dict[str, int]:
     """The two answers of query-rdma-session, 2 s apart."""
-    s.report(len(a) == 1 and len(b) == 1, "qmp: one adapter",
-             "%d and %d adapters" % (len(a), len(b)))
+    check(s, len(a) == 1 and len(b) == 1, "qmp/one-adapter",
+          "%d and %d adapters" % (len(a), len(b)))
     a, b = a[0], b[0]
     ids = [i for i in a["identities"] if i["address"] == GID2]
-    s.report(len(ids) == 1 and ids[0]["type"] == "roce-v2-ipv4" and
-             ids[0]["vni"] == 0 and ids[0]["refs"] > 0,
-             "qmp: identity %s, VNI 0, in use" % GID2, str(a["identities"]))
+    check(s, len(ids) == 1 and ids[0]["type"] == "roce-v2-ipv4" and
+          ids[0]["vni"] == 0 and ids[0]["refs"] > 0,
+          "qmp/identity", "%s, VNI 0, in use" % GID2, str(a["identities"]))
     gid = ids[0]["index"] if ids else -1
     qa, qb = rc_qp(a), rc_qp(b)
     ok = qa is not None and qb is not None and qa["qpn"] == qb["qpn"]
-    s.report(ok, "qmp: one RC QP in RTS with a session group",
-             str(a["qps"]))
+    check(s, ok, "qmp/rc-qp", "one RC QP in RTS with a session group",
+          str(a["qps"]))
     if not ok:
         return {}
     ds, du = (psn_diff(qb["sq-psn"], qa["sq-psn"]),
               psn_diff(qb["una-psn"], qa["una-psn"]))
-    s.report(ds > 0 and du > 0 and
-             0 <= psn_diff(qb["sq-psn"], qb["una-psn"]) <= 4096 and
-             qa["gid-index"] == gid,
-             "qmp: the QP's PSNs move (sq-psn +%d, una-psn +%d in 2 s)"
-             % (ds, du), "%s -> %s" % (qa, qb))
+    check(s, ds > 0 and du > 0 and
+          0 <= psn_diff(qb["sq-psn"], qb["una-psn"]) <= 4096 and
+          qa["gid-index"] == gid,
+          "qmp/psns-move", "the QP's sq-psn +%d, una-psn +%d in 2 s"
+          % (ds, du), "%s -> %s" % (qa, qb))
     grp = [g for g in a["groups"] if g["index"] == qa["group"]]
     sess = [x for x in a["sessions"]
             if grp and x["index"] in grp[0]["sessions"]]
@@ -93,31 +103,31 @@ def check_query(s: Suite, a: dict, b: dict) -> Dict[str, int]:
           sess[0]["src-ip"] == GID2 and sess[0]["dst-ip"] == GID1 and
           sess[0]["dst-port"] == 4791 and sess[0]["src-port"] >= 49152 and
           sess[0]["gid-index"] == gid)
-    s.report(ok, "qmp: the QP's group: one session %s:%s -> %s:4791" % (
-        GID2, sess[0]["src-port"] if sess else "?", GID1),
-        "groups %s sessions %s" % (a["groups"], a["sessions"]))
+    check(s, ok, "qmp/group", "the QP's group: one session %s:%s -> "
+          "%s:4791" % (GID2, sess[0]["src-port"] if sess else "?", GID1),
+          "groups %s sessions %s" % (a["groups"], a["sessions"]))
     tables = [t for t in a["key-tables"] if t["netid"] == 0]
     keys = [k for t in tables for k in t["keys"]
             if k["kind"] == "mr" and k["valid"] and
             k["length"] >= 65536 and k["pd"] == qa["pd"]]
-    s.report(len(tables) == 1 and gid in tables[0]["identities"] and
-             len(keys) >= 1,
-             "qmp: key table of identity 0 with ib_write_bw's MR (%s)" %
-             ", ".join("0x%x %d bytes" % (k["key"], k["length"])
-                       for k in keys), str(a["key-tables"]))
+    check(s, len(tables) == 1 and gid in tables[0]["identities"] and
+          len(keys) >= 1,
+          "qmp/key-table", "identity 0's with ib_write_bw's MR (%s)" %
+          ", ".join("0x%x %d bytes" % (k["key"], k["length"])
+                    for k in keys), str(a["key-tables"]))
     ca, cb = a["counters"], b["counters"]
-    s.report(cb["tx-packets"] > ca["tx-packets"] > 0 and
-             cb["rx-packets"] > ca["rx-packets"] > 0 and
-             cb["tx-bytes"] > ca["tx-bytes"] and
-             cb["path-failovers"] == 0,
-             "qmp: counters move (tx-packets %d -> %d)" %
-             (ca["tx-packets"], cb["tx-packets"]), "%s -> %s" % (ca, cb))
+    check(s, cb["tx-packets"] > ca["tx-packets"] > 0 and
+          cb["rx-packets"] > ca["rx-packets"] > 0 and
+          cb["tx-bytes"] > ca["tx-bytes"] and
+          cb["path-failovers"] == 0,
+          "qmp/counters-move", "tx-packets %d -> %d" %
+          (ca["tx-packets"], cb["tx-packets"]), "%s -> %s" % (ca, cb))
     return {"qpn": qa["qpn"], "sport": sess[0]["src-port"] if sess else -1,
             "group": grp[0]["handle"] if grp else -1}
 
 
-def main() -> int:
-    s = Suite("introspect")
+def run(s: Suite, _units=None) -> None:
+    """The boot and the checks (rstest/select.py's run)."""
     vms = os.path.join(s.dir, "vms")
     serial2 = os.path.join(vms, "vm2", "serial.log")
     sock = os.path.join(vms, "vm2", "qmp.sock")
@@ -152,27 +162,39 @@ def main() -> int:
     got = len(answers) == 2 and all(isinstance(x, list) and x and
                                     isinstance(x[0], dict)
                                     for x in answers)
-    s.report(got, "qmp: query-rdma-session answered during the transfer",
-             str(answers)[:300] or "VM 2 never said RS-INTROSPECT-RUNNING")
+    check(s, got, "qmp/answered",
+          "query-rdma-session answered during the transfer",
+          str(answers)[:300] or "VM 2 never said RS-INTROSPECT-RUNNING")
     if not got:
-        return s.end()
+        return
     seen = check_query(s, answers[0], answers[1])
     m = next((RSQP_RE.search(ln) for ln in run.lines
               if RSQP_RE.search(ln)), None)
-    s.report(m is not None and seen and int(m.group(1)) == seen["qpn"] and
-             int(m.group(2)) == seen["sport"] and
-             int(m.group(3), 16) == seen["group"],
-             "qmp and rdma resource show agree: QPN, group, source port",
-             "guest %s, host %s" % (m.group(0) if m else "no RS-QP line",
-                                    seen))
+    check(s, m is not None and seen and int(m.group(1)) == seen["qpn"] and
+          int(m.group(2)) == seen["sport"] and
+          int(m.group(3), 16) == seen["group"],
+          "qmp/agrees-with-rdma-tool",
+          "qmp and rdma resource show agree: QPN, group, source port",
+          "guest %s, host %s" % (m.group(0) if m else "no RS-QP line",
+                                 seen))
     row = re.search(r"^    %-6u rc      rts " % seen.get("qpn", -1), hmp,
                     re.M) if seen else None
-    s.report(row is not None and "key table vni 0 (identity 0" in hmp and
-             "tx-packets" in hmp,
-             "hmp: info rdma-session has the QP's row and the key table",
-             hmp[:400])
-    return s.end()
+    check(s, row is not None and "key table vni 0 (identity 0" in hmp and
+          "tx-packets" in hmp, "hmp/info-rdma-session",
+          "info rdma-session has the QP's row and the key table", hmp[:400])
+
+
+def names() -> List[str]:
+    """Every test, in order (rstest/select.py)."""
+    return (["%s/vm%d" % (c, vm) for vm, cks in GUEST_CHECKS.items()
+             for c in cks] + ["launch-vms", "qmp/answered"] +
+            ["qmp/" + n for n in ("one-adapter", "identity", "rc-qp",
+                                  "psns-move", "group", "key-table",
+                                  "counters-move",
+                                  "agrees-with-rdma-tool")] +
+            ["hmp/info-rdma-session"])
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(select.main("introspect", {("boot",): names()}, run,
+                         sys.argv[1:], __doc__))

@@ -66,8 +66,13 @@ each way with announcements off
 (--migrate-no-announce); part 2's held switchover and part 4.  Each
 run's stall median and worst are in its tests' names.
 
-Usage: tests/guest/migration.py [--between-hosts] [extra QEMU arguments
+Usage: tests/guest/migration.py [--list] [--repeat N] [NAME...]
+         [-- extra QEMU arguments for every VM]
+       tests/guest/migration.py [--between-hosts] [extra QEMU arguments
   for every VM, e.g. -trace 'rdma_session_migration*']
+  --list, NAME, --repeat: rstest/select.py; a NAME selects tests and the
+  parts that report them (units short, held, rxe, rxe-rev, adapter,
+  nvmf); the names: PART-PREFIX + test, guests' checks CHECK/vmN.
 Environment: RS_BUILD, RS_CACHE (scripts/build-qemu.sh), RS_NO_BUILD=1,
   RS_MIGRATIONS (part 1's migrations, default 3; 0 skips part 1),
   RS_RPING_COUNT (default 60000), RS_PINGPONG_COUNT (default 30000),
@@ -87,8 +92,22 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # pylint: disable=wrong-import-position
+from rstest import select  # noqa: E402
 from rstest.suite import (TOP, Run, Suite, guest_files,  # noqa: E402
                           need_tshark)
+import nvmf  # noqa: E402
+
+# The guests' checks of part 1 (short), 2 (held) and 3 (perf_checks).
+SHORT = ["1:send-bw-client", "1:rc-pingpong-client", "1:read-bw-server",
+         "1:srq-pingpong-server", "1:ud-send-bw-server", "1:rping-server",
+         "1:dc-bw-dci", "1:dc-bw-dct", "1:dmesg-clean", "1:migration-notice",
+         "2:send-bw-server", "2:rc-pingpong-server", "2:read-bw-client",
+         "2:srq-pingpong-client", "2:ud-send-bw-client", "2:rping-client",
+         "2:dc-bw-dci", "2:dc-bw-dct", "2:dmesg-clean"]
+HELD = ["1:write-bw-server-adapter", "1:rping-server",
+        "1:rc-pingpong-server", "1:dmesg-clean", "1:migration-notice",
+        "2:write-bw-client", "2:rc-pingpong-client", "2:dmesg-clean",
+        "3:rping-client", "3:dmesg-clean"]
 
 LAUNCH_PREFIX = "[launch-vms] "
 
@@ -118,8 +137,7 @@ def migrations(s: Suite, r: Run, vm: int, n: int, pre: str) -> None:
     for k in range(1, n + 1):
         line = r.first("migrate-vm: vm%d #%d: " % (vm, k))
         if line is not None:
-            s.report(True, "%smigration-%d (%s)" % (
-                pre, k, line.split(": ", 1)[1]))
+            s.tap("ok", "%smigration-%d" % (pre, k), line.split(": ", 1)[1])
         else:
             s.report(False, "%smigration-%d" % (pre, k),
                      r.first("migrate-vm: FAIL") or "")
@@ -137,9 +155,8 @@ def learned_check(s: Suite, r: Run, vm: int, n: int, pre: str,
         ok = (line is not None and "had not learned" not in line and
               bool(times) and max(times) < most)
         what = line.split(tag, 1)[1] if line else "no overlay figures"
-        s.report(ok, "%soverlay-learned-%d%s" % (
-            pre, k, " (%s)" % what if ok else ""),
-                 what + ", within %g s expected" % most)
+        s.tap("ok" if ok else "fail", "%soverlay-learned-%d" % (pre, k),
+              what + ", within %g s expected" % most)
 
 
 def stall_check(s: Suite, r: Run, vm: int, n: int, pre: str,
@@ -150,8 +167,8 @@ def stall_check(s: Suite, r: Run, vm: int, n: int, pre: str,
     line = r.first("migrate-vm: %sRDMA stall over %d migrations" % (tag, n))
     m = re.search(r"worst ([0-9]*) ms", line or "")
     if m and m.group(1) and int(m.group(1)) < most:
-        s.report(True, "%srdma-stall (%s, at most %d ms expected)" % (
-            pre, line.split(tag, 1)[1], most))
+        s.tap("ok", "%srdma-stall" % pre, "%s, at most %d ms expected" % (
+            line.split(tag, 1)[1], most))
     else:
         s.report(False, "%srdma-stall" % pre, "%s, at most %d ms expected" % (
             line or "no stall figures for %d migrations" % n, most))
@@ -178,19 +195,13 @@ def short_part(s: Suite, n_mig: int, qemu_args) -> None:
         name = "drill-" + what.replace(" ", "-")
         line = r.first("migrate-vm: vm1 drill: %s: the source runs on" % what)
         if line is not None and field in line:
-            s.report(True, "%s (%s)" % (name, line.split("drill: ", 1)[1]))
+            s.tap("ok", name, line.split("drill: ", 1)[1])
         else:
             s.report(False, name, r.first("migrate-vm: FAIL") or "")
     migrations(s, r, 1, n_mig, "")
     # Under TCG on 2 busy cores; the goal is a median under 300 ms.
     stall_check(s, r, 1, n_mig, "", env_int("RS_STALL_MAX_MS", 3000))
-    s.expect(r, [
-        "1:send-bw-client", "1:rc-pingpong-client", "1:read-bw-server",
-        "1:srq-pingpong-server", "1:ud-send-bw-server", "1:rping-server",
-        "1:dc-bw-dci", "1:dc-bw-dct", "1:dmesg-clean", "1:migration-notice",
-        "2:send-bw-server", "2:rc-pingpong-server", "2:read-bw-client",
-        "2:srq-pingpong-client", "2:ud-send-bw-client", "2:rping-client",
-        "2:dc-bw-dci", "2:dc-bw-dct", "2:dmesg-clean"])
+    s.expect(r, SHORT)
     s.launcher_check(r)
 
 
@@ -214,9 +225,9 @@ def held_capture(s: Suite, pcap: str, hold: int, pre: str) -> None:
 
     h, p, want = nak("0x20"), nak("0x21"), hold * 10 // 3 // 2
     if h >= want and p >= 1:
-        s.report(True, pre + "capture %d RNR NAKs with timer 655.36 ms during "
-                 "the hold (at least %d expected), %d with 0.01 ms after it"
-                 % (h, want, p))
+        s.tap("ok", pre + "capture", "%d RNR NAKs with timer 655.36 ms "
+              "during the hold (at least %d expected), %d with 0.01 ms after "
+              "it" % (h, want, p))
     else:
         s.report(False, pre + "capture", "%d RNR NAKs with timer 655.36 ms (at "
                  "least %d expected), %d with 0.01 ms" % (h, want, p))
@@ -241,11 +252,7 @@ def held_part(s: Suite, hold: int, net, qemu_args) -> None:
     if net:
         learned_check(s, r, 1, 1, pre)
     stall_check(s, r, 1, 1, pre, (hold + 3) * 1000)
-    s.expect(r, ["1:write-bw-server-adapter", "1:rping-server",
-                 "1:rc-pingpong-server", "1:dmesg-clean",
-                 "1:migration-notice", "2:write-bw-client",
-                 "2:rc-pingpong-client", "2:dmesg-clean", "3:rping-client",
-                 "3:dmesg-clean"])
+    s.expect(r, HELD, prefix=pre)
     s.launcher_check(r, pre.rstrip("-"))
     held_capture(s, pcap, hold, pre)
 
@@ -277,13 +284,8 @@ def perf_part(s: Suite, pre: str, opts, c1, s1, qemu_args,
     if "--overlay" in opts:
         learned_check(s, r, 1, n_mig, pre)
     stall_check(s, r, 1, n_mig, pre, env_int("RS_STALL_MAX_MS", 3000))
-    s.expect(r, ["1:%s-bw-client" % x for x in c1] +
-             ["1:%s-bw-server" % x for x in s1] +
-             ["1:dmesg-clean", "1:migration-notice"] +
-             ["2:%s-bw-server" % x for x in c1] +
-             ["2:%s-bw-client" % x for x in s1] + ["2:dmesg-clean"] +
-             (["1:rping-server", "2:rping-client"] if pings else []))
-    s.launcher_check(r)
+    s.expect(r, perf_checks(c1, s1, pings), prefix=pre)
+    s.launcher_check(r, name)
 
 
 def nvmf_part(s: Suite, net, pre: str) -> None:
@@ -299,14 +301,18 @@ def nvmf_part(s: Suite, net, pre: str) -> None:
     n = 0
     with open(log, errors="replace") as f:
         for ln in f.read().splitlines():
-            m = re.match(r"^(ok|not ok) - (.*)$", ln)
+            m = re.match(r"^(ok|not ok) - ([^:]*)(?:: (.*))?$", ln)
             if m:
                 n += 1
-                s.report(m.group(1) == "ok", pre + "nvmf-" + m.group(2))
+                if m.group(1) == "ok":
+                    s.tap("ok", pre + "nvmf-" + m.group(2), m.group(3) or "")
+                else:
+                    s.report(False, pre + "nvmf-" + m.group(2),
+                             m.group(3) or "")
             elif ln.startswith("# migrate-vm: "):
                 s.note(ln[2:])
     if n == 0:
-        s.report(False, pre + "nvmf: no result (see %s)" % log)
+        s.report(False, pre + "nvmf", "no result (see %s)" % log)
 
 
 def between_hosts(qemu_args) -> int:
@@ -337,34 +343,89 @@ def between_hosts(qemu_args) -> int:
     return s.end()
 
 
-def main(qemu_args) -> int:
-    if qemu_args[:1] == ["--between-hosts"]:
-        return between_hosts(qemu_args[1:])
-    s = Suite("migration")
+def perf_checks(c1, s1, pings) -> list:
+    """The guests' checks of a perf_part."""
+    return (["1:%s-bw-client" % x for x in c1] +
+            ["1:%s-bw-server" % x for x in s1] +
+            ["1:dmesg-clean", "1:migration-notice"] +
+            ["2:%s-bw-server" % x for x in c1] +
+            ["2:%s-bw-client" % x for x in s1] + ["2:dmesg-clean"] +
+            (["1:rping-server", "2:rping-client"] if pings else []))
+
+
+def _vm(pre: str, checks) -> list:
+    return ["%s%s/vm%s" % (pre, c.split(":")[1], c.split(":")[0])
+            for c in checks]
+
+
+def parts():
+    """The parts this environment runs: {unit: (function of (suite,
+    qemu_args), the tests it reports)} (rstest/select.py)."""
     n_mig = env_int("RS_MIGRATIONS", 3)
     hold = env_int("RS_MIGRATION_HOLD", 30)
     # parts 2 and 3 between hosts (--overlay), unless RS_MIGRATION_HOSTS=0
     hosts = os.environ.get("RS_MIGRATION_HOSTS", "1") != "0"
     net = ["--overlay"] if hosts else []
     pre = "hosts-" if hosts else ""
+    out = {}
     if n_mig != 0:
-        short_part(s, n_mig, qemu_args)
+        out["short"] = (
+            lambda s, q: short_part(s, n_mig, q),
+            ["drill-" + w for w in ("max-qps-differs", "mac-differs",
+                                    "cancelled")] +
+            ["migration-%d" % k for k in range(1, n_mig + 1)] +
+            ["rdma-stall"] + _vm("", SHORT) + ["launch-vms"])
     if hold != 0:
-        held_part(s, hold, net, qemu_args)
+        hp = "hosts-held-" if net else "held-"
+        out["held"] = (
+            lambda s, q: held_part(s, hold, net, q),
+            [hp + "migration-1"] + ([hp + "overlay-learned-1"] if net
+                                    else []) + [hp + "rdma-stall"] +
+            _vm(hp, HELD) + [hp.rstrip("-") + "/launch-vms", hp + "capture"])
     if os.environ.get("RS_MIGRATION_RXE", "1") != "0":
         rxe = ["--soft-roce-vm", "2"] + net
-        perf_part(s, pre + "rxe-", rxe, ["write", "read"], ["send"],
-                  qemu_args)
         # between hosts the other way round with both VMs in the Debian
         # guest (the driver's packages, Debian's soft-RoCE)
-        perf_part(s, pre + ("distro-rxe-rev-" if hosts else "rxe-rev-"),
-                  (["--distro"] if hosts else []) + rxe, ["send"],
-                  ["write", "read"], qemu_args)
-        perf_part(s, pre + "adapter-", net, ["write", "read"], ["send"],
-                  qemu_args)
+        for unit, p, opts, c1, s1 in (
+                ("rxe", pre + "rxe-", rxe, ["write", "read"], ["send"]),
+                ("rxe-rev", pre + ("distro-rxe-rev-" if hosts
+                                   else "rxe-rev-"),
+                 (["--distro"] if hosts else []) + rxe, ["send"],
+                 ["write", "read"]),
+                ("adapter", pre + "adapter-", net, ["write", "read"],
+                 ["send"])):
+            out[unit] = (
+                lambda s, q, p=p, opts=opts, c1=c1, s1=s1:
+                perf_part(s, p, opts, c1, s1, q),
+                ["%smigration-%d" % (p, k) for k in (1, 2)] +
+                (["%soverlay-learned-%d" % (p, k) for k in (1, 2)]
+                 if hosts else []) + [p + "rdma-stall"] +
+                _vm(p, perf_checks(c1, s1, 0)) +
+                [p.rstrip("-") + "/launch-vms"])
     if os.environ.get("RS_MIGRATION_NVMF", "1") != "0":
-        nvmf_part(s, net, pre)
-    return s.end()
+        out["nvmf"] = (lambda s, q: nvmf_part(s, net, pre),
+                       [pre + "nvmf-" + n for n in nvmf.names(True)])
+    return out
+
+
+def main(argv) -> int:
+    """[--between-hosts] [--list] [--repeat N] [NAME...] [-- QEMU
+    arguments]; QEMU arguments alone (the first not a NAME) as before."""
+    if argv[:1] == ["--between-hosts"]:
+        return between_hosts(argv[1:])
+    qemu_args: list = []
+    if "--" in argv:
+        qemu_args = argv[argv.index("--") + 1:]
+        argv = argv[:argv.index("--")]
+    elif argv and argv[0].startswith("-") and \
+            argv[0] not in ("--list", "--repeat", "-h", "--help") and \
+            not argv[0].startswith("--repeat="):
+        qemu_args, argv = argv, []
+    ps = parts()
+    return select.main(
+        "migration", {u: p[1] for u, p in ps.items()},
+        lambda s, units: [ps[u][0](s, qemu_args) for u in units],
+        argv, __doc__)
 
 
 if __name__ == "__main__":

@@ -51,7 +51,9 @@ counter); without them they fail.
 Needs root (network namespaces) and dumpcap (installed with tshark through
 the private apt configuration when missing).
 
-Usage: tests/guest/multipath.py
+Usage: tests/guest/multipath.py [--list] [--repeat N] [NAME...]
+  (rstest/select.py: the one boot runs whatever is selected; only the
+  selected tests are reported)
 Environment: RS_BUILD; RS_NO_BUILD=1 is implied (the build comes first).
 Logs: $RS_BUILD/test-logs/multipath.XXXXXX (multipath.last): the
 launcher's output launch.log, the VMs' run directory vms with the
@@ -68,7 +70,7 @@ from typing import Dict, List, Optional, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # pylint: disable=wrong-import-position
-from rstest import console, ecmp  # noqa: E402
+from rstest import console, ecmp, select  # noqa: E402
 from rstest.suite import Suite, guest_files, need_tshark  # noqa: E402
 
 ROUTERS = 4
@@ -218,7 +220,7 @@ def analyse(s: Suite, h: Host) -> None:
         len(frames[1]), len(frames[2]), len(frames[3])))
     drops = [(i, h.net.capture_drops(i)) for i in (1, 2, 3)] if h.net \
         else []
-    s.report(not any(d for _, d in drops), "host captures-complete",
+    s.report(not any(d for _, d in drops), "host/captures-complete",
              "; ".join("VM %d: %s" % x for x in drops if x[1]) or
              "dumpcap dropped nothing")
     spread_checks(s, h, frames)
@@ -236,7 +238,7 @@ def spread_checks(s: Suite, h: Host, frames) -> None:
     for step, ports_min in (("q8", 8), ("spread", 2)):
         w = window(h, step)
         if w is None:
-            s.report(False, "host %s-routers" % step,
+            s.report(False, "host/%s-routers" % step,
                      "no window (VM 1's marks: %s)" % " ".join(h.marks))
             continue
         fr = sent(frames[2], VM1, VM2, (w[0], w[1]))
@@ -248,22 +250,22 @@ def spread_checks(s: Suite, h: Host, frames) -> None:
                "per UDP source port: %s; destination QPs: %d" % (
                    step, len(fr), w[1] - w[0], fmt(paths), fmt(ports),
                    len(qps)))
-        s.report(len(used) >= 2, "host %s-routers" % step,
+        s.report(len(used) >= 2, "host/%s-routers" % step,
                  "routers with >= %d frames: %s (%s)" % (
                      MIN_FRAMES, " ".join(sorted(used)) or "none",
                      fmt(paths)))
-        s.report(len(ports) >= ports_min, "host %s-ports" % step,
+        s.report(len(ports) >= ports_min, "host/%s-ports" % step,
                  "%d source ports (want >= %d): %s" % (
                      len(ports), ports_min, fmt(ports)))
         if step == "spread":
-            s.report(len(qps) == 1, "host spread-one-qp",
+            s.report(len(qps) == 1, "host/spread-one-qp",
                      "destination QPs of VM 1's requests: %s" % fmt(qps))
             acks = [f for f in sent(frames[1], VM2, VM1, w)
                     if f.opcode == ACK]
             ap = ecmp.per(acks, lambda f: f.sport)
             stray = set(ap) - set(ports)
             s.report(bool(acks) and not stray and len(ap) >= 2,
-                     "host spread-acks-follow",
+                     "host/spread-acks-follow",
                      "VM 2's ACKs per source port: %s; ports VM 1 did not "
                      "send from: %s" % (fmt(ap), " ".join(
                          str(p) for p in sorted(stray)) or "none"))
@@ -273,10 +275,11 @@ def failover_checks(s: Suite, h: Host, frames, step: str) -> None:
     done = h.failures.get(step, [])
     end = h.marks.get(step + "-end")
     if not done or end is None:
-        s.report(False, "host %s-stall" % step,
+        s.report(False, "host/%s-stall" % step,
                  "no failure to measure (%d done, end mark %s)" % (
                      len(done), "seen" if end else "missing"))
-        s.report(False, "host %s-path-back" % step, "not measured")
+        if step == "fail-rping":
+            s.report(False, "host/%s-path-back" % step, "not measured")
         return
     # what VM 2 received from VM 1 (requests; READ responses for rping)
     got = [f for f in frames[2] if f.src == VM1 and f.dst == VM2]
@@ -298,7 +301,7 @@ def failover_checks(s: Suite, h: Host, frames, step: str) -> None:
               "router went down)" % (gap * 1000, step, n + 1, k,
                                      (at - t0) * 1000))
         sys.stdout.flush()
-    s.report(max(stalls) < STALL_MAX_MS, "host %s-stall" % step,
+    s.report(max(stalls) < STALL_MAX_MS, "host/%s-stall" % step,
              "longest stall per failure: %s ms (want < %d)" % (
                  " ".join("%.0f" % x for x in stalls), STALL_MAX_MS))
     # each router taken down carries frames of the stream again
@@ -312,7 +315,7 @@ def failover_checks(s: Suite, h: Host, frames, step: str) -> None:
     msg = "; ".join("r%d: %d frames of VM 1 in the %.1f s after it came "
                     "back" % b for b in back)
     if step == "fail-rping":
-        s.report(all(c > 0 for _, c, _ in back), "host %s-path-back" % step,
+        s.report(all(c > 0 for _, c, _ in back), "host/%s-path-back" % step,
                  msg)
     else:
         # a full send queue leaves no flowlet boundary: it need not move
@@ -322,7 +325,7 @@ def failover_checks(s: Suite, h: Host, frames, step: str) -> None:
 def rxe_checks(s: Suite, h: Host, frames) -> None:
     w = window(h, "rxe")
     if w is None:
-        s.report(False, "host rxe-ports", "no window")
+        s.report(False, "host/rxe-ports", "no window")
         return
     fr = sent(frames[3], VM1, VM3, w)
     paths, ports = routers_ports(fr)
@@ -331,7 +334,7 @@ def rxe_checks(s: Suite, h: Host, frames) -> None:
     per_qp = {q: ecmp.per([f for f in fr if f.dqp == q],
                           lambda f: f.sport) for q in qps}
     most = max(qps, key=lambda q: qps[q]) if qps else None
-    s.report(most is not None and len(per_qp[most]) >= 2, "host rxe-ports",
+    s.report(most is not None and len(per_qp[most]) >= 2, "host/rxe-ports",
              "soft-RoCE received from VM 1 per QP and source port: %s "
              "(per router: %s)" % ("; ".join(
                  "QP %#x: %s" % (q, fmt(p)) for q, p in per_qp.items()) or
@@ -363,24 +366,42 @@ def rxe_failover(s: Suite, h: Host, frames) -> None:
         print("MEASURE rxe-failover-stall ms=%.0f router=r%d" % (
             gap * 1000, k))
     c = h.checks_of.get((1, "rxe-fail-bw"))
-    s.skip("host rxe-failover", "not counted (soft-RoCE answers from one "
+    s.skip("host/rxe-failover", "not counted (soft-RoCE answers from one "
            "port per QP): %s; ib_write_bw: %s%s" % (
                "; ".join(what) or "no failure",
                c.line if c is not None else "no result",
                "" if end else ", no end mark"))
 
 
+def names() -> List[str]:
+    """Every test, in order (rstest/select.py); host/dumpcap only fails
+    (the suite cannot run)."""
+    return ["host/" + n for n in (
+        "ecmp-network", "fail-bw-paths-down", "fail-rping-paths-down",
+        "rxe-fail-paths-down", "captures-complete", "q8-routers",
+        "q8-ports", "spread-routers", "spread-ports", "spread-one-qp",
+        "spread-acks-follow", "fail-bw-stall", "fail-rping-stall",
+        "fail-rping-path-back", "rxe-ports", "rxe-failover")] + [
+        "%s/vm%s" % (c.split(":")[1], c.split(":")[0])
+        for c in VM_CHECKS] + ["launch-vms"]
+
+
 def main() -> int:
     # (the launcher tears its VMs and namespaces down when this stops)
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, lambda *a: sys.exit(130))
-    s = Suite("multipath")
+    return select.main("multipath", {("boot",): names()}, run,
+                       sys.argv[1:], __doc__)
+
+
+def run(s: Suite, _units=None) -> None:
+    """The boot and the captures' checks (rstest/select.py's run)."""
     # dumpcap comes with tshark (Debian's wireshark-common)
     if need_tshark(os.path.join(s.dir, "apt-tshark.log")) is None or \
             shutil.which("dumpcap") is None:
-        s.report(False, "host dumpcap", "no dumpcap, and tshark could not be "
+        s.report(False, "host/dumpcap", "no dumpcap, and tshark could not be "
                  "installed (see %s)" % os.path.join(s.dir, "apt-tshark.log"))
-        return s.end()
+        return
     run = os.environ.get("RS_VMS_LOGDIR") or os.path.join(s.dir, "vms")
     common = guest_files("lib.sh", "multipath-common.sh")
     h = Host(s, run)
@@ -408,14 +429,13 @@ def main() -> int:
     sys.stderr.write("".join(ln + "\n" for ln in r.lines))
     sys.stderr.flush()
     for ok, name, detail in h.results:
-        s.report(ok, "host %s" % name, detail)
+        s.report(ok, "host/%s" % name, detail)
     for n in h.notes:
         s.note(n)
     h.checks_of = r.found
     analyse(s, h)
     s.expect(r, VM_CHECKS)
     s.launcher_check(r)
-    return s.end()
 
 
 if __name__ == "__main__":

@@ -32,7 +32,9 @@ With --overlay too, the VMs are on hosts joined by a VXLAN overlay
 (launch-vms.sh --overlay: VM 1 on host 1, VM 2 on host 3) and each
 migration goes to another host.
 
-Usage: tests/guest/nvmf.py [--migrate [--overlay]]
+Usage: tests/guest/nvmf.py [--migrate [--overlay]] [--list] [--repeat N]
+  [NAME...]   (rstest/select.py: the one boot runs whatever is selected;
+  only the selected tests are reported)
 Environment: RS_BUILD, RS_CACHE (scripts/build-qemu.sh), RS_NO_BUILD=1
   (do not build QEMU first), RS_VMS_LOGDIR, RS_NVMF_TIMEOUT (seconds for
   the guest commands, default 300).
@@ -45,18 +47,29 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # pylint: disable=wrong-import-position
+from rstest import select  # noqa: E402
 from rstest.suite import Suite, guest_files  # noqa: E402
 
 STALL_PREFIX = "[launch-vms] migrate-vm: "
 
 
-def main(argv) -> int:
-    if argv not in ([], ["--migrate"], ["--migrate", "--overlay"]):
-        print("usage: %s [--migrate [--overlay]]" % sys.argv[0],
-              file=sys.stderr)
-        return 2
+GUEST = ["1:nvmf-target", "1:nvmf-target-data", "1:dmesg-clean",
+         "2:nvmf-connect", "2:nvmf-io-64k", "2:nvmf-io-4k",
+         "2:nvmf-disconnect", "2:dmesg-clean"]
+GUEST_MIG = ["1:migration-notice", "2:nvmf-io-migrating",
+             "2:migration-notice"]
+
+
+def names(mig: bool):
+    """Every test, in order (rstest/select.py)."""
+    return ["%s/vm%s" % (c.split(":")[1], c.split(":")[0])
+            for c in GUEST + (GUEST_MIG if mig else [])] + (
+        ["migrated/vm1", "migrated/vm2"] if mig else []) + ["launch-vms"]
+
+
+def run(s: Suite, argv) -> None:
+    """The boot (argv: --migrate [--overlay] or nothing)."""
     mig = 1 if argv else 0
-    s = Suite("nvmf")
     common = guest_files("nvmf-common.sh")
     margs = ["--migrate", "1@8", "--migrate", "2@22"] if mig else []
     margs += argv[1:]
@@ -68,25 +81,32 @@ def main(argv) -> int:
                       mig, common, guest_files("nvmf-host.sh"))])
     sys.stderr.write("".join(ln + "\n" for ln in r.lines))
     sys.stderr.flush()
-    s.expect(r, ["1:nvmf-target", "1:nvmf-target-data", "1:dmesg-clean",
-                 "2:nvmf-connect", "2:nvmf-io-64k", "2:nvmf-io-4k",
-                 "2:nvmf-disconnect", "2:dmesg-clean"])
+    s.expect(r, GUEST)
     if mig:
-        s.expect(r, ["1:migration-notice", "2:nvmf-io-migrating",
-                     "2:migration-notice"])
+        s.expect(r, GUEST_MIG)
         for v in (1, 2):
             line = r.first("migrate-vm: vm%d #1: total" % v)
             if line is not None:
-                s.report(True, "vm%d migrated (%s)" % (
-                    v, line.split("#1: ", 1)[1]))
+                s.tap("ok", "migrated/vm%d" % v, line.split("#1: ", 1)[1])
             else:
-                s.report(False, "vm%d migrated" % v,
+                s.report(False, "migrated/vm%d" % v,
                          r.first("migrate-vm: FAIL") or "")
         for ln in r.lines:
             if ln.startswith(STALL_PREFIX) and "RDMA stall" in ln:
                 s.note(ln[len("[launch-vms] "):])
     s.launcher_check(r)
-    return s.end()
+
+
+def main(argv) -> int:
+    mine = []
+    while argv[:1] in (["--migrate"], ["--overlay"]):
+        mine.append(argv.pop(0))
+    if mine not in ([], ["--migrate"], ["--migrate", "--overlay"]):
+        print("usage: %s [--migrate [--overlay]] [--list] [--repeat N] "
+              "[NAME...]" % sys.argv[0], file=sys.stderr)
+        return 2
+    return select.main("nvmf", {("boot",): names(bool(mine))},
+                       lambda s, _units: run(s, mine), argv, __doc__)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,15 @@ Known exceptions (KNOWN below) run after the counted checks and are
 reported as skipped tests with their result, never counted as passed or
 failed.
 
-Usage: tests/guest/rdma_matrix.py
+Usage: tests/guest/rdma_matrix.py [--list] [--repeat N] [NAME...]
+  --list      every test's name: PAIRING/PROGRAM/server=SIDE (PAIRING
+              adapter-adapter, adapter-rxe, adapter-rxe-netem),
+              PAIRING/dmesg-clean..., PAIRING/launch-vms,
+              PAIRING/capture-..., capture-icrc-selftest
+  NAME        a test or any part of the names ("ib_write_bw",
+              "adapter-rxe/ibv_rc_pingpong"; rstest/select.py): only the
+              pairings and programs the selection needs run
+  --repeat N  N rounds, then each test's pass rate
 Environment: RS_BUILD; RS_NO_BUILD=1 is implied (the build comes first);
   RS_MATRIX_PROGS, RS_MATRIX_LOSS (the programs without and with netem
   loss, for a shorter run by hand; RS_MATRIX_LOSS may be empty).
@@ -28,10 +36,11 @@ import shutil
 import subprocess
 import sys
 import time
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # pylint: disable=wrong-import-position
+from rstest import select  # noqa: E402
 from rstest.suite import (TOP, Run, Suite, guest_files,  # noqa: E402
                           need_tshark)
 
@@ -114,8 +123,8 @@ def step_lists(progs: List[str], loss: List[str]) -> Tuple[List[str],
 class Matrix:
     """The suite, its checks file and its results."""
 
-    def __init__(self):
-        self.s = Suite("rdma-matrix")
+    def __init__(self, s: Suite):
+        self.s = s
         self.dir = self.s.dir
 
     def record(self, res: str, name: str, detail: str) -> None:
@@ -207,7 +216,7 @@ class Matrix:
             self.cap(c + "/capture-no-malformed", "fail", "%s frames: %s" % (
                 nbad, "".join(ln + " " for ln in (frames(bad) or [])[:3])))
 
-    def captures(self) -> None:
+    def captures(self, pairings: List[str]) -> None:
         """The captures (VM 1, the adapter): tshark's checks, and
         scripts/roce-icrc.py checks every ICRC (tshark 4.0 shows the ICRC
         but does not verify it) and must reject a copy with one flipped
@@ -229,15 +238,17 @@ class Matrix:
                 if len(w) >= 2 and w[0] == "infiniband.payload" and \
                         w[1] != "ethertype":
                     noheur += ["--disable-protocol", w[1]]
-        for c in ("adapter-adapter", "adapter-rxe"):
+        for c in pairings:
             f = os.path.join(self.dir, c + ".pcap")
             if not os.path.isfile(f) or os.path.getsize(f) == 0:
-                self.cap(c + "/capture", "fail", "no capture " + f)
+                for n in CAPTURE:
+                    self.cap(c + n, "fail", "no capture " + f)
                 continue
             if shutil.which("tshark") is None:
-                self.cap(c + "/capture-tshark", "fail",
-                         "no tshark (see %s)" % os.path.join(
-                             self.dir, "tshark-install.log"))
+                for n in CAPTURE[:2]:
+                    self.cap(c + n, "fail",
+                             "no tshark (see %s)" % os.path.join(
+                                 self.dir, "tshark-install.log"))
             else:
                 self.tshark_checks(c, f, noheur)
             rc, out = icrc(f, "--corrupt",
@@ -249,6 +260,8 @@ class Matrix:
                          "".join(ln + " " for ln in (out or [""])[:4]))
         # the ICRC check can fail: the copy of a packet with one payload
         # byte flipped
+        if "adapter-rxe" not in pairings:
+            return
         bad = os.path.join(self.dir, "adapter-rxe.corrupt.pcap")
         out: List[str] = []
         if os.path.isfile(bad) and os.path.getsize(bad) > 0:
@@ -273,20 +286,53 @@ def icrc(*args: str) -> Tuple[int, List[str]]:
     return p.returncode, o.split("\n") if o else []
 
 
-def main() -> int:
-    progs = (os.environ.get("RS_MATRIX_PROGS") or PROGS).split()
-    loss = os.environ.get("RS_MATRIX_LOSS", LOSS).split()
-    aa, ar = step_lists(progs, loss)
-    m = Matrix()
-    m.run("adapter-adapter", aa, [
-        "-n", "2", "--timeout", "900",
-        "--pcap", "1", os.path.join(m.dir, "adapter-adapter.pcap")])
-    m.run("adapter-rxe", ar, [
-        "-n", "2", "--soft-roce-vm", "2", "--timeout", "900",
-        "--pcap", "1", os.path.join(m.dir, "adapter-rxe.pcap")])
-    m.captures()
-    return m.s.end()
+# The capture checks of each pairing (Matrix.captures).
+CAPTURE = ["/capture-roce-decoded", "/capture-no-malformed", "/capture-icrc"]
+PAIRINGS = {"adapter-adapter": ["-n", "2"],
+            "adapter-rxe": ["-n", "2", "--soft-roce-vm", "2"]}
+
+
+def programs() -> Tuple[List[str], List[str]]:
+    """The programs (RS_MATRIX_PROGS) and those also run under netem
+    (RS_MATRIX_LOSS)."""
+    return ((os.environ.get("RS_MATRIX_PROGS") or PROGS).split(),
+            os.environ.get("RS_MATRIX_LOSS", LOSS).split())
+
+
+def boot_steps(pairing: str, progs: List[str]) -> List[str]:
+    """The steps of a boot of pairing with programs progs."""
+    aa, ar = step_lists(progs, [p for p in programs()[1] if p in progs])
+    return aa if pairing == "adapter-adapter" else ar
+
+
+def catalog() -> Dict[Tuple[str, str], List[str]]:
+    """The units (rstest/select.py): (PAIRING, PROGRAM), each with the
+    tests a boot of that pairing with that program alone reports."""
+    cat = {}
+    for pairing in PAIRINGS:
+        for prog in programs()[0]:
+            cat[(pairing, prog)] = [
+                st.split()[0] for st in boot_steps(pairing, [prog])] + [
+                pairing + "/launch-vms"] + [pairing + n for n in CAPTURE] + (
+                ["capture-icrc-selftest"] if pairing == "adapter-rxe" else [])
+    return cat
+
+
+def run(s: Suite, units: List[Tuple[str, str]]) -> None:
+    """One boot per pairing with its chosen programs, then the captures."""
+    m = Matrix(s)
+    ran = []
+    for pairing, args in PAIRINGS.items():
+        progs = [u[1] for u in units if u[0] == pairing]
+        if not progs:
+            continue
+        m.run(pairing, boot_steps(pairing, progs), args + [
+            "--timeout", "900",
+            "--pcap", "1", os.path.join(m.dir, pairing + ".pcap")])
+        ran.append(pairing)
+    m.captures(ran)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(select.main("rdma-matrix", catalog(), run, sys.argv[1:],
+                         __doc__))

@@ -31,7 +31,9 @@ reset, QEMU alive, the reboot) and prints all of them as TAP ("ok"/"not
 ok") and "# resilience: N passed, N failed".  The launcher's output goes
 to stderr too.  Exits 0 if every check passed.
 
-Usage: tests/guest/resilience.py
+Usage: tests/guest/resilience.py [--list] [--repeat N] [NAME...]
+  (rstest/select.py: the one boot runs whatever is selected; only the
+  selected tests are reported)
 Environment: RS_BUILD, RS_CACHE (scripts/build-qemu.sh), RS_NO_BUILD=1
   (do not build QEMU first), RS_VMS_LOGDIR (default: vms in the log
   directory).
@@ -48,7 +50,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # pylint: disable=wrong-import-position
-from rstest import console  # noqa: E402
+from rstest import console, select  # noqa: E402
 from rstest.suite import Suite, guest_files, qmp  # noqa: E402
 
 VM_CHECKS = ["1:reset-peer-retry-exceeded", "1:reset-peer-dmesg-clean",
@@ -140,11 +142,19 @@ def reset_vm2(s: Suite, bg, run: str, common: str, host) -> None:
         os.close(fd)
 
 
-def main() -> int:
-    # (the launcher tears its VMs down when this program is stopped)
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, lambda *a: sys.exit(130))
-    s = Suite("resilience")
+# What this program checks itself (reset_vm2), as tests "host/NAME".
+HOST = ["qmp-system-reset", "reset-vm-boots-again", "reset-qemu-alive"]
+
+
+def names():
+    """Every test, in order (rstest/select.py)."""
+    return (["host/" + h for h in HOST] +
+            ["%s/vm%s" % (c.split(":")[1], c.split(":")[0])
+             for c in VM_CHECKS] + ["launch-vms"])
+
+
+def run_all(s: Suite, _units=None) -> None:
+    """The boot (rstest/select.py's run)."""
     run = os.environ.get("RS_VMS_LOGDIR") or os.path.join(s.dir, "vms")
     common = guest_files("resilience-common.sh")
     hosts = []
@@ -164,10 +174,17 @@ def main() -> int:
     sys.stderr.write("".join(ln + "\n" for ln in r.lines))
     sys.stderr.flush()
     for name, ok, detail in hosts:
-        s.report(ok, "host %s" % name, detail)
+        s.tap("ok" if ok else "fail", "host/" + name, detail)
     s.expect(r, VM_CHECKS)
     s.launcher_check(r)
-    return s.end()
+
+
+def main() -> int:
+    # (the launcher tears its VMs down when this program is stopped)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda *a: sys.exit(130))
+    return select.main("resilience", {("boot",): names()}, run_all,
+                       sys.argv[1:], __doc__)
 
 
 if __name__ == "__main__":

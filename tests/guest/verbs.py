@@ -18,11 +18,21 @@ says how), tests/guest/in-guest/verbs-FEATURE.sh, and a FEATURES entry:
 (script, pairings, {VM: [checks of that VM]}); a check that does not come
 fails as "no result".
 
-Besides the pairings, one boot of a single VM (odp-limits, run with the
-odp feature or on its own as "verbs.py odp-limits"): the guest driver's
+Besides the pairings, one boot of a single VM (odp-limits, run in the
+full suite or on its own as "verbs.py odp-limits"): the guest driver's
 bounds on ODP (tests/guest/progs/rsv-odplim.c, odp_limits).
 
-Usage: tests/guest/verbs.py [FEATURE...]   (default: all)
+Usage: tests/guest/verbs.py [--list] [--repeat N] [NAME...]  (default: all)
+  --list        every test's name: PAIRING/FEATURE/CHECK/vmN for a
+                guest's check, PAIRING/dmesg-clean/vmN,
+                PAIRING/launch-vms, PAIRING/capture-bundles,
+                PAIRING/FEATURE/capture...
+  NAME          a test, or any part of the names: a feature ("rc"), a
+                pairing ("adapter-rxe"), "adapter-adapter/rc", a check on
+                both VMs ("adapter-adapter/rc/rc-connect"); shell patterns
+                per component ("*/rc/*/vm2").  Only the pairings and
+                features the selection needs boot (rstest/select.py).
+  --repeat N    N rounds, then each test's pass rate and those below N/N
 Environment: RS_BUILD; RS_NO_BUILD=1 is implied (the build comes first).
 Logs: $RS_BUILD/test-logs/verbs.XXXXXX (verbs.last): each pairing's
 launcher output PAIRING.log and VM directory vms-PAIRING, and every CHECK
@@ -56,7 +66,6 @@ DCETH, the data between goes as RC opcodes, the CONNECTs switch target
 at least once per round of rsv-dc, and tshark decodes them (dc_capture).
 """
 
-import importlib.util
 import os
 import re
 import struct
@@ -67,8 +76,8 @@ from typing import Dict, List, Optional, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # pylint: disable=wrong-import-position
-from rstest import checks, console  # noqa: E402
-from rstest.roce import OP_BUNDLE, bundle_faults, unbundle  # noqa: E402
+from rstest import checks, console, select  # noqa: E402
+from rstest import roce  # noqa: E402
 from rstest.suite import Suite, guest_files, need_tshark, qmp  # noqa: E402
 
 PAIRINGS = {
@@ -253,7 +262,6 @@ FEATURES: List[Tuple[str, Tuple[str, ...], Dict[int, List[str]]]] = [
 ]
 
 
-ROCE_PORT = 4791
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 
@@ -266,30 +274,10 @@ def roce_frames(path: str) -> List[Tuple[str, str, bytes]]:
 
 def roce_frames_ts(path: str) -> List[Tuple[float, str, str, bytes]]:
     """roce_frames() with each frame's capture time (seconds) first; the
-    frames in a bundle of the adapter's count as if each came alone."""
-    out = []
-    with open(path, "rb") as f:
-        data = f.read()
-    end = "<" if data[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") \
-        else ">"
-    off = 24
-    while off + 16 <= len(data):
-        incl = struct.unpack(end + "I", data[off + 8:off + 12])[0]
-        sec, usec = struct.unpack(end + "II", data[off:off + 8])
-        outer = data[off + 16:off + 16 + incl]
-        off += 16 + incl
-        for fr in unbundle(outer):
-            if len(fr) < 42 or fr[12:14] != b"\x08\x00" or fr[23] != 17:
-                continue
-            ihl = (fr[14] & 15) * 4
-            udp = 14 + ihl
-            if struct.unpack("!H", fr[udp + 2:udp + 4])[0] != ROCE_PORT:
-                continue
-            ulen = struct.unpack("!H", fr[udp + 4:udp + 6])[0]
-            out.append((sec + usec / 1e6, ".".join(map(str, fr[26:30])),
-                        ".".join(map(str, fr[30:34])),
-                        fr[udp + 8:udp + ulen]))
-    return out
+    frames in a bundle of the adapter's count as if each came alone
+    (rstest.roce.packets)."""
+    return [(p.t, p.src, p.dst, p.roce)
+            for p in roce.packets(path, v4only=True)]
 
 
 def flush_bytes(path: str) -> Tuple[bool, str]:
@@ -395,63 +383,25 @@ def ts_opcodes(fr: List[Dict[str, List[str]]]) -> List[int]:
     return [int(v, 0) for f in fr for v in f["infiniband.bth.opcode"]]
 
 
-def roce_icrc():
-    """scripts/roce-icrc.py as a module."""
-    spec = importlib.util.spec_from_file_location(
-        "roce_icrc", os.path.join(TOP, "scripts", "roce-icrc.py"))
-    ri = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(ri)  # type: ignore
-    return ri
-
-
-def capture_packets(pcap: str):
-    """The RoCEv2 packets of pcap (IPv4 or IPv6), read byte by byte: a
-    list of (frame number, packet's frame, its (ip, udp, v6) offsets) with
-    the packets in a bundle each as if alone, and the list of bundles
-    (frame number, source, destination, what is wrong with it:
-    rstest.roce.bundle_faults, a hash of its bytes; not a CRC-32, which
-    the ICRCs of the packets in it make collide)."""
-    ri = roce_icrc()
-    with open(pcap, "rb") as f:
-        data = f.read()
-    pkts, bundles = [], []
-    for num, fr, _ in ri.frames(data):
-        r = ri.roce(fr)
-        if not r:
-            continue
-        if r[0] == 14 and not r[2] and len(fr) > r[1] + 8 and \
-                fr[r[1] + 8] == OP_BUNDLE:
-            faults = bundle_faults(fr)
-            bundles.append((num, ".".join(map(str, fr[26:30])),
-                            ".".join(map(str, fr[30:34])), faults,
-                            hash(fr)))
-            inner = unbundle(fr)
-            pkts += [(num, x, ri.roce(x)) for x in inner if ri.roce(x)]
-        else:
-            pkts.append((num, fr, r))
-    return pkts, bundles
-
-
 def icrc_check(pcap: str, rxe_flush: bool) -> Tuple[bool, str]:
-    """scripts/roce-icrc.py's check of every ICRC, each packet in a
-    bundle's its own (a bundle has none), every bundle well formed
-    (bundle_faults); with rxe_flush, a FLUSH may carry soft-RoCE's
-    instead (the headers covered twice)."""
-    ri = roce_icrc()
-    pkts, bundles = capture_packets(pcap)
+    """The ICRC of every packet (rstest.roce.icrc, scripts/roce-icrc.py's),
+    each packet in a bundle's its own (a bundle has none), every bundle
+    well formed (bundle_faults); with rxe_flush, a FLUSH may carry
+    soft-RoCE's instead (the headers covered twice)."""
+    pkts, bundles = roce.read_capture(pcap)
     rxe = 0
-    bad = ["bundle in frame %d: %s" % (b[0], "; ".join(b[3]))
-           for b in bundles if b[3]]
-    for num, fr, (ip, udp, v6) in pkts:
-        comp, stored = ri.icrc(fr, ip, udp, v6)
+    bad = ["bundle in frame %d: %s" % (b.num, "; ".join(b.faults))
+           for b in bundles if b.faults]
+    for p in pkts:
+        comp, stored = roce.icrc(p.frame, p.ip, p.udp, p.v6)
         if comp == stored:
             continue
-        end = udp + struct.unpack(">H", fr[udp + 4:udp + 6])[0]
-        if rxe_flush and fr[udp + 8] == 0x1c and stored == \
-                zlib.crc32(fr[udp + 8:end - 4], comp) & 0xffffffff:
+        end = p.udp + struct.unpack_from(">H", p.frame, p.udp + 4)[0]
+        if rxe_flush and p.opcode == 0x1c and stored == \
+                zlib.crc32(p.frame[p.udp + 8:end - 4], comp) & 0xffffffff:
             rxe += 1
             continue
-        bad.append("frame %d opcode 0x%x" % (num, fr[udp + 8]))
+        bad.append("frame %d opcode 0x%x" % (p.num, p.opcode))
     return (len(pkts) > 0 and not bad,
             "%d RoCEv2 packets (%d bundles, each of their packets counted "
             "and checked), %d bad ICRC or bundle%s, %d FLUSH with "
@@ -464,7 +414,8 @@ def flush_capture(s: Suite, pairing: str, pcap: str) -> None:
     """The checks of the capture of a boot that ran rsv-flush."""
     name = "%s/flush/capture" % pairing
     if not os.path.isfile(pcap) or os.path.getsize(pcap) == 0:
-        s.report(False, name, "no capture " + pcap)
+        for x in ("-bytes", "-icrc", "-tshark"):
+            s.report(False, name + x, "no capture " + pcap)
         return
     ok, detail = flush_bytes(pcap)
     s.tap("ok" if ok else "fail", name + "-bytes", detail)
@@ -481,15 +432,15 @@ def flush_capture(s: Suite, pairing: str, pcap: str) -> None:
     frames = tshark_packets(tshark, pcap)
     nudp = nbth = nnew = -1
     if frames is not None:
-        roce = [f for f in frames
-                if "4791" in f["udp.srcport"] + f["udp.dstport"]]
-        nudp = sum(1 for f in roce for a, b in zip(f["udp.srcport"],
-                                                   f["udp.dstport"])
+        on4791 = [f for f in frames
+                  if "4791" in f["udp.srcport"] + f["udp.dstport"]]
+        nudp = sum(1 for f in on4791 for a, b in zip(f["udp.srcport"],
+                                                     f["udp.dstport"])
                    if "4791" in (a, b))
-        ops = ts_opcodes(roce)
+        ops = ts_opcodes(on4791)
         nbth = len(ops)
         nnew = sum(1 for o in ops if o in (28, 29))
-    pkts, bundles = capture_packets(pcap)
+    pkts, bundles = roce.read_capture(pcap)
     # (the programs' TCP exchanges on ports 19000+ are not RoCE; tshark
     # takes some of those ports for other protocols)
     nbad = tshark_frames(tshark, pcap, 'udp.port == 4791 && '
@@ -745,14 +696,14 @@ def bundle_capture(s: Suite, pairing: str, pcap: str, nvm: int,
         return
     me = "10.77.0.1"
     vms = ["10.77.0.%d" % i for i in range(1, nvm + 1)]
-    pkts, bundles = capture_packets(pcap)
+    pkts, bundles = roce.read_capture(pcap)
     replies, talked = set(), set()
-    for _, fr, (_, udp, v6) in pkts:
-        if v6:
+    for p in pkts:
+        if p.v6:
             continue
-        way = (".".join(map(str, fr[26:30])), ".".join(map(str, fr[30:34])))
+        way = (p.src, p.dst)
         talked.add(way)
-        if fr[udp + 8] == 0xc6:
+        if p.opcode == 0xc6:
             replies.add(way)
     both = [v for v in vms[1:] if (me, v) in replies and (v, me) in replies]
     # Without such a feature, only the adapters that exchanged unicast
@@ -761,13 +712,12 @@ def bundle_capture(s: Suite, pairing: str, pcap: str, nvm: int,
     peers = [v for v in vms[1:] if must or
              ((me, v) in talked and (v, me) in talked)]
     per: Dict[Tuple[str, str], int] = {}
-    for src, dst, _ in set((b[1], b[2], b[4]) for b in bundles):
+    for src, dst, _ in set((b.src, b.dst, b.hash) for b in bundles):
         per[(src, dst)] = per.get((src, dst), 0) + 1
     between = sum(n for (a, b), n in per.items() if a in vms and b in vms)
-    faults = ["frame %d: %s" % (b[0], "; ".join(b[3]))
-              for b in bundles if b[3]]
-    nums = set(b[0] for b in bundles)
-    inside = sum(1 for p in pkts if p[0] in nums)
+    faults = ["frame %d: %s" % (b.num, "; ".join(b.faults))
+              for b in bundles if b.faults]
+    inside = sum(1 for p in pkts if p.bundled)
     tshark = need_tshark(os.path.join(s.dir, "tshark-install.log"))
     frames = tshark_packets(tshark, pcap) if tshark else None
     nts_b = nts_p = -1
@@ -877,18 +827,60 @@ def odp_limits(s: Suite) -> None:
         f.writelines(ln + "\n" for ln in r.lines if checks.LINE_RE.match(ln))
 
 
-def main(argv: List[str]) -> int:
-    # odp-limits: a boot of its own (odp_limits), also part of "odp".
-    names = sorted(set(f[0] for f in FEATURES) | {"odp-limits"})
-    for a in argv:
-        if a not in names:
-            print("usage: %s [%s]..." % (sys.argv[0], "|".join(names)),
-                  file=sys.stderr)
-            return 2
-    s = Suite("verbs")
+def capturing(pairing: str, feats: List[str]) -> bool:
+    """Whether a boot of pairing with features feats captures VM 1's
+    traffic (--pcap): the adapters-only boots, and those with a feature
+    whose capture is checked; never one that migrates VM 1."""
+    return (pairing in BUNDLED or any(
+        f in ("flush", "dc", "netid", "odp") for f in feats)) and \
+        "migrate" not in pairing
+
+
+def boot_names(pairing: str, feats: List[str]) -> List[str]:
+    """The tests a boot of pairing with features feats reports, in order:
+    each VM's checks of each feature (PAIRING/FEATURE/CHECK/vmN), each
+    VM's clean kernel log, the launcher's status, the captures'."""
+    nvm = int(PAIRINGS[pairing][PAIRINGS[pairing].index("-n") + 1])
+    out = ["%s/%s/%s/vm%d" % (pairing, f[0], c, vm)
+           for f in FEATURES if pairing in f[1] and f[0] in feats
+           for vm, cks in sorted(f[2].items()) for c in cks]
+    out += ["%s/dmesg-clean/vm%d" % (pairing, vm) for vm in range(1, nvm + 1)]
+    out.append("%s/launch-vms" % pairing)
+    if capturing(pairing, feats):
+        if pairing in BUNDLED:
+            out.append("%s/capture-bundles" % pairing)
+        if "flush" in feats:
+            out += ["%s/flush/capture-%s" % (pairing, x)
+                    for x in ("bytes", "icrc", "tshark")]
+        out += ["%s/%s/capture" % (pairing, f)
+                for f in ("dc", "xrc", "odp", "netid") if f in feats]
+    return out
+
+
+def catalog() -> Dict[Tuple[str, ...], List[str]]:
+    """The suite's units (rstest/select.py): (PAIRING, FEATURE) for each
+    feature of each pairing, ("netid-change",), ("odp-limits",); each
+    with the tests it reports when it runs alone."""
+    cat: Dict[Tuple[str, ...], List[str]] = {}
+    for pairing in PAIRINGS:
+        for f in FEATURES:
+            if pairing in f[1]:
+                cat[(pairing, f[0])] = boot_names(pairing, [f[0]])
+    cat[("netid-change",)] = ["netid-change/host-qom-set"] + [
+        "netid-change/%s/vm1" % c
+        for c in ("event", "driver-relearns", "dmesg-clean")] + [
+        "netid-change/launch-vms"]
+    cat[("odp-limits",)] = ["odp-limits/%s/vm1" % c for c in ODP_LIMITS] + \
+        ["odp-limits/launch-vms"]
+    return cat
+
+
+def run(s: Suite, units: List[Tuple[str, ...]]) -> None:
+    """The boots of the units chosen (rstest/select.py): one per pairing
+    with its chosen features, then netid-change and odp-limits."""
     for pairing, args in PAIRINGS.items():
-        feats = [f for f in FEATURES
-                 if pairing in f[1] and (not argv or f[0] in argv)]
+        names = [u[1] for u in units if len(u) == 2 and u[0] == pairing]
+        feats = [f for f in FEATURES if pairing in f[1] and f[0] in names]
         if not feats:
             continue
         nvm = int(args[args.index("-n") + 1])
@@ -896,9 +888,7 @@ def main(argv: List[str]) -> int:
             "lib.sh", "verbs-common.sh",
             *["verbs-%s.sh" % f[0] for f in feats], "verbs-end.sh"))
         pcap = os.path.join(s.dir, pairing + ".pcap")
-        cap = ["--pcap", "1", pcap] if (pairing in BUNDLED or any(
-            f[0] in ("flush", "dc", "netid") for f in feats)) and \
-            "migrate" not in pairing else []
+        cap = ["--pcap", "1", pcap] if capturing(pairing, names) else []
         r = s.launch(pairing, ["-q", "--no-build", "--timeout", "600"] +
                      args + cap + ["--cmd", script] +
                      PAIRING_QEMU.get(pairing, []),
@@ -913,25 +903,24 @@ def main(argv: List[str]) -> int:
         if cap and pairing in BUNDLED:
             bundle_capture(s, pairing, pcap, nvm, any(
                 f[0] in BUNDLED[pairing] for f in feats))
-        if cap and any(f[0] == "flush" for f in feats):
+        if cap and "flush" in names:
             flush_capture(s, pairing, pcap)
-        if cap and any(f[0] == "dc" for f in feats):
+        if cap and "dc" in names:
             dc_capture(s, pairing, pcap, r.lines)
-        if cap and any(f[0] == "xrc" for f in feats):
+        if cap and "xrc" in names:
             xrc_capture(s, pairing, pcap, r.lines)
-        if cap and any(f[0] == "odp" for f in feats):
+        if cap and "odp" in names:
             odp_capture(s, pairing, pcap)
-        if cap and any(f[0] == "netid" for f in feats):
+        if cap and "netid" in names:
             netid_capture(s, pairing, pcap)
         with open(os.path.join(s.dir, "checks"), "a") as f:
             f.writelines(ln + "\n" for ln in r.lines
                          if checks.LINE_RE.match(ln))
-    if not argv or "netid" in argv:
+    if ("netid-change",) in units:
         netid_change(s)
-    if not argv or "odp" in argv or "odp-limits" in argv:
+    if ("odp-limits",) in units:
         odp_limits(s)
-    return s.end()
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(select.main("verbs", catalog(), run, sys.argv[1:], __doc__))

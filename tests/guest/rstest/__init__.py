@@ -17,4 +17,8 @@ into $RS_BUILD):
   launcher    scripts/launch-vms.sh: N guests, their commands, the report
   suite       a VM-level suite in Python: TAP, its log directory, launcher
               runs in-process (tests/guest/guest_stack.py, nvmf.py)
+  select      a table-driven suite's tests by name: --list, NAME... (only
+              the boots and features they need), --repeat N (pass rates)
+  roce        the capture library: pcap and pcapng records, RoCEv2
+              packets and their fields, bundles, ICRCs
 """

@@ -53,13 +53,15 @@ class Tally:
             print("not ok - %s: %s" % (name, detail), file=self.out)
 
     def expect(self, found: Dict[Tuple[int, str], Check],
-               wanted: Iterable[Tuple[int, str]], where: str = "") -> None:
+               wanted: Iterable[Tuple[int, str]], where: str = "",
+               prefix: str = "") -> None:
         """Each wanted (VM, name) must have passed; a missing one fails
-        (where: the output to see)."""
+        (where: the output to see).  The test is "PREFIXNAME/vmVM"."""
         missing = "no result (see %s)" % where if where else "no result"
         for vm, name in wanted:
             c: Optional[Check] = found.get((vm, name))
-            self.report(c is not None and c.ok, "vm%d %s" % (vm, name),
+            self.report(c is not None and c.ok,
+                        "%s%s/vm%d" % (prefix, name, vm),
                         c.line if c is not None else missing)
 
 

@@ -37,15 +37,14 @@ bytes of each (the BTH).
 import json
 import os
 import signal
-import struct
 import subprocess
 import time
 from typing import Dict, List, Optional, Tuple
 
 from . import netns
-from .roce import unbundle
+from . import roce
 
-ROCE_PORT = 4791
+ROCE_PORT = roce.ROCE_PORT
 MTU = 9000
 MAX_HOSTS = 8
 MAX_ROUTERS = 8
@@ -335,78 +334,17 @@ class Frame:
 
 def read_frames(path: str) -> List[Frame]:
     """The IPv4 RoCEv2 frames of an ecmp-hI.pcapng (dumpcap's pcapng,
-    Ethernet, read here: tshark takes seconds per 100000 frames), in time
-    order; a truncated last block (a capture that was killed) ends it."""
+    Ethernet, read here by rstest.roce: tshark takes seconds per 100000
+    frames), the frames in a bundle each alone, in time order; a truncated
+    last block (a capture that was killed) ends it."""
     try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
+        pkts = roce.packets(path, v4only=True)
+    except (OSError, ValueError) as e:
         raise EcmpError("%s: %s" % (path, e)) from e
-    out: List[Frame] = []
-    ifs: List[Tuple[str, float]] = []
-    bo = "<"
-    off = 0
-    while off + 12 <= len(data):
-        btype = struct.unpack_from(bo + "I", data, off)[0]
-        if btype == 0x0A0D0D0A:
-            bo = "<" if data[off + 8:off + 12] == b"\x4d\x3c\x2b\x1a" \
-                else ">"
-            ifs = []
-        blen = struct.unpack_from(bo + "I", data, off + 4)[0]
-        if blen < 12 or off + blen > len(data):
-            break
-        body = data[off + 8:off + blen - 4]
-        if btype == 1:
-            ifs.append(_idb(body, bo))
-        elif btype == 6 and len(body) >= 20:
-            iid, hi, lo, cap = struct.unpack_from(bo + "IIII", body, 0)
-            if iid < len(ifs):
-                # a bundle of the adapter's: the frames in it, each alone
-                for pkt in unbundle(body[20:20 + cap]):
-                    fr = _frame(pkt, ifs[iid][0],
-                                ((hi << 32) | lo) * ifs[iid][1])
-                    if fr is not None:
-                        out.append(fr)
-        off += blen
+    out = [Frame(p.t, p.ifname, p.src, p.dst, p.sport, p.dqp, p.opcode)
+           for p in pkts if len(p.frame) >= p.udp + 16]
     out.sort(key=lambda x: x.t)
     return out
-
-
-def _idb(body: bytes, bo: str) -> Tuple[str, float]:
-    """An interface description block: (name, seconds per tick)."""
-    name, res = "", 1e-6
-    o = 8
-    while o + 4 <= len(body):
-        code, ln = struct.unpack_from(bo + "HH", body, o)
-        if code == 0:
-            break
-        val = body[o + 4:o + 4 + ln]
-        if code == 2:
-            name = val.rstrip(b"\0").decode(errors="replace")
-        elif code == 9 and val:
-            res = (2.0 ** -(val[0] & 0x7f) if val[0] & 0x80
-                   else 10.0 ** -val[0])
-        o += 4 + (ln + 3) // 4 * 4
-    return name, res
-
-
-def _frame(pkt: bytes, ifname: str, t: float) -> Optional[Frame]:
-    """Ethernet, IPv4, UDP to 4791, the BTH's opcode and destination QP."""
-    if len(pkt) < 34 or pkt[12:14] != b"\x08\x00":
-        return None
-    ihl = (pkt[14] & 0x0f) * 4
-    if pkt[23] != 17:
-        return None
-    u = 14 + ihl
-    if len(pkt) < u + 16:
-        return None
-    sport, dport = struct.unpack_from(">HH", pkt, u)
-    if dport != ROCE_PORT:
-        return None
-    src = "%d.%d.%d.%d" % tuple(pkt[26:30])
-    dst = "%d.%d.%d.%d" % tuple(pkt[30:34])
-    dqp = struct.unpack_from(">I", pkt, u + 12)[0] & 0xffffff
-    return Frame(t, ifname, src, dst, sport, dqp, pkt[u + 8])
 
 
 def between(frames: List[Frame], t0: float, t1: float) -> List[Frame]:

@@ -45,7 +45,6 @@ import random
 import re
 import socket
 import statistics
-import struct
 import threading
 import time
 import traceback
@@ -56,7 +55,7 @@ from . import qemupath  # noqa: F401  (QEMU's python/ on sys.path)
 from qemu.machine import QEMUMachine  # noqa: E402
 from qemu.qmp.legacy import QEMUMonitorProtocol  # noqa: E402
 
-from .roce import unbundle  # noqa: E402
+from . import roce  # noqa: E402
 from .vm import VM  # noqa: E402
 
 Log = Callable[[str], None]
@@ -461,48 +460,39 @@ def migrate_once(vm: VM, k: int, log: Log, hold: float = 0.0,
 
 # --- the RDMA stall the peer saw, from its capture ------------------------
 
-ROCE_PORT = 4791
 OP_ACK = 0x11
 
 
 def segment_frames(path: str, src: str, dst: str):
-    """From the pcap file at path (QEMU's filter-dump; a record cut short
-    at the end, as a capture still written gives, ends it): the (time, RNR
-    NAK timer code or None) of each RoCEv2 frame from IPv4 address src to
-    dst, and the times of src's gratuitous ARPs."""
-    roce, arps = [], []
-    a_src, a_dst = socket.inet_aton(src), socket.inet_aton(dst)
-    with open(path, "rb") as f:
-        if f.read(24)[:4] != b"\xd4\xc3\xb2\xa1":
-            return roce, arps
-        while True:
-            hdr = f.read(16)
-            if len(hdr) < 16:
-                break
-            sec, usec, incl, _ = struct.unpack("<IIII", hdr)
-            fr = f.read(incl)
-            if len(fr) < incl:
-                break
-            t = sec + usec / 1e6
-            if (fr[12:14] == b"\x08\x06" and len(fr) >= 42 and
-                    fr[28:32] == a_src and fr[38:42] == a_src):
-                arps.append(t)
+    """From the capture file at path (QEMU's filter-dump; a record cut
+    short at the end, as a capture still written gives, ends it; read by
+    rstest.roce): the (time, RNR NAK timer code or None) of each RoCEv2
+    frame from IPv4 address src to dst, the frames in a bundle each
+    alone, and the times of src's gratuitous ARPs."""
+    frames, arps = [], []
+    a_src = socket.inet_aton(src)
+    try:
+        recs = list(roce.records(path))
+    except ValueError:
+        return frames, arps
+    for r in recs:
+        fr = r.data
+        if (fr[12:14] == b"\x08\x06" and len(fr) >= 42 and
+                fr[28:32] == a_src and fr[38:42] == a_src):
+            arps.append(r.t)
+            continue
+        for pkt in roce.unbundle(fr):
+            o = roce.offsets(pkt)
+            if o is None or o[2] or len(pkt) < o[1] + 8 + 13:
                 continue
-            for pkt in unbundle(fr):
-                ip = 14
-                bth = 14 + (pkt[14] & 0xf) * 4 + 8 if len(pkt) > 14 else 0
-                if (len(pkt) < bth + 13 or pkt[12:14] != b"\x08\x00" or
-                        pkt[ip + 9] != 17 or
-                        pkt[ip + 12:ip + 16] != a_src or
-                        pkt[ip + 16:ip + 20] != a_dst or
-                        struct.unpack_from(">H", pkt, bth - 6)[0] !=
-                        ROCE_PORT):
-                    continue
-                syn = pkt[bth + 12]
-                rnr = syn & 0x1f if pkt[bth] == OP_ACK and syn >> 5 == 1 \
-                    else None
-                roce.append((t, rnr))
-    return roce, arps
+            p = roce.Packet(r.num, r.t, r.ifname, pkt, *o)
+            if p.src != src or p.dst != dst:
+                continue
+            syn = pkt[o[1] + 8 + 12]
+            rnr = syn & 0x1f if p.opcode == OP_ACK and syn >> 5 == 1 \
+                else None
+            frames.append((r.t, rnr))
+    return frames, arps
 
 
 def stalls(path: str, src: str, dst: str,

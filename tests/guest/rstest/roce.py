@@ -1,11 +1,32 @@
-"""RoCEv2 frames in captures: the adapter's bundles (opcode 0xc7,
-docs/specs/rdma-session.rst "Bundles on the wire") stand for the frames
-inside them, which the capture checks count as if each had come alone."""
+"""RoCEv2 frames in captures, the one capture library of the suites
+(verbs, multipath's rstest/ecmp.py, the migration stall of
+rstest/migration.py, scripts/roce-icrc.py):
 
+  records(path)     the records of a pcap (microseconds or nanoseconds,
+                    either byte order) or pcapng file (every interface,
+                    its name): Record(num, t, data, whole, ifname)
+  offsets(frame)    where a RoCEv2 frame's IP and UDP headers are
+                    (VLAN tags skipped, IPv4 or IPv6), None if not one
+  packets(path)     the RoCEv2 packets of a capture as Packet (source,
+                    destination, UDP source port, BTH fields, .roce the
+                    bytes from the BTH on, ICRC included), each packet
+                    in a bundle as if it had come alone
+  read_capture(path)   packets() and the bundles (Bundle: frame number,
+                    addresses, bundle_faults(), a hash of its bytes)
+  icrc(frame, ...)  a packet's ICRC computed and stored
+  write_pcap(path, frames)
+
+The adapter's bundles (opcode 0xc7, docs/specs/rdma-session.rst "Bundles
+on the wire") stand for the frames inside them, which the capture checks
+count as if each had come alone (unbundle, bundle_faults)."""
+
+import socket
 import struct
-from typing import List
+import zlib
+from typing import Iterator, List, NamedTuple, Optional, Tuple, Union
 
 OP_BUNDLE = 0xc7
+ROCE_PORT = 4791
 
 
 def unbundle(fr: bytes) -> List[bytes]:
@@ -106,3 +127,260 @@ def bundle_faults(fr: bytes) -> List[str]:
     if n != count:
         out.append("count %d, %d packets" % (count, n))
     return out
+
+
+# --- capture files --------------------------------------------------------
+
+class Record(NamedTuple):
+    """One record of a capture file: its number (from 1), time (seconds),
+    the frame as captured, whether it was captured whole, the interface's
+    name (pcapng; "" in a pcap)."""
+    num: int
+    t: float
+    data: bytes
+    whole: bool
+    ifname: str
+
+
+PCAP_MAGIC = {b"\xd4\xc3\xb2\xa1": ("<", 1e-6),
+              b"\x4d\x3c\xb2\xa1": ("<", 1e-9),
+              b"\xa1\xb2\xc3\xd4": (">", 1e-6),
+              b"\xa1\xb2\x3c\x4d": (">", 1e-9)}
+PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"
+
+
+def records(src: Union[str, bytes]) -> Iterator[Record]:
+    """The records of a capture (a file's path, or its bytes): pcap of
+    Ethernet frames, or pcapng (its enhanced packet blocks).  A record cut
+    short at the end (a capture still written, or killed) ends it.
+    ValueError if it is neither, or a pcap of another link type."""
+    if isinstance(src, str):
+        with open(src, "rb") as f:
+            data = f.read()
+    else:
+        data = src
+    if data[:4] == PCAPNG_MAGIC:
+        yield from _pcapng(data)
+        return
+    if data[:4] not in PCAP_MAGIC or len(data) < 24:
+        raise ValueError("not a pcap file")
+    end, unit = PCAP_MAGIC[data[:4]]
+    linktype = struct.unpack_from(end + "I", data, 20)[0]
+    if linktype != 1:
+        raise ValueError("link type %d, not Ethernet" % linktype)
+    off, n = 24, 0
+    while off + 16 <= len(data):
+        sec, frac, incl, orig = struct.unpack_from(end + "IIII", data, off)
+        if off + 16 + incl > len(data):
+            break
+        n += 1
+        yield Record(n, sec + frac * unit, data[off + 16:off + 16 + incl],
+                     incl == orig, "")
+        off += 16 + incl
+
+
+def _pcapng(data: bytes) -> Iterator[Record]:
+    ifs: List[Tuple[str, float]] = []
+    bo = "<"
+    off, n = 0, 0
+    while off + 12 <= len(data):
+        btype = struct.unpack_from(bo + "I", data, off)[0]
+        if btype == 0x0A0D0D0A:
+            bo = "<" if data[off + 8:off + 12] == b"\x4d\x3c\x2b\x1a" \
+                else ">"
+            ifs = []
+        blen = struct.unpack_from(bo + "I", data, off + 4)[0]
+        if blen < 12 or off + blen > len(data):
+            break
+        body = data[off + 8:off + blen - 4]
+        if btype == 1:
+            ifs.append(_idb(body, bo))
+        elif btype == 6 and len(body) >= 20:
+            iid, hi, lo, cap, orig = struct.unpack_from(bo + "IIIII", body, 0)
+            if iid < len(ifs):
+                n += 1
+                yield Record(n, ((hi << 32) | lo) * ifs[iid][1],
+                             body[20:20 + cap], cap == orig, ifs[iid][0])
+        off += blen
+
+
+def _idb(body: bytes, bo: str) -> Tuple[str, float]:
+    """An interface description block: (name, seconds per tick)."""
+    name, res = "", 1e-6
+    o = 8
+    while o + 4 <= len(body):
+        code, ln = struct.unpack_from(bo + "HH", body, o)
+        if code == 0:
+            break
+        val = body[o + 4:o + 4 + ln]
+        if code == 2:
+            name = val.rstrip(b"\0").decode(errors="replace")
+        elif code == 9 and val:
+            res = (2.0 ** -(val[0] & 0x7f) if val[0] & 0x80
+                   else 10.0 ** -val[0])
+        o += 4 + (ln + 3) // 4 * 4
+    return name, res
+
+
+def write_pcap(path: str, frames: List[bytes]) -> None:
+    """A pcap file (Ethernet, microseconds) of frames, record k at k s."""
+    with open(path, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1))
+        for k, fr in enumerate(frames):
+            f.write(struct.pack("<IIII", k, 0, len(fr), len(fr)) + fr)
+
+
+# --- RoCEv2 packets -------------------------------------------------------
+
+def offsets(frame: bytes) -> Optional[Tuple[int, int, bool]]:
+    """(IP header offset, UDP offset, IPv6) of a RoCEv2 frame (UDP to port
+    4791, after any VLAN tags), or None."""
+    off = 12
+    if len(frame) < off + 2:
+        return None
+    etype = struct.unpack_from(">H", frame, off)[0]
+    while etype in (0x8100, 0x88a8) and len(frame) >= off + 6:
+        off += 4
+        etype = struct.unpack_from(">H", frame, off)[0]
+    ip = off + 2
+    if etype == 0x0800 and len(frame) >= ip + 20:
+        if frame[ip + 9] != 17:
+            return None
+        udp, v6 = ip + (frame[ip] & 0x0f) * 4, False
+    elif etype == 0x86dd and len(frame) >= ip + 40:
+        if frame[ip + 6] != 17:
+            return None
+        udp, v6 = ip + 40, True
+    else:
+        return None
+    if len(frame) < udp + 8 or \
+            struct.unpack_from(">H", frame, udp + 2)[0] != ROCE_PORT:
+        return None
+    return ip, udp, v6
+
+
+def icrc(frame: bytes, ip: int, udp: int, v6: bool) -> Tuple[int, int]:
+    """(computed, stored) ICRC of a RoCEv2 frame: zlib's CRC-32 over the
+    pseudo header of IBTA Annex A17 (8 bytes of 0xff standing for the LRH,
+    then the IP header with TOS/traffic class, TTL/hop limit, IPv4 header
+    checksum and IPv6 flow label set to ones, the UDP header with its
+    checksum set to ones, the BTH with its byte 4 (FECN, BECN, resv6) set
+    to ones) and the rest of the packet up to the ICRC, which the packet's
+    last 4 bytes store little-endian (the UDP length excludes Ethernet
+    padding)."""
+    end = udp + struct.unpack_from(">H", frame, udp + 4)[0]
+    h = bytearray(frame[ip:udp + 8 + 12])
+    u = udp - ip
+    if v6:
+        h[0] |= 0x0f           # traffic class (low nibble of byte 0,
+        #                        high of byte 1)
+        h[1] = 0xff            # traffic class low nibble, flow label
+        h[2] = h[3] = 0xff
+        h[7] = 0xff            # hop limit
+    else:
+        h[1] = 0xff            # TOS
+        h[8] = 0xff            # TTL
+        h[10] = h[11] = 0xff   # header checksum
+    h[u + 6] = h[u + 7] = 0xff  # UDP checksum
+    h[u + 8 + 4] = 0xff        # BTH byte 4: FECN, BECN, resv6
+    crc = zlib.crc32(b"\xff" * 8 + bytes(h) + frame[udp + 8 + 12:end - 4])
+    return crc & 0xffffffff, struct.unpack("<I", frame[end - 4:end])[0]
+
+
+class Packet(NamedTuple):
+    """A RoCEv2 packet of a capture: its record's number and time, the
+    interface, its Ethernet frame (a packet in a bundle: its own), the
+    offsets of its IP and UDP headers, IPv6 or not, the number of the
+    bundle's record it came in (None if alone)."""
+    num: int
+    t: float
+    ifname: str
+    frame: bytes
+    ip: int
+    udp: int
+    v6: bool
+    bundled: bool = False
+
+    @property
+    def src(self) -> str:
+        if self.v6:
+            return socket.inet_ntop(socket.AF_INET6,
+                                    self.frame[self.ip + 8:self.ip + 24])
+        return ".".join(map(str, self.frame[self.ip + 12:self.ip + 16]))
+
+    @property
+    def dst(self) -> str:
+        if self.v6:
+            return socket.inet_ntop(socket.AF_INET6,
+                                    self.frame[self.ip + 24:self.ip + 40])
+        return ".".join(map(str, self.frame[self.ip + 16:self.ip + 20]))
+
+    @property
+    def sport(self) -> int:
+        return struct.unpack_from(">H", self.frame, self.udp)[0]
+
+    @property
+    def roce(self) -> bytes:
+        """The UDP payload: BTH, the rest, ICRC."""
+        ulen = struct.unpack_from(">H", self.frame, self.udp + 4)[0]
+        return self.frame[self.udp + 8:self.udp + ulen]
+
+    @property
+    def opcode(self) -> int:
+        return self.frame[self.udp + 8] if len(self.frame) > self.udp + 8 \
+            else -1
+
+    @property
+    def dqp(self) -> int:
+        b = self.frame[self.udp + 12:self.udp + 16]
+        return struct.unpack(">I", b)[0] & 0xffffff if len(b) == 4 else -1
+
+    @property
+    def psn(self) -> int:
+        b = self.frame[self.udp + 16:self.udp + 20]
+        return struct.unpack(">I", b)[0] & 0xffffff if len(b) == 4 else -1
+
+
+class Bundle(NamedTuple):
+    """A bundle of a capture: its record's number, IPv4 source and
+    destination, what is wrong with it (bundle_faults), a hash of its bytes
+    (not a CRC-32, which the ICRCs of the packets in it make collide)."""
+    num: int
+    src: str
+    dst: str
+    faults: List[str]
+    hash: int
+
+
+def read_capture(src: Union[str, bytes], bundles_too: bool = True
+                 ) -> Tuple[List[Packet], List[Bundle]]:
+    """The RoCEv2 packets of a capture (IPv4 or IPv6), the packets in a
+    bundle each as if alone (none if its lengths do not fill it), and the
+    bundles (IPv4, untagged; none unless bundles_too)."""
+    pkts: List[Packet] = []
+    bundles: List[Bundle] = []
+    for r in records(src):
+        o = offsets(r.data)
+        if o is None:
+            continue
+        fr = r.data
+        if o[0] == 14 and not o[2] and len(fr) > o[1] + 8 and \
+                fr[o[1] + 8] == OP_BUNDLE:
+            if bundles_too:
+                bundles.append(Bundle(r.num, ".".join(map(str, fr[26:30])),
+                                      ".".join(map(str, fr[30:34])),
+                                      bundle_faults(fr), hash(fr)))
+            for x in unbundle(fr):
+                xo = offsets(x)
+                if xo is not None:
+                    pkts.append(Packet(r.num, r.t, r.ifname, x, *xo,
+                                       bundled=True))
+        else:
+            pkts.append(Packet(r.num, r.t, r.ifname, fr, *o))
+    return pkts, bundles
+
+
+def packets(src: Union[str, bytes], v4only: bool = False) -> List[Packet]:
+    """read_capture()'s packets (v4only: the IPv4 ones)."""
+    return [p for p in read_capture(src, False)[0]
+            if not (v4only and p.v6)]

@@ -164,10 +164,15 @@ class Background:
 class Suite(checks.Tally):
     """A suite's TAP, counts and log directory."""
 
-    def __init__(self, name: str, out=sys.stdout):
+    def __init__(self, name: str, out=sys.stdout, select=None):
         super().__init__(out)
         self.name = name
         self.skipped = 0
+        # the checks to report (rstest.select.Selection; None: all), the
+        # names reported in this round and each one's results (--repeat)
+        self.select = select
+        self.seen: set = set()
+        self.rates = None
         self.t0 = time.time()
         logs = os.path.join(BUILD, "test-logs")
         os.makedirs(logs, exist_ok=True)
@@ -183,8 +188,25 @@ class Suite(checks.Tally):
 
     # --- TAP ----------------------------------------------------------------
 
+    def begin_round(self, rates=None) -> None:
+        """A new round of the suite's run (rstest.select, --repeat):
+        nothing reported yet; results go to rates (select.Rates)."""
+        self.seen = set()
+        self.rates = rates
+
+    def _take(self, name: str, ok: Optional[bool]) -> bool:
+        """Whether test name is to be reported (selected); notes it."""
+        if self.select is not None and not self.select.wants(name):
+            return False
+        self.seen.add(name)
+        if self.rates is not None:
+            self.rates.add(name, ok)
+        return True
+
     def report(self, ok: bool, name: str, detail: str = "") -> None:
         """One test ("ok - NAME" or "not ok - NAME: DETAIL")."""
+        if not self._take(name, bool(ok)):
+            return
         if ok:
             self.passed += 1
             line = "ok - %s" % name
@@ -198,6 +220,8 @@ class Suite(checks.Tally):
         else (failed), the detail after the name either way ("ok - NAME:
         DETAIL"; only a "not ok" line is cut)."""
         if res == "ok":
+            if not self._take(name, True):
+                return
             self.passed += 1
             print("ok - %s" % name + (": %s" % detail if detail else ""),
                   file=self.out, flush=True)
@@ -206,6 +230,8 @@ class Suite(checks.Tally):
 
     def skip(self, name: str, reason: str) -> None:
         """A test counted neither as passed nor as failed."""
+        if not self._take(name, None):
+            return
         self.skipped += 1
         print(("ok - %s # SKIP %s" % (name, reason))[:MAX_LINE],
               file=self.out, flush=True)
@@ -267,26 +293,28 @@ class Suite(checks.Tally):
         return Background(name, os.path.join(self.dir, name + ".log"), argv,
                           e)
 
-    def expect(self, found, wanted: Iterable, where: str = "") -> None:
+    def expect(self, found, wanted: Iterable, where: str = "",
+               prefix: str = "") -> None:
         """Each wanted check ("VM:NAME" or (VM, NAME)) of a run (or of
-        checks.parse()'s result) must have passed; a missing one fails."""
+        checks.parse()'s result) must have passed; a missing one fails.
+        The tests are named PREFIXNAME/vmVM."""
         if isinstance(found, Run):
             where = where or found.path
             found = found.found
         pairs = [checks.parse_wanted([w])[0] if isinstance(w, str) else w
                  for w in wanted]
-        super().expect(found, pairs, where)
+        super().expect(found, pairs, where, prefix)
 
     def launcher_check(self, r: Run, name: str = "") -> None:
         """The run's exit status: every VM became ready, ran its command
-        with status 0 and powered off."""
-        pre = "%s: " % name if name else ""
+        with status 0 and powered off (test "NAME/launch-vms")."""
+        test = "%s/launch-vms" % name if name else "launch-vms"
         if r.rc == 0:
-            self.report(True, "%sVMs ran and powered off" % pre)
+            self.tap("ok", test, "VMs ran and powered off")
             return
         why = " ".join(
             ln for ln in r.lines
             if ln.startswith(("launch-vms: FAIL", "[launch-vms] error:")) or
             (ln.startswith("launch-vms: vm") and
              ": exit status " in ln and ": exit status 0" not in ln))
-        self.report(False, "%slaunch-vms exit status %d" % (pre, r.rc), why)
+        self.report(False, test, "exit status %d: %s" % (r.rc, why))

@@ -108,8 +108,8 @@ class ChecksTest(unittest.TestCase):
                  checks.parse_wanted(["1:a", "2:b", "2:c"]))
         self.assertEqual((t.passed, t.failed), (1, 2))
         self.assertEqual(out.getvalue().splitlines(), [
-            "ok - vm1 a", "not ok - vm2 b: [vm2] CHECK b fail why not",
-            "not ok - vm2 c: no result"])
+            "ok - a/vm1", "not ok - b/vm2: [vm2] CHECK b fail why not",
+            "not ok - c/vm2: no result"])
 
 
 class GuestScriptTest(unittest.TestCase):
@@ -157,11 +157,11 @@ class SuiteTest(unittest.TestCase):
         s.note("two\nlines")
         self.assertEqual(s.end(), 1)
         lines = out.getvalue().splitlines()
-        self.assertEqual(lines[0], "ok - vm1 a")
-        self.assertTrue(lines[1].startswith("not ok - vm2 b: [vm2] CHECK b"))
+        self.assertEqual(lines[0], "ok - a/vm1")
+        self.assertTrue(lines[1].startswith("not ok - b/vm2: [vm2] CHECK b"))
         self.assertEqual(len(lines[1]), suite.MAX_LINE)
-        self.assertEqual(lines[2], "not ok - vm2 c: no result (see %s)" % log)
-        self.assertEqual(lines[3], "not ok - run: launch-vms exit status 1: "
+        self.assertEqual(lines[2], "not ok - c/vm2: no result (see %s)" % log)
+        self.assertEqual(lines[3], "not ok - run/launch-vms: exit status 1: "
                          "launch-vms: vm2: exit status 1 "
                          "launch-vms: FAIL (..)")
         self.assertEqual(lines[4:7], ["ok - d # SKIP known", "# two",
