@@ -107,6 +107,11 @@ extern const uint8_t qos_mac[6];
  * paths /ARCH/rdma-session/AREA/NAME): it starts the machine that the
  * graph would, with the same command line, and calls the test the same
  * way.  In qos-test the call does nothing.
+ *
+ * The rdma-session node has 88 tests: QEMU's qgraph walk keeps every test
+ * of the node it visits on its stack of QOS_PATH_MAX_ELEMENT_SIZE (128)
+ * entries, with the path to the node and the siblings still to visit, and
+ * qos-test aborts ("QOSStack: full stack") when they do not fit.
  */
 typedef void RsAddTestFn(const char *name, QOSTestFunc test_func,
                          QOSGraphTestOptions *opts);
