@@ -6,7 +6,8 @@
 # Usage: scripts/build-qemu.sh [--fuzz] [ninja targets...]
 #   --fuzz  a second build directory of the same source (build-fuzz, linked
 #           as $RS_BUILD/qemu-fuzz) with clang, libFuzzer, ASan and UBSan;
-#           default targets qemu-fuzz-x86_64, qemu-system-x86_64 and qos-test
+#           default targets qemu-fuzz-x86_64, qemu-system-x86_64, qos-test
+#           and rdma-session-test
 # Environment: RS_BUILD (default <repo>/build), RS_CACHE (download cache).
 set -euo pipefail
 
@@ -187,7 +188,8 @@ fi
 
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(qemu-system-x86_64 tests/qtest/qos-test)
+    targets=(qemu-system-x86_64 tests/qtest/qos-test
+             tests/qtest/rdma-session/rdma-session-test)
     [ $fuzz = 0 ] || targets+=(qemu-fuzz-x86_64)
 fi
 log "ninja ${targets[*]}"

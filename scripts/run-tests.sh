@@ -35,7 +35,7 @@
 # junit.xml}.
 #
 # Environment: RS_BUILD, RS_CACHE (see scripts/build-qemu.sh),
-#   RS_QTEST_TIMEOUT (seconds for each qos-test path, default 300),
+#   RS_QTEST_TIMEOUT (seconds for each qtest path, default 300),
 #   RS_FUZZ_SMOKE_SECS, RS_MATRIX_PROGS, RS_MATRIX_LOSS (see the suites).
 set -uo pipefail
 
@@ -82,7 +82,8 @@ build()
     return 1
 }
 
-build build "$top/scripts/build-qemu.sh" qemu-system-x86_64 tests/qtest/qos-test
+build build "$top/scripts/build-qemu.sh" qemu-system-x86_64 tests/qtest/qos-test \
+    tests/qtest/rdma-session/rdma-session-test
 # The sanitizer build: a second build directory of the same source, built
 # before the shared lock below, which scripts/build-qemu.sh would wait for.
 if wants 'fuzz-smoke' || wants 'qtest-asan*'; then

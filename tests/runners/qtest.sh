@@ -1,9 +1,11 @@
 #!/bin/bash
-# Run the device's qtests as TAP: every qos-test path naming rdma-session
-# that matches one of the patterns (extended regular expressions; none:
-# all), one qos-test process per path so that a test that aborts does not
-# hide the others.  A run that crashes or times out, and a sanitizer report
-# in a passing run, is a failed test.
+# Run the device's qtests as TAP: every path naming rdma-session of the
+# two qtest binaries, qos-test (the qos graph's tests of the adapter) and
+# tests/qtest/rdma-session/rdma-session-test (those that start two
+# adapters or a second QEMU), that matches one of the patterns (extended
+# regular expressions; none: all), one process per path so that a test
+# that aborts does not hide the others.  A run that crashes or times out,
+# and a sanitizer report in a passing run, is a failed test.
 #
 # Usage: tests/runners/qtest.sh QEMU-BUILD-DIR [PATTERN...]
 #        tests/runners/qtest.sh --areas QEMU-BUILD-DIR PATTERN...
@@ -22,11 +24,23 @@ cd "$qb" || { echo "Bail out! no QEMU build directory $qb"; exit 1; }
 export QTEST_QEMU_BINARY=./qemu-system-x86_64
 pat=$(IFS='|'; echo "${*:-.}")
 [ $areas = 0 ] || pat=.
-# "qos-test -l" lists full paths; each runs in a process of its own.
-mapfile -t paths < <(./tests/qtest/qos-test -l 2>/dev/null |
+# "-l" lists full paths; each runs in a process of its own, of the binary
+# that listed it (bins[i] for paths[i]).
+paths=() bins=()
+for b in ./tests/qtest/qos-test ./tests/qtest/rdma-session/rdma-session-test; do
+    if [ ! -x "$b" ]; then
+        echo "Bail out! no $b in $qb"
+        exit 1
+    fi
+    mapfile -t p < <("$b" -l 2>/dev/null |
                      grep -E '^/.*/rdma-session(/|$)' | grep -E -- "$pat")
+    for x in "${p[@]}"; do
+        paths+=("$x")
+        bins+=("$b")
+    done
+done
 if [ ${#paths[@]} -eq 0 ]; then
-    echo "Bail out! qos-test lists no rdma-session path matching '$pat'"
+    echo "Bail out! the qtests list no rdma-session path matching '$pat'"
     exit 1
 fi
 if [ $areas = 1 ]; then
@@ -49,10 +63,11 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 n=0 bad=0
 for path in "${paths[@]}"; do
+    b=${bins[$n]}
     n=$((n + 1))
     # (the subshell keeps bash's "Aborted" notices out of the output)
     ( timeout -k 10 "${RS_QTEST_TIMEOUT:-300}" \
-        ./tests/qtest/qos-test -m quick --tap -p "$path"; exit $? ) \
+        "$b" -m quick --tap -p "$path"; exit $? ) \
         > "$tmp/out" 2> "$tmp/err"
     rc=$?
     cat "$tmp/err" >&2

@@ -308,10 +308,8 @@ static void register_amplify_tests(void)
 {
     QOSGraphTestOptions opts = { .before = amplify_before };
 
-    qos_add_test("amplify/kinds", "rdma-session", test_amplify_kinds,
-                 &opts);
-    qos_add_test("amplify/nonce", "rdma-session", test_amplify_nonce,
-                 &opts);
+    rs_add_standalone_test("amplify/kinds", test_amplify_kinds, &opts);
+    rs_add_standalone_test("amplify/nonce", test_amplify_nonce, &opts);
 }
 
 libqos_init(register_amplify_tests);

@@ -810,22 +810,17 @@ static void register_bundle_tests(void)
         .before = bundle_before, .arg = (void *)",bundle=off",
     };
 
-    qos_add_test("bundle/negotiate", "rdma-session", test_bundle_negotiate,
-                 &both);
-    qos_add_test("bundle/standard-peer", "rdma-session",
-                 test_bundle_standard_peer, &standard);
-    qos_add_test("bundle/data", "rdma-session", test_bundle_data, &both);
-    qos_add_test("bundle/loss", "rdma-session", test_bundle_loss, &both);
-    qos_add_test("bundle/malformed", "rdma-session", test_bundle_malformed,
-                 &both);
-    qos_add_test("bundle/migrate", "rdma-session", test_bundle_migrate,
-                 &both);
-    qos_add_test("bundle/frame-work", "rdma-session", test_bundle_frame_work,
-                 &both);
-    qos_add_test("bundle/silent-peer", "rdma-session",
-                 test_bundle_silent_peer, &both);
-    qos_add_test("bundle/guest-ram", "rdma-session", test_bundle_guest_ram,
-                 &hub);
+    rs_add_standalone_test("bundle/negotiate", test_bundle_negotiate, &both);
+    rs_add_standalone_test("bundle/standard-peer",
+                           test_bundle_standard_peer, &standard);
+    rs_add_standalone_test("bundle/data", test_bundle_data, &both);
+    rs_add_standalone_test("bundle/loss", test_bundle_loss, &both);
+    rs_add_standalone_test("bundle/malformed", test_bundle_malformed, &both);
+    rs_add_standalone_test("bundle/migrate", test_bundle_migrate, &both);
+    rs_add_standalone_test("bundle/frame-work", test_bundle_frame_work, &both);
+    rs_add_standalone_test("bundle/silent-peer",
+                           test_bundle_silent_peer, &both);
+    rs_add_standalone_test("bundle/guest-ram", test_bundle_guest_ram, &hub);
 }
 
 libqos_init(register_bundle_tests);

@@ -1297,29 +1297,28 @@ static void register_dc_tests(void)
         .arg = (void *)",dc-contexts=1,dc-idle=1000",
     };
 
-    qos_add_test("dc/connect", "rdma-session", test_dc_connect, &pair);
-    qos_add_test("dc/switch", "rdma-session", test_dc_switch, &pair);
-    qos_add_test("dc/idle", "rdma-session", test_dc_idle, &idle);
-    qos_add_test("dc/bad-key", "rdma-session", test_dc_bad_key, &pair);
-    qos_add_test("dc/loss", "rdma-session", test_dc_loss, &pair);
-    qos_add_test("dc/protection", "rdma-session", test_dc_protection,
-                 &b_one_ctx);
-    qos_add_test("dc/contexts", "rdma-session", test_dc_contexts, &one_ctx);
-    qos_add_test("dc/connect-backoff", "rdma-session",
-                 test_dc_connect_backoff, &pair);
-    qos_add_test("dc/lost-disconnect", "rdma-session",
-                 test_dc_lost_disconnect, &one_ctx);
-    qos_add_test("dc/silent-dci", "rdma-session", test_dc_silent, &idle);
-    qos_add_test("dc/hostile", "rdma-session", test_dc_hostile, &pair);
-    qos_add_test("dc/connect-other-key", "rdma-session",
-                 test_dc_connect_other_key, &pair);
-    qos_add_test("dc/quota", "rdma-session", test_dc_quota, &four_ctx);
-    qos_add_test("dc/bad-wqe", "rdma-session", test_dc_bad_wqe, &pair);
-    qos_add_test("dc/ah-reuse", "rdma-session", test_dc_ah_reuse, &pair);
-    qos_add_test("dc/objects", "rdma-session", test_dc_objects, &pair);
-    qos_add_test("dc/migrate", "rdma-session", test_dc_migrate, &pair);
-    qos_add_test("dc/migrate-corrupt", "rdma-session",
-                 test_dc_migrate_corrupt, &pair);
+    rs_add_standalone_test("dc/connect", test_dc_connect, &pair);
+    rs_add_standalone_test("dc/switch", test_dc_switch, &pair);
+    rs_add_standalone_test("dc/idle", test_dc_idle, &idle);
+    rs_add_standalone_test("dc/bad-key", test_dc_bad_key, &pair);
+    rs_add_standalone_test("dc/loss", test_dc_loss, &pair);
+    rs_add_standalone_test("dc/protection", test_dc_protection, &b_one_ctx);
+    rs_add_standalone_test("dc/contexts", test_dc_contexts, &one_ctx);
+    rs_add_standalone_test("dc/connect-backoff",
+                           test_dc_connect_backoff, &pair);
+    rs_add_standalone_test("dc/lost-disconnect",
+                           test_dc_lost_disconnect, &one_ctx);
+    rs_add_standalone_test("dc/silent-dci", test_dc_silent, &idle);
+    rs_add_standalone_test("dc/hostile", test_dc_hostile, &pair);
+    rs_add_standalone_test("dc/connect-other-key",
+                           test_dc_connect_other_key, &pair);
+    rs_add_standalone_test("dc/quota", test_dc_quota, &four_ctx);
+    rs_add_standalone_test("dc/bad-wqe", test_dc_bad_wqe, &pair);
+    rs_add_standalone_test("dc/ah-reuse", test_dc_ah_reuse, &pair);
+    rs_add_standalone_test("dc/objects", test_dc_objects, &pair);
+    rs_add_standalone_test("dc/migrate", test_dc_migrate, &pair);
+    rs_add_standalone_test("dc/migrate-corrupt",
+                           test_dc_migrate_corrupt, &pair);
 }
 
 libqos_init(register_dc_tests);

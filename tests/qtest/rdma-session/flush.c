@@ -681,15 +681,12 @@ static void register_flush_tests(void)
         .before = pair_before, .arg = (void *)",x-rxe-flush-icrc=on",
     };
 
-    qos_add_test("flush/ops", "rdma-session", test_flush_ops, &pair);
-    qos_add_test("flush/bad-frames", "rdma-session", test_flush_bad_frames,
-                 &pair);
-    qos_add_test("flush/duplicate", "rdma-session", test_flush_duplicate,
-                 &pair);
-    qos_add_test("flush/fence", "rdma-session", test_flush_fence, &pair);
-    qos_add_test("flush/window", "rdma-session", test_flush_window, &pair);
-    qos_add_test("flush/rxe-icrc", "rdma-session", test_flush_rxe_icrc,
-                 &rxe_icrc);
+    rs_add_standalone_test("flush/ops", test_flush_ops, &pair);
+    rs_add_standalone_test("flush/bad-frames", test_flush_bad_frames, &pair);
+    rs_add_standalone_test("flush/duplicate", test_flush_duplicate, &pair);
+    rs_add_standalone_test("flush/fence", test_flush_fence, &pair);
+    rs_add_standalone_test("flush/window", test_flush_window, &pair);
+    rs_add_standalone_test("flush/rxe-icrc", test_flush_rxe_icrc, &rxe_icrc);
 }
 
 libqos_init(register_flush_tests);

@@ -851,12 +851,10 @@ static void register_introspect_tests(void)
                  NULL);
     qos_add_test("introspect/loss", "rdma-session", test_introspect_loss,
                  &drop);
-    qos_add_test("introspect/icrc", "rdma-session", test_introspect_icrc,
-                 &pair);
-    qos_add_test("introspect/migrate", "rdma-session",
-                 test_introspect_migrate, NULL);
-    qos_add_test("introspect/unrealized", "rdma-session",
-                 test_introspect_unrealized, NULL);
+    rs_add_standalone_test("introspect/icrc", test_introspect_icrc, &pair);
+    rs_add_standalone_test("introspect/migrate", test_introspect_migrate, NULL);
+    rs_add_standalone_test("introspect/unrealized",
+                           test_introspect_unrealized, NULL);
 }
 
 libqos_init(register_introspect_tests);

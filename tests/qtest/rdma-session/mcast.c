@@ -420,11 +420,11 @@ static void register_mcast_tests(void)
 {
     QOSGraphTestOptions pair = { .before = pair_before };
 
-    qos_add_test("mcast/deliver", "rdma-session", test_mcast_deliver, &pair);
+    rs_add_standalone_test("mcast/deliver", test_mcast_deliver, &pair);
     qos_add_test("mcast/bad-input", "rdma-session", test_mcast_bad_input,
                  NULL);
     qos_add_test("mcast/limits", "rdma-session", test_mcast_limits, NULL);
-    qos_add_test("mcast/migrate", "rdma-session", test_mcast_migrate, &pair);
+    rs_add_standalone_test("mcast/migrate", test_mcast_migrate, &pair);
 }
 
 libqos_init(register_mcast_tests);

@@ -814,24 +814,25 @@ static void register_migrate_pair_tests(void)
         .before = pair_small_sndbuf_before,
     };
 
-    qos_add_test("migrate/pair-unacked", "rdma-session",
-                 test_engine_pair_migrate_unacked, &pair);
-    qos_add_test("migrate/pair-half-message", "rdma-session",
-                 test_engine_pair_migrate_half_message, &pair);
-    qos_add_test("migrate/pair-gap-at-resume", "rdma-session",
-                 test_engine_pair_migrate_gap_at_resume, &pair);
-    qos_add_test("migrate/pair-read-owed", "rdma-session",
-                 test_engine_pair_migrate_read_owed, &pair_small_sndbuf);
-    qos_add_test("migrate/pair-rnr", "rdma-session",
-                 test_engine_pair_migrate_rnr, &pair);
-    qos_add_test("migrate/pair-retry-timer", "rdma-session",
-                 test_engine_pair_migrate_retry_timer, &pair);
-    qos_add_test("migrate/pair-sqd-err", "rdma-session",
-                 test_engine_pair_migrate_sqd_err, &pair);
-    qos_add_test("migrate/pair-cq", "rdma-session",
-                 test_engine_pair_migrate_cq, &pair);
-    qos_add_test("migrate/pair-atomic-write", "rdma-session",
-                 test_engine_pair_migrate_atomic_write, &pair);
+    rs_add_standalone_test("migrate/pair-unacked",
+                           test_engine_pair_migrate_unacked, &pair);
+    rs_add_standalone_test("migrate/pair-half-message",
+                           test_engine_pair_migrate_half_message, &pair);
+    rs_add_standalone_test("migrate/pair-gap-at-resume",
+                           test_engine_pair_migrate_gap_at_resume, &pair);
+    rs_add_standalone_test("migrate/pair-read-owed",
+                           test_engine_pair_migrate_read_owed,
+                           &pair_small_sndbuf);
+    rs_add_standalone_test("migrate/pair-rnr",
+                           test_engine_pair_migrate_rnr, &pair);
+    rs_add_standalone_test("migrate/pair-retry-timer",
+                           test_engine_pair_migrate_retry_timer, &pair);
+    rs_add_standalone_test("migrate/pair-sqd-err",
+                           test_engine_pair_migrate_sqd_err, &pair);
+    rs_add_standalone_test("migrate/pair-cq",
+                           test_engine_pair_migrate_cq, &pair);
+    rs_add_standalone_test("migrate/pair-atomic-write",
+                           test_engine_pair_migrate_atomic_write, &pair);
 }
 
 libqos_init(register_migrate_pair_tests);

@@ -692,13 +692,13 @@ static void register_migrate_tests(void)
 {
     QOSGraphTestOptions lan = { .before = lan_before };
 
-    qos_add_test("migrate/objects", "rdma-session", test_migrate, NULL);
-    qos_add_test("migrate/lan", "rdma-session", test_lan_migrate, &lan);
-    qos_add_test("migrate/fast-reg", "rdma-session",
-                 test_engine_fast_reg_migrate, NULL);
-    qos_add_test("migrate/srq", "rdma-session", test_engine_srq_migrate, NULL);
-    qos_add_test("migrate/corrupt", "rdma-session", test_migrate_corrupt, NULL);
-    qos_add_test("migrate/twice", "rdma-session", test_migrate_twice, NULL);
+    rs_add_standalone_test("migrate/objects", test_migrate, NULL);
+    rs_add_standalone_test("migrate/lan", test_lan_migrate, &lan);
+    rs_add_standalone_test("migrate/fast-reg",
+                           test_engine_fast_reg_migrate, NULL);
+    rs_add_standalone_test("migrate/srq", test_engine_srq_migrate, NULL);
+    rs_add_standalone_test("migrate/corrupt", test_migrate_corrupt, NULL);
+    rs_add_standalone_test("migrate/twice", test_migrate_twice, NULL);
 }
 
 libqos_init(register_migrate_tests);

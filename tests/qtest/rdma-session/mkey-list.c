@@ -1149,10 +1149,10 @@ static void register_mkey_list_tests(void)
                  NULL);
     qos_add_test("mkey-list/work-requests", "rdma-session",
                  test_work_requests, NULL);
-    qos_add_test("mkey-list/migrate", "rdma-session", test_migrate, NULL);
-    qos_add_test("mkey-list/pair", "rdma-session", test_pair, &pair);
-    qos_add_test("mkey-list/corrupt-stream", "rdma-session",
-                 test_corrupt_stream, NULL);
+    rs_add_standalone_test("mkey-list/migrate", test_migrate, NULL);
+    rs_add_standalone_test("mkey-list/pair", test_pair, &pair);
+    rs_add_standalone_test("mkey-list/corrupt-stream",
+                           test_corrupt_stream, NULL);
 }
 
 libqos_init(register_mkey_list_tests);

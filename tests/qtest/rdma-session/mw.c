@@ -721,11 +721,10 @@ static void register_mw_tests(void)
 
     qos_add_test("mw/alloc", "rdma-session", test_mw_alloc, NULL);
     qos_add_test("mw/bad-bind", "rdma-session", test_mw_bad_bind, NULL);
-    qos_add_test("mw/type2", "rdma-session", test_mw_type2, &pair);
-    qos_add_test("mw/type1", "rdma-session", test_mw_type1, &pair);
-    qos_add_test("mw/migrate", "rdma-session", test_mw_migrate, &pair);
-    qos_add_test("mw/corrupt-stream", "rdma-session", test_mw_corrupt_stream,
-                 NULL);
+    rs_add_standalone_test("mw/type2", test_mw_type2, &pair);
+    rs_add_standalone_test("mw/type1", test_mw_type1, &pair);
+    rs_add_standalone_test("mw/migrate", test_mw_migrate, &pair);
+    rs_add_standalone_test("mw/corrupt-stream", test_mw_corrupt_stream, NULL);
 }
 
 libqos_init(register_mw_tests);

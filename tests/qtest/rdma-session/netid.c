@@ -839,15 +839,14 @@ static void register_netid_tests(void)
     QOSGraphTestOptions pair = { .before = pair_before };
 
     qos_add_test("netid/config", "rdma-session", test_config, NULL);
-    qos_add_test("netid/same-key", "rdma-session", test_same_key, &pair);
-    qos_add_test("netid/window-indirect", "rdma-session",
-                 test_window_indirect, &pair);
-    qos_add_test("netid/fast-reg", "rdma-session", test_fast_reg, &pair);
+    rs_add_standalone_test("netid/same-key", test_same_key, &pair);
+    rs_add_standalone_test("netid/window-indirect",
+                           test_window_indirect, &pair);
+    rs_add_standalone_test("netid/fast-reg", test_fast_reg, &pair);
     qos_add_test("netid/tag-sequence", "rdma-session", test_tag_sequence,
                  NULL);
-    qos_add_test("netid/migrate", "rdma-session", test_migrate, &pair);
-    qos_add_test("netid/corrupt-stream", "rdma-session",
-                 test_corrupt_stream, NULL);
+    rs_add_standalone_test("netid/migrate", test_migrate, &pair);
+    rs_add_standalone_test("netid/corrupt-stream", test_corrupt_stream, NULL);
 }
 
 libqos_init(register_netid_tests);

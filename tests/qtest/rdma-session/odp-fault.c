@@ -1028,24 +1028,18 @@ static void register_odp_fault_tests(void)
     QOSGraphTestOptions pair = { .before = pair_before };
     QOSGraphTestOptions timeout = { .before = odp_timeout_before };
 
-    qos_add_test("odp/remote-write", "rdma-session", test_odp_remote_write,
-                 &pair);
-    qos_add_test("odp/remote-read", "rdma-session", test_odp_remote_read,
-                 &pair);
-    qos_add_test("odp/pause-read-gap", "rdma-session",
-                 test_odp_pause_read_gap, &pair);
-    qos_add_test("odp/remote-atomic", "rdma-session", test_odp_remote_atomic,
-                 &pair);
-    qos_add_test("odp/remote-send", "rdma-session", test_odp_remote_send,
-                 &pair);
-    qos_add_test("odp/local", "rdma-session", test_odp_local, &pair);
-    qos_add_test("odp/never-resolved", "rdma-session",
-                 test_odp_never_resolved, &timeout);
-    qos_add_test("odp/resolve-fail", "rdma-session", test_odp_resolve_fail,
-                 &pair);
-    qos_add_test("odp/xrc", "rdma-session", test_odp_xrc, &pair);
-    qos_add_test("odp/concurrent", "rdma-session", test_odp_concurrent,
-                 &pair);
+    rs_add_standalone_test("odp/remote-write", test_odp_remote_write, &pair);
+    rs_add_standalone_test("odp/remote-read", test_odp_remote_read, &pair);
+    rs_add_standalone_test("odp/pause-read-gap",
+                           test_odp_pause_read_gap, &pair);
+    rs_add_standalone_test("odp/remote-atomic", test_odp_remote_atomic, &pair);
+    rs_add_standalone_test("odp/remote-send", test_odp_remote_send, &pair);
+    rs_add_standalone_test("odp/local", test_odp_local, &pair);
+    rs_add_standalone_test("odp/never-resolved",
+                           test_odp_never_resolved, &timeout);
+    rs_add_standalone_test("odp/resolve-fail", test_odp_resolve_fail, &pair);
+    rs_add_standalone_test("odp/xrc", test_odp_xrc, &pair);
+    rs_add_standalone_test("odp/concurrent", test_odp_concurrent, &pair);
 }
 
 libqos_init(register_odp_fault_tests);

@@ -736,17 +736,12 @@ static void register_odp_pause_tests(void)
         .before = pair_before, .arg = (void *)",odp-pause=off",
     };
 
-    qos_add_test("odp/pause-off", "rdma-session", test_odp_pause_off,
-                 &pause_off);
-    qos_add_test("odp/hostile", "rdma-session", test_odp_hostile, &pair);
-    qos_add_test("odp/storm-pause", "rdma-session", test_odp_storm_pause,
-                 &pair);
-    qos_add_test("odp/storm-rnr", "rdma-session", test_odp_storm_rnr,
-                 &pause_off);
-    qos_add_test("odp/fault-flood", "rdma-session", test_odp_fault_flood,
-                 &pair);
-    qos_add_test("odp/pause-bound", "rdma-session", test_odp_pause_bound,
-                 &pair);
+    rs_add_standalone_test("odp/pause-off", test_odp_pause_off, &pause_off);
+    rs_add_standalone_test("odp/hostile", test_odp_hostile, &pair);
+    rs_add_standalone_test("odp/storm-pause", test_odp_storm_pause, &pair);
+    rs_add_standalone_test("odp/storm-rnr", test_odp_storm_rnr, &pause_off);
+    rs_add_standalone_test("odp/fault-flood", test_odp_fault_flood, &pair);
+    rs_add_standalone_test("odp/pause-bound", test_odp_pause_bound, &pair);
 }
 
 libqos_init(register_odp_pause_tests);

@@ -1054,13 +1054,11 @@ static void register_odp_tests(void)
 
     qos_add_test("odp/objects", "rdma-session", test_odp_objects, &objects);
     qos_add_test("odp/off", "rdma-session", test_odp_off, &off);
-    qos_add_test("odp/resolve-bad", "rdma-session", test_odp_resolve_bad,
-                 &pair);
-    qos_add_test("odp/invalidate", "rdma-session", test_odp_invalidate,
-                 &pair);
-    qos_add_test("odp/evict", "rdma-session", test_odp_evict, &small);
-    qos_add_test("odp/migrate", "rdma-session", test_odp_migrate, &pair);
-    qos_add_test("odp/teardown", "rdma-session", test_odp_teardown, &pair);
+    rs_add_standalone_test("odp/resolve-bad", test_odp_resolve_bad, &pair);
+    rs_add_standalone_test("odp/invalidate", test_odp_invalidate, &pair);
+    rs_add_standalone_test("odp/evict", test_odp_evict, &small);
+    rs_add_standalone_test("odp/migrate", test_odp_migrate, &pair);
+    rs_add_standalone_test("odp/teardown", test_odp_teardown, &pair);
 }
 
 libqos_init(register_odp_tests);

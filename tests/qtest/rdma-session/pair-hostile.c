@@ -965,18 +965,17 @@ static void register_pair_hostile_tests(void)
         .before = pair_before, .arg = (void *)",max-msg-size=8192",
     };
 
-    qos_add_test("pair/protection", "rdma-session",
-                 test_engine_pair_protection, &pair);
-    qos_add_test("pair/bad-frames", "rdma-session",
-                 test_engine_pair_bad_frames, &pair);
-    qos_add_test("pair/read-flood", "rdma-session",
-                 test_engine_pair_read_flood, &pair);
-    qos_add_test("pair/sq-rewrite", "rdma-session",
-                 test_engine_pair_sq_rewrite, &pair);
-    qos_add_test("pair/nak-storm", "rdma-session",
-                 test_engine_pair_nak_storm, &pair);
-    qos_add_test("pair/send-too-long", "rdma-session",
-                 test_engine_pair_send_too_long, &pair_small_msg);
+    rs_add_standalone_test("pair/protection",
+                           test_engine_pair_protection, &pair);
+    rs_add_standalone_test("pair/bad-frames",
+                           test_engine_pair_bad_frames, &pair);
+    rs_add_standalone_test("pair/read-flood",
+                           test_engine_pair_read_flood, &pair);
+    rs_add_standalone_test("pair/sq-rewrite",
+                           test_engine_pair_sq_rewrite, &pair);
+    rs_add_standalone_test("pair/nak-storm", test_engine_pair_nak_storm, &pair);
+    rs_add_standalone_test("pair/send-too-long",
+                           test_engine_pair_send_too_long, &pair_small_msg);
 }
 
 libqos_init(register_pair_hostile_tests);

@@ -914,14 +914,14 @@ static void register_pair_tests(void)
 {
     QOSGraphTestOptions pair = { .before = pair_before };
 
-    qos_add_test("pair/rc", "rdma-session", test_engine_pair_rc, &pair);
-    qos_add_test("pair/ud", "rdma-session", test_engine_pair_ud, &pair);
-    qos_add_test("pair/loss", "rdma-session", test_engine_pair_loss, &pair);
-    qos_add_test("pair/atomic", "rdma-session", test_engine_pair_atomic, &pair);
-    qos_add_test("pair/uc", "rdma-session", test_engine_pair_uc, &pair);
-    qos_add_test("pair/events", "rdma-session", test_engine_pair_events, &pair);
-    qos_add_test("pair/read-during-rnr", "rdma-session",
-                 test_engine_pair_read_during_rnr, &pair);
+    rs_add_standalone_test("pair/rc", test_engine_pair_rc, &pair);
+    rs_add_standalone_test("pair/ud", test_engine_pair_ud, &pair);
+    rs_add_standalone_test("pair/loss", test_engine_pair_loss, &pair);
+    rs_add_standalone_test("pair/atomic", test_engine_pair_atomic, &pair);
+    rs_add_standalone_test("pair/uc", test_engine_pair_uc, &pair);
+    rs_add_standalone_test("pair/events", test_engine_pair_events, &pair);
+    rs_add_standalone_test("pair/read-during-rnr",
+                           test_engine_pair_read_during_rnr, &pair);
 }
 
 libqos_init(register_pair_tests);

@@ -1016,27 +1016,24 @@ static void register_path_tests(void)
                                       .arg = GUINT_TO_POINTER(4096) };
     QOSGraphTestOptions single0 = { .before = path_flowlet0_single };
 
-    qos_add_test("path/spread", "rdma-session", test_path_spread, &flowlet0);
-    qos_add_test("path/flowlet", "rdma-session", test_path_flowlet, &pair);
-    qos_add_test("path/read", "rdma-session", test_path_read, &flowlet0);
-    qos_add_test("path/failover", "rdma-session", test_path_failover,
-                 &flowlet4k);
-    qos_add_test("path/active-backup", "rdma-session",
-                 test_path_active_backup, &flowlet0);
-    qos_add_test("path/failover-repeat", "rdma-session",
-                 test_path_failover_repeat, &flowlet4k);
-    qos_add_test("path/all-down", "rdma-session", test_path_all_down,
-                 &flowlet4k);
-    qos_add_test("path/rewind", "rdma-session", test_path_rewind, &flowlet0);
-    qos_add_test("path/switch-cost", "rdma-session", test_path_switch_cost,
-                 &flowlet0);
-    qos_add_test("path/ud", "rdma-session", test_path_ud, &pair);
+    rs_add_standalone_test("path/spread", test_path_spread, &flowlet0);
+    rs_add_standalone_test("path/flowlet", test_path_flowlet, &pair);
+    rs_add_standalone_test("path/read", test_path_read, &flowlet0);
+    rs_add_standalone_test("path/failover", test_path_failover, &flowlet4k);
+    rs_add_standalone_test("path/active-backup",
+                           test_path_active_backup, &flowlet0);
+    rs_add_standalone_test("path/failover-repeat",
+                           test_path_failover_repeat, &flowlet4k);
+    rs_add_standalone_test("path/all-down", test_path_all_down, &flowlet4k);
+    rs_add_standalone_test("path/rewind", test_path_rewind, &flowlet0);
+    rs_add_standalone_test("path/switch-cost",
+                           test_path_switch_cost, &flowlet0);
+    rs_add_standalone_test("path/ud", test_path_ud, &pair);
     qos_add_test("path/query-bad", "rdma-session", test_path_query_bad,
                  NULL);
-    qos_add_test("path/migrate", "rdma-session", test_path_migrate,
-                 &flowlet4k);
-    qos_add_test("path/migrate-corrupt", "rdma-session",
-                 test_path_migrate_corrupt, &single0);
+    rs_add_standalone_test("path/migrate", test_path_migrate, &flowlet4k);
+    rs_add_standalone_test("path/migrate-corrupt",
+                           test_path_migrate_corrupt, &single0);
 }
 
 libqos_init(register_path_tests);

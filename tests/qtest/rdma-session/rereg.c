@@ -677,14 +677,13 @@ static void register_rereg_tests(void)
     QOSGraphTestOptions budget = { .before = rr_budget_before };
 
     /* In the memory window area: REREG_MR is a key's life, as windows. */
-    qos_add_test("mw/rereg-in-place", "rdma-session", test_rereg_in_place,
-                 &pair);
+    rs_add_standalone_test("mw/rereg-in-place", test_rereg_in_place, &pair);
     qos_add_test("mw/rereg-refused", "rdma-session", test_rereg_refused,
                  &budget);
     qos_add_test("mw/rereg-bound-window", "rdma-session",
                  test_rereg_bound_window, NULL);
-    qos_add_test("mw/rereg-posted-recv", "rdma-session",
-                 test_rereg_posted_recv, &pair);
+    rs_add_standalone_test("mw/rereg-posted-recv",
+                           test_rereg_posted_recv, &pair);
 }
 
 libqos_init(register_rereg_tests);

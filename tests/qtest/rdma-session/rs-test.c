@@ -10,6 +10,17 @@
 
 const uint8_t qos_mac[6] = RS_QOS_MAC;
 
+RsAddTestFn *rs_standalone_add;
+
+void rs_add_standalone_test(const char *name, QOSTestFunc test_func,
+                            QOSGraphTestOptions *opts)
+{
+    /* qos-test: the test is rdma-session-test's. */
+    if (rs_standalone_add) {
+        rs_standalone_add(name, test_func, opts);
+    }
+}
+
 uint64_t ram_end(QRdmaSession *d)
 {
     g_assert_cmphex(d->alloc->end, <, 0xe0000000ull);

@@ -94,6 +94,35 @@
 extern const uint8_t qos_mac[6];
 
 /* ------------------------------------------------------------------ */
+/* Where a test runs (rs-test.c)                                      */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Most tests drive the one adapter of the qos graph and are qgraph tests
+ * of the "rdma-session" node in qos-test (qos_add_test(), paths
+ * .../rdma-session/rdma-session-tests/AREA/NAME).  Those that start two
+ * adapters (pair_before() and its kin) or a second QEMU (migration) are
+ * registered with rs_add_standalone_test() instead and run in
+ * rdma-session-test, a qtest binary of its own (rdma-session-test.c,
+ * paths /ARCH/rdma-session/AREA/NAME): it starts the machine that the
+ * graph would, with the same command line, and calls the test the same
+ * way.  In qos-test the call does nothing.
+ *
+ * The rdma-session node has 88 tests: QEMU's qgraph walk keeps every test
+ * of the node it visits on its stack of QOS_PATH_MAX_ELEMENT_SIZE (128)
+ * entries, with the path to the node and the siblings still to visit, and
+ * qos-test aborts ("QOSStack: full stack") when they do not fit.
+ */
+typedef void RsAddTestFn(const char *name, QOSTestFunc test_func,
+                         QOSGraphTestOptions *opts);
+
+/* Set by rdma-session-test's main() before the tests register. */
+extern RsAddTestFn *rs_standalone_add;
+
+void rs_add_standalone_test(const char *name, QOSTestFunc test_func,
+                            QOSGraphTestOptions *opts);
+
+/* ------------------------------------------------------------------ */
 /* Admin commands, objects and QP state walks (rs-test.c)             */
 /* ------------------------------------------------------------------ */
 

@@ -654,17 +654,17 @@ static void register_xrc_tests(void)
         .before = pair_small_sndbuf_before,
     };
 
-    qos_add_test("xrc/send", "rdma-session", test_xrc_send, &pair);
-    qos_add_test("xrc/rdma", "rdma-session", test_xrc_rdma, &pair);
-    qos_add_test("xrc/bad-srq", "rdma-session", test_xrc_bad_srq, &pair);
-    qos_add_test("xrc/switch-mid-message", "rdma-session",
-                 test_xrc_switch_mid_message, &pair);
-    qos_add_test("xrc/duplicate-mid-message", "rdma-session",
-                 test_xrc_duplicate_mid_message, &pair);
-    qos_add_test("xrc/read-owed", "rdma-session", test_xrc_read_owed,
-                 &pair_small_sndbuf);
-    qos_add_test("xrc/objects", "rdma-session", test_xrc_objects, &pair);
-    qos_add_test("xrc/migrate", "rdma-session", test_xrc_migrate, &pair);
+    rs_add_standalone_test("xrc/send", test_xrc_send, &pair);
+    rs_add_standalone_test("xrc/rdma", test_xrc_rdma, &pair);
+    rs_add_standalone_test("xrc/bad-srq", test_xrc_bad_srq, &pair);
+    rs_add_standalone_test("xrc/switch-mid-message",
+                           test_xrc_switch_mid_message, &pair);
+    rs_add_standalone_test("xrc/duplicate-mid-message",
+                           test_xrc_duplicate_mid_message, &pair);
+    rs_add_standalone_test("xrc/read-owed",
+                           test_xrc_read_owed, &pair_small_sndbuf);
+    rs_add_standalone_test("xrc/objects", test_xrc_objects, &pair);
+    rs_add_standalone_test("xrc/migrate", test_xrc_migrate, &pair);
 }
 
 libqos_init(register_xrc_tests);
