@@ -28,6 +28,7 @@
 #include <rdma/uverbs_ioctl.h>
 
 #include "rdma_session_ib.h"
+#include "rdma_session_com_cmd.h"
 #include "hw/rdma-session/rdma-session-uverbs.h"
 
 /* ------------------------------------------------------------------ */
@@ -43,8 +44,8 @@ int rs_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 		rdma_udata_to_drv_context(udata, struct rs_ucontext, ibuc);
 	struct rs_cq *cq = to_rscq(ibcq);
 	struct rs_uverbs_create_cq_resp resp = {};
-	struct rs_admin_cmd cmd = {};
-	struct rs_admin_cqe cqe;
+	struct rs_cmd_create_cq params = {};
+	struct rs_com_create_result result;
 	u32 entries;
 	int err;
 
@@ -71,15 +72,14 @@ int rs_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
 	if (err)
 		return err;
 
-	cmd.hdr.opcode = RS_CMD_CREATE_CQ;
-	cmd.create_cq.ring_addr = cq->ring.dma;
-	cmd.create_cq.log_size = cq->log;
-	cmd.create_cq.comp_vector = dev->vec_base + attr->comp_vector;
-	cmd.create_cq.uar = uc ? uc->uar : 0;
-	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
+	params.ring_addr = cq->ring.dma;
+	params.log_size = cq->log;
+	params.comp_vector = dev->vec_base + attr->comp_vector;
+	params.uar = uc ? uc->uar : 0;
+	err = rs_com_create_cq(dev, &params, &result);
 	if (err)
 		goto err_free;
-	cq->handle = cqe.handle;
+	cq->handle = result.handle;
 	ibcq->cqe = entries - 1;
 
 	err = xa_err(xa_store_irq(&dev->cqs, cq->handle & RS_HANDLE_INDEX_MASK,
@@ -110,7 +110,7 @@ err_mmap:
 err_xa:
 	xa_erase_irq(&dev->cqs, cq->handle & RS_HANDLE_INDEX_MASK);
 err_destroy:
-	rs_ib_cmd_destroy(dev, RS_CMD_DESTROY_CQ, cq->handle);
+	rs_com_destroy_cq(dev, cq->handle);
 err_free:
 	rs_buf_free(dev, &cq->ring);
 	return err;
@@ -122,7 +122,7 @@ int rs_ib_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata)
 	struct rs_cq *cq = to_rscq(ibcq);
 	int err;
 
-	err = rs_ib_cmd_destroy(dev, RS_CMD_DESTROY_CQ, cq->handle);
+	err = rs_com_destroy_cq(dev, cq->handle);
 	if (err)
 		return err;
 	xa_erase_irq(&dev->cqs, cq->handle & RS_HANDLE_INDEX_MASK);
@@ -163,7 +163,7 @@ int rs_ib_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 	struct rs_uverbs_resize_cq req = {};
 	struct rdma_user_mmap_entry *mentry;
 	struct rs_cq *cq = to_rscq(ibcq);
-	struct rs_admin_cmd cmd = {};
+	struct rs_cmd_resize_cq params = {};
 	struct rs_buf ring = {}, old;
 	u32 entries, log, n;
 	int err;
@@ -207,12 +207,11 @@ int rs_ib_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata)
 		goto err_free;
 	}
 
-	cmd.hdr.opcode = RS_CMD_RESIZE_CQ;
-	cmd.resize_cq.ring_addr = ring.dma;
-	cmd.resize_cq.handle = cq->handle;
-	cmd.resize_cq.log_size = log;
-	cmd.resize_cq.consumer_index = req.consumer_index;
-	err = rs_ib_cmd_exec(dev, &cmd, NULL);
+	params.ring_addr = ring.dma;
+	params.handle = cq->handle;
+	params.log_size = log;
+	params.consumer_index = req.consumer_index;
+	err = rs_com_resize_cq(dev, &params);
 	if (err)
 		goto err_mmap;
 

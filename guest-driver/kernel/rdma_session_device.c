@@ -29,6 +29,7 @@
 #include <rdma/uverbs_ioctl.h>
 
 #include "rdma_session_ib.h"
+#include "rdma_session_com_cmd.h"
 #include "hw/rdma-session/rdma-session-uverbs.h"
 
 static const struct rdma_stat_desc rs_ib_stat_descs[RS_CNT_NUM] = {
@@ -248,24 +249,22 @@ void rs_ib_get_dev_fw_str(struct ib_device *ibdev, char *str)
 
 static int rs_ib_cmd_add_gid(struct rs_ibdev *dev, const struct ib_gid_attr *attr)
 {
-	struct rs_admin_cmd cmd = {};
-	struct rs_admin_cqe cqe;
+	struct rs_cmd_add_gid params = {};
+	struct rs_com_add_gid_result result;
 	int err;
 
-	cmd.hdr.opcode = RS_CMD_ADD_GID;
-	memcpy(cmd.add_gid.gid, attr->gid.raw, sizeof(cmd.add_gid.gid));
-	cmd.add_gid.index = attr->index;
-	cmd.add_gid.type = ipv6_addr_v4mapped((const struct in6_addr *)attr->gid.raw) ?
-			   RS_GID_ROCE_V2_IPV4 : RS_GID_ROCE_V2_IPV6;
+	memcpy(params.gid, attr->gid.raw, sizeof(params.gid));
+	params.index = attr->index;
+	params.type = ipv6_addr_v4mapped((const struct in6_addr *)attr->gid.raw) ?
+		      RS_GID_ROCE_V2_IPV4 : RS_GID_ROCE_V2_IPV6;
 	/* The host assigns the identity (ABI 1.6); the device ignores it. */
-	cmd.add_gid.vni = 0;
-	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
+	params.vni = 0;
+	err = rs_com_add_gid(dev, &params, &result);
 	if (err || !(dev->rdev->caps & RS_CAP_HOST_NETID))
 		return err;
-	dev->gid_netid[attr->index] = cqe.result1 & 0xff;
+	dev->gid_netid[attr->index] = result.netid;
 	ibdev_info(&dev->ibdev, "GID %u (%pI6c) in network identity %u, VNI %u\n",
-		   attr->index, attr->gid.raw, cqe.result1 & 0xff,
-		   cqe.result1 >> 8);
+		   attr->index, attr->gid.raw, result.netid, result.vni);
 	return 0;
 }
 
@@ -288,7 +287,7 @@ int rs_ib_add_gid(const struct ib_gid_attr *attr, void **context)
 	err = rs_ib_cmd_add_gid(dev, attr);
 	if (err == -EEXIST) {
 		/* A slot left behind by a refused DEL_GID: replace it. */
-		if (!rs_ib_cmd_destroy(dev, RS_CMD_DEL_GID, attr->index))
+		if (!rs_com_del_gid(dev, attr->index))
 			err = rs_ib_cmd_add_gid(dev, attr);
 	}
 	if (!err)
@@ -319,7 +318,7 @@ int rs_ib_del_gid(const struct ib_gid_attr *attr, void **context)
 	}
 
 	mutex_lock(&dev->gid_lock);
-	err = rs_ib_cmd_destroy(dev, RS_CMD_DEL_GID, attr->index);
+	err = rs_com_del_gid(dev, attr->index);
 	if (!err || err == -EINVAL)
 		clear_bit(attr->index, dev->gid_map);
 	mutex_unlock(&dev->gid_lock);
@@ -346,7 +345,7 @@ void rs_netid_refresh(struct work_struct *w)
 {
 	struct rs_ibdev *dev = container_of(w, struct rs_ibdev, netid_work);
 	struct rs_netid_attr *a, id[RS_MAX_NETIDS] = {};
-	struct rs_admin_cmd cmd;
+	struct rs_cmd_query params;
 	union ib_gid *gids;
 	dma_addr_t dma;
 	unsigned long i;
@@ -357,12 +356,11 @@ void rs_netid_refresh(struct work_struct *w)
 	if (!a || !gids)
 		goto out;
 	for (n = 1; n < RS_MAX_NETIDS; n++) {
-		memset(&cmd, 0, sizeof(cmd));
-		cmd.hdr.opcode = RS_CMD_QUERY_NETID;
-		cmd.query.resp_addr = dma;
-		cmd.query.resp_len = sizeof(*a);
-		cmd.query.handle = n;
-		if (!rs_ib_cmd_exec(dev, &cmd, NULL))
+		memset(&params, 0, sizeof(params));
+		params.resp_addr = dma;
+		params.resp_len = sizeof(*a);
+		params.handle = n;
+		if (!rs_com_query_netid(dev, &params))
 			id[n] = *a;
 	}
 	/* The core's GID cache, outside gid_lock (add_gid takes it inside). */
@@ -444,17 +442,16 @@ static int rs_ib_query_dev_stats(struct rs_ibdev *dev, u64 *value)
 {
 	struct device *d = rs_dma_dev(dev);
 	struct rs_device_stats *st;
-	struct rs_admin_cmd cmd = {};
+	struct rs_cmd_query params = {};
 	dma_addr_t dma;
 	int err;
 
 	st = dma_alloc_coherent(d, sizeof(*st), &dma, GFP_KERNEL);
 	if (!st)
 		return -ENOMEM;
-	cmd.hdr.opcode = RS_CMD_QUERY_STATS;
-	cmd.query.resp_addr = dma;
-	cmd.query.resp_len = sizeof(*st);
-	err = rs_ib_cmd_exec(dev, &cmd, NULL);
+	params.resp_addr = dma;
+	params.resp_len = sizeof(*st);
+	err = rs_com_query_stats(dev, &params);
 	if (!err) {
 		value[RS_CNT_DEV_ODP_FAULTS] = st->odp_faults;
 		value[RS_CNT_DEV_ODP_RESOLVED_PAGES] = st->odp_resolved_pages;

@@ -260,7 +260,7 @@ struct rs_ah_pend {
 	struct work_struct create_work;
 	struct work_struct destroy_work;
 	struct rs_ibdev *dev;
-	struct rs_admin_cmd cmd;
+	struct rs_cmd_create_ah params;	/* run by create_work */
 	refcount_t refs;
 	u32 handle;
 };
@@ -453,9 +453,6 @@ static inline bool rs_is_dc(const struct rs_qp *qp)
  * rdma_session_verbs.c: the ib_device_ops table, registration, async
  * events, user contexts and the mmap entries of queues and doorbells.
  */
-int rs_ib_cmd_exec(struct rs_ibdev *dev, struct rs_admin_cmd *cmd,
-		   struct rs_admin_cqe *cqe);
-int rs_ib_cmd_destroy(struct rs_ibdev *dev, u8 opcode, u32 handle);
 int rs_udata_in(struct ib_udata *udata, void *out, size_t size);
 int rs_buf_alloc(struct rs_ibdev *dev, struct rs_buf *b, size_t size);
 void rs_buf_free(struct rs_ibdev *dev, struct rs_buf *b);

@@ -29,6 +29,7 @@
 #include <rdma/uverbs_ioctl.h>
 
 #include "rdma_session_ib.h"
+#include "rdma_session_com_cmd.h"
 #include "hw/rdma-session/rdma-session-uverbs.h"
 
 /* ------------------------------------------------------------------ */
@@ -151,8 +152,8 @@ static struct ib_mr *rs_mkey_reg(struct ib_pd *ibpd, bool pattern,
 				 u32 flags, int access)
 {
 	struct rs_ibdev *dev = to_rsdev(ibpd->device);
-	struct rs_admin_cmd cmd = {};
-	struct rs_admin_cqe cqe;
+	struct rs_cmd_reg_mkey_list params = {};
+	struct rs_com_key_result result;
 	struct rs_mr *mr;
 	u32 netid;
 	int err;
@@ -163,24 +164,23 @@ static struct ib_mr *rs_mkey_reg(struct ib_pd *ibpd, bool pattern,
 	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
 	if (!mr)
 		return ERR_PTR(-ENOMEM);
-	cmd.hdr.opcode = pattern ? RS_CMD_REG_PATTERN_MKEY :
-				   RS_CMD_REG_INDIRECT_MKEY;
-	cmd.reg_mkey.list_addr = list_dma;
-	cmd.reg_mkey.pd = to_rspd(ibpd)->handle;
-	cmd.reg_mkey.gid_index = netid;
-	cmd.reg_mkey.nentries = nentries;
-	cmd.reg_mkey.access = rs_access_from_ib(access);
-	cmd.reg_mkey.repeat = repeat;
-	cmd.reg_mkey.flags = flags;
-	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
+	params.list_addr = list_dma;
+	params.pd = to_rspd(ibpd)->handle;
+	params.gid_index = netid;
+	params.nentries = nentries;
+	params.access = rs_access_from_ib(access);
+	params.repeat = repeat;
+	params.flags = flags;
+	err = pattern ? rs_com_reg_pattern_mkey(dev, &params, &result) :
+			rs_com_reg_indirect_mkey(dev, &params, &result);
 	if (err) {
 		kfree(mr);
 		return ERR_PTR(err);
 	}
 	/* A key of the MR table: DEREG_MR frees it (rs_ib_dereg_mr). */
-	mr->handle = cqe.handle;
-	mr->ibmr.lkey = cqe.result1;
-	mr->ibmr.rkey = cqe.result1;
+	mr->handle = result.handle;
+	mr->ibmr.lkey = result.key;
+	mr->ibmr.rkey = result.key;
 	mr->access = access;
 	mr->kind = pattern ? "pattern" : "indirect";
 	mr->netid = netid;
@@ -277,8 +277,8 @@ void rs_mkey_selftest(struct work_struct *w)
 	struct ib_mr *bad0, *bad1;
 	struct rs_mkey_entry ent[3];
 	struct rs_pattern_entry pe = {};
-	struct rs_admin_cmd cmd;
-	struct rs_admin_cqe cqe;
+	struct rs_cmd_reg_mr params;
+	struct rs_com_key_result result;
 	void *page[3] = {};
 	dma_addr_t pbl_dma, pdma[3];
 	u32 key[3] = {}, netid;
@@ -312,19 +312,18 @@ void rs_mkey_selftest(struct work_struct *w)
 			break;
 		}
 		pbl[i] = cpu_to_le64(pdma[i]);
-		memset(&cmd, 0, sizeof(cmd));
-		cmd.hdr.opcode = RS_CMD_REG_MR;
-		cmd.reg_mr.iova = pdma[i];
-		cmd.reg_mr.length = PAGE_SIZE;
-		cmd.reg_mr.pbl_addr = pbl_dma + i * sizeof(u64);
-		cmd.reg_mr.npages = 1;
-		cmd.reg_mr.pd = to_rspd(pd)->handle;
-		cmd.reg_mr.page_shift = PAGE_SHIFT;
-		cmd.reg_mr.access = rs_access_from_ib(acc);
-		cmd.reg_mr.gid_index = netid;
-		err = rs_ib_cmd_exec(dev, &cmd, &cqe);
+		memset(&params, 0, sizeof(params));
+		params.iova = pdma[i];
+		params.length = PAGE_SIZE;
+		params.pbl_addr = pbl_dma + i * sizeof(u64);
+		params.npages = 1;
+		params.pd = to_rspd(pd)->handle;
+		params.page_shift = PAGE_SHIFT;
+		params.access = rs_access_from_ib(acc);
+		params.gid_index = netid;
+		err = rs_com_reg_mr(dev, &params, &result);
 		if (!err)
-			key[i] = cqe.handle;
+			key[i] = result.handle;
 		ent[i].addr = cpu_to_le64(pdma[i] + 64 * i);
 		ent[i].length = cpu_to_le32(1000 + 500 * i);
 		ent[i].key = cpu_to_le32(key[i]);
@@ -360,7 +359,7 @@ out:
 		ib_dereg_mr(pat);
 	for (i = 0; i < 3; i++) {
 		if (key[i])
-			rs_ib_cmd_destroy(dev, RS_CMD_DEREG_MR, key[i]);
+			rs_com_dereg_mr(dev, key[i]);
 		if (page[i]) {
 			dma_unmap_single(rs_dma_dev(dev), pdma[i], PAGE_SIZE,
 					 DMA_BIDIRECTIONAL);
@@ -376,8 +375,8 @@ struct ib_mr *rs_ib_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				u64 iova, int access, struct ib_udata *udata)
 {
 	struct rs_ibdev *dev = to_rsdev(ibpd->device);
-	struct rs_admin_cmd cmd = {};
-	struct rs_admin_cqe cqe;
+	struct rs_cmd_reg_mr params = {};
+	struct rs_com_key_result result;
 	unsigned long pgsz;
 	struct rs_uverbs_reg_mr ucmd;
 	struct rs_pbl pbl;
@@ -437,25 +436,24 @@ struct ib_mr *rs_ib_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	if (err)
 		goto err_pbl;
 
-	cmd.hdr.opcode = RS_CMD_REG_MR;
-	cmd.reg_mr.iova = iova;
-	cmd.reg_mr.length = length;
-	cmd.reg_mr.pbl_addr = pbl.top_dma;
-	cmd.reg_mr.npages = npages;
-	cmd.reg_mr.pd = to_rspd(ibpd)->handle;
-	cmd.reg_mr.page_shift = order_base_2(pgsz);
-	cmd.reg_mr.flags = indirect ? RS_MR_F_PBL_INDIRECT : 0;
-	cmd.reg_mr.access = rs_access_from_ib(access);
-	cmd.reg_mr.gid_index = netid;
-	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
+	params.iova = iova;
+	params.length = length;
+	params.pbl_addr = pbl.top_dma;
+	params.npages = npages;
+	params.pd = to_rspd(ibpd)->handle;
+	params.page_shift = order_base_2(pgsz);
+	params.flags = indirect ? RS_MR_F_PBL_INDIRECT : 0;
+	params.access = rs_access_from_ib(access);
+	params.gid_index = netid;
+	err = rs_com_reg_mr(dev, &params, &result);
 	/* The device copied the translation: the page list can go. */
 	rs_pbl_free(dev, &pbl);
 	if (err)
 		goto err_umem;
 
-	mr->handle = cqe.handle;
-	mr->ibmr.lkey = cqe.result1;
-	mr->ibmr.rkey = cqe.result1;
+	mr->handle = result.handle;
+	mr->ibmr.lkey = result.key;
+	mr->ibmr.rkey = result.key;
 	mr->ibmr.iova = iova;
 	mr->ibmr.length = length;
 	mr->ibmr.page_size = pgsz;
@@ -499,24 +497,22 @@ static int rs_rereg_exec(struct rs_ibdev *dev, struct rs_mr *mr, int flags,
 			 u64 start, u64 length, u64 iova, int access,
 			 struct ib_pd *pd)
 {
-	struct rs_admin_cmd cmd = {};
+	struct rs_cmd_rereg_mr params = {};
 	struct ib_umem *umem = NULL;
-	struct rs_admin_cqe cqe;
 	unsigned long pgsz = 0;
 	struct rs_pbl pbl;
 	bool indirect;
 	u32 npages;
 	int err;
 
-	cmd.hdr.opcode = RS_CMD_REREG_MR;
-	cmd.rereg_mr.handle = mr->handle;
+	params.handle = mr->handle;
 	if (flags & IB_MR_REREG_PD) {
-		cmd.rereg_mr.flags |= RS_REREG_PD;
-		cmd.rereg_mr.pd = to_rspd(pd)->handle;
+		params.flags |= RS_REREG_PD;
+		params.pd = to_rspd(pd)->handle;
 	}
 	if (flags & IB_MR_REREG_ACCESS) {
-		cmd.rereg_mr.flags |= RS_REREG_ACCESS;
-		cmd.rereg_mr.access = rs_access_from_ib(access);
+		params.flags |= RS_REREG_ACCESS;
+		params.access = rs_access_from_ib(access);
 	}
 	if (flags & IB_MR_REREG_TRANS) {
 		if (!length || length > dev->rdev->attr.max_mr_size)
@@ -537,15 +533,15 @@ static int rs_rereg_exec(struct rs_ibdev *dev, struct rs_mr *mr, int flags,
 			rs_pbl_free(dev, &pbl);
 			goto err_umem;
 		}
-		cmd.rereg_mr.flags |= RS_REREG_TRANS;
-		cmd.rereg_mr.iova = iova;
-		cmd.rereg_mr.length = length;
-		cmd.rereg_mr.pbl_addr = pbl.top_dma;
-		cmd.rereg_mr.npages = npages;
-		cmd.rereg_mr.page_shift = order_base_2(pgsz);
-		cmd.rereg_mr.mr_flags = indirect ? RS_MR_F_PBL_INDIRECT : 0;
+		params.flags |= RS_REREG_TRANS;
+		params.iova = iova;
+		params.length = length;
+		params.pbl_addr = pbl.top_dma;
+		params.npages = npages;
+		params.page_shift = order_base_2(pgsz);
+		params.mr_flags = indirect ? RS_MR_F_PBL_INDIRECT : 0;
 	}
-	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
+	err = rs_com_rereg_mr(dev, &params);
 	if (umem)
 		rs_pbl_free(dev, &pbl);
 	if (err == -EBUSY) {
@@ -651,7 +647,7 @@ int rs_ib_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata)
 		u32 handle = (mr->handle & ~RS_MKEY_TAG_MASK) |
 			     (ibmr->lkey & RS_MKEY_TAG_MASK);
 
-		err = rs_ib_cmd_destroy(dev, RS_CMD_DEREG_MR, handle);
+		err = rs_com_dereg_mr(dev, handle);
 		if (err)
 			return err;
 	}
@@ -686,8 +682,8 @@ struct ib_mr *rs_ib_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
 			     u32 max_num_sg)
 {
 	struct rs_ibdev *dev = to_rsdev(ibpd->device);
-	struct rs_admin_cmd cmd = {};
-	struct rs_admin_cqe cqe;
+	struct rs_cmd_reg_mr params = {};
+	struct rs_com_key_result result;
 	struct rs_mr *mr;
 	u32 netid;
 	int err;
@@ -714,20 +710,19 @@ struct ib_mr *rs_ib_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
 		goto err_mr;
 	}
 
-	cmd.hdr.opcode = RS_CMD_REG_MR;
-	cmd.reg_mr.npages = max_num_sg;
-	cmd.reg_mr.pd = to_rspd(ibpd)->handle;
-	cmd.reg_mr.page_shift = RS_MR_MIN_PAGE_SHIFT;
-	cmd.reg_mr.flags = RS_MR_F_FAST_REG;
-	cmd.reg_mr.gid_index = netid;
-	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
+	params.npages = max_num_sg;
+	params.pd = to_rspd(ibpd)->handle;
+	params.page_shift = RS_MR_MIN_PAGE_SHIFT;
+	params.flags = RS_MR_F_FAST_REG;
+	params.gid_index = netid;
+	err = rs_com_reg_mr(dev, &params, &result);
 	if (err)
 		goto err_pages;
-	mr->handle = cqe.handle;
-	mr->ibmr.lkey = cqe.result1;
+	mr->handle = result.handle;
+	mr->ibmr.lkey = result.key;
 	mr->kind = "fast_reg";
 	mr->netid = netid;
-	mr->ibmr.rkey = cqe.result1;
+	mr->ibmr.rkey = result.key;
 	atomic64_inc(&dev->cnt[RS_CNT_MR_REGISTERED]);
 	return &mr->ibmr;
 
@@ -746,8 +741,8 @@ err_mr:
 int rs_ib_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
 {
 	struct rs_ibdev *dev = to_rsdev(ibmw->device);
-	struct rs_admin_cmd cmd = {};
-	struct rs_admin_cqe cqe;
+	struct rs_cmd_alloc_mw params = {};
+	struct rs_com_key_result result;
 	u32 netid;
 	int err;
 
@@ -756,22 +751,21 @@ int rs_ib_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata)
 	err = rs_default_netid(dev, ibmw->pd, &netid);
 	if (err)
 		return err;
-	cmd.hdr.opcode = RS_CMD_ALLOC_MW;
-	cmd.alloc_mw.pd = to_rspd(ibmw->pd)->handle;
-	cmd.alloc_mw.gid_index = netid;
-	cmd.alloc_mw.type = ibmw->type == IB_MW_TYPE_1 ? RS_MW_TYPE_1 :
+	params.pd = to_rspd(ibmw->pd)->handle;
+	params.gid_index = netid;
+	params.type = ibmw->type == IB_MW_TYPE_1 ? RS_MW_TYPE_1 :
 							 RS_MW_TYPE_2;
-	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
+	err = rs_com_alloc_mw(dev, &params, &result);
 	if (err)
 		return err;
-	ibmw->rkey = cqe.result1;
-	container_of(ibmw, struct rs_mw, ibmw)->handle = cqe.handle;
+	ibmw->rkey = result.key;
+	container_of(ibmw, struct rs_mw, ibmw)->handle = result.handle;
 	return 0;
 }
 
 int rs_ib_dealloc_mw(struct ib_mw *ibmw)
 {
-	return rs_ib_cmd_destroy(to_rsdev(ibmw->device), RS_CMD_DEALLOC_MW,
+	return rs_com_dealloc_mw(to_rsdev(ibmw->device),
 				 container_of(ibmw, struct rs_mw, ibmw)->handle);
 }
 

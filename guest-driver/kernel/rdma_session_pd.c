@@ -28,6 +28,7 @@
 #include <rdma/uverbs_ioctl.h>
 
 #include "rdma_session_ib.h"
+#include "rdma_session_com_cmd.h"
 #include "hw/rdma-session/rdma-session-uverbs.h"
 
 /* ------------------------------------------------------------------ */
@@ -40,8 +41,8 @@ int rs_ib_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 	struct rs_pd *pd = to_rspd(ibpd);
 	struct rs_uverbs_alloc_pd_resp resp = {};
 	struct rs_uverbs_alloc_pd ucmd;
-	struct rs_admin_cmd cmd = {};
-	struct rs_admin_cqe cqe;
+	struct rs_cmd_create_pd params = {};
+	struct rs_com_create_result result;
 	int err;
 
 	/* A user PD may ask for the identity of one of the GIDs. */
@@ -50,9 +51,8 @@ int rs_ib_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 		return err;
 	if (ucmd.flags & ~RS_UVERBS_PD_F_GID)
 		return -EINVAL;
-	cmd.hdr.opcode = RS_CMD_CREATE_PD;
 	if (!udata)
-		cmd.create_pd.flags = RS_PD_F_PRIVILEGED;
+		params.flags = RS_PD_F_PRIVILEGED;
 	if (ucmd.flags & RS_UVERBS_PD_F_GID) {
 		mutex_lock(&dev->gid_lock);
 		if (ucmd.gid_index < dev->max_gids &&
@@ -66,11 +66,11 @@ int rs_ib_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 		if (pd->netid && !(dev->rdev->caps & RS_CAP_HOST_NETID))
 			return -EOPNOTSUPP;
 	}
-	cmd.create_pd.netid = pd->netid;
-	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
+	params.netid = pd->netid;
+	err = rs_com_create_pd(dev, &params, &result);
 	if (err)
 		return err;
-	pd->handle = cqe.handle;
+	pd->handle = result.handle;
 	if (pd->netid)
 		ibdev_dbg(&dev->ibdev, "PD %#x in network identity %u\n",
 			  pd->handle, pd->netid);
@@ -80,7 +80,7 @@ int rs_ib_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 		resp.netid = pd->netid;
 		err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
 		if (err) {
-			rs_ib_cmd_destroy(dev, RS_CMD_DESTROY_PD, pd->handle);
+			rs_com_destroy_pd(dev, pd->handle);
 			return err;
 		}
 	}
@@ -89,8 +89,7 @@ int rs_ib_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 
 int rs_ib_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 {
-	return rs_ib_cmd_destroy(to_rsdev(ibpd->device), RS_CMD_DESTROY_PD,
-				 to_rspd(ibpd)->handle);
+	return rs_com_destroy_pd(to_rsdev(ibpd->device), to_rspd(ibpd)->handle);
 }
 
 /*
@@ -102,8 +101,7 @@ int rs_ib_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata)
 int rs_ib_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
 {
 	struct rs_ibdev *dev = to_rsdev(ibxrcd->device);
-	struct rs_admin_cmd cmd = {};
-	struct rs_admin_cqe cqe;
+	struct rs_com_create_result result;
 	int err;
 
 	if (!rs_has_xrc(dev))
@@ -113,18 +111,17 @@ int rs_ib_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
 		ibdev_dbg(&dev->ibdev, "alloc_xrcd: driver input is not supported\n");
 		return -EINVAL;
 	}
-	cmd.hdr.opcode = RS_CMD_CREATE_XRCD;
-	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
+	err = rs_com_create_xrcd(dev, &result);
 	if (err)
 		return err;
-	to_rsxrcd(ibxrcd)->handle = cqe.handle;
+	to_rsxrcd(ibxrcd)->handle = result.handle;
 	return 0;
 }
 
 int rs_ib_dealloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata)
 {
-	return rs_ib_cmd_destroy(to_rsdev(ibxrcd->device), RS_CMD_DESTROY_XRCD,
-				 to_rsxrcd(ibxrcd)->handle);
+	return rs_com_destroy_xrcd(to_rsdev(ibxrcd->device),
+				   to_rsxrcd(ibxrcd)->handle);
 }
 
 /* ------------------------------------------------------------------ */
@@ -141,8 +138,8 @@ int rs_ib_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	struct rs_srq *srq = to_rssrq(ibsrq);
 	struct rs_uverbs_create_srq_resp resp = {};
 	struct ib_srq_attr *attr = &init->attr;
-	struct rs_admin_cmd cmd = {};
-	struct rs_admin_cqe cqe;
+	struct rs_cmd_create_srq params = {};
+	struct rs_com_create_result result;
 	bool xrc = init->srq_type == IB_SRQT_XRC;
 	u32 n, sge;
 	int err;
@@ -188,21 +185,20 @@ int rs_ib_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 	if (err)
 		return err;
 
-	cmd.hdr.opcode = RS_CMD_CREATE_SRQ;
-	cmd.create_srq.ring_addr = srq->wq.ring.dma;
-	cmd.create_srq.pd = to_rspd(ibsrq->pd)->handle;
-	cmd.create_srq.uar = uc ? uc->uar : 0;
-	cmd.create_srq.log_size = srq->wq.log;
-	cmd.create_srq.max_sge = sge;
-	cmd.create_srq.srq_limit = attr->srq_limit;
+	params.ring_addr = srq->wq.ring.dma;
+	params.pd = to_rspd(ibsrq->pd)->handle;
+	params.uar = uc ? uc->uar : 0;
+	params.log_size = srq->wq.log;
+	params.max_sge = sge;
+	params.srq_limit = attr->srq_limit;
 	if (xrc) {
-		cmd.create_srq.xrcd = to_rsxrcd(init->ext.xrc.xrcd)->handle;
-		cmd.create_srq.cq = to_rscq(init->ext.cq)->handle;
+		params.xrcd = to_rsxrcd(init->ext.xrc.xrcd)->handle;
+		params.cq = to_rscq(init->ext.cq)->handle;
 	}
-	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
+	err = rs_com_create_srq(dev, &params, &result);
 	if (err)
 		goto err_free;
-	srq->handle = cqe.handle;
+	srq->handle = result.handle;
 	/* The XRCETH's and the CQEs' SRQ number (ABI: the handle's index). */
 	if (xrc)
 		ibsrq->ext.xrc.srq_num = srq->handle & RS_HANDLE_INDEX_MASK;
@@ -238,7 +234,7 @@ int rs_ib_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
 err_xa:
 	xa_erase_irq(&dev->srqs, srq->handle & RS_HANDLE_INDEX_MASK);
 err_destroy:
-	rs_ib_cmd_destroy(dev, RS_CMD_DESTROY_SRQ, srq->handle);
+	rs_com_destroy_srq(dev, srq->handle);
 err_free:
 	rs_wq_free(dev, &srq->wq);
 	return err;
@@ -264,11 +260,11 @@ int rs_ib_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 	const struct rs_device_attr *da = &dev->rdev->attr;
 	struct rs_uverbs_modify_srq_resp resp = {};
 	struct rs_uverbs_modify_srq req = {};
+	struct rs_com_modify_srq_result result;
 	struct rdma_user_mmap_entry *mentry = NULL;
 	struct rs_srq *srq = to_rssrq(ibsrq);
-	struct rs_admin_cmd cmd = {};
+	struct rs_cmd_modify_srq params = {};
 	struct rs_buf ring = {}, old;
-	struct rs_admin_cqe cqe;
 	void __user *uresp;
 	u32 entries, log;
 	int err;
@@ -305,11 +301,10 @@ int rs_ib_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 		err = -EINVAL;
 		goto out;
 	}
-	cmd.hdr.opcode = RS_CMD_MODIFY_SRQ;
-	cmd.modify_srq.handle = srq->handle;
+	params.handle = srq->handle;
 	if (mask & IB_SRQ_LIMIT) {
-		cmd.modify_srq.attr_mask |= RS_SRQ_ATTR_LIMIT;
-		cmd.modify_srq.srq_limit = attr->srq_limit;
+		params.attr_mask |= RS_SRQ_ATTR_LIMIT;
+		params.srq_limit = attr->srq_limit;
 	}
 	if (mask & IB_SRQ_MAX_WR) {
 		log = ilog2(entries);
@@ -323,11 +318,11 @@ int rs_ib_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 			err = PTR_ERR(mentry);
 			goto err_free;
 		}
-		cmd.modify_srq.attr_mask |= RS_SRQ_ATTR_MAX_WR;
-		cmd.modify_srq.ring_addr = ring.dma;
-		cmd.modify_srq.log_size = log;
+		params.attr_mask |= RS_SRQ_ATTR_MAX_WR;
+		params.ring_addr = ring.dma;
+		params.log_size = log;
 	}
-	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
+	err = rs_com_modify_srq(dev, &params, &result);
 	if (err) {
 		ibdev_dbg(&dev->ibdev, "modify_srq: mask %#x, max_wr %u: %d\n",
 			  mask, attr->max_wr, err);
@@ -347,7 +342,7 @@ int rs_ib_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
 
 	resp.ring_bytes = ring.size;
 	resp.log_size = log;
-	resp.wqes_moved = cqe.result1;
+	resp.wqes_moved = result.wqes_moved;
 	/* The device uses the new ring now: there is no going back. */
 	if (copy_to_user(uresp, &resp, sizeof(resp)))
 		err = -EFAULT;
@@ -379,7 +374,7 @@ int rs_ib_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata)
 	struct rs_srq *srq = to_rssrq(ibsrq);
 	int err;
 
-	err = rs_ib_cmd_destroy(dev, RS_CMD_DESTROY_SRQ, srq->handle);
+	err = rs_com_destroy_srq(dev, srq->handle);
 	if (err)
 		return err;
 	xa_erase_irq(&dev->srqs, srq->handle & RS_HANDLE_INDEX_MASK);
@@ -400,10 +395,10 @@ static void rs_ah_pend_put(struct rs_ah_pend *p)
 static void rs_ah_create_fn(struct work_struct *w)
 {
 	struct rs_ah_pend *p = container_of(w, struct rs_ah_pend, create_work);
-	struct rs_admin_cqe cqe;
+	struct rs_com_create_result result;
 
-	if (!rs_ib_cmd_exec(p->dev, &p->cmd, &cqe))
-		WRITE_ONCE(p->handle, cqe.handle);
+	if (!rs_com_create_ah(p->dev, &p->params, &result))
+		WRITE_ONCE(p->handle, result.handle);
 	rs_ah_pend_put(p);
 }
 
@@ -412,7 +407,7 @@ static void rs_ah_destroy_fn(struct work_struct *w)
 	struct rs_ah_pend *p = container_of(w, struct rs_ah_pend, destroy_work);
 
 	if (p->handle)
-		rs_ib_cmd_destroy(p->dev, RS_CMD_DESTROY_AH, p->handle);
+		rs_com_destroy_ah(p->dev, p->handle);
 	rs_ah_pend_put(p);
 }
 
@@ -426,7 +421,7 @@ static void rs_ah_destroy_handle_fn(struct work_struct *w)
 {
 	struct rs_ah_destroy_work *dw = container_of(w, struct rs_ah_destroy_work, work);
 
-	rs_ib_cmd_destroy(dw->dev, RS_CMD_DESTROY_AH, dw->handle);
+	rs_com_destroy_ah(dw->dev, dw->handle);
 	kfree(dw);
 }
 
@@ -447,8 +442,8 @@ int rs_ib_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 	const struct ib_global_route *grh = rdma_ah_read_grh(ah_attr);
 	struct rs_uverbs_create_ah_resp resp = {};
 	struct rs_ah *ah = to_rsah(ibah);
-	struct rs_admin_cmd cmd = {};
-	struct rs_admin_cqe cqe;
+	struct rs_cmd_create_ah params = {};
+	struct rs_com_create_result result;
 	int err;
 
 	if (ah_attr->type != RDMA_AH_ATTR_TYPE_ROCE) {
@@ -457,26 +452,25 @@ int rs_ib_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 		return -EINVAL;
 	}
 
-	cmd.hdr.opcode = RS_CMD_CREATE_AH;
-	memcpy(cmd.create_ah.dgid, grh->dgid.raw, sizeof(cmd.create_ah.dgid));
-	memcpy(cmd.create_ah.dmac, ah_attr->roce.dmac, ETH_ALEN);
-	cmd.create_ah.hop_limit = grh->hop_limit;
-	cmd.create_ah.traffic_class = grh->traffic_class;
-	cmd.create_ah.pd = to_rspd(ibah->pd)->handle;
-	cmd.create_ah.flow_label = grh->flow_label & IB_GRH_FLOWLABEL_MASK;
-	cmd.create_ah.gid_index = grh->sgid_index;
+	memcpy(params.dgid, grh->dgid.raw, sizeof(params.dgid));
+	memcpy(params.dmac, ah_attr->roce.dmac, ETH_ALEN);
+	params.hop_limit = grh->hop_limit;
+	params.traffic_class = grh->traffic_class;
+	params.pd = to_rspd(ibah->pd)->handle;
+	params.flow_label = grh->flow_label & IB_GRH_FLOWLABEL_MASK;
+	params.gid_index = grh->sgid_index;
 
 	if (!udata) {
 		ah->av = kzalloc(sizeof(*ah->av), (init->flags & RDMA_CREATE_AH_SLEEPABLE) ?
 				 GFP_KERNEL : GFP_ATOMIC);
 		if (!ah->av)
 			return -ENOMEM;
-		memcpy(ah->av->dgid, cmd.create_ah.dgid, sizeof(ah->av->dgid));
-		memcpy(ah->av->dmac, cmd.create_ah.dmac, sizeof(ah->av->dmac));
-		ah->av->hop_limit = cmd.create_ah.hop_limit;
-		ah->av->traffic_class = cmd.create_ah.traffic_class;
-		ah->av->flow_label = cmd.create_ah.flow_label;
-		ah->av->gid_index = cmd.create_ah.gid_index;
+		memcpy(ah->av->dgid, params.dgid, sizeof(ah->av->dgid));
+		memcpy(ah->av->dmac, params.dmac, sizeof(ah->av->dmac));
+		ah->av->hop_limit = params.hop_limit;
+		ah->av->traffic_class = params.traffic_class;
+		ah->av->flow_label = params.flow_label;
+		ah->av->gid_index = params.gid_index;
 		ah->av_dma = dma_map_single(rs_dma_dev(dev), ah->av, sizeof(*ah->av),
 					    DMA_TO_DEVICE);
 		if (dma_mapping_error(rs_dma_dev(dev), ah->av_dma)) {
@@ -501,24 +495,24 @@ int rs_ib_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 		INIT_WORK(&p->create_work, rs_ah_create_fn);
 		INIT_WORK(&p->destroy_work, rs_ah_destroy_fn);
 		p->dev = dev;
-		p->cmd = cmd;
+		p->params = params;
 		refcount_set(&p->refs, 2);	/* the AH and the create work */
 		ah->pend = p;
 		queue_work(dev->wq, &p->create_work);
 		return 0;
 	}
-	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
+	err = rs_com_create_ah(dev, &params, &result);
 	if (err) {
 		rs_ah_free_av(dev, ah);
 		return err;
 	}
-	ah->handle = cqe.handle;
+	ah->handle = result.handle;
 
 	if (udata) {
 		resp.ah_handle = ah->handle;
 		err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
 		if (err) {
-			rs_ib_cmd_destroy(dev, RS_CMD_DESTROY_AH, ah->handle);
+			rs_com_destroy_ah(dev, ah->handle);
 			return err;
 		}
 	}
@@ -539,7 +533,7 @@ int rs_ib_destroy_ah(struct ib_ah *ibah, u32 flags)
 		return 0;
 	}
 	if (flags & RDMA_DESTROY_AH_SLEEPABLE)
-		return rs_ib_cmd_destroy(dev, RS_CMD_DESTROY_AH, ah->handle);
+		return rs_com_destroy_ah(dev, ah->handle);
 	/* Atomic context: DESTROY_AH (by handle) from the workqueue. */
 	dw = kzalloc(sizeof(*dw), GFP_ATOMIC);
 	if (!dw)

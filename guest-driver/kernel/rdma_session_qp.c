@@ -29,6 +29,7 @@
 #include <rdma/uverbs_ioctl.h>
 
 #include "rdma_session_ib.h"
+#include "rdma_session_com_cmd.h"
 #include "hw/rdma-session/rdma-session-uverbs.h"
 
 #define RS_ROCE_V2_PORT		4791
@@ -48,8 +49,8 @@ static void rs_session_put(struct rs_ibdev *dev, struct rs_session *s)
 	mutex_lock(&dev->sess_lock);
 	if (refcount_dec_and_test(&s->refs)) {
 		list_del(&s->node);
-		rs_ib_cmd_destroy(dev, RS_CMD_DESTROY_SESSION_GROUP, s->group);
-		rs_ib_cmd_destroy(dev, RS_CMD_DESTROY_SESSION, s->session);
+		rs_com_destroy_session_group(dev, s->group);
+		rs_com_destroy_session(dev, s->session);
 		kfree(s);
 	}
 	mutex_unlock(&dev->sess_lock);
@@ -79,8 +80,9 @@ static struct rs_session *rs_session_get(struct rs_ibdev *dev,
 					 u32 lqpn, u32 rqpn)
 {
 	const struct ib_global_route *grh = rdma_ah_read_grh(ah);
-	struct rs_admin_cmd cmd = {};
-	struct rs_admin_cqe cqe;
+	struct rs_cmd_create_session_group gparams = {};
+	struct rs_cmd_create_session sparams = {};
+	struct rs_com_create_result result;
 	struct rs_session *s;
 	u16 sport;
 	int err;
@@ -108,33 +110,30 @@ static struct rs_session *rs_session_get(struct rs_ibdev *dev,
 	s->src_port = sport;
 	s->gid_index = grh->sgid_index;
 
-	cmd.hdr.opcode = RS_CMD_CREATE_SESSION;
-	memcpy(cmd.create_session.dst_ip, grh->dgid.raw, 16);
-	memcpy(cmd.create_session.dmac, ah->roce.dmac, ETH_ALEN);
-	cmd.create_session.src_port = sport;
-	cmd.create_session.dst_port = RS_ROCE_V2_PORT;
-	cmd.create_session.gid_index = grh->sgid_index;
-	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
+	memcpy(sparams.dst_ip, grh->dgid.raw, 16);
+	memcpy(sparams.dmac, ah->roce.dmac, ETH_ALEN);
+	sparams.src_port = sport;
+	sparams.dst_port = RS_ROCE_V2_PORT;
+	sparams.gid_index = grh->sgid_index;
+	err = rs_com_create_session(dev, &sparams, &result);
 	if (err)
 		goto err_free;
-	s->session = cqe.handle;
+	s->session = result.handle;
 
-	memset(&cmd, 0, sizeof(cmd));
-	cmd.hdr.opcode = RS_CMD_CREATE_SESSION_GROUP;
-	cmd.create_group.session[0] = s->session;
-	cmd.create_group.nsessions = 1;
-	cmd.create_group.policy = RS_GROUP_ROUND_ROBIN;
-	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
+	gparams.session[0] = s->session;
+	gparams.nsessions = 1;
+	gparams.policy = RS_GROUP_ROUND_ROBIN;
+	err = rs_com_create_session_group(dev, &gparams, &result);
 	if (err)
 		goto err_session;
-	s->group = cqe.handle;
+	s->group = result.handle;
 	refcount_set(&s->refs, 1);
 	list_add(&s->node, &dev->sessions);
 	atomic64_inc(&dev->cnt[RS_CNT_SESSIONS]);
 	goto out;
 
 err_session:
-	rs_ib_cmd_destroy(dev, RS_CMD_DESTROY_SESSION, s->session);
+	rs_com_destroy_session(dev, s->session);
 err_free:
 	kfree(s);
 	s = ERR_PTR(err);
@@ -185,8 +184,8 @@ void rs_wq_free(struct rs_ibdev *dev, struct rs_wq *wq)
 static int rs_ib_create_xrc_tgt(struct rs_ibdev *dev, struct rs_qp *qp,
 				struct ib_qp_init_attr *init)
 {
-	struct rs_admin_cmd cmd = {};
-	struct rs_admin_cqe cqe;
+	struct rs_cmd_create_qp params = {};
+	struct rs_com_create_qp_result result;
 	int err;
 
 	if (!init->xrcd) {
@@ -198,19 +197,18 @@ static int rs_ib_create_xrc_tgt(struct rs_ibdev *dev, struct rs_qp *qp,
 	spin_lock_init(&qp->sq.lock);
 	spin_lock_init(&qp->rq.lock);
 
-	cmd.hdr.opcode = RS_CMD_CREATE_QP;
-	cmd.create_qp.qp_type = RS_QPT_XRC_TGT;
-	cmd.create_qp.xrcd = to_rsxrcd(init->xrcd)->handle;
-	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
+	params.qp_type = RS_QPT_XRC_TGT;
+	params.xrcd = to_rsxrcd(init->xrcd)->handle;
+	err = rs_com_create_qp(dev, &params, &result);
 	if (err)
 		return err;
-	qp->handle = cqe.handle;
-	qp->qpn = cqe.result1;
+	qp->handle = result.handle;
+	qp->qpn = result.qpn;
 	qp->ibqp.qp_num = qp->qpn;
 
 	err = xa_err(xa_store_irq(&dev->qps, qp->qpn, qp, GFP_KERNEL));
 	if (err) {
-		rs_ib_cmd_destroy(dev, RS_CMD_DESTROY_QP, qp->handle);
+		rs_com_destroy_qp(dev, qp->handle);
 		return err;
 	}
 	memset(&init->cap, 0, sizeof(init->cap));
@@ -295,8 +293,8 @@ int rs_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	struct rs_uverbs_create_qp_resp resp = {};
 	struct ib_qp_cap *cap = &init->cap;
 	struct rs_uverbs_create_qp ucmd;
-	struct rs_admin_cmd cmd = {};
-	struct rs_admin_cqe cqe;
+	struct rs_cmd_create_qp params = {};
+	struct rs_com_create_qp_result result;
 	u32 sq_n, rq_n, ssge, rsge, inl;
 	bool ini, has_rq, has_sq, dci, dct;
 	int type, err;
@@ -424,30 +422,29 @@ int rs_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 		}
 	}
 
-	cmd.hdr.opcode = RS_CMD_CREATE_QP;
-	cmd.create_qp.sq_addr = has_sq ? qp->sq.ring.dma : 0;
-	cmd.create_qp.rq_addr = has_rq ? qp->rq.ring.dma : 0;
-	cmd.create_qp.srq = qp->srq ? qp->srq->handle : 0;
-	cmd.create_qp.pd = to_rspd(ibqp->pd)->handle;
-	cmd.create_qp.send_cq = has_sq ? to_rscq(init->send_cq)->handle : 0;
-	cmd.create_qp.recv_cq = ini ? 0 : to_rscq(init->recv_cq)->handle;
-	cmd.create_qp.qp_type = type;
-	cmd.create_qp.sq_log_size = qp->sq.log;
-	cmd.create_qp.rq_log_size = qp->rq.log;
-	cmd.create_qp.max_send_sge = qp->sq.max_sge;
-	cmd.create_qp.max_recv_sge = qp->rq.max_sge;
-	cmd.create_qp.flags = qp->sig_all && has_sq ? RS_QP_F_SIGNAL_ALL : 0;
-	cmd.create_qp.max_inline = has_sq ? inl : 0;
-	cmd.create_qp.uar = uc ? uc->uar : 0;
+	params.sq_addr = has_sq ? qp->sq.ring.dma : 0;
+	params.rq_addr = has_rq ? qp->rq.ring.dma : 0;
+	params.srq = qp->srq ? qp->srq->handle : 0;
+	params.pd = to_rspd(ibqp->pd)->handle;
+	params.send_cq = has_sq ? to_rscq(init->send_cq)->handle : 0;
+	params.recv_cq = ini ? 0 : to_rscq(init->recv_cq)->handle;
+	params.qp_type = type;
+	params.sq_log_size = qp->sq.log;
+	params.rq_log_size = qp->rq.log;
+	params.max_send_sge = qp->sq.max_sge;
+	params.max_recv_sge = qp->rq.max_sge;
+	params.flags = qp->sig_all && has_sq ? RS_QP_F_SIGNAL_ALL : 0;
+	params.max_inline = has_sq ? inl : 0;
+	params.uar = uc ? uc->uar : 0;
 	if (dct) {
-		cmd.create_qp.dc_key_lo = lower_32_bits(qp->dc_key);
-		cmd.create_qp.dc_key_hi = upper_32_bits(qp->dc_key);
+		params.dc_key_lo = lower_32_bits(qp->dc_key);
+		params.dc_key_hi = upper_32_bits(qp->dc_key);
 	}
-	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
+	err = rs_com_create_qp(dev, &params, &result);
 	if (err)
 		goto err_free;
-	qp->handle = cqe.handle;
-	qp->qpn = cqe.result1;
+	qp->handle = result.handle;
+	qp->qpn = result.qpn;
 	ibqp->qp_num = qp->qpn;
 
 	err = xa_err(xa_store_irq(&dev->qps, qp->qpn, qp, GFP_KERNEL));
@@ -502,7 +499,7 @@ int rs_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 err_xa:
 	xa_erase_irq(&dev->qps, qp->qpn);
 err_destroy:
-	rs_ib_cmd_destroy(dev, RS_CMD_DESTROY_QP, qp->handle);
+	rs_com_destroy_qp(dev, qp->handle);
 err_free:
 	rs_wq_free(dev, &qp->rq);
 	rs_wq_free(dev, &qp->sq);
@@ -515,7 +512,7 @@ int rs_ib_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
 	struct rs_qp *qp = to_rsqp(ibqp);
 	int err;
 
-	err = rs_ib_cmd_destroy(dev, RS_CMD_DESTROY_QP, qp->handle);
+	err = rs_com_destroy_qp(dev, qp->handle);
 	if (err)
 		return err;
 	xa_erase_irq(&dev->qps, qp->qpn);
@@ -532,27 +529,27 @@ int rs_ib_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata)
  * has checked that the QP is UD and the GID multicast; it detaches before
  * the QP is destroyed (the device refuses to destroy an attached QP).
  */
-static int rs_ib_mcast(struct ib_qp *ibqp, union ib_gid *gid, u8 opcode)
+static int rs_ib_mcast(struct ib_qp *ibqp, union ib_gid *gid, bool attach)
 {
 	struct rs_ibdev *dev = to_rsdev(ibqp->device);
-	struct rs_admin_cmd cmd = {};
+	struct rs_cmd_mcast params = {};
 
 	if (!(dev->rdev->caps & RS_CAP_MCAST))
 		return -EOPNOTSUPP;
-	cmd.hdr.opcode = opcode;
-	memcpy(cmd.mcast.gid, gid->raw, sizeof(cmd.mcast.gid));
-	cmd.mcast.qp = to_rsqp(ibqp)->handle;
-	return rs_ib_cmd_exec(dev, &cmd, NULL);
+	memcpy(params.gid, gid->raw, sizeof(params.gid));
+	params.qp = to_rsqp(ibqp)->handle;
+	return attach ? rs_com_attach_mcast(dev, &params) :
+			rs_com_detach_mcast(dev, &params);
 }
 
 int rs_ib_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid)
 {
-	return rs_ib_mcast(ibqp, gid, RS_CMD_ATTACH_MCAST);
+	return rs_ib_mcast(ibqp, gid, true);
 }
 
 int rs_ib_detach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid)
 {
-	return rs_ib_mcast(ibqp, gid, RS_CMD_DETACH_MCAST);
+	return rs_ib_mcast(ibqp, gid, false);
 }
 
 /* Back to RESET: the device forgot the queue, so does the driver. */
@@ -617,7 +614,7 @@ int rs_ib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	struct rs_qp *qp = to_rsqp(ibqp);
 	struct rs_session *sess = NULL;
 	enum ib_qp_state cur, next;
-	struct rs_admin_cmd cmd = {};
+	struct rs_cmd_modify_qp params = {};
 	struct rs_qp_attr *a;
 	dma_addr_t dma;
 	u32 dmask;
@@ -726,11 +723,10 @@ int rs_ib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		}
 	}
 
-	cmd.hdr.opcode = RS_CMD_MODIFY_QP;
-	cmd.modify_qp.attr_addr = dma;
-	cmd.modify_qp.handle = qp->handle;
-	cmd.modify_qp.attr_mask = dmask;
-	err = rs_ib_cmd_exec(dev, &cmd, NULL);
+	params.attr_addr = dma;
+	params.handle = qp->handle;
+	params.attr_mask = dmask;
+	err = rs_com_modify_qp(dev, &params);
 	if (err) {
 		rs_session_put(dev, sess);
 		goto out;
@@ -766,7 +762,7 @@ int rs_ib_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 {
 	struct rs_ibdev *dev = to_rsdev(ibqp->device);
 	struct rs_qp *qp = to_rsqp(ibqp);
-	struct rs_admin_cmd cmd = {};
+	struct rs_cmd_query params = {};
 	struct rs_qp_attr *a;
 	dma_addr_t dma;
 	int err;
@@ -774,11 +770,10 @@ int rs_ib_query_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	a = dma_alloc_coherent(rs_dma_dev(dev), sizeof(*a), &dma, GFP_KERNEL);
 	if (!a)
 		return -ENOMEM;
-	cmd.hdr.opcode = RS_CMD_QUERY_QP;
-	cmd.query.resp_addr = dma;
-	cmd.query.resp_len = sizeof(*a);
-	cmd.query.handle = qp->handle;
-	err = rs_ib_cmd_exec(dev, &cmd, NULL);
+	params.resp_addr = dma;
+	params.resp_len = sizeof(*a);
+	params.handle = qp->handle;
+	err = rs_com_query_qp(dev, &params);
 	if (err)
 		goto out;
 

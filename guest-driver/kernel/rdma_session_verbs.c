@@ -105,47 +105,6 @@ int rs_udata_in(struct ib_udata *udata, void *out, size_t size)
 }
 
 /* ------------------------------------------------------------------ */
-/* Admin command helpers                                              */
-/* ------------------------------------------------------------------ */
-
-int rs_ib_cmd_exec(struct rs_ibdev *dev, struct rs_admin_cmd *cmd,
-		   struct rs_admin_cqe *cqe)
-{
-	int err;
-
-	atomic64_inc(&dev->cnt[RS_CNT_ADMIN_CMDS]);
-	err = rs_dev_admin_exec(dev->rdev, cmd, cqe);
-	if (err) {
-		atomic64_inc(&dev->cnt[RS_CNT_ADMIN_ERRS]);
-		ibdev_dbg(&dev->ibdev, "admin command %#x: %d\n",
-			  cmd->hdr.opcode, err);
-	}
-	return err;
-}
-
-/*
- * Destroy a device object.  A dead admin queue (-EIO: timeout, device
- * reset or removal) means the device no longer holds the object, so the
- * driver side is released anyway and the verb succeeds.
- */
-int rs_ib_cmd_destroy(struct rs_ibdev *dev, u8 opcode, u32 handle)
-{
-	struct rs_admin_cmd cmd = {};
-	int err;
-
-	cmd.hdr.opcode = opcode;
-	cmd.destroy.handle = handle;
-	err = rs_ib_cmd_exec(dev, &cmd, NULL);
-	if (err == -EIO)
-		return 0;
-	/* -EBUSY (an MR with bound windows): the caller's to handle. */
-	if (err && err != -EBUSY)
-		ibdev_warn(&dev->ibdev, "destroy (opcode %#x) of %#x failed: %d\n",
-			   opcode, handle, err);
-	return err;
-}
-
-/* ------------------------------------------------------------------ */
 /* Queue memory and mmap entries                                      */
 /* ------------------------------------------------------------------ */
 
