@@ -90,6 +90,10 @@ static inline void rs_wr32(struct rs_dev *rdev, u32 off, u32 val)
 	writel(val, rdev->regs + off);
 }
 
+/* rdma_session_debugfs.c: the module's directory */
+void rs_debugfs_init(void);
+void rs_debugfs_exit(void);
+
 /* rdma_session_admin.c */
 int rs_dev_admin_init(struct rs_dev *rdev);
 void rs_dev_admin_destroy(struct rs_dev *rdev);

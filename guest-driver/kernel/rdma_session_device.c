@@ -293,11 +293,6 @@ int rs_ib_add_gid(const struct ib_gid_attr *attr, void **context)
 	if (!err)
 		set_bit(attr->index, dev->gid_map);
 	mutex_unlock(&dev->gid_lock);
-	/* Keys live in a network identity's table: now there is one. */
-	if (!err && (dev->rdev->caps & RS_CAP_INDIRECT_MKEY) &&
-	    (dev->rdev->caps & RS_CAP_PATTERN_MKEY) &&
-	    !test_and_set_bit(0, &dev->mkey_tested))
-		queue_work(dev->wq, &dev->mkey_test);
 	if (err)
 		ibdev_warn(&dev->ibdev, "ADD_GID %u (%pI6) failed: %d\n",
 			   attr->index, attr->gid.raw, err);

@@ -106,9 +106,10 @@ struct rs_ibdev {
 	struct workqueue_struct *odp_wq; /* page faults, prefetches */
 	struct dma_pool *odp_pool;	/* ODP_RESOLVE page lists */
 	/* Indirect/pattern keys: the self-test at the first GID. */
-	struct work_struct mkey_test;
 	struct work_struct netid_work;	/* the host changed identities */
-	unsigned long mkey_tested;	/* bit 0: queued once */
+	struct dentry *debugfs;		/* rdma_session_debugfs.c */
+	struct mutex mkey_test_lock;	/* a run of the mkey self-test */
+	char mkey_test_result[160];	/* its outcome, for reading */
 };
 
 /*
@@ -518,7 +519,6 @@ int rs_ib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 struct ib_mr *rs_ib_reg_mkey_list(struct ib_pd *ibpd, bool pattern,
 				  const void *entries, u16 nentries, u32 repeat,
 				  int access);
-void rs_mkey_selftest(struct work_struct *w);
 struct ib_mr *rs_ib_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				u64 iova, int access, struct ib_udata *udata);
 struct ib_mr *rs_ib_rereg_user_mr(struct ib_mr *ibmr, int flags,
@@ -534,6 +534,10 @@ int rs_ib_dealloc_mw(struct ib_mw *ibmw);
 int rs_ib_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
 		    unsigned int *sg_offset);
 
+
+/* rdma_session_debugfs.c: /sys/kernel/debug/rdma_session/<ibdev>/ */
+void rs_ib_debugfs_add(struct rs_ibdev *dev);
+void rs_ib_debugfs_remove(struct rs_ibdev *dev);
 
 /* rdma_session_odp.c: on-demand paging (RS_CAP_ODP). */
 bool rs_odp_supported(struct rs_ibdev *dev);

@@ -411,7 +411,6 @@ int rs_ib_register(struct rs_dev *rdev)
 	mutex_init(&dev->sess_lock);
 	INIT_LIST_HEAD(&dev->sessions);
 	ratelimit_state_init(&dev->path_mig_rs, HZ, 10);
-	INIT_WORK(&dev->mkey_test, rs_mkey_selftest);
 	INIT_WORK(&dev->netid_work, rs_netid_refresh);
 
 	err = -ENOMEM;
@@ -473,6 +472,7 @@ int rs_ib_register(struct rs_dev *rdev)
 	spin_lock_irqsave(&rdev->admin.aeq_lock, flags);
 	rdev->ib = dev;
 	spin_unlock_irqrestore(&rdev->admin.aeq_lock, flags);
+	rs_ib_debugfs_add(dev);
 	dev_info(pdev, "RDMA device %s on %s\n", dev_name(&dev->ibdev.dev),
 		 netdev_name(rdev->netdev));
 	return 0;
@@ -499,7 +499,7 @@ void rs_ib_unregister(struct rs_dev *rdev)
 	spin_lock_irqsave(&rdev->admin.aeq_lock, flags);
 	rdev->ib = NULL;
 	spin_unlock_irqrestore(&rdev->admin.aeq_lock, flags);
-	cancel_work_sync(&dev->mkey_test);
+	rs_ib_debugfs_remove(dev);
 	cancel_work_sync(&dev->netid_work);
 	/* Destroys every object, user contexts included (disassociate). */
 	ib_unregister_device(&dev->ibdev);
