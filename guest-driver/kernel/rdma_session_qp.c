@@ -282,47 +282,18 @@ static int rs_create_qp_udata(struct rs_ibdev *dev, struct ib_udata *udata,
 	return 0;
 }
 
-int rs_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
-		    struct ib_udata *udata)
+/*
+ * create_qp's checks of the QP type's needs (SRQ, CQs, user or kernel)
+ * and of the capacities against the device's; an initiator's or an SRQ
+ * user's receive capacities become 0.
+ */
+static int rs_create_qp_check(struct rs_ibdev *dev,
+			      struct ib_qp_init_attr *init,
+			      struct ib_udata *udata, int type, bool ini)
 {
-	struct rs_ibdev *dev = to_rsdev(ibqp->device);
 	const struct rs_device_attr *da = &dev->rdev->attr;
-	struct rs_ucontext *uc =
-		rdma_udata_to_drv_context(udata, struct rs_ucontext, ibuc);
-	struct rs_qp *qp = to_rsqp(ibqp);
-	struct rs_uverbs_create_qp_resp resp = {};
 	struct ib_qp_cap *cap = &init->cap;
-	struct rs_uverbs_create_qp ucmd;
-	struct rs_cmd_create_qp params = {};
-	struct rs_com_create_qp_result result;
-	u32 sq_n, rq_n, ssge, rsge, inl;
-	bool ini, has_rq, has_sq, dci, dct;
-	int type, err;
 
-	err = rs_create_qp_udata(dev, udata, &ucmd);
-	if (err)
-		return err;
-	if (init->qp_type == IB_QPT_DRIVER) {
-		type = rs_dc_type(dev, init, udata, &ucmd);
-	} else if (ucmd.dc_type != RS_UVERBS_DC_NONE) {
-		ibdev_dbg(&dev->ibdev, "create_qp: DC type %u for QP type %d, not IB_QPT_DRIVER\n",
-			  ucmd.dc_type, init->qp_type);
-		return -EINVAL;
-	} else {
-		type = rs_qp_type(init->qp_type);
-	}
-	if (type < 0)
-		return type;
-	if (init->create_flags)
-		return -EOPNOTSUPP;
-	dci = type == RS_QPT_DCI;
-	dct = type == RS_QPT_DCT;
-	/* An XRC initiator and a DCI have a send queue only. */
-	ini = type == RS_QPT_XRC_INI || dci;
-	if ((type == RS_QPT_XRC_INI || type == RS_QPT_XRC_TGT) && !rs_has_xrc(dev))
-		return -EOPNOTSUPP;
-	if (type == RS_QPT_XRC_TGT)
-		return rs_ib_create_xrc_tgt(dev, qp, init);
 	/*
 	 * The send queue of an initiator is written by the provider; the
 	 * kernel's data path builds no XRCETH.
@@ -368,6 +339,93 @@ int rs_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 			  cap->max_inline_data, da->max_inline);
 		return -EINVAL;
 	}
+	return 0;
+}
+
+/* create_qp's answer to user space: the rings' mmap keys and shapes. */
+static int rs_create_qp_uresp(struct rs_ibdev *dev, struct rs_qp *qp,
+			      struct rs_ucontext *uc, struct ib_udata *udata,
+			      bool has_sq, bool has_rq, u32 inl)
+{
+	struct rs_uverbs_create_qp_resp resp = {};
+	int err;
+
+	if (has_sq) {
+		qp->sq.mentry = rs_mmap_insert(dev, &uc->ibuc, RS_MMAP_MEM,
+					       (u64)(uintptr_t)qp->sq.ring.va,
+					       qp->sq.ring.size, 0,
+					       &resp.sq_mmap_key);
+		if (IS_ERR(qp->sq.mentry)) {
+			err = PTR_ERR(qp->sq.mentry);
+			qp->sq.mentry = NULL;
+			return err;
+		}
+		resp.sq_bytes = qp->sq.ring.size;
+		resp.sq_stride = qp->sq.stride;
+	}
+	if (has_rq) {
+		qp->rq.mentry = rs_mmap_insert(dev, &uc->ibuc, RS_MMAP_MEM,
+					       (u64)(uintptr_t)qp->rq.ring.va,
+					       qp->rq.ring.size, 0,
+					       &resp.rq_mmap_key);
+		if (IS_ERR(qp->rq.mentry)) {
+			err = PTR_ERR(qp->rq.mentry);
+			qp->rq.mentry = NULL;
+			return err;
+		}
+		resp.rq_bytes = qp->rq.ring.size;
+	}
+	resp.qpn = qp->qpn;
+	resp.sq_log_size = qp->sq.log;
+	resp.rq_log_size = qp->rq.log;
+	resp.rq_stride = has_rq ? qp->rq.stride : 0;
+	resp.max_inline = has_sq ? inl : 0;
+	return ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
+}
+
+int rs_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+		    struct ib_udata *udata)
+{
+	struct rs_ibdev *dev = to_rsdev(ibqp->device);
+	const struct rs_device_attr *da = &dev->rdev->attr;
+	struct rs_ucontext *uc =
+		rdma_udata_to_drv_context(udata, struct rs_ucontext, ibuc);
+	struct rs_qp *qp = to_rsqp(ibqp);
+	struct ib_qp_cap *cap = &init->cap;
+	struct rs_uverbs_create_qp ucmd;
+	struct rs_cmd_create_qp params = {};
+	struct rs_com_create_qp_result result;
+	u32 sq_n, rq_n, ssge, rsge, inl;
+	bool ini, has_rq, has_sq, dci, dct;
+	int type, err;
+
+	err = rs_create_qp_udata(dev, udata, &ucmd);
+	if (err)
+		return err;
+	if (init->qp_type == IB_QPT_DRIVER) {
+		type = rs_dc_type(dev, init, udata, &ucmd);
+	} else if (ucmd.dc_type != RS_UVERBS_DC_NONE) {
+		ibdev_dbg(&dev->ibdev, "create_qp: DC type %u for QP type %d, not IB_QPT_DRIVER\n",
+			  ucmd.dc_type, init->qp_type);
+		return -EINVAL;
+	} else {
+		type = rs_qp_type(init->qp_type);
+	}
+	if (type < 0)
+		return type;
+	if (init->create_flags)
+		return -EOPNOTSUPP;
+	dci = type == RS_QPT_DCI;
+	dct = type == RS_QPT_DCT;
+	/* An XRC initiator and a DCI have a send queue only. */
+	ini = type == RS_QPT_XRC_INI || dci;
+	if ((type == RS_QPT_XRC_INI || type == RS_QPT_XRC_TGT) && !rs_has_xrc(dev))
+		return -EOPNOTSUPP;
+	if (type == RS_QPT_XRC_TGT)
+		return rs_ib_create_xrc_tgt(dev, qp, init);
+	err = rs_create_qp_check(dev, init, udata, type, ini);
+	if (err)
+		return err;
 
 	has_rq = !init->srq && !ini;
 	has_sq = !dct;
@@ -459,37 +517,7 @@ int rs_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	qp->cap = *cap;
 
 	if (udata) {
-		if (has_sq) {
-			qp->sq.mentry = rs_mmap_insert(dev, &uc->ibuc, RS_MMAP_MEM,
-						       (u64)(uintptr_t)qp->sq.ring.va,
-						       qp->sq.ring.size, 0,
-						       &resp.sq_mmap_key);
-			if (IS_ERR(qp->sq.mentry)) {
-				err = PTR_ERR(qp->sq.mentry);
-				qp->sq.mentry = NULL;
-				goto err_xa;
-			}
-			resp.sq_bytes = qp->sq.ring.size;
-			resp.sq_stride = qp->sq.stride;
-		}
-		if (has_rq) {
-			qp->rq.mentry = rs_mmap_insert(dev, &uc->ibuc, RS_MMAP_MEM,
-						       (u64)(uintptr_t)qp->rq.ring.va,
-						       qp->rq.ring.size, 0,
-						       &resp.rq_mmap_key);
-			if (IS_ERR(qp->rq.mentry)) {
-				err = PTR_ERR(qp->rq.mentry);
-				qp->rq.mentry = NULL;
-				goto err_xa;
-			}
-			resp.rq_bytes = qp->rq.ring.size;
-		}
-		resp.qpn = qp->qpn;
-		resp.sq_log_size = qp->sq.log;
-		resp.rq_log_size = qp->rq.log;
-		resp.rq_stride = has_rq ? qp->rq.stride : 0;
-		resp.max_inline = has_sq ? inl : 0;
-		err = ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
+		err = rs_create_qp_uresp(dev, qp, uc, udata, has_sq, has_rq, inl);
 		if (err)
 			goto err_xa;
 	}
