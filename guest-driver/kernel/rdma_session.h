@@ -46,9 +46,10 @@ struct rs_admin {
 };
 
 /*
- * One per PCI function.  What the ib_device side (rdma_session_verbs.c)
- * uses: pdev, netdev, attr/port_attr (QUERY_DEVICE/QUERY_PORT at probe),
- * db/db_phys/db_len (doorbell BAR), nvecs, rs_dev_admin_exec().
+ * One per PCI function.  What the ib_device side (rdma_session_verbs.c
+ * and the files of its objects) uses: pdev, netdev, attr/port_attr
+ * (QUERY_DEVICE/QUERY_PORT at probe), db/db_phys/db_len (doorbell BAR),
+ * nvecs, rs_dev_admin_exec().
  */
 struct rs_dev {
 	struct pci_dev *pdev;

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * rdma-session adapter: the ib_device and its objects (user context, PD,
- * CQ, QP and its work queues, SRQ, AH, MR), shared by the control verbs
- * (rdma_session_verbs.c) and the data path of kernel QPs, SRQs and CQs
+ * CQ, QP and its work queues, SRQ, AH, MR), shared by the ib_device
+ * (rdma_session_verbs.c), the control verbs by object
+ * (rdma_session_{device,pd,cq,qp,mr,odp}.c, on the admin commands of
+ * rdma_session_com_cmd.c) and the data path of kernel QPs, SRQs and CQs
  * (rdma_session_datapath.c).
  */
 #ifndef RDMA_SESSION_IB_H
@@ -205,7 +207,7 @@ struct rs_srq {
 
 /*
  * A connected QP's sessions and the group it uses.  The shared kind
- * (nsess 0, rdma_session_verbs.c): one session per 5-tuple, in
+ * (nsess 0, rdma_session_qp.c): one session per 5-tuple, in
  * dev->sessions, refcounted by the QPs that use it.  The multipath kind
  * (rdma_session_path.c, module parameter paths > 1): nsess sessions of
  * one QP, their source ports held by kernel UDP sockets; group spreads,
