@@ -46,9 +46,10 @@ struct rs_admin {
 };
 
 /*
- * One per PCI function.  What the ib_device side (rdma_session_verbs.c)
- * uses: pdev, netdev, attr/port_attr (QUERY_DEVICE/QUERY_PORT at probe),
- * db/db_phys/db_len (doorbell BAR), nvecs, rs_dev_admin_exec().
+ * One per PCI function.  What the ib_device side (rdma_session_verbs.c
+ * and the files of its objects) uses: pdev, netdev, attr/port_attr
+ * (QUERY_DEVICE/QUERY_PORT at probe), db/db_phys/db_len (doorbell BAR),
+ * nvecs, rs_dev_admin_exec().
  */
 struct rs_dev {
 	struct pci_dev *pdev;
@@ -89,6 +90,10 @@ static inline void rs_wr32(struct rs_dev *rdev, u32 off, u32 val)
 {
 	writel(val, rdev->regs + off);
 }
+
+/* rdma_session_debugfs.c: the module's directory */
+void rs_debugfs_init(void);
+void rs_debugfs_exit(void);
 
 /* rdma_session_admin.c */
 int rs_dev_admin_init(struct rs_dev *rdev);

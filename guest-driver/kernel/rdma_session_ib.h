@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * rdma-session adapter: the ib_device and its objects (user context, PD,
- * CQ, QP and its work queues, SRQ, AH, MR), shared by the control verbs
- * (rdma_session_verbs.c) and the data path of kernel QPs, SRQs and CQs
+ * CQ, QP and its work queues, SRQ, AH, MR), shared by the ib_device
+ * (rdma_session_verbs.c), the control verbs by object
+ * (rdma_session_{device,pd,cq,qp,mr,odp}.c, on the admin commands of
+ * rdma_session_com_cmd.c) and the data path of kernel QPs, SRQs and CQs
  * (rdma_session_datapath.c).
  */
 #ifndef RDMA_SESSION_IB_H
@@ -106,9 +108,10 @@ struct rs_ibdev {
 	struct workqueue_struct *odp_wq; /* page faults, prefetches */
 	struct dma_pool *odp_pool;	/* ODP_RESOLVE page lists */
 	/* Indirect/pattern keys: the self-test at the first GID. */
-	struct work_struct mkey_test;
 	struct work_struct netid_work;	/* the host changed identities */
-	unsigned long mkey_tested;	/* bit 0: queued once */
+	struct dentry *debugfs;		/* rdma_session_debugfs.c */
+	struct mutex mkey_test_lock;	/* a run of the mkey self-test */
+	char mkey_test_result[160];	/* its outcome, for reading */
 };
 
 /*
@@ -204,7 +207,7 @@ struct rs_srq {
 
 /*
  * A connected QP's sessions and the group it uses.  The shared kind
- * (nsess 0, rdma_session_verbs.c): one session per 5-tuple, in
+ * (nsess 0, rdma_session_qp.c): one session per 5-tuple, in
  * dev->sessions, refcounted by the QPs that use it.  The multipath kind
  * (rdma_session_path.c, module parameter paths > 1): nsess sessions of
  * one QP, their source ports held by kernel UDP sockets; group spreads,
@@ -260,7 +263,7 @@ struct rs_ah_pend {
 	struct work_struct create_work;
 	struct work_struct destroy_work;
 	struct rs_ibdev *dev;
-	struct rs_admin_cmd cmd;
+	struct rs_cmd_create_ah params;	/* run by create_work */
 	refcount_t refs;
 	u32 handle;
 };
@@ -426,13 +429,117 @@ static inline struct device *rs_dma_dev(struct rs_ibdev *dev)
 	return &dev->rdev->pdev->dev;
 }
 
-/* rdma_session_verbs.c */
+/* The kinds of mmap entries (rdma_session_verbs.c). */
+enum rs_mmap_type {
+	RS_MMAP_DB,
+	RS_MMAP_MEM,
+};
+
+/* XRC domains, SRQs and QPs: only a device that reports them. */
+static inline bool rs_has_xrc(struct rs_ibdev *dev)
+{
+	return dev->rdev->caps & RS_CAP_XRC;
+}
+
+/* DC initiators and targets (RS_CAP_DC, ABI 1.5). */
+static inline bool rs_has_dc(struct rs_ibdev *dev)
+{
+	return dev->rdev->caps & RS_CAP_DC;
+}
+
+static inline bool rs_is_dc(const struct rs_qp *qp)
+{
+	return qp->rs_type == RS_QPT_DCI || qp->rs_type == RS_QPT_DCT;
+}
+
+/*
+ * rdma_session_verbs.c: the ib_device_ops table, registration, async
+ * events, user contexts and the mmap entries of queues and doorbells.
+ */
+int rs_udata_in(struct ib_udata *udata, void *out, size_t size);
+int rs_buf_alloc(struct rs_ibdev *dev, struct rs_buf *b, size_t size);
+void rs_buf_free(struct rs_ibdev *dev, struct rs_buf *b);
+struct rdma_user_mmap_entry *
+rs_mmap_insert(struct rs_ibdev *dev, struct ib_ucontext *uc, u8 type,
+	       u64 address, size_t length, u32 uar, u64 *key);
+void rs_mmap_remove(struct rdma_user_mmap_entry **e);
+
+/* rdma_session_device.c */
+int rs_ib_query_device(struct ib_device *ibdev, struct ib_device_attr *a,
+		       struct ib_udata *udata);
+int rs_ib_query_port(struct ib_device *ibdev, u32 port,
+		     struct ib_port_attr *pa);
+int rs_ib_get_port_immutable(struct ib_device *ibdev, u32 port,
+			     struct ib_port_immutable *im);
+enum rdma_link_layer rs_ib_get_link_layer(struct ib_device *ibdev, u32 port);
+int rs_ib_query_pkey(struct ib_device *ibdev, u32 port, u16 index, u16 *pkey);
+void rs_ib_get_dev_fw_str(struct ib_device *ibdev, char *str);
+int rs_ib_add_gid(const struct ib_gid_attr *attr, void **context);
+int rs_ib_del_gid(const struct ib_gid_attr *attr, void **context);
+void rs_netid_refresh(struct work_struct *w);
+int rs_default_netid(struct rs_ibdev *dev, struct ib_pd *ibpd,
+		     u32 *index);
+struct rdma_hw_stats *rs_ib_alloc_hw_port_stats(struct ib_device *ibdev,
+						u32 port);
+int rs_ib_get_hw_stats(struct ib_device *ibdev, struct rdma_hw_stats *stats,
+		       u32 port, int index);
+
+/* rdma_session_pd.c */
+int rs_ib_alloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
+int rs_ib_dealloc_pd(struct ib_pd *ibpd, struct ib_udata *udata);
+int rs_ib_alloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata);
+int rs_ib_dealloc_xrcd(struct ib_xrcd *ibxrcd, struct ib_udata *udata);
+int rs_ib_create_srq(struct ib_srq *ibsrq, struct ib_srq_init_attr *init,
+		     struct ib_udata *udata);
+int rs_ib_modify_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr,
+		     enum ib_srq_attr_mask mask, struct ib_udata *udata);
+int rs_ib_query_srq(struct ib_srq *ibsrq, struct ib_srq_attr *attr);
+int rs_ib_destroy_srq(struct ib_srq *ibsrq, struct ib_udata *udata);
+int rs_ib_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
+		    struct ib_udata *udata);
+int rs_ib_destroy_ah(struct ib_ah *ibah, u32 flags);
+
+/* rdma_session_cq.c */
+int rs_ib_create_cq(struct ib_cq *ibcq, const struct ib_cq_init_attr *attr,
+		    struct uverbs_attr_bundle *attrs);
+int rs_ib_destroy_cq(struct ib_cq *ibcq, struct ib_udata *udata);
+int rs_ib_resize_cq(struct ib_cq *ibcq, int cqe, struct ib_udata *udata);
+void rs_comp_irqs_free(struct rs_ibdev *dev);
+int rs_comp_irqs_request(struct rs_ibdev *dev);
+
+/* rdma_session_qp.c */
+void rs_wq_free(struct rs_ibdev *dev, struct rs_wq *wq);
+int rs_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
+		    struct ib_udata *udata);
+int rs_ib_destroy_qp(struct ib_qp *ibqp, struct ib_udata *udata);
+int rs_ib_attach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);
+int rs_ib_detach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid);
+int rs_ib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
+		    struct ib_udata *udata);
+
+/* rdma_session_mr.c */
 struct ib_mr *rs_ib_reg_mkey_list(struct ib_pd *ibpd, bool pattern,
 				  const void *entries, u16 nentries, u32 repeat,
 				  int access);
-int rs_ib_cmd_exec(struct rs_ibdev *dev, struct rs_admin_cmd *cmd,
-		   struct rs_admin_cqe *cqe);
-int rs_ib_cmd_destroy(struct rs_ibdev *dev, u8 opcode, u32 handle);
+struct ib_mr *rs_ib_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+				u64 iova, int access, struct ib_udata *udata);
+struct ib_mr *rs_ib_rereg_user_mr(struct ib_mr *ibmr, int flags,
+				  u64 start, u64 length, u64 iova,
+				  int access, struct ib_pd *ibpd,
+				  struct ib_udata *udata);
+int rs_ib_dereg_mr(struct ib_mr *ibmr, struct ib_udata *udata);
+struct ib_mr *rs_ib_get_dma_mr(struct ib_pd *ibpd, int access);
+struct ib_mr *rs_ib_alloc_mr(struct ib_pd *ibpd, enum ib_mr_type type,
+			     u32 max_num_sg);
+int rs_ib_alloc_mw(struct ib_mw *ibmw, struct ib_udata *udata);
+int rs_ib_dealloc_mw(struct ib_mw *ibmw);
+int rs_ib_map_mr_sg(struct ib_mr *ibmr, struct scatterlist *sg, int sg_nents,
+		    unsigned int *sg_offset);
+
+
+/* rdma_session_debugfs.c: /sys/kernel/debug/rdma_session/<ibdev>/ */
+void rs_ib_debugfs_add(struct rs_ibdev *dev);
+void rs_ib_debugfs_remove(struct rs_ibdev *dev);
 
 /* rdma_session_odp.c: on-demand paging (RS_CAP_ODP). */
 bool rs_odp_supported(struct rs_ibdev *dev);

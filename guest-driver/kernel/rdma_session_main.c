@@ -366,7 +366,25 @@ static struct pci_driver rs_pci_driver = {
 	.remove = rs_remove,
 	.err_handler = &rs_err_handlers,
 };
-module_pci_driver(rs_pci_driver);
+
+static int __init rs_init(void)
+{
+	int err;
+
+	rs_debugfs_init();
+	err = pci_register_driver(&rs_pci_driver);
+	if (err)
+		rs_debugfs_exit();
+	return err;
+}
+module_init(rs_init);
+
+static void __exit rs_exit(void)
+{
+	pci_unregister_driver(&rs_pci_driver);
+	rs_debugfs_exit();
+}
+module_exit(rs_exit);
 
 MODULE_DESCRIPTION("rdma-session RDMA adapter");
 MODULE_LICENSE("GPL");

@@ -90,6 +90,7 @@
 #include <rdma/ib_verbs.h>
 
 #include "rdma_session_ib.h"
+#include "rdma_session_com_cmd.h"
 
 #define RS_ODP_CHILD_SHIFT	26
 #define RS_ODP_CHILD_SIZE	BIT_ULL(RS_ODP_CHILD_SHIFT)
@@ -201,17 +202,16 @@ void rs_odp_cleanup(struct rs_ibdev *dev)
 static int rs_odp_cmd_resolve(struct rs_mr *mr, u64 va, u32 npages,
 			      dma_addr_t pbl, u32 flags)
 {
-	struct rs_admin_cmd cmd = {};
+	struct rs_cmd_odp_resolve params = {};
 
 	lockdep_assert_held(&mr->odp->lock);
-	cmd.hdr.opcode = RS_CMD_ODP_RESOLVE;
-	cmd.odp_resolve.key = mr->handle;
-	cmd.odp_resolve.seq = mr->odp->seq;
-	cmd.odp_resolve.va = va;
-	cmd.odp_resolve.pbl_addr = pbl;
-	cmd.odp_resolve.npages = npages;
-	cmd.odp_resolve.flags = flags;
-	return rs_ib_cmd_exec(mr->odp->dev, &cmd, NULL);
+	params.key = mr->handle;
+	params.seq = mr->odp->seq;
+	params.va = va;
+	params.pbl_addr = pbl;
+	params.npages = npages;
+	params.flags = flags;
+	return rs_com_odp_resolve(mr->odp->dev, &params);
 }
 
 /*
@@ -222,25 +222,24 @@ static int rs_odp_cmd_resolve(struct rs_mr *mr, u64 va, u32 npages,
 static int rs_odp_cmd_invalidate(struct rs_mr *mr, u64 va, u64 len)
 {
 	struct rs_ibdev *dev = mr->odp->dev;
-	struct rs_admin_cmd cmd = {};
-	struct rs_admin_cqe cqe;
+	struct rs_cmd_odp_invalidate params = {};
+	struct rs_com_odp_invalidate_result result;
 	int err;
 
 	lockdep_assert_held(&mr->odp->lock);
-	cmd.hdr.opcode = RS_CMD_ODP_INVALIDATE;
-	cmd.odp_invalidate.key = mr->handle;
-	cmd.odp_invalidate.va = va;
-	cmd.odp_invalidate.length = len;
-	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
+	params.key = mr->handle;
+	params.va = va;
+	params.length = len;
+	err = rs_com_odp_invalidate(dev, &params, &result);
 	if (err)
 		return err;
 	atomic64_inc(&dev->cnt[RS_CNT_ODP_INVALIDATIONS]);
 	mr->odp->seq++;
-	if (cqe.result1 != mr->odp->seq) {
+	if (result.seq != mr->odp->seq) {
 		ibdev_warn_ratelimited(&dev->ibdev,
 				       "ODP MR %#x: the device counts %u invalidations, the driver %u\n",
-				       mr->ibmr.lkey, cqe.result1, mr->odp->seq);
-		mr->odp->seq = cqe.result1;
+				       mr->ibmr.lkey, result.seq, mr->odp->seq);
+		mr->odp->seq = result.seq;
 	}
 	return 0;
 }
@@ -804,9 +803,9 @@ struct ib_mr *rs_odp_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 {
 	struct rs_ibdev *dev = to_rsdev(ibpd->device);
 	bool implicit = !start && length == U64_MAX;
-	struct rs_admin_cmd cmd = {};
+	struct rs_cmd_reg_mr params = {};
 	struct ib_umem_odp *odp;
-	struct rs_admin_cqe cqe;
+	struct rs_com_key_result result;
 	struct xarray *keys;
 	struct rs_mr_odp *om;
 	struct rs_mr *mr;
@@ -881,22 +880,21 @@ struct ib_mr *rs_odp_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	odp->private = mr;
 	mr->umem = &odp->umem;
 
-	cmd.hdr.opcode = RS_CMD_REG_MR;
-	cmd.reg_mr.iova = implicit ? 0 : iova;
-	cmd.reg_mr.length = implicit ? 0 : length;
-	cmd.reg_mr.pd = to_rspd(ibpd)->handle;
-	cmd.reg_mr.page_shift = RS_MR_MIN_PAGE_SHIFT;
-	cmd.reg_mr.flags = RS_MR_F_ODP | (implicit ? RS_MR_F_ODP_IMPLICIT : 0);
-	cmd.reg_mr.access = rs_access_from_ib(access);
-	cmd.reg_mr.gid_index = netid;
-	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
+	params.iova = implicit ? 0 : iova;
+	params.length = implicit ? 0 : length;
+	params.pd = to_rspd(ibpd)->handle;
+	params.page_shift = RS_MR_MIN_PAGE_SHIFT;
+	params.flags = RS_MR_F_ODP | (implicit ? RS_MR_F_ODP_IMPLICIT : 0);
+	params.access = rs_access_from_ib(access);
+	params.gid_index = netid;
+	err = rs_com_reg_mr(dev, &params, &result);
 	if (err)
 		goto err_free;
 
 	/* The key; the handle names it to the device (ABI 1.6). */
-	mr->handle = cqe.handle;
-	mr->ibmr.lkey = cqe.result1;
-	mr->ibmr.rkey = cqe.result1;
+	mr->handle = result.handle;
+	mr->ibmr.lkey = result.key;
+	mr->ibmr.rkey = result.key;
 	mr->ibmr.iova = iova;
 	mr->ibmr.length = length;
 	mr->ibmr.page_size = PAGE_SIZE;
@@ -913,7 +911,7 @@ struct ib_mr *rs_odp_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 	}
 	if (err) {
 		ibdev_dbg(&dev->ibdev, "reg_mr: ODP key %#x: %d\n", mr->ibmr.lkey, err);
-		rs_ib_cmd_destroy(dev, RS_CMD_DEREG_MR, mr->handle);
+		rs_com_dereg_mr(dev, mr->handle);
 		goto err_free;
 	}
 	atomic64_inc(&dev->cnt[RS_CNT_MR_REGISTERED]);
@@ -937,7 +935,7 @@ int rs_odp_dereg_mr(struct rs_ibdev *dev, struct rs_mr *mr)
 	wait_for_completion(&mr->odp->idle);
 
 	mutex_lock(&mr->odp->lock);
-	err = rs_ib_cmd_destroy(dev, RS_CMD_DEREG_MR, mr->handle);
+	err = rs_com_dereg_mr(dev, mr->handle);
 	if (!err)
 		mr->odp->live = false;
 	mutex_unlock(&mr->odp->lock);

@@ -33,6 +33,7 @@
 #include <rdma/ib_verbs.h>
 
 #include "rdma_session_ib.h"
+#include "rdma_session_com_cmd.h"
 #include "hw/rdma-session/rdma-session-uverbs.h"
 
 static unsigned int rs_paths = 1;
@@ -122,11 +123,11 @@ static void rs_path_free(struct rs_ibdev *dev, struct rs_session *s)
 	u32 i;
 
 	if (s->ab_group)
-		rs_ib_cmd_destroy(dev, RS_CMD_DESTROY_SESSION_GROUP, s->ab_group);
+		rs_com_destroy_session_group(dev, s->ab_group);
 	if (s->group)
-		rs_ib_cmd_destroy(dev, RS_CMD_DESTROY_SESSION_GROUP, s->group);
+		rs_com_destroy_session_group(dev, s->group);
 	for (i = 0; i < s->nsess; i++) {
-		rs_ib_cmd_destroy(dev, RS_CMD_DESTROY_SESSION, s->sess[i]);
+		rs_com_destroy_session(dev, s->sess[i]);
 		sock_release(s->socks[i]);
 	}
 	kfree(s);
@@ -135,18 +136,16 @@ static void rs_path_free(struct rs_ibdev *dev, struct rs_session *s)
 static int rs_path_group(struct rs_ibdev *dev, struct rs_session *s,
 			 u8 policy, u32 *group)
 {
-	struct rs_admin_cmd cmd = {};
-	struct rs_admin_cqe cqe;
+	struct rs_cmd_create_session_group params = {};
+	struct rs_com_create_result result;
 	int err;
 
-	cmd.hdr.opcode = RS_CMD_CREATE_SESSION_GROUP;
-	memcpy(cmd.create_group.session, s->sess,
-	       s->nsess * sizeof(s->sess[0]));
-	cmd.create_group.nsessions = s->nsess;
-	cmd.create_group.policy = policy;
-	err = rs_ib_cmd_exec(dev, &cmd, &cqe);
+	memcpy(params.session, s->sess, s->nsess * sizeof(s->sess[0]));
+	params.nsessions = s->nsess;
+	params.policy = policy;
+	err = rs_com_create_session_group(dev, &params, &result);
 	if (!err)
-		*group = cqe.handle;
+		*group = result.handle;
 	return err;
 }
 
@@ -162,8 +161,8 @@ struct rs_session *rs_path_get(struct rs_ibdev *dev,
 	struct net *net = nd ? dev_net(nd) : &init_net;
 	u32 n = rs_path_count(), lo = READ_ONCE(rs_port_min);
 	u32 hi = READ_ONCE(rs_port_max), span, tries;
-	struct rs_admin_cmd cmd = {};
-	struct rs_admin_cqe cqe;
+	struct rs_cmd_create_session params;
+	struct rs_com_create_result result;
 	struct rs_session *s;
 	int err = 0;
 
@@ -185,14 +184,13 @@ struct rs_session *rs_path_get(struct rs_ibdev *dev,
 
 		if (rs_port_bind(net, port, &sock))
 			continue;	/* someone else's: skip it */
-		memset(&cmd, 0, sizeof(cmd));
-		cmd.hdr.opcode = RS_CMD_CREATE_SESSION;
-		memcpy(cmd.create_session.dst_ip, grh->dgid.raw, 16);
-		memcpy(cmd.create_session.dmac, ah->roce.dmac, ETH_ALEN);
-		cmd.create_session.src_port = port;
-		cmd.create_session.dst_port = 4791;
-		cmd.create_session.gid_index = grh->sgid_index;
-		err = rs_ib_cmd_exec(dev, &cmd, &cqe);
+		memset(&params, 0, sizeof(params));
+		memcpy(params.dst_ip, grh->dgid.raw, 16);
+		memcpy(params.dmac, ah->roce.dmac, ETH_ALEN);
+		params.src_port = port;
+		params.dst_port = 4791;
+		params.gid_index = grh->sgid_index;
+		err = rs_com_create_session(dev, &params, &result);
 		if (err) {
 			sock_release(sock);
 			if (err == -EEXIST) {
@@ -201,7 +199,7 @@ struct rs_session *rs_path_get(struct rs_ibdev *dev,
 			}
 			break;
 		}
-		s->sess[s->nsess] = cqe.handle;
+		s->sess[s->nsess] = result.handle;
 		s->ports[s->nsess] = port;
 		s->socks[s->nsess] = sock;
 		s->nsess++;
@@ -241,7 +239,7 @@ void rs_path_put(struct rs_ibdev *dev, struct rs_session *s)
 int rs_path_set_policy(struct rs_ibdev *dev, struct rs_qp *qp, u32 policy)
 {
 	bool ab = policy == RS_UVERBS_PATH_ACTIVE_BACKUP;
-	struct rs_admin_cmd cmd = {};
+	struct rs_cmd_modify_qp params = {};
 	struct rs_qp_attr *a;
 	struct rs_session *s;
 	dma_addr_t dma;
@@ -269,11 +267,10 @@ int rs_path_set_policy(struct rs_ibdev *dev, struct rs_qp *qp, u32 policy)
 		goto out;
 	}
 	a->session_group = ab ? s->ab_group : s->group;
-	cmd.hdr.opcode = RS_CMD_MODIFY_QP;
-	cmd.modify_qp.attr_addr = dma;
-	cmd.modify_qp.handle = qp->handle;
-	cmd.modify_qp.attr_mask = RS_QP_ATTR_SESSION_GROUP;
-	err = rs_ib_cmd_exec(dev, &cmd, NULL);
+	params.attr_addr = dma;
+	params.handle = qp->handle;
+	params.attr_mask = RS_QP_ATTR_SESSION_GROUP;
+	err = rs_com_modify_qp(dev, &params);
 	dma_free_coherent(rs_dma_dev(dev), sizeof(*a), a, dma);
 	if (!err)
 		s->policy = policy;

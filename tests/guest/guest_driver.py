@@ -34,7 +34,11 @@ either way), boot the guest image with the module loaded at boot
    connections of 4 sessions;
  - the user-net VM: the driver's self-test of rs_ib_reg_mkey_list (an
    indirect key over three kernel MRs, a pattern key, bad lists refused)
-   logs ok at boot and after the reload;
+   does not run at probe (its debugfs file,
+   /sys/kernel/debug/rdma_session/rsess0/mkey_selftest, reads "not run"
+   after boot and after the reload); a write to the file runs it, after
+   boot and after the reload: the file then reads ok and the kernel log
+   has its ok line;
  - no WARNING, BUG, Oops or call trace in any guest's kernel log.
 One test per check; when all pass, three "# guest-driver: PASS: " notes
 (the probe line, the user-net VM, the two VMs).  Exits 0 if every test
@@ -95,10 +99,13 @@ udhcpc -i eth0 -s /tmp/rs-udhcpc.sh -n -q -t 5 -T 2
 ping -c 3 -W 5 10.0.2.2 && echo RS-PING-GW-OK
 ip link set eth0 mtu 9000 && ping -c 2 -W 5 -s 1400 10.0.2.2 && echo RS-MTU9000-OK
 ip link set eth0 mtu 1500
+mount -t debugfs debugfs /sys/kernel/debug
+for f in /sys/kernel/debug/rdma_session/*/mkey_selftest; do echo "RS-MKEY-BEFORE boot $(cat $f)"; echo 1 > $f; echo "RS-MKEY-SELFTEST boot $(cat $f)"; done
 rmmod rdma_session && echo RS-RMMOD-OK
 insmod /lib/modules/$(uname -r)/rdma_session.ko && echo RS-INSMOD-OK
 ip addr add 10.0.2.15/24 dev eth0; ip link set eth0 up
 rsv-dcbad
+for f in /sys/kernel/debug/rdma_session/*/mkey_selftest; do echo "RS-MKEY-BEFORE reload $(cat $f)"; echo 1 > $f; echo "RS-MKEY-SELFTEST reload $(cat $f)"; done
 p=/sys/module/rdma_session/parameters
 echo 4 > $p/paths && echo 50000 > $p/port_min && echo 50063 > $p/port_max && rsv-paths -- 50000
 (rping -s -a 10.0.2.15 -p 18700 -C 20 -S 4096 -V > /tmp/rping-s.log 2>&1 &)
@@ -303,10 +310,25 @@ def user_net(s: Suite, ko: str) -> dict:
              "%d eth0 lines with link up, expected 2" % nlan)
     for m in USER_MARKS:
         s.report(has(serial, m), "user-net VM %s" % m, "no %s" % m)
+    # the mkey self-test: not at probe, run through debugfs after boot
+    # and after the reload
+    before = [ln for ln in serial if ln.startswith("RS-MKEY-BEFORE ")]
+    s.report([ln.split(" ", 2)[1:] for ln in before] ==
+             [["boot", "not run"], ["reload", "not run"]],
+             "user-net VM kernel-consumer key self-test not run at probe "
+             "(debugfs mkey_selftest reads 'not run' at boot and reload)",
+             " | ".join(before) or "no RS-MKEY-BEFORE line")
+    runs = [ln for ln in serial if ln.startswith("RS-MKEY-SELFTEST ")]
+    s.report([ln.split(" ", 2)[1] for ln in runs] == ["boot", "reload"] and
+             all(ln.endswith(": ok") for ln in runs),
+             "user-net VM kernel-consumer key self-test (rs_ib_reg_mkey_list)"
+             " run through debugfs at boot and reload reads ok",
+             " | ".join(runs) or "no RS-MKEY-SELFTEST line")
     mk = [ln for ln in dm if "mkey self-test" in ln]
     s.report(len(mk) == 2 and all(ln.endswith(": ok") for ln in mk),
              "user-net VM kernel-consumer key self-test (rs_ib_reg_mkey_list)"
-             " at boot and reload", " | ".join(mk) or "no mkey self-test line")
+             " logged ok at boot and reload", " | ".join(mk) or
+             "no mkey self-test line")
     for c in DCBAD_CHECKS:
         ln = next((x for x in serial if x.startswith("RS-DCBAD %s " % c)),
                   "")
@@ -366,7 +388,7 @@ def two_vms(s: Suite, ko: str) -> None:
 
 # the tests after each stage, reported as failed when it aborts (counts
 # stay the same)
-TESTS = [2, 4 + len(USER_MARKS) + 1,
+TESTS = [2, 4 + len(USER_MARKS) + 3,
          sum(len(m) + 2 for m in PAIR_MARKS.values())]
 
 
