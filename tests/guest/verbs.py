@@ -772,7 +772,8 @@ def netid_change(s: Suite) -> None:
     into identity 2 (tests/guest/in-guest/netid-change.sh)."""
     run = os.path.join(s.dir, "vms-netid-change")
     want = "10.78.0.0/24=201,10.79.0.0/24=300"
-    with s.start("netid-change", ["-q", "--no-build", "-n", "1", "--timeout", "300",
+    with s.start("netid-change", ["-q", "--no-build", "-n", "1",
+                                  "--timeout", "300",
                                   "--cmd", guest_files("lib.sh",
                                                        "netid-change.sh")] +
                  PAIRING_QEMU["netid"], vms_dir=run) as bg:
