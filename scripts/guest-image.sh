@@ -51,11 +51,6 @@
 #                      $RS_BUILD/rdma-core-stage; used only if it has
 #                      usr/bin/ibv_devinfo); RS_RDMA_CORE_STAGE=none uses
 #                      Debian's rdma-core 44 packages
-#   RS_GUEST_OVERLAY   names of overlays (space separated; "ucx": UCX and
-#                      Open MPI, scripts/guest-overlay-ucx.sh): RS_INITRD is
-#                      then the base initramfs with each overlay's
-#                      compressed cpio archive appended (Linux unpacks them
-#                      in turn), cached next to the base image
 #
 # Guest kernel command line understood by /init:
 #   rs.cmd=WORD or rs.cmd="several words"   run it with sh -c, then power off
@@ -218,30 +213,11 @@ key=$( { for p in "${!deb[@]}"; do basename "${deb[$p]}"; done | LC_ALL=C sort
          echo "stage $stagesum ko $kosum"
          sha1sum < "$0"; cat "$files"/* "$progs"/* "$examples"/*; } | sha1sum | cut -c1-16)
 out="$gdir/$key"
-# emit: the image's variables on stdout; with RS_GUEST_OVERLAY the initrd
-# is the base one with the overlays appended (built by
-# scripts/guest-overlay-NAME.sh BASE_INITRD, which prints its archive).
+# emit: the image's variables on stdout.
 emit()
 {
-    local initrd=$out/initramfs.cpio.gz name ov ovs=() tag=''
-    for name in ${RS_GUEST_OVERLAY:-}; do
-        [ -x "$top/scripts/guest-overlay-$name.sh" ] ||
-            die "RS_GUEST_OVERLAY: no scripts/guest-overlay-$name.sh"
-        ov=$("$top/scripts/guest-overlay-$name.sh" "$out/initramfs.cpio.gz") ||
-            die "the $name overlay does not build (scripts/guest-overlay-$name.sh)"
-        [ -s "$ov" ] || die "scripts/guest-overlay-$name.sh printed no archive"
-        ovs+=("$ov")
-        tag+="-$name-$(basename "$(dirname "$ov")" | sed 's/^.*-//')"
-    done
-    if [ ${#ovs[@]} -gt 0 ]; then
-        initrd=$out/initramfs$tag.cpio.gz
-        if [ ! -s "$initrd" ]; then
-            cat "$out/initramfs.cpio.gz" "${ovs[@]}" > "$initrd.tmp.$$"
-            mv -f "$initrd.tmp.$$" "$initrd"
-        fi
-    fi
     printf 'RS_KERNEL=%q\nRS_INITRD=%q\nRS_KVER=%q\n' \
-        "$out/vmlinuz" "$initrd" "$(cat "$out/kver")"
+        "$out/vmlinuz" "$out/initramfs.cpio.gz" "$(cat "$out/kver")"
 }
 if [ -s "$out/vmlinuz" ] && [ -s "$out/initramfs.cpio.gz" ] && [ -s "$out/kver" ]; then
     log "up to date: $out"
