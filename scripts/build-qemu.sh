@@ -9,8 +9,8 @@
 #
 #   series   a changed series (files added, removed, edited) is applied
 #            afresh to rs-pristine in a scratch sparse worktree, and the tree
-#            is then `git reset --hard` to the result: only the files whose
-#            content differs are rewritten.  A patch that does not apply
+#            is then reset to the result: only the files whose content
+#            differs are rewritten.  A patch that does not apply
 #            stops the build and leaves the tree as it was.
 #   overlay  rsync --checksum (unchanged files keep their mtime); then every
 #            file in those directories that git does not track and the
@@ -115,6 +115,9 @@ unpack_pristine()
     (
         cd "$tmp/qemu-$ver"
         rgit init -q
+        # No automatic gc in the background of a build (38000 loose objects).
+        rgit config gc.auto 0
+        rgit config maintenance.auto false
         # Every file of the tarball, those its .gitignore files name too.
         rgit add -A -f
         GIT_AUTHOR_DATE="2000-01-01T00:00:00Z" GIT_COMMITTER_DATE="2000-01-01T00:00:00Z" \
@@ -156,7 +159,7 @@ series_id()
 # depends on them; the overlay's files (untracked) stay as they are.
 apply_series()
 {
-    local wt="$RS_BUILD/.am-qemu-$ver" out new
+    local wt="$RS_BUILD/.am-qemu-$ver" out new gone f
     local list=("$patches"/*.patch)
     [ -e "${list[0]}" ] || list=()
     rm -rf "$wt"
@@ -176,8 +179,18 @@ apply_series()
     new=$(rgit -C "$wt" rev-parse HEAD)
     qgit worktree remove --force "$wt"
     log "QEMU $ver + qemu/patches (${#list[@]} patches): $(qgit diff --name-only HEAD "$new" | tr '\n' ' ')"
+    # The index to the new commit first, the files untouched; then the
+    # files whose content is already the new one count as unchanged (a
+    # tree adopted from the former scheme has most of them), and the hard
+    # reset rewrites only the others.  Files the new commit no longer has
+    # are removed by hand (after the mixed reset they are untracked).
+    gone=$(qgit diff --name-only --no-renames --diff-filter=D HEAD "$new")
+    qgit reset -q --mixed "$new" >/dev/null
     qgit update-index -q --refresh >/dev/null || true
     qgit reset -q --hard "$new"
+    while IFS= read -r f; do
+        [ -z "$f" ] || rm -f "$src/$f"
+    done <<<"$gone"
 }
 
 if ! [ -d "$src/.git" ] || ! qgit rev-parse -q --verify 'rs-pristine^{commit}' >/dev/null 2>&1; then
