@@ -159,7 +159,7 @@ series_id()
 # depends on them; the overlay's files (untracked) stay as they are.
 apply_series()
 {
-    local wt="$RS_BUILD/.am-qemu-$ver" out new gone f
+    local wt="$RS_BUILD/.am-qemu-$ver" out new gone f n
     local list=("$patches"/*.patch)
     [ -e "${list[0]}" ] || list=()
     rm -rf "$wt"
@@ -170,11 +170,12 @@ apply_series()
       sed -n 's|^diff --git a/\(.*\) b/\(.*\)$|/\1\n/\2|p' "${list[@]}"; } | sort -u |
         rgit -C "$wt" sparse-checkout set --no-cone --stdin
     rgit -C "$wt" checkout -q
-    if [ ${#list[@]} -gt 0 ] && ! out=$(rgit -C "$wt" am --no-3way "${list[@]}" 2>&1); then
+    if [ ${#list[@]} -gt 0 ] && ! out=$(rgit -C "$wt" am --no-3way --committer-date-is-author-date "${list[@]}" 2>&1); then
         printf '%s\n' "$out" >&2
         rgit -C "$wt" am --abort >/dev/null 2>&1 || true
         qgit worktree remove --force "$wt"
-        die "qemu/patches: $(sed -n 's/^Patch failed at \([0-9]*\) .*/patch \1 of the series/p' <<<"$out" | head -n 1) does not apply to QEMU $ver (rs-pristine); the tree is unchanged"
+        n=$(sed -n 's/^Patch failed at \([0-9]*\) .*/\1/p' <<<"$out" | head -n 1)
+        die "qemu/patches/${n:+${list[10#$n - 1]##*/}} does not apply to QEMU $ver (rs-pristine); the tree is unchanged"
     fi
     new=$(rgit -C "$wt" rev-parse HEAD)
     qgit worktree remove --force "$wt"
