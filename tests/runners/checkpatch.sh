@@ -54,11 +54,11 @@ for f in "${files[@]}"; do
     fi
     perl "$cp" --no-tree --no-color -f "$f" > "$out" 2>&1
     # "ERROR: text" / "WARNING: text", then "#N: FILE: path:line:"
-    mapfile -t found < <(awk '
-        /^(ERROR|WARNING): / { if (msg != "") print msg; msg = $0; next }
+    mapfile -t found < <(awk -v f="$f" '
+        /^(ERROR|WARNING): / { if (msg != "") print f ": " msg; msg = $0; next }
         msg != "" && /^#[0-9]+: FILE: / { sub(/:$/, "", $3); print $3 ": " msg; msg = ""; next }
-        msg != "" && !/^[+#]/ { print msg; msg = "" }
-        END { if (msg != "") print msg }' "$out")
+        msg != "" && !/^[+#]/ { print f ": " msg; msg = "" }
+        END { if (msg != "") print f ": " msg }' "$out")
     e=0 w=0
     for l in ${found[@]+"${found[@]}"}; do
         case $l in *ERROR:*) e=$((e + 1)) ;; *WARNING:*) w=$((w + 1)) ;; esac
