@@ -112,18 +112,19 @@ unpack_pristine()
     log "unpacking $(basename "$tarball")"
     tar --no-same-owner -C "$tmp" -xf "$tarball"
     [ -d "$tmp/qemu-$ver" ] || die "unexpected tarball layout in $tarball"
+    # (&&: set -e does not reach into a subshell whose status || tests)
     (
-        cd "$tmp/qemu-$ver"
-        rgit init -q
+        cd "$tmp/qemu-$ver" &&
+        rgit init -q &&
         # No automatic gc in the background of a build (38000 loose objects).
-        rgit config gc.auto 0
-        rgit config maintenance.auto false
+        rgit config gc.auto 0 &&
+        rgit config maintenance.auto false &&
         # Every file of the tarball, those its .gitignore files name too.
-        rgit add -A -f
+        rgit add -A -f &&
         GIT_AUTHOR_DATE="2000-01-01T00:00:00Z" GIT_COMMITTER_DATE="2000-01-01T00:00:00Z" \
             rgit commit -q --no-verify -m "QEMU $ver (Debian orig tarball)" \
-            -m "$(basename "$tarball"), SHA-256 $QEMU_TARBALL_SHA256"
-        rgit tag rs-pristine
+            -m "$(basename "$tarball"), SHA-256 $QEMU_TARBALL_SHA256" &&
+        rgit tag rs-pristine &&
         # Not the tree's content: the build directories, the state of this
         # script, Python's caches.  The only exclusions git applies here
         # (the overlay's check below ignores the tarball's .gitignore files).
