@@ -1,7 +1,23 @@
 #!/bin/bash
-# Build QEMU 10.0.x from Debian's source package with the rdma-session tree
-# overlaid.  Idempotent: the source is fetched and configured once; later
-# runs copy only changed files and let ninja rebuild what they touch.
+# Build QEMU with the rdma-session device: Debian's orig tarball of the
+# release qemu/VERSION pins, as a git repository (one commit, tag
+# rs-pristine), the patch series qemu/patches/*.patch applied with `git am`,
+# and the project's own files (hw/, include/, qapi/, tests/qtest/, docs/,
+# configs/) overlaid.  Idempotent: the source is fetched, unpacked and
+# configured once; later runs rewrite only files whose content changed and
+# let ninja rebuild what they touch.
+#
+#   series   a changed series (files added, removed, edited) is applied
+#            afresh to rs-pristine in a scratch sparse worktree, and the tree
+#            is then reset to the result: only the files whose content
+#            differs are rewritten.  A patch that does not apply
+#            stops the build and leaves the tree as it was.
+#   overlay  rsync --checksum (unchanged files keep their mtime); then every
+#            file in those directories that git does not track and the
+#            project no longer has (a file removed or renamed in the
+#            project) is deleted, and a tracked file the project no longer
+#            overrides is restored from the series.  `git -C <tree> status`
+#            shows the overlay.
 #
 # Usage: scripts/build-qemu.sh [--fuzz] [ninja targets...]
 #   --fuzz  a second build directory of the same source (build-fuzz, linked
@@ -27,30 +43,30 @@ need_host_packages()
     fi
     apt_need "" ninja-build python3-venv python3-pycotap pkg-config gcc \
         libglib2.0-dev libpixman-1-dev libslirp-dev zlib1g-dev libfdt-dev \
-        flex bison bzip2 rsync seabios qemu-system-data ipxe-qemu ||
+        flex bison bzip2 rsync git seabios qemu-system-data ipxe-qemu ||
         die "could not install QEMU's build dependencies from Debian bookworm (see apt output above)"
 }
 
-# Find or download the QEMU 10.0.x orig tarball; prints its path.
+# The pinned release (QEMU_VERSION, QEMU_DEBIAN_VERSION, QEMU_TARBALL_SHA256).
+. "$top/qemu/VERSION"
+patches="$top/qemu/patches"
+
+# Find or download the pinned orig tarball; prints its path.
 fetch_qemu_source()
 {
-    local dir="$RS_CACHE/src" t v suite
+    local dir="$RS_CACHE/src" t
+    t="$dir/qemu_$QEMU_VERSION+ds.orig.tar.xz"
     mkdir -p "$dir"
-    t=$(ls -1 "$dir"/qemu_10.0.*+ds.orig.tar.xz 2>/dev/null | sort -V | tail -n 1 || true)
-    if [ -n "$t" ]; then echo "$t"; return; fi
-    apt_priv_setup || die "apt-get update with the private sources failed"
-    for suite in trixie bookworm-backports; do
-        v=$(APT_CONFIG="$RS_APT/apt.conf" apt-cache showsrc qemu 2>/dev/null |
-            awk '/^Version: 1:10\.0\./ {print $2}' | sort -V | tail -n 1)
-        [ -n "$v" ] || continue
-        log "fetching source package qemu=$v"
-        if (cd "$dir" && apt_priv source -q --download-only "qemu=$v" >&2); then
-            t=$(ls -1 "$dir"/qemu_10.0.*+ds.orig.tar.xz 2>/dev/null | sort -V | tail -n 1 || true)
-            [ -n "$t" ] && { echo "$t"; return; }
-        fi
-        log "source package qemu=$v from $suite could not be downloaded"
-    done
-    die "no QEMU 10.0.x source: 'apt-get source qemu' from suites trixie and bookworm-backports (deb-src) both failed"
+    if [ ! -f "$t" ]; then
+        apt_priv_setup || die "apt-get update with the private sources failed"
+        log "fetching source package qemu=$QEMU_DEBIAN_VERSION"
+        (cd "$dir" && apt_priv source -q --download-only "qemu=$QEMU_DEBIAN_VERSION" >&2) ||
+            die "no QEMU $QEMU_VERSION source: 'apt-get source qemu=$QEMU_DEBIAN_VERSION' (trixie, bookworm-backports deb-src) failed; put qemu_$QEMU_VERSION+ds.orig.tar.xz into $dir, or pin another release in qemu/VERSION"
+        [ -f "$t" ] || die "apt-get source qemu=$QEMU_DEBIAN_VERSION brought no $(basename "$t")"
+    fi
+    [ "$(sha256sum < "$t" | cut -d' ' -f1)" = "$QEMU_TARBALL_SHA256" ] ||
+        die "$t: SHA-256 is not qemu/VERSION's QEMU_TARBALL_SHA256"
+    echo "$t"
 }
 
 fuzz=0
@@ -67,101 +83,159 @@ fi
 mkdir -p "$RS_BUILD"
 exec 9>"$RS_BUILD/.lock"
 flock 9
-tarball=$(fetch_qemu_source)
-ver=$(basename "$tarball" | sed -E 's/^qemu_([0-9.]+)\+ds.*/\1/')
+ver=$QEMU_VERSION
 src="$RS_BUILD/qemu-$ver"
 bld="$src/build"
 link="$RS_BUILD/qemu"
 [ $fuzz = 0 ] || { bld="$src/build-fuzz"; link="$RS_BUILD/qemu-fuzz"; }
 
-# The integration patch the tree was unpacked with: the copy kept beside
-# it, or (trees unpacked before the copy was kept) the version in the
-# repository's history with the recorded checksum.
-applied_patch()
+# git with an identity of its own for the tree's commits; trees unpacked
+# by earlier versions of this script belong to the tarball's owner.
+rgit()
 {
-    local sum h
-    sum=$(cat "$src/.rs-unpacked" 2>/dev/null) || return 1
-    if [ -f "$src/.rs-patch" ]; then
-        [ "$(sha1sum < "$src/.rs-patch" | cut -c1-12)" = "$sum" ] || return 1
-        cat "$src/.rs-patch"
-        return
-    fi
-    for h in $(git -C "$top" log --format=%H -- scripts/qemu-integration.patch 2>/dev/null); do
-        if [ "$(git -C "$top" show "$h:scripts/qemu-integration.patch" | sha1sum | cut -c1-12)" = "$sum" ]; then
-            git -C "$top" show "$h:scripts/qemu-integration.patch"
-            return
-        fi
-    done
-    return 1
+    git -c safe.directory='*' -c user.name="rdma-session build" \
+        -c user.email="build@rdma-session.invalid" -c advice.detachedHead=false "$@"
 }
+qgit() { rgit -C "$src" "$@"; }
 
-# A changed integration patch, applied in place: every file the old or the
-# new patch touches is taken from the tarball, patched in a scratch tree,
-# and copied over only if its content changed, so ninja rebuilds only what
-# depends on it (a new generic-fuzz configuration: generic_fuzz.c).  False
-# if that cannot be done; then the tree is unpacked afresh.
-patch_in_place()
+# The pristine tree: the tarball unpacked, committed once ("QEMU <ver>
+# (Debian orig tarball)", tag rs-pristine).  A tree unpacked by the former
+# scheme (an integration patch applied in place, no .git) is adopted: the
+# pristine repository's .git moves into it, and applying the series below
+# rewrites only the files that differ.
+unpack_pristine()
 {
-    local tmp files f rc=1
-    tmp=$(mktemp -d) || return 1
-    applied_patch > "$tmp/old.patch" || { rm -rf "$tmp"; return 1; }
-    files=$(sed -n 's|^+++ b/\([^[:space:]]*\).*|\1|p' "$tmp/old.patch" \
-                "$top/scripts/qemu-integration.patch" | sort -u)
-    case $'\n'$files$'\n' in
-    *$'\n'Kconfig$'\n'*|*$'\n'MAINTAINERS$'\n'*) rm -rf "$tmp"; return 1 ;;
-    esac
-    if tar -tf "$tarball" > "$tmp/list" &&
-       grep -Fx -f <(sed "s|^|qemu-$ver/|" <<<"$files") "$tmp/list" > "$tmp/members" &&
-       mkdir "$tmp/t" && tar -C "$tmp/t" -xf "$tarball" -T "$tmp/members" &&
-       mkdir -p "$tmp/t/qemu-$ver" &&
-       (cd "$tmp/t/qemu-$ver" && patch -p1 --quiet < "$top/scripts/qemu-integration.patch"); then
-        rc=0
-        for f in $files; do
-            if [ -f "$tmp/t/qemu-$ver/$f" ]; then
-                cmp -s "$tmp/t/qemu-$ver/$f" "$src/$f" && continue
-                log "integration patch: $f"
-                mkdir -p "$(dirname "$src/$f")"
-                cp "$tmp/t/qemu-$ver/$f" "$src/$f" || rc=1
-            else
-                rm -f "$src/$f"     # a file only the old patch added
-            fi
-        done
-    fi
+    local tarball tmp
+    tarball=$(fetch_qemu_source)
+    tmp="$RS_BUILD/.unpack-qemu-$ver"
     rm -rf "$tmp"
-    return $rc
+    mkdir -p "$tmp"
+    log "unpacking $(basename "$tarball")"
+    tar --no-same-owner -C "$tmp" -xf "$tarball"
+    [ -d "$tmp/qemu-$ver" ] || die "unexpected tarball layout in $tarball"
+    # (&&: set -e does not reach into a subshell whose status || tests)
+    (
+        cd "$tmp/qemu-$ver" &&
+        rgit init -q &&
+        # No automatic gc in the background of a build (38000 loose objects).
+        rgit config gc.auto 0 &&
+        rgit config maintenance.auto false &&
+        # Every file of the tarball, those its .gitignore files name too.
+        rgit add -A -f &&
+        GIT_AUTHOR_DATE="2000-01-01T00:00:00Z" GIT_COMMITTER_DATE="2000-01-01T00:00:00Z" \
+            rgit commit -q --no-verify -m "QEMU $ver (Debian orig tarball)" \
+            -m "$(basename "$tarball"), SHA-256 $QEMU_TARBALL_SHA256" &&
+        rgit tag rs-pristine &&
+        # Not the tree's content: the build directories, the state of this
+        # script, Python's caches.  The only exclusions git applies here
+        # (the overlay's check below ignores the tarball's .gitignore files).
+        printf '%s\n' '/build/' '/build-fuzz/' '/.rs-*' '__pycache__/' '*.pyc' >> .git/info/exclude
+    ) || die "could not make $tmp/qemu-$ver a git repository"
+    if [ -d "$src" ]; then
+        log "adopting $src (unpacked by an earlier version of this script)"
+        rm -rf "$src/.git"
+        mv "$tmp/qemu-$ver/.git" "$src/.git"
+        rm -f "$src/.rs-series" "$src/.rs-patch" "$src/.rs-unpacked"
+        rm -rf "$tmp"
+    else
+        mv "$tmp/qemu-$ver" "$src"
+        rmdir "$tmp"
+    fi
 }
 
-patchsum=$(sha1sum < "$top/scripts/qemu-integration.patch" | cut -c1-12)
-if [ -d "$src" ] && [ "$(cat "$src/.rs-unpacked" 2>/dev/null)" != "$patchsum" ] &&
-   patch_in_place; then
-    cp "$top/scripts/qemu-integration.patch" "$src/.rs-patch"
-    echo "$patchsum" > "$src/.rs-unpacked"
+# The series' identity: its files' names and contents, in order.
+series_id()
+{
+    local p
+    for p in "$patches"/*.patch; do
+        [ -e "$p" ] || continue
+        printf '%s\n' "${p##*/}"
+        cat "$p"
+    done | sha1sum | cut -c1-12
+}
+
+# Apply the series to rs-pristine in a scratch worktree that holds only
+# the files the patches touch (sparse), then move the tree to the result:
+# `git reset --hard` rewrites exactly the files whose content differs
+# between the tree's commit and the new one, so ninja rebuilds only what
+# depends on them; the overlay's files (untracked) stay as they are.
+apply_series()
+{
+    local wt="$RS_BUILD/.am-qemu-$ver" out new gone f n
+    local list=("$patches"/*.patch)
+    [ -e "${list[0]}" ] || list=()
+    rm -rf "$wt"
+    qgit worktree prune
+    qgit worktree add -q --no-checkout --detach "$wt" rs-pristine ||
+        die "git worktree add in $src failed"
+    { [ ${#list[@]} -eq 0 ] ||
+      sed -n 's|^diff --git a/\(.*\) b/\(.*\)$|/\1\n/\2|p' "${list[@]}"; } | sort -u |
+        rgit -C "$wt" sparse-checkout set --no-cone --stdin
+    rgit -C "$wt" checkout -q
+    if [ ${#list[@]} -gt 0 ] && ! out=$(rgit -C "$wt" am --no-3way --committer-date-is-author-date "${list[@]}" 2>&1); then
+        printf '%s\n' "$out" >&2
+        rgit -C "$wt" am --abort >/dev/null 2>&1 || true
+        qgit worktree remove --force "$wt"
+        n=$(sed -n 's/^Patch failed at \([0-9]*\) .*/\1/p' <<<"$out" | head -n 1)
+        die "qemu/patches/${n:+${list[10#$n - 1]##*/}} does not apply to QEMU $ver (rs-pristine); the tree is unchanged"
+    fi
+    new=$(rgit -C "$wt" rev-parse HEAD)
+    qgit worktree remove --force "$wt"
+    log "QEMU $ver + qemu/patches (${#list[@]} patches): $(qgit diff --name-only HEAD "$new" | tr '\n' ' ')"
+    # The index to the new commit first, the files untouched; then the
+    # files whose content is already the new one count as unchanged (a
+    # tree adopted from the former scheme has most of them), and the hard
+    # reset rewrites only the others.  Files the new commit no longer has
+    # are removed by hand (after the mixed reset they are untracked).
+    gone=$(qgit diff --name-only --no-renames --diff-filter=D HEAD "$new")
+    qgit reset -q --mixed "$new" >/dev/null
+    qgit update-index -q --refresh >/dev/null || true
+    qgit reset -q --hard "$new"
+    while IFS= read -r f; do
+        [ -z "$f" ] || rm -f "$src/$f"
+    done <<<"$gone"
+}
+
+if ! [ -d "$src/.git" ] || ! qgit rev-parse -q --verify 'rs-pristine^{commit}' >/dev/null 2>&1; then
+    unpack_pristine
 fi
-# Otherwise a changed integration patch means a fresh tree (both build
-# directories).
-if [ "$(cat "$src/.rs-unpacked" 2>/dev/null)" != "$patchsum" ]; then
-    log "unpacking $(basename "$tarball")"
-    rm -rf "$src"
-    mkdir -p "$RS_BUILD"
-    tar -C "$RS_BUILD" -xf "$tarball"
-    [ -d "$src" ] || die "unexpected tarball layout in $tarball"
-    (cd "$src" && patch -p1 --quiet < "$top/scripts/qemu-integration.patch") ||
-        die "scripts/qemu-integration.patch does not apply to QEMU $ver"
-    cat "$top/Kconfig" >> "$src/Kconfig"
-    cat "$top/MAINTAINERS" >> "$src/MAINTAINERS"
-    cp "$top/scripts/qemu-integration.patch" "$src/.rs-patch"
-    echo "$patchsum" > "$src/.rs-unpacked"
+sid=$(series_id)
+if [ "$(cat "$src/.rs-series" 2>/dev/null)" != "$sid" ]; then
+    apply_series
+    echo "$sid" > "$src/.rs-series"
 fi
 
 # Overlay: --checksum rewrites only files whose content changed, so ninja
 # sees an untouched mtime on everything else.  Of tests/, only the qtests
 # belong in QEMU's tree (tests/meson.build is the project's own).
+roots=(hw include qapi tests/qtest docs configs)
 rsync -r --checksum --exclude='*~' \
     --include='/hw/***' --include='/include/***' --include='/qapi/***' \
     --include='/tests/' \
     --include='/tests/qtest/***' \
     --include='/docs/***' --include='/configs/***' --exclude='*' \
     "$top/" "$src/"
+# What the overlay placed and the project no longer has: files in those
+# directories that git does not track (the tarball and the series have
+# them all) and that are not among the project's files are deleted; a
+# tracked file that is modified but no longer the project's own is
+# restored.
+want=$(cd "$top" && for r in "${roots[@]}"; do
+           [ -d "$r" ] && find "$r" -type f ! -name '*~'
+       done | LC_ALL=C sort)
+while IFS= read -r f; do
+    [ -n "$f" ] || continue
+    log "overlay: removing $f (no longer in the project)"
+    rm -f "$src/$f"
+    rmdir -p --ignore-fail-on-non-empty "$(dirname "$src/$f")" 2>/dev/null || true
+done < <(qgit ls-files --others --exclude-from=.git/info/exclude -- "${roots[@]}" | LC_ALL=C sort |
+         LC_ALL=C comm -23 - <(printf '%s\n' "$want"))
+while IFS= read -r f; do
+    [ -n "$f" ] || continue
+    log "overlay: restoring $f (no longer in the project)"
+    qgit checkout -q HEAD -- "$f"
+done < <(qgit ls-files --modified -- "${roots[@]}" | LC_ALL=C sort -u |
+         LC_ALL=C comm -23 - <(printf '%s\n' "$want"))
 
 cfg=(--target-list=x86_64-softmmu --python=/usr/bin/python3
      --without-default-features --without-default-devices

@@ -8,6 +8,10 @@
 #   abi          the ABI header's check (C11, gnu99, C++11), the docs'
 #                tables against it (spec layouts, the guide's status table)
 #                and the shell scripts' lint
+#   checkpatch   QEMU's scripts/checkpatch.pl on the device's files
+#                (hw/rdma-session/, include/hw/rdma-session/,
+#                tests/qtest/rdma-session/), one case per file, failing on
+#                an ERROR
 #   unit         the rdma-core provider's data path test
 #   qtest        the device's qtests, one meson test per area
 #   vmstate      the device's migration stream description against the
@@ -45,9 +49,9 @@ export RS_BUILD
 logs="$RS_BUILD/test-logs"
 mkdir -p "$logs"
 
-all=(abi unit qtest vmstate fuzz-smoke qtest-asan demo guest-driver guest-stack
-     rdma-matrix verbs introspect nvmf stacks resilience multipath migration
-     libvirt bench-smoke)
+all=(abi checkpatch unit qtest vmstate fuzz-smoke qtest-asan demo guest-driver
+     guest-stack rdma-matrix verbs introspect nvmf stacks resilience multipath
+     migration libvirt bench-smoke)
 guest=(demo guest-driver guest-stack rdma-matrix verbs introspect nvmf stacks
        resilience multipath migration libvirt bench-smoke)
 sel=()

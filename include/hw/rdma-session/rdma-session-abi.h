@@ -24,18 +24,18 @@
 /*
  * Register field declarations use QEMU's registerfields.h names
  * (A_<reg> byte offset, R_<reg>_<field>_SHIFT/_LENGTH/_MASK).  Outside QEMU
- * the two macros are defined here with the same expansion.
+ * the two macros are defined here with the same constants (one enum per
+ * macro: checkpatch.pl wants a macro to be one statement).
  */
 #ifndef REG32
 #define REG32(reg, addr)                                          \
-    enum { A_ ## reg = (addr) };                                  \
-    enum { R_ ## reg = (addr) / 4 };
+    enum { A_ ## reg = (addr), R_ ## reg = (addr) / 4 };
 #endif
 #ifndef FIELD
 #define FIELD(reg, field, shift, length)                          \
-    enum { R_ ## reg ## _ ## field ## _SHIFT = (shift) };         \
-    enum { R_ ## reg ## _ ## field ## _LENGTH = (length) };       \
-    enum { R_ ## reg ## _ ## field ## _MASK =                     \
+    enum { R_ ## reg ## _ ## field ## _SHIFT = (shift),           \
+           R_ ## reg ## _ ## field ## _LENGTH = (length),         \
+           R_ ## reg ## _ ## field ## _MASK =                     \
            (int)((~0U >> (32 - (length))) << (shift)) };
 #endif
 

@@ -395,7 +395,10 @@ static void path_qmp_check(QRdmaSession *a, const uint32_t *sess,
 
         s = qobject_to(QDict, qlist_entry_obj(le));
         h = qdict_get_int(s, "handle");
-        for (i = 0; i < n && sess[i] != h; i++) {
+        for (i = 0; i < n; i++) {
+            if (sess[i] == h) {
+                break;
+            }
         }
         g_assert_cmpuint(i, <, n);
         g_assert_cmpuint(qdict_get_int(s, "src-port"), ==, PATH_PORT0 + i);
