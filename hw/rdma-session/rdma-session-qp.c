@@ -13,7 +13,9 @@
  */
 
 #include "qemu/osdep.h"
+#include "migration/vmstate.h"
 #include "rdma-session-core.h"
+#include "rdma-session-wire.h"
 #include "trace.h"
 
 #define RS_QPT_NUM      (RS_QPT_XRC_TGT + 1)
@@ -820,3 +822,351 @@ uint8_t rs_cmd_destroy_qp(RSCore *c, const struct rs_admin_cmd *cmd,
     rs_qp_release(c, idx);
     return RS_STATUS_OK;
 }
+
+/* ------------------------------------------------------------------ */
+/* Migration                                                          */
+/* ------------------------------------------------------------------ */
+
+static const VMStateDescription vmstate_rs_atomic_res = {
+    .name = "rdma-session/atomic-res",
+    .version_id = 2,
+    .minimum_version_id = 2,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(valid, RSAtomicRes),
+        VMSTATE_BOOL(owed, RSAtomicRes),
+        VMSTATE_UINT32(psn, RSAtomicRes),
+        VMSTATE_UINT64(orig, RSAtomicRes),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static int rs_rd_res_pre_load(void *opaque)
+{
+    RSRdRes *r = opaque;
+
+    r->srq = 0;
+    return 0;
+}
+
+static const VMStateDescription vmstate_rs_rd_res = {
+    .name = "rdma-session/rd-res",
+    .version_id = 2,
+    .minimum_version_id = 2,
+    .pre_load = rs_rd_res_pre_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(valid, RSRdRes),
+        VMSTATE_UINT32(psn, RSRdRes),
+        VMSTATE_UINT32(npkts, RSRdRes),
+        VMSTATE_UINT64(va, RSRdRes),
+        VMSTATE_UINT32(rkey, RSRdRes),
+        VMSTATE_UINT32(len, RSRdRes),
+        VMSTATE_UINT32(gid, RSRdRes),
+        VMSTATE_UINT32(first, RSRdRes),
+        VMSTATE_UINT32(next, RSRdRes),
+        VMSTATE_UINT32(stop, RSRdRes),
+        VMSTATE_END_OF_LIST()
+    },
+    .subsections = (const VMStateDescription * const []) {
+        &vmstate_rs_rd_res_xrc,
+        NULL
+    },
+};
+
+static const VMStateDescription vmstate_rs_sent_wqe = {
+    .name = "rdma-session/sent-wqe",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(wr_id, RSSentWqe),
+        VMSTATE_UINT32(len, RSSentWqe),
+        VMSTATE_UINT32(npkts, RSSentWqe),
+        VMSTATE_UINT8(opcode, RSSentWqe),
+        VMSTATE_UINT8(flags, RSSentWqe),
+        VMSTATE_UINT8(nsge, RSSentWqe),
+        VMSTATE_UINT8(sge_at, RSSentWqe),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/* A receive WQE's SGE as the guest wrote it (little-endian fields). */
+static const VMStateDescription vmstate_rs_sge = {
+    .name = "rdma-session/sge",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(addr, struct rs_sge),
+        VMSTATE_UINT32(length, struct rs_sge),
+        VMSTATE_UINT32(lkey, struct rs_sge),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/*
+ * A QP without the XRC subsection is not an XRC target, one without the
+ * ODP subsection waits for no page fault.
+ */
+static int rs_qp_pre_load(void *opaque)
+{
+    RSQp *qp = opaque;
+
+    qp->xrcd = 0;
+    memset(&qp->odp_req, 0, sizeof(qp->odp_req));
+    memset(&qp->odp_resp, 0, sizeof(qp->odp_resp));
+    qp->odp_paused = false;
+    qp->pause_psn = 0;
+    qp->dc_state = 0;
+    qp->dc_ah = qp->dc_dct = qp->dc_conn = 0;
+    qp->dc_key = 0;
+    qp->path_bytes = 0;
+    qp->path_migrations = 0;
+    qp->resp_sport = 0;
+    return 0;
+}
+
+static int rs_qp_post_load(void *opaque, int version_id)
+{
+    RSQp *qp = opaque;
+
+    if (version_id < 4) {
+        /* Before the send window every sent WQE was sent whole. */
+        qp->una_psn = qp->comp_psn;
+    }
+    return 0;
+}
+
+const VMStateDescription vmstate_rs_qp = {
+    .name = "rdma-session/qp",
+    .version_id = 5,
+    .minimum_version_id = 1,
+    .pre_load = rs_qp_pre_load,
+    .post_load = rs_qp_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(valid, RSQp),
+        VMSTATE_BOOL(has_av, RSQp),
+        VMSTATE_UINT8(gen, RSQp),
+        VMSTATE_UINT8(type, RSQp),
+        VMSTATE_UINT8(state, RSQp),
+        VMSTATE_UINT8(sq_log, RSQp),
+        VMSTATE_UINT8(rq_log, RSQp),
+        VMSTATE_UINT8(max_send_sge, RSQp),
+        VMSTATE_UINT8(max_recv_sge, RSQp),
+        VMSTATE_UINT8(flags, RSQp),
+        VMSTATE_UINT16(max_inline, RSQp),
+        VMSTATE_UINT32(pd, RSQp),
+        VMSTATE_UINT32(send_cq, RSQp),
+        VMSTATE_UINT32(recv_cq, RSQp),
+        VMSTATE_UINT32(uar, RSQp),
+        VMSTATE_UINT32(group, RSQp),
+        VMSTATE_UINT64(sq_addr, RSQp),
+        VMSTATE_UINT64(rq_addr, RSQp),
+        VMSTATE_UINT32(sq_pi, RSQp),
+        VMSTATE_UINT32(rq_pi, RSQp),
+        VMSTATE_UINT32(qkey, RSQp),
+        VMSTATE_UINT32(rq_psn, RSQp),
+        VMSTATE_UINT32(sq_psn, RSQp),
+        VMSTATE_UINT32(dest_qpn, RSQp),
+        VMSTATE_UINT16(access, RSQp),
+        VMSTATE_UINT8(path_mtu, RSQp),
+        VMSTATE_UINT8(max_rd_atomic, RSQp),
+        VMSTATE_UINT8(max_dest_rd_atomic, RSQp),
+        VMSTATE_UINT8(min_rnr_timer, RSQp),
+        VMSTATE_UINT8(timeout, RSQp),
+        VMSTATE_UINT8(retry_cnt, RSQp),
+        VMSTATE_UINT8(rnr_retry, RSQp),
+        VMSTATE_UINT8(en_sqd_async, RSQp),
+        VMSTATE_STRUCT(av, RSQp, 1, vmstate_rs_av, RSAv),
+        /* version 2: the transport engine */
+        VMSTATE_UINT32_V(sq_ci, RSQp, 2),
+        VMSTATE_UINT32_V(sq_comp, RSQp, 2),
+        VMSTATE_UINT32_V(comp_psn, RSQp, 2),
+        VMSTATE_UINT32_V(rq_ci, RSQp, 2),
+        VMSTATE_UINT32_V(msn, RSQp, 2),
+        VMSTATE_UINT8_V(resp_op, RSQp, 2),
+        VMSTATE_UINT32_V(resp_off, RSQp, 2),
+        VMSTATE_UINT64_V(resp_va, RSQp, 2),
+        VMSTATE_UINT32_V(resp_rkey, RSQp, 2),
+        VMSTATE_UINT32_V(resp_left, RSQp, 2),
+        /* version 3: atomic responder resources, SRQ */
+        VMSTATE_STRUCT_ARRAY(atomic_res, RSQp, RS_ATOMIC_RES, 3,
+                               vmstate_rs_atomic_res, RSAtomicRes),
+        VMSTATE_UINT8_V(atomic_next, RSQp, 3),
+        VMSTATE_UINT32_V(srq, RSQp, 3),
+        VMSTATE_BOOL_V(srq_claimed, RSQp, 3),
+        VMSTATE_UINT8_V(srq_nsge, RSQp, 3),
+        VMSTATE_UINT64_V(srq_wr_id, RSQp, 3),
+        VMSTATE_STRUCT_ARRAY(srq_sge, RSQp, RS_MAX_SGE, 3, vmstate_rs_sge,
+                               struct rs_sge),
+        /* version 4: send window, RNR, ACK coalescing, READ resources */
+        VMSTATE_UINT32_V(req_pkt, RSQp, 4),
+        VMSTATE_UINT8_V(req_slot, RSQp, 4),
+        VMSTATE_UINT32_V(una_psn, RSQp, 4),
+        VMSTATE_UINT8_V(rd_out, RSQp, 4),
+        VMSTATE_UINT8_V(rnr_retries, RSQp, 4),
+        VMSTATE_BOOL_V(rnr_wait, RSQp, 4),
+        VMSTATE_BOOL_V(ack_pending, RSQp, 4),
+        VMSTATE_UINT32_V(ack_psn, RSQp, 4),
+        VMSTATE_UINT32_V(rd_head, RSQp, 4),
+        VMSTATE_STRUCT_ARRAY(rd_res, RSQp, RS_MAX_RD_ATOMIC, 4,
+                             vmstate_rs_rd_res, RSRdRes),
+        /* version 5: what the requester recorded of started WQEs */
+        VMSTATE_UINT32_V(sq_rec, RSQp, 5),
+        VMSTATE_BOOL_V(comm_est, RSQp, 5),
+        VMSTATE_BOOL_V(sqd_notify, RSQp, 5),
+        VMSTATE_STRUCT_ARRAY(sent, RSQp, RS_SQ_INFLIGHT, 5,
+                             vmstate_rs_sent_wqe, RSSentWqe),
+        VMSTATE_UINT32_V(rd_sge_head, RSQp, 5),
+        VMSTATE_UINT32_V(rd_sge_tail, RSQp, 5),
+        VMSTATE_STRUCT_ARRAY(rd_sge, RSQp, RS_RD_SGE_POOL, 5, vmstate_rs_sge,
+                             struct rs_sge),
+        VMSTATE_END_OF_LIST()
+    },
+    .subsections = (const VMStateDescription * const []) {
+        &vmstate_rs_qp_xrc,
+        &vmstate_rs_qp_odp,
+        &vmstate_rs_qp_dc,
+        &vmstate_rs_qp_path,
+        NULL
+    },
+};
+
+/*
+ * The requester's records of started WQEs: sq_comp <= sq_ci <= sq_rec,
+ * at most RS_SQ_INFLIGHT of them, each spanning at least one PSN (the
+ * completer's progress depends on it) and no more than its length needs,
+ * and the READ/atomic SGEs they hold are those the pool has given out.
+ */
+static bool rs_qp_sent_valid(RSCore *c, const RSQp *qp)
+{
+    uint32_t n = qp->sq_rec - qp->sq_comp, sges = 0, i;
+
+    if (n > RS_SQ_INFLIGHT || qp->sq_ci - qp->sq_comp > n ||
+        qp->rd_sge_head - qp->rd_sge_tail > RS_RD_SGE_POOL) {
+        return false;
+    }
+    for (i = 0; i < n; i++) {
+        const RSSentWqe *w = &qp->sent[(qp->sq_comp + i) % RS_SQ_INFLIGHT];
+
+        if (w->len > c->p.max_msg_size ||
+            !w->npkts || w->npkts > MAX(DIV_ROUND_UP(w->len, 256), 1) ||
+            w->nsge > qp->max_send_sge ||
+            (w->nsge && w->opcode != RS_WR_RDMA_READ &&
+             w->opcode != RS_WR_ATOMIC_CMP_SWP &&
+             w->opcode != RS_WR_ATOMIC_FETCH_ADD) ||
+            w->sge_at >= RS_RD_SGE_POOL ||
+            (w->nsge && w->sge_at != (qp->rd_sge_tail + sges) %
+                                     RS_RD_SGE_POOL)) {
+            return false;
+        }
+        sges += w->nsge;
+    }
+    return sges == qp->rd_sge_head - qp->rd_sge_tail;
+}
+
+/*
+ * A QP's references, attributes and engine state: the receive side, the
+ * send window, the requester's records and the READ resources.
+ */
+static bool rs_qp_state_valid(RSCore *c, const RSQp *qp)
+{
+    const RSParams *p = &c->p;
+    /*
+     * XRC: the target has no queues (rs_xrc_state_valid checked what it
+     * borrows), the initiator no receive side.
+     */
+    bool tgt = qp->type == RS_QPT_XRC_TGT;
+    bool ini = qp->type == RS_QPT_XRC_INI || qp->type == RS_QPT_DCI;
+    /*
+     * DC (rs_dc_state_valid checks the rest): a DCT and its contexts
+     * have no send queue or send CQ, a DCT's SRQ is required.
+     */
+    bool dc_rx = qp->type == RS_QPT_DCT || qp->type == RS_QPT_DC_CTX;
+    uint32_t j;
+
+    if (dc_rx && !qp->srq) {
+        return false;
+    }
+
+    /* Receive side: its own queue, or an SRQ and the WQE it took. */
+    if (qp->srq ? (!RS_REF_OK(c, srqs, p->max_srqs, qp->srq) || ini ||
+                   qp->rq_log || qp->max_recv_sge ||
+                   (qp->srq_nsge > RS_MAX_SGE &&
+                    qp->srq_nsge < RS_SRQ_WQE_BAD_DMA)) :
+                  tgt || ini ?
+                  (qp->srq_claimed || qp->rq_log || qp->max_recv_sge ||
+                   qp->rq_pi || qp->rq_ci || (ini && qp->recv_cq)) :
+                  (qp->srq_claimed ||
+                   qp->rq_log < 1 || qp->rq_log > RS_MAX_WQ_LOG)) {
+        return false;
+    }
+    if (qp->atomic_next >= RS_ATOMIC_RES) {
+        return false;
+    }
+    if ((qp->type > RS_QPT_GSI && !tgt && !ini && !dc_rx) ||
+        qp->type > RS_QPT_DC_CTX || qp->state > RS_QPS_ERR ||
+        (!tgt && (!RS_REF_OK(c, pds, p->max_pds, qp->pd) ||
+                  ((c->pds[qp->pd].flags & RS_PD_F_PRIVILEGED) && qp->uar) ||
+                  (dc_rx ? qp->send_cq != 0 :
+                   !RS_REF_OK(c, cqs, p->max_cqs, qp->send_cq)))) ||
+        (!tgt && !ini && !RS_REF_OK(c, cqs, p->max_cqs, qp->recv_cq)) ||
+        (qp->group && !RS_REF_OK(c, groups, p->max_groups, qp->group)) ||
+        (qp->has_av && !rs_gid_valid(c, qp->av.gid_index))) {
+        return false;
+    }
+    /* Engine state: in-flight WQEs fit the ring, PSNs are 24 bits. */
+    if ((tgt || dc_rx ? qp->sq_log != 0 || qp->sq_pi || qp->sq_ci ||
+                        qp->sq_rec :
+               qp->sq_log < 1 || qp->sq_log > RS_MAX_WQ_LOG) ||
+        qp->sq_ci - qp->sq_comp > (1u << qp->sq_log) ||
+        qp->resp_op > RS_RESP_DROP ||
+        qp->max_send_sge > RS_MAX_SGE || qp->max_recv_sge > RS_MAX_SGE ||
+        qp->max_inline > RS_MAX_INLINE ||
+        qp->path_mtu < RS_MTU_256 || qp->path_mtu > RS_MTU_4096 ||
+        (qp->sq_psn | qp->rq_psn | qp->comp_psn) >> 24) {
+        return false;
+    }
+    /*
+     * Send window: comp_psn <= una_psn <= sq_psn, the packet index of
+     * a message in progress within the largest message, READ
+     * resources within the largest READ.
+     */
+    if ((qp->una_psn | qp->ack_psn) >> 24 ||
+        rs_psn_diff(qp->una_psn, qp->comp_psn) < 0 ||
+        rs_psn_diff(qp->sq_psn, qp->una_psn) < 0 ||
+        qp->req_pkt > p->max_msg_size / 256 ||
+        qp->req_slot >= RS_MAX_GROUP_SESSIONS ||
+        qp->rnr_retries > 7 || qp->rd_out > RS_MAX_RD_ATOMIC) {
+        return false;
+    }
+    if (!rs_qp_sent_valid(c, qp)) {
+        return false;
+    }
+    for (j = 0; j < RS_MAX_RD_ATOMIC; j++) {
+        const RSRdRes *r = &qp->rd_res[j];
+
+        if (r->valid && (r->psn >> 24 || r->len > p->max_msg_size ||
+                         !r->npkts ||
+                         r->npkts > p->max_msg_size / 256 + 1 ||
+                         r->first > r->next || r->next > r->stop ||
+                         r->stop > r->npkts || r->gid >= p->max_gids ||
+                         r->srq >= p->max_srqs || (r->srq && !tgt))) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool rs_qps_state_valid(RSCore *c)
+{
+    for (uint32_t i = 0; i < c->p.max_qps; i++) {
+        if (c->qps[i].valid && !rs_qp_state_valid(c, &c->qps[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* After XRC: a target's queues are checked by what it borrows. */
+const RSFeature rs_feature_qp = {
+    .name = "qp",
+    .validate = rs_qps_state_valid,
+};
