@@ -866,6 +866,25 @@ void rs_qp_set_av(RSCore *c, RSQp *qp, const RSAv *av);
 uint32_t rs_sq_stride(uint8_t max_sge, uint16_t max_inline);
 uint32_t rs_rq_stride(uint8_t max_sge);
 extern const VMStateDescription vmstate_rs_qp;
+/* The engine's QP and send queue services */
+void rs_send_cqe(RSCore *c, uint32_t qpn, const struct rs_send_wqe_ctrl *w,
+                 uint8_t status, uint32_t byte_len);
+void rs_qp_to_err(RSCore *c, uint32_t qpn);
+void rs_qp_event(RSCore *c, uint32_t qpn, uint8_t type);
+void rs_sq_drained_check(RSCore *c, uint32_t qpn);
+bool rs_qp_flush(RSCore *c, uint32_t qpn, unsigned budget);
+void rs_srq_flush_claimed(RSCore *c, uint32_t qpn);
+void rs_sq_flush_before(RSCore *c, uint32_t qpn, uint32_t end);
+RSSentWqe *rs_sq_started(RSQp *qp, uint32_t index);
+void rs_sq_complete(RSCore *c, uint32_t qpn, uint8_t status,
+                    uint32_t byte_len);
+
+/* rdma-session-cq.c: CQE writes, completion causes */
+void rs_cq_post(RSCore *c, uint32_t cq, struct rs_cqe *cqe, bool solicited);
+uint32_t rs_comp_cause_read(RSCore *c, uint32_t vector);
+void rs_comp_cause_clear(RSCore *c, uint32_t cq);
+bool rs_comp_cause_load(RSCore *c);
+extern const VMStateDescription vmstate_rs_cq_event;
 
 /* rdma-session-xrc.c: XRC domains, XRC SRQs of target QPs */
 uint8_t rs_cmd_create_xrcd(RSCore *c, const struct rs_admin_cmd *cmd,
@@ -1138,22 +1157,6 @@ bool rs_qp_tuple(RSCore *c, RSQp *qp, uint32_t qpn, const RSAv *ud_av,
 void rs_comp_receive(RSCore *c, uint32_t qpn, const struct RSPkt *pkt);
 void rs_resp_ud(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
                 const struct RSPkt *pkt);
-void rs_cq_post(RSCore *c, uint32_t cq, struct rs_cqe *cqe, bool solicited);
-uint32_t rs_comp_cause_read(RSCore *c, uint32_t vector);
-void rs_comp_cause_clear(RSCore *c, uint32_t cq);
-bool rs_comp_cause_load(RSCore *c);
-extern const VMStateDescription vmstate_rs_cq_event;
-void rs_send_cqe(RSCore *c, uint32_t qpn, const struct rs_send_wqe_ctrl *w,
-                 uint8_t status, uint32_t byte_len);
-void rs_qp_to_err(RSCore *c, uint32_t qpn);
-void rs_qp_event(RSCore *c, uint32_t qpn, uint8_t type);
-void rs_sq_drained_check(RSCore *c, uint32_t qpn);
-bool rs_qp_flush(RSCore *c, uint32_t qpn, unsigned budget);
-void rs_srq_flush_claimed(RSCore *c, uint32_t qpn);
-void rs_sq_flush_before(RSCore *c, uint32_t qpn, uint32_t end);
-RSSentWqe *rs_sq_started(RSQp *qp, uint32_t index);
-void rs_sq_complete(RSCore *c, uint32_t qpn, uint8_t status,
-                    uint32_t byte_len);
 
 /*
  * Timers have no re-entrancy guard of their own (bottom halves and the

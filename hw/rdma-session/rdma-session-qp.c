@@ -13,6 +13,7 @@
  */
 
 #include "qemu/osdep.h"
+#include "qemu/log.h"
 #include "migration/vmstate.h"
 #include "rdma-session-core.h"
 #include "rdma-session-wire.h"
@@ -821,6 +822,229 @@ uint8_t rs_cmd_destroy_qp(RSCore *c, const struct rs_admin_cmd *cmd,
     rs_dc_dci_reset(c, idx);
     rs_qp_release(c, idx);
     return RS_STATUS_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* QP and send queue services of the engine                           */
+/* ------------------------------------------------------------------ */
+
+void rs_send_cqe(RSCore *c, uint32_t qpn, const struct rs_send_wqe_ctrl *w,
+                 uint8_t status, uint32_t byte_len)
+{
+    RSQp *qp = &c->qps[qpn];
+    struct rs_cqe cqe = {
+        .wr_id = w->wr_id,
+        .byte_len = cpu_to_le32(byte_len),
+        .qpn = cpu_to_le32(qpn),
+        .opcode = w->opcode,
+        .status = status,
+    };
+
+    if (status == RS_WC_SUCCESS && !(w->flags & RS_WQE_F_SIGNALED) &&
+        !(qp->flags & RS_QP_F_SIGNAL_ALL)) {
+        return;
+    }
+    rs_cq_post(c, qp->send_cq, &cqe, false);
+}
+
+/* An affiliated asynchronous event of QP qpn (IBTA 11.6.3). */
+void rs_qp_event(RSCore *c, uint32_t qpn, uint8_t type)
+{
+    RSQp *qp = &c->qps[qpn];
+
+    if (qp->type == RS_QPT_DC_CTX) {
+        return;                 /* no guest handle: the NAK says it */
+    }
+    rs_core_raise_event(c, type, rs_handle(qpn, qp->gen), qp->sq_psn);
+}
+
+/*
+ * Send Queue Drained: in SQD, once every work request sent before the
+ * transition has completed (the requester sends nothing new in SQD).
+ */
+void rs_sq_drained_check(RSCore *c, uint32_t qpn)
+{
+    RSQp *qp = &c->qps[qpn];
+
+    if (qp->state == RS_QPS_SQD && qp->sqd_notify &&
+        qp->sq_comp == qp->sq_ci && !qp->req_pkt) {
+        qp->sqd_notify = false;
+        rs_qp_event(c, qpn, RS_EV_QP_SQ_DRAINED);
+    }
+}
+
+/*
+ * Outstanding work requests are flushed from req_bh (rs_qp_flush), after
+ * the completion of the error that got the QP here.  A QP on an SRQ gets
+ * the Last WQE Reached event instead of a receive queue flush (IBTA
+ * 11.6.3.2).
+ */
+void rs_qp_to_err(RSCore *c, uint32_t qpn)
+{
+    RSQp *qp = &c->qps[qpn];
+
+    if (qp->type == RS_QPT_DC_CTX) {
+        rs_dc_ctx_error(c, qpn);    /* released, never its DCT */
+        return;
+    }
+    if (qp->state != RS_QPS_ERR) {
+        trace_rdma_session_qp_state(qpn, qp->state, RS_QPS_ERR);
+        qp->state = RS_QPS_ERR;
+        rs_odp_qp_clear(c, qp);
+        if (qp->srq && qp->type != RS_QPT_XRC_TGT) {
+            rs_core_raise_event(c, RS_EV_QP_LAST_WQE_REACHED,
+                                rs_handle(qpn, qp->gen), 0);
+        }
+    }
+    rs_req_kick(c);
+}
+
+/*
+ * A QP in ERR completes every outstanding work request with
+ * RS_WC_WR_FLUSH_ERR, in order: send WQEs from the oldest not completed
+ * (sent or not), receive WQEs from rq_ci (on an SRQ: the one a message in
+ * progress took), and those posted while the QP stays in ERR, as rxe and
+ * mlx5 do (ib_drain_qp() relies on it).  Flushed WQEs complete whether
+ * signaled or not.  True when budget ran out before the queues were empty.
+ */
+/* The record of WQE index if the requester has started it, else NULL. */
+RSSentWqe *rs_sq_started(RSQp *qp, uint32_t index)
+{
+    if (index - qp->sq_comp >= qp->sq_rec - qp->sq_comp) {
+        return NULL;
+    }
+    return &qp->sent[index % RS_SQ_INFLIGHT];
+}
+
+/*
+ * Complete the WQE at sq_comp: as recorded when it was started, or, one
+ * the requester never started (flushed), as the ring holds it now.
+ */
+void rs_sq_complete(RSCore *c, uint32_t qpn, uint8_t status,
+                    uint32_t byte_len)
+{
+    RSQp *qp = &c->qps[qpn];
+    RSSentWqe *rec = rs_sq_started(qp, qp->sq_comp);
+    uint32_t stride = rs_sq_stride(qp->max_send_sge, qp->max_inline);
+    struct rs_send_wqe_ctrl w;
+
+    memset(&w, 0, sizeof(w));
+    if (rec) {
+        w.wr_id = rec->wr_id;
+        w.opcode = rec->opcode;
+        w.flags = rec->flags;
+        qp->rd_sge_tail += rec->nsge;
+    } else {
+        if (rs_dma_read(c, qp->sq_addr + (uint64_t)(qp->sq_comp &
+                        ((1u << qp->sq_log) - 1)) * stride, &w, sizeof(w))) {
+            memset(&w, 0, sizeof(w));
+        }
+        qp->sq_rec = qp->sq_comp + 1;
+    }
+    rs_send_cqe(c, qpn, &w, status, byte_len);
+    qp->sq_comp++;
+}
+
+/* The send queue jumped (a producer overrun): no WQE is started. */
+static void rs_sq_forget(RSQp *qp)
+{
+    qp->sq_ci = qp->sq_rec = qp->sq_comp;
+    qp->rd_sge_tail = qp->rd_sge_head;
+    qp->req_pkt = 0;
+}
+
+/*
+ * A send WQE failed locally while older ones still wait for their ACK:
+ * those complete first, flushed, so the send queue completes in order.
+ */
+void rs_sq_flush_before(RSCore *c, uint32_t qpn, uint32_t end)
+{
+    RSQp *qp = &c->qps[qpn];
+
+    while (qp->sq_comp != end && end - qp->sq_comp <= (1u << qp->sq_log)) {
+        rs_sq_complete(c, qpn, RS_WC_WR_FLUSH_ERR, 0);
+    }
+}
+
+/*
+ * The receive WQE QP qpn took from its SRQ for a message in progress
+ * completes flushed (an XRC target's names the XRC SRQ it came from).
+ */
+void rs_srq_flush_claimed(RSCore *c, uint32_t qpn)
+{
+    RSQp *qp = &c->qps[qpn];
+    struct rs_cqe cqe = {
+        .wr_id = qp->srq_wr_id,
+        .qpn = cpu_to_le32(qpn),
+        .opcode = RS_WR_RECV,
+        .status = RS_WC_WR_FLUSH_ERR,
+    };
+
+    if (qp->type == RS_QPT_XRC_TGT) {
+        cqe.srqn = cpu_to_le32(qp->srq);
+    }
+    if (qp->type == RS_QPT_DC_CTX) {
+        cqe.qpn = cpu_to_le32(qp->dc_dct);
+        cqe.src_qp = cpu_to_le32(qp->dest_qpn);
+    }
+    qp->srq_claimed = false;
+    rs_cq_post(c, qp->recv_cq, &cqe, false);
+}
+
+bool rs_qp_flush(RSCore *c, uint32_t qpn, unsigned budget)
+{
+    RSQp *qp = &c->qps[qpn];
+    uint32_t sq = 0, rq = 0;
+
+    if ((uint16_t)(qp->sq_pi - qp->sq_comp) > (1u << qp->sq_log)) {
+        RS_GUEST_ERR(rdma_session_err_flush_overrun, "QP %u: %s producer %u "
+                     "is more than a ring ahead of %u", qpn, "SQ", qp->sq_pi,
+                     qp->sq_comp & 0xffff);
+        qp->sq_comp += (uint16_t)(qp->sq_pi - qp->sq_comp);
+        rs_sq_forget(qp);
+    }
+    while ((uint16_t)(qp->sq_pi - qp->sq_comp) && sq < budget) {
+        rs_sq_complete(c, qpn, RS_WC_WR_FLUSH_ERR, 0);
+        sq++;
+    }
+    qp->sq_ci = qp->sq_comp;
+
+    if (qp->srq) {
+        if (qp->srq_claimed) {
+            rs_srq_flush_claimed(c, qpn);
+            rq++;
+        }
+    } else {
+        if ((uint16_t)(qp->rq_pi - qp->rq_ci) > (1u << qp->rq_log)) {
+            RS_GUEST_ERR(rdma_session_err_flush_overrun, "QP %u: %s producer "
+                         "%u is more than a ring ahead of %u", qpn, "RQ",
+                         qp->rq_pi, qp->rq_ci & 0xffff);
+            qp->rq_ci += (uint16_t)(qp->rq_pi - qp->rq_ci);
+        }
+        while ((uint16_t)(qp->rq_pi - qp->rq_ci) && rq < budget) {
+            uint32_t stride = rs_rq_stride(qp->max_recv_sge);
+            struct rs_recv_wqe_ctrl w;
+            struct rs_cqe cqe = {
+                .qpn = cpu_to_le32(qpn),
+                .opcode = RS_WR_RECV,
+                .status = RS_WC_WR_FLUSH_ERR,
+            };
+
+            if (!rs_dma_read(c, qp->rq_addr + (uint64_t)(qp->rq_ci &
+                             ((1u << qp->rq_log) - 1)) * stride, &w,
+                             sizeof(w))) {
+                cqe.wr_id = w.wr_id;
+            }
+            rs_cq_post(c, qp->recv_cq, &cqe, false);
+            qp->rq_ci++;
+            rq++;
+        }
+    }
+    qp->resp_op = RS_RESP_NONE;
+    if (sq || rq) {
+        trace_rdma_session_qp_flush(qpn, sq, rq);
+    }
+    return sq == budget || rq == budget;
 }
 
 /* ------------------------------------------------------------------ */
