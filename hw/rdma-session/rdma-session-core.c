@@ -154,9 +154,9 @@ const RSFeature *const rs_features[] = {
     &rs_feature_path,       /* rdma-session-path.c */
     &rs_feature_refs,       /* rdma-session-migration.c: reference counts */
     &rs_feature_lan,        /* rdma-session-lan.c */
-    &rs_feature_engine,     /* rdma-session-req.c */
+    &rs_feature_engine,     /* rdma-session-engine.c */
     &rs_feature_bundle,     /* rdma-session-bundle.c */
-    &rs_feature_hold,       /* rdma-session-req.c: the migration hold */
+    &rs_feature_hold,       /* rdma-session-engine.c: the migration hold */
     &rs_feature_odp,        /* rdma-session-odp.c */
     &rs_feature_dc,         /* rdma-session-dc.c */
     &rs_feature_netid,      /* rdma-session-netid.c */

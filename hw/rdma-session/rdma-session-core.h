@@ -651,7 +651,7 @@ struct RSCore {
     bool migrated_in;           /* loaded by migration, not running yet */
     uint8_t mig_mac[6];         /* the source's MAC, in the stream */
     /*
-     * Outgoing migration (the hold, rdma-session-req.c): from the moment the
+     * Outgoing migration (the hold, rdma-session-engine.c): from the moment
      * VM stops until the migration ends, RNR NAKs keep the peers' RC
      * requesters waiting.  Runtime only: the source's.
      */
@@ -1133,7 +1133,10 @@ extern const VMStateDescription vmstate_rs_mac;
 #define RS_LAN_RX_ALL   (RS_LAN_RX_PROMISC | RS_LAN_RX_ALLMULTI |          \
                          RS_LAN_RX_BROADCAST)
 
-/* Transport engine: rdma-session-{req,resp,comp}.c, wire format in -wire.c */
+/*
+ * Transport engine: rdma-session-{req,resp,comp}.c, its life cycle in
+ * -engine.c, the network layer in -net.c, wire format in -wire.c
+ */
 void rs_req_kick(RSCore *c);
 void rs_req_doorbell(RSCore *c, uint32_t qpn);
 void rs_req_rewind(RSCore *c, uint32_t qpn);
@@ -1144,19 +1147,15 @@ void rs_req_rnr_wait(RSCore *c, RSQp *qp, uint8_t timer);
 void rs_req_pause(RSCore *c, RSQp *qp, uint32_t psn, uint8_t timer);
 void rs_req_rnr_end(RSCore *c, RSQp *qp);
 void rs_resp_process(void *opaque);
-bool rs_roce_tx_busy(RSCore *c);
-void rs_roce_xmit(RSCore *c, uint8_t *frame, size_t len, uint32_t dip);
-void rs_engine_tx_resume(RSCore *c);
-bool rs_resp_divert(RSCore *c, const struct iovec *iov, int iovcnt);
 bool rs_resp_rnr_prompt(RSCore *c, uint32_t qpn, uint8_t timer);
-void rs_roce_input(RSCore *c, const uint8_t *frame, size_t len);
-int rs_gid_find(RSCore *c, const uint8_t *gid);
 struct RSPkt;
 bool rs_qp_tuple(RSCore *c, RSQp *qp, uint32_t qpn, const RSAv *ud_av,
                  struct RSPkt *pkt);
 void rs_comp_receive(RSCore *c, uint32_t qpn, const struct RSPkt *pkt);
 void rs_resp_ud(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
                 const struct RSPkt *pkt);
+void rs_resp_receive(RSCore *c, uint32_t qpn, RSQp *qp, int gid,
+                     const struct RSPkt *pkt);
 
 /*
  * Timers have no re-entrancy guard of their own (bottom halves and the
@@ -1209,9 +1208,17 @@ bool rs_bundle_divert(RSCore *c, const struct iovec *iov, int iovcnt,
 uint64_t *rs_bundle_counter(RSCore *c, unsigned which);
 /* A RoCE frame came from this IPv4 address: bundling to it goes on. */
 void rs_bundle_heard(RSCore *c, uint32_t ip);
-void rs_roce_send(RSCore *c, uint8_t *frame, size_t len, uint8_t op);
 
-/* rdma-session-req.c: the migration hold (the switchover) */
+/* rdma-session-net.c: the RoCE network layer */
+void rs_roce_xmit(RSCore *c, uint8_t *frame, size_t len, uint32_t dip);
+void rs_roce_send(RSCore *c, uint8_t *frame, size_t len, uint8_t op);
+bool rs_roce_tx_busy(RSCore *c);
+void rs_engine_tx_resume(RSCore *c);
+bool rs_resp_divert(RSCore *c, const struct iovec *iov, int iovcnt);
+void rs_roce_input(RSCore *c, const uint8_t *frame, size_t len);
+int rs_gid_find(RSCore *c, const uint8_t *gid);
+
+/* rdma-session-engine.c: the migration hold (the switchover) */
 void rs_migration_hold_start(RSCore *c);
 void rs_migration_hold_stop(RSCore *c);
 void rs_migration_resume(RSCore *c);

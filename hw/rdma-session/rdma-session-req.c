@@ -45,118 +45,17 @@
 #include "qemu/timer.h"
 #include "qemu/bswap.h"
 #include "net/eth.h"
-#include "migration/vmstate.h"
 #include "rdma-session-core.h"
+#include "rdma-session-engine.h"
 #include "rdma-session-wire.h"
 #include "trace.h"
 
 #define RS_REQ_BUDGET   64      /* packets per QP per bottom-half run */
-/* RoCE frames (ACKs once data has stopped) the backend may hold. */
-#define RS_TX_HELD_MAX  32
 
 void rs_req_kick(RSCore *c)
 {
     if (c->req_bh) {
         qemu_bh_schedule(c->req_bh);
-    }
-}
-
-/*
- * x-drop-tx=N, fault injection for tests: lose one frame in N on average,
- * chosen by a fixed pseudo-random sequence (xorshift32).  Every Nth frame
- * exactly would not do: go-back-N falls into cycles of a multiple of N
- * frames in which the same retransmission is lost every time.
- */
-static bool rs_drop_tx(RSCore *c)
-{
-    uint32_t x = c->tx_rng ? c->tx_rng : 0x2545f491u;
-
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    c->tx_rng = x;
-    c->tx_count++;
-    return x % c->p.drop_tx == 0;
-}
-
-/*
- * Put one frame (a RoCE packet or a bundle of them) on the link, as the
- * link's state allows: held for a stopped VM, dropped when the backend
- * holds too many.
- */
-void rs_roce_send(RSCore *c, uint8_t *frame, size_t len, uint8_t op)
-{
-    struct iovec iov = { .iov_base = frame, .iov_len = len };
-
-    if (!c->link_up) {
-        return;
-    }
-    if (c->holding) {
-        /* the VM is stopped: the network layer would keep the frame */
-        if (!c->send_stopped(c->owner, &iov, 1)) {
-            trace_rdma_session_roce_tx_drop(op, c->tx_count);
-        }
-        return;
-    }
-    if (c->roce_tx_held >= RS_TX_HELD_MAX) {
-        trace_rdma_session_roce_tx_busy(op, c->roce_tx_held);
-        return;
-    }
-    if (!c->send(c->owner, &iov, 1, true)) {
-        c->roce_tx_held++;
-    }
-}
-
-void rs_roce_xmit(RSCore *c, uint8_t *frame, size_t len, uint32_t dip)
-{
-    uint8_t dgid[16];
-    bool roce = rs_wire_is_roce(frame, len, dgid);
-    uint8_t op = frame[lduw_be_p(frame + 12) == ETH_P_IPV6 ?
-                       RS_BTH_OFF6 : RS_BTH_OFF];
-
-    trace_rdma_session_roce_tx(op, len, dip);
-    c->stats.tx_packets++;
-    c->stats.tx_bytes += len;
-    if (c->p.drop_tx && rs_drop_tx(c)) {
-        trace_rdma_session_roce_tx_drop(op, c->tx_count);
-        return;
-    }
-    if (roce && rs_gid_find(c, dgid) >= 0) {
-        if (!c->rx_frame) {
-            /* A frame of ours: its responses get a budget of their own. */
-            c->rx_resp_budget = RS_RESP_BUDGET;
-        }
-        rs_roce_input(c, frame, len);       /* loopback */
-        return;
-    }
-    if (roce && rs_gid_is_mcast(dgid) && rs_mcast_find(c, dgid) >= 0) {
-        /* Our own QPs in the group get a copy, as a switch would send. */
-        rs_roce_input(c, frame, len);
-    }
-    if (roce && rs_bundle_add(c, frame, len)) {
-        return;                 /* in the bundle to this frame's peer */
-    }
-    rs_roce_send(c, frame, len, op);
-}
-
-/* The backend holds one of our RoCE frames: produce no more data. */
-bool rs_roce_tx_busy(RSCore *c)
-{
-    return c->roce_tx_held != 0;
-}
-
-/* The backend has sent a RoCE frame it held. */
-void rs_engine_tx_resume(RSCore *c)
-{
-    if (c->roce_tx_held) {
-        c->roce_tx_held--;
-    }
-    trace_rdma_session_roce_tx_resume(c->roce_tx_held);
-    if (!c->roce_tx_held) {
-        rs_req_kick(c);
-        if (c->resp_bh) {
-            qemu_bh_schedule(c->resp_bh);
-        }
     }
 }
 
@@ -506,7 +405,7 @@ int64_t rs_req_ack_timeout_ns(RSCore *c, const RSQp *qp)
            MIN(qp->retries, c->p.ack_backoff);
 }
 
-static void rs_req_arm_retry(RSCore *c)
+void rs_req_arm_retry(RSCore *c)
 {
     if (c->retry_timer && !timer_pending(c->retry_timer)) {
         timer_mod(c->retry_timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
@@ -1075,7 +974,7 @@ static bool rs_req_qp(RSCore *c, uint32_t qpn, bool active, unsigned *used)
     return more;
 }
 
-static void rs_req_process(void *opaque)
+void rs_req_process(void *opaque)
 {
     RSCore *c = opaque;
     bool active = rs_port_active(c);
@@ -1156,7 +1055,7 @@ static void rs_req_give_up(RSCore *c, uint32_t qpn, RSQp *qp, uint8_t status)
  * timeouts of 67 ms before the QP gives up.  Real adapters stretch the
  * timer too, by enforcing a minimum or adapting it.
  */
-static void rs_req_retry_tick(void *opaque)
+void rs_req_retry_tick(void *opaque)
 {
     RSCore *c = opaque;
     int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
@@ -1304,7 +1203,7 @@ void rs_req_pause(RSCore *c, RSQp *qp, uint32_t psn, uint8_t timer)
     qp->pause_psn = psn;
 }
 
-static void rs_req_rnr_tick(void *opaque)
+void rs_req_rnr_tick(void *opaque)
 {
     RSCore *c = opaque;
     int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
@@ -1333,224 +1232,3 @@ static void rs_req_rnr_tick(void *opaque)
     }
     rs_guard_leave(c);
 }
-
-/* After migration: timers and bottom halves are the destination's. */
-static void rs_engine_post_load(RSCore *c)
-{
-    uint32_t qpn;
-
-    for (qpn = 1; qpn < c->p.max_qps; qpn++) {
-        RSQp *qp = &c->qps[qpn];
-
-        if (!qp->valid) {
-            continue;
-        }
-        qp->last_progress = 0;
-        qp->rnr_until = 0;
-        qp->cwnd = 0;           /* the path may differ: start anew */
-        qp->max_psn = qp->sq_psn;
-        if (qp->rnr_wait) {
-            timer_mod_anticipate(c->rnr_timer, 0);
-        }
-        if (qp->ack_pending) {
-            qemu_bh_schedule(c->resp_bh);
-        }
-        if (rs_qpt_rc_requester(qp->type) &&
-            rs_psn_diff(qp->sq_psn, qp->una_psn) > 0) {
-            rs_req_arm_retry(c);
-        }
-    }
-    rs_bundle_reset(c);         /* negotiate again: the path may differ */
-    rs_req_kick(c);
-}
-
-static bool rs_engine_realize(RSCore *c, Error **errp)
-{
-    c->retry_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, rs_req_retry_tick, c);
-    c->rnr_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, rs_req_rnr_tick, c);
-    c->req_bh = qemu_bh_new_guarded(rs_req_process, c, c->guard);
-    c->resp_bh = qemu_bh_new_guarded(rs_resp_process, c, c->guard);
-    c->req_buf = g_malloc0(RS_WIRE_MAX_FRAME);
-    c->resp_buf = g_malloc0(RS_WIRE_MAX_FRAME);
-    c->rx_buf = g_malloc0(RS_WIRE_MAX_FRAME);
-    return true;
-}
-
-/*
- * Device reset: no QP is left, so nothing may run for the old ones (a
- * timer or bottom half that ran later would find the tables of the next
- * driver instance).
- */
-static void rs_engine_reset(RSCore *c)
-{
-    qemu_bh_cancel(c->req_bh);
-    qemu_bh_cancel(c->resp_bh);
-    timer_del(c->retry_timer);
-    timer_del(c->rnr_timer);
-}
-
-static void rs_engine_unrealize(RSCore *c)
-{
-    qemu_bh_delete(c->req_bh);
-    c->req_bh = NULL;
-    qemu_bh_delete(c->resp_bh);
-    c->resp_bh = NULL;
-    timer_free(c->retry_timer);
-    c->retry_timer = NULL;
-    timer_free(c->rnr_timer);
-    c->rnr_timer = NULL;
-    g_free(c->req_buf);
-    g_free(c->resp_buf);
-    g_free(c->rx_buf);
-}
-
-const RSFeature rs_feature_engine = {
-    .name = "engine",
-    .realize = rs_engine_realize,
-    .unrealize = rs_engine_unrealize,
-    .quiesce = rs_engine_reset,
-    .post_load = rs_engine_post_load,
-};
-
-/* ------------------------------------------------------------------ */
-/* Migration hold                                                     */
-/* ------------------------------------------------------------------ */
-
-/*
- * Migration hold.  While the VM is stopped for migration nobody answers
- * the peers: the device receives nothing until the destination runs, and
- * a peer's requester that hears nothing for its retry budget (about 3 s
- * at timeout 14, retry_cnt 7 on this adapter) moves its QP to the error
- * state, however long the switchover takes (pause-before-switchover, a
- * big VM, a slow link).  So from RS_HOLD_GRACE_MS after the stop, every
- * RS_HOLD_PERIOD_MS, the source sends each RC QP's peer an RNR NAK at the
- * PSN its responder expects, with the longest RNR timer (code 0, 655.36
- * ms): the peer waits without counting retries (rnr_retry 7 is without
- * limit; a lower rnr_retry is used up by RNR NAKs instead of timeouts)
- * and sends again from that PSN, which the destination then answers.
- * Short downtimes never get there, so peers with a small rnr_retry see
- * nothing.  The hold ends when the device's state is saved (from there
- * on the destination answers), when the VM runs again (a failed or
- * cancelled migration) or at a reset.  Its frames go to the backend
- * directly (RSCore.send_stopped): datagram backends (tap, dgram, socket
- * mcast/udp) only, a stream backend gets no hold.  It reads the QP tables
- * and sends frames, nothing else: the state was or will be saved as it is.
- */
-#define RS_HOLD_GRACE_MS    300
-#define RS_HOLD_PERIOD_MS   300
-#define RS_RNR_TIMER_MAX    0       /* IBTA RNR timer code 0: 655.36 ms */
-#define RS_RNR_TIMER_MIN    1       /* 0.01 ms */
-
-static void rs_migration_hold_tick(void *opaque)
-{
-    RSCore *c = opaque;
-    int64_t now = qemu_clock_get_ms(QEMU_CLOCK_REALTIME);
-    uint32_t qpn, sent = 0;
-
-    if (!c->holding) {
-        return;
-    }
-    if (!rs_guard_enter(c)) {
-        timer_mod(c->hold_timer, now + 1);
-        return;
-    }
-    /* at most one frame per QP, each straight to the backend */
-    for (qpn = 1; qpn < c->p.max_qps; qpn++) {
-        if (rs_resp_rnr_prompt(c, qpn, RS_RNR_TIMER_MAX)) {
-            sent++;
-        }
-    }
-    trace_rdma_session_migration_hold(sent);
-    timer_mod(c->hold_timer, now + RS_HOLD_PERIOD_MS);
-    rs_guard_leave(c);
-}
-
-void rs_migration_hold_start(RSCore *c)
-{
-    if (!c->p.migration_hold || c->holding || !rs_port_active(c)) {
-        return;
-    }
-    if (!c->send_stopped) {
-        trace_rdma_session_migration_no_hold();
-        return;
-    }
-    c->holding = true;
-    timer_mod(c->hold_timer,
-              qemu_clock_get_ms(QEMU_CLOCK_REALTIME) + RS_HOLD_GRACE_MS);
-}
-
-void rs_migration_hold_stop(RSCore *c)
-{
-    c->holding = false;
-    timer_del(c->hold_timer);
-}
-
-/*
- * The destination runs: what waited for the switch goes now, not after a
- * backed-off timeout.  The peers' requesters get an RNR NAK with the
- * shortest timer at the PSN expected here (they send again at once, also
- * those that waited in the hold), unless a sequence NAK already asked
- * for that PSN; this side's requesters send again from the first
- * unacknowledged PSN.
- */
-void rs_migration_resume(RSCore *c)
-{
-    uint32_t qpn, prompted = 0;
-
-    if (!rs_port_active(c)) {
-        return;
-    }
-    for (qpn = 1; qpn < c->p.max_qps; qpn++) {
-        RSQp *qp = &c->qps[qpn];
-
-        /*
-         * One request to go back per PSN: a peer told twice (a sequence
-         * NAK for a frame queued during the switch, then the prompt)
-         * starts a second retry over the first, which soft-RoCE's
-         * requester gets wrong (it resent the tail of a SEND as a new
-         * message).  Until the expected PSN comes, gaps get no NAK either.
-         */
-        if (!qp->seq_nak_sent &&
-            rs_resp_rnr_prompt(c, qpn, RS_RNR_TIMER_MIN)) {
-            qp->seq_nak_sent = true;
-            prompted++;
-        }
-        if (qp->valid && rs_qpt_rc_requester(qp->type) &&
-            qp->state == RS_QPS_RTS && !qp->rnr_wait &&
-            rs_psn_diff(qp->sq_psn, qp->una_psn) > 0) {
-            rs_req_rewind(c, qpn);
-        }
-    }
-    /*
-     * READ responses and atomic ACKs the source still owed (a QP that
-     * owes gets no prompt) go on from their resources: nothing else would
-     * restart them before the peer's ACK timeout asks again.
-     */
-    qemu_bh_schedule(c->resp_bh);
-    trace_rdma_session_migration_resume(prompted);
-}
-
-static bool rs_migration_realize(RSCore *c, Error **errp)
-{
-    c->hold_timer = timer_new_ms(QEMU_CLOCK_REALTIME,
-                                 rs_migration_hold_tick, c);
-    return true;
-}
-
-static void rs_migration_unrealize(RSCore *c)
-{
-    timer_free(c->hold_timer);
-    c->hold_timer = NULL;
-}
-
-/*
- * The hold ends when the state is saved (the destination answers from
- * there on) and at a reset.
- */
-const RSFeature rs_feature_hold = {
-    .name = "hold",
-    .realize = rs_migration_realize,
-    .unrealize = rs_migration_unrealize,
-    .quiesce = rs_migration_hold_stop,
-    .pre_save = rs_migration_hold_stop,
-};
