@@ -41,7 +41,6 @@ FILE_LAYER = {
     'req': 'engine',
     'resp': 'engine',
     'comp': 'engine',
-    'cq': 'engine',
     'engine': 'engine',
     'net': 'engine',
     'bundle': 'engine',
