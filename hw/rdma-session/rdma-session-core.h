@@ -943,6 +943,22 @@ uint32_t rs_mr_install(RSCore *c, uint32_t idx, RSMr m);
 uint8_t rs_mr_check_access(uint16_t access);
 RSMr *rs_mkey_lookup(RSCore *c, uint32_t gid_index, uint32_t key);
 RSMr *rs_mkey_lookup_netid(RSCore *c, unsigned netid, uint32_t key);
+
+/*
+ * A kind of memory key whose memory is not an MR's page list: how the
+ * data path reaches it (rs_mr_rw) and what freeing the key releases
+ * (rs_mr_free).  rdma-session-mkey.c picks one by the key's kind and
+ * calls no kind by name.
+ */
+typedef struct RSMkeyOps {
+    const char *name;
+    uint8_t (*rw)(RSCore *c, const RSMr *mr, uint64_t va, void *buf,
+                  uint32_t len, bool write);
+    void (*release)(RSCore *c, RSMr *mr);
+} RSMkeyOps;
+
+extern const RSMkeyOps rs_mkey_list_ops;    /* rdma-session-mkey-list.c */
+extern const RSMkeyOps rs_odp_mkey_ops;     /* rdma-session-odp.c */
 extern const VMStateDescription vmstate_rs_mr;
 
 uint8_t rs_write_resp(RSCore *c, const struct rs_cmd_query *q,
@@ -1004,9 +1020,6 @@ uint8_t rs_mr_rw(RSCore *c, const RSMr *mr, uint64_t va, void *buf,
 uint8_t rs_odp_reg_mr(RSCore *c, const struct rs_cmd_reg_mr *r,
                       uint32_t pd, uint32_t gid, uint16_t access,
                       struct rs_admin_cqe *cqe);
-void rs_odp_mr_free(RSCore *c, uint32_t idx);
-uint8_t rs_odp_rw(RSCore *c, uint32_t idx, uint64_t va, void *buf,
-                  uint32_t len, bool write);
 bool rs_odp_probe(RSCore *c, uint32_t idx, uint64_t va, uint64_t len,
                   bool write);
 uint8_t rs_cmd_odp_resolve(RSCore *c, const struct rs_admin_cmd *cmd,
@@ -1044,10 +1057,7 @@ uint8_t rs_cmd_reg_mkey_list(RSCore *c, const struct rs_admin_cmd *cmd,
                              struct rs_admin_cqe *cqe);
 uint8_t rs_mkl_wr(RSCore *c, const RSQp *qp, int gid_index,
                   const struct rs_send_wqe_ctrl *w);
-uint8_t rs_mkl_rw(RSCore *c, const RSMr *mr, uint64_t va, void *buf,
-                  uint32_t len, bool write);
 bool rs_mkl_single(RSCore *c, const RSMr *mr, uint64_t va, uint32_t len);
-void rs_mkl_free(RSCore *c, RSMr *mr);
 bool rs_mkl_state_valid(RSCore *c, RSMr *mr);
 extern const VMStateDescription vmstate_rs_mr_mkl;
 

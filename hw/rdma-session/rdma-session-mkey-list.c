@@ -210,7 +210,7 @@ uint8_t rs_cmd_reg_mkey_list(RSCore *c, const struct rs_admin_cmd *cmd,
 }
 
 /* DEREG_MR of such a key: its entries and their budget. */
-void rs_mkl_free(RSCore *c, RSMr *mr)
+static void rs_mkl_free(RSCore *c, RSMr *mr)
 {
     c->mr_pages_used -= mr->mkl_cap;
     g_free(mr->mkl);
@@ -453,8 +453,8 @@ static uint8_t rs_mkl_walk(RSCore *c, const RSMr *mr, uint64_t va,
  * any byte moves, so a refused access (RS_STATUS_MKEY_PROT) leaves
  * memory as it was.
  */
-uint8_t rs_mkl_rw(RSCore *c, const RSMr *mr, uint64_t va, void *buf,
-                  uint32_t len, bool write)
+static uint8_t rs_mkl_rw(RSCore *c, const RSMr *mr, uint64_t va,
+                         void *buf, uint32_t len, bool write)
 {
     uint8_t st = rs_mkl_walk(c, mr, va, NULL, len, write, 0, false);
 
@@ -496,6 +496,12 @@ bool rs_mkl_state_valid(RSCore *c, RSMr *mr)
     }
     return true;
 }
+
+const RSMkeyOps rs_mkey_list_ops = {
+    .name = "mkey-list",
+    .rw = rs_mkl_rw,
+    .release = rs_mkl_free,
+};
 
 /* ------------------------------------------------------------------ */
 /* Migration                                                          */

@@ -394,18 +394,32 @@ uint8_t rs_cmd_rereg_mr(RSCore *c, const struct rs_admin_cmd *cmd,
     return RS_STATUS_OK;
 }
 
+/*
+ * The kind of a key whose memory is not its page list: an indirect or
+ * pattern key, an ODP MR (never both: an indirect key has no flags).
+ * NULL: an MR with pages[].
+ */
+static const RSMkeyOps *rs_mkey_ops(const RSMr *mr)
+{
+    if (mr->mkl_kind) {
+        return &rs_mkey_list_ops;
+    }
+    if (mr->flags & RS_MR_F_ODP) {
+        return &rs_odp_mkey_ops;
+    }
+    return NULL;
+}
+
 static void rs_mr_free(RSCore *c, uint32_t idx)
 {
     RSMr *mr = &c->mrs[idx];
+    const RSMkeyOps *ops = rs_mkey_ops(mr);
 
     c->pds[mr->pd].refs--;
     c->gids[mr->gid_index].refs--;
     c->mr_pages_used -= mr->npages;
-    if (mr->flags & RS_MR_F_ODP) {
-        rs_odp_mr_free(c, idx);
-    }
-    if (mr->mkl_kind) {
-        rs_mkl_free(c, mr);
+    if (ops) {
+        ops->release(c, mr);
     }
     g_free(mr->pages);
     mr->pages = NULL;
@@ -590,14 +604,12 @@ uint8_t rs_cmd_dereg_mr(RSCore *c, const struct rs_admin_cmd *cmd,
 uint8_t rs_mr_rw(RSCore *c, const RSMr *mr, uint64_t va, void *buf,
                  uint32_t len, bool write)
 {
+    const RSMkeyOps *ops = rs_mkey_ops(mr);
     uint64_t psize = 1ull << mr->page_shift;
     uint8_t *p = buf;
 
-    if (mr->mkl_kind) {
-        return rs_mkl_rw(c, mr, va, buf, len, write);
-    }
-    if (mr->flags & RS_MR_F_ODP) {
-        return rs_odp_rw(c, mr - c->mrs, va, buf, len, write);
+    if (ops) {
+        return ops->rw(c, mr, va, buf, len, write);
     }
     while (len) {
         uint64_t idx = (va >> mr->page_shift) - (mr->iova >> mr->page_shift);

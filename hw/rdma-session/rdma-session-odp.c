@@ -198,8 +198,8 @@ static void rs_odp_note(RSCore *c, uint32_t idx, uint64_t va, uint64_t len,
  * checked the bounds).  RS_STATUS_ODP_FAULT at the first page without the
  * translation the access needs; the pages before it were moved.
  */
-uint8_t rs_odp_rw(RSCore *c, uint32_t idx, uint64_t va, void *buf,
-                  uint32_t len, bool write)
+static uint8_t rs_odp_rw(RSCore *c, uint32_t idx, uint64_t va,
+                         void *buf, uint32_t len, bool write)
 {
     uint8_t *p = buf;
 
@@ -428,7 +428,7 @@ static void rs_odp_qp_unwait(RSCore *c, uint32_t mr)
 }
 
 /* DEREG_MR of ODP MR idx: its translations and waits go. */
-void rs_odp_mr_free(RSCore *c, uint32_t idx)
+static void rs_odp_mr_free(RSCore *c, uint32_t idx)
 {
     uint32_t i;
 
@@ -731,6 +731,23 @@ static bool rs_odp_post_load(RSCore *c)
     }
     return true;
 }
+
+static uint8_t rs_odp_key_rw(RSCore *c, const RSMr *mr, uint64_t va,
+                             void *buf, uint32_t len, bool write)
+{
+    return rs_odp_rw(c, mr - c->mrs, va, buf, len, write);
+}
+
+static void rs_odp_key_release(RSCore *c, RSMr *mr)
+{
+    rs_odp_mr_free(c, mr - c->mrs);
+}
+
+const RSMkeyOps rs_odp_mkey_ops = {
+    .name = "odp",
+    .rw = rs_odp_key_rw,
+    .release = rs_odp_key_release,
+};
 
 /* ------------------------------------------------------------------ */
 /* Migration                                                          */
