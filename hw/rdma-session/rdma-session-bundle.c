@@ -678,7 +678,7 @@ void rs_bundle_reset(RSCore *c)
     b->hello_refill_ms = 0;
 }
 
-void rs_bundle_realize(RSCore *c)
+static bool rs_bundle_realize(RSCore *c, Error **errp)
 {
     RSBundle *b = g_new0(RSBundle, 1);
 
@@ -687,9 +687,10 @@ void rs_bundle_realize(RSCore *c)
     b->rx = g_malloc0(RS_BUNDLE_BUF);
     b->hello_tokens = RS_HELLO_BURST;
     c->bundle = b;
+    return true;
 }
 
-void rs_bundle_unrealize(RSCore *c)
+static void rs_bundle_unrealize(RSCore *c)
 {
     RSBundle *b = c->bundle;
 
@@ -699,3 +700,10 @@ void rs_bundle_unrealize(RSCore *c)
     g_free(b);
     c->bundle = NULL;
 }
+
+const RSFeature rs_feature_bundle = {
+    .name = "bundle",
+    .realize = rs_bundle_realize,
+    .unrealize = rs_bundle_unrealize,
+    .quiesce = rs_bundle_reset,
+};

@@ -132,18 +132,50 @@ static void rs_clear_tables(RSCore *c)
     memset(c->gids, 0, sizeof(*c->gids) * c->p.max_gids);
     memset(c->srqs, 0, sizeof(*c->srqs) * c->p.max_srqs);
     memset(c->xrcds, 0, sizeof(*c->xrcds) * c->p.max_xrcds);
-    rs_mcast_reset(c);
-    rs_odp_reset(c);
-    rs_netid_reset(c);
     c->mr_pages_used = 0;
 }
 
+/*
+ * The features, in the order their hooks run: an object kind after those
+ * whose indices it holds (validate relies on them), and the order in
+ * which realize and reset have always run them (the engine stops before
+ * DC does, LAN exists before the engine).  A new feature: its RSFeature
+ * rs_feature_<name> in its file and one line here.
+ */
+const RSFeature *const rs_features[] = {
+    &rs_feature_mcast,      /* rdma-session-mcast.c */
+    &rs_feature_objects,    /* rdma-session-objects.c: PD, CQ, AH, SRQ */
+    &rs_feature_xrc,        /* rdma-session-xrc.c */
+    &rs_feature_qp,         /* rdma-session-qp.c */
+    &rs_feature_mkey,       /* rdma-session-mkey.c: MRs and their keys */
+    &rs_feature_mkey_list,  /* rdma-session-mkey-list.c */
+    &rs_feature_mw,         /* rdma-session-mw.c */
+    &rs_feature_session,    /* rdma-session-session.c: sessions, groups */
+    &rs_feature_path,       /* rdma-session-path.c */
+    &rs_feature_refs,       /* rdma-session-migration.c: reference counts */
+    &rs_feature_lan,        /* rdma-session-lan.c */
+    &rs_feature_engine,     /* rdma-session-engine.c */
+    &rs_feature_bundle,     /* rdma-session-bundle.c */
+    &rs_feature_hold,       /* rdma-session-engine.c: the migration hold */
+    &rs_feature_odp,        /* rdma-session-odp.c */
+    &rs_feature_dc,         /* rdma-session-dc.c */
+    &rs_feature_netid,      /* rdma-session-netid.c */
+    NULL
+};
+
+/*
+ * Reset: every feature stops what runs, the core clears the object
+ * tables and its registers, then every feature resets its own state.
+ */
 void rs_core_reset(RSCore *c)
 {
     trace_rdma_session_reset();
     qemu_bh_cancel(c->admin_bh);
-    rs_engine_reset(c);
-    rs_dc_reset(c);
+    RS_FOR_EACH_FEATURE(f) {
+        if ((*f)->quiesce) {
+            (*f)->quiesce(c);
+        }
+    }
     rs_clear_tables(c);
     c->ctrl = 0;
     c->status = c->link_up ? R_RS_STATUS_LINK_UP_MASK : 0;
@@ -152,7 +184,37 @@ void rs_core_reset(RSCore *c)
     c->admq_cfg = c->acq_cfg = c->aeq_cfg = 0;
     c->admq_pi = c->admq_ci = 0;
     c->aeq_pi = c->aeq_ci = 0;
-    rs_lan_reset(c);
+    RS_FOR_EACH_FEATURE(f) {
+        if ((*f)->reset) {
+            (*f)->reset(c);
+        }
+    }
+}
+
+/* The features before end (NULL: all) unrealize, then the core. */
+static void rs_core_teardown(RSCore *c, const RSFeature *const *end)
+{
+    qemu_bh_delete(c->admin_bh);
+    RS_FOR_EACH_FEATURE(f) {
+        if (f == end) {
+            break;
+        }
+        if ((*f)->unrealize) {
+            (*f)->unrealize(c);
+        }
+    }
+    rs_free_tables(c);
+    g_free(c->pds);
+    g_free(c->cqs);
+    g_free(c->comp_pending);
+    g_free(c->qps);
+    g_free(c->mrs);
+    g_free(c->ahs);
+    g_free(c->sessions);
+    g_free(c->groups);
+    g_free(c->gids);
+    g_free(c->srqs);
+    g_free(c->xrcds);
 }
 
 bool rs_core_realize(RSCore *c, Error **errp)
@@ -233,8 +295,10 @@ bool rs_core_realize(RSCore *c, Error **errp)
                    RS_BUNDLE_MIN, RS_BUNDLE_MAX);
         return false;
     }
-    if (!rs_mcast_realize(c, errp)) {
-        return false;
+    RS_FOR_EACH_FEATURE(f) {
+        if ((*f)->check && !(*f)->check(c, errp)) {
+            return false;
+        }
     }
 
     c->pds = g_new0(RSPd, p->max_pds);
@@ -250,35 +314,18 @@ bool rs_core_realize(RSCore *c, Error **errp)
     c->srqs = g_new0(RSSrq, p->max_srqs);
     c->xrcds = g_new0(RSXrcd, p->max_xrcds);
     c->admin_bh = qemu_bh_new_guarded(rs_admin_process, c, c->guard);
-    rs_lan_realize(c);
-    rs_engine_realize(c);
-    rs_odp_realize(c);
-    rs_dc_realize(c);
-    rs_netid_realize(c);
+    RS_FOR_EACH_FEATURE(f) {
+        if ((*f)->realize && !(*f)->realize(c, errp)) {
+            rs_core_teardown(c, f);
+            return false;
+        }
+    }
     return true;
 }
 
 void rs_core_unrealize(RSCore *c)
 {
-    qemu_bh_delete(c->admin_bh);
-    rs_lan_unrealize(c);
-    rs_engine_unrealize(c);
-    rs_odp_unrealize(c);
-    rs_dc_unrealize(c);
-    rs_netid_unrealize(c);
-    rs_free_tables(c);
-    rs_mcast_unrealize(c);
-    g_free(c->pds);
-    g_free(c->cqs);
-    g_free(c->comp_pending);
-    g_free(c->qps);
-    g_free(c->mrs);
-    g_free(c->ahs);
-    g_free(c->sessions);
-    g_free(c->groups);
-    g_free(c->gids);
-    g_free(c->srqs);
-    g_free(c->xrcds);
+    rs_core_teardown(c, NULL);
 }
 
 void rs_core_raise_event(RSCore *c, uint8_t type, uint32_t handle,

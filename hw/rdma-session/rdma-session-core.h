@@ -651,7 +651,7 @@ struct RSCore {
     bool migrated_in;           /* loaded by migration, not running yet */
     uint8_t mig_mac[6];         /* the source's MAC, in the stream */
     /*
-     * Outgoing migration (rdma-session-migration.c): from the moment the
+     * Outgoing migration (the hold, rdma-session-engine.c): from the moment
      * VM stops until the migration ends, RNR NAKs keep the peers' RC
      * requesters waiting.  Runtime only: the source's.
      */
@@ -701,6 +701,76 @@ uint8_t rs_dma_write(RSCore *c, uint64_t addr, const void *buf,
 uint8_t rs_check_ring(RSCore *c, uint64_t addr, unsigned log_size,
                       unsigned max_log, size_t entry_size);
 
+/*
+ * A feature of the device (an object kind, a transport part, a table of
+ * its own): its part of the device's life cycle and of its migration,
+ * defined in its own file.  The core runs each hook of every feature in
+ * the order of rs_features[] (rdma-session-core.c, -migration.c); a NULL
+ * hook is skipped.  A feature's state is in RSCore; its VMState
+ * descriptions are in its file too, named by vmstate_rs_core's fields and
+ * subsections (or a parent object's).
+ */
+typedef struct RSFeature {
+    const char *name;
+    /* Realize: its properties, before anything is allocated. */
+    bool (*check)(RSCore *c, Error **errp);
+    /* Realize: its own state, once the object tables exist. */
+    bool (*realize)(RSCore *c, Error **errp);
+    /* Free what realize made (also after a later feature's failure). */
+    void (*unrealize)(RSCore *c);
+    /*
+     * Reset, first: nothing of it may run for the old objects afterwards
+     * (bottom halves, timers, frames in progress).
+     */
+    void (*quiesce)(RSCore *c);
+    /* Reset, once the core cleared the object tables and registers. */
+    void (*reset)(RSCore *c);
+    /* Outgoing migration: before the state is saved. */
+    void (*pre_save)(RSCore *c);
+    /*
+     * Incoming migration: the state a stream without its fields or
+     * subsections means, before the stream is loaded.
+     */
+    void (*pre_load)(RSCore *c);
+    /*
+     * Incoming migration, after the whole stream: the loaded state is
+     * consistent (indices in range, cross-references live), or the
+     * migration fails.  It may rely on the features before it, and may
+     * rebuild what the stream does not carry (counts, maps).
+     */
+    bool (*validate)(RSCore *c);
+    /* Once every feature's state is valid: restart what runs. */
+    void (*post_load)(RSCore *c);
+} RSFeature;
+
+/* Each feature's hooks (its file), in rs_features[] (rdma-session-core.c). */
+extern const RSFeature rs_feature_mcast;
+extern const RSFeature rs_feature_objects;
+extern const RSFeature rs_feature_xrc;
+extern const RSFeature rs_feature_qp;
+extern const RSFeature rs_feature_mkey;
+extern const RSFeature rs_feature_mkey_list;
+extern const RSFeature rs_feature_mw;
+extern const RSFeature rs_feature_session;
+extern const RSFeature rs_feature_path;
+extern const RSFeature rs_feature_refs;
+extern const RSFeature rs_feature_lan;
+extern const RSFeature rs_feature_engine;
+extern const RSFeature rs_feature_bundle;
+extern const RSFeature rs_feature_hold;
+extern const RSFeature rs_feature_odp;
+extern const RSFeature rs_feature_dc;
+extern const RSFeature rs_feature_netid;
+
+/*
+ * The features in the order their hooks run, NULL-terminated
+ * (rdma-session-core.c).
+ */
+extern const RSFeature *const rs_features[];
+
+#define RS_FOR_EACH_FEATURE(f)                                             \
+    for (const RSFeature *const *f = rs_features; *f; f++)
+
 static inline bool rs_port_active(RSCore *c)
 {
     return c->link_up && (c->status & R_RS_STATUS_READY_MASK);
@@ -733,6 +803,9 @@ static inline uint32_t rs_handle(uint32_t index, uint8_t gen)
     uint32_t idx_ = (handle) & RS_HANDLE_INDEX_MASK;                       \
     (idx_ != 0 && idx_ < (max) && (table)[idx_].valid &&                   \
      (table)[idx_].gen == (handle) >> RS_HANDLE_GEN_SHIFT) ? idx_ : 0; })
+
+/* A loaded index names a live entry (the checks of incoming migration). */
+#define RS_REF_OK(c, table, max, idx) ((idx) < (max) && (c)->table[idx].valid)
 
 /* Lowest free slot at or above first, 0 when the table is full. */
 #define RS_ALLOC(table, max, first) ({                                     \
@@ -774,6 +847,11 @@ uint8_t rs_cmd_modify_srq(RSCore *c, const struct rs_admin_cmd *cmd,
                           struct rs_admin_cqe *cqe);
 uint8_t rs_cmd_destroy_srq(RSCore *c, const struct rs_admin_cmd *cmd,
                            struct rs_admin_cqe *cqe);
+extern const VMStateDescription vmstate_rs_pd;
+extern const VMStateDescription vmstate_rs_cq;
+extern const VMStateDescription vmstate_rs_av;
+extern const VMStateDescription vmstate_rs_ah;
+extern const VMStateDescription vmstate_rs_srqs;
 
 /* rdma-session-qp.c: QPs and their state machine */
 uint8_t rs_cmd_create_qp(RSCore *c, const struct rs_admin_cmd *cmd,
@@ -787,6 +865,26 @@ uint8_t rs_cmd_destroy_qp(RSCore *c, const struct rs_admin_cmd *cmd,
 void rs_qp_set_av(RSCore *c, RSQp *qp, const RSAv *av);
 uint32_t rs_sq_stride(uint8_t max_sge, uint16_t max_inline);
 uint32_t rs_rq_stride(uint8_t max_sge);
+extern const VMStateDescription vmstate_rs_qp;
+/* The engine's QP and send queue services */
+void rs_send_cqe(RSCore *c, uint32_t qpn, const struct rs_send_wqe_ctrl *w,
+                 uint8_t status, uint32_t byte_len);
+void rs_qp_to_err(RSCore *c, uint32_t qpn);
+void rs_qp_event(RSCore *c, uint32_t qpn, uint8_t type);
+void rs_sq_drained_check(RSCore *c, uint32_t qpn);
+bool rs_qp_flush(RSCore *c, uint32_t qpn, unsigned budget);
+void rs_srq_flush_claimed(RSCore *c, uint32_t qpn);
+void rs_sq_flush_before(RSCore *c, uint32_t qpn, uint32_t end);
+RSSentWqe *rs_sq_started(RSQp *qp, uint32_t index);
+void rs_sq_complete(RSCore *c, uint32_t qpn, uint8_t status,
+                    uint32_t byte_len);
+
+/* rdma-session-cq.c: CQE writes, completion causes */
+void rs_cq_post(RSCore *c, uint32_t cq, struct rs_cqe *cqe, bool solicited);
+uint32_t rs_comp_cause_read(RSCore *c, uint32_t vector);
+void rs_comp_cause_clear(RSCore *c, uint32_t cq);
+bool rs_comp_cause_load(RSCore *c);
+extern const VMStateDescription vmstate_rs_cq_event;
 
 /* rdma-session-xrc.c: XRC domains, XRC SRQs of target QPs */
 uint8_t rs_cmd_create_xrcd(RSCore *c, const struct rs_admin_cmd *cmd,
@@ -798,7 +896,10 @@ uint8_t rs_xrc_srq_check(RSCore *c, const struct rs_cmd_create_srq *cs,
 void rs_xrc_srq_destroyed(RSCore *c, uint32_t srq);
 bool rs_xrc_tgt_select(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t srqn);
 uint32_t rs_xrc_srq_pd(RSCore *c, const RSQp *qp, uint32_t srq);
-bool rs_xrc_state_valid(RSCore *c);
+extern const VMStateDescription vmstate_rs_rd_res_xrc;
+extern const VMStateDescription vmstate_rs_qp_xrc;
+extern const VMStateDescription vmstate_rs_srq_xrc;
+extern const VMStateDescription vmstate_rs_xrcds;
 
 /*
  * The reliable (acknowledged, PSN-ordered) send and receive sides: RC
@@ -828,11 +929,7 @@ void rs_dc_ctx_error(RSCore *c, uint32_t qpn);
 void rs_dc_dct_stop(RSCore *c, uint32_t dct);
 void rs_dc_dci_reset(RSCore *c, uint32_t qpn);
 void rs_dc_activity(RSCore *c, RSQp *qp);
-bool rs_dc_state_valid(RSCore *c);
-void rs_dc_post_load(RSCore *c);
-void rs_dc_realize(RSCore *c);
-void rs_dc_reset(RSCore *c);
-void rs_dc_unrealize(RSCore *c);
+extern const VMStateDescription vmstate_rs_qp_dc;
 
 /* rdma-session-mkey.c: memory keys and translation tables */
 uint8_t rs_cmd_reg_mr(RSCore *c, const struct rs_admin_cmd *cmd,
@@ -847,6 +944,23 @@ uint8_t rs_mr_check_access(uint16_t access);
 RSMr *rs_mkey_lookup(RSCore *c, uint32_t gid_index, uint32_t key);
 RSMr *rs_mkey_lookup_netid(RSCore *c, unsigned netid, uint32_t key);
 
+/*
+ * A kind of memory key whose memory is not an MR's page list: how the
+ * data path reaches it (rs_mr_rw) and what freeing the key releases
+ * (rs_mr_free).  rdma-session-mkey.c picks one by the key's kind and
+ * calls no kind by name.
+ */
+typedef struct RSMkeyOps {
+    const char *name;
+    uint8_t (*rw)(RSCore *c, const RSMr *mr, uint64_t va, void *buf,
+                  uint32_t len, bool write);
+    void (*release)(RSCore *c, RSMr *mr);
+} RSMkeyOps;
+
+extern const RSMkeyOps rs_mkey_list_ops;    /* rdma-session-mkey-list.c */
+extern const RSMkeyOps rs_odp_mkey_ops;     /* rdma-session-odp.c */
+extern const VMStateDescription vmstate_rs_mr;
+
 uint8_t rs_write_resp(RSCore *c, const struct rs_cmd_query *q,
                       const void *resp, size_t len);
 
@@ -859,17 +973,12 @@ uint32_t rs_mkey_handle(RSCore *c, const RSMr *mr);
 uint32_t rs_mkey_assign(RSCore *c, uint32_t idx);
 void rs_mkey_release(RSCore *c, uint32_t idx);
 void rs_netid_gid_added(RSCore *c, uint32_t idx);
-void rs_netid_realize(RSCore *c);
-void rs_netid_unrealize(RSCore *c);
-void rs_netid_reset(RSCore *c);
 bool rs_netid_set_list(RSCore *c, const char *str, Error **errp);
 bool rs_netid_set_vni(RSCore *c, uint64_t vni, Error **errp);
 char *rs_netid_get_list(RSCore *c);
 char *rs_netid_subnet_str(RSCore *c, unsigned n);
 uint8_t rs_cmd_query_netid(RSCore *c, const struct rs_admin_cmd *cmd,
                            struct rs_admin_cqe *cqe);
-void rs_netid_pre_load(RSCore *c);
-bool rs_netid_post_load(RSCore *c);
 extern const VMStateDescription vmstate_rs_netids;
 extern const VMStateDescription vmstate_rs_pd_netid;
 extern const VMStateDescription vmstate_rs_mr_netid;
@@ -911,9 +1020,6 @@ uint8_t rs_mr_rw(RSCore *c, const RSMr *mr, uint64_t va, void *buf,
 uint8_t rs_odp_reg_mr(RSCore *c, const struct rs_cmd_reg_mr *r,
                       uint32_t pd, uint32_t gid, uint16_t access,
                       struct rs_admin_cqe *cqe);
-void rs_odp_mr_free(RSCore *c, uint32_t idx);
-uint8_t rs_odp_rw(RSCore *c, uint32_t idx, uint64_t va, void *buf,
-                  uint32_t len, bool write);
 bool rs_odp_probe(RSCore *c, uint32_t idx, uint64_t va, uint64_t len,
                   bool write);
 uint8_t rs_cmd_odp_resolve(RSCore *c, const struct rs_admin_cmd *cmd,
@@ -925,12 +1031,11 @@ bool rs_odp_wait(RSCore *c, uint32_t qpn, RSOdpWait *w, uint8_t kind,
 void rs_odp_drop_fault(RSCore *c);
 void rs_odp_widen(RSCore *c, uint64_t end);
 void rs_odp_qp_clear(RSCore *c, RSQp *qp);
-void rs_odp_realize(RSCore *c);
-void rs_odp_unrealize(RSCore *c);
-void rs_odp_reset(RSCore *c);
-bool rs_odp_post_load(RSCore *c);
 void rs_resp_odp_resume(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t psn);
 void rs_resp_odp_fail(RSCore *c, uint32_t qpn, RSQp *qp);
+extern const VMStateDescription vmstate_rs_qp_odp;
+extern const VMStateDescription vmstate_rs_mr_odp;
+extern const VMStateDescription vmstate_rs_odp;
 
 /* rdma-session-mkey-list.c: indirect and pattern keys */
 typedef struct RSMklEnt {
@@ -952,11 +1057,9 @@ uint8_t rs_cmd_reg_mkey_list(RSCore *c, const struct rs_admin_cmd *cmd,
                              struct rs_admin_cqe *cqe);
 uint8_t rs_mkl_wr(RSCore *c, const RSQp *qp, int gid_index,
                   const struct rs_send_wqe_ctrl *w);
-uint8_t rs_mkl_rw(RSCore *c, const RSMr *mr, uint64_t va, void *buf,
-                  uint32_t len, bool write);
 bool rs_mkl_single(RSCore *c, const RSMr *mr, uint64_t va, uint32_t len);
-void rs_mkl_free(RSCore *c, RSMr *mr);
 bool rs_mkl_state_valid(RSCore *c, RSMr *mr);
+extern const VMStateDescription vmstate_rs_mr_mkl;
 
 /* rdma-session-mw.c: memory windows */
 uint8_t rs_cmd_alloc_mw(RSCore *c, const struct rs_admin_cmd *cmd,
@@ -970,7 +1073,7 @@ bool rs_mw_invalidate(RSCore *c, const RSQp *qp, int gid_index, uint32_t key,
                       bool remote);
 RSMr *rs_mw_remote(RSCore *c, const RSQp *qp, uint32_t pd, RSMr *mw,
                    uint64_t va, uint32_t len, uint16_t right);
-bool rs_mw_post_load(RSCore *c);
+extern const VMStateDescription vmstate_rs_mr_mw;
 
 /* rdma-session-session.c: UDP sessions, session groups, GIDs */
 uint8_t rs_cmd_create_session(RSCore *c, const struct rs_admin_cmd *cmd,
@@ -986,6 +1089,9 @@ uint8_t rs_cmd_add_gid(RSCore *c, const struct rs_admin_cmd *cmd,
 uint8_t rs_cmd_del_gid(RSCore *c, const struct rs_admin_cmd *cmd,
                        struct rs_admin_cqe *cqe);
 bool rs_gid_valid(RSCore *c, uint32_t gid_index);
+extern const VMStateDescription vmstate_rs_session;
+extern const VMStateDescription vmstate_rs_group;
+extern const VMStateDescription vmstate_rs_gid;
 
 /* rdma-session-path.c: multipath session groups */
 struct RSPkt;
@@ -1000,8 +1106,9 @@ void rs_path_fallback(RSCore *c, uint32_t qpn, RSQp *qp);
 void rs_path_rewind(RSCore *c, uint32_t qpn, RSQp *qp);
 void rs_path_group_set(RSQp *qp);
 void rs_path_resp_tuple(const RSQp *qp, uint16_t sport, struct RSPkt *pkt);
-bool rs_path_post_load(RSCore *c);
 void rs_path_session_reset(RSSession *s);
+extern const VMStateDescription vmstate_rs_qp_path;
+extern const VMStateDescription vmstate_rs_session_path;
 
 /* rdma-session-mcast.c: UD multicast groups */
 struct RSPkt;
@@ -1014,10 +1121,7 @@ void rs_mcast_mac(const uint8_t *gid, uint8_t *mac);
 int rs_mcast_find(RSCore *c, const uint8_t *gid);
 bool rs_mcast_qp_attached(RSCore *c, uint32_t qpn);
 void rs_mcast_input(RSCore *c, const struct RSPkt *pkt);
-bool rs_mcast_state_valid(RSCore *c);
-void rs_mcast_reset(RSCore *c);
-bool rs_mcast_realize(RSCore *c, Error **errp);
-void rs_mcast_unrealize(RSCore *c);
+extern const VMStateDescription vmstate_rs_mcast;
 
 /* rdma-session-lan.c: the Ethernet path */
 uint8_t rs_cmd_create_lan_queue(RSCore *c, const struct rs_admin_cmd *cmd,
@@ -1026,26 +1130,23 @@ uint8_t rs_cmd_destroy_lan_queue(RSCore *c, const struct rs_admin_cmd *cmd,
                                  struct rs_admin_cqe *cqe);
 uint8_t rs_cmd_set_lan_rx_mode(RSCore *c, const struct rs_admin_cmd *cmd,
                                struct rs_admin_cqe *cqe);
-void rs_lan_realize(RSCore *c);
-void rs_lan_unrealize(RSCore *c);
-void rs_lan_reset(RSCore *c);
 void rs_lan_db_write(RSCore *c, uint32_t page, uint32_t reg, uint32_t val);
 void rs_lan_tx_resume(RSCore *c);
 bool rs_lan_can_receive(RSCore *c);
 void rs_lan_gid_added(RSCore *c);
 ssize_t rs_lan_receive_iov(RSCore *c, const struct iovec *iov, int iovcnt);
-bool rs_lan_state_valid(RSCore *c);
 #define RS_ANNOUNCE_MAX 96
 size_t rs_lan_announce_frame(RSCore *c, unsigned gid, uint8_t *buf);
-void rs_lan_post_load(RSCore *c);
+extern const VMStateDescription vmstate_rs_lan_queue;
+extern const VMStateDescription vmstate_rs_mac;
 
 #define RS_LAN_RX_ALL   (RS_LAN_RX_PROMISC | RS_LAN_RX_ALLMULTI |          \
                          RS_LAN_RX_BROADCAST)
 
-/* Transport engine: rdma-session-{req,resp,comp}.c, wire format in -wire.c */
-void rs_engine_realize(RSCore *c);
-void rs_engine_unrealize(RSCore *c);
-void rs_engine_reset(RSCore *c);
+/*
+ * Transport engine: rdma-session-{req,resp,comp}.c, its life cycle in
+ * -engine.c, the network layer in -net.c, wire format in -wire.c
+ */
 void rs_req_kick(RSCore *c);
 void rs_req_doorbell(RSCore *c, uint32_t qpn);
 void rs_req_rewind(RSCore *c, uint32_t qpn);
@@ -1055,37 +1156,16 @@ void rs_req_acked(RSCore *c, RSQp *qp, uint32_t n);
 void rs_req_rnr_wait(RSCore *c, RSQp *qp, uint8_t timer);
 void rs_req_pause(RSCore *c, RSQp *qp, uint32_t psn, uint8_t timer);
 void rs_req_rnr_end(RSCore *c, RSQp *qp);
-void rs_engine_post_load(RSCore *c);
 void rs_resp_process(void *opaque);
-bool rs_roce_tx_busy(RSCore *c);
-void rs_roce_xmit(RSCore *c, uint8_t *frame, size_t len, uint32_t dip);
-void rs_engine_tx_resume(RSCore *c);
-bool rs_resp_divert(RSCore *c, const struct iovec *iov, int iovcnt);
 bool rs_resp_rnr_prompt(RSCore *c, uint32_t qpn, uint8_t timer);
-void rs_roce_input(RSCore *c, const uint8_t *frame, size_t len);
-int rs_gid_find(RSCore *c, const uint8_t *gid);
 struct RSPkt;
 bool rs_qp_tuple(RSCore *c, RSQp *qp, uint32_t qpn, const RSAv *ud_av,
                  struct RSPkt *pkt);
 void rs_comp_receive(RSCore *c, uint32_t qpn, const struct RSPkt *pkt);
 void rs_resp_ud(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
                 const struct RSPkt *pkt);
-void rs_cq_post(RSCore *c, uint32_t cq, struct rs_cqe *cqe, bool solicited);
-uint32_t rs_comp_cause_read(RSCore *c, uint32_t vector);
-void rs_comp_cause_clear(RSCore *c, uint32_t cq);
-bool rs_comp_cause_load(RSCore *c);
-extern const VMStateDescription vmstate_rs_cq_event;
-void rs_send_cqe(RSCore *c, uint32_t qpn, const struct rs_send_wqe_ctrl *w,
-                 uint8_t status, uint32_t byte_len);
-void rs_qp_to_err(RSCore *c, uint32_t qpn);
-void rs_qp_event(RSCore *c, uint32_t qpn, uint8_t type);
-void rs_sq_drained_check(RSCore *c, uint32_t qpn);
-bool rs_qp_flush(RSCore *c, uint32_t qpn, unsigned budget);
-void rs_srq_flush_claimed(RSCore *c, uint32_t qpn);
-void rs_sq_flush_before(RSCore *c, uint32_t qpn, uint32_t end);
-RSSentWqe *rs_sq_started(RSQp *qp, uint32_t index);
-void rs_sq_complete(RSCore *c, uint32_t qpn, uint8_t status,
-                    uint32_t byte_len);
+void rs_resp_receive(RSCore *c, uint32_t qpn, RSQp *qp, int gid,
+                     const struct RSPkt *pkt);
 
 /*
  * Timers have no re-entrancy guard of their own (bottom halves and the
@@ -1127,8 +1207,6 @@ enum {
     RS_BUNDLE_CNT_HELLO_RX,
     RS_BUNDLE_COUNTERS
 };
-void rs_bundle_realize(RSCore *c);
-void rs_bundle_unrealize(RSCore *c);
 void rs_bundle_reset(RSCore *c);
 bool rs_bundle_add(RSCore *c, const uint8_t *frame, size_t len);
 void rs_bundle_flush(RSCore *c);
@@ -1140,15 +1218,23 @@ bool rs_bundle_divert(RSCore *c, const struct iovec *iov, int iovcnt,
 uint64_t *rs_bundle_counter(RSCore *c, unsigned which);
 /* A RoCE frame came from this IPv4 address: bundling to it goes on. */
 void rs_bundle_heard(RSCore *c, uint32_t ip);
-void rs_roce_send(RSCore *c, uint8_t *frame, size_t len, uint8_t op);
 
-/* rdma-session-migration.c */
-extern const VMStateDescription vmstate_rs_core;
-void rs_migration_realize(RSCore *c);
-void rs_migration_unrealize(RSCore *c);
+/* rdma-session-net.c: the RoCE network layer */
+void rs_roce_xmit(RSCore *c, uint8_t *frame, size_t len, uint32_t dip);
+void rs_roce_send(RSCore *c, uint8_t *frame, size_t len, uint8_t op);
+bool rs_roce_tx_busy(RSCore *c);
+void rs_engine_tx_resume(RSCore *c);
+bool rs_resp_divert(RSCore *c, const struct iovec *iov, int iovcnt);
+void rs_roce_input(RSCore *c, const uint8_t *frame, size_t len);
+int rs_gid_find(RSCore *c, const uint8_t *gid);
+
+/* rdma-session-engine.c: the migration hold (the switchover) */
 void rs_migration_hold_start(RSCore *c);
 void rs_migration_hold_stop(RSCore *c);
 void rs_migration_resume(RSCore *c);
+
+/* rdma-session-migration.c: the core's tables, the features' hooks */
+extern const VMStateDescription vmstate_rs_core;
 
 /*
  * Rate limit of the guest-error log, per call site: at most RS_LOG_BURST

@@ -23,6 +23,7 @@
 #include "qemu/osdep.h"
 #include "qemu/log.h"
 #include "qemu/timer.h"
+#include "migration/vmstate.h"
 #include "rdma-session-core.h"
 #include "rdma-session-wire.h"
 #include "trace.h"
@@ -620,7 +621,7 @@ static void rs_dc_tick(void *opaque)
  * After the QP table was loaded: DC fields of every QP, contexts
  * belonging to a DCT in RTR, at most dc-contexts of them.
  */
-bool rs_dc_state_valid(RSCore *c)
+static bool rs_dc_state_valid(RSCore *c)
 {
     uint32_t qpn, n = 0;
 
@@ -667,7 +668,7 @@ bool rs_dc_state_valid(RSCore *c)
 }
 
 /* After migration: the context list, activity times, CONNECTs again. */
-void rs_dc_post_load(RSCore *c)
+static void rs_dc_post_load(RSCore *c)
 {
     int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
     uint32_t qpn, n = 0;
@@ -695,22 +696,60 @@ void rs_dc_post_load(RSCore *c)
     }
 }
 
-void rs_dc_realize(RSCore *c)
+static bool rs_dc_realize(RSCore *c, Error **errp)
 {
     c->dc_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, rs_dc_tick, c);
     c->dc_ctx = g_new0(uint32_t, MAX(c->p.dc_contexts, 1));
+    return true;
 }
 
-void rs_dc_reset(RSCore *c)
+static void rs_dc_reset(RSCore *c)
 {
     timer_del(c->dc_timer);
     memset(c->dc_ctx, 0, c->p.dc_contexts * sizeof(*c->dc_ctx));
 }
 
-void rs_dc_unrealize(RSCore *c)
+static void rs_dc_unrealize(RSCore *c)
 {
     timer_free(c->dc_timer);
     c->dc_timer = NULL;
     g_free(c->dc_ctx);
     c->dc_ctx = NULL;
 }
+
+/* ------------------------------------------------------------------ */
+/* Migration                                                          */
+/* ------------------------------------------------------------------ */
+
+/* DC (ABI 1.5): sent by DCIs, DCTs and their responder contexts. */
+static bool rs_qp_dc_needed(void *opaque)
+{
+    RSQp *qp = opaque;
+
+    return qp->valid && (qp->type == RS_QPT_DCI || qp->type == RS_QPT_DCT ||
+                         qp->type == RS_QPT_DC_CTX);
+}
+
+const VMStateDescription vmstate_rs_qp_dc = {
+    .name = "rdma-session/qp/dc",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rs_qp_dc_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT8(dc_state, RSQp),
+        VMSTATE_UINT32(dc_ah, RSQp),
+        VMSTATE_UINT32(dc_dct, RSQp),
+        VMSTATE_UINT64(dc_key, RSQp),
+        VMSTATE_UINT32(dc_conn, RSQp),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+const RSFeature rs_feature_dc = {
+    .name = "dc",
+    .realize = rs_dc_realize,
+    .unrealize = rs_dc_unrealize,
+    .quiesce = rs_dc_reset,
+    .validate = rs_dc_state_valid,
+    .post_load = rs_dc_post_load,
+};

@@ -35,8 +35,10 @@
 #include "qemu/log.h"
 #include "qemu/iov.h"
 #include "qemu/main-loop.h"
+#include "qemu/error-report.h"
 #include "net/eth.h"
 #include "net/checksum.h"
+#include "migration/vmstate.h"
 #include "rdma-session-core.h"
 #include "rdma-session-wire.h"
 #include "trace.h"
@@ -472,19 +474,20 @@ void rs_lan_db_write(RSCore *c, uint32_t page, uint32_t reg, uint32_t val)
 /* Life cycle and migration                                            */
 /* ------------------------------------------------------------------ */
 
-void rs_lan_realize(RSCore *c)
+static bool rs_lan_realize(RSCore *c, Error **errp)
 {
     c->lan_bh = qemu_bh_new_guarded(rs_lan_bh, c, c->guard);
     c->lan_tx_buf = g_malloc(RS_LAN_MAX_FRAME);
+    return true;
 }
 
-void rs_lan_unrealize(RSCore *c)
+static void rs_lan_unrealize(RSCore *c)
 {
     qemu_bh_delete(c->lan_bh);
     g_free(c->lan_tx_buf);
 }
 
-void rs_lan_reset(RSCore *c)
+static void rs_lan_reset(RSCore *c)
 {
     qemu_bh_cancel(c->lan_bh);
     memset(c->lanq, 0, sizeof(c->lanq));
@@ -494,7 +497,7 @@ void rs_lan_reset(RSCore *c)
     c->lan_tx_waiting = false;
 }
 
-bool rs_lan_state_valid(RSCore *c)
+static bool rs_lan_state_valid(RSCore *c)
 {
     int i;
 
@@ -518,7 +521,7 @@ bool rs_lan_state_valid(RSCore *c)
     return true;
 }
 
-void rs_lan_post_load(RSCore *c)
+static void rs_lan_post_load(RSCore *c)
 {
     /* Finish posted TX work; let frames held meanwhile in. */
     c->lan_flush_pending = true;
@@ -593,3 +596,74 @@ size_t rs_lan_announce_frame(RSCore *c, unsigned gid, uint8_t *buf)
     stw_be_p(na + 2, net_checksum_finish(sum));
     return 54 + 32;
 }
+
+/* ------------------------------------------------------------------ */
+/* Migration                                                          */
+/* ------------------------------------------------------------------ */
+
+const VMStateDescription vmstate_rs_lan_queue = {
+    .name = "rdma-session/lan-queue",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(valid, RSLanQueue),
+        VMSTATE_UINT8(log_size, RSLanQueue),
+        VMSTATE_UINT16(vector, RSLanQueue),
+        VMSTATE_UINT64(ring, RSLanQueue),
+        VMSTATE_UINT32(pi, RSLanQueue),
+        VMSTATE_UINT32(ci, RSLanQueue),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/*
+ * The guest read the MAC when it probed the device, and its GIDs' peers
+ * know it: a destination configured with another MAC fails the migration.
+ */
+static int rs_mac_pre_save(void *opaque)
+{
+    RSCore *c = opaque;
+
+    memcpy(c->mig_mac, c->mac.a, sizeof(c->mig_mac));
+    return 0;
+}
+
+static int rs_mac_post_load(void *opaque, int version_id)
+{
+    RSCore *c = opaque;
+
+    if (memcmp(c->mig_mac, c->mac.a, sizeof(c->mig_mac))) {
+        error_report("rdma-session: mac " MAC_FMT " on the destination, "
+                     MAC_FMT " on the source: the properties must match",
+                     MAC_ARG(c->mac.a), MAC_ARG(c->mig_mac));
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static bool rs_mac_needed(void *opaque)
+{
+    return true;
+}
+
+const VMStateDescription vmstate_rs_mac = {
+    .name = "rdma-session/core/mac",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rs_mac_needed,
+    .pre_save = rs_mac_pre_save,
+    .post_load = rs_mac_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT8_ARRAY(mig_mac, RSCore, 6),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+const RSFeature rs_feature_lan = {
+    .name = "lan",
+    .realize = rs_lan_realize,
+    .unrealize = rs_lan_unrealize,
+    .reset = rs_lan_reset,
+    .validate = rs_lan_state_valid,
+    .post_load = rs_lan_post_load,
+};

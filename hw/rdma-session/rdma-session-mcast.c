@@ -21,6 +21,7 @@
 #include "qemu/osdep.h"
 #include "qemu/log.h"
 #include "qapi/error.h"
+#include "migration/vmstate.h"
 #include "rdma-session-core.h"
 #include "rdma-session-wire.h"
 #include "trace.h"
@@ -230,7 +231,7 @@ void rs_mcast_input(RSCore *c, const RSPkt *pkt)
     trace_rdma_session_mcast_rx(idx, n);
 }
 
-bool rs_mcast_state_valid(RSCore *c)
+static bool rs_mcast_state_valid(RSCore *c)
 {
     uint32_t i, j;
 
@@ -265,12 +266,12 @@ bool rs_mcast_state_valid(RSCore *c)
     return true;
 }
 
-void rs_mcast_reset(RSCore *c)
+static void rs_mcast_reset(RSCore *c)
 {
     memset(c->mcast, 0, sizeof(*c->mcast) * c->p.max_mcast_grps);
 }
 
-bool rs_mcast_realize(RSCore *c, Error **errp)
+static bool rs_mcast_check(RSCore *c, Error **errp)
 {
     if (c->p.max_mcast_grps < 1 || c->p.max_mcast_grps > 1024) {
         error_setg(errp, "rdma-session: max-mcast-grps must be 1..1024");
@@ -282,11 +283,80 @@ bool rs_mcast_realize(RSCore *c, Error **errp)
                    RS_MCAST_QP_MAX);
         return false;
     }
+    return true;
+}
+
+static bool rs_mcast_realize(RSCore *c, Error **errp)
+{
     c->mcast = g_new0(RSMcastGrp, c->p.max_mcast_grps);
     return true;
 }
 
-void rs_mcast_unrealize(RSCore *c)
+static void rs_mcast_unrealize(RSCore *c)
 {
     g_free(c->mcast);
 }
+
+/* ------------------------------------------------------------------ */
+/* Migration                                                          */
+/* ------------------------------------------------------------------ */
+
+static const VMStateDescription vmstate_rs_mcast_grp = {
+    .name = "rdma-session/mcast-grp",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(valid, RSMcastGrp),
+        VMSTATE_UINT8_ARRAY(gid, RSMcastGrp, 16),
+        VMSTATE_UINT32(nqp, RSMcastGrp),
+        VMSTATE_UINT32_ARRAY(qp, RSMcastGrp, RS_MCAST_QP_MAX),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/* Multicast came with ABI 1.2: sent only while a QP is attached. */
+static bool rs_mcast_needed(void *opaque)
+{
+    RSCore *c = opaque;
+
+    for (uint32_t i = 0; i < c->p.max_mcast_grps; i++) {
+        if (c->mcast[i].valid) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The QP table is loaded before any subsection: check what it names. */
+static int rs_mcast_post_load(void *opaque, int version_id)
+{
+    if (!rs_mcast_state_valid(opaque)) {
+        trace_rdma_session_migration_invalid();
+        return -EINVAL;
+    }
+    return 0;
+}
+
+const VMStateDescription vmstate_rs_mcast = {
+    .name = "rdma-session/core/mcast",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rs_mcast_needed,
+    .post_load = rs_mcast_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32_EQUAL(p.max_mcast_grps, RSCore, NULL),
+        VMSTATE_STRUCT_VARRAY_POINTER_UINT32(mcast, RSCore, p.max_mcast_grps,
+                                             vmstate_rs_mcast_grp,
+                                             RSMcastGrp),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+const RSFeature rs_feature_mcast = {
+    .name = "mcast",
+    .check = rs_mcast_check,
+    .realize = rs_mcast_realize,
+    .unrealize = rs_mcast_unrealize,
+    .reset = rs_mcast_reset,
+    .pre_load = rs_mcast_reset,
+};

@@ -20,6 +20,7 @@
 #include "qemu/osdep.h"
 #include "qemu/log.h"
 #include "qemu/host-utils.h"
+#include "migration/vmstate.h"
 #include "rdma-session-core.h"
 #include "trace.h"
 
@@ -209,7 +210,7 @@ uint8_t rs_cmd_reg_mkey_list(RSCore *c, const struct rs_admin_cmd *cmd,
 }
 
 /* DEREG_MR of such a key: its entries and their budget. */
-void rs_mkl_free(RSCore *c, RSMr *mr)
+static void rs_mkl_free(RSCore *c, RSMr *mr)
 {
     c->mr_pages_used -= mr->mkl_cap;
     g_free(mr->mkl);
@@ -452,8 +453,8 @@ static uint8_t rs_mkl_walk(RSCore *c, const RSMr *mr, uint64_t va,
  * any byte moves, so a refused access (RS_STATUS_MKEY_PROT) leaves
  * memory as it was.
  */
-uint8_t rs_mkl_rw(RSCore *c, const RSMr *mr, uint64_t va, void *buf,
-                  uint32_t len, bool write)
+static uint8_t rs_mkl_rw(RSCore *c, const RSMr *mr, uint64_t va,
+                         void *buf, uint32_t len, bool write)
 {
     uint8_t st = rs_mkl_walk(c, mr, va, NULL, len, write, 0, false);
 
@@ -495,3 +496,100 @@ bool rs_mkl_state_valid(RSCore *c, RSMr *mr)
     }
     return true;
 }
+
+const RSMkeyOps rs_mkey_list_ops = {
+    .name = "mkey-list",
+    .rw = rs_mkl_rw,
+    .release = rs_mkl_free,
+};
+
+/* ------------------------------------------------------------------ */
+/* Migration                                                          */
+/* ------------------------------------------------------------------ */
+
+/*
+ * An indirect or pattern key (ABI 1.5): kind, room, entries in use and
+ * repeat, then all mkl_cap entries; the room is checked (and counted
+ * against the page budget) before the entries are allocated, the rest
+ * in post_load (rs_mkl_state_valid).
+ */
+static bool rs_mr_mkl_needed(void *opaque)
+{
+    RSMr *mr = opaque;
+
+    return mr->valid && mr->mkl_kind;
+}
+
+static bool rs_mr_mkl_room_valid(void *opaque, int version_id)
+{
+    RSMr *mr = opaque;
+    RSCore *c = mr->core;
+
+    if (!mr->valid || (mr->mkl_kind != RS_WR_REG_INDIRECT &&
+                       mr->mkl_kind != RS_WR_REG_PATTERN) ||
+        mr->mkl_cap < 1 || mr->mkl_cap > RS_MKEY_MAX_ENTRIES ||
+        mr->mkl_n > mr->mkl_cap ||
+        mr->mkl_cap > c->mr_pages_used - c->mr_pages_loaded) {
+        return false;
+    }
+    c->mr_pages_loaded += mr->mkl_cap;
+    return true;
+}
+
+static const VMStateDescription vmstate_rs_mkl_ent = {
+    .name = "rdma-session/mr/mkey-entry",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(addr, RSMklEnt),
+        VMSTATE_UINT32(key, RSMklEnt),
+        VMSTATE_UINT32(len, RSMklEnt),
+        VMSTATE_UINT32(skip, RSMklEnt),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+const VMStateDescription vmstate_rs_mr_mkl = {
+    .name = "rdma-session/mr/mkey-list",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rs_mr_mkl_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT8(mkl_kind, RSMr),
+        VMSTATE_UINT16(mkl_cap, RSMr),
+        VMSTATE_UINT16(mkl_n, RSMr),
+        VMSTATE_UINT32(mkl_repeat, RSMr),
+        VMSTATE_VALIDATE("room within the page budget", rs_mr_mkl_room_valid),
+        {
+            /* VMSTATE_STRUCT_VARRAY_ALLOC with a uint16_t count */
+            .name = "mkl",
+            .version_id = 1,
+            .vmsd = &vmstate_rs_mkl_ent,
+            .num_offset = vmstate_offset_value(RSMr, mkl_cap, uint16_t),
+            .size = sizeof(RSMklEnt),
+            .flags = VMS_STRUCT | VMS_VARRAY_UINT16 | VMS_ALLOC | VMS_POINTER,
+            .offset = vmstate_offset_pointer(RSMr, mkl, RSMklEnt),
+        },
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/* A slot without its subsection holds no indirect or pattern key. */
+static void rs_mkl_pre_load(RSCore *c)
+{
+    for (uint32_t i = 0; i < c->p.max_mrs; i++) {
+        g_free(c->mrs[i].mkl);
+        c->mrs[i].mkl = NULL;
+        c->mrs[i].mkl_kind = 0;
+        c->mrs[i].mkl_cap = 0;
+        c->mrs[i].mkl_n = 0;
+        c->mrs[i].mkl_repeat = 0;
+        c->mrs[i].mkl_block = 0;
+    }
+}
+
+/* Its keys are checked with the MRs (rs_mkl_state_valid). */
+const RSFeature rs_feature_mkey_list = {
+    .name = "mkey-list",
+    .pre_load = rs_mkl_pre_load,
+};

@@ -14,6 +14,7 @@
  */
 
 #include "qemu/osdep.h"
+#include "migration/vmstate.h"
 #include "rdma-session-core.h"
 #include "trace.h"
 
@@ -393,18 +394,32 @@ uint8_t rs_cmd_rereg_mr(RSCore *c, const struct rs_admin_cmd *cmd,
     return RS_STATUS_OK;
 }
 
+/*
+ * The kind of a key whose memory is not its page list: an indirect or
+ * pattern key, an ODP MR (never both: an indirect key has no flags).
+ * NULL: an MR with pages[].
+ */
+static const RSMkeyOps *rs_mkey_ops(const RSMr *mr)
+{
+    if (mr->mkl_kind) {
+        return &rs_mkey_list_ops;
+    }
+    if (mr->flags & RS_MR_F_ODP) {
+        return &rs_odp_mkey_ops;
+    }
+    return NULL;
+}
+
 static void rs_mr_free(RSCore *c, uint32_t idx)
 {
     RSMr *mr = &c->mrs[idx];
+    const RSMkeyOps *ops = rs_mkey_ops(mr);
 
     c->pds[mr->pd].refs--;
     c->gids[mr->gid_index].refs--;
     c->mr_pages_used -= mr->npages;
-    if (mr->flags & RS_MR_F_ODP) {
-        rs_odp_mr_free(c, idx);
-    }
-    if (mr->mkl_kind) {
-        rs_mkl_free(c, mr);
+    if (ops) {
+        ops->release(c, mr);
     }
     g_free(mr->pages);
     mr->pages = NULL;
@@ -589,14 +604,12 @@ uint8_t rs_cmd_dereg_mr(RSCore *c, const struct rs_admin_cmd *cmd,
 uint8_t rs_mr_rw(RSCore *c, const RSMr *mr, uint64_t va, void *buf,
                  uint32_t len, bool write)
 {
+    const RSMkeyOps *ops = rs_mkey_ops(mr);
     uint64_t psize = 1ull << mr->page_shift;
     uint8_t *p = buf;
 
-    if (mr->mkl_kind) {
-        return rs_mkl_rw(c, mr, va, buf, len, write);
-    }
-    if (mr->flags & RS_MR_F_ODP) {
-        return rs_odp_rw(c, mr - c->mrs, va, buf, len, write);
+    if (ops) {
+        return ops->rw(c, mr, va, buf, len, write);
     }
     while (len) {
         uint64_t idx = (va >> mr->page_shift) - (mr->iova >> mr->page_shift);
@@ -772,3 +785,154 @@ uint8_t rs_sge_copy(RSCore *c, const RSQp *qp, uint32_t gid_index,
     }
     return RS_WC_SUCCESS;
 }
+
+/* ------------------------------------------------------------------ */
+/* Migration                                                          */
+/* ------------------------------------------------------------------ */
+
+/*
+ * An MR's page count is checked before its page array is allocated: it
+ * must fit in what the stream says all MRs hold (mr_pages_used, checked
+ * against max-mr-pages before the MRs) less the pages of the MRs loaded
+ * before it.  A stream cannot make the destination allocate more than
+ * max-mr-pages page addresses in all.  Only a load counts pages.
+ */
+static bool rs_mr_npages_valid(void *opaque, int version_id)
+{
+    RSMr *mr = opaque;
+    RSCore *c = mr->core;
+
+    if (mr->npages > c->mr_pages_used - c->mr_pages_loaded) {
+        return false;
+    }
+    c->mr_pages_loaded += mr->npages;
+    return true;
+}
+
+const VMStateDescription vmstate_rs_mr = {
+    .name = "rdma-session/mr",
+    .version_id = 2,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(valid, RSMr),
+        VMSTATE_UINT8(tag, RSMr),
+        VMSTATE_UINT8(page_shift, RSMr),
+        VMSTATE_UINT8(flags, RSMr),
+        VMSTATE_UINT16(access, RSMr),
+        VMSTATE_UINT32(pd, RSMr),
+        VMSTATE_UINT32(gid_index, RSMr),
+        VMSTATE_UINT64(iova, RSMr),
+        VMSTATE_UINT64(length, RSMr),
+        VMSTATE_UINT32(npages, RSMr),
+        VMSTATE_VALIDATE("npages within the page budget",
+                         rs_mr_npages_valid),
+        VMSTATE_VARRAY_UINT32_ALLOC(pages, RSMr, npages, 0,
+                                    vmstate_info_uint64, uint64_t),
+        VMSTATE_BOOL_V(fast, RSMr, 2),
+        VMSTATE_BOOL_V(fr_bound, RSMr, 2),
+        VMSTATE_END_OF_LIST()
+    },
+    .subsections = (const VMStateDescription * const []) {
+        &vmstate_rs_mr_mw,
+        &vmstate_rs_mr_odp,
+        &vmstate_rs_mr_mkl,
+        &vmstate_rs_mr_netid,
+        NULL
+    },
+};
+
+/* A valid MR: its PD, GID and page size; a fast-registration MR's binding. */
+static bool rs_mr_state_valid(RSCore *c, RSMr *mr)
+{
+    const RSParams *p = &c->p;
+
+    if (mr->mkl_kind) {
+        return RS_REF_OK(c, pds, p->max_pds, mr->pd) &&
+               rs_gid_valid(c, mr->gid_index) && rs_mkl_state_valid(c, mr);
+    }
+
+    /* A fast-registration MR: a kernel PD's, bound within its slots. */
+    if (mr->fast &&
+        (mr->npages > RS_MAX_FRMR_PAGES ||
+         !RS_REF_OK(c, pds, p->max_pds, mr->pd) ||
+         !(c->pds[mr->pd].flags & RS_PD_F_PRIVILEGED) ||
+         (mr->fr_bound &&
+          (mr->length == 0 || mr->iova + mr->length < mr->iova ||
+           mr->page_shift > RS_MR_MAX_PAGE_SHIFT ||
+           ((mr->iova + mr->length - 1) >> mr->page_shift) -
+           (mr->iova >> mr->page_shift) >= mr->npages)))) {
+        return false;
+    }
+    if (!mr->fast && mr->fr_bound) {
+        return false;
+    }
+    if (mr->flags & RS_MR_F_ODP) {
+        return !mr->fast && !mr->npages &&
+               !(mr->flags & ~(RS_MR_F_ODP | RS_MR_F_ODP_IMPLICIT)) &&
+               mr->page_shift == RS_ODP_PAGE_SHIFT &&
+               ((mr->flags & RS_MR_F_ODP_IMPLICIT) ?
+                !mr->iova && mr->length == UINT64_MAX :
+                mr->length && mr->iova + mr->length >= mr->iova) &&
+               RS_REF_OK(c, pds, p->max_pds, mr->pd) &&
+               rs_gid_valid(c, mr->gid_index);
+    }
+    if (mr->flags & RS_MR_F_ODP_IMPLICIT) {
+        return false;
+    }
+    return RS_REF_OK(c, pds, p->max_pds, mr->pd) &&
+           rs_gid_valid(c, mr->gid_index) && mr->npages &&
+           mr->page_shift >= RS_MR_MIN_PAGE_SHIFT &&
+           mr->page_shift <= RS_MR_MAX_PAGE_SHIFT;
+}
+
+/* Loading over a live device (loadvm): drop its translation tables. */
+static void rs_mkey_pre_load(RSCore *c)
+{
+    for (uint32_t i = 0; i < c->p.max_mrs; i++) {
+        g_free(c->mrs[i].pages);
+        c->mrs[i].pages = NULL;
+        c->mrs[i].npages = 0;
+    }
+    c->mr_pages_loaded = 0;
+}
+
+/*
+ * The MRs' page check (rs_mr_npages_valid) also runs as the state is
+ * saved, counting the pages again: start it at 0 for each save, or the
+ * second outgoing migration of a QEMU fails its own check and aborts.
+ */
+static void rs_mkey_pre_save(RSCore *c)
+{
+    c->mr_pages_loaded = 0;
+}
+
+/* Every key slot, and the pages they hold against max-mr-pages. */
+static bool rs_mkey_state_valid(RSCore *c)
+{
+    const RSParams *p = &c->p;
+    uint64_t pages = 0;
+    uint32_t i;
+
+    for (i = 0; i < p->max_mrs; i++) {
+        RSMr *mr = &c->mrs[i];
+
+        if (!mr->valid) {
+            if (mr->npages || mr->fast || mr->fr_bound || mr->mkl_kind) {
+                return false;
+            }
+            continue;
+        }
+        if (mr->mw_type ? mr->mkl_kind != 0 : !rs_mr_state_valid(c, mr)) {
+            return false;
+        }
+        pages += mr->npages + mr->mkl_cap;
+    }
+    return pages == c->mr_pages_used && pages <= p->max_mr_pages;
+}
+
+const RSFeature rs_feature_mkey = {
+    .name = "mkey",
+    .pre_save = rs_mkey_pre_save,
+    .pre_load = rs_mkey_pre_load,
+    .validate = rs_mkey_state_valid,
+};

@@ -17,6 +17,7 @@
 
 #include "qemu/osdep.h"
 #include "qemu/log.h"
+#include "migration/vmstate.h"
 #include "rdma-session-core.h"
 #include "trace.h"
 
@@ -284,7 +285,7 @@ RSMr *rs_mw_remote(RSCore *c, const RSQp *qp, uint32_t pd, RSMr *mw,
  * Incoming migration: a window's binding against its MR, and every MR's
  * count of bound windows rebuilt (it is not in the stream).
  */
-bool rs_mw_post_load(RSCore *c)
+static bool rs_mw_post_load(RSCore *c)
 {
     const RSParams *p = &c->p;
     uint32_t i;
@@ -334,3 +335,45 @@ bool rs_mw_post_load(RSCore *c)
     }
     return true;
 }
+
+/* ------------------------------------------------------------------ */
+/* Migration                                                          */
+/* ------------------------------------------------------------------ */
+
+/* A memory window's state: only a slot that holds a window sends it. */
+static bool rs_mr_mw_needed(void *opaque)
+{
+    RSMr *mr = opaque;
+
+    return mr->mw_type != 0;
+}
+
+const VMStateDescription vmstate_rs_mr_mw = {
+    .name = "rdma-session/mr/mw",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rs_mr_mw_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT8(mw_type, RSMr),
+        VMSTATE_UINT32(mw_mr, RSMr),
+        VMSTATE_UINT32(mw_qp, RSMr),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/* A slot without the window subsection holds no window. */
+static void rs_mw_pre_load(RSCore *c)
+{
+    for (uint32_t i = 0; i < c->p.max_mrs; i++) {
+        c->mrs[i].mw_type = 0;
+        c->mrs[i].mw_mr = 0;
+        c->mrs[i].mw_qp = 0;
+    }
+}
+
+/* Windows after the MRs they reach. */
+const RSFeature rs_feature_mw = {
+    .name = "mw",
+    .pre_load = rs_mw_pre_load,
+    .validate = rs_mw_post_load,
+};

@@ -200,13 +200,14 @@ static void rs_netid_alloc_maps(RSCore *c)
     }
 }
 
-void rs_netid_realize(RSCore *c)
+static bool rs_netid_realize(RSCore *c, Error **errp)
 {
     c->netid[0].valid = true;
     rs_netid_alloc_maps(c);
+    return true;
 }
 
-void rs_netid_unrealize(RSCore *c)
+static void rs_netid_unrealize(RSCore *c)
 {
     unsigned n;
 
@@ -217,7 +218,7 @@ void rs_netid_unrealize(RSCore *c)
 }
 
 /* Every key table empty (the key slots were cleared). */
-void rs_netid_reset(RSCore *c)
+static void rs_netid_reset(RSCore *c)
 {
     unsigned n;
 
@@ -602,7 +603,7 @@ const VMStateDescription vmstate_rs_mr_netid = {
 };
 
 /* Before a load: what a stream without the subsections means. */
-void rs_netid_pre_load(RSCore *c)
+static void rs_netid_pre_load(RSCore *c)
 {
     uint32_t i;
 
@@ -622,7 +623,7 @@ void rs_netid_pre_load(RSCore *c)
  * identity, a key in its PD's, key indices in range and unique per
  * identity; then the GIDs' identities and the key tables are rebuilt.
  */
-bool rs_netid_post_load(RSCore *c)
+static bool rs_netid_post_load(RSCore *c)
 {
     RSNetid t[RS_MAX_NETIDS];
     g_autofree char *list = NULL;
@@ -683,7 +684,7 @@ bool rs_netid_post_load(RSCore *c)
         if (!mr->valid) {
             continue;
         }
-        /* The PD index was checked before (rs_core_state_valid). */
+        /* The PD index was checked before (rs_mkey_state_valid). */
         if (mr->netid != c->pds[mr->pd].netid) {
             return false;
         }
@@ -703,3 +704,12 @@ bool rs_netid_post_load(RSCore *c)
     rs_netid_assign_gids(c);
     return true;
 }
+
+const RSFeature rs_feature_netid = {
+    .name = "netid",
+    .realize = rs_netid_realize,
+    .unrealize = rs_netid_unrealize,
+    .reset = rs_netid_reset,
+    .pre_load = rs_netid_pre_load,
+    .validate = rs_netid_post_load,
+};

@@ -8,6 +8,7 @@
  */
 
 #include "qemu/osdep.h"
+#include "migration/vmstate.h"
 #include "rdma-session-core.h"
 
 uint8_t rs_cmd_create_pd(RSCore *c, const struct rs_admin_cmd *cmd,
@@ -386,3 +387,182 @@ uint8_t rs_cmd_destroy_srq(RSCore *c, const struct rs_admin_cmd *cmd,
     c->srqs[idx].gen++;
     return RS_STATUS_OK;
 }
+
+/* ------------------------------------------------------------------ */
+/* Migration                                                          */
+/* ------------------------------------------------------------------ */
+
+const VMStateDescription vmstate_rs_pd = {
+    .name = "rdma-session/pd",
+    .version_id = 2,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(valid, RSPd),
+        VMSTATE_UINT8(gen, RSPd),
+        VMSTATE_UINT32(refs, RSPd),
+        VMSTATE_UINT8_V(flags, RSPd, 2),
+        VMSTATE_END_OF_LIST()
+    },
+    .subsections = (const VMStateDescription * const []) {
+        &vmstate_rs_pd_netid,
+        NULL
+    },
+};
+
+const VMStateDescription vmstate_rs_cq = {
+    .name = "rdma-session/cq",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(valid, RSCq),
+        VMSTATE_UINT8(gen, RSCq),
+        VMSTATE_UINT8(log_size, RSCq),
+        VMSTATE_UINT8(arm, RSCq),
+        VMSTATE_UINT16(vector, RSCq),
+        VMSTATE_UINT32(uar, RSCq),
+        VMSTATE_UINT64(ring, RSCq),
+        VMSTATE_UINT32(pi, RSCq),
+        VMSTATE_UINT32(ci, RSCq),
+        VMSTATE_UINT32(refs, RSCq),
+        VMSTATE_END_OF_LIST()
+    },
+    .subsections = (const VMStateDescription * const []) {
+        &vmstate_rs_cq_event,
+        NULL
+    },
+};
+
+const VMStateDescription vmstate_rs_av = {
+    .name = "rdma-session/av",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT8_ARRAY(dgid, RSAv, 16),
+        VMSTATE_UINT8_ARRAY(dmac, RSAv, 6),
+        VMSTATE_UINT8(hop_limit, RSAv),
+        VMSTATE_UINT8(traffic_class, RSAv),
+        VMSTATE_UINT32(flow_label, RSAv),
+        VMSTATE_UINT32(gid_index, RSAv),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+const VMStateDescription vmstate_rs_ah = {
+    .name = "rdma-session/ah",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(valid, RSAh),
+        VMSTATE_UINT8(gen, RSAh),
+        VMSTATE_UINT32(pd, RSAh),
+        VMSTATE_STRUCT(av, RSAh, 1, vmstate_rs_av, RSAv),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static const VMStateDescription vmstate_rs_srq = {
+    .name = "rdma-session/srq",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(valid, RSSrq),
+        VMSTATE_UINT8(gen, RSSrq),
+        VMSTATE_UINT8(log_size, RSSrq),
+        VMSTATE_UINT8(max_sge, RSSrq),
+        VMSTATE_UINT32(pd, RSSrq),
+        VMSTATE_UINT32(uar, RSSrq),
+        VMSTATE_UINT64(ring, RSSrq),
+        VMSTATE_UINT32(pi, RSSrq),
+        VMSTATE_UINT32(ci, RSSrq),
+        VMSTATE_UINT32(limit, RSSrq),
+        VMSTATE_UINT32(refs, RSSrq),
+        VMSTATE_END_OF_LIST()
+    },
+    .subsections = (const VMStateDescription * const []) {
+        &vmstate_rs_srq_xrc,
+        NULL
+    },
+};
+
+/* SRQs came with ABI 1.1: a subsection, sent only when one exists. */
+static bool rs_srqs_needed(void *opaque)
+{
+    RSCore *c = opaque;
+
+    for (uint32_t i = 0; i < c->p.max_srqs; i++) {
+        if (c->srqs[i].valid || c->srqs[i].gen) {
+            return true;
+        }
+    }
+    return false;
+}
+
+const VMStateDescription vmstate_rs_srqs = {
+    .name = "rdma-session/core/srqs",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rs_srqs_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32_EQUAL(p.max_srqs, RSCore, NULL),
+        VMSTATE_STRUCT_VARRAY_POINTER_UINT32(srqs, RSCore, p.max_srqs,
+                                             vmstate_rs_srq, RSSrq),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/*
+ * A stream without SRQs (no subsection) leaves the table empty; an SRQ
+ * without its XRC subsection is a basic one.
+ */
+static void rs_objects_pre_load(RSCore *c)
+{
+    memset(c->srqs, 0, sizeof(*c->srqs) * c->p.max_srqs);
+}
+
+/* CQs (and the completion events they have pending), SRQs, PDs, AHs. */
+static bool rs_objects_state_valid(RSCore *c)
+{
+    const RSParams *p = &c->p;
+    uint32_t i;
+
+    for (i = 0; i < p->max_cqs; i++) {
+        if (c->cqs[i].valid && (c->cqs[i].log_size > RS_MAX_CQ_LOG ||
+                                c->cqs[i].uar >= p->db_pages ||
+                                c->cqs[i].vector >= p->num_comp_vectors)) {
+            return false;
+        }
+    }
+    if (!rs_comp_cause_load(c)) {
+        return false;
+    }
+    for (i = 0; i < p->max_srqs; i++) {
+        RSSrq *s = &c->srqs[i];
+
+        if (s->valid &&
+            (!RS_REF_OK(c, pds, p->max_pds, s->pd) || s->uar >= p->db_pages ||
+             s->log_size < 1 || s->log_size > RS_MAX_WQ_LOG ||
+             s->max_sge < 1 || s->max_sge > RS_MAX_SGE ||
+             s->limit >= (1u << s->log_size))) {
+            return false;
+        }
+    }
+    for (i = 0; i < p->max_pds; i++) {
+        if (c->pds[i].valid && (c->pds[i].flags & ~RS_PD_F_PRIVILEGED)) {
+            return false;
+        }
+    }
+    for (i = 0; i < p->max_ahs; i++) {
+        if (c->ahs[i].valid &&
+            (!RS_REF_OK(c, pds, p->max_pds, c->ahs[i].pd) ||
+             !rs_gid_valid(c, c->ahs[i].av.gid_index))) {
+            return false;
+        }
+    }
+    return true;
+}
+
+const RSFeature rs_feature_objects = {
+    .name = "objects",
+    .pre_load = rs_objects_pre_load,
+    .validate = rs_objects_state_valid,
+};

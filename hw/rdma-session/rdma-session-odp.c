@@ -26,6 +26,7 @@
 #include "qemu/osdep.h"
 #include "qemu/main-loop.h"
 #include "qemu/timer.h"
+#include "migration/vmstate.h"
 #include "rdma-session-core.h"
 #include "trace.h"
 
@@ -197,8 +198,8 @@ static void rs_odp_note(RSCore *c, uint32_t idx, uint64_t va, uint64_t len,
  * checked the bounds).  RS_STATUS_ODP_FAULT at the first page without the
  * translation the access needs; the pages before it were moved.
  */
-uint8_t rs_odp_rw(RSCore *c, uint32_t idx, uint64_t va, void *buf,
-                  uint32_t len, bool write)
+static uint8_t rs_odp_rw(RSCore *c, uint32_t idx, uint64_t va,
+                         void *buf, uint32_t len, bool write)
 {
     uint8_t *p = buf;
 
@@ -427,7 +428,7 @@ static void rs_odp_qp_unwait(RSCore *c, uint32_t mr)
 }
 
 /* DEREG_MR of ODP MR idx: its translations and waits go. */
-void rs_odp_mr_free(RSCore *c, uint32_t idx)
+static void rs_odp_mr_free(RSCore *c, uint32_t idx)
 {
     uint32_t i;
 
@@ -625,13 +626,14 @@ static void rs_odp_tick(void *opaque)
     rs_guard_leave(c);
 }
 
-void rs_odp_realize(RSCore *c)
+static bool rs_odp_realize(RSCore *c, Error **errp)
 {
     c->odp = g_new0(RSOdpPage, c->p.odp_pages);
     c->odp_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, rs_odp_tick, c);
+    return true;
 }
 
-void rs_odp_unrealize(RSCore *c)
+static void rs_odp_unrealize(RSCore *c)
 {
     timer_free(c->odp_timer);
     c->odp_timer = NULL;
@@ -639,7 +641,7 @@ void rs_odp_unrealize(RSCore *c)
     c->odp = NULL;
 }
 
-void rs_odp_reset(RSCore *c)
+static void rs_odp_reset(RSCore *c)
 {
     timer_del(c->odp_timer);
     memset(c->odp, 0, sizeof(*c->odp) * c->p.odp_pages);
@@ -657,7 +659,7 @@ void rs_odp_reset(RSCore *c)
  * name a live ODP MR.  The waits start again here: their events are
  * raised again at once (the source driver's answers are lost with it).
  */
-bool rs_odp_post_load(RSCore *c)
+static bool rs_odp_post_load(RSCore *c)
 {
     int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
     bool waiting = false;
@@ -729,3 +731,147 @@ bool rs_odp_post_load(RSCore *c)
     }
     return true;
 }
+
+static uint8_t rs_odp_key_rw(RSCore *c, const RSMr *mr, uint64_t va,
+                             void *buf, uint32_t len, bool write)
+{
+    return rs_odp_rw(c, mr - c->mrs, va, buf, len, write);
+}
+
+static void rs_odp_key_release(RSCore *c, RSMr *mr)
+{
+    rs_odp_mr_free(c, mr - c->mrs);
+}
+
+const RSMkeyOps rs_odp_mkey_ops = {
+    .name = "odp",
+    .rw = rs_odp_key_rw,
+    .release = rs_odp_key_release,
+};
+
+/* ------------------------------------------------------------------ */
+/* Migration                                                          */
+/* ------------------------------------------------------------------ */
+
+/* A page fault a QP waits for (ABI 1.4); the timers restart at load. */
+static const VMStateDescription vmstate_rs_odp_wait = {
+    .name = "rdma-session/odp-wait",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(mr, RSOdpWait),
+        VMSTATE_UINT32(npages, RSOdpWait),
+        VMSTATE_UINT64(va, RSOdpWait),
+        VMSTATE_UINT32(psn, RSOdpWait),
+        VMSTATE_UINT8(kind, RSOdpWait),
+        VMSTATE_BOOL(write, RSOdpWait),
+        VMSTATE_BOOL(failed, RSOdpWait),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static bool rs_qp_odp_needed(void *opaque)
+{
+    RSQp *qp = opaque;
+
+    return qp->valid &&
+           (qp->odp_req.mr || qp->odp_resp.mr || qp->odp_paused);
+}
+
+const VMStateDescription vmstate_rs_qp_odp = {
+    .name = "rdma-session/qp/odp",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rs_qp_odp_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_STRUCT(odp_req, RSQp, 1, vmstate_rs_odp_wait, RSOdpWait),
+        VMSTATE_STRUCT(odp_resp, RSQp, 1, vmstate_rs_odp_wait, RSOdpWait),
+        VMSTATE_BOOL(odp_paused, RSQp),
+        VMSTATE_UINT32(pause_psn, RSQp),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/* An ODP MR's invalidation count (ABI 1.4). */
+static bool rs_mr_odp_needed(void *opaque)
+{
+    RSMr *mr = opaque;
+
+    return mr->valid && (mr->flags & RS_MR_F_ODP) && !mr->mw_type;
+}
+
+const VMStateDescription vmstate_rs_mr_odp = {
+    .name = "rdma-session/mr/odp",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rs_mr_odp_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(odp_seq, RSMr),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/* ODP translations (ABI 1.4): sent while any is installed. */
+static bool rs_odp_needed(void *opaque)
+{
+    RSCore *c = opaque;
+
+    return c->odp_used != 0;
+}
+
+static bool rs_odp_used_valid(void *opaque, int version_id)
+{
+    RSCore *c = opaque;
+
+    return c->odp_used <= c->p.odp_pages;
+}
+
+static const VMStateDescription vmstate_rs_odp_page = {
+    .name = "rdma-session/odp-page",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(mr, RSOdpPage),
+        VMSTATE_UINT32(rsvd, RSOdpPage),
+        VMSTATE_UINT64(vpn, RSOdpPage),
+        VMSTATE_UINT64(pa, RSOdpPage),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+const VMStateDescription vmstate_rs_odp = {
+    .name = "rdma-session/core/odp",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rs_odp_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32_EQUAL(p.odp_pages, RSCore, NULL),
+        VMSTATE_UINT32(odp_used, RSCore),
+        VMSTATE_VALIDATE("odp_used within odp-pages", rs_odp_used_valid),
+        VMSTATE_STRUCT_VARRAY_POINTER_UINT32(odp, RSCore, p.odp_pages,
+                                             vmstate_rs_odp_page, RSOdpPage),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/*
+ * An MR without the ODP subsection was never invalidated; a stream
+ * without the ODP subsection has no translations.
+ */
+static void rs_odp_pre_load(RSCore *c)
+{
+    for (uint32_t i = 0; i < c->p.max_mrs; i++) {
+        c->mrs[i].odp_seq = 0;
+    }
+    memset(c->odp, 0, sizeof(*c->odp) * c->p.odp_pages);
+    c->odp_used = 0;
+}
+
+const RSFeature rs_feature_odp = {
+    .name = "odp",
+    .realize = rs_odp_realize,
+    .unrealize = rs_odp_unrealize,
+    .reset = rs_odp_reset,
+    .pre_load = rs_odp_pre_load,
+    .validate = rs_odp_post_load,
+};

@@ -33,6 +33,7 @@
 
 #include "qemu/osdep.h"
 #include "qemu/timer.h"
+#include "migration/vmstate.h"
 #include "rdma-session-core.h"
 #include "rdma-session-wire.h"
 #include "trace.h"
@@ -353,7 +354,7 @@ void rs_path_session_reset(RSSession *s)
  * Incoming migration: path state within the group each QP uses.  The
  * times of a source whose clock was ahead are brought to now.
  */
-bool rs_path_post_load(RSCore *c)
+static bool rs_path_post_load(RSCore *c)
 {
     int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
     uint32_t i;
@@ -426,3 +427,67 @@ uint8_t rs_cmd_query_session(RSCore *c, const struct rs_admin_cmd *cmd,
                                 0);
     return rs_dma_write(c, addr, &a, sizeof(a));
 }
+
+/* ------------------------------------------------------------------ */
+/* Migration                                                          */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Multipath (ABI 1.6): a group QP's flowlet, failovers and the source
+ * port its responses mirror (req_slot, the session it uses, is in the
+ * main section).
+ */
+static bool rs_qp_path_needed(void *opaque)
+{
+    RSQp *qp = opaque;
+
+    return qp->valid && qp->group &&
+           (qp->path_bytes || qp->path_migrations || qp->resp_sport);
+}
+
+const VMStateDescription vmstate_rs_qp_path = {
+    .name = "rdma-session/qp/path",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rs_qp_path_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(path_bytes, RSQp),
+        VMSTATE_UINT32(path_migrations, RSQp),
+        VMSTATE_UINT16(resp_sport, RSQp),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/*
+ * Multipath (ABI 1.6): a session's path state and counters.  The times
+ * are QEMU_CLOCK_VIRTUAL's, which migrates with the VM.
+ */
+static bool rs_session_path_needed(void *opaque)
+{
+    RSSession *s = opaque;
+
+    return s->valid && (s->down || s->last_ack_ns || s->tx_packets ||
+                        s->failovers || s->recoveries || s->migrated);
+}
+
+const VMStateDescription vmstate_rs_session_path = {
+    .name = "rdma-session/session/path",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rs_session_path_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(down, RSSession),
+        VMSTATE_INT64(down_ns, RSSession),
+        VMSTATE_INT64(last_ack_ns, RSSession),
+        VMSTATE_UINT64(tx_packets, RSSession),
+        VMSTATE_UINT64(failovers, RSSession),
+        VMSTATE_UINT64(recoveries, RSSession),
+        VMSTATE_UINT64(migrated, RSSession),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+const RSFeature rs_feature_path = {
+    .name = "path",
+    .validate = rs_path_post_load,
+};

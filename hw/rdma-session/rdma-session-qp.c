@@ -13,7 +13,10 @@
  */
 
 #include "qemu/osdep.h"
+#include "qemu/log.h"
+#include "migration/vmstate.h"
 #include "rdma-session-core.h"
+#include "rdma-session-wire.h"
 #include "trace.h"
 
 #define RS_QPT_NUM      (RS_QPT_XRC_TGT + 1)
@@ -820,3 +823,574 @@ uint8_t rs_cmd_destroy_qp(RSCore *c, const struct rs_admin_cmd *cmd,
     rs_qp_release(c, idx);
     return RS_STATUS_OK;
 }
+
+/* ------------------------------------------------------------------ */
+/* QP and send queue services of the engine                           */
+/* ------------------------------------------------------------------ */
+
+void rs_send_cqe(RSCore *c, uint32_t qpn, const struct rs_send_wqe_ctrl *w,
+                 uint8_t status, uint32_t byte_len)
+{
+    RSQp *qp = &c->qps[qpn];
+    struct rs_cqe cqe = {
+        .wr_id = w->wr_id,
+        .byte_len = cpu_to_le32(byte_len),
+        .qpn = cpu_to_le32(qpn),
+        .opcode = w->opcode,
+        .status = status,
+    };
+
+    if (status == RS_WC_SUCCESS && !(w->flags & RS_WQE_F_SIGNALED) &&
+        !(qp->flags & RS_QP_F_SIGNAL_ALL)) {
+        return;
+    }
+    rs_cq_post(c, qp->send_cq, &cqe, false);
+}
+
+/* An affiliated asynchronous event of QP qpn (IBTA 11.6.3). */
+void rs_qp_event(RSCore *c, uint32_t qpn, uint8_t type)
+{
+    RSQp *qp = &c->qps[qpn];
+
+    if (qp->type == RS_QPT_DC_CTX) {
+        return;                 /* no guest handle: the NAK says it */
+    }
+    rs_core_raise_event(c, type, rs_handle(qpn, qp->gen), qp->sq_psn);
+}
+
+/*
+ * Send Queue Drained: in SQD, once every work request sent before the
+ * transition has completed (the requester sends nothing new in SQD).
+ */
+void rs_sq_drained_check(RSCore *c, uint32_t qpn)
+{
+    RSQp *qp = &c->qps[qpn];
+
+    if (qp->state == RS_QPS_SQD && qp->sqd_notify &&
+        qp->sq_comp == qp->sq_ci && !qp->req_pkt) {
+        qp->sqd_notify = false;
+        rs_qp_event(c, qpn, RS_EV_QP_SQ_DRAINED);
+    }
+}
+
+/*
+ * Outstanding work requests are flushed from req_bh (rs_qp_flush), after
+ * the completion of the error that got the QP here.  A QP on an SRQ gets
+ * the Last WQE Reached event instead of a receive queue flush (IBTA
+ * 11.6.3.2).
+ */
+void rs_qp_to_err(RSCore *c, uint32_t qpn)
+{
+    RSQp *qp = &c->qps[qpn];
+
+    if (qp->type == RS_QPT_DC_CTX) {
+        rs_dc_ctx_error(c, qpn);    /* released, never its DCT */
+        return;
+    }
+    if (qp->state != RS_QPS_ERR) {
+        trace_rdma_session_qp_state(qpn, qp->state, RS_QPS_ERR);
+        qp->state = RS_QPS_ERR;
+        rs_odp_qp_clear(c, qp);
+        if (qp->srq && qp->type != RS_QPT_XRC_TGT) {
+            rs_core_raise_event(c, RS_EV_QP_LAST_WQE_REACHED,
+                                rs_handle(qpn, qp->gen), 0);
+        }
+    }
+    rs_req_kick(c);
+}
+
+/*
+ * A QP in ERR completes every outstanding work request with
+ * RS_WC_WR_FLUSH_ERR, in order: send WQEs from the oldest not completed
+ * (sent or not), receive WQEs from rq_ci (on an SRQ: the one a message in
+ * progress took), and those posted while the QP stays in ERR, as rxe and
+ * mlx5 do (ib_drain_qp() relies on it).  Flushed WQEs complete whether
+ * signaled or not.  True when budget ran out before the queues were empty.
+ */
+/* The record of WQE index if the requester has started it, else NULL. */
+RSSentWqe *rs_sq_started(RSQp *qp, uint32_t index)
+{
+    if (index - qp->sq_comp >= qp->sq_rec - qp->sq_comp) {
+        return NULL;
+    }
+    return &qp->sent[index % RS_SQ_INFLIGHT];
+}
+
+/*
+ * Complete the WQE at sq_comp: as recorded when it was started, or, one
+ * the requester never started (flushed), as the ring holds it now.
+ */
+void rs_sq_complete(RSCore *c, uint32_t qpn, uint8_t status,
+                    uint32_t byte_len)
+{
+    RSQp *qp = &c->qps[qpn];
+    RSSentWqe *rec = rs_sq_started(qp, qp->sq_comp);
+    uint32_t stride = rs_sq_stride(qp->max_send_sge, qp->max_inline);
+    struct rs_send_wqe_ctrl w;
+
+    memset(&w, 0, sizeof(w));
+    if (rec) {
+        w.wr_id = rec->wr_id;
+        w.opcode = rec->opcode;
+        w.flags = rec->flags;
+        qp->rd_sge_tail += rec->nsge;
+    } else {
+        if (rs_dma_read(c, qp->sq_addr + (uint64_t)(qp->sq_comp &
+                        ((1u << qp->sq_log) - 1)) * stride, &w, sizeof(w))) {
+            memset(&w, 0, sizeof(w));
+        }
+        qp->sq_rec = qp->sq_comp + 1;
+    }
+    rs_send_cqe(c, qpn, &w, status, byte_len);
+    qp->sq_comp++;
+}
+
+/* The send queue jumped (a producer overrun): no WQE is started. */
+static void rs_sq_forget(RSQp *qp)
+{
+    qp->sq_ci = qp->sq_rec = qp->sq_comp;
+    qp->rd_sge_tail = qp->rd_sge_head;
+    qp->req_pkt = 0;
+}
+
+/*
+ * A send WQE failed locally while older ones still wait for their ACK:
+ * those complete first, flushed, so the send queue completes in order.
+ */
+void rs_sq_flush_before(RSCore *c, uint32_t qpn, uint32_t end)
+{
+    RSQp *qp = &c->qps[qpn];
+
+    while (qp->sq_comp != end && end - qp->sq_comp <= (1u << qp->sq_log)) {
+        rs_sq_complete(c, qpn, RS_WC_WR_FLUSH_ERR, 0);
+    }
+}
+
+/*
+ * The receive WQE QP qpn took from its SRQ for a message in progress
+ * completes flushed (an XRC target's names the XRC SRQ it came from).
+ */
+void rs_srq_flush_claimed(RSCore *c, uint32_t qpn)
+{
+    RSQp *qp = &c->qps[qpn];
+    struct rs_cqe cqe = {
+        .wr_id = qp->srq_wr_id,
+        .qpn = cpu_to_le32(qpn),
+        .opcode = RS_WR_RECV,
+        .status = RS_WC_WR_FLUSH_ERR,
+    };
+
+    if (qp->type == RS_QPT_XRC_TGT) {
+        cqe.srqn = cpu_to_le32(qp->srq);
+    }
+    if (qp->type == RS_QPT_DC_CTX) {
+        cqe.qpn = cpu_to_le32(qp->dc_dct);
+        cqe.src_qp = cpu_to_le32(qp->dest_qpn);
+    }
+    qp->srq_claimed = false;
+    rs_cq_post(c, qp->recv_cq, &cqe, false);
+}
+
+bool rs_qp_flush(RSCore *c, uint32_t qpn, unsigned budget)
+{
+    RSQp *qp = &c->qps[qpn];
+    uint32_t sq = 0, rq = 0;
+
+    if ((uint16_t)(qp->sq_pi - qp->sq_comp) > (1u << qp->sq_log)) {
+        RS_GUEST_ERR(rdma_session_err_flush_overrun, "QP %u: %s producer %u "
+                     "is more than a ring ahead of %u", qpn, "SQ", qp->sq_pi,
+                     qp->sq_comp & 0xffff);
+        qp->sq_comp += (uint16_t)(qp->sq_pi - qp->sq_comp);
+        rs_sq_forget(qp);
+    }
+    while ((uint16_t)(qp->sq_pi - qp->sq_comp) && sq < budget) {
+        rs_sq_complete(c, qpn, RS_WC_WR_FLUSH_ERR, 0);
+        sq++;
+    }
+    qp->sq_ci = qp->sq_comp;
+
+    if (qp->srq) {
+        if (qp->srq_claimed) {
+            rs_srq_flush_claimed(c, qpn);
+            rq++;
+        }
+    } else {
+        if ((uint16_t)(qp->rq_pi - qp->rq_ci) > (1u << qp->rq_log)) {
+            RS_GUEST_ERR(rdma_session_err_flush_overrun, "QP %u: %s producer "
+                         "%u is more than a ring ahead of %u", qpn, "RQ",
+                         qp->rq_pi, qp->rq_ci & 0xffff);
+            qp->rq_ci += (uint16_t)(qp->rq_pi - qp->rq_ci);
+        }
+        while ((uint16_t)(qp->rq_pi - qp->rq_ci) && rq < budget) {
+            uint32_t stride = rs_rq_stride(qp->max_recv_sge);
+            struct rs_recv_wqe_ctrl w;
+            struct rs_cqe cqe = {
+                .qpn = cpu_to_le32(qpn),
+                .opcode = RS_WR_RECV,
+                .status = RS_WC_WR_FLUSH_ERR,
+            };
+
+            if (!rs_dma_read(c, qp->rq_addr + (uint64_t)(qp->rq_ci &
+                             ((1u << qp->rq_log) - 1)) * stride, &w,
+                             sizeof(w))) {
+                cqe.wr_id = w.wr_id;
+            }
+            rs_cq_post(c, qp->recv_cq, &cqe, false);
+            qp->rq_ci++;
+            rq++;
+        }
+    }
+    qp->resp_op = RS_RESP_NONE;
+    if (sq || rq) {
+        trace_rdma_session_qp_flush(qpn, sq, rq);
+    }
+    return sq == budget || rq == budget;
+}
+
+/* ------------------------------------------------------------------ */
+/* Migration                                                          */
+/* ------------------------------------------------------------------ */
+
+static const VMStateDescription vmstate_rs_atomic_res = {
+    .name = "rdma-session/atomic-res",
+    .version_id = 2,
+    .minimum_version_id = 2,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(valid, RSAtomicRes),
+        VMSTATE_BOOL(owed, RSAtomicRes),
+        VMSTATE_UINT32(psn, RSAtomicRes),
+        VMSTATE_UINT64(orig, RSAtomicRes),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static int rs_rd_res_pre_load(void *opaque)
+{
+    RSRdRes *r = opaque;
+
+    r->srq = 0;
+    return 0;
+}
+
+static const VMStateDescription vmstate_rs_rd_res = {
+    .name = "rdma-session/rd-res",
+    .version_id = 2,
+    .minimum_version_id = 2,
+    .pre_load = rs_rd_res_pre_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(valid, RSRdRes),
+        VMSTATE_UINT32(psn, RSRdRes),
+        VMSTATE_UINT32(npkts, RSRdRes),
+        VMSTATE_UINT64(va, RSRdRes),
+        VMSTATE_UINT32(rkey, RSRdRes),
+        VMSTATE_UINT32(len, RSRdRes),
+        VMSTATE_UINT32(gid, RSRdRes),
+        VMSTATE_UINT32(first, RSRdRes),
+        VMSTATE_UINT32(next, RSRdRes),
+        VMSTATE_UINT32(stop, RSRdRes),
+        VMSTATE_END_OF_LIST()
+    },
+    .subsections = (const VMStateDescription * const []) {
+        &vmstate_rs_rd_res_xrc,
+        NULL
+    },
+};
+
+static const VMStateDescription vmstate_rs_sent_wqe = {
+    .name = "rdma-session/sent-wqe",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(wr_id, RSSentWqe),
+        VMSTATE_UINT32(len, RSSentWqe),
+        VMSTATE_UINT32(npkts, RSSentWqe),
+        VMSTATE_UINT8(opcode, RSSentWqe),
+        VMSTATE_UINT8(flags, RSSentWqe),
+        VMSTATE_UINT8(nsge, RSSentWqe),
+        VMSTATE_UINT8(sge_at, RSSentWqe),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/* A receive WQE's SGE as the guest wrote it (little-endian fields). */
+static const VMStateDescription vmstate_rs_sge = {
+    .name = "rdma-session/sge",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(addr, struct rs_sge),
+        VMSTATE_UINT32(length, struct rs_sge),
+        VMSTATE_UINT32(lkey, struct rs_sge),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/*
+ * A QP without the XRC subsection is not an XRC target, one without the
+ * ODP subsection waits for no page fault.
+ */
+static int rs_qp_pre_load(void *opaque)
+{
+    RSQp *qp = opaque;
+
+    qp->xrcd = 0;
+    memset(&qp->odp_req, 0, sizeof(qp->odp_req));
+    memset(&qp->odp_resp, 0, sizeof(qp->odp_resp));
+    qp->odp_paused = false;
+    qp->pause_psn = 0;
+    qp->dc_state = 0;
+    qp->dc_ah = qp->dc_dct = qp->dc_conn = 0;
+    qp->dc_key = 0;
+    qp->path_bytes = 0;
+    qp->path_migrations = 0;
+    qp->resp_sport = 0;
+    return 0;
+}
+
+static int rs_qp_post_load(void *opaque, int version_id)
+{
+    RSQp *qp = opaque;
+
+    if (version_id < 4) {
+        /* Before the send window every sent WQE was sent whole. */
+        qp->una_psn = qp->comp_psn;
+    }
+    return 0;
+}
+
+const VMStateDescription vmstate_rs_qp = {
+    .name = "rdma-session/qp",
+    .version_id = 5,
+    .minimum_version_id = 1,
+    .pre_load = rs_qp_pre_load,
+    .post_load = rs_qp_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(valid, RSQp),
+        VMSTATE_BOOL(has_av, RSQp),
+        VMSTATE_UINT8(gen, RSQp),
+        VMSTATE_UINT8(type, RSQp),
+        VMSTATE_UINT8(state, RSQp),
+        VMSTATE_UINT8(sq_log, RSQp),
+        VMSTATE_UINT8(rq_log, RSQp),
+        VMSTATE_UINT8(max_send_sge, RSQp),
+        VMSTATE_UINT8(max_recv_sge, RSQp),
+        VMSTATE_UINT8(flags, RSQp),
+        VMSTATE_UINT16(max_inline, RSQp),
+        VMSTATE_UINT32(pd, RSQp),
+        VMSTATE_UINT32(send_cq, RSQp),
+        VMSTATE_UINT32(recv_cq, RSQp),
+        VMSTATE_UINT32(uar, RSQp),
+        VMSTATE_UINT32(group, RSQp),
+        VMSTATE_UINT64(sq_addr, RSQp),
+        VMSTATE_UINT64(rq_addr, RSQp),
+        VMSTATE_UINT32(sq_pi, RSQp),
+        VMSTATE_UINT32(rq_pi, RSQp),
+        VMSTATE_UINT32(qkey, RSQp),
+        VMSTATE_UINT32(rq_psn, RSQp),
+        VMSTATE_UINT32(sq_psn, RSQp),
+        VMSTATE_UINT32(dest_qpn, RSQp),
+        VMSTATE_UINT16(access, RSQp),
+        VMSTATE_UINT8(path_mtu, RSQp),
+        VMSTATE_UINT8(max_rd_atomic, RSQp),
+        VMSTATE_UINT8(max_dest_rd_atomic, RSQp),
+        VMSTATE_UINT8(min_rnr_timer, RSQp),
+        VMSTATE_UINT8(timeout, RSQp),
+        VMSTATE_UINT8(retry_cnt, RSQp),
+        VMSTATE_UINT8(rnr_retry, RSQp),
+        VMSTATE_UINT8(en_sqd_async, RSQp),
+        VMSTATE_STRUCT(av, RSQp, 1, vmstate_rs_av, RSAv),
+        /* version 2: the transport engine */
+        VMSTATE_UINT32_V(sq_ci, RSQp, 2),
+        VMSTATE_UINT32_V(sq_comp, RSQp, 2),
+        VMSTATE_UINT32_V(comp_psn, RSQp, 2),
+        VMSTATE_UINT32_V(rq_ci, RSQp, 2),
+        VMSTATE_UINT32_V(msn, RSQp, 2),
+        VMSTATE_UINT8_V(resp_op, RSQp, 2),
+        VMSTATE_UINT32_V(resp_off, RSQp, 2),
+        VMSTATE_UINT64_V(resp_va, RSQp, 2),
+        VMSTATE_UINT32_V(resp_rkey, RSQp, 2),
+        VMSTATE_UINT32_V(resp_left, RSQp, 2),
+        /* version 3: atomic responder resources, SRQ */
+        VMSTATE_STRUCT_ARRAY(atomic_res, RSQp, RS_ATOMIC_RES, 3,
+                               vmstate_rs_atomic_res, RSAtomicRes),
+        VMSTATE_UINT8_V(atomic_next, RSQp, 3),
+        VMSTATE_UINT32_V(srq, RSQp, 3),
+        VMSTATE_BOOL_V(srq_claimed, RSQp, 3),
+        VMSTATE_UINT8_V(srq_nsge, RSQp, 3),
+        VMSTATE_UINT64_V(srq_wr_id, RSQp, 3),
+        VMSTATE_STRUCT_ARRAY(srq_sge, RSQp, RS_MAX_SGE, 3, vmstate_rs_sge,
+                               struct rs_sge),
+        /* version 4: send window, RNR, ACK coalescing, READ resources */
+        VMSTATE_UINT32_V(req_pkt, RSQp, 4),
+        VMSTATE_UINT8_V(req_slot, RSQp, 4),
+        VMSTATE_UINT32_V(una_psn, RSQp, 4),
+        VMSTATE_UINT8_V(rd_out, RSQp, 4),
+        VMSTATE_UINT8_V(rnr_retries, RSQp, 4),
+        VMSTATE_BOOL_V(rnr_wait, RSQp, 4),
+        VMSTATE_BOOL_V(ack_pending, RSQp, 4),
+        VMSTATE_UINT32_V(ack_psn, RSQp, 4),
+        VMSTATE_UINT32_V(rd_head, RSQp, 4),
+        VMSTATE_STRUCT_ARRAY(rd_res, RSQp, RS_MAX_RD_ATOMIC, 4,
+                             vmstate_rs_rd_res, RSRdRes),
+        /* version 5: what the requester recorded of started WQEs */
+        VMSTATE_UINT32_V(sq_rec, RSQp, 5),
+        VMSTATE_BOOL_V(comm_est, RSQp, 5),
+        VMSTATE_BOOL_V(sqd_notify, RSQp, 5),
+        VMSTATE_STRUCT_ARRAY(sent, RSQp, RS_SQ_INFLIGHT, 5,
+                             vmstate_rs_sent_wqe, RSSentWqe),
+        VMSTATE_UINT32_V(rd_sge_head, RSQp, 5),
+        VMSTATE_UINT32_V(rd_sge_tail, RSQp, 5),
+        VMSTATE_STRUCT_ARRAY(rd_sge, RSQp, RS_RD_SGE_POOL, 5, vmstate_rs_sge,
+                             struct rs_sge),
+        VMSTATE_END_OF_LIST()
+    },
+    .subsections = (const VMStateDescription * const []) {
+        &vmstate_rs_qp_xrc,
+        &vmstate_rs_qp_odp,
+        &vmstate_rs_qp_dc,
+        &vmstate_rs_qp_path,
+        NULL
+    },
+};
+
+/*
+ * The requester's records of started WQEs: sq_comp <= sq_ci <= sq_rec,
+ * at most RS_SQ_INFLIGHT of them, each spanning at least one PSN (the
+ * completer's progress depends on it) and no more than its length needs,
+ * and the READ/atomic SGEs they hold are those the pool has given out.
+ */
+static bool rs_qp_sent_valid(RSCore *c, const RSQp *qp)
+{
+    uint32_t n = qp->sq_rec - qp->sq_comp, sges = 0, i;
+
+    if (n > RS_SQ_INFLIGHT || qp->sq_ci - qp->sq_comp > n ||
+        qp->rd_sge_head - qp->rd_sge_tail > RS_RD_SGE_POOL) {
+        return false;
+    }
+    for (i = 0; i < n; i++) {
+        const RSSentWqe *w = &qp->sent[(qp->sq_comp + i) % RS_SQ_INFLIGHT];
+
+        if (w->len > c->p.max_msg_size ||
+            !w->npkts || w->npkts > MAX(DIV_ROUND_UP(w->len, 256), 1) ||
+            w->nsge > qp->max_send_sge ||
+            (w->nsge && w->opcode != RS_WR_RDMA_READ &&
+             w->opcode != RS_WR_ATOMIC_CMP_SWP &&
+             w->opcode != RS_WR_ATOMIC_FETCH_ADD) ||
+            w->sge_at >= RS_RD_SGE_POOL ||
+            (w->nsge && w->sge_at != (qp->rd_sge_tail + sges) %
+                                     RS_RD_SGE_POOL)) {
+            return false;
+        }
+        sges += w->nsge;
+    }
+    return sges == qp->rd_sge_head - qp->rd_sge_tail;
+}
+
+/*
+ * A QP's references, attributes and engine state: the receive side, the
+ * send window, the requester's records and the READ resources.
+ */
+static bool rs_qp_state_valid(RSCore *c, const RSQp *qp)
+{
+    const RSParams *p = &c->p;
+    /*
+     * XRC: the target has no queues (rs_xrc_state_valid checked what it
+     * borrows), the initiator no receive side.
+     */
+    bool tgt = qp->type == RS_QPT_XRC_TGT;
+    bool ini = qp->type == RS_QPT_XRC_INI || qp->type == RS_QPT_DCI;
+    /*
+     * DC (rs_dc_state_valid checks the rest): a DCT and its contexts
+     * have no send queue or send CQ, a DCT's SRQ is required.
+     */
+    bool dc_rx = qp->type == RS_QPT_DCT || qp->type == RS_QPT_DC_CTX;
+    uint32_t j;
+
+    if (dc_rx && !qp->srq) {
+        return false;
+    }
+
+    /* Receive side: its own queue, or an SRQ and the WQE it took. */
+    if (qp->srq ? (!RS_REF_OK(c, srqs, p->max_srqs, qp->srq) || ini ||
+                   qp->rq_log || qp->max_recv_sge ||
+                   (qp->srq_nsge > RS_MAX_SGE &&
+                    qp->srq_nsge < RS_SRQ_WQE_BAD_DMA)) :
+                  tgt || ini ?
+                  (qp->srq_claimed || qp->rq_log || qp->max_recv_sge ||
+                   qp->rq_pi || qp->rq_ci || (ini && qp->recv_cq)) :
+                  (qp->srq_claimed ||
+                   qp->rq_log < 1 || qp->rq_log > RS_MAX_WQ_LOG)) {
+        return false;
+    }
+    if (qp->atomic_next >= RS_ATOMIC_RES) {
+        return false;
+    }
+    if ((qp->type > RS_QPT_GSI && !tgt && !ini && !dc_rx) ||
+        qp->type > RS_QPT_DC_CTX || qp->state > RS_QPS_ERR ||
+        (!tgt && (!RS_REF_OK(c, pds, p->max_pds, qp->pd) ||
+                  ((c->pds[qp->pd].flags & RS_PD_F_PRIVILEGED) && qp->uar) ||
+                  (dc_rx ? qp->send_cq != 0 :
+                   !RS_REF_OK(c, cqs, p->max_cqs, qp->send_cq)))) ||
+        (!tgt && !ini && !RS_REF_OK(c, cqs, p->max_cqs, qp->recv_cq)) ||
+        (qp->group && !RS_REF_OK(c, groups, p->max_groups, qp->group)) ||
+        (qp->has_av && !rs_gid_valid(c, qp->av.gid_index))) {
+        return false;
+    }
+    /* Engine state: in-flight WQEs fit the ring, PSNs are 24 bits. */
+    if ((tgt || dc_rx ? qp->sq_log != 0 || qp->sq_pi || qp->sq_ci ||
+                        qp->sq_rec :
+               qp->sq_log < 1 || qp->sq_log > RS_MAX_WQ_LOG) ||
+        qp->sq_ci - qp->sq_comp > (1u << qp->sq_log) ||
+        qp->resp_op > RS_RESP_DROP ||
+        qp->max_send_sge > RS_MAX_SGE || qp->max_recv_sge > RS_MAX_SGE ||
+        qp->max_inline > RS_MAX_INLINE ||
+        qp->path_mtu < RS_MTU_256 || qp->path_mtu > RS_MTU_4096 ||
+        (qp->sq_psn | qp->rq_psn | qp->comp_psn) >> 24) {
+        return false;
+    }
+    /*
+     * Send window: comp_psn <= una_psn <= sq_psn, the packet index of
+     * a message in progress within the largest message, READ
+     * resources within the largest READ.
+     */
+    if ((qp->una_psn | qp->ack_psn) >> 24 ||
+        rs_psn_diff(qp->una_psn, qp->comp_psn) < 0 ||
+        rs_psn_diff(qp->sq_psn, qp->una_psn) < 0 ||
+        qp->req_pkt > p->max_msg_size / 256 ||
+        qp->req_slot >= RS_MAX_GROUP_SESSIONS ||
+        qp->rnr_retries > 7 || qp->rd_out > RS_MAX_RD_ATOMIC) {
+        return false;
+    }
+    if (!rs_qp_sent_valid(c, qp)) {
+        return false;
+    }
+    for (j = 0; j < RS_MAX_RD_ATOMIC; j++) {
+        const RSRdRes *r = &qp->rd_res[j];
+
+        if (r->valid && (r->psn >> 24 || r->len > p->max_msg_size ||
+                         !r->npkts ||
+                         r->npkts > p->max_msg_size / 256 + 1 ||
+                         r->first > r->next || r->next > r->stop ||
+                         r->stop > r->npkts || r->gid >= p->max_gids ||
+                         r->srq >= p->max_srqs || (r->srq && !tgt))) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool rs_qps_state_valid(RSCore *c)
+{
+    for (uint32_t i = 0; i < c->p.max_qps; i++) {
+        if (c->qps[i].valid && !rs_qp_state_valid(c, &c->qps[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* After XRC: a target's queues are checked by what it borrows. */
+const RSFeature rs_feature_qp = {
+    .name = "qp",
+    .validate = rs_qps_state_valid,
+};

@@ -46,116 +46,16 @@
 #include "qemu/bswap.h"
 #include "net/eth.h"
 #include "rdma-session-core.h"
+#include "rdma-session-engine.h"
 #include "rdma-session-wire.h"
 #include "trace.h"
 
 #define RS_REQ_BUDGET   64      /* packets per QP per bottom-half run */
-/* RoCE frames (ACKs once data has stopped) the backend may hold. */
-#define RS_TX_HELD_MAX  32
 
 void rs_req_kick(RSCore *c)
 {
     if (c->req_bh) {
         qemu_bh_schedule(c->req_bh);
-    }
-}
-
-/*
- * x-drop-tx=N, fault injection for tests: lose one frame in N on average,
- * chosen by a fixed pseudo-random sequence (xorshift32).  Every Nth frame
- * exactly would not do: go-back-N falls into cycles of a multiple of N
- * frames in which the same retransmission is lost every time.
- */
-static bool rs_drop_tx(RSCore *c)
-{
-    uint32_t x = c->tx_rng ? c->tx_rng : 0x2545f491u;
-
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    c->tx_rng = x;
-    c->tx_count++;
-    return x % c->p.drop_tx == 0;
-}
-
-/*
- * Put one frame (a RoCE packet or a bundle of them) on the link, as the
- * link's state allows: held for a stopped VM, dropped when the backend
- * holds too many.
- */
-void rs_roce_send(RSCore *c, uint8_t *frame, size_t len, uint8_t op)
-{
-    struct iovec iov = { .iov_base = frame, .iov_len = len };
-
-    if (!c->link_up) {
-        return;
-    }
-    if (c->holding) {
-        /* the VM is stopped: the network layer would keep the frame */
-        if (!c->send_stopped(c->owner, &iov, 1)) {
-            trace_rdma_session_roce_tx_drop(op, c->tx_count);
-        }
-        return;
-    }
-    if (c->roce_tx_held >= RS_TX_HELD_MAX) {
-        trace_rdma_session_roce_tx_busy(op, c->roce_tx_held);
-        return;
-    }
-    if (!c->send(c->owner, &iov, 1, true)) {
-        c->roce_tx_held++;
-    }
-}
-
-void rs_roce_xmit(RSCore *c, uint8_t *frame, size_t len, uint32_t dip)
-{
-    uint8_t dgid[16];
-    bool roce = rs_wire_is_roce(frame, len, dgid);
-    uint8_t op = frame[lduw_be_p(frame + 12) == ETH_P_IPV6 ?
-                       RS_BTH_OFF6 : RS_BTH_OFF];
-
-    trace_rdma_session_roce_tx(op, len, dip);
-    c->stats.tx_packets++;
-    c->stats.tx_bytes += len;
-    if (c->p.drop_tx && rs_drop_tx(c)) {
-        trace_rdma_session_roce_tx_drop(op, c->tx_count);
-        return;
-    }
-    if (roce && rs_gid_find(c, dgid) >= 0) {
-        if (!c->rx_frame) {
-            /* A frame of ours: its responses get a budget of their own. */
-            c->rx_resp_budget = RS_RESP_BUDGET;
-        }
-        rs_roce_input(c, frame, len);       /* loopback */
-        return;
-    }
-    if (roce && rs_gid_is_mcast(dgid) && rs_mcast_find(c, dgid) >= 0) {
-        /* Our own QPs in the group get a copy, as a switch would send. */
-        rs_roce_input(c, frame, len);
-    }
-    if (roce && rs_bundle_add(c, frame, len)) {
-        return;                 /* in the bundle to this frame's peer */
-    }
-    rs_roce_send(c, frame, len, op);
-}
-
-/* The backend holds one of our RoCE frames: produce no more data. */
-bool rs_roce_tx_busy(RSCore *c)
-{
-    return c->roce_tx_held != 0;
-}
-
-/* The backend has sent a RoCE frame it held. */
-void rs_engine_tx_resume(RSCore *c)
-{
-    if (c->roce_tx_held) {
-        c->roce_tx_held--;
-    }
-    trace_rdma_session_roce_tx_resume(c->roce_tx_held);
-    if (!c->roce_tx_held) {
-        rs_req_kick(c);
-        if (c->resp_bh) {
-            qemu_bh_schedule(c->resp_bh);
-        }
     }
 }
 
@@ -505,7 +405,7 @@ int64_t rs_req_ack_timeout_ns(RSCore *c, const RSQp *qp)
            MIN(qp->retries, c->p.ack_backoff);
 }
 
-static void rs_req_arm_retry(RSCore *c)
+void rs_req_arm_retry(RSCore *c)
 {
     if (c->retry_timer && !timer_pending(c->retry_timer)) {
         timer_mod(c->retry_timer, qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL) +
@@ -1074,7 +974,7 @@ static bool rs_req_qp(RSCore *c, uint32_t qpn, bool active, unsigned *used)
     return more;
 }
 
-static void rs_req_process(void *opaque)
+void rs_req_process(void *opaque)
 {
     RSCore *c = opaque;
     bool active = rs_port_active(c);
@@ -1155,7 +1055,7 @@ static void rs_req_give_up(RSCore *c, uint32_t qpn, RSQp *qp, uint8_t status)
  * timeouts of 67 ms before the QP gives up.  Real adapters stretch the
  * timer too, by enforcing a minimum or adapting it.
  */
-static void rs_req_retry_tick(void *opaque)
+void rs_req_retry_tick(void *opaque)
 {
     RSCore *c = opaque;
     int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
@@ -1303,7 +1203,7 @@ void rs_req_pause(RSCore *c, RSQp *qp, uint32_t psn, uint8_t timer)
     qp->pause_psn = psn;
 }
 
-static void rs_req_rnr_tick(void *opaque)
+void rs_req_rnr_tick(void *opaque)
 {
     RSCore *c = opaque;
     int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
@@ -1331,79 +1231,4 @@ static void rs_req_rnr_tick(void *opaque)
         timer_mod_anticipate(c->rnr_timer, next);
     }
     rs_guard_leave(c);
-}
-
-/* After migration: timers and bottom halves are the destination's. */
-void rs_engine_post_load(RSCore *c)
-{
-    uint32_t qpn;
-
-    for (qpn = 1; qpn < c->p.max_qps; qpn++) {
-        RSQp *qp = &c->qps[qpn];
-
-        if (!qp->valid) {
-            continue;
-        }
-        qp->last_progress = 0;
-        qp->rnr_until = 0;
-        qp->cwnd = 0;           /* the path may differ: start anew */
-        qp->max_psn = qp->sq_psn;
-        if (qp->rnr_wait) {
-            timer_mod_anticipate(c->rnr_timer, 0);
-        }
-        if (qp->ack_pending) {
-            qemu_bh_schedule(c->resp_bh);
-        }
-        if (rs_qpt_rc_requester(qp->type) &&
-            rs_psn_diff(qp->sq_psn, qp->una_psn) > 0) {
-            rs_req_arm_retry(c);
-        }
-    }
-    rs_bundle_reset(c);         /* negotiate again: the path may differ */
-    rs_req_kick(c);
-}
-
-void rs_engine_realize(RSCore *c)
-{
-    c->retry_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, rs_req_retry_tick, c);
-    c->rnr_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, rs_req_rnr_tick, c);
-    c->req_bh = qemu_bh_new_guarded(rs_req_process, c, c->guard);
-    c->resp_bh = qemu_bh_new_guarded(rs_resp_process, c, c->guard);
-    c->req_buf = g_malloc0(RS_WIRE_MAX_FRAME);
-    c->resp_buf = g_malloc0(RS_WIRE_MAX_FRAME);
-    c->rx_buf = g_malloc0(RS_WIRE_MAX_FRAME);
-    rs_bundle_realize(c);
-    rs_migration_realize(c);
-}
-
-/*
- * Device reset: no QP is left, so nothing may run for the old ones (a
- * timer or bottom half that ran later would find the tables of the next
- * driver instance).
- */
-void rs_engine_reset(RSCore *c)
-{
-    qemu_bh_cancel(c->req_bh);
-    qemu_bh_cancel(c->resp_bh);
-    timer_del(c->retry_timer);
-    timer_del(c->rnr_timer);
-    rs_bundle_reset(c);
-    rs_migration_hold_stop(c);
-}
-
-void rs_engine_unrealize(RSCore *c)
-{
-    qemu_bh_delete(c->req_bh);
-    c->req_bh = NULL;
-    qemu_bh_delete(c->resp_bh);
-    c->resp_bh = NULL;
-    timer_free(c->retry_timer);
-    c->retry_timer = NULL;
-    timer_free(c->rnr_timer);
-    c->rnr_timer = NULL;
-    g_free(c->req_buf);
-    g_free(c->resp_buf);
-    g_free(c->rx_buf);
-    rs_bundle_unrealize(c);
-    rs_migration_unrealize(c);
 }

@@ -1,14 +1,10 @@
 /*
- * rdma-session adapter: the responder (rxe_resp.c's role) and the RoCE
- * receive path.
+ * rdma-session adapter: the responder (rxe_resp.c's role).
  *
- * The LAN receive path hands over every IPv4 or IPv6 UDP frame for port
- * 4791 that is addressed to one of our GIDs or to a multicast group a QP
- * is attached to (rs_resp_divert, rdma-session-mcast.c); the
- * requester's frames to our own GIDs come here directly (loopback).
- * Requests go to the responder below, ACKs and READ responses to the
- * completer.  Remote keys resolve in the key table of the network identity
- * of the GID the packet arrived on.
+ * The network layer (rdma-session-net.c) hands the requests of every
+ * frame for one of our QPs to rs_resp_receive(), the requester's frames
+ * to our own GIDs too (loopback).  Remote keys resolve in the key table of
+ * the network identity of the GID the packet arrived on.
  *
  * RC reliability (IBTA 9.7.5): ACKs are coalesced, one per QP per run of
  * the resp bottom half for the newest PSN that asked for one; a NAK or a
@@ -32,68 +28,6 @@
 #include "rdma-session-core.h"
 #include "rdma-session-wire.h"
 #include "trace.h"
-
-/* The index of the populated GID equal to gid, -1 if none. */
-int rs_gid_find(RSCore *c, const uint8_t *gid)
-{
-    uint32_t i;
-
-    for (i = 0; i < c->p.max_gids; i++) {
-        if (c->gids[i].valid && !memcmp(c->gids[i].gid, gid, 16)) {
-            return i;
-        }
-    }
-    return -1;
-}
-
-/* The frame of rs_resp_divert, to one of our GIDs or groups. */
-static void rs_resp_frame(RSCore *c, const struct iovec *iov, int iovcnt,
-                          const uint8_t *hdr, size_t hdrlen)
-{
-    size_t size = iov_size(iov, iovcnt);
-
-    if (rs_bundle_divert(c, iov, iovcnt, hdr, hdrlen, size)) {
-        return;                 /* a bundle, or its negotiation */
-    }
-    if (size > RS_WIRE_MAX_FRAME) {
-        trace_rdma_session_roce_drop(size, "larger than the path MTU allows");
-        return;
-    }
-    if (iovcnt == 1) {
-        /* The usual case: the backend's own buffer, without a copy. */
-        rs_roce_input(c, iov[0].iov_base, size);
-    } else {
-        iov_to_buf(iov, iovcnt, 0, c->rx_buf, size);
-        rs_roce_input(c, c->rx_buf, size);
-    }
-    rs_bundle_flush(c);         /* its responses (READ, NAK) go now */
-}
-
-bool rs_resp_divert(RSCore *c, const struct iovec *iov, int iovcnt)
-{
-    uint8_t hdr[RS_BTH_OFF6], dgid[16];
-    size_t n = iov_to_buf(iov, iovcnt, 0, hdr, sizeof(hdr));
-
-    if (!rs_wire_is_roce(hdr, n, dgid) ||
-        (rs_gid_find(c, dgid) < 0 &&
-         (!rs_gid_is_mcast(dgid) || rs_mcast_find(c, dgid) < 0))) {
-        return false;
-    }
-    /*
-     * The work one received frame causes is bounded: its READ and atomic
-     * responses share one budget, a bundle's packets together, and it
-     * makes at most one bundle HELLO.
-     */
-    c->rx_frame = true;
-    c->rx_frame_seq++;
-    c->rx_resp_budget = RS_RESP_BUDGET;
-    if (lduw_be_p(hdr + 12) == ETH_P_IP) {
-        rs_bundle_heard(c, ldl_be_p(hdr + RS_L3_OFF + 12));
-    }
-    rs_resp_frame(c, iov, iovcnt, hdr, n);
-    c->rx_frame = false;
-    return true;
-}
 
 /*
  * Send an ACK/NAK (AETH syndrome) for PSN psn to the QP's peer, or with
@@ -1496,107 +1430,17 @@ static void rs_resp_uc(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
     rs_resp_execute(c, qpn, qp, gid, pkt);
 }
 
-/*
- * A connected QP talks only to its peer: the packet must come from the
- * address the QP's AV, or a session of its group, sends to, and arrive on
- * the GID that one sends from.
- */
-static bool rs_qp_from_peer(RSCore *c, const RSQp *qp, int gid,
-                            const RSPkt *pkt)
+/* A request (not a response) rs_roce_input() found the QP of. */
+void rs_resp_receive(RSCore *c, uint32_t qpn, RSQp *qp, int gid,
+                     const RSPkt *pkt)
 {
-    const RSSessionGroup *g;
-    uint32_t i;
-
-    if (!qp->group) {
-        return qp->has_av && qp->av.gid_index == gid &&
-               !memcmp(qp->av.dgid, pkt->sgid, sizeof(pkt->sgid));
-    }
-    g = &c->groups[qp->group];
-    for (i = 0; g->valid && i < MIN(g->nsessions, RS_MAX_GROUP_SESSIONS);
-         i++) {
-        const RSSession *s = &c->sessions[g->session[i]];
-
-        if (g->session[i] && g->session[i] < c->p.max_sessions &&
-            s->valid && s->gid_index == gid &&
-            !memcmp(s->dst_ip, pkt->sgid, sizeof(pkt->sgid))) {
-            return true;
-        }
-    }
-    return false;
-}
-
-void rs_roce_input(RSCore *c, const uint8_t *frame, size_t len)
-{
-    const char *why = NULL;
-    RSPkt pkt;
-    uint32_t qpn;
-    RSQp *qp;
-    int gid;
-
-    if (!rs_port_active(c)) {
-        trace_rdma_session_roce_drop(len, "port not active");
-        return;
-    }
-    c->stats.rx_packets++;
-    c->stats.rx_bytes += len;
-    if (!rs_wire_parse(frame, len, &pkt, &why)) {
-        if (why == rs_wire_bad_icrc) {
-            c->stats.icrc_drops++;
-        }
-        trace_rdma_session_roce_drop(len, why);
-        return;
-    }
-    if (pkt.icrc_rxe_flush && !c->p.rxe_flush_icrc) {
-        trace_rdma_session_roce_drop(len, "FLUSH with soft-RoCE's ICRC");
-        return;
-    }
-    gid = rs_gid_find(c, pkt.dgid);
-    qpn = pkt.dqpn;
-    trace_rdma_session_roce_rx(rs_opcode[pkt.opcode].name, qpn, pkt.psn,
-                               pkt.paylen);
-    if (qpn == RS_MCAST_QPN && rs_gid_is_mcast(pkt.dgid)) {
-        rs_mcast_input(c, &pkt);
-        return;
-    }
-    if (gid >= 0 && (rs_opcode[pkt.opcode].flags & RS_OPF_DC)) {
-        rs_dc_input(c, gid, &pkt);
-        return;
-    }
-    if (gid < 0 || qpn == 0 || qpn >= c->p.max_qps || !c->qps[qpn].valid) {
-        trace_rdma_session_roce_drop(len, "no such GID or QP");
-        return;
-    }
-    qp = &c->qps[qpn];
-    if (!(rs_opcode[pkt.opcode].qpt_mask & (1u << qp->type)) ||
-        (qp->type == RS_QPT_DCI &&
-         !(rs_opcode[pkt.opcode].flags & RS_OPF_RESP))) {
-        trace_rdma_session_roce_drop(len, "opcode not for this QP type");
-        return;
-    }
-    if (qp->type != RS_QPT_UD && qp->type != RS_QPT_GSI &&
-        !rs_qp_from_peer(c, qp, gid, &pkt)) {
-        trace_rdma_session_roce_drop(len, "not from the QP's peer");
-        return;
-    }
-    rs_dc_activity(c, qp);
-    if (!(rs_opcode[pkt.opcode].flags & RS_OPF_RESP)) {
-        qp->resp_sport = pkt.sport;     /* what its responses mirror */
-    }
-    if (qp->state == RS_QPS_RTR && !qp->comm_est &&
-        (rs_qpt_rc_responder(qp->type) || qp->type == RS_QPT_UC)) {
-        /* Communication Established: the first packet in RTR. */
-        qp->comm_est = true;
-        rs_qp_event(c, qpn, RS_EV_QP_COMM_EST);
-    }
-    if (rs_opcode[pkt.opcode].flags & RS_OPF_RESP) {
-        rs_comp_receive(c, qpn, &pkt);
-    } else if (qp->type == RS_QPT_XRC_TGT) {
-        rs_resp_xrc(c, qpn, qp, gid, &pkt);
+    if (qp->type == RS_QPT_XRC_TGT) {
+        rs_resp_xrc(c, qpn, qp, gid, pkt);
     } else if (qp->type == RS_QPT_UD || qp->type == RS_QPT_GSI) {
-        rs_resp_ud(c, qpn, qp, gid, &pkt);
+        rs_resp_ud(c, qpn, qp, gid, pkt);
     } else if (rs_qpt_rc_responder(qp->type)) {
-        rs_resp_rc(c, qpn, qp, gid, &pkt);
+        rs_resp_rc(c, qpn, qp, gid, pkt);
     } else {
-        rs_resp_uc(c, qpn, qp, gid, &pkt);
+        rs_resp_uc(c, qpn, qp, gid, pkt);
     }
 }

@@ -13,6 +13,7 @@
  */
 
 #include "qemu/osdep.h"
+#include "migration/vmstate.h"
 #include "rdma-session-core.h"
 #include "trace.h"
 
@@ -198,3 +199,106 @@ uint8_t rs_cmd_destroy_group(RSCore *c, const struct rs_admin_cmd *cmd,
     g->gen++;
     return RS_STATUS_OK;
 }
+
+/* ------------------------------------------------------------------ */
+/* Migration                                                          */
+/* ------------------------------------------------------------------ */
+
+/* A session without the path subsection is up and has counted nothing. */
+static int rs_session_pre_load(void *opaque)
+{
+    rs_path_session_reset(opaque);
+    return 0;
+}
+
+const VMStateDescription vmstate_rs_session = {
+    .name = "rdma-session/session",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .pre_load = rs_session_pre_load,
+    .subsections = (const VMStateDescription * const []) {
+        &vmstate_rs_session_path,
+        NULL
+    },
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(valid, RSSession),
+        VMSTATE_UINT8(gen, RSSession),
+        VMSTATE_UINT8_ARRAY(dmac, RSSession, 6),
+        VMSTATE_UINT8_ARRAY(dst_ip, RSSession, 16),
+        VMSTATE_UINT16(src_port, RSSession),
+        VMSTATE_UINT16(dst_port, RSSession),
+        VMSTATE_UINT32(gid_index, RSSession),
+        VMSTATE_UINT32(refs, RSSession),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+const VMStateDescription vmstate_rs_group = {
+    .name = "rdma-session/session-group",
+    .version_id = 2,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(valid, RSSessionGroup),
+        VMSTATE_UINT8(gen, RSSessionGroup),
+        VMSTATE_UINT8(nsessions, RSSessionGroup),
+        VMSTATE_UINT8(policy, RSSessionGroup),
+        VMSTATE_UINT32_ARRAY(session, RSSessionGroup, RS_MAX_GROUP_SESSIONS),
+        VMSTATE_UINT32(refs, RSSessionGroup),
+        VMSTATE_UINT8_V(next, RSSessionGroup, 2),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+const VMStateDescription vmstate_rs_gid = {
+    .name = "rdma-session/gid",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(valid, RSGid),
+        VMSTATE_UINT8(type, RSGid),
+        VMSTATE_UINT8_ARRAY(gid, RSGid, 16),
+        VMSTATE_UINT32(vni, RSGid),
+        VMSTATE_UINT32(refs, RSGid),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/* A valid session group: its size, policy, position and sessions. */
+static bool rs_group_state_valid(RSCore *c, const RSSessionGroup *g)
+{
+    uint32_t j;
+
+    if (g->nsessions < 1 || g->nsessions > RS_MAX_GROUP_SESSIONS ||
+        g->policy > RS_GROUP_ACTIVE_BACKUP || g->next >= g->nsessions) {
+        return false;
+    }
+    for (j = 0; j < g->nsessions; j++) {
+        if (!RS_REF_OK(c, sessions, c->p.max_sessions, g->session[j])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool rs_session_state_valid(RSCore *c)
+{
+    uint32_t i;
+
+    for (i = 0; i < c->p.max_sessions; i++) {
+        if (c->sessions[i].valid &&
+            !rs_gid_valid(c, c->sessions[i].gid_index)) {
+            return false;
+        }
+    }
+    for (i = 0; i < c->p.max_groups; i++) {
+        if (c->groups[i].valid && !rs_group_state_valid(c, &c->groups[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+const RSFeature rs_feature_session = {
+    .name = "session",
+    .validate = rs_session_state_valid,
+};

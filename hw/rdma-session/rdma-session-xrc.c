@@ -21,6 +21,7 @@
  */
 
 #include "qemu/osdep.h"
+#include "migration/vmstate.h"
 #include "rdma-session-core.h"
 #include "trace.h"
 
@@ -152,7 +153,7 @@ uint32_t rs_xrc_srq_pd(RSCore *c, const RSQp *qp, uint32_t srq)
  * targets' domains and their borrowed SRQ, PD and CQ.  The other tables
  * were checked; the reference counts are checked with the rest.
  */
-bool rs_xrc_state_valid(RSCore *c)
+static bool rs_xrc_state_valid(RSCore *c)
 {
     uint32_t i;
 
@@ -192,3 +193,115 @@ bool rs_xrc_state_valid(RSCore *c)
     }
     return true;
 }
+
+/* ------------------------------------------------------------------ */
+/* Migration                                                          */
+/* ------------------------------------------------------------------ */
+
+/* An XRC target's READ resource: the SRQ its request named (ABI 1.3). */
+static bool rs_rd_res_xrc_needed(void *opaque)
+{
+    RSRdRes *r = opaque;
+
+    return r->srq != 0;
+}
+
+const VMStateDescription vmstate_rs_rd_res_xrc = {
+    .name = "rdma-session/rd-res/xrc",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rs_rd_res_xrc_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(srq, RSRdRes),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/* An XRC target's domain (ABI 1.3): sent only by XRC targets. */
+static bool rs_qp_xrc_needed(void *opaque)
+{
+    RSQp *qp = opaque;
+
+    return qp->xrcd != 0;
+}
+
+const VMStateDescription vmstate_rs_qp_xrc = {
+    .name = "rdma-session/qp/xrc",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rs_qp_xrc_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(xrcd, RSQp),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/* An XRC SRQ's domain and CQ (ABI 1.3): sent only by XRC SRQs. */
+static bool rs_srq_xrc_needed(void *opaque)
+{
+    RSSrq *s = opaque;
+
+    return s->xrcd != 0;
+}
+
+const VMStateDescription vmstate_rs_srq_xrc = {
+    .name = "rdma-session/srq/xrc",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rs_srq_xrc_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(xrcd, RSSrq),
+        VMSTATE_UINT32(cq, RSSrq),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static const VMStateDescription vmstate_rs_xrcd = {
+    .name = "rdma-session/xrcd",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .fields = (const VMStateField[]) {
+        VMSTATE_BOOL(valid, RSXrcd),
+        VMSTATE_UINT8(gen, RSXrcd),
+        VMSTATE_UINT32(refs, RSXrcd),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/* XRC came with ABI 1.3: sent only once a domain was created. */
+static bool rs_xrcds_needed(void *opaque)
+{
+    RSCore *c = opaque;
+
+    for (uint32_t i = 0; i < c->p.max_xrcds; i++) {
+        if (c->xrcds[i].valid || c->xrcds[i].gen) {
+            return true;
+        }
+    }
+    return false;
+}
+
+const VMStateDescription vmstate_rs_xrcds = {
+    .name = "rdma-session/core/xrcds",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rs_xrcds_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32_EQUAL(p.max_xrcds, RSCore, NULL),
+        VMSTATE_STRUCT_VARRAY_POINTER_UINT32(xrcds, RSCore, p.max_xrcds,
+                                             vmstate_rs_xrcd, RSXrcd),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+/* A stream without XRC domains (no subsection) leaves the table empty. */
+static void rs_xrc_pre_load(RSCore *c)
+{
+    memset(c->xrcds, 0, sizeof(*c->xrcds) * c->p.max_xrcds);
+}
+
+const RSFeature rs_feature_xrc = {
+    .name = "xrc",
+    .pre_load = rs_xrc_pre_load,
+    .validate = rs_xrc_state_valid,
+};
