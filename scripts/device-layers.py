@@ -11,9 +11,15 @@ Layers, bottom to top (a file may use its own layer and those below):
   wire     the RoCEv2 packet format
   core     DMA, events, registers, the feature table, the core's migration
   objects  verbs objects and features: PD/CQ/AH/SRQ, QP, keys, sessions, ...
-  engine   the transport: requester, responder, completer, net, bundles
+  engine   the transport: requester, responder, completer, net, bundles,
+           the dynamically connected transport (DC)
   admin    the admin queue and its command dispatch
   glue     PCI/QOM, QMP
+
+The layers below reach the ones above through what those set in RSCore at
+realize, not by name: the engine's services (RSEngineOps: the requester's
+kick, an SQ doorbell, ODP's resume and failure, DC's QP state changes),
+the LAN doorbell handler and the admin queue's bottom half (a feature).
 
 The cycles are those of the function references.
 
@@ -44,6 +50,10 @@ FILE_LAYER = {
     'engine': 'engine',
     'net': 'engine',
     'bundle': 'engine',
+    # DC is a transport: a DCI is an RC requester whose target changes, its
+    # CONNECT/REPLY/DISCONNECT packets are built, timed out and retried as
+    # the requester's (tuple, RNR wait, ACK timeout, xmit).
+    'dc': 'engine',
     'admin': 'admin',
     'pci': 'glue',
     'qmp': 'glue',

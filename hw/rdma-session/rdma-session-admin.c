@@ -20,20 +20,6 @@
 /* Bounded work per bottom-half run so a vCPU is never held for long. */
 #define RS_ADMIN_BATCH 64
 
-uint8_t rs_write_resp(RSCore *c, const struct rs_cmd_query *q,
-                      const void *resp, size_t len)
-{
-    uint64_t addr = le64_to_cpu(q->resp_addr);
-
-    if (le32_to_cpu(q->resp_len) < len) {
-        return RS_STATUS_BAD_SIZE;
-    }
-    if (addr & 7) {
-        return RS_STATUS_BAD_ALIGN;
-    }
-    return rs_dma_write(c, addr, resp, len);
-}
-
 #define RS_DEVICE_ATTR_V14_SIZE \
     offsetof(struct rs_device_attr, max_dc_contexts)
 
@@ -235,7 +221,7 @@ static void rs_admin_fatal(RSCore *c)
     c->fatal_code = RS_FATAL_DMA;
 }
 
-void rs_admin_process(void *opaque)
+static void rs_admin_process(void *opaque)
 {
     RSCore *c = opaque;
     unsigned log = FIELD_EX32(c->admq_cfg, RS_ADMQ_CFG, LOG_SIZE);
@@ -271,3 +257,30 @@ void rs_admin_process(void *opaque)
         c->notify(c->owner, FIELD_EX32(c->acq_cfg, RS_ACQ_CFG, VECTOR));
     }
 }
+
+/*
+ * The admin queue's bottom half.  First in rs_features[]: it is made
+ * before, stopped before and freed before every other feature's state.
+ */
+static bool rs_admin_realize(RSCore *c, Error **errp)
+{
+    c->admin_bh = qemu_bh_new_guarded(rs_admin_process, c, c->guard);
+    return true;
+}
+
+static void rs_admin_unrealize(RSCore *c)
+{
+    qemu_bh_delete(c->admin_bh);
+}
+
+static void rs_admin_quiesce(RSCore *c)
+{
+    qemu_bh_cancel(c->admin_bh);
+}
+
+const RSFeature rs_feature_admin = {
+    .name = "admin",
+    .realize = rs_admin_realize,
+    .unrealize = rs_admin_unrealize,
+    .quiesce = rs_admin_quiesce,
+};

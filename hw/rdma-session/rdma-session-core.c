@@ -90,6 +90,21 @@ uint8_t rs_dma_write(RSCore *c, uint64_t addr, const void *buf,
     return st;
 }
 
+/* A query command's response, to the buffer the command names. */
+uint8_t rs_write_resp(RSCore *c, const struct rs_cmd_query *q,
+                      const void *resp, size_t len)
+{
+    uint64_t addr = le64_to_cpu(q->resp_addr);
+
+    if (le32_to_cpu(q->resp_len) < len) {
+        return RS_STATUS_BAD_SIZE;
+    }
+    if (addr & 7) {
+        return RS_STATUS_BAD_ALIGN;
+    }
+    return rs_dma_write(c, addr, resp, len);
+}
+
 /* A ring of 2^log_size entries in guest memory, as every queue uses. */
 uint8_t rs_check_ring(RSCore *c, uint64_t addr, unsigned log_size,
                       unsigned max_log, size_t entry_size)
@@ -143,6 +158,7 @@ static void rs_clear_tables(RSCore *c)
  * rs_feature_<name> in its file and one line here.
  */
 const RSFeature *const rs_features[] = {
+    &rs_feature_admin,      /* rdma-session-admin.c: the admin queue */
     &rs_feature_mcast,      /* rdma-session-mcast.c */
     &rs_feature_objects,    /* rdma-session-objects.c: PD, CQ, AH, SRQ */
     &rs_feature_xrc,        /* rdma-session-xrc.c */
@@ -170,7 +186,6 @@ const RSFeature *const rs_features[] = {
 void rs_core_reset(RSCore *c)
 {
     trace_rdma_session_reset();
-    qemu_bh_cancel(c->admin_bh);
     RS_FOR_EACH_FEATURE(f) {
         if ((*f)->quiesce) {
             (*f)->quiesce(c);
@@ -194,7 +209,6 @@ void rs_core_reset(RSCore *c)
 /* The features before end (NULL: all) unrealize, then the core. */
 static void rs_core_teardown(RSCore *c, const RSFeature *const *end)
 {
-    qemu_bh_delete(c->admin_bh);
     RS_FOR_EACH_FEATURE(f) {
         if (f == end) {
             break;
@@ -313,7 +327,6 @@ bool rs_core_realize(RSCore *c, Error **errp)
     c->gids = g_new0(RSGid, p->max_gids);
     c->srqs = g_new0(RSSrq, p->max_srqs);
     c->xrcds = g_new0(RSXrcd, p->max_xrcds);
-    c->admin_bh = qemu_bh_new_guarded(rs_admin_process, c, c->guard);
     RS_FOR_EACH_FEATURE(f) {
         if ((*f)->realize && !(*f)->realize(c, errp)) {
             rs_core_teardown(c, f);
@@ -447,6 +460,32 @@ static void rs_write_admq_db(RSCore *c, uint32_t val)
     }
     c->admq_pi = val;
     qemu_bh_schedule(c->admin_bh);
+}
+
+/*
+ * RS_COMP_CAUSE of a vector: the next CQ of the vector whose notification
+ * fired, forgotten now (rdma-session-cq.c sets them).
+ */
+uint32_t rs_comp_cause_read(RSCore *c, uint32_t vector)
+{
+    unsigned long *map;
+    uint32_t idx;
+
+    if (vector >= c->p.num_comp_vectors) {
+        RS_GUEST_ERR(rdma_session_err_comp_cause, "read of the completion "
+                     "cause of vector %u of %u", vector,
+                     c->p.num_comp_vectors);
+        return RS_COMP_CAUSE_NONE;
+    }
+    map = rs_comp_map(c, vector);
+    idx = find_first_bit(map, c->p.max_cqs);
+    if (idx >= c->p.max_cqs) {
+        return RS_COMP_CAUSE_NONE;
+    }
+    clear_bit(idx, map);
+    c->cqs[idx].ev_pending = false;
+    trace_rdma_session_comp_cause(vector, idx);
+    return rs_handle(idx, c->cqs[idx].gen);
 }
 
 uint64_t rs_core_reg_read(RSCore *c, hwaddr addr)
@@ -650,13 +689,13 @@ void rs_core_db_write(RSCore *c, hwaddr addr, uint32_t val)
                 break;          /* an XRC target has no send queue */
             }
             c->qps[idx].sq_pi = value;
-            rs_req_doorbell(c, idx);
+            c->engine->doorbell(c, idx);
         } else if (c->qps[idx].srq || !c->qps[idx].rq_log) {
             break;              /* it has no receive queue of its own */
         } else {
             c->qps[idx].rq_pi = value;
             if (c->qps[idx].state == RS_QPS_ERR) {
-                rs_req_kick(c);     /* flush it */
+                c->engine->kick(c); /* flush it */
             }
         }
         return;
@@ -681,7 +720,7 @@ void rs_core_db_write(RSCore *c, hwaddr addr, uint32_t val)
         return;
     case RS_DB_LAN_TX:
     case RS_DB_LAN_RX:
-        rs_lan_db_write(c, page, reg, val);
+        c->lan_db_write(c, page, reg, val);
         return;
     default:
         RS_GUEST_ERR(rdma_session_err_db_offset, "write 0x%x to unknown "

@@ -543,6 +543,28 @@ typedef void (*RSFlushFn)(void *owner);
 typedef bool (*RSSendStoppedFn)(void *owner, const struct iovec *iov,
                                 int iovcnt);
 
+/*
+ * The transport engine's services to the layers below it: the core's
+ * doorbells, the verbs objects' state changes.  rdma-session-engine.c's
+ * realize points RSCore.engine at its table; none of them runs per
+ * packet.
+ */
+typedef struct RSEngineOps {
+    /* Run the requester's bottom half: send queues, flushes. */
+    void (*kick)(RSCore *c);
+    /* An SQ doorbell: QP qpn's new sq_pi. */
+    void (*doorbell)(RSCore *c, uint32_t qpn);
+    /* Send again from QP qpn's first unacknowledged PSN. */
+    void (*rewind)(RSCore *c, uint32_t qpn);
+    /* The responder's page fault was resolved (at psn) or failed. */
+    void (*odp_resume)(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t psn);
+    void (*odp_fail)(RSCore *c, uint32_t qpn, RSQp *qp);
+    /* DC (rdma-session-dc.c): a DCT stops, a DCI resets, a context errs. */
+    void (*dc_dct_stop)(RSCore *c, uint32_t dct);
+    void (*dc_dci_reset)(RSCore *c, uint32_t qpn);
+    void (*dc_ctx_error)(RSCore *c, uint32_t qpn);
+} RSEngineOps;
+
 struct RSCore {
     RSParams p;
 
@@ -562,7 +584,15 @@ struct RSCore {
      */
     bool realized;
 
-    QEMUBH *admin_bh;
+    /*
+     * Set by the layers above at realize: the engine's services, the LAN
+     * rings' doorbells (rdma-session-lan.c).
+     */
+    const RSEngineOps *engine;
+    void (*lan_db_write)(RSCore *c, uint32_t page, uint32_t reg,
+                         uint32_t val);
+
+    QEMUBH *admin_bh;           /* rdma-session-admin.c's, from realize */
     QEMUBH *lan_bh;
     uint8_t *lan_tx_buf;        /* RS_LAN_MAX_FRAME bytes, from realize */
     QEMUBH *req_bh;             /* requester: runs the send queues */
@@ -581,8 +611,8 @@ struct RSCore {
     uint32_t ctrl;
     uint32_t status;
     uint32_t fatal_code;
-    uint64_t admq_base;
     uint32_t admq_cfg;
+    uint64_t admq_base;
     uint64_t acq_base;
     uint32_t acq_cfg;
     uint64_t aeq_base;
@@ -655,8 +685,8 @@ struct RSCore {
      * VM stops until the migration ends, RNR NAKs keep the peers' RC
      * requesters waiting.  Runtime only: the source's.
      */
-    QEMUTimer *hold_timer;      /* QEMU_CLOCK_REALTIME */
     bool holding;
+    QEMUTimer *hold_timer;      /* QEMU_CLOCK_REALTIME */
     /*
      * LAN frames dropped for want of an RX descriptor (QOM property
      * x-lan-rx-missed); counted since realize, not migrated.
@@ -700,6 +730,15 @@ uint8_t rs_dma_write(RSCore *c, uint64_t addr, const void *buf,
                      uint64_t len);
 uint8_t rs_check_ring(RSCore *c, uint64_t addr, unsigned log_size,
                       unsigned max_log, size_t entry_size);
+uint8_t rs_write_resp(RSCore *c, const struct rs_cmd_query *q,
+                      const void *resp, size_t len);
+uint32_t rs_comp_cause_read(RSCore *c, uint32_t vector);
+
+/* The CQs of a completion vector whose notification fired (RSCore). */
+static inline unsigned long *rs_comp_map(RSCore *c, uint32_t vector)
+{
+    return c->comp_pending + vector * BITS_TO_LONGS(c->p.max_cqs);
+}
 
 /*
  * A feature of the device (an object kind, a transport part, a table of
@@ -744,6 +783,7 @@ typedef struct RSFeature {
 } RSFeature;
 
 /* Each feature's hooks (its file), in rs_features[] (rdma-session-core.c). */
+extern const RSFeature rs_feature_admin;
 extern const RSFeature rs_feature_mcast;
 extern const RSFeature rs_feature_objects;
 extern const RSFeature rs_feature_xrc;
@@ -822,9 +862,6 @@ static inline uint32_t rs_handle(uint32_t index, uint8_t gen)
 typedef uint8_t (*RSCmdFn)(RSCore *c, const struct rs_admin_cmd *cmd,
                            struct rs_admin_cqe *cqe);
 
-/* rdma-session-admin.c: queue, dispatch, device-level commands */
-void rs_admin_process(void *opaque);
-
 /* rdma-session-objects.c: PD, CQ, AH, SRQ */
 uint8_t rs_cmd_create_pd(RSCore *c, const struct rs_admin_cmd *cmd,
                          struct rs_admin_cqe *cqe);
@@ -881,7 +918,6 @@ void rs_sq_complete(RSCore *c, uint32_t qpn, uint8_t status,
 
 /* rdma-session-cq.c: CQE writes, completion causes */
 void rs_cq_post(RSCore *c, uint32_t cq, struct rs_cqe *cqe, bool solicited);
-uint32_t rs_comp_cause_read(RSCore *c, uint32_t vector);
 void rs_comp_cause_clear(RSCore *c, uint32_t cq);
 bool rs_comp_cause_load(RSCore *c);
 extern const VMStateDescription vmstate_rs_cq_event;
@@ -917,10 +953,8 @@ static inline bool rs_qpt_rc_responder(uint8_t type)
            type == RS_QPT_DC_CTX;
 }
 
-/* rdma-session-dc.c: dynamically connected transport */
+/* rdma-session-dc.c: dynamically connected transport (the engine's) */
 struct RSPkt;
-uint8_t rs_dc_create_dct(RSCore *c, const struct rs_cmd_create_qp *cq,
-                         uint32_t *pd, uint32_t *rcq, uint32_t *srq);
 uint8_t rs_dc_req_target(RSCore *c, uint32_t qpn, RSQp *qp,
                          const struct rs_send_wqe_ctrl *w, bool started,
                          bool *go);
@@ -960,9 +994,6 @@ typedef struct RSMkeyOps {
 extern const RSMkeyOps rs_mkey_list_ops;    /* rdma-session-mkey-list.c */
 extern const RSMkeyOps rs_odp_mkey_ops;     /* rdma-session-odp.c */
 extern const VMStateDescription vmstate_rs_mr;
-
-uint8_t rs_write_resp(RSCore *c, const struct rs_cmd_query *q,
-                      const void *resp, size_t len);
 
 /* rdma-session-netid.c */
 uint8_t rs_netid_of_gid(RSCore *c, const uint8_t *gid);
@@ -1031,8 +1062,6 @@ bool rs_odp_wait(RSCore *c, uint32_t qpn, RSOdpWait *w, uint8_t kind,
 void rs_odp_drop_fault(RSCore *c);
 void rs_odp_widen(RSCore *c, uint64_t end);
 void rs_odp_qp_clear(RSCore *c, RSQp *qp);
-void rs_resp_odp_resume(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t psn);
-void rs_resp_odp_fail(RSCore *c, uint32_t qpn, RSQp *qp);
 extern const VMStateDescription vmstate_rs_qp_odp;
 extern const VMStateDescription vmstate_rs_mr_odp;
 extern const VMStateDescription vmstate_rs_odp;
@@ -1120,7 +1149,6 @@ bool rs_gid_is_mcast(const uint8_t *gid);
 void rs_mcast_mac(const uint8_t *gid, uint8_t *mac);
 int rs_mcast_find(RSCore *c, const uint8_t *gid);
 bool rs_mcast_qp_attached(RSCore *c, uint32_t qpn);
-void rs_mcast_input(RSCore *c, const struct RSPkt *pkt);
 extern const VMStateDescription vmstate_rs_mcast;
 
 /* rdma-session-lan.c: the Ethernet path */
@@ -1130,7 +1158,6 @@ uint8_t rs_cmd_destroy_lan_queue(RSCore *c, const struct rs_admin_cmd *cmd,
                                  struct rs_admin_cqe *cqe);
 uint8_t rs_cmd_set_lan_rx_mode(RSCore *c, const struct rs_admin_cmd *cmd,
                                struct rs_admin_cqe *cqe);
-void rs_lan_db_write(RSCore *c, uint32_t page, uint32_t reg, uint32_t val);
 void rs_lan_tx_resume(RSCore *c);
 bool rs_lan_can_receive(RSCore *c);
 void rs_lan_gid_added(RSCore *c);
@@ -1157,6 +1184,8 @@ void rs_req_rnr_wait(RSCore *c, RSQp *qp, uint8_t timer);
 void rs_req_pause(RSCore *c, RSQp *qp, uint32_t psn, uint8_t timer);
 void rs_req_rnr_end(RSCore *c, RSQp *qp);
 void rs_resp_process(void *opaque);
+void rs_resp_odp_resume(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t psn);
+void rs_resp_odp_fail(RSCore *c, uint32_t qpn, RSQp *qp);
 bool rs_resp_rnr_prompt(RSCore *c, uint32_t qpn, uint8_t timer);
 struct RSPkt;
 bool rs_qp_tuple(RSCore *c, RSQp *qp, uint32_t qpn, const RSAv *ud_av,

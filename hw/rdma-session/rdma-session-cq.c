@@ -1,7 +1,8 @@
 /*
  * rdma-session adapter: completion queue services (rxe_cq.c's role): CQE
  * writes and CQ interrupts, the completion cause of each vector
- * (RS_COMP_CAUSE) and its state in a CQ's migration.
+ * (RS_COMP_CAUSE, which the core's register read takes) and its state in
+ * a CQ's migration.
  *
  * Copyright (c) 2026 rdma-session developers
  *
@@ -13,34 +14,6 @@
 #include "migration/vmstate.h"
 #include "rdma-session-core.h"
 #include "trace.h"
-
-static unsigned long *rs_comp_map(RSCore *c, uint32_t vector)
-{
-    return c->comp_pending + vector * BITS_TO_LONGS(c->p.max_cqs);
-}
-
-/* The next CQ of the vector whose notification fired, forgotten now. */
-uint32_t rs_comp_cause_read(RSCore *c, uint32_t vector)
-{
-    unsigned long *map;
-    uint32_t idx;
-
-    if (vector >= c->p.num_comp_vectors) {
-        RS_GUEST_ERR(rdma_session_err_comp_cause, "read of the completion "
-                     "cause of vector %u of %u", vector,
-                     c->p.num_comp_vectors);
-        return RS_COMP_CAUSE_NONE;
-    }
-    map = rs_comp_map(c, vector);
-    idx = find_first_bit(map, c->p.max_cqs);
-    if (idx >= c->p.max_cqs) {
-        return RS_COMP_CAUSE_NONE;
-    }
-    clear_bit(idx, map);
-    c->cqs[idx].ev_pending = false;
-    trace_rdma_session_comp_cause(vector, idx);
-    return rs_handle(idx, c->cqs[idx].gen);
-}
 
 void rs_comp_cause_clear(RSCore *c, uint32_t idx)
 {

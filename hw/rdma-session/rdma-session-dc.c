@@ -75,37 +75,6 @@ void rs_dc_activity(RSCore *c, RSQp *qp)
     }
 }
 
-/*
- * CREATE_QP of a DCT: no queues of its own and no send CQ; PD, a basic
- * SRQ of that PD and a receive CQ are required.
- */
-uint8_t rs_dc_create_dct(RSCore *c, const struct rs_cmd_create_qp *cq,
-                         uint32_t *pd, uint32_t *rcq, uint32_t *srq)
-{
-    if (cq->sq_addr || cq->rq_addr || cq->send_cq || cq->sq_log_size ||
-        cq->rq_log_size || cq->max_send_sge || cq->max_recv_sge ||
-        cq->flags || cq->max_inline || cq->session_group) {
-        return RS_STATUS_BAD_PARAM;
-    }
-    if (le32_to_cpu(cq->uar) >= c->p.db_pages) {
-        return RS_STATUS_BAD_PARAM;
-    }
-    *pd = RS_LOOKUP(c->pds, c->p.max_pds, le32_to_cpu(cq->pd));
-    *rcq = RS_LOOKUP(c->cqs, c->p.max_cqs, le32_to_cpu(cq->recv_cq));
-    *srq = RS_LOOKUP(c->srqs, c->p.max_srqs, le32_to_cpu(cq->srq));
-    if (!*pd || !*rcq || !*srq) {
-        return RS_STATUS_BAD_HANDLE;
-    }
-    if (c->srqs[*srq].xrcd) {
-        return RS_STATUS_BAD_PARAM;
-    }
-    /* A kernel PD's QP rings the kernel's doorbell page only. */
-    if ((c->pds[*pd].flags & RS_PD_F_PRIVILEGED) && cq->uar) {
-        return RS_STATUS_BAD_PD;
-    }
-    return c->srqs[*srq].pd == *pd ? RS_STATUS_OK : RS_STATUS_BAD_PD;
-}
-
 /* DC_CONNECT or DC_DISCONNECT of DCI qpn for its current target. */
 static bool rs_dc_send(RSCore *c, uint32_t qpn, RSQp *qp, uint8_t opcode)
 {

@@ -48,8 +48,21 @@ static void rs_engine_post_load(RSCore *c)
     rs_req_kick(c);
 }
 
+/* What the core and the verbs objects call (RSEngineOps). */
+static const RSEngineOps rs_engine_ops = {
+    .kick = rs_req_kick,
+    .doorbell = rs_req_doorbell,
+    .rewind = rs_req_rewind,
+    .odp_resume = rs_resp_odp_resume,
+    .odp_fail = rs_resp_odp_fail,
+    .dc_dct_stop = rs_dc_dct_stop,
+    .dc_dci_reset = rs_dc_dci_reset,
+    .dc_ctx_error = rs_dc_ctx_error,
+};
+
 static bool rs_engine_realize(RSCore *c, Error **errp)
 {
+    c->engine = &rs_engine_ops;
     c->retry_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, rs_req_retry_tick, c);
     c->rnr_timer = timer_new_ns(QEMU_CLOCK_VIRTUAL, rs_req_rnr_tick, c);
     c->req_bh = qemu_bh_new_guarded(rs_req_process, c, c->guard);

@@ -374,9 +374,6 @@ ssize_t rs_lan_receive_iov(RSCore *c, const struct iovec *iov, int iovcnt)
     uint16_t buflen, len = 0;
     uint8_t status;
 
-    if (rs_port_active(c) && rs_resp_divert(c, iov, iovcnt)) {
-        return size;        /* RoCEv2 to one of our GIDs: the engine's */
-    }
     /* Frames the ring would not take are dropped before any holding. */
     if (size < ETH_HLEN) {
         trace_rdma_session_lan_rx_drop(size, "runt");
@@ -433,7 +430,8 @@ ssize_t rs_lan_receive_iov(RSCore *c, const struct iovec *iov, int iovcnt)
 /* Doorbells                                                           */
 /* ------------------------------------------------------------------ */
 
-void rs_lan_db_write(RSCore *c, uint32_t page, uint32_t reg, uint32_t val)
+static void rs_lan_db_write(RSCore *c, uint32_t page, uint32_t reg,
+                            uint32_t val)
 {
     int type = reg == RS_DB_LAN_TX ? RS_LAN_TXQ : RS_LAN_RXQ;
     RSLanQueue *q = &c->lanq[type];
@@ -477,6 +475,7 @@ void rs_lan_db_write(RSCore *c, uint32_t page, uint32_t reg, uint32_t val)
 static bool rs_lan_realize(RSCore *c, Error **errp)
 {
     c->lan_bh = qemu_bh_new_guarded(rs_lan_bh, c, c->guard);
+    c->lan_db_write = rs_lan_db_write;
     c->lan_tx_buf = g_malloc(RS_LAN_MAX_FRAME);
     return true;
 }

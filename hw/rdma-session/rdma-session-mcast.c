@@ -5,10 +5,11 @@
  * GID (IPv4-mapped 224.0.0.0/4 or IPv6 ff00::/8) with the indices of up to
  * max-mcast-qp-attach UD QPs.  A RoCEv2 UD packet to a group's address
  * with DQPN 0xffffff is delivered to every QP attached to the group, each
- * copy into a receive WQE of that QP (rs_resp_ud), so one packet costs at
- * most max-mcast-qp-attach deliveries.  The LAN receive path hands such a
- * packet to the engine only while its group has a QP attached; otherwise
- * it is an ordinary multicast frame for the Ethernet filter.
+ * copy into a receive WQE of that QP (rs_mcast_input in
+ * rdma-session-net.c), so one packet costs at most max-mcast-qp-attach
+ * deliveries.  The receive path hands such a packet to the engine only
+ * while its group has a QP attached; otherwise it is an ordinary multicast
+ * frame for the Ethernet filter.
  *
  * A QP that is attached cannot be destroyed (IBTA o10-2.2.3; ib_core and
  * rdma_cm detach first), so the table never names a free QP.
@@ -179,56 +180,6 @@ uint8_t rs_cmd_detach_mcast(RSCore *c, const struct rs_admin_cmd *cmd,
     }
     trace_rdma_session_mcast("detach", idx, qpn, g->nqp);
     return RS_STATUS_OK;
-}
-
-/*
- * The GID whose key tables the receive buffers resolve in: the port's
- * first address of the packet's IP version (the one a unicast packet
- * from the same sender would arrive on).
- */
-static int rs_mcast_local_gid(RSCore *c, bool v6)
-{
-    uint32_t i, ip;
-
-    for (i = 0; i < c->p.max_gids; i++) {
-        if (c->gids[i].valid && rs_gid_to_ip4(c->gids[i].gid, &ip) == !v6) {
-            return i;
-        }
-    }
-    return -1;
-}
-
-/* A UD packet to a multicast group: a copy to each attached QP. */
-void rs_mcast_input(RSCore *c, const RSPkt *pkt)
-{
-    const RSMcastGrp *g;
-    uint32_t i, n = 0;
-    int idx, gid;
-
-    if (!(rs_opcode[pkt->opcode].qpt_mask & (1u << RS_QPT_UD))) {
-        trace_rdma_session_mcast_drop("not a UD opcode");
-        return;
-    }
-    idx = rs_mcast_find(c, pkt->dgid);
-    if (idx < 0) {
-        trace_rdma_session_mcast_drop("no QP attached to the group");
-        return;
-    }
-    gid = rs_mcast_local_gid(c, pkt->v6);
-    if (gid < 0) {
-        trace_rdma_session_mcast_drop("no GID of the packet's IP version");
-        return;
-    }
-    g = &c->mcast[idx];
-    for (i = 0; i < g->nqp && i < c->p.max_mcast_qp_attach; i++) {
-        RSQp *qp = &c->qps[g->qp[i]];
-
-        if (qp->valid && qp->type == RS_QPT_UD) {
-            rs_resp_ud(c, g->qp[i], qp, gid, pkt);
-            n++;
-        }
-    }
-    trace_rdma_session_mcast_rx(idx, n);
 }
 
 static bool rs_mcast_state_valid(RSCore *c)

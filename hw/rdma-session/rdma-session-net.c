@@ -7,12 +7,13 @@
  * or on the link as its state allows (held for a stopped VM, dropped when
  * the backend holds too many), with the backend's flow control.
  *
- * Receive: the LAN receive path hands over every IPv4 or IPv6 UDP frame
- * for port 4791 that is addressed to one of our GIDs or to a multicast
- * group a QP is attached to (rs_resp_divert, rdma-session-mcast.c); a
- * bundle is unpacked first.  rs_roce_input() parses a frame and sends it
- * to its QP: requests to the responder, ACKs and READ responses to the
- * completer, multicast to its group, DC connects to the DCT.
+ * Receive: the NIC's receive path (rdma-session-pci.c) hands over every
+ * IPv4 or IPv6 UDP frame for port 4791 that is addressed to one of our
+ * GIDs or to a multicast group a QP is attached to (rs_resp_divert,
+ * rdma-session-mcast.c), before the LAN rings see it; a bundle is unpacked
+ * first.  rs_roce_input() parses a frame and sends it to its QP: requests
+ * to the responder, ACKs and READ responses to the completer, multicast to
+ * each attached QP (rs_mcast_input), DC connects to the DCT.
  *
  * Copyright (c) 2026 rdma-session developers
  *
@@ -190,6 +191,59 @@ bool rs_resp_divert(RSCore *c, const struct iovec *iov, int iovcnt)
     rs_resp_frame(c, iov, iovcnt, hdr, n);
     c->rx_frame = false;
     return true;
+}
+
+/*
+ * The GID whose key tables the receive buffers resolve in: the port's
+ * first address of the packet's IP version (the one a unicast packet
+ * from the same sender would arrive on).
+ */
+static int rs_mcast_local_gid(RSCore *c, bool v6)
+{
+    uint32_t i, ip;
+
+    for (i = 0; i < c->p.max_gids; i++) {
+        if (c->gids[i].valid && rs_gid_to_ip4(c->gids[i].gid, &ip) == !v6) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/*
+ * A UD packet to a multicast group (rdma-session-mcast.c's table): a
+ * copy to each attached QP.
+ */
+static void rs_mcast_input(RSCore *c, const RSPkt *pkt)
+{
+    const RSMcastGrp *g;
+    uint32_t i, n = 0;
+    int idx, gid;
+
+    if (!(rs_opcode[pkt->opcode].qpt_mask & (1u << RS_QPT_UD))) {
+        trace_rdma_session_mcast_drop("not a UD opcode");
+        return;
+    }
+    idx = rs_mcast_find(c, pkt->dgid);
+    if (idx < 0) {
+        trace_rdma_session_mcast_drop("no QP attached to the group");
+        return;
+    }
+    gid = rs_mcast_local_gid(c, pkt->v6);
+    if (gid < 0) {
+        trace_rdma_session_mcast_drop("no GID of the packet's IP version");
+        return;
+    }
+    g = &c->mcast[idx];
+    for (i = 0; i < g->nqp && i < c->p.max_mcast_qp_attach; i++) {
+        RSQp *qp = &c->qps[g->qp[i]];
+
+        if (qp->valid && qp->type == RS_QPT_UD) {
+            rs_resp_ud(c, g->qp[i], qp, gid, pkt);
+            n++;
+        }
+    }
+    trace_rdma_session_mcast_rx(idx, n);
 }
 
 /*

@@ -370,7 +370,7 @@ static void rs_odp_fail(RSCore *c, uint32_t qpn, RSQp *qp, RSOdpWait *w)
     case RS_ODP_WAIT_REQ:
         /* The requester meets the fault again and fails the WQE. */
         w->failed = true;
-        rs_req_kick(c);
+        c->engine->kick(c);
         break;
     case RS_ODP_WAIT_LANDING:
         if (rs_sq_started(qp, qp->sq_comp)) {
@@ -379,7 +379,7 @@ static void rs_odp_fail(RSCore *c, uint32_t qpn, RSQp *qp, RSOdpWait *w)
         rs_qp_to_err(c, qpn);
         break;
     default:
-        rs_resp_odp_fail(c, qpn, qp);
+        c->engine->odp_fail(c, qpn, qp);
         break;
     }
 }
@@ -395,14 +395,14 @@ static void rs_odp_wake(RSCore *c, uint32_t qpn, RSQp *qp, RSOdpWait *w)
     memset(w, 0, sizeof(*w));
     switch (kind) {
     case RS_ODP_WAIT_REQ:
-        rs_req_kick(c);
+        c->engine->kick(c);
         break;
     case RS_ODP_WAIT_LANDING:
         /* Ask for the response again. */
-        rs_req_rewind(c, qpn);
+        c->engine->rewind(c, qpn);
         break;
     case RS_ODP_WAIT_RESP:
-        rs_resp_odp_resume(c, qpn, qp, psn);
+        c->engine->odp_resume(c, qpn, qp, psn);
         break;
     default:
         qemu_bh_schedule(c->resp_bh);

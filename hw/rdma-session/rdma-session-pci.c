@@ -14,6 +14,7 @@
 #include "qemu/osdep.h"
 #include "qemu/log.h"
 #include "qemu/module.h"
+#include "qemu/iov.h"
 #include "qapi/error.h"
 #include "qapi/visitor.h"
 #include "hw/pci/pci_device.h"
@@ -186,11 +187,15 @@ static bool rs_nc_can_receive(NetClientState *nc)
     return rs_lan_can_receive(&s->core);
 }
 
+/* A RoCEv2 frame to one of our GIDs is the engine's, any other the LAN's. */
 static ssize_t rs_nc_receive_iov(NetClientState *nc, const struct iovec *iov,
                                  int iovcnt)
 {
     RSState *s = qemu_get_nic_opaque(nc);
 
+    if (rs_port_active(&s->core) && rs_resp_divert(&s->core, iov, iovcnt)) {
+        return iov_size(iov, iovcnt);
+    }
     return rs_lan_receive_iov(&s->core, iov, iovcnt);
 }
 

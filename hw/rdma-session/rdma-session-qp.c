@@ -449,6 +449,37 @@ static uint8_t rs_create_qp_rings(RSCore *c,
     return st;
 }
 
+/*
+ * CREATE_QP of a DCT: no queues of its own and no send CQ; PD, a basic
+ * SRQ of that PD and a receive CQ are required.
+ */
+static uint8_t rs_create_qp_dct(RSCore *c, const struct rs_cmd_create_qp *cq,
+                                uint32_t *pd, uint32_t *rcq, uint32_t *srq)
+{
+    if (cq->sq_addr || cq->rq_addr || cq->send_cq || cq->sq_log_size ||
+        cq->rq_log_size || cq->max_send_sge || cq->max_recv_sge ||
+        cq->flags || cq->max_inline || cq->session_group) {
+        return RS_STATUS_BAD_PARAM;
+    }
+    if (le32_to_cpu(cq->uar) >= c->p.db_pages) {
+        return RS_STATUS_BAD_PARAM;
+    }
+    *pd = RS_LOOKUP(c->pds, c->p.max_pds, le32_to_cpu(cq->pd));
+    *rcq = RS_LOOKUP(c->cqs, c->p.max_cqs, le32_to_cpu(cq->recv_cq));
+    *srq = RS_LOOKUP(c->srqs, c->p.max_srqs, le32_to_cpu(cq->srq));
+    if (!*pd || !*rcq || !*srq) {
+        return RS_STATUS_BAD_HANDLE;
+    }
+    if (c->srqs[*srq].xrcd) {
+        return RS_STATUS_BAD_PARAM;
+    }
+    /* A kernel PD's QP rings the kernel's doorbell page only. */
+    if ((c->pds[*pd].flags & RS_PD_F_PRIVILEGED) && cq->uar) {
+        return RS_STATUS_BAD_PD;
+    }
+    return c->srqs[*srq].pd == *pd ? RS_STATUS_OK : RS_STATUS_BAD_PD;
+}
+
 uint8_t rs_cmd_create_qp(RSCore *c, const struct rs_admin_cmd *cmd,
                          struct rs_admin_cqe *cqe)
 {
@@ -465,7 +496,7 @@ uint8_t rs_cmd_create_qp(RSCore *c, const struct rs_admin_cmd *cmd,
         return RS_STATUS_BAD_PARAM;
     }
     st = tgt ? rs_create_qp_xrc_tgt(c, cq, &xrcd) :
-         dct ? rs_dc_create_dct(c, cq, &pd, &rcq, &srq) :
+         dct ? rs_create_qp_dct(c, cq, &pd, &rcq, &srq) :
                rs_create_qp_queues(c, cq, &pd, &scq, &rcq, &srq);
     if (st) {
         return st;
@@ -706,10 +737,10 @@ uint8_t rs_cmd_modify_qp(RSCore *c, const struct rs_admin_cmd *cmd,
 
     trace_rdma_session_qp_state(idx, qp->state, next);
     if (qp->type == RS_QPT_DCT && next != RS_QPS_RTR) {
-        rs_dc_dct_stop(c, idx);
+        c->engine->dc_dct_stop(c, idx);
     }
     if (next == RS_QPS_RESET || next == RS_QPS_ERR) {
-        rs_dc_dci_reset(c, idx);
+        c->engine->dc_dci_reset(c, idx);
     }
     if (next == RS_QPS_RESET) {
         rs_qp_to_reset(c, qp);
@@ -720,7 +751,7 @@ uint8_t rs_cmd_modify_qp(RSCore *c, const struct rs_admin_cmd *cmd,
     }
     qp->state = next;
     if (next == RS_QPS_RTS) {
-        rs_req_kick(c);
+        c->engine->kick(c);
     }
     if (next == RS_QPS_SQD) {
         qp->sqd_notify = qp->en_sqd_async;
@@ -817,9 +848,9 @@ uint8_t rs_cmd_destroy_qp(RSCore *c, const struct rs_admin_cmd *cmd,
         return RS_STATUS_BUSY;      /* IBTA o10-2.2.3 */
     }
     if (c->qps[idx].type == RS_QPT_DCT) {
-        rs_dc_dct_stop(c, idx);
+        c->engine->dc_dct_stop(c, idx);
     }
-    rs_dc_dci_reset(c, idx);
+    c->engine->dc_dci_reset(c, idx);
     rs_qp_release(c, idx);
     return RS_STATUS_OK;
 }
@@ -884,7 +915,7 @@ void rs_qp_to_err(RSCore *c, uint32_t qpn)
     RSQp *qp = &c->qps[qpn];
 
     if (qp->type == RS_QPT_DC_CTX) {
-        rs_dc_ctx_error(c, qpn);    /* released, never its DCT */
+        c->engine->dc_ctx_error(c, qpn);    /* released, never its DCT */
         return;
     }
     if (qp->state != RS_QPS_ERR) {
@@ -896,7 +927,7 @@ void rs_qp_to_err(RSCore *c, uint32_t qpn)
                                 rs_handle(qpn, qp->gen), 0);
         }
     }
-    rs_req_kick(c);
+    c->engine->kick(c);
 }
 
 /*
