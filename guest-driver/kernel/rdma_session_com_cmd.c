@@ -28,6 +28,35 @@ static int rs_com_exec(struct rs_ibdev *dev, struct rs_admin_cmd *cmd,
  * reset or removal) means the device no longer holds the object, so the
  * driver side is released anyway and the verb succeeds.
  */
+/* A command whose answer is the new object's handle. */
+static int rs_com_exec_handle(struct rs_ibdev *dev, struct rs_admin_cmd *cmd,
+			      u32 *handle)
+{
+	struct rs_admin_cqe cqe;
+	int err;
+
+	err = rs_com_exec(dev, cmd, &cqe);
+	if (err)
+		return err;
+	*handle = cqe.handle;
+	return 0;
+}
+
+/* A command whose answer is a memory key's handle and key. */
+static int rs_com_exec_key(struct rs_ibdev *dev, struct rs_admin_cmd *cmd,
+			   struct rs_com_key_result *result)
+{
+	struct rs_admin_cqe cqe;
+	int err;
+
+	err = rs_com_exec(dev, cmd, &cqe);
+	if (err)
+		return err;
+	result->handle = cqe.handle;
+	result->key = cqe.result1;
+	return 0;
+}
+
 static int rs_com_destroy(struct rs_ibdev *dev, u8 opcode, u32 handle)
 {
 	struct rs_admin_cmd cmd = {};
@@ -51,16 +80,10 @@ int rs_com_create_pd(struct rs_ibdev *dev,
 		     struct rs_com_create_result *result)
 {
 	struct rs_admin_cmd cmd = {};
-	struct rs_admin_cqe cqe;
-	int err;
 
 	cmd.hdr.opcode = RS_CMD_CREATE_PD;
 	cmd.create_pd = *params;
-	err = rs_com_exec(dev, &cmd, &cqe);
-	if (err)
-		return err;
-	result->handle = cqe.handle;
-	return 0;
+	return rs_com_exec_handle(dev, &cmd, &result->handle);
 }
 
 int rs_com_destroy_pd(struct rs_ibdev *dev, u32 handle)
@@ -94,16 +117,10 @@ int rs_com_create_cq(struct rs_ibdev *dev,
 		     struct rs_com_create_result *result)
 {
 	struct rs_admin_cmd cmd = {};
-	struct rs_admin_cqe cqe;
-	int err;
 
 	cmd.hdr.opcode = RS_CMD_CREATE_CQ;
 	cmd.create_cq = *params;
-	err = rs_com_exec(dev, &cmd, &cqe);
-	if (err)
-		return err;
-	result->handle = cqe.handle;
-	return 0;
+	return rs_com_exec_handle(dev, &cmd, &result->handle);
 }
 
 int rs_com_resize_cq(struct rs_ibdev *dev,
@@ -188,16 +205,10 @@ int rs_com_create_session(struct rs_ibdev *dev,
 			  struct rs_com_create_result *result)
 {
 	struct rs_admin_cmd cmd = {};
-	struct rs_admin_cqe cqe;
-	int err;
 
 	cmd.hdr.opcode = RS_CMD_CREATE_SESSION;
 	cmd.create_session = *params;
-	err = rs_com_exec(dev, &cmd, &cqe);
-	if (err)
-		return err;
-	result->handle = cqe.handle;
-	return 0;
+	return rs_com_exec_handle(dev, &cmd, &result->handle);
 }
 
 int rs_com_destroy_session(struct rs_ibdev *dev, u32 handle)
@@ -210,16 +221,10 @@ int rs_com_create_session_group(struct rs_ibdev *dev,
 				struct rs_com_create_result *result)
 {
 	struct rs_admin_cmd cmd = {};
-	struct rs_admin_cqe cqe;
-	int err;
 
 	cmd.hdr.opcode = RS_CMD_CREATE_SESSION_GROUP;
 	cmd.create_group = *params;
-	err = rs_com_exec(dev, &cmd, &cqe);
-	if (err)
-		return err;
-	result->handle = cqe.handle;
-	return 0;
+	return rs_com_exec_handle(dev, &cmd, &result->handle);
 }
 
 int rs_com_destroy_session_group(struct rs_ibdev *dev, u32 handle)
@@ -233,16 +238,10 @@ int rs_com_create_srq(struct rs_ibdev *dev,
 		      struct rs_com_create_result *result)
 {
 	struct rs_admin_cmd cmd = {};
-	struct rs_admin_cqe cqe;
-	int err;
 
 	cmd.hdr.opcode = RS_CMD_CREATE_SRQ;
 	cmd.create_srq = *params;
-	err = rs_com_exec(dev, &cmd, &cqe);
-	if (err)
-		return err;
-	result->handle = cqe.handle;
-	return 0;
+	return rs_com_exec_handle(dev, &cmd, &result->handle);
 }
 
 int rs_com_modify_srq(struct rs_ibdev *dev,
@@ -273,16 +272,10 @@ int rs_com_create_ah(struct rs_ibdev *dev,
 		     struct rs_com_create_result *result)
 {
 	struct rs_admin_cmd cmd = {};
-	struct rs_admin_cqe cqe;
-	int err;
 
 	cmd.hdr.opcode = RS_CMD_CREATE_AH;
 	cmd.create_ah = *params;
-	err = rs_com_exec(dev, &cmd, &cqe);
-	if (err)
-		return err;
-	result->handle = cqe.handle;
-	return 0;
+	return rs_com_exec_handle(dev, &cmd, &result->handle);
 }
 
 int rs_com_destroy_ah(struct rs_ibdev *dev, u32 handle)
@@ -295,17 +288,10 @@ int rs_com_reg_mr(struct rs_ibdev *dev, const struct rs_cmd_reg_mr *params,
 		  struct rs_com_key_result *result)
 {
 	struct rs_admin_cmd cmd = {};
-	struct rs_admin_cqe cqe;
-	int err;
 
 	cmd.hdr.opcode = RS_CMD_REG_MR;
 	cmd.reg_mr = *params;
-	err = rs_com_exec(dev, &cmd, &cqe);
-	if (err)
-		return err;
-	result->handle = cqe.handle;
-	result->key = cqe.result1;
-	return 0;
+	return rs_com_exec_key(dev, &cmd, result);
 }
 
 int rs_com_rereg_mr(struct rs_ibdev *dev, const struct rs_cmd_rereg_mr *params)
@@ -322,17 +308,10 @@ int rs_com_reg_indirect_mkey(struct rs_ibdev *dev,
 			     struct rs_com_key_result *result)
 {
 	struct rs_admin_cmd cmd = {};
-	struct rs_admin_cqe cqe;
-	int err;
 
 	cmd.hdr.opcode = RS_CMD_REG_INDIRECT_MKEY;
 	cmd.reg_mkey = *params;
-	err = rs_com_exec(dev, &cmd, &cqe);
-	if (err)
-		return err;
-	result->handle = cqe.handle;
-	result->key = cqe.result1;
-	return 0;
+	return rs_com_exec_key(dev, &cmd, result);
 }
 
 int rs_com_reg_pattern_mkey(struct rs_ibdev *dev,
@@ -340,17 +319,10 @@ int rs_com_reg_pattern_mkey(struct rs_ibdev *dev,
 			    struct rs_com_key_result *result)
 {
 	struct rs_admin_cmd cmd = {};
-	struct rs_admin_cqe cqe;
-	int err;
 
 	cmd.hdr.opcode = RS_CMD_REG_PATTERN_MKEY;
 	cmd.reg_mkey = *params;
-	err = rs_com_exec(dev, &cmd, &cqe);
-	if (err)
-		return err;
-	result->handle = cqe.handle;
-	result->key = cqe.result1;
-	return 0;
+	return rs_com_exec_key(dev, &cmd, result);
 }
 
 int rs_com_dereg_mr(struct rs_ibdev *dev, u32 handle)
@@ -362,17 +334,10 @@ int rs_com_alloc_mw(struct rs_ibdev *dev, const struct rs_cmd_alloc_mw *params,
 		    struct rs_com_key_result *result)
 {
 	struct rs_admin_cmd cmd = {};
-	struct rs_admin_cqe cqe;
-	int err;
 
 	cmd.hdr.opcode = RS_CMD_ALLOC_MW;
 	cmd.alloc_mw = *params;
-	err = rs_com_exec(dev, &cmd, &cqe);
-	if (err)
-		return err;
-	result->handle = cqe.handle;
-	result->key = cqe.result1;
-	return 0;
+	return rs_com_exec_key(dev, &cmd, result);
 }
 
 int rs_com_dealloc_mw(struct rs_ibdev *dev, u32 handle)
