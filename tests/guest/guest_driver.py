@@ -40,16 +40,20 @@ either way), boot the guest image with the module loaded at boot
    boot and after the reload: the file then reads ok and the kernel log
    has its ok line;
  - no WARNING, BUG, Oops or call trace in any guest's kernel log.
-One test per check; when all pass, three "# guest-driver: PASS: " notes
-(the probe line, the user-net VM, the two VMs).  Exits 0 if every test
-passed.
+One test per check (55), named by a fixed path (the figures are in the
+TAP detail): build/..., user-net/..., two-vms/CHECK/vmN; when all pass,
+three "# guest-driver: PASS: " notes (the probe line, the user-net VM,
+the two VMs).  Exits 0 if every test passed.
 
 The headers: linux-headers-amd64 from bookworm-backports is installed if
 no linux-headers-6.12.*-amd64 is (scripts/apt-private.sh, apt_need);
 scripts/guest-image.sh boots the kernel matching the newest installed
 6.12 headers, and the module is built against those same headers.
 
-Usage: tests/guest/guest_driver.py
+Usage: tests/guest/guest_driver.py [--list] [--repeat N] [NAME...]
+  (rstest/select.py: the units build, user-net and two-vms; the module
+  is built whatever is selected, and only the VM runs the selection
+  needs boot)
 Environment: RS_BUILD, RS_CACHE (scripts/build-qemu.sh), RS_NO_BUILD=1
   (do not build QEMU first), RS_KERNEL_PKG (scripts/guest-image.sh),
   RS_DEMO_TIMEOUT (seconds for each run's commands, default 180).
@@ -72,7 +76,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # pylint: disable=wrong-import-position
-from rstest import console  # noqa: E402
+from rstest import console, select  # noqa: E402
 from rstest.suite import BUILD, TOP, Suite, qmp  # noqa: E402
 
 TMO = os.environ.get("RS_DEMO_TIMEOUT", "180")
@@ -124,10 +128,12 @@ PATHS_CHECKS = ["paths-connect", "paths-reserved", "paths-write-spread",
                 "paths-dv-active-backup", "paths-write-active-backup",
                 "paths-dv-bad", "paths-dv-spread", "paths-kernel-bad",
                 "paths-kernel-good", "paths-released"]
-USER_MARKS = ["RS-DHCP-LEASE", "RS-PING-GW-OK", "RS-MTU9000-OK",
-              "RS-RMMOD-OK", "RS-INSMOD-OK", "RS-RPING-PATHS-OK",
-              "RS-PATH-MIG-COUNTER",
-              "RS-PING-RELOAD-OK"]
+# The user-net VM's marks: {mark: its test's name}.
+USER_MARKS = {"RS-DHCP-LEASE": "dhcp-lease", "RS-PING-GW-OK": "ping-gateway",
+              "RS-MTU9000-OK": "mtu-9000", "RS-RMMOD-OK": "rmmod",
+              "RS-INSMOD-OK": "insmod", "RS-RPING-PATHS-OK": "rping-paths",
+              "RS-PATH-MIG-COUNTER": "path-migrations-counter",
+              "RS-PING-RELOAD-OK": "ping-after-reload"}
 
 # The two VMs' command: each pings the other until it answers (at most 30
 # tries), then checks plain, jumbo and fragmented pings, stays up a while
@@ -152,6 +158,35 @@ PAIR_MARKS = {1: ["RS-PEER-PING-OK", "RS-PEER-JUMBO-OK", "RS-PEER-FRAG-OK",
                   "RS-DMESG-END", "RS-CARRIER-DOWN-OK", "RS-CARRIER-UP-OK"],
               2: ["RS-PEER-PING-OK", "RS-PEER-JUMBO-OK", "RS-PEER-FRAG-OK",
                   "RS-DMESG-END"]}
+# ... and their tests' names (two-vms/NAME/vmN)
+PAIR_NAMES = {"RS-PEER-PING-OK": "peer-ping", "RS-PEER-JUMBO-OK": "peer-jumbo",
+              "RS-PEER-FRAG-OK": "peer-fragmented",
+              "RS-DMESG-END": "dmesg-printed",
+              "RS-CARRIER-DOWN-OK": "carrier-down",
+              "RS-CARRIER-UP-OK": "carrier-up"}
+MKEY_TESTS = ["mkey-selftest/not-run-at-probe", "mkey-selftest/debugfs-ok",
+              "mkey-selftest/logged-ok"]
+
+
+def catalog():
+    """The units (rstest/select.py), each with its tests, in the order
+    they run."""
+    user = (["launch-vms", "dmesg-printed", "probe-line", "eth0-link-up"] +
+            list(USER_MARKS.values()) + MKEY_TESTS +
+            ["dc-driver-data/" + c for c in DCBAD_CHECKS] +
+            ["paths/" + c[len("paths-"):] for c in PATHS_CHECKS] +
+            ["dmesg-clean"])
+    pair = ["%s/vm%d" % (t, n) for n in (1, 2) for t in
+            ["ran-and-powered-off"] + [PAIR_NAMES[m] for m in PAIR_MARKS[n]]
+            + ["dmesg-clean"]]
+    return {"build": ["build/warnings", "build/w1-warnings"],
+            "user-net": ["user-net/" + t for t in user],
+            "two-vms": ["two-vms/" + t for t in pair]}
+
+
+def check(s: Suite, ok: bool, name: str, good: str, bad: str) -> None:
+    """A test with its detail on the ok line too."""
+    s.tap("ok" if ok else "fail", name, good if ok else bad)
 
 
 class Abort(Exception):
@@ -237,12 +272,12 @@ def build(s: Suite, out: str) -> str:
     if not make(kdir, src, log):
         with open(log, errors="replace") as f:
             s.note("".join(f.readlines()[-30:]).rstrip("\n"))
-        s.report(False, "module builds without warnings",
+        s.report(False, "build/warnings",
                  "the module does not build (see %s)" % log)
         raise Abort("the module does not build")
     w = warnings(log)
-    s.report(not w, "module builds without warnings",
-             "the module build has warnings (see %s): %s" % (log, w))
+    check(s, not w, "build/warnings", "the module builds without warnings",
+          "the module build has warnings (see %s): %s" % (log, w))
     # the same sources with W=1 (extra warnings), in a second copy
     srcw = os.path.join(out, "kmod-w1")
     shutil.rmtree(srcw, ignore_errors=True)
@@ -254,8 +289,9 @@ def build(s: Suite, out: str) -> str:
     logw = os.path.join(out, "build-w1.log")
     ok = make(kdir, srcw, logw, "W=1")
     w = warnings(logw)
-    s.report(ok and not w, "module builds with W=1 without warnings",
-             "the module build with W=1 fails or warns (see %s)%s" % (
+    check(s, ok and not w, "build/w1-warnings",
+          "the module builds with W=1 without warnings",
+          "the module build with W=1 fails or warns (see %s)%s" % (
                  logw, ": " + w if w else ""))
     ko = os.path.join(src, "rdma_session.ko")
     if not (os.path.exists(ko) and os.path.getsize(ko)):
@@ -298,50 +334,53 @@ def user_net(s: Suite, ko: str) -> dict:
         s.launcher_check(r, "user-net")
         raise Abort("the launcher could not start the VM (see %s)" % r.path)
     s.launcher_check(r, "user-net")
-    s.report("RS-DMESG-END" in dm, "user-net VM printed its kernel log",
+    s.report("RS-DMESG-END" in dm, "user-net/dmesg-printed",
              "no RS-DMESG-END (see %s)" % os.path.join(s.dir, "serial.log"))
     probes = [ln for ln in dm if PROBE_RE.search(ln)]
-    s.report(len(probes) == 2, "user-net VM probe line (ABI 1.x, max_qp 255,"
-             " max_cq 255, port ACTIVE) at boot and reload",
-             "%d probe lines with the expected values, expected 2" %
+    check(s, len(probes) == 2, "user-net/probe-line",
+          "probe line (ABI 1.x, max_qp 255, max_cq 255, port ACTIVE) at "
+          "boot and reload",
+          "%d probe lines with the expected values, expected 2" %
              len(probes))
     nlan = sum(1 for ln in dm if LAN_RE.search(ln))
-    s.report(nlan == 2, "user-net VM eth0 link up at boot and reload",
-             "%d eth0 lines with link up, expected 2" % nlan)
-    for m in USER_MARKS:
-        s.report(has(serial, m), "user-net VM %s" % m, "no %s" % m)
+    check(s, nlan == 2, "user-net/eth0-link-up",
+          "eth0 link up at boot and reload", "%d eth0 lines with link up, expected 2" % nlan)
+    for m, t in USER_MARKS.items():
+        check(s, has(serial, m), "user-net/" + t, m, "no %s" % m)
     # the mkey self-test: not at probe, run through debugfs after boot
     # and after the reload
     before = [ln for ln in serial if ln.startswith("RS-MKEY-BEFORE ")]
-    s.report([ln.split(" ", 2)[1:] for ln in before] ==
-             [["boot", "not run"], ["reload", "not run"]],
-             "user-net VM kernel-consumer key self-test not run at probe "
-             "(debugfs mkey_selftest reads 'not run' at boot and reload)",
-             " | ".join(before) or "no RS-MKEY-BEFORE line")
+    check(s, [ln.split(" ", 2)[1:] for ln in before] ==
+          [["boot", "not run"], ["reload", "not run"]],
+          "user-net/" + MKEY_TESTS[0],
+          "kernel-consumer key self-test not run at probe (debugfs "
+          "mkey_selftest reads 'not run' at boot and reload)",
+          " | ".join(before) or "no RS-MKEY-BEFORE line")
     runs = [ln for ln in serial if ln.startswith("RS-MKEY-SELFTEST ")]
-    s.report([ln.split(" ", 2)[1] for ln in runs] == ["boot", "reload"] and
-             all(ln.endswith(": ok") for ln in runs),
-             "user-net VM kernel-consumer key self-test (rs_ib_reg_mkey_list)"
-             " run through debugfs at boot and reload reads ok",
-             " | ".join(runs) or "no RS-MKEY-SELFTEST line")
+    check(s, [ln.split(" ", 2)[1] for ln in runs] == ["boot", "reload"] and
+          all(ln.endswith(": ok") for ln in runs),
+          "user-net/" + MKEY_TESTS[1],
+          "kernel-consumer key self-test (rs_ib_reg_mkey_list) run through "
+          "debugfs at boot and reload reads ok",
+          " | ".join(runs) or "no RS-MKEY-SELFTEST line")
     mk = [ln for ln in dm if "mkey self-test" in ln]
-    s.report(len(mk) == 2 and all(ln.endswith(": ok") for ln in mk),
-             "user-net VM kernel-consumer key self-test (rs_ib_reg_mkey_list)"
-             " logged ok at boot and reload", " | ".join(mk) or
-             "no mkey self-test line")
+    check(s, len(mk) == 2 and all(ln.endswith(": ok") for ln in mk),
+          "user-net/" + MKEY_TESTS[2],
+          "kernel-consumer key self-test (rs_ib_reg_mkey_list) logged ok "
+          "at boot and reload", " | ".join(mk) or "no mkey self-test line")
     for c in DCBAD_CHECKS:
         ln = next((x for x in serial if x.startswith("RS-DCBAD %s " % c)),
                   "")
-        s.report(ln.startswith("RS-DCBAD %s ok " % c),
-                 "user-net VM DC driver data: %s" % c,
-                 ln or "no RS-DCBAD %s line" % c)
+        check(s, ln.startswith("RS-DCBAD %s ok " % c),
+              "user-net/dc-driver-data/" + c, "DC driver data: " + ln,
+              ln or "no RS-DCBAD %s line" % c)
     for c in PATHS_CHECKS:
         ln = next((x for x in serial if x.startswith("CHECK %s " % c)), "")
-        s.report(ln.startswith("CHECK %s ok " % c),
-                 "user-net VM multipath sessions: %s" % c,
-                 ln or "no CHECK %s line" % c)
+        check(s, ln.startswith("CHECK %s ok " % c),
+              "user-net/paths/" + c[len("paths-"):],
+              "multipath sessions: " + ln, ln or "no CHECK %s line" % c)
     bad = [ln for ln in dm if BAD_RE.search(ln)][:5]
-    s.report(not bad, "user-net VM kernel log clean",
+    s.report(not bad, "user-net/dmesg-clean",
              "the kernel log has: %s" % " | ".join(bad))
     lease = next((ln[len("RS-DHCP-LEASE "):] for ln in serial
                   if ln.startswith("RS-DHCP-LEASE")), "")
@@ -375,63 +414,68 @@ def two_vms(s: Suite, ko: str) -> None:
         path = os.path.join(vms, "vm%d" % n, "serial.log")
         serial = console.lines(path)
         st = r.first("launch-vms: vm%d: exit status" % n)
-        s.report(st == "launch-vms: vm%d: exit status 0" % n,
-                 "two VMs: vm%d ran and powered off" % n,
-                 "%s (see %s, %s)" % (st or "no status", path, r.path))
+        check(s, st == "launch-vms: vm%d: exit status 0" % n,
+              "two-vms/ran-and-powered-off/vm%d" % n, "exit status 0",
+              "%s (see %s, %s)" % (st or "no status", path, r.path))
         for m in PAIR_MARKS[n]:
-            s.report(has(serial, m), "two VMs: vm%d %s" % (n, m),
-                     "no %s (see %s)" % (m, path))
+            check(s, has(serial, m), "two-vms/%s/vm%d" % (PAIR_NAMES[m], n),
+                  m, "no %s (see %s)" % (m, path))
         bad = [ln for ln in dmesg(serial) if BAD_RE.search(ln)][:5]
-        s.report(not bad, "two VMs: vm%d kernel log clean" % n,
+        s.report(not bad, "two-vms/dmesg-clean/vm%d" % n,
                  "the kernel log has: %s" % " | ".join(bad))
 
 
-# the tests after each stage, reported as failed when it aborts (counts
-# stay the same)
-TESTS = [2, 4 + len(USER_MARKS) + 3,
-         sum(len(m) + 2 for m in PAIR_MARKS.values())]
-
-
-def main() -> int:
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, lambda *a: sys.exit(130))
+def run(s: Suite, units) -> None:
+    """The module build (whatever is selected: the VMs load it), then the
+    chosen VM runs; a test a failed step leaves unreported fails
+    (rstest/select.py: "not reported")."""
     out = os.path.join(BUILD, "guest-driver")
     os.makedirs(out, exist_ok=True)
     # one run at a time per build directory: the runs share out (the
     # module build)
-    lock = open(os.path.join(out, ".lock"), "w")  # noqa: SIM115
-    fcntl.flock(lock, fcntl.LOCK_EX)
-    s = Suite("guest-driver")
+    with open(os.path.join(out, ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        run_locked(s, units, out)
+
+
+def run_locked(s: Suite, units, out: str) -> None:
+    failed = s.failed
     t = [time.time()]
     user = None
     try:
         ko = build(s, out)
         t.append(time.time())
-        user = user_net(s, ko)
+        if "user-net" in units:
+            user = user_net(s, ko)
         t.append(time.time())
-        two_vms(s, ko)
+        if "two-vms" in units:
+            two_vms(s, ko)
         t.append(time.time())
     except Abort as e:
         err("error: %s" % e)
         s.note("guest-driver: FAIL: %s" % e)
-        for i in range(sum(TESTS) - s.passed - s.failed):
-            s.report(False, "not run %d" % (i + 1), str(e))
     took = ["%d s" % (t[i + 1] - t[i]) if len(t) > i + 1 else "-"
             for i in range(3)]
     err("module build %s, image + user-net VM %s, two VMs %s; logs in %s "
         "and %s" % (took[0], took[1], took[2], out, s.dir))
-    if s.failed == 0 and user is not None:
+    if s.failed == failed and user is not None and not s.select:
         s.note("guest-driver: PASS: %s" % user["probe"])
         s.note("guest-driver: PASS: eth0 link up; DHCP lease %s; slirp "
                "gateway ping; MTU 9000; rmmod with the interface up and "
                "insmod" % user["lease"])
-        s.note("guest-driver: PASS: two VMs (10.77.0.1, 10.77.0.2) ping each"
-               " other: plain, 8000-byte and 30000-byte datagrams; carrier "
-               "follows set_link off/on")
-    elif user is not None:
+        if "two-vms" in units:
+            s.note("guest-driver: PASS: two VMs (10.77.0.1, 10.77.0.2) ping "
+                   "each other: plain, 8000-byte and 30000-byte datagrams; "
+                   "carrier follows set_link off/on")
+    elif s.failed != failed and user is not None:
         s.note("\n".join([ln for ln in user["dmesg"]
                           if "rdma_session" in ln][:10]))
-    return s.end()
+
+
+def main() -> int:
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda *a: sys.exit(130))
+    return select.main("guest-driver", catalog(), run, sys.argv[1:], __doc__)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ ENV = {k: v for k, v in os.environ.items()
 def catalogs():
     """{suite: its catalog} with the default environment."""
     # pylint: disable=import-outside-toplevel
+    import guest_driver
     import guest_stack
     import introspect
     import migration
@@ -30,6 +31,7 @@ def catalogs():
     return {
         "verbs": verbs.catalog(),
         "guest-stack": guest_stack.catalog(),
+        "guest-driver": guest_driver.catalog(),
         "rdma-matrix": rdma_matrix.catalog(),
         "resilience": {("boot",): resilience.names()},
         "introspect": {("boot",): introspect.names()},
@@ -41,7 +43,8 @@ def catalogs():
 
 
 # What each suite reported in a full run before its catalog.
-COUNTS = {"verbs": 472, "guest-stack": 32, "rdma-matrix": 71, "resilience": 19,
+COUNTS = {"verbs": 472, "guest-stack": 32, "guest-driver": 55,
+          "rdma-matrix": 71, "resilience": 19,
           "introspect": 20, "nvmf": 9, "nvmf --migrate": 14,
           "multipath": 41, "migration": 101}
 
