@@ -34,18 +34,10 @@ import os
 import re
 import sys
 
-BORDER = re.compile(r'^( *)=+( +=+)+ *$')
+from rsttable import tables
+
 GUIDE = 'docs/system/devices/rdma-session.rst'
 HEADER = 'include/hw/rdma-session/rdma-session-abi.h'
-
-
-def columns(border):
-    return [m.start() for m in re.finditer(r'=+', border)]
-
-
-def cell(line, starts, i):
-    end = starts[i + 1] if i + 1 < len(starts) else len(line)
-    return line[starts[i]:end].strip() if len(line) > starts[i] else ''
 
 
 def status_table(lines):
@@ -56,24 +48,10 @@ def status_table(lines):
                  if l.strip() == '.. status-table')
     except StopIteration:
         raise SystemExit('%s: no ".. status-table" comment' % GUIDE)
-    while not BORDER.match(lines[i]):
-        i += 1
-    starts = columns(lines[i])
-    header = [cell(lines[i + 1], starts, k) for k in range(len(starts))]
-    rows = []
-    k = i + 3
-    while not (BORDER.match(lines[k]) and columns(lines[k]) == starts):
-        line = lines[k]
-        if line.strip():
-            cells = [cell(line, starts, c) for c in range(len(starts))]
-            if cells[0] or not rows:
-                rows.append((k + 1, cells))
-            else:
-                prev = rows[-1][1]
-                for c, text in enumerate(cells):
-                    if text:
-                        prev[c] = (prev[c] + ' ' + text).strip()
-        k += 1
+    found = next((t for t in tables(lines) if t[0] > i), None)
+    if found is None:
+        raise SystemExit('%s: no table after ".. status-table"' % GUIDE)
+    _, header, rows = found
     return [(ln, dict(zip(header, cells))) for ln, cells in rows]
 
 
