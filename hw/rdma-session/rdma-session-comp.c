@@ -58,7 +58,7 @@ static uint8_t rs_comp_to_sges(RSCore *c, RSQp *qp, const RSSentWqe *rec,
     unsigned i;
 
     for (i = 0; i < rec->nsge && i < RS_MAX_SGE; i++) {
-        sge[i] = qp->rd_sge[(rec->sge_at + i) % RS_RD_SGE_POOL];
+        sge[i] = qp->req.rd_sge[(rec->sge_at + i) % RS_RD_SGE_POOL];
     }
     return rs_sge_copy(c, qp, qp->av.gid_index, sge, i, off, (void *)buf,
                        len, true);
@@ -70,13 +70,13 @@ static void rs_comp_progress(RSCore *c, RSQp *qp, uint32_t n)
     rs_sq_drained_check(c, qp - c->qps);
     rs_req_acked(c, qp, n);
     rs_path_acked(c, qp);
-    qp->last_progress = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
-    qp->retries = 0;
-    qp->rnr_retries = 0;
-    qp->pause_since = 0;
-    qp->gap_retried = false;
-    qp->probed = false;
-    if (rs_psn_diff(qp->una_psn, qp->sq_psn) > 0) {
+    qp->req.last_progress = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    qp->req.retries = 0;
+    qp->req.rnr_retries = 0;
+    qp->odp.pause_since = 0;
+    qp->comp.gap_retried = false;
+    qp->req.probed = false;
+    if (rs_psn_diff(qp->comp.una_psn, qp->sq_psn) > 0) {
         /*
          * It acknowledges PSNs sent before a rewind (an ACK, or READ
          * responses that come during an RNR wait): skip them, or the
@@ -95,31 +95,31 @@ enum { RS_COMP_OK, RS_COMP_READ_GAP };
  */
 static int rs_comp_acked(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t end)
 {
-    uint32_t una = qp->una_psn;
+    uint32_t una = qp->comp.una_psn;
     bool progress = false;
     int ret = RS_COMP_OK;
     RSSentWqe *rec;
 
     /* Each turn completes a started WQE or stops: at most RS_SQ_INFLIGHT. */
-    while (rs_psn_diff(end, qp->una_psn) > 0 &&
-           (rec = rs_sq_started(qp, qp->sq_comp))) {
+    while (rs_psn_diff(end, qp->comp.una_psn) > 0 &&
+           (rec = rs_sq_started(qp, qp->comp.sq_comp))) {
         uint32_t last;
 
         if (rs_comp_needs_resp(rec->opcode)) {
             ret = RS_COMP_READ_GAP;
             break;
         }
-        last = (qp->comp_psn + rec->npkts - 1) & RS_PSN_MASK;
+        last = (qp->comp.psn + rec->npkts - 1) & RS_PSN_MASK;
         progress = true;
         if (rs_psn_diff(end, last) <= 0) {
-            qp->una_psn = end & RS_PSN_MASK;     /* inside this message */
+            qp->comp.una_psn = end & RS_PSN_MASK;     /* inside this message */
             break;
         }
         rs_sq_complete(c, qpn, RS_WC_SUCCESS, rec->len);
-        qp->comp_psn = qp->una_psn = (last + 1) & RS_PSN_MASK;
+        qp->comp.psn = qp->comp.una_psn = (last + 1) & RS_PSN_MASK;
     }
     if (progress) {
-        rs_comp_progress(c, qp, rs_psn_diff(qp->una_psn, una));
+        rs_comp_progress(c, qp, rs_psn_diff(qp->comp.una_psn, una));
     }
     return ret;
 }
@@ -130,9 +130,9 @@ static int rs_comp_acked(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t end)
  */
 static void rs_comp_retry(RSCore *c, uint32_t qpn, RSQp *qp, const char *why)
 {
-    trace_rdma_session_comp_drop(qpn, qp->una_psn, why);
-    if (!qp->gap_retried) {
-        qp->gap_retried = true;
+    trace_rdma_session_comp_drop(qpn, qp->comp.una_psn, why);
+    if (!qp->comp.gap_retried) {
+        qp->comp.gap_retried = true;
         rs_req_lost(c, qpn, false);
     }
 }
@@ -142,9 +142,9 @@ static void rs_comp_empty_resp(RSCore *c, uint32_t qpn, RSQp *qp,
                                const RSPkt *pkt)
 {
     rs_sq_complete(c, qpn, RS_WC_SUCCESS, 0);
-    qp->comp_psn = qp->una_psn = (pkt->psn + 1) & RS_PSN_MASK;
-    if (qp->rd_out) {
-        qp->rd_out--;
+    qp->comp.psn = qp->comp.una_psn = (pkt->psn + 1) & RS_PSN_MASK;
+    if (qp->req.rd_out) {
+        qp->req.rd_out--;
     }
     rs_comp_progress(c, qp, 1);
 }
@@ -157,8 +157,8 @@ static void rs_comp_odp_landing(RSCore *c, uint32_t qpn, RSQp *qp,
                                 uint32_t psn)
 {
     trace_rdma_session_comp_drop(qpn, psn, "ODP page fault");
-    if (rs_odp_wait(c, qpn, &qp->odp_req, RS_ODP_WAIT_LANDING, psn)) {
-        if (rs_sq_started(qp, qp->sq_comp)) {
+    if (rs_odp_wait(c, qpn, &qp->odp.req, RS_ODP_WAIT_LANDING, psn)) {
+        if (rs_sq_started(qp, qp->comp.sq_comp)) {
             rs_sq_complete(c, qpn, RS_WC_LOC_PROT_ERR, 0);
         }
         rs_qp_to_err(c, qpn);
@@ -175,7 +175,7 @@ static void rs_comp_odp(RSCore *c, uint32_t qpn, RSQp *qp, const RSPkt *pkt)
 
     trace_rdma_session_odp_pause_rx(qpn, pkt->psn, resume);
     if (resume) {
-        if (!qp->odp_paused || pkt->psn != qp->pause_psn) {
+        if (!qp->odp.paused || pkt->psn != qp->odp.pause_psn) {
             trace_rdma_session_comp_drop(qpn, pkt->psn,
                                          "RESUME without a pause");
             return;
@@ -195,7 +195,8 @@ static void rs_comp_odp(RSCore *c, uint32_t qpn, RSQp *qp, const RSPkt *pkt)
      * the paused PSN right after them, into the fault.
      */
     if (rs_comp_acked(c, qpn, qp, pkt->psn) == RS_COMP_READ_GAP) {
-        trace_rdma_session_comp_drop(qpn, qp->una_psn, "PAUSE past missing "
+        trace_rdma_session_comp_drop(qpn, qp->comp.una_psn,
+                                     "PAUSE past missing "
                                      "READ or atomic responses");
     }
     c->stats.odp_pauses_rcvd++;
@@ -207,9 +208,9 @@ static void rs_comp_read_resp(RSCore *c, uint32_t qpn, RSQp *qp,
                               const RSPkt *pkt)
 {
     uint32_t mtu = 128u << qp->path_mtu;
-    uint32_t d = rs_psn_diff(pkt->psn, qp->comp_psn);
+    uint32_t d = rs_psn_diff(pkt->psn, qp->comp.psn);
     uint64_t off = (uint64_t)d * mtu;
-    RSSentWqe *rec = rs_sq_started(qp, qp->sq_comp);
+    RSSentWqe *rec = rs_sq_started(qp, qp->comp.sq_comp);
     bool last;
     uint8_t st;
 
@@ -217,7 +218,7 @@ static void rs_comp_read_resp(RSCore *c, uint32_t qpn, RSQp *qp,
     if (rec && (rec->opcode == RS_WR_FLUSH ||
                 rec->opcode == RS_WR_ATOMIC_WRITE) &&
         rs_op_code(pkt->opcode) == RS_OP_READ_RESP_ONLY && !pkt->paylen &&
-        pkt->psn == qp->comp_psn) {
+        pkt->psn == qp->comp.psn) {
         rs_comp_empty_resp(c, qpn, qp, pkt);
         return;
     }
@@ -245,13 +246,13 @@ static void rs_comp_read_resp(RSCore *c, uint32_t qpn, RSQp *qp,
         rs_qp_to_err(c, qpn);
         return;
     }
-    qp->una_psn = (pkt->psn + 1) & RS_PSN_MASK;
-    if ((rs_opcode[pkt->opcode].flags & RS_OPF_LAST) && qp->rd_out) {
-        qp->rd_out--;           /* that READ request is answered */
+    qp->comp.una_psn = (pkt->psn + 1) & RS_PSN_MASK;
+    if ((rs_opcode[pkt->opcode].flags & RS_OPF_LAST) && qp->req.rd_out) {
+        qp->req.rd_out--;           /* that READ request is answered */
     }
     if (last) {
         rs_sq_complete(c, qpn, RS_WC_SUCCESS, rec->len);
-        qp->comp_psn = qp->una_psn;
+        qp->comp.psn = qp->comp.una_psn;
     }
     rs_comp_progress(c, qp, 1);
 }
@@ -260,7 +261,7 @@ static void rs_comp_read_resp(RSCore *c, uint32_t qpn, RSQp *qp,
 static void rs_comp_atomic_ack(RSCore *c, uint32_t qpn, RSQp *qp,
                                const RSPkt *pkt)
 {
-    RSSentWqe *rec = rs_sq_started(qp, qp->sq_comp);
+    RSSentWqe *rec = rs_sq_started(qp, qp->comp.sq_comp);
     uint8_t buf[8], st;
 
     if (!rec || (rec->opcode != RS_WR_ATOMIC_CMP_SWP &&
@@ -276,9 +277,9 @@ static void rs_comp_atomic_ack(RSCore *c, uint32_t qpn, RSQp *qp,
         return;
     }
     rs_sq_complete(c, qpn, st, st ? 0 : sizeof(buf));
-    qp->comp_psn = qp->una_psn = (pkt->psn + 1) & RS_PSN_MASK;
-    if (qp->rd_out) {
-        qp->rd_out--;
+    qp->comp.psn = qp->comp.una_psn = (pkt->psn + 1) & RS_PSN_MASK;
+    if (qp->req.rd_out) {
+        qp->req.rd_out--;
     }
     if (st) {
         rs_qp_to_err(c, qpn);
@@ -307,11 +308,11 @@ void rs_comp_receive(RSCore *c, uint32_t qpn, const RSPkt *pkt)
         trace_rdma_session_comp_drop(qpn, pkt->psn, "QP not sending");
         return;
     }
-    if (rs_psn_diff(pkt->psn, qp->max_psn) >= 0) {
+    if (rs_psn_diff(pkt->psn, qp->req.max_psn) >= 0) {
         trace_rdma_session_comp_drop(qpn, pkt->psn, "PSN not sent yet");
         return;
     }
-    if (rs_psn_diff(pkt->psn, qp->una_psn) < 0) {
+    if (rs_psn_diff(pkt->psn, qp->comp.una_psn) < 0) {
         trace_rdma_session_comp_drop(qpn, pkt->psn, "duplicate response");
         return;
     }
@@ -345,7 +346,7 @@ void rs_comp_receive(RSCore *c, uint32_t qpn, const RSPkt *pkt)
     }
     if (type == RS_AETH_TYPE_RNR) {
         c->stats.rnr_naks_rcvd++;
-        if (qp->odp_paused && pkt->psn == qp->pause_psn) {
+        if (qp->odp.paused && pkt->psn == qp->odp.pause_psn) {
             return;             /* the pause's own RNR NAK: not counted */
         }
         rs_req_rnr_wait(c, qp, pkt->syndrome & ~RS_AETH_TYPE_MASK);
@@ -358,7 +359,7 @@ void rs_comp_receive(RSCore *c, uint32_t qpn, const RSPkt *pkt)
         return;
     }
     trace_rdma_session_comp_nak(qpn, pkt->psn, pkt->syndrome);
-    if (rs_sq_started(qp, qp->sq_comp)) {
+    if (rs_sq_started(qp, qp->comp.sq_comp)) {
         rs_sq_complete(c, qpn, rs_nak_status(pkt->syndrome), 0);
     }
     rs_qp_to_err(c, qpn);

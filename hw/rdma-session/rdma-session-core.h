@@ -202,6 +202,154 @@ typedef struct RSOdpPage {
     uint64_t pa;                /* page | RS_ODP_PAGE_READ/WRITE */
 } RSOdpPage;
 
+/*
+ * A QP is split as Linux rxe splits one (struct rxe_qp: req, comp, resp):
+ * the fields all of the device reads (type, state, the PD, CQ and SRQ
+ * indices, the queues' geometry, the IBTA attributes) at the top of RSQp,
+ * then a part per transport engine and per optional feature, each owned
+ * by the file named in its comment: the one that does its work and most
+ * of its changes.  rdma-session-qp.c (create, modify, reset, flush,
+ * migration) sets every part; the other changes from outside the owner
+ * are listed with each part.
+ *
+ * Requester (rdma-session-req.c): sends the SQ's WQEs, records what it
+ * decided for each in sent[], and runs the send window, the RNR wait and
+ * the retries.  Also changed by the completer (progress clears the retry
+ * counts, an answered READ ends in rd_out), the link's restart
+ * (rdma-session-engine.c) and DC's reconnection (rdma-session-dc.c).
+ * sq_ci and the PSNs are free running.
+ */
+typedef struct RSQpReq {
+    uint32_t sq_ci;             /* WQE being (or next) sent */
+    uint32_t pkt;               /* packets of it already sent */
+    uint32_t sq_rec;            /* WQEs before it are in sent[] */
+    uint32_t max_psn;           /* runtime: past the highest PSN sent */
+    RSSentWqe sent[RS_SQ_INFLIGHT];
+    uint32_t rd_sge_head;       /* rd_sge[] entries taken (free running) */
+    uint32_t rd_sge_tail;       /* and given back */
+    struct rs_sge rd_sge[RS_RD_SGE_POOL];
+    /*
+     * Congestion window: packets it lets be unacknowledged, at most
+     * x-window; 0: not started yet.
+     */
+    uint32_t cwnd;
+    uint32_t ssthresh;          /* slow start below, +1 per window above */
+    uint32_t cwnd_acked;        /* acknowledged towards the next +1 */
+    uint32_t recover_psn;       /* losses before it: the same episode */
+    uint8_t rd_out;             /* READ requests awaiting their responses */
+    uint8_t rnr_retries;        /* RNR NAKs since the last progress */
+    bool rnr_wait;              /* paused by an RNR NAK */
+    /* Runtime only (re-armed after migration). */
+    uint8_t retries;            /* timeouts since the last progress */
+    bool probed;                /* tail loss probe sent */
+    int64_t last_progress;      /* QEMU_CLOCK_VIRTUAL ns */
+    int64_t rnr_until;          /* end of the RNR wait, virtual ns */
+} RSQpReq;
+
+/*
+ * Completer (rdma-session-comp.c): completes the WQEs the requester sent
+ * as their ACKs and responses arrive.  The requester completes what
+ * needs no acknowledgement (UD, UC, local operations) itself.
+ */
+typedef struct RSQpComp {
+    uint32_t sq_comp;           /* oldest WQE not completed */
+    uint32_t psn;               /* first PSN of the WQE at sq_comp */
+    uint32_t una_psn;           /* first PSN not acknowledged yet */
+    /* Runtime only. */
+    bool gap_retried;           /* one retry per READ gap */
+} RSQpComp;
+
+/*
+ * Responder (rdma-session-resp.c): takes the requests, in order, into
+ * receive WQEs and memory, answers them and keeps what a duplicate
+ * request is answered from again.  The RNR timer (rdma-session-engine.c)
+ * sets seq_nak_sent; DC's responder contexts start with op.
+ */
+typedef struct RSQpResp {
+    uint32_t rq_ci;             /* next receive WQE */
+    uint32_t msn;               /* messages completed */
+    uint8_t op;                 /* RS_RESP_* message in progress */
+    uint32_t off;               /* bytes of it received so far */
+    uint64_t va;                /* WRITE in progress: next address */
+    uint32_t rkey;
+    uint32_t left;              /* WRITE: bytes the RETH still allows */
+    /* Atomic responder resources, used round robin. */
+    RSAtomicRes atomic_res[RS_ATOMIC_RES];
+    uint8_t atomic_next;
+    /*
+     * The receive WQE a message in progress took from the SRQ (RSQp.srq)
+     * is kept here: the SRQ slot is the driver's again.
+     */
+    bool srq_claimed;
+    uint8_t srq_nsge;
+    bool ack_pending;           /* coalesced ACK to send (at ack_psn) */
+    uint64_t srq_wr_id;
+    struct rs_sge srq_sge[RS_MAX_SGE];
+    uint32_t ack_psn;
+    uint32_t rd_head;           /* next rd_res slot (free running) */
+    RSRdRes rd_res[RS_MAX_RD_ATOMIC];
+    /* Runtime only. */
+    bool seq_nak_sent;          /* one NAK per PSN gap */
+} RSQpResp;
+
+/*
+ * On-demand paging (rdma-session-odp.c): the faults the requester and the
+ * responder wait for (rs_odp_wait() records one, rdma-session-odp.c
+ * resolves or fails it), and a requester paused by its peer's page
+ * fault (the RNR wait at pause_psn; RNR NAKs for that PSN are not
+ * counted): the requester sets paused on a PAUSE, the completer's
+ * progress ends pause_since.
+ */
+typedef struct RSQpOdp {
+    RSOdpWait req;
+    RSOdpWait resp;
+    bool paused;
+    uint32_t pause_psn;
+    /*
+     * Runtime only: the first PAUSE for pause_psn since the last progress
+     * (virtual ns, 0: none); past RS_ODP_PAUSE_MAX_NS each PAUSE for it
+     * spends a retry_cnt (rs_req_pause()).
+     */
+    int64_t pause_since;
+} RSQpOdp;
+
+/*
+ * Dynamically connected transport (rdma-session-dc.c).  A DCI: its
+ * connection's state (RS_DC_*), target (AH handle, DCT number, key),
+ * connection counter and the context QPN (RSQp.dest_qpn).  A DCT: its
+ * key.  A responder context (RS_QPT_DC_CTX): its DCT's index, the DCI's
+ * connection number and key (RSQp.dest_qpn: the DCI's QPN).
+ */
+typedef struct RSQpDc {
+    uint8_t state;
+    uint32_t ah;
+    uint32_t dct;
+    uint64_t key;
+    uint32_t conn;
+    /*
+     * Runtime only: last activity (virtual ns); a DCT: the next key
+     * violation event not before viol.
+     */
+    int64_t last;
+    int64_t viol;
+} RSQpDc;
+
+/*
+ * Multipath (rdma-session-path.c; rdma-session-net.c records resp_sport
+ * as a request arrives).  req_slot: the slot in the group of
+ * the session the QP's requests use now, for every packet (resent ones
+ * too); it changes only where nothing is outstanding, or on a failover.
+ * bytes: sent on req_slot's session since the QP moved there (the
+ * flowlet); migrations: failovers of this QP; resp_sport: the UDP source
+ * port of the last request the responder took (its responses mirror it).
+ */
+typedef struct RSQpPath {
+    uint8_t req_slot;
+    uint32_t bytes;
+    uint32_t migrations;
+    uint16_t resp_sport;
+} RSQpPath;
+
 typedef struct RSQp {
     bool valid;
     bool has_av;
@@ -223,7 +371,10 @@ typedef struct RSQp {
     uint64_t rq_addr;
     uint32_t sq_pi;
     uint32_t rq_pi;
-    /* IBTA attributes */
+    /*
+     * IBTA attributes.  sq_psn is the requester's next PSN and rq_psn the
+     * responder's expected PSN once the QP runs.
+     */
     uint32_t qkey;
     uint32_t rq_psn;
     uint32_t sq_psn;
@@ -239,116 +390,70 @@ typedef struct RSQp {
     uint8_t en_sqd_async;
     RSAv av;
     /*
-     * Transport engine.  sq_psn is the requester's next PSN and rq_psn the
-     * responder's expected PSN once the QP runs; indices are free running.
-     */
-    uint32_t sq_ci;             /* requester: WQE being (or next) sent */
-    uint32_t req_pkt;           /* requester: packets of it already sent */
-    /*
-     * Multipath (rdma-session-path.c): the slot in the group of the
-     * session the QP's requests use now, for every packet (resent ones
-     * too); it changes only where nothing is outstanding, or on a
-     * failover.
-     */
-    uint8_t req_slot;
-    uint32_t sq_comp;           /* completer: oldest WQE not completed */
-    uint32_t sq_rec;            /* WQEs before it are in sent[] */
-    RSSentWqe sent[RS_SQ_INFLIGHT];
-    uint32_t rd_sge_head;       /* rd_sge[] entries taken (free running) */
-    uint32_t rd_sge_tail;       /* and given back */
-    struct rs_sge rd_sge[RS_RD_SGE_POOL];
-    uint32_t comp_psn;          /* first PSN of the WQE at sq_comp */
-    uint32_t una_psn;           /* first PSN not acknowledged yet */
-    uint8_t rd_out;             /* READ requests awaiting their responses */
-    uint8_t rnr_retries;        /* RNR NAKs since the last progress */
-    bool rnr_wait;              /* requester paused by an RNR NAK */
-    uint32_t rq_ci;             /* responder: next receive WQE */
-    uint32_t msn;               /* responder: messages completed */
-    uint8_t resp_op;            /* RS_RESP_* message in progress */
-    uint32_t resp_off;          /* bytes of it received so far */
-    uint64_t resp_va;           /* WRITE in progress: next address */
-    uint32_t resp_rkey;
-    uint32_t resp_left;         /* WRITE: bytes the RETH still allows */
-    /* Atomic responder resources, used round robin. */
-    RSAtomicRes atomic_res[RS_ATOMIC_RES];
-    uint8_t atomic_next;
-    /*
-     * SRQ (index, 0: none).  The receive WQE a message in progress took
-     * from the SRQ is kept here: the SRQ slot is the driver's again.
-     * An XRC target QP (xrcd: its domain) has no PD, CQ or SRQ of its
-     * own: srq, pd and recv_cq are those of the XRC SRQ the last request
-     * named (rdma-session-xrc.c), and hold no references.
+     * SRQ (index, 0: none).  An XRC target QP (xrcd: its domain,
+     * rdma-session-xrc.c) has no PD, CQ or SRQ of its own: srq, pd and
+     * recv_cq are those of the XRC SRQ the last request named, and hold
+     * no references.
      */
     uint32_t srq;
     uint32_t xrcd;
-    bool srq_claimed;
-    uint8_t srq_nsge;
-    uint64_t srq_wr_id;
-    struct rs_sge srq_sge[RS_MAX_SGE];
-    bool ack_pending;           /* responder: coalesced ACK to send */
     bool comm_est;              /* a packet arrived in RTR: event sent */
     bool sqd_notify;            /* SQD asked for SQ Drained: not sent yet */
-    uint32_t ack_psn;
-    uint32_t rd_head;           /* responder: next rd_res slot (free run) */
-    RSRdRes rd_res[RS_MAX_RD_ATOMIC];
-    /* Runtime only (re-armed after migration). */
-    int64_t last_progress;      /* QEMU_CLOCK_VIRTUAL ns */
-    int64_t rnr_until;          /* end of the RNR wait, virtual ns */
-    uint8_t retries;            /* timeouts since the last progress */
-    bool seq_nak_sent;          /* responder: one NAK per PSN gap */
-    bool gap_retried;           /* completer: one retry per READ gap */
-    bool probed;                /* requester: tail loss probe sent */
-    uint32_t max_psn;           /* requester: past the highest PSN sent */
-    /*
-     * Multipath: bytes sent on req_slot's session since the QP moved
-     * there (the flowlet), failovers of this QP, and the UDP source port
-     * of the last request the responder took (its responses mirror it).
-     */
-    uint32_t path_bytes;
-    uint32_t path_migrations;
-    uint16_t resp_sport;
-    /*
-     * Requester congestion window (rdma-session-req.c): packets it lets
-     * be unacknowledged, at most x-window; 0: not started yet.
-     */
-    uint32_t cwnd;
-    uint32_t ssthresh;          /* slow start below, +1 per window above */
-    uint32_t cwnd_acked;        /* acknowledged towards the next +1 */
-    uint32_t recover_psn;       /* losses before it: the same episode */
-    /*
-     * On-demand paging: the faults the requester and the responder wait
-     * for, and a requester paused by its peer's page fault (the RNR wait
-     * at pause_psn; RNR NAKs for that PSN are not counted).
-     */
-    RSOdpWait odp_req;
-    RSOdpWait odp_resp;
-    bool odp_paused;
-    uint32_t pause_psn;
-    /*
-     * Runtime only: the first PAUSE for pause_psn since the last progress
-     * (virtual ns, 0: none); past RS_ODP_PAUSE_MAX_NS each PAUSE for it
-     * spends a retry_cnt (rs_req_pause()).
-     */
-    int64_t pause_since;
-    /*
-     * Dynamically connected transport (rdma-session-dc.c).  A DCI: its
-     * connection's state (RS_DC_*), target (AH handle, DCT number, key),
-     * connection counter and the context QPN (dest_qpn).  A DCT: its key.
-     * A responder context (RS_QPT_DC_CTX): its DCT's index, the DCI's
-     * connection number and key (dest_qpn: the DCI's QPN).
-     */
-    uint8_t dc_state;
-    uint32_t dc_ah;
-    uint32_t dc_dct;
-    uint64_t dc_key;
-    uint32_t dc_conn;
-    /*
-     * Runtime only: last activity (virtual ns); a DCT: the next key
-     * violation event not before dc_viol.
-     */
-    int64_t dc_last;
-    int64_t dc_viol;
+    RSQpReq req;
+    RSQpComp comp;
+    RSQpResp resp;
+    RSQpOdp odp;
+    RSQpDc dc;
+    RSQpPath path;
 } RSQp;
+
+/*
+ * The migration stream names the fields of RSQp's parts as it did when
+ * RSQp was one flat struct ("sq_ci", not "req.sq_ci"): QEMU's VMSTATE_*
+ * macros name a field by the expression that reaches it, so the parts'
+ * fields are described by these, which take the name apart (_name) from
+ * the field (_f, e.g. req.sq_ci), with QEMU's own type checks.
+ * sizeof(RSQp) is in the stream's description too (the qps array's
+ * element size): a part's padding counts.
+ */
+#define RS_VMSTATE_QP_SINGLE(_name, _f, _v, _info, _type) {            \
+    .name         = (_name),                                           \
+    .version_id   = (_v),                                              \
+    .size         = sizeof(_type),                                     \
+    .info         = &(_info),                                          \
+    .flags        = VMS_SINGLE,                                        \
+    .offset       = vmstate_offset_value(RSQp, _f, _type),             \
+}
+
+#define RS_VMSTATE_QP_BOOL_V(_name, _f, _v)                             \
+    RS_VMSTATE_QP_SINGLE(_name, _f, _v, vmstate_info_bool, bool)
+#define RS_VMSTATE_QP_UINT8_V(_name, _f, _v)                            \
+    RS_VMSTATE_QP_SINGLE(_name, _f, _v, vmstate_info_uint8, uint8_t)
+#define RS_VMSTATE_QP_UINT16_V(_name, _f, _v)                           \
+    RS_VMSTATE_QP_SINGLE(_name, _f, _v, vmstate_info_uint16, uint16_t)
+#define RS_VMSTATE_QP_UINT32_V(_name, _f, _v)                           \
+    RS_VMSTATE_QP_SINGLE(_name, _f, _v, vmstate_info_uint32, uint32_t)
+#define RS_VMSTATE_QP_UINT64_V(_name, _f, _v)                           \
+    RS_VMSTATE_QP_SINGLE(_name, _f, _v, vmstate_info_uint64, uint64_t)
+
+#define RS_VMSTATE_QP_STRUCT_V(_name, _f, _v, _vmsd, _type) {           \
+    .name         = (_name),                                           \
+    .version_id   = (_v),                                              \
+    .vmsd         = &(_vmsd),                                          \
+    .size         = sizeof(_type),                                     \
+    .flags        = VMS_STRUCT,                                        \
+    .offset       = vmstate_offset_value(RSQp, _f, _type),             \
+}
+
+#define RS_VMSTATE_QP_STRUCT_ARRAY_V(_name, _f, _num, _v, _vmsd, _type) { \
+    .name         = (_name),                                           \
+    .num          = (_num),                                            \
+    .version_id   = (_v),                                              \
+    .vmsd         = &(_vmsd),                                          \
+    .size         = sizeof(_type),                                     \
+    .flags        = VMS_STRUCT | VMS_ARRAY,                            \
+    .offset       = vmstate_offset_array(RSQp, _f, _type, _num),       \
+}
 
 /*
  * A DC responder context: a QP table slot of this device-internal type
@@ -358,7 +463,7 @@ typedef struct RSQp {
 enum { RS_DC_IDLE = 0, RS_DC_CONNECTING = 1, RS_DC_CONNECTED = 2 };
 
 /* RS_RESP_DROP: UC, the rest of a message after a PSN gap or an error. */
-/* Marks in RSQp.srq_nsge of an SRQ WQE that cannot be used. */
+/* Marks in RSQp.resp.srq_nsge of an SRQ WQE that cannot be used. */
 #define RS_SRQ_WQE_BAD_DMA  0xfe
 #define RS_SRQ_WQE_BAD_SGE  0xff
 

@@ -71,7 +71,7 @@ static void rs_dc_arm_tick(RSCore *c)
 void rs_dc_activity(RSCore *c, RSQp *qp)
 {
     if (qp->type == RS_QPT_DCI || qp->type == RS_QPT_DC_CTX) {
-        qp->dc_last = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+        qp->dc.last = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
     }
 }
 
@@ -87,14 +87,14 @@ static bool rs_dc_send(RSCore *c, uint32_t qpn, RSQp *qp, uint8_t opcode)
     }
     pkt.opcode = opcode;
     pkt.pkey = 0xffff;
-    pkt.dqpn = opcode == RS_OP_DC_CONNECT ? qp->dc_dct : qp->dest_qpn;
+    pkt.dqpn = opcode == RS_OP_DC_CONNECT ? qp->dc.dct : qp->dest_qpn;
     pkt.psn = qp->sq_psn;
     pkt.ackreq = opcode == RS_OP_DC_CONNECT;
-    pkt.dc_key = qp->dc_key;
+    pkt.dc_key = qp->dc.key;
     pkt.dc_qpn = qpn;
-    pkt.dc_conn = qp->dc_conn;
+    pkt.dc_conn = qp->dc.conn;
     trace_rdma_session_dc_tx(qpn, rs_opcode[opcode].name, pkt.dqpn,
-                             qp->dc_conn, pkt.psn);
+                             qp->dc.conn, pkt.psn);
     len = rs_wire_build(c->req_buf, &pkt, 0);
     rs_roce_xmit(c, c->req_buf, len, pkt.dip);
     return true;
@@ -102,10 +102,10 @@ static bool rs_dc_send(RSCore *c, uint32_t qpn, RSQp *qp, uint8_t opcode)
 
 static void rs_dc_disconnect(RSCore *c, uint32_t qpn, RSQp *qp)
 {
-    if (qp->dc_state == RS_DC_CONNECTED) {
+    if (qp->dc.state == RS_DC_CONNECTED) {
         rs_dc_send(c, qpn, qp, RS_OP_DC_DISCONNECT);
     }
-    qp->dc_state = RS_DC_IDLE;
+    qp->dc.state = RS_DC_IDLE;
     qp->dest_qpn = 0;
     rs_qp_set_av(c, qp, NULL);
 }
@@ -128,13 +128,13 @@ uint8_t rs_dc_req_target(RSCore *c, uint32_t qpn, RSQp *qp,
     uint32_t ah_h = le32_to_cpu(w->ah);
     uint32_t ah = RS_LOOKUP(c->ahs, c->p.max_ahs, ah_h);
     /* The handle, not the index: an AH created in a freed slot differs. */
-    bool same = qp->dc_state != RS_DC_IDLE && ah_h == qp->dc_ah &&
-                dct == qp->dc_dct && key == qp->dc_key;
+    bool same = qp->dc.state != RS_DC_IDLE && ah_h == qp->dc.ah &&
+                dct == qp->dc.dct && key == qp->dc.key;
 
     *go = false;
     if (started) {
         /* Sent before to the connection's target: the guest rewrote it. */
-        if (!same || qp->dc_state != RS_DC_CONNECTED) {
+        if (!same || qp->dc.state != RS_DC_CONNECTED) {
             return RS_WC_LOC_QP_OP_ERR;
         }
         *go = true;
@@ -142,41 +142,41 @@ uint8_t rs_dc_req_target(RSCore *c, uint32_t qpn, RSQp *qp,
     }
     if (!ah || dct > RS_PSN_MASK) {
         RS_GUEST_ERR(rdma_session_err_dc_target, "DCI %u WQE %u: AH 0x%x, "
-                     "DCT 0x%x invalid", qpn, qp->sq_ci,
+                     "DCT 0x%x invalid", qpn, qp->req.sq_ci,
                      le32_to_cpu(w->ah), dct);
         return RS_WC_LOC_QP_OP_ERR;
     }
     if (c->ahs[ah].pd != qp->pd) {
         RS_GUEST_ERR(rdma_session_err_dc_target, "DCI %u WQE %u: AH 0x%x, "
-                     "DCT 0x%x of another PD", qpn, qp->sq_ci,
+                     "DCT 0x%x of another PD", qpn, qp->req.sq_ci,
                      le32_to_cpu(w->ah), dct);
         return RS_WC_LOC_PROT_ERR;
     }
     if (same) {
-        *go = qp->dc_state == RS_DC_CONNECTED;
+        *go = qp->dc.state == RS_DC_CONNECTED;
         if (*go) {
             rs_dc_activity(c, qp);
         }
         return RS_WC_SUCCESS;
     }
     /* One connection at a time: the old target's WQEs complete first. */
-    if (qp->sq_comp != qp->sq_ci || qp->req_pkt) {
+    if (qp->comp.sq_comp != qp->req.sq_ci || qp->req.pkt) {
         return RS_WC_SUCCESS;
     }
-    if (qp->dc_state != RS_DC_IDLE) {
-        trace_rdma_session_dc_switch(qpn, qp->dc_dct, dct);
+    if (qp->dc.state != RS_DC_IDLE) {
+        trace_rdma_session_dc_switch(qpn, qp->dc.dct, dct);
     }
     rs_dc_disconnect(c, qpn, qp);
-    qp->dc_ah = ah_h;
-    qp->dc_dct = dct;
-    qp->dc_key = key;
-    qp->dc_conn++;
+    qp->dc.ah = ah_h;
+    qp->dc.dct = dct;
+    qp->dc.key = key;
+    qp->dc.conn++;
     rs_qp_set_av(c, qp, &c->ahs[ah].av);
-    qp->dc_state = RS_DC_CONNECTING;
-    qp->retries = 0;
+    qp->dc.state = RS_DC_CONNECTING;
+    qp->req.retries = 0;
     rs_dc_activity(c, qp);
     if (!rs_dc_send(c, qpn, qp, RS_OP_DC_CONNECT)) {
-        qp->dc_state = RS_DC_IDLE;
+        qp->dc.state = RS_DC_IDLE;
         rs_qp_set_av(c, qp, NULL);
         return RS_WC_LOC_QP_OP_ERR;
     }
@@ -187,12 +187,12 @@ uint8_t rs_dc_req_target(RSCore *c, uint32_t qpn, RSQp *qp,
 /* DCI qpn stops connecting: its WQE at sq_comp completes with @status. */
 static void rs_dc_fail(RSCore *c, uint32_t qpn, RSQp *qp, uint8_t status)
 {
-    trace_rdma_session_dc_fail(qpn, qp->dc_dct, status);
-    qp->dc_state = RS_DC_IDLE;
+    trace_rdma_session_dc_fail(qpn, qp->dc.dct, status);
+    qp->dc.state = RS_DC_IDLE;
     rs_qp_set_av(c, qp, NULL);
     rs_sq_complete(c, qpn, status, 0);
-    qp->sq_ci = qp->sq_comp;
-    qp->req_pkt = 0;
+    qp->req.sq_ci = qp->comp.sq_comp;
+    qp->req.pkt = 0;
     rs_qp_to_err(c, qpn);
 }
 
@@ -202,8 +202,8 @@ static void rs_dc_ctx_free(RSCore *c, uint32_t qpn, const char *why)
     RSQp *qp = &c->qps[qpn];
     uint32_t i;
 
-    trace_rdma_session_dc_ctx_free(qpn, qp->dc_dct, qp->dest_qpn, why);
-    if (qp->srq_claimed) {
+    trace_rdma_session_dc_ctx_free(qpn, qp->dc.dct, qp->dest_qpn, why);
+    if (qp->resp.srq_claimed) {
         rs_srq_flush_claimed(c, qpn);
     }
     rs_odp_qp_clear(c, qp);
@@ -235,7 +235,7 @@ void rs_dc_dct_stop(RSCore *c, uint32_t dct)
     uint32_t i;
 
     for (i = 0; i < c->p.dc_contexts; i++) {
-        if (c->dc_ctx[i] && c->qps[c->dc_ctx[i]].dc_dct == dct) {
+        if (c->dc_ctx[i] && c->qps[c->dc_ctx[i]].dc.dct == dct) {
             rs_dc_ctx_free(c, c->dc_ctx[i], "DCT left RTR");
         }
     }
@@ -313,14 +313,14 @@ static bool rs_dc_share(RSCore *c, uint32_t dct, const RSPkt *pkt,
             if (!memcmp(qp->av.dgid, pkt->sgid, sizeof(pkt->sgid))) {
                 src++;
                 if (old_src < 0 ||
-                    qp->dc_last < c->qps[c->dc_ctx[old_src]].dc_last) {
+                    qp->dc.last < c->qps[c->dc_ctx[old_src]].dc.last) {
                     old_src = i;
                 }
             }
-            if (qp->dc_dct == dct) {
+            if (qp->dc.dct == dct) {
                 on_dct++;
                 if (old_dct < 0 ||
-                    qp->dc_last < c->qps[c->dc_ctx[old_dct]].dc_last) {
+                    qp->dc.last < c->qps[c->dc_ctx[old_dct]].dc.last) {
                     old_dct = i;
                 }
             }
@@ -333,7 +333,7 @@ static bool rs_dc_share(RSCore *c, uint32_t dct, const RSPkt *pkt,
         } else {
             return true;
         }
-        if (now - c->qps[c->dc_ctx[victim]].dc_last <= reclaim) {
+        if (now - c->qps[c->dc_ctx[victim]].dc.last <= reclaim) {
             trace_rdma_session_dc_drop(dct, "CONNECT over its share");
             return false;
         }
@@ -353,12 +353,12 @@ static int rs_dc_ctx_slot(RSCore *c, int64_t now)
         if (!c->dc_ctx[i]) {
             return i;
         }
-        if (oldest < 0 || c->qps[c->dc_ctx[i]].dc_last <
-                          c->qps[c->dc_ctx[oldest]].dc_last) {
+        if (oldest < 0 || c->qps[c->dc_ctx[i]].dc.last <
+                          c->qps[c->dc_ctx[oldest]].dc.last) {
             oldest = i;
         }
     }
-    if (oldest >= 0 && now - c->qps[c->dc_ctx[oldest]].dc_last > reclaim) {
+    if (oldest >= 0 && now - c->qps[c->dc_ctx[oldest]].dc.last > reclaim) {
         rs_dc_ctx_free(c, c->dc_ctx[oldest], "reclaimed");
         return oldest;
     }
@@ -383,9 +383,9 @@ static void rs_dc_connect_in(RSCore *c, int gid, const RSPkt *pkt)
         rs_dc_reply(c, gid, pkt, dct, RS_AETH_NAK_INV_REQ, 0);
         return;
     }
-    if (pkt->dc_key != d->dc_key) {
-        if (now >= d->dc_viol) {
-            d->dc_viol = now + RS_DC_VIOL_NS;
+    if (pkt->dc_key != d->dc.key) {
+        if (now >= d->dc.viol) {
+            d->dc.viol = now + RS_DC_VIOL_NS;
             rs_core_raise_event(c, RS_EV_DCT_KEY_VIOLATION,
                                 rs_handle(dct, d->gen), pkt->dc_qpn);
         }
@@ -401,10 +401,10 @@ static void rs_dc_connect_in(RSCore *c, int gid, const RSPkt *pkt)
         qp = &c->qps[c->dc_ctx[i]];
         if (!c->dc_ctx[i] || qp->dest_qpn != pkt->dc_qpn ||
             memcmp(qp->av.dgid, pkt->sgid, sizeof(pkt->sgid)) ||
-            (qp->dc_dct != dct && qp->dc_key != pkt->dc_key)) {
+            (qp->dc.dct != dct && qp->dc.key != pkt->dc_key)) {
             continue;
         }
-        if (qp->dc_conn == pkt->dc_conn && qp->dc_dct == dct &&
+        if (qp->dc.conn == pkt->dc_conn && qp->dc.dct == dct &&
             qp->state == RS_QPS_RTS) {
             rs_dc_reply(c, gid, pkt, dct, RS_AETH_ACK, c->dc_ctx[i]);
             return;
@@ -434,11 +434,11 @@ static void rs_dc_connect_in(RSCore *c, int gid, const RSPkt *pkt)
         .max_dest_rd_atomic = RS_MAX_RD_ATOMIC,
         .dest_qpn = pkt->dc_qpn,
         .rq_psn = pkt->psn,
-        .resp_op = RS_RESP_NONE,
-        .dc_dct = dct,
-        .dc_key = d->dc_key,
-        .dc_conn = pkt->dc_conn,
-        .dc_last = now,
+        .resp.op = RS_RESP_NONE,
+        .dc.dct = dct,
+        .dc.key = d->dc.key,
+        .dc.conn = pkt->dc_conn,
+        .dc.last = now,
     };
     rs_qp_set_av(c, qp, &av);
     c->dc_ctx[slot] = qpn;
@@ -454,8 +454,8 @@ static void rs_dc_reply_in(RSCore *c, int gid, const RSPkt *pkt)
     RSQp *qp = qpn < c->p.max_qps ? &c->qps[qpn] : NULL;
 
     if (!qp || !qp->valid || qp->type != RS_QPT_DCI ||
-        qp->state != RS_QPS_RTS || qp->dc_state != RS_DC_CONNECTING ||
-        pkt->psn != qp->sq_psn || pkt->dc_conn != qp->dc_conn ||
+        qp->state != RS_QPS_RTS || qp->dc.state != RS_DC_CONNECTING ||
+        pkt->psn != qp->sq_psn || pkt->dc_conn != qp->dc.conn ||
         !qp->has_av || qp->av.gid_index != gid ||
         memcmp(qp->av.dgid, pkt->sgid, sizeof(pkt->sgid))) {
         trace_rdma_session_dc_drop(qpn, "REPLY for no CONNECT");
@@ -467,17 +467,17 @@ static void rs_dc_reply_in(RSCore *c, int gid, const RSPkt *pkt)
             return;
         }
         qp->dest_qpn = pkt->dc_qpn;
-        qp->dc_state = RS_DC_CONNECTED;
-        qp->retries = 0;
-        qp->rnr_retries = 0;
+        qp->dc.state = RS_DC_CONNECTED;
+        qp->req.retries = 0;
+        qp->req.rnr_retries = 0;
         rs_dc_activity(c, qp);
-        trace_rdma_session_dc_connected(qpn, qp->dc_dct, pkt->dc_qpn);
+        trace_rdma_session_dc_connected(qpn, qp->dc.dct, pkt->dc_qpn);
         rs_req_kick(c);
         return;
     }
     if (type == RS_AETH_TYPE_RNR) {
         /* Connect again after the target's timer (rnr_retry counts). */
-        qp->dc_state = RS_DC_IDLE;
+        qp->dc.state = RS_DC_IDLE;
         rs_qp_set_av(c, qp, NULL);
         rs_req_rnr_wait(c, qp, pkt->syndrome & ~RS_AETH_TYPE_MASK);
         return;
@@ -493,8 +493,8 @@ static void rs_dc_disconnect_in(RSCore *c, int gid, const RSPkt *pkt)
     RSQp *qp = qpn < c->p.max_qps ? &c->qps[qpn] : NULL;
 
     if (!qp || !qp->valid || qp->type != RS_QPT_DC_CTX ||
-        qp->dest_qpn != pkt->dc_qpn || qp->dc_conn != pkt->dc_conn ||
-        qp->dc_key != pkt->dc_key || qp->av.gid_index != gid ||
+        qp->dest_qpn != pkt->dc_qpn || qp->dc.conn != pkt->dc_conn ||
+        qp->dc.key != pkt->dc_key || qp->av.gid_index != gid ||
         memcmp(qp->av.dgid, pkt->sgid, sizeof(pkt->sgid))) {
         trace_rdma_session_dc_drop(qpn, "DISCONNECT for no context");
         return;
@@ -544,7 +544,7 @@ static void rs_dc_tick(void *opaque)
         if (qp->type == RS_QPT_DC_CTX) {
             if (qp->state == RS_QPS_ERR) {
                 rs_dc_ctx_free(c, qpn, "error");
-            } else if (now - qp->dc_last > MAX(100 * idle,
+            } else if (now - qp->dc.last > MAX(100 * idle,
                                                RS_DC_EXPIRE_MIN)) {
                 rs_dc_ctx_free(c, qpn, "idle");
             } else {
@@ -553,30 +553,30 @@ static void rs_dc_tick(void *opaque)
             continue;
         }
         if (qp->type != RS_QPT_DCI || qp->state != RS_QPS_RTS ||
-            qp->dc_state == RS_DC_IDLE) {
+            qp->dc.state == RS_DC_IDLE) {
             continue;
         }
         pending = true;
-        if (qp->dc_state == RS_DC_CONNECTING) {
+        if (qp->dc.state == RS_DC_CONNECTING) {
             int64_t tmo = rs_req_ack_timeout_ns(c, qp);
 
-            if (qp->dc_last == RS_DC_RESEND) {
+            if (qp->dc.last == RS_DC_RESEND) {
                 /* Migrated while connecting: ask again, not counted. */
                 rs_dc_activity(c, qp);
                 rs_dc_send(c, qpn, qp, RS_OP_DC_CONNECT);
-            } else if (qp->timeout && now - qp->dc_last >= tmo) {
-                if (qp->retries >= qp->retry_cnt) {
+            } else if (qp->timeout && now - qp->dc.last >= tmo) {
+                if (qp->req.retries >= qp->retry_cnt) {
                     rs_dc_fail(c, qpn, qp, RS_WC_RETRY_EXC_ERR);
                     continue;
                 }
-                qp->retries++;
+                qp->req.retries++;
                 rs_dc_activity(c, qp);
                 rs_dc_send(c, qpn, qp, RS_OP_DC_CONNECT);
             }
-        } else if (qp->sq_comp == qp->sq_ci && !qp->req_pkt &&
-                   !(uint16_t)(qp->sq_pi - qp->sq_ci) &&
-                   now - qp->dc_last >= idle) {
-            trace_rdma_session_dc_idle(qpn, qp->dc_dct);
+        } else if (qp->comp.sq_comp == qp->req.sq_ci && !qp->req.pkt &&
+                   !(uint16_t)(qp->sq_pi - qp->req.sq_ci) &&
+                   now - qp->dc.last >= idle) {
+            trace_rdma_session_dc_idle(qpn, qp->dc.dct);
             rs_dc_disconnect(c, qpn, qp);
         }
     }
@@ -603,21 +603,21 @@ static bool rs_dc_state_valid(RSCore *c)
         }
         switch (qp->type) {
         case RS_QPT_DCI:
-            if (qp->dc_state > RS_DC_CONNECTED ||
-                (qp->dc_state != RS_DC_IDLE &&
+            if (qp->dc.state > RS_DC_CONNECTED ||
+                (qp->dc.state != RS_DC_IDLE &&
                  (!qp->has_av ||
-                  (qp->dc_ah & RS_HANDLE_INDEX_MASK) >= c->p.max_ahs ||
-                  qp->dc_dct > RS_PSN_MASK ||
-                  (qp->dc_state == RS_DC_CONNECTED &&
+                  (qp->dc.ah & RS_HANDLE_INDEX_MASK) >= c->p.max_ahs ||
+                  qp->dc.dct > RS_PSN_MASK ||
+                  (qp->dc.state == RS_DC_CONNECTED &&
                    (!qp->dest_qpn || qp->dest_qpn > RS_PSN_MASK))))) {
                 return false;
             }
             break;
         case RS_QPT_DC_CTX:
-            d = qp->dc_dct < c->p.max_qps ? &c->qps[qp->dc_dct] : NULL;
+            d = qp->dc.dct < c->p.max_qps ? &c->qps[qp->dc.dct] : NULL;
             if (++n > c->p.dc_contexts || !d || !d->valid ||
                 d->type != RS_QPT_DCT || d->state != RS_QPS_RTR ||
-                !qp->has_av || qp->dc_state ||
+                !qp->has_av || qp->dc.state ||
                 (qp->state != RS_QPS_RTS && qp->state != RS_QPS_ERR) ||
                 qp->srq != d->srq || qp->pd != d->pd ||
                 qp->recv_cq != d->recv_cq || !qp->dest_qpn ||
@@ -626,8 +626,8 @@ static bool rs_dc_state_valid(RSCore *c)
             }
             break;
         default:
-            if (qp->dc_state || qp->dc_ah || qp->dc_dct || qp->dc_conn ||
-                (qp->dc_key && qp->type != RS_QPT_DCT)) {
+            if (qp->dc.state || qp->dc.ah || qp->dc.dct || qp->dc.conn ||
+                (qp->dc.key && qp->type != RS_QPT_DCT)) {
                 return false;
             }
             break;
@@ -647,7 +647,7 @@ static void rs_dc_post_load(RSCore *c)
     for (qpn = 1; qpn < c->p.max_qps; qpn++) {
         RSQp *qp = &c->qps[qpn];
 
-        qp->dc_viol = 0;
+        qp->dc.viol = 0;
         if (!qp->valid) {
             continue;
         }
@@ -655,7 +655,7 @@ static void rs_dc_post_load(RSCore *c)
             c->dc_ctx[n++] = qpn;
         }
         if (qp->type == RS_QPT_DCI || qp->type == RS_QPT_DC_CTX) {
-            qp->dc_last = qp->dc_state == RS_DC_CONNECTING ? RS_DC_RESEND :
+            qp->dc.last = qp->dc.state == RS_DC_CONNECTING ? RS_DC_RESEND :
                           now;
             any = true;
         }
@@ -705,11 +705,11 @@ const VMStateDescription vmstate_rs_qp_dc = {
     .minimum_version_id = 1,
     .needed = rs_qp_dc_needed,
     .fields = (const VMStateField[]) {
-        VMSTATE_UINT8(dc_state, RSQp),
-        VMSTATE_UINT32(dc_ah, RSQp),
-        VMSTATE_UINT32(dc_dct, RSQp),
-        VMSTATE_UINT64(dc_key, RSQp),
-        VMSTATE_UINT32(dc_conn, RSQp),
+        RS_VMSTATE_QP_UINT8_V("dc_state", dc.state, 0),
+        RS_VMSTATE_QP_UINT32_V("dc_ah", dc.ah, 0),
+        RS_VMSTATE_QP_UINT32_V("dc_dct", dc.dct, 0),
+        RS_VMSTATE_QP_UINT64_V("dc_key", dc.key, 0),
+        RS_VMSTATE_QP_UINT32_V("dc_conn", dc.conn, 0),
         VMSTATE_END_OF_LIST()
     },
 };

@@ -29,18 +29,18 @@ static void rs_engine_post_load(RSCore *c)
         if (!qp->valid) {
             continue;
         }
-        qp->last_progress = 0;
-        qp->rnr_until = 0;
-        qp->cwnd = 0;           /* the path may differ: start anew */
-        qp->max_psn = qp->sq_psn;
-        if (qp->rnr_wait) {
+        qp->req.last_progress = 0;
+        qp->req.rnr_until = 0;
+        qp->req.cwnd = 0;           /* the path may differ: start anew */
+        qp->req.max_psn = qp->sq_psn;
+        if (qp->req.rnr_wait) {
             timer_mod_anticipate(c->rnr_timer, 0);
         }
-        if (qp->ack_pending) {
+        if (qp->resp.ack_pending) {
             qemu_bh_schedule(c->resp_bh);
         }
         if (rs_qpt_rc_requester(qp->type) &&
-            rs_psn_diff(qp->sq_psn, qp->una_psn) > 0) {
+            rs_psn_diff(qp->sq_psn, qp->comp.una_psn) > 0) {
             rs_req_arm_retry(c);
         }
     }
@@ -207,14 +207,14 @@ void rs_migration_resume(RSCore *c)
          * requester gets wrong (it resent the tail of a SEND as a new
          * message).  Until the expected PSN comes, gaps get no NAK either.
          */
-        if (!qp->seq_nak_sent &&
+        if (!qp->resp.seq_nak_sent &&
             rs_resp_rnr_prompt(c, qpn, RS_RNR_TIMER_MIN)) {
-            qp->seq_nak_sent = true;
+            qp->resp.seq_nak_sent = true;
             prompted++;
         }
         if (qp->valid && rs_qpt_rc_requester(qp->type) &&
-            qp->state == RS_QPS_RTS && !qp->rnr_wait &&
-            rs_psn_diff(qp->sq_psn, qp->una_psn) > 0) {
+            qp->state == RS_QPS_RTS && !qp->req.rnr_wait &&
+            rs_psn_diff(qp->sq_psn, qp->comp.una_psn) > 0) {
             rs_req_rewind(c, qpn);
         }
     }

@@ -301,7 +301,7 @@ uint8_t rs_mkl_wr(RSCore *c, const RSQp *qp, int gid_index,
 {
     uint32_t stride = rs_sq_stride(qp->max_send_sge, qp->max_inline);
     uint64_t addr = qp->sq_addr +
-        (uint64_t)(qp->sq_ci & ((1u << qp->sq_log) - 1)) * stride;
+        (uint64_t)(qp->req.sq_ci & ((1u << qp->sq_log) - 1)) * stride;
     struct rs_send_wqe_reg_mkey f;
     uint8_t raw[RS_MKL_RAW_MAX];
     const char *why;

@@ -330,7 +330,7 @@ void rs_roce_input(RSCore *c, const uint8_t *frame, size_t len)
     }
     rs_dc_activity(c, qp);
     if (!(rs_opcode[pkt.opcode].flags & RS_OPF_RESP)) {
-        qp->resp_sport = pkt.sport;     /* what its responses mirror */
+        qp->path.resp_sport = pkt.sport;     /* what its responses mirror */
     }
     if (qp->state == RS_QPS_RTR && !qp->comm_est &&
         (rs_qpt_rc_responder(qp->type) || qp->type == RS_QPT_UC)) {

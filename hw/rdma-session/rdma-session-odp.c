@@ -355,10 +355,10 @@ void rs_odp_drop_fault(RSCore *c)
 
 void rs_odp_qp_clear(RSCore *c, RSQp *qp)
 {
-    memset(&qp->odp_req, 0, sizeof(qp->odp_req));
-    memset(&qp->odp_resp, 0, sizeof(qp->odp_resp));
-    qp->odp_paused = false;
-    qp->pause_since = 0;
+    memset(&qp->odp.req, 0, sizeof(qp->odp.req));
+    memset(&qp->odp.resp, 0, sizeof(qp->odp.resp));
+    qp->odp.paused = false;
+    qp->odp.pause_since = 0;
 }
 
 /* The wait w of QP qpn fails (timeout, or resolved with F_FAIL). */
@@ -373,7 +373,7 @@ static void rs_odp_fail(RSCore *c, uint32_t qpn, RSQp *qp, RSOdpWait *w)
         c->engine->kick(c);
         break;
     case RS_ODP_WAIT_LANDING:
-        if (rs_sq_started(qp, qp->sq_comp)) {
+        if (rs_sq_started(qp, qp->comp.sq_comp)) {
             rs_sq_complete(c, qpn, RS_WC_LOC_PROT_ERR, 0);
         }
         rs_qp_to_err(c, qpn);
@@ -418,11 +418,11 @@ static void rs_odp_qp_unwait(RSCore *c, uint32_t mr)
     for (qpn = 1; qpn < c->p.max_qps; qpn++) {
         RSQp *qp = &c->qps[qpn];
 
-        if (qp->valid && qp->odp_req.mr == mr) {
-            rs_odp_wake(c, qpn, qp, &qp->odp_req);
+        if (qp->valid && qp->odp.req.mr == mr) {
+            rs_odp_wake(c, qpn, qp, &qp->odp.req);
         }
-        if (qp->valid && qp->odp_resp.mr == mr) {
-            rs_odp_wake(c, qpn, qp, &qp->odp_resp);
+        if (qp->valid && qp->odp.resp.mr == mr) {
+            rs_odp_wake(c, qpn, qp, &qp->odp.resp);
         }
     }
 }
@@ -456,7 +456,7 @@ static void rs_odp_resolved(RSCore *c, uint32_t mr, uint64_t first,
 
     for (qpn = 1; qpn < c->p.max_qps; qpn++) {
         RSQp *qp = &c->qps[qpn];
-        RSOdpWait *side[2] = { &qp->odp_req, &qp->odp_resp };
+        RSOdpWait *side[2] = { &qp->odp.req, &qp->odp.resp };
         unsigned i;
 
         for (i = 0; qp->valid && i < ARRAY_SIZE(side); i++) {
@@ -600,7 +600,7 @@ static void rs_odp_tick(void *opaque)
     }
     for (qpn = 1; qpn < c->p.max_qps; qpn++) {
         RSQp *qp = &c->qps[qpn];
-        RSOdpWait *side[2] = { &qp->odp_req, &qp->odp_resp };
+        RSOdpWait *side[2] = { &qp->odp.req, &qp->odp.resp };
         unsigned i;
 
         for (i = 0; qp->valid && i < ARRAY_SIZE(side); i++) {
@@ -701,7 +701,7 @@ static bool rs_odp_post_load(RSCore *c)
     }
     for (i = 1; i < c->p.max_qps; i++) {
         RSQp *qp = &c->qps[i];
-        RSOdpWait *side[2] = { &qp->odp_req, &qp->odp_resp };
+        RSOdpWait *side[2] = { &qp->odp.req, &qp->odp.resp };
 
         for (j = 0; j < ARRAY_SIZE(side); j++) {
             RSOdpWait *w = side[j];
@@ -775,7 +775,7 @@ static bool rs_qp_odp_needed(void *opaque)
     RSQp *qp = opaque;
 
     return qp->valid &&
-           (qp->odp_req.mr || qp->odp_resp.mr || qp->odp_paused);
+           (qp->odp.req.mr || qp->odp.resp.mr || qp->odp.paused);
 }
 
 const VMStateDescription vmstate_rs_qp_odp = {
@@ -784,10 +784,12 @@ const VMStateDescription vmstate_rs_qp_odp = {
     .minimum_version_id = 1,
     .needed = rs_qp_odp_needed,
     .fields = (const VMStateField[]) {
-        VMSTATE_STRUCT(odp_req, RSQp, 1, vmstate_rs_odp_wait, RSOdpWait),
-        VMSTATE_STRUCT(odp_resp, RSQp, 1, vmstate_rs_odp_wait, RSOdpWait),
-        VMSTATE_BOOL(odp_paused, RSQp),
-        VMSTATE_UINT32(pause_psn, RSQp),
+        RS_VMSTATE_QP_STRUCT_V("odp_req", odp.req, 1, vmstate_rs_odp_wait,
+                               RSOdpWait),
+        RS_VMSTATE_QP_STRUCT_V("odp_resp", odp.resp, 1, vmstate_rs_odp_wait,
+                               RSOdpWait),
+        RS_VMSTATE_QP_BOOL_V("odp_paused", odp.paused, 0),
+        RS_VMSTATE_QP_UINT32_V("pause_psn", odp.pause_psn, 0),
         VMSTATE_END_OF_LIST()
     },
 };

@@ -2,8 +2,8 @@
  * rdma-session adapter: multipath session groups.
  *
  * A connected QP's requests use one session of its group at a time
- * (RSQp.req_slot), every packet of them, resent ones included.  The QP
- * moves to another session only where the responder cannot see its
+ * (RSQp.path.req_slot), every packet of them, resent ones included.  The
+ * QP moves to another session only where the responder cannot see its
  * packets out of order:
  *
  * - at a message boundary, once the flowlet on the current session
@@ -95,16 +95,16 @@ static unsigned rs_path_candidate(const RSSessionGroup *g, unsigned cur,
 static void rs_path_move(RSCore *c, uint32_t qpn, RSQp *qp,
                          const RSSessionGroup *g, unsigned to, bool failover)
 {
-    uint32_t from_idx = rs_path_index(c, g, qp->req_slot);
+    uint32_t from_idx = rs_path_index(c, g, qp->path.req_slot);
     uint32_t to_idx = rs_path_index(c, g, to);
 
     trace_rdma_session_path_switch(qpn, from_idx, to_idx, failover);
-    qp->req_slot = to;
-    qp->path_bytes = 0;
+    qp->path.req_slot = to;
+    qp->path.bytes = 0;
     if (!failover) {
         return;
     }
-    qp->path_migrations++;
+    qp->path.migrations++;
     c->stats.path_failovers++;
     if (to_idx) {
         c->sessions[to_idx].migrated++;
@@ -131,16 +131,16 @@ bool rs_path_msg_start(RSCore *c, uint32_t qpn, RSQp *qp)
     if (!g || rs_path_ud(qp)) {
         return true;
     }
-    if (qp->req_slot >= g->nsessions) {
-        qp->req_slot = 0;
+    if (qp->path.req_slot >= g->nsessions) {
+        qp->path.req_slot = 0;
     }
-    if (g->nsessions < 2 || rs_psn_diff(qp->sq_psn, qp->max_psn) < 0) {
+    if (g->nsessions < 2 || rs_psn_diff(qp->sq_psn, qp->req.max_psn) < 0) {
         return true;            /* resending: it stays where it is */
     }
     now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
-    cur = qp->req_slot;
+    cur = qp->path.req_slot;
     if (rs_path_usable(c, rs_path_session(c, g, cur), now) &&
-        qp->path_bytes < c->p.path_flowlet) {
+        qp->path.bytes < c->p.path_flowlet) {
         return true;            /* the flowlet goes on */
     }
     to = cur;
@@ -153,10 +153,10 @@ bool rs_path_msg_start(RSCore *c, uint32_t qpn, RSQp *qp)
         }
     }
     if (to == cur) {
-        qp->path_bytes = 0;     /* a new flowlet on the same session */
+        qp->path.bytes = 0;     /* a new flowlet on the same session */
         return true;
     }
-    if (qp->una_psn != qp->sq_psn) {
+    if (qp->comp.una_psn != qp->sq_psn) {
         return false;
     }
     rs_path_move(c, qpn, qp, g, to, false);
@@ -195,8 +195,8 @@ void rs_path_sent(RSCore *c, RSQp *qp, bool ud, uint32_t bytes)
         s = rs_path_session(c, g, g->next % g->nsessions);
         g->next = (g->next + 1) % g->nsessions;
     } else {
-        s = rs_path_session(c, g, qp->req_slot);
-        qp->path_bytes = MIN((uint64_t)qp->path_bytes + bytes, UINT32_MAX);
+        s = rs_path_session(c, g, qp->path.req_slot);
+        qp->path.bytes = MIN((uint64_t)qp->path.bytes + bytes, UINT32_MAX);
     }
     if (s) {
         s->tx_packets++;
@@ -213,7 +213,7 @@ void rs_path_acked(RSCore *c, RSQp *qp)
     if (!g) {
         return;
     }
-    idx = rs_path_index(c, g, qp->req_slot);
+    idx = rs_path_index(c, g, qp->path.req_slot);
     if (!idx) {
         return;
     }
@@ -240,10 +240,10 @@ bool rs_path_failover(RSCore *c, uint32_t qpn, RSQp *qp)
     RSSession *s;
 
     if (!g || rs_path_ud(qp) || g->nsessions < 2 ||
-        qp->req_slot >= g->nsessions) {
+        qp->path.req_slot >= g->nsessions) {
         return false;
     }
-    cur = qp->req_slot;
+    cur = qp->path.req_slot;
     idx = rs_path_index(c, g, cur);
     if (idx) {
         s = &c->sessions[idx];
@@ -276,10 +276,10 @@ void rs_path_fallback(RSCore *c, uint32_t qpn, RSQp *qp)
     unsigned n, oldest;
     RSSession *s;
 
-    if (!g || rs_path_ud(qp) || qp->req_slot >= g->nsessions) {
+    if (!g || rs_path_ud(qp) || qp->path.req_slot >= g->nsessions) {
         return;
     }
-    oldest = qp->req_slot;
+    oldest = qp->path.req_slot;
     for (n = 0; n < g->nsessions; n++) {
         RSSession *o = rs_path_session(c, g, oldest);
 
@@ -288,7 +288,7 @@ void rs_path_fallback(RSCore *c, uint32_t qpn, RSQp *qp)
             oldest = n;
         }
     }
-    if (oldest != qp->req_slot) {
+    if (oldest != qp->path.req_slot) {
         rs_path_move(c, qpn, qp, g, oldest, true);
     }
 }
@@ -303,18 +303,18 @@ void rs_path_rewind(RSCore *c, uint32_t qpn, RSQp *qp)
     RSSession *s;
     unsigned n;
 
-    if (!g || rs_path_ud(qp) || qp->req_slot >= g->nsessions) {
+    if (!g || rs_path_ud(qp) || qp->path.req_slot >= g->nsessions) {
         return;
     }
-    s = rs_path_session(c, g, qp->req_slot);
+    s = rs_path_session(c, g, qp->path.req_slot);
     if (s && !s->down) {
         return;
     }
     for (n = 0; n < g->nsessions; n++) {
-        unsigned slot = rs_path_candidate(g, qp->req_slot, n);
+        unsigned slot = rs_path_candidate(g, qp->path.req_slot, n);
 
         s = rs_path_session(c, g, slot);
-        if (slot != qp->req_slot && s && !s->down) {
+        if (slot != qp->path.req_slot && s && !s->down) {
             rs_path_move(c, qpn, qp, g, slot, true);
             return;
         }
@@ -324,8 +324,8 @@ void rs_path_rewind(RSCore *c, uint32_t qpn, RSQp *qp)
 /* The QP's group changed: it starts on the new group's first session. */
 void rs_path_group_set(RSQp *qp)
 {
-    qp->req_slot = 0;
-    qp->path_bytes = 0;
+    qp->path.req_slot = 0;
+    qp->path.bytes = 0;
 }
 
 /*
@@ -364,7 +364,7 @@ static bool rs_path_post_load(RSCore *c)
 
         if (qp->valid && qp->group &&
             (qp->group >= c->p.max_groups || !c->groups[qp->group].valid ||
-             qp->req_slot >= c->groups[qp->group].nsessions)) {
+             qp->path.req_slot >= c->groups[qp->group].nsessions)) {
             return false;
         }
     }
@@ -442,7 +442,7 @@ static bool rs_qp_path_needed(void *opaque)
     RSQp *qp = opaque;
 
     return qp->valid && qp->group &&
-           (qp->path_bytes || qp->path_migrations || qp->resp_sport);
+           (qp->path.bytes || qp->path.migrations || qp->path.resp_sport);
 }
 
 const VMStateDescription vmstate_rs_qp_path = {
@@ -451,9 +451,9 @@ const VMStateDescription vmstate_rs_qp_path = {
     .minimum_version_id = 1,
     .needed = rs_qp_path_needed,
     .fields = (const VMStateField[]) {
-        VMSTATE_UINT32(path_bytes, RSQp),
-        VMSTATE_UINT32(path_migrations, RSQp),
-        VMSTATE_UINT16(resp_sport, RSQp),
+        RS_VMSTATE_QP_UINT32_V("path_bytes", path.bytes, 0),
+        RS_VMSTATE_QP_UINT32_V("path_migrations", path.migrations, 0),
+        RS_VMSTATE_QP_UINT16_V("resp_sport", path.resp_sport, 0),
         VMSTATE_END_OF_LIST()
     },
 };

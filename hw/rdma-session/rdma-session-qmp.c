@@ -152,18 +152,18 @@ static RdmaSessionQp *rs_qmp_qp(RSCore *c, uint32_t idx)
     q->gid_index = qp->av.gid_index;
     q->dest_qpn = qp->dest_qpn;
     q->sq_psn = qp->sq_psn;
-    q->una_psn = qp->una_psn;
+    q->una_psn = qp->comp.una_psn;
     q->rq_psn = qp->rq_psn;
     q->sq_pi = qp->sq_pi;
-    q->sq_ci = qp->sq_ci;
-    q->sq_comp = qp->sq_comp;
+    q->sq_ci = qp->req.sq_ci;
+    q->sq_comp = qp->comp.sq_comp;
     q->rq_pi = qp->rq_pi;
-    q->rq_ci = qp->rq_ci;
-    q->retries = qp->retries;
-    q->rnr_retries = qp->rnr_retries;
+    q->rq_ci = qp->resp.rq_ci;
+    q->retries = qp->req.retries;
+    q->rnr_retries = qp->req.rnr_retries;
     q->retry_cnt = qp->retry_cnt;
     q->rnr_retry = qp->rnr_retry;
-    q->cwnd = qp->cwnd;
+    q->cwnd = qp->req.cwnd;
     return q;
 }
 

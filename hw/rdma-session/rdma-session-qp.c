@@ -333,12 +333,12 @@ static void rs_qp_to_reset(RSCore *c, RSQp *qp)
         .srq = qp->srq,
         .xrcd = qp->xrcd,
         /* A DCT keeps its key, a DCI counts its connections on. */
-        .dc_key = qp->type == RS_QPT_DCT ? qp->dc_key : 0,
-        .dc_conn = qp->dc_conn,
+        .dc.key = qp->type == RS_QPT_DCT ? qp->dc.key : 0,
+        .dc.conn = qp->dc.conn,
         .sq_addr = qp->sq_addr,
         .rq_addr = qp->rq_addr,
         .path_mtu = rs_max_mtu(c),
-        .resp_op = RS_RESP_NONE,
+        .resp.op = RS_RESP_NONE,
     };
 }
 
@@ -544,7 +544,7 @@ uint8_t rs_cmd_create_qp(RSCore *c, const struct rs_admin_cmd *cmd,
     qp->sq_addr = le64_to_cpu(cq->sq_addr);
     qp->rq_addr = le64_to_cpu(cq->rq_addr);
     if (dct) {
-        qp->dc_key = le32_to_cpu(cq->dc_key_lo) |
+        qp->dc.key = le32_to_cpu(cq->dc_key_lo) |
                      (uint64_t)le32_to_cpu(cq->dc_key_hi) << 32;
     }
     rs_qp_to_reset(c, qp);
@@ -653,7 +653,7 @@ static void rs_qp_apply(RSCore *c, RSQp *qp, const struct rs_qp_attr *a,
     }
     if (mask & A_SQ_PSN) {
         qp->sq_psn = le32_to_cpu(a->sq_psn);
-        qp->comp_psn = qp->una_psn = qp->max_psn = qp->sq_psn;
+        qp->comp.psn = qp->comp.una_psn = qp->req.max_psn = qp->sq_psn;
     }
     if (mask & A_RD_ATOMIC) {
         qp->max_rd_atomic = a->max_rd_atomic;
@@ -898,7 +898,7 @@ void rs_sq_drained_check(RSCore *c, uint32_t qpn)
     RSQp *qp = &c->qps[qpn];
 
     if (qp->state == RS_QPS_SQD && qp->sqd_notify &&
-        qp->sq_comp == qp->sq_ci && !qp->req_pkt) {
+        qp->comp.sq_comp == qp->req.sq_ci && !qp->req.pkt) {
         qp->sqd_notify = false;
         rs_qp_event(c, qpn, RS_EV_QP_SQ_DRAINED);
     }
@@ -941,10 +941,10 @@ void rs_qp_to_err(RSCore *c, uint32_t qpn)
 /* The record of WQE index if the requester has started it, else NULL. */
 RSSentWqe *rs_sq_started(RSQp *qp, uint32_t index)
 {
-    if (index - qp->sq_comp >= qp->sq_rec - qp->sq_comp) {
+    if (index - qp->comp.sq_comp >= qp->req.sq_rec - qp->comp.sq_comp) {
         return NULL;
     }
-    return &qp->sent[index % RS_SQ_INFLIGHT];
+    return &qp->req.sent[index % RS_SQ_INFLIGHT];
 }
 
 /*
@@ -955,7 +955,7 @@ void rs_sq_complete(RSCore *c, uint32_t qpn, uint8_t status,
                     uint32_t byte_len)
 {
     RSQp *qp = &c->qps[qpn];
-    RSSentWqe *rec = rs_sq_started(qp, qp->sq_comp);
+    RSSentWqe *rec = rs_sq_started(qp, qp->comp.sq_comp);
     uint32_t stride = rs_sq_stride(qp->max_send_sge, qp->max_inline);
     struct rs_send_wqe_ctrl w;
 
@@ -964,24 +964,24 @@ void rs_sq_complete(RSCore *c, uint32_t qpn, uint8_t status,
         w.wr_id = rec->wr_id;
         w.opcode = rec->opcode;
         w.flags = rec->flags;
-        qp->rd_sge_tail += rec->nsge;
+        qp->req.rd_sge_tail += rec->nsge;
     } else {
-        if (rs_dma_read(c, qp->sq_addr + (uint64_t)(qp->sq_comp &
+        if (rs_dma_read(c, qp->sq_addr + (uint64_t)(qp->comp.sq_comp &
                         ((1u << qp->sq_log) - 1)) * stride, &w, sizeof(w))) {
             memset(&w, 0, sizeof(w));
         }
-        qp->sq_rec = qp->sq_comp + 1;
+        qp->req.sq_rec = qp->comp.sq_comp + 1;
     }
     rs_send_cqe(c, qpn, &w, status, byte_len);
-    qp->sq_comp++;
+    qp->comp.sq_comp++;
 }
 
 /* The send queue jumped (a producer overrun): no WQE is started. */
 static void rs_sq_forget(RSQp *qp)
 {
-    qp->sq_ci = qp->sq_rec = qp->sq_comp;
-    qp->rd_sge_tail = qp->rd_sge_head;
-    qp->req_pkt = 0;
+    qp->req.sq_ci = qp->req.sq_rec = qp->comp.sq_comp;
+    qp->req.rd_sge_tail = qp->req.rd_sge_head;
+    qp->req.pkt = 0;
 }
 
 /*
@@ -992,7 +992,8 @@ void rs_sq_flush_before(RSCore *c, uint32_t qpn, uint32_t end)
 {
     RSQp *qp = &c->qps[qpn];
 
-    while (qp->sq_comp != end && end - qp->sq_comp <= (1u << qp->sq_log)) {
+    while (qp->comp.sq_comp != end &&
+           end - qp->comp.sq_comp <= (1u << qp->sq_log)) {
         rs_sq_complete(c, qpn, RS_WC_WR_FLUSH_ERR, 0);
     }
 }
@@ -1005,7 +1006,7 @@ void rs_srq_flush_claimed(RSCore *c, uint32_t qpn)
 {
     RSQp *qp = &c->qps[qpn];
     struct rs_cqe cqe = {
-        .wr_id = qp->srq_wr_id,
+        .wr_id = qp->resp.srq_wr_id,
         .qpn = cpu_to_le32(qpn),
         .opcode = RS_WR_RECV,
         .status = RS_WC_WR_FLUSH_ERR,
@@ -1015,10 +1016,10 @@ void rs_srq_flush_claimed(RSCore *c, uint32_t qpn)
         cqe.srqn = cpu_to_le32(qp->srq);
     }
     if (qp->type == RS_QPT_DC_CTX) {
-        cqe.qpn = cpu_to_le32(qp->dc_dct);
+        cqe.qpn = cpu_to_le32(qp->dc.dct);
         cqe.src_qp = cpu_to_le32(qp->dest_qpn);
     }
-    qp->srq_claimed = false;
+    qp->resp.srq_claimed = false;
     rs_cq_post(c, qp->recv_cq, &cqe, false);
 }
 
@@ -1027,32 +1028,32 @@ bool rs_qp_flush(RSCore *c, uint32_t qpn, unsigned budget)
     RSQp *qp = &c->qps[qpn];
     uint32_t sq = 0, rq = 0;
 
-    if ((uint16_t)(qp->sq_pi - qp->sq_comp) > (1u << qp->sq_log)) {
+    if ((uint16_t)(qp->sq_pi - qp->comp.sq_comp) > (1u << qp->sq_log)) {
         RS_GUEST_ERR(rdma_session_err_flush_overrun, "QP %u: %s producer %u "
                      "is more than a ring ahead of %u", qpn, "SQ", qp->sq_pi,
-                     qp->sq_comp & 0xffff);
-        qp->sq_comp += (uint16_t)(qp->sq_pi - qp->sq_comp);
+                     qp->comp.sq_comp & 0xffff);
+        qp->comp.sq_comp += (uint16_t)(qp->sq_pi - qp->comp.sq_comp);
         rs_sq_forget(qp);
     }
-    while ((uint16_t)(qp->sq_pi - qp->sq_comp) && sq < budget) {
+    while ((uint16_t)(qp->sq_pi - qp->comp.sq_comp) && sq < budget) {
         rs_sq_complete(c, qpn, RS_WC_WR_FLUSH_ERR, 0);
         sq++;
     }
-    qp->sq_ci = qp->sq_comp;
+    qp->req.sq_ci = qp->comp.sq_comp;
 
     if (qp->srq) {
-        if (qp->srq_claimed) {
+        if (qp->resp.srq_claimed) {
             rs_srq_flush_claimed(c, qpn);
             rq++;
         }
     } else {
-        if ((uint16_t)(qp->rq_pi - qp->rq_ci) > (1u << qp->rq_log)) {
+        if ((uint16_t)(qp->rq_pi - qp->resp.rq_ci) > (1u << qp->rq_log)) {
             RS_GUEST_ERR(rdma_session_err_flush_overrun, "QP %u: %s producer "
                          "%u is more than a ring ahead of %u", qpn, "RQ",
-                         qp->rq_pi, qp->rq_ci & 0xffff);
-            qp->rq_ci += (uint16_t)(qp->rq_pi - qp->rq_ci);
+                         qp->rq_pi, qp->resp.rq_ci & 0xffff);
+            qp->resp.rq_ci += (uint16_t)(qp->rq_pi - qp->resp.rq_ci);
         }
-        while ((uint16_t)(qp->rq_pi - qp->rq_ci) && rq < budget) {
+        while ((uint16_t)(qp->rq_pi - qp->resp.rq_ci) && rq < budget) {
             uint32_t stride = rs_rq_stride(qp->max_recv_sge);
             struct rs_recv_wqe_ctrl w;
             struct rs_cqe cqe = {
@@ -1061,17 +1062,17 @@ bool rs_qp_flush(RSCore *c, uint32_t qpn, unsigned budget)
                 .status = RS_WC_WR_FLUSH_ERR,
             };
 
-            if (!rs_dma_read(c, qp->rq_addr + (uint64_t)(qp->rq_ci &
+            if (!rs_dma_read(c, qp->rq_addr + (uint64_t)(qp->resp.rq_ci &
                              ((1u << qp->rq_log) - 1)) * stride, &w,
                              sizeof(w))) {
                 cqe.wr_id = w.wr_id;
             }
             rs_cq_post(c, qp->recv_cq, &cqe, false);
-            qp->rq_ci++;
+            qp->resp.rq_ci++;
             rq++;
         }
     }
-    qp->resp_op = RS_RESP_NONE;
+    qp->resp.op = RS_RESP_NONE;
     if (sq || rq) {
         trace_rdma_session_qp_flush(qpn, sq, rq);
     }
@@ -1165,16 +1166,16 @@ static int rs_qp_pre_load(void *opaque)
     RSQp *qp = opaque;
 
     qp->xrcd = 0;
-    memset(&qp->odp_req, 0, sizeof(qp->odp_req));
-    memset(&qp->odp_resp, 0, sizeof(qp->odp_resp));
-    qp->odp_paused = false;
-    qp->pause_psn = 0;
-    qp->dc_state = 0;
-    qp->dc_ah = qp->dc_dct = qp->dc_conn = 0;
-    qp->dc_key = 0;
-    qp->path_bytes = 0;
-    qp->path_migrations = 0;
-    qp->resp_sport = 0;
+    memset(&qp->odp.req, 0, sizeof(qp->odp.req));
+    memset(&qp->odp.resp, 0, sizeof(qp->odp.resp));
+    qp->odp.paused = false;
+    qp->odp.pause_psn = 0;
+    qp->dc.state = 0;
+    qp->dc.ah = qp->dc.dct = qp->dc.conn = 0;
+    qp->dc.key = 0;
+    qp->path.bytes = 0;
+    qp->path.migrations = 0;
+    qp->path.resp_sport = 0;
     return 0;
 }
 
@@ -1184,7 +1185,7 @@ static int rs_qp_post_load(void *opaque, int version_id)
 
     if (version_id < 4) {
         /* Before the send window every sent WQE was sent whole. */
-        qp->una_psn = qp->comp_psn;
+        qp->comp.una_psn = qp->comp.psn;
     }
     return 0;
 }
@@ -1231,48 +1232,49 @@ const VMStateDescription vmstate_rs_qp = {
         VMSTATE_UINT8(en_sqd_async, RSQp),
         VMSTATE_STRUCT(av, RSQp, 1, vmstate_rs_av, RSAv),
         /* version 2: the transport engine */
-        VMSTATE_UINT32_V(sq_ci, RSQp, 2),
-        VMSTATE_UINT32_V(sq_comp, RSQp, 2),
-        VMSTATE_UINT32_V(comp_psn, RSQp, 2),
-        VMSTATE_UINT32_V(rq_ci, RSQp, 2),
-        VMSTATE_UINT32_V(msn, RSQp, 2),
-        VMSTATE_UINT8_V(resp_op, RSQp, 2),
-        VMSTATE_UINT32_V(resp_off, RSQp, 2),
-        VMSTATE_UINT64_V(resp_va, RSQp, 2),
-        VMSTATE_UINT32_V(resp_rkey, RSQp, 2),
-        VMSTATE_UINT32_V(resp_left, RSQp, 2),
+        RS_VMSTATE_QP_UINT32_V("sq_ci", req.sq_ci, 2),
+        RS_VMSTATE_QP_UINT32_V("sq_comp", comp.sq_comp, 2),
+        RS_VMSTATE_QP_UINT32_V("comp_psn", comp.psn, 2),
+        RS_VMSTATE_QP_UINT32_V("rq_ci", resp.rq_ci, 2),
+        RS_VMSTATE_QP_UINT32_V("msn", resp.msn, 2),
+        RS_VMSTATE_QP_UINT8_V("resp_op", resp.op, 2),
+        RS_VMSTATE_QP_UINT32_V("resp_off", resp.off, 2),
+        RS_VMSTATE_QP_UINT64_V("resp_va", resp.va, 2),
+        RS_VMSTATE_QP_UINT32_V("resp_rkey", resp.rkey, 2),
+        RS_VMSTATE_QP_UINT32_V("resp_left", resp.left, 2),
         /* version 3: atomic responder resources, SRQ */
-        VMSTATE_STRUCT_ARRAY(atomic_res, RSQp, RS_ATOMIC_RES, 3,
-                               vmstate_rs_atomic_res, RSAtomicRes),
-        VMSTATE_UINT8_V(atomic_next, RSQp, 3),
+        RS_VMSTATE_QP_STRUCT_ARRAY_V("atomic_res", resp.atomic_res,
+                                     RS_ATOMIC_RES, 3,
+                                     vmstate_rs_atomic_res, RSAtomicRes),
+        RS_VMSTATE_QP_UINT8_V("atomic_next", resp.atomic_next, 3),
         VMSTATE_UINT32_V(srq, RSQp, 3),
-        VMSTATE_BOOL_V(srq_claimed, RSQp, 3),
-        VMSTATE_UINT8_V(srq_nsge, RSQp, 3),
-        VMSTATE_UINT64_V(srq_wr_id, RSQp, 3),
-        VMSTATE_STRUCT_ARRAY(srq_sge, RSQp, RS_MAX_SGE, 3, vmstate_rs_sge,
-                               struct rs_sge),
+        RS_VMSTATE_QP_BOOL_V("srq_claimed", resp.srq_claimed, 3),
+        RS_VMSTATE_QP_UINT8_V("srq_nsge", resp.srq_nsge, 3),
+        RS_VMSTATE_QP_UINT64_V("srq_wr_id", resp.srq_wr_id, 3),
+        RS_VMSTATE_QP_STRUCT_ARRAY_V("srq_sge", resp.srq_sge, RS_MAX_SGE, 3,
+                                     vmstate_rs_sge, struct rs_sge),
         /* version 4: send window, RNR, ACK coalescing, READ resources */
-        VMSTATE_UINT32_V(req_pkt, RSQp, 4),
-        VMSTATE_UINT8_V(req_slot, RSQp, 4),
-        VMSTATE_UINT32_V(una_psn, RSQp, 4),
-        VMSTATE_UINT8_V(rd_out, RSQp, 4),
-        VMSTATE_UINT8_V(rnr_retries, RSQp, 4),
-        VMSTATE_BOOL_V(rnr_wait, RSQp, 4),
-        VMSTATE_BOOL_V(ack_pending, RSQp, 4),
-        VMSTATE_UINT32_V(ack_psn, RSQp, 4),
-        VMSTATE_UINT32_V(rd_head, RSQp, 4),
-        VMSTATE_STRUCT_ARRAY(rd_res, RSQp, RS_MAX_RD_ATOMIC, 4,
-                             vmstate_rs_rd_res, RSRdRes),
+        RS_VMSTATE_QP_UINT32_V("req_pkt", req.pkt, 4),
+        RS_VMSTATE_QP_UINT8_V("req_slot", path.req_slot, 4),
+        RS_VMSTATE_QP_UINT32_V("una_psn", comp.una_psn, 4),
+        RS_VMSTATE_QP_UINT8_V("rd_out", req.rd_out, 4),
+        RS_VMSTATE_QP_UINT8_V("rnr_retries", req.rnr_retries, 4),
+        RS_VMSTATE_QP_BOOL_V("rnr_wait", req.rnr_wait, 4),
+        RS_VMSTATE_QP_BOOL_V("ack_pending", resp.ack_pending, 4),
+        RS_VMSTATE_QP_UINT32_V("ack_psn", resp.ack_psn, 4),
+        RS_VMSTATE_QP_UINT32_V("rd_head", resp.rd_head, 4),
+        RS_VMSTATE_QP_STRUCT_ARRAY_V("rd_res", resp.rd_res, RS_MAX_RD_ATOMIC,
+                                     4, vmstate_rs_rd_res, RSRdRes),
         /* version 5: what the requester recorded of started WQEs */
-        VMSTATE_UINT32_V(sq_rec, RSQp, 5),
+        RS_VMSTATE_QP_UINT32_V("sq_rec", req.sq_rec, 5),
         VMSTATE_BOOL_V(comm_est, RSQp, 5),
         VMSTATE_BOOL_V(sqd_notify, RSQp, 5),
-        VMSTATE_STRUCT_ARRAY(sent, RSQp, RS_SQ_INFLIGHT, 5,
-                             vmstate_rs_sent_wqe, RSSentWqe),
-        VMSTATE_UINT32_V(rd_sge_head, RSQp, 5),
-        VMSTATE_UINT32_V(rd_sge_tail, RSQp, 5),
-        VMSTATE_STRUCT_ARRAY(rd_sge, RSQp, RS_RD_SGE_POOL, 5, vmstate_rs_sge,
-                             struct rs_sge),
+        RS_VMSTATE_QP_STRUCT_ARRAY_V("sent", req.sent, RS_SQ_INFLIGHT, 5,
+                                     vmstate_rs_sent_wqe, RSSentWqe),
+        RS_VMSTATE_QP_UINT32_V("rd_sge_head", req.rd_sge_head, 5),
+        RS_VMSTATE_QP_UINT32_V("rd_sge_tail", req.rd_sge_tail, 5),
+        RS_VMSTATE_QP_STRUCT_ARRAY_V("rd_sge", req.rd_sge, RS_RD_SGE_POOL, 5,
+                                     vmstate_rs_sge, struct rs_sge),
         VMSTATE_END_OF_LIST()
     },
     .subsections = (const VMStateDescription * const []) {
@@ -1292,14 +1294,15 @@ const VMStateDescription vmstate_rs_qp = {
  */
 static bool rs_qp_sent_valid(RSCore *c, const RSQp *qp)
 {
-    uint32_t n = qp->sq_rec - qp->sq_comp, sges = 0, i;
+    uint32_t n = qp->req.sq_rec - qp->comp.sq_comp, sges = 0, i;
 
-    if (n > RS_SQ_INFLIGHT || qp->sq_ci - qp->sq_comp > n ||
-        qp->rd_sge_head - qp->rd_sge_tail > RS_RD_SGE_POOL) {
+    if (n > RS_SQ_INFLIGHT || qp->req.sq_ci - qp->comp.sq_comp > n ||
+        qp->req.rd_sge_head - qp->req.rd_sge_tail > RS_RD_SGE_POOL) {
         return false;
     }
     for (i = 0; i < n; i++) {
-        const RSSentWqe *w = &qp->sent[(qp->sq_comp + i) % RS_SQ_INFLIGHT];
+        const RSSentWqe *w =
+            &qp->req.sent[(qp->comp.sq_comp + i) % RS_SQ_INFLIGHT];
 
         if (w->len > c->p.max_msg_size ||
             !w->npkts || w->npkts > MAX(DIV_ROUND_UP(w->len, 256), 1) ||
@@ -1308,13 +1311,13 @@ static bool rs_qp_sent_valid(RSCore *c, const RSQp *qp)
              w->opcode != RS_WR_ATOMIC_CMP_SWP &&
              w->opcode != RS_WR_ATOMIC_FETCH_ADD) ||
             w->sge_at >= RS_RD_SGE_POOL ||
-            (w->nsge && w->sge_at != (qp->rd_sge_tail + sges) %
+            (w->nsge && w->sge_at != (qp->req.rd_sge_tail + sges) %
                                      RS_RD_SGE_POOL)) {
             return false;
         }
         sges += w->nsge;
     }
-    return sges == qp->rd_sge_head - qp->rd_sge_tail;
+    return sges == qp->req.rd_sge_head - qp->req.rd_sge_tail;
 }
 
 /*
@@ -1344,16 +1347,16 @@ static bool rs_qp_state_valid(RSCore *c, const RSQp *qp)
     /* Receive side: its own queue, or an SRQ and the WQE it took. */
     if (qp->srq ? (!RS_REF_OK(c, srqs, p->max_srqs, qp->srq) || ini ||
                    qp->rq_log || qp->max_recv_sge ||
-                   (qp->srq_nsge > RS_MAX_SGE &&
-                    qp->srq_nsge < RS_SRQ_WQE_BAD_DMA)) :
+                   (qp->resp.srq_nsge > RS_MAX_SGE &&
+                    qp->resp.srq_nsge < RS_SRQ_WQE_BAD_DMA)) :
                   tgt || ini ?
-                  (qp->srq_claimed || qp->rq_log || qp->max_recv_sge ||
-                   qp->rq_pi || qp->rq_ci || (ini && qp->recv_cq)) :
-                  (qp->srq_claimed ||
+                  (qp->resp.srq_claimed || qp->rq_log || qp->max_recv_sge ||
+                   qp->rq_pi || qp->resp.rq_ci || (ini && qp->recv_cq)) :
+                  (qp->resp.srq_claimed ||
                    qp->rq_log < 1 || qp->rq_log > RS_MAX_WQ_LOG)) {
         return false;
     }
-    if (qp->atomic_next >= RS_ATOMIC_RES) {
+    if (qp->resp.atomic_next >= RS_ATOMIC_RES) {
         return false;
     }
     if ((qp->type > RS_QPT_GSI && !tgt && !ini && !dc_rx) ||
@@ -1368,15 +1371,15 @@ static bool rs_qp_state_valid(RSCore *c, const RSQp *qp)
         return false;
     }
     /* Engine state: in-flight WQEs fit the ring, PSNs are 24 bits. */
-    if ((tgt || dc_rx ? qp->sq_log != 0 || qp->sq_pi || qp->sq_ci ||
-                        qp->sq_rec :
+    if ((tgt || dc_rx ? qp->sq_log != 0 || qp->sq_pi || qp->req.sq_ci ||
+                        qp->req.sq_rec :
                qp->sq_log < 1 || qp->sq_log > RS_MAX_WQ_LOG) ||
-        qp->sq_ci - qp->sq_comp > (1u << qp->sq_log) ||
-        qp->resp_op > RS_RESP_DROP ||
+        qp->req.sq_ci - qp->comp.sq_comp > (1u << qp->sq_log) ||
+        qp->resp.op > RS_RESP_DROP ||
         qp->max_send_sge > RS_MAX_SGE || qp->max_recv_sge > RS_MAX_SGE ||
         qp->max_inline > RS_MAX_INLINE ||
         qp->path_mtu < RS_MTU_256 || qp->path_mtu > RS_MTU_4096 ||
-        (qp->sq_psn | qp->rq_psn | qp->comp_psn) >> 24) {
+        (qp->sq_psn | qp->rq_psn | qp->comp.psn) >> 24) {
         return false;
     }
     /*
@@ -1384,19 +1387,19 @@ static bool rs_qp_state_valid(RSCore *c, const RSQp *qp)
      * a message in progress within the largest message, READ
      * resources within the largest READ.
      */
-    if ((qp->una_psn | qp->ack_psn) >> 24 ||
-        rs_psn_diff(qp->una_psn, qp->comp_psn) < 0 ||
-        rs_psn_diff(qp->sq_psn, qp->una_psn) < 0 ||
-        qp->req_pkt > p->max_msg_size / 256 ||
-        qp->req_slot >= RS_MAX_GROUP_SESSIONS ||
-        qp->rnr_retries > 7 || qp->rd_out > RS_MAX_RD_ATOMIC) {
+    if ((qp->comp.una_psn | qp->resp.ack_psn) >> 24 ||
+        rs_psn_diff(qp->comp.una_psn, qp->comp.psn) < 0 ||
+        rs_psn_diff(qp->sq_psn, qp->comp.una_psn) < 0 ||
+        qp->req.pkt > p->max_msg_size / 256 ||
+        qp->path.req_slot >= RS_MAX_GROUP_SESSIONS ||
+        qp->req.rnr_retries > 7 || qp->req.rd_out > RS_MAX_RD_ATOMIC) {
         return false;
     }
     if (!rs_qp_sent_valid(c, qp)) {
         return false;
     }
     for (j = 0; j < RS_MAX_RD_ATOMIC; j++) {
-        const RSRdRes *r = &qp->rd_res[j];
+        const RSRdRes *r = &qp->resp.rd_res[j];
 
         if (r->valid && (r->psn >> 24 || r->len > p->max_msg_size ||
                          !r->npkts ||

@@ -147,7 +147,7 @@ bool rs_qp_tuple(RSCore *c, RSQp *qp, uint32_t qpn, const RSAv *ud_av,
 static bool rs_qp_tuple_msg(RSCore *c, RSQp *qp, uint32_t qpn,
                             const RSAv *ud_av, RSPkt *pkt)
 {
-    return rs_qp_tuple_at(c, qp, qpn, ud_av, pkt, qp->req_slot) &&
+    return rs_qp_tuple_at(c, qp, qpn, ud_av, pkt, qp->path.req_slot) &&
            rs_path_tuple(c, qp, ud_av != NULL, pkt);
 }
 
@@ -263,16 +263,16 @@ static void rs_req_fail(RSCore *c, uint32_t qpn, RSQp *qp,
                         const struct rs_send_wqe_ctrl *w, uint8_t status)
 {
     RS_GUEST_ERR(rdma_session_err_wqe, "QP %u send WQE %u: completion "
-                 "status %u", qpn, qp->sq_ci, status);
-    rs_sq_flush_before(c, qpn, qp->sq_ci);
-    if (rs_sq_started(qp, qp->sq_comp)) {
+                 "status %u", qpn, qp->req.sq_ci, status);
+    rs_sq_flush_before(c, qpn, qp->req.sq_ci);
+    if (rs_sq_started(qp, qp->comp.sq_comp)) {
         rs_sq_complete(c, qpn, status, 0);
     } else {
         rs_send_cqe(c, qpn, w, status, 0);
-        qp->sq_rec = ++qp->sq_comp;
+        qp->req.sq_rec = ++qp->comp.sq_comp;
     }
-    qp->sq_ci = qp->sq_comp;
-    qp->req_pkt = 0;
+    qp->req.sq_ci = qp->comp.sq_comp;
+    qp->req.pkt = 0;
     rs_qp_to_err(c, qpn);
 }
 
@@ -288,11 +288,11 @@ static bool rs_req_record(RSQp *qp, const struct rs_send_wqe_ctrl *w,
     RSSentWqe *rec;
     unsigned i;
 
-    if (qp->sq_rec - qp->sq_comp >= RS_SQ_INFLIGHT ||
-        qp->rd_sge_head - qp->rd_sge_tail + nsge > RS_RD_SGE_POOL) {
+    if (qp->req.sq_rec - qp->comp.sq_comp >= RS_SQ_INFLIGHT ||
+        qp->req.rd_sge_head - qp->req.rd_sge_tail + nsge > RS_RD_SGE_POOL) {
         return false;
     }
-    rec = &qp->sent[qp->sq_rec % RS_SQ_INFLIGHT];
+    rec = &qp->req.sent[qp->req.sq_rec % RS_SQ_INFLIGHT];
     *rec = (RSSentWqe) {
         .wr_id = w->wr_id,
         .len = len,
@@ -300,13 +300,13 @@ static bool rs_req_record(RSQp *qp, const struct rs_send_wqe_ctrl *w,
         .opcode = w->opcode,
         .flags = w->flags,
         .nsge = nsge,
-        .sge_at = qp->rd_sge_head % RS_RD_SGE_POOL,
+        .sge_at = qp->req.rd_sge_head % RS_RD_SGE_POOL,
     };
     for (i = 0; i < nsge; i++) {
-        qp->rd_sge[(qp->rd_sge_head + i) % RS_RD_SGE_POOL] = sge[i];
+        qp->req.rd_sge[(qp->req.rd_sge_head + i) % RS_RD_SGE_POOL] = sge[i];
     }
-    qp->rd_sge_head += nsge;
-    qp->sq_rec++;
+    qp->req.rd_sge_head += nsge;
+    qp->req.sq_rec++;
     return true;
 }
 
@@ -314,11 +314,11 @@ static bool rs_req_record(RSQp *qp, const struct rs_send_wqe_ctrl *w,
 
 static uint32_t rs_req_cwnd(RSCore *c, RSQp *qp)
 {
-    if (!qp->cwnd) {
-        qp->cwnd = qp->ssthresh = c->p.window;
-        qp->recover_psn = qp->sq_psn;
+    if (!qp->req.cwnd) {
+        qp->req.cwnd = qp->req.ssthresh = c->p.window;
+        qp->req.recover_psn = qp->sq_psn;
     }
-    return qp->cwnd;
+    return qp->req.cwnd;
 }
 
 /*
@@ -333,18 +333,18 @@ void rs_req_lost(RSCore *c, uint32_t qpn, bool timeout)
     RSQp *qp = &c->qps[qpn];
 
     rs_req_cwnd(c, qp);
-    if (rs_psn_diff(qp->una_psn, qp->recover_psn) >= 0) {
-        qp->ssthresh = MAX(qp->cwnd / 2, RS_CWND_MIN);
-        qp->cwnd = qp->ssthresh;
-        qp->recover_psn = qp->sq_psn;
+    if (rs_psn_diff(qp->comp.una_psn, qp->req.recover_psn) >= 0) {
+        qp->req.ssthresh = MAX(qp->req.cwnd / 2, RS_CWND_MIN);
+        qp->req.cwnd = qp->req.ssthresh;
+        qp->req.recover_psn = qp->sq_psn;
     }
     if (timeout) {
-        qp->cwnd = RS_CWND_MIN;
+        qp->req.cwnd = RS_CWND_MIN;
         c->stats.ack_timeouts++;
     }
     c->stats.retransmits++;
-    qp->cwnd_acked = 0;
-    trace_rdma_session_req_cwnd(qpn, qp->cwnd, qp->ssthresh, timeout);
+    qp->req.cwnd_acked = 0;
+    trace_rdma_session_req_cwnd(qpn, qp->req.cwnd, qp->req.ssthresh, timeout);
     rs_req_rewind(c, qpn);
 }
 
@@ -354,14 +354,14 @@ void rs_req_acked(RSCore *c, RSQp *qp, uint32_t n)
     if (rs_req_cwnd(c, qp) >= c->p.window) {
         return;
     }
-    if (qp->cwnd < qp->ssthresh) {
-        qp->cwnd = MIN(qp->cwnd + n, qp->ssthresh);
+    if (qp->req.cwnd < qp->req.ssthresh) {
+        qp->req.cwnd = MIN(qp->req.cwnd + n, qp->req.ssthresh);
         return;
     }
-    qp->cwnd_acked += n;
-    if (qp->cwnd_acked >= qp->cwnd) {
-        qp->cwnd_acked = 0;
-        qp->cwnd++;
+    qp->req.cwnd_acked += n;
+    if (qp->req.cwnd_acked >= qp->req.cwnd) {
+        qp->req.cwnd_acked = 0;
+        qp->req.cwnd++;
     }
 }
 
@@ -373,14 +373,14 @@ void rs_req_acked(RSCore *c, RSQp *qp, uint32_t n)
 static void rs_req_advance(RSQp *qp, uint32_t n)
 {
     qp->sq_psn = (qp->sq_psn + n) & RS_PSN_MASK;
-    if (rs_psn_diff(qp->sq_psn, qp->max_psn) > 0) {
-        qp->max_psn = qp->sq_psn;
+    if (rs_psn_diff(qp->sq_psn, qp->req.max_psn) > 0) {
+        qp->req.max_psn = qp->sq_psn;
     }
 }
 
 static uint32_t rs_req_inflight(RSQp *qp)
 {
-    return MAX(rs_psn_diff(qp->sq_psn, qp->una_psn), 0);
+    return MAX(rs_psn_diff(qp->sq_psn, qp->comp.una_psn), 0);
 }
 
 /* Packets the send window still allows. */
@@ -402,7 +402,7 @@ static uint32_t rs_req_room(RSCore *c, RSQp *qp)
 int64_t rs_req_ack_timeout_ns(RSCore *c, const RSQp *qp)
 {
     return MAX(4096LL << MIN(qp->timeout, 31), RS_RETRY_TICK_NS) <<
-           MIN(qp->retries, c->p.ack_backoff);
+           MIN(qp->req.retries, c->p.ack_backoff);
 }
 
 void rs_req_arm_retry(RSCore *c)
@@ -421,8 +421,8 @@ void rs_req_arm_retry(RSCore *c)
  */
 static void rs_req_timer_start(RSCore *c, RSQp *qp)
 {
-    if (qp->sq_psn == qp->una_psn) {
-        qp->last_progress = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    if (qp->sq_psn == qp->comp.una_psn) {
+        qp->req.last_progress = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
     }
     rs_req_arm_retry(c);
 }
@@ -467,18 +467,18 @@ static bool rs_req_fetch(RSCore *c, uint32_t qpn, RSQp *qp, RSSendWqe *s)
     uint32_t stride = rs_sq_stride(qp->max_send_sge, qp->max_inline);
 
     s->addr = qp->sq_addr +
-        (uint64_t)(qp->sq_ci & ((1u << qp->sq_log) - 1)) * stride;
+        (uint64_t)(qp->req.sq_ci & ((1u << qp->sq_log) - 1)) * stride;
     if (rs_dma_read(c, s->addr, &s->w, sizeof(s->w))) {
         memset(&s->w, 0, sizeof(s->w));
         rs_qp_event(c, qpn, RS_EV_QP_FATAL);
         rs_req_fail(c, qpn, qp, &s->w, RS_WC_LOC_QP_OP_ERR);
         return false;
     }
-    if (!qp->req_pkt) {
-        trace_rdma_session_req_wqe(qpn, qp->sq_ci, s->w.opcode, s->w.flags,
+    if (!qp->req.pkt) {
+        trace_rdma_session_req_wqe(qpn, qp->req.sq_ci, s->w.opcode, s->w.flags,
                                    s->w.num_sge);
     }
-    s->rec = rs_sq_started(qp, qp->sq_ci);
+    s->rec = rs_sq_started(qp, qp->req.sq_ci);
     if (!rs_req_opcode_ok(qp->type, s->w.opcode) ||
         (s->rec && s->rec->opcode != s->w.opcode)) {
         rs_req_fail(c, qpn, qp, &s->w, RS_WC_LOC_QP_OP_ERR);
@@ -498,7 +498,7 @@ static bool rs_req_local_op(RSCore *c, uint32_t qpn, RSQp *qp,
 {
     uint8_t st;
 
-    if (qp->sq_comp != qp->sq_ci) {
+    if (qp->comp.sq_comp != qp->req.sq_ci) {
         return false;
     }
     st = rs_mr_local_op(c, qp, w);
@@ -507,8 +507,8 @@ static bool rs_req_local_op(RSCore *c, uint32_t qpn, RSQp *qp,
         return false;
     }
     rs_send_cqe(c, qpn, w, RS_WC_SUCCESS, 0);
-    qp->sq_ci++;
-    qp->sq_comp = qp->sq_rec = qp->sq_ci;
+    qp->req.sq_ci++;
+    qp->comp.sq_comp = qp->req.sq_rec = qp->req.sq_ci;
     (*budget)--;            /* they cost a doorbell's work like packets */
     return true;
 }
@@ -633,7 +633,7 @@ static bool rs_req_check(RSCore *c, uint32_t qpn, RSQp *qp, RSSendWqe *s,
         return false;
     }
     if (s->rec ? s->rec->len != s->total || s->rec->npkts != s->npkts :
-                 qp->req_pkt != 0) {
+                 qp->req.pkt != 0) {
         /* The guest rewrote a WQE the requester had started. */
         rs_req_fail(c, qpn, qp, &s->w, RS_WC_LOC_QP_OP_ERR);
         return false;
@@ -681,9 +681,9 @@ static void rs_req_one_response(RSCore *c, RSQp *qp, RSPkt *pkt,
     len = rs_wire_build(c->req_buf, pkt, paylen);
     rs_req_timer_start(c, qp);
     rs_req_advance(qp, 1);
-    qp->sq_ci++;
-    qp->req_pkt = 0;
-    qp->rd_out++;
+    qp->req.sq_ci++;
+    qp->req.pkt = 0;
+    qp->req.rd_out++;
     (*budget)--;
     rs_path_sent(c, qp, false, paylen);
     rs_roce_xmit(c, c->req_buf, len, pkt->dip);
@@ -695,7 +695,7 @@ static bool rs_req_atomic(RSCore *c, RSQp *qp, const RSSendWqe *s,
 {
     /* Atomics share max_rd_atomic with READ requests. */
     if (!rs_req_room(c, qp) ||
-        qp->rd_out >= MAX(qp->max_rd_atomic, 1)) {
+        qp->req.rd_out >= MAX(qp->max_rd_atomic, 1)) {
         return false;
     }
     pkt->opcode = rs_req_wire_op(qp->type, s->w.opcode, 0, 1);
@@ -720,7 +720,7 @@ static bool rs_req_flush_aw(RSCore *c, RSQp *qp, const RSSendWqe *s,
     uint32_t paylen = 0;
 
     if (!rs_req_room(c, qp) ||
-        qp->rd_out >= MAX(qp->max_rd_atomic, 1)) {
+        qp->req.rd_out >= MAX(qp->max_rd_atomic, 1)) {
         return false;
     }
     pkt->opcode = rs_req_rc_op(s->w.opcode, 0, 1);
@@ -751,12 +751,12 @@ static bool rs_req_read(RSCore *c, RSQp *qp, const RSSendWqe *s,
     uint32_t mtu = 128u << qp->path_mtu;
     uint32_t room = rs_req_room(c, qp), chunk;
     uint32_t per = MAX(c->p.window / 2, 1);
-    uint64_t off = (uint64_t)qp->req_pkt * mtu;
+    uint64_t off = (uint64_t)qp->req.pkt * mtu;
     size_t len;
 
-    chunk = MIN(s->npkts, (qp->req_pkt / per + 1) * per) - qp->req_pkt;
+    chunk = MIN(s->npkts, (qp->req.pkt / per + 1) * per) - qp->req.pkt;
     if ((room < chunk && rs_req_inflight(qp)) ||
-        qp->rd_out >= MAX(qp->max_rd_atomic, 1)) {
+        qp->req.rd_out >= MAX(qp->max_rd_atomic, 1)) {
         return false;
     }
     pkt->opcode = rs_req_wire_op(qp->type, RS_WR_RDMA_READ, 0, 1);
@@ -767,11 +767,11 @@ static bool rs_req_read(RSCore *c, RSQp *qp, const RSSendWqe *s,
     len = rs_wire_build(c->req_buf, pkt, 0);
     rs_req_timer_start(c, qp);
     rs_req_advance(qp, chunk);
-    qp->req_pkt += chunk;
-    qp->rd_out++;
-    if (qp->req_pkt == s->npkts) {
-        qp->sq_ci++;
-        qp->req_pkt = 0;
+    qp->req.pkt += chunk;
+    qp->req.rd_out++;
+    if (qp->req.pkt == s->npkts) {
+        qp->req.sq_ci++;
+        qp->req.pkt = 0;
     }
     (*budget)--;
     rs_path_sent(c, qp, false, pkt->dmalen);
@@ -795,7 +795,7 @@ static bool rs_req_segment(RSCore *c, uint32_t qpn, RSQp *qp,
     uint8_t st;
 
     while (*budget) {
-        uint32_t i = qp->req_pkt;
+        uint32_t i = qp->req.pkt;
         uint32_t room = ud || uc ? 1 : rs_req_room(c, qp);
         uint32_t off = i * mtu;
         uint32_t n = MIN((uint64_t)mtu, s->total - off);
@@ -806,7 +806,7 @@ static bool rs_req_segment(RSCore *c, uint32_t qpn, RSQp *qp,
         if (!room || rs_roce_tx_busy(c)) {
             return false;
         }
-        ack_every = MAX(qp->cwnd / 2, 1);
+        ack_every = MAX(qp->req.cwnd / 2, 1);
         pkt->opcode = rs_req_wire_op(qp->type, s->w.opcode, i, s->npkts);
         payload = c->req_buf + rs_wire_payload_off(pkt);
         if (s->is_inline) {
@@ -818,7 +818,7 @@ static bool rs_req_segment(RSCore *c, uint32_t qpn, RSQp *qp,
         }
         if (st == RS_WC_ODP_FAULT) {
             /* Nothing leaves until the page is there. */
-            if (!rs_odp_wait(c, qpn, &qp->odp_req, RS_ODP_WAIT_REQ,
+            if (!rs_odp_wait(c, qpn, &qp->odp.req, RS_ODP_WAIT_REQ,
                              qp->sq_psn)) {
                 return false;
             }
@@ -839,13 +839,13 @@ static bool rs_req_segment(RSCore *c, uint32_t qpn, RSQp *qp,
         }
         rs_req_advance(qp, 1);
         if (last) {
-            qp->sq_ci++;
-            qp->req_pkt = 0;
+            qp->req.sq_ci++;
+            qp->req.pkt = 0;
         } else {
-            qp->req_pkt++;
+            qp->req.pkt++;
         }
-        expect_ci = qp->sq_ci;
-        expect_pkt = qp->req_pkt;
+        expect_ci = qp->req.sq_ci;
+        expect_pkt = qp->req.pkt;
         (*budget)--;
         rs_path_sent(c, qp, ud, n);
         rs_roce_xmit(c, c->req_buf, len, pkt->dip);
@@ -853,12 +853,12 @@ static bool rs_req_segment(RSCore *c, uint32_t qpn, RSQp *qp,
             if (ud || uc) {
                 /* No acknowledgements: done once on the wire. */
                 rs_sq_complete(c, qpn, RS_WC_SUCCESS, s->total);
-                qp->comp_psn = qp->una_psn = qp->sq_psn;
+                qp->comp.psn = qp->comp.una_psn = qp->sq_psn;
             }
             return true;
         }
-        if (qp->state != RS_QPS_RTS || qp->sq_ci != expect_ci ||
-            qp->req_pkt != expect_pkt) {
+        if (qp->state != RS_QPS_RTS || qp->req.sq_ci != expect_ci ||
+            qp->req.pkt != expect_pkt) {
             return true;        /* a NAK ended or rewound it meanwhile */
         }
     }
@@ -887,11 +887,11 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp, unsigned *budget)
      * The fence indicator: wait until the READs, atomics, FLUSHes and
      * ATOMIC WRITEs before it have their responses.
      */
-    if ((s.w.flags & RS_WQE_F_FENCE) && !s.rec && qp->rd_out) {
+    if ((s.w.flags & RS_WQE_F_FENCE) && !s.rec && qp->req.rd_out) {
         return false;
     }
     /* A new message may move to another session of the group. */
-    if (!qp->req_pkt && !rs_path_msg_start(c, qpn, qp)) {
+    if (!qp->req.pkt && !rs_path_msg_start(c, qpn, qp)) {
         return false;
     }
     if (qp->type == RS_QPT_DCI) {
@@ -929,7 +929,7 @@ static bool rs_req_wqe(RSCore *c, uint32_t qpn, RSQp *qp, unsigned *budget)
 /* The requester waits for a page fault (one that failed: it fails). */
 static bool rs_req_odp_waits(const RSQp *qp)
 {
-    return qp->odp_req.mr && !qp->odp_req.failed;
+    return qp->odp.req.mr && !qp->odp.req.failed;
 }
 
 /*
@@ -947,20 +947,20 @@ static bool rs_req_qp(RSCore *c, uint32_t qpn, bool active, unsigned *used)
         /* Flushing needs no link. */
         return rs_qp_flush(c, qpn, budget);
     }
-    if (!active || !qp->valid || qp->state != RS_QPS_RTS || qp->rnr_wait ||
+    if (!active || !qp->valid || qp->state != RS_QPS_RTS || qp->req.rnr_wait ||
         rs_req_odp_waits(qp)) {
         return false;
     }
-    if ((uint16_t)(qp->sq_pi - qp->sq_ci) > (1u << qp->sq_log)) {
+    if ((uint16_t)(qp->sq_pi - qp->req.sq_ci) > (1u << qp->sq_log)) {
         RS_GUEST_ERR(rdma_session_err_sq_overrun, "QP %u: SQ producer "
                      "%u is more than a ring ahead of %u", qpn,
-                     qp->sq_pi, qp->sq_ci & 0xffff);
+                     qp->sq_pi, qp->req.sq_ci & 0xffff);
         rs_qp_event(c, qpn, RS_EV_QP_FATAL);
         rs_qp_to_err(c, qpn);
         return false;
     }
-    while ((uint16_t)(qp->sq_pi - qp->sq_ci) && qp->valid &&
-           qp->state == RS_QPS_RTS && !qp->rnr_wait &&
+    while ((uint16_t)(qp->sq_pi - qp->req.sq_ci) && qp->valid &&
+           qp->state == RS_QPS_RTS && !qp->req.rnr_wait &&
            !rs_req_odp_waits(qp) && !rs_roce_tx_busy(c)) {
         if (!budget) {
             more = true;
@@ -1025,12 +1025,13 @@ void rs_req_rewind(RSCore *c, uint32_t qpn)
 {
     RSQp *qp = &c->qps[qpn];
 
-    trace_rdma_session_req_rewind(qpn, qp->sq_comp, qp->sq_ci, qp->una_psn);
-    qp->sq_ci = qp->sq_comp;
-    qp->req_pkt = MAX(rs_psn_diff(qp->una_psn, qp->comp_psn), 0);
-    qp->sq_psn = qp->una_psn;
-    qp->rd_out = 0;
-    qp->last_progress = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    trace_rdma_session_req_rewind(qpn, qp->comp.sq_comp, qp->req.sq_ci,
+                                  qp->comp.una_psn);
+    qp->req.sq_ci = qp->comp.sq_comp;
+    qp->req.pkt = MAX(rs_psn_diff(qp->comp.una_psn, qp->comp.psn), 0);
+    qp->sq_psn = qp->comp.una_psn;
+    qp->req.rd_out = 0;
+    qp->req.last_progress = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
     rs_path_rewind(c, qpn, qp);
     rs_req_kick(c);
 }
@@ -1038,10 +1039,10 @@ void rs_req_rewind(RSCore *c, uint32_t qpn)
 /* The completion of the oldest WQE when the QP gives up on it. */
 static void rs_req_give_up(RSCore *c, uint32_t qpn, RSQp *qp, uint8_t status)
 {
-    trace_rdma_session_req_give_up(qpn, qp->sq_comp, status);
+    trace_rdma_session_req_give_up(qpn, qp->comp.sq_comp, status);
     rs_sq_complete(c, qpn, status, 0);
-    qp->sq_ci = qp->sq_comp;
-    qp->req_pkt = 0;
+    qp->req.sq_ci = qp->comp.sq_comp;
+    qp->req.pkt = 0;
     rs_qp_to_err(c, qpn);
 }
 
@@ -1073,15 +1074,15 @@ void rs_req_retry_tick(void *opaque)
 
         if (!qp->valid || !rs_qpt_rc_requester(qp->type) ||
             qp->state != RS_QPS_RTS ||
-            rs_psn_diff(qp->sq_psn, qp->una_psn) <= 0 || !qp->timeout) {
+            rs_psn_diff(qp->sq_psn, qp->comp.una_psn) <= 0 || !qp->timeout) {
             continue;
         }
         pending = true;
         tmo = rs_req_ack_timeout_ns(c, qp);
-        if (qp->last_progress == 0 || qp->rnr_wait || qp->odp_req.mr) {
-            qp->last_progress = now;    /* e.g. after migration */
+        if (qp->req.last_progress == 0 || qp->req.rnr_wait || qp->odp.req.mr) {
+            qp->req.last_progress = now;    /* e.g. after migration */
         }
-        if (now - qp->last_progress < tmo) {
+        if (now - qp->req.last_progress < tmo) {
             /*
              * Tail loss probe: the last packets before a full window or
              * the end of the traffic were lost, or a retransmission was
@@ -1094,13 +1095,13 @@ void rs_req_retry_tick(void *opaque)
              * failover: the session gets no ACKs, so the probe goes on
              * the next one, and may come again there.
              */
-            if (!qp->probed && !qp->retries &&
-                now - qp->last_progress >= RS_PROBE_NS) {
+            if (!qp->req.probed && !qp->req.retries &&
+                now - qp->req.last_progress >= RS_PROBE_NS) {
                 if (!rs_path_failover(c, qpn, qp)) {
-                    qp->probed = true;
+                    qp->req.probed = true;
                     rs_path_fallback(c, qpn, qp);
                 }
-                trace_rdma_session_req_probe(qpn, qp->una_psn);
+                trace_rdma_session_req_probe(qpn, qp->comp.una_psn);
                 rs_req_lost(c, qpn, false);
             }
             continue;
@@ -1110,11 +1111,11 @@ void rs_req_retry_tick(void *opaque)
             rs_req_lost(c, qpn, true);
             continue;
         }
-        if (qp->retries >= qp->retry_cnt) {
+        if (qp->req.retries >= qp->retry_cnt) {
             rs_req_give_up(c, qpn, qp, RS_WC_RETRY_EXC_ERR);
             continue;
         }
-        qp->retries++;
+        qp->req.retries++;
         rs_path_fallback(c, qpn, qp);
         rs_req_lost(c, qpn, true);
     }
@@ -1138,17 +1139,17 @@ static void rs_req_rnr_start(RSCore *c, uint32_t qpn, RSQp *qp,
     int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
 
     rs_req_rewind(c, qpn);
-    qp->rnr_wait = true;
-    qp->rnr_until = now + rs_rnr_10us[timer & 31] * 10 * SCALE_US;
-    timer_mod_anticipate(c->rnr_timer, qp->rnr_until);
+    qp->req.rnr_wait = true;
+    qp->req.rnr_until = now + rs_rnr_10us[timer & 31] * 10 * SCALE_US;
+    timer_mod_anticipate(c->rnr_timer, qp->req.rnr_until);
 }
 
 /* The RNR wait (or the page-fault pause) is over: send again. */
 void rs_req_rnr_end(RSCore *c, RSQp *qp)
 {
-    qp->rnr_wait = false;
-    qp->odp_paused = false;
-    qp->last_progress = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
+    qp->req.rnr_wait = false;
+    qp->odp.paused = false;
+    qp->req.last_progress = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
     rs_req_kick(c);
 }
 
@@ -1160,15 +1161,15 @@ void rs_req_rnr_wait(RSCore *c, RSQp *qp, uint8_t timer)
 {
     uint32_t qpn = qp - c->qps;
 
-    if (qp->rnr_retry != 7 && qp->rnr_retries >= qp->rnr_retry) {
+    if (qp->rnr_retry != 7 && qp->req.rnr_retries >= qp->rnr_retry) {
         rs_req_give_up(c, qpn, qp, RS_WC_RNR_RETRY_EXC_ERR);
         return;
     }
     if (qp->rnr_retry != 7) {
-        qp->rnr_retries++;
+        qp->req.rnr_retries++;
     }
-    trace_rdma_session_req_rnr_wait(qpn, qp->una_psn, timer,
-                                    qp->rnr_retries);
+    trace_rdma_session_req_rnr_wait(qpn, qp->comp.una_psn, timer,
+                                    qp->req.rnr_retries);
     rs_req_rnr_start(c, qpn, qp, timer);
 }
 
@@ -1186,21 +1187,21 @@ void rs_req_pause(RSCore *c, RSQp *qp, uint32_t psn, uint8_t timer)
     uint32_t qpn = qp - c->qps;
     int64_t now = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
 
-    if (!qp->pause_since || qp->pause_psn != psn) {
-        qp->pause_since = MAX(now, 1);
-    } else if (now - qp->pause_since >= RS_ODP_PAUSE_MAX_NS) {
-        trace_rdma_session_req_pause_long(qpn, psn, qp->retries,
+    if (!qp->odp.pause_since || qp->odp.pause_psn != psn) {
+        qp->odp.pause_since = MAX(now, 1);
+    } else if (now - qp->odp.pause_since >= RS_ODP_PAUSE_MAX_NS) {
+        trace_rdma_session_req_pause_long(qpn, psn, qp->req.retries,
                                           qp->retry_cnt);
-        if (qp->retries >= qp->retry_cnt) {
+        if (qp->req.retries >= qp->retry_cnt) {
             rs_req_give_up(c, qpn, qp, RS_WC_RETRY_EXC_ERR);
             return;
         }
-        qp->retries++;
+        qp->req.retries++;
     }
-    trace_rdma_session_req_rnr_wait(qpn, psn, timer, qp->rnr_retries);
+    trace_rdma_session_req_rnr_wait(qpn, psn, timer, qp->req.rnr_retries);
     rs_req_rnr_start(c, qpn, qp, timer);
-    qp->odp_paused = true;
-    qp->pause_psn = psn;
+    qp->odp.paused = true;
+    qp->odp.pause_psn = psn;
 }
 
 void rs_req_rnr_tick(void *opaque)
@@ -1218,13 +1219,13 @@ void rs_req_rnr_tick(void *opaque)
     for (qpn = 1; qpn < c->p.max_qps; qpn++) {
         RSQp *qp = &c->qps[qpn];
 
-        if (!qp->valid || !qp->rnr_wait) {
+        if (!qp->valid || !qp->req.rnr_wait) {
             continue;
         }
-        if (qp->state != RS_QPS_RTS || now >= qp->rnr_until) {
+        if (qp->state != RS_QPS_RTS || now >= qp->req.rnr_until) {
             rs_req_rnr_end(c, qp);
         } else {
-            next = MIN(next, qp->rnr_until);
+            next = MIN(next, qp->req.rnr_until);
         }
     }
     if (next != INT64_MAX) {

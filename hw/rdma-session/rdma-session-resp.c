@@ -44,14 +44,14 @@ static void rs_resp_send_ack(RSCore *c, uint32_t qpn, RSQp *qp,
     if (!rs_qp_tuple(c, qp, qpn, NULL, &a)) {
         return;
     }
-    rs_path_resp_tuple(qp, qp->resp_sport, &a);
+    rs_path_resp_tuple(qp, qp->path.resp_sport, &a);
     /* The page-fault pause's opcodes have no transport bits. */
     a.opcode = opcode >= RS_OP_ODP_PAUSE ? opcode :
                opcode | rs_qpt_transport(qp->type);
     a.dqpn = qp->dest_qpn;
     a.psn = psn;
     a.syndrome = syndrome;
-    a.msn = qp->msn;
+    a.msn = qp->resp.msn;
     a.orig = orig;
     trace_rdma_session_resp_ack(qpn, psn, syndrome);
     len = rs_wire_build(c->resp_buf, &a, 0);
@@ -73,17 +73,17 @@ static void rs_resp_nak(RSCore *c, uint32_t qpn, RSQp *qp, uint8_t syndrome,
     } else if (syndrome == RS_AETH_NAK_PSN_SEQ) {
         c->stats.seq_naks_sent++;
     }
-    qp->ack_pending = false;
+    qp->resp.ack_pending = false;
     rs_resp_ack(c, qpn, qp, syndrome, psn);
 }
 
 /* ACK psn (and everything before it) with the next coalesced ACK. */
 static void rs_resp_ack_later(RSCore *c, RSQp *qp, uint32_t psn)
 {
-    if (!qp->ack_pending || rs_psn_diff(psn, qp->ack_psn) > 0) {
-        qp->ack_psn = psn;
+    if (!qp->resp.ack_pending || rs_psn_diff(psn, qp->resp.ack_psn) > 0) {
+        qp->resp.ack_psn = psn;
     }
-    qp->ack_pending = true;
+    qp->resp.ack_pending = true;
     qemu_bh_schedule(c->resp_bh);
 }
 
@@ -100,7 +100,7 @@ static void rs_resp_nak_fatal(RSCore *c, uint32_t qpn, RSQp *qp,
 {
     trace_rdma_session_resp_nak(qpn, psn, syndrome, why);
     rs_resp_nak(c, qpn, qp, syndrome, psn);
-    qp->resp_op = RS_RESP_NONE;
+    qp->resp.op = RS_RESP_NONE;
     /* The responder's own error, affiliated with its QP (IBTA 11.6.3.1). */
     rs_qp_event(c, qpn, syndrome == RS_AETH_NAK_REM_ACCESS ?
                 RS_EV_QP_ACCESS_ERR : syndrome == RS_AETH_NAK_INV_REQ ?
@@ -126,7 +126,7 @@ typedef struct RSRecvWqe {
 
 static void rs_resp_odp_fault(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t psn)
 {
-    if (rs_odp_wait(c, qpn, &qp->odp_resp, RS_ODP_WAIT_RESP, psn)) {
+    if (rs_odp_wait(c, qpn, &qp->odp.resp, RS_ODP_WAIT_RESP, psn)) {
         rs_resp_odp_fail(c, qpn, qp);
         return;
     }
@@ -139,7 +139,7 @@ static void rs_resp_odp_fault(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t psn)
     trace_rdma_session_resp_nak(qpn, psn, RS_AETH_TYPE_RNR, "ODP page fault");
     rs_resp_nak(c, qpn, qp, RS_AETH_TYPE_RNR | (qp->min_rnr_timer & 0x1f),
                 psn);
-    qp->seq_nak_sent = true;
+    qp->resp.seq_nak_sent = true;
 }
 
 /* The fault of the request at psn is resolved: the peer may go on. */
@@ -155,7 +155,7 @@ void rs_resp_odp_resume(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t psn)
 /* The responder's fault failed: IBTA's answer to memory it cannot reach. */
 void rs_resp_odp_fail(RSCore *c, uint32_t qpn, RSQp *qp)
 {
-    rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_REM_ACCESS, qp->odp_resp.psn,
+    rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_REM_ACCESS, qp->odp.resp.psn,
                       "ODP page fault failed");
 }
 
@@ -171,20 +171,20 @@ static void rs_srq_claim(RSCore *c, uint32_t qpn, RSQp *qp)
                     rs_rq_stride(s->max_sge);
     struct rs_recv_wqe_ctrl w;
 
-    memset(qp->srq_sge, 0, sizeof(qp->srq_sge));
+    memset(qp->resp.srq_sge, 0, sizeof(qp->resp.srq_sge));
     if (rs_dma_read(c, addr, &w, sizeof(w))) {
         memset(&w, 0, sizeof(w));
-        qp->srq_nsge = RS_SRQ_WQE_BAD_DMA;
+        qp->resp.srq_nsge = RS_SRQ_WQE_BAD_DMA;
     } else if (w.num_sge > s->max_sge) {
-        qp->srq_nsge = RS_SRQ_WQE_BAD_SGE;
-    } else if (rs_dma_read(c, addr + sizeof(w), qp->srq_sge,
+        qp->resp.srq_nsge = RS_SRQ_WQE_BAD_SGE;
+    } else if (rs_dma_read(c, addr + sizeof(w), qp->resp.srq_sge,
                            w.num_sge * sizeof(struct rs_sge))) {
-        qp->srq_nsge = RS_SRQ_WQE_BAD_DMA;
+        qp->resp.srq_nsge = RS_SRQ_WQE_BAD_DMA;
     } else {
-        qp->srq_nsge = w.num_sge;
+        qp->resp.srq_nsge = w.num_sge;
     }
-    qp->srq_wr_id = w.wr_id;
-    qp->srq_claimed = true;
+    qp->resp.srq_wr_id = w.wr_id;
+    qp->resp.srq_claimed = true;
     s->ci++;
     trace_rdma_session_srq_take(qp->srq, qpn, s->ci);
     if (s->limit && (uint16_t)(s->pi - s->ci) < s->limit) {
@@ -199,23 +199,23 @@ static void rs_srq_claim(RSCore *c, uint32_t qpn, RSQp *qp)
 static uint8_t rs_resp_get_rwqe(RSCore *c, uint32_t qpn, RSQp *qp,
                                 uint32_t gid, RSRecvWqe *r)
 {
-    uint64_t addr = qp->rq_addr + (uint64_t)(qp->rq_ci &
+    uint64_t addr = qp->rq_addr + (uint64_t)(qp->resp.rq_ci &
         ((1u << qp->rq_log) - 1)) * rs_rq_stride(qp->max_recv_sge);
 
     memset(r, 0, sizeof(*r));
     if (qp->srq) {
-        if (!qp->srq_claimed) {
+        if (!qp->resp.srq_claimed) {
             rs_srq_claim(c, qpn, qp);
         }
-        r->w.wr_id = qp->srq_wr_id;
-        if (qp->srq_nsge == RS_SRQ_WQE_BAD_DMA) {
+        r->w.wr_id = qp->resp.srq_wr_id;
+        if (qp->resp.srq_nsge == RS_SRQ_WQE_BAD_DMA) {
             return RS_WC_LOC_QP_OP_ERR;
         }
-        if (qp->srq_nsge == RS_SRQ_WQE_BAD_SGE) {
+        if (qp->resp.srq_nsge == RS_SRQ_WQE_BAD_SGE) {
             return RS_WC_LOC_LEN_ERR;
         }
-        r->nsge = qp->srq_nsge;
-        memcpy(r->sge, qp->srq_sge, sizeof(r->sge));
+        r->nsge = qp->resp.srq_nsge;
+        memcpy(r->sge, qp->resp.srq_sge, sizeof(r->sge));
         return rs_sge_check(c, qp, gid, r->sge, r->nsge,
                             RS_ACCESS_LOCAL_WRITE, &r->total);
     }
@@ -241,7 +241,7 @@ static uint8_t rs_resp_get_rwqe(RSCore *c, uint32_t qpn, RSQp *qp,
 static bool rs_resp_send_too_long(RSCore *c, const RSQp *qp,
                                   const RSPkt *pkt, const RSRecvWqe *r)
 {
-    uint64_t end = (uint64_t)qp->resp_off + pkt->paylen;
+    uint64_t end = (uint64_t)qp->resp.off + pkt->paylen;
 
     return end > r->total || end > c->p.max_msg_size;
 }
@@ -253,9 +253,9 @@ static bool rs_rq_empty(RSCore *c, RSQp *qp)
         uint16_t n = s->pi - s->ci;
 
         /* A producer more than a ring ahead is a guest error: empty. */
-        return !qp->srq_claimed && (!n || n > (1u << s->log_size));
+        return !qp->resp.srq_claimed && (!n || n > (1u << s->log_size));
     }
-    return !(uint16_t)(qp->rq_pi - qp->rq_ci);
+    return !(uint16_t)(qp->rq_pi - qp->resp.rq_ci);
 }
 
 static void rs_recv_cqe(RSCore *c, uint32_t qpn, RSQp *qp,
@@ -288,13 +288,13 @@ static void rs_recv_cqe(RSCore *c, uint32_t qpn, RSQp *qp,
     }
     if (qp->type == RS_QPT_DC_CTX) {
         /* Through a DC context: the DCT's number, the DCI's. */
-        cqe.qpn = cpu_to_le32(qp->dc_dct);
+        cqe.qpn = cpu_to_le32(qp->dc.dct);
         cqe.src_qp = cpu_to_le32(qp->dest_qpn);
     }
     if (qp->srq) {
-        qp->srq_claimed = false;
+        qp->resp.srq_claimed = false;
     } else {
-        qp->rq_ci++;
+        qp->resp.rq_ci++;
     }
     rs_cq_post(c, qp->recv_cq, &cqe, pkt->se);
 }
@@ -424,12 +424,14 @@ static bool rs_resp_owes(const RSQp *qp)
     unsigned i;
 
     for (i = 0; i < RS_MAX_RD_ATOMIC; i++) {
-        if (qp->rd_res[i].valid && qp->rd_res[i].next < qp->rd_res[i].stop) {
+        const RSRdRes *r = &qp->resp.rd_res[i];
+
+        if (r->valid && r->next < r->stop) {
             return true;
         }
     }
     for (i = 0; i < RS_ATOMIC_RES; i++) {
-        if (qp->atomic_res[i].valid && qp->atomic_res[i].owed) {
+        if (qp->resp.atomic_res[i].valid && qp->resp.atomic_res[i].owed) {
             return true;
         }
     }
@@ -452,10 +454,10 @@ static bool rs_resp_read_pkt(RSCore *c, uint32_t qpn, RSQp *qp, RSRdRes *rd)
         rd->next = rd->stop;    /* no way to the peer any more */
         return true;
     }
-    rs_path_resp_tuple(qp, rd->sport ? rd->sport : qp->resp_sport, &p);
+    rs_path_resp_tuple(qp, rd->sport ? rd->sport : qp->path.resp_sport, &p);
     p.dqpn = qp->dest_qpn;
     p.syndrome = RS_AETH_ACK;
-    p.msn = qp->msn;
+    p.msn = qp->resp.msn;
     p.psn = (rd->psn + rd->next) & RS_PSN_MASK;
     if (rd->stop - rd->first == 1) {
         p.opcode = RS_OP_READ_RESP_ONLY;
@@ -486,7 +488,7 @@ static bool rs_resp_read_pkt(RSCore *c, uint32_t qpn, RSQp *qp, RSRdRes *rd)
                       c->resp_buf + rs_wire_payload_off(&p), n, false);
         if (st == RS_STATUS_ODP_FAULT) {
             /* The responses stop until the page is there. */
-            if (rs_odp_wait(c, qpn, &qp->odp_resp, RS_ODP_WAIT_READ,
+            if (rs_odp_wait(c, qpn, &qp->odp.resp, RS_ODP_WAIT_READ,
                             p.psn)) {
                 rs_resp_odp_fail(c, qpn, qp);
                 return false;
@@ -518,11 +520,11 @@ static bool rs_resp_send_owed(RSCore *c, uint32_t qpn, RSQp *qp,
         int32_t best = INT32_MAX;
         unsigned i;
 
-        if (qp->odp_resp.mr && qp->odp_resp.kind == RS_ODP_WAIT_READ) {
+        if (qp->odp.resp.mr && qp->odp.resp.kind == RS_ODP_WAIT_READ) {
             return false;       /* a READ response waits for a page */
         }
         for (i = 0; i < RS_MAX_RD_ATOMIC; i++) {
-            RSRdRes *r = &qp->rd_res[i];
+            RSRdRes *r = &qp->resp.rd_res[i];
             int32_t d = rs_psn_diff(r->psn + r->next, qp->rq_psn);
 
             if (r->valid && r->next < r->stop && d < best) {
@@ -531,7 +533,7 @@ static bool rs_resp_send_owed(RSCore *c, uint32_t qpn, RSQp *qp,
             }
         }
         for (i = 0; i < RS_ATOMIC_RES; i++) {
-            RSAtomicRes *a = &qp->atomic_res[i];
+            RSAtomicRes *a = &qp->resp.atomic_res[i];
             int32_t d = rs_psn_diff(a->psn, qp->rq_psn);
 
             if (a->valid && a->owed && d < best) {
@@ -608,12 +610,12 @@ void rs_resp_process(void *opaque)
             more = true;
             continue;
         }
-        if (!qp->ack_pending) {
+        if (!qp->resp.ack_pending) {
             continue;
         }
-        qp->ack_pending = false;
+        qp->resp.ack_pending = false;
         if (rs_qpt_rc_responder(qp->type) && rs_qp_receiving(qp)) {
-            rs_resp_ack(c, qpn, qp, RS_AETH_ACK, qp->ack_psn);
+            rs_resp_ack(c, qpn, qp, RS_AETH_ACK, qp->resp.ack_psn);
         }
     }
     rs_bundle_flush(c);         /* nothing waits past the engine's run */
@@ -643,7 +645,7 @@ static void rs_resp_atomic(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
                           "misaligned atomic");
         return;
     }
-    res = &qp->atomic_res[qp->atomic_next];
+    res = &qp->resp.atomic_res[qp->resp.atomic_next];
     if (res->valid && res->owed) {
         rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_INV_REQ, pkt->psn,
                           "more atomics outstanding than allowed");
@@ -662,7 +664,7 @@ static void rs_resp_atomic(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
         rs_resp_odp_fault(c, qpn, qp, pkt->psn);
         return;
     }
-    qp->atomic_next = (qp->atomic_next + 1) % RS_ATOMIC_RES;
+    qp->resp.atomic_next = (qp->resp.atomic_next + 1) % RS_ATOMIC_RES;
     if (rs_mr_rw(c, mr, pkt->va, buf, sizeof(buf), false)) {
         rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_REM_OP, pkt->psn,
                           "atomic DMA");
@@ -685,9 +687,9 @@ static void rs_resp_atomic(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
     res->owed = true;
     res->psn = pkt->psn;
     res->orig = orig;
-    qp->msn++;
+    qp->resp.msn++;
     qp->rq_psn = (pkt->psn + 1) & RS_PSN_MASK;
-    qp->ack_pending = false;    /* the response acknowledges it */
+    qp->resp.ack_pending = false;    /* the response acknowledges it */
     rs_resp_owe(c, qpn, qp);
 }
 
@@ -698,7 +700,7 @@ static void rs_resp_atomic_dup(RSCore *c, uint32_t qpn, RSQp *qp,
     unsigned i;
 
     for (i = 0; i < RS_ATOMIC_RES; i++) {
-        RSAtomicRes *res = &qp->atomic_res[i];
+        RSAtomicRes *res = &qp->resp.atomic_res[i];
 
         if (res->valid && res->psn == pkt->psn) {
             res->owed = true;
@@ -728,7 +730,7 @@ static void rs_resp_flush_aw_dup(RSCore *c, uint32_t qpn, RSQp *qp,
     unsigned i;
 
     for (i = 0; i < RS_MAX_RD_ATOMIC; i++) {
-        RSRdRes *r = &qp->rd_res[i];
+        RSRdRes *r = &qp->resp.rd_res[i];
 
         if (!r->valid || r->psn != pkt->psn || r->len || r->npkts != 1) {
             continue;
@@ -779,7 +781,7 @@ static void rs_resp_duplicate(RSCore *c, uint32_t qpn, RSQp *qp,
         return;
     }
     for (i = 0; i < RS_MAX_RD_ATOMIC; i++) {
-        RSRdRes *r = &qp->rd_res[i];
+        RSRdRes *r = &qp->resp.rd_res[i];
 
         d = rs_psn_diff(pkt->psn, r->psn);
         if (r->valid && (int32_t)d >= 0 && d < r->npkts) {
@@ -839,13 +841,13 @@ static bool rs_resp_rc_psn(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
     if (d > 0) {
         trace_rdma_session_resp_nak(qpn, pkt->psn, RS_AETH_NAK_PSN_SEQ,
                                     "PSN sequence error");
-        if (!qp->seq_nak_sent) {
-            qp->seq_nak_sent = true;
+        if (!qp->resp.seq_nak_sent) {
+            qp->resp.seq_nak_sent = true;
             rs_resp_nak(c, qpn, qp, RS_AETH_NAK_PSN_SEQ, qp->rq_psn);
         }
         return false;
     }
-    qp->seq_nak_sent = false;
+    qp->resp.seq_nak_sent = false;
     return true;
 }
 
@@ -860,10 +862,10 @@ static bool rs_resp_rc_seq(RSCore *c, uint32_t qpn, RSQp *qp,
     uint32_t mtu = 128u << qp->path_mtu;
     uint32_t f = rs_opcode[pkt->opcode].flags;
 
-    if ((qp->resp_op == RS_RESP_NONE && !(f & RS_OPF_FIRST)) ||
-        (qp->resp_op == RS_RESP_SEND &&
+    if ((qp->resp.op == RS_RESP_NONE && !(f & RS_OPF_FIRST)) ||
+        (qp->resp.op == RS_RESP_SEND &&
          ((f & RS_OPF_FIRST) || !(f & RS_OPF_SEND))) ||
-        (qp->resp_op == RS_RESP_WRITE &&
+        (qp->resp.op == RS_RESP_WRITE &&
          ((f & RS_OPF_FIRST) || !(f & RS_OPF_WRITE)))) {
         rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_INV_REQ, pkt->psn,
                           "opcode out of sequence");
@@ -896,7 +898,7 @@ static void rs_resp_read_req(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
                           "READ rkey, rights or bounds");
         return;
     }
-    res = &qp->rd_res[qp->rd_head % rs_resp_nres(qp)];
+    res = &qp->resp.rd_res[qp->resp.rd_head % rs_resp_nres(qp)];
     if (res->valid && res->next < res->stop) {
         rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_INV_REQ, pkt->psn,
                           "more READs outstanding than allowed");
@@ -908,7 +910,7 @@ static void rs_resp_read_req(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
         rs_resp_odp_fault(c, qpn, qp, pkt->psn);
         return;
     }
-    qp->rd_head++;
+    qp->resp.rd_head++;
     *res = (RSRdRes) {
         .valid = true,
         .psn = pkt->psn,
@@ -922,8 +924,8 @@ static void rs_resp_read_req(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
     };
     res->stop = res->npkts;
     qp->rq_psn = (qp->rq_psn + res->npkts) & RS_PSN_MASK;
-    qp->msn++;
-    qp->ack_pending = false;    /* the responses acknowledge it */
+    qp->resp.msn++;
+    qp->resp.ack_pending = false;    /* the responses acknowledge it */
     rs_resp_owe(c, qpn, qp);
 }
 
@@ -1034,7 +1036,7 @@ static void rs_resp_flush_aw(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
                           "misaligned ATOMIC WRITE");
         return;
     }
-    res = &qp->rd_res[qp->rd_head % rs_resp_nres(qp)];
+    res = &qp->resp.rd_res[qp->resp.rd_head % rs_resp_nres(qp)];
     if (res->valid && res->next < res->stop) {
         rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_INV_REQ, pkt->psn,
                           "more READs and atomics outstanding than allowed");
@@ -1058,7 +1060,7 @@ static void rs_resp_flush_aw(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
     }
     trace_rdma_session_resp_flush_aw(qpn, pkt->psn, pkt->opcode, pkt->va,
                                      pkt->dmalen, pkt->feth);
-    qp->rd_head++;
+    qp->resp.rd_head++;
     *res = (RSRdRes) {
         .valid = true,
         .psn = pkt->psn,
@@ -1069,8 +1071,8 @@ static void rs_resp_flush_aw(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
         .stop = 1,
     };
     qp->rq_psn = (pkt->psn + 1) & RS_PSN_MASK;
-    qp->msn++;
-    qp->ack_pending = false;    /* the response acknowledges it */
+    qp->resp.msn++;
+    qp->resp.ack_pending = false;    /* the response acknowledges it */
     rs_resp_owe(c, qpn, qp);
 }
 
@@ -1100,7 +1102,7 @@ static bool rs_resp_rc_rwqe_ready(RSCore *c, uint32_t qpn, RSQp *qp,
                                 "no receive WQE");
     rs_resp_nak(c, qpn, qp, RS_AETH_TYPE_RNR | (qp->min_rnr_timer & 0x1f),
                 pkt->psn);
-    qp->seq_nak_sent = true;
+    qp->resp.seq_nak_sent = true;
     return false;
 }
 
@@ -1109,8 +1111,8 @@ static void rs_resp_uc_drop(RSQp *qp, uint32_t qpn, uint32_t psn,
                             const char *why)
 {
     trace_rdma_session_resp_drop(qpn, psn, why);
-    qp->resp_op = RS_RESP_DROP;
-    qp->resp_off = 0;
+    qp->resp.op = RS_RESP_DROP;
+    qp->resp.off = 0;
 }
 
 /*
@@ -1147,17 +1149,17 @@ static void rs_resp_rwqe_fail(RSCore *c, uint32_t qpn, RSQp *qp,
     RS_GUEST_ERR(rdma_session_err_recv_wqe, "QP %u receive WQE: "
                  "completion status %u", qpn, st);
     rs_recv_cqe(c, qpn, qp, r, pkt, st, 0, RS_WR_RECV);
-    qp->resp_op = RS_RESP_NONE;
+    qp->resp.op = RS_RESP_NONE;
     rs_qp_to_err(c, qpn);
 }
 
 /* The last packet of a message was executed; only RC's ACKs carry an MSN. */
 static void rs_resp_msg_done(RSQp *qp)
 {
-    qp->resp_op = RS_RESP_NONE;
-    qp->resp_off = 0;
+    qp->resp.op = RS_RESP_NONE;
+    qp->resp.off = 0;
     if (rs_qpt_rc_responder(qp->type)) {
-        qp->msn++;
+        qp->resp.msn++;
     }
 }
 
@@ -1181,7 +1183,7 @@ static bool rs_resp_exec_send(RSCore *c, uint32_t qpn, RSQp *qp,
         st = RS_WC_LOC_LEN_ERR;
     }
     if (!st) {
-        st = rs_sge_copy(c, qp, gid, r.sge, r.nsge, qp->resp_off,
+        st = rs_sge_copy(c, qp, gid, r.sge, r.nsge, qp->resp.off,
                          (void *)pkt->payload, pkt->paylen, true);
     }
     if (st == RS_WC_ODP_FAULT) {
@@ -1198,7 +1200,7 @@ static bool rs_resp_exec_send(RSCore *c, uint32_t qpn, RSQp *qp,
         rs_resp_rwqe_fail(c, qpn, qp, &r, pkt, st);
         return false;
     }
-    qp->resp_off += pkt->paylen;
+    qp->resp.off += pkt->paylen;
     if ((f & RS_OPF_IETH) && !rs_mr_remote_inv(c, qp, gid, pkt->ieth)) {
         /* Not a bound fast-registration key of this PD in this identity. */
         rs_recv_cqe(c, qpn, qp, &r, pkt, RS_WC_LOC_ACCESS_ERR, 0,
@@ -1208,11 +1210,11 @@ static bool rs_resp_exec_send(RSCore *c, uint32_t qpn, RSQp *qp,
         return false;
     }
     if (f & RS_OPF_LAST) {
-        rs_recv_cqe(c, qpn, qp, &r, pkt, RS_WC_SUCCESS, qp->resp_off,
+        rs_recv_cqe(c, qpn, qp, &r, pkt, RS_WC_SUCCESS, qp->resp.off,
                     RS_WR_RECV);
         rs_resp_msg_done(qp);
     } else {
-        qp->resp_op = RS_RESP_SEND;
+        qp->resp.op = RS_RESP_SEND;
     }
     return true;
 }
@@ -1239,29 +1241,29 @@ static bool rs_resp_exec_write(RSCore *c, uint32_t qpn, RSQp *qp,
                               "UC WRITE rkey, rights or bounds");
             return false;
         }
-        qp->resp_va = pkt->va;
-        qp->resp_rkey = pkt->rkey;
-        qp->resp_left = pkt->dmalen;
-        qp->resp_off = 0;
+        qp->resp.va = pkt->va;
+        qp->resp.rkey = pkt->rkey;
+        qp->resp.left = pkt->dmalen;
+        qp->resp.off = 0;
     }
-    if (pkt->paylen > qp->resp_left ||
-        ((f & RS_OPF_LAST) && pkt->paylen != qp->resp_left)) {
+    if (pkt->paylen > qp->resp.left ||
+        ((f & RS_OPF_LAST) && pkt->paylen != qp->resp.left)) {
         rs_resp_exec_fail(c, qpn, qp, pkt, RS_AETH_NAK_INV_REQ,
                           "WRITE longer or shorter than its RETH",
                           "UC WRITE longer or shorter than its RETH");
         return false;
     }
     if (pkt->paylen) {
-        if (!rs_resp_rkey(c, qp, gid, qp->resp_rkey, qp->resp_va,
+        if (!rs_resp_rkey(c, qp, gid, qp->resp.rkey, qp->resp.va,
                           pkt->paylen, RS_ACCESS_REMOTE_WRITE, &mr)) {
             rs_resp_exec_fail(c, qpn, qp, pkt, RS_AETH_NAK_REM_ACCESS,
                               "WRITE rkey gone", "UC WRITE rkey gone or DMA");
             return false;
         }
-        st = rs_mr_rw(c, mr, qp->resp_va, (void *)pkt->payload,
+        st = rs_mr_rw(c, mr, qp->resp.va, (void *)pkt->payload,
                       pkt->paylen, true);
         if (st == RS_STATUS_ODP_FAULT) {
-            rs_odp_widen(c, qp->resp_va + qp->resp_left);
+            rs_odp_widen(c, qp->resp.va + qp->resp.left);
             if (rs_qpt_rc_responder(qp->type)) {
                 rs_resp_odp_fault(c, qpn, qp, pkt->psn);
             } else {
@@ -1276,11 +1278,11 @@ static bool rs_resp_exec_write(RSCore *c, uint32_t qpn, RSQp *qp,
             return false;
         }
     }
-    qp->resp_va += pkt->paylen;
-    qp->resp_left -= pkt->paylen;
-    qp->resp_off += pkt->paylen;
+    qp->resp.va += pkt->paylen;
+    qp->resp.left -= pkt->paylen;
+    qp->resp.off += pkt->paylen;
     if (!(f & RS_OPF_LAST)) {
-        qp->resp_op = RS_RESP_WRITE;
+        qp->resp.op = RS_RESP_WRITE;
         return true;
     }
     if (f & RS_OPF_IMM) {
@@ -1290,7 +1292,7 @@ static bool rs_resp_exec_write(RSCore *c, uint32_t qpn, RSQp *qp,
                                          "UC WRITE_IMM: no receive WQE");
         } else {
             st = rs_resp_get_rwqe(c, qpn, qp, gid, &r);
-            rs_recv_cqe(c, qpn, qp, &r, pkt, st, qp->resp_off,
+            rs_recv_cqe(c, qpn, qp, &r, pkt, st, qp->resp.off,
                         RS_WR_RECV_RDMA_IMM);
         }
     }
@@ -1352,9 +1354,9 @@ static void rs_resp_rc(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
 {
     rs_resp_rc_exec(c, qpn, qp, gid, pkt);
     /* The request that faulted went through after all. */
-    if (qp->odp_resp.mr && qp->odp_resp.kind == RS_ODP_WAIT_RESP &&
-        rs_psn_diff(qp->rq_psn, qp->odp_resp.psn) > 0) {
-        memset(&qp->odp_resp, 0, sizeof(qp->odp_resp));
+    if (qp->odp.resp.mr && qp->odp.resp.kind == RS_ODP_WAIT_RESP &&
+        rs_psn_diff(qp->rq_psn, qp->odp.resp.psn) > 0) {
+        memset(&qp->odp.resp, 0, sizeof(qp->odp.resp));
     }
 }
 
@@ -1407,14 +1409,14 @@ static void rs_resp_uc(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
     }
     qp->rq_psn = (pkt->psn + 1) & RS_PSN_MASK;
     if (f & RS_OPF_FIRST) {
-        qp->resp_op = RS_RESP_NONE;
-        qp->resp_off = 0;
-    } else if (qp->resp_op == RS_RESP_DROP) {
+        qp->resp.op = RS_RESP_NONE;
+        qp->resp.off = 0;
+    } else if (qp->resp.op == RS_RESP_DROP) {
         trace_rdma_session_resp_drop(qpn, pkt->psn, "UC message dropped");
         return;
-    } else if (qp->resp_op == RS_RESP_NONE ||
-               (qp->resp_op == RS_RESP_SEND && !(f & RS_OPF_SEND)) ||
-               (qp->resp_op == RS_RESP_WRITE && !(f & RS_OPF_WRITE))) {
+    } else if (qp->resp.op == RS_RESP_NONE ||
+               (qp->resp.op == RS_RESP_SEND && !(f & RS_OPF_SEND)) ||
+               (qp->resp.op == RS_RESP_WRITE && !(f & RS_OPF_WRITE))) {
         rs_resp_uc_drop(qp, qpn, pkt->psn, "UC opcode out of sequence");
         return;
     }

@@ -98,7 +98,7 @@ void rs_xrc_srq_destroyed(RSCore *c, uint32_t srq)
         if (!qp->valid || qp->type != RS_QPT_XRC_TGT || qp->srq != srq) {
             continue;
         }
-        if (qp->srq_claimed) {
+        if (qp->resp.srq_claimed) {
             rs_srq_flush_claimed(c, i);
         }
         trace_rdma_session_xrc_srq_detach(i, srq);
@@ -125,7 +125,7 @@ bool rs_xrc_tgt_select(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t srqn)
                                        "target's XRC domain");
         return false;
     }
-    if (qp->srq_claimed && qp->srq != srqn) {
+    if (qp->resp.srq_claimed && qp->srq != srqn) {
         trace_rdma_session_xrc_refused(qpn, srqn, "another SRQ than the "
                                        "message's");
         return false;
@@ -187,7 +187,7 @@ static bool rs_xrc_state_valid(RSCore *c)
         s = &c->srqs[qp->srq];
         if (qp->srq ? (!s->valid || s->xrcd != qp->xrcd ||
                        qp->pd != s->pd || qp->recv_cq != s->cq) :
-                      (qp->pd || qp->recv_cq || qp->srq_claimed)) {
+                      (qp->pd || qp->recv_cq || qp->resp.srq_claimed)) {
             return false;
         }
     }
