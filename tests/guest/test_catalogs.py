@@ -19,6 +19,7 @@ ENV = {k: v for k, v in os.environ.items()
 def catalogs():
     """{suite: its catalog} with the default environment."""
     # pylint: disable=import-outside-toplevel
+    import bench_smoke
     import guest_driver
     import guest_stack
     import introspect
@@ -32,6 +33,7 @@ def catalogs():
         "verbs": verbs.catalog(),
         "guest-stack": guest_stack.catalog(),
         "guest-driver": guest_driver.catalog(),
+        "bench-smoke": bench_smoke.catalog(),
         "rdma-matrix": rdma_matrix.catalog(),
         "resilience": {("boot",): resilience.names()},
         "introspect": {("boot",): introspect.names()},
@@ -44,6 +46,7 @@ def catalogs():
 
 # What each suite reported in a full run before its catalog.
 COUNTS = {"verbs": 472, "guest-stack": 32, "guest-driver": 55,
+          "bench-smoke": 13,
           "rdma-matrix": 71, "resilience": 19,
           "introspect": 20, "nvmf": 9, "nvmf --migrate": 14,
           "multipath": 41, "migration": 101}
@@ -77,6 +80,93 @@ class CatalogTest(unittest.TestCase):
                           "adapter-adapter/rc/rc-connect/vm2"])
         self.assertEqual(select.Selection(["dc"]).units(cat),
                          [("three", "dc")])
+
+
+class BenchSmokeTest(unittest.TestCase):
+    """bench-smoke's names are the benchmarks run-bench.sh --smoke runs;
+    a selection runs --only those (run-bench.sh faked: it writes a
+    results.csv and machine.env)."""
+
+    def setUp(self) -> None:
+        # pylint: disable=import-outside-toplevel,consider-using-with
+        import tempfile
+        from rstest import suite
+        self.tmp = tempfile.TemporaryDirectory()
+        self.suite = suite
+        self.old, suite.BUILD = suite.BUILD, self.tmp.name
+        self.argv: list = []
+
+    def tearDown(self) -> None:
+        self.suite.BUILD = self.old
+        self.tmp.cleanup()
+
+    def test_benchmarks(self) -> None:
+        """The list is run-bench.sh's (all_perf, verify, transfer_1g)."""
+        import re  # pylint: disable=import-outside-toplevel
+        import bench_smoke  # pylint: disable=import-outside-toplevel
+        with open(os.path.join(os.path.dirname(os.path.dirname(
+                os.path.dirname(os.path.abspath(__file__)))), "bench",
+                               "run-bench.sh")) as f:
+            text = f.read()
+        perf = re.search(r'^all_perf="([^"]*)"', text, re.M).group(1)
+        self.assertEqual(sorted(bench_smoke.BENCHMARKS),
+                         sorted(perf.split() + ["verify", "transfer_1g"]))
+        self.assertIn('sel="$all_perf verify transfer_1g"', text)
+
+    def fake_call(self, argv, **_kw) -> int:
+        """run-bench.sh: a row per metric of each benchmark it runs."""
+        import bench_smoke  # pylint: disable=import-outside-toplevel
+        self.argv.append(argv)
+        out = argv[argv.index("--out") + 1]
+        only = (argv[argv.index("--only") + 1].split(",")
+                if "--only" in argv else bench_smoke.BENCHMARKS)
+        if any("_lat" in b or "_bw" in b or b == "msg_rate" for b in only):
+            only = only + ["verify"]
+        with open(os.path.join(out, "results.csv"), "w") as f:
+            f.write("benchmark,label,metric,unit,better,adapter_median,"
+                    "adapter_min,adapter_max,adapter_status,adapter_rep1,"
+                    "soft_roce_median,soft_roce_min,soft_roce_max,"
+                    "soft_roce_status,soft_roce_rep1,ratio\n")
+            for b in bench_smoke.BENCHMARKS:
+                if b in only:
+                    sr = ",,,n/a," if "_odp" in b else "2,2,2,ok,2"
+                    f.write("%s,L,m,MB/s,higher,1234.5,1,1,ok,1,%s,\n" %
+                            (b, sr))
+        with open(os.path.join(out, "machine.env"), "w") as f:
+            for fr, bt, _ in [("4154", "1", 0), ("4154", "16", 0),
+                              ("65536", "1", 0)]:
+                f.write("ceiling_%s_b%s_mbs_before=900.5\n" % (fr, bt))
+        return 0
+
+    def main(self, args) -> "tuple[int, list]":
+        import io  # pylint: disable=import-outside-toplevel
+        import bench_smoke  # pylint: disable=import-outside-toplevel
+        out = io.StringIO()
+        with mock.patch.object(bench_smoke.subprocess, "call",
+                               self.fake_call):
+            rc = select.main("bench-smoke", bench_smoke.catalog(),
+                             bench_smoke.run, args, out=out)
+        return rc, [ln for ln in out.getvalue().splitlines()
+                    if ln.startswith(("ok", "not ok"))]
+
+    def test_run(self) -> None:
+        rc, tap = self.main([])
+        self.assertEqual(rc, 0)
+        self.assertEqual(len(tap), 13)
+        self.assertNotIn("--only", self.argv[0])
+        self.assertEqual(tap[0], "ok - write_bw_64k: numbers on both pairs "
+                         "(m MB/s: adapter 1234, soft-RoCE 2.00)")
+        self.assertIn("soft-RoCE n/a", tap[1])
+        self.assertTrue(tap[12].startswith("ok - backend-ceiling: "))
+        rc, tap = self.main(["write_lat", "bench-smoke/transfer_1g"])
+        self.assertEqual(rc, 0)
+        self.assertEqual(self.argv[1][-2:], ["--only",
+                                             "write_lat,transfer_1g"])
+        self.assertEqual([t.split(":")[0] for t in tap],
+                         ["ok - write_lat", "ok - transfer_1g"])
+        rc, tap = self.main(["backend-ceiling"])
+        self.assertEqual(self.argv[2][-2:], ["--only", "verify"])
+        self.assertEqual(len(tap), 1)
 
 
 if __name__ == "__main__":
