@@ -75,6 +75,11 @@ static const struct rdma_stat_desc rs_ib_stat_descs[RS_CNT_NUM] = {
 	[RS_CNT_DEV_RX_PACKETS].name = "roce_rx_packets",
 	[RS_CNT_DEV_RX_BYTES].name = "roce_rx_bytes",
 	[RS_CNT_DEV_PATH_FAILOVERS].name = "path_failovers",
+	[RS_CNT_DEV_RAM_DMA_READ].name = "ram_dma_read_bytes",
+	[RS_CNT_DEV_RAM_DMA_WRITE].name = "ram_dma_write_bytes",
+	[RS_CNT_DEV_PEER_DMA_READ].name = "peer_dma_read_bytes",
+	[RS_CNT_DEV_PEER_DMA_WRITE].name = "peer_dma_write_bytes",
+	[RS_CNT_DEV_DATA_DMA_REFUSED].name = "data_dma_refused",
 };
 
 static_assert(RS_CNT_NUM - RS_CNT_DRV_NUM ==
@@ -412,12 +417,16 @@ int rs_default_netid(struct rs_ibdev *dev, struct ib_pd *ibpd,
 
 /*
  * The counters there are: the device's (QUERY_STATS) came with ABI 1.4,
- * its transport counters with RS_CAP_DEVICE_COUNTERS (ABI 1.6).
+ * its transport counters with RS_CAP_DEVICE_COUNTERS (ABI 1.6), its data
+ * buffer counters with ABI 1.8.
  */
 static int rs_stats_num(struct rs_ibdev *dev)
 {
-	if (dev->rdev->caps & RS_CAP_DEVICE_COUNTERS)
+	if ((dev->rdev->caps & RS_CAP_DEVICE_COUNTERS) &&
+	    FIELD_GET(R_RS_VERSION_MINOR_MASK, dev->rdev->version) >= 8)
 		return RS_CNT_NUM;
+	if (dev->rdev->caps & RS_CAP_DEVICE_COUNTERS)
+		return RS_CNT_DEV_V16_END;
 	if (FIELD_GET(R_RS_VERSION_MINOR_MASK, dev->rdev->version) >= 4)
 		return RS_CNT_DEV_V14_END;
 	return RS_CNT_DRV_NUM;
@@ -458,7 +467,7 @@ static int rs_ib_query_dev_stats(struct rs_ibdev *dev, u64 *value)
 		value[RS_CNT_DEV_RNR_NAKS_RCVD] = st->rnr_naks_rcvd;
 	}
 	/* A device of ABI 1.4 or 1.5 wrote the first 64 bytes only. */
-	if (!err && rs_stats_num(dev) == RS_CNT_NUM) {
+	if (!err && rs_stats_num(dev) >= RS_CNT_DEV_V16_END) {
 		value[RS_CNT_DEV_RNR_NAKS_SENT] = st->rnr_naks_sent;
 		value[RS_CNT_DEV_SEQ_NAKS_SENT] = st->seq_naks_sent;
 		value[RS_CNT_DEV_SEQ_NAKS_RCVD] = st->seq_naks_rcvd;
@@ -470,6 +479,13 @@ static int rs_ib_query_dev_stats(struct rs_ibdev *dev, u64 *value)
 		value[RS_CNT_DEV_RX_PACKETS] = st->rx_packets;
 		value[RS_CNT_DEV_RX_BYTES] = st->rx_bytes;
 		value[RS_CNT_DEV_PATH_FAILOVERS] = st->path_failovers;
+	}
+	if (!err && rs_stats_num(dev) == RS_CNT_NUM) {
+		value[RS_CNT_DEV_RAM_DMA_READ] = st->ram_dma_read_bytes;
+		value[RS_CNT_DEV_RAM_DMA_WRITE] = st->ram_dma_write_bytes;
+		value[RS_CNT_DEV_PEER_DMA_READ] = st->peer_dma_read_bytes;
+		value[RS_CNT_DEV_PEER_DMA_WRITE] = st->peer_dma_write_bytes;
+		value[RS_CNT_DEV_DATA_DMA_REFUSED] = st->data_dma_refused;
 	}
 	dma_free_coherent(d, sizeof(*st), st, dma);
 	return err;

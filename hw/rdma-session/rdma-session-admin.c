@@ -119,6 +119,11 @@ static uint8_t rs_cmd_query_stats(RSCore *c, const struct rs_admin_cmd *cmd,
         .rx_packets = cpu_to_le64(s->rx_packets),
         .rx_bytes = cpu_to_le64(s->rx_bytes),
         .path_failovers = cpu_to_le64(s->path_failovers),
+        .ram_dma_read_bytes = cpu_to_le64(s->ram_dma_read_bytes),
+        .ram_dma_write_bytes = cpu_to_le64(s->ram_dma_write_bytes),
+        .peer_dma_read_bytes = cpu_to_le64(s->peer_dma_read_bytes),
+        .peer_dma_write_bytes = cpu_to_le64(s->peer_dma_write_bytes),
+        .data_dma_refused = cpu_to_le64(s->data_dma_refused),
     };
 
     /* A driver of ABI 1.4 or 1.5 asks for (and gets) the first 64 bytes. */

@@ -35,34 +35,67 @@ bool rs_log_limit(RSLogLimit *l, uint32_t *missed)
 }
 
 /*
- * Every DMA the guest can steer goes through here.  The whole range must be
- * guest RAM as seen through the device's bus-master address space: that
- * refuses wrap-around, unassigned space, other devices' MMIO and our own
- * BARs (which would re-enter the device), and it fails when bus mastering
- * is off.
+ * Where a DMA range lands: RS_DMA_RAM, RS_DMA_PEER (a data buffer in
+ * another device's memory BAR, see rs_data_check) or RS_DMA_REFUSED.
+ * Every piece of the range must be writable when write is set; a range
+ * that mixes RAM and a peer BAR, or spans two BARs, is refused: a buffer
+ * lives in one place, and the cost of one check stays one translation
+ * per region it touches.
  */
-uint8_t rs_dma_check(RSCore *c, uint64_t addr, uint64_t len, bool write)
-{
-    if (len == 0) {
-        return RS_STATUS_OK;
-    }
-    if (addr + len < addr) {
-        return RS_STATUS_BAD_ADDR;
-    }
+enum { RS_DMA_REFUSED, RS_DMA_RAM, RS_DMA_PEER };
 
+static int rs_dma_kind(RSCore *c, uint64_t addr, uint64_t len, bool write,
+                       bool peer_ok)
+{
+    int kind = RS_DMA_RAM;
+    MemoryRegion *first = NULL;
+
+    if (addr + len < addr) {
+        return RS_DMA_REFUSED;
+    }
     RCU_READ_LOCK_GUARD();
     while (len) {
         hwaddr xlat, l = len;
         MemoryRegion *mr = address_space_translate(c->as, addr, &xlat, &l,
                                                    write,
                                                    MEMTXATTRS_UNSPECIFIED);
-        if (!memory_region_is_ram(mr) || memory_region_is_ram_device(mr) ||
-            (write && mr->readonly) || l == 0) {
-            trace_rdma_session_dma_refused(addr, len, write);
-            return RS_STATUS_BAD_ADDR;
+        int k;
+
+        if (l == 0) {
+            return RS_DMA_REFUSED;
         }
+        if (memory_region_is_ram(mr) && !memory_region_is_ram_device(mr)) {
+            k = (write && mr->readonly) ? RS_DMA_REFUSED : RS_DMA_RAM;
+        } else if (peer_ok && c->p.peer_dma && c->peer_region &&
+                   c->peer_region(c->owner, mr)) {
+            k = RS_DMA_PEER;
+        } else {
+            k = RS_DMA_REFUSED;
+        }
+        if (k == RS_DMA_REFUSED || (first && k != kind) ||
+            (k == RS_DMA_PEER && first && mr != first)) {
+            return RS_DMA_REFUSED;
+        }
+        kind = k;
+        first = mr;
         addr += l;
         len -= l;
+    }
+    return kind;
+}
+
+/*
+ * Every DMA of the device's own structures (rings, commands, page lists)
+ * goes through here.  The whole range must be guest RAM as seen through
+ * the device's bus-master address space: that refuses wrap-around,
+ * unassigned space, other devices' MMIO and our own BARs (which would
+ * re-enter the device), and it fails when bus mastering is off.
+ */
+uint8_t rs_dma_check(RSCore *c, uint64_t addr, uint64_t len, bool write)
+{
+    if (len && rs_dma_kind(c, addr, len, write, false) != RS_DMA_RAM) {
+        trace_rdma_session_dma_refused(addr, len, write);
+        return RS_STATUS_BAD_ADDR;
     }
     return RS_STATUS_OK;
 }
@@ -88,6 +121,80 @@ uint8_t rs_dma_write(RSCore *c, uint64_t addr, const void *buf,
         st = RS_STATUS_BAD_ADDR;
     }
     return st;
+}
+
+/*
+ * Data buffers (what memory keys and local DMA addresses translate to)
+ * may also be in another PCI device's memory BAR, peer-to-peer as a
+ * p2pdma provider such as an NVMe controller memory buffer offers it,
+ * unless peer-dma=off.  The glue's peer_region says which regions are
+ * such BARs; never ours.  c->data_ram_only refuses peers for what needs
+ * RAM (atomics: an MMIO BAR cannot do a read-modify-write as one).
+ */
+uint8_t rs_data_check(RSCore *c, uint64_t addr, uint64_t len, bool write)
+{
+    if (len && rs_dma_kind(c, addr, len, write, !c->data_ram_only) ==
+               RS_DMA_REFUSED) {
+        c->stats.data_dma_refused++;
+        trace_rdma_session_dma_refused(addr, len, write);
+        return RS_STATUS_BAD_ADDR;
+    }
+    return RS_STATUS_OK;
+}
+
+static uint8_t rs_data_rw(RSCore *c, uint64_t addr, void *buf, uint64_t len,
+                          bool write)
+{
+    int kind = len ? rs_dma_kind(c, addr, len, write, !c->data_ram_only) :
+                     RS_DMA_RAM;
+    bool engaged = c->guard && c->guard->engaged_in_io;
+    MemTxResult r;
+
+    if (kind == RS_DMA_REFUSED) {
+        c->stats.data_dma_refused++;
+        trace_rdma_session_dma_refused(addr, len, write);
+        return RS_STATUS_BAD_ADDR;
+    }
+    if (kind == RS_DMA_PEER) {
+        /*
+         * The peer's MMIO handler runs now; whatever it does, it must not
+         * reach back into this device, here or from the receive path.
+         */
+        if (c->guard) {
+            c->guard->engaged_in_io = true;
+        }
+        trace_rdma_session_peer_dma(addr, len, write);
+    }
+    r = write ? dma_memory_write(c->as, addr, buf, len,
+                                 MEMTXATTRS_UNSPECIFIED) :
+                dma_memory_read(c->as, addr, buf, len,
+                                MEMTXATTRS_UNSPECIFIED);
+    if (c->guard) {
+        c->guard->engaged_in_io = engaged;
+    }
+    if (r != MEMTX_OK) {
+        c->stats.data_dma_refused++;
+        return RS_STATUS_BAD_ADDR;
+    }
+    if (kind == RS_DMA_PEER) {
+        *(write ? &c->stats.peer_dma_write_bytes :
+                  &c->stats.peer_dma_read_bytes) += len;
+    } else {
+        *(write ? &c->stats.ram_dma_write_bytes :
+                  &c->stats.ram_dma_read_bytes) += len;
+    }
+    return RS_STATUS_OK;
+}
+
+uint8_t rs_data_read(RSCore *c, uint64_t addr, void *buf, uint64_t len)
+{
+    return rs_data_rw(c, addr, buf, len, false);
+}
+
+uint8_t rs_data_write(RSCore *c, uint64_t addr, const void *buf,
+                      uint64_t len)
+{
+    return rs_data_rw(c, addr, (void *)buf, len, true);
 }
 
 /* A query command's response, to the buffer the command names. */
@@ -508,7 +615,8 @@ uint64_t rs_core_reg_read(RSCore *c, hwaddr addr)
               RS_CAP_INDIRECT_MKEY | RS_CAP_PATTERN_MKEY | RS_CAP_MULTIPATH |
               RS_CAP_HOST_NETID |
               RS_CAP_DEVICE_COUNTERS | RS_CAP_COMP_CAUSE | RS_CAP_REREG_MR |
-              (c->p.odp ? RS_CAP_ODP : 0);
+              (c->p.odp ? RS_CAP_ODP : 0) |
+              (c->p.peer_dma ? RS_CAP_PEER_DMA : 0);
         break;
     case A_RS_DB_PAGES:
         val = c->p.db_pages;

@@ -51,6 +51,7 @@ typedef struct RSParams {
     uint32_t path_flowlet;      /* path-flowlet: bytes before a switch */
     uint32_t path_holddown_ms;  /* path-holddown: a failed session rests */
     bool bundle;                /* bundle: bundles to adapter peers */
+    bool peer_dma;              /* peer-dma: data in peer BARs */
     uint32_t bundle_max;        /* x-bundle-max: largest bundle frame */
 } RSParams;
 
@@ -647,6 +648,8 @@ typedef void (*RSFlushFn)(void *owner);
  */
 typedef bool (*RSSendStoppedFn)(void *owner, const struct iovec *iov,
                                 int iovcnt);
+/* Whether mr is a memory BAR of a device other than this one. */
+typedef bool (*RSPeerRegionFn)(void *owner, MemoryRegion *mr);
 
 /*
  * The transport engine's services to the layers below it: the core's
@@ -680,6 +683,7 @@ struct RSCore {
     RSSendFn send;
     RSFlushFn flush;
     RSSendStoppedFn send_stopped;   /* NULL: the backend has no such path */
+    RSPeerRegionFn peer_region;     /* NULL: no peer-to-peer DMA */
     MemReentrancyGuard *guard;
     MACAddr mac;
     /*
@@ -770,6 +774,7 @@ struct RSCore {
     int64_t odp_ff_period;
     /* QUERY_STATS counters, since the function was enabled. */
     struct rs_device_stats stats;
+    bool data_ram_only;         /* rs_data_*: no peer BARs, for now */
 
     /* LAN path: indexed by enum rs_lan_queue_type. */
     RSLanQueue lanq[2];
@@ -833,6 +838,10 @@ uint8_t rs_dma_check(RSCore *c, uint64_t addr, uint64_t len, bool write);
 uint8_t rs_dma_read(RSCore *c, uint64_t addr, void *buf, uint64_t len);
 uint8_t rs_dma_write(RSCore *c, uint64_t addr, const void *buf,
                      uint64_t len);
+uint8_t rs_data_check(RSCore *c, uint64_t addr, uint64_t len, bool write);
+uint8_t rs_data_read(RSCore *c, uint64_t addr, void *buf, uint64_t len);
+uint8_t rs_data_write(RSCore *c, uint64_t addr, const void *buf,
+                      uint64_t len);
 uint8_t rs_check_ring(RSCore *c, uint64_t addr, unsigned log_size,
                       unsigned max_log, size_t entry_size);
 uint8_t rs_write_resp(RSCore *c, const struct rs_cmd_query *q,

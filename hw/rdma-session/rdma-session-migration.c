@@ -247,8 +247,34 @@ static bool rs_counters_needed(void *opaque)
 
     return memcmp((uint8_t *)&c->stats + RS_DEVICE_STATS_V14,
                   (const uint8_t *)&zero + RS_DEVICE_STATS_V14,
-                  sizeof(zero) - RS_DEVICE_STATS_V14) != 0;
+                  RS_DEVICE_STATS_V16 - RS_DEVICE_STATS_V14) != 0;
 }
+
+/* The data buffer counters (ABI 1.8): sent once any counted. */
+static bool rs_data_counters_needed(void *opaque)
+{
+    RSCore *c = opaque;
+    static const struct rs_device_stats zero;
+
+    return memcmp((uint8_t *)&c->stats + RS_DEVICE_STATS_V16,
+                  (const uint8_t *)&zero + RS_DEVICE_STATS_V16,
+                  sizeof(zero) - RS_DEVICE_STATS_V16) != 0;
+}
+
+static const VMStateDescription vmstate_rs_data_counters = {
+    .name = "rdma-session/core/data-counters",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rs_data_counters_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(stats.ram_dma_read_bytes, RSCore),
+        VMSTATE_UINT64(stats.ram_dma_write_bytes, RSCore),
+        VMSTATE_UINT64(stats.peer_dma_read_bytes, RSCore),
+        VMSTATE_UINT64(stats.peer_dma_write_bytes, RSCore),
+        VMSTATE_UINT64(stats.data_dma_refused, RSCore),
+        VMSTATE_END_OF_LIST()
+    },
+};
 
 static const VMStateDescription vmstate_rs_counters = {
     .name = "rdma-session/core/counters",
@@ -338,6 +364,7 @@ const VMStateDescription vmstate_rs_core = {
         &vmstate_rs_odp,
         &vmstate_rs_stats,
         &vmstate_rs_counters,
+        &vmstate_rs_data_counters,
         &vmstate_rs_netids,
         NULL
     },

@@ -66,7 +66,7 @@ uint8_t rs_mr_check_access(uint16_t access)
     return RS_STATUS_OK;
 }
 
-/* Read npages entries into pages[], validating each page as guest RAM. */
+/* Read npages entries into pages[], each a data page (RAM or a peer BAR). */
 static uint8_t rs_mr_read_pbl(RSCore *c, const struct rs_cmd_reg_mr *r,
                               uint32_t npages, uint64_t *pages)
 {
@@ -105,7 +105,7 @@ static uint8_t rs_mr_read_pbl(RSCore *c, const struct rs_cmd_reg_mr *r,
         if (pages[i] & (page_size - 1)) {
             return RS_STATUS_BAD_ALIGN;
         }
-        st = rs_dma_check(c, pages[i], page_size, false);
+        st = rs_data_check(c, pages[i], page_size, false);
         if (st) {
             return st;
         }
@@ -508,7 +508,7 @@ static uint8_t rs_mr_fast_reg(RSCore *c, const RSQp *qp, int gid_index,
     for (i = 0; i < npages; i++) {
         mr->pages[i] = le64_to_cpu(mr->pages[i]);
         if ((mr->pages[i] & (psize - 1)) ||
-            rs_dma_check(c, mr->pages[i], psize, false)) {
+            rs_data_check(c, mr->pages[i], psize, false)) {
             return RS_WC_LOC_PROT_ERR;
         }
     }
@@ -622,7 +622,7 @@ uint8_t rs_mr_rw(RSCore *c, const RSMr *mr, uint64_t va, void *buf,
             return RS_STATUS_BAD_ADDR;
         }
         pa = (mr->pages[idx] & ~(psize - 1)) + in;
-        st = write ? rs_dma_write(c, pa, p, n) : rs_dma_read(c, pa, p, n);
+        st = write ? rs_data_write(c, pa, p, n) : rs_data_read(c, pa, p, n);
         if (st) {
             return st;
         }
@@ -650,7 +650,7 @@ static uint8_t rs_sge_map(RSCore *c, const RSQp *qp, uint32_t gid_index,
 
     *mrp = NULL;
     if (lkey == RS_LOCAL_DMA_LKEY && rs_qp_privileged(c, qp)) {
-        return rs_dma_check(c, addr, len, access & RS_ACCESS_LOCAL_WRITE) ?
+        return rs_data_check(c, addr, len, access & RS_ACCESS_LOCAL_WRITE) ?
                RS_WC_LOC_PROT_ERR : RS_WC_SUCCESS;
     }
     /* Local: the QP's PD's key table. */
@@ -773,8 +773,8 @@ uint8_t rs_sge_copy(RSCore *c, const RSQp *qp, uint32_t gid_index,
         if (mrs[i]) {
             st = rs_mr_rw(c, mrs[i], addr + off, p, chunk, to_mem);
         } else {
-            st = to_mem ? rs_dma_write(c, addr + off, p, chunk) :
-                          rs_dma_read(c, addr + off, p, chunk);
+            st = to_mem ? rs_data_write(c, addr + off, p, chunk) :
+                          rs_data_read(c, addr + off, p, chunk);
         }
         if (st) {
             return RS_WC_LOC_PROT_ERR;

@@ -215,7 +215,7 @@ static uint8_t rs_odp_rw(RSCore *c, uint32_t idx, uint64_t va,
             return RS_STATUS_ODP_FAULT;
         }
         pa = (e->pa & ~(RS_ODP_PAGE - 1)) + in;
-        st = write ? rs_dma_write(c, pa, p, n) : rs_dma_read(c, pa, p, n);
+        st = write ? rs_data_write(c, pa, p, n) : rs_data_read(c, pa, p, n);
         if (st) {
             return st;
         }

@@ -180,6 +180,33 @@ static void rs_flush(void *owner)
     qemu_flush_queued_packets(qemu_get_queue(s->nic));
 }
 
+/*
+ * Peer-to-peer DMA reaches another PCI function's memory BARs (what a
+ * p2pdma provider such as an NVMe CMB hands out), and nothing else that
+ * is not RAM: not our own BARs, not I/O BARs, not chipset or host bridge
+ * regions.  A BAR's subregions (an MSI-X table) count as the BAR.
+ */
+static bool rs_peer_region(void *owner, MemoryRegion *mr)
+{
+    PCIDevice *peer = (PCIDevice *)object_dynamic_cast(mr->owner,
+                                                       TYPE_PCI_DEVICE);
+
+    if (!peer || peer == owner) {
+        return false;
+    }
+    for (MemoryRegion *m = mr; m; m = m->container) {
+        for (int i = 0; i < PCI_ROM_SLOT; i++) {
+            const PCIIORegion *r = &peer->io_regions[i];
+
+            if (r->memory == m && r->addr != PCI_BAR_UNMAPPED &&
+                !(r->type & PCI_BASE_ADDRESS_SPACE_IO)) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
 static bool rs_nc_can_receive(NetClientState *nc)
 {
     RSState *s = qemu_get_nic_opaque(nc);
@@ -326,6 +353,7 @@ static void rs_pci_realize(PCIDevice *pci_dev, Error **errp)
     c->notify = rs_notify;
     c->send = rs_send;
     c->flush = rs_flush;
+    c->peer_region = rs_peer_region;
     c->guard = &dev->mem_reentrancy_guard;
     if (!rs_core_realize(c, errp)) {
         return;
@@ -463,6 +491,7 @@ static const Property rs_properties[] = {
     DEFINE_PROP_BOOL("x-migration-hold", RSState, core.p.migration_hold,
                      true),
     DEFINE_PROP_BOOL("bundle", RSState, core.p.bundle, true),
+    DEFINE_PROP_BOOL("peer-dma", RSState, core.p.peer_dma, true),
     DEFINE_PROP_UINT32("x-bundle-max", RSState, core.p.bundle_max, 60000),
 };
 
@@ -540,6 +569,8 @@ static const struct {
     { "netids", "identities 1-7: SUBNET=VNI,... e.g. 10.78.0.0/24=200 "
                 "(qom-set at run time)" },
     { "bundle", "send runs of RoCE packets to adapter peers as one frame" },
+    { "peer-dma", "data buffers may be in other PCI devices' memory BARs "
+                  "(peer-to-peer)" },
     { "x-bundle-max", "largest bundle frame in bytes (9000-65535)" },
 };
 

@@ -191,6 +191,11 @@ static RdmaSessionCounters *rs_qmp_counters(RSCore *c)
     r->rx_packets = s->rx_packets;
     r->rx_bytes = s->rx_bytes;
     r->path_failovers = s->path_failovers;
+    r->ram_dma_read_bytes = s->ram_dma_read_bytes;
+    r->ram_dma_write_bytes = s->ram_dma_write_bytes;
+    r->peer_dma_read_bytes = s->peer_dma_read_bytes;
+    r->peer_dma_write_bytes = s->peer_dma_write_bytes;
+    r->data_dma_refused = s->data_dma_refused;
     return r;
 }
 
@@ -444,14 +449,20 @@ static void rs_hmp_one(Monitor *mon, const RdmaSessionInfo *d)
                    "    odp-faults %" PRIu64 " odp-resolved-pages %" PRIu64
                    " odp-invalidations %" PRIu64 " odp-fault-fails %" PRIu64
                    "\n    odp-pauses-sent %" PRIu64 " odp-pauses-rcvd %"
-                   PRIu64 " odp-resumes-rcvd %" PRIu64 "\n",
+                   PRIu64 " odp-resumes-rcvd %" PRIu64 "\n"
+                   "    ram-dma-read-bytes %" PRIu64 " ram-dma-write-bytes %"
+                   PRIu64 "\n    peer-dma-read-bytes %" PRIu64
+                   " peer-dma-write-bytes %" PRIu64 " data-dma-refused %"
+                   PRIu64 "\n",
                    n->tx_packets, n->tx_bytes, n->rx_packets, n->rx_bytes,
                    n->retransmits, n->ack_timeouts, n->seq_naks_sent,
                    n->seq_naks_rcvd, n->rnr_naks_sent, n->rnr_naks_rcvd,
                    n->icrc_drops, n->path_failovers, n->odp_faults,
                    n->odp_resolved_pages, n->odp_invalidations,
                    n->odp_fault_fails, n->odp_pauses_sent, n->odp_pauses_rcvd,
-                   n->odp_resumes_rcvd);
+                   n->odp_resumes_rcvd, n->ram_dma_read_bytes,
+                   n->ram_dma_write_bytes, n->peer_dma_read_bytes,
+                   n->peer_dma_write_bytes, n->data_dma_refused);
 }
 
 void hmp_info_rdma_session(Monitor *mon, const QDict *qdict)

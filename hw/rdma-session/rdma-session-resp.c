@@ -665,7 +665,13 @@ static void rs_resp_atomic(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
         return;
     }
     qp->resp.atomic_next = (qp->resp.atomic_next + 1) % RS_ATOMIC_RES;
+    /*
+     * A peer device's BAR cannot do the read-modify-write as one: guest
+     * RAM only (ConnectX needs PCIe atomics from the peer for it).
+     */
+    c->data_ram_only = true;
     if (rs_mr_rw(c, mr, pkt->va, buf, sizeof(buf), false)) {
+        c->data_ram_only = false;
         rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_REM_OP, pkt->psn,
                           "atomic DMA");
         return;
@@ -678,10 +684,12 @@ static void rs_resp_atomic(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
     }
     stq_le_p(buf, val);
     if (val != orig && rs_mr_rw(c, mr, pkt->va, buf, sizeof(buf), true)) {
+        c->data_ram_only = false;
         rs_resp_nak_fatal(c, qpn, qp, RS_AETH_NAK_REM_OP, pkt->psn,
                           "atomic DMA");
         return;
     }
+    c->data_ram_only = false;
     trace_rdma_session_resp_atomic(qpn, pkt->psn, pkt->va, orig, val);
     res->valid = true;
     res->owed = true;
@@ -1046,7 +1054,12 @@ static void rs_resp_flush_aw(RSCore *c, uint32_t qpn, RSQp *qp, uint32_t gid,
         /* Global visibility: our writes before it, before its response. */
         smp_mb();
     } else {
-        uint8_t st = rs_mr_rw(c, mr, pkt->va, (void *)pkt->payload, 8, true);
+        uint8_t st;
+
+        /* A peer BAR may split the 8 bytes: guest RAM only. */
+        c->data_ram_only = true;
+        st = rs_mr_rw(c, mr, pkt->va, (void *)pkt->payload, 8, true);
+        c->data_ram_only = false;
 
         if (st == RS_STATUS_ODP_FAULT) {
             rs_resp_odp_fault(c, qpn, qp, pkt->psn);

@@ -200,7 +200,7 @@ int main(void)
         F(rs_cmd_odp_invalidate, rsvd, 4),
         F(rs_cmd_odp_invalidate, va, 8),
         F(rs_cmd_odp_invalidate, length, 16));
-    CHECK_STRUCT(rs_device_stats, 152,
+    CHECK_STRUCT(rs_device_stats, 192,
         F(rs_device_stats, odp_faults, 0),
         F(rs_device_stats, odp_resolved_pages, 8),
         F(rs_device_stats, odp_invalidations, 16),
@@ -219,7 +219,12 @@ int main(void)
         F(rs_device_stats, tx_bytes, 120),
         F(rs_device_stats, rx_packets, 128),
         F(rs_device_stats, rx_bytes, 136),
-        F(rs_device_stats, path_failovers, 144));
+        F(rs_device_stats, path_failovers, 144),
+        F(rs_device_stats, ram_dma_read_bytes, 152),
+        F(rs_device_stats, ram_dma_write_bytes, 160),
+        F(rs_device_stats, peer_dma_read_bytes, 168),
+        F(rs_device_stats, peer_dma_write_bytes, 176),
+        F(rs_device_stats, data_dma_refused, 184));
     CHECK_STRUCT(rs_session_attr, 104,
         F(rs_session_attr, dst_ip, 0),
         F(rs_session_attr, dmac, 16),
@@ -563,7 +568,7 @@ int main(void)
     CHECK_VALUE(RS_DB_CQ_ARM, 0x18);
     CHECK_VALUE(RS_DB_SRQ, 0x20);
     CHECK_VALUE(RS_ABI_VERSION_MAJOR, 1);
-    CHECK_VALUE(RS_ABI_VERSION_MINOR, 7);
+    CHECK_VALUE(RS_ABI_VERSION_MINOR, 8);
     CHECK_VALUE(RS_CMD_CREATE_SRQ, 0x20);
     CHECK_VALUE(RS_CMD_MODIFY_SRQ, 0x21);
     CHECK_VALUE(RS_CMD_DESTROY_SRQ, 0x22);
@@ -644,6 +649,9 @@ int main(void)
     CHECK_VALUE(RS_REREG_TRANS, 1);
     CHECK_VALUE(RS_REREG_PD, 2);
     CHECK_VALUE(RS_REREG_ACCESS, 4);
+    /* ABI 1.8: data buffers in peer devices' BARs. */
+    CHECK_VALUE(RS_CAP_PEER_DMA, 0x400000);
+    CHECK_VALUE(RS_DEVICE_STATS_V16, 152);
 
     printf("1..%d\n", tests);
     if (failures) {

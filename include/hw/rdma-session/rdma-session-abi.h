@@ -70,9 +70,12 @@
  * Minor 7: the completion cause registers (RS_CAP_COMP_CAUSE); a UD
  * receive's network header type (RS_WC_F_IPV4, RS_WC_F_IPV6); REREG_MR,
  * an MR changed in place under its keys (RS_CAP_REREG_MR).
+ * Minor 8: data buffers in other PCI devices' memory BARs, peer-to-peer
+ * (RS_CAP_PEER_DMA); QUERY_STATS counts data buffer bytes by where they
+ * went (struct rs_device_stats from ram_dma_read_bytes on).
  */
 #define RS_ABI_VERSION_MAJOR    1
-#define RS_ABI_VERSION_MINOR    7
+#define RS_ABI_VERSION_MINOR    8
 
 #define RS_BAR_REGS             0       /* registers, RS_REGS_SIZE bytes */
 #define RS_BAR_MSIX             1       /* MSI-X table and PBA */
@@ -162,6 +165,7 @@ REG32(RS_COMP_CAUSE, 0x400)             /* 64 registers, one per vector */
 #define RS_CAP_DEVICE_COUNTERS  (1u << 19) /* QUERY_STATS: 152 bytes (1.6) */
 #define RS_CAP_COMP_CAUSE       (1u << 20) /* RS_COMP_CAUSE registers (1.7) */
 #define RS_CAP_REREG_MR         (1u << 21) /* REREG_MR (1.7) */
+#define RS_CAP_PEER_DMA         (1u << 22) /* data in peer BARs (1.8) */
 
 enum rs_fatal {
     RS_FATAL_NONE = 0,
@@ -598,9 +602,16 @@ struct rs_device_stats {
     uint64_t rx_packets;            /* RoCE packets received */
     uint64_t rx_bytes;
     uint64_t path_failovers;        /* QPs moved to another session */
+    /* ABI 1.8: the bytes of data buffers (keys, local DMA addresses) */
+    uint64_t ram_dma_read_bytes;    /* read from guest RAM */
+    uint64_t ram_dma_write_bytes;   /* written to guest RAM */
+    uint64_t peer_dma_read_bytes;   /* read from peer devices' BARs */
+    uint64_t peer_dma_write_bytes;  /* written to peer devices' BARs */
+    uint64_t data_dma_refused;      /* neither RAM nor an allowed peer */
 };
 
 #define RS_DEVICE_STATS_V14     64  /* bytes of ABI 1.4 and 1.5 */
+#define RS_DEVICE_STATS_V16     152 /* bytes of ABI 1.6 and 1.7 */
 
 /*
  * A memory window of PD pd in the key table of gid_index's network
@@ -1327,7 +1338,7 @@ RS_ABI_SIZE(struct rs_cmd_modify_srq, 24);
 RS_ABI_SIZE(struct rs_cmd_mcast, 24);
 RS_ABI_SIZE(struct rs_cmd_odp_resolve, 32);
 RS_ABI_SIZE(struct rs_cmd_odp_invalidate, 24);
-RS_ABI_SIZE(struct rs_device_stats, 152);
+RS_ABI_SIZE(struct rs_device_stats, 192);
 RS_ABI_SIZE(struct rs_session_attr, 104);
 
 #endif /* HW_RDMA_SESSION_ABI_H */

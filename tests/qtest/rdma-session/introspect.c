@@ -144,9 +144,7 @@ static void is_assert_qp(Loop *l, QDict *d, LoopQp *q, uint32_t dest,
     g_assert_cmpuint(qdict_get_int(x, "rnr-retry"), ==, 6);
 }
 
-/* The counters of QUERY_STATS (@len bytes asked for) into @st. */
-static void is_stats(QRdmaSession *d, struct rs_device_stats *st,
-                     uint32_t len)
+void query_stats(QRdmaSession *d, struct rs_device_stats *st, uint32_t len)
 {
     uint64_t buf = qrs_alloc_zeroed(d, 256);
     uint64_t *v = (uint64_t *)st;
@@ -168,7 +166,7 @@ static void is_assert_stats(QRdmaSession *d, QDict *dev)
 {
     struct rs_device_stats st, old;
 
-    is_stats(d, &st, sizeof(st));
+    query_stats(d, &st, sizeof(st));
     g_assert_cmpuint(is_counter(dev, "odp-faults"), ==, st.odp_faults);
     g_assert_cmpuint(is_counter(dev, "rnr-naks-rcvd"), ==, st.rnr_naks_rcvd);
     g_assert_cmpuint(is_counter(dev, "rnr-naks-sent"), ==, st.rnr_naks_sent);
@@ -185,7 +183,7 @@ static void is_assert_stats(QRdmaSession *d, QDict *dev)
     g_assert_cmpuint(st.path_failovers, ==, 0);
 
     /* A driver of ABI 1.5 asks for 64 bytes and gets those. */
-    is_stats(d, &old, RS_DEVICE_STATS_V14);
+    query_stats(d, &old, RS_DEVICE_STATS_V14);
     g_assert_cmpmem(&old, RS_DEVICE_STATS_V14, &st, RS_DEVICE_STATS_V14);
 }
 
@@ -247,9 +245,6 @@ static void is_send(Loop *l, uint64_t wr_id, uint32_t len)
 #define IS_MR1_LEN  (2 * PAGE)
 #define IS_MR1_ACC  (RS_ACCESS_LOCAL_WRITE | RS_ACCESS_REMOTE_READ)
 
-/* The PD of identity 1 is_setup() makes. */
-static uint32_t is_pd1;
-
 /*
  * The loopback fixture (GID 0 10.0.0.1 in VNI 0, a session to itself
  * from port 49152, a round-robin group of it, RC QPs a and b in RTS at
@@ -262,7 +257,6 @@ static uint32_t is_pd1;
 static uint32_t is_setup(Loop *l, void *obj, uint64_t *mr1)
 {
     g_autoptr(GPtrArray) paths = NULL;
-    QTestState *qts;
     uint32_t k1;
 
     loop_setup(l, obj);

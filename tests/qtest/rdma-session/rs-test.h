@@ -154,6 +154,12 @@ void cmd_init(struct rs_admin_cmd *cmd, uint8_t opcode);
 uint8_t query_at(QRdmaSession *d, uint8_t opcode, uint32_t handle,
                  uint64_t addr, uint32_t len);
 
+/*
+ * The counters of QUERY_STATS (@len bytes asked for) into @st, checking
+ * that the device wrote no more (introspect.c).
+ */
+void query_stats(QRdmaSession *d, struct rs_device_stats *st, uint32_t len);
+
 void gid_v4(uint8_t gid[16], uint8_t a, uint8_t b, uint8_t c,
             uint8_t e);
 
