@@ -136,6 +136,7 @@ static GString *rsf_cmdline(FuzzTarget *t)
         "dc-contexts=3,dc-idle=100,"
         "max-mr-pages=64,num-comp-vectors=1,mtu=1024,odp-pages=64,"
         "odp-fault-timeout=50 "
+        "-device e1000e,addr=05.0 "
         "-netdev socket,fd=%d,id=n0", rsf_sock[1]);
     /* RS_FUZZ_ARGS: more QEMU options, e.g. "-d trace:rdma_session_odp*". */
     if (getenv("RS_FUZZ_ARGS")) {

@@ -21,6 +21,7 @@
 
 #define RSF_SEPARATOR       "RSFZ"
 #define RSF_DEVFN           QPCI_DEVFN(4, 0)
+#define RSF_PEER_DEVFN      QPCI_DEVFN(5, 0)   /* e1000e: a peer BAR */
 #define RSF_PAGE            4096u
 #define RSF_MAX_FRAME       9216u
 /* BUNDLE, HELLO and REPLY frames: up to the IPv4 total length's limit. */
@@ -109,6 +110,7 @@ enum {
     /* Zero-based keys made of the MRs above (base 0, len their length). */
     RSF_MR_IND,         /* indirect: MR_ALL, READ_ONLY, MR_ALL, ODP */
     RSF_MR_PAT,         /* pattern: a column of MR_ALL and one of ODP */
+    RSF_MR_PEER,        /* 4 pages of a peer's MMIO BAR (e1000e's) */
     RSF_NMR,
 };
 

@@ -11,7 +11,7 @@ out = sys.argv[1]
 SEP = b"RSFZ"
 ROCE, BTH, RAW, CLOCK, POST_SEND, POST_RECV, CQ, ODP, BUNDLE, SPOOF, HELLO, REPLY, REREG = 0, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14
 LOOP_A, LOOP_B, RC, UC, UD, RC6, XINI, XTGT, DCI, DCT, DCT2 = range(11)
-MR_ALL, MR_RO, MR_ALL6, MR_BIG, MW_1, MW_2, MR_ODP, MR_ODPI, MR_IND, MR_PAT = range(10)
+MR_ALL, MR_RO, MR_ALL6, MR_BIG, MW_1, MW_2, MR_ODP, MR_ODPI, MR_IND, MR_PAT, MR_PEER = range(11)
 TRANS, PD, ACCESS = 1, 2, 4
 
 def roce(qp, opcode, ctl=0, psn=0, ackreq=0x80, ext=b"", flags=0, sport=1, qpn=None):
@@ -122,3 +122,14 @@ write("rereg-under-traffic", [wr(RC, MR_BIG), rereg(MR_BIG, ACCESS, access=0x05)
                               rereg(MR_ODP, ACCESS | PD, access=0x07, pd=1), rereg(MR_IND, ACCESS, access=0x07),
                               rereg(MR_RO, TRANS | ACCESS, access=0x3f, pages=0x83), rereg(MR_RO, 0x9, pages=1),
                               rereg(MR_RO, TRANS, pages=1, mr_flags=1), clock(50_000_000)])
+# peer-to-peer: WRITE, READ and a SEND's receive into the peer BAR MR
+# (e1000e's registers: its MMIO handlers run), an atomic on it (refused),
+# local WRITEs whose source and destination it is, and its translation
+# moved to RAM under the traffic
+post = lambda qp, op, mr, length, off=0: bytes([POST_SEND, qp, op, 0, mr]) + struct.pack("<HH", length, off)
+recv = lambda qp, mr, length, off=0: bytes([POST_RECV, qp, mr]) + struct.pack("<HH", length, off)
+write("peer-dma-bar", [wr(RC, MR_PEER), read_req(RC, 4096, mr=MR_PEER), clock(1_000_000),
+                       recv(LOOP_B, MR_PEER, 2048, 64), post(LOOP_A, 0x00, MR_ALL, 512), clock(1_000_000),
+                       post(LOOP_A, 0x03, MR_PEER, 2048, 256), post(LOOP_A, 0x05, MR_PEER, 1024, 8),
+                       roce(RC, 0x13, ctl=0x04 | (MR_PEER << 4), psn=3, ext=bytes(28)),
+                       rereg(MR_PEER, TRANS, pages=2), wr(RC, MR_PEER, psn=3), clock(50_000_000)])

@@ -6,6 +6,7 @@
  */
 
 #include "qemu/osdep.h"
+#include "standard-headers/linux/pci_regs.h"
 #include "rdma_session_fuzz.h"
 
 /* ------------------------------------------------------------------ */
@@ -54,8 +55,10 @@ static void rsf_gid_v4(uint8_t *gid, const uint8_t *ip)
     memcpy(gid + 12, ip, 4);
 }
 
-static void rsf_reg_mr(RSFState *f, RSFMr *m, uint32_t pages,
-                uint16_t access, uint32_t gid_index)
+/* An MR of @pages pages from @base (0: new zeroed RAM). */
+static void rsf_reg_mr_at(RSFState *f, RSFMr *m, uint64_t base,
+                          uint32_t pages, uint16_t access,
+                          uint32_t gid_index)
 {
     struct rs_cmd_reg_mr c = {
         .length = pages * RSF_PAGE,
@@ -68,7 +71,7 @@ static void rsf_reg_mr(RSFState *f, RSFMr *m, uint32_t pages,
     uint32_t i, rkey;
 
     m->len = pages * RSF_PAGE;
-    m->base = rsf_buf(f, m->len);
+    m->base = base ? base : rsf_buf(f, m->len);
     c.iova = m->base;
     c.pbl_addr = guest_alloc(&f->alloc, pages * 8);
     for (i = 0; i < pages; i++) {
@@ -76,6 +79,33 @@ static void rsf_reg_mr(RSFState *f, RSFMr *m, uint32_t pages,
                      m->base + i * RSF_PAGE);
     }
     rsf_ok(qrs_reg_mr(&f->d, &c, &m->key, &rkey), "REG_MR");
+}
+
+static void rsf_reg_mr(RSFState *f, RSFMr *m, uint32_t pages,
+                       uint16_t access, uint32_t gid_index)
+{
+    rsf_reg_mr_at(f, m, 0, pages, access, gid_index);
+}
+
+/*
+ * Peer-to-peer DMA: an MR on the registers of another device (e1000e's
+ * BAR 0), the most hostile peer there is: what frames write there runs
+ * its MMIO handlers, which may start its own DMA.
+ */
+static void rsf_reg_peer_mr(RSFState *f, RSFMr *m)
+{
+    QPCIDevice *peer = qpci_device_find(f->bus, RSF_PEER_DEVFN);
+    uint64_t size;
+    QPCIBar bar;
+
+    g_assert(peer);
+    qpci_device_enable(peer);
+    bar = qpci_iomap(peer, 0, &size);
+    g_assert(!bar.is_io && size >= 4 * RSF_PAGE);
+    rsf_reg_mr_at(f, m, qpci_config_readl(peer, PCI_BASE_ADDRESS_0) &
+                  PCI_BASE_ADDRESS_MEM_MASK, 4,
+                  RS_ACCESS_ALL & ~RS_ACCESS_FLUSH_PERSISTENT, 0);
+    g_free(peer);
 }
 
 /* Large pages, so that one READ or WRITE may span gigabytes. */
@@ -533,6 +563,7 @@ void rsf_bring_up(RSFState *f, QTestState *s)
     rsf_reg_odp_mr(f, &f->mr[RSF_MR_ODP], false);
     rsf_reg_odp_mr(f, &f->mr[RSF_MR_ODPI], true);
     rsf_reg_mkeys(f);
+    rsf_reg_peer_mr(f, &f->mr[RSF_MR_PEER]);
 
     /* Loopback: a session to our own address, as the qtests do. */
     memcpy(sc.dst_ip, gid, 16);
