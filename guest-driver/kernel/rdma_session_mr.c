@@ -384,7 +384,9 @@ err_mr:
  * ibv_reg_dmabuf_mr: [offset, offset + length) of dma-buf @fd, pinned as
  * efa and mlx5 (without ODP) do, so the device sees an ordinary page list.
  * The exporter's pages stay put while pinned: no move_notify to serve, so
- * no on-demand paging here.  ib_umem_release() in dereg unpins it.
+ * no on-demand paging here (ib_core's uverbs method already takes only
+ * local write, remote read/write/atomic and relaxed ordering; the check
+ * below holds for any other caller).  ib_umem_release() in dereg unpins.
  */
 struct ib_mr *rs_ib_reg_user_mr_dmabuf(struct ib_pd *ibpd, u64 offset,
 				       u64 length, u64 iova, int fd,
