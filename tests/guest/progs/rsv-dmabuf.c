@@ -10,7 +10,9 @@
  * "-- ordinary" (soft-RoCE has no dma-buf MRs: it must refuse one).
  *
  * Checks: server: bad-fd, past-end, odp-refused (the registrations that
- * must fail, each with its errno), reg, connect, recv, memory, dereg;
+ * must fail, each with its errno), reg, connect, recv, memory, dereg
+ * (reg and dereg also count the devices attached to dma-bufs: one per
+ * MR while registered, none left by a refusal or a deregistration);
  * client: local-mr, connect, write-read, read, offset-write-read, dereg.
  *
  * Copyright (c) 2026 rdma-session developers
@@ -87,6 +89,26 @@ static void dbuf_free(struct dbuf *b)
 		close(b->memfd);
 }
 
+/*
+ * Devices attached to all dma-bufs (debugfs dma_buf/bufinfo: "Total N
+ * devices attached" per buffer): a registration attaches the adapter to
+ * its dma-buf, a deregistration must detach it.  -1: unreadable.
+ */
+static int attached(void)
+{
+	FILE *f = fopen("/sys/kernel/debug/dma_buf/bufinfo", "r");
+	char line[256];
+	int n, sum = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Total %d devices attached", &n) == 1)
+			sum += n;
+	fclose(f);
+	return sum;
+}
+
 /* A registration that must fail: ok if it did, with an errno. */
 static void must_fail(const struct rsv_opts *o, const char *name,
 		      struct ibv_mr *mr, int err, const char *what)
@@ -120,7 +142,7 @@ static void server(const struct rsv_opts *o, struct rsv_dev *d)
 	struct ibv_qp *qp;
 	struct ibv_wc wc;
 	long bad[5];
-	int fd, err, st, e1, e2;
+	int fd, err, st, e1, e2, n0, n1, n2, n3;
 
 	why = dbuf_make(&a, A_SIZE);
 	if (!why)
@@ -131,6 +153,7 @@ static void server(const struct rsv_opts *o, struct rsv_dev *d)
 	}
 
 	/* Bad inputs first: each fails alone, the rest works after them. */
+	n0 = attached();
 	errno = 0;
 	mr = ibv_reg_dmabuf_mr(d->pd, 0, PG, (uintptr_t)a.map, a.memfd,
 			       ACCESS);
@@ -146,6 +169,7 @@ static void server(const struct rsv_opts *o, struct rsv_dev *d)
 	must_fail(o, "odp-refused", mr, errno,
 		  "IBV_ACCESS_ON_DEMAND on a pinned dma-buf");
 
+	n1 = attached();
 	errno = 0;
 	mra = ibv_reg_dmabuf_mr(d->pd, 0, A_SIZE, (uintptr_t)a.map, a.fd,
 				ACCESS);
@@ -154,10 +178,11 @@ static void server(const struct rsv_opts *o, struct rsv_dev *d)
 	mrb = ibv_reg_dmabuf_mr(d->pd, B_OFF, B_LEN,
 				(uintptr_t)(b.map + B_OFF), b.fd, ACCESS);
 	e2 = errno;
-	rsv_check(o, "reg", mra && mrb,
-		  "A 64 KiB at offset 0: %s; B %d bytes at offset %#x: %s",
+	n2 = attached();
+	rsv_check(o, "reg", mra && mrb && n0 >= 0 && n1 == n0 && n2 == n0 + 2,
+		  "A 64 KiB at offset 0: %s; B %d bytes at offset %#x: %s; devices attached to dma-bufs: %d before, %d after the refused ones, %d after these",
 		  mra ? "key registered" : strerror(e1), B_LEN, B_OFF,
-		  mrb ? "key registered" : strerror(e2));
+		  mrb ? "key registered" : strerror(e2), n0, n1, n2);
 	if (!mra || !mrb)
 		return;
 
@@ -217,8 +242,10 @@ static void server(const struct rsv_opts *o, struct rsv_dev *d)
 	ibv_destroy_cq(cq);
 	e1 = ibv_dereg_mr(mra);
 	e2 = ibv_dereg_mr(mrb);
-	rsv_check(o, "dereg", !e1 && !e2, "A: %s, B: %s", strerror(e1),
-		  strerror(e2));
+	n3 = attached();
+	rsv_check(o, "dereg", !e1 && !e2 && n3 == n0,
+		  "A: %s, B: %s; devices attached to dma-bufs: %d (%d before)",
+		  strerror(e1), strerror(e2), n3, n0);
 	dbuf_free(&a);
 	dbuf_free(&b);
 }
