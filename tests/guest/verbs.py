@@ -207,8 +207,8 @@ COMPAT_EVENTS = ["ib_send_lat-events", "ib_send_bw-events"]
 COMPAT_ADAPTER = ["ud-net-type", "attr-mw-flush"]
 
 # rsv-dmabuf's checks: VM 1 owns the dma-buf MRs, VM 2 is the initiator.
-DMABUF_VM1 = ["bad-fd", "past-end", "odp-refused", "reg", "connect", "recv",
-              "memory", "dereg"]
+DMABUF_VM1 = ["bad-fd", "past-end", "odp-refused", "reg", "rereg-refused",
+              "connect", "recv", "memory", "dereg"]
 DMABUF_VM2 = ["local-mr", "connect", "write-read", "read",
               "offset-write-read", "dereg"]
 

@@ -10,9 +10,10 @@
  * "-- ordinary" (soft-RoCE has no dma-buf MRs: it must refuse one).
  *
  * Checks: server: bad-fd, past-end, odp-refused (the registrations that
- * must fail, each with its errno), reg, connect, recv, memory, dereg
- * (reg and dereg also count the devices attached to dma-bufs: one per
- * MR while registered, none left by a refusal or a deregistration);
+ * must fail, each with its errno), reg, rereg-refused, connect, recv,
+ * memory, dereg (reg and dereg also count the devices attached to
+ * dma-bufs: one per MR while registered, none left by a refusal or a
+ * deregistration);
  * client: local-mr, connect, write-read, read, offset-write-read, dereg.
  *
  * Copyright (c) 2026 rdma-session developers
@@ -185,6 +186,14 @@ static void server(const struct rsv_opts *o, struct rsv_dev *d)
 		  mrb ? "key registered" : strerror(e2), n0, n1, n2);
 	if (!mra || !mrb)
 		return;
+	/* The MR stays as it was: the traffic below goes through it. */
+	errno = 0;
+	st = ibv_rereg_mr(mra, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			  IBV_ACCESS_LOCAL_WRITE);
+	e1 = errno;
+	rsv_check(o, "rereg-refused", st && e1,
+		  "ibv_rereg_mr of the dma-buf MR's access: %d, %s", st,
+		  strerror(e1));
 
 	cq = ibv_create_cq(d->ctx, 16, NULL, NULL, 0);
 	if (!cq)
