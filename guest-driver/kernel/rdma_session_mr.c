@@ -125,6 +125,9 @@ mismatch:
 				 IB_ACCESS_OPTIONAL | IB_ACCESS_ON_DEMAND | \
 				 IB_ACCESS_HUGETLB)
 
+/* dma-buf MRs are pinned: no on-demand paging. */
+#define RS_IB_DMABUF_ACCESS	(RS_IB_ACCESS_SUPPORTED & ~IB_ACCESS_ON_DEMAND)
+
 /* Indirect and pattern keys (RS_CAP_INDIRECT_MKEY, RS_CAP_PATTERN_MKEY). */
 #define RS_IB_MKEY_ACCESS	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
 				 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC)
@@ -399,9 +402,17 @@ struct ib_mr *rs_ib_reg_user_mr_dmabuf(struct ib_pd *ibpd, u64 offset,
 	u32 netid;
 	int err;
 
-	if (access & ~(RS_IB_ACCESS_SUPPORTED & ~IB_ACCESS_ON_DEMAND)) {
+	/* The provider sends no driver data: refuse what a newer one might. */
+	if (attrs->driver_udata.inlen &&
+	    !ib_is_udata_cleared(&attrs->driver_udata, 0,
+				 attrs->driver_udata.inlen)) {
+		ibdev_dbg(&dev->ibdev, "reg_dmabuf_mr: %zu bytes of driver data\n",
+			  attrs->driver_udata.inlen);
+		return ERR_PTR(-EINVAL);
+	}
+	if (access & ~RS_IB_DMABUF_ACCESS) {
 		ibdev_dbg(&dev->ibdev, "reg_dmabuf_mr: access flags %#x not supported\n",
-			  access & ~(RS_IB_ACCESS_SUPPORTED & ~IB_ACCESS_ON_DEMAND));
+			  access & ~RS_IB_DMABUF_ACCESS);
 		return ERR_PTR(-EOPNOTSUPP);
 	}
 	if (!length || length > dev->rdev->attr.max_mr_size) {

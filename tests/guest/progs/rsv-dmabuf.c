@@ -186,7 +186,10 @@ static void server(const struct rsv_opts *o, struct rsv_dev *d)
 		  mrb ? "key registered" : strerror(e2), n0, n1, n2);
 	if (!mra || !mrb)
 		return;
-	/* The MR stays as it was: the traffic below goes through it. */
+	/*
+	 * libibverbs re-registers only ordinary MRs (EINVAL), the driver
+	 * none of dma-buf; the MR stays as it was: the traffic below uses it.
+	 */
 	errno = 0;
 	st = ibv_rereg_mr(mra, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
 			  IBV_ACCESS_LOCAL_WRITE);
