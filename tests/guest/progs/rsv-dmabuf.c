@@ -3,7 +3,7 @@
  * them.  The server (VM 1, an adapter) makes two dma-bufs of memfds with
  * /dev/udmabuf and registers them: A, 64 KiB from offset 0, and B, a
  * range of three pages and 100 bytes from an odd offset into its second
- * page.  The client RDMA-writes into both and reads back, reads what the
+ * page, each at an IOVA unrelated to its mapping.  The client RDMA-writes into both and reads back, reads what the
  * server wrote with the CPU, and SENDs into A (a receive buffer of the
  * server's); the server checks the bytes through its memfd mappings.
  * The client's own buffer is a dma-buf MR too unless it runs with
@@ -41,6 +41,13 @@
 #define B_OFF (PG + 0x123)
 #define B_LEN (3 * PG + 100)
 #define SEND_LEN 4096
+/*
+ * The server's MRs start at IOVAs of their own, not at their mappings'
+ * addresses: the device goes by the MR's translation (same offset in
+ * the page as the dma-buf offset).
+ */
+#define A_IOVA 0x10000000000ull
+#define B_IOVA (0x20000000000ull + (B_OFF & (PG - 1)))
 #define ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
 		IBV_ACCESS_REMOTE_READ)
 
@@ -156,28 +163,26 @@ static void server(const struct rsv_opts *o, struct rsv_dev *d)
 	/* Bad inputs first: each fails alone, the rest works after them. */
 	n0 = attached();
 	errno = 0;
-	mr = ibv_reg_dmabuf_mr(d->pd, 0, PG, (uintptr_t)a.map, a.memfd,
+	mr = ibv_reg_dmabuf_mr(d->pd, 0, PG, A_IOVA, a.memfd,
 			       ACCESS);
 	must_fail(o, "bad-fd", mr, errno, "a memfd's fd (not a dma-buf)");
 	errno = 0;
 	mr = ibv_reg_dmabuf_mr(d->pd, A_SIZE - PG, 2 * PG,
-			       (uintptr_t)a.map, a.fd, ACCESS);
+			       A_IOVA, a.fd, ACCESS);
 	must_fail(o, "past-end", mr, errno,
 		  "offset + length one page past the dma-buf's 64 KiB");
 	errno = 0;
-	mr = ibv_reg_dmabuf_mr(d->pd, 0, PG, (uintptr_t)a.map, a.fd,
+	mr = ibv_reg_dmabuf_mr(d->pd, 0, PG, A_IOVA, a.fd,
 			       ACCESS | IBV_ACCESS_ON_DEMAND);
 	must_fail(o, "odp-refused", mr, errno,
 		  "IBV_ACCESS_ON_DEMAND on a pinned dma-buf");
 
 	n1 = attached();
 	errno = 0;
-	mra = ibv_reg_dmabuf_mr(d->pd, 0, A_SIZE, (uintptr_t)a.map, a.fd,
-				ACCESS);
+	mra = ibv_reg_dmabuf_mr(d->pd, 0, A_SIZE, A_IOVA, a.fd, ACCESS);
 	e1 = errno;
 	errno = 0;
-	mrb = ibv_reg_dmabuf_mr(d->pd, B_OFF, B_LEN,
-				(uintptr_t)(b.map + B_OFF), b.fd, ACCESS);
+	mrb = ibv_reg_dmabuf_mr(d->pd, B_OFF, B_LEN, B_IOVA, b.fd, ACCESS);
 	e2 = errno;
 	n2 = attached();
 	rsv_check(o, "reg", mra && mrb && n0 >= 0 && n1 == n0 && n2 == n0 + 2,
@@ -205,11 +210,11 @@ static void server(const struct rsv_opts *o, struct rsv_dev *d)
 	/* What the client reads: written with the CPU, through the memfd. */
 	rsv_fill(a.map + PART, PART, 13);
 	rsv_info(d, qp, 0x2001, &me);
-	me.addr = (uintptr_t)a.map;
+	me.addr = A_IOVA;
 	me.rkey = mra->rkey;
 	me.len = A_SIZE;
-	me.extra[0] = (uint32_t)(uintptr_t)(b.map + B_OFF);
-	me.extra[1] = (uint32_t)((uint64_t)(uintptr_t)(b.map + B_OFF) >> 32);
+	me.extra[0] = (uint32_t)B_IOVA;
+	me.extra[1] = (uint32_t)(B_IOVA >> 32);
 	me.extra[2] = mrb->rkey;
 	me.extra[3] = B_LEN;
 	fd = rsv_oob(o);
@@ -217,8 +222,7 @@ static void server(const struct rsv_opts *o, struct rsv_dev *d)
 		rsv_die("out-of-band exchange failed");
 	err = rsv_rc_connect(d, qp, ACCESS, me.psn, &peer);
 	/* The SEND lands in A's third part, through A's lkey. */
-	sge = (struct ibv_sge){ (uintptr_t)(a.map + 2 * PART), PART,
-				mra->lkey };
+	sge = (struct ibv_sge){ A_IOVA + 2 * PART, PART, mra->lkey };
 	rwr.sg_list = &sge;
 	rwr.num_sge = 1;
 	if (!err && ibv_post_recv(qp, &rwr, &rbad))
