@@ -530,6 +530,10 @@ struct ib_mr *rs_ib_reg_mkey_list(struct ib_pd *ibpd, bool pattern,
 				  int access);
 struct ib_mr *rs_ib_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 				u64 iova, int access, struct ib_udata *udata);
+struct ib_mr *rs_ib_reg_user_mr_dmabuf(struct ib_pd *ibpd, u64 offset,
+				       u64 length, u64 iova, int fd,
+				       int access,
+				       struct uverbs_attr_bundle *attrs);
 struct ib_mr *rs_ib_rereg_user_mr(struct ib_mr *ibmr, int flags,
 				  u64 start, u64 length, u64 iova,
 				  int access, struct ib_pd *ibpd,

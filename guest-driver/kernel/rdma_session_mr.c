@@ -125,6 +125,9 @@ mismatch:
 				 IB_ACCESS_OPTIONAL | IB_ACCESS_ON_DEMAND | \
 				 IB_ACCESS_HUGETLB)
 
+/* dma-buf MRs are pinned: no on-demand paging. */
+#define RS_IB_DMABUF_ACCESS	(RS_IB_ACCESS_SUPPORTED & ~IB_ACCESS_ON_DEMAND)
+
 /* Indirect and pattern keys (RS_CAP_INDIRECT_MKEY, RS_CAP_PATTERN_MKEY). */
 #define RS_IB_MKEY_ACCESS	(IB_ACCESS_LOCAL_WRITE | IB_ACCESS_REMOTE_WRITE | \
 				 IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_ATOMIC)
@@ -262,18 +265,72 @@ struct ib_mr *rs_ib_reg_mkey_list(struct ib_pd *ibpd, bool pattern,
 }
 EXPORT_SYMBOL_GPL(rs_ib_reg_mkey_list);
 
-struct ib_mr *rs_ib_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
-				u64 iova, int access, struct ib_udata *udata)
+/*
+ * REG_MR of @mr's pinned umem (from ib_umem_get or a dma-buf): the device
+ * gets the page list of the umem's DMA blocks and copies it.  On success
+ * @mr holds its keys; on failure the caller still owns @mr and its umem.
+ */
+static int rs_reg_umem_mr(struct ib_pd *ibpd, struct rs_mr *mr, u64 length,
+			  u64 iova, int access, u32 netid)
 {
 	struct rs_ibdev *dev = to_rsdev(ibpd->device);
 	struct rs_cmd_reg_mr params = {};
 	struct rs_com_key_result result;
 	unsigned long pgsz;
-	struct rs_uverbs_reg_mr ucmd;
 	struct rs_pbl pbl;
 	bool indirect;
+	u32 npages;
+	int err;
+
+	pgsz = ib_umem_find_best_pgsz(mr->umem, dev->rdev->attr.page_size_cap, iova);
+	if (!pgsz) {
+		ibdev_dbg(&dev->ibdev,
+			  "reg_mr: no page size of the device (%#llx) maps iova %#llx to the buffer\n",
+			  dev->rdev->attr.page_size_cap, iova);
+		return -EINVAL;
+	}
+	npages = ib_umem_num_dma_blocks(mr->umem, pgsz);
+
+	err = rs_pbl_build(dev, &pbl, mr->umem, pgsz, npages, &indirect);
+	if (err) {
+		rs_pbl_free(dev, &pbl);
+		return err;
+	}
+
+	params.iova = iova;
+	params.length = length;
+	params.pbl_addr = pbl.top_dma;
+	params.npages = npages;
+	params.pd = to_rspd(ibpd)->handle;
+	params.page_shift = order_base_2(pgsz);
+	params.flags = indirect ? RS_MR_F_PBL_INDIRECT : 0;
+	params.access = rs_access_from_ib(access);
+	params.gid_index = netid;
+	err = rs_com_reg_mr(dev, &params, &result);
+	/* The device copied the translation: the page list can go. */
+	rs_pbl_free(dev, &pbl);
+	if (err)
+		return err;
+
+	mr->handle = result.handle;
+	mr->ibmr.lkey = result.key;
+	mr->ibmr.rkey = result.key;
+	mr->ibmr.iova = iova;
+	mr->ibmr.length = length;
+	mr->ibmr.page_size = pgsz;
+	mr->access = access;
+	mr->netid = netid;
+	atomic64_inc(&dev->cnt[RS_CNT_MR_REGISTERED]);
+	return 0;
+}
+
+struct ib_mr *rs_ib_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
+				u64 iova, int access, struct ib_udata *udata)
+{
+	struct rs_ibdev *dev = to_rsdev(ibpd->device);
+	struct rs_uverbs_reg_mr ucmd;
 	struct rs_mr *mr;
-	u32 npages, netid;
+	u32 netid;
 	int err;
 
 	err = rs_udata_in(udata, &ucmd, sizeof(ucmd));
@@ -313,49 +370,80 @@ struct ib_mr *rs_ib_reg_user_mr(struct ib_pd *ibpd, u64 start, u64 length,
 		err = PTR_ERR(mr->umem);
 		goto err_mr;
 	}
-	pgsz = ib_umem_find_best_pgsz(mr->umem, dev->rdev->attr.page_size_cap, iova);
-	if (!pgsz) {
-		ibdev_dbg(&dev->ibdev,
-			  "reg_mr: no page size of the device (%#llx) maps iova %#llx to the buffer\n",
-			  dev->rdev->attr.page_size_cap, iova);
-		err = -EINVAL;
-		goto err_umem;
-	}
-	npages = ib_umem_num_dma_blocks(mr->umem, pgsz);
-
-	err = rs_pbl_build(dev, &pbl, mr->umem, pgsz, npages, &indirect);
-	if (err)
-		goto err_pbl;
-
-	params.iova = iova;
-	params.length = length;
-	params.pbl_addr = pbl.top_dma;
-	params.npages = npages;
-	params.pd = to_rspd(ibpd)->handle;
-	params.page_shift = order_base_2(pgsz);
-	params.flags = indirect ? RS_MR_F_PBL_INDIRECT : 0;
-	params.access = rs_access_from_ib(access);
-	params.gid_index = netid;
-	err = rs_com_reg_mr(dev, &params, &result);
-	/* The device copied the translation: the page list can go. */
-	rs_pbl_free(dev, &pbl);
+	err = rs_reg_umem_mr(ibpd, mr, length, iova, access, netid);
 	if (err)
 		goto err_umem;
-
-	mr->handle = result.handle;
-	mr->ibmr.lkey = result.key;
-	mr->ibmr.rkey = result.key;
-	mr->ibmr.iova = iova;
-	mr->ibmr.length = length;
-	mr->ibmr.page_size = pgsz;
-	mr->access = access;
 	mr->kind = "user";
-	mr->netid = netid;
-	atomic64_inc(&dev->cnt[RS_CNT_MR_REGISTERED]);
 	return &mr->ibmr;
 
-err_pbl:
-	rs_pbl_free(dev, &pbl);
+err_umem:
+	ib_umem_release(mr->umem);
+err_mr:
+	kfree(mr);
+	return ERR_PTR(err);
+}
+
+/*
+ * ibv_reg_dmabuf_mr: [offset, offset + length) of dma-buf @fd, pinned as
+ * efa and mlx5 (without ODP) do, so the device sees an ordinary page list.
+ * The exporter's pages stay put while pinned: no move_notify to serve, so
+ * no on-demand paging here (ib_core's uverbs method already takes only
+ * local write, remote read/write/atomic and relaxed ordering; the check
+ * below holds for any other caller).  ib_umem_release() in dereg unpins.
+ */
+struct ib_mr *rs_ib_reg_user_mr_dmabuf(struct ib_pd *ibpd, u64 offset,
+				       u64 length, u64 iova, int fd,
+				       int access,
+				       struct uverbs_attr_bundle *attrs)
+{
+	struct rs_ibdev *dev = to_rsdev(ibpd->device);
+	struct ib_umem_dmabuf *umem_dmabuf;
+	struct rs_mr *mr;
+	u32 netid;
+	int err;
+
+	/* The provider sends no driver data: refuse what a newer one might. */
+	if (attrs->driver_udata.inlen &&
+	    !ib_is_udata_cleared(&attrs->driver_udata, 0,
+				 attrs->driver_udata.inlen)) {
+		ibdev_dbg(&dev->ibdev, "reg_dmabuf_mr: %zu bytes of driver data\n",
+			  attrs->driver_udata.inlen);
+		return ERR_PTR(-EINVAL);
+	}
+	if (access & ~RS_IB_DMABUF_ACCESS) {
+		ibdev_dbg(&dev->ibdev, "reg_dmabuf_mr: access flags %#x not supported\n",
+			  access & ~RS_IB_DMABUF_ACCESS);
+		return ERR_PTR(-EOPNOTSUPP);
+	}
+	if (!length || length > dev->rdev->attr.max_mr_size) {
+		ibdev_dbg(&dev->ibdev, "reg_dmabuf_mr: length %llu, the device supports 1..%llu\n",
+			  length, dev->rdev->attr.max_mr_size);
+		return ERR_PTR(-EINVAL);
+	}
+	err = rs_default_netid(dev, ibpd, &netid);
+	if (err) {
+		ibdev_dbg(&dev->ibdev, "reg_dmabuf_mr: no network identity (GID) yet\n");
+		return ERR_PTR(err);
+	}
+
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	umem_dmabuf = ib_umem_dmabuf_get_pinned(ibpd->device, offset, length,
+						fd, access);
+	if (IS_ERR(umem_dmabuf)) {
+		err = PTR_ERR(umem_dmabuf);
+		ibdev_dbg(&dev->ibdev, "reg_dmabuf_mr: fd %d [%#llx, +%llu): %d\n",
+			  fd, offset, length, err);
+		goto err_mr;
+	}
+	mr->umem = &umem_dmabuf->umem;
+	err = rs_reg_umem_mr(ibpd, mr, length, iova, access, netid);
+	if (err)
+		goto err_umem;
+	mr->kind = "dmabuf";
+	return &mr->ibmr;
+
 err_umem:
 	ib_umem_release(mr->umem);
 err_mr:
@@ -488,6 +576,16 @@ struct ib_mr *rs_ib_rereg_user_mr(struct ib_mr *ibmr, int flags,
 		ibdev_dbg(ibmr->device, "rereg_mr: MR %#x is not a user MR\n",
 			  ibmr->lkey);
 		return ERR_PTR(-EINVAL);
+	}
+	/*
+	 * The MR keeps no reference to the dma-buf's fd to register it anew,
+	 * and umem->address is an offset into the dma-buf, not a user
+	 * address: the user deregisters and registers again.
+	 */
+	if (mr->umem->is_dmabuf) {
+		ibdev_dbg(ibmr->device, "rereg_mr: MR %#x is a dma-buf MR\n",
+			  ibmr->lkey);
+		return ERR_PTR(-EOPNOTSUPP);
 	}
 	err = ib_umem_check_rereg(mr->umem, flags, access);
 	if (err)

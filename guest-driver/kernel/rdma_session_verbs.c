@@ -353,6 +353,7 @@ static const struct ib_device_ops rs_ib_ops = {
 	.query_port = rs_ib_query_port,
 	.query_qp = rs_ib_query_qp,
 	.reg_user_mr = rs_ib_reg_user_mr,
+	.reg_user_mr_dmabuf = rs_ib_reg_user_mr_dmabuf,
 	.rereg_user_mr = rs_ib_rereg_user_mr,
 	.req_notify_cq = rs_ib_req_notify_cq,
 	.resize_cq = rs_ib_resize_cq,

@@ -32,6 +32,7 @@ static const struct verbs_context_ops rs_ctx_ops = {
 	.alloc_pd = rs_alloc_pd,
 	.dealloc_pd = rs_dealloc_pd,
 	.reg_mr = rs_reg_mr,
+	.reg_dmabuf_mr = rs_reg_dmabuf_mr,
 	.dereg_mr = rs_dereg_mr,
 	.alloc_mw = rs_alloc_mw,
 	.dealloc_mw = rs_dealloc_mw,

@@ -220,6 +220,9 @@ int rs_close_xrcd(struct ibv_xrcd *xrcd);
 
 struct ibv_mr *rs_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 			 uint64_t hca_va, int access);
+struct ibv_mr *rs_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
+				size_t length, uint64_t iova, int fd,
+				int access);
 int rs_dereg_mr(struct verbs_mr *vmr);
 struct ibv_mw *rs_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
 int rs_dealloc_mw(struct ibv_mw *mw);

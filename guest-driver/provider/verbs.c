@@ -221,6 +221,31 @@ struct ibv_mr *rs_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
 	return &mr->vmr.ibv_mr;
 }
 
+/*
+ * [offset, offset + length) of dma-buf fd: the kernel pins it and gives
+ * the device its page list, as for rs_reg_mr (no ODP on a dma-buf).
+ */
+struct ibv_mr *rs_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset,
+				size_t length, uint64_t iova, int fd,
+				int access)
+{
+	struct rs_mr *mr;
+	int err;
+
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return NULL;
+
+	err = ibv_cmd_reg_dmabuf_mr(pd, offset, length, iova, fd, access,
+				    &mr->vmr, NULL);
+	if (err) {
+		free(mr);
+		errno = err;
+		return NULL;
+	}
+	return &mr->vmr.ibv_mr;
+}
+
 struct ibv_mw *rs_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 {
 	struct ib_uverbs_alloc_mw_resp resp;

@@ -206,6 +206,12 @@ COMPAT_EVENTS = ["ib_send_lat-events", "ib_send_bw-events"]
 # windows with FLUSH_GLOBAL.
 COMPAT_ADAPTER = ["ud-net-type", "attr-mw-flush"]
 
+# rsv-dmabuf's checks: VM 1 owns the dma-buf MRs, VM 2 is the initiator.
+DMABUF_VM1 = ["bad-fd", "past-end", "odp-refused", "reg", "rereg-refused",
+              "connect", "recv", "memory", "dereg"]
+DMABUF_VM2 = ["local-mr", "connect", "write-read", "read",
+              "offset-write-read", "dereg"]
+
 # (feature, pairings, {VM: [checks]})
 FEATURES: List[Tuple[str, Tuple[str, ...], Dict[int, List[str]]]] = [
     ("rc", TWO, {1: ["rc-connect", "rc-send"],
@@ -242,6 +248,9 @@ FEATURES: List[Tuple[str, Tuple[str, ...], Dict[int, List[str]]]] = [
     ("odp", ("adapter-rxe",),
      {1: ["devinfo"] + ODP_VM1 + ODP_RUNS + ["rdma-statistic"],
       2: ODP_VM2 + ODP_RUNS}),
+    # rsv-dmabuf: VM 1 (an adapter) registers dma-bufs, VM 2 writes,
+    # reads and sends into them (soft-RoCE from an ordinary MR).
+    ("dmabuf", TWO, {1: DMABUF_VM1, 2: DMABUF_VM2}),
     ("mcast", ("three",), {1: ["devinfo", "ud-send", "mckey-send"],
                            2: ["devinfo", "ud-attach", "ud-recv",
                                "ud-detach", "mckey-recv"],
