@@ -10,7 +10,7 @@
 #
 # The result is cached in $RS_CACHE/kernel/<variant>-<key>/, key = the
 # source version, the hash of Debian's config, the fragment, the module
-# list and this script; an existing result is reused:
+# list and the script's recipe number; an existing result is reused:
 #     vmlinuz                  the bzImage
 #     kver                     its release (uname -r), e.g. 6.12.95+deb12-p2p
 #     lib/modules/<kver>/      modules_install's tree (modules.dep etc.)
@@ -101,8 +101,11 @@ if [ ! -s "$basecfg" ]; then
 fi
 
 # --- Cache key ---------------------------------------------------------------
-key=$( { echo "linux $ver"; sha1sum < "$basecfg"; cat "$frag"
-         grep -v '^#' "$modlist"; sha1sum < "$0"; } | sha1sum | cut -c1-16)
+# Not this script's text (a comment must not throw away an hour of
+# build): bump recipe when a change here changes what is built.
+recipe=1
+key=$( { echo "linux $ver recipe $recipe"; sha1sum < "$basecfg"; cat "$frag"
+         grep -v '^#' "$modlist"; } | sha1sum | cut -c1-16)
 out="$kdir/$variant-$key"
 if [ -s "$out/vmlinuz" ] && [ -s "$out/kver" ]; then
     log "up to date: $out ($(cat "$out/kver"))"
@@ -175,6 +178,7 @@ log "building bzImage and modules with make -j$jobs (log: $out/build.log)"
 "${mk[@]}" bzImage modules > "$out/build.log" 2>&1 ||
     { grep -E 'error|Error' "$out/build.log" | tail -n 20 >&2; die "the kernel build failed (log: $out/build.log)"; }
 log "built in $(secs "$t0") s"
+echo "make -j$jobs bzImage modules: $(secs "$t0") s wall" > "$out/build-time"
 kver=$("${mk[@]}" -s kernelrelease)
 rm -rf "$out/lib"
 "${mk[@]}" INSTALL_MOD_PATH="$out" INSTALL_MOD_STRIP=1 DEPMOD=/sbin/depmod modules_install \
