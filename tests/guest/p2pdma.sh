@@ -12,7 +12,9 @@
 # the adapter on pcie.0) connects with nvme-rdma, writes 1 MiB and reads
 # it back, then tells VM 1, which prints its kernel log about p2pdma and
 # NVMe.  The guests' lines start with "P2P: "; this script prints them
-# and exits 0 if no line says FAIL and the target used p2pmem.
+# and the number of NVMe commands whose data QEMU mapped in the CMB, and
+# exits 0 if no line says FAIL, the target used p2pmem and some NVMe
+# data went through the CMB.
 #
 # Usage: tests/guest/p2pdma.sh   (RS_BUILD, RS_CACHE as for the other
 # scripts; RS_QEMU: the QEMU binary, default $RS_BUILD/qemu/...; the image
@@ -47,7 +49,8 @@ t0=$(date +%s)
     -device xio3130-downstream,id=dn2,bus=up1,chassis=3,slot=1 \
     -drive file="$logs/nvme.img",if=none,id=nvm,format=raw \
     -device nvme,serial=p2p1,drive=nvm,cmb_size_mb=64,bus=dn1 \
-    -device rdma-session,netdev=n0,mac=52:54:00:77:00:01,bus=dn2 &
+    -device rdma-session,netdev=n0,mac=52:54:00:77:00:01,bus=dn2 \
+    -trace pci_nvme_map_addr_cmb,file="$logs/vm1.trace" &
 p1=$!
 "$qemu" "${common[@]}" -name vm2 -serial file:"$logs/vm2.log" \
     -append "$app rs.name=vm2 rs.ip=10.77.0.2/24 rs.cmd=\"sh /p2p/host.sh\"" \
@@ -58,5 +61,9 @@ wait $p1 $p2 || true
 echo "p2pdma: VMs ran $(( $(date +%s) - t0 )) s (logs in $logs)" >&2
 grep -h 'P2P: ' "$logs/vm1.log" | sed 's/^/[vm1] /'
 grep -h 'P2P: ' "$logs/vm2.log" | sed 's/^/[vm2] /'
+# The NVMe controller's commands whose data pointers were in its CMB
+# (QEMU's trace): the target's I/O through p2pmem.
+ncmb=$(grep -c pci_nvme_map_addr_cmb "$logs/vm1.trace" 2>/dev/null || true)
+echo "p2pdma: NVMe data mappings in the CMB (QEMU trace pci_nvme_map_addr_cmb): ${ncmb:-0}"
 ! grep -q 'P2P: .*FAIL' "$logs/vm1.log" "$logs/vm2.log" &&
-    grep -q 'using p2pmem' "$logs/vm1.log"
+    grep -q 'using p2pmem' "$logs/vm1.log" && [ "${ncmb:-0}" -gt 0 ]
