@@ -87,8 +87,6 @@ ver=$(dpkg-deb -f "$kdeb" Version)          # e.g. 6.12.95-1~bpo12+1
 src=$(dpkg-deb -f "$kdeb" Source | sed 's/ .*//')
 src=${src:-linux}
 [ "$src" = linux ] || [ "$src" = linux-signed-amd64 ] || die "$kpkg comes from source $src, not linux"
-# The signed image's source package names the unsigned one's version.
-upver=${ver%%-*}
 
 # Debian's config: the image package's /boot/config-*.
 basecfg="$kdir/config-$ver"
@@ -114,6 +112,12 @@ if [ -s "$out/vmlinuz" ] && [ -s "$out/kver" ]; then
 fi
 exec 9>"$kdir/.lock"
 flock 9
+# Another build may have finished it while we waited for the lock.
+if [ -s "$out/vmlinuz" ] && [ -s "$out/kver" ]; then
+    log "up to date: $out ($(cat "$out/kver"))"
+    echo "$out"
+    exit 0
+fi
 
 # --- Source ----------------------------------------------------------------------
 tree="$kdir/src/linux-$ver"
