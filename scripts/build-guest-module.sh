@@ -8,9 +8,13 @@
 # choice scripts/guest-image.sh makes for the guest kernel); if none is
 # installed, linux-headers-amd64 is installed from bookworm-backports
 # (scripts/apt-private.sh, apt_need).  RS_KERNEL_PKG=linux-image-<kver>
-# selects another version.
+# selects another version.  RS_KERNEL_VARIANT=NAME builds against that
+# variant of the guest kernel (scripts/build-guest-kernel.sh NAME, built
+# if needed; or the path of a variant directory) instead, in
+# $RS_BUILD/guest-module-NAME.
 #
-# Environment: RS_BUILD (default build/), RS_CACHE, RS_KERNEL_PKG.
+# Environment: RS_BUILD (default build/), RS_CACHE, RS_KERNEL_PKG,
+# RS_KERNEL_VARIANT.
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -26,7 +30,16 @@ installed_kver()
         awk '$1 ~ /^linux-headers-6\.12\.[0-9]+\+.*-amd64$/ && /install ok installed/ {print $1}' |
         sort -V | tail -n 1 | sed 's/^linux-headers-//'
 }
-if [ -n "${RS_KERNEL_PKG:-}" ]; then
+variant=${RS_KERNEL_VARIANT:-}
+if [ -n "$variant" ]; then
+    case $variant in
+    */*) vdir=$variant ;;
+    *) vdir=$("$top/scripts/build-guest-kernel.sh" "$variant") ||
+           die "the guest kernel variant $variant does not build (scripts/build-guest-kernel.sh)" ;;
+    esac
+    [ -s "$vdir/kver" ] || die "$vdir is not a guest kernel variant directory (no kver)"
+    kver=$(cat "$vdir/kver")
+elif [ -n "${RS_KERNEL_PKG:-}" ]; then
     kver=${RS_KERNEL_PKG#linux-image-}
     apt_need bookworm-backports "linux-headers-$kver" >&2 || die "cannot install linux-headers-$kver"
 else
@@ -38,11 +51,15 @@ else
     fi
 fi
 [ -n "$kver" ] || die "no linux-headers-6.12.*-amd64 installed"
-kdir=/lib/modules/$kver/build
-[ -e "$kdir/Makefile" ] || kdir=/usr/src/linux-headers-$kver
+if [ -n "$variant" ]; then
+    kdir=$vdir/build
+else
+    kdir=/lib/modules/$kver/build
+    [ -e "$kdir/Makefile" ] || kdir=/usr/src/linux-headers-$kver
+fi
 [ -e "$kdir/Makefile" ] || die "no kernel build tree for $kver"
 
-out="$RS_BUILD/guest-module"
+out="$RS_BUILD/guest-module${variant:+-$(basename "$variant")}"
 mkdir -p "$out/src"
 exec 9>"$out/.lock"
 flock 9

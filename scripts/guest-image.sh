@@ -39,6 +39,10 @@
 #                      (the linux-image-6.12.*-amd64 that bookworm-backports'
 #                      linux-image-amd64 depends on, or the one matching an
 #                      installed linux-headers-6.12.*-amd64)
+#   RS_KERNEL_VARIANT  boot a guest kernel variant built from Debian's source
+#                      instead (scripts/build-guest-kernel.sh NAME, e.g.
+#                      p2p; or the path of a variant directory); the
+#                      module is built against it too
 #   RS_GUEST_MODULES   more kernel modules to put into the image and load at
 #                      boot, space separated; dependencies are added
 #   RS_GUEST_EXTRA     a directory copied over the initramfs root (optional)
@@ -153,6 +157,16 @@ elif [ "${RS_GUEST_DRIVER:-1}" != 0 ]; then
     esac
 fi
 
+# A kernel variant (after the module, which builds it if needed).
+vdir=''
+case ${RS_KERNEL_VARIANT:-} in
+'') ;;
+*/*) vdir=$RS_KERNEL_VARIANT ;;
+*) vdir=$("$top/scripts/build-guest-kernel.sh" "$RS_KERNEL_VARIANT") ||
+       die "the guest kernel variant $RS_KERNEL_VARIANT does not build (scripts/build-guest-kernel.sh)" ;;
+esac
+[ -z "$vdir" ] || [ -s "$vdir/vmlinuz" ] || die "$vdir is not a guest kernel variant directory (no vmlinuz)"
+
 declare -A deb=()
 if [ -s "$memo" ]; then
     while read -r name path; do
@@ -211,6 +225,7 @@ key=$( { for p in "${!deb[@]}"; do basename "${deb[$p]}"; done | LC_ALL=C sort
          echo "$modules"; echo "$extrasum"
          [ "$extramodsum" = none ] || echo "extramods $extramodsum"
          echo "stage $stagesum ko $kosum"
+         [ -z "$vdir" ] || echo "variant $vdir $(sha1sum < "$vdir/vmlinuz")"
          sha1sum < "$0"; cat "$files"/* "$progs"/* "$examples"/*; } | sha1sum | cut -c1-16)
 out="$gdir/$key"
 # emit: the image's variables on stdout.
@@ -227,15 +242,21 @@ fi
 
 # --- Build -----------------------------------------------------------------
 tb=$(date +%s.%N)
-log "building guest image $key ($(basename "$kdeb"), rdma-core from ${stage:-the Debian packages})"
+log "building guest image $key (${vdir:-$(basename "$kdeb")}, rdma-core from ${stage:-the Debian packages})"
 work=$(mktemp -d "$gdir/.work.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-dpkg-deb -x "$kdeb" "$work/k"
 dpkg-deb -x "$bdeb" "$work/bb"
-vmlinuz=$(ls -1 "$work"/k/boot/vmlinuz-* 2>/dev/null | head -n 1 || true)
-[ -n "$vmlinuz" ] || die "$(basename "$kdeb") contains no /boot/vmlinuz-*"
-kver=${vmlinuz##*/vmlinuz-}
-moddir=$(ls -d "$work"/k/lib/modules/"$kver" "$work"/k/usr/lib/modules/"$kver" 2>/dev/null | head -n 1 || true)
+if [ -n "$vdir" ]; then
+    vmlinuz=$vdir/vmlinuz
+    kver=$(cat "$vdir/kver")
+    moddir=$vdir/lib/modules/$kver
+else
+    dpkg-deb -x "$kdeb" "$work/k"
+    vmlinuz=$(ls -1 "$work"/k/boot/vmlinuz-* 2>/dev/null | head -n 1 || true)
+    [ -n "$vmlinuz" ] || die "$(basename "$kdeb") contains no /boot/vmlinuz-*"
+    kver=${vmlinuz##*/vmlinuz-}
+    moddir=$(ls -d "$work"/k/lib/modules/"$kver" "$work"/k/usr/lib/modules/"$kver" 2>/dev/null | head -n 1 || true)
+fi
 bb="$work/bb/bin/busybox"
 [ -x "$bb" ] || die "$(basename "$bdeb") contains no bin/busybox"
 

@@ -1,0 +1,69 @@
+#!/bin/bash
+# Peer-to-peer DMA check with the p2p guest kernel variant
+# (scripts/build-guest-kernel.sh p2p: Debian's 6.12 with CONFIG_PCI_P2PDMA).
+#
+# Two VMs on a multicast segment under TCG.  VM 1 (10.77.0.1) has a PCIe
+# switch (pcie-root-port, x3130-upstream, two xio3130-downstream ports)
+# with an NVMe controller with a 64 MiB CMB behind one downstream port
+# and the rdma-session adapter behind the other; it checks that the nvme
+# driver published the CMB as p2pmem, that the adapter's RDMA device is
+# there, and configures nvmet (nvmet-rdma port 4420) with one namespace on
+# the NVMe disk and p2pmem set to the NVMe controller.  VM 2 (10.77.0.2,
+# the adapter on pcie.0) connects with nvme-rdma, writes 1 MiB and reads
+# it back, then tells VM 1, which prints its kernel log about p2pdma and
+# NVMe.  The guests' lines start with "P2P: "; this script prints them
+# and the number of NVMe commands whose data QEMU mapped in the CMB, and
+# exits 0 if no line says FAIL, the target used p2pmem and some NVMe
+# data went through the CMB.
+#
+# Usage: tests/guest/p2pdma.sh   (RS_BUILD, RS_CACHE as for the other
+# scripts; RS_QEMU: the QEMU binary, default $RS_BUILD/qemu/...; the image
+# without rdma-core userspace unless RS_RDMA_CORE_STAGE says otherwise;
+# logs in $RS_BUILD/p2pdma/)
+set -euo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+: "${RS_BUILD:=$top/build}"
+qemu=${RS_QEMU:-$RS_BUILD/qemu/qemu-system-x86_64}
+[ -x "$qemu" ] || { echo "p2pdma: no QEMU at $qemu (scripts/build-qemu.sh)" >&2; exit 2; }
+logs=$RS_BUILD/p2pdma
+mkdir -p "$logs/extra/p2p"
+cp "$top"/tests/guest/p2pdma/*.sh "$logs/extra/p2p/"
+eval "$(RS_KERNEL_VARIANT=p2p RS_GUEST_EXTRA=$logs/extra RS_GUEST_MODULES=nvme \
+        RS_RDMA_CORE_STAGE=${RS_RDMA_CORE_STAGE:-none} \
+        "$top/scripts/guest-image.sh")"
+echo "p2pdma: kernel $RS_KVER ($RS_KERNEL)" >&2
+truncate -s 64M "$logs/nvme.img"
+fw=()
+for d in /usr/share/seabios /usr/share/qemu /usr/lib/ipxe/qemu; do [ -d $d ] && fw+=(-L $d); done
+grp="230.$((RANDOM % 256)).$((RANDOM % 256)).$((RANDOM % 254 + 1)):$((RANDOM % 30000 + 20000))"
+common=(-machine q35 -accel tcg -m 1024 -smp 1 -nodefaults -display none -no-reboot "${fw[@]}"
+        -kernel "$RS_KERNEL" -initrd "$RS_INITRD"
+        -netdev socket,id=n0,mcast=$grp,localaddr=127.0.0.1)
+app="console=ttyS0 panic=-1 no_timer_check"
+t0=$(date +%s)
+"$qemu" "${common[@]}" -name vm1 -serial file:"$logs/vm1.log" \
+    -append "$app rs.name=vm1 rs.ip=10.77.0.1/24 rs.cmd=\"sh /p2p/target.sh\"" \
+    -device pcie-root-port,id=rp1,bus=pcie.0,chassis=1 \
+    -device x3130-upstream,id=up1,bus=rp1 \
+    -device xio3130-downstream,id=dn1,bus=up1,chassis=2,slot=0 \
+    -device xio3130-downstream,id=dn2,bus=up1,chassis=3,slot=1 \
+    -drive file="$logs/nvme.img",if=none,id=nvm,format=raw \
+    -device nvme,serial=p2p1,drive=nvm,cmb_size_mb=64,bus=dn1 \
+    -device rdma-session,netdev=n0,mac=52:54:00:77:00:01,bus=dn2 \
+    -trace pci_nvme_map_addr_cmb,file="$logs/vm1.trace" &
+p1=$!
+"$qemu" "${common[@]}" -name vm2 -serial file:"$logs/vm2.log" \
+    -append "$app rs.name=vm2 rs.ip=10.77.0.2/24 rs.cmd=\"sh /p2p/host.sh\"" \
+    -device rdma-session,netdev=n0,mac=52:54:00:77:00:02 &
+p2=$!
+trap 'kill $p1 $p2 2>/dev/null || true' EXIT
+wait $p1 $p2 || true
+echo "p2pdma: VMs ran $(( $(date +%s) - t0 )) s (logs in $logs)" >&2
+grep -h 'P2P: ' "$logs/vm1.log" | sed 's/^/[vm1] /'
+grep -h 'P2P: ' "$logs/vm2.log" | sed 's/^/[vm2] /'
+# The NVMe controller's commands whose data pointers were in its CMB
+# (QEMU's trace): the target's I/O through p2pmem.
+ncmb=$(grep -c pci_nvme_map_addr_cmb "$logs/vm1.trace" 2>/dev/null || true)
+echo "p2pdma: NVMe data mappings in the CMB (QEMU trace pci_nvme_map_addr_cmb): ${ncmb:-0}"
+! grep -q 'P2P: .*FAIL' "$logs/vm1.log" "$logs/vm2.log" &&
+    grep -q 'using p2pmem' "$logs/vm1.log" && [ "${ncmb:-0}" -gt 0 ]

@@ -1,0 +1,32 @@
+# p2pdma: VM 1, the NVMe-oF target with p2pmem (tests/guest/p2pdma.sh)
+echo "P2P: kernel $(uname -r)"
+nv=
+for d in /sys/bus/pci/devices/*; do
+    [ -d "$d/p2pmem" ] || continue
+    nv=${d##*/}
+    echo "P2P: p2pmem $nv size=$(cat $d/p2pmem/size) available=$(cat $d/p2pmem/available) published=$(cat $d/p2pmem/published)"
+done
+[ -n "$nv" ] || echo "P2P: FAIL no device publishes p2pmem"
+rs=$(for d in /sys/bus/pci/devices/*; do [ "$(cat $d/vendor):$(cat $d/device)" = 0x1af4:0x10f0 ] && echo ${d##*/}; done)
+echo "P2P: adapter $rs, RDMA devices: $(ls /sys/class/infiniband | tr '\n' ' ')"
+for d in $nv $rs; do echo "P2P: $d is behind $(readlink -f /sys/bus/pci/devices/$d/.. | sed 's|/sys/devices/||')"; done
+modprobe nvmet && modprobe nvmet_rdma || echo "P2P: FAIL modprobe nvmet nvmet_rdma"
+grep -q configfs /proc/mounts || mount -t configfs none /sys/kernel/config
+N=/sys/kernel/config/nvmet
+S=$N/subsystems/p2p
+mkdir $S && echo 1 > $S/attr_allow_any_host
+mkdir $S/namespaces/1
+echo /dev/nvme0n1 > $S/namespaces/1/device_path
+echo "$nv" > $S/namespaces/1/p2pmem || echo "P2P: FAIL p2pmem=$nv refused"
+echo "P2P: namespace p2pmem=$(cat $S/namespaces/1/p2pmem)"
+if echo 1 > $S/namespaces/1/enable; then echo "P2P: namespace enabled"; else echo "P2P: FAIL namespace enable"; fi
+mkdir $N/ports/1
+echo rdma > $N/ports/1/addr_trtype; echo ipv4 > $N/ports/1/addr_adrfam
+echo 10.77.0.1 > $N/ports/1/addr_traddr; echo 4420 > $N/ports/1/addr_trsvcid
+ln -s $S $N/ports/1/subsystems/p2p || echo "P2P: FAIL port"
+echo "P2P: target ready"
+r=$(timeout ${P2P_WAIT:-400} nc -l -p 7777 </dev/null)
+echo "P2P: host said: ${r:-nothing}"
+echo "P2P: p2pmem available after: $(cat /sys/bus/pci/devices/$nv/p2pmem/available)"
+echo "P2P: kernel log:"
+dmesg | grep -iE 'p2p|nvmet|cmb|nvme' | sed 's/^/P2P: dmesg: /'
