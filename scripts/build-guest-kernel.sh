@@ -21,9 +21,11 @@
 # $RS_CACHE/src/linux/.  With ccache on the host, compiles go through it
 # ($RS_CACHE/ccache).
 #
-# Usage: scripts/build-guest-kernel.sh [VARIANT]   (default: p2p, or
-#        $RS_KERNEL_VARIANT)
-# Prints the variant directory on stdout; progress goes to stderr.
+# Usage: scripts/build-guest-kernel.sh [--cached] [VARIANT]   (default:
+#        p2p, or $RS_KERNEL_VARIANT)
+# Prints the variant directory on stdout; progress goes to stderr.  With
+# --cached it builds nothing: it prints the directory if the variant is
+# already built, else exits with status 3.
 #
 # Environment: RS_CACHE, RS_KERNEL_PKG (as in scripts/guest-image.sh),
 #   RS_KERNEL_VARIANT, RS_KERNEL_JOBS (make -j, default: nproc).  The build
@@ -37,6 +39,11 @@ log() { printf '[guest-kernel] %s\n' "$*" >&2; }
 die() { printf '[guest-kernel] error: %s\n' "$*" >&2; exit 1; }
 secs() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
 
+cached_only=0
+if [ "${1:-}" = --cached ]; then
+    cached_only=1
+    shift
+fi
 variant=${1:-${RS_KERNEL_VARIANT:-p2p}}
 frag="$top/scripts/guest-kernel/$variant.config"
 modlist="$top/scripts/guest-kernel/modules.list"
@@ -110,6 +117,7 @@ if [ -s "$out/vmlinuz" ] && [ -s "$out/kver" ]; then
     echo "$out"
     exit 0
 fi
+[ $cached_only = 0 ] || exit 3
 exec 9>"$kdir/.lock"
 flock 9
 # Another build may have finished it while we waited for the lock.

@@ -21,8 +21,9 @@
 #                build
 #   qtest-asan   the qtests on the sanitizer build
 #   demo, guest-driver, guest-stack, rdma-matrix, verbs, introspect, nvmf,
-#   stacks, resilience, multipath, migration, libvirt, bench-smoke   the
-#                VM-level suites (tests/guest/; stacks runs in the Debian
+#   p2p, stacks, resilience, multipath, migration, libvirt, bench-smoke
+#                the VM-level suites (tests/guest/; p2p needs the p2p guest
+#                kernel, skipped when it is not built; stacks runs in the Debian
 #                guest; multipath, migration and libvirt build networks of
 #                namespaces, libvirt runs a libvirtd per host: they need
 #                root)
@@ -50,10 +51,10 @@ logs="$RS_BUILD/test-logs"
 mkdir -p "$logs"
 
 all=(abi checkpatch unit qtest vmstate fuzz-smoke qtest-asan demo guest-driver
-     guest-stack rdma-matrix verbs introspect nvmf stacks resilience multipath
-     migration libvirt bench-smoke)
-guest=(demo guest-driver guest-stack rdma-matrix verbs introspect nvmf stacks
-       resilience multipath migration libvirt bench-smoke)
+     guest-stack rdma-matrix verbs introspect nvmf p2p stacks resilience
+     multipath migration libvirt bench-smoke)
+guest=(demo guest-driver guest-stack rdma-matrix verbs introspect nvmf p2p
+       stacks resilience multipath migration libvirt bench-smoke)
 sel=()
 for a in "${@:-${all[@]}}"; do
     if [ "$a" = guest ]; then sel+=("${guest[@]}"); else sel+=("$a"); fi

@@ -16,8 +16,15 @@
 # exits 0 if no line says FAIL, the target used p2pmem and some NVMe
 # data went through the CMB.
 #
-# Usage: tests/guest/p2pdma.sh   (RS_BUILD, RS_CACHE as for the other
-# scripts; RS_QEMU: the QEMU binary, default $RS_BUILD/qemu/...; the image
+# With "sockets" VM 1 instead has two NUMA nodes, each with a pxb-pcie
+# expander bridge (a host bridge of its own), the NVMe controller under
+# one and the adapter under the other: the kernel's p2pdma distance check
+# refuses the pair, nvmet falls back to RAM (the proxied path), and the
+# adapter's counters show its data bytes went to and from RAM instead.
+#
+# Usage: tests/guest/p2pdma.sh [switch|sockets]   (RS_BUILD, RS_CACHE as for the other
+# scripts; RS_P2P_VM1_ARGS: more QEMU options for VM 1, e.g.
+# "-global rdma-session.peer-dma=off"; RS_QEMU: the QEMU binary, default $RS_BUILD/qemu/...; the image
 # without rdma-core userspace unless RS_RDMA_CORE_STAGE says otherwise;
 # logs in $RS_BUILD/p2pdma/)
 set -euo pipefail
@@ -25,7 +32,9 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 : "${RS_BUILD:=$top/build}"
 qemu=${RS_QEMU:-$RS_BUILD/qemu/qemu-system-x86_64}
 [ -x "$qemu" ] || { echo "p2pdma: no QEMU at $qemu (scripts/build-qemu.sh)" >&2; exit 2; }
-logs=$RS_BUILD/p2pdma
+topo=${1:-switch}
+case $topo in switch|sockets) ;; *) echo "p2pdma: topology switch or sockets" >&2; exit 2;; esac
+logs=$RS_BUILD/p2pdma/$topo
 mkdir -p "$logs/extra/p2p"
 cp "$top"/tests/guest/p2pdma/*.sh "$logs/extra/p2p/"
 eval "$(RS_KERNEL_VARIANT=p2p RS_GUEST_EXTRA=$logs/extra RS_GUEST_MODULES=nvme \
@@ -40,30 +49,66 @@ common=(-machine q35 -accel tcg -m 1024 -smp 1 -nodefaults -display none -no-reb
         -kernel "$RS_KERNEL" -initrd "$RS_INITRD"
         -netdev socket,id=n0,mcast=$grp,localaddr=127.0.0.1)
 app="console=ttyS0 panic=-1 no_timer_check"
+if [ "$topo" = switch ]; then
+    # One PCIe switch: the two functions share an upstream bridge.
+    vm1_topo=(-device pcie-root-port,id=rp1,bus=pcie.0,chassis=1
+              -device x3130-upstream,id=up1,bus=rp1
+              -device xio3130-downstream,id=dn1,bus=up1,chassis=2,slot=0
+              -device xio3130-downstream,id=dn2,bus=up1,chassis=3,slot=1)
+    nvme_bus=dn1 rs_bus=dn2
+else
+    # Two sockets: a NUMA node and a host bridge (pxb-pcie) each.
+    vm1_topo=(-object memory-backend-ram,id=m0,size=512M
+              -object memory-backend-ram,id=m1,size=512M
+              -numa node,nodeid=0,cpus=0,memdev=m0 -numa node,nodeid=1,memdev=m1
+              -device pxb-pcie,id=pxb0,bus_nr=32,numa_node=0,bus=pcie.0
+              -device pcie-root-port,id=rpa,bus=pxb0,chassis=10,slot=0
+              -device pxb-pcie,id=pxb1,bus_nr=64,numa_node=1,bus=pcie.0
+              -device pcie-root-port,id=rpb,bus=pxb1,chassis=11,slot=0)
+    nvme_bus=rpa rs_bus=rpb
+fi
 t0=$(date +%s)
 "$qemu" "${common[@]}" -name vm1 -serial file:"$logs/vm1.log" \
     -append "$app rs.name=vm1 rs.ip=10.77.0.1/24 rs.cmd=\"sh /p2p/target.sh\"" \
-    -device pcie-root-port,id=rp1,bus=pcie.0,chassis=1 \
-    -device x3130-upstream,id=up1,bus=rp1 \
-    -device xio3130-downstream,id=dn1,bus=up1,chassis=2,slot=0 \
-    -device xio3130-downstream,id=dn2,bus=up1,chassis=3,slot=1 \
+    "${vm1_topo[@]}" \
     -drive file="$logs/nvme.img",if=none,id=nvm,format=raw \
-    -device nvme,serial=p2p1,drive=nvm,cmb_size_mb=64,bus=dn1 \
-    -device rdma-session,netdev=n0,mac=52:54:00:77:00:01,bus=dn2 \
-    -trace pci_nvme_map_addr_cmb,file="$logs/vm1.trace" &
+    -device nvme,serial=p2p1,drive=nvm,cmb_size_mb=64,bus=$nvme_bus \
+    -device rdma-session,netdev=n0,mac=52:54:00:77:00:01,bus=$rs_bus \
+    -trace pci_nvme_map_addr_cmb,file="$logs/vm1.trace" ${RS_P2P_VM1_ARGS:-} &
 p1=$!
 "$qemu" "${common[@]}" -name vm2 -serial file:"$logs/vm2.log" \
     -append "$app rs.name=vm2 rs.ip=10.77.0.2/24 rs.cmd=\"sh /p2p/host.sh\"" \
     -device rdma-session,netdev=n0,mac=52:54:00:77:00:02 &
 p2=$!
-trap 'kill $p1 $p2 2>/dev/null || true' EXIT
+# A target that never answers (I/O that hangs) fails in bounded time.
+( sleep "${RS_P2P_TIMEOUT:-180}"; echo "P2P: FAIL timeout" >> "$logs/vm1.log"
+  kill $p1 $p2 2>/dev/null ) >/dev/null 2>&1 &
+w=$!
+trap 'kill $p1 $p2 $w 2>/dev/null || true' EXIT
 wait $p1 $p2 || true
+kill $w 2>/dev/null || true
 echo "p2pdma: VMs ran $(( $(date +%s) - t0 )) s (logs in $logs)" >&2
 grep -h 'P2P: ' "$logs/vm1.log" | sed 's/^/[vm1] /'
 grep -h 'P2P: ' "$logs/vm2.log" | sed 's/^/[vm2] /'
 # The NVMe controller's commands whose data pointers were in its CMB
 # (QEMU's trace): the target's I/O through p2pmem.
 ncmb=$(grep -c pci_nvme_map_addr_cmb "$logs/vm1.trace" 2>/dev/null || true)
-echo "p2pdma: NVMe data mappings in the CMB (QEMU trace pci_nvme_map_addr_cmb): ${ncmb:-0}"
-! grep -q 'P2P: .*FAIL' "$logs/vm1.log" "$logs/vm2.log" &&
-    grep -q 'using p2pmem' "$logs/vm1.log" && [ "${ncmb:-0}" -gt 0 ]
+echo "p2pdma: $topo: NVMe data mappings in the CMB (QEMU trace pci_nvme_map_addr_cmb): ${ncmb:-0}"
+# The target adapter's data buffer counters: an NVMe-oF write is its RDMA
+# READ of the host's data (written to the buffer), a read its RDMA WRITE
+# of the data (read from the buffer); 1 MiB each way.
+cnt() { sed -n "s/.*P2P: counter $1=\([0-9]*\).*/\1/p" "$logs/vm1.log" | tail -n 1; }
+pw=$(cnt peer_dma_write_bytes) pr=$(cnt peer_dma_read_bytes)
+rw=$(cnt ram_dma_write_bytes) rr=$(cnt ram_dma_read_bytes)
+echo "p2pdma: $topo: target adapter data bytes: peer write ${pw:-?} read ${pr:-?}, RAM write ${rw:-?} read ${rr:-?}"
+mib=1048576
+! grep -q 'P2P: .*FAIL' "$logs/vm1.log" "$logs/vm2.log" || exit 1
+grep -q 'P2P: io ok' "$logs/vm2.log" || exit 1
+if [ "$topo" = switch ]; then
+    grep -q 'using p2pmem' "$logs/vm1.log" && [ "${ncmb:-0}" -gt 0 ] &&
+        [ "${pw:-0}" -ge $mib ] && [ "${pr:-0}" -ge $mib ]
+else
+    ! grep -q 'using p2pmem' "$logs/vm1.log" && [ "${ncmb:-0}" -eq 0 ] &&
+        [ "${pw:--1}" -eq 0 ] && [ "${pr:--1}" -eq 0 ] &&
+        [ "${rw:-0}" -ge $mib ] && [ "${rr:-0}" -ge $mib ]
+fi

@@ -10,8 +10,14 @@ res=
 if [ $ok = 1 ] && [ -b /dev/nvme0n1 ]; then
     echo "P2P: connected $(cat /sys/class/nvme/nvme0/transport) $(cat /sys/class/nvme/nvme0/address)"
     dd if=/dev/urandom of=/tmp/a bs=65536 count=16 2>/dev/null
+    # Elapsed centiseconds, from /proc/uptime (busybox date has no %N).
+    cs() { awk '{ printf "%d", $1 * 100 }' /proc/uptime; }
+    t0=$(cs)
     dd if=/tmp/a of=/dev/nvme0n1 bs=65536 count=16 oflag=direct 2>/tmp/dd.err
+    t1=$(cs)
     dd if=/dev/nvme0n1 of=/tmp/a2 bs=4096 count=256 iflag=direct 2>>/tmp/dd.err
+    t2=$(cs)
+    echo "P2P: write 1 MiB in $((t1 - t0))0 ms, read in $((t2 - t1))0 ms"
     if cmp -s /tmp/a /tmp/a2; then res="io ok: 1 MiB written in 64 KiB, read back in 4 KiB, equal"
     else res="io FAIL: $(cmp /tmp/a /tmp/a2 2>&1 | head -n 1) $(tr '\n' ' ' < /tmp/dd.err)"; fi
     echo 1 > /sys/class/nvme/nvme0/delete_controller

@@ -28,5 +28,10 @@ echo "P2P: target ready"
 r=$(timeout ${P2P_WAIT:-400} nc -l -p 7777 </dev/null)
 echo "P2P: host said: ${r:-nothing}"
 echo "P2P: p2pmem available after: $(cat /sys/bus/pci/devices/$nv/p2pmem/available)"
+# The adapter's data buffer counters (device ABI 1.8), as rdma statistic
+# shows them.
+for c in ram_dma_read_bytes ram_dma_write_bytes peer_dma_read_bytes peer_dma_write_bytes data_dma_refused; do
+    echo "P2P: counter $c=$(cat /sys/class/infiniband/*/ports/1/hw_counters/$c)"
+done
 echo "P2P: kernel log:"
 dmesg | grep -iE 'p2p|nvmet|cmb|nvme' | sed 's/^/P2P: dmesg: /'
