@@ -256,7 +256,6 @@ static uint32_t is_pd1;
 
 static uint32_t is_setup(Loop *l, void *obj, uint64_t *mr1)
 {
-    g_autoptr(GPtrArray) paths = NULL;
     uint32_t k1;
 
     loop_setup(l, obj);
