@@ -131,28 +131,32 @@ uint8_t rs_dma_write(RSCore *c, uint64_t addr, const void *buf,
  * such BARs; never ours.  c->data_ram_only refuses peers for what needs
  * RAM (atomics: an MMIO BAR cannot do a read-modify-write as one).
  */
-uint8_t rs_data_check(RSCore *c, uint64_t addr, uint64_t len, bool write)
+static int rs_data_kind(RSCore *c, uint64_t addr, uint64_t len, bool write)
 {
-    if (len && rs_dma_kind(c, addr, len, write, !c->data_ram_only) ==
-               RS_DMA_REFUSED) {
+    int kind = len ? rs_dma_kind(c, addr, len, write, !c->data_ram_only) :
+                     RS_DMA_RAM;
+
+    if (kind == RS_DMA_REFUSED) {
         c->stats.data_dma_refused++;
         trace_rdma_session_dma_refused(addr, len, write);
-        return RS_STATUS_BAD_ADDR;
     }
-    return RS_STATUS_OK;
+    return kind;
+}
+
+uint8_t rs_data_check(RSCore *c, uint64_t addr, uint64_t len, bool write)
+{
+    return rs_data_kind(c, addr, len, write) == RS_DMA_REFUSED ?
+           RS_STATUS_BAD_ADDR : RS_STATUS_OK;
 }
 
 static uint8_t rs_data_rw(RSCore *c, uint64_t addr, void *buf, uint64_t len,
                           bool write)
 {
-    int kind = len ? rs_dma_kind(c, addr, len, write, !c->data_ram_only) :
-                     RS_DMA_RAM;
+    int kind = rs_data_kind(c, addr, len, write);
     bool engaged = c->guard && c->guard->engaged_in_io;
     MemTxResult r;
 
     if (kind == RS_DMA_REFUSED) {
-        c->stats.data_dma_refused++;
-        trace_rdma_session_dma_refused(addr, len, write);
         return RS_STATUS_BAD_ADDR;
     }
     if (kind == RS_DMA_PEER) {

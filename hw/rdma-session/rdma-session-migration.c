@@ -209,13 +209,19 @@ static int rs_core_post_load(void *opaque, int version_id)
     return 0;
 }
 
+/* Whether any counter in bytes [from, to) of c->stats is not zero. */
+static bool rs_stats_counted(const RSCore *c, size_t from, size_t to)
+{
+    static const struct rs_device_stats zero;
+
+    return memcmp((const uint8_t *)&c->stats + from,
+                  (const uint8_t *)&zero + from, to - from) != 0;
+}
+
 /* Device statistics (ABI 1.4): sent once any counted. */
 static bool rs_stats_needed(void *opaque)
 {
-    RSCore *c = opaque;
-    static const struct rs_device_stats zero;
-
-    return memcmp(&c->stats, &zero, RS_DEVICE_STATS_V14) != 0;
+    return rs_stats_counted(opaque, 0, RS_DEVICE_STATS_V14);
 }
 
 static const VMStateDescription vmstate_rs_stats = {
@@ -242,23 +248,14 @@ static const VMStateDescription vmstate_rs_stats = {
  */
 static bool rs_counters_needed(void *opaque)
 {
-    RSCore *c = opaque;
-    static const struct rs_device_stats zero;
-
-    return memcmp((uint8_t *)&c->stats + RS_DEVICE_STATS_V14,
-                  (const uint8_t *)&zero + RS_DEVICE_STATS_V14,
-                  RS_DEVICE_STATS_V16 - RS_DEVICE_STATS_V14) != 0;
+    return rs_stats_counted(opaque, RS_DEVICE_STATS_V14, RS_DEVICE_STATS_V16);
 }
 
 /* The data buffer counters (ABI 1.8): sent once any counted. */
 static bool rs_data_counters_needed(void *opaque)
 {
-    RSCore *c = opaque;
-    static const struct rs_device_stats zero;
-
-    return memcmp((uint8_t *)&c->stats + RS_DEVICE_STATS_V16,
-                  (const uint8_t *)&zero + RS_DEVICE_STATS_V16,
-                  sizeof(zero) - RS_DEVICE_STATS_V16) != 0;
+    return rs_stats_counted(opaque, RS_DEVICE_STATS_V16,
+                            sizeof(struct rs_device_stats));
 }
 
 static const VMStateDescription vmstate_rs_data_counters = {
