@@ -32,7 +32,7 @@ typedef struct PeerEnv {
 static void *peer_before(GString *cmd_line, void *arg)
 {
     g_string_append_printf(cmd_line,
-                           " -device nvme,serial=p2p,cmb_size_mb=%d,"
+                           " -device nvme,id=peer,serial=p2p,cmb_size_mb=%d,"
                            "addr=0x%x %s", CMB_MB, NVME_SLOT,
                            arg ? (const char *)arg : "");
     return arg;
@@ -269,6 +269,41 @@ static void test_peer_dma_bad(void *obj, void *data, QGuestAllocator *alloc)
     peer_teardown(&e);
 }
 
+/*
+ * The peer is unplugged while a key names its CMB: WRITE and READ through
+ * the key complete in error with no byte moved, and the address is refused
+ * to a new registration.
+ */
+static void test_peer_dma_unplug(void *obj, void *data,
+                                 QGuestAllocator *alloc)
+{
+    struct rs_device_stats st0, st;
+    PeerEnv e;
+    Loop *l = &e.l;
+
+    peer_setup(&e, obj, true);
+    peer_stats(&e, &st0);
+    qpci_unplug_acpi_device_test(qrs_qts(l->d), "peer", NVME_SLOT);
+
+    loop_pattern(l, l->src, 2000, 0x5a);
+    loop_post_op(l, &l->a, 0xe0, RS_WR_RDMA_WRITE, 0, e.cmb, e.cmb_key,
+                 l->src, 2000, l->src_key);
+    peer_expect(&e, 0xe0, RS_WC_REM_OP_ERR);
+    loop_reconnect(l);
+    fill(l->d, l->dst, 0x11, LOOP_BUF);
+    loop_post_op(l, &l->a, 0xe1, RS_WR_RDMA_READ, 0, e.cmb, e.cmb_key,
+                 l->dst, 2000, l->dst_key);
+    peer_expect(&e, 0xe1, RS_WC_REM_OP_ERR);
+    g_assert_true(is_filled(l->d, l->dst, 0x11, LOOP_BUF));
+    g_assert_cmpuint(peer_reg(&e, e.cmb, PAGE, 12), ==, RS_STATUS_BAD_ADDR);
+
+    peer_stats(&e, &st);
+    g_assert_cmpuint(st.peer_dma_write_bytes, ==, st0.peer_dma_write_bytes);
+    g_assert_cmpuint(st.peer_dma_read_bytes, ==, st0.peer_dma_read_bytes);
+    g_assert_cmpuint(st.data_dma_refused, >, st0.data_dma_refused);
+    peer_teardown(&e);
+}
+
 /* peer-dma=off: no capability, and the CMB is refused like any MMIO. */
 static void test_peer_dma_off(void *obj, void *data, QGuestAllocator *alloc)
 {
@@ -291,6 +326,7 @@ static void register_peer_dma_tests(void)
     rs_add_standalone_test("peer-dma/rw", test_peer_dma_rw, &on);
     rs_add_standalone_test("peer-dma/atomic", test_peer_dma_atomic, &on);
     rs_add_standalone_test("peer-dma/bad", test_peer_dma_bad, &on);
+    rs_add_standalone_test("peer-dma/unplug", test_peer_dma_unplug, &on);
     rs_add_standalone_test("peer-dma/off", test_peer_dma_off, &off);
 }
 
