@@ -22,8 +22,8 @@
 #   qtest-asan   the qtests on the sanitizer build
 #   demo, guest-driver, guest-stack, rdma-matrix, verbs, introspect, nvmf,
 #   p2p, stacks, resilience, multipath, migration, libvirt, bench-smoke
-#                the VM-level suites (tests/guest/; p2p needs the p2p guest
-#                kernel, skipped when it is not built; stacks runs in the Debian
+#                the VM-level suites (tests/guest/; p2p builds the p2p guest
+#                kernel the first time, then caches it; stacks runs in the Debian
 #                guest; multipath, migration and libvirt build networks of
 #                namespaces, libvirt runs a libvirtd per host: they need
 #                root)

@@ -7,26 +7,33 @@
 # with an NVMe controller with a 64 MiB CMB behind one downstream port
 # and the rdma-session adapter behind the other; it checks that the nvme
 # driver published the CMB as p2pmem, that the adapter's RDMA device is
-# there, and configures nvmet (nvmet-rdma port 4420) with one namespace on
-# the NVMe disk and p2pmem set to the NVMe controller.  VM 2 (10.77.0.2,
-# the adapter on pcie.0) connects with nvme-rdma, writes 1 MiB and reads
-# it back, then tells VM 1, which prints its kernel log about p2pdma and
-# NVMe.  The guests' lines start with "P2P: "; this script prints them
-# and the number of NVMe commands whose data QEMU mapped in the CMB, and
-# exits 0 if no line says FAIL, the target used p2pmem and some NVMe
-# data went through the CMB.
+# there, and configures nvmet (nvmet-rdma port 4420) with two namespaces
+# on the NVMe disk: 1 with p2pmem set to the NVMe controller, 2 without.
+# VM 2 (10.77.0.2) connects with nvme-rdma and, on each namespace, writes
+# 1 MiB and reads it back, then writes and reads 32 MiB for
+# the throughput, all compared; after each namespace VM 1 prints its
+# adapter's data counters.  The guests' lines start with "P2P: "; this
+# script prints them, the number of NVMe commands whose data QEMU mapped
+# in the CMB and the counters' differences per namespace, and exits 0 if
+# no line says FAIL, the I/O compared equal and the bytes went where the
+# topology says: in the switch namespace 1's data went through the CMB
+# (peer DMA) and namespace 2's through RAM.
 #
 # With "sockets" VM 1 instead has two NUMA nodes, each with a pxb-pcie
 # expander bridge (a host bridge of its own), the NVMe controller under
 # one and the adapter under the other: the kernel's p2pdma distance check
-# refuses the pair, nvmet falls back to RAM (the proxied path), and the
-# adapter's counters show its data bytes went to and from RAM instead.
+# refuses the pair, nvmet falls back to RAM (the proxied path) for both
+# namespaces, and the adapter's counters show no peer byte.
 #
-# Usage: tests/guest/p2pdma.sh [switch|sockets]   (RS_BUILD, RS_CACHE as for the other
-# scripts; RS_P2P_VM1_ARGS: more QEMU options for VM 1, e.g.
-# "-global rdma-session.peer-dma=off"; RS_QEMU: the QEMU binary, default $RS_BUILD/qemu/...; the image
-# without rdma-core userspace unless RS_RDMA_CORE_STAGE says otherwise;
-# logs in $RS_BUILD/p2pdma/)
+# The initiator is VM 2's rdma-session adapter, or with "rxe" soft-RoCE
+# on a virtio-net interface (no adapter in VM 2).
+#
+# Usage: tests/guest/p2pdma.sh [switch|sockets] [adapter|rxe]   (RS_BUILD,
+# RS_CACHE as for the other scripts; RS_P2P_VM1_ARGS: more QEMU options
+# for VM 1, e.g. "-global rdma-session.peer-dma=off"; RS_QEMU: the QEMU
+# binary, default $RS_BUILD/qemu/...; the image without rdma-core
+# userspace unless RS_RDMA_CORE_STAGE says otherwise; logs in
+# $RS_BUILD/p2pdma/)
 set -euo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 : "${RS_BUILD:=$top/build}"
@@ -34,7 +41,9 @@ qemu=${RS_QEMU:-$RS_BUILD/qemu/qemu-system-x86_64}
 [ -x "$qemu" ] || { echo "p2pdma: no QEMU at $qemu (scripts/build-qemu.sh)" >&2; exit 2; }
 topo=${1:-switch}
 case $topo in switch|sockets) ;; *) echo "p2pdma: topology switch or sockets" >&2; exit 2;; esac
-logs=$RS_BUILD/p2pdma/$topo
+peer=${2:-adapter}
+case $peer in adapter|rxe) ;; *) echo "p2pdma: initiator adapter or rxe" >&2; exit 2;; esac
+logs=$RS_BUILD/p2pdma/$topo-$peer
 mkdir -p "$logs/extra/p2p"
 cp "$top"/tests/guest/p2pdma/*.sh "$logs/extra/p2p/"
 eval "$(RS_KERNEL_VARIANT=p2p RS_GUEST_EXTRA=$logs/extra RS_GUEST_MODULES=nvme \
@@ -76,9 +85,14 @@ t0=$(date +%s)
     -device rdma-session,netdev=n0,mac=52:54:00:77:00:01,bus=$rs_bus \
     -trace pci_nvme_map_addr_cmb,file="$logs/vm1.trace" ${RS_P2P_VM1_ARGS:-} &
 p1=$!
+if [ $peer = adapter ]; then
+    vm2_nic=(-device rdma-session,netdev=n0,mac=52:54:00:77:00:02) vm2_mods=
+else
+    vm2_nic=(-device virtio-net-pci,netdev=n0,mac=52:54:00:77:00:02) vm2_mods=" rs.modules=virtio_net"
+fi
 "$qemu" "${common[@]}" -name vm2 -serial file:"$logs/vm2.log" \
-    -append "$app rs.name=vm2 rs.ip=10.77.0.2/24 rs.cmd=\"sh /p2p/host.sh\"" \
-    -device rdma-session,netdev=n0,mac=52:54:00:77:00:02 &
+    -append "$app rs.name=vm2 rs.ip=10.77.0.2/24$vm2_mods rs.cmd=\"sh /p2p/host.sh\"" \
+    "${vm2_nic[@]}" &
 p2=$!
 # A target that never answers (I/O that hangs) fails in bounded time.
 ( sleep "${RS_P2P_TIMEOUT:-180}"; echo "P2P: FAIL timeout" >> "$logs/vm1.log"
@@ -93,22 +107,36 @@ grep -h 'P2P: ' "$logs/vm2.log" | sed 's/^/[vm2] /'
 # The NVMe controller's commands whose data pointers were in its CMB
 # (QEMU's trace): the target's I/O through p2pmem.
 ncmb=$(grep -c pci_nvme_map_addr_cmb "$logs/vm1.trace" 2>/dev/null || true)
-echo "p2pdma: $topo: NVMe data mappings in the CMB (QEMU trace pci_nvme_map_addr_cmb): ${ncmb:-0}"
-# The target adapter's data buffer counters: an NVMe-oF write is its RDMA
-# READ of the host's data (written to the buffer), a read its RDMA WRITE
-# of the data (read from the buffer); 1 MiB each way.
-cnt() { sed -n "s/.*P2P: counter $1=\([0-9]*\).*/\1/p" "$logs/vm1.log" | tail -n 1; }
-pw=$(cnt peer_dma_write_bytes) pr=$(cnt peer_dma_read_bytes)
-rw=$(cnt ram_dma_write_bytes) rr=$(cnt ram_dma_read_bytes)
-echo "p2pdma: $topo: target adapter data bytes: peer write ${pw:-?} read ${pr:-?}, RAM write ${rw:-?} read ${rr:-?}"
-mib=1048576
+echo "p2pdma: $topo $peer: NVMe data mappings in the CMB (QEMU trace pci_nvme_map_addr_cmb): ${ncmb:-0}"
+# The target adapter's data buffer counters after each phase of the host:
+# an NVMe-oF write is its RDMA READ of the host's data (written to the
+# buffer), a read its RDMA WRITE of the data (read from the buffer).
+cnt() { sed -n "s/.*P2P: counter $1 $2=\([0-9]*\).*/\1/p" "$logs/vm1.log" | tail -n 1; }
+delta() { local a b; a=$(cnt "$1" "$3") b=$(cnt "$2" "$3"); [ -n "$a" ] && [ -n "$b" ] && echo $((b - a)); }
+declare -A d=()
+for ph in p2pmem:start ram:p2pmem; do
+    to=${ph%%:*} from=${ph#*:}
+    for c in peer_dma_write_bytes peer_dma_read_bytes ram_dma_write_bytes ram_dma_read_bytes; do
+        d[$to.$c]=$(delta "$from" "$to" "$c")
+    done
+    echo "p2pdma: $topo $peer: namespace $to: target adapter data bytes: peer write ${d[$to.peer_dma_write_bytes]:-?}" \
+         "read ${d[$to.peer_dma_read_bytes]:-?}, RAM write ${d[$to.ram_dma_write_bytes]:-?} read ${d[$to.ram_dma_read_bytes]:-?}"
+done
+# 1 MiB plus the throughput's 32 MiB each way.
+mib=$((33 * 1048576))
 ! grep -q 'P2P: .*FAIL' "$logs/vm1.log" "$logs/vm2.log" || exit 1
-grep -q 'P2P: io ok' "$logs/vm2.log" || exit 1
+for ns in p2pmem ram; do
+    grep -q "P2P: $ns io ok" "$logs/vm2.log" && grep -q "P2P: $ns throughput: .*, equal" "$logs/vm2.log" || exit 1
+done
+ge() { [ "${d[$1]:-0}" -ge "$2" ]; }
+eq0() { [ "${d[$1]:--1}" -eq 0 ]; }
+eq0 ram.peer_dma_write_bytes && eq0 ram.peer_dma_read_bytes &&
+    ge ram.ram_dma_write_bytes $mib && ge ram.ram_dma_read_bytes $mib || exit 1
 if [ "$topo" = switch ]; then
     grep -q 'using p2pmem' "$logs/vm1.log" && [ "${ncmb:-0}" -gt 0 ] &&
-        [ "${pw:-0}" -ge $mib ] && [ "${pr:-0}" -ge $mib ]
+        ge p2pmem.peer_dma_write_bytes $mib && ge p2pmem.peer_dma_read_bytes $mib
 else
     ! grep -q 'using p2pmem' "$logs/vm1.log" && [ "${ncmb:-0}" -eq 0 ] &&
-        [ "${pw:--1}" -eq 0 ] && [ "${pr:--1}" -eq 0 ] &&
-        [ "${rw:-0}" -ge $mib ] && [ "${rr:-0}" -ge $mib ]
+        eq0 p2pmem.peer_dma_write_bytes && eq0 p2pmem.peer_dma_read_bytes &&
+        ge p2pmem.ram_dma_write_bytes $mib && ge p2pmem.ram_dma_read_bytes $mib
 fi
