@@ -45,4 +45,4 @@ while :; do
 done
 echo "P2P: p2pmem available after: $(cat /sys/bus/pci/devices/$nv/p2pmem/available)"
 echo "P2P: kernel log:"
-dmesg | grep -iE 'p2p|nvmet|cmb|nvme' | sed 's/^/P2P: dmesg: /'
+dmesg | grep -iE 'p2p|peer-to-peer|nvmet|cmb|nvme' | sed 's/^/P2P: dmesg: /'
