@@ -20,6 +20,8 @@
 #define NVME_CMB_BAR    2
 #define CMB_MB          1
 #define PEER_LEN        (3 * PAGE)
+/* The bad-input test's RAM size: its end is no multiple of 2 MiB. */
+#define PEER_RAM_END    (129 * MiB)
 
 typedef struct PeerEnv {
     Loop l;
@@ -208,12 +210,13 @@ static void test_peer_dma_atomic(void *obj, void *data,
 
 /*
  * What is not a data buffer stays refused: a page that runs past the
- * CMB's end, our own BARs; and a BAR the peer stops decoding, or moves,
- * after registration gives an error completion with no byte moved.
+ * CMB's end, our own BARs, a page that is part RAM and part CMB; and a
+ * BAR the peer stops decoding, or moves, after registration gives an
+ * error completion with no byte moved.
  */
 static void test_peer_dma_bad(void *obj, void *data, QGuestAllocator *alloc)
 {
-    struct rs_device_stats st0, st;
+    struct rs_device_stats st0, st1, st;
     PeerEnv e;
     Loop *l = &e.l;
     uint16_t cmd;
@@ -263,7 +266,24 @@ static void test_peer_dma_bad(void *obj, void *data, QGuestAllocator *alloc)
                  l->dst, 2000, l->dst_key);
     peer_expect(&e, 0xd2, RS_WC_REM_OP_ERR);
     g_assert_true(is_filled(l->d, l->dst, 0x11, LOOP_BUF));
+
+    /*
+     * The CMB right after the end of RAM: a 2 MiB page half in each is
+     * refused as a whole; the same page size wholly in RAM is not.
+     */
+    qpci_config_writel(e.nvme, PCI_BASE_ADDRESS_0 + NVME_CMB_BAR * 4,
+                       (uint32_t)PEER_RAM_END | PCI_BASE_ADDRESS_MEM_TYPE_64 |
+                       PCI_BASE_ADDRESS_MEM_PREFETCH);
+    g_assert_cmphex(peer_bar(e.nvme, NVME_CMB_BAR), ==, PEER_RAM_END);
+    peer_stats(&e, &st1);
+    g_assert_cmpuint(peer_reg(&e, PEER_RAM_END - MiB, 2 * MiB, 21), ==,
+                     RS_STATUS_BAD_ADDR);
+    g_assert_cmpuint(peer_reg(&e, PEER_RAM_END - 3 * MiB, 2 * MiB, 21), ==,
+                     RS_STATUS_OK);
+    g_assert_cmpuint(peer_reg(&e, PEER_RAM_END, MiB, 20), ==, RS_STATUS_OK);
+
     peer_stats(&e, &st);
+    g_assert_cmpuint(st.data_dma_refused - st1.data_dma_refused, ==, 1);
     g_assert_cmpuint(st.peer_dma_write_bytes, ==, st0.peer_dma_write_bytes);
     g_assert_cmpuint(st.peer_dma_read_bytes, ==, st0.peer_dma_read_bytes);
     peer_teardown(&e);
@@ -318,6 +338,10 @@ static void test_peer_dma_off(void *obj, void *data, QGuestAllocator *alloc)
 static void register_peer_dma_tests(void)
 {
     QOSGraphTestOptions on = { .before = peer_before };
+    QOSGraphTestOptions bad = {
+        .before = peer_before,
+        .arg = (void *)"-m 129M",
+    };
     QOSGraphTestOptions off = {
         .before = peer_before,
         .arg = (void *)"-global rdma-session.peer-dma=off",
@@ -325,7 +349,7 @@ static void register_peer_dma_tests(void)
 
     rs_add_standalone_test("peer-dma/rw", test_peer_dma_rw, &on);
     rs_add_standalone_test("peer-dma/atomic", test_peer_dma_atomic, &on);
-    rs_add_standalone_test("peer-dma/bad", test_peer_dma_bad, &on);
+    rs_add_standalone_test("peer-dma/bad", test_peer_dma_bad, &bad);
     rs_add_standalone_test("peer-dma/unplug", test_peer_dma_unplug, &on);
     rs_add_standalone_test("peer-dma/off", test_peer_dma_off, &off);
 }
