@@ -55,7 +55,7 @@ static void rs_resp_send_ack(RSCore *c, uint32_t qpn, RSQp *qp,
     a.orig = orig;
     trace_rdma_session_resp_ack(qpn, psn, syndrome);
     len = rs_wire_build(c->resp_buf, &a, 0);
-    rs_roce_xmit(c, c->resp_buf, len, a.dip);
+    rs_roce_xmit(c, c->resp_buf, len, &a);
 }
 
 static void rs_resp_ack(RSCore *c, uint32_t qpn, RSQp *qp, uint8_t syndrome,
@@ -503,7 +503,7 @@ static bool rs_resp_read_pkt(RSCore *c, uint32_t qpn, RSQp *qp, RSRdRes *rd)
     }
     rd->next++;
     len = rs_wire_build(c->resp_buf, &p, n);
-    rs_roce_xmit(c, c->resp_buf, len, p.dip);
+    rs_roce_xmit(c, c->resp_buf, len, &p);
     return true;
 }
 
