@@ -282,6 +282,11 @@ static void rs_recv_cqe(RSCore *c, uint32_t qpn, RSQp *qp,
         cqe.src_qp = cpu_to_le32(pkt->sqpn);
         cqe.wc_flags |= RS_WC_F_GRH |
                         (pkt->v6 ? RS_WC_F_IPV6 : RS_WC_F_IPV4);
+        if (pkt->vlan && rs_qp_privileged(c, qp)) {
+            /* The kernel answers from the GID on this VLAN (ABI 1.9). */
+            cqe.wc_flags |= RS_WC_F_VLAN;
+            cqe.srqn = cpu_to_le32(RS_VLAN_TCI(pkt->vlan));
+        }
     }
     if (qp->type == RS_QPT_XRC_TGT) {
         cqe.srqn = cpu_to_le32(qp->srq);

@@ -662,6 +662,7 @@ int main(void)
     CHECK_VALUE(RS_AV_FLOW_LABEL_MASK, 0xfffff);
     CHECK_VALUE(RS_AV_PRIO_SHIFT, 24);
     CHECK_VALUE(RS_AV_PRIO_MASK, 0x7000000);
+    CHECK_VALUE(RS_WC_F_VLAN, 0x20);
 
     printf("1..%d\n", tests);
     if (failures) {

@@ -75,7 +75,8 @@
  * went (struct rs_device_stats from ram_dma_read_bytes on).
  * Minor 9: 802.1Q VLANs and priorities (RS_CAP_VLAN): ADD_GID's vlan, the
  * priority in bits 24-26 of an address vector's flow_label word
- * (RS_AV_PRIO), QUERY_STATS' vlan_rx_dropped.
+ * (RS_AV_PRIO), QUERY_STATS' vlan_rx_dropped, a kernel UD receive's tag
+ * (RS_WC_F_VLAN).
  */
 #define RS_ABI_VERSION_MAJOR    1
 #define RS_ABI_VERSION_MINOR    9
@@ -1158,7 +1159,7 @@ struct rs_cqe {                     /* 32 bytes */
     uint8_t wc_flags;               /* RS_WC_F_* */
     uint8_t owner;                  /* RS_CQE_OWNER, flips per wrap */
     uint32_t srqn;                  /* receive on an XRC SRQ: its number */
-};
+};                                  /* (RS_WC_F_VLAN: the 802.1Q TCI) */
 
 #define RS_WC_F_IMM             (1u << 0)
 #define RS_WC_F_INV             (1u << 1)
@@ -1166,6 +1167,13 @@ struct rs_cqe {                     /* 32 bytes */
 /* With RS_WC_F_GRH (ABI 1.7): the datagram came over IPv4 or IPv6. */
 #define RS_WC_F_IPV4            (1u << 3)
 #define RS_WC_F_IPV6            (1u << 4)
+/*
+ * ABI 1.9: a UD or GSI receive of a privileged (kernel) QP that came
+ * 802.1Q-tagged: srqn holds the tag's TCI (VID in bits 0-11, PCP in
+ * 13-15), what the kernel needs to find the GID to answer from
+ * (IB_WC_WITH_VLAN).  Never on other QPs' receives.
+ */
+#define RS_WC_F_VLAN            (1u << 5)
 
 enum rs_wr_opcode {
     RS_WR_SEND = 0x00,

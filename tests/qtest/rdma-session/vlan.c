@@ -508,6 +508,81 @@ static void test_vlan_migrate(void *obj, void *data, QGuestAllocator *alloc)
     vlan_teardown(&w);
 }
 
+/*
+ * A kernel (privileged) UD QP's receive that came tagged completes with
+ * RS_WC_F_VLAN and the TCI in srqn (what the kernel finds the GID to
+ * answer a MAD from by); a user QP's never does.  One adapter, by
+ * loopback from its GID 1 on VLAN 100 with priority 6 to itself.
+ */
+static void test_vlan_kernel_ud(void *obj, void *data,
+                                QGuestAllocator *alloc)
+{
+    Loop l;
+    LoopQp u, v, x;
+    struct rs_ah_attr av;
+    struct rs_cqe cqe;
+    uint64_t avp, rbuf[2];
+    uint32_t upd;
+    int i;
+
+    loop_setup_pd(&l, obj, RS_PD_F_PRIVILEGED);
+    RS_ASSERT_OK(vlan_add_gid(l.d, 1, 0, RS_GID_VLAN_VALID | VLAN_VID));
+    RS_ASSERT_OK(qrs_create_pd(l.d, &upd));
+    memset(&u, 0, sizeof(u));
+    memset(&v, 0, sizeof(v));
+    memset(&x, 0, sizeof(x));
+    qp_template(l.d, &u.c, RS_QPT_UD, l.pd, l.cq.h, l.cq.h);
+    qp_template(l.d, &v.c, RS_QPT_UD, l.pd, l.cq.h, l.cq.h);
+    qp_template(l.d, &x.c, RS_QPT_UD, upd, l.cq.h, l.cq.h);
+    u.h = new_qp(l.d, &u.c);
+    v.h = new_qp(l.d, &v.c);
+    x.h = new_qp(l.d, &x.c);
+    u.qpn = HINDEX(u.h);
+    v.qpn = HINDEX(v.h);
+    x.qpn = HINDEX(x.h);
+    qp_walk(l.d, u.h, RS_QPT_UD, RS_QPS_RTS);
+    qp_walk(l.d, v.h, RS_QPT_UD, RS_QPS_RTS);
+    qp_walk(l.d, x.h, RS_QPT_UD, RS_QPS_RTS);
+
+    memset(&av, 0, sizeof(av));
+    gid_v4(av.dgid, 10, 0, 1, 1);               /* GID 1: loopback */
+    av.hop_limit = 64;
+    av.gid_index = cpu_to_le32(1);
+    av.flow_label = cpu_to_le32(6u << RS_AV_PRIO_SHIFT);
+    avp = qrs_alloc_zeroed(l.d, sizeof(av));
+    qtest_memwrite(qrs_qts(l.d), avp, &av, sizeof(av));
+    for (i = 0; i < 2; i++) {
+        rbuf[i] = loop_buf(l.d, PAGE);
+    }
+    loop_pattern(&l, l.src, 64, 0x5c);
+    loop_post_recv(&l, &v, 0xb1, rbuf[0], PAGE, RS_LOCAL_DMA_LKEY);
+    av_addr_post(&l, &u, 0xa1, avp, v.qpn, l.src, 64);
+    loop_poll(&l, &cqe);
+    g_assert_cmphex(cqe.wr_id, ==, 0xb1);
+    g_assert_cmpuint(cqe.status, ==, RS_WC_SUCCESS);
+    g_assert_cmpuint(cqe.src_qp, ==, u.qpn);
+    g_assert_cmphex(cqe.wc_flags & (RS_WC_F_GRH | RS_WC_F_VLAN), ==,
+                    RS_WC_F_GRH | RS_WC_F_VLAN);
+    g_assert_cmphex(cqe.srqn, ==, 6u << 13 | VLAN_VID);
+    loop_poll(&l, &cqe);
+    g_assert_cmphex(cqe.wr_id, ==, 0xa1);
+    g_assert_cmpuint(cqe.status, ==, RS_WC_SUCCESS);
+    loop_assert_same(&l, l.src, rbuf[0] + RS_GRH_BYTES, 64);
+
+    /* A user QP (its PD not privileged) gets no tag in its CQE. */
+    loop_post_recv(&l, &x, 0xb2, rbuf[1], PAGE,
+                   eng_mr(l.d, upd, 0, rbuf[1], PAGE, STD_ACCESS));
+    av_addr_post(&l, &u, 0xa2, avp, x.qpn, l.src, 64);
+    loop_poll(&l, &cqe);
+    g_assert_cmphex(cqe.wr_id, ==, 0xb2);
+    g_assert_cmpuint(cqe.status, ==, RS_WC_SUCCESS);
+    g_assert_cmphex(cqe.wc_flags & RS_WC_F_VLAN, ==, 0);
+    g_assert_cmphex(cqe.srqn, ==, 0);
+    loop_poll(&l, &cqe);
+    g_assert_cmphex(cqe.wr_id, ==, 0xa2);
+    g_assert_cmpuint(cqe.status, ==, RS_WC_SUCCESS);
+}
+
 static void register_vlan_tests(void)
 {
     QOSGraphTestOptions pair = { .before = pair_before };
@@ -516,6 +591,7 @@ static void register_vlan_tests(void)
     rs_add_standalone_test("vlan/filter", test_vlan_filter, &pair);
     rs_add_standalone_test("vlan/hostile", test_vlan_hostile, &pair);
     rs_add_standalone_test("vlan/migrate", test_vlan_migrate, &pair);
+    rs_add_standalone_test("vlan/kernel-ud", test_vlan_kernel_ud, &pair);
 }
 
 libqos_init(register_vlan_tests);
