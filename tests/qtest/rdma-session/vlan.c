@@ -583,6 +583,101 @@ static void test_vlan_kernel_ud(void *obj, void *data,
     g_assert_cmpuint(cqe.status, ==, RS_WC_SUCCESS);
 }
 
+/* A UD SEND of @len bytes at @off of A's buffer through AH @ah. */
+static void vlan_post_ud(Pair *pr, LoopQp *q, uint32_t ah, uint64_t wr_id,
+                         uint32_t off, uint32_t len, uint32_t qpn)
+{
+    struct rs_sge sge = peer_sge(&pr->p[0], off, len);
+    struct rs_send_wqe_ctrl w = {
+        .wr_id = wr_id,
+        .opcode = RS_WR_SEND,
+        .flags = RS_WQE_F_SIGNALED,
+        .num_sge = 1,
+        .ah = ah,
+        .remote_qpn = qpn,
+        .remote_qkey = STD_QKEY,
+    };
+
+    eng_post_send(pr->p[0].d, q, &w, &sge, 1);
+}
+
+/*
+ * UD through AHs (CREATE_AH): one from GID 1 with priority 2 sends
+ * tagged VID 100 PCP 2, one from GID 0 untagged, to B's user UD QP,
+ * which takes both (its CQEs without RS_WC_F_VLAN); a datagram on VLAN
+ * 200 is dropped and counted.
+ */
+static void test_vlan_ud(void *obj, void *data, QGuestAllocator *alloc)
+{
+    Pair pr;
+    VlanWire w;
+    Peer *a = &pr.p[0], *b = &pr.p[1];
+    struct rs_cmd_create_ah ac;
+    struct rs_device_stats st0, st;
+    struct rs_sge rs;
+    struct rs_cqe cqe;
+    LoopQp q[2];
+    uint32_t ah[2];
+    uint8_t f[256], t[256], deth[8];
+    size_t len;
+    int i;
+
+    vlan_setup(&pr, &w, obj, data, alloc);
+    w.pcp[0] = 2;
+    for (i = 0; i < 2; i++) {
+        pair_qp(&pr, i, &q[i], RS_QPT_UD, pr.p[i].pd);
+        qp_walk(pr.p[i].d, q[i].h, RS_QPT_UD, RS_QPS_RTS);
+    }
+    for (i = 0; i < 2; i++) {
+        ah_template(&ac, a->pd, 1 - i);
+        gid_v4(ac.dgid, 10, 0, 1 - i, 2);
+        memcpy(ac.dmac, pair_mac[1], 6);
+        ac.flow_label = cpu_to_le32(i ? 0 : 2u << RS_AV_PRIO_SHIFT);
+        RS_ASSERT_OK(qrs_create_ah(a->d, &ac, &ah[i]));
+    }
+    for (i = 0; i < 2; i++) {
+        rs = peer_sge(b, 0x1000 * (i + 1), 40 + 512);
+        eng_post_recv(b->d, &q[1], 0xb0 + i, &rs, 1);
+        vlan_post_ud(&pr, &q[0], ah[i], 0xa0 + i, 0x100 * i, 200 + i,
+                     q[1].qpn);
+        vlan_poll(&w, 0, &cqe);
+        assert_cqe(&cqe, 0xa0 + i, RS_WC_SUCCESS, RS_WR_SEND, q[0].qpn);
+        vlan_poll(&w, 1, &cqe);
+        assert_cqe(&cqe, 0xb0 + i, RS_WC_SUCCESS, RS_WR_RECV, q[1].qpn);
+        g_assert_cmpuint(cqe.byte_len, ==, 40 + 200 + i);
+        g_assert_cmphex(cqe.wc_flags, ==, RS_WC_F_GRH | RS_WC_F_IPV4);
+        g_assert_cmphex(cqe.srqn, ==, 0);
+        peer_dont_care(b, 0x1000 * (i + 1), 40);
+        img_move(b, 0x1000 * (i + 1) + 40, a, 0x100 * i, 200 + i);
+    }
+    vlan_pump(&w);
+    g_assert_cmpuint(w.tagged[0], ==, 1);
+    g_assert_cmphex(w.ops[0][0], ==, OP_UD_SEND_ONLY);
+    g_assert_cmpuint(w.untagged[0], ==, 1);
+    g_assert_cmpuint(w.bad_tag[0], ==, 0);
+    peer_check(b);
+
+    /* The same datagram on VLAN 200: dropped, counted. */
+    stl_be_p(deth, STD_QKEY);
+    stl_be_p(deth + 4, q[0].qpn);
+    len = roce_frame(f, pair_mac[1], 0x0a000101, 0x0a000102,
+                     OP_UD_SEND_ONLY, q[1].qpn, 0, deth, sizeof(deth));
+    query_stats(b->d, &st0, sizeof(st0));
+    rs = peer_sge(b, 0x3000, 40 + 512);
+    eng_post_recv(b->d, &q[1], 0xb2, &rs, 1);
+    pair_inject(&pr, 1, t, vlan_tag(t, f, len, VLAN_OTHER));
+    vlan_cq_empty(&w, 1);
+    query_stats(b->d, &st, sizeof(st));
+    g_assert_cmpuint(st.vlan_rx_dropped - st0.vlan_rx_dropped, ==, 1);
+    /* and on VLAN 100: taken */
+    pair_inject(&pr, 1, t, vlan_tag(t, f, len, VLAN_VID));
+    vlan_poll(&w, 1, &cqe);
+    assert_cqe(&cqe, 0xb2, RS_WC_SUCCESS, RS_WR_RECV, q[1].qpn);
+    g_assert_cmpuint(cqe.byte_len, ==, 40);
+    peer_dont_care(b, 0x3000, 40);
+    vlan_teardown(&w);
+}
+
 static void register_vlan_tests(void)
 {
     QOSGraphTestOptions pair = { .before = pair_before };
@@ -592,6 +687,7 @@ static void register_vlan_tests(void)
     rs_add_standalone_test("vlan/hostile", test_vlan_hostile, &pair);
     rs_add_standalone_test("vlan/migrate", test_vlan_migrate, &pair);
     rs_add_standalone_test("vlan/kernel-ud", test_vlan_kernel_ud, &pair);
+    rs_add_standalone_test("vlan/ud", test_vlan_ud, &pair);
 }
 
 libqos_init(register_vlan_tests);
