@@ -3,7 +3,7 @@
 # and a busybox initramfs with the RDMA stack: the guest kernel's RDMA
 # modules (ib_core, ib_uverbs, ib_umad, ib_cm, iw_cm, rdma_cm, rdma_ucm with
 # their dependencies; crc32_generic and rdma_rxe for soft-RoCE peers, not
-# loaded by default; virtio_net and sch_netem too; nvme_rdma, nvmet_rdma
+# loaded by default; virtio_net, sch_netem and 8021q too; nvme_rdma, nvmet_rdma
 # and brd for tests/guest/nvmf.py, not loaded by default), our
 # rdma_session.ko (scripts/build-guest-module.sh),
 # rdma-core userspace (libibverbs, librdmacm, providers, ibv_* utilities,
@@ -301,8 +301,9 @@ addmod()    # name [noload]
 # Kernel modules the out-of-tree ones need, from their .modinfo.
 ko_deps() { tr '\0' '\n' < "$1" | sed -n 's/^depends=//p' | head -n 1 | tr , ' '; }
 for m in ib_core ib_uverbs ib_umad ib_cm iw_cm rdma_cm rdma_ucm $modules; do addmod "$m"; done
-# sch_netem: the loss tests shape the soft-RoCE VM's interface with tc.
-for m in virtio_net crc32_generic rdma_rxe sch_netem; do addmod "$m" noload; done
+# sch_netem: the loss tests shape the soft-RoCE VM's interface with tc;
+# 8021q: the verbs suite's VLAN interfaces (verbs-vlan.sh loads it).
+for m in virtio_net crc32_generic rdma_rxe sch_netem 8021q; do addmod "$m" noload; done
 # NVMe over Fabrics (RDMA host and target) for the kernel-consumer test.
 for m in nvme_rdma nvmet_rdma brd; do addmod "$m" noload; done
 outoftree=()

@@ -9,6 +9,7 @@
  * The rings' locking rule is at struct rs_wq (rdma_session_ib.h).
  */
 #include <linux/interrupt.h>
+#include <linux/if_vlan.h>
 #include <linux/io.h>
 #include <linux/log2.h>
 #include <linux/spinlock.h>
@@ -116,7 +117,7 @@ int rs_ib_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
 			w->qp = &qp->ibqp;
 			if (!(e->opcode & RS_WR_RECV))
 				rs_wq_consume_send(qp, e->status);
-			else if (!e->srqn)
+			else if (!e->srqn || (e->wc_flags & RS_WC_F_VLAN))
 				rs_wq_consume_recv(qp->srq ? &qp->srq->wq : &qp->rq);
 		}
 		xa_unlock(&dev->qps);
@@ -124,7 +125,8 @@ int rs_ib_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
 		 * A receive through an XRC target QP (qpn) took a WQE of the
 		 * XRC SRQ srqn, which is this CQ's: the target has no queue.
 		 */
-		if (e->srqn && (e->opcode & RS_WR_RECV)) {
+		if (e->srqn && (e->opcode & RS_WR_RECV) &&
+		    !(e->wc_flags & RS_WC_F_VLAN)) {
 			xa_lock(&dev->srqs);
 			srq = xa_load(&dev->srqs, e->srqn & RS_HANDLE_INDEX_MASK);
 			if (srq && srq->ibsrq.srq_type == IB_SRQT_XRC)
@@ -146,6 +148,12 @@ int rs_ib_poll_cq(struct ib_cq *ibcq, int num, struct ib_wc *wc)
 		}
 		if (e->wc_flags & RS_WC_F_GRH)
 			w->wc_flags |= IB_WC_GRH;
+		if (e->wc_flags & RS_WC_F_VLAN) {
+			/* What ib_init_ah_attr_from_wc finds the GID by. */
+			w->wc_flags |= IB_WC_WITH_VLAN;
+			w->vlan_id = e->srqn & VLAN_VID_MASK;
+			w->sl = (e->srqn >> VLAN_PRIO_SHIFT) & 7;
+		}
 		if (e->wc_flags & (RS_WC_F_IPV4 | RS_WC_F_IPV6)) {
 			w->wc_flags |= IB_WC_WITH_NETWORK_HDR_TYPE;
 			w->network_hdr_type = e->wc_flags & RS_WC_F_IPV4 ?

@@ -80,6 +80,7 @@ static const struct rdma_stat_desc rs_ib_stat_descs[RS_CNT_NUM] = {
 	[RS_CNT_DEV_PEER_DMA_READ].name = "peer_dma_read_bytes",
 	[RS_CNT_DEV_PEER_DMA_WRITE].name = "peer_dma_write_bytes",
 	[RS_CNT_DEV_DATA_DMA_REFUSED].name = "data_dma_refused",
+	[RS_CNT_DEV_VLAN_RX_DROPPED].name = "vlan_rx_dropped",
 };
 
 static_assert(RS_CNT_NUM - RS_CNT_DRV_NUM ==
@@ -256,6 +257,7 @@ static int rs_ib_cmd_add_gid(struct rs_ibdev *dev, const struct ib_gid_attr *att
 {
 	struct rs_cmd_add_gid params = {};
 	struct rs_com_add_gid_result result;
+	u16 vlan_id = 0xffff;
 	int err;
 
 	memcpy(params.gid, attr->gid.raw, sizeof(params.gid));
@@ -264,12 +266,29 @@ static int rs_ib_cmd_add_gid(struct rs_ibdev *dev, const struct ib_gid_attr *att
 		      RS_GID_ROCE_V2_IPV4 : RS_GID_ROCE_V2_IPV6;
 	/* The host assigns the identity (ABI 1.6); the device ignores it. */
 	params.vni = 0;
+	/*
+	 * A VLAN interface's GID (ABI 1.9): its RoCE frames are tagged with
+	 * the VID by the device.  Without RS_CAP_VLAN they go untagged, as
+	 * before.
+	 */
+	err = rdma_read_gid_l2_fields(attr, &vlan_id, NULL);
+	if (err)
+		return err;
+	if (vlan_id <= RS_VLAN_VID_MAX) {
+		if (dev->rdev->caps & RS_CAP_VLAN)
+			params.vlan = cpu_to_le16(RS_GID_VLAN_VALID | vlan_id);
+		else
+			ibdev_warn(&dev->ibdev, "GID %u is on VLAN %u: the device (no RS_CAP_VLAN) sends it untagged\n",
+				   attr->index, vlan_id);
+	}
 	err = rs_com_add_gid(dev, &params, &result);
 	if (err || !(dev->rdev->caps & RS_CAP_HOST_NETID))
 		return err;
 	dev->gid_netid[attr->index] = result.netid;
 	ibdev_info(&dev->ibdev, "GID %u (%pI6c) in network identity %u, VNI %u\n",
 		   attr->index, attr->gid.raw, result.netid, result.vni);
+	if (params.vlan)
+		ibdev_info(&dev->ibdev, "GID %u on VLAN %u\n", attr->index, vlan_id);
 	return 0;
 }
 
@@ -418,13 +437,16 @@ int rs_default_netid(struct rs_ibdev *dev, struct ib_pd *ibpd,
 /*
  * The counters there are: the device's (QUERY_STATS) came with ABI 1.4,
  * its transport counters with RS_CAP_DEVICE_COUNTERS (ABI 1.6), its data
- * buffer counters with ABI 1.8.
+ * buffer counters with ABI 1.8, the VLAN one with RS_CAP_VLAN (ABI 1.9).
  */
 static int rs_stats_num(struct rs_ibdev *dev)
 {
 	if ((dev->rdev->caps & RS_CAP_DEVICE_COUNTERS) &&
-	    FIELD_GET(R_RS_VERSION_MINOR_MASK, dev->rdev->version) >= 8)
+	    (dev->rdev->caps & RS_CAP_VLAN))
 		return RS_CNT_NUM;
+	if ((dev->rdev->caps & RS_CAP_DEVICE_COUNTERS) &&
+	    FIELD_GET(R_RS_VERSION_MINOR_MASK, dev->rdev->version) >= 8)
+		return RS_CNT_DEV_V18_END;
 	if (dev->rdev->caps & RS_CAP_DEVICE_COUNTERS)
 		return RS_CNT_DEV_V16_END;
 	if (FIELD_GET(R_RS_VERSION_MINOR_MASK, dev->rdev->version) >= 4)
@@ -480,13 +502,15 @@ static int rs_ib_query_dev_stats(struct rs_ibdev *dev, u64 *value)
 		value[RS_CNT_DEV_RX_BYTES] = st->rx_bytes;
 		value[RS_CNT_DEV_PATH_FAILOVERS] = st->path_failovers;
 	}
-	if (!err && rs_stats_num(dev) == RS_CNT_NUM) {
+	if (!err && rs_stats_num(dev) >= RS_CNT_DEV_V18_END) {
 		value[RS_CNT_DEV_RAM_DMA_READ] = st->ram_dma_read_bytes;
 		value[RS_CNT_DEV_RAM_DMA_WRITE] = st->ram_dma_write_bytes;
 		value[RS_CNT_DEV_PEER_DMA_READ] = st->peer_dma_read_bytes;
 		value[RS_CNT_DEV_PEER_DMA_WRITE] = st->peer_dma_write_bytes;
 		value[RS_CNT_DEV_DATA_DMA_REFUSED] = st->data_dma_refused;
 	}
+	if (!err && rs_stats_num(dev) == RS_CNT_NUM)
+		value[RS_CNT_DEV_VLAN_RX_DROPPED] = st->vlan_rx_dropped;
 	dma_free_coherent(d, sizeof(*st), st, dma);
 	return err;
 }

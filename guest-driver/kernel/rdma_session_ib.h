@@ -83,6 +83,9 @@ enum rs_ib_counter {
 	RS_CNT_DEV_PEER_DMA_READ,
 	RS_CNT_DEV_PEER_DMA_WRITE,
 	RS_CNT_DEV_DATA_DMA_REFUSED,
+	RS_CNT_DEV_V18_END,
+	/* ABI 1.9 (RS_CAP_VLAN) */
+	RS_CNT_DEV_VLAN_RX_DROPPED = RS_CNT_DEV_V18_END,
 	RS_CNT_NUM,
 };
 
@@ -389,6 +392,23 @@ struct rs_mw {
 static inline struct rs_ibdev *to_rsdev(struct ib_device *ibdev)
 {
 	return container_of(ibdev, struct rs_ibdev, ibdev);
+}
+
+/*
+ * An address vector's flow_label word: the 20 bits of the flow label
+ * (UCX sets all 32; mlx5 and rxe mask too) and, with RS_CAP_VLAN, the
+ * Ethernet priority from the SL in bits 24-26, as mlx5 puts sl & 7 in
+ * eth_prio (rdma_cm sets the SL from the ToS through the net device's
+ * egress priority map).  Frames carry it when their GID is on a VLAN.
+ */
+static inline u32 rs_av_flow_label(struct rs_ibdev *dev,
+				   const struct rdma_ah_attr *ah)
+{
+	u32 fl = rdma_ah_read_grh(ah)->flow_label & IB_GRH_FLOWLABEL_MASK;
+
+	if (dev->rdev->caps & RS_CAP_VLAN)
+		fl |= (u32)(rdma_ah_get_sl(ah) & 7) << RS_AV_PRIO_SHIFT;
+	return fl;
 }
 
 static inline struct rs_ucontext *to_rsuc(struct ib_ucontext *uc)

@@ -457,7 +457,7 @@ int rs_ib_create_ah(struct ib_ah *ibah, struct rdma_ah_init_attr *init,
 	params.hop_limit = grh->hop_limit;
 	params.traffic_class = grh->traffic_class;
 	params.pd = to_rspd(ibah->pd)->handle;
-	params.flow_label = grh->flow_label & IB_GRH_FLOWLABEL_MASK;
+	params.flow_label = rs_av_flow_label(dev, ah_attr);
 	params.gid_index = grh->sgid_index;
 
 	if (!udata) {

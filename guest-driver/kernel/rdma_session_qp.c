@@ -726,8 +726,7 @@ int rs_ib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 		memcpy(a->ah.dmac, attr->ah_attr.roce.dmac, ETH_ALEN);
 		a->ah.hop_limit = grh->hop_limit;
 		a->ah.traffic_class = grh->traffic_class;
-		/* Only 20 bits go on the wire; UCX sets all 32, as mlx5 and rxe mask. */
-		a->ah.flow_label = grh->flow_label & IB_GRH_FLOWLABEL_MASK;
+		a->ah.flow_label = rs_av_flow_label(dev, &attr->ah_attr);
 		a->ah.gid_index = grh->sgid_index;
 
 		/*

@@ -256,7 +256,7 @@ static void rs_bundle_hello(RSCore *c, RSBundlePeer *bp, RSPkt *hello)
     bp->next_ms = now + MIN((int64_t)RS_BUNDLE_RETRY_MS << (bp->tries - 1),
                             RS_BUNDLE_BACKOFF_MS);
     b->counters[RS_BUNDLE_CNT_HELLO_TX]++;
-    rs_roce_send(c, b->tx, len, RS_OP_BUNDLE_HELLO);
+    rs_roce_send(c, b->tx, len, RS_OP_BUNDLE_HELLO, 0);
 }
 
 /* Header of packet op to QP 1 of the peer an IPv4 RoCE frame goes to. */
@@ -322,7 +322,7 @@ void rs_bundle_flush(RSCore *c)
     if (b->tx_count == 1) {
         /* One frame alone goes out as itself. */
         rs_roce_send(c, f + RS_BUNDLE_HDR + 2, len - RS_BUNDLE_HDR - 2,
-                     f[RS_BUNDLE_HDR + 2 + RS_BTH_OFF]);
+                     f[RS_BUNDLE_HDR + 2 + RS_BTH_OFF], 0);
         return;
     }
     stw_be_p(f + RS_L3_OFF + 2, len - RS_ETH_HLEN);
@@ -337,7 +337,7 @@ void rs_bundle_flush(RSCore *c)
                                  len);
     b->counters[RS_BUNDLE_CNT_TX]++;
     b->counters[RS_BUNDLE_CNT_TX_FRAMES] += b->tx_count;
-    rs_roce_send(c, f, len, RS_OP_BUNDLE);
+    rs_roce_send(c, f, len, RS_OP_BUNDLE, 0);
 }
 
 void rs_bundle_mmio_begin(RSCore *c)
@@ -470,7 +470,7 @@ static void rs_bundle_hello_rx(RSCore *c, const RSPkt *pkt, size_t len)
     memcpy(pl + 8, pkt->payload + 8, 4);            /* the nonce */
     stl_be_p(pl + 12, len);
     rlen = rs_wire_build(b->ctl, &r, RS_REPLY_LEN);
-    rs_roce_send(c, b->ctl, rlen, RS_OP_BUNDLE_HELLO_REPLY);
+    rs_roce_send(c, b->ctl, rlen, RS_OP_BUNDLE_HELLO_REPLY, 0);
 }
 
 /*

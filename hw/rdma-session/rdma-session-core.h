@@ -595,6 +595,7 @@ typedef struct RSGid {
     uint32_t vni;               /* its identity's, for the stream */
     uint8_t netid;              /* the identity its address is in */
     uint32_t refs;
+    uint32_t vlan;              /* 0, or RS_VLAN_TAGGED | VID (PCP 0) */
 } RSGid;
 
 /*
@@ -1363,12 +1364,16 @@ uint64_t *rs_bundle_counter(RSCore *c, unsigned which);
 void rs_bundle_heard(RSCore *c, uint32_t ip);
 
 /* rdma-session-net.c: the RoCE network layer */
-void rs_roce_xmit(RSCore *c, uint8_t *frame, size_t len, uint32_t dip);
-void rs_roce_send(RSCore *c, uint8_t *frame, size_t len, uint8_t op);
+void rs_roce_xmit(RSCore *c, uint8_t *frame, size_t len,
+                  const struct RSPkt *pkt);
+void rs_roce_send(RSCore *c, uint8_t *frame, size_t len, uint8_t op,
+                  uint32_t vlan);
 bool rs_roce_tx_busy(RSCore *c);
 void rs_engine_tx_resume(RSCore *c);
 bool rs_resp_divert(RSCore *c, const struct iovec *iov, int iovcnt);
 void rs_roce_input(RSCore *c, const uint8_t *frame, size_t len);
+void rs_roce_input_vlan(RSCore *c, const uint8_t *frame, size_t len,
+                        uint32_t vlan);
 int rs_gid_find(RSCore *c, const uint8_t *gid);
 
 /* rdma-session-engine.c: the migration hold (the switchover) */

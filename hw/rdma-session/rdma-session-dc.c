@@ -96,7 +96,7 @@ static bool rs_dc_send(RSCore *c, uint32_t qpn, RSQp *qp, uint8_t opcode)
     trace_rdma_session_dc_tx(qpn, rs_opcode[opcode].name, pkt.dqpn,
                              qp->dc.conn, pkt.psn);
     len = rs_wire_build(c->req_buf, &pkt, 0);
-    rs_roce_xmit(c, c->req_buf, len, pkt.dip);
+    rs_roce_xmit(c, c->req_buf, len, &pkt);
     return true;
 }
 
@@ -255,7 +255,12 @@ void rs_dc_dci_reset(RSCore *c, uint32_t qpn)
 /* The address vector back to the sender of @pkt, which arrived on @gid. */
 static RSAv rs_dc_peer_av(int gid, const RSPkt *pkt)
 {
-    RSAv av = { .gid_index = gid, .hop_limit = 64 };
+    RSAv av = {
+        .gid_index = gid,
+        .hop_limit = 64,
+        /* its priority back, on the VLAN of the GID it arrived on */
+        .flow_label = RS_VLAN_PCP(pkt->vlan) << RS_AV_PRIO_SHIFT,
+    };
 
     memcpy(av.dgid, pkt->sgid, sizeof(av.dgid));
     memcpy(av.dmac, pkt->smac, sizeof(av.dmac));
@@ -283,7 +288,7 @@ static void rs_dc_reply(RSCore *c, int gid, const RSPkt *in, uint32_t dct,
     pkt.dc_conn = in->dc_conn;
     trace_rdma_session_dc_reply(dct, in->dc_qpn, syndrome, ctx);
     len = rs_wire_build(c->resp_buf, &pkt, 0);
-    rs_roce_xmit(c, c->resp_buf, len, pkt.dip);
+    rs_roce_xmit(c, c->resp_buf, len, &pkt);
 }
 
 /*

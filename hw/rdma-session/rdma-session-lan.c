@@ -540,6 +540,21 @@ static void rs_lan_post_load(RSCore *c)
  */
 #define RS_IPPROTO_ICMPV6   58
 
+/* A GID on a VLAN announces itself on it: the 802.1Q tag put in. */
+static size_t rs_lan_announce_tag(RSCore *c, unsigned gid, uint8_t *buf,
+                                  size_t len)
+{
+    uint32_t vlan = c->gids[gid].vlan;
+
+    if (!vlan) {
+        return len;
+    }
+    memmove(buf + 16, buf + 12, len - 12);
+    stw_be_p(buf + 12, ETH_P_VLAN);
+    stw_be_p(buf + 14, vlan & 0xfff);
+    return len + 4;
+}
+
 size_t rs_lan_announce_frame(RSCore *c, unsigned gid, uint8_t *buf)
 {
     static const uint8_t all_nodes[16] = {
@@ -566,7 +581,7 @@ size_t rs_lan_announce_frame(RSCore *c, unsigned gid, uint8_t *buf)
         memcpy(buf + 22, c->mac.a, ETH_ALEN);
         stl_be_p(buf + 28, ip);                 /* sender = target */
         stl_be_p(buf + 38, ip);
-        return 60;
+        return rs_lan_announce_tag(c, gid, buf, 60);
     }
     if (g[0] == 0xff) {
         return 0;                               /* not a unicast address */
@@ -593,7 +608,7 @@ size_t rs_lan_announce_frame(RSCore *c, unsigned gid, uint8_t *buf)
     sum += 32 + RS_IPPROTO_ICMPV6;
     sum += net_checksum_add(32, na);
     stw_be_p(na + 2, net_checksum_finish(sum));
-    return 54 + 32;
+    return rs_lan_announce_tag(c, gid, buf, 54 + 32);
 }
 
 /* ------------------------------------------------------------------ */

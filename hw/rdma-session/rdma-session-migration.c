@@ -254,9 +254,26 @@ static bool rs_counters_needed(void *opaque)
 /* The data buffer counters (ABI 1.8): sent once any counted. */
 static bool rs_data_counters_needed(void *opaque)
 {
-    return rs_stats_counted(opaque, RS_DEVICE_STATS_V16,
+    return rs_stats_counted(opaque, RS_DEVICE_STATS_V16, RS_DEVICE_STATS_V18);
+}
+
+/* The VLAN counter (ABI 1.9): sent once counted. */
+static bool rs_vlan_counters_needed(void *opaque)
+{
+    return rs_stats_counted(opaque, RS_DEVICE_STATS_V18,
                             sizeof(struct rs_device_stats));
 }
+
+static const VMStateDescription vmstate_rs_vlan_counters = {
+    .name = "rdma-session/core/vlan-counters",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rs_vlan_counters_needed,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT64(stats.vlan_rx_dropped, RSCore),
+        VMSTATE_END_OF_LIST()
+    },
+};
 
 static const VMStateDescription vmstate_rs_data_counters = {
     .name = "rdma-session/core/data-counters",
@@ -362,6 +379,7 @@ const VMStateDescription vmstate_rs_core = {
         &vmstate_rs_stats,
         &vmstate_rs_counters,
         &vmstate_rs_data_counters,
+        &vmstate_rs_vlan_counters,
         &vmstate_rs_netids,
         NULL
     },

@@ -53,18 +53,33 @@ static bool rs_drop_tx(RSCore *c)
 /*
  * Put one frame (a RoCE packet or a bundle of them) on the link, as the
  * link's state allows: held for a stopped VM, dropped when the backend
- * holds too many.
+ * holds too many.  vlan (RS_VLAN_TAGGED | TCI): the 802.1Q tag goes in
+ * after the MAC addresses, without a copy of the frame.
  */
-void rs_roce_send(RSCore *c, uint8_t *frame, size_t len, uint8_t op)
+void rs_roce_send(RSCore *c, uint8_t *frame, size_t len, uint8_t op,
+                  uint32_t vlan)
 {
-    struct iovec iov = { .iov_base = frame, .iov_len = len };
+    uint8_t tag[RS_VLAN_HLEN];
+    struct iovec iov[3] = {
+        { .iov_base = frame, .iov_len = len },
+    };
+    int iovcnt = 1;
 
     if (!c->link_up) {
         return;
     }
+    if (vlan && len > 12) {
+        stw_be_p(tag, RS_VLAN_TPID);
+        stw_be_p(tag + 2, RS_VLAN_TCI(vlan));
+        iov[0].iov_len = 12;
+        iov[1] = (struct iovec) { .iov_base = tag, .iov_len = sizeof(tag) };
+        iov[2] = (struct iovec) { .iov_base = frame + 12,
+                                  .iov_len = len - 12 };
+        iovcnt = 3;
+    }
     if (c->holding) {
         /* the VM is stopped: the network layer would keep the frame */
-        if (!c->send_stopped(c->owner, &iov, 1)) {
+        if (!c->send_stopped(c->owner, iov, iovcnt)) {
             trace_rdma_session_roce_tx_drop(op, c->tx_count);
         }
         return;
@@ -73,21 +88,26 @@ void rs_roce_send(RSCore *c, uint8_t *frame, size_t len, uint8_t op)
         trace_rdma_session_roce_tx_busy(op, c->roce_tx_held);
         return;
     }
-    if (!c->send(c->owner, &iov, 1, true)) {
+    if (!c->send(c->owner, iov, iovcnt, true)) {
         c->roce_tx_held++;
     }
 }
 
-void rs_roce_xmit(RSCore *c, uint8_t *frame, size_t len, uint32_t dip)
+/*
+ * A RoCE frame pkt was built into (untagged; pkt->vlan says its tag):
+ * loopback to our own GIDs, a bundle to an adapter peer (untagged frames
+ * only) or the link.
+ */
+void rs_roce_xmit(RSCore *c, uint8_t *frame, size_t len, const RSPkt *pkt)
 {
     uint8_t dgid[16];
     bool roce = rs_wire_is_roce(frame, len, dgid);
     uint8_t op = frame[lduw_be_p(frame + 12) == ETH_P_IPV6 ?
                        RS_BTH_OFF6 : RS_BTH_OFF];
 
-    trace_rdma_session_roce_tx(op, len, dip);
+    trace_rdma_session_roce_tx(op, len, pkt->dip);
     c->stats.tx_packets++;
-    c->stats.tx_bytes += len;
+    c->stats.tx_bytes += len + (pkt->vlan ? RS_VLAN_HLEN : 0);
     if (c->p.drop_tx && rs_drop_tx(c)) {
         trace_rdma_session_roce_tx_drop(op, c->tx_count);
         return;
@@ -97,17 +117,19 @@ void rs_roce_xmit(RSCore *c, uint8_t *frame, size_t len, uint32_t dip)
             /* A frame of ours: its responses get a budget of their own. */
             c->rx_resp_budget = RS_RESP_BUDGET;
         }
-        rs_roce_input(c, frame, len);       /* loopback */
+        rs_roce_input_vlan(c, frame, len, pkt->vlan);       /* loopback */
         return;
     }
     if (roce && rs_gid_is_mcast(dgid) && rs_mcast_find(c, dgid) >= 0) {
         /* Our own QPs in the group get a copy, as a switch would send. */
-        rs_roce_input(c, frame, len);
+        rs_roce_input_vlan(c, frame, len, pkt->vlan);
     }
-    if (roce && rs_bundle_add(c, frame, len)) {
+    if (pkt->vlan) {
+        rs_bundle_flush(c);     /* what went before goes first */
+    } else if (roce && rs_bundle_add(c, frame, len)) {
         return;                 /* in the bundle to this frame's peer */
     }
-    rs_roce_send(c, frame, len, op);
+    rs_roce_send(c, frame, len, op, pkt->vlan);
 }
 
 /* The backend holds one of our RoCE frames: produce no more data. */
@@ -144,6 +166,30 @@ int rs_gid_find(RSCore *c, const uint8_t *gid)
     return -1;
 }
 
+/* Whether GID g is on the VLAN of a frame's tag vlan (0: untagged). */
+static bool rs_gid_on_vlan(const RSGid *g, uint32_t vlan)
+{
+    return vlan ? g->vlan && RS_VLAN_VID(g->vlan) == RS_VLAN_VID(vlan) :
+           !g->vlan;
+}
+
+/*
+ * The index of the populated GID equal to gid on the VLAN of tag vlan,
+ * -1 if none; with gid NULL, any GID on it.
+ */
+static int rs_gid_find_vlan(RSCore *c, const uint8_t *gid, uint32_t vlan)
+{
+    uint32_t i;
+
+    for (i = 0; i < c->p.max_gids; i++) {
+        if (c->gids[i].valid && rs_gid_on_vlan(&c->gids[i], vlan) &&
+            (!gid || !memcmp(c->gids[i].gid, gid, 16))) {
+            return i;
+        }
+    }
+    return -1;
+}
+
 /* The frame of rs_resp_divert, to one of our GIDs or groups. */
 static void rs_resp_frame(RSCore *c, const struct iovec *iov, int iovcnt,
                           const uint8_t *hdr, size_t hdrlen)
@@ -167,11 +213,56 @@ static void rs_resp_frame(RSCore *c, const struct iovec *iov, int iovcnt,
     rs_bundle_flush(c);         /* its responses (READ, NAK) go now */
 }
 
+/*
+ * An 802.1Q-tagged frame (ABI 1.9): a RoCE frame to one of our addresses
+ * or groups is the engine's, with the tag taken out (rx_buf, which
+ * rs_resp_frame uses only for the untagged frames of iovecs); others,
+ * a truncated tag or a second tag included, stay the LAN's.  Bundles
+ * are never tagged.
+ */
+static bool rs_resp_divert_tagged(RSCore *c, const struct iovec *iov,
+                                  int iovcnt)
+{
+    uint8_t hdr[RS_BTH_OFF6 + RS_VLAN_HLEN], uh[RS_BTH_OFF6], dgid[16];
+    size_t n = iov_to_buf(iov, iovcnt, 0, hdr, sizeof(hdr));
+    size_t size = iov_size(iov, iovcnt);
+    uint32_t vlan;
+
+    if (n < RS_ETH_HLEN + RS_VLAN_HLEN) {
+        return false;
+    }
+    memcpy(uh, hdr, 12);
+    memcpy(uh + 12, hdr + 12 + RS_VLAN_HLEN, n - 12 - RS_VLAN_HLEN);
+    if (!rs_wire_is_roce(uh, n - RS_VLAN_HLEN, dgid) ||
+        (rs_gid_find(c, dgid) < 0 &&
+         (!rs_gid_is_mcast(dgid) || rs_mcast_find(c, dgid) < 0))) {
+        return false;
+    }
+    vlan = RS_VLAN_TAGGED | lduw_be_p(hdr + 14);
+    size -= RS_VLAN_HLEN;
+    if (size > RS_WIRE_MAX_FRAME) {
+        trace_rdma_session_roce_drop(size, "larger than the path MTU allows");
+        return true;
+    }
+    memcpy(c->rx_buf, hdr, 12);
+    iov_to_buf(iov, iovcnt, 12 + RS_VLAN_HLEN, c->rx_buf + 12, size - 12);
+    c->rx_frame = true;
+    c->rx_frame_seq++;
+    c->rx_resp_budget = RS_RESP_BUDGET;
+    rs_roce_input_vlan(c, c->rx_buf, size, vlan);
+    rs_bundle_flush(c);         /* its responses (READ, NAK) go now */
+    c->rx_frame = false;
+    return true;
+}
+
 bool rs_resp_divert(RSCore *c, const struct iovec *iov, int iovcnt)
 {
     uint8_t hdr[RS_BTH_OFF6], dgid[16];
     size_t n = iov_to_buf(iov, iovcnt, 0, hdr, sizeof(hdr));
 
+    if (n >= RS_ETH_HLEN && lduw_be_p(hdr + 12) == RS_VLAN_TPID) {
+        return rs_resp_divert_tagged(c, iov, iovcnt);
+    }
     if (!rs_wire_is_roce(hdr, n, dgid) ||
         (rs_gid_find(c, dgid) < 0 &&
          (!rs_gid_is_mcast(dgid) || rs_mcast_find(c, dgid) < 0))) {
@@ -277,6 +368,12 @@ static bool rs_qp_from_peer(RSCore *c, const RSQp *qp, int gid,
 
 void rs_roce_input(RSCore *c, const uint8_t *frame, size_t len)
 {
+    rs_roce_input_vlan(c, frame, len, 0);
+}
+
+void rs_roce_input_vlan(RSCore *c, const uint8_t *frame, size_t len,
+                        uint32_t vlan)
+{
     const char *why = NULL;
     RSPkt pkt;
     uint32_t qpn;
@@ -300,10 +397,20 @@ void rs_roce_input(RSCore *c, const uint8_t *frame, size_t len)
         trace_rdma_session_roce_drop(len, "FLUSH with soft-RoCE's ICRC");
         return;
     }
-    gid = rs_gid_find(c, pkt.dgid);
+    pkt.vlan = vlan;
+    gid = rs_gid_find_vlan(c, pkt.dgid, vlan);
     qpn = pkt.dqpn;
     trace_rdma_session_roce_rx(rs_opcode[pkt.opcode].name, qpn, pkt.psn,
                                pkt.paylen);
+    if (gid < 0 && (rs_gid_find(c, pkt.dgid) >= 0 ||
+                    (rs_gid_is_mcast(pkt.dgid) &&
+                     rs_gid_find_vlan(c, NULL, vlan) < 0))) {
+        /* Our address, or a group, but not on the frame's VLAN. */
+        c->stats.vlan_rx_dropped++;
+        trace_rdma_session_vlan_drop(RS_VLAN_VID(vlan), !!vlan,
+                                     "no GID of the address on the VLAN");
+        return;
+    }
     if (qpn == RS_MCAST_QPN && rs_gid_is_mcast(pkt.dgid)) {
         rs_mcast_input(c, &pkt);
         return;

@@ -168,7 +168,7 @@ uint8_t rs_check_av(RSCore *c, const RSAv *av)
     if (!rs_gid_valid(c, av->gid_index)) {
         return RS_STATUS_BAD_NETID;
     }
-    if (av->flow_label >= (1u << 20)) {
+    if (av->flow_label & ~(RS_AV_FLOW_LABEL_MASK | RS_AV_PRIO_MASK)) {
         return RS_STATUS_BAD_PARAM;
     }
     return RS_STATUS_OK;

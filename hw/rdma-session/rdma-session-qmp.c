@@ -196,6 +196,7 @@ static RdmaSessionCounters *rs_qmp_counters(RSCore *c)
     r->peer_dma_read_bytes = s->peer_dma_read_bytes;
     r->peer_dma_write_bytes = s->peer_dma_write_bytes;
     r->data_dma_refused = s->data_dma_refused;
+    r->vlan_rx_dropped = s->vlan_rx_dropped;
     return r;
 }
 
@@ -453,7 +454,7 @@ static void rs_hmp_one(Monitor *mon, const RdmaSessionInfo *d)
                    "    ram-dma-read-bytes %" PRIu64 " ram-dma-write-bytes %"
                    PRIu64 "\n    peer-dma-read-bytes %" PRIu64
                    " peer-dma-write-bytes %" PRIu64 " data-dma-refused %"
-                   PRIu64 "\n",
+                   PRIu64 "\n    vlan-rx-dropped %" PRIu64 "\n",
                    n->tx_packets, n->tx_bytes, n->rx_packets, n->rx_bytes,
                    n->retransmits, n->ack_timeouts, n->seq_naks_sent,
                    n->seq_naks_rcvd, n->rnr_naks_sent, n->rnr_naks_rcvd,
@@ -462,7 +463,8 @@ static void rs_hmp_one(Monitor *mon, const RdmaSessionInfo *d)
                    n->odp_fault_fails, n->odp_pauses_sent, n->odp_pauses_rcvd,
                    n->odp_resumes_rcvd, n->ram_dma_read_bytes,
                    n->ram_dma_write_bytes, n->peer_dma_read_bytes,
-                   n->peer_dma_write_bytes, n->data_dma_refused);
+                   n->peer_dma_write_bytes, n->data_dma_refused,
+                   n->vlan_rx_dropped);
 }
 
 void hmp_info_rdma_session(Monitor *mon, const QDict *qdict)

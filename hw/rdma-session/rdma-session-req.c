@@ -120,7 +120,10 @@ static bool rs_qp_tuple_at(RSCore *c, RSQp *qp, uint32_t qpn,
         rs_mcast_mac(dgid, pkt->dmac);
     }
     pkt->v6 = !v4s;
-    pkt->flow_label = pkt->v6 ? flow_label : 0;
+    pkt->flow_label = pkt->v6 ? flow_label & RS_AV_FLOW_LABEL_MASK : 0;
+    /* A GID on a VLAN sends tagged, with the AV's priority (ABI 1.9). */
+    pkt->vlan = c->gids[gid_index].vlan ?
+                c->gids[gid_index].vlan | RS_AV_PRIO(flow_label) << 13 : 0;
     memcpy(pkt->sgid, sgid, 16);
     memcpy(pkt->dgid, dgid, 16);
     memcpy(pkt->smac, c->mac.a, 6);
@@ -686,7 +689,7 @@ static void rs_req_one_response(RSCore *c, RSQp *qp, RSPkt *pkt,
     qp->req.rd_out++;
     (*budget)--;
     rs_path_sent(c, qp, false, paylen);
-    rs_roce_xmit(c, c->req_buf, len, pkt->dip);
+    rs_roce_xmit(c, c->req_buf, len, pkt);
 }
 
 /* An atomic: one request packet; its response completes the WQE. */
@@ -775,7 +778,7 @@ static bool rs_req_read(RSCore *c, RSQp *qp, const RSSendWqe *s,
     }
     (*budget)--;
     rs_path_sent(c, qp, false, pkt->dmalen);
-    rs_roce_xmit(c, c->req_buf, len, pkt->dip);
+    rs_roce_xmit(c, c->req_buf, len, pkt);
     return true;
 }
 
@@ -848,7 +851,7 @@ static bool rs_req_segment(RSCore *c, uint32_t qpn, RSQp *qp,
         expect_pkt = qp->req.pkt;
         (*budget)--;
         rs_path_sent(c, qp, ud, n);
-        rs_roce_xmit(c, c->req_buf, len, pkt->dip);
+        rs_roce_xmit(c, c->req_buf, len, pkt);
         if (last) {
             if (ud || uc) {
                 /* No acknowledgements: done once on the wire. */

@@ -55,7 +55,7 @@ static void rs_resp_send_ack(RSCore *c, uint32_t qpn, RSQp *qp,
     a.orig = orig;
     trace_rdma_session_resp_ack(qpn, psn, syndrome);
     len = rs_wire_build(c->resp_buf, &a, 0);
-    rs_roce_xmit(c, c->resp_buf, len, a.dip);
+    rs_roce_xmit(c, c->resp_buf, len, &a);
 }
 
 static void rs_resp_ack(RSCore *c, uint32_t qpn, RSQp *qp, uint8_t syndrome,
@@ -282,6 +282,11 @@ static void rs_recv_cqe(RSCore *c, uint32_t qpn, RSQp *qp,
         cqe.src_qp = cpu_to_le32(pkt->sqpn);
         cqe.wc_flags |= RS_WC_F_GRH |
                         (pkt->v6 ? RS_WC_F_IPV6 : RS_WC_F_IPV4);
+        if (pkt->vlan && rs_qp_privileged(c, qp)) {
+            /* The kernel answers from the GID on this VLAN (ABI 1.9). */
+            cqe.wc_flags |= RS_WC_F_VLAN;
+            cqe.srqn = cpu_to_le32(RS_VLAN_TCI(pkt->vlan));
+        }
     }
     if (qp->type == RS_QPT_XRC_TGT) {
         cqe.srqn = cpu_to_le32(qp->srq);
@@ -503,7 +508,7 @@ static bool rs_resp_read_pkt(RSCore *c, uint32_t qpn, RSQp *qp, RSRdRes *rd)
     }
     rd->next++;
     len = rs_wire_build(c->resp_buf, &p, n);
-    rs_roce_xmit(c, c->resp_buf, len, p.dip);
+    rs_roce_xmit(c, c->resp_buf, len, &p);
     return true;
 }
 

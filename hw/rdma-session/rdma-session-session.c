@@ -13,8 +13,10 @@
  */
 
 #include "qemu/osdep.h"
+#include "qemu/log.h"
 #include "migration/vmstate.h"
 #include "rdma-session-core.h"
+#include "rdma-session-wire.h"
 #include "trace.h"
 
 bool rs_gid_valid(RSCore *c, uint32_t gid_index)
@@ -31,12 +33,20 @@ uint8_t rs_cmd_add_gid(RSCore *c, const struct rs_admin_cmd *cmd,
     const struct rs_cmd_add_gid *g = &cmd->add_gid;
     uint32_t idx = le32_to_cpu(g->index);
     uint32_t vni = le32_to_cpu(g->vni);
+    uint16_t vlan = le16_to_cpu(g->vlan);
     RSGid *gid;
 
     if (idx >= c->p.max_gids || g->type > RS_GID_ROCE_V2_IPV6 ||
         vni >= (1u << 24) ||
         (g->type == RS_GID_ROCE_V2_IPV4 &&
          memcmp(g->gid, v4_prefix, sizeof(v4_prefix)))) {
+        return RS_STATUS_BAD_PARAM;
+    }
+    if (vlan && ((vlan & ~(RS_GID_VLAN_VALID | RS_GID_VLAN_VID_MASK)) ||
+                 !(vlan & RS_GID_VLAN_VALID) ||
+                 (vlan & RS_GID_VLAN_VID_MASK) > RS_VLAN_VID_MAX)) {
+        RS_GUEST_ERR(rdma_session_err_gid_vlan, "ADD_GID %u: vlan 0x%x "
+                     "is not 0 or VALID | VID 0-4094", idx, vlan);
         return RS_STATUS_BAD_PARAM;
     }
     gid = &c->gids[idx];
@@ -47,6 +57,9 @@ uint8_t rs_cmd_add_gid(RSCore *c, const struct rs_admin_cmd *cmd,
     gid->type = g->type;
     gid->refs = 0;
     memcpy(gid->gid, g->gid, sizeof(gid->gid));
+    gid->vlan = vlan ? RS_VLAN_TAGGED | (vlan & RS_GID_VLAN_VID_MASK) : 0;
+    trace_rdma_session_gid_vlan(idx, vlan & RS_GID_VLAN_VID_MASK,
+                                !!vlan);
     /* The host, not the guest's vni, says which identity it is in. */
     rs_netid_gid_added(c, idx);
     trace_rdma_session_gid(idx, true);
@@ -249,10 +262,52 @@ const VMStateDescription vmstate_rs_group = {
     },
 };
 
+/* ABI 1.9: a GID's VLAN, sent only for a GID on one. */
+static bool rs_gid_vlan_needed(void *opaque)
+{
+    const RSGid *g = opaque;
+
+    return g->vlan != 0;
+}
+
+static int rs_gid_vlan_post_load(void *opaque, int version_id)
+{
+    const RSGid *g = opaque;
+
+    if (g->vlan && (g->vlan & ~(RS_VLAN_TAGGED | 0xfff) ||
+                    !(g->vlan & RS_VLAN_TAGGED) ||
+                    RS_VLAN_VID(g->vlan) > RS_VLAN_VID_MAX)) {
+        trace_rdma_session_migration_invalid();
+        return -EINVAL;
+    }
+    return 0;
+}
+
+static const VMStateDescription vmstate_rs_gid_vlan = {
+    .name = "rdma-session/gid/vlan",
+    .version_id = 1,
+    .minimum_version_id = 1,
+    .needed = rs_gid_vlan_needed,
+    .post_load = rs_gid_vlan_post_load,
+    .fields = (const VMStateField[]) {
+        VMSTATE_UINT32(vlan, RSGid),
+        VMSTATE_END_OF_LIST()
+    },
+};
+
+static int rs_gid_pre_load(void *opaque)
+{
+    RSGid *g = opaque;
+
+    g->vlan = 0;                /* a stream without the subsection */
+    return 0;
+}
+
 const VMStateDescription vmstate_rs_gid = {
     .name = "rdma-session/gid",
     .version_id = 1,
     .minimum_version_id = 1,
+    .pre_load = rs_gid_pre_load,
     .fields = (const VMStateField[]) {
         VMSTATE_BOOL(valid, RSGid),
         VMSTATE_UINT8(type, RSGid),
@@ -260,6 +315,10 @@ const VMStateDescription vmstate_rs_gid = {
         VMSTATE_UINT32(vni, RSGid),
         VMSTATE_UINT32(refs, RSGid),
         VMSTATE_END_OF_LIST()
+    },
+    .subsections = (const VMStateDescription * const []) {
+        &vmstate_rs_gid_vlan,
+        NULL
     },
 };
 

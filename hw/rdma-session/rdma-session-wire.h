@@ -38,6 +38,20 @@
 #define RS_BTH_OFF6         (RS_ETH_HLEN + RS_IP6_HLEN + RS_UDP_HLEN)
 #define RS_GRH_LEN          40
 
+/*
+ * 802.1Q: a tagged frame has the tag (TPID, TCI) between the source MAC
+ * and the EtherType.  The engine builds and parses frames untagged; the
+ * tag is put in on the way out (rs_roce_send) and taken out on the way in
+ * (rs_resp_divert).  RSPkt.vlan, RSGid.vlan: 0 untagged, else
+ * RS_VLAN_TAGGED | TCI (PCP in bits 13-15, VID in bits 0-11).
+ */
+#define RS_VLAN_HLEN        4
+#define RS_VLAN_TPID        0x8100
+#define RS_VLAN_TAGGED      (1u << 16)
+#define RS_VLAN_VID(v)      ((v) & 0xfff)
+#define RS_VLAN_PCP(v)      (((v) >> 13) & 7)
+#define RS_VLAN_TCI(v)      ((v) & 0xffff)
+
 /* Largest frame the engine builds: headers, 4096 bytes, pad, ICRC. */
 #define RS_WIRE_MAX_FRAME   (RS_BTH_OFF6 + 64 + 4096 + 4 + RS_ICRC_LEN)
 
@@ -185,6 +199,7 @@ typedef struct RSPkt {
     uint32_t flow_label;        /* IPv6 only */
     uint16_t sport;
     uint16_t dport;
+    uint32_t vlan;              /* 802.1Q: 0, or RS_VLAN_TAGGED | TCI */
     /* BTH */
     uint8_t opcode;
     bool se;

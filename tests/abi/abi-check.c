@@ -200,7 +200,7 @@ int main(void)
         F(rs_cmd_odp_invalidate, rsvd, 4),
         F(rs_cmd_odp_invalidate, va, 8),
         F(rs_cmd_odp_invalidate, length, 16));
-    CHECK_STRUCT(rs_device_stats, 192,
+    CHECK_STRUCT(rs_device_stats, 200,
         F(rs_device_stats, odp_faults, 0),
         F(rs_device_stats, odp_resolved_pages, 8),
         F(rs_device_stats, odp_invalidations, 16),
@@ -224,7 +224,8 @@ int main(void)
         F(rs_device_stats, ram_dma_write_bytes, 160),
         F(rs_device_stats, peer_dma_read_bytes, 168),
         F(rs_device_stats, peer_dma_write_bytes, 176),
-        F(rs_device_stats, data_dma_refused, 184));
+        F(rs_device_stats, data_dma_refused, 184),
+        F(rs_device_stats, vlan_rx_dropped, 192));
     CHECK_STRUCT(rs_session_attr, 104,
         F(rs_session_attr, dst_ip, 0),
         F(rs_session_attr, dmac, 16),
@@ -304,7 +305,8 @@ int main(void)
         F(rs_cmd_add_gid, type, 20),
         F(rs_cmd_add_gid, rsvd0, 21),
         F(rs_cmd_add_gid, vni, 24),
-        F(rs_cmd_add_gid, rsvd1, 28));
+        F(rs_cmd_add_gid, vlan, 28),
+        F(rs_cmd_add_gid, rsvd1, 30));
     CHECK_STRUCT(rs_admin_cmd, 64,
         F(rs_admin_cmd, hdr, 0),
         F(rs_admin_cmd, raw, 8));
@@ -568,7 +570,7 @@ int main(void)
     CHECK_VALUE(RS_DB_CQ_ARM, 0x18);
     CHECK_VALUE(RS_DB_SRQ, 0x20);
     CHECK_VALUE(RS_ABI_VERSION_MAJOR, 1);
-    CHECK_VALUE(RS_ABI_VERSION_MINOR, 8);
+    CHECK_VALUE(RS_ABI_VERSION_MINOR, 9);
     CHECK_VALUE(RS_CMD_CREATE_SRQ, 0x20);
     CHECK_VALUE(RS_CMD_MODIFY_SRQ, 0x21);
     CHECK_VALUE(RS_CMD_DESTROY_SRQ, 0x22);
@@ -652,6 +654,15 @@ int main(void)
     /* ABI 1.8: data buffers in peer devices' BARs. */
     CHECK_VALUE(RS_CAP_PEER_DMA, 0x400000);
     CHECK_VALUE(RS_DEVICE_STATS_V16, 152);
+    CHECK_VALUE(RS_CAP_VLAN, 0x800000);
+    CHECK_VALUE(RS_DEVICE_STATS_V18, 192);
+    CHECK_VALUE(RS_GID_VLAN_VALID, 0x8000);
+    CHECK_VALUE(RS_GID_VLAN_VID_MASK, 0xfff);
+    CHECK_VALUE(RS_VLAN_VID_MAX, 4094);
+    CHECK_VALUE(RS_AV_FLOW_LABEL_MASK, 0xfffff);
+    CHECK_VALUE(RS_AV_PRIO_SHIFT, 24);
+    CHECK_VALUE(RS_AV_PRIO_MASK, 0x7000000);
+    CHECK_VALUE(RS_WC_F_VLAN, 0x20);
 
     printf("1..%d\n", tests);
     if (failures) {

@@ -120,6 +120,11 @@ def _mw_checks(vm: int) -> List[str]:
     return out
 
 
+# verbs-vlan.sh's checks: every VM's; an adapter's also.
+VLAN_COMMON = ["gid", "ping", "rc-pingpong", "rc-pingpong-untagged", "rping"]
+VLAN_ADAPTER = ["gid", "driver-vlan", "ping", "rc-pingpong",
+                "rc-pingpong-untagged", "rping", "statistic"]
+
 # rsv-flush: every side is the requester once and the responder once.
 FLUSH_CHECKS = ["flush-caps", "flush-connect", "atomic-write",
                 "atomic-write-peer", "flush-range", "flush-mr",
@@ -263,6 +268,10 @@ FEATURES: List[Tuple[str, Tuple[str, ...], Dict[int, List[str]]]] = [
         1: ["memory-id0", "memory-id1", "driver-learns"],
         2: ["write-id0", "write-id1", "cross-id1-key-via-id0",
             "cross-id0-key-via-id1", "driver-learns"]}),
+    # 802.1Q VLAN 100 (verbs-vlan.sh), on the adapters and with a
+    # soft-RoCE peer; VM 1's capture: vlan_capture.
+    ("vlan", ("adapter-adapter",), {1: VLAN_ADAPTER, 2: VLAN_ADAPTER}),
+    ("vlan", ("adapter-rxe",), {1: VLAN_ADAPTER, 2: VLAN_COMMON}),
     ("mcast-rxe", ("adapter-rxe",), {
         1: ["a2r-send", "r2a-attach", "r2a-recv", "r2a-detach",
             "mckey-a2r-send"],
@@ -837,12 +846,51 @@ def odp_limits(s: Suite) -> None:
         f.writelines(ln + "\n" for ln in r.lines if checks.LINE_RE.match(ln))
 
 
+def vlan_capture(s: Suite, pairing: str, pcap: str) -> None:
+    """VM 1's capture of verbs-vlan.sh: every RoCE frame from or to a
+    10.100.0.x address carries one 802.1Q tag with VID 100, those from VM
+    1 (10.100.0.1: ibv_rc_pingpong with SL 5, rping with the egress map's
+    priority 5) PCP 5; there are some each way; the untagged addresses'
+    RoCE frames (10.77.0.x) have no tag."""
+    name = "%s/vlan/capture" % pairing
+    if not os.path.isfile(pcap) or os.path.getsize(pcap) == 0:
+        s.report(False, name, "no capture " + pcap)
+        return
+    n = {"vm1": 0, "vm2": 0, "untagged-lan": 0}
+    bad = []
+    for p in roce.packets(pcap, v4only=True):
+        f = p.frame
+        tagged = f[12:14] == b"\x81\x00"
+        if p.src.startswith("10.100.0.") or p.dst.startswith("10.100.0."):
+            tci = struct.unpack_from(">H", f, 14)[0] if tagged else None
+            if not tagged or p.ip != 18 or tci & 0xfff != 100:
+                bad.append("frame %d %s>%s tag %s" % (
+                    p.num, p.src, p.dst,
+                    "none" if tci is None else "0x%04x" % tci))
+            elif p.src == "10.100.0.1":
+                n["vm1"] += 1
+                if tci >> 13 != 5:
+                    bad.append("frame %d from VM 1 PCP %d" %
+                               (p.num, tci >> 13))
+            else:
+                n["vm2"] += 1
+        elif not p.bundled and tagged:
+            bad.append("frame %d %s>%s tagged" % (p.num, p.src, p.dst))
+        else:
+            n["untagged-lan"] += 1
+    s.report(not bad and n["vm1"] > 0 and n["vm2"] > 0, name,
+             "RoCE frames on VLAN 100 from VM 1 (PCP 5) %d, from VM 2 %d; "
+             "untagged, of the LAN's addresses %d%s" %
+             (n["vm1"], n["vm2"], n["untagged-lan"],
+              "; " + "; ".join(bad[:4]) if bad else ""))
+
+
 def capturing(pairing: str, feats: List[str]) -> bool:
     """Whether a boot of pairing with features feats captures VM 1's
     traffic (--pcap): the adapters-only boots, and those with a feature
     whose capture is checked; never one that migrates VM 1."""
     return (pairing in BUNDLED or any(
-        f in ("flush", "dc", "netid", "odp") for f in feats)) and \
+        f in ("flush", "dc", "netid", "odp", "vlan") for f in feats)) and \
         "migrate" not in pairing
 
 
@@ -863,7 +911,7 @@ def boot_names(pairing: str, feats: List[str]) -> List[str]:
             out += ["%s/flush/capture-%s" % (pairing, x)
                     for x in ("bytes", "icrc", "tshark")]
         out += ["%s/%s/capture" % (pairing, f)
-                for f in ("dc", "xrc", "odp", "netid") if f in feats]
+                for f in ("dc", "xrc", "odp", "netid", "vlan") if f in feats]
     return out
 
 
@@ -923,6 +971,8 @@ def run(s: Suite, units: List[Tuple[str, ...]]) -> None:
             odp_capture(s, pairing, pcap)
         if cap and "netid" in names:
             netid_capture(s, pairing, pcap)
+        if cap and "vlan" in names:
+            vlan_capture(s, pairing, pcap)
         with open(os.path.join(s.dir, "checks"), "a") as f:
             f.writelines(ln + "\n" for ln in r.lines
                          if checks.LINE_RE.match(ln))

@@ -73,9 +73,13 @@
  * Minor 8: data buffers in other PCI devices' memory BARs, peer-to-peer
  * (RS_CAP_PEER_DMA); QUERY_STATS counts data buffer bytes by where they
  * went (struct rs_device_stats from ram_dma_read_bytes on).
+ * Minor 9: 802.1Q VLANs and priorities (RS_CAP_VLAN): ADD_GID's vlan, the
+ * priority in bits 24-26 of an address vector's flow_label word
+ * (RS_AV_PRIO), QUERY_STATS' vlan_rx_dropped, a kernel UD receive's tag
+ * (RS_WC_F_VLAN).
  */
 #define RS_ABI_VERSION_MAJOR    1
-#define RS_ABI_VERSION_MINOR    8
+#define RS_ABI_VERSION_MINOR    9
 
 #define RS_BAR_REGS             0       /* registers, RS_REGS_SIZE bytes */
 #define RS_BAR_MSIX             1       /* MSI-X table and PBA */
@@ -166,6 +170,7 @@ REG32(RS_COMP_CAUSE, 0x400)             /* 64 registers, one per vector */
 #define RS_CAP_COMP_CAUSE       (1u << 20) /* RS_COMP_CAUSE registers (1.7) */
 #define RS_CAP_REREG_MR         (1u << 21) /* REREG_MR (1.7) */
 #define RS_CAP_PEER_DMA         (1u << 22) /* data in peer BARs (1.8) */
+#define RS_CAP_VLAN             (1u << 23) /* 802.1Q tags, priorities (1.9) */
 
 enum rs_fatal {
     RS_FATAL_NONE = 0,
@@ -608,10 +613,13 @@ struct rs_device_stats {
     uint64_t peer_dma_read_bytes;   /* read from peer devices' BARs */
     uint64_t peer_dma_write_bytes;  /* written to peer devices' BARs */
     uint64_t data_dma_refused;      /* neither RAM nor an allowed peer */
+    /* ABI 1.9 (RS_CAP_VLAN) */
+    uint64_t vlan_rx_dropped;       /* RoCE frames on a VLAN without GID */
 };
 
 #define RS_DEVICE_STATS_V14     64  /* bytes of ABI 1.4 and 1.5 */
 #define RS_DEVICE_STATS_V16     152 /* bytes of ABI 1.6 and 1.7 */
+#define RS_DEVICE_STATS_V18     192 /* bytes of ABI 1.8 */
 
 /*
  * A memory window of PD pd in the key table of gid_index's network
@@ -637,7 +645,7 @@ struct rs_cmd_create_ah {
     uint8_t hop_limit;
     uint8_t traffic_class;
     uint32_t pd;
-    uint32_t flow_label;            /* 20 bits */
+    uint32_t flow_label;            /* RS_AV_FLOW_LABEL_MASK, RS_AV_PRIO */
     uint32_t gid_index;             /* source network identity */
     uint32_t rsvd;
 };
@@ -706,6 +714,20 @@ enum rs_gid_type {
     RS_GID_ROCE_V2_IPV6 = 1,
 };
 
+/*
+ * ADD_GID's vlan (ABI 1.9, RS_CAP_VLAN): 0, the GID is on the untagged
+ * network, or RS_GID_VLAN_VALID | VID (0 - 4094): the GID is on that
+ * 802.1Q VLAN (a Linux VLAN interface's address).  RoCE frames from the
+ * GID leave tagged with its VID; received tagged RoCE frames are taken
+ * only for a GID of their destination address on their VID (and
+ * untagged ones only for an untagged GID); others are dropped and
+ * counted (vlan_rx_dropped).  VID 4095, or bits 12-14 set, is refused
+ * with RS_STATUS_BAD_PARAM.
+ */
+#define RS_GID_VLAN_VALID       0x8000
+#define RS_GID_VLAN_VID_MASK    0x0fff
+#define RS_VLAN_VID_MAX         4094
+
 struct rs_cmd_add_gid {
     uint8_t gid[16];
     uint32_t index;                 /* < max GIDs */
@@ -716,7 +738,8 @@ struct rs_cmd_add_gid {
      * RS_CAP_HOST_NETID); still refused above 24 bits.
      */
     uint32_t vni;
-    uint32_t rsvd1;
+    uint16_t vlan;                  /* ABI 1.9: 0 or RS_GID_VLAN_VALID | VID */
+    uint16_t rsvd1;
 };
 
 /*
@@ -1005,12 +1028,24 @@ enum rs_qp_attr_mask {
     RS_QP_ATTR_SESSION_GROUP = 1 << 28,
 };
 
+/*
+ * An address vector's flow_label word (struct rs_ah_attr, struct
+ * rs_cmd_create_ah): the IPv6 flow label in bits 0-19; since ABI 1.9
+ * (RS_CAP_VLAN) the Ethernet priority (802.1Q PCP, 0 - 7) in bits 24-26,
+ * which tagged frames (a source GID on a VLAN) carry.  Other bits are
+ * refused with RS_STATUS_BAD_PARAM.
+ */
+#define RS_AV_FLOW_LABEL_MASK   0x000fffffu
+#define RS_AV_PRIO_SHIFT        24
+#define RS_AV_PRIO_MASK         (7u << RS_AV_PRIO_SHIFT)
+#define RS_AV_PRIO(fl)          (((fl) & RS_AV_PRIO_MASK) >> RS_AV_PRIO_SHIFT)
+
 struct rs_ah_attr {
     uint8_t dgid[16];
     uint8_t dmac[6];
     uint8_t hop_limit;
     uint8_t traffic_class;
-    uint32_t flow_label;
+    uint32_t flow_label;            /* RS_AV_FLOW_LABEL_MASK, RS_AV_PRIO */
     uint32_t gid_index;
 };
 
@@ -1124,7 +1159,7 @@ struct rs_cqe {                     /* 32 bytes */
     uint8_t wc_flags;               /* RS_WC_F_* */
     uint8_t owner;                  /* RS_CQE_OWNER, flips per wrap */
     uint32_t srqn;                  /* receive on an XRC SRQ: its number */
-};
+};                                  /* (RS_WC_F_VLAN: the 802.1Q TCI) */
 
 #define RS_WC_F_IMM             (1u << 0)
 #define RS_WC_F_INV             (1u << 1)
@@ -1132,6 +1167,13 @@ struct rs_cqe {                     /* 32 bytes */
 /* With RS_WC_F_GRH (ABI 1.7): the datagram came over IPv4 or IPv6. */
 #define RS_WC_F_IPV4            (1u << 3)
 #define RS_WC_F_IPV6            (1u << 4)
+/*
+ * ABI 1.9: a UD or GSI receive of a privileged (kernel) QP that came
+ * 802.1Q-tagged: srqn holds the tag's TCI (VID in bits 0-11, PCP in
+ * 13-15), what the kernel needs to find the GID to answer from
+ * (IB_WC_WITH_VLAN).  Never on other QPs' receives.
+ */
+#define RS_WC_F_VLAN            (1u << 5)
 
 enum rs_wr_opcode {
     RS_WR_SEND = 0x00,
@@ -1338,7 +1380,7 @@ RS_ABI_SIZE(struct rs_cmd_modify_srq, 24);
 RS_ABI_SIZE(struct rs_cmd_mcast, 24);
 RS_ABI_SIZE(struct rs_cmd_odp_resolve, 32);
 RS_ABI_SIZE(struct rs_cmd_odp_invalidate, 24);
-RS_ABI_SIZE(struct rs_device_stats, 192);
+RS_ABI_SIZE(struct rs_device_stats, 200);
 RS_ABI_SIZE(struct rs_session_attr, 104);
 
 #endif /* HW_RDMA_SESSION_ABI_H */

@@ -24,6 +24,8 @@
 #define RSF_PEER_DEVFN      QPCI_DEVFN(5, 0)   /* e1000e: a peer BAR */
 #define RSF_PAGE            4096u
 #define RSF_MAX_FRAME       9216u
+/* The VLAN of GID 3, 10.0.0.1 as GID 0 (rsf_op_roce: BTH flags bit 0). */
+#define RSF_VLAN            100
 /* BUNDLE, HELLO and REPLY frames: up to the IPv4 total length's limit. */
 #define RSF_MAX_BUNDLE      65535u
 #define RSF_MAX_BIG         (14 + 65535u)

@@ -157,7 +157,9 @@ static RSFQp *rsf_qp_sel(RSFState *f, uint8_t sel)
 }
 
 /*
- * A RoCE frame to one of our QPs.  Operands: qp, opcode, BTH flags,
+ * A RoCE frame to one of our QPs.  Operands: qp, opcode, BTH flags (low
+ * bits, no BTH's: bit 0 tags the frame with VLAN RSF_VLAN, bits 1-3 its
+ * priority),
  * control (bit 0: raw opcode, 1: raw dest QPN in the next 3 bytes,
  * 2: valid key and address from MR control>>4 & 3, 3: bad ICRC,
  * 6: an XRC request's XRCETH from the input, not the XRC SRQ's number),
@@ -175,7 +177,7 @@ void rsf_op_roce(RSFState *f, QTestState *s, const uint8_t *d,
         [RS_QPT_XRC_INI] = 0xa0, [RS_QPT_XRC_TGT] = 0xa0,
     };
     uint8_t l4[12 + RSF_MAX_FRAME], frame[RSF_MAX_FRAME + 128];
-    uint8_t op, ctl, bth_flags, sport, ackreq;
+    uint8_t op, ctl, bth_flags, tag, sport, ackreq;
     uint32_t qpn, psn;
     size_t ext, n, h = 12;       /* where the input's headers go */
     RSFQp *q;
@@ -190,6 +192,7 @@ void rsf_op_roce(RSFState *f, QTestState *s, const uint8_t *d,
         op = 0xc2 + d[1] % 3;   /* DC_CONNECT, _REPLY, _DISCONNECT */
     }
     bth_flags = d[2] & 0xf0;                /* SE, M, pad; TVer 0 */
+    tag = d[2] & 0x0f;                      /* bit 0: 802.1Q, 1-3 PCP */
     sport = d[5];
     ackreq = d[6] & 0x80;
     qpn = q->qpn;
@@ -261,6 +264,16 @@ void rsf_op_roce(RSFState *f, QTestState *s, const uint8_t *d,
         q->rx_frames++;
     }
     n = rsf_build(frame, q, 0xc000 | sport, l4, n, ctl & 8);
+    if ((tag & 1) && !rsf_bun.on) {
+        /*
+         * BTH flags bit 0 (not a BTH bit: TVer is 0): 802.1Q-tagged,
+         * VLAN RSF_VLAN, bits 1-3 the priority.
+         */
+        memmove(frame + 16, frame + 12, n - 12);
+        stw_be_p(frame + 12, 0x8100);
+        stw_be_p(frame + 14, (tag & 0x0e) << 12 | RSF_VLAN);
+        n += 4;
+    }
     rsf_send_frame(frame, n);
 }
 

@@ -133,3 +133,40 @@ write("peer-dma-bar", [wr(RC, MR_PEER), read_req(RC, 4096, mr=MR_PEER), clock(1_
                        post(LOOP_A, 0x03, MR_PEER, 2048, 256), post(LOOP_A, 0x05, MR_PEER, 1024, 8),
                        roce(RC, 0x13, ctl=0x04 | (MR_PEER << 4), psn=3, ext=bytes(28)),
                        rereg(MR_PEER, TRANS, pages=2), wr(RC, MR_PEER, psn=3), clock(50_000_000)])
+# 802.1Q VLANs (ABI 1.9): GID 3 is 10.0.0.1 on VLAN 100 (RSF_VLAN).
+# ROCE operations tagged (BTH flags bit 0; bits 1-3 the priority): a UD
+# SEND taken on GID 3, RC requests (not from the QPs' VLAN: dropped),
+# a READ and an ACK; then raw frames: VLAN 200 and 100 to our address,
+# a double tag, an 802.1ad tag, tags cut short, a tagged ARP.
+import zlib
+def icrc4(f):
+    h = bytearray(b"\xff" * 8) + bytearray(f[14:14 + 40])
+    h[8 + 1] = 0xff; h[8 + 8] = 0xff; h[8 + 10] = h[8 + 11] = 0xff
+    h[8 + 20 + 6] = h[8 + 20 + 7] = 0xff; h[8 + 28 + 4] = 0xff
+    return zlib.crc32(f[14 + 40:], zlib.crc32(bytes(h)))
+def roce4(op, dqpn, psn, payload, dip=bytes([10, 0, 0, 1]), sip=bytes([10, 0, 0, 2])):
+    udplen = 8 + 12 + len(payload) + 4
+    ip = bytearray(struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + udplen, 0, 0x4000, 64, 17, 0, sip, dip))
+    s = sum(struct.unpack(">10H", bytes(ip)))
+    while s >> 16:
+        s = (s & 0xffff) + (s >> 16)
+    ip[10:12] = struct.pack(">H", ~s & 0xffff)
+    f = bytes([0x52, 0x54, 0, 0x12, 0x34, 0x70, 2, 0, 0, 0, 0, 2]) + b"\x08\x00" + bytes(ip)
+    f += struct.pack(">HHHH", 0xc001, 4791, udplen, 0)
+    f += struct.pack(">BBHII", op, 0, 0xffff, dqpn, psn) + payload
+    return f + struct.pack("<I", icrc4(f))
+def tag(f, tci, tpid=0x8100):
+    return f[:12] + struct.pack(">HH", tpid, tci) + f[12:]
+raw = lambda f: bytes([RAW]) + f
+ud_send = roce4(0x64, 2, 0, struct.pack(">II", 0x11111111, 1) + b"to the VLAN")
+write("vlan-tagged-ops", [roce(UD, 0x64, ctl=0x04, flags=0x01, ext=bytes(8) + b"ud on vlan"),
+                          roce(UD, 0x64, ctl=0x04, flags=0x0f, ext=bytes(8) + b"prio 7"),
+                          roce(RC, 0x04, flags=0x01, ext=b"rc on vlan"), read_req(RC, 2048),
+                          roce(RC, 0x0c, ctl=0x04, flags=0x05, ext=struct.pack(">QII", 0, 0, 1024)),
+                          roce(RC, 0x11, flags=0x01, ext=struct.pack(">I", 0)), clock(1_000_000)])
+write("vlan-raw-frames", [raw(tag(ud_send, 200)), raw(tag(ud_send, 100)), raw(tag(ud_send, 0xe000 | 100)),
+                          raw(tag(tag(ud_send, 100), 100)), raw(tag(tag(ud_send, 100), 100, tpid=0x88a8)),
+                          raw(tag(ud_send, 100)[:14]), raw(tag(ud_send, 100)[:18]),
+                          raw(tag(ud_send, 100)[:18 + 20 + 4]), raw(tag(ud_send, 100)[:-1]),
+                          raw(tag(bytes([0xff] * 6) + bytes([2, 0, 0, 0, 0, 2]) + b"\x08\x06" + bytes(28), 100)),
+                          clock(1_000_000)])

@@ -38,6 +38,18 @@ static uint64_t rsf_buf(RSFState *f, uint32_t len)
     return a;
 }
 
+static void rsf_add_gid_vlan(RSFState *f, uint32_t index, uint8_t type,
+                             const uint8_t *gid, uint16_t vlan)
+{
+    struct rs_cmd_add_gid c = {
+        .index = index, .type = type, .vni = index, .vlan = vlan,
+    };
+    uint32_t got;
+
+    memcpy(c.gid, gid, 16);
+    rsf_ok(qrs_add_gid(&f->d, &c, &got), "ADD_GID");
+}
+
 static void rsf_add_gid(RSFState *f, uint32_t index, uint8_t type,
                  const uint8_t *gid)
 {
@@ -545,6 +557,9 @@ void rsf_bring_up(RSFState *f, QTestState *s)
     rsf_gid_v4(gid, rsf_ip_self);
     rsf_add_gid(f, 0, RS_GID_ROCE_V2_IPV4, gid);
     rsf_add_gid(f, 1, RS_GID_ROCE_V2_IPV6, rsf_ip6_self);
+    /* The same IPv4 address on VLAN RSF_VLAN too (ABI 1.9). */
+    rsf_add_gid_vlan(f, 3, RS_GID_ROCE_V2_IPV4, gid,
+                     RS_GID_VLAN_VALID | RSF_VLAN);
     rsf_ok(qrs_create_pd(&f->d, &f->pd), "CREATE_PD");
     rsf_ok(qrs_create_pd(&f->d, &f->pd2), "CREATE_PD");
     for (i = 0; i < 2; i++) {
