@@ -187,7 +187,7 @@ rm -f "$out/lib/modules/$kver/build" "$out/lib/modules/$kver/source"
 missing=()
 for m in $(grep -v '^#' "$modlist"); do
     n=${m//-/_} a=${m//_/-}
-    find "$out/lib/modules/$kver/kernel" \( -name "$n.ko" -o -name "$a.ko" \) | grep -q . ||
+    [ -n "$(find "$out/lib/modules/$kver/kernel" \( -name "$n.ko" -o -name "$a.ko" \))" ] ||
         grep -qE "/($n|$a)\.ko\$" "$out/lib/modules/$kver/modules.builtin" || missing+=("$m")
 done
 [ ${#missing[@]} -eq 0 ] || die "the $variant kernel lacks modules.list's ${missing[*]} (scripts/guest-kernel/base.config)"
