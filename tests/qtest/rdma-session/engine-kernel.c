@@ -369,21 +369,9 @@ static void test_engine_ud_av_addr(void *obj, void *data,
 
     loop_setup_pd(&l, obj, RS_PD_F_PRIVILEGED);
     RS_ASSERT_OK(qrs_create_pd(l.d, &upd));
-    memset(&u, 0, sizeof(u));
-    memset(&v, 0, sizeof(v));
-    memset(&x, 0, sizeof(x));
-    qp_template(l.d, &u.c, RS_QPT_UD, l.pd, l.cq.h, l.cq.h);
-    qp_template(l.d, &v.c, RS_QPT_UD, l.pd, l.cq.h, l.cq.h);
-    qp_template(l.d, &x.c, RS_QPT_UD, upd, l.cq.h, l.cq.h);
-    u.h = new_qp(l.d, &u.c);
-    v.h = new_qp(l.d, &v.c);
-    x.h = new_qp(l.d, &x.c);
-    u.qpn = HINDEX(u.h);
-    v.qpn = HINDEX(v.h);
-    x.qpn = HINDEX(x.h);
-    qp_walk(l.d, u.h, RS_QPT_UD, RS_QPS_RTS);
-    qp_walk(l.d, v.h, RS_QPT_UD, RS_QPS_RTS);
-    qp_walk(l.d, x.h, RS_QPT_UD, RS_QPS_RTS);
+    loop_ud_qp(&l, &u, l.pd);
+    loop_ud_qp(&l, &v, l.pd);
+    loop_ud_qp(&l, &x, upd);
 
     memset(&a, 0, sizeof(a));
     gid_v4(a.dgid, 10, 0, 0, 1);                /* ourselves: loopback */

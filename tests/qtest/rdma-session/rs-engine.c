@@ -224,6 +224,15 @@ void loop_setup(Loop *l, void *obj)
     loop_setup_pd(l, obj, 0);
 }
 
+void loop_ud_qp(Loop *l, LoopQp *q, uint32_t pd)
+{
+    memset(q, 0, sizeof(*q));
+    qp_template(l->d, &q->c, RS_QPT_UD, pd, l->cq.h, l->cq.h);
+    q->h = new_qp(l->d, &q->c);
+    q->qpn = HINDEX(q->h);
+    qp_walk(l->d, q->h, RS_QPT_UD, RS_QPS_RTS);
+}
+
 void loop_post_recv(Loop *l, LoopQp *q, uint64_t wr_id,
                     uint64_t addr, uint32_t len, uint32_t lkey)
 {

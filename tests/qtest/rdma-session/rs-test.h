@@ -402,6 +402,9 @@ void loop_setup_pd(Loop *l, void *obj, uint32_t pd_flags);
 
 void loop_setup(Loop *l, void *obj);
 
+/* A UD QP of PD @pd on the loopback's CQ, in RTS. */
+void loop_ud_qp(Loop *l, LoopQp *q, uint32_t pd);
+
 void loop_post_recv(Loop *l, LoopQp *q, uint64_t wr_id,
                     uint64_t addr, uint32_t len, uint32_t lkey);
 
