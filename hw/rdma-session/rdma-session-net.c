@@ -190,20 +190,29 @@ static int rs_gid_find_vlan(RSCore *c, const uint8_t *gid, uint32_t vlan)
     return -1;
 }
 
-/* The frame of rs_resp_divert, to one of our GIDs or groups. */
+/*
+ * The frame of rs_resp_divert, to one of our GIDs or groups; hdr its
+ * first bytes as the engine parses them (the 802.1Q tag taken out of a
+ * tagged one, vlan != 0).  Bundles are never tagged.
+ */
 static void rs_resp_frame(RSCore *c, const struct iovec *iov, int iovcnt,
-                          const uint8_t *hdr, size_t hdrlen)
+                          const uint8_t *hdr, size_t hdrlen, uint32_t vlan)
 {
-    size_t size = iov_size(iov, iovcnt);
+    size_t size = iov_size(iov, iovcnt) - (vlan ? RS_VLAN_HLEN : 0);
 
-    if (rs_bundle_divert(c, iov, iovcnt, hdr, hdrlen, size)) {
+    if (!vlan && rs_bundle_divert(c, iov, iovcnt, hdr, hdrlen, size)) {
         return;                 /* a bundle, or its negotiation */
     }
     if (size > RS_WIRE_MAX_FRAME) {
         trace_rdma_session_roce_drop(size, "larger than the path MTU allows");
         return;
     }
-    if (iovcnt == 1) {
+    if (vlan) {
+        /* One bounded copy, without the tag. */
+        memcpy(c->rx_buf, hdr, 12);
+        iov_to_buf(iov, iovcnt, 12 + RS_VLAN_HLEN, c->rx_buf + 12, size - 12);
+        rs_roce_input_vlan(c, c->rx_buf, size, vlan);
+    } else if (iovcnt == 1) {
         /* The usual case: the backend's own buffer, without a copy. */
         rs_roce_input(c, iov[0].iov_base, size);
     } else {
@@ -214,55 +223,23 @@ static void rs_resp_frame(RSCore *c, const struct iovec *iov, int iovcnt,
 }
 
 /*
- * An 802.1Q-tagged frame (ABI 1.9): a RoCE frame to one of our addresses
- * or groups is the engine's, with the tag taken out (rx_buf, which
- * rs_resp_frame uses only for the untagged frames of iovecs); others,
- * a truncated tag or a second tag included, stay the LAN's.  Bundles
- * are never tagged.
+ * A frame from the network: a RoCE frame to one of our addresses or
+ * groups, untagged or 802.1Q-tagged (ABI 1.9), is the engine's; others,
+ * a truncated tag or a second tag included, stay the LAN's.
  */
-static bool rs_resp_divert_tagged(RSCore *c, const struct iovec *iov,
-                                  int iovcnt)
-{
-    uint8_t hdr[RS_BTH_OFF6 + RS_VLAN_HLEN], uh[RS_BTH_OFF6], dgid[16];
-    size_t n = iov_to_buf(iov, iovcnt, 0, hdr, sizeof(hdr));
-    size_t size = iov_size(iov, iovcnt);
-    uint32_t vlan;
-
-    if (n < RS_ETH_HLEN + RS_VLAN_HLEN) {
-        return false;
-    }
-    memcpy(uh, hdr, 12);
-    memcpy(uh + 12, hdr + 12 + RS_VLAN_HLEN, n - 12 - RS_VLAN_HLEN);
-    if (!rs_wire_is_roce(uh, n - RS_VLAN_HLEN, dgid) ||
-        (rs_gid_find(c, dgid) < 0 &&
-         (!rs_gid_is_mcast(dgid) || rs_mcast_find(c, dgid) < 0))) {
-        return false;
-    }
-    vlan = RS_VLAN_TAGGED | lduw_be_p(hdr + 14);
-    size -= RS_VLAN_HLEN;
-    if (size > RS_WIRE_MAX_FRAME) {
-        trace_rdma_session_roce_drop(size, "larger than the path MTU allows");
-        return true;
-    }
-    memcpy(c->rx_buf, hdr, 12);
-    iov_to_buf(iov, iovcnt, 12 + RS_VLAN_HLEN, c->rx_buf + 12, size - 12);
-    c->rx_frame = true;
-    c->rx_frame_seq++;
-    c->rx_resp_budget = RS_RESP_BUDGET;
-    rs_roce_input_vlan(c, c->rx_buf, size, vlan);
-    rs_bundle_flush(c);         /* its responses (READ, NAK) go now */
-    c->rx_frame = false;
-    return true;
-}
-
 bool rs_resp_divert(RSCore *c, const struct iovec *iov, int iovcnt)
 {
-    uint8_t hdr[RS_BTH_OFF6], dgid[16];
+    uint8_t hdr[RS_BTH_OFF6 + RS_VLAN_HLEN], dgid[16];
     size_t n = iov_to_buf(iov, iovcnt, 0, hdr, sizeof(hdr));
+    uint32_t vlan = 0;
 
-    if (n >= RS_ETH_HLEN && lduw_be_p(hdr + 12) == RS_VLAN_TPID) {
-        return rs_resp_divert_tagged(c, iov, iovcnt);
+    if (n >= RS_ETH_HLEN + RS_VLAN_HLEN &&
+        lduw_be_p(hdr + 12) == RS_VLAN_TPID) {
+        vlan = RS_VLAN_TAGGED | lduw_be_p(hdr + 14);
+        n -= RS_VLAN_HLEN;
+        memmove(hdr + 12, hdr + 12 + RS_VLAN_HLEN, n - 12);
     }
+    n = MIN(n, RS_BTH_OFF6);
     if (!rs_wire_is_roce(hdr, n, dgid) ||
         (rs_gid_find(c, dgid) < 0 &&
          (!rs_gid_is_mcast(dgid) || rs_mcast_find(c, dgid) < 0))) {
@@ -276,10 +253,10 @@ bool rs_resp_divert(RSCore *c, const struct iovec *iov, int iovcnt)
     c->rx_frame = true;
     c->rx_frame_seq++;
     c->rx_resp_budget = RS_RESP_BUDGET;
-    if (lduw_be_p(hdr + 12) == ETH_P_IP) {
+    if (!vlan && lduw_be_p(hdr + 12) == ETH_P_IP) {
         rs_bundle_heard(c, ldl_be_p(hdr + RS_L3_OFF + 12));
     }
-    rs_resp_frame(c, iov, iovcnt, hdr, n);
+    rs_resp_frame(c, iov, iovcnt, hdr, n, vlan);
     c->rx_frame = false;
     return true;
 }

@@ -123,7 +123,8 @@ static bool rs_qp_tuple_at(RSCore *c, RSQp *qp, uint32_t qpn,
     pkt->flow_label = pkt->v6 ? flow_label & RS_AV_FLOW_LABEL_MASK : 0;
     /* A GID on a VLAN sends tagged, with the AV's priority (ABI 1.9). */
     pkt->vlan = c->gids[gid_index].vlan ?
-                c->gids[gid_index].vlan | RS_AV_PRIO(flow_label) << 13 : 0;
+                c->gids[gid_index].vlan |
+                RS_AV_PRIO(flow_label) << RS_VLAN_PCP_SHIFT : 0;
     memcpy(pkt->sgid, sgid, 16);
     memcpy(pkt->dgid, dgid, 16);
     memcpy(pkt->smac, c->mac.a, 6);

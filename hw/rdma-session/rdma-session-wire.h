@@ -49,7 +49,8 @@
 #define RS_VLAN_TPID        0x8100
 #define RS_VLAN_TAGGED      (1u << 16)
 #define RS_VLAN_VID(v)      ((v) & 0xfff)
-#define RS_VLAN_PCP(v)      (((v) >> 13) & 7)
+#define RS_VLAN_PCP_SHIFT   13
+#define RS_VLAN_PCP(v)      (((v) >> RS_VLAN_PCP_SHIFT) & 7)
 #define RS_VLAN_TCI(v)      ((v) & 0xffff)
 
 /* Largest frame the engine builds: headers, 4096 bytes, pad, ICRC. */
