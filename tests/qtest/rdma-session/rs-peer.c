@@ -637,8 +637,8 @@ void pair_attr(const LoopQp q[2], int i, uint32_t gid, struct rs_qp_attr *a)
     a->timeout = PAIR_TIMEOUT;
 }
 
-void pair_rc_mtu(Pair *pr, LoopQp q[2], uint32_t gid,
-                 uint16_t resp_access, uint8_t path_mtu)
+void pair_rc_av(Pair *pr, LoopQp q[2], uint32_t gid, uint16_t resp_access,
+                uint8_t path_mtu, const uint32_t flow_label[2])
 {
     struct rs_qp_attr a;
     int i;
@@ -650,8 +650,17 @@ void pair_rc_mtu(Pair *pr, LoopQp q[2], uint32_t gid,
         pair_attr(q, i, gid, &a);
         a.access_flags = i ? resp_access : STD_ACCESS;
         a.path_mtu = path_mtu;
+        if (flow_label) {
+            a.ah.flow_label = cpu_to_le32(flow_label[i]);
+        }
         eng_connect(pr->p[i].d, &q[i], RS_QPT_RC, &a, 0);
     }
+}
+
+void pair_rc_mtu(Pair *pr, LoopQp q[2], uint32_t gid,
+                 uint16_t resp_access, uint8_t path_mtu)
+{
+    pair_rc_av(pr, q, gid, resp_access, path_mtu, NULL);
 }
 
 void pair_rc(Pair *pr, LoopQp q[2], uint32_t gid,

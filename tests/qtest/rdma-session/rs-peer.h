@@ -282,6 +282,10 @@ void pair_attr(const LoopQp q[2], int i, uint32_t gid, struct rs_qp_attr *a);
 void pair_rc_mtu(Pair *pr, LoopQp q[2], uint32_t gid,
                  uint16_t resp_access, uint8_t path_mtu);
 
+/* The same, side i's address vector with @flow_label[i] (if not NULL). */
+void pair_rc_av(Pair *pr, LoopQp q[2], uint32_t gid, uint16_t resp_access,
+                uint8_t path_mtu, const uint32_t flow_label[2]);
+
 void pair_rc(Pair *pr, LoopQp q[2], uint32_t gid,
              uint16_t resp_access);
 

@@ -10,7 +10,7 @@
 
 #include "qemu/osdep.h"
 #include "rs-test.h"
-#include "rs-peer.h"
+#include "rs-odp.h"
 
 #define VLAN_VID        100
 #define VLAN_OTHER      200
@@ -157,20 +157,11 @@ static void vlan_setup(Pair *pr, VlanWire *w, void *obj, void *data,
 /* An RC pair through GID @gid, each side's AV with its priority. */
 static void vlan_rc(Pair *pr, LoopQp q[2], uint32_t gid)
 {
-    static const uint8_t prio[2] = { VLAN_PRIO_A, VLAN_PRIO_B };
-    struct rs_qp_attr a;
-    int i;
+    static const uint32_t prio[2] = {
+        VLAN_PRIO_A << RS_AV_PRIO_SHIFT, VLAN_PRIO_B << RS_AV_PRIO_SHIFT,
+    };
 
-    for (i = 0; i < 2; i++) {
-        pair_qp(pr, i, &q[i], RS_QPT_RC, pr->p[i].pd);
-    }
-    for (i = 0; i < 2; i++) {
-        pair_attr(q, i, gid, &a);
-        a.access_flags = STD_ACCESS;
-        a.path_mtu = RS_MTU_1024;
-        a.ah.flow_label = cpu_to_le32(prio[i] << RS_AV_PRIO_SHIFT);
-        eng_connect(pr->p[i].d, &q[i], RS_QPT_RC, &a, 0);
-    }
+    pair_rc_av(pr, q, gid, STD_ACCESS, RS_MTU_1024, prio);
 }
 
 /*
@@ -571,24 +562,6 @@ static void test_vlan_kernel_ud(void *obj, void *data,
     g_assert_cmpuint(cqe.status, ==, RS_WC_SUCCESS);
 }
 
-/* A UD SEND of @len bytes at @off of A's buffer through AH @ah. */
-static void vlan_post_ud(Pair *pr, LoopQp *q, uint32_t ah, uint64_t wr_id,
-                         uint32_t off, uint32_t len, uint32_t qpn)
-{
-    struct rs_sge sge = peer_sge(&pr->p[0], off, len);
-    struct rs_send_wqe_ctrl w = {
-        .wr_id = wr_id,
-        .opcode = RS_WR_SEND,
-        .flags = RS_WQE_F_SIGNALED,
-        .num_sge = 1,
-        .ah = ah,
-        .remote_qpn = qpn,
-        .remote_qkey = STD_QKEY,
-    };
-
-    eng_post_send(pr->p[0].d, q, &w, &sge, 1);
-}
-
 /*
  * UD through AHs (CREATE_AH): one from GID 1 with priority 2 sends
  * tagged VID 100 PCP 2, one from GID 0 untagged, to B's user UD QP,
@@ -626,7 +599,7 @@ static void test_vlan_ud(void *obj, void *data, QGuestAllocator *alloc)
     for (i = 0; i < 2; i++) {
         rs = peer_sge(b, 0x1000 * (i + 1), 40 + 512);
         eng_post_recv(b->d, &q[1], 0xb0 + i, &rs, 1);
-        vlan_post_ud(&pr, &q[0], ah[i], 0xa0 + i, 0x100 * i, 200 + i,
+        pair_post_ud(&pr, &q[0], ah[i], 0xa0 + i, 0x100 * i, 200 + i,
                      q[1].qpn);
         vlan_poll(&w, 0, &cqe);
         assert_cqe(&cqe, 0xa0 + i, RS_WC_SUCCESS, RS_WR_SEND, q[0].qpn);
