@@ -125,6 +125,9 @@ VLAN_COMMON = ["gid", "ping", "rc-pingpong", "rc-pingpong-untagged", "rping"]
 VLAN_ADAPTER = ["gid", "driver-vlan", "ping", "rc-pingpong",
                 "rc-pingpong-untagged", "rping", "statistic"]
 
+# verbs-ipv6.sh's checks on each VM (mckey's differ by role).
+IPV6_CHECKS = ["gid", "ping", "rc-pingpong", "write-bw", "rping"]
+
 # rsv-flush: every side is the requester once and the responder once.
 FLUSH_CHECKS = ["flush-caps", "flush-connect", "atomic-write",
                 "atomic-write-peer", "flush-range", "flush-mr",
@@ -278,6 +281,12 @@ FEATURES: List[Tuple[str, Tuple[str, ...], Dict[int, List[str]]]] = [
     # soft-RoCE peer; VM 1's capture: vlan_capture.
     ("vlan", ("adapter-adapter",), {1: VLAN_ADAPTER, 2: VLAN_ADAPTER}),
     ("vlan", ("adapter-rxe",), {1: VLAN_ADAPTER, 2: VLAN_COMMON}),
+    # RoCE v2 over IPv6 global addresses (verbs-ipv6.sh) on the adapters
+    # and with a soft-RoCE peer; VM 1's capture: ipv6_capture.
+    ("ipv6", TWO, {1: IPV6_CHECKS + ["mc1-send", "mc2-attach", "mc2-recv",
+                                     "mc2-detach"],
+                   2: IPV6_CHECKS + ["mc1-attach", "mc1-recv", "mc1-detach",
+                                     "mc2-send"]}),
     ("mcast-rxe", ("adapter-rxe",), {
         1: ["a2r-send", "r2a-attach", "r2a-recv", "r2a-detach",
             "mckey-a2r-send"],
@@ -891,12 +900,44 @@ def vlan_capture(s: Suite, pairing: str, pcap: str) -> None:
               "; " + "; ".join(bad[:4]) if bad else ""))
 
 
+def ipv6_capture(s: Suite, pairing: str, pcap: str) -> None:
+    """VM 1's capture of verbs-ipv6.sh: RoCE v2 frames over IPv6 between
+    2001:db8:77::1 and ::2 each way and to the group ff0e::77:1, every
+    one with its ICRC right."""
+    name = "%s/ipv6/capture" % pairing
+    if not os.path.isfile(pcap) or os.path.getsize(pcap) == 0:
+        s.report(False, name, "no capture " + pcap)
+        return
+    n = {"vm1": 0, "vm2": 0, "group": 0}
+    bad = []
+    for p in roce.packets(pcap):
+        if not p.v6:
+            continue
+        if p.dst == "ff0e::77:1" and p.src.startswith("2001:db8:77::"):
+            n["group"] += 1
+        elif p.src == "2001:db8:77::1" and p.dst == "2001:db8:77::2":
+            n["vm1"] += 1
+        elif p.src == "2001:db8:77::2" and p.dst == "2001:db8:77::1":
+            n["vm2"] += 1
+        else:
+            continue
+        got, want = roce.icrc(p.frame, p.ip, p.udp, True)
+        if got != want:
+            bad.append("frame %d %s>%s ICRC 0x%08x, computed 0x%08x" %
+                       (p.num, p.src, p.dst, got, want))
+    s.report(not bad and all(n.values()), name,
+             "IPv6 RoCE frames from VM 1 %d, from VM 2 %d, to ff0e::77:1 "
+             "%d%s" % (n["vm1"], n["vm2"], n["group"],
+                       "; " + "; ".join(bad[:4]) if bad else ""))
+
+
 def capturing(pairing: str, feats: List[str]) -> bool:
     """Whether a boot of pairing with features feats captures VM 1's
     traffic (--pcap): the adapters-only boots, and those with a feature
     whose capture is checked; never one that migrates VM 1."""
     return (pairing in BUNDLED or any(
-        f in ("flush", "dc", "netid", "odp", "vlan") for f in feats)) and \
+        f in ("flush", "dc", "netid", "odp", "vlan", "ipv6")
+        for f in feats)) and \
         "migrate" not in pairing
 
 
@@ -917,7 +958,8 @@ def boot_names(pairing: str, feats: List[str]) -> List[str]:
             out += ["%s/flush/capture-%s" % (pairing, x)
                     for x in ("bytes", "icrc", "tshark")]
         out += ["%s/%s/capture" % (pairing, f)
-                for f in ("dc", "xrc", "odp", "netid", "vlan") if f in feats]
+                for f in ("dc", "xrc", "odp", "netid", "vlan", "ipv6")
+                if f in feats]
     return out
 
 
@@ -979,6 +1021,8 @@ def run(s: Suite, units: List[Tuple[str, ...]]) -> None:
             netid_capture(s, pairing, pcap)
         if cap and "vlan" in names:
             vlan_capture(s, pairing, pcap)
+        if cap and "ipv6" in names:
+            ipv6_capture(s, pairing, pcap)
         with open(os.path.join(s.dir, "checks"), "a") as f:
             f.writelines(ln + "\n" for ln in r.lines
                          if checks.LINE_RE.match(ln))

@@ -1,8 +1,8 @@
 /*
  * UD multicast through ibv_attach_mcast: one sender, every other side a
- * receiver.  Each receiver joins the IPv4 group (IP_ADD_MEMBERSHIP, as
- * rdma_cm does for RoCE, so that a soft-RoCE receiver's IP layer takes
- * the group's packets), attaches a UD QP to the group's GID and posts a
+ * receiver.  Each receiver joins the IP group (IP_ADD_MEMBERSHIP or
+ * IPV6_JOIN_GROUP, as rdma_cm does for RoCE over IPv4, so that a
+ * soft-RoCE receiver's IP layer takes the group's packets), attaches a UD QP to the group's GID and posts a
  * receive per message; a second UD QP of its own with receives posted is
  * not attached.  The sender sends N messages of known content (immediate
  * data: their index) to the group, DQPN 0xffffff; each receiver checks
@@ -13,8 +13,10 @@
  * Usage: rsv-mcast [common options] [-- ROLE [TAG [GROUP]]]
  *   ROLE  send: the server (VM 1) sends to its RS_VM_COUNT - 1 clients
  *         (default); recv: the one client sends to the server
- *   TAG   the checks' prefix (default "ud"); GROUP an IPv4 group
- *         (default 239.1.2.3)
+ *   TAG   the checks' prefix (default "ud"); GROUP an IPv4 or IPv6
+ *         group (default 239.1.2.3), whose GID is ::ffff:GROUP or GROUP;
+ *         with an IPv6 group, -g names the IPv6 GID (rdma_cm does not
+ *         join IPv6 groups over RoCE v2)
  * Checks: TAG-send (sender), TAG-attach, TAG-recv, TAG-detach (receivers).
  *
  * Copyright (c) 2026 rdma-session developers
@@ -24,6 +26,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,6 +135,43 @@ static void post_recvs(struct ibv_qp *qp, uint8_t *buf, struct ibv_mr *mr)
 	}
 }
 
+/*
+ * Join the IP group of mgid on the interface of the GID in use (IPv4: by
+ * its address; IPv6: $RS_IFACE's, else the route's); the socket or
+ * -errno.
+ */
+static int join_group(const struct rsv_dev *d, const union ibv_gid *mgid,
+		      bool v6)
+{
+	const char *ifname = getenv("RS_IFACE");
+	int sock = socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM, 0), err;
+
+	if (sock < 0)
+		return -errno;
+	if (v6) {
+		struct ipv6_mreq m6 = {
+			.ipv6mr_interface = ifname ? if_nametoindex(ifname) : 0,
+		};
+
+		memcpy(&m6.ipv6mr_multiaddr, mgid->raw, 16);
+		err = setsockopt(sock, IPPROTO_IPV6, IPV6_JOIN_GROUP, &m6,
+				 sizeof(m6));
+	} else {
+		struct ip_mreq m4;
+
+		memcpy(&m4.imr_multiaddr, &mgid->raw[12], 4);
+		memcpy(&m4.imr_interface, &d->gid.raw[12], 4);
+		err = setsockopt(sock, IPPROTO_IP, IP_ADD_MEMBERSHIP, &m4,
+				 sizeof(m4));
+	}
+	if (err) {
+		err = -errno;
+		close(sock);
+		return err;
+	}
+	return sock;
+}
+
 /* Send n messages, message i with seed base + i; 0 or the first error. */
 static int send_all(const struct rsv_opts *o, struct ibv_qp *qp,
 		    struct ibv_cq *cq, struct ibv_ah *ah, uint8_t *buf,
@@ -168,12 +208,11 @@ int main(int argc, char **argv)
 	struct ibv_mr *mr;
 	struct ibv_wc wc;
 	union ibv_gid mgid;
-	struct in_addr gaddr;
 	struct rsv_opts o;
 	struct rsv_dev d;
 	char name[64] = "";
 	int fd[MAX_CLIENTS], nfd = 1, i, sock = -1, st, err;
-	bool sender;
+	bool sender, v6;
 	uint8_t *buf;
 
 	rsv_parse(&o, argc, argv);
@@ -185,12 +224,14 @@ int main(int argc, char **argv)
 		group = o.argv[2];
 	if (strcmp(role, "send") && strcmp(role, "recv"))
 		rsv_die("ROLE must be send or recv");
-	if (inet_pton(AF_INET, group, &gaddr) != 1)
-		rsv_die("bad group %s", group);
-	/* ::ffff:GROUP, the group's RoCEv2 GID */
+	/* The group's RoCE v2 GID: ::ffff:GROUP or the IPv6 group */
 	memset(&mgid, 0, sizeof(mgid));
-	mgid.raw[10] = mgid.raw[11] = 0xff;
-	memcpy(&mgid.raw[12], &gaddr, 4);
+	v6 = strchr(group, ':') != NULL;
+	if (v6 ? inet_pton(AF_INET6, group, mgid.raw) != 1 :
+	    inet_pton(AF_INET, group, &mgid.raw[12]) != 1)
+		rsv_die("bad group %s", group);
+	if (!v6)
+		mgid.raw[10] = mgid.raw[11] = 0xff;
 	sender = !strcmp(role, "send") == !o.server;
 	if (!o.server && getenv("RS_VM_COUNT"))
 		nfd = atoi(getenv("RS_VM_COUNT")) - 1;
@@ -245,7 +286,6 @@ int main(int argc, char **argv)
 		if (ah)
 			ibv_destroy_ah(ah);
 	} else {
-		struct ip_mreq mreq = { .imr_multiaddr = gaddr };
 		long bad = -1;
 		int n = 0, wrong = 0, others = 0, lost = 0, first_lost = 0;
 		uint32_t next = 1;	/* the lowest index still expected */
@@ -253,12 +293,8 @@ int main(int argc, char **argv)
 		post_recvs(qp, buf, mr);
 		oqp = ud_qp(&d, ocq);
 		post_recvs(oqp, buf + NMSG * SLOT, mr);
-		memcpy(&mreq.imr_interface, &d.gid.raw[12], 4);
-		sock = socket(AF_INET, SOCK_DGRAM, 0);
-		err = sock < 0 ? errno : 0;
-		if (!err && setsockopt(sock, IPPROTO_IP, IP_ADD_MEMBERSHIP,
-				       &mreq, sizeof(mreq)))
-			err = errno;
+		sock = join_group(&d, &mgid, v6);
+		err = sock < 0 ? -sock : 0;
 		if (!err)
 			err = ibv_attach_mcast(qp, &mgid, 0);
 		rsv_check(&o, cname("attach"), !err, "qpn %u to %s: %s", me.qpn, group,

@@ -1,0 +1,104 @@
+# verbs: RoCE v2 over IPv6 global addresses.  Both VMs add
+# 2001:db8:77::N/64 to their interface.  Checks: the address's RoCE v2
+# GID (gid), IPv6 between the VMs (ping), ibv_rc_pingpong through that
+# GID (rc-pingpong), ib_write_bw through it (write-bw), rping with
+# rdma_cm resolving the IPv6 addresses (rping), UD multicast to the IPv6
+# group ff0e::77:1 through ibv_attach_mcast with VM 1 sending (rsv-mcast:
+# mc1-*) and VM 2 sending (mc2-*); rdma_cm refuses to join IPv6 groups
+# over RoCE v2 (ENOTSUPP) on every device.  VM 1's capture is checked on
+# the host (verbs.py ipv6_capture): RoCE frames over IPv6 each way, with
+# their ICRCs.
+v6_ip=2001:db8:77::$RS_VM_INDEX
+v6_peer=2001:db8:77::1
+# gid6_of ADDRESS: the index of ADDRESS's RoCE v2 GID (sysfs writes a
+# GID as eight groups of four hex digits).
+gid6_of()
+{
+    local want f i
+    want=$(echo "$1" | awk -F: '{
+        n = 0; for (i = 1; i <= NF; i++) if ($i != "") n++
+        out = ""; c = 0
+        for (i = 1; i <= NF; i++) {
+            if ($i == "") {
+                if (i > 1 && i < NF) for (z = 0; z < 8 - n; z++) { out = out (c ? ":" : "") "0000"; c++ }
+                continue
+            }
+            out = out (c ? ":" : "") sprintf("%04s", $i); c++
+        }
+        gsub(/ /, "0", out); print out }')
+    for f in /sys/class/infiniband/$dev/ports/1/gids/*; do
+        i=${f##*/}
+        [ "$(cat "$f" 2>/dev/null)" = "$want" ] || continue
+        [ "$(cat "/sys/class/infiniband/$dev/ports/1/gid_attrs/types/$i" 2>/dev/null)" = "RoCE v2" ] &&
+            { echo "$i"; return 0; }
+    done
+    return 1
+}
+ip -6 addr add "$v6_ip/64" dev "$RS_IFACE" nodad
+v6_gid=
+t=0
+until v6_gid=$(gid6_of "$v6_ip") || [ $t -ge 40 ]; do
+    sleep 0.5
+    t=$((t + 1))
+done
+if [ -n "$v6_gid" ]; then
+    ck "$VB_PAIRING/ipv6/gid" ok "GID $v6_gid: $(cat "/sys/class/infiniband/$dev/ports/1/gids/$v6_gid") on $(cat "/sys/class/infiniband/$dev/ports/1/gid_attrs/ndevs/$v6_gid")"
+else
+    ck "$VB_PAIRING/ipv6/gid" fail "no RoCE v2 GID of $v6_ip: $(cat /sys/class/infiniband/$dev/ports/1/gids/* | grep -v '^0000:0000:0000:0000:0000:0000:0000:0000$' | tr '\n' ' ')"
+fi
+vb_step
+barrier $((650 + vb_n)) 120
+if [ "$RS_VM_INDEX" = 1 ]; then v6_to=2001:db8:77::2; else v6_to=$v6_peer; fi
+if ping -6 -c 2 -W 5 "$v6_to" > /tmp/v6.ping 2>&1; then
+    ck "$VB_PAIRING/ipv6/ping" ok "$(grep -E 'transmitted' /tmp/v6.ping)"
+else
+    ck "$VB_PAIRING/ipv6/ping" fail "$(tail -n 2 /tmp/v6.ping | tr '\n' ' ')"
+fi
+vb_step
+v6_port=$((18700 + vb_n))
+if [ "$RS_VM_INDEX" = 1 ]; then
+    timeout 150 ibv_rc_pingpong -d "$dev" -g "$v6_gid" -s 4096 -n 50 -p $v6_port > /tmp/v6.pp 2>&1
+    r1=$?
+else
+    vb_client /tmp/v6.pp 150 ibv_rc_pingpong -d "$dev" -g "$v6_gid" -s 4096 -n 50 -p $v6_port "$(vb_vm1)"
+    r1=$?
+fi
+cat /tmp/v6.pp
+[ $r1 = 0 ] && grep -q iters /tmp/v6.pp && ok=ok || ok=fail
+ck "$VB_PAIRING/ipv6/rc-pingpong" "$ok" "GID $v6_gid: exit $r1, $(grep iters /tmp/v6.pp)"
+# ib_write_bw: its connection data over TCP, the WRITEs through the
+# IPv6 GID (-x).
+vb_step
+v6_port=$((18700 + vb_n))
+if [ "$RS_VM_INDEX" = 1 ]; then
+    timeout 150 ib_write_bw -d "$dev" -x "$v6_gid" -F -s 65536 -n 200 -p $v6_port > /tmp/v6.bw 2>&1
+    r1=$?
+else
+    vb_client /tmp/v6.bw 150 ib_write_bw -d "$dev" -x "$v6_gid" -F -s 65536 -n 200 -p $v6_port "$(vb_vm1)"
+    r1=$?
+fi
+cat /tmp/v6.bw
+bw=$(awk '$1 == 65536 { print $4 " MB/s average, peak " $3 }' /tmp/v6.bw)
+[ $r1 = 0 ] && [ -n "$bw" ] && ok=ok || ok=fail
+ck "$VB_PAIRING/ipv6/write-bw" "$ok" "GID $v6_gid, 200 x 64 KiB: exit $r1, $bw"
+# rping: rdma_cm resolves the IPv6 addresses to their GIDs.
+vb_step
+if [ "$RS_VM_INDEX" = 1 ]; then
+    timeout 120 rping -s -V -C 20 -S 4096 -a "$v6_ip" -p $((7300 + vb_n)) > /tmp/v6.rping 2>&1 & p1=$!
+    barrier $((650 + vb_n)) 60
+    wait $p1
+    r1=$?
+else
+    barrier $((650 + vb_n)) 60
+    sleep 1
+    timeout 120 rping -c -V -C 20 -S 4096 -a "$v6_peer" -p $((7300 + vb_n)) > /tmp/v6.rping 2>&1
+    r1=$?
+fi
+tail -n 3 /tmp/v6.rping
+[ $r1 = 0 ] && ok=ok || ok=fail
+ck "$VB_PAIRING/ipv6/rping" "$ok" "rping over $v6_ip: exit $r1"
+vb_pair ipv6 rsv-mcast -g "$v6_gid" -- send mc1 ff0e::77:1
+vb_pair ipv6 rsv-mcast -g "$v6_gid" -- recv mc2 ff0e::77:1
+vb_step
+barrier $((650 + vb_n)) 60
+ip -6 addr del "$v6_ip/64" dev "$RS_IFACE"
