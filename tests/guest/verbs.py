@@ -284,9 +284,9 @@ FEATURES: List[Tuple[str, Tuple[str, ...], Dict[int, List[str]]]] = [
     # RoCE v2 over IPv6 global addresses (verbs-ipv6.sh) on the adapters
     # and with a soft-RoCE peer; VM 1's capture: ipv6_capture.
     ("ipv6", TWO, {1: IPV6_CHECKS + ["mc1-send", "mc2-attach", "mc2-recv",
-                                     "mc2-detach"],
+                                     "mc2-detach", "nvmf-target"],
                    2: IPV6_CHECKS + ["mc1-attach", "mc1-recv", "mc1-detach",
-                                     "mc2-send"]}),
+                                     "mc2-send", "nvmf-io"]}),
     ("mcast-rxe", ("adapter-rxe",), {
         1: ["a2r-send", "r2a-attach", "r2a-recv", "r2a-detach",
             "mckey-a2r-send"],
