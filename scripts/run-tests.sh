@@ -21,11 +21,12 @@
 #                build
 #   qtest-asan   the qtests on the sanitizer build
 #   demo, guest-driver, guest-stack, rdma-matrix, verbs, introspect, nvmf,
-#   p2p, stacks, resilience, multipath, migration, libvirt, bench-smoke
+#   p2p, stacks, resilience, multipath, incast, migration, libvirt,
+#   bench-smoke
 #                the VM-level suites (tests/guest/; p2p builds the p2p guest
 #                kernel the first time, then caches it; stacks runs in the Debian
-#                guest; multipath, migration and libvirt build networks of
-#                namespaces, libvirt runs a libvirtd per host: they need
+#                guest; multipath, incast, migration and libvirt build networks
+#                of namespaces, libvirt runs a libvirtd per host: they need
 #                root)
 #
 # Usage: scripts/run-tests.sh [SUITE...]
@@ -52,9 +53,9 @@ mkdir -p "$logs"
 
 all=(abi checkpatch unit qtest vmstate fuzz-smoke qtest-asan demo guest-driver
      guest-stack rdma-matrix verbs introspect nvmf p2p stacks resilience
-     multipath migration libvirt bench-smoke)
+     multipath incast migration libvirt bench-smoke)
 guest=(demo guest-driver guest-stack rdma-matrix verbs introspect nvmf p2p
-       stacks resilience multipath migration libvirt bench-smoke)
+       stacks resilience multipath incast migration libvirt bench-smoke)
 sel=()
 for a in "${@:-${all[@]}}"; do
     if [ "$a" = guest ]; then sel+=("${guest[@]}"); else sel+=("$a"); fi
@@ -98,7 +99,8 @@ fi
 # provider), which the unit and VM suites use as they are.
 if wants unit || wants 'demo' || wants 'guest-*' || wants 'rdma-*' ||
    wants verbs || wants introspect || wants nvmf || wants resilience ||
-   wants multipath || wants migration || wants libvirt || wants bench-smoke ||
+   wants multipath || wants incast || wants migration || wants libvirt ||
+   wants bench-smoke ||
    wants stacks; then
     build build-guest "$top/scripts/guest-image.sh"
 fi

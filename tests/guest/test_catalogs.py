@@ -22,6 +22,7 @@ def catalogs():
     import bench_smoke
     import guest_driver
     import guest_stack
+    import incast
     import introspect
     import migration
     import multipath
@@ -40,16 +41,17 @@ def catalogs():
         "nvmf": {("boot",): nvmf.names(False)},
         "nvmf --migrate": {("boot",): nvmf.names(True)},
         "multipath": {("boot",): multipath.names()},
+        "incast": {("boot",): incast.names()},
         "migration": {u: p[1] for u, p in migration.parts().items()},
     }
 
 
 # What each suite reported in a full run before its catalog.
-COUNTS = {"verbs": 530, "guest-stack": 32, "guest-driver": 55,
+COUNTS = {"verbs": 572, "guest-stack": 32, "guest-driver": 55,
           "bench-smoke": 13,
           "rdma-matrix": 71, "resilience": 19,
           "introspect": 20, "nvmf": 9, "nvmf --migrate": 14,
-          "multipath": 41, "migration": 101}
+          "multipath": 41, "incast": 10, "migration": 101}
 
 
 class CatalogTest(unittest.TestCase):

@@ -53,17 +53,22 @@ def guest_files(*names: str) -> str:
     return text.rstrip("\n")
 
 
-def need_tshark(log: str) -> Optional[str]:
-    """tshark's path, installed first (Debian's, with the project's
-    private apt configuration) if the machine has none; apt's output goes
-    to the file log.  None if it could not be installed."""
-    if shutil.which("tshark") is None:
+def need_program(prog: str, package: str, log: str) -> Optional[str]:
+    """prog's path, its Debian package installed first (with the
+    project's private apt configuration) if the machine has none; apt's
+    output goes to the file log.  None if it could not be installed."""
+    if shutil.which(prog) is None:
         with open(log, "w") as f:
             subprocess.call(["bash", "-c", '. "$1/scripts/apt-private.sh" && '
-                             'apt_need "" tshark', "bash", TOP],
+                             'apt_need "" "$2"', "bash", TOP, package],
                             stdin=subprocess.DEVNULL, stdout=f,
                             stderr=subprocess.STDOUT)
-    return shutil.which("tshark")
+    return shutil.which(prog)
+
+
+def need_tshark(log: str) -> Optional[str]:
+    """tshark's path (need_program)."""
+    return need_program("tshark", "tshark", log)
 
 
 def qmp(sock: str, cmds) -> "tuple[bool, list]":
