@@ -37,7 +37,10 @@ NA_TEXT = "n/a (no ODP)"
 # better: "higher" (bandwidth, rate) or "lower" (latency, time)
 BW = [("bw_avg", "BW average", "MB/s", "higher"), ("msg_rate", "MsgRate", "Mpps", "higher")]
 LAT = [("t_typical", "t_typical", "usec", "lower"), ("t_avg", "t_avg", "usec", "lower")]
-RPING = [("mbps", "throughput", "MB/s", "higher"), ("time", "time", "s", "lower")]
+RPING = [("mbps", "throughput", "MB/s", "higher"), ("time", "time", "s", "lower"),
+         ("cpu_gb", "host CPU per GB", "CPU-s/GB", "lower")]
+# Metrics a run may lack (an older run without cpu-PAIR.jsonl)
+OPTIONAL = {"cpu_gb"}
 BENCH = {
     "write_bw_64k": ("ib_write_bw 64 KiB", BW),
     # ODP on both sides; adapter only (NO_ODP_OK); compared with write_bw_64k
@@ -120,6 +123,28 @@ def read_steps(vmsdir):
     return steps, info
 
 
+def read_cpu(path):
+    """bench/cpu-sampler.py's cpu-PAIR.jsonl -> {k: CPU seconds of both
+    QEMUs from the client program's last start (BENCH-BEGIN) of step k to
+    its end (BENCH-STEP)}."""
+    begin, cpu = {}, {}
+    try:
+        with open(path) as f:
+            events = [json.loads(ln) for ln in f if ln.strip()]
+    except (OSError, ValueError):
+        return {}
+    for e in events:
+        c = e.get("cpu") or {}
+        if None in c.values() or len(c) != 2:
+            continue
+        both = sum(c.values())
+        if e["event"] == "begin":
+            begin[e["k"]] = both
+        elif e["k"] in begin:
+            cpu[e["k"]] = both - begin[e["k"]]
+    return cpu
+
+
 def log_tail(path, n=15):
     try:
         with open(path, errors="replace") as f:
@@ -170,8 +195,9 @@ def odp_counters(step):
     return None
 
 
-def measure(name, cl, sv, env):
-    """One repetition of one benchmark -> (status, {metric: value}, note).
+def measure(name, cl, sv, env, cpu=None):
+    """One repetition of one benchmark -> (status, {metric: value}, note);
+    cpu: both QEMUs' CPU seconds during the client's run, if known.
     status: ok, error (no numbers), fail (verification failed), na (an ODP
     step the guests skipped: the device has no ODP)."""
     if cl is None:
@@ -197,7 +223,11 @@ def measure(name, cl, sv, env):
             return "fail", {}, "no time"
         moved = 2 * size * count
         note = "%d x %d B read and written back, verified; server rc=%s" % (count, size, srv_rc)
-        return "ok", {"time": t, "mbps": moved / t / 1e6 if t > 0 else None}, note
+        vals = {"time": t, "mbps": moved / t / 1e6 if t > 0 else None}
+        if cpu is not None and moved:
+            vals["cpu_gb"] = cpu / (moved / 1e9)
+            note += "; both QEMUs %.2f CPU-s" % cpu
+        return "ok", vals, note
     res = parse_perftest(cl["out"])
     if rc != "0" or not res:
         why = "rc=%s" % rc if rc != "0" else "no result line"
@@ -210,7 +240,7 @@ def measure(name, cl, sv, env):
         hint = " (perftest's clock sampling failed: 'Correlation coefficient r^2 < 0.9', 0 MHz)" \
             if any("Correlation coefficient" in l for l in cl["out"]) else ""
         return "error", {}, "zero result%s: %s" % (hint, short(cl["out"], 2))
-    if len(vals) != len(BENCH[name][1]):
+    if len(vals) != len([m for m in BENCH[name][1] if m[0] not in OPTIONAL]):
         return "error", vals, "missing columns in: %s" % short(cl["out"], 2)
     return "ok", vals, ""
 
@@ -301,6 +331,7 @@ def main():
     pairinfo = {}
     for pair, label, dev in PAIRS:
         steps, info = read_steps(os.path.join(out, "vms-" + pair))
+        cpu = read_cpu(os.path.join(out, "cpu-%s.jsonl" % pair))
         pk = pair.replace("-", "_")
         pairinfo[pair] = {
             "label": label, "device": dev, "guest_info": info,
@@ -317,7 +348,7 @@ def main():
             name, rep = ref["name"], ref["rep"]
             if name not in BENCH:
                 continue
-            status, vals, note = measure(name, cl, sv, env)
+            status, vals, note = measure(name, cl, sv, env, cpu.get(k))
             if status == "na" and pair not in NO_ODP_OK:
                 status, note = "error", "the %s has no ODP (ibv_devinfo -v): a guest driver without ODP?" % label
             r = {"rep": rep, "status": status, "values": vals, "note": note,

@@ -15,7 +15,8 @@
 #   BENCH-STEP K NAME REP ROLE rc=RC secs=S
 #   | <the program's output>
 #   BENCH-END K
-# and the host parses the client's (bench/bench.py).  secs is the wall time
+# and the host parses the client's (bench/bench.py); the client prints
+# "BENCH-BEGIN K ATTEMPT" as its program starts (bench/cpu-sampler.py).  secs is the wall time
 # of the program's run that counted (the client's last attempt), from
 # /proc/uptime.  The ODP steps (*_odp*) run only when both VMs' devices
 # have ODP for RC WRITE (ibv_devinfo -v); otherwise both print rc=no-odp
@@ -176,6 +177,8 @@ run_step()  # ID: barrier, ports; prints the step's result
         donef=
         sleep 1
         t0=$(date +%s)
+        # the host's CPU accounting of the step starts here (cpu-sampler.py)
+        echo "BENCH-BEGIN $k $attempt"
         # until the server listens: TCP (perftest) or rdma_cm (rping)
         for try in 1 2 3 4 5 6 7 8; do
             run_for "$tmo" $prog $a

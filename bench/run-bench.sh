@@ -56,6 +56,9 @@
 #   --adapter-args "ARGS"  extra QEMU arguments for the adapter pair's VMs,
 #                  e.g. "-global rdma-session.x-window=256" (the table's
 #                  machine line shows them)
+# Host CPU: bench/cpu-sampler.py reads both QEMUs' user + system time as
+# each step's client program starts and ends (cpu-PAIR.jsonl); the rping
+# rows show the CPU time per GB moved.
 # Output (in DIR): results.csv, results.json (medians, ranges, every
 # repetition's values, the machine), table.txt, chart.png (gnuplot-nox,
 # installed with scripts/apt-private.sh), adapter.log / soft-roce.log (the
@@ -293,12 +296,16 @@ run_pair()
         mkdir -p "$out/vms-$name"
         watch "$name" "$out/vms-$name/vm2/serial.log" &
         watch_pid=$!
+        rm -f "$out/cpu-$name.jsonl"
+        "$py" "$top/bench/cpu-sampler.py" "$out/vms-$name" "$out/cpu-$name.jsonl" $$ &
+        cpu_pid=$!
         RS_NO_BUILD=1 RS_VMS_LOGDIR="$out/vms-$name" \
             "$top/scripts/launch-vms.sh" -q -n 2 --$segment "$@" --timeout "$tmo_all" \
             --cmd "B_NEED_TSC=$need B_MTU=$mtu B_DUR=$dur B_LATN=$latn B_VSIZE=$vsize B_VSHORT=$vshort B_VLONG=$vlong B_ODPN=$odpn B_STEPS='$steps'
 $guest" ${qargs:+-- $qargs} > "$out/$name.log" 2>&1
         lrc=$?
         stop_watch
+        kill "$cpu_pid" 2>/dev/null; wait "$cpu_pid" 2>/dev/null
         watch_print "$name" "$out/vms-$name/vm2/serial.log"
         rm -f "$out/.seen-$name"
         grep -q '^BENCH-REBOOT' "$out/vms-$name/vm1/serial.log" 2>/dev/null || break
@@ -307,6 +314,7 @@ $guest" ${qargs:+-- $qargs} > "$out/$name.log" 2>&1
         rm -rf "$out/vms-$name.boot$boot"
         mv "$out/vms-$name" "$out/vms-$name.boot$boot"
         mv "$out/$name.log" "$out/vms-$name.boot$boot/launch-vms.log"
+        mv "$out/cpu-$name.jsonl" "$out/vms-$name.boot$boot/" 2>/dev/null
     done
     echo "pair_${name//-/_}_launch_status=$lrc" >> "$out/machine.env"
     echo "pair_${name//-/_}_boots=$boot" >> "$out/machine.env"
