@@ -40,12 +40,12 @@ import signal
 import subprocess
 import sys
 import threading
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # pylint: disable=wrong-import-position
 from rstest import console, ecmp, select  # noqa: E402
-from rstest.suite import Suite, guest_files, need_program  # noqa: E402
+from rstest.suite import Suite, guest_files, need_program, need_tshark  # noqa: E402,E501
 
 IN_SECS = 8
 # Two adapters under TCG on two cores reach about 11 MB/s together.
@@ -56,14 +56,19 @@ MARK_BURST = "32 kbytes"
 PROBE_INTERVAL = 0.02
 VM_CHECKS = ["1:incast-servers", "2:incast-bw", "3:incast-bw",
              "1:dmesg-clean", "2:dmesg-clean", "3:dmesg-clean"]
-HOST_CHECKS = ["bottleneck", "shaped", "probe"]
+HOST_CHECKS = ["bottleneck", "shaped", "probe", "ect", "cnp", "cnp-tshark",
+               "rate-reductions"]
+# The boots: the adapters with DCQCN off (CNPs sent and counted, rates
+# untouched) and on, its line rate near what the senders reach here.
+MODES = [("dcqcn-off", ["-global", "rdma-session.dcqcn=off"]),
+         ("dcqcn-on", ["-global", "rdma-session.dcqcn-line-rate=100"])]
 MEASURE_RE = re.compile(r"MEASURE incast vm=(\d+) (.*)")
 
 
-def names() -> List[str]:
-    return ["host/" + c for c in HOST_CHECKS] + [
-        "%s/vm%s" % (c.split(":")[1], c.split(":")[0]) for c in VM_CHECKS] + \
-        ["launch-vms"]
+def names(mode: str) -> List[str]:
+    return ["%s/host/%s" % (mode, c) for c in HOST_CHECKS] + [
+        "%s/%s/vm%s" % (mode, c.split(":")[1], c.split(":")[0])
+        for c in VM_CHECKS] + ["%s/launch-vms" % mode]
 
 
 def tc(ns: str, *args: str) -> str:
@@ -165,37 +170,49 @@ def marks(run: str) -> List[str]:
         if ln.startswith("MP mark ") and len(ln.split()) > 2]
 
 
-def run(s: Suite, _units=None) -> None:
-    """The boot, the bottleneck, the probe and the figures."""
-    for prog, pkg in (("nft", "nftables"), ("ping", "iputils-ping")):
-        log = os.path.join(s.dir, "apt-%s.log" % pkg)
-        if need_program(prog, pkg, log) is None:
-            s.report(False, "host/bottleneck", "no %s, and %s could not be "
-                     "installed (see %s)" % (prog, pkg, log))
-            return
-    vms = os.environ.get("RS_VMS_LOGDIR") or os.path.join(s.dir, "vms")
+def cnps_decoded(pcap: str) -> Tuple[int, str]:
+    """The CNPs tshark finds in a host namespace's capture (BTH opcode
+    0x81 in its InfiniBand dissector, over UDP port 4791): their count
+    and tshark's name for the first."""
+    out = subprocess.run(
+        ["tshark", "-r", pcap, "-d", "udp.port==%d,infiniband" %
+         ecmp.ROCE_PORT, "-Y", "infiniband.bth.opcode == 0x81", "-T",
+         "fields", "-e", "infiniband.bth.opcode", "-e", "_ws.col.Info"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        check=False).stdout.splitlines()
+    return len(out), (out[0].split("\t", 1)[-1] if out else "")
+
+
+def boot(s: Suite, mode: str, qemu: List[str]) -> None:
+    """One boot: the incast with the adapters' QEMU arguments qemu; the
+    tests are named MODE/..."""
+    vms = os.path.join(s.dir, "vms-" + mode)
     common = "IN_SECS=%d\nIN_VM1=%s\n%s" % (
-        IN_SECS, ecmp.vm_ip(1), guest_files("lib.sh", "multipath-common.sh"))
-    argv = ["-q", "-n", "3", "--ecmp", "1", "--timeout", "300",
-            "--vm-cmd", "1", common + "\n" + guest_files("incast-vm1.sh")]
+        IN_SECS, ecmp.vm_ip(1), guest_files("lib.sh", "multipath-common.sh",
+                                            "incast-common.sh"))
+    argv = ["-q", "-n", "3", "--ecmp", "1", "--ecmp-capture", "--timeout",
+            "300", "--vm-cmd", "1",
+            common + "\n" + guest_files("incast-vm1.sh")]
     for i in (2, 3):
         argv += ["--vm-cmd", str(i),
                  common + "\n" + guest_files("incast-sender.sh")]
+    argv += ["--"] + qemu
     probe: Optional[Probe] = None
     q0: Dict[str, int] = {}
     q1: Dict[str, int] = {}
-    with s.start("launch", argv, vms_dir=vms) as bg:
-        net = None
+    net = None
+    with s.start(mode, argv, vms_dir=vms) as bg:
         if bg.wait_for(120, lambda: os.path.exists(
                 os.path.join(vms, "ecmp.json"))):
             net = ecmp.Ecmp.attach(vms)
             try:
-                s.report(True, "host/bottleneck", bottleneck(net))
+                s.report(True, mode + "/host/bottleneck", bottleneck(net))
             except ecmp.EcmpError as e:
-                s.report(False, "host/bottleneck", str(e))
+                s.report(False, mode + "/host/bottleneck", str(e))
                 net = None
         else:
-            s.report(False, "host/bottleneck", "no ecmp.json in " + vms)
+            s.report(False, mode + "/host/bottleneck",
+                     "no ecmp.json in " + vms)
         if net and bg.wait_for(240, lambda: "incast-go" in marks(vms)):
             try:
                 q0 = queue_stats(net)
@@ -222,34 +239,81 @@ def run(s: Suite, _units=None) -> None:
     q = {k: q1.get(k, 0) - q0.get(k, 0) for k in q1}
     sent_mb = q.get("bytes", 0) / 1e6
     s.report(bool(q1) and sent_mb > 0 and
-             sum(bw) <= RATE_MBIT / 8 * 1.05, "host/shaped",
+             sum(bw) <= RATE_MBIT / 8 * 1.05, mode + "/host/shaped",
              "goodput %.2f + %.2f MB/s, the bottleneck %d Mbit/s (%.2f MB/s); "
              "%.1f MB through it" % (bw[0], bw[1], RATE_MBIT, RATE_MBIT / 8,
                                      sent_mb))
     rtt = probe.rtt if probe else []
-    s.report(len(rtt) > 0, "host/probe",
+    s.report(len(rtt) > 0, mode + "/host/probe",
              "%d of %d answered" % (len(rtt), probe.sent if probe else 0))
+    # Every RoCE frame towards VM 1 (the senders' requests) is
+    # ECN-capable, the marker marked some, VM 1's device answered with
+    # CNPs, the senders' devices took them; tshark decodes them in the
+    # captures of the senders' host namespaces.
+    rx = meas.get(1, {})
+    cnp_rx = [meas.get(i, {}).get("cnp_received", 0) for i in (2, 3)]
+    s.report(bool(q1) and q.get("roce", 0) > 0 and
+             q.get("ect", 0) == q.get("roce", 0), mode + "/host/ect",
+             "%d of %d RoCE frames to VM 1 ECN-capable" % (
+                 q.get("ect", 0), q.get("roce", 0)))
+    s.report(q.get("marked", 0) > 0 and rx.get("ecn_ce_received", 0) > 0 and
+             rx.get("cnp_sent", 0) > 0 and all(cnp_rx), mode + "/host/cnp",
+             "CE marked %d, VM 1 received %d CE and sent %d CNPs; VMs 2 and 3 "
+             "received %d and %d" % (q.get("marked", 0),
+                                     rx.get("ecn_ce_received", 0),
+                                     rx.get("cnp_sent", 0), *cnp_rx))
+    dec = [cnps_decoded(net.pcap(i)) if net else (0, "") for i in (2, 3)]
+    s.report(all(n > 0 for n, _ in dec), mode + "/host/cnp-tshark",
+             "tshark finds %d and %d CNPs in the captures for VMs 2 and 3 "
+             "(%s)" % (dec[0][0], dec[1][0], dec[0][1] or dec[1][1]))
+    red = [meas.get(i, {}).get("dcqcn_rate_reductions", 0) for i in (2, 3)]
+    want_red = "dcqcn=off" not in " ".join(qemu)
+    s.report(all(red) if want_red else not any(red),
+             mode + "/host/rate-reductions",
+             "DCQCN's rate reductions on VMs 2 and 3: %d, %d (%s)" % (
+                 red[0], red[1], "CNPs must lower the rates" if want_red
+                 else "dcqcn=off: none"))
     per = {k: "/".join("%d" % meas.get(i, {}).get(k, 0) for i in (2, 3))
-           for k in ("retransmits", "ack_timeouts", "seq_naks_rcvd")}
-    s.note("MEASURE incast senders=2 rate_mbit=%d goodput_MBps=%s jain=%.3f "
-           "retransmits=%s ack_timeouts=%s seq_naks_rcvd=%s roce=%d ect=%d "
-           "marked=%d queue_drops=%d probe_median_ms=%.2f "
-           "probe_p99_ms=%.2f probe_answered=%d" % (
-               RATE_MBIT, "/".join("%.2f" % b for b in bw), jain(bw),
+           for k in ("retransmits", "ack_timeouts", "seq_naks_rcvd",
+                     "cnp_received", "dcqcn_rate_reductions")}
+    s.note("MEASURE incast mode=%s senders=2 rate_mbit=%d goodput_MBps=%s "
+           "jain=%.3f retransmits=%s ack_timeouts=%s seq_naks_rcvd=%s "
+           "roce=%d ect=%d marked=%d queue_drops=%d ce_received=%d "
+           "cnp_sent=%d cnp_received=%s rate_reductions=%s "
+           "probe_median_ms=%.2f probe_p99_ms=%.2f probe_answered=%d" % (
+               mode, RATE_MBIT, "/".join("%.2f" % b for b in bw), jain(bw),
                per["retransmits"], per["ack_timeouts"], per["seq_naks_rcvd"],
                q.get("roce", 0), q.get("ect", 0), q.get("marked", 0),
-               q.get("drops", 0), percentile(rtt, 0.5),
+               q.get("drops", 0), rx.get("ecn_ce_received", 0),
+               rx.get("cnp_sent", 0), per["cnp_received"],
+               per["dcqcn_rate_reductions"], percentile(rtt, 0.5),
                percentile(rtt, 0.99), len(rtt)))
-    s.expect(r, VM_CHECKS)
-    s.launcher_check(r)
+    s.expect(r, VM_CHECKS, prefix=mode + "/")
+    s.launcher_check(r, mode)
+
+
+def run(s: Suite, units=None) -> None:
+    """The boots chosen (rstest/select.py's run)."""
+    for prog, pkg in (("nft", "nftables"), ("ping", "iputils-ping")):
+        log = os.path.join(s.dir, "apt-%s.log" % pkg)
+        if need_program(prog, pkg, log) is None:
+            s.report(False, "host/tools", "no %s, and %s could not be "
+                     "installed (see %s)" % (prog, pkg, log))
+            return
+    if need_tshark(os.path.join(s.dir, "apt-tshark.log")) is None:
+        s.report(False, "host/tools", "no tshark")
+        return
+    for mode, qemu in MODES:
+        if units is None or (mode,) in units:
+            boot(s, mode, qemu)
 
 
 def main() -> int:
     # (the launcher tears its VMs and namespaces down when this stops)
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, lambda *a: sys.exit(130))
-    return select.main("incast", {("boot",): names()}, run, sys.argv[1:],
-                       __doc__)
+    return select.main("incast", {(m,): names(m) for m, _ in MODES}, run,
+                       sys.argv[1:], __doc__)
 
 
 if __name__ == "__main__":

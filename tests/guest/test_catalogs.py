@@ -41,7 +41,7 @@ def catalogs():
         "nvmf": {("boot",): nvmf.names(False)},
         "nvmf --migrate": {("boot",): nvmf.names(True)},
         "multipath": {("boot",): multipath.names()},
-        "incast": {("boot",): incast.names()},
+        "incast": {(m,): incast.names(m) for m, _ in incast.MODES},
         "migration": {u: p[1] for u, p in migration.parts().items()},
     }
 
@@ -51,7 +51,7 @@ COUNTS = {"verbs": 572, "guest-stack": 32, "guest-driver": 55,
           "bench-smoke": 13,
           "rdma-matrix": 71, "resilience": 19,
           "introspect": 20, "nvmf": 9, "nvmf --migrate": 14,
-          "multipath": 41, "incast": 10, "migration": 101}
+          "multipath": 41, "incast": 28, "migration": 101}
 
 
 class CatalogTest(unittest.TestCase):
