@@ -703,7 +703,9 @@ class Launch:
                 out.append("ecmp: the capture for vm%d dropped frames: %s"
                            % (i, drops))
             for j in range(1, self.o.n + 1):
-                got = [f for f in fr if f.src == self.segment.ip(j)]
+                # (IPv4 and IPv6: the network is dual stack)
+                got = [f for f in fr if f.src in (self.segment.ip(j),
+                                                  ecmp.vm_ip6(j))]
                 if not got:
                     continue
                 paths = ecmp.per(got, lambda f: f.ifname)
