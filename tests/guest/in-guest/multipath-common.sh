@@ -17,7 +17,7 @@ wait_gid || echo "multipath: no RoCE v2 GID for $RS_IP on $dev"
 # IPv6 beside IPv4 (rstest/ecmp.py): fd77:I::1/64, the other VMs'
 # segments (fd77:J::/64) through the host namespace, fd77:I::254; gi6:
 # the RoCE v2 GID of that address (bw_client/bw_server take it when
-# bwgid=$gi6)
+# bwgid=$gi6; "none" when there is none, and they fail)
 IP6=fd77:$RS_VM_INDEX::1
 ip -6 addr add "$IP6/64" dev "$RS_IFACE" nodad
 ip -6 route add fd77::/16 via "fd77:$RS_VM_INDEX::254" dev "$RS_IFACE"
@@ -38,7 +38,7 @@ gid6_of() {
             out = out (c ? ":" : "") sprintf("%04s", $i); c++
         }
         gsub(/ /, "0", out); print out }')
-    for f in /sys/class/infiniband/$dev/ports/1/gids/*; do
+    for f in "/sys/class/infiniband/$dev/ports/1/gids/"*; do
         i=${f##*/}
         [ "$(cat "$f" 2>/dev/null)" = "$want" ] || continue
         [ "$(cat "/sys/class/infiniband/$dev/ports/1/gid_attrs/types/$i" \
@@ -51,13 +51,14 @@ for t in $(seq 1 40); do
     gi6=$(gid6_of "$IP6") && break
     sleep 0.5
 done
-if [ -n "$gi6" ]; then
+gi6=${gi6:-none}
+if [ "$gi6" != none ]; then
     ck gid6 ok "RoCE v2 GID $gi6 of $IP6: $(cat \
-        /sys/class/infiniband/$dev/ports/1/gids/$gi6)"
+        "/sys/class/infiniband/$dev/ports/1/gids/$gi6")"
 else
     ck gid6 fail "no RoCE v2 GID of $IP6: $(grep -v \
         '^0000:0000:0000:0000:0000:0000:0000:0000$' \
-        /sys/class/infiniband/$dev/ports/1/gids/* | tr '\n' ' ')"
+        "/sys/class/infiniband/$dev/ports/1/gids/"* | tr '\n' ' ')"
 fi
 mtu() { ibv_devinfo -d "$dev" | grep -E 'active_mtu' | tr -s ' \t' ' '; }
 for t in $(seq 1 20); do
@@ -78,8 +79,14 @@ wait_end() {
 # does not listen yet (up to 90 s); rc = its status.  Through the GID
 # $bwgid when set (bwgid=$gi6: RoCE over IPv6, the connection data over
 # IPv4 TCP), else $gi.
+no_gid() {  # LOG: rc=1 when the IPv6 GID to take is not there
+    [ "$bwgid" = none ] || return 1
+    echo "no RoCE v2 GID of $IP6" > "$1"
+    rc=1
+}
 bw_client() {
     log=$1 srv=$2 end=$(( $(date +%s) + 90 )); shift 2
+    no_gid "$log" && return 1
     while :; do
         timeout 150 ib_write_bw -d "$dev" -x "${bwgid:-$gi}" -F "$@" \
             "$srv" > "$log" 2>&1
@@ -93,6 +100,7 @@ bw_client() {
 }
 bw_server() {  # LOG ARGS...
     log=$1; shift
+    no_gid "$log" && return 1
     timeout 300 ib_write_bw -d "$dev" -x "${bwgid:-$gi}" -F "$@" \
         > "$log" 2>&1; rc=$?
 }
