@@ -136,6 +136,9 @@ class Host:
         self.results: List[Tuple[bool, str, str]] = []
         self.notes: List[str] = []
         self.checks_of: Dict = {}
+        # an IPv6 step's failure: the router, VM 1's host's nexthop over
+        # it to VM 2's subnet while it was down
+        self.nexthops: Dict[str, Tuple[int, str]] = {}
         self.net: Optional[ecmp.Ecmp] = None
         self.lock = threading.Lock()
         self.stop = threading.Event()
@@ -192,6 +195,14 @@ class Host:
                    "%d routers taken down and up again: %s" % (
                        len(done), " ".join("r%d" % k for k, _, _ in done))
                    if len(done) == failures else "; ".join(why))
+        if v6(step):
+            # as for IPv4: the host keeps hashing flows to the router
+            k, hop = self.nexthops.get(step, (0, ""))
+            self.check("linkdown" in hop.split() and
+                       "dead" not in hop.split(), step + "-linkdown-kept",
+                       "while r%d was down, VM 1's host's IPv6 route to "
+                       "%s had: %s" % (k, ecmp.vm_net6(2),
+                                       hop or "no nexthop over it"))
 
     def _fail(self, step: str, failures: int,
               done: List[Tuple[int, float, float]], why: List[str]) -> None:
@@ -208,7 +219,11 @@ class Host:
                 break
             t0 = time.time()
             self.net.path_down(k)
-            time.sleep(DOWN_S)
+            # (the carrier's change takes up to a second: linkwatch)
+            time.sleep(DOWN_S / 2 + 0.3)
+            if v6(step):
+                self.nexthops[step] = (k, self.net.nexthop(1, 2, k, True))
+            time.sleep(DOWN_S / 2 - 0.3)
             self.net.path_up(k)
             t1 = time.time()
             done.append((k, t0, t1))
@@ -423,6 +438,7 @@ def names() -> List[str]:
     (the suite cannot run)."""
     return ["host/" + n for n in (
         "ecmp-network", "fail-bw-paths-down", "fail6-paths-down",
+        "fail6-linkdown-kept",
         "fail-rping-paths-down", "rxe-fail-paths-down", "captures-complete",
         "q8-routers", "q8-ports", "spread-routers", "spread-ports",
         "spread-one-qp", "spread-acks-follow", "spread6-routers",

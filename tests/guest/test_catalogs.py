@@ -49,7 +49,7 @@ COUNTS = {"verbs": 530, "guest-stack": 32, "guest-driver": 55,
           "bench-smoke": 13,
           "rdma-matrix": 71, "resilience": 19,
           "introspect": 20, "nvmf": 9, "nvmf --migrate": 14,
-          "multipath": 61, "migration": 101}
+          "multipath": 62, "migration": 101}
 
 
 class CatalogTest(unittest.TestCase):

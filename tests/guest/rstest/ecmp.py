@@ -345,6 +345,16 @@ class Ecmp:
             self._ip(self.router_ns(k), "link", "set", "h%d" % i, "up")
         self._router_routes(k)
 
+    def nexthop(self, i: int, j: int, k: int, v6: bool = False) -> str:
+        """How host namespace i's route to VM j's subnet has its nexthop
+        over router k now: "" (gone) or its line of ip route (with
+        linkdown while k is down; dead if the host stopped using it)."""
+        out = sh(["ip", "-n", self.host_ns(i)] + (["-6"] if v6 else []) +
+                 ["route", "show", vm_net6(j) if v6 else vm_net(j)])
+        dev = "dev r%d " % k
+        return " ".join(ln.strip() for ln in out.splitlines()
+                        if dev in ln + " ")
+
     def forwarded(self) -> Dict[int, int]:
         """Packets each router has sent so far (all its interfaces)."""
         out = {}
