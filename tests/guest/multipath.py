@@ -46,7 +46,9 @@ lines; this program watches its console and acts on them:
              paths=8): the program ends without an error on both sides,
              the stall (VM 1's IPv6 frames at VM 2) is printed as
              "MEASURE failover-stall ms=... step=fail6" and must stay under
-             a second.
+             a second; while the router was down, VM 1's host namespace
+             kept its IPv6 nexthop over it (linkdown, not dead: the flows
+             hashed to it are lost, as for IPv4).
   fail-rping a verified rping -V stream (its count from a measured rate,
              for about 30 s) the same way; after each router comes back
              (and the device's 500 ms holddown), frames of the stream take
@@ -184,6 +186,7 @@ class Host:
         if not self.wait_mark(bg, step + "-go", 240):
             self.check(False, step + "-paths-down",
                        "VM 1 never said its stream runs (%s-go)" % step)
+            self.linkdown_check(step)
             return
         assert self.net is not None
         why: List[str] = []
@@ -195,14 +198,19 @@ class Host:
                    "%d routers taken down and up again: %s" % (
                        len(done), " ".join("r%d" % k for k, _, _ in done))
                    if len(done) == failures else "; ".join(why))
-        if v6(step):
-            # as for IPv4: the host keeps hashing flows to the router
-            k, hop = self.nexthops.get(step, (0, ""))
-            self.check("linkdown" in hop.split() and
-                       "dead" not in hop.split(), step + "-linkdown-kept",
-                       "while r%d was down, VM 1's host's IPv6 route to "
-                       "%s had: %s" % (k, ecmp.vm_net6(2),
-                                       hop or "no nexthop over it"))
+        self.linkdown_check(step)
+
+    def linkdown_check(self, step: str) -> None:
+        """An IPv6 step's: as for IPv4, VM 1's host kept its nexthop over
+        the router that was down (flows still hashed to it)."""
+        if not v6(step):
+            return
+        k, hop = self.nexthops.get(step, (0, ""))
+        self.check("linkdown" in hop.split() and "dead" not in hop.split(),
+                   step + "-linkdown-kept",
+                   "while r%d was down, VM 1's host's IPv6 route to %s "
+                   "had: %s" % (k, ecmp.vm_net6(2),
+                                hop or "no nexthop over it"))
 
     def _fail(self, step: str, failures: int,
               done: List[Tuple[int, float, float]], why: List[str]) -> None:
