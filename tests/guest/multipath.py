@@ -6,11 +6,18 @@ VM behind its own host namespace, four router namespaces between them,
 ECMP routes with the L4 hash, so each UDP source port takes its router),
 VM 1 and VM 2 with the adapter, VM 3 with Linux soft-RoCE; every RoCEv2
 frame a VM sends or receives is captured on its host namespace's links
-(ecmp-hI.pcapng, so per router) and counted here.
+(ecmp-hI.pcapng, so per router) and counted here.  The network is dual
+stack: each VM also has fd77:I::1/64 and a route to the other VMs'
+fd77:J::/64 through its host namespace, which routes them over the four
+routers with the IPv6 L4 hash; the steps named ...6 run RoCE over those
+addresses (ib_write_bw -x: the IPv6 GIDs; the connection data over IPv4
+TCP) and count only the IPv6 frames of the captures.
 
 VM 1 runs the requester side of every step and prints "MP mark NAME"
 lines; this program watches its console and acts on them:
   topology   VM 1 pings VM 2 and VM 3 across the routers.
+  topology6  every VM's IPv6 address has its RoCE v2 GID (gid6); VM 1
+             pings VM 2 and VM 3 over IPv6 across the routers.
   q8         ib_write_bw -q 8 (one session per QP, the driver's default):
              VM 1's frames to VM 2 take at least two routers and eight
              source ports.
@@ -19,6 +26,10 @@ lines; this program watches its console and acts on them:
              nothing outstanding after every 64 KiB): its frames take at
              least two routers and two source ports, every ACK of VM 2
              leaves with the source port of a request.
+  spread6    the same over IPv6 (both adapters' IPv6 GIDs): VM 1's IPv6
+             frames to VM 2 take at least two routers and two source
+             ports, one destination QP, every IPv6 ACK of VM 2 leaves with
+             the source port of a request.
   fail-bw    paths=8 in both adapters (the routers' hash is random: with
              four sessions all four of a connection share one router 1
              time in 64, and no failover survives its failure; with
@@ -31,6 +42,13 @@ lines; this program watches its console and acts on them:
              VM 1 around each failure (VM 2's host namespace's capture)
              is printed as "MEASURE failover-stall ms=..." and must stay
              under a second.
+  fail6      the same over IPv6 with one failure (ib_write_bw -D 9,
+             paths=8): the program ends without an error on both sides,
+             the stall (VM 1's IPv6 frames at VM 2) is printed as
+             "MEASURE failover-stall ms=... step=fail6" and must stay under
+             a second; while the router was down, VM 1's host namespace
+             kept its IPv6 nexthop over it (linkdown, not dead: the flows
+             hashed to it are lost, as for IPv4).
   fail-rping a verified rping -V stream (its count from a measured rate,
              for about 30 s) the same way; after each router comes back
              (and the device's 500 ms holddown), frames of the stream take
@@ -38,6 +56,10 @@ lines; this program watches its console and acts on them:
   rxe        VM 1 (paths=4 again) to soft-RoCE: ib_write_bw with one QP and a
              verified rping; VM 3 receives from at least two source ports
              (counted per port; soft-RoCE's own ports are noted).
+  rxe6       the same over IPv6: ib_write_bw through both sides' IPv6
+             GIDs, rping -V to soft-RoCE's IPv6 address (rdma_cm
+             resolving it through the routers); VM 3 receives VM 1's
+             IPv6 frames of the QP from at least two source ports.
   rxe-fail   one path failure under ib_write_bw -D 12 to soft-RoCE:
              reported (the stall, which routers the requests and
              soft-RoCE's answers took, the program's result) but not
@@ -75,6 +97,8 @@ from rstest.suite import Suite, guest_files, need_tshark  # noqa: E402
 
 ROUTERS = 4
 VM1, VM2, VM3 = ecmp.vm_ip(1), ecmp.vm_ip(2), ecmp.vm_ip(3)
+# their IPv6 addresses, as the captures write them (fd77:1::1)
+VM1_6, VM2_6, VM3_6 = ecmp.vm_ip6(1), ecmp.vm_ip6(2), ecmp.vm_ip6(3)
 FAILURES = 3
 DOWN_S = 2.0
 AFTER_UP_S = 1.5
@@ -84,13 +108,17 @@ STALL_MAX_MS = 1000
 MIN_FRAMES = 20
 ACK = 17
 
-VM_CHECKS = ["1:ping-vm2", "1:ping-vm3", "1:q8-bw", "2:q8-bw",
+VM_CHECKS = ["1:gid6", "2:gid6", "3:gid6",
+             "1:ping-vm2", "1:ping-vm3", "1:ping6-vm2", "1:ping6-vm3",
+             "1:q8-bw", "2:q8-bw",
              "1:paths-4", "2:paths-4", "1:spread-bw", "2:spread-bw",
-             "1:paths-8", "2:paths-8",
-             "1:fail-bw", "2:fail-bw", "1:rping-rate", "2:rping-rate",
+             "1:spread6-bw", "2:spread6-bw", "1:paths-8", "2:paths-8",
+             "1:fail-bw", "2:fail-bw", "1:fail6-bw", "2:fail6-bw",
+             "1:rping-rate", "2:rping-rate",
              "1:fail-rping", "2:fail-rping", "1:path-migrations",
              "1:paths-4-rxe", "1:rxe-bw", "3:rxe-bw", "1:rxe-rping",
-             "3:rxe-rping",
+             "3:rxe-rping", "1:rxe6-bw", "3:rxe6-bw", "1:rxe6-rping",
+             "3:rxe6-rping",
              "1:dmesg-clean", "2:dmesg-clean"]
 
 
@@ -110,6 +138,9 @@ class Host:
         self.results: List[Tuple[bool, str, str]] = []
         self.notes: List[str] = []
         self.checks_of: Dict = {}
+        # an IPv6 step's failure: the router, VM 1's host's nexthop over
+        # it to VM 2's subnet while it was down
+        self.nexthops: Dict[str, Tuple[int, str]] = {}
         self.net: Optional[ecmp.Ecmp] = None
         self.lock = threading.Lock()
         self.stop = threading.Event()
@@ -155,6 +186,7 @@ class Host:
         if not self.wait_mark(bg, step + "-go", 240):
             self.check(False, step + "-paths-down",
                        "VM 1 never said its stream runs (%s-go)" % step)
+            self.linkdown_check(step)
             return
         assert self.net is not None
         why: List[str] = []
@@ -166,6 +198,19 @@ class Host:
                    "%d routers taken down and up again: %s" % (
                        len(done), " ".join("r%d" % k for k, _, _ in done))
                    if len(done) == failures else "; ".join(why))
+        self.linkdown_check(step)
+
+    def linkdown_check(self, step: str) -> None:
+        """An IPv6 step's: as for IPv4, VM 1's host kept its nexthop over
+        the router that was down (flows still hashed to it)."""
+        if not v6(step):
+            return
+        k, hop = self.nexthops.get(step, (0, ""))
+        self.check("linkdown" in hop.split() and "dead" not in hop.split(),
+                   step + "-linkdown-kept",
+                   "while r%d was down, VM 1's host's IPv6 route to %s "
+                   "had: %s" % (k, ecmp.vm_net6(2),
+                                hop or "no nexthop over it"))
 
     def _fail(self, step: str, failures: int,
               done: List[Tuple[int, float, float]], why: List[str]) -> None:
@@ -182,7 +227,11 @@ class Host:
                 break
             t0 = time.time()
             self.net.path_down(k)
-            time.sleep(DOWN_S)
+            # (the carrier's change takes up to a second: linkwatch)
+            time.sleep(DOWN_S / 2 + 0.3)
+            if v6(step):
+                self.nexthops[step] = (k, self.net.nexthop(1, 2, k, True))
+            time.sleep(DOWN_S / 2 - 0.3)
             self.net.path_up(k)
             t1 = time.time()
             done.append((k, t0, t1))
@@ -206,6 +255,16 @@ def sent(frames: List[ecmp.Frame], src: str, dst: str,
             if f.src == src and f.dst == dst]
 
 
+def v6(step: str) -> bool:
+    """The IPv6 steps: spread6, fail6, rxe6 (their frames: IPv6 only)."""
+    return step.endswith("6")
+
+
+def addrs(step: str) -> Tuple[str, str, str]:
+    """VM 1's, VM 2's and VM 3's addresses in step's frames."""
+    return (VM1_6, VM2_6, VM3_6) if v6(step) else (VM1, VM2, VM3)
+
+
 def analyse(s: Suite, h: Host) -> None:
     """The checks on the captures."""
     frames = {}
@@ -216,17 +275,20 @@ def analyse(s: Suite, h: Host) -> None:
         except ecmp.EcmpError as e:
             frames[i] = []
             s.note("capture of h%d: %s" % (i, e))
-    s.note("captured RoCEv2 frames: for VM 1 %d, VM 2 %d, VM 3 %d" % (
-        len(frames[1]), len(frames[2]), len(frames[3])))
+    s.note("captured RoCEv2 frames: for VM 1 %d, VM 2 %d, VM 3 %d (IPv6: "
+           "%d, %d, %d)" % (len(frames[1]), len(frames[2]), len(frames[3]),
+                            *(len([f for f in frames[i] if f.v6])
+                              for i in (1, 2, 3))))
     drops = [(i, h.net.capture_drops(i)) for i in (1, 2, 3)] if h.net \
         else []
     s.report(not any(d for _, d in drops), "host/captures-complete",
              "; ".join("VM %d: %s" % x for x in drops if x[1]) or
              "dumpcap dropped nothing")
     spread_checks(s, h, frames)
-    for step in ("fail-bw", "fail-rping"):
+    for step in ("fail-bw", "fail6", "fail-rping"):
         failover_checks(s, h, frames, step)
-    rxe_checks(s, h, frames)
+    for step in ("rxe", "rxe6"):
+        rxe_checks(s, h, frames, step)
     rxe_failover(s, h, frames)
 
 
@@ -235,13 +297,15 @@ def routers_ports(fr: List[ecmp.Frame]) -> Tuple[Dict, Dict]:
 
 
 def spread_checks(s: Suite, h: Host, frames) -> None:
-    for step, ports_min in (("q8", 8), ("spread", 2)):
+    for step, ports_min in (("q8", 8), ("spread", 2), ("spread6", 2)):
         w = window(h, step)
         if w is None:
             s.report(False, "host/%s-routers" % step,
                      "no window (VM 1's marks: %s)" % " ".join(h.marks))
             continue
-        fr = sent(frames[2], VM1, VM2, (w[0], w[1]))
+        vm1, vm2, _ = addrs(step)
+        fr = [f for f in sent(frames[2], vm1, vm2, (w[0], w[1]))
+              if f.v6 == v6(step)]
         paths, ports = routers_ports(fr)
         used = [r for r, c in paths.items() if c >= MIN_FRAMES]
         qps = ecmp.per([f for f in fr if f.opcode != ACK],
@@ -257,15 +321,15 @@ def spread_checks(s: Suite, h: Host, frames) -> None:
         s.report(len(ports) >= ports_min, "host/%s-ports" % step,
                  "%d source ports (want >= %d): %s" % (
                      len(ports), ports_min, fmt(ports)))
-        if step == "spread":
-            s.report(len(qps) == 1, "host/spread-one-qp",
+        if step != "q8":
+            s.report(len(qps) == 1, "host/%s-one-qp" % step,
                      "destination QPs of VM 1's requests: %s" % fmt(qps))
-            acks = [f for f in sent(frames[1], VM2, VM1, w)
-                    if f.opcode == ACK]
+            acks = [f for f in sent(frames[1], vm2, vm1, w)
+                    if f.opcode == ACK and f.v6 == v6(step)]
             ap = ecmp.per(acks, lambda f: f.sport)
             stray = set(ap) - set(ports)
             s.report(bool(acks) and not stray and len(ap) >= 2,
-                     "host/spread-acks-follow",
+                     "host/%s-acks-follow" % step,
                      "VM 2's ACKs per source port: %s; ports VM 1 did not "
                      "send from: %s" % (fmt(ap), " ".join(
                          str(p) for p in sorted(stray)) or "none"))
@@ -282,7 +346,9 @@ def failover_checks(s: Suite, h: Host, frames, step: str) -> None:
             s.report(False, "host/%s-path-back" % step, "not measured")
         return
     # what VM 2 received from VM 1 (requests; READ responses for rping)
-    got = [f for f in frames[2] if f.src == VM1 and f.dst == VM2]
+    vm1, vm2, _ = addrs(step)
+    got = [f for f in frames[2] if f.src == vm1 and f.dst == vm2 and
+           f.v6 == v6(step)]
     start = h.marks.get(step + "-go", done[0][1])
     ports: Dict[str, set] = {}
     for f in ecmp.between(got, start - 3, end):
@@ -308,9 +374,9 @@ def failover_checks(s: Suite, h: Host, frames, step: str) -> None:
     back = []
     for n, (k, t0, t1) in enumerate(done):
         until = done[n + 1][1] if n + 1 < len(done) else end
-        fr = [f for f in sent(frames[2], VM1, VM2,
+        fr = [f for f in sent(frames[2], vm1, vm2,
                               (t1 + HOLDDOWN_S + 0.2, until))
-              if f.ifname == "r%d" % k]
+              if f.ifname == "r%d" % k and f.v6 == v6(step)]
         back.append((k, len(fr), until - t1))
     msg = "; ".join("r%d: %d frames of VM 1 in the %.1f s after it came "
                     "back" % b for b in back)
@@ -322,27 +388,29 @@ def failover_checks(s: Suite, h: Host, frames, step: str) -> None:
         s.note("%s: %s" % (step, msg))
 
 
-def rxe_checks(s: Suite, h: Host, frames) -> None:
-    w = window(h, "rxe")
+def rxe_checks(s: Suite, h: Host, frames, step: str) -> None:
+    w = window(h, step)
     if w is None:
-        s.report(False, "host/rxe-ports", "no window")
+        s.report(False, "host/%s-ports" % step, "no window")
         return
-    fr = sent(frames[3], VM1, VM3, w)
+    vm1, _, vm3 = addrs(step)
+    fr = [f for f in sent(frames[3], vm1, vm3, w) if f.v6 == v6(step)]
     paths, ports = routers_ports(fr)
     # per connection: soft-RoCE's QP each request names
     qps = ecmp.per([f for f in fr if f.opcode != ACK], lambda f: f.dqp)
     per_qp = {q: ecmp.per([f for f in fr if f.dqp == q],
                           lambda f: f.sport) for q in qps}
     most = max(qps, key=lambda q: qps[q]) if qps else None
-    s.report(most is not None and len(per_qp[most]) >= 2, "host/rxe-ports",
+    s.report(most is not None and len(per_qp[most]) >= 2,
+             "host/%s-ports" % step,
              "soft-RoCE received from VM 1 per QP and source port: %s "
              "(per router: %s)" % ("; ".join(
                  "QP %#x: %s" % (q, fmt(p)) for q, p in per_qp.items()) or
                  "nothing", fmt(paths)))
-    back = sent(frames[1], VM3, VM1, w)
+    back = [f for f in sent(frames[1], vm3, vm1, w) if f.v6 == v6(step)]
     bp, bports = routers_ports(back)
-    s.note("rxe: soft-RoCE's own frames to VM 1: %d, per source port: %s, "
-           "per router: %s" % (len(back), fmt(bports), fmt(bp)))
+    s.note("%s: soft-RoCE's own frames to VM 1: %d, per source port: %s, "
+           "per router: %s" % (step, len(back), fmt(bports), fmt(bp)))
 
 
 def rxe_failover(s: Suite, h: Host, frames) -> None:
@@ -377,11 +445,15 @@ def names() -> List[str]:
     """Every test, in order (rstest/select.py); host/dumpcap only fails
     (the suite cannot run)."""
     return ["host/" + n for n in (
-        "ecmp-network", "fail-bw-paths-down", "fail-rping-paths-down",
-        "rxe-fail-paths-down", "captures-complete", "q8-routers",
-        "q8-ports", "spread-routers", "spread-ports", "spread-one-qp",
-        "spread-acks-follow", "fail-bw-stall", "fail-rping-stall",
-        "fail-rping-path-back", "rxe-ports", "rxe-failover")] + [
+        "ecmp-network", "fail-bw-paths-down", "fail6-paths-down",
+        "fail6-linkdown-kept",
+        "fail-rping-paths-down", "rxe-fail-paths-down", "captures-complete",
+        "q8-routers", "q8-ports", "spread-routers", "spread-ports",
+        "spread-one-qp", "spread-acks-follow", "spread6-routers",
+        "spread6-ports", "spread6-one-qp", "spread6-acks-follow",
+        "fail-bw-stall", "fail6-stall", "fail-rping-stall",
+        "fail-rping-path-back", "rxe-ports", "rxe6-ports",
+        "rxe-failover")] + [
         "%s/vm%s" % (c.split(":")[1], c.split(":")[0])
         for c in VM_CHECKS] + ["launch-vms"]
 
@@ -417,6 +489,7 @@ def run(s: Suite, _units=None) -> None:
             h.check(True, "ecmp-network", h.net.describe()
                     if h.net else "")
             h.fail_paths(bg, "fail-bw")
+            h.fail_paths(bg, "fail6", 1)
             h.fail_paths(bg, "fail-rping")
             h.fail_paths(bg, "rxe-fail", 1)
         r = bg.wait()

@@ -51,7 +51,7 @@ COUNTS = {"verbs": 572, "guest-stack": 32, "guest-driver": 55,
           "bench-smoke": 13,
           "rdma-matrix": 71, "resilience": 19,
           "introspect": 20, "nvmf": 9, "nvmf --migrate": 14,
-          "multipath": 41, "incast": 28, "migration": 101}
+          "multipath": 62, "incast": 28, "migration": 101}
 
 
 class CatalogTest(unittest.TestCase):

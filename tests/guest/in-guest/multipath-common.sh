@@ -14,12 +14,58 @@ wait_gid() {
     return 1
 }
 wait_gid || echo "multipath: no RoCE v2 GID for $RS_IP on $dev"
+# IPv6 beside IPv4 (rstest/ecmp.py): fd77:I::1/64, the other VMs'
+# segments (fd77:J::/64) through the host namespace, fd77:I::254; gi6:
+# the RoCE v2 GID of that address (bw_client/bw_server take it when
+# bwgid=$gi6; "none" when there is none, and they fail)
+IP6=fd77:$RS_VM_INDEX::1
+ip -6 addr add "$IP6/64" dev "$RS_IFACE" nodad
+ip -6 route add fd77::/16 via "fd77:$RS_VM_INDEX::254" dev "$RS_IFACE"
+# gid6_of ADDRESS: the index of ADDRESS's RoCE v2 GID (sysfs writes a
+# GID as eight groups of four hex digits; as verbs-ipv6.sh's)
+gid6_of() {
+    want=$(echo "$1" | awk -F: '{
+        n = 0; for (i = 1; i <= NF; i++) if ($i != "") n++
+        out = ""; c = 0
+        for (i = 1; i <= NF; i++) {
+            if ($i == "") {
+                if (i > 1 && i < NF)
+                    for (z = 0; z < 8 - n; z++) {
+                        out = out (c ? ":" : "") "0000"; c++
+                    }
+                continue
+            }
+            out = out (c ? ":" : "") sprintf("%04s", $i); c++
+        }
+        gsub(/ /, "0", out); print out }')
+    for f in "/sys/class/infiniband/$dev/ports/1/gids/"*; do
+        i=${f##*/}
+        [ "$(cat "$f" 2>/dev/null)" = "$want" ] || continue
+        [ "$(cat "/sys/class/infiniband/$dev/ports/1/gid_attrs/types/$i" \
+            2>/dev/null)" = "RoCE v2" ] && { echo "$i"; return 0; }
+    done
+    return 1
+}
+gi6=
+for t in $(seq 1 40); do
+    gi6=$(gid6_of "$IP6") && break
+    sleep 0.5
+done
+gi6=${gi6:-none}
+if [ "$gi6" != none ]; then
+    ck gid6 ok "RoCE v2 GID $gi6 of $IP6: $(cat \
+        "/sys/class/infiniband/$dev/ports/1/gids/$gi6")"
+else
+    ck gid6 fail "no RoCE v2 GID of $IP6: $(grep -v \
+        '^0000:0000:0000:0000:0000:0000:0000:0000$' \
+        "/sys/class/infiniband/$dev/ports/1/gids/"* | tr '\n' ' ')"
+fi
 mtu() { ibv_devinfo -d "$dev" | grep -E 'active_mtu' | tr -s ' \t' ' '; }
 for t in $(seq 1 20); do
     case $(mtu) in *4096*) break ;; esac
     sleep 0.5
 done
-echo "multipath: vm$RS_VM_INDEX $dev GID index '$gi',$(mtu)"
+echo "multipath: vm$RS_VM_INDEX $dev GID index '$gi', IPv6 '$gi6',$(mtu)"
 alive() {
     [ -e /proc/$1 ] && ! grep -q '^[0-9]* (.*) Z' /proc/$1/stat 2>/dev/null
 }
@@ -30,12 +76,20 @@ wait_end() {
     wait $1; rc=$?
 }
 # bw_client LOG SERVER ARGS...: ib_write_bw against SERVER, again while it
-# does not listen yet (up to 90 s); rc = its status
+# does not listen yet (up to 90 s); rc = its status.  Through the GID
+# $bwgid when set (bwgid=$gi6: RoCE over IPv6, the connection data over
+# IPv4 TCP), else $gi.
+no_gid() {  # LOG: rc=1 when the IPv6 GID to take is not there
+    [ "$bwgid" = none ] || return 1
+    echo "no RoCE v2 GID of $IP6" > "$1"
+    rc=1
+}
 bw_client() {
     log=$1 srv=$2 end=$(( $(date +%s) + 90 )); shift 2
+    no_gid "$log" && return 1
     while :; do
-        timeout 150 ib_write_bw -d "$dev" -x "$gi" -F "$@" "$srv" \
-            > "$log" 2>&1
+        timeout 150 ib_write_bw -d "$dev" -x "${bwgid:-$gi}" -F "$@" \
+            "$srv" > "$log" 2>&1
         rc=$?
         grep -qiE "couldn't connect|unable to connect|connection refused" \
             "$log" || break
@@ -46,7 +100,9 @@ bw_client() {
 }
 bw_server() {  # LOG ARGS...
     log=$1; shift
-    timeout 300 ib_write_bw -d "$dev" -x "$gi" -F "$@" > "$log" 2>&1; rc=$?
+    no_gid "$log" && return 1
+    timeout 300 ib_write_bw -d "$dev" -x "${bwgid:-$gi}" -F "$@" \
+        > "$log" 2>&1; rc=$?
 }
 # rp_client LOG SERVER ARGS...: rping -c, again while the server does not
 # listen yet

@@ -10,6 +10,19 @@ for v in 2 3; do
 done
 echo "multipath: traceroute to VM 2: $(traceroute -n -w 1 -q 1 10.77.2.1 \
     2>&1 | tail -n +2 | awk '{print $2}' | tr '\n' ' ')"
+# the same over IPv6 (a VM that came up later adds its address later)
+for v in 2 3; do
+    ok=fail
+    for t in 1 2 3 4 5; do
+        ping -6 -c 3 -W 2 fd77:$v::1 > /tmp/ping6-$v 2>&1 && { ok=ok; break; }
+        sleep 1
+    done
+    if [ $ok = ok ]; then
+        ck ping6-vm$v ok "$(tail -n 1 /tmp/ping6-$v)"
+    else
+        ck ping6-vm$v fail "$(tail -n 2 /tmp/ping6-$v | tr '\n' ' ')"
+    fi
+done
 # 0. eight QPs, one session each: eight source ports
 mark q8-start
 bw_client /tmp/bw0.log 10.77.2.1 -p 18700 -q 8 -D 3 -s 65536
@@ -23,6 +36,14 @@ mark spread-start
 bw_client /tmp/bw1.log 10.77.2.1 -p 18701 -t 1 -D 4 -s 65536
 bw_check spread-bw /tmp/bw1.log
 mark spread-end
+# 1b. the same through both adapters' IPv6 GIDs (RoCE over IPv6, the
+# connection data over IPv4 TCP)
+bwgid=$gi6
+mark spread6-start
+bw_client /tmp/bw1-6.log 10.77.2.1 -p 18711 -t 1 -D 4 -s 65536
+bw_check spread6-bw /tmp/bw1-6.log
+mark spread6-end
+bwgid=
 # 2. one QP, a full send queue; the suite takes three paths down
 # meanwhile.  Eight sessions: the routers' hash puts all four of a
 # connection on one router now and then (1 in 64), and no failover
@@ -35,6 +56,16 @@ mark fail-bw-go
 wait_end $p 120
 bw_check fail-bw /tmp/bw2.log
 mark fail-bw-end
+# 2b. over IPv6: the suite takes one path down meanwhile
+bwgid=$gi6
+bw_client /tmp/bw2-6.log 10.77.2.1 -p 18712 -D 9 -s 65536 --report_gbits &
+p=$!
+sleep 3
+mark fail6-go
+wait_end $p 120
+bw_check fail6-bw /tmp/bw2-6.log
+mark fail6-end
+bwgid=
 # 3. a verified rping stream, long enough for three failures: its rate
 # measured first (1000 pings, connection set-up included: the stream is
 # faster, so 30 s of it at that rate), its count sent to VM 2 over TCP
@@ -70,6 +101,16 @@ bw_check rxe-bw /tmp/bw4.log
 rp_client /tmp/rp4.log 10.77.3.1 -p 18706 -V -C 1000 -S 4096
 rp_check rxe-rping /tmp/rp4.log 1000
 mark rxe-end
+# 4b. the same over IPv6: ib_write_bw through the IPv6 GIDs, rping
+# resolving soft-RoCE's IPv6 address
+mark rxe6-start
+bwgid=$gi6
+bw_client /tmp/bw4-6.log 10.77.3.1 -p 18715 -t 1 -D 4 -s 65536
+bw_check rxe6-bw /tmp/bw4-6.log
+bwgid=
+rp_client /tmp/rp4-6.log fd77:3::1 -p 18716 -V -C 1000 -S 4096
+rp_check rxe6-rping /tmp/rp4-6.log 1000
+mark rxe6-end
 # 5. one path failure under ib_write_bw to soft-RoCE (not counted: its
 # answers come from one source port, whose path the failure may take)
 bw_client /tmp/bw5.log 10.77.3.1 -p 18707 -D 12 -s 65536 &

@@ -5,9 +5,17 @@ bw_check q8-bw /tmp/bw0.log
 set_paths 4 paths-4
 bw_server /tmp/bw1.log -p 18701 -t 1 -D 4 -s 65536
 bw_check spread-bw /tmp/bw1.log
+bwgid=$gi6
+bw_server /tmp/bw1-6.log -p 18711 -t 1 -D 4 -s 65536
+bw_check spread6-bw /tmp/bw1-6.log
+bwgid=
 set_paths 8 paths-8
 bw_server /tmp/bw2.log -p 18702 -D 20 -s 65536 --report_gbits
 bw_check fail-bw /tmp/bw2.log
+bwgid=$gi6
+bw_server /tmp/bw2-6.log -p 18712 -D 9 -s 65536 --report_gbits
+bw_check fail6-bw /tmp/bw2-6.log
+bwgid=
 timeout 150 rping -s -a "$RS_IP" -p 18703 -V -C 1000 -S 4096 \
     > /tmp/rp0.log 2>&1
 rc=$?

@@ -17,10 +17,20 @@ port, protocol), so each UDP source port of RoCEv2 picks its router; a
 router routes each VM's /24 to its host namespace.  Every MTU is 9000
 (the adapter's Ethernet interface accepts up to 9000).
 
+IPv6 the same way, beside it (dual stack): VM i's segment fd77:I::/64
+(VM i fd77:I::1, which the guest adds itself, hI's tap0 fd77:I::254),
+the links fd77:(100+K):I::/64 (hI's end ::1, rK's end ::2), the host
+namespaces' routes to the other VMs' /64 over all N routers with
+net.ipv6.fib_multipath_hash_policy=1 (L4), the routers' routes to each
+VM's /64.  Addresses without duplicate address detection, kept when a
+link goes down (keep_addr_on_down).
+
 A path that fails is a router whose veths are set down (path_down): the
 host namespaces keep routing over it (ignore_routes_with_linkdown=0),
 so the flows hashed to it are lost, as in a fabric that has not
 converged yet, until the endpoints move them; path_up brings it back.
+IPv6 alike (net.ipv6.conf.all.ignore_routes_with_linkdown=0: a nexthop
+whose link is down keeps its share of the hash).
 
 The namespaces are named rse<PID>-hI and rse<PID>-rK (PID: the process
 that made them) and removed by destroy(), which the launcher calls on
@@ -30,8 +40,8 @@ these namespaces is touched.  The run directory gets ecmp.json (the
 names and addresses, for the suites acting on a running launcher:
 Ecmp.attach()) and, after start_captures(), ecmp-hI.pcapng: dumpcap on
 hI's links r1..rN, the RoCEv2 frames that came for VM i through each
-router (each frame is captured once, where it arrives), the first 64
-bytes of each (the BTH).
+router (each frame is captured once, where it arrives), the first 80
+bytes of each (the BTH, after an IPv4 or IPv6 header).
 """
 
 import json
@@ -63,6 +73,28 @@ def link_ip(k: int, i: int, router: bool) -> str:
     """The address of the link between host namespace i and router k, at
     the router's end or the host's."""
     return "10.%d.%d.%d" % (100 + k, i, 2 if router else 1)
+
+
+def vm_net(i: int) -> str:
+    return "10.77.%d.0/24" % i
+
+
+def vm_ip6(i: int) -> str:
+    """VM i's IPv6 address (the guest adds it: multipath-common.sh)."""
+    return "fd77:%d::1" % i
+
+
+def vm_gw6(i: int) -> str:
+    return "fd77:%d::254" % i
+
+
+def vm_net6(i: int) -> str:
+    return "fd77:%d::/64" % i
+
+
+def link_ip6(k: int, i: int, router: bool) -> str:
+    """link_ip()'s IPv6 twin: fd77:(100+k):i::1 (host), ::2 (router)."""
+    return "fd77:%d:%d::%d" % (100 + k, i, 2 if router else 1)
 
 
 def sh(argv: List[str], check: bool = True) -> str:
@@ -131,11 +163,25 @@ class Ecmp:
         sh(["ip", "netns", "add", ns])
         self.made.append(ns)
         self._ip(ns, "link", "set", "lo", "up")
+        # IPv6: forwarding, no duplicate address detection (an address
+        # is usable at once), addresses kept on a link set down (a
+        # router's, path_down/path_up)
         self._sysctl(ns, "net.ipv4.ip_forward=1",
                      "net.ipv4.conf.all.rp_filter=0",
                      "net.ipv4.conf.default.rp_filter=0",
-                     "net.ipv6.conf.all.disable_ipv6=1",
-                     "net.ipv6.conf.default.disable_ipv6=1")
+                     "net.ipv6.conf.all.disable_ipv6=0",
+                     "net.ipv6.conf.default.disable_ipv6=0",
+                     "net.ipv6.conf.all.forwarding=1",
+                     "net.ipv6.conf.default.forwarding=1",
+                     "net.ipv6.conf.all.accept_dad=0",
+                     "net.ipv6.conf.default.accept_dad=0",
+                     "net.ipv6.conf.all.keep_addr_on_down=1",
+                     "net.ipv6.conf.default.keep_addr_on_down=1")
+
+    def _addr(self, ns: str, dev: str, v4: str, v6: str) -> None:
+        """dev's IPv4 address v4 (a /24) and IPv6 address v6 (a /64)."""
+        self._ip(ns, "addr", "add", v4 + "/24", "dev", dev)
+        self._ip(ns, "-6", "addr", "add", v6 + "/64", "dev", dev, "nodad")
 
     def create(self) -> None:
         """Make the namespaces, links and routes (on failure: remove what
@@ -158,10 +204,12 @@ class Ecmp:
             self._add_ns(h)
             # L4 hash; a router whose link is down stays in the group
             self._sysctl(h, "net.ipv4.fib_multipath_hash_policy=1",
-                         "net.ipv4.conf.all.ignore_routes_with_linkdown=0")
+                         "net.ipv4.conf.all.ignore_routes_with_linkdown=0",
+                         "net.ipv6.fib_multipath_hash_policy=1",
+                         "net.ipv6.conf.all.ignore_routes_with_linkdown=0")
             self._ip(h, "tuntap", "add", "dev", TAP, "mode", "tap")
             self._ip(h, "link", "set", TAP, "mtu", str(MTU), "up")
-            self._ip(h, "addr", "add", vm_gw(i) + "/24", "dev", TAP)
+            self._addr(h, TAP, vm_gw(i), vm_gw6(i))
         for k in range(1, self.routers + 1):
             r = self.router_ns(k)
             self._add_ns(r)
@@ -170,31 +218,36 @@ class Ecmp:
                 self._ip(h, "link", "add", "name", "r%d" % k, "mtu", str(MTU),
                          "type", "veth", "peer", "name", "h%d" % i,
                          "mtu", str(MTU), "netns", r)
-                self._ip(h, "addr", "add", link_ip(k, i, False) + "/24",
-                         "dev", "r%d" % k)
+                self._addr(h, "r%d" % k, link_ip(k, i, False),
+                           link_ip6(k, i, False))
                 self._ip(h, "link", "set", "r%d" % k, "up")
-                self._ip(r, "addr", "add", link_ip(k, i, True) + "/24",
-                         "dev", "h%d" % i)
+                self._addr(r, "h%d" % i, link_ip(k, i, True),
+                           link_ip6(k, i, True))
                 self._ip(r, "link", "set", "h%d" % i, "up")
             self._router_routes(k)
         for i in range(1, self.hosts + 1):
             for j in range(1, self.hosts + 1):
                 if j == i:
                     continue
-                hops: List[str] = []
-                for k in range(1, self.routers + 1):
-                    hops += ["nexthop", "via", link_ip(k, i, True),
-                             "dev", "r%d" % k]
-                if self.routers == 1:
-                    hops = hops[1:]
-                self._ip(self.host_ns(i), "route", "add",
-                         "10.77.%d.0/24" % j, *hops)
+                for net, via, fam in ((vm_net(j), link_ip, "-4"),
+                                      (vm_net6(j), link_ip6, "-6")):
+                    hops: List[str] = []
+                    for k in range(1, self.routers + 1):
+                        hops += ["nexthop", "via", via(k, i, True),
+                                 "dev", "r%d" % k]
+                    if self.routers == 1:
+                        hops = hops[1:]
+                    self._ip(self.host_ns(i), fam, "route", "add", net,
+                             *hops)
 
     def _router_routes(self, k: int) -> None:
         # (replace: a link set down loses its routes, path_up restores)
         for i in range(1, self.hosts + 1):
             self._ip(self.router_ns(k), "route", "replace",
-                     "10.77.%d.0/24" % i, "via", link_ip(k, i, False),
+                     vm_net(i), "via", link_ip(k, i, False),
+                     "dev", "h%d" % i)
+            self._ip(self.router_ns(k), "-6", "route", "replace",
+                     vm_net6(i), "via", link_ip6(k, i, False),
                      "dev", "h%d" % i)
 
     def destroy(self) -> None:
@@ -209,8 +262,8 @@ class Ecmp:
     def start_captures(self) -> None:
         """dumpcap in every host namespace on its links r1..rN: the RoCEv2
         frames that came for its VM, from each path (each frame is
-        captured once, where it arrives), their first 64 bytes
-        (ecmp-hI.pcapng)."""
+        captured once, where it arrives), their first 80 bytes: the BTH
+        after an IPv6 header too (ecmp-hI.pcapng)."""
         for i in range(1, self.hosts + 1):
             ifs: List[str] = []
             for d in ["r%d" % k for k in range(1, self.routers + 1)]:
@@ -220,11 +273,13 @@ class Ecmp:
             # (buffers for a loaded host: a frame dumpcap drops would
             # look like a stall)
             p = subprocess.Popen(
-                self.wrapper(i) + ["dumpcap", "-q", "-n", "-s", "64",
+                self.wrapper(i) + ["dumpcap", "-q", "-n", "-s", "80",
                                    "-B", "32", "-N", "1000000", "-C",
                                    "256000000", "-f",
-                                   "udp dst port %d and dst host %s" % (
-                                       ROCE_PORT, vm_ip(i))] + ifs +
+                                   "udp dst port %d and (dst host %s or "
+                                   "dst host %s)" % (
+                                       ROCE_PORT, vm_ip(i), vm_ip6(i))] +
+                ifs +
                 ["-w", path], stdin=subprocess.DEVNULL, stdout=log,
                 stderr=subprocess.STDOUT, start_new_session=True)
             log.close()
@@ -290,6 +345,16 @@ class Ecmp:
             self._ip(self.router_ns(k), "link", "set", "h%d" % i, "up")
         self._router_routes(k)
 
+    def nexthop(self, i: int, j: int, k: int, v6: bool = False) -> str:
+        """How host namespace i's route to VM j's subnet has its nexthop
+        over router k now: "" (gone) or its line of ip route (with
+        linkdown while k is down; dead if the host stopped using it)."""
+        out = sh(["ip", "-n", self.host_ns(i)] + (["-6"] if v6 else []) +
+                 ["route", "show", vm_net6(j) if v6 else vm_net(j)])
+        dev = "dev r%d " % k
+        return " ".join(ln.strip() for ln in out.splitlines()
+                        if dev in ln + " ")
+
     def forwarded(self) -> Dict[int, int]:
         """Packets each router has sent so far (all its interfaces)."""
         out = {}
@@ -319,10 +384,11 @@ class Frame:
     """One RoCEv2 frame of a capture."""
 
     # pylint: disable=too-few-public-methods
-    __slots__ = ("t", "ifname", "src", "dst", "sport", "dqp", "opcode")
+    __slots__ = ("t", "ifname", "src", "dst", "sport", "dqp", "opcode",
+                 "v6")
 
     def __init__(self, t: float, ifname: str, src: str, dst: str,
-                 sport: int, dqp: int, opcode: int):
+                 sport: int, dqp: int, opcode: int, v6: bool = False):
         self.t = t
         self.ifname = ifname
         self.src = src
@@ -330,18 +396,21 @@ class Frame:
         self.sport = sport
         self.dqp = dqp
         self.opcode = opcode
+        self.v6 = v6
 
 
 def read_frames(path: str) -> List[Frame]:
-    """The IPv4 RoCEv2 frames of an ecmp-hI.pcapng (dumpcap's pcapng,
+    """The RoCEv2 frames of an ecmp-hI.pcapng, IPv4 and IPv6 (.v6; .src
+    and .dst as inet_ntop writes them: fd77:2::1) (dumpcap's pcapng,
     Ethernet, read here by rstest.roce: tshark takes seconds per 100000
     frames), the frames in a bundle each alone, in time order; a truncated
     last block (a capture that was killed) ends it."""
     try:
-        pkts = roce.packets(path, v4only=True)
+        pkts = roce.packets(path)
     except (OSError, ValueError) as e:
         raise EcmpError("%s: %s" % (path, e)) from e
-    out = [Frame(p.t, p.ifname, p.src, p.dst, p.sport, p.dqp, p.opcode)
+    out = [Frame(p.t, p.ifname, p.src, p.dst, p.sport, p.dqp, p.opcode,
+                 p.v6)
            for p in pkts if len(p.frame) >= p.udp + 16]
     out.sort(key=lambda x: x.t)
     return out

@@ -47,7 +47,9 @@ Usage: scripts/launch-vms.sh [options] [-- extra QEMU arguments for every VM]
                      hI, ECMP routes over all N with the L4 hash
                      (fib_multipath_hash_policy=1), so each UDP source
                      port takes its router; VM I gets 10.77.I.1/24 and a
-                     default route via hI (10.77.I.254); MTU 9000; at most
+                     default route via hI (10.77.I.254); IPv6 alike (the
+                     guest adds fd77:I::1/64 and a route to fd77::/16 via
+                     hI's fd77:I::254); MTU 9000; at most
                      8 VMs; not with --migrate.  The namespaces are
                      rse<PID>-hI and rse<PID>-rK (ip netns list; e.g.
                      ip netns exec rse123-r2 ip -s link); <run>/ecmp.json
@@ -65,10 +67,10 @@ Usage: scripts/launch-vms.sh [options] [-- extra QEMU arguments for every VM]
                      The namespaces are rso<PID>-hH and rso<PID>-u
   --host I H         with --overlay: VM I starts on host H (1..8)
   --ecmp-capture     with --ecmp: record the RoCEv2 frames that come for
-                     VM I (64 bytes each) on hI's router links into
-                     <run>/ecmp-hI.pcapng and print, after the commands,
-                     the frames between each pair of VMs per router and
-                     per UDP source port
+                     VM I, IPv4 and IPv6 (80 bytes each), on hI's router
+                     links into <run>/ecmp-hI.pcapng and print, after the
+                     commands, the frames between each pair of VMs per
+                     router and per UDP source port
   --soft-roce        every VM gets virtio-net-pci instead of the adapter
                      and Linux soft-RoCE (rdma_rxe, device rxe0)
   --soft-roce-vm I   only VM I does (repeatable)
@@ -703,7 +705,9 @@ class Launch:
                 out.append("ecmp: the capture for vm%d dropped frames: %s"
                            % (i, drops))
             for j in range(1, self.o.n + 1):
-                got = [f for f in fr if f.src == self.segment.ip(j)]
+                # (IPv4 and IPv6: the network is dual stack)
+                got = [f for f in fr if f.src in (self.segment.ip(j),
+                                                  ecmp.vm_ip6(j))]
                 if not got:
                     continue
                 paths = ecmp.per(got, lambda f: f.ifname)

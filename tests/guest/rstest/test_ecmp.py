@@ -5,6 +5,7 @@ as root, a real network of namespaces made, changed and removed."""
 
 import os
 import shutil
+import socket
 import struct
 import subprocess
 import sys
@@ -37,6 +38,16 @@ def roce(src: str, dst: str, sport: int, opcode: int, dqp: int) -> bytes:
     return eth + ip + udp + bth
 
 
+def roce6(src: str, dst: str, sport: int, opcode: int, dqp: int) -> bytes:
+    eth = b"\x02" * 6 + b"\x04" * 6 + b"\x86\xdd"
+    ip = (bytes([0x60, 0, 0, 0]) + struct.pack(">HBB", 28, 17, 64) +
+          socket.inet_pton(socket.AF_INET6, src) +
+          socket.inet_pton(socket.AF_INET6, dst))
+    udp = struct.pack(">HHHH", sport, ecmp.ROCE_PORT, 28, 0)
+    bth = bytes([opcode, 0, 0xff, 0xff]) + struct.pack(">I", dqp) + b"\0" * 4
+    return eth + ip + udp + bth
+
+
 def pcapng(frames) -> bytes:
     """A capture of two interfaces, r1 and r2 (nanoseconds), of
     (interface index, ns, packet)."""
@@ -58,6 +69,8 @@ class CaptureTest(unittest.TestCase):
             (1, base + 2_000_000, roce("10.77.1.1", "10.77.2.1", 49156,
                                        0x0a, 0x12)),
             (0, base, roce("10.77.2.1", "10.77.1.1", 49157, 17, 0x34)),
+            (1, base + 3_000_000, roce6("fd77:1::1", "fd77:2::1", 49158,
+                                        0x0a, 0x12)),
             # not RoCE: UDP to another port
             (0, base + 1, roce("10.77.2.1", "10.77.1.1", 1, 17, 0)[:36] +
              struct.pack(">H", 53) + b"\0" * 20)])
@@ -69,10 +82,13 @@ class CaptureTest(unittest.TestCase):
         self.assertEqual([(x.ifname, x.src, x.sport, x.opcode, x.dqp)
                           for x in fr],
                          [("r1", "10.77.2.1", 49157, 17, 0x34),
-                          ("r2", "10.77.1.1", 49156, 0x0a, 0x12)])
+                          ("r2", "10.77.1.1", 49156, 0x0a, 0x12),
+                          ("r2", "fd77:1::1", 49158, 0x0a, 0x12)])
+        self.assertEqual([x.v6 for x in fr], [False, False, True])
+        self.assertEqual(fr[2].dst, ecmp.vm_ip6(2))
         self.assertAlmostEqual(fr[1].t - fr[0].t, 0.002, places=6)
         self.assertEqual(ecmp.per(fr, lambda x: x.ifname),
-                         {"r1": 1, "r2": 1})
+                         {"r1": 1, "r2": 2})
 
     def test_missing(self) -> None:
         with self.assertRaises(ecmp.EcmpError):
@@ -128,6 +144,15 @@ for p in range(50000, 50016):
 """
 
 
+SEND6 = """
+import socket
+for p in range(50000, 50016):
+    s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    s.bind(("fd77:1::254", p))
+    s.sendto(b"x", ("fd77:2::254", 4791))
+"""
+
+
 def can_make_namespaces() -> bool:
     return (os.geteuid() == 0 and shutil.which("ip") is not None and
             subprocess.call(["ip", "netns", "list"],
@@ -149,9 +174,15 @@ class NetworkTest(unittest.TestCase):
                              "10.77.2.0/24"])
             self.assertIn("nexthop via 10.101.1.2 dev r1", route)
             self.assertIn("nexthop via 10.102.1.2 dev r2", route)
-            self.assertEqual(ecmp.sh(
-                ["ip", "netns", "exec", net.host_ns(1), "sysctl", "-n",
-                 "net.ipv4.fib_multipath_hash_policy"]).strip(), "1")
+            route6 = ecmp.sh(["ip", "-n", net.host_ns(1), "-6", "route",
+                              "show", "fd77:2::/64"])
+            self.assertIn("nexthop via fd77:101:1::2 dev r1", route6)
+            self.assertIn("nexthop via fd77:102:1::2 dev r2", route6)
+            for v in (4, 6):
+                self.assertEqual(ecmp.sh(
+                    ["ip", "netns", "exec", net.host_ns(1), "sysctl", "-n",
+                     "net.ipv%d.fib_multipath_hash_policy" % v]).strip(),
+                    "1")
             # UDP from host 1's gateway to host 2's, 16 source ports:
             # the routers forward them, over both
             a = net.forwarded()
@@ -161,12 +192,32 @@ class NetworkTest(unittest.TestCase):
             # (and ARP, and port unreachables back)
             self.assertGreaterEqual(sum(b.values()) - sum(a.values()), 16)
             self.assertTrue(all(b[k] > a[k] for k in a), (a, b))
+            # and over IPv6
+            a = net.forwarded()
+            ecmp.sh(["ip", "netns", "exec", net.host_ns(1), sys.executable,
+                     "-c", SEND6])
+            b = net.forwarded()
+            self.assertGreaterEqual(sum(b.values()) - sum(a.values()), 16)
+            self.assertTrue(all(b[k] > a[k] for k in a), (a, b))
             net.path_down(2)
             self.assertIn("state DOWN", ecmp.sh(
                 ["ip", "-n", net.router_ns(2), "link", "show", "h1"]))
+            # the host keeps the nexthops of the link that is down, for
+            # IPv4 and IPv6 (linkdown, not dead: flows still hash to it)
+            for _ in range(40):
+                hops = (net.nexthop(1, 2, 2), net.nexthop(1, 2, 2, True))
+                if all("linkdown" in h for h in hops):
+                    break
+                time.sleep(0.05)
+            for h, via in zip(hops, ("10.102.1.2", "fd77:102:1::2")):
+                self.assertIn("via %s dev r2" % via, h)
+                self.assertIn("linkdown", h.split())
+                self.assertNotIn("dead", h.split())
             net.path_up(2)
             self.assertIn("10.77.2.0/24 via 10.102.2.1", ecmp.sh(
                 ["ip", "-n", net.router_ns(2), "route"]))
+            self.assertIn("fd77:2::/64 via fd77:102:2::1", ecmp.sh(
+                ["ip", "-n", net.router_ns(2), "-6", "route"]))
             again = ecmp.Ecmp.attach(d)
             self.assertEqual((again.tag, again.hosts, again.routers),
                              (net.tag, 2, 2))
