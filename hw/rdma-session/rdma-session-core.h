@@ -53,6 +53,8 @@ typedef struct RSParams {
     bool bundle;                /* bundle: bundles to adapter peers */
     bool peer_dma;              /* peer-dma: data in peer BARs */
     uint32_t bundle_max;        /* x-bundle-max: largest bundle frame */
+    bool ecn;                   /* ecn: send ECT(0), answer CE with CNPs */
+    uint32_t cnp_interval_us;   /* cnp-interval: per QP between CNPs */
 } RSParams;
 
 typedef struct RSPd {
@@ -775,6 +777,11 @@ struct RSCore {
     int64_t odp_ff_period;
     /* QUERY_STATS counters, since the function was enabled. */
     struct rs_device_stats stats;
+    /*
+     * ECN (rdma-session-ecn.c), runtime only: per QP index, the virtual
+     * time (ns) from which it may send its next CNP.
+     */
+    int64_t *cnp_next;
     bool data_ram_only;         /* rs_data_*: no peer BARs, for now */
 
     /* LAN path: indexed by enum rs_lan_queue_type. */
@@ -916,6 +923,7 @@ extern const RSFeature rs_feature_hold;
 extern const RSFeature rs_feature_odp;
 extern const RSFeature rs_feature_dc;
 extern const RSFeature rs_feature_netid;
+extern const RSFeature rs_feature_ecn;
 
 /*
  * The features in the order their hooks run, NULL-terminated
@@ -1375,6 +1383,16 @@ void rs_roce_input(RSCore *c, const uint8_t *frame, size_t len);
 void rs_roce_input_vlan(RSCore *c, const uint8_t *frame, size_t len,
                         uint32_t vlan);
 int rs_gid_find(RSCore *c, const uint8_t *gid);
+bool rs_qp_from_peer(RSCore *c, const RSQp *qp, int gid,
+                     const struct RSPkt *pkt);
+
+/* rdma-session-ecn.c: ECN marks and congestion notification packets */
+void rs_ecn_received(RSCore *c, uint32_t qpn, RSQp *qp, int gid,
+                     const struct RSPkt *pkt);
+void rs_ecn_cnp_input(RSCore *c, int gid, const struct RSPkt *pkt);
+void rs_ecn_qp_created(RSCore *c, uint32_t qpn);
+uint8_t rs_ecn_tos(const RSCore *c, uint8_t traffic_class);
+extern const VMStateDescription vmstate_rs_ecn_counters;
 
 /* rdma-session-engine.c: the migration hold (the switchover) */
 void rs_migration_hold_start(RSCore *c);

@@ -492,6 +492,8 @@ static const Property rs_properties[] = {
                      true),
     DEFINE_PROP_BOOL("bundle", RSState, core.p.bundle, true),
     DEFINE_PROP_BOOL("peer-dma", RSState, core.p.peer_dma, true),
+    DEFINE_PROP_BOOL("ecn", RSState, core.p.ecn, true),
+    DEFINE_PROP_UINT32("cnp-interval", RSState, core.p.cnp_interval_us, 50),
     DEFINE_PROP_UINT32("x-bundle-max", RSState, core.p.bundle_max, 60000),
 };
 
@@ -571,6 +573,8 @@ static const struct {
     { "bundle", "send runs of RoCE packets to adapter peers as one frame" },
     { "peer-dma", "data buffers may be in other PCI devices' memory BARs "
                   "(peer-to-peer)" },
+    { "ecn", "send RoCE packets ECN-capable, answer CE marks with CNPs" },
+    { "cnp-interval", "microseconds between a QP's CNPs (0-1000000)" },
     { "x-bundle-max", "largest bundle frame in bytes (9000-65535)" },
 };
 

@@ -197,6 +197,10 @@ static RdmaSessionCounters *rs_qmp_counters(RSCore *c)
     r->peer_dma_write_bytes = s->peer_dma_write_bytes;
     r->data_dma_refused = s->data_dma_refused;
     r->vlan_rx_dropped = s->vlan_rx_dropped;
+    r->ecn_ce_received = s->ecn_ce_received;
+    r->cnp_sent = s->cnp_sent;
+    r->cnp_received = s->cnp_received;
+    r->cnp_ignored = s->cnp_ignored;
     return r;
 }
 
@@ -454,7 +458,9 @@ static void rs_hmp_one(Monitor *mon, const RdmaSessionInfo *d)
                    "    ram-dma-read-bytes %" PRIu64 " ram-dma-write-bytes %"
                    PRIu64 "\n    peer-dma-read-bytes %" PRIu64
                    " peer-dma-write-bytes %" PRIu64 " data-dma-refused %"
-                   PRIu64 "\n    vlan-rx-dropped %" PRIu64 "\n",
+                   PRIu64 "\n    vlan-rx-dropped %" PRIu64
+                   " ecn-ce-received %" PRIu64 " cnp-sent %" PRIu64
+                   " cnp-received %" PRIu64 " cnp-ignored %" PRIu64 "\n",
                    n->tx_packets, n->tx_bytes, n->rx_packets, n->rx_bytes,
                    n->retransmits, n->ack_timeouts, n->seq_naks_sent,
                    n->seq_naks_rcvd, n->rnr_naks_sent, n->rnr_naks_rcvd,
@@ -464,7 +470,8 @@ static void rs_hmp_one(Monitor *mon, const RdmaSessionInfo *d)
                    n->odp_resumes_rcvd, n->ram_dma_read_bytes,
                    n->ram_dma_write_bytes, n->peer_dma_read_bytes,
                    n->peer_dma_write_bytes, n->data_dma_refused,
-                   n->vlan_rx_dropped);
+                   n->vlan_rx_dropped, n->ecn_ce_received, n->cnp_sent,
+                   n->cnp_received, n->cnp_ignored);
 }
 
 void hmp_info_rdma_session(Monitor *mon, const QDict *qdict)

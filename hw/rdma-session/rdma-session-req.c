@@ -108,6 +108,7 @@ static bool rs_qp_tuple_at(RSCore *c, RSQp *qp, uint32_t qpn,
     if (!rs_gid_valid(c, gid_index)) {
         return false;
     }
+    pkt->tos = rs_ecn_tos(c, pkt->tos);
     /* IPv4 (v4-mapped GIDs) or IPv6, the same on both ends. */
     sgid = c->gids[gid_index].gid;
     v4s = rs_gid_to_ip4(sgid, &pkt->sip);
