@@ -85,6 +85,7 @@ static const struct rdma_stat_desc rs_ib_stat_descs[RS_CNT_NUM] = {
 	[RS_CNT_DEV_CNP_SENT].name = "cnp_sent",
 	[RS_CNT_DEV_CNP_RECEIVED].name = "cnp_received",
 	[RS_CNT_DEV_CNP_IGNORED].name = "cnp_ignored",
+	[RS_CNT_DEV_DCQCN_RATE_REDUCTIONS].name = "dcqcn_rate_reductions",
 };
 
 static_assert(RS_CNT_NUM - RS_CNT_DRV_NUM ==
@@ -524,6 +525,8 @@ static int rs_ib_query_dev_stats(struct rs_ibdev *dev, u64 *value)
 		value[RS_CNT_DEV_CNP_SENT] = st->cnp_sent;
 		value[RS_CNT_DEV_CNP_RECEIVED] = st->cnp_received;
 		value[RS_CNT_DEV_CNP_IGNORED] = st->cnp_ignored;
+		value[RS_CNT_DEV_DCQCN_RATE_REDUCTIONS] =
+			st->dcqcn_rate_reductions;
 	}
 	dma_free_coherent(d, sizeof(*st), st, dma);
 	return err;

@@ -129,6 +129,7 @@ static uint8_t rs_cmd_query_stats(RSCore *c, const struct rs_admin_cmd *cmd,
         .cnp_sent = cpu_to_le64(s->cnp_sent),
         .cnp_received = cpu_to_le64(s->cnp_received),
         .cnp_ignored = cpu_to_le64(s->cnp_ignored),
+        .dcqcn_rate_reductions = cpu_to_le64(s->dcqcn_rate_reductions),
     };
 
     /* A driver of ABI 1.4 or 1.5 asks for (and gets) the first 64 bytes. */

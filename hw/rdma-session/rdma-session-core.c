@@ -288,6 +288,7 @@ const RSFeature *const rs_features[] = {
     &rs_feature_dc,         /* rdma-session-dc.c */
     &rs_feature_netid,      /* rdma-session-netid.c */
     &rs_feature_ecn,        /* rdma-session-ecn.c */
+    &rs_feature_dcqcn,      /* rdma-session-dcqcn.c */
     NULL
 };
 

@@ -12,9 +12,10 @@
  * ECN-capable itself.  At most one CNP per QP in each "cnp-interval"
  * (ConnectX's min_time_between_cnps) of virtual time.
  *
- * A CNP for one of our QPs (from its peer, a valid P_Key) is counted;
- * one for no QP, from another address, or malformed, is counted apart and
- * has no other effect.  A CNP never makes the device send anything.
+ * A CNP for one of our QPs (from its peer, a valid P_Key) is counted and
+ * lowers the QP's sending rate (rdma-session-dcqcn.c); one for no QP,
+ * from another address, or malformed, is counted apart and has no other
+ * effect.  A CNP never makes the device send anything.
  *
  * Copyright (c) 2026 rdma-session developers
  *
@@ -154,6 +155,7 @@ void rs_ecn_cnp_input(RSCore *c, int gid, const RSPkt *pkt)
     }
     c->stats.cnp_received++;
     trace_rdma_session_cnp_rx(qpn);
+    rs_dcqcn_cnp(c, qpn);
 }
 
 /* A new QP in slot qpn notifies from its first CE on. */
@@ -199,7 +201,8 @@ static bool rs_ecn_counters_needed(void *opaque)
     RSCore *c = opaque;
 
     return c->stats.ecn_ce_received || c->stats.cnp_sent ||
-           c->stats.cnp_received || c->stats.cnp_ignored;
+           c->stats.cnp_received || c->stats.cnp_ignored ||
+           c->stats.dcqcn_rate_reductions;
 }
 
 const VMStateDescription vmstate_rs_ecn_counters = {
@@ -212,6 +215,7 @@ const VMStateDescription vmstate_rs_ecn_counters = {
         VMSTATE_UINT64(stats.cnp_sent, RSCore),
         VMSTATE_UINT64(stats.cnp_received, RSCore),
         VMSTATE_UINT64(stats.cnp_ignored, RSCore),
+        VMSTATE_UINT64(stats.dcqcn_rate_reductions, RSCore),
         VMSTATE_END_OF_LIST()
     },
 };

@@ -381,6 +381,7 @@ const VMStateDescription vmstate_rs_core = {
         &vmstate_rs_data_counters,
         &vmstate_rs_vlan_counters,
         &vmstate_rs_ecn_counters,
+        &vmstate_rs_dcqcn,
         &vmstate_rs_netids,
         NULL
     },

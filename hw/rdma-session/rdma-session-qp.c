@@ -527,6 +527,7 @@ uint8_t rs_cmd_create_qp(RSCore *c, const struct rs_admin_cmd *cmd,
     *qp = (RSQp) { .gen = qp->gen };
     qp->valid = true;
     rs_ecn_qp_created(c, idx);
+    rs_dcqcn_qp_created(c, idx);
     qp->type = cq->qp_type;
     qp->state = RS_QPS_RESET;
     qp->sq_log = cq->sq_log_size;

@@ -200,7 +200,7 @@ int main(void)
         F(rs_cmd_odp_invalidate, rsvd, 4),
         F(rs_cmd_odp_invalidate, va, 8),
         F(rs_cmd_odp_invalidate, length, 16));
-    CHECK_STRUCT(rs_device_stats, 232,
+    CHECK_STRUCT(rs_device_stats, 240,
         F(rs_device_stats, odp_faults, 0),
         F(rs_device_stats, odp_resolved_pages, 8),
         F(rs_device_stats, odp_invalidations, 16),
@@ -229,7 +229,8 @@ int main(void)
         F(rs_device_stats, ecn_ce_received, 200),
         F(rs_device_stats, cnp_sent, 208),
         F(rs_device_stats, cnp_received, 216),
-        F(rs_device_stats, cnp_ignored, 224));
+        F(rs_device_stats, cnp_ignored, 224),
+        F(rs_device_stats, dcqcn_rate_reductions, 232));
     CHECK_STRUCT(rs_session_attr, 104,
         F(rs_session_attr, dst_ip, 0),
         F(rs_session_attr, dmac, 16),

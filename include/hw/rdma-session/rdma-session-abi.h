@@ -79,7 +79,8 @@
  * (RS_WC_F_VLAN).
  * Minor 10: ECN and congestion notification (RS_CAP_ECN): RoCE packets
  * sent ECN-capable, a CE-marked packet answered with a CNP to its sender
- * (rate-limited per QP), QUERY_STATS from ecn_ce_received on.
+ * (rate-limited per QP), a CNP lowering its QP's sending rate (DCQCN),
+ * QUERY_STATS from ecn_ce_received on.
  */
 #define RS_ABI_VERSION_MAJOR    1
 #define RS_ABI_VERSION_MINOR    10
@@ -624,6 +625,7 @@ struct rs_device_stats {
     uint64_t cnp_sent;              /* CNPs sent for them */
     uint64_t cnp_received;          /* CNPs for one of our QPs */
     uint64_t cnp_ignored;           /* CNPs for no QP, or failing checks */
+    uint64_t dcqcn_rate_reductions; /* CNPs that lowered a QP's rate */
 };
 
 #define RS_DEVICE_STATS_V14     64  /* bytes of ABI 1.4 and 1.5 */
@@ -1390,7 +1392,7 @@ RS_ABI_SIZE(struct rs_cmd_modify_srq, 24);
 RS_ABI_SIZE(struct rs_cmd_mcast, 24);
 RS_ABI_SIZE(struct rs_cmd_odp_resolve, 32);
 RS_ABI_SIZE(struct rs_cmd_odp_invalidate, 24);
-RS_ABI_SIZE(struct rs_device_stats, 232);
+RS_ABI_SIZE(struct rs_device_stats, 240);
 RS_ABI_SIZE(struct rs_session_attr, 104);
 
 #endif /* HW_RDMA_SESSION_ABI_H */

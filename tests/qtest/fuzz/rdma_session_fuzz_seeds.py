@@ -195,3 +195,9 @@ write("ecn-ce-ops", [roce(RC, 0x04, ctl=0x80, ext=b"ce"), roce(RC, 0x04, ctl=0x8
 write("ecn-cnp-frames", [raw(ce(ud_send)), raw(cnp(2)), raw(ce(cnp(2))), raw(cnp(0)), raw(cnp(0xffffff)),
                          raw(bad_pkey), raw(cnp(2, bytes(8))), raw(cnp(2, bytes(64))), raw(cnp(2)[:-1]),
                          raw(tag(cnp(2), 100)), clock(1_000_000)])
+# DCQCN: CNPs to the RC QP (by raw opcode) lower its rate to the minimum;
+# then work requests it must pace, and virtual time for the periods.
+cnp_rc = roce(RC, 0x81, ctl=0x01, ext=bytes(16))
+write("ecn-dcqcn-pace", [cnp_rc] * 24 + [post(RC, 0x00, MR_ALL, 4096), post(RC, 0x00, MR_ALL, 4096, 64),
+                                         clock(100_000), wr(RC, MR_ALL), cnp_rc, clock(1_000_000),
+                                         post(RC, 0x00, MR_ALL, 2048), clock(10_000_000), clock(50_000_000)])
