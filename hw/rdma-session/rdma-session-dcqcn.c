@@ -7,15 +7,14 @@
  * (rdma-session-ecn.c): its current rate Rc starts at the line rate,
  * its target rate Rt and congestion estimate alpha (1/1024 units) at
  * their initial values.  On a CNP: Rt = Rc, Rc = Rc * (1 - alpha / 2)
- * (the cut rounded up),
- * alpha = g * alpha + (1 - g), the increase stages restart.  Every
- * alpha period without a CNP: alpha = g * alpha.  Every time-reset
- * period, and every byte-reset bytes sent, one increase stage (T, B):
- * while both are below F, fast recovery, Rc = (Rt + Rc) / 2; then
- * additive increase, Rt += ai-rate, Rc = (Rt + Rc) / 2; once both are
- * above F, hyper increase, Rt += hai-rate * (min(T, B) - F).  Rates stay
- * within [min-rate, line-rate]; a QP back at the line rate is no longer
- * limited.
+ * (the cut rounded up), alpha = g * alpha + (1 - g), the increase stages
+ * restart.  Every alpha period without a CNP: alpha = g * alpha.  Every
+ * time-reset period, and every byte-reset bytes sent, one increase stage
+ * (T, B): while both are below F, fast recovery; once one is at F,
+ * additive increase, Rt += ai-rate; once both are above F, hyper
+ * increase, Rt += hai-rate * (min(T, B) - F); each time Rc = (Rt + Rc) / 2
+ * (rounded up).  Rates stay within [min-rate, line-rate]; a QP back at
+ * the line rate is no longer limited.
  *
  * The requester paces a limited QP's data packets with a token bucket
  * on virtual time (rs_dcqcn_may_send, rs_dcqcn_sent); one device timer

@@ -90,10 +90,21 @@ static void model_cnp(EcnModel *m, int64_t now)
 }
 
 /*
- * Until @to: alpha = g alpha each period K; each period T one stage:
- * fast recovery Rc = (Rt + Rc) / 2 (rounded up) below F stages, then
- * additive increase Rt += AI first (no bytes sent: no hyper increase).
+ * One increase stage (after t or b moved on): below F stages fast
+ * recovery, from F additive increase Rt += AI, with both above F hyper
+ * increase Rt += HAI (min(t, b) - F); then Rc = (Rt + Rc) / 2 rounded up.
  */
+static void model_stage(EcnModel *m)
+{
+    if (MAX(m->t, m->b) >= DCQCN_F) {
+        m->rt = MIN(m->rt + (MIN(m->t, m->b) > DCQCN_F ?
+                             DCQCN_HAI * (MIN(m->t, m->b) - DCQCN_F) :
+                             DCQCN_AI), m->line);
+    }
+    m->rc = (m->rt + m->rc + 1) / 2;
+}
+
+/* Until @to: alpha = g alpha each period K, a stage each period T. */
 static void model_advance(EcnModel *m, int64_t to)
 {
     while (MIN(m->alpha_next, m->incr_next) <= to) {
@@ -103,12 +114,7 @@ static void model_advance(EcnModel *m, int64_t to)
             continue;
         }
         m->t++;
-        if (MAX(m->t, m->b) >= DCQCN_F) {
-            m->rt = MIN(m->rt + (MIN(m->t, m->b) > DCQCN_F ?
-                                 DCQCN_HAI * (MIN(m->t, m->b) - DCQCN_F) :
-                                 DCQCN_AI), m->line);
-        }
-        m->rc = (m->rt + m->rc + 1) / 2;
+        model_stage(m);
         m->incr_next += DCQCN_T_NS;
     }
 }
@@ -530,6 +536,67 @@ static void test_ecn_dcqcn(void *obj, void *data, QGuestAllocator *alloc)
     pair_teardown(&pr);
 }
 
+/*
+ * Hyper increase: with dcqcn-byte-reset=1024 each 1 KiB packet of an
+ * 8 KiB WRITE is a byte stage (B = 8, the last four additive), then
+ * seven time stages: additive up to F, hyper increase once both T and
+ * B are above F.  Rc and Rt equal the model's; alpha decays as the
+ * requester's completion takes a few us, so it is not compared.
+ */
+static void test_ecn_dcqcn_hyper(void *obj, void *data,
+                                 QGuestAllocator *alloc)
+{
+    EcnModel m = { .line = 100000, .min = 1 };
+    Pair pr;
+    Peer *a = &pr.p[0], *b = &pr.p[1];
+    struct rs_sge sge;
+    struct rs_cqe cqe;
+    uint32_t rc, rt, alpha;
+    uint8_t f[256];
+    LoopQp q[2];
+    unsigned i;
+
+    pair_setup(&pr, obj, data, alloc);
+    pair_rc(&pr, q, 0, STD_ACCESS);
+    for (i = 0; i < 2; i++) {
+        pair_inject(&pr, 0, f, ecn_cnp(f, 0x0a000002, q[0].qpn, 16));
+        model_cnp(&m, 0);
+    }
+    ecn_wait_cnps(&pr, 0, 2);
+
+    pair_log_reset(&pr);
+    sge = peer_sge(a, 0, 8192);
+    pair_post(&pr, 0, &q[0], RS_WR_RDMA_WRITE, 0xa0, &sge, 1,
+              b->buf + 8192, b->key[0], 0);
+    img_move(b, 8192, a, 0, 8192);
+    pair_poll(&pr, 0, &cqe);
+    assert_cqe(&cqe, 0xa0, RS_WC_SUCCESS, RS_WR_RDMA_WRITE, q[0].qpn);
+    g_assert_cmpuint(pr.nops[0], ==, 8);
+    for (i = 0; i < 8; i++) {
+        m.b++;
+        model_stage(&m);
+    }
+    ecn_qp_rate(&pr, 0, q[0].qpn, &rc, &rt, &alpha);
+    g_assert_cmpuint(rc, ==, m.rc);
+    g_assert_cmpuint(rt, ==, m.rt);
+
+    /* The WRITE took less than a period: seven more make T 7. */
+    qtest_clock_step(qrs_qts(a->d), 7 * DCQCN_T_NS);
+    for (i = 0; i < 7; i++) {
+        m.t++;
+        model_stage(&m);
+    }
+    ecn_qp_rate(&pr, 0, q[0].qpn, &rc, &rt, &alpha);
+    g_test_message("rate %u target %u, model %u %u", rc, rt, m.rc, m.rt);
+    g_assert_cmpuint(rc, ==, m.rc);
+    g_assert_cmpuint(rt, ==, m.rt);
+    /* 8 + 7 stages additive would be 75 Mbps; two of them were hyper */
+    g_assert_cmpuint(m.rt - 50048, ==, 4 * DCQCN_AI + 5 * DCQCN_AI +
+                     DCQCN_HAI * 1 + DCQCN_HAI * 2);
+    peer_check(b);
+    pair_teardown(&pr);
+}
+
 /* A slow line and a long increase period: pacing without recovery. */
 #define ECN_PACE_PROPS  ",dcqcn-line-rate=800,dcqcn-min-rate=8," \
                         "dcqcn-time-reset=1000000"
@@ -607,6 +674,9 @@ static void register_ecn_tests(void)
     QOSGraphTestOptions b_off = {
         .before = ecn_before, .arg = (void *)",ecn=off",
     };
+    QOSGraphTestOptions hyper = {
+        .before = ecn_a_before, .arg = (void *)",dcqcn-byte-reset=1024",
+    };
     QOSGraphTestOptions pace = {
         .before = ecn_a_before,
         .arg = (void *)ECN_PACE_PROPS,
@@ -622,6 +692,7 @@ static void register_ecn_tests(void)
     rs_add_standalone_test("ecn/hostile", test_ecn_hostile, &pair);
     rs_add_standalone_test("ecn/off", test_ecn_off, &b_off);
     rs_add_standalone_test("ecn/dcqcn", test_ecn_dcqcn, &pair);
+    rs_add_standalone_test("ecn/dcqcn-hyper", test_ecn_dcqcn_hyper, &hyper);
     rs_add_standalone_test("ecn/dcqcn-pace", test_ecn_dcqcn_pace, &pace);
     rs_add_standalone_test("ecn/dcqcn-off", test_ecn_dcqcn_pace, &pace_off);
 }
