@@ -709,6 +709,8 @@ typedef struct RSEngineOps {
     void (*dc_dct_stop)(RSCore *c, uint32_t dct);
     void (*dc_dci_reset)(RSCore *c, uint32_t qpn);
     void (*dc_ctx_error)(RSCore *c, uint32_t qpn);
+    /* A QP was created in slot qpn: its congestion state starts afresh. */
+    void (*qp_created)(RSCore *c, uint32_t qpn);
 } RSEngineOps;
 
 struct RSCore {
