@@ -54,6 +54,9 @@ FILE_LAYER = {
     # CONNECT/REPLY/DISCONNECT packets are built, timed out and retried as
     # the requester's (tuple, RNR wait, ACK timeout, xmit).
     'dc': 'engine',
+    # ECN's CNPs are built and sent as ACKs are; DCQCN paces the requester.
+    'ecn': 'engine',
+    'dcqcn': 'engine',
     'admin': 'admin',
     'pci': 'glue',
     'qmp': 'glue',

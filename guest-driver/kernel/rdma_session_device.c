@@ -81,6 +81,11 @@ static const struct rdma_stat_desc rs_ib_stat_descs[RS_CNT_NUM] = {
 	[RS_CNT_DEV_PEER_DMA_WRITE].name = "peer_dma_write_bytes",
 	[RS_CNT_DEV_DATA_DMA_REFUSED].name = "data_dma_refused",
 	[RS_CNT_DEV_VLAN_RX_DROPPED].name = "vlan_rx_dropped",
+	[RS_CNT_DEV_ECN_CE_RECEIVED].name = "ecn_ce_received",
+	[RS_CNT_DEV_CNP_SENT].name = "cnp_sent",
+	[RS_CNT_DEV_CNP_RECEIVED].name = "cnp_received",
+	[RS_CNT_DEV_CNP_IGNORED].name = "cnp_ignored",
+	[RS_CNT_DEV_DCQCN_RATE_REDUCTIONS].name = "dcqcn_rate_reductions",
 };
 
 static_assert(RS_CNT_NUM - RS_CNT_DRV_NUM ==
@@ -437,13 +442,17 @@ int rs_default_netid(struct rs_ibdev *dev, struct ib_pd *ibpd,
 /*
  * The counters there are: the device's (QUERY_STATS) came with ABI 1.4,
  * its transport counters with RS_CAP_DEVICE_COUNTERS (ABI 1.6), its data
- * buffer counters with ABI 1.8, the VLAN one with RS_CAP_VLAN (ABI 1.9).
+ * buffer counters with ABI 1.8, the VLAN one with RS_CAP_VLAN (ABI 1.9),
+ * the ECN ones with RS_CAP_ECN (ABI 1.10).
  */
 static int rs_stats_num(struct rs_ibdev *dev)
 {
 	if ((dev->rdev->caps & RS_CAP_DEVICE_COUNTERS) &&
-	    (dev->rdev->caps & RS_CAP_VLAN))
+	    (dev->rdev->caps & RS_CAP_VLAN) && (dev->rdev->caps & RS_CAP_ECN))
 		return RS_CNT_NUM;
+	if ((dev->rdev->caps & RS_CAP_DEVICE_COUNTERS) &&
+	    (dev->rdev->caps & RS_CAP_VLAN))
+		return RS_CNT_DEV_V19_END;
 	if ((dev->rdev->caps & RS_CAP_DEVICE_COUNTERS) &&
 	    FIELD_GET(R_RS_VERSION_MINOR_MASK, dev->rdev->version) >= 8)
 		return RS_CNT_DEV_V18_END;
@@ -509,8 +518,16 @@ static int rs_ib_query_dev_stats(struct rs_ibdev *dev, u64 *value)
 		value[RS_CNT_DEV_PEER_DMA_WRITE] = st->peer_dma_write_bytes;
 		value[RS_CNT_DEV_DATA_DMA_REFUSED] = st->data_dma_refused;
 	}
-	if (!err && rs_stats_num(dev) == RS_CNT_NUM)
+	if (!err && rs_stats_num(dev) >= RS_CNT_DEV_V19_END)
 		value[RS_CNT_DEV_VLAN_RX_DROPPED] = st->vlan_rx_dropped;
+	if (!err && rs_stats_num(dev) == RS_CNT_NUM) {
+		value[RS_CNT_DEV_ECN_CE_RECEIVED] = st->ecn_ce_received;
+		value[RS_CNT_DEV_CNP_SENT] = st->cnp_sent;
+		value[RS_CNT_DEV_CNP_RECEIVED] = st->cnp_received;
+		value[RS_CNT_DEV_CNP_IGNORED] = st->cnp_ignored;
+		value[RS_CNT_DEV_DCQCN_RATE_REDUCTIONS] =
+			st->dcqcn_rate_reductions;
+	}
 	dma_free_coherent(d, sizeof(*st), st, dma);
 	return err;
 }

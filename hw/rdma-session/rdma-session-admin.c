@@ -125,6 +125,11 @@ static uint8_t rs_cmd_query_stats(RSCore *c, const struct rs_admin_cmd *cmd,
         .peer_dma_write_bytes = cpu_to_le64(s->peer_dma_write_bytes),
         .data_dma_refused = cpu_to_le64(s->data_dma_refused),
         .vlan_rx_dropped = cpu_to_le64(s->vlan_rx_dropped),
+        .ecn_ce_received = cpu_to_le64(s->ecn_ce_received),
+        .cnp_sent = cpu_to_le64(s->cnp_sent),
+        .cnp_received = cpu_to_le64(s->cnp_received),
+        .cnp_ignored = cpu_to_le64(s->cnp_ignored),
+        .dcqcn_rate_reductions = cpu_to_le64(s->dcqcn_rate_reductions),
     };
 
     /* A driver of ABI 1.4 or 1.5 asks for (and gets) the first 64 bytes. */

@@ -287,6 +287,8 @@ const RSFeature *const rs_features[] = {
     &rs_feature_odp,        /* rdma-session-odp.c */
     &rs_feature_dc,         /* rdma-session-dc.c */
     &rs_feature_netid,      /* rdma-session-netid.c */
+    &rs_feature_ecn,        /* rdma-session-ecn.c */
+    &rs_feature_dcqcn,      /* rdma-session-dcqcn.c */
     NULL
 };
 
@@ -619,7 +621,7 @@ uint64_t rs_core_reg_read(RSCore *c, hwaddr addr)
               RS_CAP_INDIRECT_MKEY | RS_CAP_PATTERN_MKEY | RS_CAP_MULTIPATH |
               RS_CAP_HOST_NETID |
               RS_CAP_DEVICE_COUNTERS | RS_CAP_COMP_CAUSE | RS_CAP_REREG_MR |
-              RS_CAP_VLAN |
+              RS_CAP_VLAN | RS_CAP_ECN |
               (c->p.odp ? RS_CAP_ODP : 0) |
               (c->p.peer_dma ? RS_CAP_PEER_DMA : 0);
         break;

@@ -53,7 +53,44 @@ typedef struct RSParams {
     bool bundle;                /* bundle: bundles to adapter peers */
     bool peer_dma;              /* peer-dma: data in peer BARs */
     uint32_t bundle_max;        /* x-bundle-max: largest bundle frame */
+    bool ecn;                   /* ecn: send ECT(0), answer CE with CNPs */
+    uint32_t cnp_interval_us;   /* cnp-interval: per QP between CNPs */
+    /* DCQCN (rdma-session-dcqcn.c): rates in Mbps, alpha and g /1024 */
+    bool dcqcn;                 /* dcqcn: CNPs lower the QP's rate */
+    uint32_t dcqcn_line_rate;
+    uint32_t dcqcn_min_rate;
+    uint32_t dcqcn_ai_rate;
+    uint32_t dcqcn_hai_rate;
+    uint32_t dcqcn_g;
+    uint32_t dcqcn_initial_alpha;
+    uint32_t dcqcn_alpha_period_us;
+    uint32_t dcqcn_time_reset_us;
+    uint32_t dcqcn_byte_reset;
+    uint32_t dcqcn_threshold;   /* F: fast recovery stages */
 } RSParams;
+
+/*
+ * A QP's DCQCN reaction point (rdma-session-dcqcn.c), active while the
+ * QP is limited: current and target rate (Mbps), alpha (1/1024), the
+ * increase stages by time and by bytes, bytes since the last byte stage,
+ * the pacing tokens (bytes, refilled up to refill_ns) and the next alpha
+ * and increase periods (virtual ns).
+ */
+#define RS_DCQCN_STAGE_MAX  1000
+
+typedef struct RSDcqcn {
+    bool active;
+    uint32_t rc;
+    uint32_t rt;
+    uint32_t alpha;
+    uint32_t t_stage;
+    uint32_t b_stage;
+    uint32_t bytes;
+    int64_t tokens;
+    int64_t refill_ns;
+    int64_t alpha_next;
+    int64_t incr_next;
+} RSDcqcn;
 
 typedef struct RSPd {
     bool valid;
@@ -672,6 +709,8 @@ typedef struct RSEngineOps {
     void (*dc_dct_stop)(RSCore *c, uint32_t dct);
     void (*dc_dci_reset)(RSCore *c, uint32_t qpn);
     void (*dc_ctx_error)(RSCore *c, uint32_t qpn);
+    /* A QP was created in slot qpn: its congestion state starts afresh. */
+    void (*qp_created)(RSCore *c, uint32_t qpn);
 } RSEngineOps;
 
 struct RSCore {
@@ -775,6 +814,14 @@ struct RSCore {
     int64_t odp_ff_period;
     /* QUERY_STATS counters, since the function was enabled. */
     struct rs_device_stats stats;
+    /*
+     * ECN (rdma-session-ecn.c), runtime only: per QP index, the virtual
+     * time (ns) from which it may send its next CNP.
+     */
+    int64_t *cnp_next;
+    /* DCQCN (rdma-session-dcqcn.c): per QP index; the periods' timer. */
+    RSDcqcn *dcqcn;
+    QEMUTimer *dcqcn_timer;
     bool data_ram_only;         /* rs_data_*: no peer BARs, for now */
 
     /* LAN path: indexed by enum rs_lan_queue_type. */
@@ -916,6 +963,8 @@ extern const RSFeature rs_feature_hold;
 extern const RSFeature rs_feature_odp;
 extern const RSFeature rs_feature_dc;
 extern const RSFeature rs_feature_netid;
+extern const RSFeature rs_feature_ecn;
+extern const RSFeature rs_feature_dcqcn;
 
 /*
  * The features in the order their hooks run, NULL-terminated
@@ -1375,6 +1424,25 @@ void rs_roce_input(RSCore *c, const uint8_t *frame, size_t len);
 void rs_roce_input_vlan(RSCore *c, const uint8_t *frame, size_t len,
                         uint32_t vlan);
 int rs_gid_find(RSCore *c, const uint8_t *gid);
+bool rs_qp_from_peer(RSCore *c, const RSQp *qp, int gid,
+                     const struct RSPkt *pkt);
+
+/* rdma-session-ecn.c: ECN marks and congestion notification packets */
+void rs_ecn_received(RSCore *c, uint32_t qpn, RSQp *qp, int gid,
+                     const struct RSPkt *pkt);
+void rs_ecn_cnp_input(RSCore *c, int gid, const struct RSPkt *pkt);
+void rs_ecn_qp_created(RSCore *c, uint32_t qpn);
+uint8_t rs_ecn_tos(const RSCore *c, uint8_t traffic_class);
+extern const VMStateDescription vmstate_rs_ecn_counters;
+
+/* rdma-session-dcqcn.c: the reaction point's rate and pacing per QP */
+void rs_dcqcn_cnp(RSCore *c, uint32_t qpn);
+bool rs_dcqcn_may_send(RSCore *c, uint32_t qpn);
+void rs_dcqcn_sent(RSCore *c, uint32_t qpn, uint32_t bytes);
+void rs_dcqcn_qp_created(RSCore *c, uint32_t qpn);
+uint32_t rs_dcqcn_rate(RSCore *c, uint32_t qpn, uint32_t *target,
+                       uint32_t *alpha);
+extern const VMStateDescription vmstate_rs_dcqcn;
 
 /* rdma-session-engine.c: the migration hold (the switchover) */
 void rs_migration_hold_start(RSCore *c);

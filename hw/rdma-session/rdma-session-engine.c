@@ -48,6 +48,13 @@ static void rs_engine_post_load(RSCore *c)
     rs_req_kick(c);
 }
 
+/* ECN's CNP interval and DCQCN's rate start afresh for a new QP. */
+static void rs_engine_qp_created(RSCore *c, uint32_t qpn)
+{
+    rs_ecn_qp_created(c, qpn);
+    rs_dcqcn_qp_created(c, qpn);
+}
+
 /* What the core and the verbs objects call (RSEngineOps). */
 static const RSEngineOps rs_engine_ops = {
     .kick = rs_req_kick,
@@ -58,6 +65,7 @@ static const RSEngineOps rs_engine_ops = {
     .dc_dct_stop = rs_dc_dct_stop,
     .dc_dci_reset = rs_dc_dci_reset,
     .dc_ctx_error = rs_dc_ctx_error,
+    .qp_created = rs_engine_qp_created,
 };
 
 static bool rs_engine_realize(RSCore *c, Error **errp)

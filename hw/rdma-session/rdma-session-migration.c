@@ -261,7 +261,7 @@ static bool rs_data_counters_needed(void *opaque)
 static bool rs_vlan_counters_needed(void *opaque)
 {
     return rs_stats_counted(opaque, RS_DEVICE_STATS_V18,
-                            sizeof(struct rs_device_stats));
+                            RS_DEVICE_STATS_V19);
 }
 
 static const VMStateDescription vmstate_rs_vlan_counters = {
@@ -380,6 +380,8 @@ const VMStateDescription vmstate_rs_core = {
         &vmstate_rs_counters,
         &vmstate_rs_data_counters,
         &vmstate_rs_vlan_counters,
+        &vmstate_rs_ecn_counters,
+        &vmstate_rs_dcqcn,
         &vmstate_rs_netids,
         NULL
     },

@@ -319,8 +319,7 @@ static void rs_mcast_input(RSCore *c, const RSPkt *pkt)
  * address the QP's AV, or a session of its group, sends to, and arrive on
  * the GID that one sends from.
  */
-static bool rs_qp_from_peer(RSCore *c, const RSQp *qp, int gid,
-                            const RSPkt *pkt)
+bool rs_qp_from_peer(RSCore *c, const RSQp *qp, int gid, const RSPkt *pkt)
 {
     const RSSessionGroup *g;
     uint32_t i;
@@ -396,6 +395,10 @@ void rs_roce_input_vlan(RSCore *c, const uint8_t *frame, size_t len,
         rs_dc_input(c, gid, &pkt);
         return;
     }
+    if (rs_opcode[pkt.opcode].flags & RS_OPF_CNP) {
+        rs_ecn_cnp_input(c, gid, &pkt);
+        return;
+    }
     if (gid < 0 || qpn == 0 || qpn >= c->p.max_qps || !c->qps[qpn].valid) {
         trace_rdma_session_roce_drop(len, "no such GID or QP");
         return;
@@ -416,6 +419,7 @@ void rs_roce_input_vlan(RSCore *c, const uint8_t *frame, size_t len,
     if (!(rs_opcode[pkt.opcode].flags & RS_OPF_RESP)) {
         qp->path.resp_sport = pkt.sport;     /* what its responses mirror */
     }
+    rs_ecn_received(c, qpn, qp, gid, &pkt);
     if (qp->state == RS_QPS_RTR && !qp->comm_est &&
         (rs_qpt_rc_responder(qp->type) || qp->type == RS_QPT_UC)) {
         /* Communication Established: the first packet in RTR. */

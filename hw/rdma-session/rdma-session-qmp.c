@@ -164,6 +164,7 @@ static RdmaSessionQp *rs_qmp_qp(RSCore *c, uint32_t idx)
     q->retry_cnt = qp->retry_cnt;
     q->rnr_retry = qp->rnr_retry;
     q->cwnd = qp->req.cwnd;
+    q->rate = rs_dcqcn_rate(c, idx, &q->target_rate, &q->alpha);
     return q;
 }
 
@@ -197,6 +198,11 @@ static RdmaSessionCounters *rs_qmp_counters(RSCore *c)
     r->peer_dma_write_bytes = s->peer_dma_write_bytes;
     r->data_dma_refused = s->data_dma_refused;
     r->vlan_rx_dropped = s->vlan_rx_dropped;
+    r->ecn_ce_received = s->ecn_ce_received;
+    r->cnp_sent = s->cnp_sent;
+    r->cnp_received = s->cnp_received;
+    r->cnp_ignored = s->cnp_ignored;
+    r->dcqcn_rate_reductions = s->dcqcn_rate_reductions;
     return r;
 }
 
@@ -398,7 +404,7 @@ static void rs_hmp_one(Monitor *mon, const RdmaSessionInfo *d)
                    "%-4s %-8s %-8s %-8s %-8s %-7s %-7s %s\n",
                    "qpn", "type", "state", "pd", "scq", "rcq", "group",
                    "gid", "dest-qpn", "sq-psn", "una-psn", "rq-psn",
-                   "retries", "rnr", "cwnd");
+                   "retries", "rnr", "cwnd rate");
     for (ql = d->qps; ql; ql = ql->next) {
         RdmaSessionQp *e = ql->value;
         char gid[12] = "-";
@@ -407,12 +413,13 @@ static void rs_hmp_one(Monitor *mon, const RdmaSessionInfo *d)
             snprintf(gid, sizeof(gid), "%u", e->gid_index);
         }
         monitor_printf(mon, "    %-6u %-7s %-5s %-3u %-3u %-3u %-5u %-4s "
-                       "0x%06x 0x%06x 0x%06x 0x%06x %u/%-5u %u/%-5u %u\n",
+                       "0x%06x 0x%06x 0x%06x 0x%06x %u/%-5u %u/%-5u %u "
+                       "%u\n",
                        e->qpn, RdmaSessionQpType_str(e->type),
                        RdmaSessionQpState_str(e->state), e->pd, e->send_cq,
                        e->recv_cq, e->group, gid, e->dest_qpn, e->sq_psn,
                        e->una_psn, e->rq_psn, e->retries, e->retry_cnt,
-                       e->rnr_retries, e->rnr_retry, e->cwnd);
+                       e->rnr_retries, e->rnr_retry, e->cwnd, e->rate);
     }
 
     for (tl = d->key_tables; tl; tl = tl->next) {
@@ -454,7 +461,10 @@ static void rs_hmp_one(Monitor *mon, const RdmaSessionInfo *d)
                    "    ram-dma-read-bytes %" PRIu64 " ram-dma-write-bytes %"
                    PRIu64 "\n    peer-dma-read-bytes %" PRIu64
                    " peer-dma-write-bytes %" PRIu64 " data-dma-refused %"
-                   PRIu64 "\n    vlan-rx-dropped %" PRIu64 "\n",
+                   PRIu64 "\n    vlan-rx-dropped %" PRIu64
+                   " ecn-ce-received %" PRIu64 " cnp-sent %" PRIu64
+                   " cnp-received %" PRIu64 " cnp-ignored %" PRIu64
+                   "\n    dcqcn-rate-reductions %" PRIu64 "\n",
                    n->tx_packets, n->tx_bytes, n->rx_packets, n->rx_bytes,
                    n->retransmits, n->ack_timeouts, n->seq_naks_sent,
                    n->seq_naks_rcvd, n->rnr_naks_sent, n->rnr_naks_rcvd,
@@ -464,7 +474,9 @@ static void rs_hmp_one(Monitor *mon, const RdmaSessionInfo *d)
                    n->odp_resumes_rcvd, n->ram_dma_read_bytes,
                    n->ram_dma_write_bytes, n->peer_dma_read_bytes,
                    n->peer_dma_write_bytes, n->data_dma_refused,
-                   n->vlan_rx_dropped);
+                   n->vlan_rx_dropped, n->ecn_ce_received, n->cnp_sent,
+                   n->cnp_received, n->cnp_ignored,
+                   n->dcqcn_rate_reductions);
 }
 
 void hmp_info_rdma_session(Monitor *mon, const QDict *qdict)

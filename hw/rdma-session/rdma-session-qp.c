@@ -526,6 +526,7 @@ uint8_t rs_cmd_create_qp(RSCore *c, const struct rs_admin_cmd *cmd,
     qp = &c->qps[idx];
     *qp = (RSQp) { .gen = qp->gen };
     qp->valid = true;
+    c->engine->qp_created(c, idx);
     qp->type = cq->qp_type;
     qp->state = RS_QPS_RESET;
     qp->sq_log = cq->sq_log_size;

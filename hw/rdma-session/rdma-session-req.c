@@ -108,6 +108,7 @@ static bool rs_qp_tuple_at(RSCore *c, RSQp *qp, uint32_t qpn,
     if (!rs_gid_valid(c, gid_index)) {
         return false;
     }
+    pkt->tos = rs_ecn_tos(c, pkt->tos);
     /* IPv4 (v4-mapped GIDs) or IPv6, the same on both ends. */
     sgid = c->gids[gid_index].gid;
     v4s = rs_gid_to_ip4(sgid, &pkt->sip);
@@ -807,7 +808,7 @@ static bool rs_req_segment(RSCore *c, uint32_t qpn, RSQp *qp,
         uint8_t *payload;
         size_t len;
 
-        if (!room || rs_roce_tx_busy(c)) {
+        if (!room || rs_roce_tx_busy(c) || !rs_dcqcn_may_send(c, qpn)) {
             return false;
         }
         ack_every = MAX(qp->req.cwnd / 2, 1);
@@ -852,6 +853,7 @@ static bool rs_req_segment(RSCore *c, uint32_t qpn, RSQp *qp,
         expect_pkt = qp->req.pkt;
         (*budget)--;
         rs_path_sent(c, qp, ud, n);
+        rs_dcqcn_sent(c, qpn, len);
         rs_roce_xmit(c, c->req_buf, len, pkt);
         if (last) {
             if (ud || uc) {

@@ -147,6 +147,8 @@ const RSOpcodeInfo rs_opcode[256] = {
     OP(0x64, "UD_SEND_ONLY", SND | RS_OPF_ONLY | RS_OPF_DETH, Q_UD),
     OP(0x65, "UD_SEND_ONLY_IMM",
        SND | RS_OPF_ONLY | RS_OPF_DETH | RS_OPF_IMM, Q_UD),
+    /* Congestion notification: rdma-session-ecn.c checks it. */
+    OP(0x81, "CNP", RS_OPF_CNP | RS_OPF_ONLY | RS_OPF_PAYLOAD, 0),
     /* The page-fault pause, to RC requesters (and XRC initiators) */
     OP(0xc0, "RS_ODP_PAUSE",
        RS_OPF_RESP | RS_OPF_ONLY | RS_OPF_AETH | RS_OPF_ODP, Q_RC | Q_XI),

@@ -53,6 +53,18 @@
 #define RS_VLAN_PCP(v)      (((v) >> RS_VLAN_PCP_SHIFT) & 7)
 #define RS_VLAN_TCI(v)      ((v) & 0xffff)
 
+/*
+ * ECN (RFC 3168), the low two bits of the IPv4 TOS / IPv6 traffic class;
+ * the ICRC does not cover them, so a switch may mark CE on the way.
+ */
+#define RS_ECN_MASK         3
+#define RS_ECN_NOT_ECT      0
+#define RS_ECN_ECT0         2
+#define RS_ECN_CE           3
+
+/* A CNP (IBTA A17.9.3): BTH, 16 reserved bytes, ICRC. */
+#define RS_CNP_PAYLOAD      16
+
 /* Largest frame the engine builds: headers, 4096 bytes, pad, ICRC. */
 #define RS_WIRE_MAX_FRAME   (RS_BTH_OFF6 + 64 + 4096 + 4 + RS_ICRC_LEN)
 
@@ -63,6 +75,7 @@ enum {
     RS_OP_UD = 0x60,
     RS_OP_XRC = 0xa0,
     RS_OP_TRANSPORT = 0xe0,     /* the transport bits */
+    RS_OP_CNP = 0x81,           /* congestion notification, any QP type */
 
     RS_OP_SEND_FIRST = 0x00,
     RS_OP_SEND_MIDDLE = 0x01,
@@ -141,6 +154,7 @@ enum {
     RS_OPF_DCRETH = 1 << 23,    /* DC reply: context QPN, connection */
     RS_OPF_DC = 1 << 24,        /* CONNECT, REPLY, DISCONNECT */
     RS_OPF_BUNDLE = 1 << 25,    /* HELLO, HELLO_REPLY, BUNDLE */
+    RS_OPF_CNP = 1 << 26,       /* congestion notification */
 };
 
 typedef struct RSOpcodeInfo {

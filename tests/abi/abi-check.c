@@ -200,7 +200,7 @@ int main(void)
         F(rs_cmd_odp_invalidate, rsvd, 4),
         F(rs_cmd_odp_invalidate, va, 8),
         F(rs_cmd_odp_invalidate, length, 16));
-    CHECK_STRUCT(rs_device_stats, 200,
+    CHECK_STRUCT(rs_device_stats, 240,
         F(rs_device_stats, odp_faults, 0),
         F(rs_device_stats, odp_resolved_pages, 8),
         F(rs_device_stats, odp_invalidations, 16),
@@ -225,7 +225,12 @@ int main(void)
         F(rs_device_stats, peer_dma_read_bytes, 168),
         F(rs_device_stats, peer_dma_write_bytes, 176),
         F(rs_device_stats, data_dma_refused, 184),
-        F(rs_device_stats, vlan_rx_dropped, 192));
+        F(rs_device_stats, vlan_rx_dropped, 192),
+        F(rs_device_stats, ecn_ce_received, 200),
+        F(rs_device_stats, cnp_sent, 208),
+        F(rs_device_stats, cnp_received, 216),
+        F(rs_device_stats, cnp_ignored, 224),
+        F(rs_device_stats, dcqcn_rate_reductions, 232));
     CHECK_STRUCT(rs_session_attr, 104,
         F(rs_session_attr, dst_ip, 0),
         F(rs_session_attr, dmac, 16),
@@ -570,7 +575,7 @@ int main(void)
     CHECK_VALUE(RS_DB_CQ_ARM, 0x18);
     CHECK_VALUE(RS_DB_SRQ, 0x20);
     CHECK_VALUE(RS_ABI_VERSION_MAJOR, 1);
-    CHECK_VALUE(RS_ABI_VERSION_MINOR, 9);
+    CHECK_VALUE(RS_ABI_VERSION_MINOR, 10);
     CHECK_VALUE(RS_CMD_CREATE_SRQ, 0x20);
     CHECK_VALUE(RS_CMD_MODIFY_SRQ, 0x21);
     CHECK_VALUE(RS_CMD_DESTROY_SRQ, 0x22);
@@ -656,6 +661,8 @@ int main(void)
     CHECK_VALUE(RS_DEVICE_STATS_V16, 152);
     CHECK_VALUE(RS_CAP_VLAN, 0x800000);
     CHECK_VALUE(RS_DEVICE_STATS_V18, 192);
+    CHECK_VALUE(RS_CAP_ECN, 0x1000000);
+    CHECK_VALUE(RS_DEVICE_STATS_V19, 200);
     CHECK_VALUE(RS_GID_VLAN_VALID, 0x8000);
     CHECK_VALUE(RS_GID_VLAN_VID_MASK, 0xfff);
     CHECK_VALUE(RS_VLAN_VID_MAX, 4094);

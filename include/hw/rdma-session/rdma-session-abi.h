@@ -77,9 +77,13 @@
  * priority in bits 24-26 of an address vector's flow_label word
  * (RS_AV_PRIO), QUERY_STATS' vlan_rx_dropped, a kernel UD receive's tag
  * (RS_WC_F_VLAN).
+ * Minor 10: ECN and congestion notification (RS_CAP_ECN): RoCE packets
+ * sent ECN-capable, a CE-marked packet answered with a CNP to its sender
+ * (rate-limited per QP), a CNP lowering its QP's sending rate (DCQCN),
+ * QUERY_STATS from ecn_ce_received on.
  */
 #define RS_ABI_VERSION_MAJOR    1
-#define RS_ABI_VERSION_MINOR    9
+#define RS_ABI_VERSION_MINOR    10
 
 #define RS_BAR_REGS             0       /* registers, RS_REGS_SIZE bytes */
 #define RS_BAR_MSIX             1       /* MSI-X table and PBA */
@@ -171,6 +175,7 @@ REG32(RS_COMP_CAUSE, 0x400)             /* 64 registers, one per vector */
 #define RS_CAP_REREG_MR         (1u << 21) /* REREG_MR (1.7) */
 #define RS_CAP_PEER_DMA         (1u << 22) /* data in peer BARs (1.8) */
 #define RS_CAP_VLAN             (1u << 23) /* 802.1Q tags, priorities (1.9) */
+#define RS_CAP_ECN              (1u << 24) /* ECN marks, CNPs (1.10) */
 
 enum rs_fatal {
     RS_FATAL_NONE = 0,
@@ -615,11 +620,18 @@ struct rs_device_stats {
     uint64_t data_dma_refused;      /* neither RAM nor an allowed peer */
     /* ABI 1.9 (RS_CAP_VLAN) */
     uint64_t vlan_rx_dropped;       /* RoCE frames on a VLAN without GID */
+    /* ABI 1.10 (RS_CAP_ECN) */
+    uint64_t ecn_ce_received;       /* packets for a QP marked CE */
+    uint64_t cnp_sent;              /* CNPs sent for them */
+    uint64_t cnp_received;          /* CNPs for one of our QPs */
+    uint64_t cnp_ignored;           /* CNPs for no QP, or failing checks */
+    uint64_t dcqcn_rate_reductions; /* CNPs that lowered a QP's rate */
 };
 
 #define RS_DEVICE_STATS_V14     64  /* bytes of ABI 1.4 and 1.5 */
 #define RS_DEVICE_STATS_V16     152 /* bytes of ABI 1.6 and 1.7 */
 #define RS_DEVICE_STATS_V18     192 /* bytes of ABI 1.8 */
+#define RS_DEVICE_STATS_V19     200 /* bytes of ABI 1.9 */
 
 /*
  * A memory window of PD pd in the key table of gid_index's network
@@ -1380,7 +1392,7 @@ RS_ABI_SIZE(struct rs_cmd_modify_srq, 24);
 RS_ABI_SIZE(struct rs_cmd_mcast, 24);
 RS_ABI_SIZE(struct rs_cmd_odp_resolve, 32);
 RS_ABI_SIZE(struct rs_cmd_odp_invalidate, 24);
-RS_ABI_SIZE(struct rs_device_stats, 200);
+RS_ABI_SIZE(struct rs_device_stats, 240);
 RS_ABI_SIZE(struct rs_session_attr, 104);
 
 #endif /* HW_RDMA_SESSION_ABI_H */

@@ -45,8 +45,10 @@
  *   registers no MR or key with a remote access right and posts no work
  *   request, and the input's send work requests are ignored, so all the
  *   adapter sends is caused by peers.  Over the whole input: bytes of
- *   the frames it sends other than HELLOs <= bytes it received + 8 per
- *   received RoCE packet; HELLOs <= 8 + 10 per second of virtual time;
+ *   the frames it sends other than HELLOs and CNPs <= bytes it received
+ *   + 8 per received RoCE packet; CNPs (ECN's answer to a CE mark, also
+ *   inside bundles) <= received RoCE packets; HELLOs <= 8 + 10 per
+ *   second of virtual time;
  *   a HELLO to an address that never answered an unpadded HELLO of the
  *   adapter with its nonce is at most 80 bytes.
  * Bit 6 of the first byte makes the wire take only 208 KiB per main-loop
@@ -90,6 +92,7 @@ static void rsf_fuzz(QTestState *s, const unsigned char *data, size_t size)
     w->used = 0;
     w->t0 = qemu_clock_get_ns(QEMU_CLOCK_VIRTUAL);
     w->tx_bytes = w->tx_hellos = w->rx_bytes = w->rx_roce = 0;
+    w->tx_cnps = 0;
     w->nhello = w->nanswered = 0;
     w->tx_frames = w->tx_bundles = w->rx_frames = 0;
     w->max_f_pkts = w->max_f_inner = 0;

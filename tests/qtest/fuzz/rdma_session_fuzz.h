@@ -171,8 +171,8 @@ typedef struct RSFWire {
     uint64_t f_pkts, f_hellos;  /* sent during the frame being received */
     /* Since the input's start */
     int64_t t0;
-    uint64_t tx_bytes;          /* frames sent, HELLOs not counted */
-    uint64_t tx_hellos, rx_bytes, rx_roce;
+    uint64_t tx_bytes;          /* frames sent, HELLOs, CNPs not counted */
+    uint64_t tx_hellos, tx_cnps, rx_bytes, rx_roce;
     RSFHello hello[RSF_NHELLO];
     uint32_t nhello;
     uint32_t answered[RSF_NPEER];   /* answered an unpadded HELLO */

@@ -162,7 +162,8 @@ static RSFQp *rsf_qp_sel(RSFState *f, uint8_t sel)
  * priority),
  * control (bit 0: raw opcode, 1: raw dest QPN in the next 3 bytes,
  * 2: valid key and address from MR control>>4 & 3, 3: bad ICRC,
- * 6: an XRC request's XRCETH from the input, not the XRC SRQ's number),
+ * 6: an XRC request's XRCETH from the input, not the XRC SRQ's number,
+ * 7: marked ECN CE, as a congested switch does),
  * PSN delta (signed), UDP source port low byte, ack request, then the
  * extension headers and payload.  An XRC request to the target gets
  * the XRCETH after the BTH (the input's headers follow it).  To a DCT,
@@ -264,6 +265,16 @@ void rsf_op_roce(RSFState *f, QTestState *s, const uint8_t *d,
         q->rx_frames++;
     }
     n = rsf_build(frame, q, 0xc000 | sport, l4, n, ctl & 8);
+    if (ctl & 0x80) {
+        /* CE: the ICRC does not cover the ECN bits, the IPv4 checksum does */
+        if (q->v6) {
+            frame[15] |= 0x30;
+        } else {
+            frame[15] |= 0x03;
+            stw_be_p(frame + 24, 0);
+            stw_be_p(frame + 24, rsf_ip_csum(frame + 14));
+        }
+    }
     if ((tag & 1) && !rsf_bun.on) {
         /*
          * BTH flags bit 0 (not a BTH bit: TVer is 0): 802.1Q-tagged,

@@ -170,3 +170,34 @@ write("vlan-raw-frames", [raw(tag(ud_send, 200)), raw(tag(ud_send, 100)), raw(ta
                           raw(tag(ud_send, 100)[:18 + 20 + 4]), raw(tag(ud_send, 100)[:-1]),
                           raw(tag(bytes([0xff] * 6) + bytes([2, 0, 0, 0, 0, 2]) + b"\x08\x06" + bytes(28), 100)),
                           clock(1_000_000)])
+# ECN and CNPs (ABI 1.10): ROCE operations marked CE (control bit 7) to
+# RC, UD and UC QPs (each earns a CNP, one per cnp-interval), and a CNP
+# by raw opcode to the RC QP; then raw frames: a CE-marked UD SEND, CNPs
+# to the UD QP, to no QP, with another P_Key, cut short and too long.
+def ce(f):
+    f = bytearray(f)
+    f[15] |= 3
+    f[24:26] = b"\0\0"
+    s = sum(struct.unpack(">10H", bytes(f[14:34])))
+    while s >> 16:
+        s = (s & 0xffff) + (s >> 16)
+    f[24:26] = struct.pack(">H", ~s & 0xffff)
+    return bytes(f)
+cnp = lambda qpn, payload=bytes(16): roce4(0x81, qpn, 0, payload)
+bad_pkey = bytearray(cnp(2))
+bad_pkey[14 + 20 + 8 + 2:14 + 20 + 8 + 4] = b"\x12\x34"
+bad_pkey = bytes(bad_pkey[:-4]) + struct.pack("<I", icrc4(bytes(bad_pkey[:-4])))
+write("ecn-ce-ops", [roce(RC, 0x04, ctl=0x80, ext=b"ce"), roce(RC, 0x04, ctl=0x80, psn=1, ext=b"ce again"),
+                     clock(100_000), roce(RC, 0x0c, ctl=0x84, psn=2, ext=struct.pack(">QII", 0, 0, 64)),
+                     roce(UD, 0x64, ctl=0x84, ext=bytes(8) + b"ud ce"), roce(UC, 0x04, ctl=0x80, ext=b"uc"),
+                     roce(RC, 0x81, ctl=0x01, ext=bytes(16)), roce(RC, 0x81, ctl=0x81, ext=bytes(8)),
+                     clock(1_000_000)])
+write("ecn-cnp-frames", [raw(ce(ud_send)), raw(cnp(2)), raw(ce(cnp(2))), raw(cnp(0)), raw(cnp(0xffffff)),
+                         raw(bad_pkey), raw(cnp(2, bytes(8))), raw(cnp(2, bytes(64))), raw(cnp(2)[:-1]),
+                         raw(tag(cnp(2), 100)), clock(1_000_000)])
+# DCQCN: CNPs to the RC QP (by raw opcode) lower its rate to the minimum;
+# then work requests it must pace, and virtual time for the periods.
+cnp_rc = roce(RC, 0x81, ctl=0x01, ext=bytes(16))
+write("ecn-dcqcn-pace", [cnp_rc] * 24 + [post(RC, 0x00, MR_ALL, 4096), post(RC, 0x00, MR_ALL, 4096, 64),
+                                         clock(100_000), wr(RC, MR_ALL), cnp_rc, clock(1_000_000),
+                                         post(RC, 0x00, MR_ALL, 2048), clock(10_000_000), clock(50_000_000)])

@@ -41,6 +41,33 @@ bool rsf_is_roce6(const uint8_t *f, size_t len)
            f[RSF_IP + 6] == 17 && lduw_be_p(f + RSF_IP + 40 + 2) == 4791;
 }
 
+/* A congestion notification packet (BTH opcode 0x81), IPv4 or IPv6. */
+static bool rsf_is_cnp(const uint8_t *f, size_t len)
+{
+    return (rsf_is_roce4(f, len) && f[RSF_BTH] == 0x81) ||
+           (rsf_is_roce6(f, len) && f[14 + 40 + 8] == 0x81);
+}
+
+/* The bytes of the CNPs in a bundle (counted in *n), length fields too. */
+static uint64_t rsf_bundle_cnps(const uint8_t *f, size_t len, uint64_t *n)
+{
+    uint32_t count = lduw_be_p(f + RSF_PL), i;
+    size_t off = RSF_PL + 4;
+    uint64_t bytes = 0;
+
+    for (i = 0; i < count && off + 2 <= len &&
+         off + 2 + lduw_be_p(f + off) <= len; i++) {
+        size_t ilen = lduw_be_p(f + off);
+
+        if (rsf_is_cnp(f + off + 2, ilen)) {
+            bytes += 2 + ilen;
+            (*n)++;
+        }
+        off += 2 + ilen;
+    }
+    return bytes;
+}
+
 /* The inner frames of a bundle whose lengths fit in it (at least 1). */
 static uint32_t rsf_bundle_inner(const uint8_t *f, size_t len)
 {
@@ -90,10 +117,13 @@ static void rsf_tx_seen(RSFWire *w, const uint8_t *f, size_t len)
                               "0x%08x, which never answered an unpadded "
                               "HELLO", len, RSF_HELLO_UNPADDED, h->dip);
         }
+    } else if (rsf_is_cnp(f, len)) {
+        w->tx_cnps++;               /* ECN's answer: bounded apart */
     } else {
         w->tx_bytes += len;
         if (rsf_is_roce4(f, len) && f[RSF_BTH] == 0xc7) {
             pkts = rsf_bundle_inner(f, len);
+            w->tx_bytes -= rsf_bundle_cnps(f, len, &w->tx_cnps);
             w->tx_bundles++;
         }
     }
@@ -230,23 +260,28 @@ void rsf_wire_check_end(void)
         fprintf(stderr, "rdma-session fuzz stats: %s, %" PRId64 " ns; "
                 "received %" PRIu64 " frames, %" PRIu64 " bytes, %" PRIu64
                 " RoCE packets; sent %" PRIu64 " frames (%" PRIu64
-                " bundles), %" PRIu64 " bytes without HELLOs, %" PRIu64
-                " HELLOs; most packets sent for one frame %" PRIu64
-                " (of %" PRIu64 " inner); %u peers answered\n",
-                w->keyless ? "keyless" : "keys", ns, w->rx_frames,
-                w->rx_bytes, w->rx_roce, w->tx_frames, w->tx_bundles,
-                w->tx_bytes, w->tx_hellos, w->max_f_pkts, w->max_f_inner,
-                w->nanswered);
+                " bundles), %" PRIu64 " bytes without HELLOs and CNPs, %"
+                PRIu64 " HELLOs, %" PRIu64 " CNPs; most packets sent for "
+                "one frame %" PRIu64 " (of %" PRIu64 " inner); %u peers "
+                "answered\n", w->keyless ? "keyless" : "keys", ns,
+                w->rx_frames, w->rx_bytes, w->rx_roce, w->tx_frames,
+                w->tx_bundles, w->tx_bytes, w->tx_hellos, w->tx_cnps,
+                w->max_f_pkts, w->max_f_inner, w->nanswered);
     }
     if (!w->keyless) {
         return;
     }
     if (w->tx_bytes > w->rx_bytes + RSF_KEYLESS_SLACK * w->rx_roce) {
         rsf_amplification("keyless: the adapter sent %" PRIu64 " bytes "
-                          "(HELLOs aside) for %" PRIu64 " bytes in %" PRIu64
+                          "(HELLOs, CNPs aside) for %" PRIu64 " bytes in %"
+                          PRIu64
                           " RoCE packets received (bound: received + %u "
                           "per packet)", w->tx_bytes, w->rx_bytes,
                           w->rx_roce, RSF_KEYLESS_SLACK);
+    }
+    if (w->tx_cnps > w->rx_roce) {
+        rsf_amplification("keyless: %" PRIu64 " CNPs for %" PRIu64
+                          " RoCE packets received", w->tx_cnps, w->rx_roce);
     }
     /* HELLOs <= burst + rate x seconds, the seconds not rounded */
     if (w->tx_hellos > RSF_HELLO_BURST &&

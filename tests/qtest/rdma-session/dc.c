@@ -959,7 +959,8 @@ static void test_dc_ah_reuse(void *obj, void *data, QGuestAllocator *alloc)
     pair_log_reset(pr);
     dc_send_ok(&e, 0, 0, 0xb2, 0x200, 0x2000, 64);
     PAIR_EXPECT_OPS(pr, 1, OP_DC_DISCONNECT, OP_DC_CONNECT, OP_SEND_ONLY);
-    g_assert_cmphex(pr->last[1][14 + 1], ==, 0x20);
+    /* The AH's DSCP, ECN-capable (ECT(0)). */
+    g_assert_cmphex(pr->last[1][14 + 1], ==, 0x22);
     dc_teardown(&e);
 }
 

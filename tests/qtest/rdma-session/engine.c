@@ -206,9 +206,9 @@ static void test_engine_ipv6(void *obj, void *data, QGuestAllocator *alloc)
     fr_expect(&l, 0xa3, RS_WR_SEND, RS_WC_SUCCESS);
     loop_assert_same(&l, l.src, rbuf + RS_GRH_BYTES, 200);
     qtest_memread(qrs_qts(l.d), rbuf, grh, sizeof(grh));
-    /* version 6, traffic class 0x28, flow label 0x12345 */
+    /* version 6, traffic class 0x28 | ECT(0), flow label 0x12345 */
     g_assert_cmphex(grh[0], ==, 0x62);
-    g_assert_cmphex(grh[1], ==, 0x81);
+    g_assert_cmphex(grh[1], ==, 0xa1);
     g_assert_cmphex(grh[2], ==, 0x23);
     g_assert_cmphex(grh[3], ==, 0x45);
     /* payload length: UDP 8 + BTH 12 + DETH 8 + 200 + ICRC 4 */

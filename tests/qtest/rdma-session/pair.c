@@ -296,10 +296,7 @@ static void test_engine_pair_ud(void *obj, void *data,
     int i;
 
     pair_setup(&pr, obj, data, alloc);
-    for (i = 0; i < 2; i++) {
-        pair_qp(&pr, i, &q[i], RS_QPT_UD, pr.p[i].pd);
-        qp_walk(pr.p[i].d, q[i].h, RS_QPT_UD, RS_QPS_RTS);
-    }
+    pair_ud(&pr, q);
     ah_template(&ac, a->pd, 0);
     memcpy(ac.dmac, pair_mac[1], 6);
     RS_ASSERT_OK(qrs_create_ah(a->d, &ac, &ah));

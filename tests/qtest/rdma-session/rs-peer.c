@@ -625,6 +625,16 @@ void pair_qp(Pair *pr, int i, LoopQp *q, uint8_t type, uint32_t pd)
     q->qpn = HINDEX(q->h);
 }
 
+void pair_ud(Pair *pr, LoopQp q[2])
+{
+    int i;
+
+    for (i = 0; i < 2; i++) {
+        pair_qp(pr, i, &q[i], RS_QPT_UD, pr->p[i].pd);
+        qp_walk(pr->p[i].d, q[i].h, RS_QPT_UD, RS_QPS_RTS);
+    }
+}
+
 void pair_attr(const LoopQp q[2], int i, uint32_t gid, struct rs_qp_attr *a)
 {
     std_attr(a, RS_QPS_RESET, RS_QPS_RESET);

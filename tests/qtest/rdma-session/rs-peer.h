@@ -269,6 +269,9 @@ void pair_teardown(Pair *pr);
 /* Create QP @q of @type on adapter @i in @pd, 4 SGEs each way. */
 void pair_qp(Pair *pr, int i, LoopQp *q, uint8_t type, uint32_t pd);
 
+/* A UD QP on each adapter (q[0] on A, q[1] on B) in RTS, in its PD. */
+void pair_ud(Pair *pr, LoopQp q[2]);
+
 /*
  * The attributes that take side @i's QP of q[] to RTS, connected to the
  * other side's through GID @gid: the tests' defaults, to adjust.

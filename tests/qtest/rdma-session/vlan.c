@@ -585,10 +585,7 @@ static void test_vlan_ud(void *obj, void *data, QGuestAllocator *alloc)
 
     vlan_setup(&pr, &w, obj, data, alloc);
     w.pcp[0] = 2;
-    for (i = 0; i < 2; i++) {
-        pair_qp(&pr, i, &q[i], RS_QPT_UD, pr.p[i].pd);
-        qp_walk(pr.p[i].d, q[i].h, RS_QPT_UD, RS_QPS_RTS);
-    }
+    pair_ud(&pr, q);
     for (i = 0; i < 2; i++) {
         ah_template(&ac, a->pd, 1 - i);
         gid_v4(ac.dgid, 10, 0, 1 - i, 2);
