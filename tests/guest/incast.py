@@ -1,27 +1,37 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""Incast through a bottleneck, as TAP: one boot of three adapter VMs on
-the launcher's routed network with one router (--ecmp 1,
-tests/guest/rstest/ecmp.py).  VMs 2 and 3 send to VM 1 at the same time
-(ib_write_bw, 64 KiB messages, IN_SECS seconds each, one RC QP each);
-the router's egress towards VM 1 is the bottleneck: an HTB shaper of
-RATE_MBIT over a tail-drop queue of QUEUE_BYTES, and an ECN marker in
-front of it that sets CE on ECN-capable packets arriving faster than
-90% of that rate (nftables: a token bucket at 0.9 x RATE_MBIT with
-MARK_BURST of depth, a phantom queue as in HULL; the host's kernel has
-no RED or CoDel queue discipline).  While the senders run, VM 1's host namespace neighbour (host
-namespace 2, from VM 2's gateway address) pings VM 1 through the same
-router every 20 ms: the latency probe.
+"""Incast through a bottleneck with ECN, as TAP: two boots of three
+adapter VMs on the launcher's routed network with one router (--ecmp 1
+--ecmp-capture, tests/guest/rstest/ecmp.py), the adapters' DCQCN off
+(dcqcn-off: CNPs sent and counted, rates untouched) and on (dcqcn-on:
+its time constants scaled from a datacenter's microseconds to this
+network's milliseconds, the line rate the bottleneck's).  In each, VMs 2
+and 3 send to VM 1 at the same time (ib_write_bw, 64 KiB messages,
+IN_SECS seconds each, one RC QP each); the router's egress towards VM 1
+is the bottleneck: an HTB shaper of RATE_MBIT over a tail-drop queue of
+QUEUE_BYTES, and an ECN marker in front of it that sets CE on
+ECN-capable packets arriving faster than 80% of that rate (nftables: a
+token bucket at 0.8 x RATE_MBIT with MARK_BURST of depth, a phantom
+queue as in HULL; the host's kernel has no RED or CoDel queue
+discipline).  While the senders run, host namespace 2 (from VM 2's
+gateway address) pings VM 1 through the same router every 20 ms: the
+latency probe.
 
-Checks: the bottleneck is in place (bottleneck), each sender's
-ib_write_bw ends without an error (incast-bw/vm2, vm3) and VM 1's
-servers too (incast-servers/vm1), the bottleneck carried the traffic and
-held it to its rate (shaped: the senders' goodput together at most the
-rate), the probe got answers (probe), no kernel warnings.  Printed as
-"MEASURE incast ...": each sender's goodput and Jain's fairness index,
-the retransmissions, ACK timeouts and sequence NAKs each sender's device
-counted, the bottleneck queue's drops and ECN marks, and the probe's
-median and 99th percentile round trip.
+Checks, each boot (MODE/...): the bottleneck is in place (bottleneck),
+each sender's ib_write_bw ends without an error (incast-bw/vm2, vm3) and
+VM 1's servers too (incast-servers/vm1), the bottleneck carried the
+traffic and held it to its rate (shaped: the senders' goodput together
+at most the rate), the probe got answers (probe), every RoCE frame to VM
+1 was ECN-capable (ect), the marker marked some, VM 1's device counted
+CE and sent CNPs and both senders' devices received CNPs (cnp), tshark
+decodes CNPs in the captures of both senders' host namespaces
+(cnp-tshark), DCQCN lowered both senders' rates with it on and never
+with it off (rate-reductions), no kernel warnings.  Printed as "MEASURE
+incast mode=...": each sender's goodput and Jain's fairness index, the
+retransmissions, ACK timeouts and sequence NAKs each sender's device
+counted, the bottleneck's RoCE, ECN-capable and marked frames and its
+queue's drops, the CE marks and CNPs of the devices, the rate
+reductions, and the probe's median and 99th percentile round trip.
 
 Needs root (network namespaces), tc, nft and ping (nftables and
 iputils-ping are installed through the private apt configuration when
@@ -52,16 +62,24 @@ IN_SECS = 8
 RATE_MBIT = 40
 # 4 KiB RoCE frames (MTU 9000 on the links, RoCE MTU 4096): 64 of them
 QUEUE_BYTES = 64 * 4200
-MARK_BURST = "32 kbytes"
+MARK_BURST = "16 kbytes"
 PROBE_INTERVAL = 0.02
 VM_CHECKS = ["1:incast-servers", "2:incast-bw", "3:incast-bw",
              "1:dmesg-clean", "2:dmesg-clean", "3:dmesg-clean"]
 HOST_CHECKS = ["bottleneck", "shaped", "probe", "ect", "cnp", "cnp-tshark",
                "rate-reductions"]
 # The boots: the adapters with DCQCN off (CNPs sent and counted, rates
-# untouched) and on, its line rate near what the senders reach here.
+# untouched) and on.  ConnectX's time constants (a rate increase stage
+# per 300 us, alpha per 55 us) are for microsecond round trips; here a
+# round trip through the bottleneck is tens of milliseconds, and with
+# them a QP recovered its full rate long before the next CNP.  The line
+# rate is the bottleneck's, as a NIC's is its link's.
 MODES = [("dcqcn-off", ["-global", "rdma-session.dcqcn=off"]),
-         ("dcqcn-on", ["-global", "rdma-session.dcqcn-line-rate=100"])]
+         ("dcqcn-on", ["-global", "rdma-session.dcqcn-line-rate=%d" % RATE_MBIT,
+                       "-global", "rdma-session.dcqcn-time-reset=10000",
+                       "-global", "rdma-session.dcqcn-alpha-period=5000",
+                       "-global", "rdma-session.dcqcn-ai-rate=1",
+                       "-global", "rdma-session.dcqcn-hai-rate=5"])]
 MEASURE_RE = re.compile(r"MEASURE incast vm=(\d+) (.*)")
 
 
@@ -89,7 +107,7 @@ def bottleneck(net: ecmp.Ecmp) -> str:
        "rate", rate, "ceil", rate)
     tc(r, "qdisc", "add", "dev", dev, "parent", "1:1", "handle", "10:",
        "bfifo", "limit", str(QUEUE_BYTES))
-    mark = "%d kbytes/second" % (RATE_MBIT * 1000 // 8 * 9 // 10)
+    mark = "%d kbytes/second" % (RATE_MBIT * 1000 // 8 * 8 // 10)
     nft(r, "add", "table", "ip", "incast")
     nft(r, "add", "chain", "ip", "incast", "bottleneck",
         "{ type filter hook forward priority 0; }")
