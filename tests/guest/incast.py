@@ -24,8 +24,9 @@ traffic and held it to its rate (shaped: the senders' goodput together
 at most the rate), the probe got answers (probe), every RoCE frame to VM
 1 was ECN-capable (ect), the marker marked some, VM 1's device counted
 CE and sent CNPs and both senders' devices received CNPs (cnp), tshark
-decodes CNPs in the captures of both senders' host namespaces
-(cnp-tshark), DCQCN lowered both senders' rates with it on and never
+decodes CNPs (BTH opcode 0x81, which tshark 4.0 does not name) in the
+captures of both senders' host namespaces and frames ECT(0) and CE in VM
+1's (cnp-tshark), DCQCN lowered both senders' rates with it on and never
 with it off (rate-reductions), no kernel warnings.  Printed as "MEASURE
 incast mode=...": each sender's goodput and Jain's fairness index, the
 retransmissions, ACK timeouts and sequence NAKs each sender's device
@@ -188,17 +189,16 @@ def marks(run: str) -> List[str]:
         if ln.startswith("MP mark ") and len(ln.split()) > 2]
 
 
-def cnps_decoded(pcap: str) -> Tuple[int, str]:
-    """The CNPs tshark finds in a host namespace's capture (BTH opcode
-    0x81 in its InfiniBand dissector, over UDP port 4791): their count
-    and tshark's name for the first."""
+def tshark_count(pcap: str, flt: str) -> Tuple[int, str]:
+    """The RoCE frames of a host namespace's capture that tshark's
+    InfiniBand dissector (over UDP port 4791) and display filter flt
+    select: their count and tshark's summary of the first."""
     out = subprocess.run(
         ["tshark", "-r", pcap, "-d", "udp.port==%d,infiniband" %
-         ecmp.ROCE_PORT, "-Y", "infiniband.bth.opcode == 0x81", "-T",
-         "fields", "-e", "infiniband.bth.opcode", "-e", "_ws.col.Info"],
+         ecmp.ROCE_PORT, "-Y", flt, "-T", "fields", "-e", "_ws.col.Info"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
         check=False).stdout.splitlines()
-    return len(out), (out[0].split("\t", 1)[-1] if out else "")
+    return len(out), (out[0] if out else "")
 
 
 def boot(s: Suite, mode: str, qemu: List[str]) -> None:
@@ -280,10 +280,19 @@ def boot(s: Suite, mode: str, qemu: List[str]) -> None:
              "received %d and %d" % (q.get("marked", 0),
                                      rx.get("ecn_ce_received", 0),
                                      rx.get("cnp_sent", 0), *cnp_rx))
-    dec = [cnps_decoded(net.pcap(i)) if net else (0, "") for i in (2, 3)]
-    s.report(all(n > 0 for n, _ in dec), mode + "/host/cnp-tshark",
-             "tshark finds %d and %d CNPs in the captures for VMs 2 and 3 "
-             "(%s)" % (dec[0][0], dec[1][0], dec[0][1] or dec[1][1]))
+    # what tshark decodes: CNPs in the captures of what came for VMs 2 and
+    # 3, the senders' frames to VM 1 ECT(0) or, marked, CE in VM 1's
+    cnp_f = "infiniband.bth.opcode == 0x81"
+    dec = [tshark_count(net.pcap(i), cnp_f) if net else (0, "")
+           for i in (2, 3)]
+    ecn = [tshark_count(net.pcap(1), "infiniband && ip.dsfield.ecn == %d" %
+                        v)[0] if net else 0 for v in (2, 3)]
+    s.report(all(n > 0 for n, _ in dec) and all(ecn),
+             mode + "/host/cnp-tshark",
+             "tshark finds %d and %d CNPs (BTH opcode 0x81) in the captures "
+             "for VMs 2 and 3 (its summary: %s); for VM 1, %d frames ECT(0) "
+             "and %d CE" % (
+                 dec[0][0], dec[1][0], dec[0][1] or dec[1][1], *ecn))
     red = [meas.get(i, {}).get("dcqcn_rate_reductions", 0) for i in (2, 3)]
     want_red = "dcqcn=off" not in " ".join(qemu)
     s.report(all(red) if want_red else not any(red),

@@ -299,6 +299,14 @@ TOP = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 
 
+def no_capture(s: Suite, name: str, pcap: str) -> bool:
+    """Whether pcap is missing or empty (then test name fails)."""
+    if os.path.isfile(pcap) and os.path.getsize(pcap) > 0:
+        return False
+    s.report(False, name, "no capture " + pcap)
+    return True
+
+
 def roce_frames(path: str) -> List[Tuple[str, str, bytes]]:
     """The IPv4 RoCEv2 frames of a pcap: (source, destination, from the
     BTH on, ICRC included)."""
@@ -724,8 +732,7 @@ def bundle_capture(s: Suite, pairing: str, pcap: str, nvm: int,
     by byte.  (VM 1's capture holds its own frames twice, the segment
     handing them back: the detail counts distinct bundles.)"""
     name = "%s/capture-bundles" % pairing
-    if not os.path.isfile(pcap) or os.path.getsize(pcap) == 0:
-        s.report(False, name, "no capture " + pcap)
+    if no_capture(s, name, pcap):
         return
     me = "10.77.0.1"
     vms = ["10.77.0.%d" % i for i in range(1, nvm + 1)]
@@ -783,8 +790,7 @@ def netid_capture(s: Suite, pairing: str, pcap: str) -> None:
     other NAK.  (The capture holds each frame VM 1 sends twice: NAKs are
     counted by QP and PSN.)"""
     name = "%s/netid/capture" % pairing
-    if not os.path.isfile(pcap) or os.path.getsize(pcap) == 0:
-        s.report(False, name, "no capture " + pcap)
+    if no_capture(s, name, pcap):
         return
     naks = sorted(set((src, dst, p[5:8].hex(), p[9:12].hex(), p[12])
                       for src, dst, p in roce_frames(pcap)
@@ -868,8 +874,7 @@ def vlan_capture(s: Suite, pairing: str, pcap: str) -> None:
     priority 5) PCP 5; there are some each way; the untagged addresses'
     RoCE frames (10.77.0.x) have no tag."""
     name = "%s/vlan/capture" % pairing
-    if not os.path.isfile(pcap) or os.path.getsize(pcap) == 0:
-        s.report(False, name, "no capture " + pcap)
+    if no_capture(s, name, pcap):
         return
     n = {"vm1": 0, "vm2": 0, "untagged-lan": 0}
     bad = []
@@ -905,8 +910,7 @@ def ipv6_capture(s: Suite, pairing: str, pcap: str) -> None:
     2001:db8:77::1 and ::2 each way and to the group ff0e::77:1, every
     one with its ICRC right."""
     name = "%s/ipv6/capture" % pairing
-    if not os.path.isfile(pcap) or os.path.getsize(pcap) == 0:
-        s.report(False, name, "no capture " + pcap)
+    if no_capture(s, name, pcap):
         return
     n = {"vm1": 0, "vm2": 0, "group": 0}
     bad = []

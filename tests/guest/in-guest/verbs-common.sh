@@ -41,6 +41,29 @@ vb_pair()
     echo "verbs: $prog exit status $rc"
 }
 echo "verbs: $VB_PAIRING vm$RS_VM_INDEX device '$dev' ($(cat /sys/class/infiniband/$dev/ports/1/gid_attrs/ndevs/0 2>/dev/null))"
+# vb_rping FEATURE ADDRESS BARRIER PORT: rping -V (20 x 4 KiB) with VM 1
+# serving on its ADDRESS and VM 2 the client, rdma_cm resolving ADDRESS;
+# check FEATURE/rping.  BARRIER and PORT: the bases of the step's
+# barrier and rdma_cm port.
+vb_rping()
+{
+    local p r out=/tmp/vb.rping
+    vb_step
+    if [ "$RS_VM_INDEX" = 1 ]; then
+        timeout 120 rping -s -V -C 20 -S 4096 -a "$2" -p $(($4 + vb_n)) > $out 2>&1 & p=$!
+        barrier $(($3 + vb_n)) 60
+        wait $p
+        r=$?
+    else
+        barrier $(($3 + vb_n)) 60
+        sleep 1
+        timeout 120 rping -c -V -C 20 -S 4096 -a "$2" -p $(($4 + vb_n)) > $out 2>&1
+        r=$?
+    fi
+    tail -n 3 $out
+    [ $r = 0 ] && ok=ok || ok=fail
+    ck "$VB_PAIRING/$1/rping" "$ok" "rping to $2: exit $r"
+}
 # vb_mckey FEATURE TAG GROUP SENDER_VM: librdmacm's mckey, every VM joining
 # GROUP (rdma_join_multicast), VM SENDER_VM sending 60 messages once the
 # others have joined, the others waiting for 20 of them; checks TAG-send,

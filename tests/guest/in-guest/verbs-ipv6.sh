@@ -83,21 +83,7 @@ bw=$(awk '$1 == 65536 { print $4 " MB/s average, peak " $3 }' /tmp/v6.bw)
 [ $r1 = 0 ] && [ -n "$bw" ] && ok=ok || ok=fail
 ck "$VB_PAIRING/ipv6/write-bw" "$ok" "GID $v6_gid, 200 x 64 KiB: exit $r1, $bw"
 # rping: rdma_cm resolves the IPv6 addresses to their GIDs.
-vb_step
-if [ "$RS_VM_INDEX" = 1 ]; then
-    timeout 120 rping -s -V -C 20 -S 4096 -a "$v6_ip" -p $((7300 + vb_n)) > /tmp/v6.rping 2>&1 & p1=$!
-    barrier $((650 + vb_n)) 60
-    wait $p1
-    r1=$?
-else
-    barrier $((650 + vb_n)) 60
-    sleep 1
-    timeout 120 rping -c -V -C 20 -S 4096 -a "$v6_peer" -p $((7300 + vb_n)) > /tmp/v6.rping 2>&1
-    r1=$?
-fi
-tail -n 3 /tmp/v6.rping
-[ $r1 = 0 ] && ok=ok || ok=fail
-ck "$VB_PAIRING/ipv6/rping" "$ok" "rping over $v6_ip: exit $r1"
+vb_rping ipv6 "$v6_peer" 650 7300
 vb_pair ipv6 rsv-mcast -g "$v6_gid" -- send mc1 ff0e::77:1
 vb_pair ipv6 rsv-mcast -g "$v6_gid" -- recv mc2 ff0e::77:1
 # NVMe over Fabrics on the IPv6 address: VM 1 exports an 8 MiB RAM disk

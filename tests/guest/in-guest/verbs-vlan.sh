@@ -67,21 +67,7 @@ ck "$VB_PAIRING/vlan/rc-pingpong" "$ok" "GID $vl_gid SL 5: exit $r1, $(grep iter
 [ $r2 = 0 ] && grep -q iters /tmp/vl.pu && ok=ok || ok=fail
 ck "$VB_PAIRING/vlan/rc-pingpong-untagged" "$ok" "GID $u_gid: exit $r2, $(grep iters /tmp/vl.pu)"
 # rping: rdma_cm resolves the VLAN address to the VLAN's GID.
-vb_step
-if [ "$RS_VM_INDEX" = 1 ]; then
-    timeout 120 rping -s -V -C 20 -S 4096 -a "$vl_ip" -p $((7200 + vb_n)) > /tmp/vl.rping 2>&1 & p1=$!
-    barrier $((600 + vb_n)) 60
-    wait $p1
-    r1=$?
-else
-    barrier $((600 + vb_n)) 60
-    sleep 1
-    timeout 120 rping -c -V -C 20 -S 4096 -a "$vl_peer" -p $((7200 + vb_n)) > /tmp/vl.rping 2>&1
-    r1=$?
-fi
-tail -n 3 /tmp/vl.rping
-[ $r1 = 0 ] && ok=ok || ok=fail
-ck "$VB_PAIRING/vlan/rping" "$ok" "rping over $vl: exit $r1"
+vb_rping vlan "$vl_peer" 600 7200
 if [ $vl_adapter = 1 ]; then
     s=$(rdma statistic show link "$dev/1" 2>&1 | grep -o 'vlan_rx_dropped [0-9]*')
     [ -n "$s" ] && ok=ok || ok=fail
