@@ -11,6 +11,5 @@ cat /tmp/in
 bw=$(awk '$1 == 65536 { print $4 }' /tmp/in)
 echo "MEASURE incast vm=$RS_VM_INDEX MBps=${bw:-0} $(cnt_delta)"
 [ $rc = 0 ] && [ -n "$bw" ] && ok=ok || ok=fail
-echo "CHECK incast-bw $ok ib_write_bw to VM 1 for $IN_SECS s: exit $rc, ${bw:-no} MB/s"
-b=$(dmesg | grep -E 'WARNING|BUG|Oops|Call Trace' | head -n 3 | tr '\n' ' ')
-[ -z "$b" ] && echo "CHECK dmesg-clean ok" || echo "CHECK dmesg-clean fail $b"
+ck incast-bw $ok "ib_write_bw to VM 1 for $IN_SECS s: exit $rc, ${bw:-no} MB/s"
+dmesg_clean

@@ -16,6 +16,5 @@ sleep 5     # the host reads the bottleneck's counters meanwhile
 cat /tmp/in2 /tmp/in3
 echo "MEASURE incast vm=1 $(cnt_delta)"
 [ $r2 = 0 ] && [ $r3 = 0 ] && ok=ok || ok=fail
-echo "CHECK incast-servers $ok ib_write_bw servers: exit $r2, $r3"
-b=$(dmesg | grep -E 'WARNING|BUG|Oops|Call Trace' | head -n 3 | tr '\n' ' ')
-[ -z "$b" ] && echo "CHECK dmesg-clean ok" || echo "CHECK dmesg-clean fail $b"
+ck incast-servers $ok "ib_write_bw servers: exit $r2, $r3"
+dmesg_clean

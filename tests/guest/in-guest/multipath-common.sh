@@ -21,37 +21,7 @@ wait_gid || echo "multipath: no RoCE v2 GID for $RS_IP on $dev"
 IP6=fd77:$RS_VM_INDEX::1
 ip -6 addr add "$IP6/64" dev "$RS_IFACE" nodad
 ip -6 route add fd77::/16 via "fd77:$RS_VM_INDEX::254" dev "$RS_IFACE"
-# gid6_of ADDRESS: the index of ADDRESS's RoCE v2 GID (sysfs writes a
-# GID as eight groups of four hex digits; as verbs-ipv6.sh's)
-gid6_of() {
-    want=$(echo "$1" | awk -F: '{
-        n = 0; for (i = 1; i <= NF; i++) if ($i != "") n++
-        out = ""; c = 0
-        for (i = 1; i <= NF; i++) {
-            if ($i == "") {
-                if (i > 1 && i < NF)
-                    for (z = 0; z < 8 - n; z++) {
-                        out = out (c ? ":" : "") "0000"; c++
-                    }
-                continue
-            }
-            out = out (c ? ":" : "") sprintf("%04s", $i); c++
-        }
-        gsub(/ /, "0", out); print out }')
-    for f in "/sys/class/infiniband/$dev/ports/1/gids/"*; do
-        i=${f##*/}
-        [ "$(cat "$f" 2>/dev/null)" = "$want" ] || continue
-        [ "$(cat "/sys/class/infiniband/$dev/ports/1/gid_attrs/types/$i" \
-            2>/dev/null)" = "RoCE v2" ] && { echo "$i"; return 0; }
-    done
-    return 1
-}
-gi6=
-for t in $(seq 1 40); do
-    gi6=$(gid6_of "$IP6") && break
-    sleep 0.5
-done
-gi6=${gi6:-none}
+gi6=$(gid_wait "$IP6") || gi6=none
 if [ "$gi6" != none ]; then
     ck gid6 ok "RoCE v2 GID $gi6 of $IP6: $(cat \
         "/sys/class/infiniband/$dev/ports/1/gids/$gi6")"

@@ -11,37 +11,8 @@
 # their ICRCs.
 v6_ip=2001:db8:77::$RS_VM_INDEX
 v6_peer=2001:db8:77::1
-# gid6_of ADDRESS: the index of ADDRESS's RoCE v2 GID (sysfs writes a
-# GID as eight groups of four hex digits).
-gid6_of()
-{
-    local want f i
-    want=$(echo "$1" | awk -F: '{
-        n = 0; for (i = 1; i <= NF; i++) if ($i != "") n++
-        out = ""; c = 0
-        for (i = 1; i <= NF; i++) {
-            if ($i == "") {
-                if (i > 1 && i < NF) for (z = 0; z < 8 - n; z++) { out = out (c ? ":" : "") "0000"; c++ }
-                continue
-            }
-            out = out (c ? ":" : "") sprintf("%04s", $i); c++
-        }
-        gsub(/ /, "0", out); print out }')
-    for f in /sys/class/infiniband/$dev/ports/1/gids/*; do
-        i=${f##*/}
-        [ "$(cat "$f" 2>/dev/null)" = "$want" ] || continue
-        [ "$(cat "/sys/class/infiniband/$dev/ports/1/gid_attrs/types/$i" 2>/dev/null)" = "RoCE v2" ] &&
-            { echo "$i"; return 0; }
-    done
-    return 1
-}
 ip -6 addr add "$v6_ip/64" dev "$RS_IFACE" nodad
-v6_gid=
-t=0
-until v6_gid=$(gid6_of "$v6_ip") || [ $t -ge 40 ]; do
-    sleep 0.5
-    t=$((t + 1))
-done
+v6_gid=$(gid_wait "$v6_ip")
 if [ -n "$v6_gid" ]; then
     ck "$VB_PAIRING/ipv6/gid" ok "GID $v6_gid: $(cat "/sys/class/infiniband/$dev/ports/1/gids/$v6_gid") on $(cat "/sys/class/infiniband/$dev/ports/1/gid_attrs/ndevs/$v6_gid")"
 else

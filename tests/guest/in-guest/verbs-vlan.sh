@@ -19,12 +19,7 @@ modprobe 8021q 2>/dev/null
 ip link add link "$RS_IFACE" name "$vl" type vlan id 100 egress-qos-map 0:5
 ip addr add "$vl_ip/24" dev "$vl"
 ip link set "$vl" up
-vl_gid=
-t=0
-until vl_gid=$(gid_of "$vl_ip") || [ $t -ge 40 ]; do
-    sleep 0.5
-    t=$((t + 1))
-done
+vl_gid=$(gid_wait "$vl_ip")
 if [ -n "$vl_gid" ] &&
    [ "$(cat "/sys/class/infiniband/$dev/ports/1/gid_attrs/ndevs/$vl_gid")" = "$vl" ]; then
     ck "$VB_PAIRING/vlan/gid" ok "GID $vl_gid ($vl_ip) on $vl"
