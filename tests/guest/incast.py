@@ -124,9 +124,18 @@ def bottleneck(net: ecmp.Ecmp) -> str:
         r, dev, rate, QUEUE_BYTES, mark, MARK_BURST)
 
 
-def queue_stats(net: ecmp.Ecmp) -> Dict[str, int]:
+def queue_stats(s: Suite, net: ecmp.Ecmp) -> Dict[str, int]:
     """The bottleneck's counters: the queue's (iproute2's JSON: bytes,
-    packets, drops, ...) and the marker's (roce, ect, marked: packets)."""
+    packets, drops, ...) and the marker's (roce, ect, marked: packets);
+    none (and a note) if they cannot be read."""
+    try:
+        return _queue_stats(net)
+    except ecmp.EcmpError as e:
+        s.note("the bottleneck's counters: %s" % e)
+        return {}
+
+
+def _queue_stats(net: ecmp.Ecmp) -> Dict[str, int]:
     out: Dict[str, int] = {}
     r = net.router_ns(1)
     for q in json.loads(tc(r, "-s", "-j", "qdisc", "show", "dev", "h1")
@@ -232,18 +241,12 @@ def boot(s: Suite, mode: str, qemu: List[str]) -> None:
             s.report(False, mode + "/host/bottleneck",
                      "no ecmp.json in " + vms)
         if net and bg.wait_for(240, lambda: "incast-go" in marks(vms)):
-            try:
-                q0 = queue_stats(net)
-            except ecmp.EcmpError as e:
-                s.note("the bottleneck's counters: %s" % e)
+            q0 = queue_stats(s, net)
             probe = Probe(net)
             probe.start()
             bg.wait_for(IN_SECS + 120, lambda: "incast-end" in marks(vms))
             probe.stop()
-            try:
-                q1 = queue_stats(net)
-            except ecmp.EcmpError as e:
-                s.note("the bottleneck's counters: %s" % e)
+            q1 = queue_stats(s, net)
         r = bg.wait()
     sys.stderr.write("".join(ln + "\n" for ln in r.lines))
     sys.stderr.flush()
