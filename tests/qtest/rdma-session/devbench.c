@@ -50,7 +50,7 @@ static const DevbCase devb_cases[] = {
 
 /* The qtest commands a case issued, and their payload bytes. */
 typedef struct DevbHarness {
-    uint64_t cmds, bytes;
+    uint64_t cmds, steps, bytes;    /* steps: clock steps, of the cmds */
 } DevbHarness;
 
 static DevbHarness devb_h;
@@ -171,11 +171,11 @@ static void devb_ring_write(QRdmaSession *d, uint64_t ring, uint8_t log,
     uint32_t at = pi & ((1u << log) - 1);
     uint32_t first = MIN(n, (1u << log) - at);
 
-    qtest_memwrite(qrs_qts(d), ring + (uint64_t)at * stride, img,
+    qtest_bufwrite(qrs_qts(d), ring + (uint64_t)at * stride, img,
                    (size_t)first * stride);
     devb_h.cmds++;
     if (n > first) {
-        qtest_memwrite(qrs_qts(d), ring, img + (size_t)first * stride,
+        qtest_bufwrite(qrs_qts(d), ring, img + (size_t)first * stride,
                        (size_t)(n - first) * stride);
         devb_h.cmds++;
     }
@@ -261,7 +261,7 @@ static void devb_reap(DevbSide *s, uint32_t n)
         uint32_t k, want = MIN(n, size - at);
         bool lap = !((s->cq.ci >> s->cq.log) & 1);
 
-        qtest_memread(qrs_qts(s->d), s->cq.ring + at * sizeof(cqe[0]), cqe,
+        qtest_bufread(qrs_qts(s->d), s->cq.ring + at * sizeof(cqe[0]), cqe,
                       want * sizeof(cqe[0]));
         devb_h.cmds++;
         devb_h.bytes += want * sizeof(cqe[0]);
@@ -275,6 +275,7 @@ static void devb_reap(DevbSide *s, uint32_t n)
             g_assert_cmpint(g_get_monotonic_time(), <, end);
             qtest_clock_step(qrs_qts(s->d), 1000);
             devb_h.cmds++;
+            devb_h.steps++;
             g_usleep(20);
         }
     }
@@ -322,10 +323,13 @@ static void devb_host_speed(double *memcpy_ns_kib, double *crc_ns_kib)
 
 /*
  * What QEMU spends on the harness's qtest commands, measured on the idle
- * pair: ns per command (clock steps, no payload) and per payload byte
- * (64 KiB writes and reads of @s's buffer).
+ * pair: ns per command (register reads), per clock step (which also runs
+ * the timers due) and per payload byte
+ * (64 KiB base64 writes and reads of @s's buffer, as the rings are
+ * written and the CQs read).
  */
-static void devb_calibrate(DevbSide *s, double *cmd_ns, double *byte_ns)
+static void devb_calibrate(DevbSide *s, double *cmd_ns, double *step_ns,
+                           double *byte_ns)
 {
     const size_t len = 64 * KiB;
     g_autofree uint8_t *buf = g_malloc0(len);
@@ -334,21 +338,25 @@ static void devb_calibrate(DevbSide *s, double *cmd_ns, double *byte_ns)
     unsigned i;
 
     for (i = 0; i < DEVB_CAL; i++) {
-        qtest_clock_step(qts, 1000);
+        qrs_readl(s->d, A_RS_CAPS);
     }
     *cmd_ns = (double)(devb_cpu_ns(qts) - c0) / DEVB_CAL;
     c0 = devb_cpu_ns(qts);
+    for (i = 0; i < DEVB_CAL; i++) {
+        qtest_clock_step(qts, 1000);
+    }
+    *step_ns = (double)(devb_cpu_ns(qts) - c0) / DEVB_CAL;
+    c0 = devb_cpu_ns(qts);
     for (i = 0; i < DEVB_CAL / 20; i++) {
-        qtest_memwrite(qts, s->buf, buf, len);
-        qtest_memread(qts, s->buf, buf, len);
+        qtest_bufwrite(qts, s->buf, buf, len);
+        qtest_bufread(qts, s->buf, buf, len);
     }
     *byte_ns = MAX(0, (double)(devb_cpu_ns(qts) - c0) -
                    *cmd_ns * (DEVB_CAL / 10)) / ((DEVB_CAL / 10) * len);
 }
 
 static void devb_run(DevbSide s[2], const DevbCase *c, uint64_t bytes,
-                     const char *mode, double cmd_ns, double byte_ns,
-                     FILE *out)
+                     const char *mode, const double cal[3], FILE *out)
 {
     /* WRITE and SEND go from A to B; READ fetches B's data into A. */
     bool read = c->opcode == RS_WR_RDMA_READ;
@@ -365,7 +373,7 @@ static void devb_run(DevbSide s[2], const DevbCase *c, uint64_t bytes,
 
     msgs -= msgs % DEVB_BATCH;
     devb_pattern(src, DEVB_BUF, c->size + c->opcode);
-    qtest_memwrite(qts, data_from->buf, src, DEVB_BUF);
+    qtest_bufwrite(qts, data_from->buf, src, DEVB_BUF);
     qtest_memset(qts, data_to->buf, 0, DEVB_BUF);
 
     memset(&devb_h, 0, sizeof(devb_h));
@@ -390,14 +398,15 @@ static void devb_run(DevbSide s[2], const DevbCase *c, uint64_t bytes,
      * receiving buffer now holds the sender's bytes wherever a message
      * went (all of it once the messages wrapped).
      */
-    qtest_memread(qts, data_to->buf, got, DEVB_BUF);
+    qtest_bufread(qts, data_to->buf, got, DEVB_BUF);
     if (msgs * c->size >= DEVB_BUF) {
         g_assert_true(memcmp(got, src, DEVB_BUF) == 0);
     } else {
         g_assert_true(memcmp(got, src, msgs * c->size) == 0);
     }
 
-    harness_ns = cmd_ns * devb_h.cmds + byte_ns * devb_h.bytes;
+    harness_ns = cal[0] * (devb_h.cmds - devb_h.steps) +
+                 cal[1] * devb_h.steps + cal[2] * devb_h.bytes;
     dev_ns = (double)cpu - harness_ns;
     g_test_message("%s %s: %" PRIu64 " messages of %u bytes, %" PRIu64
                    " ms, QEMU CPU %.1f ms of which harness %.1f ms (%"
@@ -433,7 +442,7 @@ static void test_devbench(void *obj, void *data, QGuestAllocator *alloc)
     const char *props = ((PairSockets *)data)->b_props;
     const char *mode = strstr(props, "bundle=on") ? "bundles" : "frames";
     FILE *out = NULL;
-    double memcpy_ns, crc_ns, cmd_ns, byte_ns;
+    double memcpy_ns, crc_ns, cal[3];
     DevbSide s[2];
     Pair pr;
     size_t i;
@@ -448,18 +457,19 @@ static void test_devbench(void *obj, void *data, QGuestAllocator *alloc)
         g_assert_nonnull(out);
     }
     devb_host_speed(&memcpy_ns, &crc_ns);
-    devb_calibrate(&s[0], &cmd_ns, &byte_ns);
+    devb_calibrate(&s[0], &cal[0], &cal[1], &cal[2]);
     g_test_message("host: memcpy %.1f ns/KiB, zlib crc32 %.1f ns/KiB; "
-                   "qtest in QEMU %.0f ns/command, %.2f ns/byte",
-                   memcpy_ns, crc_ns, cmd_ns, byte_ns);
+                   "qtest in QEMU %.0f ns/command, %.0f ns/clock step, "
+                   "%.2f ns/byte", memcpy_ns, crc_ns, cal[0], cal[1], cal[2]);
     if (out) {
         fprintf(out, "{\"host\": true, \"mode\": \"%s\", "
                 "\"memcpy_ns_per_kib\": %.2f, \"crc32_ns_per_kib\": %.2f, "
-                "\"qtest_cmd_ns\": %.1f, \"qtest_byte_ns\": %.3f}\n",
-                mode, memcpy_ns, crc_ns, cmd_ns, byte_ns);
+                "\"qtest_cmd_ns\": %.1f, \"qtest_step_ns\": %.1f, "
+                "\"qtest_byte_ns\": %.3f}\n",
+                mode, memcpy_ns, crc_ns, cal[0], cal[1], cal[2]);
     }
     for (i = 0; i < ARRAY_SIZE(devb_cases); i++) {
-        devb_run(s, &devb_cases[i], bytes, mode, cmd_ns, byte_ns, out);
+        devb_run(s, &devb_cases[i], bytes, mode, cal, out);
     }
     if (out) {
         fclose(out);
