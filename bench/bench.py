@@ -27,6 +27,12 @@ import subprocess
 import sys
 
 PAIRS = [("adapter", "adapter", "rsess0"), ("soft-roce", "soft-RoCE", "rxe0")]
+# More adapter pairs a run may have booted (run-bench.sh --variant NAME
+# LABEL ARGS; machine.env's "variants" and "variant_NAME_label"), each
+# compared with the adapter pair: its own column and a "/adapter" ratio.
+# The issue bars below name two: adapter-shm (the local fabric) and
+# adapter-dbr-off (doorbell records off: the wire path before them).
+VARIANT_COLORS = ["#2ca02c", "#9467bd", "#8c564b", "#e377c2"]
 # The pairs whose device may lack ODP (Debian's 6.12 rdma_rxe has none):
 # there an ODP step the guests skipped (rc=no-odp) is "n/a (no ODP)"; on
 # the adapter it is an error.
@@ -35,12 +41,17 @@ NA_TEXT = "n/a (no ODP)"
 
 # name -> (label, program, [(metric key, metric label, unit, better)])
 # better: "higher" (bandwidth, rate) or "lower" (latency, time)
-BW = [("bw_avg", "BW average", "MB/s", "higher"), ("msg_rate", "MsgRate", "Mpps", "higher")]
+# Doorbells per message and host CPU per GB come from the adapter's
+# counters (guest-bench.sh's "dev-counters" line): soft-RoCE has none ("-")
+COST = [("db_msg", "MMIO doorbells per message", "db/msg", "lower"),
+        ("cpu_gb", "host CPU per GB", "CPU-s/GB", "lower")]
+BW = [("bw_avg", "BW average", "MB/s", "higher"), ("msg_rate", "MsgRate", "Mpps", "higher")] + COST
 LAT = [("t_typical", "t_typical", "usec", "lower"), ("t_avg", "t_avg", "usec", "lower")]
 RPING = [("mbps", "throughput", "MB/s", "higher"), ("time", "time", "s", "lower"),
          ("cpu_gb", "host CPU per GB", "CPU-s/GB", "lower")]
-# Metrics a run may lack (an older run without cpu-PAIR.jsonl)
-OPTIONAL = {"cpu_gb"}
+# Metrics a run may lack (an older run without cpu-PAIR.jsonl, a device
+# without the counters)
+OPTIONAL = {"cpu_gb", "db_msg"}
 BENCH = {
     "write_bw_64k": ("ib_write_bw 64 KiB", BW),
     # ODP on both sides; adapter only (NO_ODP_OK); compared with write_bw_64k
@@ -49,10 +60,12 @@ BENCH = {
     "write_bw_4k": ("ib_write_bw 4 KiB", BW),
     "read_bw_64k": ("ib_read_bw 64 KiB", BW),
     "send_bw_4k": ("ib_send_bw 4 KiB", BW),
-    "msg_rate": ("ib_write_bw 64 B, 4 QPs", [("msg_rate", "MsgRate", "Mpps", "higher")]),
+    "msg_rate": ("ib_write_bw 64 B, 4 QPs", [("msg_rate", "MsgRate", "Mpps", "higher")] + COST),
     "write_lat": ("ib_write_lat 8 B", LAT),
     "send_lat": ("ib_send_lat 8 B", LAT),
     "read_lat": ("ib_read_lat 8 B", LAT),
+    "send_lat_ev": ("ib_send_lat 8 B, events", LAT),
+    "read_lat_ev": ("ib_read_lat 8 B, events", LAT),
     "verify": ("rping -V (each rep)", RPING),
     "transfer_1g": ("rping -V 1 GiB", RPING),
 }
@@ -179,11 +192,12 @@ def short(lines, n=4):
     return " / ".join(keep[-n:])[:400]
 
 
-def odp_counters(step):
-    """The "odp-counters NAME=N ..." line guest-bench.sh appends to an ODP
-    step's output -> {name: int}, or None."""
+def dev_counters(step):
+    """The "dev-counters NAME=N ..." line guest-bench.sh appends to a
+    perftest step's output (older runs: "odp-counters", ODP steps only)
+    -> {name: int}, or None."""
     for l in (step or {}).get("out", []):
-        if l.startswith("odp-counters"):
+        if l.startswith("dev-counters") or l.startswith("odp-counters"):
             c = {}
             for kv in l.split()[1:]:
                 k, _, v = kv.partition("=")
@@ -236,13 +250,36 @@ def measure(name, cl, sv, env, cpu=None):
     for key, _, _, _ in BENCH[name][1]:
         if key in res:
             vals[key] = res[key]
-    if any(v <= 0 for v in vals.values()):
+    vals.update(cost(name, cl, sv, cpu))
+    if any(v <= 0 for k, v in vals.items() if k not in OPTIONAL):
         hint = " (perftest's clock sampling failed: 'Correlation coefficient r^2 < 0.9', 0 MHz)" \
             if any("Correlation coefficient" in l for l in cl["out"]) else ""
         return "error", {}, "zero result%s: %s" % (hint, short(cl["out"], 2))
-    if len(vals) != len([m for m in BENCH[name][1] if m[0] not in OPTIONAL]):
+    if len([k for k in vals if k not in OPTIONAL]) != len([m for m in BENCH[name][1] if m[0] not in OPTIONAL]):
         return "error", vals, "missing columns in: %s" % short(cl["out"], 2)
     return "ok", vals, ""
+
+
+def cost(name, cl, sv, cpu):
+    """Doorbells per message and host CPU per GB of a perftest step from
+    the adapter's counters: the server wrote every message's payload to
+    its RAM (ram_dma_write_bytes), both sides' MMIO doorbells
+    (db_mmio_writes) over the messages; both QEMUs' CPU over the bytes.
+    Counted over the client's whole run, warm-up included, as the CPU
+    time is.  {} for soft-RoCE (no counters) and the other rows."""
+    if name not in ("write_bw_64k", "write_bw_4k", "send_bw_4k", "msg_rate"):
+        return {}
+    c, s = dev_counters(cl), dev_counters(sv)
+    if not c or not s or not s.get("ram_dma_write_bytes"):
+        return {}
+    size = {"write_bw_64k": 65536, "write_bw_4k": 4096, "send_bw_4k": 4096, "msg_rate": 64}[name]
+    moved = s["ram_dma_write_bytes"]
+    out = {}
+    if "db_mmio_writes" in c and "db_mmio_writes" in s and moved >= size:
+        out["db_msg"] = (c["db_mmio_writes"] + s["db_mmio_writes"]) / (moved / size)
+    if cpu is not None:
+        out["cpu_gb"] = cpu / (moved / 1e9)
+    return out
 
 
 def fmt(x):
@@ -265,6 +302,42 @@ def size_text(n):
     return "%.1f GiB" % (mib / 1024) if mib >= 1000 else "%.0f MiB" % mib
 
 
+def read_devbench(path):
+    """The device-only benchmark's devbench.jsonl (run-bench.sh --device)
+    -> {"host": {...}, "cases": [...]}, or None."""
+    try:
+        with open(path) as f:
+            recs = [json.loads(ln) for ln in f if ln.strip()]
+    except (OSError, ValueError):
+        return None
+    host = [r for r in recs if r.get("host")]
+    cases = [r for r in recs if "case" in r]
+    return {"host": host[-1] if host else {}, "cases": cases} if cases else None
+
+
+def devbench_lines(dev):
+    """The device-only table: the QEMU process's CPU per packet and per
+    KiB, against memcpy and CRC-32 of the same run."""
+    h = dev["host"]
+    mc, crc = h.get("memcpy_ns_per_kib"), h.get("crc32_ns_per_kib")
+    out = ["Device only (two adapters in one QEMU on a hub, no vCPU; tests/qtest/rdma-session/devbench.c): "
+           "the QEMU process's CPU time, the qtest harness's commands subtracted; host memcpy %s ns/KiB, "
+           "zlib crc32 %s ns/KiB" % (fmt(mc), fmt(crc))]
+    head = ["case", "mode", "messages", "ns/packet", "ns/KiB", "x memcpy", "x crc32", "MB/s (wall)"]
+    t = [head]
+    for c in dev["cases"]:
+        k = c.get("device_ns_per_kib")
+        t.append([c["case"], c["mode"], str(c["messages"]), fmt(c.get("device_ns_per_packet")), fmt(k),
+                  "%.1f" % (k / mc) if k and mc else "-", "%.1f" % (k / crc) if k and crc else "-",
+                  fmt(c.get("mb_per_s"))])
+    w = [max(len(r[i]) for r in t) for i in range(len(head))]
+    for i, r in enumerate(t):
+        out.append("  " + " | ".join(r[j].ljust(w[j]) if j < 2 else r[j].rjust(w[j]) for j in range(len(head))))
+        if i == 0:
+            out.append("  " + "-+-".join("-" * x for x in w))
+    return out
+
+
 def smoke_results(path):
     """One (ok, name, detail) per benchmark of a results.csv, ok when every
     metric of it has numbers on both pairs, or, for the ODP rows, on the
@@ -276,9 +349,10 @@ def smoke_results(path):
             rows.setdefault(r["benchmark"], []).append(r)
     out = []
     for name, rs in rows.items():
+        # "-": a cost metric a device has no counters for (soft-RoCE)
         bad = ["%s: adapter %s, soft-RoCE %s" % (r["metric"], r["adapter_status"], r["soft_roce_status"])
-               for r in rs if r["adapter_status"] != "ok" or
-               r["soft_roce_status"] not in (("ok", "n/a") if "_odp" in name else ("ok",))]
+               for r in rs if r["adapter_status"] not in ("ok", "-") or
+               r["soft_roce_status"] not in (("ok", "n/a", "-") if "_odp" in name else ("ok", "-"))]
         na = all(r["soft_roce_status"] == "n/a" for r in rs)
         out.append((not bad, name, "; ".join(bad) or (
             "numbers on the adapter, soft-RoCE %s" % NA_TEXT if na else "numbers on both pairs")))
@@ -329,7 +403,11 @@ def main():
         BENCH["write_bw_64k_odp_cold"] = ("ib_write_bw 64 KiB ODP cold, -n %s" % env["odp_cold_iterations"], BW)
     results = {}   # name -> pair -> {"reps": [...]}
     pairinfo = {}
-    for pair, label, dev in PAIRS:
+    variants = env.get("variants", "").split()
+    pairs = PAIRS + [(v, env.get("variant_%s_label" % v.replace("-", "_"), v), "rsess0")
+                     for v in variants]
+    vlabel = {v: l for v, l, _ in pairs}
+    for pair, label, dev in pairs:
         steps, info = read_steps(os.path.join(out, "vms-" + pair))
         cpu = read_cpu(os.path.join(out, "cpu-%s.jsonl" % pair))
         pk = pair.replace("-", "_")
@@ -357,7 +435,7 @@ def main():
                  "attempts": cl["attempt"] if cl else None,
                  "command": (cl or sv)["out"][0] if (cl or sv)["out"] else ""}
             if name in ODP_ROWS and status != "na":
-                r["odp_counters"] = {"client": odp_counters(cl), "server": odp_counters(sv)}
+                r["odp_counters"] = {"client": dev_counters(cl), "server": dev_counters(sv)}
             if status not in ("ok", "na"):
                 r["client_output_tail"] = (cl["out"][-12:] if cl else [])
                 r["server_output_tail"] = (sv["out"][-12:] if sv else [])
@@ -366,7 +444,7 @@ def main():
     names = [n for n in ORDER if n in results]
     # Missing pair results (a failed boot) count as errors.
     for n in names:
-        for pair, _, _ in PAIRS:
+        for pair, _, _ in pairs:
             results[n].setdefault(pair, {"reps": []})
 
     rows = []
@@ -376,7 +454,7 @@ def main():
         for key, mlabel, unit, better in metrics:
             row = {"benchmark": n, "label": label, "metric": "%s [%s]" % (mlabel, unit),
                    "metric_key": key, "unit": unit, "better": better}
-            for pair, _, _ in PAIRS:
+            for pair, _, _ in pairs:
                 reps = results[n][pair]["reps"]
                 vals = [r["values"][key] for r in reps if r["status"] == "ok" and r["values"].get(key) is not None]
                 nfail = sum(1 for r in reps if r["status"] == "fail")
@@ -384,7 +462,8 @@ def main():
                 nna = sum(1 for r in reps if r["status"] == "na")
                 cell = {"values": [r["values"].get(key) for r in reps],
                         "statuses": [r["status"] for r in reps],
-                        "n": len(vals), "fail": nfail, "error": nerr, "na": nna}
+                        "n": len(vals), "fail": nfail, "error": nerr, "na": nna,
+                        "optional": key in OPTIONAL}
                 if vals:
                     cell.update(median=statistics.median(vals), min=min(vals), max=max(vals))
                 if nfail or nerr:
@@ -395,6 +474,10 @@ def main():
             if a and s:
                 ratio = a / s if better == "higher" else s / a
             row["ratio"] = ratio
+            # each variant against the adapter pair: > 1, the variant is better
+            for v in variants:
+                x = row[v].get("median")
+                row["ratio_" + v] = (x / a if better == "higher" else a / x) if a and x else None
             rows.append(row)
 
     def cell_text(c):
@@ -406,7 +489,7 @@ def main():
                 t += " (%d/%d)" % (c["fail"], len(c["statuses"]))
             return t
         if "median" not in c:
-            return "ERROR"
+            return "-" if c.get("optional") and not c["error"] else "ERROR"
         t = fmt(c["median"])
         if c["n"] > 1:
             t += " [%s-%s]" % (fmt(c["min"]), fmt(c["max"]))
@@ -416,16 +499,20 @@ def main():
             t += " (%d n/a)" % c["na"]
         return t
 
-    head = ["benchmark", "metric", "adapter", "soft-RoCE", "ratio"]
+    head = ["benchmark", "metric", "adapter", "soft-RoCE"] + [vlabel[v] for v in variants] + \
+        ["ratio"] + ["%s/adapter" % vlabel[v] for v in variants]
     table = [head]
     for r in rows:
-        table.append([r["label"], r["metric"], cell_text(r["adapter"]), cell_text(r["soft-roce"]),
-                      ("%.2fx" % r["ratio"]) if r["ratio"] else "-"])
+        table.append([r["label"], r["metric"], cell_text(r["adapter"]), cell_text(r["soft-roce"])] +
+                     [cell_text(r[v]) for v in variants] +
+                     [("%.2fx" % r["ratio"]) if r["ratio"] else "-"] +
+                     [("%.2fx" % r["ratio_" + v]) if r["ratio_" + v] else "-" for v in variants])
     w = [max(len(t[i]) for t in table) for i in range(len(head))]
     lines = []
     lines.append("Median [min-max] over %s repetition(s); ratio > 1: the adapter is better "
-                 "(adapter/soft-RoCE for bandwidth and rate, soft-RoCE/adapter for latency and time)."
-                 % env.get("reps", "?"))
+                 "(adapter/soft-RoCE for bandwidth and rate, soft-RoCE/adapter for latency and time)%s."
+                 % (env.get("reps", "?"), "; X/adapter > 1: X is better than the adapter pair"
+                    if variants else ""))
     for i, t in enumerate(table):
         lines.append(" | ".join(t[j].ljust(w[j]) if j < 2 else t[j].rjust(w[j]) for j in range(len(head))))
         if i == 0:
@@ -445,6 +532,34 @@ def main():
 
     bar("ib_write_bw 64 KiB >= 50x soft-RoCE", "write_bw_64k", "bw_avg", 50.0)
     bar("ib_write_lat 8 B typical <= 1/10 soft-RoCE", "write_lat", "t_typical", 10.0)
+
+    def vbar(title, v, bench, key, need, invert=False):
+        r = next((r for r in rows if r["benchmark"] == bench and r["metric_key"] == key), None)
+        ratio = r and r.get("ratio_" + v)
+        if ratio and invert:
+            ratio = 1 / ratio
+        st = "not measured" if not ratio else ("met" if ratio >= need else "not met")
+        bars.append({"bar": title, "status": st, "ratio": ratio or None, "need": need})
+
+    if "adapter-shm" in variants:
+        # the shared-memory path against the wire path and soft-RoCE
+        vbar("shared memory: ib_write_bw 64 KiB >= 3x the wire path", "adapter-shm",
+             "write_bw_64k", "bw_avg", 3.0)
+        r = next((r for r in rows if r["benchmark"] == "write_bw_64k" and r["metric_key"] == "bw_avg"), None)
+        x, sr = (r["adapter-shm"].get("median"), r["soft-roce"].get("median")) if r else (None, None)
+        bars.append({"bar": "shared memory: ib_write_bw 64 KiB >= 50x soft-RoCE",
+                     "status": "not measured" if not (x and sr) else ("met" if x / sr >= 50 else "not met"),
+                     "ratio": x / sr if x and sr else None, "need": 50.0})
+        vbar("shared memory: host CPU per GB (rping -V, each rep) <= 1/4 the wire path's", "adapter-shm",
+             "verify", "cpu_gb", 4.0)
+        vbar("shared memory: ib_write_lat 8 B typical <= 1/2 the wire path's", "adapter-shm",
+             "write_lat", "t_typical", 2.0)
+    if "adapter-dbr-off" in variants:
+        # doorbell records: the adapter pair (on) against the same without
+        vbar("doorbell records: ib_send_bw 4 KiB >= 1.3x without them", "adapter-dbr-off",
+             "send_bw_4k", "bw_avg", 1.3, invert=True)
+        vbar("doorbell records: 64 B message rate >= 1.3x without them", "adapter-dbr-off",
+             "msg_rate", "msg_rate", 1.3, invert=True)
     ceil = ceilings(env)
     top = ceil[2][3]
     wr = next((r for r in rows if r["benchmark"] == "write_bw_64k" and r["metric_key"] == "bw_avg"), None)
@@ -514,11 +629,11 @@ def main():
     # The failures, with what the client printed.
     notes = []
     for n in names:
-        for pair, plabel, _ in PAIRS:
+        for pair, plabel, _ in pairs:
             for r in results[n][pair]["reps"]:
                 if r["status"] not in ("ok", "na"):
                     notes.append("%s: %s %s rep %d: %s" % (r["status"].upper(), plabel, n, r["rep"], r["note"]))
-    for pair, plabel, _ in PAIRS:
+    for pair, plabel, _ in pairs:
         pi = pairinfo[pair]
         if pi["log_tail"] is not None:
             notes.append("ERROR: %s pair produced no results (launch-vms status %s); last lines: %s"
@@ -530,6 +645,10 @@ def main():
             c = pi["guest_info"].get("clock" + vm)
             if c and c != "clocksource=tsc":
                 notes.append("WARNING: %s vm%s ran on %s (not tsc: slower guest clock reads)" % (plabel, vm, c))
+    dev = read_devbench(os.path.join(out, "devbench.jsonl"))
+    if dev:
+        lines.append("")
+        lines.extend(devbench_lines(dev))
     if notes:
         lines.append("")
         lines.extend(notes)
@@ -545,7 +664,9 @@ def main():
         odp = "/".join(re.sub(r".*\bodp=(\S+).*", r"\1", pi["guest_info"].get(vm, "odp=?")) for vm in ("1", "2"))
         return "%s %s s (%s boot(s), %s, clocksource %s, ODP %s, launch-vms status %s)" % (
             pi["label"], pi["seconds"], pi["boots"], pi["boot"], cs, odp, pi["launch_status"])
-    lines.append("Pairs: %s; %s" % (pair_text("adapter"), pair_text("soft-roce")))
+    lines.append("Pairs: %s" % "; ".join(pair_text(p) for p, _, _ in pairs))
+    for v in variants:
+        lines.append("  %s: the adapter pair with %s" % (vlabel[v], env.get("variant_%s_args" % v.replace("-", "_"), "?")))
     text = "\n".join(lines) + "\n"
     sys.stdout.write(text)
     with open(os.path.join(out, "table.txt"), "w") as f:
@@ -556,22 +677,26 @@ def main():
         wr = csv.writer(f)
         nrep = int(env.get("reps", "1") or 1)
         hdr = ["benchmark", "label", "metric", "unit", "better"]
-        for p in ("adapter", "soft_roce"):
+        for p, _, _ in pairs:
+            p = p.replace("-", "_")
             hdr += [p + "_median", p + "_min", p + "_max", p + "_status"] + \
                    ["%s_rep%d" % (p, i + 1) for i in range(nrep)]
-        hdr += ["ratio"]
+        hdr += ["ratio"] + ["ratio_" + v.replace("-", "_") for v in variants]
         wr.writerow(hdr)
         for r in rows:
             line = [r["benchmark"], r["label"], r["metric_key"], r["unit"], r["better"]]
-            for pair in ("adapter", "soft-roce"):
+            for pair, _, _ in pairs:
                 c = r[pair]
                 st = "FAIL" if c["fail"] else ("ERROR" if "median" not in c else ("ok" if not c["error"] else "partial"))
+                if st == "ERROR" and c.get("optional") and not c["error"]:
+                    st = "-"
                 if st == "ERROR" and c["na"] == len(c["statuses"]) and c["na"]:
                     st = "n/a"
                 vals = c["values"] + [None] * (nrep - len(c["values"]))
                 line += [c.get("median", ""), c.get("min", ""), c.get("max", ""), st] + \
                         ["" if v is None else v for v in vals[:nrep]]
             line.append("" if r["ratio"] is None else "%.4f" % r["ratio"])
+            line += ["" if r["ratio_" + v] is None else "%.4f" % r["ratio_" + v] for v in variants]
             wr.writerow(line)
 
     doc = {
@@ -587,17 +712,20 @@ def main():
         "backend_ceiling_mbs": {"%s_b%s" % (f, b): v for f, b, _, v in ceilings(env)},
         "odp_vs_pinned_definition": "the adapter's median BW average of an ODP row over that of %s of the same run (< 1: ODP is slower); faults and pages: the change of the device's odp_faults and odp_resolved_pages counters over one run, median" % ODP_PINNED,
         "odp_vs_pinned": odp,
-        "runs": {n: {p: results[n][p]["reps"] for p, _, _ in PAIRS} for n in names},
+        "variants": {v: {"label": vlabel[v], "args": env.get("variant_%s_args" % v.replace("-", "_"))}
+                     for v in variants},
+        "device_only": dev,
+        "runs": {n: {p: results[n][p]["reps"] for p, _, _ in pairs} for n in names},
         "ok": not bad,
     }
     with open(os.path.join(out, "results.json"), "w") as f:
         json.dump(doc, f, indent=1)
 
-    chart(out, rows, m)
+    chart(out, rows, m, [(v, vlabel[v]) for v in variants])
     return 1 if bad else 0
 
 
-def chart(out, rows, m):
+def chart(out, rows, m, variants=()):
     """chart.png: one panel per unit, grouped bars adapter vs soft-RoCE with
     the min-max range, log scale."""
     gp = shutil.which("gnuplot")
@@ -614,7 +742,7 @@ def chart(out, rows, m):
             for r in sel:
                 lab = "%s\\n%s" % (r["label"], r["metric"].split(" [")[0])
                 vals = []
-                for pair, plabel in (("adapter", "adapter"), ("soft-roce", "soft-RoCE")):
+                for pair, plabel in [("adapter", "adapter"), ("soft-roce", "soft-RoCE")] + list(variants):
                     c = r[pair]
                     if "median" in c and not c["fail"]:
                         vals += [c["median"], c["min"], c["max"]]
@@ -626,9 +754,11 @@ def chart(out, rows, m):
             if unit == "MB/s":
                 for _, _, text, v in ceilings(m):
                     if v:
-                        f.write('"backend ceiling\\n%s" NaN NaN NaN NaN NaN NaN %s %s %s\n'
-                                % (text.replace(", ", "\\n"), v, v, v))
-        vals = [r[p][k] for r in sel for p in ("adapter", "soft-roce") for k in ("min", "max") if r[p].get(k)]
+                        f.write('"backend ceiling\\n%s" %s %s %s %s\n'
+                                % (text.replace(", ", "\\n"), " ".join(["NaN"] * 3 * (2 + len(variants))),
+                                   v, v, v))
+        vals = [r[p][k] for r in sel for p in ["adapter", "soft-roce"] + [v for v, _ in variants]
+                for k in ("min", "max") if r[p].get(k)]
         if unit == "MB/s":
             vals += [c[3] for c in ceilings(m) if c[3]]
         yr = "[%g:%g]" % (min(vals) / 3, max(vals) * 3) if vals else "[*:*]"
@@ -649,10 +779,15 @@ def chart(out, rows, m):
               'set logscale y', 'set grid ytics', 'set key outside right top vertical',
               'set xtics nomirror font ",9"', 'set bmargin 5', 'set datafile missing "NaN"']
     for title, path, _, yr in panels:
-        script += ['set title "%s (log scale)"' % title, 'set yrange %s' % yr,
-                   'plot "%s" using 2:3:4:xtic(1) title "adapter" lc rgb "#1f77b4", '
-                   '"" using 5:6:7 title "soft-RoCE" lc rgb "#ff7f0e", '
-                   '"" using 8:9:10 title "-netdev stream ceiling" lc rgb "#7f7f7f"' % path]
+        series = ['"%s" using 2:3:4:xtic(1) title "adapter" lc rgb "#1f77b4"' % path,
+                  '"" using 5:6:7 title "soft-RoCE" lc rgb "#ff7f0e"']
+        for i, (_, vl) in enumerate(variants):
+            c = 8 + 3 * i
+            series.append('"" using %d:%d:%d title "%s" lc rgb "%s"'
+                          % (c, c + 1, c + 2, vl, VARIANT_COLORS[i % len(VARIANT_COLORS)]))
+        c = 8 + 3 * len(variants)
+        series.append('"" using %d:%d:%d title "-netdev stream ceiling" lc rgb "#7f7f7f"' % (c, c + 1, c + 2))
+        script += ['set title "%s (log scale)"' % title, 'set yrange %s' % yr, 'plot ' + ", ".join(series)]
     script.append("unset multiplot")
     with open(os.path.join(out, "chart.gp"), "w") as f:
         f.write("\n".join(script) + "\n")

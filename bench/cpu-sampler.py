@@ -12,6 +12,12 @@ a JSON line {"event": "begin"|"end", "k": K, "t": host time, "cpu":
 (all threads, /proc/PID/stat) in seconds.  The time between the console
 line and its reading is at most 50 ms, beside the console's own delay.
 Exits when PARENT_PID is gone.  Standard library only.
+
+With RS_BENCH_PIN=1 (run-bench.sh --pin) it also pins the QEMUs'
+threads, as they appear: VM I's vCPU threads (named "CPU N/..." by
+-name debug-threads=on) to core I-1 and its other threads (the main loop,
+the workers) to the other core, so that a vCPU spinning on its CQ never
+takes its own main loop's core.
 """
 
 import json
@@ -43,12 +49,38 @@ def cpu_of(pid):
         return None
 
 
+def pin(vmsdir, done):
+    """Pin the threads of both QEMUs not pinned yet (done: set of tids)."""
+    for i, vm in enumerate(("1", "2")):
+        pid = pid_of(vmsdir, vm)
+        if pid is None:
+            continue
+        try:
+            tids = os.listdir("/proc/%d/task" % pid)
+        except OSError:
+            continue
+        for t in tids:
+            tid = int(t)
+            if tid in done:
+                continue
+            try:
+                with open("/proc/%d/task/%d/comm" % (pid, tid)) as f:
+                    vcpu = f.read().startswith("CPU ")
+                os.sched_setaffinity(tid, {i % 2 if vcpu else (i + 1) % 2})
+                done.add(tid)
+            except OSError:
+                pass
+
+
 def main():
     vmsdir, out, parent = sys.argv[1], sys.argv[2], int(sys.argv[3])
     log = os.path.join(vmsdir, "vm2", "serial.log")
     pos, part = 0, b""
+    pinned = set() if os.environ.get("RS_BENCH_PIN") == "1" and os.cpu_count() >= 2 else None
     with open(out, "a") as o:
         while True:
+            if pinned is not None:
+                pin(vmsdir, pinned)
             try:
                 os.kill(parent, 0)
             except OSError:

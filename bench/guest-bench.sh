@@ -95,13 +95,16 @@ run_for()
     wait $p; rc=$?
     secs=$(awk -v a="$s0" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }')
 }
-# odp_counters: "NAME VALUE" lines of the device's ODP counters and the
-# driver's (rdma statistic; ib_core keeps what it read for 10 ms)
-odp_counters()
+# dev_counters: "NAME VALUE" lines of the device's and the driver's
+# counters a step reports (rdma statistic; ib_core keeps what it read for
+# 10 ms): ODP, doorbells (MMIO writes and posts taken from doorbell
+# records) and the payload bytes the device wrote to guest RAM.  Devices
+# without them (soft-RoCE) print none.
+dev_counters()
 {
     rdma statistic show link "$dev/1" 2>/dev/null | tr -s ' ' '\n' | awk '
         p { print n, $0; p = 0 }
-        /^(odp_faults|odp_resolved_pages|odp_pauses_sent|odp_pauses_rcvd|odp_resumes_rcvd|rnr_naks_rcvd|odp_faults_handled|odp_fault_pages_mapped)$/ { n = $0; p = 1 }'
+        /^(odp_faults|odp_resolved_pages|odp_pauses_sent|odp_pauses_rcvd|odp_resumes_rcvd|rnr_naks_rcvd|odp_faults_handled|odp_fault_pages_mapped|db_mmio_writes|db_record_pickups|ram_dma_write_bytes|roce_tx_packets)$/ { n = $0; p = 1 }'
 }
 pf="-d $dev -x $gi -F -u 18"
 # A perftest client whose timestamp-frequency sampling failed ("Correlation
@@ -153,13 +156,18 @@ run_step()  # ID: barrier, ports; prints the step's result
     write_lat)    prog=ib_write_lat a="$pf -p $port -n $B_LATN -s 8" ;;
     send_lat)     prog=ib_send_lat a="$pf -p $port -n $B_LATN -s 8" ;;
     read_lat)     prog=ib_read_lat a="$pf -p $port -n $B_LATN -s 8 -o 16" ;;
+    # -e: both sides sleep on CQ events instead of spinning, so the two
+    # vCPUs do not compete with the QEMU main loops for the host's cores
+    # (perftest has no event mode for WRITE)
+    send_lat_ev)  prog=ib_send_lat a="$pf -p $port -n $B_LATN -s 8 -e" ;;
+    read_lat_ev)  prog=ib_read_lat a="$pf -p $port -n $B_LATN -s 8 -o 16 -e" ;;
     verify)       prog=rping a="-V -S $B_VSIZE -C $B_VSHORT -p $port" ;;
     transfer_1g)  prog=rping a="-V -S $B_VSIZE -C $B_VLONG -p $port" ;;
     *) echo "BENCH-STEP $k $name $rep $role0 rc=unknown-step secs=0 attempt=$attempt"; echo "BENCH-END $k"; return ;;
     esac
     out=/tmp/bench.$id.out
     c0=
-    case $name in *_odp*) c0=$(odp_counters) ;; esac
+    case $prog in ib_*) c0=$(dev_counters) ;; esac
     if [ "$RS_VM_INDEX" = 1 ]; then
         role=server
         [ "$prog" = rping ] && a="-s -a $RS_IP $a"
@@ -193,12 +201,12 @@ run_step()  # ID: barrier, ports; prints the step's result
         # (a retry only if the server heard it, or the two would part ways)
         send $((32000 + id)) "$verdict" || verdict=done
     fi
-    # the change of this VM's ODP counters over its own run
-    [ -n "$c0" ] && printf '%s\n%s\n' "$c0" "$(odp_counters)" | awk '
+    # the change of this VM's counters over its own run
+    [ -n "$c0" ] && printf '%s\n%s\n' "$c0" "$(dev_counters)" | awk '
         NF < 2 { next }
         !($1 in a) { a[$1] = $2; o[++n] = $1; next }
         { d[$1] = $2 - a[$1] }
-        END { printf "odp-counters"; for (i = 1; i <= n; i++) printf " %s=%s", o[i], (o[i] in d) ? d[o[i]] : "?"; print "" }' >> "$out"
+        END { printf "dev-counters"; for (i = 1; i <= n; i++) printf " %s=%s", o[i], (o[i] in d) ? d[o[i]] : "?"; print "" }' >> "$out"
     echo "BENCH-STEP $k $name $rep $role rc=$rc secs=$secs attempt=$attempt${verdict:+ verdict=$verdict}"
     echo "| $prog $a"
     # the whole output of perftest (about 30 lines); rping -V without -v

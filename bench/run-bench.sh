@@ -24,6 +24,12 @@
 #   write_lat     ib_write_lat -s 8 -n N          t_typical, t_avg usec
 #   send_lat      ib_send_lat -s 8 -n N           t_typical, t_avg usec
 #   read_lat      ib_read_lat -s 8 -o 16 -n N     t_typical, t_avg usec
+#   send_lat_ev, read_lat_ev  the same with -e: both sides sleep on CQ
+#                 events instead of busy-polling; on a 2-core host two
+#                 spinning vCPUs and two QEMU main loops are four busy
+#                 threads, and the polling figures then measure the host's
+#                 time slices more than the device (perftest has no event
+#                 mode for WRITE)
 #   verify        rping -V -S 65535 -C 256 after every repetition: 16 MiB
 #                 read by the server and written back (32 MiB moved), the
 #                 client compares every byte; MB/s, time
@@ -56,6 +62,24 @@
 #   --adapter-args "ARGS"  extra QEMU arguments for the adapter pair's VMs,
 #                  e.g. "-global rdma-session.x-window=256" (the table's
 #                  machine line shows them)
+#   --variant NAME LABEL "LAUNCH-ARGS" "QEMU-ARGS"  one more adapter pair,
+#                  booted after the two with these launch-vms.sh and QEMU
+#                  arguments (and --adapter-args): a column of its own and
+#                  its ratio to the adapter pair.  Repeatable.  Two have
+#                  bars of their own (bench/README.md): NAME adapter-shm,
+#                  the local fabric; adapter-dbr-off, doorbell records off
+#   --shm          the variant adapter-shm (see "Local fabric" in
+#                  docs/system/rdma-session.rst)
+#   --dbr-off      the variant adapter-dbr-off: the adapter without
+#                  doorbell records, the wire path before them
+#   --pin          pin each VM's vCPU to one core and the rest of its QEMU
+#                  (main loop, workers) to the other, VM 1's vCPU on core
+#                  0 and VM 2's on core 1 (bench/cpu-sampler.py; both
+#                  pairs): a spinning vCPU cannot take its own main loop's
+#                  core
+#   --device       also the device-only benchmark (no vCPU; see
+#                  tests/qtest/rdma-session/devbench.c): RS_DEVBENCH_MIB
+#                  per case (default 256, 64 with --quick, 8 with --smoke)
 # Host CPU: bench/cpu-sampler.py reads both QEMUs' user + system time as
 # each step's client program starts and ends (cpu-PAIR.jsonl); the rping
 # rows show the CPU time per GB moved.
@@ -79,7 +103,7 @@ die() { printf 'run-bench: error: %s\n' "$*" >&2; exit 2; }
 say() { printf 'run-bench: %s\n' "$*"; }
 
 reps=3 mode=full out='' only='' build=1 reps_given=0 segment=stream mtu=9000
-adapter_args=''
+adapter_args='' variants=() device=0
 while [ $# -gt 0 ]; do
     case $1 in
     -r) reps=${2:?-r needs a number}; reps_given=1; shift ;;
@@ -91,6 +115,14 @@ while [ $# -gt 0 ]; do
     --segment) segment=${2:?--segment needs stream or dgram}; shift ;;
     --mtu) mtu=${2:?--mtu needs a number}; shift ;;
     --adapter-args) adapter_args=${2?--adapter-args needs arguments}; shift ;;
+    --variant)
+        [ $# -ge 5 ] || die "--variant needs NAME LABEL LAUNCH-ARGS QEMU-ARGS"
+        case $2 in adapter|soft-roce|*[!a-z0-9-]*|'') die "--variant: NAME of [a-z0-9-], not '$2'" ;; esac
+        variants+=("$2" "$3" "$4" "$5"); shift 4 ;;
+    --shm) variants+=(adapter-shm "adapter, shared memory" "--local-fabric @OUT@/fabric" "") ;;
+    --dbr-off) variants+=(adapter-dbr-off "adapter, no doorbell records" "" "-global rdma-session.db-record=off") ;;
+    --device) device=1 ;;
+    --pin) export RS_BENCH_PIN=1 ;;
     -h|--help) sed -n '2,/^set /p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
     esac
@@ -114,7 +146,7 @@ smoke) dur=1 latn=100 vshort=32 vlong=256 ;;
 esac
 [ $mode != full ] && [ $reps_given = 0 ] && reps=1
 
-all_perf="write_bw_64k write_bw_64k_odp write_bw_64k_odp_cold write_bw_4k read_bw_64k send_bw_4k msg_rate write_lat send_lat read_lat"
+all_perf="write_bw_64k write_bw_64k_odp write_bw_64k_odp_cold write_bw_4k read_bw_64k send_bw_4k msg_rate write_lat send_lat read_lat send_lat_ev read_lat_ev"
 sel=''
 if [ -z "$only" ]; then
     sel="$all_perf verify transfer_1g"
@@ -122,9 +154,9 @@ else
     for b in ${only//,/ }; do
         case $b in
         bw) sel+=" write_bw_64k write_bw_4k read_bw_64k send_bw_4k msg_rate" ;;
-        lat) sel+=" write_lat send_lat read_lat" ;;
+        lat) sel+=" write_lat send_lat read_lat send_lat_ev read_lat_ev" ;;
         odp) sel+=" write_bw_64k write_bw_64k_odp write_bw_64k_odp_cold" ;;
-        write_bw_64k|write_bw_64k_odp|write_bw_64k_odp_cold|write_bw_4k|read_bw_64k|send_bw_4k|msg_rate|write_lat|send_lat|read_lat|verify|transfer_1g)
+        write_bw_64k|write_bw_64k_odp|write_bw_64k_odp_cold|write_bw_4k|read_bw_64k|send_bw_4k|msg_rate|write_lat|send_lat|read_lat|send_lat_ev|read_lat_ev|verify|transfer_1g)
             sel+=" $b" ;;
         *) die "--only: unknown benchmark '$b' (names: $all_perf verify transfer_1g, or bw, lat, odp)" ;;
         esac
@@ -144,7 +176,7 @@ steps=''
 for rep in $(seq 1 "$reps"); do
     for b in $perf; do
         case $b in
-        *_lat) steps+="$b $rep $((60 + latn * 12 / 100))"$'\n' ;;  # ~1 ms/iteration on soft-RoCE
+        *_lat|*_lat_ev) steps+="$b $rep $((60 + latn * 12 / 100))"$'\n' ;;  # ~1 ms/iteration on soft-RoCE
         *_odp_cold) steps+="$b $rep 60"$'\n' ;;
         *) steps+="$b $rep $((60 + dur * 3))"$'\n' ;;
         esac
@@ -176,7 +208,9 @@ say "settings: -netdev $segment, Ethernet MTU $mtu; perftest -D $dur (bandwidth,
 # --- Build ------------------------------------------------------------------
 if [ $build = 1 ]; then
     say "building QEMU (scripts/build-qemu.sh qemu-system-x86_64; log in $out/build.log)"
-    "$top/scripts/build-qemu.sh" qemu-system-x86_64 > "$out/build.log" 2>&1 ||
+    targets=(qemu-system-x86_64)
+    [ $device = 1 ] && targets+=(tests/qtest/rdma-session/rdma-session-test)
+    "$top/scripts/build-qemu.sh" "${targets[@]}" > "$out/build.log" 2>&1 ||
         { tail -n 20 "$out/build.log"; die "QEMU build failed (see $out/build.log)"; }
 fi
 qemu=$RS_BUILD/qemu/qemu-system-x86_64
@@ -211,7 +245,7 @@ export RS_KERNEL_ARGS=${RS_KERNEL_ARGS-tsc=reliable}
     echo "qemu_version=$("$qemu" --version | head -n 1)"
     echo "git_commit=$(git -C "$top" rev-parse HEAD 2>/dev/null)$(git -C "$top" diff --quiet HEAD -- hw include guest-driver scripts 2>/dev/null || echo '+dirty')"
     echo "accel=${RS_ACCEL:-tcg}"
-    echo "segment=-netdev $segment (launch-vms.sh --$segment), Ethernet MTU $mtu${adapter_args:+, adapter VMs with $adapter_args}"
+    echo "segment=-netdev $segment (launch-vms.sh --$segment), Ethernet MTU $mtu${adapter_args:+, adapter VMs with $adapter_args}${RS_BENCH_PIN:+, QEMU threads pinned (--pin)}"
     echo "mtu=$mtu"
     echo "guest_kernel_args=$RS_KERNEL_ARGS"
     echo "mode=$mode"
@@ -330,8 +364,36 @@ $guest" ${qargs:+-- $qargs} > "$out/$name.log" 2>&1
     return 0
 }
 # a pair that fails to boot does not stop the other: its cells show ERROR
-qargs=$adapter_args run_pair adapter
-run_pair soft-roce --soft-roce
+# (--pin: thread names, "CPU 0/TCG", for bench/cpu-sampler.py)
+pinargs=''
+[ "${RS_BENCH_PIN:-}" = 1 ] && pinargs='-name rsbench,debug-threads=on'
+# shellcheck disable=SC2116,SC2086  # (no empty "--" when there are none)
+qargs=$(echo $adapter_args $pinargs) run_pair adapter
+qargs=$pinargs run_pair soft-roce --soft-roce
+vnames=''
+for ((i = 0; i < ${#variants[@]}; i += 4)); do
+    v=${variants[i]} vk=${variants[i]//-/_}
+    # @OUT@ in the launch arguments: the output directory (the fabric's)
+    variants[i + 2]=${variants[i + 2]//@OUT@/$out}
+    case ${variants[i + 2]} in *--local-fabric*) mkdir -p "$out/fabric" ;; esac
+    vnames+=" $v"
+    echo "variant_${vk}_label=${variants[i + 1]}" >> "$out/machine.env"
+    echo "variant_${vk}_args=launch-vms.sh ${variants[i + 2]:-(no options)}, QEMU ${variants[i + 3]:-(no arguments)}" >> "$out/machine.env"
+    # shellcheck disable=SC2086  # word splitting of the launch arguments
+    # shellcheck disable=SC2116,SC2086
+    qargs=$(echo $adapter_args ${variants[i + 3]} $pinargs) run_pair "$v" ${variants[i + 2]}
+done
+echo "variants=${vnames# }" >> "$out/machine.env"
+# The device-only benchmark: the engine between two adapters in one QEMU,
+# no vCPU, against this host's memcpy and CRC-32 (devbench.jsonl)
+if [ $device = 1 ]; then
+    case $mode in full) dmib=256 ;; quick) dmib=64 ;; smoke) dmib=8 ;; esac
+    say "device-only benchmark (qtest devbench, ${dmib} MiB per case; log in $out/devbench.log)"
+    rm -f "$out/devbench.jsonl"
+    RS_DEVBENCH_MIB=$dmib RS_DEVBENCH_OUT=$out/devbench.jsonl \
+        "$top/tests/runners/qtest.sh" "$RS_BUILD/qemu" /devbench/ > "$out/devbench.log" 2>&1 ||
+        say "warning: the device-only benchmark failed (see $out/devbench.log)"
+fi
 [ "$segment" = stream ] && ceiling after
 echo "loadavg_end=$(cut -d' ' -f1-3 /proc/loadavg)" >> "$out/machine.env"
 echo "total_seconds=$(( $(date +%s) - t_start ))" >> "$out/machine.env"

@@ -48,7 +48,7 @@ def catalogs():
 
 # What each suite reported in a full run before its catalog.
 COUNTS = {"verbs": 572, "guest-stack": 32, "guest-driver": 55,
-          "bench-smoke": 13,
+          "bench-smoke": 15,
           "rdma-matrix": 71, "resilience": 19,
           "introspect": 20, "nvmf": 9, "nvmf --migrate": 14,
           "multipath": 62, "incast": 28, "migration": 101}
@@ -154,12 +154,12 @@ class BenchSmokeTest(unittest.TestCase):
     def test_run(self) -> None:
         rc, tap = self.main([])
         self.assertEqual(rc, 0)
-        self.assertEqual(len(tap), 13)
+        self.assertEqual(len(tap), 15)
         self.assertNotIn("--only", self.argv[0])
         self.assertEqual(tap[0], "ok - write_bw_64k: numbers on both pairs "
                          "(m MB/s: adapter 1234, soft-RoCE 2.00)")
         self.assertIn("soft-RoCE n/a", tap[1])
-        self.assertTrue(tap[12].startswith("ok - backend-ceiling: "))
+        self.assertTrue(tap[14].startswith("ok - backend-ceiling: "))
         rc, tap = self.main(["write_lat", "bench-smoke/transfer_1g"])
         self.assertEqual(rc, 0)
         self.assertEqual(self.argv[1][-2:], ["--only",
