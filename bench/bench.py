@@ -731,7 +731,9 @@ def chart(out, rows, m, variants=()):
     gp = shutil.which("gnuplot")
     if not gp:
         return
-    units = [("MB/s", "bandwidth [MB/s]"), ("Mpps", "message rate [Mpps]"), ("usec", "latency [usec]"), ("s", "time [s]")]
+    units = [("MB/s", "bandwidth [MB/s]"), ("Mpps", "message rate [Mpps]"), ("usec", "latency [usec]"), ("s", "time [s]"),
+             ("CPU-s/GB", "host CPU per GB moved, both QEMUs [CPU-s/GB]"),
+             ("db/msg", "MMIO doorbells per message, both sides [db/msg]")]
     panels = []
     for unit, title in units:
         sel = [r for r in rows if r["unit"] == unit]

@@ -48,7 +48,8 @@ if [ $areas = 1 ]; then
     bad=
     for path in "${paths[@]}"; do
         k=0
-        for p in "$@"; do grep -qE -- "$p" <<< "$path" && k=$((k + 1)); done
+        # (bash's own ERE match: no grep process per path and pattern)
+        for p in "$@"; do [[ $path =~ $p ]] && k=$((k + 1)); done
         [ $k = 1 ] || bad+=" $path ($k areas)"
     done
     if [ -z "$bad" ]; then
