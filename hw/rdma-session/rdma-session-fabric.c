@@ -105,6 +105,7 @@ struct RSFabric {
     unsigned npieces;
     RSFabPiece pieces[RS_FAB_MAX_PIECES];
     uint64_t rec_len;
+    uint32_t rec_want;          /* the payload's length */
     bool ref_ready;
     struct iovec rxiov[RS_FAB_MAX_PIECES];
     uint8_t rxbuf[RS_FAB_MSG_MAX];
@@ -881,6 +882,7 @@ bool rs_fabric_ref_begin(RSCore *c, const RSPkt *pkt, uint32_t n)
     f->rec_fail = false;
     f->npieces = 0;
     f->rec_len = 0;
+    f->rec_want = n;
     return true;
 }
 
@@ -896,7 +898,11 @@ bool rs_fabric_ref_end(RSCore *c)
     RSFabric *f = c->fabric;
 
     f->rec = false;
-    f->ref_ready = !f->rec_fail && f->npieces;
+    /*
+     * Every byte of the payload must have come from a recorded read (a
+     * key type that fills the buffer otherwise is copied).
+     */
+    f->ref_ready = !f->rec_fail && f->npieces && f->rec_len == f->rec_want;
     return f->ref_ready;
 }
 
