@@ -43,22 +43,14 @@
 #include "rdma-session-core.h"
 #include "rdma-session-wire.h"
 #include "rdma-session-fabric.h"
+#include "hw/rdma-session/rdma-session-fabric-fuzz.h"
 #include "trace.h"
 
-#define RS_FAB_MAGIC        0x42465352u     /* "RSFB" little-endian */
 #define RS_FAB_VERSION      1
-#define RS_FAB_HDR_LEN      12
 /* Largest message: a whole frame inline, and the header. */
 #define RS_FAB_MSG_MAX      (RS_WIRE_MAX_FRAME + 64)
 /* A by-reference frame's headers (a RoCE frame without payload). */
 #define RS_FAB_REF_HDR_MAX  128
-
-enum {
-    RS_FAB_MSG_HELLO = 1,       /* id, regions (fds attached) */
-    RS_FAB_MSG_ADDRS = 2,       /* IPv4 addresses */
-    RS_FAB_MSG_FRAME = 3,       /* a whole RoCE frame */
-    RS_FAB_MSG_FRAME_REF = 4,   /* headers + pieces of the sender's RAM */
-};
 
 typedef struct RSFabRegion {
     uint64_t addr;              /* DMA address */
@@ -685,6 +677,14 @@ static void rs_fab_join(RSFabric *f)
     if (f->joined) {
         return;
     }
+    if (!f->listening) {
+        /*
+         * Our RAM as our DMA address space shows it; a PCI device's
+         * exists once the machine is done, before the VM first runs.
+         */
+        memory_listener_register(&f->listener, f->c->as);
+        f->listening = true;
+    }
     if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", f->path) >=
         (int)sizeof(sa.sun_path)) {
         return;
@@ -776,8 +776,6 @@ static bool rs_fabric_realize(RSCore *c, Error **errp)
         .commit = rs_fab_commit,
         .priority = MEMORY_LISTENER_PRIORITY_DEV_BACKEND,
     };
-    memory_listener_register(&f->listener, c->as);
-    f->listening = true;
     c->fabric = f;
     return true;
 }
@@ -1047,23 +1045,44 @@ bool rs_fabric_member(RSCore *c, unsigned i, uint64_t *id,
 }
 
 /*
- * The fuzzers' entry: one message as if member 0 had sent it (fds none);
- * member 0 is a fake one (no socket) while it runs.
+ * The fuzzers' entry: one message as if member 0 had sent it (no fds),
+ * to the first adapter with local-fabric.  Member 0 is a fake one (no
+ * socket) that said HELLO with one region, 64 KiB at DMA address
+ * RS_FAB_FUZZ_ADDR of the fuzzer's buffer, and the address fuzz_ip.
  */
-void rs_fabric_fuzz_input(RSCore *c, const uint8_t *buf, size_t len)
+static uint8_t rs_fab_fuzz_ram[RS_FAB_FUZZ_SIZE];
+
+uint8_t *rs_fabric_fuzz_input(const uint8_t *buf, size_t len,
+                              uint32_t fuzz_ip)
 {
-    RSFabric *f = c->fabric;
+    Object *obj = object_resolve_path_type("", "rdma-session", NULL);
+    RSCore *c = obj ? rs_core_of(obj) : NULL;
+    RSFabric *f = c ? c->fabric : NULL;
     RSFabMember *m;
 
     if (!f || len > RS_FAB_MSG_MAX) {
-        return;
+        return rs_fab_fuzz_ram;
     }
     m = &f->m[0];
     if (m->fd >= 0) {
-        return;
+        return rs_fab_fuzz_ram;
     }
-    memcpy(f->rxbuf, buf, len);
-    if (!rs_fab_input(f, m, f->rxbuf, len, NULL, 0)) {
-        f->cnt[RS_FAB_CNT_GARBAGE]++;
+    if (!m->hello) {
+        m->hello = true;
+        m->id = 1;
+        m->naddrs = 1;
+        m->addrs[0] = fuzz_ip;
+        m->nregions = 1;
+        m->reg[0] = (RSFabRegion) {
+            .addr = RS_FAB_FUZZ_ADDR, .size = sizeof(rs_fab_fuzz_ram),
+            .fd = -1, .host = rs_fab_fuzz_ram,
+        };
     }
+    if (buf) {
+        memcpy(f->rxbuf, buf, len);
+        if (!rs_fab_input(f, m, f->rxbuf, len, NULL, 0)) {
+            f->cnt[RS_FAB_CNT_GARBAGE]++;
+        }
+    }
+    return rs_fab_fuzz_ram;
 }

@@ -56,6 +56,5 @@ bool rs_fabric_xmit(RSCore *c, const uint8_t *frame, size_t len,
 uint64_t *rs_fabric_counter(RSCore *c, unsigned which);
 bool rs_fabric_member(RSCore *c, unsigned i, uint64_t *id,
                       uint32_t *addrs, uint32_t *naddrs, uint32_t *nregions);
-void rs_fabric_fuzz_input(RSCore *c, const uint8_t *buf, size_t len);
 
 #endif
