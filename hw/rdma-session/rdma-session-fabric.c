@@ -335,7 +335,15 @@ static bool rs_fab_addrs(RSFabMember *m, const uint8_t *b, size_t len)
         return false;
     }
     for (i = 0; i < n; i++) {
-        m->addrs[i] = ldl_le_p(b + RS_FAB_HDR_LEN + 4 + i * 4);
+        uint32_t ip = ldl_le_p(b + RS_FAB_HDR_LEN + 4 + i * 4);
+
+        /* Unicast only: a member cannot take multicast off the wire. */
+        if (!ip || (ip >> 28) == 0xe || (ip >> 28) == 0xf ||
+            (ip >> 24) == 127) {
+            m->naddrs = 0;
+            return false;
+        }
+        m->addrs[i] = ip;
     }
     m->naddrs = n;
     return true;
