@@ -51,6 +51,8 @@
 #define RS_FAB_MSG_MAX      (RS_WIRE_MAX_FRAME + 64)
 /* A by-reference frame's headers (a RoCE frame without payload). */
 #define RS_FAB_REF_HDR_MAX  128
+/* Socket buffers asked for per member connection. */
+#define RS_FAB_SOCK_BUF     (2 * 1024 * 1024)
 
 typedef struct RSFabRegion {
     uint64_t addr;              /* DMA address */
@@ -553,10 +555,15 @@ static RSFabMember *rs_fab_add(RSFabric *f, int fd, bool accepted)
         RSFabMember *m = &f->m[i];
 
         if (m->fd < 0) {
+            int buf = RS_FAB_SOCK_BUF;
+
             memset(m, 0, sizeof(*m));
             m->f = f;
             m->fd = fd;
             m->accepted = accepted;
+            /* Room for a window of frames; the kernel may cap it. */
+            setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
             qemu_socket_set_nonblock(fd);
             qemu_set_fd_handler(fd, rs_fab_read, NULL, m);
             return m;
