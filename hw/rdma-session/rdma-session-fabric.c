@@ -39,6 +39,7 @@
 #include "exec/ramblock.h"
 #include "hw/boards.h"
 #include "system/runstate.h"
+#include "migration/misc.h"
 #include "qemu/guest-random.h"
 #include "rdma-session-core.h"
 #include "rdma-session-wire.h"
@@ -86,6 +87,8 @@ struct RSFabric {
     char *path;                 /* our socket */
     int lfd;
     bool joined;
+    bool migrating;             /* an outgoing migration runs */
+    NotifierWithReturn mig;
     uint64_t id;
     RSFabMember m[RS_FAB_MAX_MEMBERS];
     /* Our RAM as the DMA address space shows it (the listener's view). */
@@ -766,6 +769,28 @@ bool rs_fabric_check(RSCore *c, Error **errp)
     return true;
 }
 
+/*
+ * An outgoing migration: leave when it starts (the peers fall back to
+ * the wire until the destination joins); join again if it fails and the
+ * VM runs on here.
+ */
+static int rs_fab_migration(NotifierWithReturn *n, MigrationEvent *e,
+                            Error **errp)
+{
+    RSFabric *f = container_of(n, RSFabric, mig);
+
+    if (e->type == MIG_EVENT_PRECOPY_SETUP) {
+        f->migrating = true;
+        rs_fab_leave(f, "migration");
+    } else {
+        f->migrating = false;
+        if (e->type == MIG_EVENT_PRECOPY_FAILED && runstate_is_running()) {
+            rs_fabric_vm_running(f->c);
+        }
+    }
+    return 0;
+}
+
 static bool rs_fabric_realize(RSCore *c, Error **errp)
 {
     RSFabric *f;
@@ -791,6 +816,7 @@ static bool rs_fabric_realize(RSCore *c, Error **errp)
         .commit = rs_fab_commit,
         .priority = MEMORY_LISTENER_PRIORITY_DEV_BACKEND,
     };
+    migration_add_notifier(&f->mig, rs_fab_migration);
     c->fabric = f;
     return true;
 }
@@ -803,6 +829,7 @@ static void rs_fabric_unrealize(RSCore *c)
         return;
     }
     rs_fab_leave(f, "unrealize");
+    migration_remove_notifier(&f->mig);
     if (f->listening) {
         memory_listener_unregister(&f->listener);
     }
@@ -843,7 +870,7 @@ const RSFeature rs_feature_fabric = {
 
 void rs_fabric_vm_running(RSCore *c)
 {
-    if (c->fabric && !c->fabric->joined) {
+    if (c->fabric && !c->fabric->joined && !c->fabric->migrating) {
         struct stat st;
 
         if (stat(c->p.local_fabric, &st) < 0 || !S_ISDIR(st.st_mode)) {
