@@ -623,6 +623,9 @@ static const struct {
     { "netids", "identities 1-7: SUBNET=VNI,... e.g. 10.78.0.0/24=200 "
                 "(qom-set at run time)" },
     { "bundle", "send runs of RoCE packets to adapter peers as one frame" },
+    { "local-fabric", "directory of a local fabric: RoCE frames to adapters "
+      "of VMs on this host that name it go over shared memory (needs the "
+      "VM's RAM in a shared memfd backend)" },
     { "peer-dma", "data buffers may be in other PCI devices' memory BARs "
                   "(peer-to-peer)" },
     { "ecn", "send RoCE packets ECN-capable, answer CE marks with CNPs" },
