@@ -21,8 +21,8 @@
 #                build
 #   qtest-asan   the qtests on the sanitizer build
 #   demo, guest-driver, guest-stack, rdma-matrix, verbs, introspect, nvmf,
-#   p2p, stacks, resilience, multipath, incast, migration, libvirt,
-#   bench-smoke
+#   p2p, stacks, resilience, multipath, incast, fabric, migration,
+#   libvirt, bench-smoke
 #                the VM-level suites (tests/guest/; p2p builds the p2p guest
 #                kernel the first time, then caches it; stacks runs in the Debian
 #                guest; multipath, incast, migration and libvirt build networks
@@ -53,9 +53,10 @@ mkdir -p "$logs"
 
 all=(abi checkpatch unit qtest vmstate fuzz-smoke qtest-asan demo guest-driver
      guest-stack rdma-matrix verbs introspect nvmf p2p stacks resilience
-     multipath incast migration libvirt bench-smoke)
+     multipath incast fabric migration libvirt bench-smoke)
 guest=(demo guest-driver guest-stack rdma-matrix verbs introspect nvmf p2p
-       stacks resilience multipath incast migration libvirt bench-smoke)
+       stacks resilience multipath incast fabric migration libvirt
+       bench-smoke)
 sel=()
 for a in "${@:-${all[@]}}"; do
     if [ "$a" = guest ]; then sel+=("${guest[@]}"); else sel+=("$a"); fi

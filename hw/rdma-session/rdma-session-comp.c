@@ -236,7 +236,18 @@ static void rs_comp_read_resp(RSCore *c, uint32_t qpn, RSQp *qp,
         rs_qp_to_err(c, qpn);
         return;
     }
-    st = rs_comp_to_sges(c, qp, rec, off, pkt->payload, pkt->paylen);
+    if (pkt->payiovcnt) {
+        /* By reference from a local fabric peer's RAM. */
+        struct rs_sge sge[RS_MAX_SGE];
+        unsigned i;
+
+        for (i = 0; i < rec->nsge && i < RS_MAX_SGE; i++) {
+            sge[i] = qp->req.rd_sge[(rec->sge_at + i) % RS_RD_SGE_POOL];
+        }
+        st = rs_pkt_to_sges(c, qp, qp->av.gid_index, sge, i, off, pkt);
+    } else {
+        st = rs_comp_to_sges(c, qp, rec, off, pkt->payload, pkt->paylen);
+    }
     if (st == RS_WC_ODP_FAULT) {
         rs_comp_odp_landing(c, qpn, qp, pkt->psn);
         return;

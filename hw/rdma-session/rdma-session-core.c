@@ -12,6 +12,7 @@
 #include "qemu/timer.h"
 #include "qapi/error.h"
 #include "system/dma.h"
+#include "rdma-session-fabric.h"
 #include "rdma-session-core.h"
 #include "trace.h"
 
@@ -159,6 +160,12 @@ static uint8_t rs_data_rw(RSCore *c, uint64_t addr, void *buf, uint64_t len,
     if (kind == RS_DMA_REFUSED) {
         return RS_STATUS_BAD_ADDR;
     }
+    if (kind == RS_DMA_RAM && !write && c->fabric &&
+        rs_fabric_record(c, addr, len)) {
+        /* A frame by reference: the peer copies from our RAM. */
+        c->stats.ram_dma_read_bytes += len;
+        return RS_STATUS_OK;
+    }
     if (kind == RS_DMA_PEER) {
         /*
          * The peer's MMIO handler runs now; whatever it does, it must not
@@ -289,6 +296,7 @@ const RSFeature *const rs_features[] = {
     &rs_feature_netid,      /* rdma-session-netid.c */
     &rs_feature_ecn,        /* rdma-session-ecn.c */
     &rs_feature_dcqcn,      /* rdma-session-dcqcn.c */
+    &rs_feature_fabric,     /* rdma-session-fabric.c: the local fabric */
     NULL
 };
 

@@ -51,6 +51,7 @@ typedef struct RSParams {
     uint32_t path_flowlet;      /* path-flowlet: bytes before a switch */
     uint32_t path_holddown_ms;  /* path-holddown: a failed session rests */
     bool bundle;                /* bundle: bundles to adapter peers */
+    char *local_fabric;         /* local-fabric: its directory, or NULL */
     bool peer_dma;              /* peer-dma: data in peer BARs */
     uint32_t bundle_max;        /* x-bundle-max: largest bundle frame */
     bool ecn;                   /* ecn: send ECT(0), answer CE with CNPs */
@@ -857,6 +858,11 @@ struct RSCore {
      */
     struct RSBundle *bundle;
     /*
+     * The local fabric (rdma-session-fabric.c), NULL without
+     * local-fabric.  Runtime only, not migrated.
+     */
+    struct RSFabric *fabric;
+    /*
      * The received frame being processed (rs_resp_divert): READ and
      * atomic response packets it may still produce there.  Runtime only.
      */
@@ -965,6 +971,7 @@ extern const RSFeature rs_feature_dc;
 extern const RSFeature rs_feature_netid;
 extern const RSFeature rs_feature_ecn;
 extern const RSFeature rs_feature_dcqcn;
+extern const RSFeature rs_feature_fabric;
 
 /*
  * The features in the order their hooks run, NULL-terminated
@@ -1421,6 +1428,18 @@ bool rs_roce_tx_busy(RSCore *c);
 void rs_engine_tx_resume(RSCore *c);
 bool rs_resp_divert(RSCore *c, const struct iovec *iov, int iovcnt);
 void rs_roce_input(RSCore *c, const uint8_t *frame, size_t len);
+/* A parsed packet to its QP (len: the frame's, for traces). */
+void rs_roce_dispatch(RSCore *c, struct RSPkt *pkt, size_t len,
+                      uint32_t vlan);
+/*
+ * A packet's payload (flat, or pieces of a fabric peer's RAM) into
+ * memory key mr at va, or into SGEs from offset off.
+ */
+uint8_t rs_pkt_to_mr(RSCore *c, const RSMr *mr, uint64_t va,
+                     const struct RSPkt *pkt);
+uint8_t rs_pkt_to_sges(RSCore *c, const RSQp *qp, uint32_t gid_index,
+                       const struct rs_sge *sge, unsigned n, uint64_t off,
+                       const struct RSPkt *pkt);
 void rs_roce_input_vlan(RSCore *c, const uint8_t *frame, size_t len,
                         uint32_t vlan);
 int rs_gid_find(RSCore *c, const uint8_t *gid);

@@ -27,6 +27,7 @@
 #include "net/eth.h"
 #include "rdma-session-core.h"
 #include "rdma-session-wire.h"
+#include "rdma-session-fabric.h"
 #include "trace.h"
 
 /* RoCE frames (ACKs once data has stopped) the backend may hold. */
@@ -110,6 +111,9 @@ void rs_roce_xmit(RSCore *c, uint8_t *frame, size_t len, const RSPkt *pkt)
     c->stats.tx_bytes += len + (pkt->vlan ? RS_VLAN_HLEN : 0);
     if (c->p.drop_tx && rs_drop_tx(c)) {
         trace_rdma_session_roce_tx_drop(op, c->tx_count);
+        if (c->fabric) {
+            rs_fabric_ref_drop(c);
+        }
         return;
     }
     if (roce && rs_gid_find(c, dgid) >= 0) {
@@ -123,6 +127,9 @@ void rs_roce_xmit(RSCore *c, uint8_t *frame, size_t len, const RSPkt *pkt)
     if (roce && rs_gid_is_mcast(dgid) && rs_mcast_find(c, dgid) >= 0) {
         /* Our own QPs in the group get a copy, as a switch would send. */
         rs_roce_input_vlan(c, frame, len, pkt->vlan);
+    }
+    if (c->fabric && rs_fabric_xmit(c, frame, len, pkt)) {
+        return;                 /* over the local fabric's channel */
     }
     if (pkt->vlan) {
         rs_bundle_flush(c);     /* what went before goes first */
@@ -352,9 +359,6 @@ void rs_roce_input_vlan(RSCore *c, const uint8_t *frame, size_t len,
 {
     const char *why = NULL;
     RSPkt pkt;
-    uint32_t qpn;
-    RSQp *qp;
-    int gid;
 
     if (!rs_port_active(c)) {
         trace_rdma_session_roce_drop(len, "port not active");
@@ -373,6 +377,20 @@ void rs_roce_input_vlan(RSCore *c, const uint8_t *frame, size_t len,
         trace_rdma_session_roce_drop(len, "FLUSH with soft-RoCE's ICRC");
         return;
     }
+    rs_roce_dispatch(c, &pkt, len, vlan);
+}
+
+/*
+ * A parsed packet (from the wire, loopback or the local fabric) to its
+ * QP: requests to the responder, responses to the completer.
+ */
+void rs_roce_dispatch(RSCore *c, RSPkt *pkt_, size_t len, uint32_t vlan)
+{
+    RSPkt pkt = *pkt_;
+    uint32_t qpn;
+    RSQp *qp;
+    int gid;
+
     pkt.vlan = vlan;
     gid = rs_gid_find_vlan(c, pkt.dgid, vlan);
     qpn = pkt.dqpn;
@@ -431,4 +449,52 @@ void rs_roce_input_vlan(RSCore *c, const uint8_t *frame, size_t len,
     } else {
         rs_resp_receive(c, qpn, qp, gid, &pkt);
     }
+}
+
+/*
+ * A packet's payload into memory key mr at va: flat, or piece by piece
+ * from a local fabric peer's RAM (the one copy of a frame by reference).
+ */
+uint8_t rs_pkt_to_mr(RSCore *c, const RSMr *mr, uint64_t va,
+                     const RSPkt *pkt)
+{
+    unsigned i;
+    uint8_t st;
+
+    if (!pkt->payiovcnt) {
+        return rs_mr_rw(c, mr, va, (void *)pkt->payload, pkt->paylen, true);
+    }
+    for (i = 0; i < pkt->payiovcnt; i++) {
+        st = rs_mr_rw(c, mr, va, pkt->payiov[i].iov_base,
+                      pkt->payiov[i].iov_len, true);
+        if (st) {
+            return st;
+        }
+        va += pkt->payiov[i].iov_len;
+    }
+    return RS_STATUS_OK;
+}
+
+/* The same into SGEs from offset off (SEND, READ responses). */
+uint8_t rs_pkt_to_sges(RSCore *c, const RSQp *qp, uint32_t gid_index,
+                       const struct rs_sge *sge, unsigned n, uint64_t off,
+                       const RSPkt *pkt)
+{
+    unsigned i;
+    uint8_t st;
+
+    if (!pkt->payiovcnt) {
+        return rs_sge_copy(c, qp, gid_index, sge, n, off,
+                           (void *)pkt->payload, pkt->paylen, true);
+    }
+    for (i = 0; i < pkt->payiovcnt; i++) {
+        st = rs_sge_copy(c, qp, gid_index, sge, n, off,
+                         pkt->payiov[i].iov_base, pkt->payiov[i].iov_len,
+                         true);
+        if (st) {
+            return st;
+        }
+        off += pkt->payiov[i].iov_len;
+    }
+    return RS_WC_SUCCESS;
 }

@@ -25,6 +25,7 @@
 #include "net/net.h"
 #include "system/runstate.h"
 #include "rdma-session-core.h"
+#include "rdma-session-fabric.h"
 #include "trace.h"
 
 OBJECT_DECLARE_SIMPLE_TYPE(RSState, RDMA_SESSION)
@@ -284,11 +285,13 @@ static void rs_vm_state_change(void *opaque, bool running, RunState state)
 
     if (!running) {
         if (state == RUN_STATE_FINISH_MIGRATE) {
+            rs_fabric_vm_migrating(&s->core);
             rs_migration_hold_start(&s->core);
         }
         return;
     }
     rs_migration_hold_stop(&s->core);
+    rs_fabric_vm_running(&s->core);
     if (s->core.migrated_in) {
         s->core.migrated_in = false;
         rs_migration_resume(&s->core);
@@ -323,9 +326,41 @@ static void rs_get_bundle_counter(Object *obj, Visitor *v, const char *name,
     visit_type_uint64(v, name, &val, errp);
 }
 
+static const char *const rs_fabric_counter_name[RS_FAB_COUNTERS] = {
+    "x-fabric-tx-inline", "x-fabric-tx-inline-bytes", "x-fabric-tx-ref",
+    "x-fabric-tx-ref-bytes", "x-fabric-rx-inline",
+    "x-fabric-rx-inline-bytes", "x-fabric-rx-ref", "x-fabric-rx-ref-bytes",
+    "x-fabric-rx-dropped", "x-fabric-rx-bad-ref", "x-fabric-tx-lost",
+    "x-fabric-garbage", "x-fabric-joined", "x-fabric-left", "x-fabric-full",
+};
+
+static void rs_get_fabric_counter(Object *obj, Visitor *v, const char *name,
+                                  void *opaque, Error **errp)
+{
+    RSCore *c = &RDMA_SESSION(obj)->core;
+    uint64_t val;
+
+    if (!c->realized) {
+        error_setg(errp, "rdma-session: %s: the device is not realized",
+                   name);
+        return;
+    }
+    val = *rs_fabric_counter(c, (uintptr_t)opaque);
+    visit_type_uint64(v, name, &val, errp);
+}
+
 static void rs_add_counters(RSState *s)
 {
     Object *obj = OBJECT(s);
+
+    for (uintptr_t i = 0; s->core.p.local_fabric && i < RS_FAB_COUNTERS;
+         i++) {
+        if (!object_property_find(obj, rs_fabric_counter_name[i])) {
+            object_property_add(obj, rs_fabric_counter_name[i], "uint64",
+                                rs_get_fabric_counter, NULL, NULL,
+                                (void *)i);
+        }
+    }
 
     if (!object_property_find(obj, "x-lan-rx-missed")) {
         object_property_add_uint64_ptr(obj, "x-lan-rx-missed",
@@ -491,6 +526,7 @@ static const Property rs_properties[] = {
     DEFINE_PROP_BOOL("x-migration-hold", RSState, core.p.migration_hold,
                      true),
     DEFINE_PROP_BOOL("bundle", RSState, core.p.bundle, true),
+    DEFINE_PROP_STRING("local-fabric", RSState, core.p.local_fabric),
     DEFINE_PROP_BOOL("peer-dma", RSState, core.p.peer_dma, true),
     DEFINE_PROP_BOOL("ecn", RSState, core.p.ecn, true),
     DEFINE_PROP_UINT32("cnp-interval", RSState, core.p.cnp_interval_us, 50),
@@ -587,6 +623,9 @@ static const struct {
     { "netids", "identities 1-7: SUBNET=VNI,... e.g. 10.78.0.0/24=200 "
                 "(qom-set at run time)" },
     { "bundle", "send runs of RoCE packets to adapter peers as one frame" },
+    { "local-fabric", "directory of a local fabric: RoCE frames to adapters "
+      "of VMs on this host that name it go over shared memory (needs the "
+      "VM's RAM in a shared memfd backend)" },
     { "peer-dma", "data buffers may be in other PCI devices' memory BARs "
                   "(peer-to-peer)" },
     { "ecn", "send RoCE packets ECN-capable, answer CE marks with CNPs" },

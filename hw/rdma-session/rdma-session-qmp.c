@@ -19,6 +19,7 @@
 #include "qom/object.h"
 #include "hw/qdev-core.h"
 #include "rdma-session-core.h"
+#include "rdma-session-fabric.h"
 
 static char *rs_qmp_gid_str(const uint8_t *gid)
 {
@@ -168,6 +169,59 @@ static RdmaSessionQp *rs_qmp_qp(RSCore *c, uint32_t idx)
     return q;
 }
 
+/* The local fabric's members and counters; NULL without the property. */
+static RdmaSessionFabric *rs_qmp_fabric(RSCore *c)
+{
+    RdmaSessionFabricMemberList **tail;
+    RdmaSessionFabric *f;
+    uint32_t addrs[RS_FAB_MAX_ADDRS], n, nreg = 0, k;
+    uint64_t id;
+    unsigned i;
+
+    if (!c->fabric) {
+        return NULL;
+    }
+    f = g_new0(RdmaSessionFabric, 1);
+    f->directory = g_strdup(c->p.local_fabric);
+    tail = &f->members;
+    for (i = 0; rs_fabric_member(c, i, &id, addrs, &n, &nreg); i++) {
+        RdmaSessionFabricMember *m;
+        strList **at;
+
+        if (!id) {
+            continue;
+        }
+        m = g_new0(RdmaSessionFabricMember, 1);
+        m->index = i;
+        m->id = id;
+        m->regions = nreg;
+        at = &m->addresses;
+        for (k = 0; k < n; k++) {
+            QAPI_LIST_APPEND(at, g_strdup_printf("%u.%u.%u.%u",
+                                                 addrs[k] >> 24,
+                                                 (addrs[k] >> 16) & 255,
+                                                 (addrs[k] >> 8) & 255,
+                                                 addrs[k] & 255));
+        }
+        QAPI_LIST_APPEND(tail, m);
+    }
+    f->tx_inline = *rs_fabric_counter(c, RS_FAB_CNT_TX_INLINE);
+    f->tx_inline_bytes = *rs_fabric_counter(c, RS_FAB_CNT_TX_INLINE_BYTES);
+    f->tx_ref = *rs_fabric_counter(c, RS_FAB_CNT_TX_REF);
+    f->tx_ref_bytes = *rs_fabric_counter(c, RS_FAB_CNT_TX_REF_BYTES);
+    f->rx_inline = *rs_fabric_counter(c, RS_FAB_CNT_RX_INLINE);
+    f->rx_inline_bytes = *rs_fabric_counter(c, RS_FAB_CNT_RX_INLINE_BYTES);
+    f->rx_ref = *rs_fabric_counter(c, RS_FAB_CNT_RX_REF);
+    f->rx_ref_bytes = *rs_fabric_counter(c, RS_FAB_CNT_RX_REF_BYTES);
+    f->rx_dropped = *rs_fabric_counter(c, RS_FAB_CNT_RX_DROP);
+    f->rx_bad_ref = *rs_fabric_counter(c, RS_FAB_CNT_RX_BAD_REF);
+    f->tx_lost = *rs_fabric_counter(c, RS_FAB_CNT_TX_LOST);
+    f->garbage = *rs_fabric_counter(c, RS_FAB_CNT_GARBAGE);
+    f->joined = *rs_fabric_counter(c, RS_FAB_CNT_JOINED);
+    f->left = *rs_fabric_counter(c, RS_FAB_CNT_LEFT);
+    return f;
+}
+
 static RdmaSessionCounters *rs_qmp_counters(RSCore *c)
 {
     const struct rs_device_stats *s = &c->stats;
@@ -298,6 +352,7 @@ static RdmaSessionInfo *rs_qmp_info(Object *obj, RSCore *c)
     }
     info->key_tables = rs_qmp_key_tables(c);
     info->counters = rs_qmp_counters(c);
+    info->fabric = rs_qmp_fabric(c);
     return info;
 }
 

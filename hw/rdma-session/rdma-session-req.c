@@ -48,6 +48,7 @@
 #include "rdma-session-core.h"
 #include "rdma-session-engine.h"
 #include "rdma-session-wire.h"
+#include "rdma-session-fabric.h"
 #include "trace.h"
 
 #define RS_REQ_BUDGET   64      /* packets per QP per bottom-half run */
@@ -806,6 +807,7 @@ static bool rs_req_segment(RSCore *c, uint32_t qpn, RSQp *qp,
         uint32_t n = MIN((uint64_t)mtu, s->total - off);
         bool last = i == s->npkts - 1;
         uint8_t *payload;
+        bool ref = false;
         size_t len;
 
         if (!room || rs_roce_tx_busy(c) || !rs_dcqcn_may_send(c, qpn)) {
@@ -817,9 +819,26 @@ static bool rs_req_segment(RSCore *c, uint32_t qpn, RSQp *qp,
         if (s->is_inline) {
             st = rs_dma_read(c, s->addr + sizeof(s->w) + off, payload, n) ?
                  RS_WC_LOC_PROT_ERR : RS_WC_SUCCESS;
+        } else if (c->fabric && rs_fabric_ref_begin(c, pkt, n)) {
+            /*
+             * To a local fabric member: the key check as always, the
+             * payload's pieces recorded instead of copied (or copied
+             * after all when they are not all in shareable RAM).
+             */
+            st = rs_sge_copy(c, qp, s->gid_index, s->sge, s->w.num_sge, off,
+                             payload, n, false);
+            ref = rs_fabric_ref_end(c);
+            if (!st && !ref) {
+                st = rs_sge_copy(c, qp, s->gid_index, s->sge,
+                                 s->w.num_sge, off, payload, n, false);
+            }
         } else {
             st = rs_sge_copy(c, qp, s->gid_index, s->sge, s->w.num_sge, off,
                              payload, n, false);
+        }
+        if (st && ref) {
+            rs_fabric_ref_drop(c);
+            ref = false;
         }
         if (st == RS_WC_ODP_FAULT) {
             /* Nothing leaves until the page is there. */
@@ -838,7 +857,8 @@ static bool rs_req_segment(RSCore *c, uint32_t qpn, RSQp *qp,
         pkt->ackreq = !ud && !uc &&
                       (last || room == 1 || (i + 1) % ack_every == 0);
         pkt->se = last && (s->w.flags & RS_WQE_F_SOLICITED);
-        len = rs_wire_build(c->req_buf, pkt, n);
+        /* By reference: a frame without payload, and the pieces. */
+        len = rs_wire_build(c->req_buf, pkt, ref ? 0 : n);
         if (!ud && !uc) {
             rs_req_timer_start(c, qp);
         }

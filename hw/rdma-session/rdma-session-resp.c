@@ -27,6 +27,7 @@
 #include "net/eth.h"
 #include "rdma-session-core.h"
 #include "rdma-session-wire.h"
+#include "rdma-session-fabric.h"
 #include "trace.h"
 
 /*
@@ -449,6 +450,7 @@ static bool rs_resp_read_pkt(RSCore *c, uint32_t qpn, RSQp *qp, RSRdRes *rd)
     uint32_t mtu = 128u << qp->path_mtu;
     uint64_t off = (uint64_t)rd->next * mtu;
     uint32_t n = rd->len ? MIN(mtu, rd->len - off) : 0;
+    bool ref = false;
     RSMr *mr;
     size_t len;
     uint8_t st;
@@ -489,8 +491,20 @@ static bool rs_resp_read_pkt(RSCore *c, uint32_t qpn, RSQp *qp, RSRdRes *rd)
                               "READ rkey gone");
             return false;
         }
-        st = rs_mr_rw(c, mr, rd->va + off,
-                      c->resp_buf + rs_wire_payload_off(&p), n, false);
+        if (c->fabric && rs_fabric_ref_begin(c, &p, n)) {
+            /* To a local fabric member: the range the rkey granted. */
+            st = rs_mr_rw(c, mr, rd->va + off,
+                          c->resp_buf + rs_wire_payload_off(&p), n, false);
+            ref = rs_fabric_ref_end(c);
+            if (st && ref) {
+                rs_fabric_ref_drop(c);
+                ref = false;
+            }
+        }
+        if (!ref) {
+            st = rs_mr_rw(c, mr, rd->va + off,
+                          c->resp_buf + rs_wire_payload_off(&p), n, false);
+        }
         if (st == RS_STATUS_ODP_FAULT) {
             /* The responses stop until the page is there. */
             if (rs_odp_wait(c, qpn, &qp->odp.resp, RS_ODP_WAIT_READ,
@@ -507,7 +521,7 @@ static bool rs_resp_read_pkt(RSCore *c, uint32_t qpn, RSQp *qp, RSRdRes *rd)
         }
     }
     rd->next++;
-    len = rs_wire_build(c->resp_buf, &p, n);
+    len = rs_wire_build(c->resp_buf, &p, ref ? 0 : n);
     rs_roce_xmit(c, c->resp_buf, len, &p);
     return true;
 }
@@ -1201,8 +1215,7 @@ static bool rs_resp_exec_send(RSCore *c, uint32_t qpn, RSQp *qp,
         st = RS_WC_LOC_LEN_ERR;
     }
     if (!st) {
-        st = rs_sge_copy(c, qp, gid, r.sge, r.nsge, qp->resp.off,
-                         (void *)pkt->payload, pkt->paylen, true);
+        st = rs_pkt_to_sges(c, qp, gid, r.sge, r.nsge, qp->resp.off, pkt);
     }
     if (st == RS_WC_ODP_FAULT) {
         /* The receive WQE stays; the packet comes again (RC) or not. */
@@ -1278,8 +1291,7 @@ static bool rs_resp_exec_write(RSCore *c, uint32_t qpn, RSQp *qp,
                               "WRITE rkey gone", "UC WRITE rkey gone or DMA");
             return false;
         }
-        st = rs_mr_rw(c, mr, qp->resp.va, (void *)pkt->payload,
-                      pkt->paylen, true);
+        st = rs_pkt_to_mr(c, mr, qp->resp.va, pkt);
         if (st == RS_STATUS_ODP_FAULT) {
             rs_odp_widen(c, qp->resp.va + qp->resp.left);
             if (rs_qpt_rc_responder(qp->type)) {

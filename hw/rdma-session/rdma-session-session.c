@@ -17,6 +17,7 @@
 #include "migration/vmstate.h"
 #include "rdma-session-core.h"
 #include "rdma-session-wire.h"
+#include "rdma-session-fabric.h"
 #include "trace.h"
 
 bool rs_gid_valid(RSCore *c, uint32_t gid_index)
@@ -64,6 +65,7 @@ uint8_t rs_cmd_add_gid(RSCore *c, const struct rs_admin_cmd *cmd,
     rs_netid_gid_added(c, idx);
     trace_rdma_session_gid(idx, true);
     rs_lan_gid_added(c);
+    rs_fabric_addrs_changed(c);
     cqe->handle = cpu_to_le32(idx);
     cqe->result1 = cpu_to_le32(RS_NETID_RESULT(gid->netid, gid->vni));
     return RS_STATUS_OK;
@@ -82,6 +84,7 @@ uint8_t rs_cmd_del_gid(RSCore *c, const struct rs_admin_cmd *cmd,
     }
     c->gids[idx].valid = false;
     trace_rdma_session_gid(idx, false);
+    rs_fabric_addrs_changed(c);
     return RS_STATUS_OK;
 }
 

@@ -648,6 +648,8 @@ bool rs_wire_parse(const uint8_t *f, size_t len, RSPkt *pkt,
         h += RS_DCRETH_LEN;
     }
     pkt->payload = f + off;
+    pkt->payiov = NULL;
+    pkt->payiovcnt = 0;
     pkt->paylen = end - off - pkt->pad - RS_ICRC_LEN;
     pkt->l3 = ip;
     if (pkt->paylen && !(oi->flags & RS_OPF_PAYLOAD)) {

@@ -249,6 +249,12 @@ typedef struct RSPkt {
     /* payload */
     const uint8_t *payload;
     uint32_t paylen;
+    /*
+     * Or, with payiovcnt != 0 (a frame by reference from a local
+     * fabric peer): paylen bytes in these pieces, payload NULL.
+     */
+    const struct iovec *payiov;
+    unsigned payiovcnt;
     /* the IP header as received (UD: copied into the GRH area) */
     const uint8_t *l3;
 } RSPkt;

@@ -80,6 +80,12 @@ Usage: scripts/launch-vms.sh [options] [-- extra QEMU arguments for every VM]
   --shell I          interactive shell on VM I's console (the others boot
                      and run --cmd if one was given); exit powers it off
   --device DEV       the adapter's -device name (default rdma-session)
+  --local-fabric DIR every VM's RAM in a shared memfd backend and its
+                     adapter (QOM path /machine/peripheral/rsfab) with
+                     local-fabric=DIR (created if missing):
+                     RoCE traffic between the VMs goes over the fabric's
+                     channel, payloads by reference (docs/specs "Local
+                     fabric")
   --mem MB           guest memory (default 512; 1536 with --distro)
   --distro           the Debian guest instead of the initramfs guest
                      (scripts/distro-image.sh: bookworm with the 6.12
@@ -167,6 +173,14 @@ def die(msg: str):
     raise SetupError(msg)
 
 
+
+def fabric_ram(o) -> List[str]:
+    """--local-fabric: the VM's RAM in a memfd the fabric's peers map."""
+    if not o.fabric:
+        return []
+    return ["-object", "memory-backend-memfd,id=rsram,size=%dM,share=on"
+            % o.mem, "-machine", "memory-backend=rsram"]
+
 class Options:
     # pylint: disable=too-many-instance-attributes,too-few-public-methods
     def __init__(self) -> None:
@@ -191,6 +205,7 @@ class Options:
         self.distro = False
         self.smp = 0
         self.share = ""
+        self.fabric = ""
         # (rstest.distro: the driver's installation boots the disk itself)
         self.disk_writable = False
         self.build = os.environ.get("RS_NO_BUILD", "0") != "1"
@@ -289,6 +304,8 @@ def parse(argv: List[str]) -> Optional[Options]:
             o.smp = index(opt, take()[0])
         elif opt == "--share":
             o.share = os.path.abspath(take()[0])
+        elif opt == "--local-fabric":
+            o.fabric = os.path.abspath(take()[0])
         elif opt == "--migrate":
             migrate.append(take()[0])
         elif opt == "--migrate-hold":
@@ -313,6 +330,8 @@ def parse(argv: List[str]) -> Optional[Options]:
         die("-n must be 1..200")
     o.mem = o.mem or (1536 if o.distro else 512)
     o.smp = o.smp or (2 if o.distro else 1)
+    if o.fabric:
+        os.makedirs(o.fabric, exist_ok=True)
     if o.share:
         if not o.distro:
             die("--share needs --distro (the initramfs guest has no 9p)")
@@ -539,11 +558,14 @@ class Launch:
             self.vms[i] = VM(
                 i, self.run, binary=self.qemu, kernel=self.img["RS_KERNEL"],
                 initrd=self.img["RS_INITRD"], segment=self.segment,
-                device=o.device, mem=o.mem, accel=acc, firmware=fw,
+                device=o.device + (",id=rsfab,local-fabric=%s" % o.fabric
+                                   if o.fabric else ""),
+                mem=o.mem, accel=acc, firmware=fw,
                 soft_roce=self.soft(i), pcap=o.pcap.get(i),
                 peer_capture=i in peers,
                 kernel_args=os.environ.get("RS_KERNEL_ARGS", ""),
-                interactive=i == o.shell, extra=o.extra,
+                interactive=i == o.shell,
+                extra=fabric_ram(o) + (o.extra or []),
                 disk=self.img.get("RS_DISK"), smp=o.smp,
                 disk_writable=o.disk_writable, share=o.share or None)
 

@@ -64,6 +64,7 @@
 
 #include "qemu/osdep.h"
 #include "rdma_session_fuzz.h"
+#include "hw/rdma-session/rdma-session-fabric-fuzz.h"
 
 static int rsf_sock[2] = { -1, -1 };
 RSFState rsf;
@@ -78,6 +79,63 @@ static RSFOp *const rsf_ops[] = {
 RSFOp *rsf_op_get(uint8_t sel)
 {
     return rsf_ops[sel % ARRAY_SIZE(rsf_ops)];
+}
+
+/* The rdma-session-fabric target: commands go to rsf_fab_cmd. */
+static bool rsf_fab_mode;
+
+/*
+ * A command of the rdma-session-fabric target, to the adapter's local
+ * fabric as its fake member 0 (RSF_QP_RC's peer, 10.0.0.2) sends it:
+ * d[0] even: d[1..] is a control-channel message as it comes (HELLO,
+ * ADDRS, FRAME, FRAME_REF or garbage); d[0] odd: a FRAME_REF whose
+ * headers are a frame from the peer to the adapter with a correct ICRC
+ * and d[3..3 + h) (h = 12 + d[1] % 64) from the BTH on, the fake member's
+ * RAM filled with d[2], then up to 16 pieces of 4 bytes each (offset in
+ * units of 4 bytes from the region's start, half of the range outside it;
+ * length up to 4096).
+ */
+static void rsf_fab_cmd(const uint8_t *d, size_t len)
+{
+    uint32_t ip = ldl_be_p(rsf_ip_remote);
+    uint8_t msg[RS_FAB_HDR_LEN + 8 + 128 + 16 * 16];
+    uint8_t frame[12 + 64 + 128];
+    size_t h, flen, n, i, off;
+    uint8_t *ram;
+
+    if (len < 1) {
+        return;
+    }
+    if (!(d[0] & 1)) {
+        rs_fabric_fuzz_input(d + 1, len - 1, ip);
+        return;
+    }
+    if (len < 3) {
+        return;
+    }
+    h = MIN(len - 3, 12 + d[1] % 64u);
+    ram = rs_fabric_fuzz_input(NULL, 0, ip);
+    memset(ram, d[2], RS_FAB_FUZZ_SIZE);
+    flen = rsf_build(frame, &rsf.qp[RSF_QP_RC], 0xc000, d + 3, h, false);
+    d += 3 + h;
+    len -= 3 + h;
+    n = MAX(MIN(len / 4, 16), 1);
+    off = RS_FAB_HDR_LEN + 8 + ROUND_UP(flen, 8);
+    memset(msg, 0, sizeof(msg));
+    stl_le_p(msg, RS_FAB_MAGIC);
+    stw_le_p(msg + 4, RS_FAB_MSG_FRAME_REF);
+    stl_le_p(msg + 8, off + n * 16);
+    stw_le_p(msg + 12, flen);
+    stw_le_p(msg + 14, n);
+    memcpy(msg + RS_FAB_HDR_LEN + 8, frame, flen);
+    for (i = 0; i < n; i++) {
+        uint16_t a = len >= 4 * i + 4 ? lduw_le_p(d + 4 * i) : 0;
+        uint16_t l = len >= 4 * i + 4 ? lduw_le_p(d + 4 * i + 2) : 1024;
+
+        stq_le_p(msg + off + i * 16, RS_FAB_FUZZ_ADDR + a * 4ull);
+        stl_le_p(msg + off + i * 16 + 8, l % 4097);
+    }
+    rs_fabric_fuzz_input(msg, off + n * 16, ip);
 }
 
 static void rsf_fuzz(QTestState *s, const unsigned char *data, size_t size)
@@ -107,7 +165,11 @@ static void rsf_fuzz(QTestState *s, const unsigned char *data, size_t size)
         if (n) {
             uint8_t sel = cmd == data ? cmd[0] & 0x3f : cmd[0];
 
-            rsf_op_get(sel)(&rsf, s, cmd + 1, n - 1);
+            if (rsf_fab_mode && cmd != data) {
+                rsf_fab_cmd(cmd, n);
+            } else {
+                rsf_op_get(sel)(&rsf, s, cmd + 1, n - 1);
+            }
             rsf_idle(s);
         }
         if (!next) {
@@ -148,8 +210,45 @@ static GString *rsf_cmdline(FuzzTarget *t)
     return cmd_line;
 }
 
+/*
+ * The same adapter with local-fabric (a directory of its own) and its
+ * RAM in a shared memfd: the control channel's messages and by-reference
+ * frames (rsf_fab_cmd).  The first command is the packet fuzzer's (it
+ * may bring traffic up); the others go to the fabric.
+ */
+static GString *rsf_fab_cmdline(FuzzTarget *t)
+{
+    GString *cmd_line = rsf_cmdline(t);
+    g_autofree char *dir = g_dir_make_tmp("rs-fuzz-fabric-XXXXXX", NULL);
+    g_autofree char *prop = g_strdup_printf(",local-fabric=%s", dir);
+    const char *at = strstr(cmd_line->str, "odp-fault-timeout=50 ");
+
+    g_assert_nonnull(dir);
+    g_assert_nonnull(at);
+    g_string_insert(cmd_line, at - cmd_line->str +
+                    strlen("odp-fault-timeout=50"), prop);
+    g_string_append(cmd_line, " -object memory-backend-memfd,id=rsfm,"
+                    "size=128M,share=on -machine memory-backend=rsfm");
+    return cmd_line;
+}
+
+static void rsf_fab_fuzz(QTestState *s, const unsigned char *data,
+                         size_t size)
+{
+    rsf_fab_mode = true;
+    rsf_fuzz(s, data, size);
+}
+
 static void register_rdma_session_fuzz_targets(void)
 {
+    fuzz_add_target(&(FuzzTarget){
+        .name = "rdma-session-fabric",
+        .description = "Fuzz the rdma-session adapter's local fabric: "
+        "control-channel messages and by-reference frames from a member, "
+        "on the packet fuzzer's adapter with local-fabric",
+        .get_init_cmdline = rsf_fab_cmdline,
+        .fuzz = rsf_fab_fuzz,
+    });
     fuzz_add_target(&(FuzzTarget){
         .name = "rdma-session-packet",
         .description = "Fuzz the rdma-session adapter's RoCEv2 receive path "

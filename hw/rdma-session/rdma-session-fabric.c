@@ -1,0 +1,1130 @@
+/*
+ * rdma-session adapter: the local fabric (opt-in, local-fabric=DIR).
+ *
+ * Adapters of QEMU processes on one host that name the same directory
+ * meet there: each listens on a Unix SOCK_SEQPACKET socket in it and
+ * connects to the others'.  Over that control channel members tell each
+ * other their RAM (a HELLO: DMA address -> (memfd, offset, size) regions,
+ * the fds by SCM_RIGHTS, as vhost-user's set_mem_table does) and their
+ * IPv4 addresses (ADDRS, again whenever the GID table changes).  A RoCE
+ * frame to a member's address then goes over the channel instead of the
+ * netdev: the channel is just a link, the RoCE protocol on it unchanged.
+ * A frame whose payload is large goes by reference: its headers (a valid
+ * frame without payload) and a list of (DMA address, length) pieces of
+ * the sender's RAM that its own key check granted; the receiver checks
+ * the pieces against the regions it mapped (read-only) and its own key
+ * check copies straight from there into its guest memory.
+ *
+ * Everything runs on the main loop: a member is unmapped only between
+ * frames.  Runtime only: nothing of it is migrated.
+ *
+ * Copyright (c) 2026 rdma-session developers
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/mman.h>
+#include <dirent.h>
+#include "qemu/main-loop.h"
+#include "qemu/sockets.h"
+#include "qemu/error-report.h"
+#include "qemu/bswap.h"
+#include "qemu/iov.h"
+#include "qemu/memfd.h"
+#include "qapi/error.h"
+#include "exec/memory.h"
+#include "exec/ramblock.h"
+#include "hw/boards.h"
+#include "system/runstate.h"
+#include "migration/misc.h"
+#include "qemu/guest-random.h"
+#include "rdma-session-core.h"
+#include "rdma-session-wire.h"
+#include "rdma-session-fabric.h"
+#include "hw/rdma-session/rdma-session-fabric-fuzz.h"
+#include "trace.h"
+
+#define RS_FAB_VERSION      1
+/* Largest message: a whole frame inline, and the header. */
+#define RS_FAB_MSG_MAX      (RS_WIRE_MAX_FRAME + 64)
+/* A by-reference frame's headers (a RoCE frame without payload). */
+#define RS_FAB_REF_HDR_MAX  128
+/* Socket buffers asked for per member connection. */
+#define RS_FAB_SOCK_BUF     (2 * 1024 * 1024)
+
+typedef struct RSFabRegion {
+    uint64_t addr;              /* DMA address */
+    uint64_t size;
+    uint64_t offset;            /* in the fd */
+    int fd;                     /* local: not ours to close */
+    void *map;                  /* peer: the mmap, PROT_READ */
+    size_t maplen;
+    uint8_t *host;              /* peer: where addr is */
+} RSFabRegion;
+
+typedef struct RSFabMember {
+    RSFabric *f;
+    int fd;                     /* -1: free */
+    bool accepted;              /* it connected to us */
+    bool hello;
+    uint64_t id;
+    uint32_t naddrs;
+    uint32_t addrs[RS_FAB_MAX_ADDRS];
+    unsigned nregions;
+    RSFabRegion reg[RS_FAB_MAX_REGIONS];
+} RSFabMember;
+
+typedef struct RSFabPiece {
+    uint64_t addr;
+    uint32_t len;
+} RSFabPiece;
+
+struct RSFabric {
+    RSCore *c;
+    char *path;                 /* our socket */
+    int lfd;
+    bool joined;
+    bool migrating;             /* an outgoing migration runs */
+    NotifierWithReturn mig;
+    uint64_t id;
+    RSFabMember m[RS_FAB_MAX_MEMBERS];
+    /* Our RAM as the DMA address space shows it (the listener's view). */
+    MemoryListener listener;
+    bool listening;
+    unsigned nlocal;
+    RSFabRegion local[RS_FAB_MAX_REGIONS];
+    bool local_changed;
+    /* The frame being built by reference (rs_fabric_ref_begin/end). */
+    bool rec, rec_fail;
+    unsigned npieces;
+    RSFabPiece pieces[RS_FAB_MAX_PIECES];
+    uint64_t rec_len;
+    uint32_t rec_want;          /* the payload's length */
+    bool ref_ready;
+    struct iovec rxiov[RS_FAB_MAX_PIECES];
+    uint8_t rxbuf[RS_FAB_MSG_MAX];
+    uint8_t txbuf[RS_FAB_MSG_MAX];
+    uint64_t cnt[RS_FAB_COUNTERS];
+};
+
+static void rs_fab_put_hdr(uint8_t *b, uint16_t type, uint32_t len)
+{
+    stl_le_p(b, RS_FAB_MAGIC);
+    stw_le_p(b + 4, type);
+    stw_le_p(b + 6, 0);
+    stl_le_p(b + 8, len);
+}
+
+/* Send one message (and fds); a full socket loses it, as a link would. */
+static bool rs_fab_send(RSFabric *f, RSFabMember *m, const struct iovec *iov,
+                        int iovcnt, const int *fds, unsigned nfds)
+{
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(sizeof(int) * RS_FAB_MAX_REGIONS)];
+    } u;
+    struct msghdr msg = {
+        .msg_iov = (struct iovec *)iov,
+        .msg_iovlen = iovcnt,
+    };
+    ssize_t r;
+
+    if (nfds) {
+        struct cmsghdr *cm;
+
+        memset(&u, 0, sizeof(u));
+        msg.msg_control = u.buf;
+        msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+        cm = CMSG_FIRSTHDR(&msg);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+        memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
+    }
+    do {
+        r = sendmsg(m->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+    } while (r < 0 && errno == EINTR);
+    if (r < 0) {
+        f->cnt[RS_FAB_CNT_TX_LOST]++;
+        trace_rdma_session_fabric_tx_lost(m - f->m, errno);
+        return false;
+    }
+    return true;
+}
+
+static void rs_fab_send_hello(RSFabric *f, RSFabMember *m)
+{
+    uint8_t *b = f->txbuf;
+    int fds[RS_FAB_MAX_REGIONS];
+    unsigned i, n = f->nlocal;
+    uint32_t len = RS_FAB_HDR_LEN + 16 + n * 24;
+    struct iovec iov = { .iov_base = b, .iov_len = len };
+
+    rs_fab_put_hdr(b, RS_FAB_MSG_HELLO, len);
+    stl_le_p(b + 12, RS_FAB_VERSION);
+    stl_le_p(b + 16, n);
+    stq_le_p(b + 20, f->id);
+    for (i = 0; i < n; i++) {
+        stq_le_p(b + 28 + i * 24, f->local[i].addr);
+        stq_le_p(b + 36 + i * 24, f->local[i].size);
+        stq_le_p(b + 44 + i * 24, f->local[i].offset);
+        fds[i] = f->local[i].fd;
+    }
+    rs_fab_send(f, m, &iov, 1, fds, n);
+}
+
+static void rs_fab_send_addrs(RSFabric *f, RSFabMember *m)
+{
+    RSCore *c = f->c;
+    uint8_t *b = f->txbuf;
+    uint32_t i, n = 0, ip;
+    struct iovec iov;
+
+    for (i = 0; i < c->p.max_gids && n < RS_FAB_MAX_ADDRS; i++) {
+        if (c->gids[i].valid && !c->gids[i].vlan &&
+            rs_gid_to_ip4(c->gids[i].gid, &ip)) {
+            stl_le_p(b + RS_FAB_HDR_LEN + 4 + n * 4, ip);
+            n++;
+        }
+    }
+    stl_le_p(b + RS_FAB_HDR_LEN, n);
+    rs_fab_put_hdr(b, RS_FAB_MSG_ADDRS, RS_FAB_HDR_LEN + 4 + n * 4);
+    iov = (struct iovec) { .iov_base = b,
+                           .iov_len = RS_FAB_HDR_LEN + 4 + n * 4 };
+    rs_fab_send(f, m, &iov, 1, NULL, 0);
+}
+
+static void rs_fab_unmap(RSFabMember *m)
+{
+    unsigned i;
+
+    for (i = 0; i < m->nregions; i++) {
+        if (m->reg[i].map) {
+            munmap(m->reg[i].map, m->reg[i].maplen);
+        }
+    }
+    m->nregions = 0;
+}
+
+/*
+ * The member goes away (EOF, garbage, our reset): unmapped now, between
+ * frames; its addresses go back to the wire, its frames in flight are
+ * lost and the retransmission machinery recovers.
+ */
+static void rs_fab_drop_member(RSFabric *f, RSFabMember *m, const char *why)
+{
+    if (m->fd < 0) {
+        return;
+    }
+    trace_rdma_session_fabric_leave(m - f->m, m->id, why);
+    qemu_set_fd_handler(m->fd, NULL, NULL, NULL);
+    close(m->fd);
+    rs_fab_unmap(m);
+    memset(m, 0, sizeof(*m));
+    m->f = f;
+    m->fd = -1;
+    f->cnt[RS_FAB_CNT_LEFT]++;
+}
+
+static RSFabMember *rs_fab_member_of_ip(RSFabric *f, uint32_t ip)
+{
+    unsigned i, k;
+
+    for (i = 0; i < RS_FAB_MAX_MEMBERS; i++) {
+        RSFabMember *m = &f->m[i];
+
+        if (m->fd < 0 || !m->hello) {
+            continue;
+        }
+        for (k = 0; k < m->naddrs; k++) {
+            if (m->addrs[k] == ip) {
+                return m;
+            }
+        }
+    }
+    return NULL;
+}
+
+/* A HELLO: map the peer's regions read-only; false: garbage. */
+static bool rs_fab_hello(RSFabric *f, RSFabMember *m, const uint8_t *b,
+                         size_t len, const int *fds, unsigned nfds)
+{
+    uint32_t n, i;
+    uint64_t id;
+
+    if (len < RS_FAB_HDR_LEN + 16 || ldl_le_p(b + 12) != RS_FAB_VERSION) {
+        return false;
+    }
+    n = ldl_le_p(b + 16);
+    id = ldq_le_p(b + 20);
+    if (n > RS_FAB_MAX_REGIONS || n != nfds ||
+        len != RS_FAB_HDR_LEN + 16 + n * 24 || id == f->id ||
+        (m->hello && id != m->id)) {
+        return false;
+    }
+    for (i = 0; i < RS_FAB_MAX_MEMBERS; i++) {
+        RSFabMember *o = &f->m[i];
+
+        /*
+         * Both connected at once: keep the connection whose connecting
+         * side has the smaller id (both sides choose the same one).
+         */
+        if (o != m && o->fd >= 0 && o->hello && o->id == id) {
+            uint64_t mine = m->accepted ? id : f->id;
+
+            if (mine == MIN(id, f->id)) {
+                rs_fab_drop_member(f, o, "duplicate connection");
+            } else {
+                rs_fab_drop_member(f, m, "duplicate connection");
+                return true;
+            }
+        }
+    }
+    rs_fab_unmap(m);
+    for (i = 0; i < n; i++) {
+        const uint8_t *r = b + 28 + i * 24;
+        uint64_t addr = ldq_le_p(r), size = ldq_le_p(r + 8);
+        uint64_t off = ldq_le_p(r + 16);
+        uint64_t in = off & (qemu_real_host_page_size() - 1);
+        struct stat st;
+        int seals = fcntl(fds[i], F_GET_SEALS);
+        void *p;
+
+        /*
+         * The peer must not be able to shrink the file under our mapping
+         * (a SIGBUS here): QEMU's memfd backend seals it by default.
+         */
+        if (!size || size > (1ull << 40) || addr + size < addr ||
+            off + size < off || fstat(fds[i], &st) < 0 ||
+            (uint64_t)st.st_size < off + size || seals < 0 ||
+            !(seals & F_SEAL_SHRINK)) {
+            rs_fab_unmap(m);
+            return false;
+        }
+        p = mmap(NULL, size + in, PROT_READ, MAP_SHARED, fds[i], off - in);
+        if (p == MAP_FAILED) {
+            rs_fab_unmap(m);
+            return false;
+        }
+        m->reg[i] = (RSFabRegion) {
+            .addr = addr, .size = size, .offset = off, .fd = -1,
+            .map = p, .maplen = size + in, .host = (uint8_t *)p + in,
+        };
+        m->nregions = i + 1;
+    }
+    if (!m->hello) {
+        m->hello = true;
+        m->id = id;
+        f->cnt[RS_FAB_CNT_JOINED]++;
+        trace_rdma_session_fabric_join(m - f->m, id, n);
+        if (m->accepted) {
+            rs_fab_send_hello(f, m);
+        }
+        rs_fab_send_addrs(f, m);
+    }
+    return true;
+}
+
+static bool rs_fab_addrs(RSFabMember *m, const uint8_t *b, size_t len)
+{
+    uint32_t n, i;
+
+    if (len < RS_FAB_HDR_LEN + 4) {
+        return false;
+    }
+    n = ldl_le_p(b + RS_FAB_HDR_LEN);
+    if (n > RS_FAB_MAX_ADDRS || len != RS_FAB_HDR_LEN + 4 + n * 4) {
+        return false;
+    }
+    for (i = 0; i < n; i++) {
+        uint32_t ip = ldl_le_p(b + RS_FAB_HDR_LEN + 4 + i * 4);
+
+        /* Unicast only: a member cannot take multicast off the wire. */
+        if (!ip || (ip >> 28) == 0xe || (ip >> 28) == 0xf ||
+            (ip >> 24) == 127) {
+            m->naddrs = 0;
+            return false;
+        }
+        m->addrs[i] = ip;
+    }
+    m->naddrs = n;
+    return true;
+}
+
+/* Whether opcode op may come by reference: RC SEND, WRITE, READ RESP. */
+static bool rs_fab_ref_op(uint8_t op)
+{
+    return op <= RS_OP_READ_RESP_ONLY && op != RS_OP_READ_REQ;
+}
+
+/*
+ * A by-reference frame: the headers parse as a frame without payload;
+ * the pieces, each inside one region of the member, become the payload.
+ * False: drop it (counted, traced); the link stays.
+ */
+static bool rs_fab_frame_ref(RSFabric *f, RSFabMember *m, const uint8_t *b,
+                             size_t len)
+{
+    RSCore *c = f->c;
+    const char *why = NULL;
+    uint32_t hlen, n, i, k;
+    uint64_t total = 0;
+    RSPkt pkt;
+
+    if (len < RS_FAB_HDR_LEN + 8) {
+        why = "short";
+        goto drop;
+    }
+    hlen = lduw_le_p(b + 12);
+    n = lduw_le_p(b + 14);
+    if (!hlen || hlen > RS_FAB_REF_HDR_MAX || !n ||
+        n > RS_FAB_MAX_PIECES ||
+        len != RS_FAB_HDR_LEN + 8 + ROUND_UP(hlen, 8) + n * 16) {
+        why = "lengths";
+        goto drop;
+    }
+    for (i = 0; i < n; i++) {
+        const uint8_t *p = b + RS_FAB_HDR_LEN + 8 + ROUND_UP(hlen, 8) + i * 16;
+        uint64_t addr = ldq_le_p(p);
+        uint32_t plen = ldl_le_p(p + 8);
+        const RSFabRegion *r = NULL;
+
+        for (k = 0; k < m->nregions; k++) {
+            r = &m->reg[k];
+            if (plen && addr >= r->addr && addr - r->addr < r->size &&
+                plen <= r->size - (addr - r->addr)) {
+                break;
+            }
+        }
+        if (k == m->nregions) {
+            f->cnt[RS_FAB_CNT_RX_BAD_REF]++;
+            trace_rdma_session_fabric_bad_ref(m - f->m, addr, plen);
+            why = "piece outside the peer's RAM";
+            goto drop;
+        }
+        f->rxiov[i].iov_base = r->host + (addr - r->addr);
+        f->rxiov[i].iov_len = plen;
+        total += plen;
+    }
+    if (total > RS_WIRE_MAX_FRAME) {
+        why = "payload longer than a frame";
+        goto drop;
+    }
+    if (!rs_port_active(c)) {
+        why = "port not active";
+        goto drop;
+    }
+    if (!rs_wire_parse(b + RS_FAB_HDR_LEN + 8, hlen, &pkt, &why)) {
+        goto drop;
+    }
+    if (pkt.paylen || pkt.v6 || !rs_fab_ref_op(pkt.opcode) ||
+        rs_gid_find(c, pkt.dgid) < 0) {
+        why = "not a RoCE frame that may come by reference";
+        goto drop;
+    }
+    pkt.payiov = f->rxiov;
+    pkt.payiovcnt = n;
+    pkt.paylen = total;
+    f->cnt[RS_FAB_CNT_RX_REF]++;
+    f->cnt[RS_FAB_CNT_RX_REF_BYTES] += total;
+    trace_rdma_session_fabric_rx(m - f->m, pkt.opcode, pkt.psn, total, true);
+    c->rx_frame = true;
+    c->rx_frame_seq++;
+    c->rx_resp_budget = RS_RESP_BUDGET;
+    c->stats.rx_packets++;
+    c->stats.rx_bytes += hlen + total;
+    rs_roce_dispatch(c, &pkt, hlen + total, 0);
+    c->rx_frame = false;
+    rs_bundle_flush(c);
+    return true;
+
+drop:
+    f->cnt[RS_FAB_CNT_RX_DROP]++;
+    trace_rdma_session_fabric_drop(m - f->m, why);
+    return true;
+}
+
+/*
+ * One message from member m; false: garbage, disconnect it.  Also the
+ * fuzzers' entry (rs_fabric_fuzz_input).
+ */
+static bool rs_fab_input(RSFabric *f, RSFabMember *m, const uint8_t *b,
+                         size_t len, const int *fds, unsigned nfds)
+{
+    uint16_t type;
+
+    if (len < RS_FAB_HDR_LEN || ldl_le_p(b) != RS_FAB_MAGIC ||
+        ldl_le_p(b + 8) != len || lduw_le_p(b + 6)) {
+        return false;
+    }
+    type = lduw_le_p(b + 4);
+    if (type != RS_FAB_MSG_HELLO && (nfds || !m->hello)) {
+        return false;
+    }
+    switch (type) {
+    case RS_FAB_MSG_HELLO:
+        return rs_fab_hello(f, m, b, len, fds, nfds);
+    case RS_FAB_MSG_ADDRS:
+        return rs_fab_addrs(m, b, len);
+    case RS_FAB_MSG_FRAME: {
+        struct iovec iov = {
+            .iov_base = (void *)(b + RS_FAB_HDR_LEN),
+            .iov_len = len - RS_FAB_HDR_LEN,
+        };
+
+        f->cnt[RS_FAB_CNT_RX_INLINE]++;
+        f->cnt[RS_FAB_CNT_RX_INLINE_BYTES] += iov.iov_len;
+        trace_rdma_session_fabric_rx(m - f->m, 0, 0, iov.iov_len, false);
+        if (!rs_resp_divert(f->c, &iov, 1)) {
+            f->cnt[RS_FAB_CNT_RX_DROP]++;
+            trace_rdma_session_fabric_drop(m - f->m, "not a RoCE frame to us");
+        }
+        return true;
+    }
+    case RS_FAB_MSG_FRAME_REF:
+        return rs_fab_frame_ref(f, m, b, len);
+    default:
+        return false;
+    }
+}
+
+static void rs_fab_read(void *opaque)
+{
+    RSFabMember *m = opaque;
+    RSFabric *f = m->f;
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(sizeof(int) * (RS_FAB_MAX_REGIONS + 1))];
+    } u;
+    int fds[RS_FAB_MAX_REGIONS + 1];
+    unsigned nfds = 0, i, burst;
+    bool ok = true;
+
+    for (burst = 0; burst < 64 && ok && m->fd >= 0; burst++) {
+        struct iovec iov = { .iov_base = f->rxbuf, .iov_len = RS_FAB_MSG_MAX };
+        struct msghdr msg = {
+            .msg_iov = &iov, .msg_iovlen = 1,
+            .msg_control = u.buf, .msg_controllen = sizeof(u.buf),
+        };
+        struct cmsghdr *cm;
+        ssize_t r;
+
+        r = recvmsg(m->fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+        if (r < 0 && (errno == EAGAIN || errno == EINTR)) {
+            return;
+        }
+        if (r <= 0) {
+            rs_fab_drop_member(f, m, r ? "error" : "EOF");
+            return;
+        }
+        nfds = 0;
+        for (cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
+            if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
+                unsigned k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+
+                for (i = 0; i < k; i++) {
+                    int fd;
+
+                    memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+                    if (nfds < ARRAY_SIZE(fds)) {
+                        fds[nfds++] = fd;
+                    } else {
+                        close(fd);
+                        ok = false;
+                    }
+                }
+            }
+        }
+        ok = ok && !(msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) &&
+             rs_fab_input(f, m, f->rxbuf, r, fds, nfds);
+        for (i = 0; i < nfds; i++) {
+            close(fds[i]);      /* the mappings keep what they need */
+        }
+        if (!ok) {
+            f->cnt[RS_FAB_CNT_GARBAGE]++;
+            rs_fab_drop_member(f, m, "bad message");
+        }
+    }
+}
+
+static RSFabMember *rs_fab_add(RSFabric *f, int fd, bool accepted)
+{
+    unsigned i;
+
+    for (i = 0; i < RS_FAB_MAX_MEMBERS; i++) {
+        RSFabMember *m = &f->m[i];
+
+        if (m->fd < 0) {
+            int buf = RS_FAB_SOCK_BUF;
+
+            memset(m, 0, sizeof(*m));
+            m->f = f;
+            m->fd = fd;
+            m->accepted = accepted;
+            /* Room for a window of frames; the kernel may cap it. */
+            setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+            qemu_socket_set_nonblock(fd);
+            qemu_set_fd_handler(fd, rs_fab_read, NULL, m);
+            return m;
+        }
+    }
+    close(fd);
+    f->cnt[RS_FAB_CNT_FULL]++;
+    return NULL;
+}
+
+static void rs_fab_accept(void *opaque)
+{
+    RSFabric *f = opaque;
+    int fd = accept4(f->lfd, NULL, NULL, SOCK_CLOEXEC);
+
+    if (fd >= 0) {
+        rs_fab_add(f, fd, true);    /* it sends its HELLO first */
+    }
+}
+
+/* Connect to every other socket in the directory. */
+static void rs_fab_scan(RSFabric *f)
+{
+    DIR *d = opendir(f->c->p.local_fabric);
+    struct dirent *e;
+
+    if (!d) {
+        return;
+    }
+    while ((e = readdir(d))) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        size_t n = strlen(e->d_name);
+        RSFabMember *m;
+        int fd;
+
+        if (n < 5 || strcmp(e->d_name + n - 5, ".sock") ||
+            snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s",
+                     f->c->p.local_fabric, e->d_name) >=
+            (int)sizeof(sa.sun_path) || !strcmp(sa.sun_path, f->path)) {
+            continue;
+        }
+        fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        if (fd < 0) {
+            continue;
+        }
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+            if (errno == ECONNREFUSED) {
+                unlink(sa.sun_path);    /* a member that died */
+            }
+            close(fd);
+            continue;
+        }
+        m = rs_fab_add(f, fd, false);
+        if (m) {
+            rs_fab_send_hello(f, m);
+        }
+    }
+    closedir(d);
+}
+
+/* Our RAM regions in the DMA address space (memfd/shareable only). */
+static void rs_fab_region_add(MemoryListener *l, MemoryRegionSection *s)
+{
+    RSFabric *f = container_of(l, RSFabric, listener);
+    MemoryRegion *mr = s->mr;
+    ram_addr_t off;
+    RAMBlock *rb;
+    uint8_t *host;
+
+    if (!memory_region_is_ram(mr) || memory_region_is_rom(mr) ||
+        memory_region_get_fd(mr) < 0 || f->nlocal >= RS_FAB_MAX_REGIONS) {
+        return;
+    }
+    host = (uint8_t *)memory_region_get_ram_ptr(mr) + s->offset_within_region;
+    rb = qemu_ram_block_from_host(host, false, &off);
+    if (!rb || !qemu_ram_is_shared(rb)) {
+        return;
+    }
+    f->local[f->nlocal++] = (RSFabRegion) {
+        .addr = s->offset_within_address_space,
+        .size = int128_get64(s->size),
+        .offset = rb->fd_offset + off,
+        .fd = memory_region_get_fd(mr),
+        .host = host,
+    };
+    f->local_changed = true;
+}
+
+static void rs_fab_region_del(MemoryListener *l, MemoryRegionSection *s)
+{
+    RSFabric *f = container_of(l, RSFabric, listener);
+    unsigned i;
+
+    for (i = 0; i < f->nlocal; i++) {
+        if (f->local[i].addr == s->offset_within_address_space &&
+            f->local[i].size == int128_get64(s->size)) {
+            f->local[i] = f->local[--f->nlocal];
+            f->local_changed = true;
+            return;
+        }
+    }
+}
+
+static void rs_fab_commit(MemoryListener *l)
+{
+    RSFabric *f = container_of(l, RSFabric, listener);
+    unsigned i;
+
+    if (!f->local_changed) {
+        return;
+    }
+    f->local_changed = false;
+    for (i = 0; i < RS_FAB_MAX_MEMBERS; i++) {
+        if (f->m[i].fd >= 0) {
+            rs_fab_send_hello(f, &f->m[i]);
+        }
+    }
+}
+
+/* Join: listen in the directory, connect to the members there. */
+static void rs_fab_join(RSFabric *f)
+{
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    int fd;
+
+    if (f->joined) {
+        return;
+    }
+    if (!f->listening) {
+        /*
+         * Our RAM as our DMA address space shows it; a PCI device's
+         * exists once the machine is done, before the VM first runs.
+         */
+        memory_listener_register(&f->listener, f->c->as);
+        f->listening = true;
+    }
+    if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", f->path) >=
+        (int)sizeof(sa.sun_path)) {
+        return;
+    }
+    fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        return;
+    }
+    unlink(f->path);
+    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+        listen(fd, RS_FAB_MAX_MEMBERS) < 0) {
+        warn_report("rdma-session: local fabric %s: cannot listen on %s: %s;"
+                    " the fabric stays off", f->c->p.local_fabric, f->path,
+                    strerror(errno));
+        close(fd);
+        return;
+    }
+    qemu_socket_set_nonblock(fd);
+    f->lfd = fd;
+    f->joined = true;
+    qemu_set_fd_handler(fd, rs_fab_accept, NULL, f);
+    trace_rdma_session_fabric_listen(f->path);
+    rs_fab_scan(f);
+}
+
+/* Leave: every member dropped, our socket gone. */
+static void rs_fab_leave(RSFabric *f, const char *why)
+{
+    unsigned i;
+
+    for (i = 0; i < RS_FAB_MAX_MEMBERS; i++) {
+        rs_fab_drop_member(f, &f->m[i], why);
+    }
+    if (f->joined) {
+        qemu_set_fd_handler(f->lfd, NULL, NULL, NULL);
+        close(f->lfd);
+        unlink(f->path);
+        f->lfd = -1;
+        f->joined = false;
+    }
+}
+
+bool rs_fabric_check(RSCore *c, Error **errp)
+{
+    MachineState *ms = MACHINE(qdev_get_machine());
+    struct stat st;
+
+    if (!c->p.local_fabric) {
+        return true;
+    }
+    if (stat(c->p.local_fabric, &st) < 0 || !S_ISDIR(st.st_mode)) {
+        error_setg(errp, "rdma-session: local-fabric=%s: not a directory",
+                   c->p.local_fabric);
+        return false;
+    }
+    if (!ms->ram || memory_region_get_fd(ms->ram) < 0 ||
+        !qemu_ram_is_shared(ms->ram->ram_block)) {
+        error_setg(errp, "rdma-session: local-fabric needs the VM's RAM in"
+                   " a shared fd-backed backend, e.g. -object"
+                   " memory-backend-memfd,id=m0,size=<RAM>,share=on"
+                   " -machine memory-backend=m0");
+        return false;
+    }
+    return true;
+}
+
+/*
+ * An outgoing migration: leave when it starts (the peers fall back to
+ * the wire until the destination joins); join again if it fails and the
+ * VM runs on here.
+ */
+static int rs_fab_migration(NotifierWithReturn *n, MigrationEvent *e,
+                            Error **errp)
+{
+    RSFabric *f = container_of(n, RSFabric, mig);
+
+    if (e->type == MIG_EVENT_PRECOPY_SETUP) {
+        f->migrating = true;
+        rs_fab_leave(f, "migration");
+    } else {
+        f->migrating = false;
+        if (e->type == MIG_EVENT_PRECOPY_FAILED && runstate_is_running()) {
+            rs_fabric_vm_running(f->c);
+        }
+    }
+    return 0;
+}
+
+static bool rs_fabric_realize(RSCore *c, Error **errp)
+{
+    RSFabric *f;
+    unsigned i;
+
+    if (!c->p.local_fabric) {
+        return true;
+    }
+    f = g_new0(RSFabric, 1);
+    f->c = c;
+    f->lfd = -1;
+    qemu_guest_getrandom_nofail(&f->id, sizeof(f->id));
+    f->path = g_strdup_printf("%s/%d-%016" PRIx64 ".sock",
+                              c->p.local_fabric, (int)getpid(), f->id);
+    for (i = 0; i < RS_FAB_MAX_MEMBERS; i++) {
+        f->m[i].f = f;
+        f->m[i].fd = -1;
+    }
+    f->listener = (MemoryListener) {
+        .name = "rdma-session-fabric",
+        .region_add = rs_fab_region_add,
+        .region_del = rs_fab_region_del,
+        .commit = rs_fab_commit,
+        .priority = MEMORY_LISTENER_PRIORITY_DEV_BACKEND,
+    };
+    migration_add_notifier(&f->mig, rs_fab_migration);
+    c->fabric = f;
+    return true;
+}
+
+static void rs_fabric_unrealize(RSCore *c)
+{
+    RSFabric *f = c->fabric;
+
+    if (!f) {
+        return;
+    }
+    rs_fab_leave(f, "unrealize");
+    migration_remove_notifier(&f->mig);
+    if (f->listening) {
+        memory_listener_unregister(&f->listener);
+    }
+    g_free(f->path);
+    g_free(f);
+    c->fabric = NULL;
+}
+
+/*
+ * Reset: the peers lose us for a moment (as a link that goes down); we
+ * join again once the VM runs (rs_fabric_vm_running).
+ */
+static void rs_fabric_quiesce(RSCore *c)
+{
+    if (c->fabric) {
+        rs_fab_leave(c->fabric, "reset");
+        c->fabric->rec = false;
+        c->fabric->ref_ready = false;
+    }
+}
+
+/* After a reset of a running VM (a reboot, FLR): join again now. */
+static void rs_fabric_reset(RSCore *c)
+{
+    if (c->fabric && runstate_is_running()) {
+        rs_fabric_vm_running(c);
+    }
+}
+
+const RSFeature rs_feature_fabric = {
+    .name = "fabric",
+    .check = rs_fabric_check,
+    .realize = rs_fabric_realize,
+    .unrealize = rs_fabric_unrealize,
+    .quiesce = rs_fabric_quiesce,
+    .reset = rs_fabric_reset,
+};
+
+void rs_fabric_vm_running(RSCore *c)
+{
+    if (c->fabric && !c->fabric->joined && !c->fabric->migrating) {
+        struct stat st;
+
+        if (stat(c->p.local_fabric, &st) < 0 || !S_ISDIR(st.st_mode)) {
+            warn_report_once("rdma-session: local fabric %s is gone; the"
+                             " adapter stays on the wire",
+                             c->p.local_fabric);
+            return;
+        }
+        rs_fab_join(c->fabric);
+    }
+}
+
+/* Migration: the peers fall back to the wire until the destination joins. */
+void rs_fabric_vm_migrating(RSCore *c)
+{
+    if (c->fabric) {
+        rs_fab_leave(c->fabric, "migration");
+    }
+}
+
+void rs_fabric_addrs_changed(RSCore *c)
+{
+    RSFabric *f = c->fabric;
+    unsigned i;
+
+    for (i = 0; f && i < RS_FAB_MAX_MEMBERS; i++) {
+        if (f->m[i].fd >= 0 && f->m[i].hello) {
+            rs_fab_send_addrs(f, &f->m[i]);
+        }
+    }
+}
+
+/*
+ * Building a packet to pkt's destination with n bytes of payload: if it
+ * goes to a member and is large, record the payload's pieces (rs_data_rw
+ * calls rs_fabric_record) instead of copying them.
+ */
+bool rs_fabric_ref_begin(RSCore *c, const RSPkt *pkt, uint32_t n)
+{
+    RSFabric *f = c->fabric;
+
+    if (!f || n < RS_FAB_REF_MIN || pkt->vlan || !pkt->dip || pkt->v6 ||
+        rs_gid_find(c, pkt->dgid) >= 0 ||
+        !rs_fab_ref_op(pkt->opcode) || c->holding || !c->link_up ||
+        !rs_fab_member_of_ip(f, pkt->dip)) {
+        return false;
+    }
+    f->rec = true;
+    f->rec_fail = false;
+    f->npieces = 0;
+    f->rec_len = 0;
+    f->rec_want = n;
+    return true;
+}
+
+/* The frame built by reference is lost (x-drop-tx). */
+void rs_fabric_ref_drop(RSCore *c)
+{
+    c->fabric->ref_ready = false;
+}
+
+/* True: the payload's pieces are recorded; false: copy it after all. */
+bool rs_fabric_ref_end(RSCore *c)
+{
+    RSFabric *f = c->fabric;
+
+    f->rec = false;
+    /*
+     * Every byte of the payload must have come from a recorded read (a
+     * key type that fills the buffer otherwise is copied).
+     */
+    f->ref_ready = !f->rec_fail && f->npieces && f->rec_len == f->rec_want;
+    return f->ref_ready;
+}
+
+/*
+ * rs_data_rw reading len bytes at DMA address addr for a frame being
+ * built by reference: true if recorded (nothing to copy).
+ */
+bool rs_fabric_record(RSCore *c, uint64_t addr, uint64_t len)
+{
+    RSFabric *f = c->fabric;
+    RSFabPiece *last;
+    unsigned i;
+
+    if (!f || !f->rec || f->rec_fail) {
+        return false;
+    }
+    for (i = 0; i < f->nlocal; i++) {
+        const RSFabRegion *r = &f->local[i];
+
+        if (addr >= r->addr && addr - r->addr < r->size &&
+            len <= r->size - (addr - r->addr)) {
+            break;
+        }
+    }
+    last = f->npieces ? &f->pieces[f->npieces - 1] : NULL;
+    if (i == f->nlocal) {
+        f->rec_fail = true;
+    } else if (last && last->addr + last->len == addr &&
+               last->len + len <= UINT32_MAX) {
+        last->len += len;
+    } else if (f->npieces < RS_FAB_MAX_PIECES) {
+        f->pieces[f->npieces++] = (RSFabPiece) { .addr = addr, .len = len };
+    } else {
+        f->rec_fail = true;
+    }
+    if (f->rec_fail) {
+        return false;
+    }
+    f->rec_len += len;
+    return true;
+}
+
+/*
+ * rs_roce_xmit: a frame to a member goes over its channel (true);
+ * false: the wire's.  A frame built by reference never goes elsewhere.
+ */
+bool rs_fabric_xmit(RSCore *c, const uint8_t *frame, size_t len,
+                    const RSPkt *pkt)
+{
+    RSFabric *f = c->fabric;
+    bool ref = f && f->ref_ready;
+    RSFabMember *m;
+    uint8_t h[RS_FAB_HDR_LEN + 8];
+    uint8_t pad[8] = { 0 };
+    struct iovec iov[4];
+    unsigned i;
+
+    if (!f) {
+        return false;
+    }
+    f->ref_ready = false;
+    m = pkt->vlan || !pkt->dip || c->holding || !c->link_up ? NULL :
+        rs_fab_member_of_ip(f, pkt->dip);
+    if (!m) {
+        if (ref) {
+            f->cnt[RS_FAB_CNT_TX_LOST]++;   /* the member left meanwhile */
+        }
+        return ref;
+    }
+    if (!ref) {
+        rs_fab_put_hdr(h, RS_FAB_MSG_FRAME, RS_FAB_HDR_LEN + len);
+        iov[0] = (struct iovec) { .iov_base = h, .iov_len = RS_FAB_HDR_LEN };
+        iov[1] = (struct iovec) { .iov_base = (void *)frame, .iov_len = len };
+        if (rs_fab_send(f, m, iov, 2, NULL, 0)) {
+            f->cnt[RS_FAB_CNT_TX_INLINE]++;
+            f->cnt[RS_FAB_CNT_TX_INLINE_BYTES] += len;
+        }
+        trace_rdma_session_fabric_tx(m - f->m, frame[len > RS_BTH_OFF ?
+                                     RS_BTH_OFF : 0], len, false);
+        return true;
+    }
+    if (len > RS_FAB_REF_HDR_MAX) {
+        f->cnt[RS_FAB_CNT_TX_LOST]++;
+        return true;
+    }
+    for (i = 0; i < f->npieces; i++) {
+        stq_le_p(f->txbuf + i * 16, f->pieces[i].addr);
+        stl_le_p(f->txbuf + i * 16 + 8, f->pieces[i].len);
+        stl_le_p(f->txbuf + i * 16 + 12, 0);
+    }
+    rs_fab_put_hdr(h, RS_FAB_MSG_FRAME_REF, RS_FAB_HDR_LEN + 8 +
+                   ROUND_UP(len, 8) + f->npieces * 16);
+    stw_le_p(h + 12, len);
+    stw_le_p(h + 14, f->npieces);
+    stl_le_p(h + 16, 0);
+    iov[0] = (struct iovec) { .iov_base = h, .iov_len = sizeof(h) };
+    iov[1] = (struct iovec) { .iov_base = (void *)frame, .iov_len = len };
+    iov[2] = (struct iovec) { .iov_base = pad,
+                              .iov_len = ROUND_UP(len, 8) - len };
+    iov[3] = (struct iovec) { .iov_base = f->txbuf,
+                              .iov_len = f->npieces * 16 };
+    if (rs_fab_send(f, m, iov, 4, NULL, 0)) {
+        f->cnt[RS_FAB_CNT_TX_REF]++;
+        f->cnt[RS_FAB_CNT_TX_REF_BYTES] += f->rec_len;
+    }
+    trace_rdma_session_fabric_tx(m - f->m, frame[RS_BTH_OFF], f->rec_len,
+                                 true);
+    return true;
+}
+
+uint64_t *rs_fabric_counter(RSCore *c, unsigned which)
+{
+    static uint64_t zero;
+
+    if (!c->fabric || which >= RS_FAB_COUNTERS) {
+        zero = 0;
+        return &zero;
+    }
+    return &c->fabric->cnt[which];
+}
+
+/* The members for QMP: index i's id and addresses; false past the end. */
+bool rs_fabric_member(RSCore *c, unsigned i, uint64_t *id,
+                      uint32_t *addrs, uint32_t *naddrs, uint32_t *nregions)
+{
+    RSFabMember *m;
+
+    if (!c->fabric || i >= RS_FAB_MAX_MEMBERS) {
+        return false;
+    }
+    m = &c->fabric->m[i];
+    if (m->fd < 0 || !m->hello) {
+        *naddrs = 0;
+        *id = 0;
+        return true;
+    }
+    *id = m->id;
+    *naddrs = m->naddrs;
+    *nregions = m->nregions;
+    memcpy(addrs, m->addrs, m->naddrs * sizeof(uint32_t));
+    return true;
+}
+
+/*
+ * The fuzzers' entry: one message as if member 0 had sent it (no fds),
+ * to the first adapter with local-fabric.  Member 0 is a fake one (no
+ * socket) that said HELLO with one region, 64 KiB at DMA address
+ * RS_FAB_FUZZ_ADDR of the fuzzer's buffer, and the address fuzz_ip.
+ */
+static uint8_t rs_fab_fuzz_ram[RS_FAB_FUZZ_SIZE];
+
+uint8_t *rs_fabric_fuzz_input(const uint8_t *buf, size_t len,
+                              uint32_t fuzz_ip)
+{
+    Object *obj = object_resolve_path_type("", "rdma-session", NULL);
+    RSCore *c = obj ? rs_core_of(obj) : NULL;
+    RSFabric *f = c ? c->fabric : NULL;
+    RSFabMember *m;
+
+    if (!f || len > RS_FAB_MSG_MAX) {
+        return rs_fab_fuzz_ram;
+    }
+    m = &f->m[0];
+    if (m->fd >= 0) {
+        return rs_fab_fuzz_ram;
+    }
+    if (!m->hello) {
+        m->hello = true;
+        m->id = 1;
+        m->naddrs = 1;
+        m->addrs[0] = fuzz_ip;
+        m->nregions = 1;
+        m->reg[0] = (RSFabRegion) {
+            .addr = RS_FAB_FUZZ_ADDR, .size = sizeof(rs_fab_fuzz_ram),
+            .fd = -1, .host = rs_fab_fuzz_ram,
+        };
+    }
+    if (buf) {
+        memcpy(f->rxbuf, buf, len);
+        if (!rs_fab_input(f, m, f->rxbuf, len, NULL, 0)) {
+            f->cnt[RS_FAB_CNT_GARBAGE]++;
+        }
+    }
+    return rs_fab_fuzz_ram;
+}

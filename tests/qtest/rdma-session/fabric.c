@@ -1,0 +1,422 @@
+/*
+ * rdma-session qtests: the local fabric (local-fabric=DIR): two adapters
+ * whose RoCE traffic goes over the fabric's channel with payloads by
+ * reference instead of the netdev (WRITE, SEND and READ data, an rkey
+ * violation NAKed as on the wire), an adapter without the property that
+ * exposes nothing, and a test-side member that sends a descriptor outside
+ * its RAM and then garbage.
+ *
+ * SPDX-License-Identifier: GPL-2.0-or-later
+ */
+
+#include "qemu/osdep.h"
+#include <sys/socket.h>
+#include <sys/un.h>
+#include "qemu/memfd.h"
+#include "qemu/bswap.h"
+#include "rs-test.h"
+#include "rs-peer.h"
+
+/* The VM's RAM (-M pc's 128 MiB) in a shareable memfd backend. */
+#define FAB_RAM " -object memory-backend-memfd,id=rsfabm,size=128M,share=on" \
+                " -machine memory-backend=rsfabm"
+
+#define FAB_MAGIC       0x42465352u
+#define FAB_HDR         12
+
+static char *fab_dir;
+
+static void *fab_before_props(GString *cmd_line, bool a, bool b)
+{
+    g_autofree char *ap = NULL, *bp = NULL;
+
+    g_free(fab_dir);
+    fab_dir = g_dir_make_tmp("rs-fabric-XXXXXX", NULL);
+    g_assert_nonnull(fab_dir);
+    /*
+     * The RAM options go behind A's properties, the end of its -device:
+     * a migration's destination (pair_migrate) gets them too.
+     */
+    ap = g_strdup_printf(",id=rsa%s%s" FAB_RAM, a ? ",local-fabric=" : "",
+                         a ? fab_dir : "");
+    bp = g_strdup_printf(",id=rsb%s%s", b ? ",local-fabric=" : "",
+                         b ? fab_dir : "");
+    return pair_before_props(cmd_line, ap, bp);
+}
+
+/* Both adapters on the fabric. */
+static void *fab_before(GString *cmd_line, void *arg)
+{
+    return fab_before_props(cmd_line, true, true);
+}
+
+/* Only A on it: B exposes nothing, the test is A's other member. */
+static void *fab_a_before(GString *cmd_line, void *arg)
+{
+    return fab_before_props(cmd_line, true, false);
+}
+
+static void fab_cleanup(void)
+{
+    g_autoptr(GDir) d = g_dir_open(fab_dir, 0, NULL);
+    const char *n;
+
+    while (d && (n = g_dir_read_name(d))) {
+        g_autofree char *p = g_build_filename(fab_dir, n, NULL);
+
+        unlink(p);
+    }
+    rmdir(fab_dir);
+}
+
+/* QOM counter x-fabric-@name of adapter @i. */
+static uint64_t fab_counter(Pair *pr, int i, const char *name)
+{
+    g_autofree char *prop = g_strdup_printf("x-fabric-%s", name);
+    QDict *rsp = qtest_qmp(qrs_qts(pr->p[0].d),
+                           "{ 'execute': 'qom-get', 'arguments':"
+                           " { 'path': %s, 'property': %s } }",
+                           i ? "/machine/peripheral/rsb" :
+                           "/machine/peripheral/rsa", prop);
+    uint64_t n;
+
+    g_assert_true(qdict_haskey(rsp, "return"));
+    n = qnum_get_uint(qobject_to(QNum, qdict_get(rsp, "return")));
+    qobject_unref(rsp);
+    return n;
+}
+
+/* Until adapter @i's counter x-fabric-@name is at least @n. */
+static void fab_wait(Pair *pr, int i, const char *name, uint64_t n)
+{
+    gint64 end = g_get_monotonic_time() + RS_QOS_TIMEOUT_US;
+
+    while (fab_counter(pr, i, name) < n) {
+        g_assert_cmpint(g_get_monotonic_time(), <, end);
+        pair_pump(pr);
+        g_usleep(1000);
+    }
+}
+
+static bool fab_has_counter(Pair *pr, int i)
+{
+    QDict *rsp = qtest_qmp(qrs_qts(pr->p[0].d),
+                           "{ 'execute': 'qom-get', 'arguments':"
+                           " { 'path': %s, 'property': 'x-fabric-joined' } }",
+                           i ? "/machine/peripheral/rsb" :
+                           "/machine/peripheral/rsa");
+    bool has = qdict_haskey(rsp, "return");
+
+    qobject_unref(rsp);
+    return has;
+}
+
+static unsigned fab_sockets(void)
+{
+    g_autoptr(GDir) d = g_dir_open(fab_dir, 0, NULL);
+    unsigned n = 0;
+
+    while (d && g_dir_read_name(d)) {
+        n++;
+    }
+    return n;
+}
+
+/*
+ * WRITE, SEND and READ between A and B: the data lands, the payloads
+ * went by reference, and nothing RoCE crossed either netdev.
+ */
+static void test_fabric_data(void *obj, void *data, QGuestAllocator *alloc)
+{
+    Pair pr;
+    Peer *a = &pr.p[0], *b = &pr.p[1];
+    struct rs_sge sge;
+    struct rs_cqe cqe;
+    LoopQp q[2];
+
+    pair_setup(&pr, obj, data, alloc);
+    g_assert_cmpuint(fab_sockets(), ==, 2);
+    fab_wait(&pr, 0, "joined", 1);
+    fab_wait(&pr, 1, "joined", 1);
+    pair_rc(&pr, q, 0, STD_ACCESS);
+    pair_log_reset(&pr);
+
+    /* WRITE of 3 pages and a bit. */
+    peer_fill(a, 0x100, 3 * 4096 + 300, 0x21);
+    sge = peer_sge(a, 0x100, 3 * 4096 + 300);
+    pair_post(&pr, 0, &q[0], RS_WR_RDMA_WRITE, 0xa1, &sge, 1,
+              b->buf + 0x200, b->key[0], 0);
+    pair_poll(&pr, 0, &cqe);
+    assert_cqe(&cqe, 0xa1, RS_WC_SUCCESS, RS_WR_RDMA_WRITE, q[0].qpn);
+    img_move(b, 0x200, a, 0x100, 3 * 4096 + 300);
+    peer_check(b);
+
+    /* SEND of 5000 bytes in two SGEs. */
+    sge = peer_sge(b, 0x4000, 6000);
+    eng_post_recv(b->d, &q[1], 0xb1, &sge, 1);
+    peer_fill(a, 0x5000, 5000, 0x33);
+    sge = peer_sge(a, 0x5000, 5000);
+    pair_post(&pr, 0, &q[0], RS_WR_SEND, 0xa2, &sge, 1, 0, 0, 0);
+    pair_poll(&pr, 1, &cqe);
+    assert_cqe(&cqe, 0xb1, RS_WC_SUCCESS, RS_WR_RECV, q[1].qpn);
+    g_assert_cmpuint(cqe.byte_len, ==, 5000);
+    pair_poll(&pr, 0, &cqe);
+    assert_cqe(&cqe, 0xa2, RS_WC_SUCCESS, RS_WR_SEND, q[0].qpn);
+    img_move(b, 0x4000, a, 0x5000, 5000);
+    peer_check(b);
+
+    /* READ of 9000 bytes from B back into A. */
+    peer_fill(b, 0x1000, 9000, 0x45);
+    sge = peer_sge(a, 0x5800, 9000);
+    pair_post(&pr, 0, &q[0], RS_WR_RDMA_READ, 0xa3, &sge, 1,
+              b->buf + 0x1000, b->key[0], 0);
+    pair_poll(&pr, 0, &cqe);
+    assert_cqe(&cqe, 0xa3, RS_WC_SUCCESS, RS_WR_RDMA_READ, q[0].qpn);
+    img_move(a, 0x5800, b, 0x1000, 9000);
+    peer_check(a);
+    peer_check(b);
+
+    /* Nothing on either wire; payloads by reference, ACKs inline. */
+    PAIR_EXPECT_NONE(&pr, 0);
+    PAIR_EXPECT_NONE(&pr, 1);
+    /* (a packet's payload below 512 bytes goes inline) */
+    g_assert_cmpuint(fab_counter(&pr, 0, "tx-ref-bytes"), >=, 3 * 4096);
+    g_assert_cmpuint(fab_counter(&pr, 0, "tx-ref-bytes"), ==,
+                     fab_counter(&pr, 1, "rx-ref-bytes"));
+    g_assert_cmpuint(fab_counter(&pr, 1, "tx-ref-bytes"), >=, 8192);
+    g_assert_cmpuint(fab_counter(&pr, 1, "tx-ref-bytes"), ==,
+                     fab_counter(&pr, 0, "rx-ref-bytes"));
+    g_assert_cmpuint(fab_counter(&pr, 1, "tx-inline"), >, 0);
+    g_assert_cmpuint(fab_counter(&pr, 0, "rx-dropped"), ==, 0);
+    g_assert_cmpuint(fab_counter(&pr, 1, "rx-dropped"), ==, 0);
+
+    /* A WRITE through a key B does not have: NAKed as on the wire. */
+    sge = peer_sge(a, 0x2000, 2000);
+    pair_post(&pr, 0, &q[0], RS_WR_RDMA_WRITE, 0xa4, &sge, 1,
+              b->buf, b->key[0] ^ 0x100, 0);
+    pair_poll(&pr, 0, &cqe);
+    assert_cqe(&cqe, 0xa4, RS_WC_REM_ACCESS_ERR, RS_WR_RDMA_WRITE,
+               q[0].qpn);
+    peer_check(b);
+    PAIR_EXPECT_NONE(&pr, 0);
+    PAIR_EXPECT_NONE(&pr, 1);
+    pair_teardown(&pr);
+    fab_cleanup();
+}
+
+/* The same transfer without the fabric on B: it goes on the wire. */
+static void test_fabric_off(void *obj, void *data, QGuestAllocator *alloc)
+{
+    Pair pr;
+    Peer *a = &pr.p[0], *b = &pr.p[1];
+    struct rs_sge sge;
+    struct rs_cqe cqe;
+    LoopQp q[2];
+
+    pair_setup(&pr, obj, data, alloc);
+    /* B has no socket in the directory and no fabric counters. */
+    g_assert_cmpuint(fab_sockets(), ==, 1);
+    g_assert_false(fab_has_counter(&pr, 1));
+    pair_rc(&pr, q, 0, STD_ACCESS);
+    pair_log_reset(&pr);
+    peer_fill(a, 0x100, 3 * 4096 + 300, 0x21);
+    sge = peer_sge(a, 0x100, 3 * 4096 + 300);
+    pair_post(&pr, 0, &q[0], RS_WR_RDMA_WRITE, 0xa1, &sge, 1,
+              b->buf + 0x200, b->key[0], 0);
+    pair_poll(&pr, 0, &cqe);
+    assert_cqe(&cqe, 0xa1, RS_WC_SUCCESS, RS_WR_RDMA_WRITE, q[0].qpn);
+    img_move(b, 0x200, a, 0x100, 3 * 4096 + 300);
+    peer_check(b);
+    pair_pump(&pr);
+    g_assert_cmpuint(pr.nops[0], >=, 4);
+    g_assert_cmpuint(fab_counter(&pr, 0, "joined"), ==, 0);
+    g_assert_cmpuint(fab_counter(&pr, 0, "tx-ref"), ==, 0);
+    g_assert_cmpuint(fab_counter(&pr, 0, "tx-inline"), ==, 0);
+    pair_teardown(&pr);
+    fab_cleanup();
+}
+
+static void fab_hdr(uint8_t *b, uint16_t type, uint32_t len)
+{
+    stl_le_p(b, FAB_MAGIC);
+    stw_le_p(b + 4, type);
+    stw_le_p(b + 6, 0);
+    stl_le_p(b + 8, len);
+}
+
+static void fab_send(int fd, const uint8_t *b, size_t len, int pass_fd)
+{
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(sizeof(int))];
+    } u;
+    struct iovec iov = { .iov_base = (void *)b, .iov_len = len };
+    struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+    if (pass_fd >= 0) {
+        struct cmsghdr *cm;
+
+        memset(&u, 0, sizeof(u));
+        msg.msg_control = u.buf;
+        msg.msg_controllen = sizeof(u.buf);
+        cm = CMSG_FIRSTHDR(&msg);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(cm), &pass_fd, sizeof(int));
+    }
+    g_assert_cmpint(sendmsg(fd, &msg, 0), ==, len);
+}
+
+/*
+ * The test joins A's fabric as a member with 64 KiB of RAM: a frame
+ * whose descriptor names memory outside it is dropped (counted), then a
+ * message with a bad magic gets it disconnected.
+ */
+static void test_fabric_hostile(void *obj, void *data,
+                                QGuestAllocator *alloc)
+{
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    uint8_t b[256], rx[4096];
+    g_autoptr(GDir) d = NULL;
+    const char *n;
+    Pair pr;
+    int fd, mfd;
+    ssize_t r;
+
+    pair_setup(&pr, obj, data, alloc);
+    d = g_dir_open(fab_dir, 0, NULL);
+    n = g_dir_read_name(d);
+    g_assert_nonnull(n);
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", fab_dir, n);
+    fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+    g_assert_cmpint(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), ==, 0);
+    mfd = memfd_create("rs-fab-test", MFD_ALLOW_SEALING);
+    g_assert_cmpint(mfd, >=, 0);
+    g_assert_cmpint(ftruncate(mfd, 65536), ==, 0);
+    g_assert_cmpint(fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW),
+                    ==, 0);
+
+    /* HELLO: version 1, one region at 0x100000, id 0x1234. */
+    memset(b, 0, sizeof(b));
+    fab_hdr(b, 1, FAB_HDR + 16 + 24);
+    stl_le_p(b + 12, 1);
+    stl_le_p(b + 16, 1);
+    stq_le_p(b + 20, 0x1234);
+    stq_le_p(b + 28, 0x100000);
+    stq_le_p(b + 36, 65536);
+    stq_le_p(b + 44, 0);
+    fab_send(fd, b, FAB_HDR + 16 + 24, mfd);
+    fab_wait(&pr, 0, "joined", 1);
+    /* A's own HELLO back (its fds closed with the socket). */
+    r = recv(fd, rx, sizeof(rx), 0);
+    g_assert_cmpint(r, >=, FAB_HDR + 16);
+    g_assert_cmphex(ldl_le_p(rx), ==, FAB_MAGIC);
+    g_assert_cmpuint(lduw_le_p(rx + 4), ==, 1);
+
+    /* ADDRS: 10.0.0.9. */
+    fab_hdr(b, 2, FAB_HDR + 8);
+    stl_le_p(b + 12, 1);
+    stl_le_p(b + 16, 0x0a000009);
+    fab_send(fd, b, FAB_HDR + 8, -1);
+
+    /* FRAME_REF: 64 bytes of headers, one piece outside the region. */
+    memset(b, 0, sizeof(b));
+    fab_hdr(b, 4, FAB_HDR + 8 + 64 + 16);
+    stw_le_p(b + 12, 64);
+    stw_le_p(b + 14, 1);
+    stq_le_p(b + 20 + 64, 0x100000 + 65536 - 100);
+    stl_le_p(b + 20 + 64 + 8, 4096);
+    fab_send(fd, b, FAB_HDR + 8 + 64 + 16, -1);
+    fab_wait(&pr, 0, "rx-bad-ref", 1);
+    g_assert_cmpuint(fab_counter(&pr, 0, "rx-dropped"), ==, 1);
+
+    /* Inside it, but the headers are no RoCE frame: dropped too. */
+    stq_le_p(b + 20 + 64, 0x100000);
+    fab_send(fd, b, FAB_HDR + 8 + 64 + 16, -1);
+    fab_wait(&pr, 0, "rx-dropped", 2);
+    g_assert_cmpuint(fab_counter(&pr, 0, "rx-bad-ref"), ==, 1);
+    g_assert_cmpuint(fab_counter(&pr, 0, "garbage"), ==, 0);
+
+    /* A bad magic: disconnected. */
+    stl_le_p(b, 0xdeadbeef);
+    fab_send(fd, b, FAB_HDR + 8 + 64 + 16, -1);
+    fab_wait(&pr, 0, "garbage", 1);
+    do {
+        r = recv(fd, rx, sizeof(rx), 0);
+    } while (r > 0);
+    g_assert_cmpint(r, ==, 0);
+    close(fd);
+    close(mfd);
+    pair_teardown(&pr);
+    fab_cleanup();
+}
+
+/* A WRITE of @len bytes from A at @off to B's @off; completed, checked. */
+static void fab_write(Pair *pr, LoopQp q[2], uint32_t off, uint32_t len,
+                      uint8_t seed, uint64_t wr_id)
+{
+    Peer *a = &pr->p[0], *b = &pr->p[1];
+    struct rs_sge sge;
+    struct rs_cqe cqe;
+
+    peer_fill(a, off, len, seed);
+    sge = peer_sge(a, off, len);
+    pair_post(pr, 0, &q[0], RS_WR_RDMA_WRITE, wr_id, &sge, 1,
+              b->buf + off, b->key[0], 0);
+    pair_poll(pr, 0, &cqe);
+    assert_cqe(&cqe, wr_id, RS_WC_SUCCESS, RS_WR_RDMA_WRITE, q[0].qpn);
+    img_move(b, off, a, off, len);
+    peer_check(b);
+}
+
+/*
+ * Migration of the QEMU with both adapters: the source leaves the fabric
+ * when it stops for the switch, the destination's adapters join it when
+ * they run; data goes by reference again afterwards, nothing on the wire.
+ */
+static void test_fabric_migrate(void *obj, void *data,
+                                QGuestAllocator *alloc)
+{
+    Pair pr;
+    LoopQp q[2];
+
+    pair_setup(&pr, obj, data, alloc);
+    fab_wait(&pr, 0, "joined", 1);
+    fab_wait(&pr, 1, "joined", 1);
+    pair_rc(&pr, q, 0, STD_ACCESS);
+    pair_log_reset(&pr);
+    fab_write(&pr, q, 0x1000, 8192, 0x61, 0xa1);
+    PAIR_EXPECT_NONE(&pr, 0);
+    g_assert_cmpuint(fab_counter(&pr, 0, "tx-ref"), >=, 2);
+
+    pair_migrate(&pr);
+    pair_release(&pr, 0);
+    pair_release(&pr, 1);
+    /* The destination's adapters (counters from 0) meet again. */
+    fab_wait(&pr, 0, "joined", 1);
+    fab_wait(&pr, 1, "joined", 1);
+    g_assert_cmpuint(fab_sockets(), ==, 2);
+    pair_pump(&pr);
+    pair_log_reset(&pr);
+    fab_write(&pr, q, 0x3000, 8192, 0x62, 0xa2);
+    PAIR_EXPECT_NONE(&pr, 0);
+    PAIR_EXPECT_NONE(&pr, 1);
+    g_assert_cmpuint(fab_counter(&pr, 0, "tx-ref"), >=, 2);
+    g_assert_cmpuint(fab_counter(&pr, 1, "rx-ref"), >=, 2);
+    pair_teardown(&pr);
+    fab_cleanup();
+}
+
+static void register_fabric_tests(void)
+{
+    QOSGraphTestOptions both = { .before = fab_before };
+    QOSGraphTestOptions a_only = { .before = fab_a_before };
+
+    rs_add_standalone_test("fabric/data", test_fabric_data, &both);
+    rs_add_standalone_test("fabric/off", test_fabric_off, &a_only);
+    rs_add_standalone_test("fabric/hostile", test_fabric_hostile, &a_only);
+    rs_add_standalone_test("fabric/migrate", test_fabric_migrate, &both);
+}
+
+libqos_init(register_fabric_tests);
