@@ -959,6 +959,10 @@ static bool rs_req_qp(RSCore *c, uint32_t qpn, bool active, unsigned *used)
     }
     if (!active || qp->state != RS_QPS_RTS || qp->req.rnr_wait ||
         rs_req_odp_waits(qp)) {
+        /* Link up, RTS, the RNR timer or the page fault kicks it again. */
+        if ((uint16_t)(qp->sq_pi - qp->req.sq_ci)) {
+            rs_dbrec_sq_arm(c, qpn);
+        }
         return false;
     }
 again:
