@@ -204,7 +204,7 @@ void rs_dbrec_qp_state(RSCore *c, uint32_t qpn)
         r->sq_active = false;
         rs_dbrec_store(c, r->addr, RS_DBR_SQ_ACTIVE, 0);
         trace_rdma_session_dbrec_active(qpn, "sq", 0);
-        smp_mb();
+        smp_mb();               /* store before load: take every post */
         if (err && !rs_dbrec_take(c, qpn, RS_DBR_SQ_PROD, qp->sq_log,
                                   qp->comp.sq_comp, &qp->sq_pi, "sq_prod")) {
             return;
@@ -214,7 +214,7 @@ void rs_dbrec_qp_state(RSCore *c, uint32_t qpn)
         r->rq_active = false;
         rs_dbrec_store(c, r->addr, RS_DBR_RQ_ACTIVE, 0);
         trace_rdma_session_dbrec_active(qpn, "rq", 0);
-        smp_mb();
+        smp_mb();               /* store before load: take every post */
         if (err) {
             rs_dbrec_take(c, qpn, RS_DBR_RQ_PROD, qp->rq_log,
                           qp->resp.rq_ci, &qp->rq_pi, "rq_prod");
