@@ -221,7 +221,7 @@ static inline void rs_ring_db(struct rs_context *ctx, unsigned int offset,
  * the MMIO doorbell only if the device is not reading the record.
  */
 static inline void rs_wq_db(struct rs_context *ctx, uint32_t *rec_prod,
-			    const uint32_t *rec_active, unsigned int offset,
+			    uint32_t *rec_active, unsigned int offset,
 			    uint32_t qpn, uint32_t pi)
 {
 	udma_to_device_barrier();
