@@ -42,7 +42,7 @@ static void dbrec_write_sq_wqe(QRdmaSession *d, LoopQp *q,
 }
 
 /*
- * Post a SEND as the provider does with a record at rec: the WQE, the
+ * Post a SEND as the provider does with a record at rec (0: none): the WQE, the
  * producer into the record, then the doorbell only if sq_active is 0.
  * True if it rang the doorbell.
  */
@@ -56,9 +56,11 @@ static bool dbrec_post_send(Loop *l, LoopQp *q, uint64_t rec, uint64_t wr_id,
     struct rs_sge sge = { .addr = addr, .length = len, .lkey = l->src_key };
 
     dbrec_write_sq_wqe(l->d, q, &w, &sge);
-    qtest_writel(qrs_qts(l->d), rec + REC_SQ_PROD, q->sq_pi & 0xffff);
-    if (dbrec_get(l->d, rec, REC_SQ_ACTIVE)) {
-        return false;
+    if (rec) {
+        qtest_writel(qrs_qts(l->d), rec + REC_SQ_PROD, q->sq_pi & 0xffff);
+        if (dbrec_get(l->d, rec, REC_SQ_ACTIVE)) {
+            return false;
+        }
     }
     qrs_db_writel(l->d, 0, RS_DB_SQ, q->qpn | (q->sq_pi & 0xffff) << 16);
     return true;
@@ -77,9 +79,11 @@ static bool dbrec_post_recv(Loop *l, LoopQp *q, uint64_t rec, uint64_t wr_id,
     qtest_memwrite(qrs_qts(l->d), slot, &w, sizeof(w));
     qtest_memwrite(qrs_qts(l->d), slot + sizeof(w), &sge, sizeof(sge));
     q->rq_pi++;
-    qtest_writel(qrs_qts(l->d), rec + REC_RQ_PROD, q->rq_pi & 0xffff);
-    if (dbrec_get(l->d, rec, REC_RQ_ACTIVE)) {
-        return false;
+    if (rec) {
+        qtest_writel(qrs_qts(l->d), rec + REC_RQ_PROD, q->rq_pi & 0xffff);
+        if (dbrec_get(l->d, rec, REC_RQ_ACTIVE)) {
+            return false;
+        }
     }
     qrs_db_writel(l->d, 0, RS_DB_RQ, q->qpn | (q->rq_pi & 0xffff) << 16);
     return true;
@@ -388,6 +392,66 @@ static void test_dbrec_migrate(void *obj, void *data, QGuestAllocator *alloc)
     qtest_quit(to);
 }
 
+/*
+ * A stream of n SENDs of len bytes from l->a to l->b with up to 8 of
+ * each queue outstanding, posted as the provider does (records at reca
+ * and recb, or 0 for none); the doorbell writes and record pickups it
+ * cost, per message.
+ */
+static void dbrec_stream(Loop *l, uint64_t reca, uint64_t recb, int n,
+                         uint32_t len, double *mmio, double *pickups)
+{
+    int sent = 0, recvd = 0, sdone = 0, rdone = 0;
+    struct rs_device_stats s0, s1;
+
+    dbrec_stats(l->d, &s0);
+    while (sdone < n || rdone < n) {
+        struct rs_cqe cqe;
+
+        while (recvd < n && recvd - rdone < 8) {
+            dbrec_post_recv(l, &l->b, recb, recvd++, l->dst, len);
+        }
+        while (sent < n && sent - sdone < 8 && sent < recvd) {
+            dbrec_post_send(l, &l->a, reca, 0x10000 + sent++, l->src, len);
+        }
+        loop_poll(l, &cqe);
+        g_assert_cmpuint(cqe.status, ==, RS_WC_SUCCESS);
+        if (cqe.opcode == RS_WR_RECV) {
+            g_assert_cmphex(cqe.wr_id, ==, rdone++);
+        } else {
+            g_assert_cmphex(cqe.wr_id, ==, 0x10000 + sdone++);
+        }
+    }
+    dbrec_stats(l->d, &s1);
+    *mmio = (double)(s1.db_mmio_writes - s0.db_mmio_writes) / n;
+    *pickups = (double)(s1.db_record_pickups - s0.db_record_pickups) / n;
+}
+
+/*
+ * Doorbells per message of a stream, without and with records: every
+ * receive post and some of the send posts need none with records.
+ */
+static void test_dbrec_stream(void *obj, void *data, QGuestAllocator *alloc)
+{
+    double off_mmio, off_pick, on_mmio, on_pick;
+    uint64_t reca, recb;
+    Loop l;
+
+    loop_setup(&l, obj);
+    dbrec_stream(&l, 0, 0, 256, 4096, &off_mmio, &off_pick);
+    reca = dbrec_new(l.d, l.a.h);
+    recb = dbrec_new(l.d, l.b.h);
+    dbrec_stream(&l, reca, recb, 256, 4096, &on_mmio, &on_pick);
+    g_test_message("doorbells per message: %.3f without records, %.3f "
+                   "with (%.3f posts per message from records)",
+                   off_mmio, on_mmio, on_pick);
+    g_assert_cmpfloat(off_mmio, ==, 2.0);
+    g_assert_cmpfloat(off_pick, ==, 0.0);
+    g_assert_cmpfloat(on_mmio, <=, 1.0);
+    g_assert_cmpfloat(on_mmio + on_pick, ==, 2.0);
+    assert_alive(l.d);
+}
+
 static void *dbrec_off_before(GString *cmd_line, void *arg)
 {
     const char *at = strstr(cmd_line->str, ",bundle=off");
@@ -438,6 +502,7 @@ static void register_dbrec_tests(void)
                  NULL);
     qos_add_test("dbrec/rq-pickup", "rdma-session", test_dbrec_rq_pickup,
                  NULL);
+    qos_add_test("dbrec/stream", "rdma-session", test_dbrec_stream, NULL);
     qos_add_test("dbrec/hostile-sq", "rdma-session", test_dbrec_hostile_sq,
                  NULL);
     qos_add_test("dbrec/hostile-rq", "rdma-session", test_dbrec_hostile_rq,
