@@ -29,6 +29,7 @@
 #include "qemu/osdep.h"
 #include "qapi/error.h"
 #include "qemu/atomic.h"
+#include "qemu/log.h"
 #include "migration/vmstate.h"
 #include "rdma-session-core.h"
 #include "trace.h"
