@@ -287,6 +287,7 @@ static void test_dbrec_hostile_sq(void *obj, void *data,
         .addr = 0x1000, .handle = 0, .rsvd = 1,
     };
     struct rs_device_stats s0, s1;
+    struct rs_qp_attr a;
     uint32_t ring;
     uint64_t rec;
     Loop l;
@@ -310,7 +311,8 @@ static void test_dbrec_hostile_sq(void *obj, void *data,
     g_assert_cmpuint(dbrec_get(l.d, rec, REC_SQ_ACTIVE), ==, 1);
     qtest_writel(qrs_qts(l.d), rec + REC_SQ_PROD, (ring + 2) & 0xffff);
     dbrec_stats(l.d, &s0);
-    modify_state(l.d, &l.a, RS_QPS_SQD, RS_QPS_RTS, 0, false);
+    std_attr(&a, RS_QPS_SQD, RS_QPS_RTS);
+    RS_ASSERT_OK(qrs_modify_qp(l.d, l.a.h, &a, RS_QP_ATTR_STATE));
     expect_event(l.d, RS_EV_QP_FATAL, l.a.h);
     g_assert_cmpuint(qp_state(l.d, l.a.h), ==, RS_QPS_ERR);
     g_assert_cmpuint(dbrec_get(l.d, rec, REC_SQ_ACTIVE), ==, 0);
