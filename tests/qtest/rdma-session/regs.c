@@ -476,8 +476,8 @@ static void test_properties(void *obj, void *data, QGuestAllocator *alloc)
         g_assert_true(desc && *desc);
         own++;
     }
-    /* mac, netdev and the adapter's 48 */
-    g_assert_cmpuint(own, ==, 50);
+    /* mac, netdev and the adapter's 49 */
+    g_assert_cmpuint(own, ==, 51);
     qobject_unref(r);
 }
 
