@@ -181,6 +181,16 @@ int rs_com_destroy_qp(struct rs_ibdev *dev, u32 handle)
 	return rs_com_destroy(dev, RS_CMD_DESTROY_QP, handle);
 }
 
+int rs_com_set_qp_db_record(struct rs_ibdev *dev, u32 handle, u64 addr)
+{
+	struct rs_admin_cmd cmd = {};
+
+	cmd.hdr.opcode = RS_CMD_SET_QP_DB_RECORD;
+	cmd.set_db_record.addr = addr;
+	cmd.set_db_record.handle = handle;
+	return rs_com_exec(dev, &cmd, NULL);
+}
+
 int rs_com_attach_mcast(struct rs_ibdev *dev, const struct rs_cmd_mcast *params)
 {
 	struct rs_admin_cmd cmd = {};

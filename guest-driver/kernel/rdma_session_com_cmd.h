@@ -85,6 +85,7 @@ int rs_com_modify_qp(struct rs_ibdev *dev,
 		     const struct rs_cmd_modify_qp *params);
 int rs_com_query_qp(struct rs_ibdev *dev, const struct rs_cmd_query *params);
 int rs_com_destroy_qp(struct rs_ibdev *dev, u32 handle);
+int rs_com_set_qp_db_record(struct rs_ibdev *dev, u32 handle, u64 addr);
 int rs_com_attach_mcast(struct rs_ibdev *dev,
 			const struct rs_cmd_mcast *params);
 int rs_com_detach_mcast(struct rs_ibdev *dev,

@@ -86,6 +86,8 @@ static const struct rdma_stat_desc rs_ib_stat_descs[RS_CNT_NUM] = {
 	[RS_CNT_DEV_CNP_RECEIVED].name = "cnp_received",
 	[RS_CNT_DEV_CNP_IGNORED].name = "cnp_ignored",
 	[RS_CNT_DEV_DCQCN_RATE_REDUCTIONS].name = "dcqcn_rate_reductions",
+	[RS_CNT_DEV_DB_MMIO_WRITES].name = "db_mmio_writes",
+	[RS_CNT_DEV_DB_RECORD_PICKUPS].name = "db_record_pickups",
 };
 
 static_assert(RS_CNT_NUM - RS_CNT_DRV_NUM ==
@@ -443,13 +445,18 @@ int rs_default_netid(struct rs_ibdev *dev, struct ib_pd *ibpd,
  * The counters there are: the device's (QUERY_STATS) came with ABI 1.4,
  * its transport counters with RS_CAP_DEVICE_COUNTERS (ABI 1.6), its data
  * buffer counters with ABI 1.8, the VLAN one with RS_CAP_VLAN (ABI 1.9),
- * the ECN ones with RS_CAP_ECN (ABI 1.10).
+ * the ECN ones with RS_CAP_ECN (ABI 1.10), the doorbell ones with ABI
+ * 1.11 (with or without RS_CAP_DB_RECORD: db-record=off counts too).
  */
 static int rs_stats_num(struct rs_ibdev *dev)
 {
 	if ((dev->rdev->caps & RS_CAP_DEVICE_COUNTERS) &&
-	    (dev->rdev->caps & RS_CAP_VLAN) && (dev->rdev->caps & RS_CAP_ECN))
+	    (dev->rdev->caps & RS_CAP_VLAN) && (dev->rdev->caps & RS_CAP_ECN) &&
+	    FIELD_GET(R_RS_VERSION_MINOR_MASK, dev->rdev->version) >= 11)
 		return RS_CNT_NUM;
+	if ((dev->rdev->caps & RS_CAP_DEVICE_COUNTERS) &&
+	    (dev->rdev->caps & RS_CAP_VLAN) && (dev->rdev->caps & RS_CAP_ECN))
+		return RS_CNT_DEV_V110_END;
 	if ((dev->rdev->caps & RS_CAP_DEVICE_COUNTERS) &&
 	    (dev->rdev->caps & RS_CAP_VLAN))
 		return RS_CNT_DEV_V19_END;
@@ -520,13 +527,17 @@ static int rs_ib_query_dev_stats(struct rs_ibdev *dev, u64 *value)
 	}
 	if (!err && rs_stats_num(dev) >= RS_CNT_DEV_V19_END)
 		value[RS_CNT_DEV_VLAN_RX_DROPPED] = st->vlan_rx_dropped;
-	if (!err && rs_stats_num(dev) == RS_CNT_NUM) {
+	if (!err && rs_stats_num(dev) >= RS_CNT_DEV_V110_END) {
 		value[RS_CNT_DEV_ECN_CE_RECEIVED] = st->ecn_ce_received;
 		value[RS_CNT_DEV_CNP_SENT] = st->cnp_sent;
 		value[RS_CNT_DEV_CNP_RECEIVED] = st->cnp_received;
 		value[RS_CNT_DEV_CNP_IGNORED] = st->cnp_ignored;
 		value[RS_CNT_DEV_DCQCN_RATE_REDUCTIONS] =
 			st->dcqcn_rate_reductions;
+	}
+	if (!err && rs_stats_num(dev) == RS_CNT_NUM) {
+		value[RS_CNT_DEV_DB_MMIO_WRITES] = st->db_mmio_writes;
+		value[RS_CNT_DEV_DB_RECORD_PICKUPS] = st->db_record_pickups;
 	}
 	dma_free_coherent(d, sizeof(*st), st, dma);
 	return err;

@@ -93,6 +93,10 @@ enum rs_ib_counter {
 	RS_CNT_DEV_CNP_RECEIVED,
 	RS_CNT_DEV_CNP_IGNORED,
 	RS_CNT_DEV_DCQCN_RATE_REDUCTIONS,
+	RS_CNT_DEV_V110_END,
+	/* ABI 1.11: every device of 1.11 counts, RS_CAP_DB_RECORD or not */
+	RS_CNT_DEV_DB_MMIO_WRITES = RS_CNT_DEV_V110_END,
+	RS_CNT_DEV_DB_RECORD_PICKUPS,
 	RS_CNT_NUM,
 };
 
@@ -267,6 +271,8 @@ struct rs_qp {
 	struct rs_session *sess;
 	u32 dest_qpn;
 	u64 dc_key;			/* DCT: its access key */
+	bool db_record;			/* user QP: a record in the SQ ring */
+	u32 db_record_offset;
 	bool has_av;
 	struct rdma_ah_attr av;		/* for query_qp */
 	struct ib_qp_cap cap;

@@ -270,7 +270,10 @@ static int rs_create_qp_udata(struct rs_ibdev *dev, struct ib_udata *udata,
 
 	if (err)
 		return err;
-	if (ucmd->flags || ucmd->rsvd[0] || ucmd->rsvd[1] ||
+	if ((ucmd->flags & ~RS_UVERBS_QP_F_DB_RECORD) ||
+	    ((ucmd->flags & RS_UVERBS_QP_F_DB_RECORD) &&
+	     !(dev->rdev->caps & RS_CAP_DB_RECORD)) ||
+	    ucmd->rsvd[0] || ucmd->rsvd[1] ||
 	    ucmd->dc_type > RS_UVERBS_DC_DCT ||
 	    (ucmd->dc_type != RS_UVERBS_DC_DCT && ucmd->dct_access_key)) {
 		ibdev_dbg(&dev->ibdev, "create_qp: driver data: DC type %u, flags %#x, key on a non-DCT %d, reserved %#x %#x\n",
@@ -380,6 +383,10 @@ static int rs_create_qp_uresp(struct rs_ibdev *dev, struct rs_qp *qp,
 	resp.rq_log_size = qp->rq.log;
 	resp.rq_stride = has_rq ? qp->rq.stride : 0;
 	resp.max_inline = has_sq ? inl : 0;
+	if (qp->db_record) {
+		resp.flags |= RS_UVERBS_QP_RESP_F_DB_RECORD;
+		resp.db_record_offset = qp->db_record_offset;
+	}
 	return ib_copy_to_udata(udata, &resp, min(udata->outlen, sizeof(resp)));
 }
 
@@ -396,7 +403,7 @@ int rs_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	struct rs_cmd_create_qp params = {};
 	struct rs_com_create_qp_result result;
 	u32 sq_n, rq_n, ssge, rsge, inl;
-	bool ini, has_rq, has_sq, dci, dct;
+	bool ini, has_rq, has_sq, dci, dct, want_dbr;
 	int type, err;
 
 	err = rs_create_qp_udata(dev, udata, &ucmd);
@@ -460,9 +467,16 @@ int rs_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	spin_lock_init(&qp->sq.lock);
 	spin_lock_init(&qp->rq.lock);
 
+	/*
+	 * A doorbell record (ABI 1.11) lives after the send WQEs, in the SQ
+	 * ring's pages: the process maps it with the ring.  stride << log is
+	 * a multiple of 64, so the record is aligned.
+	 */
+	want_dbr = udata && has_sq && (ucmd.flags & RS_UVERBS_QP_F_DB_RECORD);
 	if (has_sq) {
 		err = rs_buf_alloc(dev, &qp->sq.ring,
-				   (size_t)qp->sq.stride << qp->sq.log);
+				   ((size_t)qp->sq.stride << qp->sq.log) +
+				   (want_dbr ? sizeof(struct rs_db_record) : 0));
 		if (err)
 			return err;
 	}
@@ -508,6 +522,16 @@ int rs_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	err = xa_err(xa_store_irq(&dev->qps, qp->qpn, qp, GFP_KERNEL));
 	if (err)
 		goto err_destroy;
+	if (want_dbr) {
+		u32 off = qp->sq.stride << qp->sq.log;
+
+		/* Refused (an old device): the QP rings doorbells only. */
+		if (!rs_com_set_qp_db_record(dev, qp->handle,
+					     qp->sq.ring.dma + off)) {
+			qp->db_record = true;
+			qp->db_record_offset = off;
+		}
+	}
 
 	cap->max_send_wr = has_sq ? sq_n : 0;
 	cap->max_recv_wr = has_rq ? rq_n : 0;

@@ -272,6 +272,8 @@ static int rs_ib_alloc_ucontext(struct ib_ucontext *ibuc, struct ib_udata *udata
 	resp.max_inline = dev->rdev->attr.max_inline;
 	/* ABI 1.5: what rsdv_query_device() reports. */
 	resp.caps = dev->rdev->caps;
+	if (dev->rdev->caps & RS_CAP_DB_RECORD)
+		resp.flags |= RS_UVERBS_UCTX_F_DB_RECORD;
 	if (rs_has_dc(dev)) {
 		resp.max_dc_contexts = dev->rdev->attr.max_dc_contexts;
 		resp.dc_idle_us = dev->rdev->attr.dc_idle_us;

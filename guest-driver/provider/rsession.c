@@ -108,6 +108,7 @@ static struct verbs_context *rs_alloc_context(struct ibv_device *ibdev,
 	ctx->max_recv_sge = drv->max_recv_sge;
 	ctx->max_inline = drv->max_inline;
 	ctx->caps = drv->caps;
+	ctx->uflags = drv->flags;
 	ctx->max_dc_contexts = drv->max_dc_contexts;
 	ctx->dc_idle_us = drv->dc_idle_us;
 	ctx->max_mkey_entries = drv->max_mkey_entries;

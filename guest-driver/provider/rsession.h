@@ -10,6 +10,7 @@
 #ifndef RSESSION_H
 #define RSESSION_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
@@ -39,6 +40,7 @@ struct rs_context {
 	uint32_t max_inline;
 	/* ABI 1.5, from the ucontext response (0 from an older driver). */
 	uint32_t caps;			/* RS_CAP_* */
+	uint32_t uflags;		/* RS_UVERBS_UCTX_F_* (ABI 1.11) */
 	uint32_t max_dc_contexts;
 	uint32_t dc_idle_us;
 	uint32_t max_mkey_entries;
@@ -122,6 +124,12 @@ struct rs_qp {
 	struct rs_wq sq;
 	struct rs_wq rq;
 	uint8_t *sq_signaled;		/* per SQ slot: WQE asked for a CQE */
+	/*
+	 * ABI 1.11: the QP's doorbell record in the SQ mapping, or NULL.
+	 * Posts store the producer there and ring the doorbell only when
+	 * the device's active word for the queue is 0.
+	 */
+	struct rs_db_record *dbrec;
 	uint32_t qpn;
 	uint32_t max_inline;
 	bool sq_sig_all;
@@ -204,6 +212,31 @@ static inline void rs_ring_db(struct rs_context *ctx, unsigned int offset,
 			      uint32_t value)
 {
 	mmio_write32_le((uint8_t *)ctx->db + offset, htole32(value));
+}
+
+/*
+ * The doorbell of a QP's send or receive queue after its WQEs (the spec's
+ * "Doorbell records"): WQEs before the producer, the producer before the
+ * load of the device's active word (a full fence: store before load), and
+ * the MMIO doorbell only if the device is not reading the record.
+ */
+static inline void rs_wq_db(struct rs_context *ctx, uint32_t *rec_prod,
+			    uint32_t *rec_active, unsigned int offset,
+			    uint32_t qpn, uint32_t pi)
+{
+	udma_to_device_barrier();
+	if (rec_prod) {
+		atomic_store_explicit((_Atomic(uint32_t) *)rec_prod,
+				      htole32(pi & 0xffff),
+				      memory_order_relaxed);
+		atomic_thread_fence(memory_order_seq_cst);
+		if (le32toh(atomic_load_explicit(
+			    (_Atomic(uint32_t) *)rec_active,
+			    memory_order_relaxed)))
+			return;
+	}
+	rs_ring_db(ctx, offset, (qpn & RS_DB_INDEX_MASK) |
+		   (pi << RS_DB_VALUE_SHIFT));
 }
 
 int rs_query_device_ex(struct ibv_context *context,

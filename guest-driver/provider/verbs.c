@@ -1103,7 +1103,7 @@ static struct ibv_qp *rs_create_qp_common(struct ibv_context *context,
 	struct ibv_qp_init_attr_ex kattr;
 	bool xsend = attr->qp_type == IBV_QPT_XRC_SEND;
 	bool xrecv = attr->qp_type == IBV_QPT_XRC_RECV;
-	bool dci = false, dct = false;
+	bool dci = false, dct = false, want_dbr;
 	struct rs_qp *qp;
 	int dc_type;
 	int err;
@@ -1213,11 +1213,17 @@ static struct ibv_qp *rs_create_qp_common(struct ibv_context *context,
 		goto err_out;
 	}
 
-	if (dc_type) {
-		dc_cmd.drv_payload.dc_type = dci ? RS_UVERBS_DC_DCI :
+	/* ABI 1.11: a doorbell record, if the driver gives them. */
+	want_dbr = !xrecv && !dct &&
+		   (ctx->uflags & RS_UVERBS_UCTX_F_DB_RECORD);
+	if (dc_type || want_dbr) {
+		dc_cmd.drv_payload.dc_type = !dc_type ? RS_UVERBS_DC_NONE :
+					     dci ? RS_UVERBS_DC_DCI :
 						   RS_UVERBS_DC_DCT;
 		dc_cmd.drv_payload.dct_access_key =
 			dct ? dv->dc_init_attr.dct_access_key : 0;
+		dc_cmd.drv_payload.flags = want_dbr ?
+					   RS_UVERBS_QP_F_DB_RECORD : 0;
 		err = ibv_cmd_create_qp_ex(context, &qp->vqp, &kattr,
 					   &dc_cmd.ibv_cmd, sizeof(dc_cmd),
 					   &resp.ibv_resp, sizeof(resp));
@@ -1259,6 +1265,12 @@ static struct ibv_qp *rs_create_qp_common(struct ibv_context *context,
 			kattr.cap.max_send_sge);
 	if (err)
 		goto err_destroy;
+	if (want_dbr && (drv->flags & RS_UVERBS_QP_RESP_F_DB_RECORD) &&
+	    !(drv->db_record_offset % RS_DB_RECORD_ALIGN) &&
+	    (size_t)drv->db_record_offset + sizeof(struct rs_db_record) <=
+	    qp->sq.buf_len)
+		qp->dbrec = (struct rs_db_record *)(qp->sq.buf +
+						    drv->db_record_offset);
 	err = rs_map_wq(context, &qp->rq, drv->rq_mmap_key, drv->rq_bytes,
 			drv->rq_log_size, drv->rq_stride,
 			sizeof(struct rs_recv_wqe_ctrl),
@@ -1373,6 +1385,10 @@ int rs_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
 		qp->sq.pi = qp->sq.ci = 0;
 		memset(qp->sq_signaled, 0, qp->sq.wqe_cnt);
 		qp->rq.pi = qp->rq.ci = 0;
+		if (qp->dbrec) {
+			qp->dbrec->sq_prod = 0;
+			qp->dbrec->rq_prod = 0;
+		}
 	}
 	pthread_spin_unlock(&qp->rq.lock);
 	pthread_spin_unlock(&qp->sq.lock);
@@ -1637,9 +1653,10 @@ static int rs_set_bind(struct rs_send_wqe_ctrl *ctrl, struct ibv_mw *mw,
 
 static inline void rs_sq_doorbell(struct rs_qp *qp)
 {
-	udma_to_device_barrier();
-	rs_ring_db(to_rs_ctx(qp->vqp.qp.context), RS_DB_SQ,
-		   (qp->qpn & RS_DB_INDEX_MASK) | (qp->sq.pi << RS_DB_VALUE_SHIFT));
+	rs_wq_db(to_rs_ctx(qp->vqp.qp.context),
+		 qp->dbrec ? &qp->dbrec->sq_prod : NULL,
+		 qp->dbrec ? &qp->dbrec->sq_active : NULL, RS_DB_SQ,
+		 qp->qpn, qp->sq.pi);
 }
 
 /*
@@ -1849,12 +1866,11 @@ int rs_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	}
 	if (err)
 		*bad_wr = wr;
-	if (qp->rq.pi != start) {
-		udma_to_device_barrier();
-		rs_ring_db(to_rs_ctx(ibqp->context), RS_DB_RQ,
-			   (qp->qpn & RS_DB_INDEX_MASK) |
-			   (qp->rq.pi << RS_DB_VALUE_SHIFT));
-	}
+	if (qp->rq.pi != start)
+		rs_wq_db(to_rs_ctx(ibqp->context),
+			 qp->dbrec ? &qp->dbrec->rq_prod : NULL,
+			 qp->dbrec ? &qp->dbrec->rq_active : NULL, RS_DB_RQ,
+			 qp->qpn, qp->rq.pi);
 	pthread_spin_unlock(&qp->rq.lock);
 	return err;
 }

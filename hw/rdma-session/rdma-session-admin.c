@@ -130,6 +130,8 @@ static uint8_t rs_cmd_query_stats(RSCore *c, const struct rs_admin_cmd *cmd,
         .cnp_received = cpu_to_le64(s->cnp_received),
         .cnp_ignored = cpu_to_le64(s->cnp_ignored),
         .dcqcn_rate_reductions = cpu_to_le64(s->dcqcn_rate_reductions),
+        .db_mmio_writes = cpu_to_le64(s->db_mmio_writes),
+        .db_record_pickups = cpu_to_le64(s->db_record_pickups),
     };
 
     /* A driver of ABI 1.4 or 1.5 asks for (and gets) the first 64 bytes. */
@@ -196,6 +198,8 @@ static const struct {
     [RS_CMD_QUERY_NETID] = { "QUERY_NETID", rs_cmd_query_netid },
     [RS_CMD_REREG_MR] = { "REREG_MR", rs_cmd_rereg_mr },
     [RS_CMD_QUERY_SESSION] = { "QUERY_SESSION", rs_cmd_query_session },
+    [RS_CMD_SET_QP_DB_RECORD] = { "SET_QP_DB_RECORD",
+                                  rs_cmd_set_qp_db_record },
 };
 
 static void rs_admin_exec(RSCore *c, const struct rs_admin_cmd *cmd,

@@ -297,6 +297,7 @@ const RSFeature *const rs_features[] = {
     &rs_feature_ecn,        /* rdma-session-ecn.c */
     &rs_feature_dcqcn,      /* rdma-session-dcqcn.c */
     &rs_feature_fabric,     /* rdma-session-fabric.c: the local fabric */
+    &rs_feature_dbrec,      /* rdma-session-dbrec.c */
     NULL
 };
 
@@ -631,7 +632,8 @@ uint64_t rs_core_reg_read(RSCore *c, hwaddr addr)
               RS_CAP_DEVICE_COUNTERS | RS_CAP_COMP_CAUSE | RS_CAP_REREG_MR |
               RS_CAP_VLAN | RS_CAP_ECN |
               (c->p.odp ? RS_CAP_ODP : 0) |
-              (c->p.peer_dma ? RS_CAP_PEER_DMA : 0);
+              (c->p.peer_dma ? RS_CAP_PEER_DMA : 0) |
+              (c->p.db_record ? RS_CAP_DB_RECORD : 0);
         break;
     case A_RS_DB_PAGES:
         val = c->p.db_pages;
@@ -799,6 +801,9 @@ void rs_core_db_write(RSCore *c, hwaddr addr, uint32_t val)
         RS_GUEST_ERR(rdma_session_err_db_not_ready, "doorbell 0x%x while the "
                      "device is not ready", val);
         return;
+    }
+    if (reg == RS_DB_SQ || reg == RS_DB_RQ || reg == RS_DB_SRQ) {
+        c->stats.db_mmio_writes++;
     }
     switch (reg) {
     case RS_DB_SQ:

@@ -55,6 +55,7 @@ typedef struct RSParams {
     bool peer_dma;              /* peer-dma: data in peer BARs */
     uint32_t bundle_max;        /* x-bundle-max: largest bundle frame */
     bool ecn;                   /* ecn: send ECT(0), answer CE with CNPs */
+    bool db_record;             /* db-record: RS_CAP_DB_RECORD */
     uint32_t cnp_interval_us;   /* cnp-interval: per QP between CNPs */
     /* DCQCN (rdma-session-dcqcn.c): rates in Mbps, alpha and g /1024 */
     bool dcqcn;                 /* dcqcn: CNPs lower the QP's rate */
@@ -822,6 +823,8 @@ struct RSCore {
     int64_t *cnp_next;
     /* DCQCN (rdma-session-dcqcn.c): per QP index; the periods' timer. */
     RSDcqcn *dcqcn;
+    /* Doorbell records (rdma-session-dbrec.c): per QP index. */
+    struct RSDbRec *dbrec;
     QEMUTimer *dcqcn_timer;
     bool data_ram_only;         /* rs_data_*: no peer BARs, for now */
 
@@ -972,6 +975,7 @@ extern const RSFeature rs_feature_netid;
 extern const RSFeature rs_feature_ecn;
 extern const RSFeature rs_feature_dcqcn;
 extern const RSFeature rs_feature_fabric;
+extern const RSFeature rs_feature_dbrec;
 
 /*
  * The features in the order their hooks run, NULL-terminated
@@ -1462,6 +1466,26 @@ void rs_dcqcn_qp_created(RSCore *c, uint32_t qpn);
 uint32_t rs_dcqcn_rate(RSCore *c, uint32_t qpn, uint32_t *target,
                        uint32_t *alpha);
 extern const VMStateDescription vmstate_rs_dcqcn;
+
+/*
+ * rdma-session-dbrec.c: doorbell records (ABI 1.11).  addr 0: none;
+ * sq_active/rq_active: what the device last stored in the record.
+ */
+typedef struct RSDbRec {
+    uint64_t addr;
+    bool sq_active;
+    bool rq_active;
+} RSDbRec;
+
+uint8_t rs_cmd_set_qp_db_record(RSCore *c, const struct rs_admin_cmd *cmd,
+                                struct rs_admin_cqe *cqe);
+bool rs_dbrec_sq_fetch(RSCore *c, uint32_t qpn);
+void rs_dbrec_sq_arm(RSCore *c, uint32_t qpn);
+bool rs_dbrec_sq_idle(RSCore *c, uint32_t qpn);
+void rs_dbrec_rq_fetch(RSCore *c, uint32_t qpn);
+void rs_dbrec_qp_state(RSCore *c, uint32_t qpn);
+void rs_dbrec_qp_gone(RSCore *c, uint32_t qpn);
+extern const VMStateDescription vmstate_rs_dbrec;
 
 /* rdma-session-engine.c: the migration hold (the switchover) */
 void rs_migration_hold_start(RSCore *c);

@@ -383,6 +383,7 @@ const VMStateDescription vmstate_rs_core = {
         &vmstate_rs_ecn_counters,
         &vmstate_rs_dcqcn,
         &vmstate_rs_netids,
+        &vmstate_rs_dbrec,
         NULL
     },
 };

@@ -529,6 +529,7 @@ static const Property rs_properties[] = {
     DEFINE_PROP_STRING("local-fabric", RSState, core.p.local_fabric),
     DEFINE_PROP_BOOL("peer-dma", RSState, core.p.peer_dma, true),
     DEFINE_PROP_BOOL("ecn", RSState, core.p.ecn, true),
+    DEFINE_PROP_BOOL("db-record", RSState, core.p.db_record, true),
     DEFINE_PROP_UINT32("cnp-interval", RSState, core.p.cnp_interval_us, 50),
     DEFINE_PROP_BOOL("dcqcn", RSState, core.p.dcqcn, true),
     DEFINE_PROP_UINT32("dcqcn-line-rate", RSState, core.p.dcqcn_line_rate,
@@ -629,6 +630,8 @@ static const struct {
     { "peer-dma", "data buffers may be in other PCI devices' memory BARs "
                   "(peer-to-peer)" },
     { "ecn", "send RoCE packets ECN-capable, answer CE marks with CNPs" },
+    { "db-record", "QP doorbell records: posts without MMIO doorbells "
+                   "(RS_CAP_DB_RECORD)" },
     { "cnp-interval", "microseconds between a QP's CNPs (0-1000000)" },
     { "dcqcn", "CNPs lower the QP's sending rate (DCQCN)" },
     { "dcqcn-line-rate", "DCQCN: rate of a QP without congestion, Mbps" },

@@ -257,6 +257,8 @@ static RdmaSessionCounters *rs_qmp_counters(RSCore *c)
     r->cnp_received = s->cnp_received;
     r->cnp_ignored = s->cnp_ignored;
     r->dcqcn_rate_reductions = s->dcqcn_rate_reductions;
+    r->db_mmio_writes = s->db_mmio_writes;
+    r->db_record_pickups = s->db_record_pickups;
     return r;
 }
 
@@ -519,7 +521,9 @@ static void rs_hmp_one(Monitor *mon, const RdmaSessionInfo *d)
                    PRIu64 "\n    vlan-rx-dropped %" PRIu64
                    " ecn-ce-received %" PRIu64 " cnp-sent %" PRIu64
                    " cnp-received %" PRIu64 " cnp-ignored %" PRIu64
-                   "\n    dcqcn-rate-reductions %" PRIu64 "\n",
+                   "\n    dcqcn-rate-reductions %" PRIu64
+                   " db-mmio-writes %" PRIu64 " db-record-pickups %" PRIu64
+                   "\n",
                    n->tx_packets, n->tx_bytes, n->rx_packets, n->rx_bytes,
                    n->retransmits, n->ack_timeouts, n->seq_naks_sent,
                    n->seq_naks_rcvd, n->rnr_naks_sent, n->rnr_naks_rcvd,
@@ -531,7 +535,8 @@ static void rs_hmp_one(Monitor *mon, const RdmaSessionInfo *d)
                    n->peer_dma_write_bytes, n->data_dma_refused,
                    n->vlan_rx_dropped, n->ecn_ce_received, n->cnp_sent,
                    n->cnp_received, n->cnp_ignored,
-                   n->dcqcn_rate_reductions);
+                   n->dcqcn_rate_reductions, n->db_mmio_writes,
+                   n->db_record_pickups);
 }
 
 void hmp_info_rdma_session(Monitor *mon, const QDict *qdict)

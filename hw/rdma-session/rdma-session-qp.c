@@ -751,6 +751,7 @@ uint8_t rs_cmd_modify_qp(RSCore *c, const struct rs_admin_cmd *cmd,
         rs_qp_to_err(c, idx);       /* flushes its work requests */
     }
     qp->state = next;
+    rs_dbrec_qp_state(c, idx);
     if (next == RS_QPS_RTS) {
         c->engine->kick(c);
     }
@@ -833,6 +834,7 @@ static void rs_qp_release(RSCore *c, uint32_t idx)
             c->srqs[qp->srq].refs--;
         }
     }
+    rs_dbrec_qp_gone(c, idx);
     qp->valid = false;
     qp->gen++;
 }
@@ -927,6 +929,7 @@ void rs_qp_to_err(RSCore *c, uint32_t qpn)
             rs_core_raise_event(c, RS_EV_QP_LAST_WQE_REACHED,
                                 rs_handle(qpn, qp->gen), 0);
         }
+        rs_dbrec_qp_state(c, qpn);  /* posts ring the doorbells now */
     }
     c->engine->kick(c);
 }

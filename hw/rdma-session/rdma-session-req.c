@@ -973,10 +973,19 @@ static bool rs_req_qp(RSCore *c, uint32_t qpn, bool active, unsigned *used)
         /* Flushing needs no link. */
         return rs_qp_flush(c, qpn, budget);
     }
-    if (!active || !qp->valid || qp->state != RS_QPS_RTS || qp->req.rnr_wait ||
-        rs_req_odp_waits(qp)) {
+    /* A doorbell record the device reads: what was posted since. */
+    if (!qp->valid || !rs_dbrec_sq_fetch(c, qpn)) {
         return false;
     }
+    if (!active || qp->state != RS_QPS_RTS || qp->req.rnr_wait ||
+        rs_req_odp_waits(qp)) {
+        /* Link up, RTS, the RNR timer or the page fault kicks it again. */
+        if ((uint16_t)(qp->sq_pi - qp->req.sq_ci)) {
+            rs_dbrec_sq_arm(c, qpn);
+        }
+        return false;
+    }
+again:
     if ((uint16_t)(qp->sq_pi - qp->req.sq_ci) > (1u << qp->sq_log)) {
         RS_GUEST_ERR(rdma_session_err_sq_overrun, "QP %u: SQ producer "
                      "%u is more than a ring ahead of %u", qpn,
@@ -994,6 +1003,22 @@ static bool rs_req_qp(RSCore *c, uint32_t qpn, bool active, unsigned *used)
         }
         if (!rs_req_wqe(c, qpn, qp, &budget)) {
             break;
+        }
+    }
+    if (qp->valid && qp->state == RS_QPS_RTS) {
+        /*
+         * Unsent WQEs: the device comes back to them (bottom half, ACK,
+         * timer, page fault) and reads the record then.  None: idle, and
+         * what was posted meanwhile is taken now.
+         */
+        if ((uint16_t)(qp->sq_pi - qp->req.sq_ci)) {
+            rs_dbrec_sq_arm(c, qpn);
+        } else if (rs_dbrec_sq_idle(c, qpn)) {
+            if (budget) {
+                goto again;
+            }
+            rs_dbrec_sq_arm(c, qpn);
+            more = true;
         }
     }
     *used = RS_REQ_BUDGET - budget;

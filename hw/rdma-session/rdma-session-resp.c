@@ -256,6 +256,10 @@ static bool rs_rq_empty(RSCore *c, RSQp *qp)
         /* A producer more than a ring ahead is a guest error: empty. */
         return !qp->resp.srq_claimed && (!n || n > (1u << s->log_size));
     }
+    if (!(uint16_t)(qp->rq_pi - qp->resp.rq_ci)) {
+        /* Posted through a doorbell record without a doorbell? */
+        rs_dbrec_rq_fetch(c, qp - c->qps);
+    }
     return !(uint16_t)(qp->rq_pi - qp->resp.rq_ci);
 }
 

@@ -200,7 +200,7 @@ int main(void)
         F(rs_cmd_odp_invalidate, rsvd, 4),
         F(rs_cmd_odp_invalidate, va, 8),
         F(rs_cmd_odp_invalidate, length, 16));
-    CHECK_STRUCT(rs_device_stats, 240,
+    CHECK_STRUCT(rs_device_stats, 256,
         F(rs_device_stats, odp_faults, 0),
         F(rs_device_stats, odp_resolved_pages, 8),
         F(rs_device_stats, odp_invalidations, 16),
@@ -230,7 +230,18 @@ int main(void)
         F(rs_device_stats, cnp_sent, 208),
         F(rs_device_stats, cnp_received, 216),
         F(rs_device_stats, cnp_ignored, 224),
-        F(rs_device_stats, dcqcn_rate_reductions, 232));
+        F(rs_device_stats, dcqcn_rate_reductions, 232),
+        F(rs_device_stats, db_mmio_writes, 240),
+        F(rs_device_stats, db_record_pickups, 248));
+    CHECK_STRUCT(rs_db_record, 16,
+        F(rs_db_record, sq_prod, 0),
+        F(rs_db_record, sq_active, 4),
+        F(rs_db_record, rq_prod, 8),
+        F(rs_db_record, rq_active, 12));
+    CHECK_STRUCT(rs_cmd_set_qp_db_record, 16,
+        F(rs_cmd_set_qp_db_record, addr, 0),
+        F(rs_cmd_set_qp_db_record, handle, 8),
+        F(rs_cmd_set_qp_db_record, rsvd, 12));
     CHECK_STRUCT(rs_session_attr, 104,
         F(rs_session_attr, dst_ip, 0),
         F(rs_session_attr, dmac, 16),
@@ -575,7 +586,7 @@ int main(void)
     CHECK_VALUE(RS_DB_CQ_ARM, 0x18);
     CHECK_VALUE(RS_DB_SRQ, 0x20);
     CHECK_VALUE(RS_ABI_VERSION_MAJOR, 1);
-    CHECK_VALUE(RS_ABI_VERSION_MINOR, 10);
+    CHECK_VALUE(RS_ABI_VERSION_MINOR, 11);
     CHECK_VALUE(RS_CMD_CREATE_SRQ, 0x20);
     CHECK_VALUE(RS_CMD_MODIFY_SRQ, 0x21);
     CHECK_VALUE(RS_CMD_DESTROY_SRQ, 0x22);
@@ -670,6 +681,12 @@ int main(void)
     CHECK_VALUE(RS_AV_PRIO_SHIFT, 24);
     CHECK_VALUE(RS_AV_PRIO_MASK, 0x7000000);
     CHECK_VALUE(RS_WC_F_VLAN, 0x20);
+    /* ABI 1.11: doorbell records. */
+    CHECK_VALUE(RS_CAP_DB_RECORD, 0x2000000);
+    CHECK_VALUE(RS_CMD_SET_QP_DB_RECORD, 0x33);
+    CHECK_VALUE(RS_DB_RECORD_ALIGN, 16);
+    CHECK_VALUE(RS_DEVICE_STATS_V110, 240);
+    CHECK_VALUE(RS_DEVICE_STATS_V111, 256);
 
     printf("1..%d\n", tests);
     if (failures) {

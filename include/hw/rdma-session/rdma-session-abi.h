@@ -81,9 +81,13 @@
  * sent ECN-capable, a CE-marked packet answered with a CNP to its sender
  * (rate-limited per QP), a CNP lowering its QP's sending rate (DCQCN),
  * QUERY_STATS from ecn_ce_received on.
+ * Minor 11: doorbell records (RS_CAP_DB_RECORD): SET_QP_DB_RECORD gives a
+ * QP a struct rs_db_record in guest memory through which posts reach the
+ * device without an MMIO doorbell while the device says it is active;
+ * QUERY_STATS from db_mmio_writes on.
  */
 #define RS_ABI_VERSION_MAJOR    1
-#define RS_ABI_VERSION_MINOR    10
+#define RS_ABI_VERSION_MINOR    11
 
 #define RS_BAR_REGS             0       /* registers, RS_REGS_SIZE bytes */
 #define RS_BAR_MSIX             1       /* MSI-X table and PBA */
@@ -176,6 +180,7 @@ REG32(RS_COMP_CAUSE, 0x400)             /* 64 registers, one per vector */
 #define RS_CAP_PEER_DMA         (1u << 22) /* data in peer BARs (1.8) */
 #define RS_CAP_VLAN             (1u << 23) /* 802.1Q tags, priorities (1.9) */
 #define RS_CAP_ECN              (1u << 24) /* ECN marks, CNPs (1.10) */
+#define RS_CAP_DB_RECORD        (1u << 25) /* doorbell records (1.11) */
 
 enum rs_fatal {
     RS_FATAL_NONE = 0,
@@ -292,6 +297,7 @@ enum rs_admin_opcode {
     RS_CMD_QUERY_NETID = 0x30,      /* ABI 1.6: struct rs_netid_attr */
     RS_CMD_REREG_MR = 0x31,         /* ABI 1.7 (RS_CAP_REREG_MR) */
     RS_CMD_QUERY_SESSION = 0x32,    /* ABI 1.6: struct rs_session_attr */
+    RS_CMD_SET_QP_DB_RECORD = 0x33, /* ABI 1.11 (RS_CAP_DB_RECORD) */
     RS_CMD_MAX = 0x35,
 };
 
@@ -443,6 +449,57 @@ struct rs_cmd_create_qp {
  */
 
 #define RS_QP_F_SIGNAL_ALL      (1u << 0)
+
+/*
+ * Doorbell records (ABI 1.11, RS_CAP_DB_RECORD), after mlx5's doorbell
+ * records and virtio's notification suppression.  SET_QP_DB_RECORD, sent
+ * after CREATE_QP, gives a QP (one with a send queue) the guest-physical
+ * address of a struct rs_db_record: 16-byte aligned, in guest RAM, owned
+ * by the QP until DESTROY_QP or a SET_QP_DB_RECORD with addr 0.  The
+ * command zeroes sq_active and, for a QP with a receive queue of its own
+ * (no SRQ), sets rq_active to 1 while the QP is in Init, RTR, RTS, SQD or
+ * SQE (0 in Reset and Error); it does not read the producers (the driver
+ * sets them first, to the values it last wrote to the doorbells).  A QP
+ * moved to Reset keeps its record; the driver resets its producers as it
+ * resets the rings.
+ *
+ * The producers have the doorbells' form: a free-running 16-bit index in
+ * bits 0-15, bits 16-31 zero.  Posting (driver):
+ *   write the WQEs;
+ *   write barrier (udma_to_device_barrier, dma_wmb);
+ *   store sq_prod (rq_prod);
+ *   full barrier, store before load (atomic_thread_fence(seq_cst), smp_mb);
+ *   load sq_active (rq_active); if 0, write the doorbell as without a
+ *   record (RS_DB_SQ / RS_DB_RQ, the same value).
+ * Device: while it has work on the send queue that it will come back to
+ * by itself (more than one run's budget, a window or rate limit, an RNR
+ * wait, a page fault, an ACK to come) it keeps sq_active 1 and reads
+ * sq_prod each time it resumes the queue.  When the queue runs empty it
+ * stores sq_active 0, then (smp_mb) reads sq_prod once more and goes on
+ * if it moved, so a post that saw sq_active 1 is never lost.  The receive
+ * side reads rq_prod whenever it needs a receive WQE and the producer it
+ * knows says the queue is empty: rq_active stays 1 and receive posts need
+ * no doorbell, until the QP enters Error (rq_active 0: posts ring the
+ * doorbell, which flushes them).  An MMIO doorbell is always accepted.
+ * A producer more than the ring's size ahead of the device's consumer, or
+ * with bits 16-31 set, makes the QP fatal (Error, RS_EV_QP_FATAL) and
+ * drops the record (both active words 0).
+ */
+struct rs_db_record {
+    uint32_t sq_prod;               /* driver: SQ producer index */
+    uint32_t sq_active;             /* device: 1, sq_prod is read */
+    uint32_t rq_prod;               /* driver: RQ producer index */
+    uint32_t rq_active;             /* device: 1, rq_prod is read */
+};
+
+#define RS_DB_RECORD_ALIGN      16
+
+/* SET_QP_DB_RECORD: completes with the QP's handle. */
+struct rs_cmd_set_qp_db_record {
+    uint64_t addr;                  /* struct rs_db_record; 0: none */
+    uint32_t handle;                /* the QP */
+    uint32_t rsvd;                  /* 0 */
+};
 
 /*
  * Shared receive queue: a ring of receive WQEs (struct rs_recv_wqe_ctrl and
@@ -626,12 +683,17 @@ struct rs_device_stats {
     uint64_t cnp_received;          /* CNPs for one of our QPs */
     uint64_t cnp_ignored;           /* CNPs for no QP, or failing checks */
     uint64_t dcqcn_rate_reductions; /* CNPs that lowered a QP's rate */
+    /* ABI 1.11 (RS_CAP_DB_RECORD) */
+    uint64_t db_mmio_writes;        /* SQ, RQ and SRQ doorbell writes */
+    uint64_t db_record_pickups;     /* WQEs taken from a doorbell record */
 };
 
 #define RS_DEVICE_STATS_V14     64  /* bytes of ABI 1.4 and 1.5 */
 #define RS_DEVICE_STATS_V16     152 /* bytes of ABI 1.6 and 1.7 */
 #define RS_DEVICE_STATS_V18     192 /* bytes of ABI 1.8 */
 #define RS_DEVICE_STATS_V19     200 /* bytes of ABI 1.9 */
+#define RS_DEVICE_STATS_V110    240 /* bytes of ABI 1.10 */
+#define RS_DEVICE_STATS_V111    256 /* bytes of ABI 1.11 */
 
 /*
  * A memory window of PD pd in the key table of gid_index's network
@@ -907,6 +969,7 @@ struct rs_admin_cmd {
         struct rs_cmd_odp_resolve odp_resolve;
         struct rs_cmd_odp_invalidate odp_invalidate;
         struct rs_cmd_reg_mkey_list reg_mkey;
+        struct rs_cmd_set_qp_db_record set_db_record;
         uint8_t raw[56];
     };
 };
@@ -1392,7 +1455,9 @@ RS_ABI_SIZE(struct rs_cmd_modify_srq, 24);
 RS_ABI_SIZE(struct rs_cmd_mcast, 24);
 RS_ABI_SIZE(struct rs_cmd_odp_resolve, 32);
 RS_ABI_SIZE(struct rs_cmd_odp_invalidate, 24);
-RS_ABI_SIZE(struct rs_device_stats, 240);
+RS_ABI_SIZE(struct rs_device_stats, 256);
+RS_ABI_SIZE(struct rs_db_record, 16);
+RS_ABI_SIZE(struct rs_cmd_set_qp_db_record, 16);
 RS_ABI_SIZE(struct rs_session_attr, 104);
 
 #endif /* HW_RDMA_SESSION_ABI_H */

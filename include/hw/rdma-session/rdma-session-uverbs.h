@@ -35,8 +35,15 @@ struct rs_uverbs_alloc_ucontext_resp {
 	__u32 max_mkey_entries;
 	__u32 max_mkey_nest;
 	__u32 dc_idle_us;
-	__u32 rsvd2;
+	__u32 flags;                    /* RS_UVERBS_UCTX_F_* (was rsvd2) */
 };
+
+/*
+ * Since ABI 1.11: the driver gives QPs doorbell records on request (the
+ * device has RS_CAP_DB_RECORD and the driver knows them).  An older
+ * driver leaves flags 0 and refuses RS_UVERBS_QP_F_DB_RECORD.
+ */
+#define RS_UVERBS_UCTX_F_DB_RECORD      (1u << 0)
 
 /*
  * Since ABI 1.6 (optional input): the PD's network identity, as the
@@ -91,9 +98,21 @@ enum rs_uverbs_dc_type {
 	RS_UVERBS_DC_DCT = 2,           /* DC target: SRQ and receive CQ */
 };
 
+/*
+ * RS_UVERBS_QP_F_DB_RECORD (only if the context has
+ * RS_UVERBS_UCTX_F_DB_RECORD): a QP with a send queue gets a struct
+ * rs_db_record in its SQ ring's mapping, after the WQEs, at the
+ * response's db_record_offset, and the response says
+ * RS_UVERBS_QP_RESP_F_DB_RECORD.  Without that flag in the response
+ * (none asked, no send queue, or the driver could not set it) the QP
+ * rings doorbells as before.
+ */
+#define RS_UVERBS_QP_F_DB_RECORD        (1u << 0)
+#define RS_UVERBS_QP_RESP_F_DB_RECORD   (1u << 0)
+
 struct rs_uverbs_create_qp {
 	__u32 dc_type;                  /* enum rs_uverbs_dc_type */
-	__u32 flags;                    /* none defined: 0 */
+	__u32 flags;                    /* RS_UVERBS_QP_F_* */
 	__aligned_u64 dct_access_key;   /* DCT: the key DCIs must present */
 	__u32 rsvd[2];
 };
@@ -109,6 +128,9 @@ struct rs_uverbs_create_qp_resp {
 	__u32 sq_stride;                /* bytes per send WQE */
 	__u32 rq_stride;                /* bytes per receive WQE */
 	__u32 max_inline;
+	/* Since ABI 1.11 (a provider that gets fewer bytes sees none). */
+	__u32 flags;                    /* RS_UVERBS_QP_RESP_F_* */
+	__u32 db_record_offset;         /* in the SQ mapping */
 };
 
 /*

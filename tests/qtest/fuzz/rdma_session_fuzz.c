@@ -73,7 +73,7 @@ static RSFOp *const rsf_ops[] = {
     rsf_op_roce, rsf_op_roce, rsf_op_roce, rsf_op_bth, rsf_op_raw,
     rsf_op_clock, rsf_op_post_send, rsf_op_post_recv, rsf_op_cq,
     rsf_op_odp, rsf_op_bundle, rsf_op_spoof, rsf_op_hello, rsf_op_reply,
-    rsf_op_rereg,
+    rsf_op_rereg, rsf_op_dbrec,
 };
 
 RSFOp *rsf_op_get(uint8_t sel)

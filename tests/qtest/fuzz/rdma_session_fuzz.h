@@ -143,6 +143,7 @@ typedef struct RSFState {
     struct rs_cmd_create_srq srq_c;
     uint32_t dsrq, dsrq_pi;         /* the DC target's basic SRQ */
     struct rs_cmd_create_srq dsrq_c;
+    uint64_t dbrec;                 /* doorbell records: a page, or 0 */
 } RSFState;
 
 extern RSFState rsf;
@@ -259,6 +260,8 @@ void rsf_op_cq(RSFState *f, QTestState *s, const uint8_t *d,
 void rsf_op_odp(RSFState *f, QTestState *s, const uint8_t *d,
                 size_t len);
 void rsf_op_rereg(RSFState *f, QTestState *s, const uint8_t *d,
+                  size_t len);
+void rsf_op_dbrec(RSFState *f, QTestState *s, const uint8_t *d,
                   size_t len);
 
 /* rdma_session_fuzz_bundle.c */

@@ -467,3 +467,62 @@ void rsf_op_rereg(RSFState *f, QTestState *s, const uint8_t *d,
     }
     qrs_admin_cmd(&f->d, RS_CMD_REREG_MR, &c, sizeof(c), NULL, NULL);
 }
+
+/*
+ * Doorbell records (ABI 1.11): qp, mode, value (4 bytes).  Mode bits 0-1:
+ * SET_QP_DB_RECORD with the QP's record (a 16-byte slot of a page of the
+ * input's own), none (0), a misaligned one or the value as an address;
+ * bit 2: value into sq_prod, bit 3: into rq_prod, bit 4: into both
+ * active words (the device's); bit 5: then kick the QP's SQ with its
+ * doorbell.  Hostile producers make their QP fatal, nothing else.
+ */
+void rsf_op_dbrec(RSFState *f, QTestState *s, const uint8_t *d,
+                  size_t len)
+{
+    struct rs_cmd_set_qp_db_record c = { 0 };
+    RSFQp *q;
+    uint64_t rec;
+    uint32_t v;
+
+    if (len < 6) {
+        return;
+    }
+    q = rsf_qp_sel(f, d[0]);
+    v = ldl_le_p(d + 2);
+    if (!f->dbrec) {
+        f->dbrec = guest_alloc(&f->alloc, 2 * RSF_PAGE);
+        f->dbrec = ROUND_UP(f->dbrec, RSF_PAGE);
+        qtest_memset(s, f->dbrec, 0, RSF_PAGE);
+    }
+    rec = f->dbrec + (q - f->qp) * sizeof(struct rs_db_record);
+    switch (d[1] & 3) {
+    case 0:
+        c.addr = rec;
+        break;
+    case 1:
+        c.addr = 0;
+        break;
+    case 2:
+        c.addr = rec + 8;
+        break;
+    default:
+        c.addr = (uint64_t)v << 4;
+        break;
+    }
+    c.handle = q->h;
+    qrs_admin_cmd(&f->d, RS_CMD_SET_QP_DB_RECORD, &c, sizeof(c), NULL, NULL);
+    if (d[1] & 4) {
+        qtest_writel(s, rec + offsetof(struct rs_db_record, sq_prod), v);
+    }
+    if (d[1] & 8) {
+        qtest_writel(s, rec + offsetof(struct rs_db_record, rq_prod), v);
+    }
+    if (d[1] & 0x10) {
+        qtest_writel(s, rec + offsetof(struct rs_db_record, sq_active), v);
+        qtest_writel(s, rec + offsetof(struct rs_db_record, rq_active), v);
+    }
+    if (d[1] & 0x20) {
+        qrs_db_writel(&f->d, 0, RS_DB_SQ,
+                      q->qpn | (q->sq_pi & 0xffff) << 16);
+    }
+}

@@ -9,7 +9,7 @@
 import struct, os, sys
 out = sys.argv[1]
 SEP = b"RSFZ"
-ROCE, BTH, RAW, CLOCK, POST_SEND, POST_RECV, CQ, ODP, BUNDLE, SPOOF, HELLO, REPLY, REREG = 0, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14
+ROCE, BTH, RAW, CLOCK, POST_SEND, POST_RECV, CQ, ODP, BUNDLE, SPOOF, HELLO, REPLY, REREG, DBREC = 0, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15
 LOOP_A, LOOP_B, RC, UC, UD, RC6, XINI, XTGT, DCI, DCT, DCT2 = range(11)
 MR_ALL, MR_RO, MR_ALL6, MR_BIG, MW_1, MW_2, MR_ODP, MR_ODPI, MR_IND, MR_PAT, MR_PEER = range(11)
 TRANS, PD, ACCESS = 1, 2, 4
@@ -201,3 +201,14 @@ cnp_rc = roce(RC, 0x81, ctl=0x01, ext=bytes(16))
 write("ecn-dcqcn-pace", [cnp_rc] * 24 + [post(RC, 0x00, MR_ALL, 4096), post(RC, 0x00, MR_ALL, 4096, 64),
                                          clock(100_000), wr(RC, MR_ALL), cnp_rc, clock(1_000_000),
                                          post(RC, 0x00, MR_ALL, 2048), clock(10_000_000), clock(50_000_000)])
+# Doorbell records (ABI 1.11): records for the loopback and RC QPs, work
+# posted with doorbells, then hostile producers (a ring and more ahead,
+# bits 16-31, behind the consumer), scribbled active words, misaligned and
+# outside-RAM records, a record dropped and set again, each kicked.
+def dbrec(qp, mode, val=0):
+    return bytes([DBREC, qp, mode]) + struct.pack("<I", val & 0xffffffff)
+write("dbrec-hostile", [dbrec(LOOP_A, 0), dbrec(LOOP_B, 0), dbrec(RC, 0), post(RC, 0x00, MR_ALL, 512),
+                        dbrec(RC, 0x04 | 0x20, 0x41), dbrec(LOOP_A, 0x04 | 0x10 | 0x20, 1),
+                        dbrec(LOOP_B, 0x08, 0x10005), send(RC), dbrec(RC, 0x10, 0xffffffff),
+                        dbrec(RC, 0x04 | 0x20, 0xffff), dbrec(UD, 2), dbrec(UD, 3, 0xfffffff0),
+                        dbrec(UC, 1), dbrec(UC, 0x04 | 0x20, 3), clock(1_000_000)])

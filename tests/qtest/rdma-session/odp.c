@@ -214,8 +214,8 @@ static void test_odp_objects(void *obj, void *data, QGuestAllocator *alloc)
     odp_query_device(d, &attr);
     g_assert_cmphex(attr.caps & RS_CAP_ODP, ==, RS_CAP_ODP);
     g_assert_cmphex(qrs_readl(d, A_RS_CAPS), ==, attr.caps);
-    g_assert_cmphex(attr.abi_version, ==, 0x0001000a);
-    g_assert_cmphex(qrs_readl(d, A_RS_VERSION), ==, 0x0001000a);
+    g_assert_cmphex(attr.abi_version, ==, 0x0001000b);
+    g_assert_cmphex(qrs_readl(d, A_RS_VERSION), ==, 0x0001000b);
     g_assert_cmpuint(attr.max_odp_pages, ==, 64);
 
     odp_stats_fresh(d);

@@ -369,7 +369,7 @@ static void test_query(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmphex(a.max_mr_size, ==, (uint64_t)DEF_MAX_MR_PAGES << 12);
     g_assert_cmphex(a.page_size_cap, ==, 0x7ffff000ull);
     g_assert_cmphex(a.abi_version, ==, qrs_readl(d, A_RS_VERSION));
-    g_assert_cmphex(a.abi_version, ==, 0x1000a);
+    g_assert_cmphex(a.abi_version, ==, 0x1000b);
     g_assert_cmphex(a.caps, ==, qrs_readl(d, A_RS_CAPS));
     g_assert_cmpuint(a.max_qp, ==, USABLE(DEF_MAX_QPS));
     g_assert_cmpuint(a.max_qp_wr, ==, 1u << RS_MAX_WQ_LOG);
@@ -405,7 +405,7 @@ static void test_query(void *obj, void *data, QGuestAllocator *alloc)
      * past them is written; less than that is refused.
      */
     RS_ASSERT_OK(qrs_query_device_len(d, &a, 128));
-    g_assert_cmphex(a.abi_version, ==, 0x1000a);
+    g_assert_cmphex(a.abi_version, ==, 0x1000b);
     g_assert_cmpuint(a.max_odp_pages, ==, 16384);
     g_assert_cmphex(a.max_dc_contexts, ==, 0xeeeeeeee);
     g_assert_cmphex(a.rsvd1[3], ==, 0xeeeeeeee);
@@ -476,8 +476,8 @@ static void test_properties(void *obj, void *data, QGuestAllocator *alloc)
         g_assert_true(desc && *desc);
         own++;
     }
-    /* mac, netdev and the adapter's 49 (local-fabric the last) */
-    g_assert_cmpuint(own, ==, 51);
+    /* mac, netdev and the adapter's 50 (db-record, local-fabric the last) */
+    g_assert_cmpuint(own, ==, 52);
     qobject_unref(r);
 }
 

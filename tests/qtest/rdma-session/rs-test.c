@@ -350,7 +350,7 @@ void assert_power_on_regs(QRdmaSession *d, uint32_t db_pages,
                     RS_CAP_MULTIPATH | RS_CAP_HOST_NETID |
                     RS_CAP_DEVICE_COUNTERS | RS_CAP_COMP_CAUSE |
                     RS_CAP_REREG_MR | RS_CAP_PEER_DMA | RS_CAP_VLAN |
-                    RS_CAP_ECN);
+                    RS_CAP_ECN | RS_CAP_DB_RECORD);
     g_assert_cmpuint(qrs_readl(d, A_RS_DB_PAGES), ==, db_pages);
     g_assert_cmphex(qrs_readl(d, A_RS_CTRL), ==, 0);
     g_assert_cmphex(qrs_readl(d, A_RS_STATUS), ==, R_RS_STATUS_LINK_UP_MASK);
