@@ -57,6 +57,10 @@ FILE_LAYER = {
     # ECN's CNPs are built and sent as ACKs are; DCQCN paces the requester.
     'ecn': 'engine',
     'dcqcn': 'engine',
+    # Doorbell records feed the requester and responder their producers;
+    # the local fabric is a link the engine sends frames on.
+    'dbrec': 'engine',
+    'fabric': 'engine',
     'admin': 'admin',
     'pci': 'glue',
     'qmp': 'glue',
