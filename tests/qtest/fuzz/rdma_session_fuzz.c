@@ -110,8 +110,8 @@ static void rsf_fab_cmd(const uint8_t *d, size_t len)
         rs_fabric_fuzz_input(d + 1, len - 1, ip);
         return;
     }
-    if (len < 3) {
-        return;
+    if (len < 3 + 12) {
+        return;                 /* the headers need a BTH at least */
     }
     h = MIN(len - 3, 12 + d[1] % 64u);
     ram = rs_fabric_fuzz_input(NULL, 0, ip);
