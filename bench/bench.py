@@ -580,7 +580,7 @@ def main():
                 lines.append("bar: %s: %s (measured %.0f%% of %s MB/s)" % (
                     b["bar"], b["status"].upper(), 100 * b["ratio"], fmt(b["ceiling_mbs"])))
             else:
-                lines.append("bar: %s: %s (measured %.2fx, needs %.0fx)" % (b["bar"], b["status"].upper(), b["ratio"], b["need"]))
+                lines.append("bar: %s: %s (measured %.2fx, needs %sx)" % (b["bar"], b["status"].upper(), b["ratio"], "%g" % b["need"]))
     if any(c[3] for c in ceil):
         lines.append("backend ceiling (-netdev stream between two plain processes, bench/stream-ceiling.c): %s"
                      % "; ".join("%s %s MB/s" % (t, fmt(v) if v else "error") for _, _, t, v in ceil))
