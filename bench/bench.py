@@ -69,7 +69,11 @@ BENCH = {
     "verify": ("rping -V (each rep)", RPING),
     "transfer_1g": ("rping -V 1 GiB", RPING),
 }
-ORDER = list(BENCH)
+# Not run unless named (--only send_lat_ev, or the "lat" group): in this
+# machine's run of 2026-11-30 soft-RoCE's ib_send_lat -e hung in 2 of 3
+# repetitions, which would fail every default and smoke run on soft-RoCE
+NOT_DEFAULT = {"send_lat_ev"}
+ORDER = [n for n in BENCH if n not in NOT_DEFAULT]
 ODP_ROWS = ("write_bw_64k_odp", "write_bw_64k_odp_cold")
 ODP_PINNED = "write_bw_64k"
 
@@ -441,7 +445,7 @@ def main():
                 r["server_output_tail"] = (sv["out"][-12:] if sv else [])
             results.setdefault(name, {}).setdefault(pair, {"reps": []})["reps"].append(r)
 
-    names = [n for n in ORDER if n in results]
+    names = [n for n in BENCH if n in results]
     # Missing pair results (a failed boot) count as errors.
     for n in names:
         for pair, _, _ in pairs:

@@ -7,7 +7,7 @@ ORDER, results.csv's rows: write_bw_64k, ..., verify, transfer_1g), that
 produced numbers on the adapter pair and the soft-RoCE pair (bench/bench.py's
 smoke_results; the ODP rows: on the adapter, soft-RoCE "n/a (no ODP)"),
 and one, backend-ceiling, that the stream backend's ceiling
-(bench/stream-ceiling.c) was measured: 15 tests.  No speed is asserted;
+(bench/stream-ceiling.c) was measured: 14 tests.  No speed is asserted;
 the figures (each metric's median on each pair, the ceiling's MB/s) are
 in the TAP detail.  A run that reports no failure but whose run-bench.sh
 exits non-zero fails one more test, run-bench/exit-status (with a
