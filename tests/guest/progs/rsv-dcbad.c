@@ -119,7 +119,8 @@ int main(int argc, char **argv)
 	} bad[] = {
 		{ "bad-dc-type", 0xff, 0, { 7, 0, 0, { 0, 0 } } },
 		{ "dc-type-none", 0xff, 0, { 0, 0, 0, { 0, 0 } } },
-		{ "flags", 0xff, 0, { 1, 1, 0, { 0, 0 } } },
+		/* bit 0 is RS_UVERBS_QP_F_DB_RECORD (ABI 1.11): an unknown one */
+		{ "flags", 0xff, 0, { 1, 2, 0, { 0, 0 } } },
 		{ "rsvd0", 0xff, 0, { 1, 0, 0, { 1, 0 } } },
 		{ "rsvd1", 0xff, 1, { 2, 0, 5, { 0, 0x80000000u } } },
 		{ "dci-key", 0xff, 0, { 1, 0, 5, { 0, 0 } } },
