@@ -117,7 +117,9 @@ Usage: scripts/launch-vms.sh [options] [-- extra QEMU arguments for every VM]
 Environment: RS_ACCEL=kvm (KVM instead of TCG; only if it really works),
   RS_BUILD, RS_CACHE (scripts/build-qemu.sh), RS_NO_BUILD=1 (--no-build),
   RS_KERNEL_ARGS (more guest kernel parameters for every VM, e.g.
-  tsc=reliable: bench/run-bench.sh),
+  tsc=reliable: bench/run-bench.sh), RS_LOCAL_FABRIC=1 (--local-fabric
+  on the run directory's fabric/ unless given: any suite's VMs on the
+  local fabric),
   RS_VMS_LOGDIR (default $RS_BUILD/vms/<run>; the last run is linked as
   $RS_BUILD/vms/last), the guest-image.sh variables.
 Each VM has a QMP socket, <run>/vmI/qmp.sock (scripts/qmp.py sends it
@@ -206,6 +208,9 @@ class Options:
         self.smp = 0
         self.share = ""
         self.fabric = ""
+        # RS_LOCAL_FABRIC=1: every launch on its own fabric (its run
+        # directory's), so that concurrent launches never meet
+        self.fabric_own = os.environ.get("RS_LOCAL_FABRIC", "0") == "1"
         # (rstest.distro: the driver's installation boots the disk itself)
         self.disk_writable = False
         self.build = os.environ.get("RS_NO_BUILD", "0") != "1"
@@ -543,6 +548,9 @@ class Launch:
             self.segment = McastSegment()
         self.vms: Dict[int, VM] = {}
         self.movers: Dict[int, Mover] = {}
+        if o.fabric_own and not o.fabric:
+            o.fabric = os.path.join(run, "fabric")
+            os.makedirs(o.fabric, exist_ok=True)
         try:
             self.add_vms()
         except BaseException:
