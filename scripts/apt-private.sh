@@ -49,15 +49,20 @@ EOS
     mkdir -p "$RS_APT/etc/sources.list.d"
     local stamp="$RS_APT/lists/.updated"
     if [ ! -e "$stamp" ] || [ -n "$(find "$stamp" -mmin +1440)" ]; then
-        APT_CONFIG="$RS_APT/apt.conf" apt-get -q update >&2 ||
+        APT_CONFIG="$RS_APT/apt.conf" flock "$RS_APT/.lock" apt-get -q update >&2 ||
             { echo "apt-get update (private sources) failed" >&2; return 1; }
         touch "$stamp"
     fi
 }
 
+# One apt at a time: the test command prepares some guests in the
+# background while it builds (scripts/run-tests.sh), and two apt-gets on
+# one state directory or on dpkg would fail on each other's locks.
 apt_priv()
 {
-    DEBIAN_FRONTEND=noninteractive APT_CONFIG="$RS_APT/apt.conf" apt-get "$@"
+    mkdir -p "$RS_APT"
+    DEBIAN_FRONTEND=noninteractive APT_CONFIG="$RS_APT/apt.conf" \
+        flock "$RS_APT/.lock" apt-get -o DPkg::Lock::Timeout=600 "$@"
 }
 
 # apt_need SUITE PKG...: install packages not yet installed; SUITE may be

@@ -2,7 +2,7 @@
 # Run one of the adapter's fuzzers (libFuzzer, ASan + UBSan build from
 # scripts/build-qemu.sh --fuzz).
 #
-# Usage: scripts/fuzz.sh [--target generic|hub|packet]
+# Usage: scripts/fuzz.sh [--target generic|hub|packet|fabric]
 #                        [--minutes N | --seconds N]
 #                        [--no-build] [-- libFuzzer options...]
 #   generic  QEMU's generic-fuzz with the "rdma-session" configuration:
@@ -16,6 +16,9 @@
 #            RTS, plus work requests, CQ doorbells and virtual time; an
 #            input that makes the adapter exceed a documented
 #            amplification bound fails as a crash does
+#   fabric   rdma-session-fabric: the local fabric's control channel
+#            (HELLO, ADDRS, inline and by-reference frames) from a member
+#            whose RAM the adapter has mapped
 # Default: packet, 10 minutes.
 #
 # The run starts from the seeds in tests/qtest/fuzz/rdma-session-corpus/
@@ -56,7 +59,8 @@ case $target in
 generic) name=generic-fuzz-rdma-session opts=(-max_len=4096) ;;
 hub) name=generic-fuzz-rdma-session-hub opts=(-max_len=4096) ;;
 packet) name=rdma-session-packet opts=(-max_len=4096 -len_control=0) ;;
-*) die "--target must be generic, hub or packet" ;;
+fabric) name=rdma-session-fabric opts=(-max_len=16384) ;;
+*) die "--target must be generic, hub, packet or fabric" ;;
 esac
 
 if [ $build = 1 ]; then

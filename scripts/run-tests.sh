@@ -17,7 +17,7 @@
 #   vmstate      the device's migration stream description against the
 #                earlier releases' (tests/vmstate/, QEMU's
 #                vmstate-static-checker.py)
-#   fuzz-smoke   each fuzzer for RS_FUZZ_SMOKE_SECS (60) s on the sanitizer
+#   fuzz-smoke   each fuzzer for RS_FUZZ_SMOKE_SECS (45) s on the sanitizer
 #                build
 #   qtest-asan   the qtests on the sanitizer build
 #   demo, guest-driver, guest-stack, rdma-matrix, verbs, introspect, nvmf,
@@ -89,6 +89,30 @@ build()
     return 1
 }
 
+# While QEMU builds, in the background: the Debian guest's debootstrap
+# (mostly downloads; build-distro below waits for it) and, at nice 19, the
+# p2p guest kernel (it takes the CPU the builds and the early suites leave;
+# the p2p suite waits for it).  Each step that needs them redoes what
+# failed and reports it; these logs say why.
+bg_distro=
+bg_kernel=
+if wants stacks || wants migration; then
+    "$top/scripts/distro-image.sh" > "$logs/bg-distro-image.log" 2>&1 &
+    bg_distro=$!
+fi
+if wants p2p; then
+    "$top/scripts/build-guest-kernel.sh" p2p > "$logs/bg-guest-kernel.log" 2>&1 &
+    bg_kernel=$!
+fi
+bg_wait()   # NAME PID: wait for a background preparation, say how it ended
+{
+    local t rc=0
+    [ -n "$2" ] || return 0
+    t=$(stamp)
+    wait "$2" || rc=$?
+    echo "$1 (background): exit status $rc, waited $(( $(stamp) - t )) s"
+}
+
 build build "$top/scripts/build-qemu.sh" qemu-system-x86_64 tests/qtest/qos-test \
     tests/qtest/rdma-session/rdma-session-test
 # The sanitizer build: a second build directory of the same source, built
@@ -109,6 +133,7 @@ fi
 # installed in it by DKMS (tests/guest/rstest/distro.py), both cached: the
 # stacks suite's, and the migration suite's between hosts.
 if wants stacks || wants migration; then
+    bg_wait distro-image "$bg_distro"
     build build-distro python3 "$top/tests/guest/stacks.py" --prepare
 fi
 # Hold scripts/build-qemu.sh's lock (shared) while the tests use the build,
@@ -124,6 +149,7 @@ else
 fi || { tail -n 20 "$logs/meson-setup.log"; report meson-setup 0 1 "see $logs/meson-setup.log"; }
 
 for s in "${sel[@]}"; do
+    [ "$s" != p2p ] || { bg_wait guest-kernel "$bg_kernel"; bg_kernel=; }
     echo "== $s: meson test --suite $s"
     t=$(stamp)
     rm -f "$mt/meson-logs/$s.json"

@@ -3,8 +3,8 @@
 # time, as one TAP test: a crash, sanitizer report, hang or out-of-memory
 # fails it and the reproducer is named.
 #
-# Usage: tests/runners/fuzz-smoke.sh generic|hub|packet
-# Environment: RS_FUZZ_SMOKE_SECS (default 60), RS_BUILD.
+# Usage: tests/runners/fuzz-smoke.sh generic|hub|packet|fabric
+# Environment: RS_FUZZ_SMOKE_SECS (default 45), RS_BUILD.
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -14,7 +14,7 @@ log="$RS_BUILD/test-logs/fuzz-$target.log"
 mkdir -p "${log%/*}"
 echo "1..1"
 if "$top/scripts/fuzz.sh" --no-build --target "$target" \
-        --seconds "${RS_FUZZ_SMOKE_SECS:-60}" > "$log" 2>&1; then
+        --seconds "${RS_FUZZ_SMOKE_SECS:-45}" > "$log" 2>&1; then
     echo "ok 1 - fuzz-smoke/$target"
     grep "^fuzz $target:" "$log" | sed 's/^/# /'
 else

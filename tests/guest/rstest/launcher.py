@@ -176,6 +176,58 @@ def die(msg: str):
 
 
 
+class FabricTally:
+    """--local-fabric: what each VM's adapter sent over the fabric, from
+    its x-fabric-* counters, read every few seconds on its qmp.sock while
+    the commands run (a migration's destination counts from zero again:
+    what the source had read is kept)."""
+
+    NAMES = ("tx-ref", "tx-ref-bytes", "tx-inline", "tx-inline-bytes",
+             "rx-bad-ref", "rx-dropped")
+
+    def __init__(self) -> None:
+        self.done: Dict[int, Dict[str, int]] = {}
+        self.last: Dict[int, Dict[str, int]] = {}
+        self.t = 0.0
+
+    def sample(self, vms: List[VM], force: bool = False) -> None:
+        if not force and time.monotonic() - self.t < 3:
+            return
+        self.t = time.monotonic()
+        from .suite import qmp  # pylint: disable=import-outside-toplevel
+        for vm in vms:
+            if not vm.qmp_sock or not vm.is_running():
+                continue
+            ok, r = qmp(vm.qmp_sock, [
+                ("qom-get", {"path": "/machine/peripheral/rsfab",
+                             "property": "x-fabric-" + n})
+                for n in self.NAMES])
+            if not ok:
+                continue
+            now = dict(zip(self.NAMES, r))
+            last = self.last.get(vm.index)
+            if last and now["tx-ref"] + now["tx-inline"] < \
+                    last["tx-ref"] + last["tx-inline"]:
+                done = self.done.setdefault(vm.index, {})
+                for n in self.NAMES:
+                    done[n] = done.get(n, 0) + last[n]
+            self.last[vm.index] = now
+
+    def lines(self) -> List[str]:
+        out = []
+        for i, last in sorted(self.last.items()):
+            t = {n: last[n] + self.done.get(i, {}).get(n, 0)
+                 for n in self.NAMES}
+            out.append("local fabric: vm%d sent %d frames by reference "
+                       "(%d payload bytes) and %d inline (%d bytes); "
+                       "received %d bad references, dropped %d (at the "
+                       "last reading)" % (
+                           i, t["tx-ref"], t["tx-ref-bytes"], t["tx-inline"],
+                           t["tx-inline-bytes"], t["rx-bad-ref"],
+                           t["rx-dropped"]))
+        return out
+
+
 def fabric_ram(o) -> List[str]:
     """--local-fabric: the VM's RAM in a memfd the fabric's peers map."""
     if not o.fabric:
@@ -551,6 +603,7 @@ class Launch:
         if o.fabric_own and not o.fabric:
             o.fabric = os.path.join(run, "fabric")
             os.makedirs(o.fabric, exist_ok=True)
+        self.fabric = FabricTally() if o.fabric else None
         try:
             self.add_vms()
         except BaseException:
@@ -698,6 +751,8 @@ class Launch:
         st: Dict[int, str] = {}
         deadline = time.monotonic() + o.tmo
         while True:
+            if self.fabric is not None:
+                self.fabric.sample(self.started())
             done = True
             for vm in self.started():
                 if vm.index in st:
@@ -705,6 +760,8 @@ class Launch:
                 s = vm.exit_status()
                 if s is not None:
                     st[vm.index] = s
+                    if self.fabric is not None:
+                        self.fabric.sample([vm], force=True)
                     continue
                 done = False
                 if not vm.is_running():
@@ -780,6 +837,9 @@ class Launch:
                 print("[launch-vms] %s" % ln)
             if not m.ok:
                 qrc[v] = "migration failed (see %s)" % m.log_path
+        if self.fabric is not None:
+            for ln in self.fabric.lines():
+                print("[launch-vms] %s" % ln, flush=True)
         if self.net is not None and self.net.captures:
             self.net.stop_captures()
             if not QUIET:
