@@ -16,6 +16,13 @@ side's rx-ref-bytes equal to the other's tx-ref-bytes) and the netdev
 carried less than 1% of that in RoCE frames.  Both boots print ib_write_bw's and
 ib_read_bw's figures (fabric vs wire on the same machine).
 
+A third boot, "killed", has three VMs on one fabric: VM 1 runs
+ib_write_bw to VM 2 and to VM 3 at once, and the host SIGKILLs VM 2's
+QEMU in the middle (after RS-FABRIC-KILL on VM 1's console).  VM 1's QP
+to VM 2 must end in an error completion, its transfer to VM 3 must pass
+unharmed, no kernel warns, VM 1's and VM 3's QEMUs answer QMP afterwards
+and count VM 2 as gone (x-fabric-left), and they power off cleanly.
+
 Usage: tests/guest/fabric.py [--list] [NAME...]  (rstest/select.py)
 Environment: RS_BUILD, RS_NO_BUILD=1 (the build comes first), FB_SECS
   (default 10).
@@ -26,6 +33,7 @@ directories vms-BOOT, BOOT.pcap, counters.json.
 import json
 import os
 import re
+import signal
 import struct
 import sys
 import tempfile
@@ -37,7 +45,9 @@ from rstest import console, select  # noqa: E402
 from rstest.suite import Suite, guest_files, qmp  # noqa: E402
 
 SECS = int(os.environ.get("FB_SECS", "10"))
-BOOTS = ("wire", "fabric")
+BOOTS = ("wire", "fabric", "killed")
+KILLED_CHECKS = {1: ["killed-peer-error", "survivor-client", "dmesg-clean"],
+                 3: ["survivor-server", "dmesg-clean"]}
 CHECKS = {1: ["rc-pingpong-server", "write-bw-server", "rping-server",
               "read-bw-server", "dmesg-clean"],
           2: ["rc-pingpong-client", "write-bw-client", "rping-client",
@@ -116,6 +126,9 @@ def run(s: Suite, units=None) -> None:
     for boot in BOOTS:
         if units is not None and (boot,) not in units:
             continue
+        if boot == "killed":
+            run_killed(s)
+            continue
         vms = os.path.join(s.dir, "vms-" + boot)
         pcap = os.path.join(s.dir, boot + ".pcap")
         fab = tempfile.mkdtemp(prefix="rs-fabric-") if boot == "fabric" \
@@ -173,10 +186,72 @@ def run(s: Suite, units=None) -> None:
         json.dump(results, f, indent=1)
 
 
+def run_killed(s: Suite) -> None:
+    """Three VMs on one fabric; VM 2's QEMU killed mid-transfer."""
+    vms = os.path.join(s.dir, "vms-killed")
+    fab = tempfile.mkdtemp(prefix="rs-fabric-")
+    env = "FB_SECS=%d\n" % SECS
+    argv = ["--local-fabric", fab, "--no-build", "-q", "-n", "3",
+            "--timeout", str(6 * SECS + 300)]
+    for vm in (1, 2, 3):
+        argv += ["--vm-cmd", str(vm),
+                 env + guest_files("lib.sh", "fabric-kill-vm%d.sh" % vm)]
+    before: Dict[str, int] = {}
+    killed = ""
+    after: Dict[int, Dict[str, int]] = {}
+    with s.start("killed", argv, vms_dir=vms) as bg:
+        serial1 = os.path.join(vms, "vm1", "serial.log")
+        if bg.wait_for(6 * SECS + 250, lambda: any(
+                "RS-FABRIC-KILL" in ln for ln in console.lines(serial1))):
+            before = counters(os.path.join(vms, "vm1", "qmp.sock"))
+            try:
+                with open(os.path.join(vms, "vm2", "pid")) as f:
+                    pid = int(f.read())
+                os.kill(pid, signal.SIGKILL)
+                killed = "QEMU pid %d" % pid
+            except (OSError, ValueError) as e:
+                killed = ""
+                s.note("killed: could not kill VM 2: %s" % e)
+            # Once VM 1 is done (its checks printed), VM 1's and VM 3's
+            # QEMUs must still answer, and have seen VM 2 go.
+            if killed and bg.wait_for(4 * SECS + 200, lambda: any(
+                    "RS-FABRIC-SURVIVED" in ln
+                    for ln in console.lines(serial1))):
+                for vm in (1, 3):
+                    after[vm] = counters(os.path.join(vms, "vm%d" % vm,
+                                                      "qmp.sock"))
+        r = bg.wait()
+    s.report(bool(killed) and before.get("tx-ref-bytes", 0) > 0,
+             "killed/kill", "%s killed while VM 1 sent by reference: %s"
+             % (killed or "nothing", before))
+    s.expect(r, [(vm, c) for vm, cks in KILLED_CHECKS.items() for c in cks],
+             prefix="killed/")
+    ok = all("error" not in after.get(vm, {"error": 1}) and
+             after[vm].get("left", 0) >= 1 for vm in (1, 3))
+    s.report(ok, "killed/survivors", "VM 1's and VM 3's QEMUs answered "
+             "QMP after the kill and saw a member leave: %s" % after)
+    status = {int(m.group(1)): m.group(2) for m in (
+        re.match(r"launch-vms: vm(\d+): exit status (.*)$", ln)
+        for ln in r.lines) if m}
+    s.report(status.get(1) == "0" and status.get(3) == "0" and
+             status.get(2, "0") != "0", "killed/launch-vms",
+             "VM 1 and VM 3 ran their commands and powered off cleanly, "
+             "VM 2 did not end: %s" % status)
+    for f in os.listdir(fab):
+        os.unlink(os.path.join(fab, f))
+    os.rmdir(fab)
+
+
 def names() -> Dict[Tuple[str, ...], List[str]]:
     """Every test of each boot, in order (rstest/select.py)."""
     cat = {}
     for boot in BOOTS:
+        if boot == "killed":
+            cat[(boot,)] = ["killed/kill"] + [
+                "killed/%s/vm%d" % (c, vm)
+                for vm, cks in KILLED_CHECKS.items() for c in cks] + [
+                "killed/survivors", "killed/launch-vms"]
+            continue
         t = ["%s/%s/vm%d" % (boot, c, vm) for vm, cks in CHECKS.items()
              for c in cks] + ["%s/launch-vms" % boot]
         if boot == "fabric":

@@ -98,7 +98,10 @@ def qmp(sock: str, cmds) -> "tuple[bool, list]":
             except Exception as e:  # pylint: disable=broad-except
                 return False, out + ["%s: %s" % (name, e)]
     finally:
-        mon.close()
+        try:
+            mon.close()
+        except Exception:  # pylint: disable=broad-except
+            pass            # (the QEMU went away meanwhile)
     return True, out
 
 
