@@ -85,6 +85,29 @@ RSFOp *rsf_op_get(uint8_t sel)
 static bool rsf_fab_mode;
 
 /*
+ * A channel message from the fake member is peer input as a wire frame
+ * is: the keyless bounds count its bytes and each message in it (the
+ * adapter's answers go on the wire, the fake member having no socket).
+ */
+static void rsf_fab_input(const uint8_t *msg, size_t len, uint32_t ip)
+{
+    size_t off = 0, sub;
+    uint64_t n = 0;
+
+    while (len - off >= RS_FAB_HDR_LEN) {
+        sub = ldl_le_p(msg + off + 8);
+        if (sub < RS_FAB_HDR_LEN || sub > len - off) {
+            break;
+        }
+        off += sub;
+        n++;
+    }
+    rsf_wire.rx_bytes += len;
+    rsf_wire.rx_roce += MAX(n, 1);
+    rs_fabric_fuzz_input(msg, len, ip);
+}
+
+/*
  * A command of the rdma-session-fabric target, to the adapter's local
  * fabric as its fake member 0 (RSF_QP_RC's peer, 10.0.0.2) sends it:
  * d[0] even: d[1..] is a channel message as it comes (HELLO, ADDRS,
@@ -110,7 +133,7 @@ static void rsf_fab_cmd(const uint8_t *d, size_t len)
         return;
     }
     if (!(d[0] & 1)) {
-        rs_fabric_fuzz_input(d + 1, len - 1, ip);
+        rsf_fab_input(d + 1, len - 1, ip);
         return;
     }
     if (len < 3 + 12) {
@@ -148,7 +171,7 @@ static void rsf_fab_cmd(const uint8_t *d, size_t len)
         }
         len *= 2;
     }
-    rs_fabric_fuzz_input(msg, len, ip);
+    rsf_fab_input(msg, len, ip);
 }
 
 static void rsf_fuzz(QTestState *s, const unsigned char *data, size_t size)
