@@ -51,6 +51,7 @@
 #include "net/checksum.h"
 #include "rdma-session-core.h"
 #include "rdma-session-wire.h"
+#include "rdma-session-fabric.h"
 #include "trace.h"
 
 #define RS_BUNDLE_PEERS     32
@@ -313,6 +314,8 @@ void rs_bundle_flush(RSCore *c)
     uint8_t *f = b->tx;
     uint32_t len = b->tx_len;
 
+    /* The local fabric's batch ends where a bundle does. */
+    rs_fabric_flush(c);
     if (!len) {
         return;
     }

@@ -47,9 +47,17 @@
 #include "hw/rdma-session/rdma-session-fabric-fuzz.h"
 #include "trace.h"
 
-#define RS_FAB_VERSION      1
+/*
+ * HELLO version 2 adds flags (RS_FAB_HELLO_BATCH); sent only to a member
+ * known to take it: one whose socket name says so (RS_FAB_SOCK_SUFFIX)
+ * or that sent version 2 itself.  A version 1 member gets version 1.
+ */
+#define RS_FAB_VERSION      2
+#define RS_FAB_SOCK_SUFFIX  ".v2.sock"
 /* Largest message: a whole frame inline, and the header. */
 #define RS_FAB_MSG_MAX      (RS_WIRE_MAX_FRAME + 64)
+/* Largest channel message: one message, or a batch of them. */
+#define RS_FAB_RX_MAX       MAX_CONST(RS_FAB_MSG_MAX, RS_FAB_BATCH_MAX)
 /* A by-reference frame's headers (a RoCE frame without payload). */
 #define RS_FAB_REF_HDR_MAX  128
 /* Socket buffers asked for per member connection. */
@@ -70,6 +78,9 @@ typedef struct RSFabMember {
     int fd;                     /* -1: free */
     bool accepted;              /* it connected to us */
     bool hello;
+    bool v2;                    /* it takes HELLO version 2 */
+    bool batch;                 /* its HELLO announced batches */
+    uint32_t tx_max;            /* largest batch its socket takes */
     uint64_t id;
     uint32_t naddrs;
     uint32_t addrs[RS_FAB_MAX_ADDRS];
@@ -105,7 +116,21 @@ struct RSFabric {
     uint32_t rec_want;          /* the payload's length */
     bool ref_ready;
     struct iovec rxiov[RS_FAB_MAX_PIECES];
-    uint8_t rxbuf[RS_FAB_MSG_MAX];
+    /*
+     * The batch of frames to member tx_m: messages back to back, sent as
+     * one channel message when full, at the end of the engine's run
+     * (rs_fabric_flush), after a received channel message (rx_busy defers
+     * it until then) and by bh after anything else.  The counts go to
+     * the counters once it is sent.
+     */
+    RSFabMember *tx_m;
+    uint32_t tx_len, tx_frames;
+    uint32_t tx_inline, tx_ref;
+    uint64_t tx_inline_bytes, tx_ref_bytes;
+    bool rx_busy;
+    QEMUBH *bh;
+    uint8_t tx[RS_FAB_BATCH_MAX];
+    uint8_t rxbuf[RS_FAB_RX_MAX];
     uint8_t txbuf[RS_FAB_MSG_MAX];
     uint64_t cnt[RS_FAB_COUNTERS];
 };
@@ -118,9 +143,9 @@ static void rs_fab_put_hdr(uint8_t *b, uint16_t type, uint32_t len)
     stl_le_p(b + 8, len);
 }
 
-/* Send one message (and fds); a full socket loses it, as a link would. */
-static bool rs_fab_send(RSFabric *f, RSFabMember *m, const struct iovec *iov,
-                        int iovcnt, const int *fds, unsigned nfds)
+/* Send one channel message (and fds); 0 or an errno. */
+static int rs_fab_sendmsg(RSFabMember *m, const struct iovec *iov,
+                          int iovcnt, const int *fds, unsigned nfds)
 {
     union {
         struct cmsghdr h;
@@ -147,9 +172,102 @@ static bool rs_fab_send(RSFabric *f, RSFabMember *m, const struct iovec *iov,
     do {
         r = sendmsg(m->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
     } while (r < 0 && errno == EINTR);
-    if (r < 0) {
+    return r < 0 ? errno : 0;
+}
+
+/*
+ * The batch goes as one channel message; a full socket loses it, each
+ * frame counted as lost, as a link would lose packets.
+ */
+static void rs_fab_tx_flush(RSFabric *f)
+{
+    RSFabMember *m = f->tx_m;
+    struct iovec iov = { .iov_base = f->tx, .iov_len = f->tx_len };
+    int err;
+
+    if (!f->tx_len) {
+        return;
+    }
+    qemu_bh_cancel(f->bh);
+    err = rs_fab_sendmsg(m, &iov, 1, NULL, 0);
+    trace_rdma_session_fabric_tx_msg(m - f->m, f->tx_frames, f->tx_len, err);
+    if (err) {
+        f->cnt[RS_FAB_CNT_TX_LOST] += f->tx_frames;
+        trace_rdma_session_fabric_tx_lost(m - f->m, err);
+    } else {
+        f->cnt[RS_FAB_CNT_TX_MSGS]++;
+        f->cnt[RS_FAB_CNT_TX_INLINE] += f->tx_inline;
+        f->cnt[RS_FAB_CNT_TX_INLINE_BYTES] += f->tx_inline_bytes;
+        f->cnt[RS_FAB_CNT_TX_REF] += f->tx_ref;
+        f->cnt[RS_FAB_CNT_TX_REF_BYTES] += f->tx_ref_bytes;
+    }
+    f->tx_len = f->tx_frames = f->tx_inline = f->tx_ref = 0;
+    f->tx_inline_bytes = f->tx_ref_bytes = 0;
+}
+
+static void rs_fab_tx_bh(void *opaque)
+{
+    rs_fab_tx_flush(opaque);
+}
+
+/* The member leaves: its batch is lost with the frames in flight. */
+static void rs_fab_tx_discard(RSFabric *f, RSFabMember *m)
+{
+    if (f->tx_len && f->tx_m == m) {
+        f->cnt[RS_FAB_CNT_TX_LOST] += f->tx_frames;
+        f->tx_len = f->tx_frames = f->tx_inline = f->tx_ref = 0;
+        f->tx_inline_bytes = f->tx_ref_bytes = 0;
+        qemu_bh_cancel(f->bh);
+    }
+}
+
+/*
+ * Where the next message (len bytes, at most RS_FAB_MSG_MAX) to member m
+ * goes in the batch: a batch to another member, or one that would grow
+ * past the bounds, is sent first.
+ */
+static uint8_t *rs_fab_tx_room(RSFabric *f, RSFabMember *m, uint32_t len)
+{
+    if (f->tx_len && (f->tx_m != m || f->tx_len + len > m->tx_max ||
+                      f->tx_frames >= RS_FAB_BATCH_MSGS)) {
+        rs_fab_tx_flush(f);
+    }
+    f->tx_m = m;
+    return f->tx + f->tx_len;
+}
+
+/*
+ * A message of len bytes was put at rs_fab_tx_room's place.  A member
+ * that did not announce batches gets it at once, alone; otherwise it
+ * waits for the end of the run, or the main loop (bh) at the latest.
+ */
+static void rs_fab_tx_added(RSFabric *f, uint32_t len)
+{
+    f->tx_len += len;
+    f->tx_frames++;
+    if (!f->tx_m->batch) {
+        rs_fab_tx_flush(f);
+    } else if (f->tx_frames == 1) {
+        qemu_bh_schedule(f->bh);
+    }
+}
+
+/*
+ * Send one control message (and fds) alone, after the member's batch;
+ * a full socket loses it, as a link would.
+ */
+static bool rs_fab_send(RSFabric *f, RSFabMember *m, const struct iovec *iov,
+                        int iovcnt, const int *fds, unsigned nfds)
+{
+    int err;
+
+    if (f->tx_m == m) {
+        rs_fab_tx_flush(f);
+    }
+    err = rs_fab_sendmsg(m, iov, iovcnt, fds, nfds);
+    if (err) {
         f->cnt[RS_FAB_CNT_TX_LOST]++;
-        trace_rdma_session_fabric_tx_lost(m - f->m, errno);
+        trace_rdma_session_fabric_tx_lost(m - f->m, err);
         return false;
     }
     return true;
@@ -160,11 +278,11 @@ static void rs_fab_send_hello(RSFabric *f, RSFabMember *m)
     uint8_t *b = f->txbuf;
     int fds[RS_FAB_MAX_REGIONS];
     unsigned i, n = f->nlocal;
-    uint32_t len = RS_FAB_HDR_LEN + 16 + n * 24;
+    uint32_t len = RS_FAB_HDR_LEN + 16 + n * 24 + (m->v2 ? 8 : 0);
     struct iovec iov = { .iov_base = b, .iov_len = len };
 
     rs_fab_put_hdr(b, RS_FAB_MSG_HELLO, len);
-    stl_le_p(b + 12, RS_FAB_VERSION);
+    stl_le_p(b + 12, m->v2 ? 2 : 1);
     stl_le_p(b + 16, n);
     stq_le_p(b + 20, f->id);
     for (i = 0; i < n; i++) {
@@ -172,6 +290,10 @@ static void rs_fab_send_hello(RSFabric *f, RSFabMember *m)
         stq_le_p(b + 36 + i * 24, f->local[i].size);
         stq_le_p(b + 44 + i * 24, f->local[i].offset);
         fds[i] = f->local[i].fd;
+    }
+    if (m->v2) {
+        stl_le_p(b + 28 + n * 24, RS_FAB_HELLO_BATCH);      /* flags */
+        stl_le_p(b + 32 + n * 24, 0);
     }
     rs_fab_send(f, m, &iov, 1, fds, n);
 }
@@ -220,6 +342,7 @@ static void rs_fab_drop_member(RSFabric *f, RSFabMember *m, const char *why)
         return;
     }
     trace_rdma_session_fabric_leave(m - f->m, m->id, why);
+    rs_fab_tx_discard(f, m);
     qemu_set_fd_handler(m->fd, NULL, NULL, NULL);
     close(m->fd);
     rs_fab_unmap(m);
@@ -252,18 +375,23 @@ static RSFabMember *rs_fab_member_of_ip(RSFabric *f, uint32_t ip)
 static bool rs_fab_hello(RSFabric *f, RSFabMember *m, const uint8_t *b,
                          size_t len, const int *fds, unsigned nfds)
 {
-    uint32_t n, i;
+    uint32_t n, i, ver, flags = 0;
     uint64_t id;
 
-    if (len < RS_FAB_HDR_LEN + 16 || ldl_le_p(b + 12) != RS_FAB_VERSION) {
+    if (len < RS_FAB_HDR_LEN + 16) {
         return false;
     }
+    ver = ldl_le_p(b + 12);
     n = ldl_le_p(b + 16);
     id = ldq_le_p(b + 20);
-    if (n > RS_FAB_MAX_REGIONS || n != nfds ||
-        len != RS_FAB_HDR_LEN + 16 + n * 24 || id == f->id ||
-        (m->hello && id != m->id)) {
+    if ((ver != 1 && ver != RS_FAB_VERSION) || n > RS_FAB_MAX_REGIONS ||
+        n != nfds ||
+        len != RS_FAB_HDR_LEN + 16 + n * 24 + (ver == 2 ? 8 : 0) ||
+        id == f->id || (m->hello && id != m->id)) {
         return false;
+    }
+    if (ver == 2) {
+        flags = ldl_le_p(b + 28 + n * 24);  /* unknown bits: later ones */
     }
     for (i = 0; i < RS_FAB_MAX_MEMBERS; i++) {
         RSFabMember *o = &f->m[i];
@@ -315,6 +443,11 @@ static bool rs_fab_hello(RSFabric *f, RSFabMember *m, const uint8_t *b,
         };
         m->nregions = i + 1;
     }
+    if (f->tx_m == m) {
+        rs_fab_tx_flush(f);     /* built for what it said before */
+    }
+    m->v2 = m->v2 || ver == 2;
+    m->batch = flags & RS_FAB_HELLO_BATCH;
     if (!m->hello) {
         m->hello = true;
         m->id = id;
@@ -438,7 +571,6 @@ static bool rs_fab_frame_ref(RSFabric *f, RSFabMember *m, const uint8_t *b,
     c->stats.rx_bytes += hlen + total;
     rs_roce_dispatch(c, &pkt, hlen + total, 0);
     c->rx_frame = false;
-    rs_bundle_flush(c);
     return true;
 
 drop:
@@ -491,6 +623,72 @@ static bool rs_fab_input(RSFabric *f, RSFabMember *m, const uint8_t *b,
     }
 }
 
+/*
+ * One channel message from member m: a message alone, or a batch, FRAME
+ * and FRAME_REF messages back to back whose lengths tile it exactly (only
+ * from a member that announced batches).  The whole batch is checked
+ * before any of it is taken.  What the frames make us send goes in one
+ * batch at the end.  *nmsgs: how many messages it held.  False: garbage,
+ * disconnect the member.
+ */
+static bool rs_fab_input_msg(RSFabric *f, RSFabMember *m, const uint8_t *b,
+                             size_t len, const int *fds, unsigned nfds,
+                             unsigned *nmsgs)
+{
+    size_t off, sub;
+    unsigned n = 0;
+    bool ok = true;
+
+    *nmsgs = 1;
+    if (len < RS_FAB_HDR_LEN) {
+        return false;
+    }
+    if (ldl_le_p(b + 8) == len && len > RS_FAB_MSG_MAX) {
+        return false;           /* only a batch is larger */
+    }
+    if (ldl_le_p(b + 8) != len) {
+        if (nfds || !m->batch || len > RS_FAB_BATCH_MAX) {
+            return false;
+        }
+        for (off = 0; off < len; off += sub) {
+            uint16_t type;
+
+            if (len - off < RS_FAB_HDR_LEN || n == RS_FAB_BATCH_MSGS) {
+                return false;
+            }
+            sub = ldl_le_p(b + off + 8);
+            type = lduw_le_p(b + off + 4);
+            if (ldl_le_p(b + off) != RS_FAB_MAGIC || lduw_le_p(b + off + 6) ||
+                sub < RS_FAB_HDR_LEN || sub > len - off ||
+                sub > RS_FAB_MSG_MAX ||
+                (type != RS_FAB_MSG_FRAME && type != RS_FAB_MSG_FRAME_REF)) {
+                trace_rdma_session_fabric_bad_batch(m - f->m, n, off, sub);
+                return false;
+            }
+            n++;
+        }
+        *nmsgs = n;
+    }
+    if (*nmsgs > 1 || lduw_le_p(b + 4) == RS_FAB_MSG_FRAME ||
+        lduw_le_p(b + 4) == RS_FAB_MSG_FRAME_REF) {
+        f->cnt[RS_FAB_CNT_RX_MSGS]++;
+        trace_rdma_session_fabric_rx_msg(m - f->m, *nmsgs, len);
+    }
+    f->rx_busy = true;
+    if (*nmsgs == 1) {
+        ok = rs_fab_input(f, m, b, len, fds, nfds);
+    } else {
+        /* A frame may not make it leave; if it did, the rest is lost. */
+        for (off = 0; ok && off < len && m->hello; off += sub) {
+            sub = ldl_le_p(b + off + 8);
+            ok = rs_fab_input(f, m, b + off, sub, NULL, 0);
+        }
+    }
+    f->rx_busy = false;
+    rs_bundle_flush(f->c);      /* what the frames made us send goes now */
+    return ok;
+}
+
 static void rs_fab_read(void *opaque)
 {
     RSFabMember *m = opaque;
@@ -500,11 +698,12 @@ static void rs_fab_read(void *opaque)
         char buf[CMSG_SPACE(sizeof(int) * (RS_FAB_MAX_REGIONS + 1))];
     } u;
     int fds[RS_FAB_MAX_REGIONS + 1];
-    unsigned nfds = 0, i, burst;
+    unsigned nfds = 0, i, burst, nmsgs = 1;
     bool ok = true;
 
-    for (burst = 0; burst < 64 && ok && m->fd >= 0; burst++) {
-        struct iovec iov = { .iov_base = f->rxbuf, .iov_len = RS_FAB_MSG_MAX };
+    /* 64 messages per round of the main loop, a batch's all at once. */
+    for (burst = 0; burst < 64 && ok && m->fd >= 0; burst += nmsgs) {
+        struct iovec iov = { .iov_base = f->rxbuf, .iov_len = RS_FAB_RX_MAX };
         struct msghdr msg = {
             .msg_iov = &iov, .msg_iovlen = 1,
             .msg_control = u.buf, .msg_controllen = sizeof(u.buf),
@@ -538,8 +737,9 @@ static void rs_fab_read(void *opaque)
                 }
             }
         }
+        nmsgs = 1;
         ok = ok && !(msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) &&
-             rs_fab_input(f, m, f->rxbuf, r, fds, nfds);
+             rs_fab_input_msg(f, m, f->rxbuf, r, fds, nfds, &nmsgs);
         for (i = 0; i < nfds; i++) {
             close(fds[i]);      /* the mappings keep what they need */
         }
@@ -559,6 +759,7 @@ static RSFabMember *rs_fab_add(RSFabric *f, int fd, bool accepted)
 
         if (m->fd < 0) {
             int buf = RS_FAB_SOCK_BUF;
+            socklen_t sl = sizeof(buf);
 
             memset(m, 0, sizeof(*m));
             m->f = f;
@@ -567,6 +768,14 @@ static RSFabMember *rs_fab_add(RSFabric *f, int fd, bool accepted)
             /* Room for a window of frames; the kernel may cap it. */
             setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
             setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+            /*
+             * A datagram larger than the send buffer (less the kernel's
+             * overhead) never goes: batches stay below half of it.
+             */
+            if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, &sl) < 0) {
+                buf = 0;
+            }
+            m->tx_max = MIN(RS_FAB_BATCH_MAX, MAX(buf / 2, RS_FAB_MSG_MAX));
             qemu_socket_set_nonblock(fd);
             qemu_set_fd_handler(fd, rs_fab_read, NULL, m);
             return m;
@@ -621,6 +830,10 @@ static void rs_fab_scan(RSFabric *f)
         }
         m = rs_fab_add(f, fd, false);
         if (m) {
+            /* Its name says whether it takes HELLO version 2. */
+            m->v2 = n >= strlen(RS_FAB_SOCK_SUFFIX) &&
+                    !strcmp(e->d_name + n - strlen(RS_FAB_SOCK_SUFFIX),
+                            RS_FAB_SOCK_SUFFIX);
             rs_fab_send_hello(f, m);
         }
     }
@@ -803,8 +1016,9 @@ static bool rs_fabric_realize(RSCore *c, Error **errp)
     f->c = c;
     f->lfd = -1;
     qemu_guest_getrandom_nofail(&f->id, sizeof(f->id));
-    f->path = g_strdup_printf("%s/%d-%016" PRIx64 ".sock",
+    f->path = g_strdup_printf("%s/%d-%016" PRIx64 RS_FAB_SOCK_SUFFIX,
                               c->p.local_fabric, (int)getpid(), f->id);
+    f->bh = qemu_bh_new_guarded(rs_fab_tx_bh, f, c->guard);
     for (i = 0; i < RS_FAB_MAX_MEMBERS; i++) {
         f->m[i].f = f;
         f->m[i].fd = -1;
@@ -829,6 +1043,7 @@ static void rs_fabric_unrealize(RSCore *c)
         return;
     }
     rs_fab_leave(f, "unrealize");
+    qemu_bh_delete(f->bh);
     migration_remove_notifier(&f->mig);
     if (f->listening) {
         memory_listener_unregister(&f->listener);
@@ -995,10 +1210,8 @@ bool rs_fabric_xmit(RSCore *c, const uint8_t *frame, size_t len,
     RSFabric *f = c->fabric;
     bool ref = f && f->ref_ready;
     RSFabMember *m;
-    uint8_t h[RS_FAB_HDR_LEN + 8];
-    uint8_t pad[8] = { 0 };
-    struct iovec iov[4];
-    unsigned i;
+    uint32_t mlen, i;
+    uint8_t *b;
 
     if (!f) {
         return false;
@@ -1013,44 +1226,59 @@ bool rs_fabric_xmit(RSCore *c, const uint8_t *frame, size_t len,
         return ref;
     }
     if (!ref) {
-        rs_fab_put_hdr(h, RS_FAB_MSG_FRAME, RS_FAB_HDR_LEN + len);
-        iov[0] = (struct iovec) { .iov_base = h, .iov_len = RS_FAB_HDR_LEN };
-        iov[1] = (struct iovec) { .iov_base = (void *)frame, .iov_len = len };
-        if (rs_fab_send(f, m, iov, 2, NULL, 0)) {
-            f->cnt[RS_FAB_CNT_TX_INLINE]++;
-            f->cnt[RS_FAB_CNT_TX_INLINE_BYTES] += len;
+        if (len > RS_WIRE_MAX_FRAME) {
+            f->cnt[RS_FAB_CNT_TX_LOST]++;
+            return true;
         }
+        mlen = RS_FAB_HDR_LEN + len;
+        b = rs_fab_tx_room(f, m, mlen);
+        rs_fab_put_hdr(b, RS_FAB_MSG_FRAME, mlen);
+        memcpy(b + RS_FAB_HDR_LEN, frame, len);
+        f->tx_inline++;
+        f->tx_inline_bytes += len;
         trace_rdma_session_fabric_tx(m - f->m, frame[len > RS_BTH_OFF ?
                                      RS_BTH_OFF : 0], len, false);
+        rs_fab_tx_added(f, mlen);
         return true;
     }
     if (len > RS_FAB_REF_HDR_MAX) {
         f->cnt[RS_FAB_CNT_TX_LOST]++;
         return true;
     }
+    mlen = RS_FAB_HDR_LEN + 8 + ROUND_UP(len, 8) + f->npieces * 16;
+    b = rs_fab_tx_room(f, m, mlen);
+    rs_fab_put_hdr(b, RS_FAB_MSG_FRAME_REF, mlen);
+    stw_le_p(b + 12, len);
+    stw_le_p(b + 14, f->npieces);
+    stl_le_p(b + 16, 0);
+    memcpy(b + RS_FAB_HDR_LEN + 8, frame, len);
+    memset(b + RS_FAB_HDR_LEN + 8 + len, 0, ROUND_UP(len, 8) - len);
+    b += RS_FAB_HDR_LEN + 8 + ROUND_UP(len, 8);
     for (i = 0; i < f->npieces; i++) {
-        stq_le_p(f->txbuf + i * 16, f->pieces[i].addr);
-        stl_le_p(f->txbuf + i * 16 + 8, f->pieces[i].len);
-        stl_le_p(f->txbuf + i * 16 + 12, 0);
+        stq_le_p(b + i * 16, f->pieces[i].addr);
+        stl_le_p(b + i * 16 + 8, f->pieces[i].len);
+        stl_le_p(b + i * 16 + 12, 0);
     }
-    rs_fab_put_hdr(h, RS_FAB_MSG_FRAME_REF, RS_FAB_HDR_LEN + 8 +
-                   ROUND_UP(len, 8) + f->npieces * 16);
-    stw_le_p(h + 12, len);
-    stw_le_p(h + 14, f->npieces);
-    stl_le_p(h + 16, 0);
-    iov[0] = (struct iovec) { .iov_base = h, .iov_len = sizeof(h) };
-    iov[1] = (struct iovec) { .iov_base = (void *)frame, .iov_len = len };
-    iov[2] = (struct iovec) { .iov_base = pad,
-                              .iov_len = ROUND_UP(len, 8) - len };
-    iov[3] = (struct iovec) { .iov_base = f->txbuf,
-                              .iov_len = f->npieces * 16 };
-    if (rs_fab_send(f, m, iov, 4, NULL, 0)) {
-        f->cnt[RS_FAB_CNT_TX_REF]++;
-        f->cnt[RS_FAB_CNT_TX_REF_BYTES] += f->rec_len;
-    }
+    f->tx_ref++;
+    f->tx_ref_bytes += f->rec_len;
     trace_rdma_session_fabric_tx(m - f->m, frame[RS_BTH_OFF], f->rec_len,
                                  true);
+    rs_fab_tx_added(f, mlen);
     return true;
+}
+
+/*
+ * The end of a run of the engine (from rs_bundle_flush): the batch goes,
+ * unless a received channel message's frames are being taken (it goes
+ * after them).
+ */
+void rs_fabric_flush(RSCore *c)
+{
+    RSFabric *f = c->fabric;
+
+    if (f && !f->rx_busy) {
+        rs_fab_tx_flush(f);
+    }
 }
 
 uint64_t *rs_fabric_counter(RSCore *c, unsigned which)
@@ -1102,7 +1330,7 @@ uint8_t *rs_fabric_fuzz_input(const uint8_t *buf, size_t len,
     RSFabric *f = c ? c->fabric : NULL;
     RSFabMember *m;
 
-    if (!f || len > RS_FAB_MSG_MAX) {
+    if (!f || len > RS_FAB_RX_MAX) {
         return rs_fab_fuzz_ram;
     }
     m = &f->m[0];
@@ -1121,8 +1349,11 @@ uint8_t *rs_fabric_fuzz_input(const uint8_t *buf, size_t len,
         };
     }
     if (buf) {
+        unsigned nmsgs;
+
+        m->batch = true;        /* whatever HELLO the fuzzer sent */
         memcpy(f->rxbuf, buf, len);
-        if (!rs_fab_input(f, m, f->rxbuf, len, NULL, 0)) {
+        if (!rs_fab_input_msg(f, m, f->rxbuf, len, NULL, 0, &nmsgs)) {
             f->cnt[RS_FAB_CNT_GARBAGE]++;
         }
     }

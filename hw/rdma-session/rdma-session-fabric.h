@@ -38,6 +38,8 @@ enum {
     RS_FAB_CNT_JOINED,          /* members that said HELLO */
     RS_FAB_CNT_LEFT,            /* connections closed */
     RS_FAB_CNT_FULL,            /* connections refused: table full */
+    RS_FAB_CNT_TX_MSGS,         /* channel messages sent with frames */
+    RS_FAB_CNT_RX_MSGS,         /* channel messages received with frames */
     RS_FAB_COUNTERS
 };
 
@@ -51,6 +53,7 @@ bool rs_fabric_ref_begin(RSCore *c, const RSPkt *pkt, uint32_t n);
 bool rs_fabric_ref_end(RSCore *c);
 void rs_fabric_ref_drop(RSCore *c);
 bool rs_fabric_record(RSCore *c, uint64_t addr, uint64_t len);
+void rs_fabric_flush(RSCore *c);
 bool rs_fabric_xmit(RSCore *c, const uint8_t *frame, size_t len,
                     const RSPkt *pkt);
 uint64_t *rs_fabric_counter(RSCore *c, unsigned which);

@@ -332,6 +332,7 @@ static const char *const rs_fabric_counter_name[RS_FAB_COUNTERS] = {
     "x-fabric-rx-inline-bytes", "x-fabric-rx-ref", "x-fabric-rx-ref-bytes",
     "x-fabric-rx-dropped", "x-fabric-rx-bad-ref", "x-fabric-tx-lost",
     "x-fabric-garbage", "x-fabric-joined", "x-fabric-left", "x-fabric-full",
+    "x-fabric-tx-msgs", "x-fabric-rx-msgs",
 };
 
 static void rs_get_fabric_counter(Object *obj, Visitor *v, const char *name,

@@ -219,6 +219,8 @@ static RdmaSessionFabric *rs_qmp_fabric(RSCore *c)
     f->garbage = *rs_fabric_counter(c, RS_FAB_CNT_GARBAGE);
     f->joined = *rs_fabric_counter(c, RS_FAB_CNT_JOINED);
     f->left = *rs_fabric_counter(c, RS_FAB_CNT_LEFT);
+    f->tx_msgs = *rs_fabric_counter(c, RS_FAB_CNT_TX_MSGS);
+    f->rx_msgs = *rs_fabric_counter(c, RS_FAB_CNT_RX_MSGS);
     return f;
 }
 

@@ -14,7 +14,8 @@ capture.  The fabric boot passes if the bytes went by reference (payload
 bytes by reference at least 90% of all bytes over the fabric, each
 side's rx-ref-bytes equal to the other's tx-ref-bytes) and the netdev
 carried less than 1% of that in RoCE frames.  Both boots print ib_write_bw's and
-ib_read_bw's figures (fabric vs wire on the same machine).
+ib_read_bw's figures (fabric vs wire on the same machine); the fabric boot
+also the frames per channel message (batches).
 
 A third boot, "killed", has three VMs on one fabric: VM 1 runs
 ib_write_bw to VM 2 and to VM 3 at once, and the host SIGKILLs VM 2's
@@ -97,7 +98,7 @@ def counters(sock: str) -> Dict[str, int]:
     """The adapter's x-fabric-* counters and query-rdma-session tx-bytes."""
     names = ["tx-ref", "tx-ref-bytes", "rx-ref-bytes", "tx-inline",
              "tx-inline-bytes", "rx-dropped", "rx-bad-ref", "tx-lost",
-             "joined", "left"]
+             "joined", "left", "tx-msgs", "rx-msgs"]
     out: Dict[str, int] = {}
     ok, r = qmp(sock, [("qom-get", {"path": FAB, "property": "x-fabric-" + n})
                        for n in names] + [("query-rdma-session", None)])
@@ -175,6 +176,12 @@ def run(s: Suite, units=None) -> None:
                       else "not ok", "fabric/by-reference",
                       "%d of %d bytes over the fabric by reference"
                       % (ref, sent))
+                frames_tx = sum(c["tx-ref"] + c["tx-inline"] for c in (c1, c2))
+                msgs = c1["tx-msgs"] + c2["tx-msgs"]
+                s.note("fabric: %d frames in %d channel messages (%.1f per "
+                       "message), %d lost" % (frames_tx, msgs,
+                                              frames_tx / max(msgs, 1),
+                                              c1["tx-lost"] + c2["tx-lost"]))
                 s.tap("ok" if wire < 0.01 * sent else "not ok",
                       "fabric/netdev-quiet",
                       "%d RoCE bytes (%d frames) on the netdev for %d sent"

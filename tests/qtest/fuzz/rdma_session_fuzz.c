@@ -85,34 +85,62 @@ RSFOp *rsf_op_get(uint8_t sel)
 static bool rsf_fab_mode;
 
 /*
+ * A channel message from the fake member is peer input as a wire frame
+ * is: the keyless bounds count its bytes and each message in it (the
+ * adapter's answers go on the wire, the fake member having no socket).
+ */
+static void rsf_fab_input(const uint8_t *msg, size_t len, uint32_t ip)
+{
+    size_t off = 0, sub;
+    uint64_t n = 0;
+
+    while (len - off >= RS_FAB_HDR_LEN) {
+        sub = ldl_le_p(msg + off + 8);
+        if (sub < RS_FAB_HDR_LEN || sub > len - off) {
+            break;
+        }
+        off += sub;
+        n++;
+    }
+    rsf_wire.rx_bytes += len;
+    rsf_wire.rx_roce += MAX(n, 1);
+    rs_fabric_fuzz_input(msg, len, ip);
+}
+
+/*
  * A command of the rdma-session-fabric target, to the adapter's local
  * fabric as its fake member 0 (RSF_QP_RC's peer, 10.0.0.2) sends it:
- * d[0] even: d[1..] is a control-channel message as it comes (HELLO,
- * ADDRS, FRAME, FRAME_REF or garbage); d[0] odd: a FRAME_REF whose
+ * d[0] even: d[1..] is a channel message as it comes (HELLO, ADDRS,
+ * FRAME, FRAME_REF, a batch of them or garbage); d[0] odd: a FRAME_REF whose
  * headers are a frame from the peer to the adapter with a correct ICRC
  * and d[3..3 + h) (h = 12 + d[1] % 64) from the BTH on, the fake member's
  * RAM filled with d[2], then up to 16 pieces of 4 bytes each (offset in
  * units of 4 bytes from the region's start, half of the range outside it;
- * length up to 4096).
+ * length up to 4096); d[0] & 2 as well: that message twice in one batch,
+ * the second's length field moved by (int8_t)(d[1] ^ d[2]) if d[0] & 4
+ * (a batch whose lengths do not tile it).
  */
 static void rsf_fab_cmd(const uint8_t *d, size_t len)
 {
     uint32_t ip = ldl_be_p(rsf_ip_remote);
-    uint8_t msg[RS_FAB_HDR_LEN + 8 + 128 + 16 * 16];
+    uint8_t msg[2 * (RS_FAB_HDR_LEN + 8 + 128 + 16 * 16)];
     uint8_t frame[12 + 64 + 128];
     size_t h, flen, n, i, off;
-    uint8_t *ram;
+    uint8_t *ram, op;
+    int8_t skew;
 
     if (len < 1) {
         return;
     }
     if (!(d[0] & 1)) {
-        rs_fabric_fuzz_input(d + 1, len - 1, ip);
+        rsf_fab_input(d + 1, len - 1, ip);
         return;
     }
     if (len < 3 + 12) {
         return;                 /* the headers need a BTH at least */
     }
+    op = d[0];
+    skew = (int8_t)(d[1] ^ d[2]);
     h = MIN(len - 3, 12 + d[1] % 64u);
     ram = rs_fabric_fuzz_input(NULL, 0, ip);
     memset(ram, d[2], RS_FAB_FUZZ_SIZE);
@@ -135,7 +163,15 @@ static void rsf_fab_cmd(const uint8_t *d, size_t len)
         stq_le_p(msg + off + i * 16, RS_FAB_FUZZ_ADDR + a * 4ull);
         stl_le_p(msg + off + i * 16 + 8, l % 4097);
     }
-    rs_fabric_fuzz_input(msg, off + n * 16, ip);
+    len = off + n * 16;
+    if (op & 2) {
+        memcpy(msg + len, msg, len);
+        if (op & 4) {
+            stl_le_p(msg + len + 8, len + skew);
+        }
+        len *= 2;
+    }
+    rsf_fab_input(msg, len, ip);
 }
 
 static void rsf_fuzz(QTestState *s, const unsigned char *data, size_t size)

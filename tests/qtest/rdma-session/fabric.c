@@ -3,8 +3,9 @@
  * whose RoCE traffic goes over the fabric's channel with payloads by
  * reference instead of the netdev (WRITE, SEND and READ data, an rkey
  * violation NAKed as on the wire), an adapter without the property that
- * exposes nothing, and a test-side member that sends a descriptor outside
- * its RAM and then garbage.
+ * exposes nothing, a test-side member that sends a descriptor outside
+ * its RAM and then garbage, and one that sends batches whose lengths do
+ * not tile the message.
  *
  * SPDX-License-Identifier: GPL-2.0-or-later
  */
@@ -133,6 +134,7 @@ static void test_fabric_data(void *obj, void *data, QGuestAllocator *alloc)
     struct rs_sge sge;
     struct rs_cqe cqe;
     LoopQp q[2];
+    uint64_t tx, msgs;
 
     pair_setup(&pr, obj, data, alloc);
     g_assert_cmpuint(fab_sockets(), ==, 2);
@@ -150,6 +152,21 @@ static void test_fabric_data(void *obj, void *data, QGuestAllocator *alloc)
     assert_cqe(&cqe, 0xa1, RS_WC_SUCCESS, RS_WR_RDMA_WRITE, q[0].qpn);
     img_move(b, 0x200, a, 0x100, 3 * 4096 + 300);
     peer_check(b);
+    /*
+     * Its 13 packets (MTU 1024) went in batches: several frames per
+     * channel message, and all of them arrived.
+     */
+    tx = fab_counter(&pr, 0, "tx-ref") + fab_counter(&pr, 0, "tx-inline");
+    msgs = fab_counter(&pr, 0, "tx-msgs");
+    g_test_message("WRITE: %" PRIu64 " frames in %" PRIu64
+                   " channel messages", tx, msgs);
+    g_assert_cmpuint(tx, >=, 13);
+    g_assert_cmpuint(msgs, >, 0);
+    g_assert_cmpuint(tx, >, msgs);
+    g_assert_cmpuint(fab_counter(&pr, 1, "rx-msgs"), ==, msgs);
+    g_assert_cmpuint(fab_counter(&pr, 1, "rx-ref") +
+                     fab_counter(&pr, 1, "rx-inline"), ==, tx);
+    g_assert_cmpuint(fab_counter(&pr, 0, "tx-lost"), ==, 0);
 
     /* SEND of 5000 bytes in two SGEs. */
     sge = peer_sge(b, 0x4000, 6000);
@@ -313,6 +330,9 @@ static void test_fabric_hostile(void *obj, void *data,
     g_assert_cmpint(r, >=, FAB_HDR + 16);
     g_assert_cmphex(ldl_le_p(rx), ==, FAB_MAGIC);
     g_assert_cmpuint(lduw_le_p(rx + 4), ==, 1);
+    /* Version 1 to a member that said version 1: no flags. */
+    g_assert_cmpuint(ldl_le_p(rx + 12), ==, 1);
+    g_assert_cmpint(r, ==, FAB_HDR + 16 + ldl_le_p(rx + 16) * 24);
 
     /* ADDRS: 10.0.0.9. */
     fab_hdr(b, 2, FAB_HDR + 8);
@@ -347,6 +367,163 @@ static void test_fabric_hostile(void *obj, void *data,
     } while (r > 0);
     g_assert_cmpint(r, ==, 0);
     close(fd);
+    close(mfd);
+    pair_teardown(&pr);
+    fab_cleanup();
+}
+
+/*
+ * The test joins A's fabric as member 0x1234 with the 64 KiB of memfd
+ * @mfd at 0x100000, HELLO version @ver (2: announcing batches), and its
+ * address 10.0.0.9; A's own HELLO back must be of the same version.
+ * Returns the socket.
+ */
+static int fab_join(Pair *pr, int mfd, uint32_t ver)
+{
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    uint32_t ext = ver == 2 ? 8 : 0;
+    uint64_t joined = fab_counter(pr, 0, "joined");
+    g_autoptr(GDir) d = g_dir_open(fab_dir, 0, NULL);
+    uint8_t b[256], rx[4096];
+    const char *n;
+    ssize_t r;
+    int fd;
+
+    n = g_dir_read_name(d);
+    g_assert_nonnull(n);
+    /* The name tells a connecting member that A takes version 2. */
+    g_assert_true(g_str_has_suffix(n, ".v2.sock"));
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", fab_dir, n);
+    fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+    g_assert_cmpint(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), ==, 0);
+    memset(b, 0, sizeof(b));
+    fab_hdr(b, 1, FAB_HDR + 16 + 24 + ext);
+    stl_le_p(b + 12, ver);
+    stl_le_p(b + 16, 1);
+    stq_le_p(b + 20, 0x1234);
+    stq_le_p(b + 28, 0x100000);
+    stq_le_p(b + 36, 65536);
+    stq_le_p(b + 44, 0);
+    stl_le_p(b + 52, ext ? 1 : 0);      /* version 2: batches */
+    fab_send(fd, b, FAB_HDR + 16 + 24 + ext, mfd);
+    fab_wait(pr, 0, "joined", joined + 1);
+    r = recv(fd, rx, sizeof(rx), 0);
+    g_assert_cmpint(r, >=, FAB_HDR + 16);
+    g_assert_cmpuint(lduw_le_p(rx + 4), ==, 1);
+    g_assert_cmpuint(ldl_le_p(rx + 12), ==, ver);
+    g_assert_cmpint(r, ==, FAB_HDR + 16 + ldl_le_p(rx + 16) * 24 + ext);
+    if (ext) {
+        g_assert_cmphex(ldl_le_p(rx + r - 8) & 1, ==, 1);
+    }
+    fab_hdr(b, 2, FAB_HDR + 8);
+    stl_le_p(b + 12, 1);
+    stl_le_p(b + 16, 0x0a000009);
+    fab_send(fd, b, FAB_HDR + 8, -1);
+    return fd;
+}
+
+/* Until A has disconnected the member on @fd for garbage number @n. */
+static void fab_wait_garbage(Pair *pr, int fd, uint64_t n)
+{
+    uint8_t rx[4096];
+    ssize_t r;
+
+    fab_wait(pr, 0, "garbage", n);
+    do {
+        r = recv(fd, rx, sizeof(rx), 0);
+    } while (r > 0);
+    g_assert_cmpint(r, ==, 0);
+    close(fd);
+}
+
+/*
+ * A FRAME_REF at @b whose 64 bytes of headers are no RoCE frame (A drops
+ * it) and whose one piece is inside the member's RAM; its length.
+ */
+static size_t fab_bad_ref(uint8_t *b)
+{
+    memset(b, 0, FAB_HDR + 8 + 64 + 16);
+    fab_hdr(b, 4, FAB_HDR + 8 + 64 + 16);
+    stw_le_p(b + 12, 64);
+    stw_le_p(b + 14, 1);
+    stq_le_p(b + 20 + 64, 0x100000);
+    stl_le_p(b + 20 + 64 + 8, 4096);
+    return FAB_HDR + 8 + 64 + 16;
+}
+
+/*
+ * Batches from a member: a good one of two messages is taken message by
+ * message; batches whose lengths overrun, underrun or are zero, a batch
+ * with an ADDRS in it and a batch from a member that did not announce
+ * batches are garbage: the member is disconnected, nothing taken.
+ */
+static void test_fabric_batch_hostile(void *obj, void *data,
+                                      QGuestAllocator *alloc)
+{
+    uint8_t b[1024];
+    size_t l;
+    Pair pr;
+    int fd, mfd;
+
+    pair_setup(&pr, obj, data, alloc);
+    mfd = memfd_create("rs-fab-test", MFD_ALLOW_SEALING);
+    g_assert_cmpint(mfd, >=, 0);
+    g_assert_cmpint(ftruncate(mfd, 65536), ==, 0);
+    g_assert_cmpint(fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW),
+                    ==, 0);
+
+    /* Two messages in one: both taken (and dropped as no RoCE). */
+    fd = fab_join(&pr, mfd, 2);
+    l = fab_bad_ref(b);
+    fab_bad_ref(b + l);
+    fab_send(fd, b, 2 * l, -1);
+    fab_wait(&pr, 0, "rx-dropped", 2);
+    g_assert_cmpuint(fab_counter(&pr, 0, "rx-msgs"), ==, 1);
+    g_assert_cmpuint(fab_counter(&pr, 0, "garbage"), ==, 0);
+
+    /* The second's length runs past the end. */
+    stl_le_p(b + l + 8, l + 50);
+    fab_send(fd, b, 2 * l, -1);
+    fab_wait_garbage(&pr, fd, 1);
+
+    /* 8 bytes left over after the second. */
+    fd = fab_join(&pr, mfd, 2);
+    fab_bad_ref(b + l);
+    memset(b + 2 * l, 0, 8);
+    fab_send(fd, b, 2 * l + 8, -1);
+    fab_wait_garbage(&pr, fd, 2);
+
+    /* The first's length short of its end: the next header is junk. */
+    fd = fab_join(&pr, mfd, 2);
+    stl_le_p(b + 8, l - 16);
+    fab_send(fd, b, 2 * l, -1);
+    fab_wait_garbage(&pr, fd, 3);
+
+    /* A length 0. */
+    fd = fab_join(&pr, mfd, 2);
+    fab_bad_ref(b);
+    stl_le_p(b + l + 8, 0);
+    fab_send(fd, b, 2 * l, -1);
+    fab_wait_garbage(&pr, fd, 4);
+
+    /* An ADDRS among the frames. */
+    fd = fab_join(&pr, mfd, 2);
+    fab_hdr(b + l, 2, FAB_HDR + 8);
+    stl_le_p(b + l + 12, 1);
+    stl_le_p(b + l + 16, 0x0a000009);
+    fab_send(fd, b, l + FAB_HDR + 8, -1);
+    fab_wait_garbage(&pr, fd, 5);
+
+    /* A good batch from a member that said version 1. */
+    fd = fab_join(&pr, mfd, 1);
+    fab_bad_ref(b + l);
+    fab_send(fd, b, 2 * l, -1);
+    fab_wait_garbage(&pr, fd, 6);
+
+    /* None of the bad ones was taken, even in part. */
+    g_assert_cmpuint(fab_counter(&pr, 0, "rx-dropped"), ==, 2);
+    g_assert_cmpuint(fab_counter(&pr, 0, "rx-msgs"), ==, 1);
+    g_assert_cmpuint(fab_counter(&pr, 0, "joined"), ==, 6);
     close(mfd);
     pair_teardown(&pr);
     fab_cleanup();
@@ -416,6 +593,8 @@ static void register_fabric_tests(void)
     rs_add_standalone_test("fabric/data", test_fabric_data, &both);
     rs_add_standalone_test("fabric/off", test_fabric_off, &a_only);
     rs_add_standalone_test("fabric/hostile", test_fabric_hostile, &a_only);
+    rs_add_standalone_test("fabric/batch-hostile", test_fabric_batch_hostile,
+                           &a_only);
     rs_add_standalone_test("fabric/migrate", test_fabric_migrate, &both);
 }
 
