@@ -52,6 +52,7 @@ typedef struct RSParams {
     uint32_t path_holddown_ms;  /* path-holddown: a failed session rests */
     bool bundle;                /* bundle: bundles to adapter peers */
     char *local_fabric;         /* local-fabric: its directory, or NULL */
+    char *fabric_pcap;          /* fabric-pcap: its frames' capture file */
     bool peer_dma;              /* peer-dma: data in peer BARs */
     uint32_t bundle_max;        /* x-bundle-max: largest bundle frame */
     bool ecn;                   /* ecn: send ECT(0), answer CE with CNPs */

@@ -29,6 +29,7 @@
 #include <sys/mman.h>
 #include <dirent.h>
 #include "qemu/main-loop.h"
+#include "qemu/timer.h"
 #include "qemu/sockets.h"
 #include "qemu/error-report.h"
 #include "qemu/bswap.h"
@@ -133,7 +134,64 @@ struct RSFabric {
     uint8_t rxbuf[RS_FAB_RX_MAX];
     uint8_t txbuf[RS_FAB_MSG_MAX];
     uint64_t cnt[RS_FAB_COUNTERS];
+    int pcap_fd;                /* fabric-pcap, or -1 */
 };
+
+/*
+ * fabric-pcap: what goes over the fabric, both ways, as a capture of the
+ * netdev would have shown it (the frames of the channel's messages; a
+ * frame by reference as its headers, without the payload).  One record
+ * per frame, as filter-dump writes them: the operator's choice, as that.
+ */
+static void rs_fab_pcap(RSFabric *f, const uint8_t *frame, size_t len)
+{
+    int64_t us = qemu_clock_get_us(QEMU_CLOCK_HOST);
+    uint32_t hdr[4] = {
+        cpu_to_le32(us / 1000000), cpu_to_le32(us % 1000000),
+        cpu_to_le32(len), cpu_to_le32(len),
+    };
+    struct iovec iov[2] = {
+        { .iov_base = hdr, .iov_len = sizeof(hdr) },
+        { .iov_base = (void *)frame, .iov_len = len },
+    };
+
+    if (f->pcap_fd < 0) {
+        return;
+    }
+    if (writev(f->pcap_fd, iov, 2) != sizeof(hdr) + len) {
+        warn_report("rdma-session: fabric-pcap=%s: write failed, no more "
+                    "records", f->c->p.fabric_pcap);
+        close(f->pcap_fd);
+        f->pcap_fd = -1;
+    }
+}
+
+static bool rs_fab_pcap_open(RSFabric *f, Error **errp)
+{
+    /* pcap's file header: version 2.4, microseconds, Ethernet */
+    uint32_t hdr[6] = {
+        cpu_to_le32(0xa1b2c3d4), cpu_to_le32(2 | (4 << 16)), 0, 0,
+        cpu_to_le32(RS_WIRE_MAX_FRAME), cpu_to_le32(1),
+    };
+
+    f->pcap_fd = -1;
+    if (!f->c->p.fabric_pcap) {
+        return true;
+    }
+    f->pcap_fd = qemu_create(f->c->p.fabric_pcap, O_WRONLY | O_TRUNC, 0644,
+                             errp);
+    if (f->pcap_fd < 0) {
+        return false;
+    }
+    if (write(f->pcap_fd, hdr, sizeof(hdr)) != sizeof(hdr)) {
+        error_setg_errno(errp, errno, "rdma-session: fabric-pcap=%s",
+                         f->c->p.fabric_pcap);
+        close(f->pcap_fd);
+        f->pcap_fd = -1;
+        return false;
+    }
+    return true;
+}
 
 static void rs_fab_put_hdr(uint8_t *b, uint16_t type, uint32_t len)
 {
@@ -558,6 +616,7 @@ static bool rs_fab_frame_ref(RSFabric *f, RSFabMember *m, const uint8_t *b,
         why = "not a RoCE frame that may come by reference";
         goto drop;
     }
+    rs_fab_pcap(f, b + RS_FAB_HDR_LEN + 8, hlen);
     pkt.payiov = f->rxiov;
     pkt.payiovcnt = n;
     pkt.paylen = total;
@@ -607,6 +666,7 @@ static bool rs_fab_input(RSFabric *f, RSFabMember *m, const uint8_t *b,
             .iov_len = len - RS_FAB_HDR_LEN,
         };
 
+        rs_fab_pcap(f, iov.iov_base, iov.iov_len);
         f->cnt[RS_FAB_CNT_RX_INLINE]++;
         f->cnt[RS_FAB_CNT_RX_INLINE_BYTES] += iov.iov_len;
         trace_rdma_session_fabric_rx(m - f->m, 0, 0, iov.iov_len, false);
@@ -964,6 +1024,10 @@ bool rs_fabric_check(RSCore *c, Error **errp)
     struct stat st;
 
     if (!c->p.local_fabric) {
+        if (c->p.fabric_pcap) {
+            error_setg(errp, "rdma-session: fabric-pcap needs local-fabric");
+            return false;
+        }
         return true;
     }
     if (stat(c->p.local_fabric, &st) < 0 || !S_ISDIR(st.st_mode)) {
@@ -1015,6 +1079,10 @@ static bool rs_fabric_realize(RSCore *c, Error **errp)
     f = g_new0(RSFabric, 1);
     f->c = c;
     f->lfd = -1;
+    if (!rs_fab_pcap_open(f, errp)) {
+        g_free(f);
+        return false;
+    }
     qemu_guest_getrandom_nofail(&f->id, sizeof(f->id));
     f->path = g_strdup_printf("%s/%d-%016" PRIx64 RS_FAB_SOCK_SUFFIX,
                               c->p.local_fabric, (int)getpid(), f->id);
@@ -1047,6 +1115,9 @@ static void rs_fabric_unrealize(RSCore *c)
     migration_remove_notifier(&f->mig);
     if (f->listening) {
         memory_listener_unregister(&f->listener);
+    }
+    if (f->pcap_fd >= 0) {
+        close(f->pcap_fd);
     }
     g_free(f->path);
     g_free(f);
@@ -1234,6 +1305,7 @@ bool rs_fabric_xmit(RSCore *c, const uint8_t *frame, size_t len,
         b = rs_fab_tx_room(f, m, mlen);
         rs_fab_put_hdr(b, RS_FAB_MSG_FRAME, mlen);
         memcpy(b + RS_FAB_HDR_LEN, frame, len);
+        rs_fab_pcap(f, frame, len);
         f->tx_inline++;
         f->tx_inline_bytes += len;
         trace_rdma_session_fabric_tx(m - f->m, frame[len > RS_BTH_OFF ?
@@ -1253,6 +1325,7 @@ bool rs_fabric_xmit(RSCore *c, const uint8_t *frame, size_t len,
     stl_le_p(b + 16, 0);
     memcpy(b + RS_FAB_HDR_LEN + 8, frame, len);
     memset(b + RS_FAB_HDR_LEN + 8 + len, 0, ROUND_UP(len, 8) - len);
+    rs_fab_pcap(f, frame, len);
     b += RS_FAB_HDR_LEN + 8 + ROUND_UP(len, 8);
     for (i = 0; i < f->npieces; i++) {
         stq_le_p(b + i * 16, f->pieces[i].addr);

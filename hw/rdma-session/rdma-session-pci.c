@@ -528,6 +528,7 @@ static const Property rs_properties[] = {
                      true),
     DEFINE_PROP_BOOL("bundle", RSState, core.p.bundle, true),
     DEFINE_PROP_STRING("local-fabric", RSState, core.p.local_fabric),
+    DEFINE_PROP_STRING("fabric-pcap", RSState, core.p.fabric_pcap),
     DEFINE_PROP_BOOL("peer-dma", RSState, core.p.peer_dma, true),
     DEFINE_PROP_BOOL("ecn", RSState, core.p.ecn, true),
     DEFINE_PROP_BOOL("db-record", RSState, core.p.db_record, true),
@@ -628,6 +629,8 @@ static const struct {
     { "local-fabric", "directory of a local fabric: RoCE frames to adapters "
       "of VMs on this host that name it go over shared memory (needs the "
       "VM's RAM in a shared memfd backend)" },
+    { "fabric-pcap", "pcap file of the frames that go over the local fabric "
+      "(by reference: their headers)" },
     { "peer-dma", "data buffers may be in other PCI devices' memory BARs "
                   "(peer-to-peer)" },
     { "ecn", "send RoCE packets ECN-capable, answer CE marks with CNPs" },

@@ -13,7 +13,9 @@ tx-bytes; afterwards the RoCE bytes on VM 1's netdev are counted in the
 capture.  The fabric boot passes if the bytes went by reference (payload
 bytes by reference at least 90% of all bytes over the fabric, each
 side's rx-ref-bytes equal to the other's tx-ref-bytes) and the netdev
-carried less than 1% of that in RoCE frames.  Both boots print ib_write_bw's and
+carried less than 1% of that in RoCE frames, and VM 1's adapter's
+fabric-pcap capture (BOOT.pcap.fabric) holds at least the frames it sent,
+each decoded by tshark with an InfiniBand BTH.  Both boots print ib_write_bw's and
 ib_read_bw's figures (fabric vs wire on the same machine); the fabric boot
 also the frames per channel message (batches).
 
@@ -36,6 +38,7 @@ import os
 import re
 import signal
 import struct
+import subprocess
 import sys
 import tempfile
 from typing import Dict, List, Tuple
@@ -43,7 +46,7 @@ from typing import Dict, List, Tuple
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # pylint: disable=wrong-import-position
 from rstest import console, select  # noqa: E402
-from rstest.suite import Suite, guest_files, qmp  # noqa: E402
+from rstest.suite import Suite, guest_files, need_tshark, qmp  # noqa: E402
 
 SECS = int(os.environ.get("FB_SECS", "10"))
 BOOTS = ("wire", "fabric", "killed")
@@ -186,11 +189,34 @@ def run(s: Suite, units=None) -> None:
                       "fabric/netdev-quiet",
                       "%d RoCE bytes (%d frames) on the netdev for %d sent"
                       % (wire, frames, sent))
+            capture(s, pcap + ".fabric",
+                    (c1.get("tx-ref", 0) + c1.get("tx-inline", 0)) if ok
+                    else 0)
             for f in os.listdir(fab):
                 os.unlink(os.path.join(fab, f))
             os.rmdir(fab)
     with open(os.path.join(s.dir, "counters.json"), "w") as f:
         json.dump(results, f, indent=1)
+
+
+def capture(s: Suite, path: str, sent: int) -> None:
+    """fabric-pcap's capture of VM 1's adapter: its RoCE frames, both
+    ways, at least as many as VM 1 had sent when the counters were read,
+    every one decoded by tshark with an InfiniBand BTH."""
+    n, _ = roce_bytes(path)
+    tshark = need_tshark(os.path.join(s.dir, "tshark-install.log"))
+    nbth = -1
+    if tshark:
+        p = subprocess.run([tshark, "-n", "-r", path, "-Y",
+                            "udp.port == 4791 && infiniband.bth"],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                           stdin=subprocess.DEVNULL, check=False,
+                           universal_newlines=True, errors="replace")
+        if p.returncode == 0:
+            nbth = len(p.stdout.splitlines())
+    s.report(sent > 0 and n >= sent and nbth == n, "fabric/capture",
+             "%s: %d RoCE frames (VM 1 had sent %d), %d decoded by tshark "
+             "with a BTH" % (os.path.basename(path), n, sent, nbth))
 
 
 def run_killed(s: Suite) -> None:
@@ -263,7 +289,7 @@ def names() -> Dict[Tuple[str, ...], List[str]]:
              for c in cks] + ["%s/launch-vms" % boot]
         if boot == "fabric":
             t += ["fabric/counters", "fabric/by-reference",
-                  "fabric/netdev-quiet"]
+                  "fabric/netdev-quiet", "fabric/capture"]
         cat[(boot,)] = t
     return cat
 

@@ -85,7 +85,8 @@ Usage: scripts/launch-vms.sh [options] [-- extra QEMU arguments for every VM]
                      local-fabric=DIR (created if missing):
                      RoCE traffic between the VMs goes over the fabric's
                      channel, payloads by reference (docs/specs "Local
-                     fabric")
+                     fabric"); with --pcap I FILE, what VM I's adapter
+                     sent and received over it goes to FILE.fabric
   --mem MB           guest memory (default 512; 1536 with --distro)
   --distro           the Debian guest instead of the initramfs guest
                      (scripts/distro-image.sh: bookworm with the 6.12
@@ -620,7 +621,9 @@ class Launch:
                 i, self.run, binary=self.qemu, kernel=self.img["RS_KERNEL"],
                 initrd=self.img["RS_INITRD"], segment=self.segment,
                 device=o.device + (",id=rsfab,local-fabric=%s" % o.fabric
-                                   if o.fabric else ""),
+                                   if o.fabric else "") +
+                (",fabric-pcap=%s.fabric" % o.pcap[i]
+                 if o.fabric and o.pcap.get(i) else ""),
                 mem=o.mem, accel=acc, firmware=fw,
                 soft_roce=self.soft(i), pcap=o.pcap.get(i),
                 peer_capture=i in peers,

@@ -26,6 +26,7 @@
 #define FAB_HDR         12
 
 static char *fab_dir;
+static char *fab_pcap;          /* B's fabric-pcap, beside fab_dir */
 
 static void *fab_before_props(GString *cmd_line, bool a, bool b)
 {
@@ -40,8 +41,11 @@ static void *fab_before_props(GString *cmd_line, bool a, bool b)
      */
     ap = g_strdup_printf(",id=rsa%s%s" FAB_RAM, a ? ",local-fabric=" : "",
                          a ? fab_dir : "");
-    bp = g_strdup_printf(",id=rsb%s%s", b ? ",local-fabric=" : "",
-                         b ? fab_dir : "");
+    g_free(fab_pcap);
+    fab_pcap = g_strdup_printf("%s.pcap", fab_dir);
+    bp = g_strdup_printf(",id=rsb%s%s%s%s", b ? ",local-fabric=" : "",
+                         b ? fab_dir : "", b ? ",fabric-pcap=" : "",
+                         b ? fab_pcap : "");
     return pair_before_props(cmd_line, ap, bp);
 }
 
@@ -68,6 +72,36 @@ static void fab_cleanup(void)
         unlink(p);
     }
     rmdir(fab_dir);
+    unlink(fab_pcap);
+}
+
+/*
+ * B's fabric-pcap: a pcap file of Ethernet frames, each a RoCEv2 frame
+ * (UDP port 4791); returns how many.
+ */
+static unsigned fab_pcap_frames(void)
+{
+    g_autofree char *buf = NULL;
+    size_t len, off;
+    unsigned n = 0;
+
+    g_assert_true(g_file_get_contents(fab_pcap, &buf, &len, NULL));
+    g_assert_cmpuint(len, >=, 24);
+    g_assert_cmphex((uint32_t)ldl_le_p(buf), ==, 0xa1b2c3d4);
+    g_assert_cmpuint(ldl_le_p(buf + 20), ==, 1);            /* Ethernet */
+    for (off = 24; off < len; n++) {
+        uint32_t incl;
+
+        g_assert_cmpuint(len - off, >=, 16);
+        incl = ldl_le_p(buf + off + 8);
+        g_assert_cmpuint(incl, ==, ldl_le_p(buf + off + 12));
+        g_assert_cmpuint(len - off - 16, >=, incl);
+        g_assert_cmpuint(incl, >=, 14 + 20 + 8 + 12);
+        g_assert_cmphex(lduw_be_p(buf + off + 16 + 12), ==, 0x0800);
+        g_assert_cmpuint(lduw_be_p(buf + off + 16 + 36), ==, 4791);
+        off += 16 + incl;
+    }
+    return n;
 }
 
 /* QOM counter x-fabric-@name of adapter @i. */
@@ -206,6 +240,12 @@ static void test_fabric_data(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmpuint(fab_counter(&pr, 1, "tx-inline"), >, 0);
     g_assert_cmpuint(fab_counter(&pr, 0, "rx-dropped"), ==, 0);
     g_assert_cmpuint(fab_counter(&pr, 1, "rx-dropped"), ==, 0);
+    /* B's capture holds every frame it sent and received over it. */
+    g_assert_cmpuint(fab_pcap_frames(), ==,
+                     fab_counter(&pr, 1, "tx-ref") +
+                     fab_counter(&pr, 1, "tx-inline") +
+                     fab_counter(&pr, 1, "rx-ref") +
+                     fab_counter(&pr, 1, "rx-inline"));
 
     /* A WRITE through a key B does not have: NAKed as on the wire. */
     sge = peer_sge(a, 0x2000, 2000);

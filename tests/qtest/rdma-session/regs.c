@@ -476,8 +476,8 @@ static void test_properties(void *obj, void *data, QGuestAllocator *alloc)
         g_assert_true(desc && *desc);
         own++;
     }
-    /* mac, netdev and the adapter's 50 (db-record, local-fabric the last) */
-    g_assert_cmpuint(own, ==, 52);
+    /* mac, netdev and the adapter's 51 (db-record, fabric-pcap the last) */
+    g_assert_cmpuint(own, ==, 53);
     qobject_unref(r);
 }
 
