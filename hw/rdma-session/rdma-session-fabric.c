@@ -145,19 +145,20 @@ struct RSFabric {
  */
 static void rs_fab_pcap(RSFabric *f, const uint8_t *frame, size_t len)
 {
-    int64_t us = qemu_clock_get_us(QEMU_CLOCK_HOST);
-    uint32_t hdr[4] = {
-        cpu_to_le32(us / 1000000), cpu_to_le32(us % 1000000),
-        cpu_to_le32(len), cpu_to_le32(len),
-    };
+    int64_t us;
+    uint32_t hdr[4];
     struct iovec iov[2] = {
         { .iov_base = hdr, .iov_len = sizeof(hdr) },
         { .iov_base = (void *)frame, .iov_len = len },
     };
 
     if (f->pcap_fd < 0) {
-        return;
+        return;                 /* (every frame passes here) */
     }
+    us = qemu_clock_get_us(QEMU_CLOCK_HOST);
+    hdr[0] = cpu_to_le32(us / 1000000);
+    hdr[1] = cpu_to_le32(us % 1000000);
+    hdr[2] = hdr[3] = cpu_to_le32(len);
     if (writev(f->pcap_fd, iov, 2) != sizeof(hdr) + len) {
         warn_report("rdma-session: fabric-pcap=%s: write failed, no more "
                     "records", f->c->p.fabric_pcap);
@@ -233,6 +234,12 @@ static int rs_fab_sendmsg(RSFabMember *m, const struct iovec *iov,
     return r < 0 ? errno : 0;
 }
 
+static void rs_fab_tx_empty(RSFabric *f)
+{
+    f->tx_len = f->tx_frames = f->tx_inline = f->tx_ref = 0;
+    f->tx_inline_bytes = f->tx_ref_bytes = 0;
+}
+
 /*
  * The batch goes as one channel message; a full socket loses it, each
  * frame counted as lost, as a link would lose packets.
@@ -259,8 +266,7 @@ static void rs_fab_tx_flush(RSFabric *f)
         f->cnt[RS_FAB_CNT_TX_REF] += f->tx_ref;
         f->cnt[RS_FAB_CNT_TX_REF_BYTES] += f->tx_ref_bytes;
     }
-    f->tx_len = f->tx_frames = f->tx_inline = f->tx_ref = 0;
-    f->tx_inline_bytes = f->tx_ref_bytes = 0;
+    rs_fab_tx_empty(f);
 }
 
 static void rs_fab_tx_bh(void *opaque)
@@ -273,8 +279,7 @@ static void rs_fab_tx_discard(RSFabric *f, RSFabMember *m)
 {
     if (f->tx_len && f->tx_m == m) {
         f->cnt[RS_FAB_CNT_TX_LOST] += f->tx_frames;
-        f->tx_len = f->tx_frames = f->tx_inline = f->tx_ref = 0;
-        f->tx_inline_bytes = f->tx_ref_bytes = 0;
+        rs_fab_tx_empty(f);
         qemu_bh_cancel(f->bh);
     }
 }

@@ -114,6 +114,18 @@ def counters(sock: str) -> Dict[str, int]:
     return out
 
 
+def counters_at(bg, vms: str, mark: str, secs: float,
+                which) -> Dict[int, Dict[str, int]]:
+    """Once VM 1's console says mark (within secs), the counters of the
+    VMs which; {} if it never did."""
+    serial1 = os.path.join(vms, "vm1", "serial.log")
+    if not bg.wait_for(secs, lambda: any(mark in ln for ln in
+                                         console.lines(serial1))):
+        return {}
+    return {vm: counters(os.path.join(vms, "vm%d" % vm, "qmp.sock"))
+            for vm in which}
+
+
 def bw(lines: List[str], check: str) -> str:
     """ib_*_bw's "65536 iters bw_peak bw_avg" figures of a check line."""
     for ln in lines:
@@ -146,13 +158,9 @@ def run(s: Suite, units=None) -> None:
             argv = ["--local-fabric", fab] + argv
         got: Dict[int, Dict[str, int]] = {}
         with s.start(boot, argv, vms_dir=vms) as bg:
-            serial1 = os.path.join(vms, "vm1", "serial.log")
-            if fab and bg.wait_for(8 * SECS + 250, lambda: any(
-                    "RS-FABRIC-DONE" in ln
-                    for ln in console.lines(serial1))):
-                for vm in (1, 2):
-                    got[vm] = counters(os.path.join(vms, "vm%d" % vm,
-                                                    "qmp.sock"))
+            if fab:
+                got = counters_at(bg, vms, "RS-FABRIC-DONE", 8 * SECS + 250,
+                                  (1, 2))
             r = bg.wait()
         s.expect(r, [(vm, c) for vm, cks in CHECKS.items() for c in cks],
                  prefix=boot + "/")
@@ -247,12 +255,9 @@ def run_killed(s: Suite) -> None:
                 s.note("killed: could not kill VM 2: %s" % e)
             # Once VM 1 is done (its checks printed), VM 1's and VM 3's
             # QEMUs must still answer, and have seen VM 2 go.
-            if killed and bg.wait_for(4 * SECS + 200, lambda: any(
-                    "RS-FABRIC-SURVIVED" in ln
-                    for ln in console.lines(serial1))):
-                for vm in (1, 3):
-                    after[vm] = counters(os.path.join(vms, "vm%d" % vm,
-                                                      "qmp.sock"))
+            if killed:
+                after = counters_at(bg, vms, "RS-FABRIC-SURVIVED",
+                                    4 * SECS + 200, (1, 3))
         r = bg.wait()
     s.report(bool(killed) and before.get("tx-ref-bytes", 0) > 0,
              "killed/kill", "%s killed while VM 1 sent by reference: %s"
