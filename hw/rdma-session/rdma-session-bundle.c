@@ -355,6 +355,11 @@ void rs_bundle_mmio_end(RSCore *c)
     }
 }
 
+bool rs_bundle_in_mmio(RSCore *c)
+{
+    return c->bundle->mmio;
+}
+
 static void rs_bundle_bh(void *opaque)
 {
     rs_bundle_flush(opaque);

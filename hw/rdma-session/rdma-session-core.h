@@ -1418,6 +1418,8 @@ void rs_bundle_flush(RSCore *c);
 /* Around an MMIO write: what it bundles is sent when it ends. */
 void rs_bundle_mmio_begin(RSCore *c);
 void rs_bundle_mmio_end(RSCore *c);
+/* An MMIO write is under way: it flushes (bundles, fabric) when it ends. */
+bool rs_bundle_in_mmio(RSCore *c);
 bool rs_bundle_divert(RSCore *c, const struct iovec *iov, int iovcnt,
                       const uint8_t *hdr, size_t hdrlen, size_t size);
 uint64_t *rs_bundle_counter(RSCore *c, unsigned which);

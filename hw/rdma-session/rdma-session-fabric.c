@@ -303,6 +303,8 @@ static uint8_t *rs_fab_tx_room(RSFabric *f, RSFabMember *m, uint32_t len)
  * A message of len bytes was put at rs_fab_tx_room's place.  A member
  * that did not announce batches gets it at once, alone; otherwise it
  * waits for the end of the run, or the main loop (bh) at the latest.
+ * An MMIO write flushes when it ends: a BH scheduled from its vCPU
+ * thread would wake the main loop for every message, for nothing.
  */
 static void rs_fab_tx_added(RSFabric *f, uint32_t len)
 {
@@ -310,7 +312,7 @@ static void rs_fab_tx_added(RSFabric *f, uint32_t len)
     f->tx_frames++;
     if (!f->tx_m->batch) {
         rs_fab_tx_flush(f);
-    } else if (f->tx_frames == 1) {
+    } else if (f->tx_frames == 1 && !rs_bundle_in_mmio(f->c)) {
         qemu_bh_schedule(f->bh);
     }
 }
@@ -968,6 +970,7 @@ static void rs_fab_commit(MemoryListener *l)
 static void rs_fab_join(RSFabric *f)
 {
     struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    g_autofree char *tmp = NULL;
     int fd;
 
     if (f->joined) {
@@ -981,7 +984,18 @@ static void rs_fab_join(RSFabric *f)
         memory_listener_register(&f->listener, f->c->as);
         f->listening = true;
     }
-    if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", f->path) >=
+    /*
+     * A new id for each join: a member that still holds our connection
+     * from before a reset or a migration (its EOF behind the frames
+     * queued on it) must not take our new connection for a duplicate of
+     * that one and drop it.
+     */
+    qemu_guest_getrandom_nofail(&f->id, sizeof(f->id));
+    g_free(f->path);
+    f->path = g_strdup_printf("%s/%d-%016" PRIx64 RS_FAB_SOCK_SUFFIX,
+                              f->c->p.local_fabric, (int)getpid(), f->id);
+    tmp = g_strdup_printf("%s.new", f->path);
+    if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", tmp) >=
         (int)sizeof(sa.sun_path)) {
         return;
     }
@@ -989,12 +1003,18 @@ static void rs_fab_join(RSFabric *f)
     if (fd < 0) {
         return;
     }
-    unlink(f->path);
+    /*
+     * Bound and listening before the name appears: a member that scans
+     * meanwhile and is refused takes the socket for a dead member's and
+     * removes it.
+     */
+    unlink(tmp);
     if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-        listen(fd, RS_FAB_MAX_MEMBERS) < 0) {
+        listen(fd, RS_FAB_MAX_MEMBERS) < 0 || rename(tmp, f->path) < 0) {
         warn_report("rdma-session: local fabric %s: cannot listen on %s: %s;"
                     " the fabric stays off", f->c->p.local_fabric, f->path,
                     strerror(errno));
+        unlink(tmp);
         close(fd);
         return;
     }
@@ -1088,9 +1108,6 @@ static bool rs_fabric_realize(RSCore *c, Error **errp)
         g_free(f);
         return false;
     }
-    qemu_guest_getrandom_nofail(&f->id, sizeof(f->id));
-    f->path = g_strdup_printf("%s/%d-%016" PRIx64 RS_FAB_SOCK_SUFFIX,
-                              c->p.local_fabric, (int)getpid(), f->id);
     f->bh = qemu_bh_new_guarded(rs_fab_tx_bh, f, c->guard);
     for (i = 0; i < RS_FAB_MAX_MEMBERS; i++) {
         f->m[i].f = f;

@@ -293,6 +293,18 @@ static void test_fabric_off(void *obj, void *data, QGuestAllocator *alloc)
     fab_cleanup();
 }
 
+/* 64 KiB of sealed memfd: a test-side member's RAM. */
+static int fab_memfd(void)
+{
+    int mfd = memfd_create("rs-fab-test", MFD_ALLOW_SEALING);
+
+    g_assert_cmpint(mfd, >=, 0);
+    g_assert_cmpint(ftruncate(mfd, 65536), ==, 0);
+    g_assert_cmpint(fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW),
+                    ==, 0);
+    return mfd;
+}
+
 static void fab_hdr(uint8_t *b, uint16_t type, uint32_t len)
 {
     stl_le_p(b, FAB_MAGIC);
@@ -348,11 +360,7 @@ static void test_fabric_hostile(void *obj, void *data,
     snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", fab_dir, n);
     fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
     g_assert_cmpint(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), ==, 0);
-    mfd = memfd_create("rs-fab-test", MFD_ALLOW_SEALING);
-    g_assert_cmpint(mfd, >=, 0);
-    g_assert_cmpint(ftruncate(mfd, 65536), ==, 0);
-    g_assert_cmpint(fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW),
-                    ==, 0);
+    mfd = fab_memfd();
 
     /* HELLO: version 1, one region at 0x100000, id 0x1234. */
     memset(b, 0, sizeof(b));
@@ -416,9 +424,9 @@ static void test_fabric_hostile(void *obj, void *data,
  * The test joins A's fabric as member 0x1234 with the 64 KiB of memfd
  * @mfd at 0x100000, HELLO version @ver (2: announcing batches), and its
  * address 10.0.0.9; A's own HELLO back must be of the same version.
- * Returns the socket.
+ * Returns the socket; A's id in *@a_id if not NULL.
  */
-static int fab_join(Pair *pr, int mfd, uint32_t ver)
+static int fab_join(Pair *pr, int mfd, uint32_t ver, uint64_t *a_id)
 {
     struct sockaddr_un sa = { .sun_family = AF_UNIX };
     uint32_t ext = ver == 2 ? 8 : 0;
@@ -454,6 +462,9 @@ static int fab_join(Pair *pr, int mfd, uint32_t ver)
     g_assert_cmpint(r, ==, FAB_HDR + 16 + ldl_le_p(rx + 16) * 24 + ext);
     if (ext) {
         g_assert_cmphex(ldl_le_p(rx + r - 8) & 1, ==, 1);
+    }
+    if (a_id) {
+        *a_id = ldq_le_p(rx + 20);
     }
     fab_hdr(b, 2, FAB_HDR + 8);
     stl_le_p(b + 12, 1);
@@ -506,14 +517,10 @@ static void test_fabric_batch_hostile(void *obj, void *data,
     int fd, mfd;
 
     pair_setup(&pr, obj, data, alloc);
-    mfd = memfd_create("rs-fab-test", MFD_ALLOW_SEALING);
-    g_assert_cmpint(mfd, >=, 0);
-    g_assert_cmpint(ftruncate(mfd, 65536), ==, 0);
-    g_assert_cmpint(fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW),
-                    ==, 0);
+    mfd = fab_memfd();
 
     /* Two messages in one: both taken (and dropped as no RoCE). */
-    fd = fab_join(&pr, mfd, 2);
+    fd = fab_join(&pr, mfd, 2, NULL);
     l = fab_bad_ref(b);
     fab_bad_ref(b + l);
     fab_send(fd, b, 2 * l, -1);
@@ -527,27 +534,27 @@ static void test_fabric_batch_hostile(void *obj, void *data,
     fab_wait_garbage(&pr, fd, 1);
 
     /* 8 bytes left over after the second. */
-    fd = fab_join(&pr, mfd, 2);
+    fd = fab_join(&pr, mfd, 2, NULL);
     fab_bad_ref(b + l);
     memset(b + 2 * l, 0, 8);
     fab_send(fd, b, 2 * l + 8, -1);
     fab_wait_garbage(&pr, fd, 2);
 
     /* The first's length short of its end: the next header is junk. */
-    fd = fab_join(&pr, mfd, 2);
+    fd = fab_join(&pr, mfd, 2, NULL);
     stl_le_p(b + 8, l - 16);
     fab_send(fd, b, 2 * l, -1);
     fab_wait_garbage(&pr, fd, 3);
 
     /* A length 0. */
-    fd = fab_join(&pr, mfd, 2);
+    fd = fab_join(&pr, mfd, 2, NULL);
     fab_bad_ref(b);
     stl_le_p(b + l + 8, 0);
     fab_send(fd, b, 2 * l, -1);
     fab_wait_garbage(&pr, fd, 4);
 
     /* An ADDRS among the frames. */
-    fd = fab_join(&pr, mfd, 2);
+    fd = fab_join(&pr, mfd, 2, NULL);
     fab_hdr(b + l, 2, FAB_HDR + 8);
     stl_le_p(b + l + 12, 1);
     stl_le_p(b + l + 16, 0x0a000009);
@@ -555,7 +562,7 @@ static void test_fabric_batch_hostile(void *obj, void *data,
     fab_wait_garbage(&pr, fd, 5);
 
     /* A good batch from a member that said version 1. */
-    fd = fab_join(&pr, mfd, 1);
+    fd = fab_join(&pr, mfd, 1, NULL);
     fab_bad_ref(b + l);
     fab_send(fd, b, 2 * l, -1);
     fab_wait_garbage(&pr, fd, 6);
@@ -564,6 +571,61 @@ static void test_fabric_batch_hostile(void *obj, void *data,
     g_assert_cmpuint(fab_counter(&pr, 0, "rx-dropped"), ==, 2);
     g_assert_cmpuint(fab_counter(&pr, 0, "rx-msgs"), ==, 1);
     g_assert_cmpuint(fab_counter(&pr, 0, "joined"), ==, 6);
+    close(mfd);
+    pair_teardown(&pr);
+    fab_cleanup();
+}
+
+/* The one socket in the directory once it is there (5 s at most). */
+static char *fab_socket_name(const char *not)
+{
+    int i;
+
+    for (i = 0; i < 500; i++) {
+        g_autoptr(GDir) d = g_dir_open(fab_dir, 0, NULL);
+        const char *n = d ? g_dir_read_name(d) : NULL;
+
+        if (n && g_str_has_suffix(n, ".sock") && g_strcmp0(n, not) &&
+            !g_dir_read_name(d)) {
+            return g_strdup(n);
+        }
+        g_usleep(10000);
+    }
+    g_assert_not_reached();
+}
+
+/*
+ * A reset adapter joins again as a new member, under a new id and socket
+ * name: a member that still holds its old connection (the EOF queued
+ * behind frames not yet read) must not take the new one for a duplicate
+ * connection and drop it.
+ */
+static void test_fabric_rejoin(void *obj, void *data, QGuestAllocator *alloc)
+{
+    g_autofree char *before = NULL, *after = NULL;
+    uint64_t id1, id2;
+    uint8_t rx[4096];
+    Pair pr;
+    int fd, mfd;
+    ssize_t r;
+
+    pair_setup(&pr, obj, data, alloc);
+    mfd = fab_memfd();
+    before = fab_socket_name(NULL);
+    fd = fab_join(&pr, mfd, 2, &id1);
+    qrs_writel(pr.p[0].d, A_RS_CTRL, R_RS_CTRL_RESET_MASK);
+    do {
+        r = recv(fd, rx, sizeof(rx), 0);
+    } while (r > 0);
+    g_assert_cmpint(r, ==, 0);          /* A left */
+    close(fd);
+    admin_setup(pr.p[0].d);
+    after = fab_socket_name(before);
+    fd = fab_join(&pr, mfd, 2, &id2);
+    g_assert_cmphex(id2, !=, id1);
+    g_assert_cmpuint(fab_counter(&pr, 0, "joined"), ==, 2);
+    g_assert_cmpuint(fab_counter(&pr, 0, "left"), ==, 1);
+    close(fd);
     close(mfd);
     pair_teardown(&pr);
     fab_cleanup();
@@ -635,6 +697,7 @@ static void register_fabric_tests(void)
     rs_add_standalone_test("fabric/hostile", test_fabric_hostile, &a_only);
     rs_add_standalone_test("fabric/batch-hostile", test_fabric_batch_hostile,
                            &a_only);
+    rs_add_standalone_test("fabric/rejoin", test_fabric_rejoin, &a_only);
     rs_add_standalone_test("fabric/migrate", test_fabric_migrate, &both);
 }
 
