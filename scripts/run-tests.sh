@@ -114,7 +114,7 @@ bg_wait()   # NAME PID: wait for a background preparation, say how it ended
 }
 
 build build "$top/scripts/build-qemu.sh" qemu-system-x86_64 tests/qtest/qos-test \
-    tests/qtest/rdma-session/rdma-session-test
+    tests/qtest/rdma-session/rdma-session-test tests/unit/test-aio
 # The sanitizer build: a second build directory of the same source, built
 # before the shared lock below, which scripts/build-qemu.sh would wait for.
 if wants 'fuzz-smoke' || wants 'qtest-asan*'; then
