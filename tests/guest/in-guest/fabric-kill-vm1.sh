@@ -4,7 +4,7 @@
 # completion, the one to VM 3 must go on and pass.  Set before: FB_SECS.
 for t in $(seq 1 20); do gi=$(gid_of $RS_IP) && break; sleep 0.5; done
 retry() { local o=$1 i rc; shift; for i in $(seq 1 20); do "$@" > $o 2>&1; rc=$?; grep -qE "REJECTED|[Cc]ouldn.t connect|[Cc]onnection refused" $o || return $rc; sleep 1; done; return $rc; }
-rs_barrier 1 120 || ck barrier fail "the servers did not start"
+rs_barrier 1 120 || ck barrier fail "the servers did not start: $(ip -s link show eth0 | tr -s " \n" " "); $(ip neigh | tr "\n" " ")"
 set -- $RS_PEERS
 ( retry /tmp/w2 timeout 120 ib_write_bw -d $dev -x $gi -F -D $((FB_SECS * 4)) -s 65536 -p 18621 $1; echo $? > /tmp/w2.rc ) &
 ( retry /tmp/w3 timeout 120 ib_write_bw -d $dev -x $gi -F -D $((FB_SECS * 2)) -s 65536 -p 18622 $2; echo $? > /tmp/w3.rc ) &
