@@ -20,8 +20,8 @@
 #                              out-of-tree modules: make -C .../build M=...
 # The unpacked source (shared by the variants) is in
 # $RS_CACHE/kernel/src/linux-<version>/, the source package in
-# $RS_CACHE/src/linux/.  With ccache on the host, compiles go through it
-# ($RS_CACHE/ccache).
+# $RS_CACHE/src/linux/.  Compiles go through ccache ($RS_CACHE/ccache,
+# shared with scripts/build-qemu.sh, at most 5 GB).
 #
 # Usage: scripts/build-guest-kernel.sh [--cached] [VARIANT]   (default:
 #        p2p, or $RS_KERNEL_VARIANT)
@@ -68,6 +68,7 @@ done
     die "cannot install the build tools (${need[*]})"
 [ -e /usr/include/libelf.h ] || apt_need "" libelf-dev || die "cannot install libelf-dev"
 [ -e /usr/include/openssl/ssl.h ] || apt_need "" libssl-dev || die "cannot install libssl-dev"
+command -v ccache >/dev/null || apt_need "" ccache || die "cannot install ccache"
 apt_priv_setup || die "apt-get update with the private sources failed"
 
 # --- Which version ---------------------------------------------------------
@@ -147,10 +148,9 @@ jobs=${RS_KERNEL_JOBS:-$(nproc)}
 b="$out/build"
 mk=(nice -n 19 make -C "$tree" O="$b" -j"$jobs"
     KBUILD_BUILD_TIMESTAMP="Debian $ver" KBUILD_BUILD_USER=rdma-session KBUILD_BUILD_HOST=guest-kernel)
-if command -v ccache >/dev/null; then
-    export CCACHE_DIR="$RS_CACHE/ccache" CCACHE_BASEDIR="$kdir" CCACHE_NOHASHDIR=1
-    mk+=(CC="ccache gcc")
-fi
+export CCACHE_DIR="$RS_CACHE/ccache" CCACHE_BASEDIR="$kdir" CCACHE_NOHASHDIR=1 \
+    CCACHE_MAXSIZE=5G
+mk+=(CC="ccache gcc")
 tb=$(date +%s.%N)
 # An interrupted build resumes where it stopped (same key, same config).
 mkdir -p "$b"

@@ -24,6 +24,9 @@
 #           as $RS_BUILD/qemu-fuzz) with clang, libFuzzer, ASan and UBSan;
 #           default targets qemu-fuzz-x86_64, qemu-system-x86_64, qos-test
 #           and rdma-session-test
+# Compiles go through ccache (both builds; the guest kernel's too):
+# $RS_CACHE/ccache, at most 5 GB, with the QEMU tree as base directory, so
+# that a clone at another path (its own $RS_BUILD) hits the same entries.
 # Environment: RS_BUILD (default <repo>/build), RS_CACHE (download cache).
 set -euo pipefail
 
@@ -43,7 +46,7 @@ need_host_packages()
     fi
     apt_need "" ninja-build python3-venv python3-pycotap pkg-config gcc \
         libglib2.0-dev libpixman-1-dev libslirp-dev zlib1g-dev libfdt-dev \
-        flex bison bzip2 rsync git seabios qemu-system-data ipxe-qemu ||
+        flex bison bzip2 rsync git seabios qemu-system-data ipxe-qemu ccache ||
         die "could not install QEMU's build dependencies from Debian bookworm (see apt output above)"
 }
 
@@ -88,6 +91,19 @@ src="$RS_BUILD/qemu-$ver"
 bld="$src/build"
 link="$RS_BUILD/qemu"
 [ $fuzz = 0 ] || { bld="$src/build-fuzz"; link="$RS_BUILD/qemu-fuzz"; }
+# ccache: paths under the tree are hashed relative to it, and the working
+# directory (in the debug information) is not hashed, so that the cache
+# serves trees at other paths (a fresh clone) as well.  configure writes
+# the compiler it is given ("ccache gcc") into meson's cross file; a build
+# directory configured without it is configured afresh (its options'
+# checksum below changes).  The fuzzing build's coverage filter, a file
+# named on the command line (build-fuzz/instrumentation-filter, a copy of
+# the tree's template, which exists before configure), is hashed with
+# every compile.
+export CCACHE_DIR="$RS_CACHE/ccache" CCACHE_BASEDIR="$src" CCACHE_NOHASHDIR=1 \
+    CCACHE_MAXSIZE=5G
+[ $fuzz = 0 ] ||
+    export CCACHE_EXTRAFILES="$src/scripts/oss-fuzz/instrumentation-filter-template"
 
 # git with an identity of its own for the tree's commits; trees unpacked
 # by earlier versions of this script belong to the tarball's owner.
@@ -243,12 +259,13 @@ cfg=(--target-list=x86_64-softmmu --python=/usr/bin/python3
      --enable-slirp --enable-tcg --enable-kvm --enable-fdt=system
      --disable-docs --disable-install-blobs --disable-werror
      --enable-trace-backends=log)
+[ $fuzz = 1 ] || cfg+=(--cc="ccache gcc")
 # virtio-9p (launch-vms.sh --share: a host directory in every guest); not
 # in the fuzzing build (its own device set, rdma-session-fuzz.mak).
 [ $fuzz = 1 ] || cfg+=(--enable-attr --enable-virtfs)
 # Clang's libFuzzer instruments hw/ and net/ only (QEMU's
 # instrumentation-filter); ASan and UBSan cover everything.
-[ $fuzz = 0 ] || cfg+=(--cc=clang --cxx=clang++ --enable-fuzzing
+[ $fuzz = 0 ] || cfg+=(--cc="ccache clang" --cxx="ccache clang++" --enable-fuzzing
                        --enable-asan --enable-ubsan)
 cfgsum=$(printf '%s\n' "${cfg[@]}" | sha1sum | cut -c1-12)
 if [ "$(cat "$bld/.rs-config" 2>/dev/null)" != "$cfgsum" ]; then

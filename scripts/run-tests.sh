@@ -42,7 +42,9 @@
 #
 # Environment: RS_BUILD, RS_CACHE (see scripts/build-qemu.sh),
 #   RS_QTEST_TIMEOUT (seconds for each qtest path, default 300),
-#   RS_FUZZ_SMOKE_SECS, RS_MATRIX_PROGS, RS_MATRIX_LOSS (see the suites).
+#   RS_FUZZ_SMOKE_SECS, RS_MATRIX_PROGS, RS_MATRIX_LOSS (see the suites),
+#   RS_STACKS_ALL=1 (the stacks suite complete: by default its short
+#   variant, tests/guest/stacks.py).
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)

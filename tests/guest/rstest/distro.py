@@ -22,6 +22,12 @@ alone, as QEMU's tests/functional are:
 
     tests/guest/stacks.py AdapterPair.test_nfs_rdma
 
+A class may name the test methods a short variant runs (SHORT): the
+test command runs only those of that class and reports the others as
+skipped (counted neither as passed nor as failed); main(full_env=VAR)
+runs them all when VAR is 1, and a test named on the command line always
+runs.
+
 main() prints TAP (rstest.tap).  Logs: $RS_BUILD/test-logs/NAME.XXXXXX/
 (NAME.last): per class the VMs' run directory, per test each script and
 its output.
@@ -208,10 +214,13 @@ class PairTest(unittest.TestCase):
 
     ARGS: the launcher's arguments of the pairing (--distro is added),
     e.g. ["-n", "2", "--soft-roce-vm", "2"].  SHARE: a host directory
-    shared into the guests (/mnt/host), or None."""
+    shared into the guests (/mnt/host), or None.  SHORT: the test methods
+    the short variant runs (see main()), or None for all."""
 
     ARGS: List[str] = ["-n", "2"]
     SHARE: Optional[str] = None
+    # the test methods the short variant runs (None: every one)
+    SHORT: Optional[Tuple[str, ...]] = None
     suite: Optional[Suite] = None
     launch = None
     boot_error = ""
@@ -342,9 +351,31 @@ class PairTest(unittest.TestCase):
         self.log("note", line)
 
 
-def main() -> int:
+def short_variant(tests: unittest.TestSuite,
+                  full_env: str) -> Tuple[unittest.TestSuite, List[str]]:
+    """tests with the methods that their class's SHORT leaves out marked
+    skipped (reported as "ok N - NAME # SKIP ...", which counts neither
+    as passed nor as failed); and what was left out, per class."""
+    out = unittest.TestSuite()
+    left: Dict[str, List[str]] = {}
+    for t in _flatten(tests):
+        short = getattr(t, "SHORT", None)
+        name = getattr(t, "_testMethodName", "")
+        if short is not None and name not in short:
+            left.setdefault(t.__class__.__name__, []).append(name)
+            setattr(t, name, unittest.skip(
+                "short variant (%s=1 runs it)" % full_env)(getattr(t, name)))
+        out.addTest(t)
+    return out, ["%s: %s" % (c, " ".join(m)) for c, m in left.items()]
+
+
+def main(full_env: Optional[str] = None) -> int:
     """Run the calling module's tests (or those named on the command line,
-    CLASS or CLASS.test_method) and print TAP."""
+    CLASS or CLASS.test_method) and print TAP.  Without names and unless
+    the environment variable full_env is 1, only the methods a class's
+    SHORT names run (the others are reported as skipped).  --list [NAME...]
+    prints the selected tests' names, with "# SKIP" on those the short
+    variant leaves out, and runs nothing."""
     # pylint: disable=import-outside-toplevel
     from .tap import TapResult
     if sys.argv[1:] == ["--prepare"]:
@@ -361,7 +392,11 @@ def main() -> int:
         return 0
     mod = sys.modules["__main__"]
     names = sys.argv[1:]
+    listing = names[:1] == ["--list"]
+    if listing:
+        names = names[1:]
     loader = unittest.defaultTestLoader
+    left: List[str] = []
     if names:
         tests = loader.loadTestsFromNames(names, mod)
     else:
@@ -370,6 +405,19 @@ def main() -> int:
             loader.loadTestsFromTestCase(c) for c in vars(mod).values()
             if isinstance(c, type) and issubclass(c, unittest.TestCase) and
             not getattr(c, "BY_HAND", False))
+        if full_env and os.environ.get(full_env) != "1":
+            tests, left = short_variant(tests, full_env)
+    suite = os.environ.get("RS_SUITE_NAME", "distro")
+    if left:
+        print("# %s: short variant, left out (%s=1 runs every test): %s" %
+              (suite, full_env, "; ".join(left)), flush=True)
+    if listing:
+        for t in _flatten(tests):
+            name = getattr(t, "_testMethodName", "")
+            skip = getattr(getattr(t, name, None), "__unittest_skip__", False)
+            print("%s%s" % (t.id().replace("__main__.", ""),
+                            " # SKIP short variant" if skip else ""))
+        return 0
     result = TapResult()
 
     def stop(signum, frame):
@@ -383,3 +431,9 @@ def main() -> int:
         for la in LAUNCHES:
             la.teardown()
     return result.plan()
+
+
+def _flatten(tests) -> List[unittest.TestCase]:
+    if isinstance(tests, unittest.TestSuite):
+        return [t for sub in tests for t in _flatten(sub)]
+    return [tests]

@@ -11,7 +11,8 @@ import tempfile
 import time
 import unittest
 
-from rstest import checks, console, suite
+from rstest import checks, console, distro, suite
+from rstest.tap import TapResult
 from rstest.vm import McastSegment, UserSegment, guest_script
 
 # A guest that ran a command, was reset in the middle of its next one,
@@ -199,6 +200,43 @@ class SuiteTest(unittest.TestCase):
         self.assertEqual(os.readlink(os.path.join(logs, "t.last")),
                          os.path.basename(dirs[-1]))
         self.assertEqual(suite.Suite("t", io.StringIO()).end(), 1)  # none ran
+
+
+class ShortVariantTest(unittest.TestCase):
+    """distro.short_variant: the methods a class's SHORT leaves out are
+    reported as skipped, neither run nor counted as passed."""
+
+    def test_short(self) -> None:
+        ran = []
+
+        class Pair(unittest.TestCase):
+            SHORT = ("test_a",)
+
+            def test_a(self) -> None:
+                ran.append("a")
+
+            def test_b(self) -> None:
+                ran.append("b")
+
+        class Other(unittest.TestCase):
+            def test_c(self) -> None:
+                ran.append("c")
+
+        load = unittest.defaultTestLoader.loadTestsFromTestCase
+        tests, left = distro.short_variant(
+            unittest.TestSuite([load(Pair), load(Other)]), "RS_X_ALL")
+        self.assertEqual(left, ["Pair: test_b"])
+        out = io.StringIO()
+        result = TapResult(out)
+        tests.run(result)
+        self.assertEqual(ran, ["a", "c"])
+        self.assertEqual(result.plan(), 0)
+        lines = out.getvalue().splitlines()
+        self.assertRegex(lines[0], r"^ok 1 - .*Pair\.test_a$")
+        self.assertRegex(lines[1], r"^ok 2 - .*Pair\.test_b # SKIP short "
+                         r"variant \(RS_X_ALL=1 runs it\)$")
+        self.assertRegex(lines[2], r"^ok 3 - .*Other\.test_c$")
+        self.assertEqual(lines[3], "1..3")
 
 
 if __name__ == "__main__":
