@@ -8,11 +8,12 @@
    and WRITE of 4 KiB buffers, every ping verified by rping itself),
    ib_read_bw, ibv_srq_pingpong -c and a UD ib_send_bw to VM 2, and is
    VM 2's client of ib_send_bw and ibv_rc_pingpong -c; and dynamically
-   connected transport both ways (rsdv_dc_bw -D 30, 4 KiB SENDs whose
-   bytes and order the target checks): VM 2's DCI sends to a DCT on VM 1
-   (the responder contexts migrate) and VM 1's DCI to a DCT on VM 2 (the
-   DCI's connection migrates).  The RDMA stall VM 2 saw at each switch
-   is measured from a capture of its netdev.  The adapters run with the
+   connected transport both ways (rsdv_dc_bw -D 30, 40 on the local
+   fabric; 4 KiB SENDs whose bytes and order the target checks): VM 2's
+   DCI sends to a DCT on VM 1 (the responder contexts migrate) and VM
+   1's DCI to a DCT on VM 2 (the DCI's connection migrates).  The RDMA
+   stall VM 2 saw at each switch is measured from a capture of its
+   netdev.  The adapters run with the
    default dc-idle (1 ms): the DCIs idle out between bursts, and a target
    keeps a context across the migrated DCI's downtime.
    Before those, migrations that must fail and leave VM 1 running with its
@@ -75,6 +76,8 @@ Usage: tests/guest/migration.py [--list] [--repeat N] [NAME...]
   nvmf); the names: PART-PREFIX + test, guests' checks CHECK/vmN.
 Environment: RS_BUILD, RS_CACHE (scripts/build-qemu.sh), RS_NO_BUILD=1,
   RS_MIGRATIONS (part 1's migrations, default 3; 0 skips part 1),
+  RS_MIGRATION_SECS (part 1's program durations, default 30, 40 with
+  RS_LOCAL_FABRIC=1),
   RS_RPING_COUNT (default 60000), RS_PINGPONG_COUNT (default 30000),
   RS_STALL_MAX_MS (part 1's and 3's bound on the stall, default 3000),
   RS_MIGRATION_HOLD (seconds, default 30; 0 skips part 2),
@@ -176,18 +179,26 @@ def stall_check(s: Suite, r: Run, vm: int, n: int, pre: str,
 
 def short_part(s: Suite, n_mig: int, qemu_args) -> None:
     """1: n_mig short migrations of VM 1 under RC, UD and DC traffic,
-    after the drill.  The perftest and rsdv_dc_bw runs last 30 s of guest
-    time (they outlast the migrations, which the check asserts); the
+    after the drill.  The perftest and rsdv_dc_bw runs last secs (30, 40
+    on the local fabric) s of guest time (they outlast the migrations,
+    which the check asserts); the
     pingpongs run a fixed count (at least one migration)."""
     count = env_int("RS_RPING_COUNT", 60000)
     pp = env_int("RS_PINGPONG_COUNT", 30000)
+    # On the local fabric the VMs' RAM is a memfd, and reading the pages
+    # the guest never touched allocates them: each migration took 4-5.5 s
+    # there against 1.4-5 s, and the programs ended before the third.
+    secs = env_int("RS_MIGRATION_SECS",
+                   40 if os.environ.get("RS_LOCAL_FABRIC") == "1" else 30)
     r = s.launch("launch", [
         "-q"] + (["--no-build"] if os.environ.get("RS_NO_BUILD") else []) + [
         "-n", "2", "--timeout", "300", "--migrate", "1@5x%d" % n_mig,
         "--migrate-drill",
         "--vm-cmd", "1", script([("n_mig", n_mig), ("count", count),
-                                 ("pingpong", pp)], "migration-short-vm1.sh"),
-        "--vm-cmd", "2", script([("count", count), ("pingpong", pp)],
+                                 ("pingpong", pp), ("secs", secs)],
+                                "migration-short-vm1.sh"),
+        "--vm-cmd", "2", script([("count", count), ("pingpong", pp),
+                                 ("secs", secs)],
                                 "migration-short-vm2.sh")] + extra(qemu_args),
         vms_dir=os.path.join(s.dir, "vms"))
     for what, field in (("max-qps differs", "max_qps"), ("mac differs", "mac"),
