@@ -10,13 +10,19 @@ resv6) set to ones) followed by the rest of the packet up to the ICRC,
 stored little-endian in the packet's last 4 bytes.  A bundle (opcode
 0xc7, docs/specs/rdma-session.rst "Bundles on the wire") has no ICRC of
 its own: each RoCEv2 frame in it is checked (and counted) as if alone,
-and a bundle whose lengths do not fill it counts as bad.  (A command
-line over the suites' capture library, tests/guest/rstest/roce.py.)
+and a bundle whose lengths do not fill it counts as bad.  A record the
+capture truncated (orig_len above incl_len: the local fabric's frames by
+reference, their headers; a snap length) has no ICRC to check: it is
+counted as not checkable if it holds the headers up to the BTH and its IP
+and UDP lengths end the frame where its orig_len does, and as bad
+otherwise (truncated inconsistently).  (A command line over the suites'
+capture library, tests/guest/rstest/roce.py.)
 
 Usage: roce-icrc.py FILE.pcap [--corrupt OUT.pcap]
-  prints "N RoCEv2 packets, N bad ICRC, opcodes {...}" and exits 1 if there
-  is no RoCEv2 packet or a bad ICRC (listing up to 10 of them), 2 if the
-  file is not a pcap.  --corrupt also writes the first RoCEv2 packet with
+  prints "N RoCEv2 packets, N bad ICRC, opcodes {...}" (N checked) and,
+  if there were any, "; N truncated by the capture, not checkable"; exits
+  1 if no RoCEv2 packet was checked or one is bad (listing up to 10 of
+  them), 2 if the file is not a pcap.  --corrupt also writes the first RoCEv2 packet with
   one payload byte flipped into OUT.pcap, for the check's self-test.
 """
 import os
@@ -29,19 +35,27 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
 from rstest import roce  # noqa: E402
 
 
-def check(recs, corrupt=None):
-    """(count, bad lines, opcodes {opcode: count}) of the records."""
+def check(recs, corrupt=None, trunc=None):
+    """(count, bad lines, opcodes {opcode: count}) of the records; count:
+    the packets checked (or bad).  trunc: a list that gets the number of
+    each record truncated consistently (not checkable, not counted)."""
     count, bad, ops = 0, [], {}
     for rec in recs:
         frame = rec.data
         r = roce.offsets(frame)
         if r is None:
             continue
-        count += 1
         n = rec.num
         if not rec.whole:
-            bad.append('frame %d: truncated in the capture' % n)
+            why = roce.truncation_fault(rec)
+            if why is None:
+                if trunc is not None:
+                    trunc.append(n)
+                continue
+            count += 1
+            bad.append('frame %d: truncated inconsistently: %s' % (n, why))
             continue
+        count += 1
         ip, udp, v6 = r
         ops[frame[udp + 8]] = ops.get(frame[udp + 8], 0) + 1
         if frame[udp + 8] == roce.OP_BUNDLE:
@@ -86,10 +100,13 @@ def main():
     except (OSError, ValueError, struct.error) as e:
         print('%s: %s' % (args[0], e))
         return 2
-    count, bad, ops = check(recs, corrupt)
-    print('%d RoCEv2 packets, %d bad ICRC, opcodes {%s}' % (
+    trunc = []
+    count, bad, ops = check(recs, corrupt, trunc)
+    print('%d RoCEv2 packets, %d bad ICRC, opcodes {%s}%s' % (
         count, len(bad),
-        ', '.join('0x%02x: %d' % (k, ops[k]) for k in sorted(ops))))
+        ', '.join('0x%02x: %d' % (k, ops[k]) for k in sorted(ops)),
+        '; %d truncated by the capture, not checkable' % len(trunc)
+        if trunc else ''))
     for b in bad[:10]:
         print('  ' + b)
     return 0 if count and not bad else 1

@@ -35,6 +35,8 @@
 #include "qemu/bswap.h"
 #include "qemu/iov.h"
 #include "qemu/memfd.h"
+#include "net/checksum.h"
+#include "net/eth.h"
 #include "qapi/error.h"
 #include "exec/memory.h"
 #include "exec/ramblock.h"
@@ -140,10 +142,12 @@ struct RSFabric {
 /*
  * fabric-pcap: what goes over the fabric, both ways, as a capture of the
  * netdev would have shown it (the frames of the channel's messages; a
- * frame by reference as its headers, without the payload).  One record
+ * frame by reference as a truncated record, rs_fab_pcap_ref).  One record
  * per frame, as filter-dump writes them: the operator's choice, as that.
+ * orig: the frame's length on the wire (len: the bytes recorded).
  */
-static void rs_fab_pcap(RSFabric *f, const uint8_t *frame, size_t len)
+static void rs_fab_pcap(RSFabric *f, const uint8_t *frame, size_t len,
+                        size_t orig)
 {
     int64_t us;
     uint32_t hdr[4];
@@ -158,13 +162,61 @@ static void rs_fab_pcap(RSFabric *f, const uint8_t *frame, size_t len)
     us = qemu_clock_get_us(QEMU_CLOCK_HOST);
     hdr[0] = cpu_to_le32(us / 1000000);
     hdr[1] = cpu_to_le32(us % 1000000);
-    hdr[2] = hdr[3] = cpu_to_le32(len);
+    hdr[2] = cpu_to_le32(len);
+    hdr[3] = cpu_to_le32(orig);
     if (writev(f->pcap_fd, iov, 2) != sizeof(hdr) + len) {
         warn_report("rdma-session: fabric-pcap=%s: write failed, no more "
                     "records", f->c->p.fabric_pcap);
         close(f->pcap_fd);
         f->pcap_fd = -1;
     }
+}
+
+/*
+ * A frame by reference, its headers built as a frame without payload
+ * (len bytes, its ICRC last), its payload paylen bytes: recorded as a
+ * capture truncated after the headers would show the frame on the wire,
+ * orig_len its whole length (headers, payload, pad, ICRC), the bytes
+ * recorded the headers as that frame has them: the IP and UDP lengths,
+ * the BTH's pad count and the IPv4 header checksum of the whole frame.
+ * Headers of another kind (no IPv4 or IPv6 of our format): as they are.
+ */
+static void rs_fab_pcap_ref(RSFabric *f, const uint8_t *frame, size_t len,
+                            uint64_t paylen)
+{
+    uint8_t h[RS_FAB_REF_HDR_MAX];
+    uint16_t type = len >= RS_L3_OFF ? lduw_be_p(frame + 12) : 0;
+    bool v6 = type == ETH_P_IPV6;
+    unsigned l3 = v6 ? RS_IP6_HLEN : RS_IP4_HLEN;
+    size_t bth = RS_L3_OFF + l3 + RS_UDP_HLEN;
+    unsigned pad = (-paylen) & 3;
+    uint8_t *ip = h + RS_L3_OFF;
+    size_t hl, wire;
+
+    if (f->pcap_fd < 0) {
+        return;
+    }
+    if ((type != ETH_P_IP && !v6) || len > sizeof(h) ||
+        len < bth + RS_BTH_LEN + RS_ICRC_LEN ||
+        (!v6 && frame[RS_L3_OFF] != 0x45)) {
+        rs_fab_pcap(f, frame, len, len);
+        return;
+    }
+    /* the headers: without the ICRC and any pad of the frame as built */
+    hl = len - RS_ICRC_LEN -
+         MIN((frame[bth + 1] >> 4) & 3, len - RS_ICRC_LEN - bth - RS_BTH_LEN);
+    wire = hl + paylen + pad + RS_ICRC_LEN;
+    memcpy(h, frame, hl);
+    if (v6) {
+        stw_be_p(ip + 4, wire - RS_L3_OFF - l3);
+    } else {
+        stw_be_p(ip + 2, wire - RS_L3_OFF);
+        stw_be_p(ip + 10, 0);
+        stw_be_p(ip + 10, net_raw_checksum(ip, RS_IP4_HLEN));
+    }
+    stw_be_p(ip + l3 + 4, wire - RS_L3_OFF - l3);
+    h[bth + 1] = (h[bth + 1] & ~0x30) | (pad << 4);
+    rs_fab_pcap(f, h, hl, wire);
 }
 
 static bool rs_fab_pcap_open(RSFabric *f, Error **errp)
@@ -623,7 +675,7 @@ static bool rs_fab_frame_ref(RSFabric *f, RSFabMember *m, const uint8_t *b,
         why = "not a RoCE frame that may come by reference";
         goto drop;
     }
-    rs_fab_pcap(f, b + RS_FAB_HDR_LEN + 8, hlen);
+    rs_fab_pcap_ref(f, b + RS_FAB_HDR_LEN + 8, hlen, total);
     pkt.payiov = f->rxiov;
     pkt.payiovcnt = n;
     pkt.paylen = total;
@@ -673,7 +725,7 @@ static bool rs_fab_input(RSFabric *f, RSFabMember *m, const uint8_t *b,
             .iov_len = len - RS_FAB_HDR_LEN,
         };
 
-        rs_fab_pcap(f, iov.iov_base, iov.iov_len);
+        rs_fab_pcap(f, iov.iov_base, iov.iov_len, iov.iov_len);
         f->cnt[RS_FAB_CNT_RX_INLINE]++;
         f->cnt[RS_FAB_CNT_RX_INLINE_BYTES] += iov.iov_len;
         trace_rdma_session_fabric_rx(m - f->m, 0, 0, iov.iov_len, false);
@@ -1327,7 +1379,7 @@ bool rs_fabric_xmit(RSCore *c, const uint8_t *frame, size_t len,
         b = rs_fab_tx_room(f, m, mlen);
         rs_fab_put_hdr(b, RS_FAB_MSG_FRAME, mlen);
         memcpy(b + RS_FAB_HDR_LEN, frame, len);
-        rs_fab_pcap(f, frame, len);
+        rs_fab_pcap(f, frame, len, len);
         f->tx_inline++;
         f->tx_inline_bytes += len;
         trace_rdma_session_fabric_tx(m - f->m, frame[len > RS_BTH_OFF ?
@@ -1347,7 +1399,7 @@ bool rs_fabric_xmit(RSCore *c, const uint8_t *frame, size_t len,
     stl_le_p(b + 16, 0);
     memcpy(b + RS_FAB_HDR_LEN + 8, frame, len);
     memset(b + RS_FAB_HDR_LEN + 8 + len, 0, ROUND_UP(len, 8) - len);
-    rs_fab_pcap(f, frame, len);
+    rs_fab_pcap_ref(f, frame, len, f->rec_len);
     b += RS_FAB_HDR_LEN + 8 + ROUND_UP(len, 8);
     for (i = 0; i < f->npieces; i++) {
         stq_le_p(b + i * 16, f->pieces[i].addr);

@@ -4,7 +4,8 @@ rstest/migration.py, scripts/roce-icrc.py):
 
   records(path)     the records of a pcap (microseconds or nanoseconds,
                     either byte order) or pcapng file (every interface,
-                    its name): Record(num, t, data, whole, ifname)
+                    its name): Record(num, t, data, whole, ifname,
+                    orig), orig the frame's length on the wire
   offsets(frame)    where a RoCEv2 frame's IP and UDP headers are
                     (VLAN tags skipped, IPv4 or IPv6), None if not one
   packets(path)     the RoCEv2 packets of a capture as Packet (source,
@@ -15,11 +16,14 @@ rstest/migration.py, scripts/roce-icrc.py):
                     addresses, bundle_faults(), a hash of its bytes)
   icrc(frame, ...)  a packet's ICRC computed and stored
   write_pcap(path, frames)
+  with_fabric(path) the capture to check: path, or path and path.fabric
+                    (the local fabric's, launcher --pcap) merged
 
 The adapter's bundles (opcode 0xc7, docs/specs/rdma-session.rst "Bundles
 on the wire") stand for the frames inside them, which the capture checks
 count as if each had come alone (unbundle, bundle_faults)."""
 
+import os
 import socket
 import struct
 import zlib
@@ -134,12 +138,15 @@ def bundle_faults(fr: bytes) -> List[str]:
 class Record(NamedTuple):
     """One record of a capture file: its number (from 1), time (seconds),
     the frame as captured, whether it was captured whole, the interface's
-    name (pcapng; "" in a pcap)."""
+    name (pcapng; "" in a pcap), the frame's length on the wire (the
+    record's orig_len: more than len(data) in a record the capture
+    truncated, e.g. a local fabric's frame by reference, its headers)."""
     num: int
     t: float
     data: bytes
     whole: bool
     ifname: str
+    orig: int = -1
 
 
 PCAP_MAGIC = {b"\xd4\xc3\xb2\xa1": ("<", 1e-6),
@@ -175,7 +182,7 @@ def records(src: Union[str, bytes]) -> Iterator[Record]:
             break
         n += 1
         yield Record(n, sec + frac * unit, data[off + 16:off + 16 + incl],
-                     incl == orig, "")
+                     incl == orig, "", orig)
         off += 16 + incl
 
 
@@ -200,7 +207,8 @@ def _pcapng(data: bytes) -> Iterator[Record]:
             if iid < len(ifs):
                 n += 1
                 yield Record(n, ((hi << 32) | lo) * ifs[iid][1],
-                             body[20:20 + cap], cap == orig, ifs[iid][0])
+                             body[20:20 + cap], cap == orig, ifs[iid][0],
+                             orig)
         off += blen
 
 
@@ -220,6 +228,40 @@ def _idb(body: bytes, bo: str) -> Tuple[str, float]:
                    else 10.0 ** -val[0])
         o += 4 + (ln + 3) // 4 * 4
     return name, res
+
+
+def with_fabric(path: str) -> Tuple[str, str]:
+    """The capture a suite checks for the launcher's --pcap I FILE (path):
+    FILE itself, or, when FILE.fabric is there (the local fabric was on,
+    RS_LOCAL_FABRIC=1: VM I's adapter's frames over the fabric, which
+    never reach the netdev its capture records), FILE and FILE.fabric
+    merged in time order into FILE.with-fabric.pcap (nanoseconds, each
+    record's lengths as they were: the fabric's frames by reference
+    truncated).  And a note for the check's text: "" or what the fabric's
+    capture added."""
+    fab = path + ".fabric"
+    if not os.path.isfile(fab):
+        return path, ""
+    recs = []
+    for src in (path, fab):
+        if os.path.isfile(src) and os.path.getsize(src) > 0:
+            recs += [(r.t, k, r, src == fab)
+                     for k, r in enumerate(records(src))]
+    recs.sort(key=lambda x: (x[0], x[3], x[1]))
+    out = path + ".with-fabric.pcap"
+    nfab = ntrunc = 0
+    with open(out, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xa1b23c4d, 2, 4, 0, 0, 262144, 1))
+        for t, _, r, fabric in recs:
+            ns = int(round(t * 1e9))
+            orig = r.orig if r.orig >= 0 else len(r.data)
+            f.write(struct.pack("<IIII", ns // 1000000000, ns % 1000000000,
+                                len(r.data), orig) + r.data)
+            nfab += fabric
+            ntrunc += fabric and not r.whole
+    return out, (" (with the local fabric's capture %s: %d frames, %d of "
+                 "them by reference, their headers)" %
+                 (os.path.basename(fab), nfab, ntrunc))
 
 
 def write_pcap(path: str, frames: List[bytes]) -> None:
@@ -257,6 +299,29 @@ def offsets(frame: bytes) -> Optional[Tuple[int, int, bool]]:
             struct.unpack_from(">H", frame, udp + 2)[0] != ROCE_PORT:
         return None
     return ip, udp, v6
+
+
+def truncation_fault(rec: Record) -> Optional[str]:
+    """Of a RoCEv2 record the capture truncated (not rec.whole): None if
+    it holds the headers up to the BTH and the frame's own IP and UDP
+    lengths say the length on the wire its record does (orig_len; up to
+    Ethernet's padding of a short frame); else what is wrong with it."""
+    frame = rec.data
+    r = offsets(frame)
+    if r is None:
+        return "not a RoCEv2 frame"
+    ip, udp, v6 = r
+    if len(frame) > rec.orig:
+        return "%d bytes recorded of a frame of %d" % (len(frame), rec.orig)
+    if len(frame) < udp + 8 + 12:
+        return "truncated inside its headers"
+    end = ip + struct.unpack_from(">H", frame, ip + (4 if v6 else 2))[0] + \
+        (40 if v6 else 0)
+    uend = udp + struct.unpack_from(">H", frame, udp + 4)[0]
+    if uend != end or not (end == rec.orig or end < rec.orig <= 60):
+        return "IP/UDP lengths end it at %d/%d, its record at %d" % (
+            end, uend, rec.orig)
+    return None
 
 
 def icrc(frame: bytes, ip: int, udp: int, v6: bool) -> Tuple[int, int]:

@@ -220,6 +220,56 @@ class CaptureTest(unittest.TestCase):
                 f.write("x" * 40)
             self.assertEqual(run(os.path.join(d, "x"))[0], 2)
 
+    def test_truncated(self) -> None:
+        """A record the capture truncated after the headers (a local
+        fabric's frame by reference): not checkable if its IP and UDP
+        lengths end where its orig_len does; bad if not (or if it holds
+        more than orig_len); with_fabric merges FILE.fabric in time
+        order, keeping each record's lengths."""
+        a = signed(frame(0x0a, b"x" * 100))
+        hdr = a[:14 + 20 + 8 + 12 + 16]     # the headers up to the RETH
+
+        def pcap(recs, t0=0):
+            out = struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1)
+            for k, (f, orig) in enumerate(recs):
+                out += struct.pack("<IIII", t0 + 2 * k, 0, len(f), orig) + f
+            return out
+
+        with tempfile.TemporaryDirectory() as d:
+            def run(recs):
+                path = os.path.join(d, "t.pcap")
+                with open(path, "wb") as f:
+                    f.write(pcap(recs))
+                r = subprocess.run([sys.executable, ICRC_CLI, path],
+                                   stdout=subprocess.PIPE, text=True,
+                                   check=False)
+                return r.returncode, r.stdout.splitlines()
+
+            self.assertEqual(run([(a, len(a)), (hdr, len(a))]), (0, [
+                "1 RoCEv2 packets, 0 bad ICRC, opcodes {0x0a: 1}; "
+                "1 truncated by the capture, not checkable"]))
+            rc, out = run([(a, len(a)), (hdr, len(a) + 4)])
+            self.assertEqual(rc, 1)
+            self.assertIn("truncated inconsistently", out[1])
+            rc, out = run([(a, len(a)), (a[:14 + 20 + 8 + 6], len(a))])
+            self.assertEqual(rc, 1)
+            self.assertIn("inside its headers", out[1])
+            # only truncated records: nothing checked
+            self.assertEqual(run([(hdr, len(a))])[0], 1)
+
+            net = os.path.join(d, "n.pcap")
+            with open(net, "wb") as f:
+                f.write(pcap([(a, len(a)), (a, len(a))]))
+            self.assertEqual(roce.with_fabric(net), (net, ""))
+            with open(net + ".fabric", "wb") as f:
+                f.write(pcap([(hdr, len(a)), (a, len(a))], 1))
+            path, note = roce.with_fabric(net)
+            self.assertIn("2 frames, 1 of them by reference", note)
+            rs = list(roce.records(path))
+            self.assertEqual([(r.t, len(r.data), r.orig) for r in rs],
+                             [(0, len(a), len(a)), (1, len(hdr), len(a)),
+                              (2, len(a), len(a)), (3, len(a), len(a))])
+
 
 if __name__ == "__main__":
     unittest.main()

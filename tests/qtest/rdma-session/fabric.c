@@ -79,26 +79,47 @@ static void fab_cleanup(void)
  * B's fabric-pcap: a pcap file of Ethernet frames, each a RoCEv2 frame
  * (UDP port 4791); returns how many.
  */
-static unsigned fab_pcap_frames(void)
+/*
+ * The records of B's fabric-pcap; *ref, *ref_bytes: how many are
+ * truncated (the frames by reference: their headers as on the wire,
+ * orig_len the whole frame's length, the IP length's) and their
+ * payload bytes (orig_len less the headers, the BTH's pad and the ICRC).
+ */
+static unsigned fab_pcap_frames(unsigned *ref, uint64_t *ref_bytes)
 {
     g_autofree char *buf = NULL;
     size_t len, off;
     unsigned n = 0;
 
+    *ref = 0;
+    *ref_bytes = 0;
     g_assert_true(g_file_get_contents(fab_pcap, &buf, &len, NULL));
     g_assert_cmpuint(len, >=, 24);
     g_assert_cmphex((uint32_t)ldl_le_p(buf), ==, 0xa1b2c3d4);
     g_assert_cmpuint(ldl_le_p(buf + 20), ==, 1);            /* Ethernet */
     for (off = 24; off < len; n++) {
-        uint32_t incl;
+        uint32_t incl, orig;
+        const uint8_t *f = (const uint8_t *)buf + off + 16;
 
         g_assert_cmpuint(len - off, >=, 16);
         incl = ldl_le_p(buf + off + 8);
-        g_assert_cmpuint(incl, ==, ldl_le_p(buf + off + 12));
+        orig = ldl_le_p(buf + off + 12);
         g_assert_cmpuint(len - off - 16, >=, incl);
         g_assert_cmpuint(incl, >=, 14 + 20 + 8 + 12);
-        g_assert_cmphex(lduw_be_p(buf + off + 16 + 12), ==, 0x0800);
-        g_assert_cmpuint(lduw_be_p(buf + off + 16 + 36), ==, 4791);
+        g_assert_cmphex(lduw_be_p(f + 12), ==, 0x0800);
+        g_assert_cmpuint(lduw_be_p(f + 36), ==, 4791);
+        /* the IP and UDP lengths: the whole frame's */
+        g_assert_cmpuint(14 + lduw_be_p(f + 16), ==, orig);
+        g_assert_cmpuint(14 + 20 + lduw_be_p(f + 38), ==, orig);
+        g_assert_cmpuint(incl, <=, orig);
+        if (incl < orig) {
+            unsigned pad = (f[14 + 20 + 8 + 1] >> 4) & 3;
+
+            /* headers only: a payload of 512 bytes or more went inline */
+            g_assert_cmpuint(orig - incl, >=, 512 + 4);
+            (*ref)++;
+            *ref_bytes += orig - incl - pad - 4;
+        }
         off += 16 + incl;
     }
     return n;
@@ -168,7 +189,8 @@ static void test_fabric_data(void *obj, void *data, QGuestAllocator *alloc)
     struct rs_sge sge;
     struct rs_cqe cqe;
     LoopQp q[2];
-    uint64_t tx, msgs;
+    uint64_t tx, msgs, ref_bytes;
+    unsigned ref;
 
     pair_setup(&pr, obj, data, alloc);
     g_assert_cmpuint(fab_sockets(), ==, 2);
@@ -240,12 +262,19 @@ static void test_fabric_data(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmpuint(fab_counter(&pr, 1, "tx-inline"), >, 0);
     g_assert_cmpuint(fab_counter(&pr, 0, "rx-dropped"), ==, 0);
     g_assert_cmpuint(fab_counter(&pr, 1, "rx-dropped"), ==, 0);
-    /* B's capture holds every frame it sent and received over it. */
-    g_assert_cmpuint(fab_pcap_frames(), ==,
+    /*
+     * B's capture holds every frame it sent and received over it, those
+     * by reference as truncated records of their whole length.
+     */
+    g_assert_cmpuint(fab_pcap_frames(&ref, &ref_bytes), ==,
                      fab_counter(&pr, 1, "tx-ref") +
                      fab_counter(&pr, 1, "tx-inline") +
                      fab_counter(&pr, 1, "rx-ref") +
                      fab_counter(&pr, 1, "rx-inline"));
+    g_assert_cmpuint(ref, ==, fab_counter(&pr, 1, "tx-ref") +
+                     fab_counter(&pr, 1, "rx-ref"));
+    g_assert_cmpuint(ref_bytes, ==, fab_counter(&pr, 1, "tx-ref-bytes") +
+                     fab_counter(&pr, 1, "rx-ref-bytes"));
 
     /* A WRITE through a key B does not have: NAKed as on the wire. */
     sge = peer_sge(a, 0x2000, 2000);
