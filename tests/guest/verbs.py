@@ -509,12 +509,17 @@ def odp_capture(s: Suite, pairing: str, pcap: str) -> None:
     long the faults took on the wire (PAUSE to RESUME) and what each kind
     of requester sent meanwhile.  The multicast segment hands VM 1 its own
     frames back, which the capture records again: a frame of VM 1's that
-    repeats one of its last 50 ms byte for byte is that copy, and skipped."""
+    repeats one of its last 50 ms byte for byte is that copy, and skipped.
+    With the local fabric (RS_LOCAL_FABRIC=1: the launcher also wrote
+    pcap.fabric, VM 1's frames over the fabric, which never reach the
+    netdev) the two captures merged (rstest.roce.with_fabric), and the
+    detail says so."""
     name = "%s/odp/capture" % pairing
     me = "10.77.0.1"
     if not os.path.isfile(pcap):
         s.report(False, name, "no capture " + pcap)
         return
+    pcap, note = roce.with_fabric(pcap)
     frames = []
     seen = {}
     for f in roce_frames_ts(pcap):
@@ -579,10 +584,10 @@ def odp_capture(s: Suite, pairing: str, pcap: str) -> None:
           "frames); "
           "fault on the wire (PAUSE to RESUME) median "
           "%.1f ms, 90%% %.1f ms; the paused PSN sent again %d times within "
-          "150 ms, %d later (%s requester)%s" %
+          "150 ms, %d later (%s requester)%s%s" %
           (npause, nresume, nall, nts, nmal, med, p90, early, late,
            "adapter" if adapter_peer else "soft-RoCE",
-           "; " + "; ".join(bad[:3]) if bad else ""))
+           "; " + "; ".join(bad[:3]) if bad else "", note))
 
 
 XRC_REQ = set(range(0xa0, 0xad)) | {0xb3, 0xb4, 0xb6, 0xb7}

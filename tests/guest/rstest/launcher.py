@@ -120,7 +120,9 @@ Environment: RS_ACCEL=kvm (KVM instead of TCG; only if it really works),
   RS_KERNEL_ARGS (more guest kernel parameters for every VM, e.g.
   tsc=reliable: bench/run-bench.sh), RS_LOCAL_FABRIC=1 (--local-fabric
   on the run directory's fabric/ unless given: any suite's VMs on the
-  local fabric),
+  local fabric; with --ecmp each VM, a host of its own behind the
+  routers, alone on a fabric of its own, fabric/hI, so that its RoCE
+  traffic still crosses the routers),
   RS_VMS_LOGDIR (default $RS_BUILD/vms/<run>; the last run is linked as
   $RS_BUILD/vms/last), the guest-image.sh variables.
 Each VM has a QMP socket, <run>/vmI/qmp.sock (scripts/qmp.py sends it
@@ -229,6 +231,12 @@ class FabricTally:
         return out
 
 
+def fabric_of(o, i: int) -> str:
+    """--local-fabric: VM i's fabric directory (RS_LOCAL_FABRIC=1 with
+    --ecmp: a fabric per VM, each VM a host of its own)."""
+    return os.path.join(o.fabric, "h%d" % i) if o.fabric_per_vm else o.fabric
+
+
 def fabric_ram(o) -> List[str]:
     """--local-fabric: the VM's RAM in a memfd the fabric's peers map."""
     if not o.fabric:
@@ -264,6 +272,7 @@ class Options:
         # RS_LOCAL_FABRIC=1: every launch on its own fabric (its run
         # directory's), so that concurrent launches never meet
         self.fabric_own = os.environ.get("RS_LOCAL_FABRIC", "0") == "1"
+        self.fabric_per_vm = False
         # (rstest.distro: the driver's installation boots the disk itself)
         self.disk_writable = False
         self.build = os.environ.get("RS_NO_BUILD", "0") != "1"
@@ -603,7 +612,14 @@ class Launch:
         self.movers: Dict[int, Mover] = {}
         if o.fabric_own and not o.fabric:
             o.fabric = os.path.join(run, "fabric")
-            os.makedirs(o.fabric, exist_ok=True)
+            # A fabric is one host's (VMs on one host, docs/specs "Local
+            # fabric"): the VMs of --ecmp stand for hosts of their own
+            # behind the routers (namespace hI each), so each is alone on
+            # a fabric of its own, fabric/hI, and its RoCE traffic goes
+            # over the routers as it would between hosts.
+            o.fabric_per_vm = bool(o.ecmp)
+            for i in range(1, o.n + 1):
+                os.makedirs(fabric_of(o, i), exist_ok=True)
         self.fabric = FabricTally() if o.fabric else None
         try:
             self.add_vms()
@@ -620,8 +636,8 @@ class Launch:
             self.vms[i] = VM(
                 i, self.run, binary=self.qemu, kernel=self.img["RS_KERNEL"],
                 initrd=self.img["RS_INITRD"], segment=self.segment,
-                device=o.device + (",id=rsfab,local-fabric=%s" % o.fabric
-                                   if o.fabric else "") +
+                device=o.device + (",id=rsfab,local-fabric=%s" %
+                                   fabric_of(o, i) if o.fabric else "") +
                 (",fabric-pcap=%s.fabric" % o.pcap[i]
                  if o.fabric and o.pcap.get(i) else ""),
                 mem=o.mem, accel=acc, firmware=fw,
