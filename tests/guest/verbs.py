@@ -758,6 +758,17 @@ def bundle_capture(s: Suite, pairing: str, pcap: str, nvm: int,
     # bundled and asks nothing).
     peers = [v for v in vms[1:] if must or
              ((me, v) in talked and (v, me) in talked)]
+    # With the local fabric (RS_LOCAL_FABRIC=1: the launcher also wrote
+    # pcap.fabric) the frames to a member go over its channel one by one,
+    # never in a bundle (bundles are the netdev's): the adapters VM 1
+    # exchanged frames with over the fabric need none.
+    fab: List[str] = []
+    if os.path.isfile(pcap + ".fabric"):
+        way = set((p.src, p.dst) for p in roce.packets(pcap + ".fabric",
+                                                       v4only=True))
+        fab = [v for v in peers if (me, v) in way and (v, me) in way]
+        peers = [v for v in peers if v not in fab]
+        must = must and bool(peers)
     per: Dict[Tuple[str, str], int] = {}
     for src, dst, _ in set((b.src, b.dst, b.hash) for b in bundles):
         per[(src, dst)] = per.get((src, dst), 0) + 1
@@ -787,7 +798,10 @@ def bundle_capture(s: Suite, pairing: str, pcap: str, nvm: int,
            "" if must else "; none needed: no feature here is sure to "
            "bundle", inside, len(pkts), len(faults), nts_b, nts_p,
            len(pkts) + len(bundles),
-           "; " + "; ".join(faults[:3]) if faults else ""))
+           "; " + "; ".join(faults[:3]) if faults else "") +
+          ("; over the local fabric with %s (%s.fabric: no bundles "
+           "there, none needed)" % (", ".join(fab), os.path.basename(pcap))
+           if fab else ""))
 
 
 def netid_capture(s: Suite, pairing: str, pcap: str) -> None:
