@@ -57,6 +57,10 @@
  */
 #define RS_FAB_VERSION      2
 #define RS_FAB_SOCK_SUFFIX  ".v2.sock"
+/* The name it has until it listens: shorter, and no "*.sock" to a scan. */
+#define RS_FAB_SOCK_TMP     ".v2.new"
+/* A socket's name in the directory: "/<id>" and the suffix. */
+#define RS_FAB_NAME_MAX     (1 + 16 + sizeof(RS_FAB_SOCK_SUFFIX) - 1)
 /* Largest message: a whole frame inline, and the header. */
 #define RS_FAB_MSG_MAX      (RS_WIRE_MAX_FRAME + 64)
 /* Largest channel message: one message, or a batch of them. */
@@ -1044,13 +1048,15 @@ static void rs_fab_join(RSFabric *f)
      */
     qemu_guest_getrandom_nofail(&f->id, sizeof(f->id));
     g_free(f->path);
-    f->path = g_strdup_printf("%s/%d-%016" PRIx64 RS_FAB_SOCK_SUFFIX,
-                              f->c->p.local_fabric, (int)getpid(), f->id);
-    tmp = g_strdup_printf("%s.new", f->path);
-    if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", tmp) >=
+    f->path = g_strdup_printf("%s/%016" PRIx64 RS_FAB_SOCK_SUFFIX,
+                              f->c->p.local_fabric, f->id);
+    tmp = g_strdup_printf("%s/%016" PRIx64 RS_FAB_SOCK_TMP,
+                          f->c->p.local_fabric, f->id);
+    if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", f->path) >=
         (int)sizeof(sa.sun_path)) {
-        return;
+        return;                 /* (rs_fabric_check refused such a path) */
     }
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", tmp);
     fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         return;
@@ -1110,6 +1116,15 @@ bool rs_fabric_check(RSCore *c, Error **errp)
     if (stat(c->p.local_fabric, &st) < 0 || !S_ISDIR(st.st_mode)) {
         error_setg(errp, "rdma-session: local-fabric=%s: not a directory",
                    c->p.local_fabric);
+        return false;
+    }
+    if (strlen(c->p.local_fabric) + RS_FAB_NAME_MAX >=
+        sizeof(((struct sockaddr_un *)NULL)->sun_path)) {
+        error_setg(errp, "rdma-session: local-fabric=%s: the path is too long"
+                   " for the sockets in it (at most %zu bytes)",
+                   c->p.local_fabric,
+                   sizeof(((struct sockaddr_un *)NULL)->sun_path) - 1 -
+                   RS_FAB_NAME_MAX);
         return false;
     }
     if (!ms->ram || memory_region_get_fd(ms->ram) < 0 ||

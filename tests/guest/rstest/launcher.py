@@ -138,12 +138,14 @@ every command exited 0 and every QEMU powered off cleanly, 1 otherwise,
 2 on a setup error.
 """
 
+import atexit
 import glob
 import logging
 import os
 import random
 import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -229,6 +231,11 @@ class FabricTally:
                            t["tx-inline-bytes"], t["rx-bad-ref"],
                            t["rx-dropped"]))
         return out
+
+
+# The longest local-fabric directory the adapter takes (its socket names,
+# "/<16 hex digits>.v2.sock", after it in a 108-byte sockaddr_un).
+FABRIC_DIR_MAX = 82
 
 
 def fabric_of(o, i: int) -> str:
@@ -612,6 +619,14 @@ class Launch:
         self.movers: Dict[int, Mover] = {}
         if o.fabric_own and not o.fabric:
             o.fabric = os.path.join(run, "fabric")
+            # The adapters' socket paths (a sockaddr_un) leave the
+            # directory FABRIC_DIR_MAX bytes: a deeper run directory has
+            # its fabric in /tmp, linked as fabric.
+            if len(o.fabric) + len("/h%d" % o.n) > FABRIC_DIR_MAX:
+                short = tempfile.mkdtemp(prefix="rsfab-")
+                atexit.register(shutil.rmtree, short, True)
+                os.symlink(short, o.fabric)
+                o.fabric = short
             # A fabric is one host's (VMs on one host, docs/specs "Local
             # fabric"): the VMs of --ecmp stand for hosts of their own
             # behind the routers (namespace hI each), so each is alone on

@@ -660,6 +660,37 @@ static void test_fabric_rejoin(void *obj, void *data, QGuestAllocator *alloc)
     fab_cleanup();
 }
 
+/*
+ * A directory whose path leaves no room for the socket names in a
+ * sockaddr_un: realize fails and says so (the fabric used to stay off
+ * without a word).
+ */
+static void test_fabric_long_path(void *obj, void *data,
+                                  QGuestAllocator *alloc)
+{
+    g_autofree char *name = g_strnfill(70, 'l');
+    g_autofree char *dir = g_strdup_printf("%s/%s", fab_dir, name);
+    g_autofree char *cmd = NULL;
+    char out[4096];
+    size_t n;
+    FILE *p;
+
+    g_assert_cmpint(g_mkdir(dir, 0700), ==, 0);
+    g_assert_cmpuint(strlen(dir), >, 82);
+    cmd = g_strdup_printf("echo quit | timeout 60 %s -M pc -display none"
+                          " -nodefaults -S -monitor stdio" FAB_RAM
+                          " -device rdma-session,local-fabric=%s 2>&1",
+                          getenv("QTEST_QEMU_BINARY"), dir);
+    p = popen(cmd, "r");
+    g_assert_nonnull(p);
+    n = fread(out, 1, sizeof(out) - 1, p);
+    out[n] = 0;
+    g_assert_cmpint(pclose(p), !=, 0);
+    g_assert_nonnull(strstr(out, "the path is too long for the sockets"));
+    g_assert_cmpint(g_rmdir(dir), ==, 0);
+    fab_cleanup();
+}
+
 /* A WRITE of @len bytes from A at @off to B's @off; completed, checked. */
 static void fab_write(Pair *pr, LoopQp q[2], uint32_t off, uint32_t len,
                       uint8_t seed, uint64_t wr_id)
@@ -727,6 +758,8 @@ static void register_fabric_tests(void)
     rs_add_standalone_test("fabric/batch-hostile", test_fabric_batch_hostile,
                            &a_only);
     rs_add_standalone_test("fabric/rejoin", test_fabric_rejoin, &a_only);
+    rs_add_standalone_test("fabric/long-path", test_fabric_long_path,
+                           &a_only);
     rs_add_standalone_test("fabric/migrate", test_fabric_migrate, &both);
 }
 
