@@ -1052,10 +1052,7 @@ static void rs_fab_join(RSFabric *f)
                               f->c->p.local_fabric, f->id);
     tmp = g_strdup_printf("%s/%016" PRIx64 RS_FAB_SOCK_TMP,
                           f->c->p.local_fabric, f->id);
-    if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", f->path) >=
-        (int)sizeof(sa.sun_path)) {
-        return;                 /* (rs_fabric_check refused such a path) */
-    }
+    /* Fits: rs_fabric_check refused a longer directory, tmp is shorter. */
     snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", tmp);
     fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     if (fd < 0) {
@@ -1104,6 +1101,8 @@ static void rs_fab_leave(RSFabric *f, const char *why)
 bool rs_fabric_check(RSCore *c, Error **errp)
 {
     MachineState *ms = MACHINE(qdev_get_machine());
+    struct sockaddr_un sa;
+    size_t dir_max = sizeof(sa.sun_path) - 1 - RS_FAB_NAME_MAX;
     struct stat st;
 
     if (!c->p.local_fabric) {
@@ -1118,13 +1117,10 @@ bool rs_fabric_check(RSCore *c, Error **errp)
                    c->p.local_fabric);
         return false;
     }
-    if (strlen(c->p.local_fabric) + RS_FAB_NAME_MAX >=
-        sizeof(((struct sockaddr_un *)NULL)->sun_path)) {
+    if (strlen(c->p.local_fabric) > dir_max) {
         error_setg(errp, "rdma-session: local-fabric=%s: the path is too long"
                    " for the sockets in it (at most %zu bytes)",
-                   c->p.local_fabric,
-                   sizeof(((struct sockaddr_un *)NULL)->sun_path) - 1 -
-                   RS_FAB_NAME_MAX);
+                   c->p.local_fabric, dir_max);
         return false;
     }
     if (!ms->ram || memory_region_get_fd(ms->ram) < 0 ||
