@@ -17,7 +17,7 @@
 #   vmstate      the device's migration stream description against the
 #                earlier releases' (tests/vmstate/, QEMU's
 #                vmstate-static-checker.py)
-#   fuzz-smoke   each fuzzer for RS_FUZZ_SMOKE_SECS (45) s on the sanitizer
+#   fuzz-smoke   each fuzzer for RS_FUZZ_SMOKE_SECS (30) s on the sanitizer
 #                build
 #   qtest-asan   the qtests on the sanitizer build
 #   demo, guest-driver, guest-stack, rdma-matrix, verbs, introspect, nvmf,

@@ -4,7 +4,7 @@
 # fails it and the reproducer is named.
 #
 # Usage: tests/runners/fuzz-smoke.sh generic|hub|packet|fabric
-# Environment: RS_FUZZ_SMOKE_SECS (default 45), RS_BUILD.
+# Environment: RS_FUZZ_SMOKE_SECS (default 30), RS_BUILD.
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -14,7 +14,7 @@ log="$RS_BUILD/test-logs/fuzz-$target.log"
 mkdir -p "${log%/*}"
 echo "1..1"
 if "$top/scripts/fuzz.sh" --no-build --target "$target" \
-        --seconds "${RS_FUZZ_SMOKE_SECS:-45}" > "$log" 2>&1; then
+        --seconds "${RS_FUZZ_SMOKE_SECS:-30}" > "$log" 2>&1; then
     echo "ok 1 - fuzz-smoke/$target"
     grep "^fuzz $target:" "$log" | sed 's/^/# /'
 else
