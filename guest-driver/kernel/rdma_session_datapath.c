@@ -26,6 +26,34 @@ static void rs_ib_ring_db(struct rs_ibdev *dev, u32 off, u32 val)
 	writel(val, dev->kdb + off);
 }
 
+/*
+ * Tell the device that queue @index has WQEs up to producer @pi: through
+ * the QP's doorbell record when it has one (@rec_prod, @rec_active) and
+ * the device says it reads it, else through doorbell @db.  The order is
+ * the ABI's (struct rs_db_record), as the provider's rs_wq_db().
+ */
+static void rs_ib_ring_wq_db(struct rs_ibdev *dev, u32 *rec_prod,
+			     u32 *rec_active, u32 db, u32 index, u32 pi)
+{
+	if (rec_prod) {
+		/* The WQEs before the producer that makes them valid. */
+		dma_wmb();
+		WRITE_ONCE(*rec_prod, pi & 0xffff);
+		/*
+		 * Store before load, paired with the device's store of 0 to
+		 * active and its last look at the producer: one of the two
+		 * sides sees the other's store, so no post is left behind.
+		 * virt_mb(), not smp_mb(): the other side is the device,
+		 * which a CONFIG_SMP=n kernel's smp_mb() would not order.
+		 */
+		virt_mb();
+		if (READ_ONCE(*rec_active))
+			return;
+	}
+	rs_ib_ring_db(dev, db, (index & RS_DB_INDEX_MASK) |
+		      ((pi & 0xffff) << RS_DB_VALUE_SHIFT));
+}
+
 /* ------------------------------------------------------------------ */
 /* Completion queues                                                  */
 /* ------------------------------------------------------------------ */
@@ -468,8 +496,9 @@ int rs_ib_post_send(struct ib_qp *ibqp, const struct ib_send_wr *wr,
 	if (err)
 		*bad = wr;
 	if (n)
-		rs_ib_ring_db(dev, RS_DB_SQ, (qp->qpn & RS_DB_INDEX_MASK) |
-			      ((wq->pi & 0xffff) << RS_DB_VALUE_SHIFT));
+		rs_ib_ring_wq_db(dev, qp->dbrec ? &qp->dbrec->sq_prod : NULL,
+				 qp->dbrec ? &qp->dbrec->sq_active : NULL,
+				 RS_DB_SQ, qp->qpn, wq->pi);
 out:
 	spin_unlock_irqrestore(&wq->lock, flags);
 	return err;
@@ -477,11 +506,13 @@ out:
 
 /*
  * Post receive WQEs to @wq (a kernel QP's RQ or a kernel SRQ) and ring
- * doorbell @db for queue @index.  Called with wq->lock held: see struct
- * rs_wq for the rule.
+ * doorbell @db for queue @index, or store the producer in @dbrec's rq_prod
+ * (a QP's RQ with a doorbell record; the ABI has none for SRQs).  Called
+ * with wq->lock held: see struct rs_wq for the rule.
  */
 static int rs_wq_post_recv(struct rs_ibdev *dev, struct rs_wq *wq, u32 db,
-			   u32 index, const struct ib_recv_wr *wr,
+			   u32 index, struct rs_db_record *dbrec,
+			   const struct ib_recv_wr *wr,
 			   const struct ib_recv_wr **bad)
 {
 	u32 mask = (1u << wq->log) - 1;
@@ -520,8 +551,9 @@ static int rs_wq_post_recv(struct rs_ibdev *dev, struct rs_wq *wq, u32 db,
 	if (err)
 		*bad = wr;
 	if (n)
-		rs_ib_ring_db(dev, db, (index & RS_DB_INDEX_MASK) |
-			      ((wq->pi & 0xffff) << RS_DB_VALUE_SHIFT));
+		rs_ib_ring_wq_db(dev, dbrec ? &dbrec->rq_prod : NULL,
+				 dbrec ? &dbrec->rq_active : NULL,
+				 db, index, wq->pi);
 	return err;
 }
 
@@ -557,7 +589,8 @@ int rs_ib_post_recv(struct ib_qp *ibqp, const struct ib_recv_wr *wr,
 		err = -EINVAL;
 		*bad = wr;
 	} else {
-		err = rs_wq_post_recv(dev, &qp->rq, RS_DB_RQ, qp->qpn, wr, bad);
+		err = rs_wq_post_recv(dev, &qp->rq, RS_DB_RQ, qp->qpn,
+				      qp->dbrec, wr, bad);
 	}
 	spin_unlock_irqrestore(&qp->rq.lock, flags);
 	return err;
@@ -579,7 +612,8 @@ int rs_ib_post_srq_recv(struct ib_srq *ibsrq, const struct ib_recv_wr *wr,
 		return -EINVAL;
 	}
 	spin_lock_irqsave(&srq->wq.lock, flags);
-	err = rs_wq_post_recv(dev, &srq->wq, RS_DB_SRQ, srq->handle, wr, bad);
+	err = rs_wq_post_recv(dev, &srq->wq, RS_DB_SRQ, srq->handle, NULL,
+			      wr, bad);
 	spin_unlock_irqrestore(&srq->wq.lock, flags);
 	return err;
 }

@@ -271,8 +271,9 @@ struct rs_qp {
 	struct rs_session *sess;
 	u32 dest_qpn;
 	u64 dc_key;			/* DCT: its access key */
-	bool db_record;			/* user QP: a record in the SQ ring */
+	bool db_record;			/* a record in the SQ ring */
 	u32 db_record_offset;
+	struct rs_db_record *dbrec;	/* kernel QPs: the record, or NULL */
 	bool has_av;
 	struct rdma_ah_attr av;		/* for query_qp */
 	struct ib_qp_cap cap;

@@ -470,9 +470,14 @@ int rs_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 	/*
 	 * A doorbell record (ABI 1.11) lives after the send WQEs, in the SQ
 	 * ring's pages: the process maps it with the ring.  stride << log is
-	 * a multiple of 64, so the record is aligned.
+	 * a multiple of 64, so the record is aligned.  Kernel QPs (GSI
+	 * included: the device runs it as any UD QP) take one whenever the
+	 * device offers it: it saves the MMIO exits of busy queues.
 	 */
-	want_dbr = udata && has_sq && (ucmd.flags & RS_UVERBS_QP_F_DB_RECORD);
+	if (udata)
+		want_dbr = has_sq && (ucmd.flags & RS_UVERBS_QP_F_DB_RECORD);
+	else
+		want_dbr = has_sq && (dev->rdev->caps & RS_CAP_DB_RECORD);
 	if (has_sq) {
 		err = rs_buf_alloc(dev, &qp->sq.ring,
 				   ((size_t)qp->sq.stride << qp->sq.log) +
@@ -530,6 +535,8 @@ int rs_ib_create_qp(struct ib_qp *ibqp, struct ib_qp_init_attr *init,
 					     qp->sq.ring.dma + off)) {
 			qp->db_record = true;
 			qp->db_record_offset = off;
+			if (!udata)
+				qp->dbrec = qp->sq.ring.va + off;
 		}
 	}
 
@@ -604,8 +611,13 @@ int rs_ib_detach_mcast(struct ib_qp *ibqp, union ib_gid *gid, u16 lid)
 	return rs_ib_mcast(ibqp, gid, false);
 }
 
-/* Back to RESET: the device forgot the queue, so does the driver. */
-static void rs_wq_reset(struct rs_wq *wq)
+/*
+ * Back to RESET: the device forgot the queue, so does the driver.  The
+ * QP keeps its doorbell record: only the WQEs are cleared (the device
+ * owns the active words) and the queue's producer in it, @rec_prod,
+ * restarts at 0 as the ABI asks.
+ */
+static void rs_wq_reset(struct rs_wq *wq, u32 *rec_prod)
 {
 	unsigned long flags;
 
@@ -615,7 +627,9 @@ static void rs_wq_reset(struct rs_wq *wq)
 	spin_lock_irqsave(&wq->lock, flags);
 	wq->pi = 0;
 	wq->ci = 0;
-	memset(wq->ring.va, 0, wq->ring.size);
+	memset(wq->ring.va, 0, (size_t)wq->stride << wq->log);
+	if (rec_prod)
+		WRITE_ONCE(*rec_prod, 0);
 	spin_unlock_irqrestore(&wq->lock, flags);
 }
 
@@ -799,8 +813,10 @@ int rs_ib_modify_qp(struct ib_qp *ibqp, struct ib_qp_attr *attr, int mask,
 	if (next == IB_QPS_RESET) {
 		qp->has_av = false;
 		if (!qp->user) {
-			rs_wq_reset(&qp->sq);
-			rs_wq_reset(&qp->rq);
+			rs_wq_reset(&qp->sq,
+				    qp->dbrec ? &qp->dbrec->sq_prod : NULL);
+			rs_wq_reset(&qp->rq,
+				    qp->dbrec ? &qp->dbrec->rq_prod : NULL);
 		}
 	}
 out:

@@ -14,6 +14,11 @@ then
   all with O_DIRECT, one request at a time: the multicast segment of
   launch-vms.sh loses frames in bursts of more than about 90 (see the
   user guide), and an RDMA READ of 64 KiB is 64 response packets;
+  - over those two checks, reads the adapter's counters (rdma statistic):
+    the kernel QPs must take WQEs from their doorbell records
+    (db_record_pickups > 0) and ring fewer MMIO doorbells than they
+    exchange messages (two per I/O: the command and its response); the
+    figures are in the check's detail;
   - disconnects, then sends the MD5 of what it wrote to VM 1 (busybox
     nc), which compares it with its RAM disk's first 2 MiB.
 With --migrate, both VMs are live-migrated while the host verifies I/O:
@@ -55,7 +60,7 @@ STALL_PREFIX = "[launch-vms] migrate-vm: "
 
 GUEST = ["1:nvmf-target", "1:nvmf-target-data", "1:dmesg-clean",
          "2:nvmf-connect", "2:nvmf-io-64k", "2:nvmf-io-4k",
-         "2:nvmf-disconnect", "2:dmesg-clean"]
+         "2:nvmf-dbrec", "2:nvmf-disconnect", "2:dmesg-clean"]
 GUEST_MIG = ["1:migration-notice", "2:nvmf-io-migrating",
              "2:migration-notice"]
 

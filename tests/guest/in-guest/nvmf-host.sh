@@ -27,6 +27,8 @@ else
 fi
 dd if=/dev/urandom of=/tmp/a bs=65536 count=16 2>/dev/null
 dd if=/dev/urandom of=/tmp/b bs=65536 count=16 2>/dev/null
+# The kernel QPs' doorbell records (ABI 1.11): counted over the two checks.
+mmio0=$(cnt db_mmio_writes) pick0=$(cnt db_record_pickups) io0=$(ios)
 # 64 KiB writes (registered with REG_MR), 4 KiB reads.
 dd if=/tmp/a of=/dev/nvme0n1 bs=65536 count=16 oflag=direct 2>/tmp/dd.err
 dd if=/dev/nvme0n1 of=/tmp/a2 bs=4096 count=256 iflag=direct 2>>/tmp/dd.err
@@ -37,6 +39,19 @@ dd if=/tmp/b of=/dev/nvme0n1 bs=4096 count=256 seek=256 oflag=direct 2>/tmp/dd.e
 dd if=/dev/nvme0n1 of=/tmp/b2 bs=65536 count=16 skip=16 iflag=direct 2>>/tmp/dd.err
 if cmp -s /tmp/b /tmp/b2; then ck nvmf-io-4k ok "1 MiB written in 4 KiB at 1 MiB, read back in 64 KiB: equal"
 else ck nvmf-io-4k fail "$(cmp /tmp/b /tmp/b2 2>&1 | head -n 1) $(tr '\n' ' ' < /tmp/dd.err) $(dmesg | tail -n 3 | tr '\n' ' ')"; fi
+# Each I/O posts at least two WQEs on the host's queue pair: the command
+# capsule's SEND and the receive that takes the response back.  Without
+# records every post rings a doorbell (>= 1 per message); with them the
+# receive posts need none and an SQ post none while the device is active.
+mmio=$(( $(cnt db_mmio_writes) - mmio0 )) pick=$(( $(cnt db_record_pickups) - pick0 ))
+msgs=$(( ($(ios) - io0) * 2 ))
+dpm=$(awk -v d=$mmio -v m=$msgs 'BEGIN { if (m) printf "%.3f", d / m; else print "nan" }')
+det="$msgs messages ($((msgs / 2)) I/Os), $mmio MMIO doorbells ($dpm per message), $pick WQEs from doorbell records"
+if [ "$pick" -gt 0 ] && [ "$msgs" -gt 0 ] && [ $((mmio)) -lt $msgs ]; then
+    ck nvmf-dbrec ok "$det"
+else
+    ck nvmf-dbrec fail "$det"
+fi
 if [ "$mig" = 1 ]; then
     # Verified I/O while the target and then this VM move.
     r=0 err= end=0
