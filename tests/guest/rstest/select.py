@@ -37,6 +37,7 @@ import sys
 from typing import Callable, Dict, Hashable, List, Optional, Sequence
 
 Catalog = Dict[Hashable, List[str]]
+EXACT = "\0exact"
 
 
 def _parts(name: str) -> List[str]:
@@ -46,19 +47,25 @@ def _parts(name: str) -> List[str]:
 class Selection:
     """The checks a command line's NAMEs select (all if none)."""
 
-    def __init__(self, patterns: Sequence[str] = (), suite: str = ""):
+    def __init__(self, patterns: Sequence[str] = (), suite: str = "",
+                 exact: Sequence[str] = ()):
         self.patterns = []
         for p in patterns:
             pc = _parts(p)
             if suite and len(pc) > 1 and pc[0] == suite:
                 pc = pc[1:]
             self.patterns.append(pc)
+        # a unit's names: only those checks ("launch-vms" of one unit is
+        # not every unit's ".../launch-vms")
+        self.patterns += [[EXACT, n] for n in exact]
 
     def __bool__(self) -> bool:
         return bool(self.patterns)
 
     @staticmethod
     def matches(pattern: List[str], name: str) -> bool:
+        if pattern[:1] == [EXACT]:
+            return name == pattern[1]
         nc = _parts(name)
         n = len(pattern)
         return any(all(fnmatch.fnmatchcase(nc[i + j], pattern[j])
@@ -72,7 +79,8 @@ class Selection:
 
     def unmatched(self, names: Sequence[str]) -> List[str]:
         """The NAMEs that select none of names."""
-        return ["/".join(p) for p in self.patterns
+        return ["/".join(p[1:] if p[:1] == [EXACT] else p)
+                for p in self.patterns
                 if not any(self.matches(p, n) for n in names)]
 
     def units(self, catalog: Catalog) -> List[Hashable]:
@@ -172,9 +180,10 @@ def main(suite: str, catalog: Catalog,
     # a unit's own name ("held", "adapter-adapter/rc") selects its tests
     keys = {"/".join(map(str, u)) if isinstance(u, tuple) else str(u): u
             for u in catalog}
-    pats = [x for p in pats for x in (
-        catalog[keys[p.strip("/")]] if p.strip("/") in keys else [p])]
-    sel = Selection(pats, suite)
+    exact = [x for p in pats if p.strip("/") in keys
+             for x in catalog[keys[p.strip("/")]]]
+    pats = [p for p in pats if p.strip("/") not in keys]
+    sel = Selection(pats, suite, exact)
     every = names(catalog)
     bad = sel.unmatched(every)
     if bad:

@@ -110,6 +110,24 @@ class MainTest(unittest.TestCase):
         self.assertEqual(lines, ["aa/dmesg-clean/vm1", "aa/launch-vms",
                                  "aa/mw/bind/vm1", "lim/cap/vm1"])
 
+    def test_unit_name_exact(self) -> None:
+        """A unit's names select only its checks: "launch-vms" of one
+        unit (as migration.py's short part reports it) is not another
+        unit's ".../launch-vms", whose unit it would boot too."""
+        cat = {"short": ["migration-1", "launch-vms"],
+               "held": ["held-migration-1", "held/launch-vms"]}
+        out = io.StringIO()
+        ran = []
+        select.main("t", cat, lambda s, u: ran.append(list(u)),
+                    ["--list", "short"], out=out)
+        self.assertEqual(out.getvalue().splitlines(),
+                         ["migration-1", "launch-vms"])
+        out = io.StringIO()
+        select.main("t", cat, lambda s, u: ran.append(list(u)),
+                    ["--list", "launch-vms"], out=out)
+        self.assertEqual(out.getvalue().splitlines(),
+                         ["launch-vms", "held/launch-vms"])
+
     def test_selected(self) -> None:
         rc, lines, _ = self.main(["aa/rc/connect", "aa/rc/send"])
         self.assertEqual(self.ran, [[("aa", "rc")]])
