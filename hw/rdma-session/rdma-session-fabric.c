@@ -147,7 +147,9 @@ struct RSFabric {
  * fabric-pcap: what goes over the fabric, both ways, as a capture of the
  * netdev would have shown it (the frames of the channel's messages; a
  * frame by reference as a truncated record, rs_fab_pcap_ref).  One record
- * per frame, as filter-dump writes them: the operator's choice, as that.
+ * per frame, as filter-dump writes them: the operator's choice, as that,
+ * and on its clock (the virtual clock), so that a netdev's capture and
+ * this one merge into one timeline.
  * orig: the frame's length on the wire (len: the bytes recorded).
  */
 static void rs_fab_pcap(RSFabric *f, const uint8_t *frame, size_t len,
@@ -163,7 +165,7 @@ static void rs_fab_pcap(RSFabric *f, const uint8_t *frame, size_t len,
     if (f->pcap_fd < 0) {
         return;                 /* (every frame passes here) */
     }
-    us = qemu_clock_get_us(QEMU_CLOCK_HOST);
+    us = qemu_clock_get_us(QEMU_CLOCK_VIRTUAL);
     hdr[0] = cpu_to_le32(us / 1000000);
     hdr[1] = cpu_to_le32(us % 1000000);
     hdr[2] = cpu_to_le32(len);

@@ -43,8 +43,9 @@ multicast segment of one host instead.
 3. perftest: VM 1, migrated twice, is the client of ib_write_bw and
    ib_read_bw and the server of ib_send_bw with a soft-RoCE VM, then the
    other way round (between hosts with RS_MIGRATION_ALL=1: both VMs in
-   the Debian guest, launch-vms.sh --distro), then the first way with an adapter VM (part 1
-   has the other way with an adapter, part 2 ib_write_bw).
+   the Debian guest, launch-vms.sh --distro), then the first way with an
+   adapter VM (part 1 has the other way with an adapter, part 2
+   ib_write_bw).
 4. NVMe over Fabrics over RDMA (tests/guest/nvmf.py --migrate): VM 1 the
    target, VM 2 the host, which verifies I/O round after round while VM 1
    and then VM 2 are migrated.

@@ -244,6 +244,17 @@ def fabric_of(o, i: int) -> str:
     return os.path.join(o.fabric, "h%d" % i) if o.fabric_per_vm else o.fabric
 
 
+def fabric_pcap(o, run: str, i: int, peer: bool) -> str:
+    """--local-fabric: VM i's capture of the fabric, next to the netdev's
+    whose RoCE frames it takes: a migrating VM's peer's (the stall its
+    capture shows, rstest/migration.py), else --pcap I FILE's."""
+    if not o.fabric or not (peer or o.pcap.get(i)):
+        return ""
+    return ",fabric-pcap=%s.fabric" % (
+        os.path.join(run, "vm%d" % i, "migrate-peer.pcap") if peer
+        else o.pcap[i])
+
+
 def fabric_ram(o) -> List[str]:
     """--local-fabric: the VM's RAM in a memfd the fabric's peers map."""
     if not o.fabric:
@@ -653,8 +664,7 @@ class Launch:
                 initrd=self.img["RS_INITRD"], segment=self.segment,
                 device=o.device + (",id=rsfab,local-fabric=%s" %
                                    fabric_of(o, i) if o.fabric else "") +
-                (",fabric-pcap=%s.fabric" % o.pcap[i]
-                 if o.fabric and o.pcap.get(i) else ""),
+                fabric_pcap(o, self.run, i, i in peers),
                 mem=o.mem, accel=acc, firmware=fw,
                 soft_roce=self.soft(i), pcap=o.pcap.get(i),
                 peer_capture=i in peers,

@@ -506,13 +506,19 @@ def stalls(path: str, src: str, dst: str,
     (ms, one per switch) plus 2 s before it to 2 s after it.  One value
     (ms, or None if no frame came before or after) per switch."""
     frames, arps = [], []
-    # a capture on a VM that moved goes on in PATH.1, PATH.2, ...
+    # a capture on a VM that moved goes on in PATH.1, PATH.2, ...; on the
+    # local fabric, what the peer's adapter took over it is in
+    # PATH.fabric, on the same clock (the fabric is left at each switch
+    # and joined again after it, so the frames around it are in both)
     more = [p for p in glob.glob(glob.escape(path) + ".*")
             if p[len(path) + 1:].isdigit()]
-    for p in [path] + sorted(more, key=lambda p: int(p[len(path) + 1:])):
+    fab = [path + ".fabric"] if os.path.isfile(path + ".fabric") else []
+    for p in [path] + sorted(more, key=lambda p: int(p[len(path) + 1:])) + \
+            fab:
         f, a = segment_frames(p, src, dst)
         frames += f
         arps += a
+    frames.sort(key=lambda x: x[0])
     traffic = sorted(t for t, rnr in frames if rnr is None)
     switches: List[float] = []
     for t in sorted([t for t, rnr in frames if rnr == 1] + arps):
