@@ -38,6 +38,7 @@ typedef struct RSParams {
     uint32_t max_mcast_grps;
     uint32_t max_mcast_qp_attach;
     uint32_t window;            /* x-window: RC packets in flight per QP */
+    uint32_t fabric_window;     /* x-fabric-window: same, to a member */
     uint32_t drop_tx;           /* x-drop-tx: test only, drop every Nth */
     uint32_t ack_backoff;       /* x-ack-backoff: timeout doublings */
     bool migration_hold;        /* x-migration-hold: RNR NAKs while out */
@@ -283,6 +284,7 @@ typedef struct RSQpReq {
     /* Runtime only (re-armed after migration). */
     uint8_t retries;            /* timeouts since the last progress */
     bool probed;                /* tail loss probe sent */
+    bool fabric;                /* sending over the local fabric */
     int64_t last_progress;      /* QEMU_CLOCK_VIRTUAL ns */
     int64_t rnr_until;          /* end of the RNR wait, virtual ns */
 } RSQpReq;

@@ -1276,6 +1276,15 @@ void rs_fabric_addrs_changed(RSCore *c)
     }
 }
 
+/* Whether a frame with pkt's headers would go over the fabric now. */
+bool rs_fabric_reaches(RSCore *c, const RSPkt *pkt)
+{
+    RSFabric *f = c->fabric;
+
+    return f && !pkt->vlan && pkt->dip && !pkt->v6 && !c->holding &&
+           c->link_up && rs_fab_member_of_ip(f, pkt->dip);
+}
+
 /*
  * Building a packet to pkt's destination with n bytes of payload: if it
  * goes to a member and is large, record the payload's pieces (rs_data_rw

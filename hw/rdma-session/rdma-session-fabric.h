@@ -49,6 +49,7 @@ bool rs_fabric_check(RSCore *c, Error **errp);
 void rs_fabric_vm_running(RSCore *c);
 void rs_fabric_vm_migrating(RSCore *c);
 void rs_fabric_addrs_changed(RSCore *c);
+bool rs_fabric_reaches(RSCore *c, const RSPkt *pkt);
 bool rs_fabric_ref_begin(RSCore *c, const RSPkt *pkt, uint32_t n);
 bool rs_fabric_ref_end(RSCore *c);
 void rs_fabric_ref_drop(RSCore *c);

@@ -519,6 +519,7 @@ static const Property rs_properties[] = {
                        262144),
     DEFINE_PROP_UINT32("path-holddown", RSState, core.p.path_holddown_ms, 500),
     DEFINE_PROP_UINT32("x-window", RSState, core.p.window, 64),
+    DEFINE_PROP_UINT32("x-fabric-window", RSState, core.p.fabric_window, 512),
     /* Test only: drop every Nth RoCE frame the engine sends (0: none). */
     DEFINE_PROP_UINT32("x-drop-tx", RSState, core.p.drop_tx, 0),
     DEFINE_PROP_UINT32("x-ack-backoff", RSState, core.p.ack_backoff, 3),
@@ -618,6 +619,8 @@ static const struct {
     { "path-holddown", "ms before a failed session is tried again "
       "(1-60000)" },
     { "x-window", "test: RC packets in flight per QP" },
+    { "x-fabric-window", "test: the same to a local fabric member (at least "
+      "x-window)" },
     { "x-drop-tx", "test: drop every Nth RoCE frame sent (0: none)" },
     { "x-ack-backoff", "test: doublings of the local ACK timeout (0-6)" },
     { "x-rxe-flush-icrc", "test: RDMA FLUSH ICRC as soft-RoCE computes it" },

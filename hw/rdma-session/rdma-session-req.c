@@ -318,13 +318,46 @@ static bool rs_req_record(RSQp *qp, const struct rs_send_wqe_ctrl *w,
 
 #define RS_CWND_MIN 2
 
+/*
+ * The window's largest size: x-window, or x-fabric-window while the QP
+ * sends over the local fabric, which has no queue to overflow and whose
+ * round trip (two main loops' wake-ups) x-window's packets do not cover.
+ */
+static uint32_t rs_req_wmax(RSCore *c, const RSQp *qp)
+{
+    return qp->req.fabric ? MAX(c->p.fabric_window, c->p.window) :
+           c->p.window;
+}
+
 static uint32_t rs_req_cwnd(RSCore *c, RSQp *qp)
 {
     if (!qp->req.cwnd) {
-        qp->req.cwnd = qp->req.ssthresh = c->p.window;
+        qp->req.cwnd = qp->req.ssthresh = rs_req_wmax(c, qp);
         qp->req.recover_psn = qp->sq_psn;
     }
     return qp->req.cwnd;
+}
+
+/*
+ * The QP's packets start or stop going over the local fabric (a member
+ * joined or left): the whole window there, at most x-window elsewhere.
+ */
+static void rs_req_path_fabric(RSCore *c, RSQp *qp, bool fabric)
+{
+    if (qp->req.fabric == fabric) {
+        return;
+    }
+    qp->req.fabric = fabric;
+    if (!qp->req.cwnd) {
+        return;
+    }
+    if (fabric) {
+        qp->req.cwnd = qp->req.ssthresh = rs_req_wmax(c, qp);
+    } else {
+        qp->req.cwnd = MIN(qp->req.cwnd, c->p.window);
+        qp->req.ssthresh = MIN(qp->req.ssthresh, c->p.window);
+    }
+    qp->req.cwnd_acked = 0;
 }
 
 /*
@@ -357,7 +390,7 @@ void rs_req_lost(RSCore *c, uint32_t qpn, bool timeout)
 /* n more packets were acknowledged: slow start, then +1 per window. */
 void rs_req_acked(RSCore *c, RSQp *qp, uint32_t n)
 {
-    if (rs_req_cwnd(c, qp) >= c->p.window) {
+    if (rs_req_cwnd(c, qp) >= rs_req_wmax(c, qp)) {
         return;
     }
     if (qp->req.cwnd < qp->req.ssthresh) {
@@ -755,11 +788,14 @@ static bool rs_req_read(RSCore *c, RSQp *qp, const RSSendWqe *s,
                         RSPkt *pkt, unsigned *budget)
 {
     uint32_t mtu = 128u << qp->path_mtu;
-    uint32_t room = rs_req_room(c, qp), chunk;
+    uint32_t room, chunk;
     uint32_t per = MAX(c->p.window / 2, 1);
     uint64_t off = (uint64_t)qp->req.pkt * mtu;
     size_t len;
 
+    /* (x-window's parts also on the fabric: a part's offsets are fixed) */
+    rs_req_path_fabric(c, qp, rs_fabric_reaches(c, pkt));
+    room = rs_req_room(c, qp);
     chunk = MIN(s->npkts, (qp->req.pkt / per + 1) * per) - qp->req.pkt;
     if ((room < chunk && rs_req_inflight(qp)) ||
         qp->req.rd_out >= MAX(qp->max_rd_atomic, 1)) {
@@ -800,6 +836,9 @@ static bool rs_req_segment(RSCore *c, uint32_t qpn, RSQp *qp,
     uint32_t expect_ci, expect_pkt, ack_every;
     uint8_t st;
 
+    if (!ud && !uc) {
+        rs_req_path_fabric(c, qp, rs_fabric_reaches(c, pkt));
+    }
     while (*budget) {
         uint32_t i = qp->req.pkt;
         uint32_t room = ud || uc ? 1 : rs_req_room(c, qp);

@@ -182,6 +182,30 @@ static unsigned fab_sockets(void)
  * WRITE, SEND and READ between A and B: the data lands, the payloads
  * went by reference, and nothing RoCE crossed either netdev.
  */
+/* Adapter @i's QP @qpn's send window (query-rdma-session's cwnd). */
+static uint32_t fab_cwnd(Pair *pr, int i, uint32_t qpn)
+{
+    QDict *rsp = qtest_qmp(qrs_qts(pr->p[0].d),
+                           "{ 'execute': 'query-rdma-session', 'arguments':"
+                           " { 'device': %s } }", i ? "rsb" : "rsa");
+    QList *l = qdict_get_qlist(rsp, "return");
+    QListEntry *e;
+    int64_t cwnd = -1;
+
+    g_assert_nonnull(l);
+    QLIST_FOREACH_ENTRY(qdict_get_qlist(qobject_to(QDict, qlist_peek(l)),
+                                        "qps"), e) {
+        QDict *x = qobject_to(QDict, qlist_entry_obj(e));
+
+        if (qdict_get_int(x, "qpn") == qpn) {
+            cwnd = qdict_get_int(x, "cwnd");
+        }
+    }
+    qobject_unref(rsp);
+    g_assert_cmpint(cwnd, >=, 0);
+    return cwnd;
+}
+
 static void test_fabric_data(void *obj, void *data, QGuestAllocator *alloc)
 {
     Pair pr;
@@ -223,6 +247,8 @@ static void test_fabric_data(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmpuint(fab_counter(&pr, 1, "rx-ref") +
                      fab_counter(&pr, 1, "rx-inline"), ==, tx);
     g_assert_cmpuint(fab_counter(&pr, 0, "tx-lost"), ==, 0);
+    /* Its window there: x-fabric-window's 512 packets, not x-window's. */
+    g_assert_cmpuint(fab_cwnd(&pr, 0, q[0].qpn), ==, 512);
 
     /* SEND of 5000 bytes in two SGEs. */
     sge = peer_sge(b, 0x4000, 6000);
@@ -318,6 +344,7 @@ static void test_fabric_off(void *obj, void *data, QGuestAllocator *alloc)
     g_assert_cmpuint(fab_counter(&pr, 0, "joined"), ==, 0);
     g_assert_cmpuint(fab_counter(&pr, 0, "tx-ref"), ==, 0);
     g_assert_cmpuint(fab_counter(&pr, 0, "tx-inline"), ==, 0);
+    g_assert_cmpuint(fab_cwnd(&pr, 0, q[0].qpn), ==, 64);
     pair_teardown(&pr);
     fab_cleanup();
 }
