@@ -391,6 +391,11 @@ bool rs_core_realize(RSCore *c, Error **errp)
         error_setg(errp, "rdma-session: max-mr-pages must be 1..16777216");
         return false;
     }
+    if (p->fabric_window > 4096) {
+        error_setg(errp, "rdma-session: x-fabric-window must be at most "
+                   "4096 packets");
+        return false;
+    }
     if (p->window < 1 || p->window > 4096) {
         error_setg(errp, "rdma-session: x-window must be 1..4096 packets");
         return false;
