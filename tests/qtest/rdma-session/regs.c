@@ -476,8 +476,8 @@ static void test_properties(void *obj, void *data, QGuestAllocator *alloc)
         g_assert_true(desc && *desc);
         own++;
     }
-    /* mac, netdev and the adapter's 51 (db-record, fabric-pcap the last) */
-    g_assert_cmpuint(own, ==, 53);
+    /* mac, netdev and the adapter's 52 (x-fabric-window the last) */
+    g_assert_cmpuint(own, ==, 54);
     qobject_unref(r);
 }
 
