@@ -105,8 +105,10 @@ Usage: scripts/launch-vms.sh [options] [-- extra QEMU arguments for every VM]
                      or --overlay); each migration's figures are printed (QEMU's
                      and the RDMA stall VM I's peer, RS_PEER, saw at the
                      switch, from a capture of the peer's netdev,
-                     <run>/vmJ/migrate-peer.pcap; their median and
-                     worst), and a failed migration fails the run
+                     <run>/vmJ/migrate-peer.pcap, and with --local-fabric
+                     of its fabric, migrate-peer.pcap.fabric; their
+                     median and worst), and a failed migration fails the
+                     run
   --migrate-hold S   each of those migrations holds the switchover S
                      seconds with the VM stopped (a long downtime)
   --migrate-drill    first try migrations that must fail and leave VM I
