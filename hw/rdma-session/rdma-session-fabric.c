@@ -494,6 +494,18 @@ static RSFabMember *rs_fab_member_of_ip(RSFabric *f, uint32_t ip)
     return NULL;
 }
 
+/*
+ * The member a frame with pkt's headers goes to now, or NULL (the wire):
+ * IPv4 without a VLAN tag, the port up and no migration hold.
+ */
+static RSFabMember *rs_fab_member_of_pkt(RSCore *c, const RSPkt *pkt)
+{
+    if (pkt->vlan || !pkt->dip || pkt->v6 || c->holding || !c->link_up) {
+        return NULL;
+    }
+    return rs_fab_member_of_ip(c->fabric, pkt->dip);
+}
+
 /* A HELLO: map the peer's regions read-only; false: garbage. */
 static bool rs_fab_hello(RSFabric *f, RSFabMember *m, const uint8_t *b,
                          size_t len, const int *fds, unsigned nfds)
@@ -1279,10 +1291,7 @@ void rs_fabric_addrs_changed(RSCore *c)
 /* Whether a frame with pkt's headers would go over the fabric now. */
 bool rs_fabric_reaches(RSCore *c, const RSPkt *pkt)
 {
-    RSFabric *f = c->fabric;
-
-    return f && !pkt->vlan && pkt->dip && !pkt->v6 && !c->holding &&
-           c->link_up && rs_fab_member_of_ip(f, pkt->dip);
+    return c->fabric && rs_fab_member_of_pkt(c, pkt);
 }
 
 /*
@@ -1294,10 +1303,8 @@ bool rs_fabric_ref_begin(RSCore *c, const RSPkt *pkt, uint32_t n)
 {
     RSFabric *f = c->fabric;
 
-    if (!f || n < RS_FAB_REF_MIN || pkt->vlan || !pkt->dip || pkt->v6 ||
-        rs_gid_find(c, pkt->dgid) >= 0 ||
-        !rs_fab_ref_op(pkt->opcode) || c->holding || !c->link_up ||
-        !rs_fab_member_of_ip(f, pkt->dip)) {
+    if (!f || n < RS_FAB_REF_MIN || rs_gid_find(c, pkt->dgid) >= 0 ||
+        !rs_fab_ref_op(pkt->opcode) || !rs_fab_member_of_pkt(c, pkt)) {
         return false;
     }
     f->rec = true;
@@ -1384,8 +1391,7 @@ bool rs_fabric_xmit(RSCore *c, const uint8_t *frame, size_t len,
         return false;
     }
     f->ref_ready = false;
-    m = pkt->vlan || !pkt->dip || c->holding || !c->link_up ? NULL :
-        rs_fab_member_of_ip(f, pkt->dip);
+    m = rs_fab_member_of_pkt(c, pkt);
     if (!m) {
         if (ref) {
             f->cnt[RS_FAB_CNT_TX_LOST]++;   /* the member left meanwhile */

@@ -518,7 +518,6 @@ def stalls(path: str, src: str, dst: str,
         f, a = segment_frames(p, src, dst)
         frames += f
         arps += a
-    frames.sort(key=lambda x: x[0])
     traffic = sorted(t for t, rnr in frames if rnr is None)
     switches: List[float] = []
     for t in sorted([t for t, rnr in frames if rnr == 1] + arps):

@@ -37,7 +37,6 @@ import sys
 from typing import Callable, Dict, Hashable, List, Optional, Sequence
 
 Catalog = Dict[Hashable, List[str]]
-EXACT = "\0exact"
 
 
 def _parts(name: str) -> List[str]:
@@ -57,15 +56,13 @@ class Selection:
             self.patterns.append(pc)
         # a unit's names: only those checks ("launch-vms" of one unit is
         # not every unit's ".../launch-vms")
-        self.patterns += [[EXACT, n] for n in exact]
+        self.exact = set(exact)
 
     def __bool__(self) -> bool:
-        return bool(self.patterns)
+        return bool(self.patterns or self.exact)
 
     @staticmethod
     def matches(pattern: List[str], name: str) -> bool:
-        if pattern[:1] == [EXACT]:
-            return name == pattern[1]
         nc = _parts(name)
         n = len(pattern)
         return any(all(fnmatch.fnmatchcase(nc[i + j], pattern[j])
@@ -74,13 +71,12 @@ class Selection:
 
     def wants(self, name: str) -> bool:
         """Whether the check name is selected."""
-        return not self.patterns or any(self.matches(p, name)
-                                        for p in self.patterns)
+        return not self or name in self.exact or \
+            any(self.matches(p, name) for p in self.patterns)
 
     def unmatched(self, names: Sequence[str]) -> List[str]:
         """The NAMEs that select none of names."""
-        return ["/".join(p[1:] if p[:1] == [EXACT] else p)
-                for p in self.patterns
+        return ["/".join(p) for p in self.patterns
                 if not any(self.matches(p, n) for n in names)]
 
     def units(self, catalog: Catalog) -> List[Hashable]:

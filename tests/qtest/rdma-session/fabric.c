@@ -178,10 +178,6 @@ static unsigned fab_sockets(void)
     return n;
 }
 
-/*
- * WRITE, SEND and READ between A and B: the data lands, the payloads
- * went by reference, and nothing RoCE crossed either netdev.
- */
 /* Adapter @i's QP @qpn's send window (query-rdma-session's cwnd). */
 static uint32_t fab_cwnd(Pair *pr, int i, uint32_t qpn)
 {
@@ -206,6 +202,10 @@ static uint32_t fab_cwnd(Pair *pr, int i, uint32_t qpn)
     return cwnd;
 }
 
+/*
+ * WRITE, SEND and READ between A and B: the data lands, the payloads
+ * went by reference, and nothing RoCE crossed either netdev.
+ */
 static void test_fabric_data(void *obj, void *data, QGuestAllocator *alloc)
 {
     Pair pr;
